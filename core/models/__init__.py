@@ -1,0 +1,1 @@
+"""Model backends behind the ModelClient protocol."""
