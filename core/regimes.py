@@ -1,0 +1,263 @@
+"""Failure regimes (SPEC §5.3): which observations fail, and the seeded draws that replace them.
+
+A regime is a frozen spec (`Regime`) that serialises to canonical JSON. Whether
+observation i (1-based, counting tool results) fails is `Regime.fails(i)`. A failed
+observation's replacement page is drawn with `draw_rng`, keyed by (seed, question
+id, observation index) through blake2b, so every condition and every rerun of a
+cell sees the same draw: from another question's KB (`ForeignPool.draw`) or, for
+`plausible`, from the question's own distractors (`ForeignPool.draw_own_distractor`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import re
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+from core.data import Paragraph, Question
+from core.errors import ConfigError
+from core.kb import normalize_title
+
+MEAN6 = (
+    "clean",
+    "persistent",
+    "recover_after_1",
+    "recover_after_2",
+    "recover_after_3",
+    "late_onset_from_3",
+)
+FAILURE_REGIMES = MEAN6[1:]
+
+KINDS = ("clean", "persistent", "recover_after", "late_onset_from", "plausible", "answerless")
+DEFAULT_LATE_ONSET = 3
+MAX_RECOVER_AFTER = 5
+
+_VALID_NAMES = (
+    "clean, persistent, recover_after_1..recover_after_5, late_onset_from_<k> (k >= 1), "
+    "late_onset (= late_onset_from_3), plausible, answerless"
+)
+_PARAM_NAME = re.compile(r"(recover_after|late_onset_from)_([1-9][0-9]*)")
+# Foreign pages whose title is also in the question's own KB are redrawn (from the
+# same seeded stream), so a "failed" observation never shows the question's own page.
+_MAX_FOREIGN_ATTEMPTS = 64
+
+
+@dataclass(frozen=True)
+class Regime:
+    """A failure schedule.
+
+    Attributes:
+        name: canonical name, e.g. "recover_after_2" or "late_onset_from_3".
+        kind: one of `KINDS`.
+        param: c for recover_after, k for late_onset_from, else None.
+    """
+
+    name: str
+    kind: str
+    param: int | None
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ConfigError(f"unknown regime kind {self.kind!r}; valid kinds: {', '.join(KINDS)}")
+        expected = self.kind if self.param is None else f"{self.kind}_{self.param}"
+        if self.kind == "recover_after":
+            ok = self.param is not None and 1 <= self.param <= MAX_RECOVER_AFTER
+        elif self.kind == "late_onset_from":
+            ok = self.param is not None and self.param >= 1
+        else:
+            ok = self.param is None
+        if not ok or self.name != expected:
+            raise ConfigError(
+                f"inconsistent regime (name={self.name!r}, kind={self.kind!r}, "
+                f"param={self.param!r}); build regimes with parse_regime(name)"
+            )
+
+    def fails(self, i: int) -> bool:
+        """Whether observation `i` (1-based) fails under this regime.
+
+        Args:
+            i: observation index, counting tool results 1, 2, 3, ...
+
+        Returns:
+            True when the real tool result is to be replaced.
+
+        Raises:
+            ValueError: if `i` < 1.
+        """
+        if i < 1:
+            raise ValueError(f"observation index is 1-based, got {i}")
+        if self.kind in ("persistent", "plausible"):
+            return True
+        if self.kind == "recover_after":
+            return i <= self.param  # type: ignore[operator]
+        if self.kind == "late_onset_from":
+            return i >= self.param  # type: ignore[operator]
+        return False  # clean, answerless
+
+    @property
+    def answerless(self) -> bool:
+        """Whether the KB has its supporting-fact sentences removed."""
+        return self.kind == "answerless"
+
+    @property
+    def plausible(self) -> bool:
+        """Whether failed observations are the question's own distractor pages."""
+        return self.kind == "plausible"
+
+    def to_json(self) -> str:
+        """Canonical JSON of the spec (sorted keys, no spaces)."""
+        return json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
+
+    def spec_hash(self) -> str:
+        """sha256 hex digest of `to_json()`."""
+        return hashlib.sha256(self.to_json().encode("utf-8")).hexdigest()
+
+
+def parse_regime(name: str) -> Regime:
+    """Build a regime from its name.
+
+    Args:
+        name: "clean", "persistent", "recover_after_<c>" (c = 1..5),
+            "late_onset_from_<k>" (k >= 1), "late_onset" (= late_onset_from_3),
+            "plausible" or "answerless".
+
+    Returns:
+        The regime, with its canonical name.
+
+    Raises:
+        ConfigError: for any other name.
+    """
+    if not isinstance(name, str):
+        raise ConfigError(f"regime name must be a string, got {name!r}; valid: {_VALID_NAMES}")
+    if name in ("clean", "persistent", "plausible", "answerless"):
+        return Regime(name, name, None)
+    if name == "late_onset":
+        k = DEFAULT_LATE_ONSET
+        return Regime(f"late_onset_from_{k}", "late_onset_from", k)
+    m = _PARAM_NAME.fullmatch(name)
+    if m is not None:
+        kind, param = m.group(1), int(m.group(2))
+        if kind == "late_onset_from" or param <= MAX_RECOVER_AFTER:
+            return Regime(name, kind, param)
+    raise ConfigError(f"unknown regime {name!r}; valid: {_VALID_NAMES}")
+
+
+def draw_rng(seed: int, question_id: str, obs_index: int) -> random.Random:
+    """A random stream keyed by (seed, question id, observation index).
+
+    Keyed through blake2b of ``f"{seed}|{question_id}|{obs_index}"`` (never Python's
+    salted `hash()`), so the stream is identical across processes, conditions and reruns.
+
+    Args:
+        seed: the cell's seed.
+        question_id: the question's id.
+        obs_index: 1-based observation index.
+
+    Returns:
+        A fresh `random.Random` seeded from the key.
+    """
+    key = f"{seed}|{question_id}|{obs_index}".encode("utf-8")
+    return random.Random(int.from_bytes(hashlib.blake2b(key, digest_size=16).digest(), "big"))
+
+
+class ForeignPool:
+    """Source of replacement pages for failed observations.
+
+    The pool is grouped by dataset and sorted by question id, so draws do not depend
+    on construction order. Foreign draws come from other questions of the same
+    dataset (SPEC §5.3); questions with no pages are never drawn.
+
+    Args:
+        questions: the pool (e.g. the question set or the whole dataset).
+
+    Raises:
+        ConfigError: if two different questions share an id.
+    """
+
+    __slots__ = ("_by_dataset", "_position")
+
+    def __init__(self, questions: Sequence[Question]) -> None:
+        by_id: dict[str, Question] = {}
+        for q in questions:
+            seen = by_id.setdefault(q.id, q)
+            if seen != q:
+                raise ConfigError(f"foreign pool has two different questions with id {q.id!r}")
+        by_dataset: dict[str, list[Question]] = {}
+        for qid in sorted(by_id):
+            q = by_id[qid]
+            if q.paragraphs:
+                by_dataset.setdefault(q.dataset, []).append(q)
+        self._by_dataset: dict[str, tuple[Question, ...]] = {
+            d: tuple(qs) for d, qs in by_dataset.items()
+        }
+        self._position: dict[tuple[str, str], int] = {
+            (d, q.id): i for d, qs in self._by_dataset.items() for i, q in enumerate(qs)
+        }
+
+    def draw(self, seed: int, question: Question, obs_index: int) -> tuple[str, int, Paragraph]:
+        """Draw a page from another question's KB.
+
+        A drawn page whose title is also a title in `question`'s own KB is redrawn
+        from the same seeded stream.
+
+        Args:
+            seed: the cell's seed.
+            question: the episode's question (never drawn itself).
+            obs_index: 1-based observation index.
+
+        Returns:
+            (foreign question id, page index in its KB, page).
+
+        Raises:
+            ConfigError: if the pool has no other question of the same dataset, or
+                every drawn page shares a title with the question's own KB.
+        """
+        candidates = self._by_dataset.get(question.dataset, ())
+        own = self._position.get((question.dataset, question.id))
+        n_other = len(candidates) - (own is not None)
+        if n_other <= 0:
+            raise ConfigError(
+                f"foreign pool has no question other than {question.id!r} "
+                f"in dataset {question.dataset!r} to draw failed observations from"
+            )
+        own_titles = frozenset(normalize_title(p.title) for p in question.paragraphs)
+        rng = draw_rng(seed, question.id, obs_index)
+        for _ in range(_MAX_FOREIGN_ATTEMPTS):
+            j = rng.randrange(n_other)
+            if own is not None and j >= own:
+                j += 1  # skip the question itself
+            foreign = candidates[j]
+            k = rng.randrange(len(foreign.paragraphs))
+            page = foreign.paragraphs[k]
+            if normalize_title(page.title) not in own_titles:
+                return foreign.id, k, page
+        raise ConfigError(
+            f"could not draw a foreign page for question {question.id!r}: "
+            f"{_MAX_FOREIGN_ATTEMPTS} draws all shared a title with its own KB"
+        )
+
+    def draw_own_distractor(
+        self, seed: int, question: Question, obs_index: int
+    ) -> tuple[int, Paragraph]:
+        """Draw one of the question's own non-gold pages (the `plausible` regime).
+
+        Args:
+            seed: the cell's seed.
+            question: the episode's question.
+            obs_index: 1-based observation index.
+
+        Returns:
+            (page index in the question's KB, page).
+
+        Raises:
+            ConfigError: if the question has no distractor page.
+        """
+        gold = question.gold_titles
+        distractors = [i for i, p in enumerate(question.paragraphs) if p.title not in gold]
+        if not distractors:
+            raise ConfigError(f"question {question.id!r} has no distractor page to draw")
+        k = distractors[draw_rng(seed, question.id, obs_index).randrange(len(distractors))]
+        return k, question.paragraphs[k]
