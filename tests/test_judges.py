@@ -1,0 +1,285 @@
+"""Tests for core.judges: side-channel parsing, stated keyword reader, lexical, random."""
+
+from __future__ import annotations
+
+import pytest
+
+from core.judges import (
+    STOPWORDS,
+    StatedJudgmentReader,
+    content_words,
+    lexical_judgment,
+    parse_side_channel,
+    random_judgment,
+    read_stated_judgment,
+    reader_precision_recall,
+    update_stated_run,
+)
+
+# --- side-channel ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("reply", "expected"), [
+    ("USELESS", "USELESS"),
+    ("useless", "USELESS"),
+    ("**Useless**.", "USELESS"),
+    ("useless - it is about a different film", "USELESS"),
+    ("  USELESS\n", "USELESS"),
+    ("`USELESS`", "USELESS"),
+    ("Answer: USELESS", "USELESS"),
+    ("Judgment: **useless**", "USELESS"),
+    ("<think>\n\n</think>\n\nUSELESS", "USELESS"),
+    ("USELESS. It is not useful.", "USELESS"),  # other word only after the first three
+    ("USEFUL", "USEFUL"),
+    ("Useful!", "USEFUL"),
+    ("**USEFUL**", "USEFUL"),
+    ("not useless", None),
+    ("Not useful", None),
+    ("", None),
+    ("   ", None),
+    ("USEFUL or USELESS", None),  # template echo: ambiguous
+    ("Useless/useful", None),
+    ("I think it is useless", None),  # not the first word: not explicit
+    ("Thought: the last observation", None),
+    ("UNUSABLE", None),
+    ("usefulness", None),
+])
+def test_parse_side_channel(reply: str, expected: str | None) -> None:
+    assert parse_side_channel(reply) == expected
+
+
+def test_parse_side_channel_none_reply() -> None:
+    assert parse_side_channel(None) is None
+
+
+# --- stated judgment reader ----------------------------------------------------------
+
+# (thought, label): labels written by reading each thought as a researcher would, for
+# the question "was the LAST observation useful for answering the question?".
+LABELLED_THOUGHTS: list[tuple[str, str | None]] = [
+    ("The article is about a 19th-century painter, which is not relevant to the question. "
+     "I should search for the film instead.", "useless"),
+    ("This observation does not mention the director of the film. Let me try another "
+     "search.", "useless"),
+    ("The search result doesn't mention where Barlow was born. I'll look up 'born'.",
+     "useless"),
+    ("There is no information about the album's release date here. I need to search "
+     "for the album directly.", "useless"),
+    ("The returned paragraph is about a football club in Spain, which is unrelated to "
+     "the band.", "useless"),
+    ("That result is irrelevant; it describes a river in Germany.", "useless"),
+    ("The page says nothing about the author's nationality.", "useless"),
+    ("This does not contain the year the company was founded. Maybe the founder's page "
+     "has it.", "useless"),
+    ("The observation isn't relevant to the question. Searching again.", "useless"),
+    ("Hmm, this is about something else entirely. Let me search for Tyler Bates.",
+     "useless"),
+    ("The lookup didn't help. I still don't know the population of the town.", "useless"),
+    ("This paragraph is not helpful for determining who was older.", "useless"),
+    ("The result does not provide the birth date of either director.", "useless"),
+    ("I couldn't find anything about the 1998 season in this article. Let me try "
+     "another query.", "useless"),
+    ("Again the search returned a page about a different person with the same name.",
+     "useless"),
+    ("The observation seems to be the wrong article. I should search using the full "
+     "name.", "useless"),
+    ("Still no mention of the stadium's capacity. Perhaps lookup will work.", "useless"),
+    ("This article doesn't tell us which network aired the show.", "useless"),
+    ("The search failed to return the novel's page.", "useless"),
+    ("The observation mentions that Barlow was formed in 1987 in Seattle. Now I need "
+     "the lead singer's name.", "useful"),
+    ("The article states that the film was directed by Denis Villeneuve. Next I will "
+     "search for Villeneuve's birthplace.", "useful"),
+    ("According to the observation, the magazine was first published in 1923.", "useful"),
+    ("I found that Tyler Bates composed the score. So the answer is Tyler Bates.",
+     "useful"),
+    ("This confirms that both bands are from Australia.", "useful"),
+    ("The paragraph shows that the river is 320 km long, longer than the other one.",
+     "useful"),
+    ("Great, this tells us the author was born in Dublin.", "useful"),
+    ("The result reveals that the company was acquired by Sony in 2005.", "useful"),
+    ("Now I know the director; the article indicates he was born in Quebec.", "useful"),
+    ("This gives the founding year as 1891, which answers the first part.", "useful"),
+    ("I need to find the director of the film first. Let me search for it.", None),
+    ("Let me search for the album to see who produced it.", None),
+    ("Tyler Bates is an American composer. He scored several Zack Snyder films.", None),
+    ("I will look up the keyword 'born' in this article.", None),
+    ("I should compare the birth years of the two directors. Searching the second one "
+     "now.", None),
+    ("The question asks which band formed first. I'll start with Barlow.", None),
+    ("Let me answer now.", None),
+    ("Based on my own knowledge, the answer is probably 1950.", "useful"),
+    # Known misses, kept so the measured numbers stay honest:
+    # a negative fact read as a negative judgment (false positive) ...
+    ("The cast list does not include Meg Ryan, so she was not in the film. The answer "
+     "is no.", "useful"),
+    # ... and a useless judgment with no keyword (false negative).
+    ("The knowledge base returned an article on medieval castles, not the musician. "
+     "I'll rephrase the query.", "useless"),
+]
+
+
+def test_reader_meets_precision_and_recall_on_labelled_thoughts() -> None:
+    assert len(LABELLED_THOUGHTS) >= 30
+    precision, recall = reader_precision_recall(LABELLED_THOUGHTS)
+    assert precision >= 0.9
+    assert recall >= 0.85
+
+
+def test_reader_precision_recall_arithmetic() -> None:
+    examples = [
+        ("It is not relevant.", "useless"),   # predicted useless: TP
+        ("It mentions the year.", "useless"),  # predicted useful: FN
+        ("Irrelevant page.", None),            # predicted useless: FP
+        ("It mentions the year.", "useful"),   # predicted useful: TN
+    ]
+    # precision = TP/(TP+FP) = 1/2, recall = TP/(TP+FN) = 1/2
+    assert reader_precision_recall(examples) == (0.5, 0.5)
+    assert reader_precision_recall([]) == (0.0, 0.0)
+
+
+@pytest.mark.parametrize(("thought", "expected"), [
+    ("The article does not mention his birth year.", "useless"),  # negated useful verb
+    ("It doesn\u2019t mention the band.", "useless"),  # typographic apostrophe
+    ("The page mentions the band but does not mention the year.", "useless"),  # mixed
+    ("The article mentions the band's debut album.", "useful"),
+    ("Tyler Bates states that he began in 1993.", "useful"),
+    ("Nothing here. The page mentions the actor.", "useless"),
+    # only the first two sentences are read
+    ("Let me think. I will search next. The article does not mention it.", None),
+    ("", None),
+])
+def test_read_stated_judgment_cases(thought: str, expected: str | None) -> None:
+    assert read_stated_judgment(thought) == expected
+
+
+def test_read_stated_judgment_none() -> None:
+    assert read_stated_judgment(None) is None
+
+
+def test_reader_class_defaults_match_function_and_are_configurable() -> None:
+    reader = StatedJudgmentReader()
+    for thought, _label in LABELLED_THOUGHTS:
+        assert reader(thought) == read_stated_judgment(thought)
+    three = StatedJudgmentReader(n_sentences=3)
+    assert three.read("Let me think. I will search next. The article does not mention it.") \
+        == "useless"
+    custom = StatedJudgmentReader(useless_patterns=(r"\bbogus\b",), useful_patterns=(r"\bok\b",))
+    assert custom.read("This is bogus.") == "useless"
+    assert custom.read("Looks ok.") == "useful"
+    assert custom.read("It is irrelevant.") is None
+
+
+@pytest.mark.parametrize(("run", "judgment", "expected"), [
+    (0, "useless", 1),
+    (4, "useless", 5),
+    (4, "USELESS", 5),
+    (4, "useful", 0),
+    (4, None, 4),
+    (0, None, 0),
+])
+def test_update_stated_run(run: int, judgment: str | None, expected: int) -> None:
+    assert update_stated_run(run, judgment) == expected
+
+
+def test_update_stated_run_rejects_unknown() -> None:
+    with pytest.raises(ValueError):
+        update_stated_run(0, "maybe")
+
+
+def test_stated_run_over_a_trajectory() -> None:
+    thoughts = ["It is irrelevant.", "No information here.", "Let me search again.",
+                "Unrelated page.", "It mentions the year.", "Not helpful."]
+    run, runs = 0, []
+    for thought in thoughts:
+        run = update_stated_run(run, read_stated_judgment(thought))
+        runs.append(run)
+    assert runs == [1, 2, 2, 3, 0, 1]
+
+
+# --- lexical judge ------------------------------------------------------------------
+
+QUESTION = "Which year was the Barlow band founded in Seattle?"
+# content words: year, barlow, band, founded, seattle (5); "which", "was", "the",
+# "in" are stopwords
+
+
+def test_content_words() -> None:
+    assert content_words(QUESTION) == ["year", "barlow", "band", "founded", "seattle"]
+    assert content_words("Who is the Who's drummer of The Who?") == ["drummer"]
+    assert content_words("What is it?") == []
+    assert {"what", "the", "of", "was", "did"} <= STOPWORDS
+
+
+def test_lexical_quarter_exactly_is_useful() -> None:
+    question = "Where was Tyler Bates born?"  # content words: tyler, bates, born (3)
+    question4 = "Where was Tyler Bates born musician?"  # tyler, bates, born, musician (4)
+    assert len(content_words(question4)) == 4
+    # 1 of 4 in the window: 1/4 = 0.25, not < 0.25 -> USEFUL
+    assert lexical_judgment(question4, "A musician from Texas.") == "USEFUL"
+    # 0 of 4: 0/4 = 0.0 < 0.25 -> USELESS
+    assert lexical_judgment(question4, "A river in Germany.") == "USELESS"
+    # 1 of 3 = 0.333 >= 0.25 -> USEFUL; with tau 0.5, 0.333 < 0.5 -> USELESS
+    assert lexical_judgment(question, "Bates Motel is a series.") == "USEFUL"
+    assert lexical_judgment(question, "Bates Motel is a series.", tau=0.5) == "USELESS"
+
+
+def test_lexical_word_after_window_not_counted() -> None:
+    question = "Where was Tyler Bates born musician?"  # 4 content words
+    filler = "x" * 398 + " "  # 399 characters of filler
+    late = filler + " musician"  # "musician" starts at char 400: outside [0, 400)
+    assert lexical_judgment(question, late) == "USELESS"  # 0/4 in window
+    early = "musician " + filler  # inside the window: 1/4 = 0.25 -> USEFUL
+    assert lexical_judgment(question, early) == "USEFUL"
+    assert lexical_judgment(question, late, window=500) == "USEFUL"
+
+
+def test_lexical_case_insensitive_whole_words() -> None:
+    question = "Where was Tyler Bates born musician?"
+    assert lexical_judgment(question, "MUSICIAN") == "USEFUL"
+    assert lexical_judgment(question, "musicianship and tylers") == "USELESS"  # 0/4
+
+
+def test_lexical_tool_returned_nothing_is_useless() -> None:
+    assert lexical_judgment(QUESTION, None) == "USELESS"
+    assert lexical_judgment(QUESTION, "") == "USELESS"
+    assert lexical_judgment(QUESTION, "   \n") == "USELESS"
+
+
+def test_lexical_no_content_words_is_useful() -> None:
+    assert lexical_judgment("What is it?", "Anything at all.") == "USEFUL"
+
+
+# --- random judge -------------------------------------------------------------------
+
+
+def test_random_judgment_is_deterministic_and_keyed() -> None:
+    draws = [random_judgment(7, "q1", i, 0.5) for i in range(1, 41)]
+    assert draws == [random_judgment(7, "q1", i, 0.5) for i in range(1, 41)]
+    assert draws != [random_judgment(8, "q1", i, 0.5) for i in range(1, 41)]
+    assert draws != [random_judgment(7, "q2", i, 0.5) for i in range(1, 41)]
+
+
+PINNED_SEQUENCE = "XX..XX.X.X..XXXX..XX"
+
+
+def test_random_judgment_pinned_sequence() -> None:
+    # Pinned so that reruns and other machines see the same draws (blake2b, not hash()).
+    draws = "".join("X" if random_judgment(1, "demo-001", i, 0.5) == "USELESS" else "."
+                    for i in range(1, 21))
+    assert draws == PINNED_SEQUENCE
+
+
+def test_random_judgment_rate() -> None:
+    n = 4000
+    useless = sum(random_judgment(3, f"q{i}", 1, 0.3) == "USELESS" for i in range(n))
+    # binomial sd = sqrt(4000*0.3*0.7) = 29; allow about 4 sd around 1200
+    assert 1080 <= useless <= 1320
+    assert all(random_judgment(3, "q", i, 0.0) == "USEFUL" for i in range(1, 50))
+    assert all(random_judgment(3, "q", i, 1.0) == "USELESS" for i in range(1, 50))
+
+
+@pytest.mark.parametrize("rate", [-0.1, 1.5])
+def test_random_judgment_rejects_bad_rate(rate: float) -> None:
+    with pytest.raises(ValueError):
+        random_judgment(1, "q", 1, rate)
