@@ -1,0 +1,181 @@
+"""The arms of SPEC §7 as frozen spec dataclasses.
+
+A condition is data: its name and knobs serialise to canonical JSON, whose sha256
+travels with every cell and episode. What each arm adds to the prompt and what the
+harness enforces is derived from the name through `ARMS`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from types import MappingProxyType
+from typing import Any
+
+import prompts
+from core.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Arm:
+    """What one condition changes (paper Table 1, App. B.1).
+
+    Attributes:
+        permit: may answer from own knowledge.
+        budget: states the budget and shows `[Actions remaining: n]`.
+        stated_rule: the stopping rule in words.
+        call_cost: the per-call price in words.
+        decide: judgment and useless count written into the history each step.
+        rule: which signal the harness enforces the rule on (None: agent stops).
+        knobs: the parameters that belong to this arm's spec.
+    """
+
+    permit: bool = False
+    budget: bool = False
+    stated_rule: bool = False
+    call_cost: bool = False
+    decide: bool = False
+    rule: str | None = None
+    knobs: tuple[str, ...] = ()
+
+
+ARMS: Mapping[str, Arm] = MappingProxyType({
+    "none": Arm(),
+    "permit": Arm(permit=True),
+    "budget": Arm(permit=True, budget=True),
+    "stated_rule": Arm(permit=True, stated_rule=True, knobs=("k",)),
+    "call_cost": Arm(permit=True, budget=True, call_cost=True, knobs=("price",)),
+    "decide": Arm(decide=True),
+    "enforced_rule": Arm(rule="side_channel", knobs=("k",)),
+    "combo": Arm(permit=True, budget=True, rule="side_channel", knobs=("k",)),
+    "random_rule": Arm(rule="random", knobs=("k", "rate")),
+    "lexical_rule": Arm(rule="lexical", knobs=("k", "tau")),
+})
+"""Read-only table of arms."""
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One arm with its knobs.
+
+    Attributes:
+        name: arm name (a key of ARMS).
+        k: useless-run length that fires a rule (stated or enforced).
+        tau: lexical threshold (share of question content words).
+        price: per-call price stated by call_cost.
+        rate: USELESS rate of random_rule's draws (resolved before a run).
+        judge: ask side-channel judgments after every observation even when the arm
+            does not act on them (stored, never fed back).
+    """
+
+    name: str
+    k: int = 5
+    tau: float = 0.25
+    price: float = 0.05
+    rate: float | None = None
+    judge: bool = False
+    _arm: Arm = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.name not in ARMS:
+            raise ConfigError(
+                f"unknown condition '{self.name}'; choose one of: {', '.join(ARMS)}"
+            )
+        if self.k < 1:
+            raise ConfigError(f"condition {self.name}: k must be >= 1, got {self.k}")
+        if not 0.0 <= self.tau <= 1.0:
+            raise ConfigError(f"condition {self.name}: tau must be in [0, 1], got {self.tau}")
+        if self.price < 0:
+            raise ConfigError(f"condition {self.name}: price must be >= 0, got {self.price}")
+        if self.rate is not None and not 0.0 <= self.rate <= 1.0:
+            raise ConfigError(f"condition {self.name}: rate must be in [0, 1], got {self.rate}")
+        object.__setattr__(self, "_arm", ARMS[self.name])
+
+    @property
+    def arm(self) -> Arm:
+        """The arm's features."""
+        return self._arm
+
+    @property
+    def asks_judgments(self) -> bool:
+        """Whether the harness asks the side-channel question after each observation."""
+        return self.judge or self.arm.rule == "side_channel" or self.arm.decide
+
+    def spec(self) -> dict[str, Any]:
+        """The canonical parameters: the name, the arm's knobs and the judge option."""
+        out: dict[str, Any] = {"name": self.name, "judge": self.judge}
+        for knob in self.arm.knobs:
+            out[knob] = getattr(self, knob)
+        return out
+
+    def to_json(self) -> str:
+        """Canonical JSON (sorted keys, no spaces)."""
+        return json.dumps(self.spec(), sort_keys=True, separators=(",", ":"))
+
+    def spec_hash(self) -> str:
+        """sha256 hex of the canonical JSON."""
+        return hashlib.sha256(self.to_json().encode()).hexdigest()
+
+    def system_prompt(self, budget: int, forced: bool = False) -> str:
+        """The system prompt for this arm; `forced` adds the finish-only sentence."""
+        parts = [prompts.load("system")]
+        arm = self.arm
+        if arm.permit:
+            parts.append(prompts.load("permit"))
+        if arm.budget:
+            parts.append(prompts.load("budget").format(budget=budget))
+        if arm.stated_rule:
+            parts.append(prompts.load("stated_rule").format(k=_number_word(self.k)))
+        if arm.call_cost:
+            parts.append(prompts.load("call_cost").format(price=f"{self.price:g}"))
+        if forced:
+            parts.append(prompts.load("forced_system"))
+        return "\n\n".join(parts)
+
+
+def _number_word(n: int) -> str:
+    words = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
+    return words[n] if 0 <= n < len(words) else str(n)
+
+
+def parse_condition(text: str) -> Condition:
+    """Parse `name` or `name:knob=value,knob=value` (e.g. `random_rule:rate=0.6`).
+
+    Raises:
+        ConfigError: unknown name, unknown knob or a value of the wrong type.
+    """
+    name, _, rest = text.strip().partition(":")
+    kwargs: dict[str, Any] = {}
+    types = {f.name: f.type for f in fields(Condition) if f.init and f.name != "name"}
+    for item in filter(None, (p.strip() for p in rest.split(","))):
+        key, eq, value = item.partition("=")
+        key = key.strip()
+        if not eq or key not in types:
+            raise ConfigError(
+                f"condition '{text}': unknown parameter '{key}' "
+                f"(known: {', '.join(types)}; example: enforced_rule:k=5)"
+            )
+        try:
+            kwargs[key] = _coerce(key, value.strip())
+        except ValueError:
+            raise ConfigError(f"condition '{text}': bad value for {key}: '{value}'") from None
+    return Condition(name=name, **kwargs)
+
+
+def _coerce(key: str, value: str) -> Any:
+    if key == "k":
+        return int(value)
+    if key == "judge":
+        if value.lower() in ("1", "true", "yes"):
+            return True
+        if value.lower() in ("0", "false", "no"):
+            return False
+        raise ValueError(value)
+    return float(value)
+
+
+def with_rate(condition: Condition, rate: float) -> Condition:
+    """Return the condition with random_rule's rate resolved."""
+    return replace(condition, rate=rate)

@@ -1,0 +1,80 @@
+"""Records produced by one episode: its steps and its outcome (no I/O)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+
+def utc_now() -> str:
+    """Current UTC time, ISO 8601 with microseconds."""
+    return datetime.now(timezone.utc).isoformat(timespec="microseconds")
+
+
+@dataclass
+class Step:
+    """One agent turn (action t, 1-based) and what followed it.
+
+    `judgment` is the agent's own verdict on the observation this step's tool call
+    returned (asked before the next action); `stated_judgment` is read from the next
+    thought; `rule_signal` is what the harness's rule acted on (arms with a rule);
+    `streak` is the useless run after this step's observation (the rule signal's run
+    for rule arms, the own-judgment run otherwise).
+    """
+
+    t: int
+    raw: str
+    thought: str = ""
+    action: str | None = None
+    argument: str | None = None
+    obs_index: int | None = None
+    obs_failed: bool | None = None
+    obs_source: str | None = None
+    obs_ref: str | None = None
+    obs_text: str | None = None
+    judgment: str | None = None
+    judgment_source: str | None = None
+    judgment_raw: str | None = None
+    rule_signal: str | None = None
+    stated_judgment: str | None = None
+    streak: int = 0
+    forced: bool = False
+    refused: bool = False
+    format_failure: bool = False
+    decision: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    latency_ms: float = 0.0
+    shown: str | None = field(default=None, compare=False)
+    """The observation text the agent saw; kept in memory and in the live table only
+    (the steps table stores obs_ref instead, and obs_text when not reconstructible)."""
+
+
+@dataclass
+class EpisodeResult:
+    """The outcome of one episode with all its steps."""
+
+    question_id: str
+    answered: bool = False
+    answer: str | None = None
+    answer_action: int | None = None
+    em: bool = False
+    f1: float = 0.0
+    correct: bool = False
+    placeholder: bool = False
+    tool_calls: int = 0
+    extra_calls: int = 0
+    format_failures: int = 0
+    forced_turns: int = 0
+    refused_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost_usd: float = 0.0
+    wall_ms: float = 0.0
+    end_reason: str = ""
+    error: str | None = None
+    started_at: str = ""
+    finished_at: str = ""
+    steps: list[Step] = field(default_factory=list)

@@ -1,0 +1,90 @@
+"""The ModelClient protocol every backend implements.
+
+A client is long-lived (one per model); `start` opens a session for one episode.
+The session is where a backend keeps per-episode state: the endpoint the episode
+is pinned to (so its forks hit the same prefix cache), or a simulated agent's
+private draws.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol, Sequence
+
+from core.data import Question
+
+Message = dict[str, str]
+"""A chat message: {"role": "system"|"user"|"assistant", "content": str}."""
+
+
+@dataclass(frozen=True)
+class Generation:
+    """One model reply and what it cost."""
+
+    text: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost_usd: float = 0.0
+    latency_ms: float = 0.0
+    reasoning: str = ""
+
+
+@dataclass
+class ObservationLabel:
+    """What the harness knows about one observation (design label and source)."""
+
+    index: int
+    failed: bool
+    source: str
+
+
+@dataclass
+class EpisodeView:
+    """What a session may know about its episode; updated by the episode loop.
+
+    Real backends ignore it; the simulated agents read the design labels from it
+    (they are simulations with known behaviour, not agents under study).
+    """
+
+    question: Question
+    seed: int
+    budget: int
+    observations: list[ObservationLabel] = field(default_factory=list)
+
+
+class ModelSession(Protocol):
+    """One episode's conversation with a model."""
+
+    async def generate(
+        self,
+        messages: Sequence[Message],
+        *,
+        kind: str,
+        max_tokens: int,
+        stop: Sequence[str] = (),
+    ) -> Generation:
+        """Generate one reply.
+
+        Args:
+            messages: the full conversation, system message first.
+            kind: "act" for acting turns, "judge" for side-channel forks, "probe" etc.
+            max_tokens: generation limit.
+            stop: stop sequences (e.g. "Observation:").
+
+        Raises:
+            core.errors.ModelError: the call failed; `retryable` says whether to retry.
+        """
+        ...
+
+
+class ModelClient(Protocol):
+    """A model backend."""
+
+    name: str
+    concurrency: int
+
+    def start(self, view: EpisodeView) -> ModelSession:
+        """Open a session for one episode."""
+        ...

@@ -1,0 +1,197 @@
+"""The model registry: lab.toml plus the built-in simulated models (SPEC §9).
+
+A model is a frozen spec; its canonical JSON (minus endpoints, which say where
+it is served rather than what it is) is hashed into every cell.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from core.errors import ConfigError
+from core.models.base import ModelClient
+from core.models.sim import BUILTIN_SIMS, POLICIES, SimClient, SimSpec
+
+BACKENDS = ("openai", "anthropic", "sim")
+_COMMON = {"backend", "concurrency"}
+_FIELDS = {
+    "openai": _COMMON | {"model", "endpoints", "sampling", "thinking", "max_context",
+                         "timeout_s", "max_retries", "price_per_mtok"},
+    "anthropic": _COMMON | {"model", "sampling", "max_context", "timeout_s", "max_retries",
+                            "price_per_mtok"},
+    "sim": _COMMON | {"policy", "k", "c", "p_useless_failed", "p_useless_real",
+                      "p_answer_useful", "hazard_slope", "p_guess"},
+}
+_REQUIRED = {"openai": ("model", "endpoints"), "anthropic": ("model",), "sim": ("policy",)}
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One registered model.
+
+    Attributes:
+        name: registry name (the `[models.NAME]` key).
+        backend: "openai" (vLLM), "anthropic" or "sim".
+        params: the validated table from lab.toml, minus `backend`.
+    """
+
+    name: str
+    backend: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def concurrency(self) -> int:
+        """Concurrent episodes allowed against this model."""
+        return int(self.params.get("concurrency", 1024 if self.backend == "sim" else 16))
+
+    def spec(self) -> dict[str, Any]:
+        """What the model is (not where it is served): hashed into every cell."""
+        out = {k: v for k, v in self.params.items() if k not in ("endpoints", "concurrency")}
+        out.update(name=self.name, backend=self.backend)
+        return out
+
+    def to_json(self) -> str:
+        """Canonical JSON (sorted keys, no spaces)."""
+        return json.dumps(self.spec(), sort_keys=True, separators=(",", ":"))
+
+    def spec_hash(self) -> str:
+        """sha256 hex of the canonical JSON."""
+        return hashlib.sha256(self.to_json().encode()).hexdigest()
+
+
+def builtin_models() -> dict[str, ModelSpec]:
+    """The simulated models available without any registry file."""
+    return {name: ModelSpec(name, "sim", _sim_params(spec)) for name, spec in BUILTIN_SIMS.items()}
+
+
+def _sim_params(spec: SimSpec) -> dict[str, Any]:
+    return spec.spec()
+
+
+def _check_type(where: str, key: str, value: Any, kind: type | tuple[type, ...]) -> None:
+    if isinstance(value, bool) and kind is not bool and bool not in (
+            kind if isinstance(kind, tuple) else (kind,)):
+        raise ConfigError(f"{where}: {key} must be {_kind_name(kind)}, got {value!r}")
+    if not isinstance(value, kind):
+        raise ConfigError(f"{where}: {key} must be {_kind_name(kind)}, got {value!r}")
+
+
+def _kind_name(kind: type | tuple[type, ...]) -> str:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    names = {int: "an integer", float: "a number", str: "a string", bool: "true or false",
+             list: "a list", dict: "a table"}
+    return " or ".join(names.get(k, k.__name__) for k in kinds)
+
+
+def _validate(where: str, name: str, table: Mapping[str, Any]) -> ModelSpec:
+    backend = table.get("backend")
+    if backend is None:
+        raise ConfigError(f"{where}: missing field 'backend' (one of: {', '.join(BACKENDS)})")
+    if backend not in BACKENDS:
+        raise ConfigError(f"{where}: unknown backend '{backend}' (one of: {', '.join(BACKENDS)})")
+    unknown = sorted(set(table) - _FIELDS[backend])
+    if unknown:
+        raise ConfigError(f"{where}: unknown field '{unknown[0]}' for backend '{backend}' "
+                          f"(known: {', '.join(sorted(_FIELDS[backend]))})")
+    for key in _REQUIRED[backend]:
+        if key not in table:
+            raise ConfigError(f"{where}: missing field '{key}' (backend '{backend}' needs "
+                              f"{', '.join(_REQUIRED[backend])})")
+    params = {k: v for k, v in table.items() if k != "backend"}
+    if "concurrency" in params:
+        _check_type(where, "concurrency", params["concurrency"], int)
+        if params["concurrency"] < 1:
+            raise ConfigError(f"{where}: concurrency must be >= 1, got {params['concurrency']}")
+    if "model" in params:
+        _check_type(where, "model", params["model"], str)
+    if "endpoints" in params:
+        eps = params["endpoints"]
+        if not isinstance(eps, list) or not eps or not all(
+                isinstance(e, str) and e.startswith(("http://", "https://")) for e in eps):
+            raise ConfigError(f"{where}: endpoints must be a non-empty list of http(s) URLs, "
+                              f"e.g. [\"http://127.0.0.1:8000/v1\"]")
+    if "sampling" in params:
+        s = params["sampling"]
+        if s != "default" and not (isinstance(s, dict) and all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) for v in s.values())):
+            raise ConfigError(f"{where}: sampling must be \"default\" or a table of numbers, "
+                              f"e.g. {{ temperature = 0.7, top_p = 0.8 }}")
+    if "thinking" in params:
+        _check_type(where, "thinking", params["thinking"], bool)
+    for key in ("max_context", "max_retries"):
+        if key in params:
+            _check_type(where, key, params[key], int)
+    if "timeout_s" in params:
+        _check_type(where, "timeout_s", params["timeout_s"], (int, float))
+    if "price_per_mtok" in params:
+        p = params["price_per_mtok"]
+        if not isinstance(p, dict) or "input" not in p or "output" not in p:
+            raise ConfigError(f"{where}: price_per_mtok needs input and output, "
+                              f"e.g. {{ input = 1.0, output = 5.0 }}")
+    if backend == "sim":
+        if params["policy"] not in POLICIES:
+            raise ConfigError(f"{where}: unknown sim policy '{params['policy']}' "
+                              f"(one of: {', '.join(POLICIES)})")
+        try:
+            params = SimSpec(**{k: v for k, v in params.items() if k != "concurrency"}).spec() | (
+                {"concurrency": params["concurrency"]} if "concurrency" in params else {})
+        except TypeError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+        except ConfigError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+    return ModelSpec(name, backend, params)
+
+
+def load_registry(path: Path | None) -> dict[str, ModelSpec]:
+    """Built-in sim models plus the models of `path` (lab.toml) when it exists.
+
+    Args:
+        path: the registry file; None or a missing default file means built-ins only.
+
+    Raises:
+        ConfigError: unreadable TOML, unknown backend, missing field or bad value,
+            naming the file and the model.
+    """
+    models = builtin_models()
+    if path is None or not path.exists():
+        return models
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    tables = data.get("models", {})
+    if not isinstance(tables, dict):
+        raise ConfigError(f"{path}: [models] must be a table of [models.NAME] tables")
+    for name, table in tables.items():
+        where = f"{path}: models.{name}"
+        if not isinstance(table, dict):
+            raise ConfigError(f"{where}: must be a table")
+        models[name] = _validate(where, name, table)
+    return models
+
+
+def resolve_model(models: Mapping[str, ModelSpec], name: str) -> ModelSpec:
+    """Look a model up by name with an error that lists what exists."""
+    try:
+        return models[name]
+    except KeyError:
+        raise ConfigError(f"unknown model '{name}'; known: {', '.join(sorted(models))}") from None
+
+
+def make_client(spec: ModelSpec) -> ModelClient:
+    """Build the client for a model spec.
+
+    Raises:
+        ConfigError: a backend whose client is not part of this version.
+    """
+    if spec.backend == "sim":
+        params = {k: v for k, v in spec.params.items() if k != "concurrency"}
+        return SimClient(spec.name, SimSpec(**params), spec.concurrency)
+    raise ConfigError(f"model '{spec.name}': the {spec.backend} backend's client is not "
+                      f"available in this version of lab (sim models are)")

@@ -1,0 +1,216 @@
+"""Simulated agents with known stopping behaviour (paper App. C.1, Table 7; SPEC §9).
+
+They exist to validate the measures and to make the whole pipeline run with no
+model: each reply is real ReAct text that goes through the same parser. A sim
+agent judges each observation from its design label (a failed one USELESS w.p.
+0.99, a real one w.p. 0.45), answers after a real observation it judged useful
+w.p. 0.3, and otherwise stops by its policy. It reads the answer from the
+observations it saw when the answer is there and guesses otherwise. All
+randomness is keyed by (seed, question id, observation index).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from types import MappingProxyType
+
+import prompts
+from core.errors import ConfigError
+from core.models.base import EpisodeView, Generation, Message
+
+POLICIES = ("never", "deadline", "clock", "hazard_time", "own_count", "design_count",
+            "hazard_own")
+
+
+@dataclass(frozen=True)
+class SimSpec:
+    """Parameters of one simulated agent.
+
+    Attributes:
+        policy: one of POLICIES.
+        k: run length for own_count / design_count.
+        c: action at which the clock policy answers.
+        p_useless_failed: P(judged USELESS | failed observation).
+        p_useless_real: P(judged USELESS | real observation).
+        p_answer_useful: P(answer | latest real observation judged useful).
+        hazard_slope: per-action (hazard_time) or per-useless (hazard_own) slope.
+        p_guess: P(a guess is right) when the answer was not seen.
+    """
+
+    policy: str
+    k: int = 5
+    c: int = 6
+    p_useless_failed: float = 0.99
+    p_useless_real: float = 0.45
+    p_answer_useful: float = 0.3
+    hazard_slope: float = 0.06
+    p_guess: float = 0.15
+
+    def __post_init__(self) -> None:
+        if self.policy not in POLICIES:
+            raise ConfigError(f"unknown sim policy '{self.policy}'; choose one of: "
+                              f"{', '.join(POLICIES)}")
+        for name in ("p_useless_failed", "p_useless_real", "p_answer_useful", "p_guess"):
+            value = getattr(self, name)
+            if not 0.0 <= value <= 1.0:
+                raise ConfigError(f"sim {name} must be in [0, 1], got {value}")
+        if self.k < 1 or self.c < 1:
+            raise ConfigError("sim k and c must be >= 1")
+
+    def spec(self) -> dict[str, object]:
+        """All parameters as a dict (canonical JSON is built from it)."""
+        return asdict(self)
+
+
+BUILTIN_SIMS: Mapping[str, SimSpec] = MappingProxyType({
+    "sim-never": SimSpec("never"),
+    "sim-deadline": SimSpec("deadline"),
+    "sim-clock4": SimSpec("clock", c=4),
+    "sim-clock6": SimSpec("clock", c=6),
+    "sim-hazard-time": SimSpec("hazard_time", hazard_slope=0.06),
+    "sim-own3": SimSpec("own_count", k=3),
+    "sim-own5": SimSpec("own_count", k=5),
+    "sim-own7": SimSpec("own_count", k=7),
+    "sim-design3": SimSpec("design_count", k=3),
+    "sim-design5": SimSpec("design_count", k=5),
+    "sim-hazard-own": SimSpec("hazard_own", hazard_slope=0.12),
+})
+"""The simulated models available without any registry file (SPEC §15)."""
+
+
+def _draw(*key: object) -> float:
+    digest = hashlib.blake2b("|".join(map(str, key)).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") / 2**64
+
+
+class SimClient:
+    """A simulated model; `start` opens a session per episode."""
+
+    always_judge = True
+
+    def __init__(self, name: str, spec: SimSpec, concurrency: int = 1024) -> None:
+        self.name = name
+        self.spec = spec
+        self.concurrency = concurrency
+
+    def start(self, view: EpisodeView) -> SimSession:
+        """Open a session for one episode."""
+        return SimSession(self.spec, view)
+
+
+class SimSession:
+    """One simulated agent's episode."""
+
+    def __init__(self, spec: SimSpec, view: EpisodeView) -> None:
+        self.spec = spec
+        self.view = view
+        self.acts = 0
+        self.judgments: list[bool] = []  # True = judged USELESS, per observation
+        self.forced_marker = prompts.load("forced_system")
+        self.decide_marker = prompts.load("decide").split("{", 1)[0]
+
+    def useless(self, i: int) -> bool:
+        """The agent's own judgment of observation i (1-based), drawn once."""
+        while len(self.judgments) < i:
+            n = len(self.judgments) + 1
+            label = self.view.observations[n - 1]
+            p = self.spec.p_useless_failed if label.failed else self.spec.p_useless_real
+            self.judgments.append(_draw("judge", self.view.seed, self.view.question.id, n) < p)
+        return self.judgments[i - 1]
+
+    async def generate(self, messages: Sequence[Message], *, kind: str, max_tokens: int,
+                       stop: Sequence[str] = ()) -> Generation:
+        """Reply to an acting turn or a side-channel fork with real ReAct text."""
+        if kind == "judge":
+            n = len(self.view.observations)
+            text = "USELESS" if n and self.useless(n) else "USEFUL"
+        else:
+            self.acts += 1
+            text = self.act(messages)
+        chars = sum(len(m["content"]) for m in messages)
+        return Generation(text=text, input_tokens=chars // 4, output_tokens=len(text) // 4 + 1)
+
+    def runs(self) -> tuple[int, int]:
+        """Current own-judgment useless run and design-label failed run."""
+        own = design = 0
+        n = len(self.view.observations)
+        for i in range(n, 0, -1):
+            if not self.useless(i):
+                break
+            own += 1
+        for label in reversed(self.view.observations):
+            if not label.failed:
+                break
+            design += 1
+        return own, design
+
+    def wants_to_stop(self, t: int) -> bool:
+        """Whether the policy answers at action t."""
+        spec, view = self.spec, self.view
+        n = len(view.observations)
+        key = (view.seed, view.question.id, n)
+        if n and not view.observations[-1].failed and not self.useless(n):
+            if _draw("useful", *key) < spec.p_answer_useful:
+                return True
+        own, design = self.runs()
+        policy = spec.policy
+        if policy == "deadline":
+            return t >= view.budget
+        if policy == "clock":
+            return t >= spec.c
+        if policy == "hazard_time":
+            return _draw("hazard", *key) < min(1.0, spec.hazard_slope * (t - 1))
+        if policy == "own_count":
+            return own >= spec.k
+        if policy == "design_count":
+            return design >= spec.k
+        if policy == "hazard_own":
+            return _draw("hazard", *key) < min(1.0, spec.hazard_slope * own)
+        return False
+
+    def answer(self, messages: Sequence[Message]) -> str:
+        """The gold answer when an observation showed it, else a seeded guess."""
+        q = self.view.question
+        gold = q.answer
+        needle = gold.lower()
+        if any(needle in m["content"].lower() for m in messages[2:] if m["role"] == "user"):
+            return gold
+        if _draw("guess", self.view.seed, q.id) < self.spec.p_guess:
+            return gold
+        wrong = [p.title for p in q.paragraphs if gold.lower() not in p.title.lower()]
+        return wrong[int(_draw("wrong", self.view.seed, q.id) * len(wrong))] if wrong else "no"
+
+    def target(self) -> str:
+        """The page to search next: the gold pages in order, moving on after a useful one."""
+        q = self.view.question
+        titles = list(dict.fromkeys(title for title, _ in q.supporting_facts)) or [
+            p.title for p in q.paragraphs]
+        n = len(self.view.observations)
+        useful = sum(1 for i in range(1, n + 1) if not self.useless(i))
+        return titles[min(useful, len(titles) - 1)]
+
+    def act(self, messages: Sequence[Message]) -> str:
+        """Compose one acting turn."""
+        t = self.acts
+        n = len(self.view.observations)
+        forced = self.forced_marker in messages[0]["content"]
+        stop = forced or self.wants_to_stop(t)
+        if n == 0:
+            judged = "I need to find the relevant articles."
+        elif self.useless(n):
+            judged = "The last result is not relevant: it does not mention what I need."
+        else:
+            judged = "The last result mentions useful information."
+        decide = ""
+        if self.decide_marker in messages[-1]["content"]:
+            verdict = "ANSWER_NOW" if stop else "CONTINUE"
+            decide = f"Weighing my options, I choose this.\nDECISION: {verdict}\n"
+        if stop:
+            answer = self.answer(messages)
+            return f"{decide}Thought: {judged} I will answer now.\nAction: finish\nAction Input: {answer}"
+        target = self.target()
+        return (f"{decide}Thought: {judged} I will search for {target}.\n"
+                f"Action: search\nAction Input: {target}")
