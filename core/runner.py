@@ -1,0 +1,107 @@
+"""Running episodes of a cell and storing them: the glue between the loop and lab.db.
+
+Used by `lab try` and by the queue's tasks. A cell is (model, condition, regime,
+question set, budget, seed, replicate); its canonical JSON is hashed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlite_utils import Database
+
+from core import store
+from core.conditions import Condition
+from core.data import Question
+from core.episode import EpisodeResult, Step
+from core.models.base import EpisodeView, ModelClient
+from core.models.registry import ModelSpec
+from core.react import EpisodeSetup, run_episode
+from core.regimes import ForeignPool, Regime
+
+
+@dataclass(frozen=True)
+class CellSpec:
+    """One cell of a grid."""
+
+    model: ModelSpec
+    condition: Condition
+    regime: Regime
+    question_set: str | None
+    budget: int
+    seed: int
+    replicate: int = 0
+
+    def columns(self) -> dict[str, Any]:
+        """The `cells` row (without run_id), including the cell's spec hash."""
+        spec = {
+            "model": self.model.spec(), "condition": self.condition.spec(),
+            "regime": self.regime.name, "question_set": self.question_set,
+            "budget": self.budget, "seed": self.seed, "replicate": self.replicate,
+        }
+        return {
+            "model": self.model.name, "model_spec": self.model.to_json(),
+            "condition": self.condition.name, "condition_spec": self.condition.to_json(),
+            "condition_hash": self.condition.spec_hash(), "regime": self.regime.name,
+            "regime_hash": self.regime.spec_hash(), "question_set": self.question_set,
+            "budget": self.budget, "seed": self.seed, "replicate": self.replicate,
+            "spec_hash": store.cell_hash(spec),
+        }
+
+
+def setup_for(cell: CellSpec, question: Question, pool: ForeignPool,
+              client: ModelClient) -> EpisodeSetup:
+    """The EpisodeSetup of one question in a cell."""
+    return EpisodeSetup(question=question, condition=cell.condition, regime=cell.regime,
+                        budget=cell.budget, seed=cell.seed, pool=pool,
+                        always_judge=bool(getattr(client, "always_judge", False)))
+
+
+async def run_one(setup: EpisodeSetup, client: ModelClient,
+                  on_step: Callable[[Step], None] | None = None) -> EpisodeResult:
+    """Run one episode with a fresh session of `client`."""
+    view = EpisodeView(question=setup.question, seed=setup.seed, budget=setup.budget)
+    session = client.start(view)
+    return await run_episode(setup, session, on_step=on_step, view=view)
+
+
+async def run_questions(db: Database, cell_id: int, cell: CellSpec,
+                        questions: Sequence[Question], pool: ForeignPool, client: ModelClient,
+                        live: bool = False, batch: int = 64) -> int:
+    """Run a cell's missing episodes for `questions` and store them.
+
+    Episodes run concurrently up to the model's concurrency. Finished episodes are
+    stored in batches of up to `batch`, each episode with all its steps and never
+    twice (the (cell, question) key).
+
+    Args:
+        live: also commit each step to the live tables as it happens.
+
+    Returns:
+        Number of episodes stored.
+    """
+    todo = [q for q in questions if not store.episode_exists(db, cell_id, q.id)]
+    limit = asyncio.Semaphore(max(1, client.concurrency))
+    label = f"{cell.model.name} / {cell.condition.name} / {cell.regime.name}"
+    done: list[tuple[int, EpisodeResult, int | None]] = []
+    stored = 0
+
+    async def one(q: Question) -> None:
+        nonlocal stored
+        async with limit:
+            live_id = store.live_start(db, cell_id, q.id, label) if live else None
+            on_step = (lambda s: store.live_step(db, live_id, s)) if live_id else None
+            result = await run_one(setup_for(cell, q, pool, client), client, on_step)
+            done.append((cell_id, result, live_id))
+            if len(done) >= batch:
+                items = done[:]
+                done.clear()
+                stored += sum(i is not None for i in store.write_episodes(db, items))
+
+    await asyncio.gather(*(one(q) for q in todo))
+    if done:
+        stored += sum(i is not None for i in store.write_episodes(db, done))
+    return stored

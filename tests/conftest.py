@@ -1,0 +1,21 @@
+"""Shared fixtures: a temporary lab.db and no user configuration leaking in."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def _no_user_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Block LAB_DB / LAB_CONFIG from the environment and run in a temp dir."""
+    monkeypatch.delenv("LAB_DB", raising=False)
+    monkeypatch.delenv("LAB_CONFIG", raising=False)
+    monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    """Path of a fresh lab.db in the test's temporary directory."""
+    return tmp_path / "lab.db"
