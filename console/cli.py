@@ -1,0 +1,262 @@
+"""The `lab` command line (SPEC §15). Commands are thin: they call core and render."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+import click
+
+from console.render import step_lines, summary_lines
+from core import store
+from core.conditions import parse_condition
+from core.data import ids_hash, load_hotpotqa, sample_ids
+from core.demo_data import demo_questions
+from core.errors import ConfigError, LabError
+from core.models.registry import load_registry, make_client, resolve_model
+from core.regimes import ForeignPool, parse_regime
+from core.runner import CellSpec, run_one, setup_for
+
+HELD_OUT_PREFIXES = ("test", "fresh")
+
+
+def _db(ctx: click.Context):
+    """Open the lab.db named by --db / LAB_DB (created and migrated on first use)."""
+    return store.connect(ctx.obj["db"])
+
+
+def _ensure_demo(db) -> int:
+    new, _ = store.insert_questions(db, demo_questions())
+    return new
+
+
+@click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--db", type=click.Path(dir_okay=False, path_type=Path), envvar="LAB_DB",
+              default=Path("lab.db"), show_default=True, help="lab.db path (env LAB_DB).")
+@click.option("--config", type=click.Path(dir_okay=False, path_type=Path), envvar="LAB_CONFIG",
+              default=Path("lab.toml"), show_default=True,
+              help="Model registry file (env LAB_CONFIG).")
+@click.pass_context
+def cli(ctx: click.Context, db: Path, config: Path) -> None:
+    """lab: run and analyse failing-source experiments on tool-using agents.
+
+    \b
+    Example:
+      lab try --model sim-own5 --condition enforced_rule --regime persistent --question demo-001
+    """
+    ctx.ensure_object(dict)
+    ctx.obj.update(db=db, config=config)
+    if ctx.invoked_subcommand is None:
+        click.echo(ctx.get_help())
+
+
+@cli.command()
+@click.pass_context
+def init(ctx: click.Context) -> None:
+    """Create (or migrate) lab.db and load the bundled demo data. Idempotent.
+
+    \b
+    Example:
+      lab --db runs/lab.db init
+    """
+    db = _db(ctx)
+    new = _ensure_demo(db)
+    click.echo(f"{ctx.obj['db']}: schema version {store.schema_version(db)}; "
+               f"demo questions added: {new}; datasets: "
+               + ", ".join(f"{k} ({v})" for k, v in store.datasets(db).items()))
+
+
+@cli.group()
+def data() -> None:
+    """Import datasets into lab.db."""
+
+
+@data.command("import")
+@click.argument("kind", type=click.Choice(["hotpotqa"]))
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--dataset", default="hotpotqa", show_default=True,
+              help="Dataset name to store the questions under.")
+@click.pass_context
+def data_import(ctx: click.Context, kind: str, file: Path, dataset: str) -> None:
+    """Validate FILE completely, then store every question in one transaction.
+
+    Accepts the official HotpotQA JSON list and the Hugging Face column format,
+    as JSON or JSONL. A malformed file stores nothing.
+
+    \b
+    Example:
+      lab data import hotpotqa hotpot_dev_distractor_v1.json
+    """
+    if not file.exists():
+        raise ConfigError(f"{file}: no such file")
+    questions = load_hotpotqa(file, dataset=dataset)
+    db = _db(ctx)
+    new, same = store.insert_questions(db, questions)
+    click.echo(f"imported {new} questions from {file} into dataset '{dataset}'"
+               + (f" ({same} already present)" if same else ""))
+
+
+@cli.group()
+def sets() -> None:
+    """Question sets: named, frozen, hashed samples of a dataset."""
+
+
+@sets.command("create")
+@click.argument("name")
+@click.option("--dataset", required=True, help="Dataset to draw from (e.g. hotpotqa, demo).")
+@click.option("--n", "n", type=click.IntRange(min=1), required=True, help="Number of questions.")
+@click.option("--seed", type=int, required=True, help="Sampling seed.")
+@click.option("--exclude", multiple=True, help="Sets whose questions must not be drawn.")
+@click.option("--held-out/--dev", "held_out", default=None,
+              help="Mark as held-out (default: names starting with test or fresh).")
+@click.pass_context
+def sets_create(ctx: click.Context, name: str, dataset: str, n: int, seed: int,
+                exclude: tuple[str, ...], held_out: bool | None) -> None:
+    """Sample N questions without replacement, disjoint from --exclude sets.
+
+    \b
+    Example:
+      lab sets create dev100 --dataset hotpotqa --n 100 --seed 1
+      lab sets create test300 --dataset hotpotqa --n 300 --seed 2 --exclude dev100
+    """
+    db = _db(ctx)
+    if dataset == "demo":
+        _ensure_demo(db)
+    pool = store.question_ids(db, dataset)
+    if not pool:
+        raise ConfigError(f"dataset '{dataset}' has no questions in lab.db; known: "
+                          + (", ".join(store.datasets(db)) or "none"))
+    excluded: set[str] = set()
+    for other in exclude:
+        excluded.update(store.question_set(db, other)["ids"])
+    ids = sample_ids(pool, n, seed, excluded)
+    if held_out is None:
+        held_out = name.startswith(HELD_OUT_PREFIXES)
+    digest = ids_hash(ids)
+    store.save_question_set(db, name, dataset, ids, seed, exclude, held_out, digest)
+    kind = "held-out" if held_out else "dev"
+    click.echo(f"created {kind} set '{name}': {len(ids)} questions from {dataset}, "
+               f"sha256 {digest[:12]}")
+
+
+@sets.command("list")
+@click.pass_context
+def sets_list(ctx: click.Context) -> None:
+    """List question sets.
+
+    \b
+    Example:
+      lab sets list
+    """
+    rows = store.question_sets(_db(ctx))
+    if not rows:
+        click.echo("no question sets (create one with `lab sets create`)")
+        return
+    click.echo(f"{'name':<16} {'dataset':<12} {'n':>5} {'seed':>6} {'kind':<9} sha256")
+    for r in rows:
+        kind = "held-out" if r["held_out"] else "dev"
+        click.echo(f"{r['name']:<16} {r['dataset']:<12} {r['n']:>5} {r['seed']:>6} {kind:<9} "
+                   f"{r['sha256'][:12]}")
+
+
+@sets.command("show")
+@click.argument("name")
+@click.option("--ids/--no-ids", default=True, help="Print the question ids.")
+@click.pass_context
+def sets_show(ctx: click.Context, name: str, ids: bool) -> None:
+    """Show one question set and its ids.
+
+    \b
+    Example:
+      lab sets show dev100
+    """
+    s = store.question_set(_db(ctx), name)
+    kind = "held-out" if s["held_out"] else "dev"
+    click.echo(f"{s['name']}: {s['n']} questions from {s['dataset']} ({kind}), seed {s['seed']}, "
+               f"exclude {', '.join(s['exclude']) or '-'}, sha256 {s['sha256']}")
+    if ids:
+        click.echo("\n".join(s["ids"]))
+
+
+@cli.command("try")
+@click.option("--model", required=True, help="Model name (built-in sim-* or from lab.toml).")
+@click.option("--condition", required=True,
+              help="Condition, optionally with knobs: enforced_rule:k=5, random_rule:rate=0.6.")
+@click.option("--regime", required=True, help="Failure regime, e.g. persistent, recover_after_2.")
+@click.option("--question", required=True, help="Question id in lab.db (demo-001 … on the demo).")
+@click.option("--budget", type=click.IntRange(min=1), default=8, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--judge", is_flag=True, help="Also ask side-channel judgments (recorded only).")
+@click.pass_context
+def try_(ctx: click.Context, model: str, condition: str, regime: str, question: str,
+         budget: int, seed: int, judge: bool) -> None:
+    """Run one episode and print every step as it happens.
+
+    Nothing is stored in lab.db besides the demo data on first use.
+
+    \b
+    Example:
+      lab try --model sim-own5 --condition enforced_rule --regime persistent --question demo-001
+    """
+    spec = resolve_model(load_registry(ctx.obj["config"]), model)
+    cond = parse_condition(condition)
+    if judge:
+        cond = parse_condition(condition + ("," if ":" in condition else ":") + "judge=true")
+    if cond.arm.rule == "random" and cond.rate is None:
+        raise ConfigError("random_rule needs a USELESS rate: use --condition random_rule:rate=0.6")
+    reg = parse_regime(regime)
+    db = _db(ctx)
+    _ensure_demo(db)
+    (q,) = store.load_questions(db, ids=[question])
+    pool_questions = store.load_questions(db, dataset=q.dataset)
+    by_id = {x.id: x for x in pool_questions}
+    client = make_client(spec)
+    cell = CellSpec(spec, cond, reg, None, budget, seed)
+
+    def title_of(ref: str) -> str:
+        qid, _, p = ref.rpartition("#")
+        return by_id[qid].paragraphs[int(p)].title if qid in by_id else ref
+
+    click.echo(f"{spec.name} · {cond.name} · {reg.name} · budget {budget} · seed {seed}")
+    click.echo(f"question {q.id}: {q.question}")
+    setup = setup_for(cell, q, ForeignPool(pool_questions), client)
+    result = asyncio.run(run_one(setup, client, on_step=lambda s: click.echo(
+        "\n".join(step_lines(s, title_of)))))
+    click.echo("\n".join(summary_lines(result, q.answer)))
+
+
+@cli.command("models")
+@click.pass_context
+def models_(ctx: click.Context) -> None:
+    """List the models of the registry (built-in sims and lab.toml).
+
+    \b
+    Example:
+      lab --config lab.toml models
+    """
+    for name, spec in sorted(load_registry(ctx.obj["config"]).items()):
+        detail = spec.params.get("model") or spec.params.get("policy")
+        click.echo(f"{name:<22} {spec.backend:<10} {detail}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: run the CLI; any bad input ends with one line on stderr, exit ≠ 0."""
+    try:
+        cli.main(args=argv, prog_name="lab", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        return int(exc.exit_code or 0)
+    except click.exceptions.Abort:
+        click.echo("error: aborted", err=True)
+        return 130
+    except click.ClickException as exc:
+        click.echo(f"error: {exc.format_message()}", err=True)
+        return exc.exit_code if exc.exit_code else 2
+    except LabError as exc:
+        click.echo(f"error: {exc}", err=True)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,76 @@
+"""Plain-text rendering of episodes for the terminal (`lab try`, `lab tail`)."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Callable
+
+from core.episode import EpisodeResult, Step
+
+TitleOf = Callable[[str], str]
+
+
+def _clip(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def step_lines(step: Step, title_of: TitleOf | None = None, width: int = 100) -> list[str]:
+    """Readable lines for one step: thought, action, observation, judgment, streak.
+
+    Args:
+        step: the step.
+        title_of: maps an obs_ref ("qid#p") to the page title, for failed observations.
+        width: wrap width.
+    """
+    flags = []
+    if step.forced:
+        flags.append("FORCED")
+    if step.refused:
+        flags.append("REFUSED: tool call not executed")
+    head = f"── step {step.t}" + (f"  [{', '.join(flags)}]" if flags else "")
+    lines = [head]
+    if step.decision:
+        lines.append(f"  decision: {step.decision}")
+    if step.thought:
+        lines += textwrap.wrap(f"thought: {step.thought}", width, initial_indent="  ",
+                               subsequent_indent="    ")
+    if step.format_failure:
+        lines.append(f"  format failure: {_clip(step.raw, width - 20)!r}")
+        return lines
+    lines.append(f"  action: {step.action}[{step.argument or ''}]")
+    if step.obs_index is not None:
+        if step.obs_failed:
+            title = title_of(step.obs_ref) if (title_of and step.obs_ref) else "?"
+            mark = f"[FAILED → {step.obs_source}: {title!r}]"
+        else:
+            mark = f"[real: {step.obs_source}]"
+        lines.append(f"  observation {step.obs_index} {mark}")
+        if step.shown:
+            lines.append("    " + _clip(step.shown, width - 4))
+    if step.judgment is not None or step.judgment_raw is not None or step.rule_signal:
+        j = step.judgment or f"unparsed {step.judgment_raw!r}"
+        extra = f"  rule signal: {step.rule_signal}" if step.rule_signal else ""
+        stated = f"  stated: {step.stated_judgment}" if step.stated_judgment else ""
+        lines.append(f"  judgment: {j}{extra}{stated}  streak: {step.streak}")
+    elif step.stated_judgment:
+        lines.append(f"  stated: {step.stated_judgment}  streak: {step.streak}")
+    return lines
+
+
+def summary_lines(result: EpisodeResult, gold: str) -> list[str]:
+    """The episode's outcome: answer, F1, correctness and counts."""
+    if result.error:
+        return [f"══ ERROR: {result.error}"]
+    if result.answered:
+        verdict = "correct" if result.correct else "incorrect"
+        flag = "  (placeholder answer)" if result.placeholder else ""
+        head = (f"══ answer: {result.answer!r} at action {result.answer_action}   gold: {gold!r}"
+                f"   F1 {result.f1:.2f}   {verdict}{flag}")
+    else:
+        head = f"══ unanswered ({result.end_reason})   gold: {gold!r}   incorrect"
+    counts = (f"   tool calls {result.tool_calls}, judgment calls {result.extra_calls}, "
+              f"forced turns {result.forced_turns}, refused {result.refused_calls}, "
+              f"format failures {result.format_failures}, tokens {result.input_tokens} in / "
+              f"{result.output_tokens} out")
+    return [head, counts]

@@ -1,0 +1,117 @@
+"""The `lab` CLI against a real temporary lab.db: exit codes, output and DB state."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from console.cli import main
+from core import store
+
+
+def lab(*args: str, db: Path) -> tuple[int, str, str]:
+    proc = subprocess.run([sys.executable, "-m", "console.cli", "--db", str(db), *args],
+                          capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parents[1])
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def test_init_is_idempotent_and_loads_demo(db_path, capsys):
+    assert main(["--db", str(db_path), "init"]) == 0
+    assert main(["--db", str(db_path), "init"]) == 0
+    out = capsys.readouterr().out
+    assert "demo (" in out
+    assert store.datasets(store.connect(db_path))["demo"] >= 40
+
+
+def test_try_prints_the_episode(db_path):
+    code, out, err = lab("try", "--model", "sim-own5", "--condition", "enforced_rule",
+                         "--regime", "persistent", "--question", "demo-001", db=db_path)
+    assert code == 0, err
+    assert "[FAILED → foreign: '" in out
+    assert "judgment: USELESS" in out and "streak: 5" in out
+    assert "FORCED" in out or "answer:" in out
+    assert "F1" in out or "unanswered" in out
+
+
+@pytest.mark.parametrize("args, message", [
+    (["try", "--model", "nope", "--condition", "none", "--regime", "clean",
+      "--question", "demo-001"], "unknown model 'nope'"),
+    (["try", "--model", "sim-own5", "--condition", "sometimes", "--regime", "clean",
+      "--question", "demo-001"], "unknown condition 'sometimes'"),
+    (["try", "--model", "sim-own5", "--condition", "none", "--regime", "rainy",
+      "--question", "demo-001"], "unknown regime 'rainy'"),
+    (["try", "--model", "sim-own5", "--condition", "none", "--regime", "clean",
+      "--question", "zzz"], "question 'zzz' is not in lab.db"),
+    (["try", "--model", "sim-own5", "--condition", "enforced_rule:q=1", "--regime", "clean",
+      "--question", "demo-001"], "unknown parameter 'q'"),
+    (["try", "--model", "sim-own5", "--condition", "random_rule", "--regime", "clean",
+      "--question", "demo-001"], "needs a USELESS rate"),
+    (["sets", "show", "nothing"], "no question set 'nothing'"),
+    (["try", "--model", "sim-own5"], "Missing option"),
+])
+def test_bad_input_one_line_nonzero(db_path, args, message, capsys):
+    code = main(["--db", str(db_path), *args])
+    err = capsys.readouterr().err
+    assert code != 0
+    assert message in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def _write(path: Path, records) -> Path:
+    path.write_text(json.dumps(records))
+    return path
+
+
+def _record(i: int) -> dict:
+    return {"_id": f"x{i}", "question": f"Q{i}?", "answer": "A", "type": "bridge",
+            "level": "hard", "supporting_facts": [["T1", 0], ["T2", 0]],
+            "context": [["T1", ["A is here."]], ["T2", ["B is here."]]]}
+
+
+def test_import_counts_and_broken_file_leaves_db_byte_for_byte(db_path, tmp_path, capsys):
+    good = _write(tmp_path / "good.json", [_record(i) for i in range(5)])
+    assert main(["--db", str(db_path), "data", "import", "hotpotqa", str(good)]) == 0
+    assert "imported 5 questions" in capsys.readouterr().out
+    store.connect(db_path).conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    before = db_path.read_bytes()
+    records = [_record(i) for i in range(10, 30)]
+    records[17]["context"][1] = "not a pair"
+    bad = _write(tmp_path / "bad.json", records)
+    assert main(["--db", str(db_path), "data", "import", "hotpotqa", str(bad)]) != 0
+    err = capsys.readouterr().err
+    assert "record 17" in err and "context[1]" in err and "bad.json" in err
+    assert len(err.strip().splitlines()) == 1
+    assert db_path.read_bytes() == before
+    assert store.count(store.connect(db_path), "questions") == 5
+
+
+def test_sets_create_list_show_disjoint(db_path, capsys):
+    base = ["--db", str(db_path)]
+    assert main([*base, "sets", "create", "dev10", "--dataset", "demo", "--n", "10",
+                 "--seed", "1"]) == 0
+    assert main([*base, "sets", "create", "test20", "--dataset", "demo", "--n", "20",
+                 "--seed", "2", "--exclude", "dev10"]) == 0
+    out = capsys.readouterr().out
+    assert "created dev set 'dev10'" in out and "created held-out set 'test20'" in out
+    db = store.connect(db_path)
+    dev, test = store.question_set(db, "dev10"), store.question_set(db, "test20")
+    assert not set(dev["ids"]) & set(test["ids"]) and len(set(test["ids"])) == 20
+    assert main([*base, "sets", "create", "dev10", "--dataset", "demo", "--n", "5",
+                 "--seed", "1"]) != 0
+    assert "already exists" in capsys.readouterr().err
+    assert main([*base, "sets", "create", "big", "--dataset", "demo", "--n", "1000",
+                 "--seed", "1"]) != 0
+    assert main([*base, "sets", "list"]) == 0
+    assert "test20" in capsys.readouterr().out
+
+
+def test_every_command_has_help_with_example(capsys):
+    for args in (["init"], ["data", "import"], ["sets", "create"], ["sets", "list"],
+                 ["sets", "show"], ["try"], ["models"]):
+        assert main([*args, "--help"]) == 0
+        assert "Example:" in capsys.readouterr().out
