@@ -143,7 +143,7 @@ class _Run:
                 step.obs_text = text
         step.shown = text
         self.view.observations.append(ObservationLabel(i, bool(step.obs_failed),
-                                                       step.obs_source or "none"))
+                                                       step.obs_source or "none", text))
         return text
 
     async def judge(self, step: Step, observation: str | None) -> None:

@@ -86,3 +86,11 @@ def test_deadline_and_never(pool):
         assert r.answered
     never = episodes("sim-never", "none", "persistent", pool[:10])
     assert all(not r.answered or r.steps[r.answer_action - 2].judgment == "USEFUL" for r in never)
+
+
+def test_failed_observations_never_teach_the_answer(pool):
+    results = episodes("sim-deadline", "none", "persistent", pool, seeds=range(3))
+    share = sum(r.correct for r in results) / len(results)
+    assert share < 0.3  # only seeded guesses (p_guess = 0.15) can be right
+    clean = episodes("sim-deadline", "none", "clean", pool, seeds=range(3))
+    assert sum(r.correct for r in clean) / len(clean) > share + 0.3

@@ -38,6 +38,7 @@ class ObservationLabel:
     index: int
     failed: bool
     source: str
+    text: str = ""
 
 
 @dataclass

@@ -5,7 +5,7 @@ model: each reply is real ReAct text that goes through the same parser. A sim
 agent judges each observation from its design label (a failed one USELESS w.p.
 0.99, a real one w.p. 0.45), answers after a real observation it judged useful
 w.p. 0.3, and otherwise stops by its policy. It reads the answer from the
-observations it saw when the answer is there and guesses otherwise. All
+real observations it saw when the answer is there and guesses otherwise. All
 randomness is keyed by (seed, question id, observation index).
 """
 
@@ -171,16 +171,20 @@ class SimSession:
             return _draw("hazard", *key) < min(1.0, spec.hazard_slope * own)
         return False
 
-    def answer(self, messages: Sequence[Message]) -> str:
-        """The gold answer when an observation showed it, else a seeded guess."""
+    def answer(self) -> str:
+        """The gold answer when a real observation showed it, else a seeded guess.
+
+        Failed observations never teach the answer, even when a foreign page happens
+        to contain the string: the simulated reader knows which pages were real.
+        """
         q = self.view.question
         gold = q.answer
         needle = gold.lower()
-        if any(needle in m["content"].lower() for m in messages[2:] if m["role"] == "user"):
+        if any(not o.failed and needle in o.text.lower() for o in self.view.observations):
             return gold
         if _draw("guess", self.view.seed, q.id) < self.spec.p_guess:
             return gold
-        wrong = [p.title for p in q.paragraphs if gold.lower() not in p.title.lower()]
+        wrong = [p.title for p in q.paragraphs if needle not in p.title.lower()]
         return wrong[int(_draw("wrong", self.view.seed, q.id) * len(wrong))] if wrong else "no"
 
     def target(self) -> str:
@@ -209,7 +213,7 @@ class SimSession:
             verdict = "ANSWER_NOW" if stop else "CONTINUE"
             decide = f"Weighing my options, I choose this.\nDECISION: {verdict}\n"
         if stop:
-            answer = self.answer(messages)
+            answer = self.answer()
             return f"{decide}Thought: {judged} I will answer now.\nAction: finish\nAction Input: {answer}"
         target = self.target()
         return (f"{decide}Thought: {judged} I will search for {target}.\n"
