@@ -93,11 +93,19 @@ def _initial(db: Database) -> None:
             UNIQUE (run_id, spec_hash)
         );
 
+        CREATE TABLE grids (
+            id INTEGER PRIMARY KEY,
+            run_id INTEGER NOT NULL REFERENCES runs(id),
+            spec TEXT NOT NULL,              -- the enqueue request as JSON
+            created_at TEXT NOT NULL
+        );
+
         CREATE TABLE jobs (
             id INTEGER PRIMARY KEY,
+            grid_id INTEGER NOT NULL REFERENCES grids(id),
             cell_id INTEGER NOT NULL REFERENCES cells(id),
             question_ids TEXT NOT NULL,      -- JSON list (at most 50)
-            state TEXT NOT NULL DEFAULT 'queued',
+            state TEXT NOT NULL DEFAULT 'queued',   -- queued, running, done, failed, cancelled, paused
             priority INTEGER NOT NULL DEFAULT 0,
             lease_until REAL,
             heartbeat_at REAL,
@@ -108,6 +116,15 @@ def _initial(db: Database) -> None:
             updated_at TEXT NOT NULL
         );
         CREATE INDEX jobs_state ON jobs(state);
+        CREATE INDEX jobs_cell ON jobs(cell_id);
+
+        CREATE TABLE workers (
+            id TEXT PRIMARY KEY,             -- host:pid
+            started_at TEXT NOT NULL,
+            heartbeat_at REAL NOT NULL,
+            state TEXT NOT NULL,             -- running, stopped
+            episodes INTEGER NOT NULL DEFAULT 0
+        );
 
         CREATE TABLE episodes (
             id INTEGER PRIMARY KEY,
@@ -194,4 +211,5 @@ def _initial(db: Database) -> None:
 
 
 SCHEMA_VERSION = 1
-"""Number of migrations above; equals `PRAGMA user_version` of an up-to-date lab.db."""
+"""Number of migrations above (bump it with each one; a test checks the count); equals
+`PRAGMA user_version` of an up-to-date lab.db."""

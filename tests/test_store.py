@@ -132,3 +132,9 @@ def test_question_conflict_refused_and_nothing_written(db_path):
     with pytest.raises(StoreError, match="different content"):
         store.insert_questions(db, changed)
     assert store.count(db, "questions") == 3
+
+
+def test_schema_version_counts_the_migrations():
+    from core.schema import MIGRATIONS
+
+    assert SCHEMA_VERSION == len(MIGRATIONS._migrations)

@@ -1,0 +1,122 @@
+"""Finished episodes with their steps, and the live tables of running ones."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import asdict
+from typing import Any
+
+from sqlite_utils import Database
+
+from core.episode import EpisodeResult, Step, utc_now
+from core.errors import StoreError
+from core.store.base import write
+
+
+_EPISODE_COLS = ("answered", "answer", "answer_action", "em", "f1", "correct", "placeholder",
+                 "tool_calls", "extra_calls", "format_failures", "forced_turns", "refused_calls",
+                 "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
+                 "cost_usd", "wall_ms", "end_reason", "error", "started_at", "finished_at")
+_STEP_COLS = ("t", "thought", "action", "argument", "raw", "obs_index", "obs_failed",
+              "obs_source", "obs_ref", "obs_text", "judgment", "judgment_source", "judgment_raw",
+              "rule_signal", "stated_judgment", "streak", "forced", "refused", "format_failure",
+              "decision", "input_tokens", "output_tokens", "latency_ms")
+_EPISODE_SQL = (f"INSERT INTO episodes (cell_id, question_id, server, {', '.join(_EPISODE_COLS)}) "
+                f"VALUES ({', '.join('?' * (len(_EPISODE_COLS) + 3))})")
+_STEP_SQL = (f"INSERT INTO steps (episode_id, {', '.join(_STEP_COLS)}) "
+             f"VALUES ({', '.join('?' * (len(_STEP_COLS) + 1))})")
+
+
+def _step_row(step: Step) -> tuple[Any, ...]:
+    return tuple(getattr(step, c) for c in _STEP_COLS)
+
+
+def write_episodes(db: Database, items: Sequence[tuple[int, EpisodeResult, int | None]],
+                   server: str | None = None) -> list[int | None]:
+    """Store finished episodes, each with all its steps, in one transaction.
+
+    Args:
+        items: (cell id, result, live id or None) per episode; live rows are removed.
+        server: what served the episodes (recorded per episode).
+
+    Returns:
+        The new episode ids; None for an episode whose (cell, question) already
+        existed (a second execution of the same job), which is left untouched.
+    """
+    ids: list[int | None] = []
+    conn = db.conn
+    with write(db):
+        for cell_id, r, live_id in items:
+            if live_id is not None:
+                conn.execute("DELETE FROM live_episodes WHERE id = ?", (live_id,))
+            cur = conn.execute(
+                _EPISODE_SQL.replace("INSERT", "INSERT OR IGNORE", 1),
+                (cell_id, r.question_id, server, *(getattr(r, c) for c in _EPISODE_COLS)))
+            if cur.rowcount == 0:
+                ids.append(None)
+                continue
+            episode_id = cur.lastrowid
+            conn.executemany(_STEP_SQL, [(episode_id, *_step_row(s)) for s in r.steps])
+            ids.append(episode_id)
+    return ids
+
+
+def episode_exists(db: Database, cell_id: int, question_id: str) -> bool:
+    """Whether the (cell, question) episode is stored."""
+    return db.conn.execute("SELECT 1 FROM episodes WHERE cell_id = ? AND question_id = ?",
+                           (cell_id, question_id)).fetchone() is not None
+
+
+def live_start(db: Database, cell_id: int | None, question_id: str, label: str,
+               worker: str | None = None) -> int:
+    """Register a running episode so other processes can tail it."""
+    with write(db):
+        cur = db.conn.execute(
+            "INSERT INTO live_episodes (cell_id, question_id, label, worker, started_at) "
+            "VALUES (?, ?, ?, ?, ?)", (cell_id, question_id, label, worker, utc_now()))
+        return int(cur.lastrowid or 0)
+
+
+def live_step(db: Database, live_id: int, step: Step) -> None:
+    """Commit one step of a running episode (visible to other processes at once)."""
+    with write(db):
+        db.conn.execute("INSERT OR REPLACE INTO live_steps (live_id, t, step) VALUES (?, ?, ?)",
+                        (live_id, step.t, json.dumps(asdict(step), ensure_ascii=False)))
+
+
+def live_end(db: Database, live_id: int) -> None:
+    """Forget a running episode that ended without being stored (e.g. a dry try)."""
+    with write(db):
+        db.conn.execute("DELETE FROM live_episodes WHERE id = ?", (live_id,))
+
+
+def live_steps(db: Database, live_id: int, after_t: int = 0) -> list[Step]:
+    """Steps of a running episode committed so far (t > after_t)."""
+    rows = db.conn.execute("SELECT step FROM live_steps WHERE live_id = ? AND t > ? ORDER BY t",
+                           (live_id, after_t)).fetchall()
+    return [Step(**json.loads(r[0])) for r in rows]
+
+
+def episode_steps(db: Database, episode_id: int) -> list[Step]:
+    """The stored steps of a finished episode, in order."""
+    rows = db.conn.execute(f"SELECT {', '.join(_STEP_COLS)} FROM steps WHERE episode_id = ? "
+                           f"ORDER BY t", (episode_id,)).fetchall()
+    out = []
+    for row in rows:
+        values = dict(zip(_STEP_COLS, row))
+        for flag in ("forced", "refused", "format_failure"):
+            values[flag] = bool(values[flag])
+        if values["obs_failed"] is not None:
+            values["obs_failed"] = bool(values["obs_failed"])
+        out.append(Step(**values))
+    return out
+
+
+def count(db: Database, table: str) -> int:
+    """Row count of one of the project's tables."""
+    if not db[table].exists():
+        raise StoreError(f"no table '{table}' in lab.db")
+    return int(db.conn.execute(f"SELECT count(*) FROM [{table}]").fetchone()[0])
+
+

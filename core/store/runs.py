@@ -1,0 +1,52 @@
+"""Runs and cells."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from sqlite_utils import Database
+
+from core.episode import utc_now
+from core.store.base import write
+
+
+def ensure_run(db: Database, name: str, amendment_id: str | None = None) -> int:
+    """Id of the run called `name`, created if new."""
+    with write(db):
+        row = db.conn.execute("SELECT id FROM runs WHERE name = ?", (name,)).fetchone()
+        if row:
+            return int(row[0])
+        cur = db.conn.execute(
+            "INSERT INTO runs (name, amendment_id, exploratory, created_at) VALUES (?, ?, ?, ?)",
+            (name, amendment_id, int(amendment_id is None), utc_now()))
+        return int(cur.lastrowid or 0)
+
+
+def cell_hash(spec: dict[str, Any]) -> str:
+    """sha256 of a cell's canonical JSON."""
+    return hashlib.sha256(json.dumps(spec, sort_keys=True, separators=(",", ":")).encode()
+                          ).hexdigest()
+
+
+def ensure_cell(db: Database, run_id: int, cell: dict[str, Any]) -> int:
+    """Id of the cell (created if new). `cell` holds the columns of `cells` but id."""
+    with write(db):
+        row = db.conn.execute("SELECT id FROM cells WHERE run_id = ? AND spec_hash = ?",
+                              (run_id, cell["spec_hash"])).fetchone()
+        if row:
+            return int(row[0])
+        cols = ["run_id", *cell.keys(), "created_at"]
+        cur = db.conn.execute(
+            f"INSERT INTO cells ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+            (run_id, *cell.values(), utc_now()))
+        return int(cur.lastrowid or 0)
+
+
+def next_replicate(db: Database, run_id: int) -> int:
+    """One more than the highest replicate number used in a run."""
+    row = db.conn.execute("SELECT max(replicate) FROM cells WHERE run_id = ?", (run_id,)).fetchone()
+    return 0 if row[0] is None else int(row[0]) + 1
+
+
