@@ -8,7 +8,10 @@ from pathlib import Path
 
 import click
 
+from console.demo_cmd import ensure_demo_set, run_demo
+from console.queue_cmd import CONTROL_COMMANDS, enqueue_cmd, status_cmd, tail_cmd, worker_cmd
 from console.render import step_lines, summary_lines
+from console.tables import demo_tables
 from core import store
 from core.conditions import parse_condition
 from core.data import ids_hash, load_hotpotqa, sample_ids
@@ -238,6 +241,41 @@ def models_(ctx: click.Context) -> None:
     for name, spec in sorted(load_registry(ctx.obj["config"]).items()):
         detail = spec.params.get("model") or spec.params.get("policy")
         click.echo(f"{name:<22} {spec.backend:<10} {detail}")
+
+
+@cli.command("demo-set", hidden=True)
+@click.pass_context
+def demo_set(ctx: click.Context) -> None:
+    """Load the demo questions and create the demo question set (used by tests).
+
+    \b
+    Example:
+      lab demo-set
+    """
+    ensure_demo_set(store.connect(ctx.obj["db"]))
+
+
+@cli.command("demo")
+@click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True)
+@click.pass_context
+def demo(ctx: click.Context, workers: int) -> None:
+    """Run the main job on the bundled demo data, from nothing, and print the tables.
+
+    Creates lab.db, loads the demo questions, creates the demo question set,
+    enqueues a sim grid (5 sim policies × 5 conditions × the six mean6 regimes),
+    runs an embedded worker until done and prints mean6 per model × condition.
+    Running it again reuses everything already stored.
+
+    \b
+    Example:
+      lab --db demo.db demo
+    """
+    run_demo(Path(ctx.obj["db"]), Path(ctx.obj["config"]), workers=workers)
+    click.echo(demo_tables(store.connect(ctx.obj["db"])))
+
+
+for _command in (enqueue_cmd, worker_cmd, status_cmd, tail_cmd, *CONTROL_COMMANDS):
+    cli.add_command(_command)
 
 
 def main(argv: list[str] | None = None) -> int:

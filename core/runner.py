@@ -70,7 +70,8 @@ async def run_one(setup: EpisodeSetup, client: ModelClient,
 
 async def run_questions(db: Database, cell_id: int, cell: CellSpec,
                         questions: Sequence[Question], pool: ForeignPool, client: ModelClient,
-                        live: bool = False, batch: int = 64) -> int:
+                        live: bool = False, batch: int = 64, concurrency: int | None = None,
+                        should_stop: Callable[[], bool] | None = None) -> int:
     """Run a cell's missing episodes for `questions` and store them.
 
     Episodes run concurrently up to the model's concurrency. Finished episodes are
@@ -79,12 +80,16 @@ async def run_questions(db: Database, cell_id: int, cell: CellSpec,
 
     Args:
         live: also commit each step to the live tables as it happens.
+        batch: finished episodes per write transaction.
+        concurrency: a further bound on concurrent episodes (besides the model's).
+        should_stop: checked before each episode starts; when it returns True no
+            new episode starts, and the ones running finish and are stored.
 
     Returns:
         Number of episodes stored.
     """
     todo = [q for q in questions if not store.episode_exists(db, cell_id, q.id)]
-    limit = asyncio.Semaphore(max(1, client.concurrency))
+    limit = asyncio.Semaphore(max(1, min(client.concurrency, concurrency or client.concurrency)))
     label = f"{cell.model.name} / {cell.condition.name} / {cell.regime.name}"
     done: list[tuple[int, EpisodeResult, int | None]] = []
     stored = 0
@@ -92,6 +97,8 @@ async def run_questions(db: Database, cell_id: int, cell: CellSpec,
     async def one(q: Question) -> None:
         nonlocal stored
         async with limit:
+            if should_stop is not None and should_stop():
+                return
             live_id = store.live_start(db, cell_id, q.id, label) if live else None
             on_step = (lambda s: store.live_step(db, live_id, s)) if live_id else None
             result = await run_one(setup_for(cell, q, pool, client), client, on_step)

@@ -1,0 +1,1 @@
+"""The local job queue: grids → cells → jobs, Huey workers, the crash-safe ledger."""

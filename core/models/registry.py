@@ -26,7 +26,7 @@ _FIELDS = {
     "anthropic": _COMMON | {"model", "sampling", "max_context", "timeout_s", "max_retries",
                             "price_per_mtok"},
     "sim": _COMMON | {"policy", "k", "c", "p_useless_failed", "p_useless_real",
-                      "p_answer_useful", "hazard_slope", "p_guess"},
+                      "p_answer_useful", "hazard_slope", "p_guess", "latency_ms"},
 }
 _REQUIRED = {"openai": ("model", "endpoints"), "anthropic": ("model",), "sim": ("policy",)}
 

@@ -11,6 +11,7 @@ randomness is keyed by (seed, question id, observation index).
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import random
 from collections.abc import Mapping, Sequence
@@ -38,6 +39,8 @@ class SimSpec:
         p_answer_useful: P(answer | latest real observation judged useful).
         hazard_slope: per-action (hazard_time) or per-useless (hazard_own) slope.
         p_guess: P(a guess is right) when the answer was not seen.
+        latency_ms: simulated latency of every call (0: answer at once); lets the
+            queue, the live tail and crash tests see episodes in flight.
     """
 
     policy: str
@@ -48,6 +51,7 @@ class SimSpec:
     p_answer_useful: float = 0.3
     hazard_slope: float = 0.06
     p_guess: float = 0.15
+    latency_ms: float = 0.0
 
     def __post_init__(self) -> None:
         if self.policy not in POLICIES:
@@ -59,6 +63,8 @@ class SimSpec:
                 raise ConfigError(f"sim {name} must be in [0, 1], got {value}")
         if self.k < 1 or self.c < 1:
             raise ConfigError("sim k and c must be >= 1")
+        if self.latency_ms < 0:
+            raise ConfigError(f"sim latency_ms must be >= 0, got {self.latency_ms}")
 
     def spec(self) -> dict[str, object]:
         """All parameters as a dict (canonical JSON is built from it)."""
@@ -124,6 +130,8 @@ class SimSession:
     async def generate(self, messages: Sequence[Message], *, kind: str, max_tokens: int,
                        stop: Sequence[str] = ()) -> Generation:
         """Reply to an acting turn or a side-channel fork with real ReAct text."""
+        if self.spec.latency_ms:
+            await asyncio.sleep(self.spec.latency_ms / 1000)
         if kind == "judge":
             n = len(self.view.observations)
             text = "USELESS" if n and self.useless(n) else "USEFUL"

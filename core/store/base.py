@@ -55,8 +55,15 @@ def connect(path: Path | str) -> Database:
 
 @contextlib.contextmanager
 def write(db: Database) -> Iterator[Database]:
-    """A write transaction (BEGIN IMMEDIATE): all or nothing."""
+    """A write transaction (BEGIN IMMEDIATE): all or nothing.
+
+    Nested use joins the outer transaction, so a caller can make several store
+    calls atomic by wrapping them in one `write`.
+    """
     conn = db.conn
+    if conn.in_transaction:
+        yield db
+        return
     conn.execute("BEGIN IMMEDIATE")
     try:
         yield db

@@ -1,0 +1,249 @@
+"""Queue commands: enqueue, worker, status, cancel/pause/resume/retry, tail."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from console.render import step_lines, summary_lines
+from core import store
+from core.errors import ConfigError
+from core.models.registry import load_registry
+from core.store import jobs as ledger
+from jobs.control import control, enqueue_grid, status
+from jobs.grid import GridRequest, plan
+from jobs.settings import WorkerSettings
+from jobs.worker import run_worker
+
+
+def _split(text: str) -> tuple[str, ...]:
+    return tuple(p.strip() for p in text.split(",") if p.strip())
+
+
+def _ints(text: str, what: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(p) for p in _split(text))
+    except ValueError:
+        raise ConfigError(f"{what} must be comma-separated integers, got '{text}'") from None
+
+
+def settings_for(ctx: click.Context, **kw: object) -> WorkerSettings:
+    """WorkerSettings from the global options plus overrides."""
+    return WorkerSettings(db_path=Path(ctx.obj["db"]), config_path=Path(ctx.obj["config"]),
+                          **kw)  # type: ignore[arg-type]
+
+
+@click.command("enqueue")
+@click.option("--models", required=True, help="Comma-separated model names.")
+@click.option("--conditions", required=True, help="Comma-separated conditions (with knobs).")
+@click.option("--regimes", required=True, help="Comma-separated regimes.")
+@click.option("--set", "question_set", required=True, help="Question set name.")
+@click.option("--budget", default="8", show_default=True, help="Budget(s), comma-separated.")
+@click.option("--seeds", default="0", show_default=True, help="Seeds, comma-separated.")
+@click.option("--replicate", type=int, default=0, show_default=True)
+@click.option("--run", "run_name", default="default", show_default=True, help="Run name.")
+@click.option("--amendment", default=None, help="Governing pre-registration amendment.")
+@click.option("--priority", type=int, default=0, show_default=True)
+@click.option("--dry-run", is_flag=True, help="Only print what would be queued.")
+@click.option("--json", "as_json", is_flag=True, help="Print the counts as JSON.")
+@click.pass_context
+def enqueue_cmd(ctx: click.Context, models: str, conditions: str, regimes: str,
+                question_set: str, budget: str, seeds: str, replicate: int, run_name: str,
+                amendment: str | None, priority: int, dry_run: bool, as_json: bool) -> None:
+    """Queue a grid: models × conditions × regimes × set × budgets × seeds.
+
+    Cells that already exist resume: only their missing episodes are queued.
+
+    \b
+    Example:
+      lab enqueue --models sim-own5,sim-clock6 --conditions none,enforced_rule \\
+          --regimes clean,persistent --set dev100 --seeds 0,1 --run pilot --dry-run
+    """
+    request = GridRequest(models=_split(models), conditions=_split(conditions),
+                          regimes=_split(regimes), question_set=question_set,
+                          budgets=_ints(budget, "--budget"), seeds=_ints(seeds, "--seeds"),
+                          replicate=replicate, run=run_name, amendment=amendment,
+                          priority=priority)
+    db = store.connect(ctx.obj["db"])
+    registry = load_registry(ctx.obj["config"])
+    if dry_run:
+        summary = plan(db, request, registry).summary()
+    else:
+        grid_plan, grid_id, njobs = enqueue_grid(db, settings_for(ctx), request, registry)
+        summary = grid_plan.summary() | {"grid": grid_id, "jobs": njobs}
+        if grid_id is None and not as_json:
+            click.echo(f"nothing to queue: all {summary['already_stored_or_queued']} episodes "
+                       f"of these {summary['cells']} cells are already stored or queued")
+            return
+    if as_json:
+        click.echo(json.dumps(summary, indent=2))
+        return
+    head = "would queue" if dry_run else f"grid {summary['grid']}: queued"
+    click.echo(f"{head} {summary['cells']} cells, {summary['new_episodes']} episodes in "
+               f"{summary['jobs']} jobs (≤ {summary['max_model_calls']} model calls"
+               + (f", {summary['sim_episodes']} episodes simulated" if summary["sim_episodes"]
+                  else "") + f"); {summary['already_stored_or_queued']} already stored or queued")
+
+
+@click.command("worker")
+@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Huey workers (threads or processes).")
+@click.option("--concurrency", type=click.IntRange(min=1), default=256, show_default=True,
+              help="Concurrent episodes per job (the model's own limit also applies).")
+@click.option("--type", "worker_type", type=click.Choice(["thread", "process"]),
+              default="thread", show_default=True)
+@click.option("--until-idle", is_flag=True, help="Exit when no queued or running job is left.")
+@click.option("--lease", type=click.FloatRange(min=1), default=60.0, show_default=True,
+              help="Job lease in seconds (a dead worker's jobs are retaken after it).")
+@click.pass_context
+def worker_cmd(ctx: click.Context, workers: int, concurrency: int, worker_type: str,
+               until_idle: bool, lease: float) -> None:
+    """Run jobs from the queue. SIGINT/SIGTERM stop gracefully (jobs are released).
+
+    \b
+    Example:
+      lab worker --workers 2 --concurrency 64 --until-idle
+    """
+    settings = settings_for(ctx, concurrency=concurrency, worker_type=worker_type,
+                            lease_s=lease, heartbeat_s=min(1.0, lease / 4))
+    click.echo(f"worker {settings.worker_id}: {workers} {worker_type} worker(s) on "
+               f"{ctx.obj['db']}", err=True)
+    run_worker(settings, workers=workers, until_idle=until_idle)
+
+
+def _bar(done: int, total: int, width: int = 24) -> str:
+    filled = int(width * done / total) if total else width
+    return "█" * filled + "░" * (width - filled)
+
+
+@click.command("status")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+def status_cmd(ctx: click.Context, as_json: bool) -> None:
+    """Progress per run and grid: episodes stored/errored/running, rate and ETA.
+
+    \b
+    Example:
+      lab status --json
+    """
+    db = store.connect(ctx.obj["db"])
+    grids = status(db)
+    if as_json:
+        click.echo(json.dumps({"grids": [g.to_dict() for g in grids],
+                               "jobs": ledger.job_states(db),
+                               "workers": ledger.workers(db)}, indent=2))
+        return
+    if not grids:
+        click.echo("nothing queued yet (lab enqueue …)")
+        return
+    tty = sys.stdout.isatty()
+    for g in grids:
+        jobs = " ".join(f"{k} {v}" for k, v in g.jobs.items() if v)
+        eta = "-" if g.eta_s is None else f"{g.eta_s:.0f}s"
+        bar = f"{_bar(g.stored, g.expected)} " if tty else ""
+        click.echo(f"grid {g.grid:<4} {g.run:<14} {bar}{g.stored}/{g.expected} episodes "
+                   f"({g.errored} errored, {g.running} running)  {g.rate:.1f}/s  ETA {eta}  "
+                   f"jobs: {jobs}")
+    now = time.time()
+    for w in ledger.workers(db):
+        if w["state"] != "stopped" and now - w["heartbeat_at"] < 30:
+            click.echo(f"worker {w['id']}: {w['state']}, heartbeat {now - w['heartbeat_at']:.0f}s ago")
+
+
+def _control_command(action: str) -> click.Command:
+    @click.command(action, help=f"{action.capitalize()} the jobs of a run, grid or job.\n\n"
+                   f"\b\nExample:\n  lab {action} --run pilot\n  lab {action} --job 17")
+    @click.option("--run", "run_name", default=None)
+    @click.option("--grid", type=int, default=None)
+    @click.option("--job", type=int, default=None)
+    @click.pass_context
+    def command(ctx: click.Context, run_name: str | None, grid: int | None,
+                job: int | None) -> None:
+        given = [(k, v) for k, v in (("run", run_name), ("grid", grid), ("job", job))
+                 if v is not None]
+        if len(given) != 1:
+            raise ConfigError(f"lab {action}: give exactly one of --run, --grid, --job")
+        target, value = given[0]
+        moved = control(store.connect(ctx.obj["db"]), settings_for(ctx), action, target, value)
+        click.echo(f"{action}: {len(moved)} job(s) of {target} {value}")
+
+    return command
+
+
+CONTROL_COMMANDS = [_control_command(a) for a in ("cancel", "pause", "resume", "retry")]
+
+
+@click.command("tail")
+@click.argument("episode", type=int, required=False)
+@click.option("--follow", "-f", is_flag=True, help="Keep following newer live episodes.")
+@click.option("--timeout", type=float, default=None, help="Give up after this many seconds.")
+@click.pass_context
+def tail_cmd(ctx: click.Context, episode: int | None, follow: bool,
+             timeout: float | None) -> None:
+    """Print the steps of a running episode as they are committed.
+
+    EPISODE is a live episode id (see `lab status --json`); by default the newest.
+    A finished episode id prints its stored steps.
+
+    \b
+    Example:
+      lab tail --follow
+    """
+    db = store.connect(ctx.obj["db"])
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        live_id = episode if episode is not None else ledger.newest_live(db)
+        if live_id is None:
+            if not follow or (deadline and time.monotonic() > deadline):
+                raise ConfigError("no running episode to tail (use --follow to wait for one)")
+            time.sleep(0.2)
+            continue
+        info = ledger.live_info(db, live_id)
+        if info is None and episode is not None:
+            _print_finished(db, episode)
+            return
+        if info is not None:
+            _tail_one(db, live_id, info, deadline)
+        if not follow or episode is not None:
+            return
+
+
+def _tail_one(db, live_id: int, info: dict, deadline: float | None) -> None:
+    click.echo(f"live episode {live_id}: {info['label']} · question {info['question_id']}")
+    seen = 0
+    while True:
+        for step in store.live_steps(db, live_id, after_t=seen):
+            click.echo("\n".join(step_lines(step)))
+            seen = step.t
+        if ledger.live_info(db, live_id) is None:
+            row = ledger.finished_episode(db, info["cell_id"], info["question_id"])
+            if row is not None:
+                _print_finished(db, row, header=False, after_t=seen)
+            return
+        if deadline and time.monotonic() > deadline:
+            return
+        time.sleep(0.1)
+
+
+def _print_finished(db, episode_id: int, header: bool = True, after_t: int = 0) -> None:
+    from core.episode import EpisodeResult
+
+    row = ledger.episode_row(db, episode_id)
+    if row is None:
+        raise ConfigError(f"no episode {episode_id} (live or finished)")
+    if header:
+        click.echo(f"episode {episode_id}: {row['model']} / {row['condition']} / {row['regime']}"
+                   f" · question {row['question_id']}")
+    for step in store.episode_steps(db, episode_id):
+        if step.t > after_t:
+            click.echo("\n".join(step_lines(step)))
+    fields = {k: row[k] for k in ("answered", "answer", "answer_action", "correct", "f1",
+                                  "placeholder", "tool_calls", "extra_calls", "forced_turns",
+                                  "refused_calls", "format_failures", "input_tokens",
+                                  "output_tokens", "end_reason", "error")}
+    result = EpisodeResult(question_id=row["question_id"], **fields)
+    click.echo("\n".join(summary_lines(result, row["gold"])))

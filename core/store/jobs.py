@@ -1,0 +1,266 @@
+"""Grids, the job ledger and worker rows (SPEC §11).
+
+A job is a chunk of at most 50 questions of one cell. Its row is the record of
+truth: Huey only carries "run job N" messages, which can be lost when a worker
+dies, so a job's state, lease and heartbeat live here.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from sqlite_utils import Database
+
+from core.episode import utc_now
+from core.store.base import write
+
+ACTIVE = ("queued", "running", "paused")
+TARGETS = ("run", "grid", "job")
+
+
+def _rows(db: Database, sql: str, args: Sequence[Any] = ()) -> list[dict[str, Any]]:
+    cur = db.conn.execute(sql, tuple(args))
+    cols = [d[0] for d in cur.description]
+    return [dict(zip(cols, r)) for r in cur.fetchall()]
+
+
+def create_grid(db: Database, run_id: int, spec: dict[str, Any]) -> int:
+    """Record one enqueue request; returns the grid id."""
+    with write(db):
+        cur = db.conn.execute("INSERT INTO grids (run_id, spec, created_at) VALUES (?, ?, ?)",
+                              (run_id, json.dumps(spec, sort_keys=True), utc_now()))
+        return int(cur.lastrowid or 0)
+
+
+def cell(db: Database, cell_id: int) -> dict[str, Any]:
+    """One cells row as a dict."""
+    rows = _rows(db, "SELECT * FROM cells WHERE id = ?", (cell_id,))
+    if not rows:
+        raise KeyError(cell_id)
+    return rows[0]
+
+
+def stored_questions(db: Database, cell_id: int) -> set[str]:
+    """Question ids with a stored episode in the cell."""
+    return {r[0] for r in db.conn.execute(
+        "SELECT question_id FROM episodes WHERE cell_id = ?", (cell_id,))}
+
+
+def pending_questions(db: Database, cell_id: int) -> set[str]:
+    """Question ids of the cell held by queued, running or paused jobs."""
+    out: set[str] = set()
+    for (ids,) in db.conn.execute(
+            f"SELECT question_ids FROM jobs WHERE cell_id = ? AND state IN "
+            f"({', '.join('?' * len(ACTIVE))})", (cell_id, *ACTIVE)):
+        out.update(json.loads(ids))
+    return out
+
+
+def insert_jobs(db: Database, grid_id: int, cell_id: int, chunks: Sequence[Sequence[str]],
+                priority: int = 0) -> list[int]:
+    """Add queued jobs for a cell, one per chunk of question ids, in one transaction."""
+    now = utc_now()
+    ids = []
+    with write(db):
+        for chunk in chunks:
+            cur = db.conn.execute(
+                "INSERT INTO jobs (grid_id, cell_id, question_ids, state, priority, created_at, "
+                "updated_at) VALUES (?, ?, ?, 'queued', ?, ?, ?)",
+                (grid_id, cell_id, json.dumps(list(chunk)), priority, now, now))
+            ids.append(int(cur.lastrowid or 0))
+    return ids
+
+
+def job(db: Database, job_id: int) -> dict[str, Any] | None:
+    """One jobs row (question_ids decoded) or None."""
+    rows = _rows(db, "SELECT * FROM jobs WHERE id = ?", (job_id,))
+    if not rows:
+        return None
+    row = rows[0]
+    row["question_ids"] = json.loads(row["question_ids"])
+    return row
+
+
+def acquire(db: Database, job_id: int, worker: str, lease_s: float) -> dict[str, Any] | None:
+    """Take the job's lease if it is queued or its lease expired; None otherwise."""
+    now = time.time()
+    with write(db):
+        cur = db.conn.execute(
+            "UPDATE jobs SET state = 'running', worker = ?, lease_until = ?, heartbeat_at = ?, "
+            "attempts = attempts + 1, updated_at = ? WHERE id = ? AND (state = 'queued' OR "
+            "(state = 'running' AND lease_until < ?))",
+            (worker, now + lease_s, now, utc_now(), job_id, now))
+        if cur.rowcount == 0:
+            return None
+    return job(db, job_id)
+
+
+def heartbeat(db: Database, job_id: int, worker: str, lease_s: float) -> str | None:
+    """Renew the lease; returns the job's state, or None when another worker holds it."""
+    now = time.time()
+    with write(db):
+        db.conn.execute("UPDATE jobs SET lease_until = ?, heartbeat_at = ? WHERE id = ? AND "
+                        "worker = ? AND state = 'running'", (now + lease_s, now, job_id, worker))
+        row = db.conn.execute("SELECT state, worker FROM jobs WHERE id = ?", (job_id,)).fetchone()
+    if row is None or row[1] != worker:
+        return None
+    return str(row[0])
+
+
+def finish(db: Database, job_id: int, worker: str, state: str, error: str | None = None) -> bool:
+    """Move a running job this worker holds to `state` (done, failed or queued)."""
+    with write(db):
+        cur = db.conn.execute(
+            "UPDATE jobs SET state = ?, last_error = coalesce(?, last_error), lease_until = NULL, "
+            "updated_at = ?, worker = CASE WHEN ? = 'queued' THEN NULL ELSE worker END "
+            "WHERE id = ? AND worker = ? AND state = 'running'",
+            (state, error, utc_now(), state, job_id, worker))
+        return cur.rowcount > 0
+
+
+def expired(db: Database, now: float | None = None) -> list[int]:
+    """Running jobs whose lease has expired, made queued again; returns their ids."""
+    now = time.time() if now is None else now
+    with write(db):
+        ids = [r[0] for r in db.conn.execute(
+            "SELECT id FROM jobs WHERE state = 'running' AND lease_until < ?", (now,))]
+        db.conn.executemany("UPDATE jobs SET state = 'queued', worker = NULL, lease_until = NULL, "
+                            "updated_at = ? WHERE id = ?", [(utc_now(), i) for i in ids])
+    return ids
+
+
+def queued(db: Database) -> list[dict[str, Any]]:
+    """Queued jobs (id, priority, updated_at)."""
+    return _rows(db, "SELECT id, priority, updated_at FROM jobs WHERE state = 'queued' ORDER BY id")
+
+
+def select_jobs(db: Database, target: str, value: str | int) -> list[int]:
+    """Job ids of a run (by name), a grid or a job."""
+    if target == "run":
+        sql = ("SELECT j.id FROM jobs j JOIN grids g ON g.id = j.grid_id JOIN runs r "
+               "ON r.id = g.run_id WHERE r.name = ?")
+    elif target == "grid":
+        sql = "SELECT j.id FROM jobs j WHERE j.grid_id = ?"
+    else:
+        sql = "SELECT j.id FROM jobs j WHERE j.id = ?"
+    return [r[0] for r in db.conn.execute(sql + " ORDER BY j.id", (value,))]
+
+
+def transition(db: Database, ids: Sequence[int], from_states: Sequence[str],
+               to_state: str) -> list[int]:
+    """Move the given jobs that are in `from_states` to `to_state`; returns the moved ids."""
+    moved = []
+    with write(db):
+        for job_id in ids:
+            cur = db.conn.execute(
+                f"UPDATE jobs SET state = ?, updated_at = ?, lease_until = CASE WHEN ? = 'running' "
+                f"THEN lease_until ELSE NULL END WHERE id = ? AND state IN "
+                f"({', '.join('?' * len(from_states))})",
+                (to_state, utc_now(), to_state, job_id, *from_states))
+            if cur.rowcount:
+                moved.append(job_id)
+    return moved
+
+
+def reset_attempts(db: Database, ids: Sequence[int]) -> None:
+    """Give retried jobs a fresh attempt count."""
+    with write(db):
+        db.conn.executemany("UPDATE jobs SET attempts = 0 WHERE id = ?", [(i,) for i in ids])
+
+
+def job_states(db: Database) -> dict[str, int]:
+    """Number of jobs per state."""
+    return dict(db.conn.execute("SELECT state, count(*) FROM jobs GROUP BY state").fetchall())
+
+
+def grid_progress(db: Database) -> list[dict[str, Any]]:
+    """Per grid: run, expected/stored/errored episodes and job states."""
+    grids = _rows(db, "SELECT g.id AS grid, r.name AS run, g.created_at FROM grids g "
+                      "JOIN runs r ON r.id = g.run_id ORDER BY g.id")
+    for g in grids:
+        jobs = _rows(db, "SELECT cell_id, question_ids, state FROM jobs WHERE grid_id = ?",
+                     (g["grid"],))
+        pairs = {(j["cell_id"], q) for j in jobs for q in json.loads(j["question_ids"])}
+        cells = sorted({c for c, _ in pairs})
+        stored: dict[tuple[int, str], tuple[bool, str]] = {}
+        for cell_id in cells:
+            for qid, err, fin in db.conn.execute(
+                    "SELECT question_id, error IS NOT NULL, finished_at FROM episodes "
+                    "WHERE cell_id = ?", (cell_id,)):
+                stored[(cell_id, qid)] = (bool(err), fin)
+        done = [stored[p] for p in pairs if p in stored]
+        g.update(
+            cells=len(cells), expected=len(pairs), stored=len(done),
+            errored=sum(e for e, _ in done), finished=sorted(f for _, f in done),
+            jobs={s: sum(j["state"] == s for j in jobs) for s in
+                  ("queued", "running", "paused", "done", "failed", "cancelled")},
+            running=db.conn.execute(
+                f"SELECT count(*) FROM live_episodes WHERE cell_id IN "
+                f"({', '.join('?' * len(cells)) or 'NULL'})", cells).fetchone()[0])
+    return grids
+
+
+def register_worker(db: Database, worker: str) -> None:
+    """Insert or refresh a worker row (state running)."""
+    with write(db):
+        db.conn.execute(
+            "INSERT INTO workers (id, started_at, heartbeat_at, state) VALUES (?, ?, ?, 'running') "
+            "ON CONFLICT(id) DO UPDATE SET started_at = excluded.started_at, "
+            "heartbeat_at = excluded.heartbeat_at, state = 'running'",
+            (worker, utc_now(), time.time()))
+
+
+def worker_heartbeat(db: Database, worker: str, state: str = "running") -> None:
+    """Refresh a worker row's heartbeat and state."""
+    with write(db):
+        db.conn.execute("UPDATE workers SET heartbeat_at = ?, state = ? WHERE id = ?",
+                        (time.time(), state, worker))
+
+
+def worker_state(db: Database, worker: str) -> str | None:
+    """State of one worker row, or None."""
+    row = db.conn.execute("SELECT state FROM workers WHERE id = ?", (worker,)).fetchone()
+    return None if row is None else str(row[0])
+
+
+def workers(db: Database) -> list[dict[str, Any]]:
+    """All worker rows."""
+    return _rows(db, "SELECT * FROM workers ORDER BY heartbeat_at DESC")
+
+
+def log_event(db: Database, kind: str, detail: str) -> None:
+    """Append one line to the events table."""
+    with write(db):
+        db.conn.execute("INSERT INTO events (at, kind, detail) VALUES (?, ?, ?)",
+                        (utc_now(), kind, detail))
+
+
+def newest_live(db: Database) -> int | None:
+    """Id of the most recently started running episode."""
+    row = db.conn.execute("SELECT max(id) FROM live_episodes").fetchone()
+    return None if row[0] is None else int(row[0])
+
+
+def live_info(db: Database, live_id: int) -> dict[str, Any] | None:
+    """A live_episodes row, or None once the episode has finished."""
+    rows = _rows(db, "SELECT * FROM live_episodes WHERE id = ?", (live_id,))
+    return rows[0] if rows else None
+
+
+def finished_episode(db: Database, cell_id: int, question_id: str) -> int | None:
+    """Episode id of a (cell, question), if stored."""
+    row = db.conn.execute("SELECT id FROM episodes WHERE cell_id = ? AND question_id = ?",
+                          (cell_id, question_id)).fetchone()
+    return None if row is None else int(row[0])
+
+
+def episode_row(db: Database, episode_id: int) -> dict[str, Any] | None:
+    """An episode with its cell's model/condition/regime and the gold answer."""
+    rows = _rows(db, "SELECT e.*, c.model, c.condition, c.regime, q.answer AS gold "
+                     "FROM episodes e JOIN cells c ON c.id = e.cell_id "
+                     "LEFT JOIN questions q ON q.id = e.question_id WHERE e.id = ?",
+                 (episode_id,))
+    return rows[0] if rows else None

@@ -1,0 +1,112 @@
+"""Enqueue, cancel, pause, resume, retry and status: what the CLI and console call."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlite_utils import Database
+
+from core.errors import LabError
+from core.models.registry import ModelSpec
+from core.store import jobs as ledger
+from jobs.grid import GridPlan, GridRequest, enqueue
+from jobs.queue import enqueue_job, make_huey
+from jobs.settings import WorkerSettings
+
+RATE_WINDOW_S = 60.0
+
+
+def enqueue_grid(db: Database, settings: WorkerSettings, request: GridRequest,
+                 models: Mapping[str, ModelSpec]) -> tuple[GridPlan, int | None, int]:
+    """Store a grid's cells and jobs, then put its jobs on the queue.
+
+    Returns:
+        (plan, grid id, number of jobs queued).
+    """
+    grid_plan, grid_id, jobs = enqueue(db, request, models)
+    if grid_id is None:
+        return grid_plan, None, 0
+    huey, task = make_huey(settings)
+    for job_id, priority in jobs:
+        enqueue_job(huey, task, job_id, priority)
+    ledger.log_event(db, "enqueue", f"grid {grid_id} run {request.run}: {len(jobs)} jobs, "
+                     f"{grid_plan.episodes} episodes")
+    return grid_plan, grid_id, len(jobs)
+
+
+TRANSITIONS = {
+    "cancel": (("queued", "running", "paused"), "cancelled"),
+    "pause": (("queued", "running"), "paused"),
+    "resume": (("paused",), "queued"),
+    "retry": (("failed", "cancelled"), "queued"),
+}
+
+
+def control(db: Database, settings: WorkerSettings, action: str, target: str,
+            value: str | int) -> list[int]:
+    """Apply cancel/pause/resume/retry to a run, grid or job; returns the jobs changed.
+
+    A running job being cancelled stops starting episodes at its next heartbeat
+    (the ones in flight are stored). Resumed and retried jobs are queued again.
+
+    Raises:
+        LabError: no such run, grid or job.
+    """
+    if action not in TRANSITIONS:
+        raise LabError(f"unknown action '{action}'; one of: {', '.join(TRANSITIONS)}")
+    ids = ledger.select_jobs(db, target, value)
+    if not ids:
+        raise LabError(f"no jobs for {target} {value!r}")
+    from_states, to_state = TRANSITIONS[action]
+    moved = ledger.transition(db, ids, from_states, to_state)
+    if action == "retry":
+        ledger.reset_attempts(db, moved)
+    if to_state == "queued" and moved:
+        huey, task = make_huey(settings)
+        for job_id in moved:
+            enqueue_job(huey, task, job_id)
+    ledger.log_event(db, action, f"{target} {value}: {len(moved)} jobs")
+    return moved
+
+
+@dataclass(frozen=True)
+class GridStatus:
+    """Progress of one grid."""
+
+    grid: int
+    run: str
+    cells: int
+    expected: int
+    stored: int
+    errored: int
+    running: int
+    jobs: dict[str, int]
+    rate: float
+    eta_s: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict."""
+        return dict(self.__dict__)
+
+
+def status(db: Database, now: float | None = None) -> list[GridStatus]:
+    """Per grid: episodes expected/stored/errored/running, job states, rate and ETA."""
+    now = time.time() if now is None else now
+    out = []
+    for g in ledger.grid_progress(db):
+        recent = [f for f in g["finished"]
+                  if now - datetime.fromisoformat(f).timestamp() <= RATE_WINDOW_S]
+        span = RATE_WINDOW_S
+        if recent:
+            first = datetime.fromisoformat(recent[0]).timestamp()
+            span = max(now - first, 1.0)
+        rate = len(recent) / span if recent else 0.0
+        left = g["expected"] - g["stored"]
+        eta = left / rate if rate > 0 and left > 0 else (0.0 if left == 0 else None)
+        out.append(GridStatus(g["grid"], g["run"], g["cells"], g["expected"], g["stored"],
+                              g["errored"], g["running"], g["jobs"], rate, eta))
+    return out

@@ -1,0 +1,156 @@
+"""Grids: models × conditions × regimes × question set × budgets × seeds → cells → jobs.
+
+Enqueueing a cell that already exists resumes it: only questions with no stored
+episode and no active job are queued, so nothing ever runs twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from itertools import product
+from typing import Any
+
+from sqlite_utils import Database
+
+from core import store
+from core.conditions import Condition, parse_condition
+from core.errors import ConfigError
+from core.models.registry import ModelSpec, resolve_model
+from core.regimes import parse_regime
+from core.runner import CellSpec
+from core.store import jobs as ledger
+
+JOB_SIZE = 50
+
+
+@dataclass(frozen=True)
+class GridRequest:
+    """One `lab enqueue`."""
+
+    models: tuple[str, ...]
+    conditions: tuple[str, ...]
+    regimes: tuple[str, ...]
+    question_set: str
+    budgets: tuple[int, ...] = (8,)
+    seeds: tuple[int, ...] = (0,)
+    replicate: int = 0
+    run: str = "default"
+    amendment: str | None = None
+    priority: int = 0
+
+
+@dataclass
+class CellPlan:
+    """A cell and the questions it still needs."""
+
+    cell: CellSpec
+    missing: list[str]
+    max_calls: int
+
+
+@dataclass
+class GridPlan:
+    """What an enqueue would do."""
+
+    request: GridRequest
+    cells: list[CellPlan] = field(default_factory=list)
+    question_ids: list[str] = field(default_factory=list)
+
+    @property
+    def episodes(self) -> int:
+        """Episodes that would run."""
+        return sum(len(c.missing) for c in self.cells)
+
+    @property
+    def jobs(self) -> int:
+        """Jobs that would be queued."""
+        return sum(-(-len(c.missing) // JOB_SIZE) for c in self.cells)
+
+    @property
+    def max_model_calls(self) -> int:
+        """Upper bound on model calls: acting turns plus judgment forks."""
+        return sum(c.max_calls * len(c.missing) for c in self.cells)
+
+    def summary(self) -> dict[str, Any]:
+        """Counts as a dict (the --json output)."""
+        sims = sum(len(c.missing) for c in self.cells if c.cell.model.backend == "sim")
+        return {
+            "cells": len(self.cells), "new_episodes": self.episodes, "jobs": self.jobs,
+            "max_model_calls": self.max_model_calls, "sim_episodes": sims,
+            "already_stored_or_queued": sum(
+                len(self.question_ids) - len(c.missing) for c in self.cells),
+            "request": asdict(self.request),
+        }
+
+
+def _conditions(names: Sequence[str], models: Mapping[str, ModelSpec]) -> list[Condition]:
+    out = []
+    for name in names:
+        cond = parse_condition(name)
+        if cond.arm.rule == "random" and cond.rate is None:
+            raise ConfigError(f"condition '{name}' needs a USELESS rate, e.g. random_rule:rate=0.6")
+        out.append(cond)
+    return out
+
+
+def expand(request: GridRequest, models: Mapping[str, ModelSpec]) -> list[CellSpec]:
+    """All cells of a grid, validated (unknown names fail before anything is stored)."""
+    if not (request.models and request.conditions and request.regimes):
+        raise ConfigError("a grid needs at least one model, condition and regime")
+    specs = [resolve_model(models, m) for m in request.models]
+    conditions = _conditions(request.conditions, models)
+    regimes = [parse_regime(r) for r in request.regimes]
+    for b in request.budgets:
+        if b < 1:
+            raise ConfigError(f"budget must be >= 1, got {b}")
+    return [CellSpec(m, c, r, request.question_set, b, s, request.replicate)
+            for m, c, r, b, s in product(specs, conditions, regimes, request.budgets,
+                                         request.seeds)]
+
+
+def _max_calls(cell: CellSpec) -> int:
+    judge = cell.condition.asks_judgments or cell.model.backend == "sim"
+    return cell.budget + (cell.budget - 1 if judge else 0)
+
+
+def plan(db: Database, request: GridRequest, models: Mapping[str, ModelSpec]) -> GridPlan:
+    """What enqueueing `request` would store and run, without writing anything."""
+    ids = store.question_set(db, request.question_set)["ids"]
+    cells = expand(request, models)
+    out = GridPlan(request, question_ids=list(ids))
+    run = db.conn.execute("SELECT id FROM runs WHERE name = ?", (request.run,)).fetchone()
+    for cell in cells:
+        done: set[str] = set()
+        if run is not None:
+            row = db.conn.execute("SELECT id FROM cells WHERE run_id = ? AND spec_hash = ?",
+                                  (run[0], cell.columns()["spec_hash"])).fetchone()
+            if row is not None:
+                done = ledger.stored_questions(db, row[0]) | ledger.pending_questions(db, row[0])
+        out.cells.append(CellPlan(cell, [q for q in ids if q not in done], _max_calls(cell)))
+    return out
+
+
+def enqueue(db: Database, request: GridRequest, models: Mapping[str, ModelSpec],
+            ) -> tuple[GridPlan, int | None, list[tuple[int, int]]]:
+    """Store the grid's cells and queued jobs in lab.db.
+
+    Returns:
+        (plan, grid id, [(job id, priority), ...]); the caller puts the jobs on the
+        Huey queue (a job left out is re-enqueued by any worker's reconcile). When
+        every episode is already stored or queued nothing is written and the grid
+        id is None.
+    """
+    with store.write(db):  # the whole grid or nothing
+        grid_plan = plan(db, request, models)
+        if grid_plan.episodes == 0:
+            return grid_plan, None, []
+        run_id = store.ensure_run(db, request.run, request.amendment)
+        grid_id = ledger.create_grid(db, run_id, asdict(request))
+        jobs = []
+        for cp in grid_plan.cells:
+            cell_id = store.ensure_cell(db, run_id, cp.cell.columns())
+            chunks = [cp.missing[i:i + JOB_SIZE] for i in range(0, len(cp.missing), JOB_SIZE)]
+            jobs += [(j, request.priority) for j in
+                     ledger.insert_jobs(db, grid_id, cell_id, chunks, request.priority)]
+    return grid_plan, grid_id, jobs

@@ -1,0 +1,120 @@
+"""Executing one job: lease, run the cell's missing episodes, heartbeat, finish."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import traceback
+from dataclasses import dataclass
+
+from sqlite_utils import Database
+
+from core import store
+from core.conditions import Condition
+from core.errors import ConfigError
+from core.models.registry import load_registry, make_client, resolve_model
+from core.regimes import ForeignPool, parse_regime
+from core.runner import CellSpec, run_questions
+from core.store import jobs as ledger
+from jobs.settings import WorkerSettings
+
+log = logging.getLogger("lab.jobs")
+
+
+@dataclass
+class _Stop:
+    """Why a running job stopped early (None: it ran to the end)."""
+
+    reason: str | None = None
+
+
+def cell_spec(db: Database, cell_id: int, settings: WorkerSettings) -> CellSpec:
+    """Rebuild a cell's spec from lab.db and the registry.
+
+    Raises:
+        ConfigError: the registry's model no longer matches what the cell recorded.
+    """
+    row = ledger.cell(db, cell_id)
+    model = resolve_model(load_registry(settings.config_path), row["model"])
+    if model.to_json() != row["model_spec"]:
+        raise ConfigError(f"model '{row['model']}' changed in the registry since cell {cell_id} "
+                          f"was enqueued; restore it or enqueue a new run")
+    condition = Condition(**json.loads(row["condition_spec"]))
+    return CellSpec(model, condition, parse_regime(row["regime"]), row["question_set"],
+                    row["budget"], row["seed"], row["replicate"])
+
+
+def _pool(db: Database, cell: CellSpec, questions: list) -> ForeignPool:
+    if cell.question_set:
+        ids = store.question_set(db, cell.question_set)["ids"]
+        return ForeignPool(store.load_questions(db, ids=ids))
+    return ForeignPool(store.load_questions(db, dataset=questions[0].dataset))
+
+
+async def _heartbeat(db: Database, job_id: int, settings: WorkerSettings, stop: _Stop) -> None:
+    while stop.reason is None:
+        await asyncio.sleep(settings.heartbeat_s)
+        state = ledger.heartbeat(db, job_id, settings.worker_id, settings.lease_s)
+        if state is None:
+            stop.reason = "lease lost"
+        elif state != "running":
+            stop.reason = state
+        elif ledger.worker_state(db, settings.worker_id) == "stopping":
+            stop.reason = "worker stopping"
+
+
+async def _run(db: Database, job: dict, settings: WorkerSettings) -> _Stop:
+    cell = cell_spec(db, job["cell_id"], settings)
+    questions = store.load_questions(db, ids=job["question_ids"])
+    client = make_client(cell.model)
+    stop = _Stop()
+    beat = asyncio.create_task(_heartbeat(db, job["id"], settings, stop))
+    try:
+        await run_questions(db, job["cell_id"], cell, questions, _pool(db, cell, questions),
+                            client, live=cell.model.backend != "sim",
+                            batch=64 if cell.model.backend == "sim" else 1,
+                            concurrency=settings.concurrency,
+                            should_stop=lambda: stop.reason is not None)
+    finally:
+        if stop.reason is None:
+            stop.reason = ""
+        beat.cancel()
+    return stop
+
+
+def execute_job(settings: WorkerSettings, job_id: int) -> str:
+    """Run one job if this worker can take its lease; returns what happened.
+
+    Returns one of: "skipped" (not queued, or another worker holds a live lease),
+    "done", "released" (stopped early: worker stopping), "cancelled"/"paused"
+    (stopped early by the user), "lost" (the lease expired and another worker took
+    over), "requeued" or "failed" (an exception; failed after max_attempts).
+    """
+    db = store.connect(settings.db_path)
+    try:
+        job = ledger.acquire(db, job_id, settings.worker_id, settings.lease_s)
+        if job is None:
+            return "skipped"
+        try:
+            stop = asyncio.run(_run(db, job, settings))
+        except BaseException as exc:  # release the lease on interrupts too, then re-raise them
+            fatal = isinstance(exc, Exception) and job["attempts"] >= settings.max_attempts
+            state = "failed" if fatal else "queued"
+            reason = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+            ledger.finish(db, job_id, settings.worker_id, state, error=reason[:2000])
+            if not isinstance(exc, Exception):
+                raise
+            log.warning("job %s %s: %s", job_id, "failed" if fatal else "will retry", reason)
+            return "failed" if fatal else "requeued"
+        if stop.reason in ("cancelled", "paused"):
+            return stop.reason
+        if stop.reason == "lease lost":
+            return "lost"
+        missing = set(job["question_ids"]) - ledger.stored_questions(db, job["cell_id"])
+        if stop.reason == "worker stopping" or missing:
+            released = ledger.finish(db, job_id, settings.worker_id, "queued")
+            return "released" if released else "lost"
+        return "done" if ledger.finish(db, job_id, settings.worker_id, "done") else "lost"
+    finally:
+        db.conn.close()

@@ -1,0 +1,91 @@
+"""`lab worker`: a Huey consumer that runs jobs, reconciles the ledger and stops cleanly.
+
+SIGINT and SIGTERM both stop gracefully: the worker marks itself "stopping", its
+running jobs stop starting episodes, store the ones in flight and release their
+lease (back to queued), and the consumer joins its workers.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import time
+from collections.abc import Callable
+from typing import Any
+
+from huey.consumer import Consumer, ConsumerStopped
+
+from core import store
+from core.store import jobs as ledger
+from jobs.queue import make_huey
+from jobs.reconcile import reconcile
+from jobs.settings import WorkerSettings
+
+log = logging.getLogger("lab.worker")
+
+
+class LabConsumer(Consumer):
+    """Huey's consumer with lab's signal handling: both signals request a graceful stop."""
+
+    stop_signal: int | None = None
+
+    def _set_signal_handlers(self) -> None:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, self._lab_signal)
+
+    def _lab_signal(self, signum: int, frame: Any) -> None:
+        if self.stop_signal is not None:  # a second signal: stop now
+            raise KeyboardInterrupt
+        self.stop_signal = signum
+
+
+def is_idle(db: Any, huey: Any) -> bool:
+    """No queued or running job in the ledger and no message in the queue."""
+    states = ledger.job_states(db)
+    return not states.get("queued") and not states.get("running") and huey.pending_count() == 0
+
+
+def run_worker(settings: WorkerSettings, workers: int = 1, until_idle: bool = False,
+               on_tick: Callable[[], None] | None = None, shutdown_timeout: float = 120.0) -> None:
+    """Run a consumer until a signal (or, with until_idle, until no work is left).
+
+    Args:
+        settings: lab.db, registry, concurrency, lease and worker identity.
+        workers: Huey worker threads or processes.
+        until_idle: stop once the ledger has no queued or running job.
+        on_tick: called about every 0.1 s from the main thread (progress bars).
+        shutdown_timeout: how long a graceful stop waits for running jobs.
+    """
+    db = store.connect(settings.db_path)
+    huey, task = make_huey(settings)
+    ledger.register_worker(db, settings.worker_id)
+    reconcile(db, huey, task)
+    consumer = LabConsumer(huey, workers=workers, worker_type=settings.worker_type,
+                           initial_delay=0.05, backoff=1.15, max_delay=0.5, periodic=False,
+                           check_worker_health=True, health_check_interval=1.0,
+                           shutdown_timeout=shutdown_timeout)
+    consumer.start()
+    last = tick = time.monotonic()
+    try:
+        while consumer.stop_signal is None:
+            tick = consumer.loop(tick)
+            now = time.monotonic()
+            if now - last >= settings.reconcile_s:
+                revived = reconcile(db, huey, task)
+                if revived:
+                    log.info("re-enqueued jobs %s", revived)
+                ledger.worker_heartbeat(db, settings.worker_id)
+                last = now
+            if on_tick is not None:
+                on_tick()
+            if until_idle and is_idle(db, huey):
+                break
+    except ConsumerStopped:
+        pass
+    finally:
+        ledger.worker_heartbeat(db, settings.worker_id, "stopping")
+        try:
+            consumer.stop(graceful=True)
+        finally:
+            ledger.worker_heartbeat(db, settings.worker_id, "stopped")
+            db.conn.close()

@@ -1,0 +1,75 @@
+"""Helpers for queue tests: a slow sim registry, enqueueing, running `lab` subprocesses."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+SLOW_REGISTRY = """
+[models.sim-slow]
+backend = "sim"
+policy = "own_count"
+k = 5
+latency_ms = {latency}
+
+[models.sim-slow-clock]
+backend = "sim"
+policy = "clock"
+c = 4
+latency_ms = {latency}
+"""
+
+
+def write_registry(tmp: Path, latency: float = 5.0) -> Path:
+    """A lab.toml with two slow sim models."""
+    path = tmp / "lab.toml"
+    path.write_text(SLOW_REGISTRY.format(latency=latency))
+    return path
+
+
+def lab_args(db: Path, config: Path, *args: str) -> list[str]:
+    """argv for running the lab CLI in a subprocess."""
+    return [sys.executable, "-m", "console.cli", "--db", str(db), "--config", str(config), *args]
+
+
+def run_lab(db: Path, config: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    """Run a lab command to completion."""
+    return subprocess.run(lab_args(db, config, *args), capture_output=True, text=True,
+                          timeout=timeout, cwd=ROOT, env=_env())
+
+
+def start_lab(db: Path, config: Path, *args: str, log: Path) -> subprocess.Popen:
+    """Start a lab command in the background (own process group), output to `log`."""
+    out = open(log, "ab")
+    return subprocess.Popen(lab_args(db, config, *args), stdout=out, stderr=subprocess.STDOUT,
+                            cwd=ROOT, env=_env(), start_new_session=True)
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def episode_census(db: Path) -> dict:
+    """Counts that crash tests assert on, read with a plain sqlite3 connection."""
+    conn = sqlite3.connect(db)
+    try:
+        pairs = conn.execute("SELECT count(*), count(DISTINCT cell_id || '|' || question_id) "
+                             "FROM episodes").fetchone()
+        broken = conn.execute(
+            "SELECT count(*) FROM episodes e WHERE "
+            "(SELECT count(*) FROM steps s WHERE s.episode_id = e.id) = 0 OR "
+            "(SELECT max(t) FROM steps s WHERE s.episode_id = e.id) != "
+            "(SELECT count(*) FROM steps s WHERE s.episode_id = e.id) OR "
+            "(e.answered = 1 AND e.answer_action != "
+            " (SELECT max(t) FROM steps s WHERE s.episode_id = e.id))").fetchone()[0]
+        states = dict(conn.execute("SELECT state, count(*) FROM jobs GROUP BY state").fetchall())
+        return {"episodes": pairs[0], "distinct": pairs[1], "broken": broken, "jobs": states}
+    finally:
+        conn.close()

@@ -1,0 +1,203 @@
+"""The queue in one process: grids, resume, leases, control, status, tail."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from console.demo_cmd import ensure_demo_set
+from core import store
+from core.errors import ConfigError, LabError
+from core.models.registry import load_registry
+from core.store import jobs as ledger
+from jobs.control import control, enqueue_grid, status
+from jobs.grid import GridRequest, plan
+from jobs.settings import WorkerSettings, queue_path
+from jobs.tasks import execute_job
+from jobs.worker import run_worker
+from tests.queue_helpers import write_registry
+
+
+@pytest.fixture
+def lab(db_path: Path, tmp_path: Path):
+    db = store.connect(db_path)
+    ensure_demo_set(db)
+    config = write_registry(tmp_path, latency=0)
+    settings = WorkerSettings(db_path=db_path, config_path=config, lease_s=30, heartbeat_s=0.2,
+                              reconcile_s=0.5, worker_id="w1")
+    return db, settings, load_registry(config)
+
+
+def request(**kw) -> GridRequest:
+    base = dict(models=("sim-own5", "sim-clock6"), conditions=("none", "enforced_rule"),
+                regimes=("clean", "persistent", "recover_after_2"), question_set="demo",
+                seeds=(0,), run="t")
+    base.update(kw)
+    return GridRequest(**base)
+
+
+def test_queue_file_is_beside_lab_db_not_inside(db_path):
+    assert queue_path(db_path) == db_path.with_name("lab.queue.db")
+
+
+def test_dry_run_counts_match_what_a_run_stores(lab):
+    db, settings, models = lab
+    req = request(seeds=(0, 1))
+    dry = plan(db, req, models).summary()
+    assert dry["cells"] == 2 * 2 * 3 * 2 and dry["new_episodes"] == 24 * 60
+    assert dry["jobs"] == 24 * 2  # 60 questions → jobs of 50 and 10
+    assert store.count(db, "cells") == 0  # a dry run writes nothing
+    _, grid, njobs = enqueue_grid(db, settings, req, models)
+    assert njobs == dry["jobs"]
+    run_worker(settings, workers=2, until_idle=True)
+    assert store.count(db, "episodes") == dry["new_episodes"]
+    assert store.count(db, "cells") == dry["cells"]
+    assert ledger.job_states(db) == {"done": dry["jobs"]}
+    (g,) = status(db)
+    assert (g.expected, g.stored, g.errored) == (1440, 1440, 0)
+
+
+def test_enqueueing_existing_cells_resumes_only_missing(lab):
+    db, settings, models = lab
+    req = request(models=("sim-own5",), conditions=("none",), regimes=("clean",))
+    _, _, jobs = enqueue_grid(db, settings, req, models)
+    first = ledger.select_jobs(db, "run", "t")[0]
+    assert execute_job(settings, first) == "done"  # 50 of 60 stored
+    again = plan(db, req, models).summary()
+    assert again["new_episodes"] == 0  # the other 10 are still queued
+    control(db, settings, "cancel", "run", "t")
+    resumed = plan(db, req, models).summary()
+    assert resumed["new_episodes"] == 10 and resumed["already_stored_or_queued"] == 50
+    _, grid, _ = enqueue_grid(db, settings, req, models)
+    run_worker(settings, until_idle=True)
+    assert store.count(db, "episodes") == 60
+    assert enqueue_grid(db, settings, req, models)[1] is None  # nothing left: no new grid
+
+
+def test_bad_grid_input_writes_nothing(lab):
+    db, settings, models = lab
+    for bad in (request(models=("nope",)), request(regimes=("rain",)),
+                request(conditions=("random_rule",)), request(question_set="missing")):
+        with pytest.raises(LabError):
+            enqueue_grid(db, settings, bad, models)
+    assert store.count(db, "cells") == 0 and store.count(db, "jobs") == 0
+    assert store.count(db, "runs") == 0
+
+
+def test_expired_lease_while_first_worker_runs_duplicates_nothing(lab, tmp_path):
+    db, settings, models = lab
+    slow = write_registry(tmp_path, latency=100)
+    models = load_registry(slow)
+    req = request(models=("sim-slow",), conditions=("none",), regimes=("persistent",))
+    enqueue_grid(db, settings, req, models)
+    job_id = ledger.select_jobs(db, "run", "t")[0]
+    # worker A's lease expires almost at once and it never renews it in time
+    a = WorkerSettings(db_path=settings.db_path, config_path=slow, lease_s=0.3,
+                       heartbeat_s=30, worker_id="A")
+    b = WorkerSettings(db_path=settings.db_path, config_path=slow, lease_s=30,
+                       heartbeat_s=0.2, worker_id="B")
+    results = {}
+    ta = threading.Thread(target=lambda: results.__setitem__("A", execute_job(a, job_id)))
+    ta.start()
+    time.sleep(0.6)
+    assert ledger.expired(db) == [job_id]  # what any worker's reconcile does
+    results["B"] = execute_job(b, job_id)
+    ta.join()
+    assert results["B"] == "done" and results["A"] == "lost"
+    census = db.conn.execute("SELECT count(*), count(DISTINCT question_id) FROM episodes "
+                             "WHERE cell_id = (SELECT cell_id FROM jobs WHERE id = ?)",
+                             (job_id,)).fetchone()
+    assert census == (50, 50)
+    assert ledger.job(db, job_id)["state"] == "done"
+
+
+def test_pause_resume_and_cancel(lab):
+    db, settings, models = lab
+    enqueue_grid(db, settings, request(run="p"), models)
+    paused = control(db, settings, "pause", "run", "p")
+    assert paused and ledger.job_states(db) == {"paused": len(paused)}
+    run_worker(settings, until_idle=True)  # paused jobs are not work: returns at once
+    assert store.count(db, "episodes") == 0
+    control(db, settings, "resume", "run", "p")
+    run_worker(settings, until_idle=True)
+    assert store.count(db, "episodes") == 12 * 60
+    with pytest.raises(LabError, match="no jobs for run 'zzz'"):
+        control(db, settings, "cancel", "run", "zzz")
+
+
+def test_cancel_stops_a_running_job_and_retry_finishes_it(lab, tmp_path):
+    db, settings, _ = lab
+    slow = write_registry(tmp_path, latency=30)
+    models = load_registry(slow)
+    s = WorkerSettings(db_path=settings.db_path, config_path=slow, concurrency=2,
+                       heartbeat_s=0.1, worker_id="w")
+    enqueue_grid(db, s, request(models=("sim-slow",), conditions=("none",),
+                                regimes=("persistent",), run="c"), models)
+    job_id = ledger.select_jobs(db, "run", "c")[0]
+    out = {}
+    t = threading.Thread(target=lambda: out.__setitem__("r", execute_job(s, job_id)))
+    t.start()
+    time.sleep(0.5)
+    control(db, s, "cancel", "job", job_id)
+    t.join(timeout=20)
+    assert out["r"] == "cancelled"
+    stored = store.count(db, "episodes")
+    assert 0 < stored < 50
+    control(db, s, "retry", "job", job_id)
+    assert execute_job(s, job_id) == "done"
+    assert store.count(db, "episodes") == 50
+
+
+def test_model_changed_in_registry_fails_the_job_clearly(lab, tmp_path):
+    db, settings, models = lab
+    enqueue_grid(db, settings, request(models=("sim-slow",), conditions=("none",),
+                                       regimes=("clean",), run="m"), models)
+    write_registry(tmp_path, latency=7)  # same name, different spec
+    job_id = ledger.select_jobs(db, "run", "m")[0]
+    s = WorkerSettings(db_path=settings.db_path, config_path=settings.config_path,
+                       max_attempts=1, worker_id="w")
+    assert execute_job(s, job_id) == "failed"
+    assert "changed in the registry" in ledger.job(db, job_id)["last_error"]
+
+
+def test_tail_prints_steps_of_a_running_episode(lab, tmp_path, capsys):
+    from console.cli import main
+
+    db, settings, _ = lab
+    slow = write_registry(tmp_path, latency=1)
+    (tmp_path / "lab.toml").write_text((tmp_path / "lab.toml").read_text() + """
+[models.sim-live]
+backend = "sim"
+policy = "never"
+latency_ms = 60
+""")
+    models = load_registry(slow)
+    # sim models write live steps only when asked; the task does so for non-sim backends,
+    # so drive one live episode directly through the runner here
+    from core.regimes import ForeignPool
+    from core.runner import CellSpec, run_questions
+    from core.conditions import parse_condition
+    from core.regimes import parse_regime
+    from core.models.registry import make_client
+    import asyncio
+
+    cell = CellSpec(models["sim-live"], parse_condition("none"), parse_regime("persistent"),
+                    "demo", 8, 0)
+    run_id = store.ensure_run(db, "live")
+    cell_id = store.ensure_cell(db, run_id, cell.columns())
+    questions = store.load_questions(db, ids=["demo-001"])
+    pool = ForeignPool(store.load_questions(db, dataset="demo"))
+    worker_db = store.connect(settings.db_path)
+    t = threading.Thread(target=lambda: asyncio.run(run_questions(
+        worker_db, cell_id, cell, questions, pool, make_client(cell.model), live=True)))
+    t.start()
+    time.sleep(0.3)
+    code = main(["--db", str(settings.db_path), "tail", "--timeout", "20"])
+    t.join()
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "live episode" in out and "── step 1" in out and "── step 8" in out
+    assert "unanswered (budget)" in out
