@@ -5,13 +5,15 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import click
 
 from console.render import step_lines, summary_lines
 from core import store
-from core.errors import ConfigError
+from core.data import Question
+from core.errors import ConfigError, LabError
 from core.models.registry import load_registry
 from core.store import jobs as ledger
 from jobs.control import control, enqueue_grid, status
@@ -212,12 +214,29 @@ def tail_cmd(ctx: click.Context, episode: int | None, follow: bool,
             return
 
 
+def title_resolver(db) -> Callable[[str], str]:
+    """Map an obs_ref ("question_id#paragraph") to the page title, loading questions lazily."""
+    cache: dict[str, Question] = {}
+
+    def title_of(ref: str) -> str:
+        qid, _, p = ref.rpartition("#")
+        if qid not in cache:
+            try:
+                (cache[qid],) = store.load_questions(db, ids=[qid])
+            except LabError:
+                return ref
+        return cache[qid].paragraphs[int(p)].title
+
+    return title_of
+
+
 def _tail_one(db, live_id: int, info: dict, deadline: float | None) -> None:
     click.echo(f"live episode {live_id}: {info['label']} · question {info['question_id']}")
+    title_of = title_resolver(db)
     seen = 0
     while True:
         for step in store.live_steps(db, live_id, after_t=seen):
-            click.echo("\n".join(step_lines(step)))
+            click.echo("\n".join(step_lines(step, title_of)))
             seen = step.t
         if ledger.live_info(db, live_id) is None:
             row = ledger.finished_episode(db, info["cell_id"], info["question_id"])
@@ -238,9 +257,10 @@ def _print_finished(db, episode_id: int, header: bool = True, after_t: int = 0) 
     if header:
         click.echo(f"episode {episode_id}: {row['model']} / {row['condition']} / {row['regime']}"
                    f" · question {row['question_id']}")
+    title_of = title_resolver(db)
     for step in store.episode_steps(db, episode_id):
         if step.t > after_t:
-            click.echo("\n".join(step_lines(step)))
+            click.echo("\n".join(step_lines(step, title_of)))
     fields = {k: row[k] for k in ("answered", "answer", "answer_action", "correct", "f1",
                                   "placeholder", "tool_calls", "extra_calls", "forced_turns",
                                   "refused_calls", "format_failures", "input_tokens",

@@ -125,6 +125,11 @@ class _Item:
     facts: tuple[tuple[str, int], ...]
 
 
+
+def _article(word: str) -> str:
+    """"an" before a vowel sound, else "a"."""
+    return "an" if word[:1].lower() in "aeiou" else "a"
+
 def demo_questions() -> list[Question]:
     """The bundled demo questions (dataset "demo"), identical on every call.
 
@@ -278,14 +283,14 @@ def _build_pages(world: _World, rng: random.Random) -> dict[str, tuple[str, Para
         ], f"{p.pronoun} often spoke of childhood summers on the {river_of[p.birth_town]}.")))
     for b in world.bands:
         pages[b.name] = ("band", Paragraph(b.name, _maybe(rng, [
-            f"{b.name} is a {b.label} band formed in {b.year} in {b.town}.",
+            f"{b.name} is {_article(b.label)} {b.label} band formed in {b.year} in {b.town}.",
             f"The band was founded by {b.founder}.",
             f"Its debut record appeared {b.extra} years after the band formed.",
             f"{b.name} has toured with {b.partner}.",
         ], f"The group rehearses in an old mill near the {river_of[b.town]}.")))
     for c in world.companies:
         pages[c.name] = ("company", Paragraph(c.name, _maybe(rng, [
-            f"{c.name} is a {c.label} company founded in {c.year}.",
+            f"{c.name} is {_article(c.label)} {c.label} company founded in {c.year}.",
             f"It was founded by {c.founder}.",
             f"The company is headquartered in {c.town}.",
             f"Its main competitor is {c.partner}.",

@@ -68,12 +68,13 @@ async def _run(db: Database, job: dict, settings: WorkerSettings) -> _Stop:
     cell = cell_spec(db, job["cell_id"], settings)
     questions = store.load_questions(db, ids=job["question_ids"])
     client = make_client(cell.model)
+    # instant sims finish an episode in a millisecond: live rows would only slow them down
+    live = cell.model.backend != "sim" or bool(cell.model.params.get("latency_ms"))
     stop = _Stop()
     beat = asyncio.create_task(_heartbeat(db, job["id"], settings, stop))
     try:
         await run_questions(db, job["cell_id"], cell, questions, _pool(db, cell, questions),
-                            client, live=cell.model.backend != "sim",
-                            batch=64 if cell.model.backend == "sim" else 1,
+                            client, live=live, batch=1 if live else 64,
                             concurrency=settings.concurrency,
                             should_stop=lambda: stop.reason is not None)
     finally:
