@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from console.demo_cmd import ensure_demo_set, run_demo
+from console.prereg_cmd import prereg_group
 from console.queue_cmd import CONTROL_COMMANDS, enqueue_cmd, status_cmd, tail_cmd, worker_cmd
 from console.render import step_lines, summary_lines
 from console.tables import demo_tables
@@ -274,14 +275,17 @@ def demo(ctx: click.Context, workers: int) -> None:
     click.echo(demo_tables(store.connect(ctx.obj["db"])))
 
 
-for _command in (enqueue_cmd, worker_cmd, status_cmd, tail_cmd, *CONTROL_COMMANDS):
+for _command in (enqueue_cmd, worker_cmd, status_cmd, tail_cmd, *CONTROL_COMMANDS,
+                 prereg_group):
     cli.add_command(_command)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the CLI; any bad input ends with one line on stderr, exit ≠ 0."""
     try:
-        cli.main(args=argv, prog_name="lab", standalone_mode=False)
+        # without standalone mode click returns ctx.exit()'s code instead of raising it
+        code = cli.main(args=argv, prog_name="lab", standalone_mode=False)
+        return code if isinstance(code, int) else 0
     except click.exceptions.Exit as exc:
         return int(exc.exit_code or 0)
     except click.exceptions.Abort:
@@ -293,7 +297,6 @@ def main(argv: list[str] | None = None) -> int:
     except LabError as exc:
         click.echo(f"error: {exc}", err=True)
         return 1
-    return 0
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """Grids: models × conditions × regimes × question set × budgets × seeds → cells → jobs.
 
 Enqueueing a cell that already exists resumes it: only questions with no stored
-episode and no active job are queued, so nothing ever runs twice.
+episode and no active job are queued, so nothing ever runs twice. Every plan
+passes the pre-registration gate first (core.prereg.gate).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 
 from sqlite_utils import Database
 
-from core import store
+from core import prereg, store
 from core.conditions import Condition, parse_condition
 from core.errors import ConfigError
 from core.models.registry import ModelSpec, resolve_model
@@ -56,6 +57,7 @@ class GridPlan:
     request: GridRequest
     cells: list[CellPlan] = field(default_factory=list)
     question_ids: list[str] = field(default_factory=list)
+    mode: str = "exploratory"
 
     @property
     def episodes(self) -> int:
@@ -80,7 +82,7 @@ class GridPlan:
             "max_model_calls": self.max_model_calls, "sim_episodes": sims,
             "already_stored_or_queued": sum(
                 len(self.question_ids) - len(c.missing) for c in self.cells),
-            "request": asdict(self.request),
+            "mode": self.mode, "request": asdict(self.request),
         }
 
 
@@ -118,7 +120,8 @@ def plan(db: Database, request: GridRequest, models: Mapping[str, ModelSpec]) ->
     """What enqueueing `request` would store and run, without writing anything."""
     ids = store.question_set(db, request.question_set)["ids"]
     cells = expand(request, models)
-    out = GridPlan(request, question_ids=list(ids))
+    mode = prereg.gate(db, request.amendment, cells, models)
+    out = GridPlan(request, question_ids=list(ids), mode=mode)
     run = db.conn.execute("SELECT id FROM runs WHERE name = ?", (request.run,)).fetchone()
     for cell in cells:
         done: set[str] = set()

@@ -9,14 +9,25 @@ from typing import Any
 from sqlite_utils import Database
 
 from core.episode import utc_now
+from core.errors import StoreError
 from core.store.base import write
 
 
 def ensure_run(db: Database, name: str, amendment_id: str | None = None) -> int:
-    """Id of the run called `name`, created if new."""
+    """Id of the run called `name`, created if new.
+
+    Raises:
+        StoreError: the run exists under another amendment (or none): a run's
+            provenance never changes.
+    """
     with write(db):
-        row = db.conn.execute("SELECT id FROM runs WHERE name = ?", (name,)).fetchone()
+        row = db.conn.execute("SELECT id, amendment_id FROM runs WHERE name = ?",
+                              (name,)).fetchone()
         if row:
+            if row[1] != amendment_id:
+                owner = f"amendment {row[1]}" if row[1] else "no amendment (exploratory)"
+                raise StoreError(f"run '{name}' was started under {owner}; use another --run "
+                                 f"name for this enqueue")
             return int(row[0])
         cur = db.conn.execute(
             "INSERT INTO runs (name, amendment_id, exploratory, created_at) VALUES (?, ?, ?, ?)",

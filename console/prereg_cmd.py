@@ -1,0 +1,240 @@
+"""`lab prereg …`: the pre-registration document from the command line."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import click
+
+from core import prereg, store
+from core.errors import ConfigError
+from core.models.registry import load_registry
+from core.store import prereg as rows
+
+SECTIONS = ("body", "tests", "scope")
+
+
+def _read_json(path: Path | None, what: str) -> Any:
+    if path is None:
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such file") from None
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path}: invalid JSON for {what}: {exc}") from None
+
+
+def _read_text(path: Path | None) -> str | None:
+    if path is None:
+        return None
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such file") from None
+
+
+def _db(ctx: click.Context):
+    return store.connect(ctx.obj["db"])
+
+
+@click.group("prereg")
+def prereg_group() -> None:
+    """The pre-registration: amendments, freezing, deviations, outcomes."""
+
+
+FILE = click.Path(dir_okay=False, path_type=Path)
+
+
+@prereg_group.command("new")
+@click.option("--title", required=True)
+@click.option("--body", "body_file", type=FILE, help="Markdown file with the amendment's text.")
+@click.option("--tests", "tests_file", type=FILE, help="JSON list of registered tests.")
+@click.option("--scope", "scope_file", type=FILE, help="JSON object: the runs it governs.")
+@click.pass_context
+def new(ctx: click.Context, title: str, body_file: Path | None, tests_file: Path | None,
+        scope_file: Path | None) -> None:
+    """Append a draft amendment and print its id.
+
+    \b
+    Example:
+      lab prereg new --title "Enforced rule beats none" --body a1.md \\
+          --tests a1-tests.json --scope a1-scope.json
+    """
+    amendment_id = prereg.create(_db(ctx), title, _read_text(body_file) or "",
+                                 _read_json(tests_file, "tests") or [],
+                                 _read_json(scope_file, "scope"))
+    click.echo(amendment_id)
+
+
+def _editor_text(row: dict[str, Any]) -> str:
+    return (f"title: {row['title']}\n\n--- body (markdown) ---\n{row['body']}\n"
+            f"--- tests (JSON list) ---\n{json.dumps(row['tests'], indent=2)}\n"
+            f"--- scope (JSON object) ---\n{json.dumps(row['scope'], indent=2)}\n")
+
+
+def _parse_editor_text(text: str) -> dict[str, Any]:
+    head, _, rest = text.partition("\n--- body (markdown) ---\n")
+    body, _, rest = rest.partition("--- tests (JSON list) ---\n")
+    tests, _, scope = rest.partition("--- scope (JSON object) ---\n")
+    if not head.startswith("title:") or not scope:
+        raise ConfigError("edited text lost its section markers; nothing was changed")
+    try:
+        return {"title": head[len("title:"):].strip(), "body": body.rstrip("\n"),
+                "tests": json.loads(tests), "scope": json.loads(scope)}
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"edited text: invalid JSON ({exc}); nothing was changed") from None
+
+
+@prereg_group.command("edit")
+@click.argument("amendment_id")
+@click.option("--title", default=None)
+@click.option("--body", "body_file", type=FILE)
+@click.option("--tests", "tests_file", type=FILE)
+@click.option("--scope", "scope_file", type=FILE)
+@click.pass_context
+def edit(ctx: click.Context, amendment_id: str, title: str | None, body_file: Path | None,
+         tests_file: Path | None, scope_file: Path | None) -> None:
+    """Change a draft: from files, or in $EDITOR when no file is given. Frozen: refused.
+
+    \b
+    Example:
+      lab prereg edit A3 --tests a3-tests.json
+      EDITOR=vim lab prereg edit A3
+    """
+    db = _db(ctx)
+    row = rows.amendment(db, amendment_id)
+    if row["state"] != "draft":
+        raise ConfigError(f"{amendment_id} is frozen and can never change; log a deviation "
+                          f"(lab prereg deviation {amendment_id} \"…\") or write a new amendment")
+    fields = {"title": title, "body": _read_text(body_file),
+              "tests": _read_json(tests_file, "tests"), "scope": _read_json(scope_file, "scope")}
+    if all(v is None for v in fields.values()):
+        editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
+        if not editor:
+            raise ConfigError("give --title/--body/--tests/--scope files, or set $EDITOR")
+        with tempfile.NamedTemporaryFile("w+", suffix=".md", delete=False) as tmp:
+            tmp.write(_editor_text(row))
+        try:
+            subprocess.run([*shlex.split(editor), tmp.name], check=True)
+            fields = _parse_editor_text(Path(tmp.name).read_text(encoding="utf-8"))
+        finally:
+            os.unlink(tmp.name)
+    prereg.edit(db, amendment_id, **fields)
+    click.echo(f"{amendment_id} updated")
+
+
+@prereg_group.command("show")
+@click.argument("amendment_id", required=False)
+@click.pass_context
+def show(ctx: click.Context, amendment_id: str | None) -> None:
+    """List the document, or show one amendment in full.
+
+    \b
+    Example:
+      lab prereg show
+      lab prereg show A2
+    """
+    db = _db(ctx)
+    if amendment_id is None:
+        entries = rows.amendments(db)
+        if not entries:
+            click.echo("no amendments yet (lab prereg new --title …)")
+        for r in entries:
+            digest = (r["content_sha256"] or "")[:12] or "-"
+            ndev = len(rows.deviations(db, r["id"]))
+            click.echo(f"{r['id']:<4} {r['state']:<7} {digest:<12} {len(r['tests'])} tests"
+                       f"{f', {ndev} deviations' if ndev else ''}  {r['title']}")
+        return
+    r = rows.amendment(db, amendment_id)
+    click.echo(f"{r['id']}: {r['title']}  [{r['state']}]")
+    if r["state"] == "frozen":
+        click.echo(f"frozen {r['frozen_at']}  lab {r['version']}  sha256 {r['content_sha256']}"
+                   f"\nprevious {r['prev_sha256']}")
+        existed = r["data_existed"] or []
+        click.echo("data existed at freeze: " + (
+            "; ".join(f"run {d['run']} cell {d['cell']} ({d['episodes']} episodes)"
+                      for d in existed) if existed else "no"))
+    if r["body"]:
+        click.echo("\n" + r["body"].rstrip())
+    click.echo("\nscope: " + json.dumps(r["scope"]))
+    for t in r["tests"]:
+        click.echo(f"test {t['id']}: {json.dumps({k: v for k, v in t.items() if k != 'id'})}")
+    for d in rows.deviations(db, amendment_id):
+        click.echo(f"deviation {d['id']} ({d['created_at']}): {d['text']}")
+
+
+@prereg_group.command("freeze")
+@click.argument("amendment_id")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.pass_context
+def freeze(ctx: click.Context, amendment_id: str, yes: bool) -> None:
+    """Freeze a draft: it can never change again; prompts, sets and specs are pinned.
+
+    \b
+    Example:
+      lab prereg freeze A2 --yes
+    """
+    db = _db(ctx)
+    models = load_registry(ctx.obj["config"])
+    row = rows.amendment(db, amendment_id)
+    if row["state"] == "draft" and not yes:
+        pins = prereg.pins_for(db, row["scope"], models)
+        click.echo(f"Freezing {amendment_id} pins {len(pins['prompts'])} prompt files, "
+                   f"question sets {', '.join(pins['question_sets']) or '-'}, "
+                   f"{len(pins['conditions'])} conditions, {len(pins['regimes'])} regimes, "
+                   f"{len(pins['models'])} models.")
+        if not click.confirm("Freeze it for good?", default=False):
+            raise click.exceptions.Abort()
+    frozen = prereg.freeze(db, amendment_id, models)
+    existed = frozen["data_existed"]
+    click.echo(f"{amendment_id} frozen at {frozen['frozen_at']}, sha256 "
+               f"{frozen['content_sha256'][:16]}…"
+               + (f"; data existed at freeze: {sum(d['episodes'] for d in existed)} episodes "
+                  f"in {len(existed)} cells" if existed else ""))
+
+
+@prereg_group.command("verify")
+@click.pass_context
+def verify(ctx: click.Context) -> None:
+    """Recompute the hash chain and the pins; exit 1 with a report on any tampering.
+
+    \b
+    Example:
+      lab prereg verify
+    """
+    db = _db(ctx)
+    problems = prereg.verify(db, load_registry(ctx.obj["config"]))
+    if problems:
+        for p in problems:
+            click.echo(f"{p.amendment}: {p.what}", err=True)
+        ctx.exit(1)
+    frozen = sum(r["state"] == "frozen" for r in rows.amendments(db))
+    click.echo(f"ok: {frozen} frozen amendments, chain and pins intact")
+
+
+@prereg_group.command("deviation")
+@click.argument("amendment_id")
+@click.argument("text")
+@click.pass_context
+def deviation(ctx: click.Context, amendment_id: str, text: str) -> None:
+    """Log a deviation from a frozen amendment (shown with every result it touches).
+
+    \b
+    Example:
+      lab prereg deviation A2 "side_channel.txt reworded after a typo; same meaning"
+    """
+    db = _db(ctx)
+    row = rows.amendment(db, amendment_id)
+    if row["state"] != "frozen":
+        raise ConfigError(f"{amendment_id} is a draft: edit it instead of logging a deviation")
+    if not text.strip():
+        raise ConfigError("a deviation needs a non-empty text")
+    dev = rows.add_deviation(db, amendment_id, text.strip())
+    click.echo(f"deviation {dev} logged on {amendment_id}")

@@ -1,0 +1,279 @@
+"""The pre-registration document: drafts, freezing, the hash chain, gating, verify (SPEC §12).
+
+One append-only document of amendments. Freezing an amendment records the UTC
+time, the project version, the sha256 of every prompt file, of each governed
+question set and of each governed condition, regime and model spec, whether
+episodes inside its scope already existed, and the hash of the previous frozen
+entry; the entry's own hash covers all of that. `verify` recomputes the chain
+and the pins.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+from sqlite_utils import Database
+
+import prompts
+from core import store
+from core.conditions import Condition
+from core.data import ids_hash
+from core.episode import utc_now
+from core.errors import LabError, StoreError
+from core.models.registry import ModelSpec
+from core.regimes import parse_regime
+from core.registered_tests import scope_condition_hashes, validate_scope, validate_tests
+from core.store import prereg as rows
+
+GENESIS = "0" * 64
+CONTENT_FIELDS = ("id", "seq", "title", "body", "tests", "scope")
+FROZEN_FIELDS = ("frozen_at", "prev_sha256", "pins", "version", "data_existed")
+
+
+class GateError(LabError):
+    """An enqueue refused by the pre-registration (draft, out of scope, changed pin)."""
+
+
+def project_version() -> str:
+    """The installed lab version."""
+    try:
+        return version("lab")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def canonical(obj: Any) -> str:
+    """Canonical JSON: sorted keys, no spaces, UTF-8 kept."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def entry_hash(row: Mapping[str, Any]) -> str:
+    """sha256 of an amendment's content and everything its freeze recorded."""
+    payload = {k: row[k] for k in CONTENT_FIELDS + FROZEN_FIELDS}
+    return hashlib.sha256(canonical(payload).encode()).hexdigest()
+
+
+def create(db: Database, title: str, body: str = "", tests: Any = (),
+           scope: Any = None) -> str:
+    """Append a draft amendment (validated); returns its id (A1, A2, …).
+
+    Raises:
+        ConfigError: an invalid registered test or scope; nothing is written.
+    """
+    if not title.strip():
+        raise LabError("an amendment needs a non-empty --title")
+    tests = validate_tests(list(tests))
+    scope = validate_scope(scope) if scope is not None else {}
+    with store.write(db):
+        seq = len(rows.amendments(db)) + 1
+        amendment_id = f"A{seq}"
+        rows.insert_draft(db, amendment_id, seq, title.strip(), body, tests, scope)
+    return amendment_id
+
+
+def edit(db: Database, amendment_id: str, **fields: Any) -> None:
+    """Change a draft (title, body, tests, scope), validating what changes.
+
+    Raises:
+        StoreError: the amendment is frozen.
+        ConfigError: invalid tests or scope.
+    """
+    if "tests" in fields:
+        fields["tests"] = validate_tests(fields["tests"])
+    if "scope" in fields:
+        fields["scope"] = validate_scope(fields["scope"])
+    rows.update_draft(db, amendment_id, {k: v for k, v in fields.items() if v is not None})
+
+
+def pins_for(db: Database, scope: Mapping[str, Any],
+             models: Mapping[str, ModelSpec]) -> dict[str, Any]:
+    """The sha256 of everything an amendment governs, as it is now."""
+    sets = {}
+    for name in scope.get("question_sets", []):
+        qs = store.question_set(db, name)
+        sets[name] = ids_hash(qs["ids"])
+    model_hashes = {m: models[m].spec_hash() for m in scope.get("models", []) if m in models}
+    return {
+        "prompts": prompts.file_hashes(),
+        "question_sets": sets,
+        "conditions": scope_condition_hashes(scope) if scope else {},
+        "regimes": {r: parse_regime(r).spec_hash() for r in scope.get("regimes", [])},
+        "models": model_hashes,
+    }
+
+
+def in_scope(scope: Mapping[str, Any], model: str, condition: Condition, regime: str,
+             question_set: str | None, budget: int) -> str | None:
+    """Why a cell is outside the scope (None when it is inside)."""
+    if not scope:
+        return "the amendment has no scope"
+    if model not in scope["models"]:
+        return f"model {model} is not in its scope ({', '.join(scope['models'])})"
+    if condition.spec_hash() not in scope_condition_hashes(scope).values():
+        return (f"condition {condition.to_json()} is not in its scope "
+                f"({', '.join(scope['conditions'])})")
+    if regime not in scope["regimes"]:
+        return f"regime {regime} is not in its scope ({', '.join(scope['regimes'])})"
+    if question_set not in scope["question_sets"]:
+        return (f"question set {question_set} is not in its scope "
+                f"({', '.join(scope['question_sets'])})")
+    if budget not in scope["budgets"]:
+        return f"budget {budget} is not in its scope ({', '.join(map(str, scope['budgets']))})"
+    return None
+
+
+def existing_data(db: Database, scope: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Cells inside the scope that already have episodes (run, cell, count, first start)."""
+    if not scope:
+        return []
+    hashes = set(scope_condition_hashes(scope).values())
+    out = []
+    for c in rows.scoped_cells(db):
+        if (c["episodes"] and c["model"] in scope["models"] and c["condition_hash"] in hashes
+                and c["regime"] in scope["regimes"] and c["question_set"] in scope["question_sets"]
+                and c["budget"] in scope["budgets"]):
+            out.append({"run": c["run"], "cell": c["id"], "episodes": c["episodes"],
+                        "first_started": c["first_started"]})
+    return out
+
+
+def freeze(db: Database, amendment_id: str, models: Mapping[str, ModelSpec]) -> dict[str, Any]:
+    """Freeze a draft: pin everything it governs and chain it to the previous entry.
+
+    Returns:
+        The frozen row.
+
+    Raises:
+        StoreError: already frozen, or an unknown amendment.
+        LabError: a scope that names a question set that does not exist.
+    """
+    with store.write(db):
+        row = rows.amendment(db, amendment_id)
+        if row["state"] != "draft":
+            raise StoreError(f"{amendment_id} is already frozen (at {row['frozen_at']})")
+        if not row["scope"]:
+            raise LabError(f"{amendment_id} has no scope: say which runs it governs "
+                           f"(lab prereg edit {amendment_id} --scope FILE) before freezing")
+        frozen = _in_freeze_order(rows.amendments(db))
+        prev = frozen[-1]["content_sha256"] if frozen else GENESIS
+        record = dict(row)
+        record.update(frozen_at=utc_now(), prev_sha256=prev, version=project_version(),
+                      pins=pins_for(db, row["scope"], models),
+                      data_existed=existing_data(db, row["scope"]))
+        record["content_sha256"] = entry_hash(record)
+        rows.freeze(db, amendment_id, record)
+    return rows.amendment(db, amendment_id)
+
+
+def _in_freeze_order(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Frozen entries in the order they were frozen: the order of the hash chain."""
+    return sorted((r for r in entries if r["state"] == "frozen"),
+                  key=lambda r: (r["frozen_at"] or "", r["seq"]))
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One finding of `verify`."""
+
+    amendment: str
+    what: str
+
+
+def verify(db: Database, models: Mapping[str, ModelSpec]) -> list[Problem]:
+    """Recompute the hash chain and the pins; an empty list means intact.
+
+    Finds an edited frozen row (its hash no longer matches), a removed or reordered
+    entry (a broken link or a gap in the sequence), a deviation whose amendment is
+    gone, and pinned files or specs that changed since freezing.
+    """
+    problems = []
+    entries = rows.amendments(db)
+    for i, row in enumerate(entries, start=1):
+        if row["seq"] != i:
+            problems.append(Problem(row["id"], f"is at position {row['seq']} but should be {i}: "
+                                    f"an entry was removed or reordered"))
+        if row["id"] != f"A{row['seq']}":
+            problems.append(Problem(row["id"], f"id does not match its position A{row['seq']}"))
+        if row["state"] == "draft" and (row["frozen_at"] or row["content_sha256"]):
+            problems.append(Problem(row["id"], "was frozen and has been set back to draft"))
+    prev = GENESIS
+    for row in _in_freeze_order(entries):
+        if row["prev_sha256"] != prev:
+            problems.append(Problem(row["id"], "chain broken: it does not point at the previous "
+                                    "frozen entry (removed, reordered or edited entry before it)"))
+        actual = entry_hash(row)
+        if actual != row["content_sha256"]:
+            problems.append(Problem(row["id"], f"frozen content was edited (sha256 "
+                                    f"{row['content_sha256'][:12]}… recorded, "
+                                    f"{actual[:12]}… now)"))
+        problems += [Problem(row["id"], msg) for msg in pin_changes(db, row, models)]
+        prev = row["content_sha256"]
+    known = {r["id"] for r in entries}
+    for dev in rows.deviations(db):
+        if dev["amendment_id"] not in known:
+            problems.append(Problem(dev["amendment_id"], f"deviation {dev['id']} refers to a "
+                                    f"removed amendment"))
+    return problems
+
+
+def pin_changes(db: Database, row: Mapping[str, Any],
+                models: Mapping[str, ModelSpec]) -> list[str]:
+    """What changed since a frozen amendment pinned it, one line each."""
+    pinned = row.get("pins") or {}
+    try:
+        now = pins_for(db, row["scope"], models)
+    except LabError as exc:
+        return [f"a pinned item can no longer be read: {exc}"]
+    out = []
+    for group, items in pinned.items():
+        for name, digest in items.items():
+            current = now.get(group, {}).get(name)
+            if current != digest:
+                label = name if group == "prompts" else f"{group[:-1]} {name}"
+                state = "was removed" if current is None else (
+                    f"changed since {row['id']} was frozen (sha256 {digest[:4]}… → "
+                    f"{current[:4]}…)")
+                out.append(f"{label} {state}")
+    for name in now.get("prompts", {}):
+        if name not in pinned.get("prompts", {}):
+            out.append(f"{name} was added since {row['id']} was frozen")
+    return out
+
+
+def gate(db: Database, amendment_id: str | None, cells: list[Any],
+         models: Mapping[str, ModelSpec]) -> str:
+    """Check an enqueue against the pre-registration; returns "governed" or "exploratory".
+
+    Args:
+        cells: the CellSpec list of the grid.
+
+    Raises:
+        GateError: a draft amendment, a cell outside its scope, a pinned file or
+            spec that changed (unless a deviation was logged), or a held-out question
+            set without a governing amendment.
+    """
+    if amendment_id is None:
+        for cell in cells:
+            if cell.question_set and store.question_set(db, cell.question_set)["held_out"]:
+                raise GateError(f"question set {cell.question_set} is held-out: enqueue it "
+                                f"under a frozen amendment that governs it (--amendment ID)")
+        return "exploratory"
+    row = rows.amendment(db, amendment_id)
+    if row["state"] != "frozen":
+        raise GateError(f"{amendment_id} is a draft: freeze it (lab prereg freeze "
+                        f"{amendment_id}) before the runs it governs")
+    for cell in cells:
+        why = in_scope(row["scope"], cell.model.name, cell.condition, cell.regime.name,
+                       cell.question_set, cell.budget)
+        if why:
+            raise GateError(f"outside {amendment_id}: {why}")
+    changes = pin_changes(db, row, models)
+    if changes and not rows.deviations(db, amendment_id):
+        raise GateError(f"{changes[0]}: log a deviation (lab prereg deviation {amendment_id} "
+                        f"\"…\") or freeze a new amendment")
+    return "governed"
