@@ -9,8 +9,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from core import store
-from core.demo_data import demo_questions
 from core.data import ids_hash
+from core.demo_data import demo_questions
 from core.errors import StoreError
 from core.models.registry import load_registry
 from core.regimes import MEAN6

@@ -14,7 +14,7 @@ import itertools
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from core.data import Paragraph, Question
 
@@ -59,6 +59,14 @@ _KNOWN_FOR = (
 )
 _DIRECTIONS = ("north", "south", "east", "west")
 _T = TypeVar("_T")
+
+
+class _Named(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+_N = TypeVar("_N", bound=_Named)
 _N_RIVERS, _N_TOWNS, _N_BANDS, _N_COMPANIES, _N_OTHERS = 8, 14, 10, 10, 6
 
 
@@ -124,11 +132,6 @@ class _Item:
     type: str
     facts: tuple[tuple[str, int], ...]
 
-
-
-def _article(word: str) -> str:
-    """"an" before a vowel sound, else "a"."""
-    return "an" if word[:1].lower() in "aeiou" else "a"
 
 def demo_questions() -> list[Question]:
     """The bundled demo questions (dataset "demo"), identical on every call.
@@ -368,7 +371,7 @@ def _band_town_province(world: _World, rng: random.Random) -> list[_Item]:
 
 
 def _compare(
-    rng: random.Random, entities: Sequence[_T], key: Callable[[_T], int], wording: str,
+    rng: random.Random, entities: Sequence[_N], key: Callable[[_N], int], wording: str,
     first_wins: bool, fact: int,
 ) -> list[_Item]:
     """Comparison questions over distinct pairs; the answer is an entity name."""

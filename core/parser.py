@@ -151,7 +151,7 @@ def _keyed_action(text: str) -> tuple[int, str | None, str | None] | None:
         if bracket:
             return match.start(), name, bracket
         if inline_input is not None:
-            value = _first_line(inline_input) or _first_line(_segment(text, line_end))
+            value: str | None = _first_line(inline_input) or _first_line(_segment(text, line_end))
         else:
             value = _action_input(text, line_end)
         if value:

@@ -159,6 +159,7 @@ class _Run:
             step.judgment = parse_side_channel(gen.text)
             step.judgment_source = "side_channel"
         rule = cond.arm.rule
+        signal: str | None
         if rule == "random":
             signal = random_judgment(setup.seed, setup.question.id, step.obs_index or 0,
                                      cond.rate if cond.rate is not None else 0.5)

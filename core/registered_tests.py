@@ -54,7 +54,7 @@ def validate_test(test: Any, where: str) -> dict[str, Any]:
     tid = test.get("id")
     label = f"{where} ({tid})" if isinstance(tid, str) else where
     kind = test.get("kind")
-    if kind not in KINDS:
+    if not isinstance(kind, str) or kind not in KINDS:
         raise ConfigError(f"{label}: unknown kind {kind!r}; one of: {', '.join(KINDS)}")
     spec = KINDS[kind]
     allowed = _COMMON | spec["required"] | spec["optional"]

@@ -10,7 +10,7 @@ import pytest
 
 from console.demo_cmd import ensure_demo_set
 from core import store
-from core.errors import ConfigError, LabError
+from core.errors import LabError
 from core.models.registry import load_registry
 from core.store import jobs as ledger
 from jobs.control import control, enqueue_grid, status
@@ -177,12 +177,12 @@ latency_ms = 60
     models = load_registry(slow)
     # sim models write live steps only when asked; the task does so for non-sim backends,
     # so drive one live episode directly through the runner here
-    from core.regimes import ForeignPool
-    from core.runner import CellSpec, run_questions
-    from core.conditions import parse_condition
-    from core.regimes import parse_regime
-    from core.models.registry import make_client
     import asyncio
+
+    from core.conditions import parse_condition
+    from core.models.registry import make_client
+    from core.regimes import ForeignPool, parse_regime
+    from core.runner import CellSpec, run_questions
 
     cell = CellSpec(models["sim-live"], parse_condition("none"), parse_regime("persistent"),
                     "demo", 8, 0)

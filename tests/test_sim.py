@@ -7,11 +7,11 @@ import asyncio
 import pytest
 
 from core.conditions import parse_condition
+from core.demo_data import demo_questions
 from core.models.registry import builtin_models, make_client
 from core.react import EpisodeSetup
 from core.regimes import ForeignPool, parse_regime
 from core.runner import run_one
-from core.demo_data import demo_questions
 
 
 @pytest.fixture(scope="module")

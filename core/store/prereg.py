@@ -101,7 +101,7 @@ def add_deviation(db: Database, amendment_id: str, text: str) -> int:
 
 def deviations(db: Database, amendment_id: str | None = None) -> list[dict[str, Any]]:
     """Deviations, of one amendment or all, oldest first."""
-    sql, args = "SELECT * FROM deviations", ()
+    sql, args = "SELECT * FROM deviations", tuple[str, ...]()
     if amendment_id is not None:
         sql, args = sql + " WHERE amendment_id = ?", (amendment_id,)
     cur = db.conn.execute(sql + " ORDER BY id", args)

@@ -69,7 +69,7 @@ def load_questions(db: Database, dataset: str | None = None,
                                  f"(import it with `lab data import hotpotqa FILE`)")
             out.append(_question(row))
         return out
-    sql, args = "SELECT dataset, record FROM questions", ()
+    sql, args = "SELECT dataset, record FROM questions", tuple[str, ...]()
     if dataset is not None:
         sql, args = sql + " WHERE dataset = ?", (dataset,)
     return [_question(r) for r in db.conn.execute(sql + " ORDER BY id", args)]
