@@ -8,11 +8,13 @@ from pathlib import Path
 
 import click
 
-from console.demo_cmd import ensure_demo_set, run_demo
+from analysis.measures import compute, load_frames
+from analysis.tables import render_results
+from console.demo_cmd import DEMO_RUN, ensure_demo_set, run_demo
 from console.prereg_cmd import prereg_group
 from console.queue_cmd import CONTROL_COMMANDS, enqueue_cmd, status_cmd, tail_cmd, worker_cmd
 from console.render import step_lines, summary_lines
-from console.tables import demo_tables
+from console.results_cmd import COMMANDS as RESULTS_COMMANDS
 from core import store
 from core.conditions import parse_condition
 from core.data import ids_hash, load_hotpotqa, sample_ids
@@ -264,7 +266,7 @@ def demo(ctx: click.Context, workers: int) -> None:
 
     Creates lab.db, loads the demo questions, creates the demo question set,
     enqueues a sim grid (5 sim policies × 5 conditions × the six mean6 regimes),
-    runs an embedded worker until done and prints mean6 per model × condition.
+    runs an embedded worker until done and prints the success, Δ and cost tables.
     Running it again reuses everything already stored.
 
     \b
@@ -272,11 +274,13 @@ def demo(ctx: click.Context, workers: int) -> None:
       lab --db demo.db demo
     """
     run_demo(Path(ctx.obj["db"]), Path(ctx.obj["config"]), workers=workers)
-    click.echo(demo_tables(store.connect(ctx.obj["db"])))
+    frames = load_frames(store.connect(ctx.obj["db"]), runs=[DEMO_RUN])
+    click.echo(render_results(compute(frames, ("success", "delta", "cost")),
+                              colorless=not sys.stdout.isatty()))
 
 
 for _command in (enqueue_cmd, worker_cmd, status_cmd, tail_cmd, *CONTROL_COMMANDS,
-                 prereg_group):
+                 prereg_group, *RESULTS_COMMANDS):
     cli.add_command(_command)
 
 

@@ -9,7 +9,8 @@ from sqlite_utils import Database
 
 
 EPISODE_FRAME_SQL = """
-SELECT e.id AS episode_id, r.name AS run, e.cell_id, c.model, c.condition, c.regime, c.budget,
+SELECT e.id AS episode_id, r.name AS run, e.cell_id, c.model, c.condition, c.condition_hash,
+       c.condition_spec, c.regime, c.budget,
        c.seed, c.replicate, c.question_set, e.question_id, e.answered, e.answer,
        e.answer_action, e.correct, e.f1, e.em, e.placeholder, e.tool_calls, e.extra_calls,
        e.format_failures, e.forced_turns, e.refused_calls, e.input_tokens, e.output_tokens,
@@ -19,7 +20,8 @@ FROM episodes e JOIN cells c ON c.id = e.cell_id JOIN runs r ON r.id = c.run_id
 """
 
 STEP_FRAME_SQL = """
-SELECT s.episode_id, s.t, s.action, s.obs_index, s.obs_failed, s.obs_source, s.judgment,
+SELECT s.episode_id, s.t, s.action, s.obs_index, s.obs_failed, s.obs_source, s.obs_ref,
+       s.judgment,
        s.judgment_source, s.stated_judgment, s.rule_signal, s.streak, s.forced, s.refused,
        s.format_failure
 FROM steps s JOIN episodes e ON e.id = s.episode_id JOIN cells c ON c.id = e.cell_id

@@ -1,0 +1,323 @@
+"""Stopping and cost, judgment rates and the dissociation count (SPEC §13.5).
+
+TPC (tokens per correct answer, over-searching paper §3.2) is
+Σ(output tokens + 0.25·input tokens + 500·tool calls) / Σ correct, +∞ with no
+correct answer. Utility is success − λ·calls, averaged over regimes like success
+(mean6 when the arm ran all six mean6 regimes, else every regime it ran).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from analysis.decisions import arm_groups
+from analysis.rows import Row, Table, interval_row
+from analysis.stats import N_BOOT, Interval, bootstrap_intervals
+from analysis.success import MEAN6_LABEL, question_matrix, regime_means
+from core.regimes import MEAN6
+
+LAMBDA = 0.05
+TPC_INPUT, TPC_CALL = 0.25, 500.0
+DISSOCIATION_RUN = 5
+
+
+@dataclass(frozen=True)
+class Rate:
+    """k of n, with the share (NaN when n = 0)."""
+
+    k: int
+    n: int
+
+    @property
+    def share(self) -> float:
+        """k / n, NaN when n = 0."""
+        return self.k / self.n if self.n else math.nan
+
+
+@dataclass(frozen=True)
+class StoppingCost:
+    """Stopping and cost of one arm.
+
+    Attributes:
+        episodes: error-free episodes.
+        answered: episodes that answered (finish).
+        median_answer_action: median action of the answers (NaN without answers).
+        final_action_share: share of answers given at the budget's final action.
+        tool_calls: mean tool calls per episode.
+        extra_calls: mean extra calls (judgments, discarded turns, probes) per episode.
+        success: success over `scope`.
+        utility: success − λ·tool calls over `scope`.
+        utility_extra: success − λ·(tool + extra calls) over `scope`.
+        input_tokens: mean input tokens per episode.
+        output_tokens: mean output tokens per episode.
+        dollars: total cost in USD.
+        tpc: tokens per correct answer (+∞ with no correct answer).
+        scope: "mean6" or "all regimes" (what success and utility average over).
+        lam: λ used.
+    """
+
+    episodes: int
+    answered: int
+    median_answer_action: float
+    final_action_share: float
+    tool_calls: float
+    extra_calls: float
+    success: Interval
+    utility: Interval
+    utility_extra: Interval
+    input_tokens: float
+    output_tokens: float
+    dollars: float
+    tpc: float
+    scope: str
+    lam: float
+
+
+def tpc(episodes: pd.DataFrame) -> float:
+    """Tokens per correct answer: Σ(output + 0.25·input + 500·tool calls) / Σ correct.
+
+    Args:
+        episodes: error-free episodes.
+
+    Returns:
+        TPC; +∞ when nothing is correct, NaN with no episodes.
+    """
+    if episodes.empty:
+        return math.nan
+    cost = (episodes["output_tokens"].sum() + TPC_INPUT * episodes["input_tokens"].sum()
+            + TPC_CALL * episodes["tool_calls"].sum())
+    correct = episodes["correct"].sum()
+    return float(cost / correct) if correct else math.inf
+
+
+def stopping_cost(episodes: pd.DataFrame, lam: float = LAMBDA, n_boot: int = N_BOOT,
+                  seed: int = 0) -> StoppingCost:
+    """Stopping and cost measures of one arm.
+
+    Args:
+        episodes: error-free episodes of one arm.
+        lam: price per call in units of a correct answer.
+        n_boot: question-level resamples for success and utility.
+        seed: bootstrap seed.
+
+    Returns:
+        The StoppingCost.
+    """
+    ep = episodes
+    answered = ep.loc[ep["answered"].astype(bool)]
+    actions = answered["answer_action"].to_numpy(dtype=float)
+    final = (answered["answer_action"] >= answered["budget"]).to_numpy()
+    scope = MEAN6_LABEL if set(MEAN6) <= set(ep["regime"]) else "all"
+    correct = ep["correct"].astype(float)
+    tool, extra = ep["tool_calls"].astype(float), ep["extra_calls"].astype(float)
+    mats = [question_matrix(ep, col) for col in
+            (correct, correct - lam * tool, correct - lam * (tool + extra))]
+    n_q = len(mats[0].questions)
+
+    def stat(w: np.ndarray) -> np.ndarray:
+        return np.column_stack([regime_means(m, w, scope)[:, -1] for m in mats])
+
+    success, utility, utility_extra = bootstrap_intervals(stat, n_q, n_boot, seed)
+    n = len(ep)
+    return StoppingCost(
+        n, len(answered), float(np.median(actions)) if len(actions) else math.nan,
+        float(final.mean()) if len(final) else math.nan,
+        float(tool.mean()) if n else math.nan, float(extra.mean()) if n else math.nan,
+        success, utility, utility_extra,
+        float(ep["input_tokens"].mean()) if n else math.nan,
+        float(ep["output_tokens"].mean()) if n else math.nan,
+        float(ep["cost_usd"].sum()), tpc(ep), "mean6" if scope == MEAN6_LABEL else "all regimes",
+        lam)
+
+
+def answer_actions(episodes: pd.DataFrame) -> tuple[tuple[int, int], ...]:
+    """How many answers each action received: ((action, count), …) for 1 … budget.
+
+    Args:
+        episodes: error-free episodes of one arm.
+
+    Returns:
+        Counts for every action from 1 to the largest budget (0 where none).
+    """
+    if episodes.empty:
+        return ()
+    top = int(episodes["budget"].max())
+    acts = episodes.loc[episodes["answered"].astype(bool), "answer_action"].astype(int)
+    counts = np.bincount(acts.to_numpy(), minlength=top + 1)
+    return tuple((a, int(counts[a])) for a in range(1, len(counts)))
+
+
+@dataclass(frozen=True)
+class JudgmentRates:
+    """Side-channel judgment rates of one arm (paper App. C.3), and the dissociation.
+
+    Attributes:
+        useless_on_failed: USELESS among judged failed observations.
+        useless_on_real: USELESS among judged real observations.
+        useful_gold_first: USEFUL on a real gold page seen for the first time.
+        useful_gold_repeat: USEFUL on a real gold page seen before in the episode.
+        useful_distractor_first: USEFUL on a real distractor page, first time.
+        useful_distractor_repeat: USEFUL on a real distractor page seen before.
+        stated_useless_on_failed: stated "useless" among failed observations with a
+            stated judgment.
+        dissociation: episodes whose own run first reaches 5 at a decision before the
+            final action (n) and that answer at that decision (k).
+    """
+
+    useless_on_failed: Rate
+    useless_on_real: Rate
+    useful_gold_first: Rate
+    useful_gold_repeat: Rate
+    useful_distractor_first: Rate
+    useful_distractor_repeat: Rate
+    stated_useless_on_failed: Rate
+    dissociation: Rate
+
+
+def _rate(mask: pd.Series, hit: pd.Series) -> Rate:
+    return Rate(int((mask & hit).sum()), int(mask.sum()))
+
+
+def judgment_rates(steps: pd.DataFrame, decisions: pd.DataFrame) -> JudgmentRates:
+    """Judgment rates and the dissociation count of one arm.
+
+    First vs repeat needs the step frame's ``obs_ref`` column (the page shown); without
+    it those four rates are 0 of 0 (undefined).
+
+    Args:
+        steps: steps of one arm's error-free episodes.
+        decisions: decision table rows of the same arm.
+
+    Returns:
+        The JudgmentRates.
+    """
+    obs = steps.loc[steps["obs_index"].notna()]
+    judged = obs["judgment"].notna()
+    useless = obs["judgment"] == "USELESS"
+    failed = obs["obs_failed"].fillna(0).astype(bool)
+    real_search = judged & ~failed & (obs["action"] == "search")
+    if "obs_ref" in obs:
+        ref = obs["obs_ref"]
+        repeat = ref.notna() & obs.assign(_r=ref).duplicated(["episode_id", "_r"])
+    else:
+        repeat = pd.Series(False, index=obs.index)
+        real_search = real_search & False
+    useful = obs["judgment"] == "USEFUL"
+    gold, distractor = obs["obs_source"] == "gold", obs["obs_source"] == "distractor"
+    stated = obs["stated_judgment"].notna()
+    # the first decision with a run of 5; at the final action answering is the deadline's
+    # doing, so (as for Δ and I) those decisions are left out
+    reached = decisions.loc[decisions["own_run"] >= DISSOCIATION_RUN].drop_duplicates(
+        "episode_id")
+    first_five = reached.loc[~reached["final"].astype(bool)]
+    return JudgmentRates(
+        _rate(judged & failed, useless), _rate(judged & ~failed, useless),
+        _rate(real_search & gold & ~repeat, useful), _rate(real_search & gold & repeat, useful),
+        _rate(real_search & distractor & ~repeat, useful),
+        _rate(real_search & distractor & repeat, useful),
+        _rate(stated & failed, obs["stated_judgment"] == "useless"),
+        Rate(int(first_five["answer"].sum()), len(first_five)))
+
+
+def cost_table(episodes: pd.DataFrame, lam: float = LAMBDA, n_boot: int = N_BOOT,
+               seed: int = 0, runs: str = "") -> Table:
+    """Stopping and cost of every arm (wide: one line per arm).
+
+    Args:
+        episodes: error-free episodes.
+        lam: price per call.
+        n_boot: question-level resamples.
+        seed: bootstrap seed.
+        runs: runs pooled, recorded on each row.
+
+    Returns:
+        Table "cost".
+    """
+    rows: list[Row] = []
+    for arm, ep in arm_groups(episodes):
+        c = stopping_cost(ep, lam, n_boot, seed)
+
+        def row(measure: str, value: float, n: int, unit: str = "episodes",
+                arm: tuple[str, str, int] = arm) -> Row:
+            return Row(arm[0], arm[1], arm[2], measure, "", value, n=n, unit=unit, runs=runs)
+
+        rows += [
+            row("answered", float(c.answered), c.episodes),
+            row("median action", c.median_answer_action, c.answered, "answers"),
+            row("final share", c.final_action_share, c.answered, "answers"),
+            row("tool calls", c.tool_calls, c.episodes),
+            row("extra calls", c.extra_calls, c.episodes),
+            interval_row(arm, "success", c.success, c.scope, runs=runs),
+            interval_row(arm, "utility", c.utility, c.scope, detail=f"λ={lam:g}", runs=runs),
+            interval_row(arm, "utility+extra", c.utility_extra, c.scope,
+                         detail=f"λ={lam:g}, extra calls charged", runs=runs),
+            row("input tokens", c.input_tokens, c.episodes),
+            row("output tokens", c.output_tokens, c.episodes),
+            row("dollars", c.dollars, c.episodes),
+            row("TPC", c.tpc, c.episodes),
+        ]
+    notes = ((f"utility = success − {lam:g}·tool calls (utility+extra also charges judgment "
+             "calls, discarded turns and probes), averaged like success (mean6 when all six "
+             "ran); tokens are means per episode; dollars are totals; TPC = Σ(output + "
+             "0.25·input + 500·tool calls)/Σ correct."),)
+    return Table("cost", "Stopping and cost", tuple(rows), notes, "wide", ("utility",),
+                 (("answered", "d"), ("median action", ".1f"), ("final share", ".2f"),
+                  ("tool calls", ".2f"), ("extra calls", ".2f"), ("success", ".3f"),
+                  ("utility+extra", ".3f"), ("input tokens", ".0f"),
+                  ("output tokens", ".0f"), ("dollars", ".2f"), ("TPC", ".0f")),
+                 (("answered", "answ."), ("median action", "med.act"), ("final share", "final"),
+                  ("tool calls", "calls"), ("extra calls", "extra"), ("success", "succ."),
+                  ("utility+extra", "util+x"), ("input tokens", "tok.in"),
+                  ("output tokens", "tok.out"), ("dollars", "$")))
+
+
+JUDGMENT_MEASURES = (
+    ("useless_on_failed", "USELESS on failed"), ("useless_on_real", "USELESS on real"),
+    ("useful_gold_first", "USEFUL on gold, first"),
+    ("useful_gold_repeat", "USEFUL on gold, repeat"),
+    ("useful_distractor_first", "USEFUL on distractor, first"),
+    ("useful_distractor_repeat", "USEFUL on distractor, repeat"),
+    ("stated_useless_on_failed", "stated useless on failed"),
+    ("dissociation", "answers at own useless run 5"))
+"""(JudgmentRates attribute, measure name) of the judgments table."""
+
+
+def judgments_table(steps: pd.DataFrame, decisions: pd.DataFrame, episodes: pd.DataFrame,
+                    runs: str = "") -> Table:
+    """Judgment rates and the dissociation count of every arm.
+
+    Args:
+        steps: steps of error-free episodes.
+        decisions: the decision table.
+        episodes: error-free episodes (for the steps' arms).
+        runs: runs pooled, recorded on each row.
+
+    Returns:
+        Table "judgments" (estimate = share, n = judgments or episodes).
+    """
+    arm_of = episodes[["episode_id", "model", "condition", "budget"]]
+    st = steps.merge(arm_of, on="episode_id", how="inner")
+    by_arm = dict(arm_groups(decisions))
+    rows: list[Row] = []
+    labels = JUDGMENT_MEASURES
+    for arm, s in arm_groups(st):
+        dec = by_arm.get(arm, decisions.iloc[0:0])
+        rates = judgment_rates(s, dec)
+        for attr, label in labels:
+            r: Rate = getattr(rates, attr)
+            unit = "episodes" if attr == "dissociation" else "judgments"
+            rows.append(Row(arm[0], arm[1], arm[2], label, "", r.share, n=r.n, unit=unit,
+                            detail=f"{r.k}/{r.n}", runs=runs))
+    notes = (("Side-channel judgments on observations (real: not failed by design; gold/"
+             "distractor: real search results, first or repeated page in the episode)."),
+             ("answers at own run 5: among episodes whose own USELESS run first reaches 5 at a "
+             "decision before the final action, the share answering at that decision "
+             "(k/n in detail)."))
+    return Table("judgments", "Judgment rates and dissociation", tuple(rows), notes, "wide",
+                 (), (), tuple((label, short) for (_, label), short in zip(labels, (
+                     "USELESS|fail", "USELESS|real", "USEFUL|gold1", "USEFUL|gold+",
+                     "USEFUL|distr1", "USEFUL|distr+", "stated useless|fail", "answer@run5"))))

@@ -1,0 +1,181 @@
+"""The decision table: one row per decision point, built once from the step frame.
+
+A decision point follows a step that returned an observation (``obs_index`` not
+null) and is not the episode's last step. After it, ``n_obs`` observations have
+been seen (``obs_index``); the decision is taken at action ``action`` (the next
+step's ``t``), and its outcome ``answer`` is whether that next action is
+``finish``. ``final`` marks decisions at the budget's final action.
+
+Runs are counted over observations only (format failures and refused forced turns
+neither extend nor reset them):
+
+- ``design_run`` (j): consecutive failed observations (design labels) ending here;
+- ``own_run`` (s, side channel): USELESS extends the run, anything else resets it;
+- ``stated_run`` (stated judgments): "useless" extends, "useful" resets, no
+  statement leaves it unchanged.
+
+``*_latest`` says the latest observation was judged useless; ``*_earlier`` says an
+earlier observation of the episode was judged not useless (side channel: any other
+reply; stated: "useful").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pandas as pd
+
+ARM_KEYS = ("model", "condition", "budget")
+"""An arm is a model × condition × budget; runs and seeds are pooled within it."""
+JUDGMENTS = ("side_channel", "stated")
+_EPISODE_COLS = ("episode_id", "run", "model", "condition", "budget", "regime", "seed",
+                 "question_id")
+
+
+def clean_episodes(episodes: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """Split off episodes that ended in an error (excluded from every measure).
+
+    Args:
+        episodes: the episode frame.
+
+    Returns:
+        (episodes without an error, number of errored episodes).
+    """
+    bad = episodes["error"].notna() if "error" in episodes else pd.Series(False,
+                                                                         index=episodes.index)
+    return episodes.loc[~bad].reset_index(drop=True), int(bad.sum())
+
+
+def run_lengths(start: np.ndarray, extend: np.ndarray, reset: np.ndarray) -> np.ndarray:
+    """Current run length at each row of concatenated sequences, vectorised.
+
+    Args:
+        start: True at the first row of each sequence (the run starts at 0 before it).
+        extend: True where the row extends the run by one.
+        reset: True where the row resets the run to 0 (takes precedence).
+
+    Returns:
+        int array: the run length after each row.
+    """
+    extend = np.asarray(extend, dtype=bool) & ~np.asarray(reset, dtype=bool)
+    cs = np.cumsum(extend)
+    n = len(cs)
+    anchor_value = np.zeros(n, dtype=np.int64)
+    has_anchor = np.asarray(start, dtype=bool) | np.asarray(reset, dtype=bool)
+    # A sequence start anchors at the count before it; a reset anchors at its own count.
+    anchor_value[start] = cs[start] - extend[start]
+    anchor_value[reset] = cs[reset]
+    pos = np.where(has_anchor, np.arange(n), 0)
+    np.maximum.accumulate(pos, out=pos)
+    return (cs - anchor_value[pos]).astype(np.int64)
+
+
+def _earlier(start: np.ndarray, flag: np.ndarray) -> np.ndarray:
+    """Whether any earlier row of the same sequence has `flag`."""
+    flag = np.asarray(flag, dtype=np.int64)
+    cs = np.cumsum(flag)
+    n = len(cs)
+    base = np.zeros(n, dtype=np.int64)
+    base[start] = cs[start] - flag[start]
+    pos = np.where(start, np.arange(n), 0)
+    np.maximum.accumulate(pos, out=pos)
+    return (cs - flag - base[pos]) > 0
+
+
+def decision_table(episodes: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
+    """Build the decision table of the given (error-free) episodes.
+
+    Args:
+        episodes: episode frame (``core.store.episodes_frame``), errors removed.
+        steps: step frame (``core.store.steps_frame``); steps of other episodes
+            are ignored.
+
+    Returns:
+        DataFrame with one row per decision point: the episode's arm, run, regime,
+        seed and question, ``n_obs``, ``action``, ``final``, ``answer`` (0/1),
+        ``design_run``, ``own_run``, ``own_latest``, ``own_earlier``, ``stated_run``,
+        ``stated_latest``, ``stated_earlier``.
+    """
+    ep = episodes.loc[:, list(_EPISODE_COLS)]
+    st = steps.loc[steps["episode_id"].isin(ep["episode_id"]),
+                   ["episode_id", "t", "action", "obs_index", "obs_failed", "judgment",
+                    "stated_judgment"]].sort_values(["episode_id", "t"], kind="stable")
+    eid = st["episode_id"].to_numpy()
+    same_next = np.r_[eid[1:] == eid[:-1], False]
+    next_t = np.r_[st["t"].to_numpy()[1:], 0]
+    next_finish = np.r_[(st["action"] == "finish").to_numpy()[1:], False]
+    is_obs = st["obs_index"].notna().to_numpy()
+
+    obs = st.loc[is_obs]
+    oid = obs["episode_id"].to_numpy()
+    start = np.r_[True, oid[1:] != oid[:-1]] if len(oid) else np.zeros(0, dtype=bool)
+    failed = obs["obs_failed"].fillna(0).to_numpy().astype(bool)
+    useless = (obs["judgment"] == "USELESS").to_numpy()
+    said_useless = (obs["stated_judgment"] == "useless").to_numpy()
+    said_useful = (obs["stated_judgment"] == "useful").to_numpy()
+
+    table = pd.DataFrame({
+        "episode_id": oid,
+        "n_obs": obs["obs_index"].to_numpy().astype(np.int64),
+        "action": next_t[is_obs],
+        "answer": next_finish[is_obs].astype(np.int64),
+        "design_run": run_lengths(start, failed, ~failed),
+        "own_run": run_lengths(start, useless, ~useless),
+        "own_latest": useless,
+        "own_earlier": _earlier(start, ~useless),
+        "stated_run": run_lengths(start, said_useless, said_useful),
+        "stated_latest": said_useless,
+        "stated_earlier": _earlier(start, said_useful),
+    })
+    table = table.loc[same_next[is_obs]]
+    table = table.merge(ep, on="episode_id", how="inner", validate="many_to_one")
+    table["final"] = table["action"] >= table["budget"]
+    return table.reset_index(drop=True)
+
+
+def judgment_columns(judgments: str) -> tuple[str, str, str]:
+    """(run, latest, earlier) column names for a judgment source.
+
+    Args:
+        judgments: "side_channel" (recorded or replayed) or "stated".
+
+    Returns:
+        The three column names of the decision table.
+
+    Raises:
+        ValueError: for another source.
+    """
+    if judgments == "side_channel":
+        return "own_run", "own_latest", "own_earlier"
+    if judgments == "stated":
+        return "stated_run", "stated_latest", "stated_earlier"
+    raise ValueError(f"judgments must be one of {JUDGMENTS}, got {judgments!r}")
+
+
+def arm_groups(frame: pd.DataFrame) -> Iterator[tuple[tuple[str, str, int], pd.DataFrame]]:
+    """Iterate over arms in a stable order.
+
+    Args:
+        frame: an episode or decision frame with the ARM_KEYS columns.
+
+    Yields:
+        ((model, condition, budget), sub-frame) pairs.
+    """
+    if frame.empty:
+        return
+    for key, sub in frame.groupby(list(ARM_KEYS), sort=True, dropna=False):
+        yield (str(key[0]), str(key[1]), int(key[2])), sub
+
+
+def codes(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Integer codes and sorted unique values of a column.
+
+    Args:
+        values: the column.
+
+    Returns:
+        (codes, uniques).
+    """
+    c, u = pd.factorize(values, sort=True)
+    return c.astype(np.int64), np.asarray(u)

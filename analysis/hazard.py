@@ -1,0 +1,186 @@
+"""Integration index I and the stopping hazard curve (SPEC §13.3–13.4), and the index
+and hazard tables (the hazard model itself is in `analysis.lpm`).
+
+Both pool the five failure regimes of mean6 and exclude decisions at the budget's
+final action. Intervals come from question-cluster bootstraps in which a resample's
+statistics are matrix products of per-question sums.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from analysis.decisions import arm_groups, codes
+from analysis.lpm import HAZARD_BOOT, hazard_model
+from analysis.rows import Row, Table, interval_row
+from analysis.stats import N_BOOT, Interval, bootstrap_intervals, cluster_sums, safe_ratio
+from core.regimes import FAILURE_REGIMES
+
+MAX_J = 7
+
+
+@dataclass(frozen=True)
+class IntegrationIndex:
+    """I = h({4,5}) − h({1,2}) on design labels.
+
+    Attributes:
+        index: I with its interval.
+        h45: P(answer) just after 4 or 5 consecutive failed observations.
+        h12: P(answer) just after 1 or 2.
+        n45: decisions behind h45.
+        n12: decisions behind h12.
+    """
+
+    index: Interval
+    h45: Interval
+    h12: Interval
+    n45: int
+    n12: int
+
+
+@dataclass(frozen=True)
+class HazardCurve:
+    """P(answer) by consecutive failed observations j = 0 … MAX_J.
+
+    Attributes:
+        points: one Interval per j (NaN where no decision has that j).
+        counts: decisions per j.
+    """
+
+    points: tuple[Interval, ...]
+    counts: tuple[int, ...]
+
+
+def failure_decisions(dec: pd.DataFrame) -> pd.DataFrame:
+    """Decisions in the five failure regimes, the final action excluded.
+
+    Args:
+        dec: decision table rows.
+
+    Returns:
+        The subset used by I, the hazard curve and the hazard model.
+    """
+    return dec.loc[dec["regime"].isin(FAILURE_REGIMES) & ~dec["final"].astype(bool)]
+
+
+def integration_index(dec: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0
+                      ) -> IntegrationIndex:
+    """I = h({4,5}) − h({1,2}) with a question-cluster bootstrap (SPEC §13.3).
+
+    Args:
+        dec: decision table rows of one arm.
+        n_boot: resamples.
+        seed: bootstrap seed.
+
+    Returns:
+        The index and its two components (NaN where a component has no decision).
+    """
+    d = failure_decisions(dec)
+    q, _ = codes(d["question_id"])
+    j, y = d["design_run"].to_numpy(), d["answer"].to_numpy()
+    lo, hi = (j >= 1) & (j <= 2), (j >= 4) & (j <= 5)
+    sums = cluster_sums(q, np.zeros_like(q), np.column_stack([lo, lo * y, hi, hi * y]),
+                        int(q.max()) + 1 if q.size else 0, 1)[:, 0, :]
+
+    def stat(w: np.ndarray) -> np.ndarray:
+        c = w @ sums
+        h12, h45 = safe_ratio(c[:, 1], c[:, 0]), safe_ratio(c[:, 3], c[:, 2])
+        return np.column_stack([h45 - h12, h45, h12])
+
+    index, h45, h12 = bootstrap_intervals(stat, sums.shape[0], n_boot, seed)
+    return IntegrationIndex(index, h45, h12, int(hi.sum()), int(lo.sum()))
+
+
+def hazard_curve(dec: pd.DataFrame, max_j: int = MAX_J, n_boot: int = N_BOOT,
+                 seed: int = 0) -> HazardCurve:
+    """P(answer) after j consecutive failed observations, j = 0 … max_j.
+
+    Args:
+        dec: decision table rows of one arm.
+        max_j: largest j reported (larger runs are left out).
+        n_boot: resamples.
+        seed: bootstrap seed.
+
+    Returns:
+        The curve with intervals and counts.
+    """
+    d = failure_decisions(dec)
+    d = d.loc[d["design_run"] <= max_j]
+    q, _ = codes(d["question_id"])
+    y = d["answer"].to_numpy()
+    sums = cluster_sums(q, d["design_run"].to_numpy(), np.column_stack([np.ones_like(y), y]),
+                        int(q.max()) + 1 if q.size else 0, max_j + 1)
+    flat = sums.reshape(sums.shape[0], -1)
+
+    def stat(w: np.ndarray) -> np.ndarray:
+        c = (w @ flat).reshape(w.shape[0], max_j + 1, 2)
+        return safe_ratio(c[..., 1], c[..., 0])
+
+    points = bootstrap_intervals(stat, sums.shape[0], n_boot, seed)
+    counts = tuple(int(x) for x in sums[..., 0].sum(axis=0))
+    return HazardCurve(points, counts)
+
+def index_table(decisions: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0,
+                runs: str = "") -> Table:
+    """Integration index I with its components for every arm.
+
+    Args:
+        decisions: the decision table.
+        n_boot: resamples.
+        seed: bootstrap seed.
+        runs: runs pooled, recorded on each row.
+
+    Returns:
+        Table "index".
+    """
+    rows: list[Row] = []
+    for arm, dec in arm_groups(decisions):
+        ii = integration_index(dec, n_boot, seed)
+        rows += [interval_row(arm, "I", ii.index, "failure regimes", "decisions",
+                              ii.n45 + ii.n12, f"h45 n={ii.n45}, h12 n={ii.n12}", runs),
+                 interval_row(arm, "h45", ii.h45, "j = 4–5", "decisions", ii.n45, "", runs),
+                 interval_row(arm, "h12", ii.h12, "j = 1–2", "decisions", ii.n12, "", runs)]
+    notes = (("I = h({4,5}) − h({1,2}): P(answer) just after j consecutive failed observations "
+             "(design labels), five failure regimes pooled, final action excluded; 95% "
+             "question-cluster bootstrap. Confounded with elapsed time (a clock scores I > 0)."),)
+    return Table("index", "Integration index I", tuple(rows), notes, "wide",
+                 ("I", "h45", "h12"))
+
+
+def hazard_table(decisions: pd.DataFrame, n_boot: int = N_BOOT,
+                 hazard_boot: int = HAZARD_BOOT, seed: int = 0, runs: str = "") -> Table:
+    """Hazard curve (j = 0…7) and the LPM's β and γ, pooled and with question FE.
+
+    Args:
+        decisions: the decision table.
+        n_boot: resamples for the curve.
+        hazard_boot: resamples for the LPM.
+        seed: bootstrap seed.
+        runs: runs pooled, recorded on each row.
+
+    Returns:
+        Table "hazard".
+    """
+    rows: list[Row] = []
+    for arm, dec in arm_groups(decisions):
+        curve = hazard_curve(dec, MAX_J, n_boot, seed)
+        for j, (pt, n) in enumerate(zip(curve.points, curve.counts)):
+            rows.append(interval_row(arm, "hazard", pt, f"j={j}", "decisions", n, "", runs))
+        for fe in (False, True):
+            fit = hazard_model(dec, "side_channel", fe, hazard_boot, seed)
+            scope = "question FE" if fe else "pooled"
+            detail = (f"{fit.n_decisions} decisions, {fit.share_earlier:.0%} with earlier useful"
+                      if fit.n_decisions else "no decision after a result judged useless")
+            rows += [interval_row(arm, "beta", fit.beta, scope, "decisions", fit.n_decisions,
+                                  detail, runs),
+                     interval_row(arm, "gamma", fit.gamma, scope, "decisions", fit.n_decisions,
+                                  detail, runs)]
+    notes = (("hazard: P(answer) after j consecutive failed observations, failure regimes, "
+             "final action excluded."),
+             ("beta/gamma: LPM answer ~ action + regime + β·run + γ·earlier useful on decisions "
+             "after a result judged useless (side channel), 1–6 results, failure regimes; "
+             f"{hazard_boot} question-cluster resamples. Exploratory."))
+    return Table("hazard", "Stopping hazard and hazard model", tuple(rows), notes)

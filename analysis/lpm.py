@@ -1,0 +1,250 @@
+"""The hazard linear probability model (SPEC §13.4, paper App. C.2; exploratory).
+
+answer ~ α_action + α_regime + β·run + γ·earlier useful (+ question fixed effects) on
+every decision after a result judged useless, after 1–6 results, in the five failure
+regimes, the final action excluded. statsmodels gives the point estimates; the
+question-cluster bootstrap solves each resample from per-question cross-products
+X'X and X'y (a resample that draws a question k times adds its block k times), in
+batches, with no loop over rows.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from analysis.decisions import codes, judgment_columns
+from analysis.stats import Interval, cluster_sums, resample_weights, summarize
+from core.regimes import FAILURE_REGIMES
+
+HAZARD_BOOT = 1000
+LPM_T_MAX = 6
+COEFS = ("run", "earlier")
+_RTOL = 1e-10
+"""Relative eigenvalue cut-off for rank tests and pseudo-inverses of X'X."""
+
+
+@dataclass(frozen=True)
+class HazardFit:
+    """β (run of useless judgments) and γ (earlier useful) of the hazard LPM.
+
+    Attributes:
+        beta: change in P(answer) per additional consecutive useless judgment.
+        gamma: change in P(answer) after an earlier result judged not useless.
+        fixed_effects: whether question fixed effects were included.
+        judgments: "side_channel" or "stated".
+        n_decisions: decisions in the fit.
+        share_earlier: share of them with an earlier useful judgment.
+    """
+
+    beta: Interval
+    gamma: Interval
+    fixed_effects: bool
+    judgments: str
+    n_decisions: int
+    share_earlier: float
+
+
+def hazard_sample(dec: pd.DataFrame, judgments: str = "side_channel") -> pd.DataFrame:
+    """The LPM's decisions: after a result judged useless, 1–6 results, failure regimes.
+
+    Args:
+        dec: decision table rows of one arm.
+        judgments: "side_channel" or "stated".
+
+    Returns:
+        DataFrame with answer, action, regime, run, earlier (0/1) and question_id.
+    """
+    run_col, latest, earlier = judgment_columns(judgments)
+    d = dec.loc[dec["regime"].isin(FAILURE_REGIMES) & ~dec["final"].astype(bool)]
+    d = d.loc[d[latest].astype(bool) & d["n_obs"].between(1, LPM_T_MAX)]
+    return pd.DataFrame({
+        "answer": d["answer"].to_numpy(dtype=float),
+        "action": d["action"].to_numpy(), "regime": d["regime"].astype(str).to_numpy(),
+        "run": d[run_col].to_numpy(dtype=float), "earlier": d[earlier].to_numpy(dtype=float),
+        "question_id": d["question_id"].astype(str).to_numpy(),
+    })
+
+
+def _dummies(values: pd.Series, prefix: str) -> pd.DataFrame:
+    return pd.get_dummies(values.astype(str), prefix=prefix, drop_first=True, dtype=float)
+
+
+def design_matrix(sample: pd.DataFrame, fixed_effects: bool = False,
+                  intercept: bool = True) -> pd.DataFrame:
+    """Regressors of the LPM: [const], action and regime dummies, run, earlier[, question].
+
+    Args:
+        sample: `hazard_sample` output.
+        fixed_effects: add question dummies (first question dropped).
+        intercept: include a constant column.
+
+    Returns:
+        The design as a float DataFrame (the coefficient names are its columns).
+    """
+    parts = [_dummies(sample["action"], "action"), _dummies(sample["regime"], "regime"),
+             sample[list(COEFS)].astype(float)]
+    if fixed_effects:
+        parts.append(_dummies(sample["question_id"], "q"))
+    x = pd.concat(parts, axis=1)
+    if intercept:
+        x.insert(0, "const", 1.0)
+    return x
+
+
+def _identified(xtx: np.ndarray, cols: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """Per matrix in a stack of X'X: full rank?, and is each coefficient in `cols` identified?
+
+    A full-rank X'X identifies everything; otherwise coefficient c is identified when
+    dropping its column lowers the rank by one.
+    """
+    ev = np.linalg.eigvalsh(xtx)
+    full = ev[..., 0] > _RTOL * np.maximum(ev[..., -1], np.finfo(float).tiny)
+    out = np.repeat(full[..., None], len(cols), axis=-1)
+    if full.all():
+        return full, out
+    bad = ~full
+    sub = xtx[bad]
+    rank = np.linalg.matrix_rank(sub, hermitian=True, rtol=_RTOL)
+    for k, c in enumerate(cols):
+        keep = [i for i in range(xtx.shape[-1]) if i != c]
+        out[bad, k] = rank - np.linalg.matrix_rank(sub[:, keep][:, :, keep], hermitian=True,
+                                                   rtol=_RTOL) == 1
+    return full, out
+
+
+def fit_statsmodels(sample: pd.DataFrame, fixed_effects: bool = False,
+                    dummies: bool = False) -> tuple[float, float]:
+    """Point estimates (β, γ) from statsmodels OLS on the full sample.
+
+    With question fixed effects the default fit is the within estimator: y and the
+    regressors demeaned by question (identical to question dummies by
+    Frisch–Waugh–Lovell, and far cheaper with hundreds of questions).
+
+    Args:
+        sample: `hazard_sample` output.
+        fixed_effects: include question fixed effects.
+        dummies: fit the fixed effects as explicit question dummies instead.
+
+    Returns:
+        (β, γ); NaN for a coefficient that is not identified (e.g. no decision with
+        an earlier useful judgment, so run is collinear with the action).
+    """
+    import statsmodels.api as sm
+
+    if sample.empty:
+        return math.nan, math.nan
+    y = sample["answer"].to_numpy(dtype=float)
+    if fixed_effects and not dummies:
+        x = design_matrix(sample, intercept=False)
+        by_q = sample["question_id"].to_numpy()
+        x = x - x.groupby(by_q).transform("mean")
+        y = y - pd.Series(y).groupby(by_q).transform("mean").to_numpy()
+    else:
+        x = design_matrix(sample, fixed_effects)
+    with warnings.catch_warnings():
+        # a rank-deficient design is expected (e.g. no earlier useful judgment); the
+        # identification test below turns the affected coefficients into NaN
+        warnings.simplefilter("ignore")
+        fit = sm.OLS(y, x.to_numpy()).fit()
+    cols = tuple(x.columns.get_loc(c) for c in COEFS)
+    xm = x.to_numpy()
+    _, ok = _identified((xm.T @ xm)[None], cols)
+    beta, gamma = (float(fit.params[c]) if good else math.nan for c, good in zip(cols, ok[0]))
+    return beta, gamma
+
+
+def question_crossproducts(sample: pd.DataFrame, fixed_effects: bool = False
+                           ) -> tuple[np.ndarray, np.ndarray, tuple[int, ...]]:
+    """Per-question X'X and X'y of the LPM, within-question when `fixed_effects`.
+
+    With fixed effects each question's block is demeaned (X'X − s s'/n), which is
+    what a resample that draws the question k times contributes k times.
+
+    Args:
+        sample: `hazard_sample` output.
+        fixed_effects: within-question (fixed effects) version.
+
+    Returns:
+        (G of shape (questions, p, p), h of shape (questions, p), indices of run and
+        earlier among the p columns).
+    """
+    x = design_matrix(sample, fixed_effects=False, intercept=not fixed_effects)
+    z, y = x.to_numpy(), sample["answer"].to_numpy(dtype=float)
+    q, uniq = codes(sample["question_id"])
+    n_q, p = len(uniq), z.shape[1]
+    zero = np.zeros_like(q)
+    outer = (z[:, :, None] * z[:, None, :]).reshape(len(z), p * p)
+    g = cluster_sums(q, zero, outer, n_q, 1)[:, 0, :].reshape(n_q, p, p)
+    h = cluster_sums(q, zero, z * y[:, None], n_q, 1)[:, 0, :]
+    if fixed_effects:
+        n = cluster_sums(q, zero, np.ones(len(z)), n_q, 1)[:, 0, 0]
+        s = cluster_sums(q, zero, z, n_q, 1)[:, 0, :]
+        sy = cluster_sums(q, zero, y, n_q, 1)[:, 0, 0]
+        g = g - s[:, :, None] * s[:, None, :] / n[:, None, None]
+        h = h - s * (sy / n)[:, None]
+    return g, h, tuple(x.columns.get_loc(c) for c in COEFS)
+
+
+def lstsq_weighted(g: np.ndarray, h: np.ndarray, weights: np.ndarray,
+                   cols: tuple[int, ...]) -> np.ndarray:
+    """Least-squares coefficients for question-weighted samples, batched.
+
+    Args:
+        g: per-question X'X, (questions, p, p).
+        h: per-question X'y, (questions, p).
+        weights: (b, questions) resample counts.
+        cols: coefficients to return.
+
+    Returns:
+        (b, len(cols)) coefficients; NaN where a coefficient is not identified.
+    """
+    n_q, p = h.shape
+    xtx = (weights @ g.reshape(n_q, p * p)).reshape(-1, p, p)
+    xty = weights @ h
+    full, ok = _identified(xtx, cols)
+    coef = np.full((len(xtx), len(cols)), np.nan)
+    if full.any():
+        coef[full] = np.linalg.solve(xtx[full], xty[full][..., None])[:, list(cols), 0]
+    if (~full).any():
+        rest = np.einsum("bij,bj->bi", np.linalg.pinv(xtx[~full], hermitian=True, rtol=_RTOL),
+                         xty[~full])[:, list(cols)]
+        coef[~full] = np.where(ok[~full], rest, np.nan)
+    return coef
+
+
+def hazard_model(dec: pd.DataFrame, judgments: str = "side_channel",
+                 fixed_effects: bool = False, n_boot: int = HAZARD_BOOT,
+                 seed: int = 0) -> HazardFit:
+    """The hazard LPM answer ~ action + regime + β·run + γ·earlier [+ question] (SPEC §13.4).
+
+    statsmodels gives the point estimates; the question-cluster bootstrap solves
+    each resample from per-question cross-products (identical on the full sample).
+
+    Args:
+        dec: decision table rows of one arm.
+        judgments: "side_channel" or "stated".
+        fixed_effects: include question fixed effects.
+        n_boot: resamples (SPEC: 1,000).
+        seed: bootstrap seed.
+
+    Returns:
+        The HazardFit (NaN coefficients where not identified).
+    """
+    sample = hazard_sample(dec, judgments)
+    n = len(sample)
+    share = float(sample["earlier"].mean()) if n else math.nan
+    if n == 0:
+        nan = Interval(math.nan)
+        return HazardFit(nan, nan, fixed_effects, judgments, 0, share)
+    beta, gamma = fit_statsmodels(sample, fixed_effects)
+    g, h, cols = question_crossproducts(sample, fixed_effects)
+    parts = [lstsq_weighted(g, h, w, cols) for w in resample_weights(g.shape[0], n_boot, seed)]
+    boot = np.vstack(parts) if parts else np.empty((0, 2))
+    n_q = g.shape[0]
+    return HazardFit(summarize(beta, boot[:, 0], n_q), summarize(gamma, boot[:, 1], n_q),
+                     fixed_effects, judgments, n, share)

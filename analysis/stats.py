@@ -1,0 +1,317 @@
+"""Seeded, vectorised bootstrap machinery (SPEC §13): percentile intervals, paired
+differences by question, question-cluster resampling, one-sided p, Holm, non-inferiority.
+
+Every resample is a row of a weight matrix ``W`` (resamples × clusters) holding how
+often each cluster (question) was drawn. A statistic is a function of ``W`` that
+returns one value (or one vector) per row, computed from per-cluster arrays with
+matrix products, so no Python loop runs over rows of data inside a resample; the
+only loop is over batches of resamples, which bounds memory. Row ``ones`` (every
+cluster once) gives the point estimate.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+N_BOOT = 2000
+"""Default number of question-level resamples (SPEC §13)."""
+LEVEL = 0.95
+NONINFERIORITY_MARGIN = -0.05
+_BATCH = 250
+"""Resamples drawn per batch; each batch has its own seeded stream, so results depend
+only on (seed, number of resamples), never on memory settings."""
+
+Statistic = Callable[[np.ndarray], np.ndarray]
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A point estimate with its percentile bootstrap interval.
+
+    Attributes:
+        estimate: the statistic on the observed data (NaN when undefined).
+        low: lower percentile bound (NaN when undefined).
+        high: upper percentile bound.
+        n: number of clusters (questions) the estimate rests on.
+        p: one-sided p, the share of resampled values <= 0 (NaN unless asked for).
+        n_boot: resamples in which the statistic was defined.
+    """
+
+    estimate: float
+    low: float = math.nan
+    high: float = math.nan
+    n: int = 0
+    p: float = math.nan
+    n_boot: int = 0
+
+    @property
+    def defined(self) -> bool:
+        """Whether the point estimate exists (its group was not empty)."""
+        return not math.isnan(self.estimate)
+
+
+UNDEFINED = Interval(math.nan)
+
+
+def resample_weights(n_clusters: int, n_boot: int, seed: int = 0) -> Iterator[np.ndarray]:
+    """Yield cluster-bootstrap weight matrices in batches.
+
+    Each row is one resample: ``n_clusters`` draws with replacement, counted per
+    cluster. Batch ``i`` uses ``numpy.random.default_rng([seed, i])``.
+
+    Args:
+        n_clusters: number of clusters (questions) to resample.
+        n_boot: total number of resamples.
+        seed: seed of the streams.
+
+    Yields:
+        float arrays of shape (batch, n_clusters) whose rows sum to ``n_clusters``.
+    """
+    done, batch = 0, 0
+    while done < n_boot:
+        b = min(_BATCH, n_boot - done)
+        rng = np.random.default_rng([seed, batch])
+        idx = rng.integers(0, n_clusters, size=(b, n_clusters))
+        flat = (idx + (np.arange(b) * n_clusters)[:, None]).ravel()
+        counts = np.bincount(flat, minlength=b * n_clusters).reshape(b, n_clusters)
+        yield counts.astype(float)
+        done += b
+        batch += 1
+
+
+def bootstrap(statistic: Statistic, n_clusters: int, n_boot: int = N_BOOT,
+              seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Evaluate a weight-matrix statistic on the data and on cluster resamples.
+
+    Args:
+        statistic: maps a (b, n_clusters) weight matrix to an array of shape (b,)
+            or (b, k); NaN marks a resample where the statistic is undefined.
+        n_clusters: number of clusters.
+        n_boot: number of resamples (0: point estimate only).
+        seed: bootstrap seed.
+
+    Returns:
+        (estimate of shape (k,), resampled values of shape (n_boot, k)).
+    """
+    with np.errstate(divide="ignore", invalid="ignore"):
+        est = np.asarray(statistic(np.ones((1, n_clusters))), dtype=float).reshape(1, -1)[0]
+        if n_clusters == 0:
+            return est * np.nan, np.full((n_boot, est.size), np.nan)
+        parts = [np.asarray(statistic(w), dtype=float).reshape(w.shape[0], -1)
+                 for w in resample_weights(n_clusters, n_boot, seed)]
+    boot = np.vstack(parts) if parts else np.empty((0, est.size))
+    return est, boot
+
+
+def percentile_interval(boot: np.ndarray, level: float = LEVEL) -> tuple[float, float]:
+    """Percentile interval of resampled values, ignoring undefined (NaN) resamples.
+
+    Args:
+        boot: resampled values, shape (n_boot,).
+        level: coverage, e.g. 0.95.
+
+    Returns:
+        (low, high); NaN when no resample is defined.
+    """
+    vals = boot[~np.isnan(boot)]
+    if vals.size == 0:
+        return math.nan, math.nan
+    tail = (1 - level) / 2 * 100
+    low, high = np.percentile(vals, [tail, 100 - tail])
+    return float(low), float(high)
+
+
+def one_sided_p(boot: np.ndarray) -> float:
+    """One-sided p for "greater than 0": the share of resampled values <= 0.
+
+    Args:
+        boot: resampled values (NaN resamples are ignored).
+
+    Returns:
+        The share, or NaN when no resample is defined.
+    """
+    vals = boot[~np.isnan(boot)]
+    return float(np.mean(vals <= 0)) if vals.size else math.nan
+
+
+def summarize(estimate: float, boot: np.ndarray, n: int, with_p: bool = False,
+              level: float = LEVEL) -> Interval:
+    """Turn a point estimate and its resamples into an Interval.
+
+    Args:
+        estimate: statistic on the data.
+        boot: resampled values, shape (n_boot,).
+        n: clusters behind the estimate.
+        with_p: also compute the one-sided p.
+        level: interval coverage.
+
+    Returns:
+        The Interval; everything NaN when the estimate is undefined.
+    """
+    if estimate is None or math.isnan(estimate):
+        return Interval(math.nan, n=n)
+    low, high = percentile_interval(boot, level)
+    p = one_sided_p(boot) if with_p else math.nan
+    return Interval(float(estimate), low, high, n, p, int(np.sum(~np.isnan(boot))))
+
+
+def bootstrap_intervals(statistic: Statistic, n_clusters: int, n_boot: int = N_BOOT,
+                        seed: int = 0, with_p: bool = False) -> tuple[Interval, ...]:
+    """`bootstrap` followed by `summarize` for each output column.
+
+    Args:
+        statistic: weight-matrix statistic (see `bootstrap`).
+        n_clusters: number of clusters.
+        n_boot: resamples.
+        seed: bootstrap seed.
+        with_p: compute one-sided p values.
+
+    Returns:
+        One Interval per output column.
+    """
+    est, boot = bootstrap(statistic, n_clusters, n_boot, seed)
+    return tuple(summarize(float(est[k]), boot[:, k], n_clusters, with_p)
+                 for k in range(est.size))
+
+
+def safe_ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """Elementwise num / den with NaN where den is 0 (an empty group).
+
+    Args:
+        num: numerators.
+        den: denominators (broadcast with `num`).
+
+    Returns:
+        The ratios.
+    """
+    num, den = np.asarray(num, dtype=float), np.asarray(den, dtype=float)
+    out = np.full(np.broadcast(num, den).shape, np.nan)
+    np.divide(num, den, out=out, where=den > 0)
+    return out
+
+
+def cluster_mean(values: np.ndarray, n_boot: int = N_BOOT, seed: int = 0) -> Interval:
+    """Mean of per-cluster values with a cluster-bootstrap interval.
+
+    Args:
+        values: one value per cluster (e.g. a question's mean success).
+        n_boot: resamples.
+        seed: bootstrap seed.
+
+    Returns:
+        The Interval of the mean.
+    """
+    v = np.asarray(values, dtype=float)
+    return bootstrap_intervals(lambda w: (w @ v) / w.sum(axis=1), v.size, n_boot, seed)[0]
+
+
+def paired_difference(a: np.ndarray, b: np.ndarray, n_boot: int = N_BOOT,
+                      seed: int = 0) -> Interval:
+    """Mean of a − b over paired clusters, resampling clusters, with one-sided p.
+
+    Args:
+        a: per-question values of arm A.
+        b: per-question values of arm B, aligned with `a`.
+        n_boot: resamples.
+        seed: bootstrap seed.
+
+    Returns:
+        Interval of mean(a − b) with p = share of resampled differences <= 0.
+    """
+    d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
+    return bootstrap_intervals(lambda w: (w @ d) / w.sum(axis=1), d.size, n_boot, seed,
+                               with_p=True)[0]
+
+
+def mh_risk_difference(n_a: np.ndarray, y_a: np.ndarray, n_b: np.ndarray,
+                       y_b: np.ndarray) -> np.ndarray:
+    """Mantel–Haenszel risk difference over strata (last axis).
+
+    RD = Σ_k w_k (y_ak/n_ak − y_bk/n_bk) / Σ_k w_k with w_k = n_ak n_bk / (n_ak + n_bk);
+    a stratum missing either group has weight 0.
+
+    Args:
+        n_a: group (a) sizes, shape (..., strata).
+        y_a: group (a) events.
+        n_b: group (b) sizes.
+        y_b: group (b) events.
+
+    Returns:
+        RD over the leading axes; NaN where every weight is 0.
+    """
+    n_a, y_a = np.asarray(n_a, dtype=float), np.asarray(y_a, dtype=float)
+    n_b, y_b = np.asarray(n_b, dtype=float), np.asarray(y_b, dtype=float)
+    w = safe_ratio(n_a * n_b, n_a + n_b)
+    w = np.nan_to_num(w)
+    diff = np.nan_to_num(safe_ratio(y_a, n_a) - safe_ratio(y_b, n_b))
+    return safe_ratio((w * diff).sum(axis=-1), w.sum(axis=-1))
+
+
+def holm(pvalues: Sequence[float], alpha: float = 0.05) -> tuple[float, ...]:
+    """Holm-adjusted p values (statsmodels `multipletests`), NaN entries left out.
+
+    Args:
+        pvalues: raw p values of one hypothesis across models.
+        alpha: family-wise error rate.
+
+    Returns:
+        Adjusted p values in the input order (NaN where the input was NaN).
+    """
+    import gc
+
+    from statsmodels.stats.multitest import multipletests
+
+    p = np.asarray(pvalues, dtype=float)
+    out = np.full(p.shape, np.nan)
+    ok = ~np.isnan(p)
+    if ok.any():
+        # multipletests(method="holm") calls gc.collect(), which costs ~0.1 s with large
+        # frames alive; freezing moves existing objects out of the collector's sight.
+        gc.freeze()
+        try:
+            out[ok] = multipletests(p[ok], alpha=alpha, method="holm")[1]
+        finally:
+            gc.unfreeze()
+    return tuple(float(x) for x in out)
+
+
+def noninferior(interval: Interval, margin: float = NONINFERIORITY_MARGIN) -> bool | None:
+    """Non-inferiority of a difference: its lower bound lies above `margin`.
+
+    Args:
+        interval: interval of a difference (arm − comparator).
+        margin: non-inferiority margin (SPEC §13: −0.05).
+
+    Returns:
+        True/False, or None when the interval is undefined.
+    """
+    if math.isnan(interval.low):
+        return None
+    return interval.low > margin
+
+
+def cluster_sums(cluster: np.ndarray, stratum: np.ndarray, values: np.ndarray,
+                 n_clusters: int, n_strata: int) -> np.ndarray:
+    """Sum rows into a (clusters × strata × values) array with one bincount per column.
+
+    Args:
+        cluster: cluster code per row (0 … n_clusters−1).
+        stratum: stratum code per row (0 … n_strata−1).
+        values: (rows, v) array of quantities to sum (e.g. a group flag and an outcome).
+        n_clusters: number of clusters.
+        n_strata: number of strata.
+
+    Returns:
+        float array of shape (n_clusters, n_strata, v).
+    """
+    values = np.asarray(values, dtype=float)
+    if values.ndim == 1:
+        values = values[:, None]
+    key = np.asarray(cluster, dtype=np.int64) * n_strata + np.asarray(stratum, dtype=np.int64)
+    size = n_clusters * n_strata
+    cols = [np.bincount(key, weights=values[:, j], minlength=size) for j in range(values.shape[1])]
+    return np.stack(cols, axis=-1).reshape(n_clusters, n_strata, values.shape[1])

@@ -1,0 +1,218 @@
+"""Success per regime and mean6, and paired differences between arms (SPEC §5.3, §13.1).
+
+A question's success in a regime is the mean of `correct` over its episodes there
+(seeds and replicates); a regime's success is the mean over its questions; mean6
+is the equal-weight mean of the six mean6 regimes. Intervals resample questions,
+and a paired difference resamples the same questions for both arms.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pandas as pd
+
+from analysis.decisions import arm_groups
+from analysis.rows import Row, Table, interval_row
+from analysis.stats import N_BOOT, Interval, bootstrap_intervals, holm, noninferior, safe_ratio
+from core.regimes import MEAN6
+
+MEAN6_LABEL = "mean6"
+REFERENCE = "none"
+
+
+@dataclass(frozen=True)
+class QuestionMatrix:
+    """Per-question, per-regime means of one episode column.
+
+    Attributes:
+        questions: question ids (rows).
+        regimes: regime names (columns), mean6 regimes first in SPEC order.
+        value: (questions, regimes) means; 0 where absent.
+        present: (questions, regimes) whether the question ran in the regime.
+    """
+
+    questions: tuple[str, ...]
+    regimes: tuple[str, ...]
+    value: np.ndarray
+    present: np.ndarray
+
+
+def regime_order(regimes: Sequence[str]) -> tuple[str, ...]:
+    """Order regimes for tables.
+
+    Args:
+        regimes: regime names (any order, repeats allowed).
+
+    Returns:
+        The mean6 regimes present in SPEC order, then any others sorted.
+    """
+    present = set(regimes)
+    return tuple(r for r in MEAN6 if r in present) + tuple(sorted(present - set(MEAN6)))
+
+
+def question_matrix(episodes: pd.DataFrame, column: pd.Series | str = "correct",
+                    questions: Sequence[str] | None = None,
+                    regimes: Sequence[str] | None = None) -> QuestionMatrix:
+    """Average an episode column by question and regime.
+
+    Args:
+        episodes: episodes of one arm.
+        column: a column name or a Series aligned with `episodes`.
+        questions: row order (default: the arm's questions, sorted).
+        regimes: column order (default: `regime_order` of the arm's regimes).
+
+    Returns:
+        The QuestionMatrix.
+    """
+    values = episodes[column] if isinstance(column, str) else column
+    frame = pd.DataFrame({"q": episodes["question_id"].astype(str).to_numpy(),
+                          "r": episodes["regime"].astype(str).to_numpy(),
+                          "v": np.asarray(values, dtype=float)})
+    means = frame.groupby(["q", "r"])["v"].mean().unstack("r")
+    qs = tuple(sorted(means.index)) if questions is None else tuple(questions)
+    rs = regime_order(list(means.columns)) if regimes is None else tuple(regimes)
+    means = means.reindex(index=list(qs), columns=list(rs))
+    present = means.notna().to_numpy()
+    return QuestionMatrix(qs, rs, np.nan_to_num(means.to_numpy(dtype=float)), present)
+
+
+def regime_means(m: QuestionMatrix, weights: np.ndarray, scope: str = MEAN6_LABEL
+                 ) -> np.ndarray:
+    """Per-regime means and their overall mean under question weights.
+
+    Args:
+        m: the question matrix.
+        weights: (b, questions) resample counts.
+        scope: "mean6" (NaN unless all six mean6 regimes are present) or "all"
+            (equal-weight mean of every regime present).
+
+    Returns:
+        (b, regimes + 1) array: one column per regime, then the overall mean.
+    """
+    num = weights @ (m.value * m.present)
+    den = weights @ m.present.astype(float)
+    per = safe_ratio(num, den)
+    if scope == MEAN6_LABEL:
+        cols = [m.regimes.index(r) for r in MEAN6 if r in m.regimes]
+        overall = per[:, cols].mean(axis=1) if len(cols) == len(MEAN6) else np.full(
+            len(per), np.nan)
+    else:
+        overall = per.mean(axis=1) if per.shape[1] else np.full(len(per), np.nan)
+    return np.column_stack([per, overall])
+
+
+def success_by_regime(episodes: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0
+                      ) -> tuple[tuple[str, Interval], ...]:
+    """Success per regime and mean6 for one arm.
+
+    Args:
+        episodes: error-free episodes of one arm.
+        n_boot: question-level resamples.
+        seed: bootstrap seed.
+
+    Returns:
+        ((regime, Interval), …, ("mean6", Interval)); mean6 is NaN unless the arm ran
+        all six mean6 regimes.
+    """
+    m = question_matrix(episodes)
+    res = bootstrap_intervals(lambda w: regime_means(m, w), len(m.questions), n_boot, seed)
+    return tuple(zip((*m.regimes, MEAN6_LABEL), res))
+
+
+def paired_success(a: pd.DataFrame, b: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0
+                   ) -> tuple[tuple[str, Interval], ...]:
+    """Success of arm A minus arm B per regime and mean6, paired by question.
+
+    Only questions both arms ran are used; each resample draws the same questions
+    for both arms. p is the share of resampled differences <= 0 (one-sided, A > B).
+
+    Args:
+        a: error-free episodes of arm A.
+        b: error-free episodes of arm B.
+        n_boot: question-level resamples.
+        seed: bootstrap seed.
+
+    Returns:
+        ((regime, Interval), …, ("mean6", Interval)) over the regimes both ran.
+    """
+    common = sorted(set(a["question_id"].astype(str)) & set(b["question_id"].astype(str)))
+    regimes = regime_order(sorted(set(a["regime"]) & set(b["regime"])))
+    ma = question_matrix(a, questions=common, regimes=regimes)
+    mb = question_matrix(b, questions=common, regimes=regimes)
+
+    def stat(w: np.ndarray) -> np.ndarray:
+        return regime_means(ma, w) - regime_means(mb, w)
+
+    res = bootstrap_intervals(stat, len(common), n_boot, seed, with_p=True)
+    return tuple(zip((*regimes, MEAN6_LABEL), res))
+
+
+def success_table(episodes: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0,
+                  runs: str = "") -> Table:
+    """Success per regime and mean6 for every arm (wide: one line per arm).
+
+    Args:
+        episodes: error-free episodes.
+        n_boot: question-level resamples.
+        seed: bootstrap seed.
+        runs: runs pooled, recorded on each row.
+
+    Returns:
+        Table "success".
+    """
+    rows: list[Row] = []
+    for arm, ep in arm_groups(episodes):
+        for regime, iv in success_by_regime(ep, n_boot, seed):
+            rows.append(interval_row(arm, "success", iv, regime, runs=runs))
+    notes = (("Share of questions answered correctly (F1 ≥ threshold), raw; mean6 = equal-weight "
+             "mean of clean, persistent, recover_after_1–3, late_onset_from_3 (– if one is "
+             "missing); 95% question bootstrap."),)
+    return Table("success", "Success per regime and mean6", tuple(rows), notes, "wide",
+                 (MEAN6_LABEL,))
+
+
+def paired_table(episodes: pd.DataFrame, reference: str = REFERENCE, n_boot: int = N_BOOT,
+                 seed: int = 0, runs: str = "", margin: float = -0.05) -> Table:
+    """Every condition minus `reference` within each model and budget, paired by question.
+
+    Holm adjusts p across models for each (condition, scope) hypothesis; detail
+    says whether non-inferiority at `margin` holds (lower bound > margin).
+
+    Args:
+        episodes: error-free episodes.
+        reference: the comparator condition.
+        n_boot: question-level resamples.
+        seed: bootstrap seed.
+        runs: runs pooled, recorded on each row.
+        margin: non-inferiority margin.
+
+    Returns:
+        Table "paired" (empty when no model ran `reference` and another condition).
+    """
+    arms = dict(arm_groups(episodes))
+    raw: list[Row] = []
+    for (model, cond, budget), ep in arms.items():
+        ref = arms.get((model, reference, budget))
+        if cond == reference or ref is None:
+            continue
+        for scope, iv in paired_success(ep, ref, n_boot, seed):
+            ni = noninferior(iv, margin)
+            detail = "" if ni is None else f"NI({margin:+.2f}) {'yes' if ni else 'no'}"
+            raw.append(interval_row((model, cond, budget), f"success − {reference}", iv, scope,
+                                    detail=detail, runs=runs, with_p=True))
+    adjusted: dict[int, float] = {}
+    keys = sorted({(r.condition, r.budget, r.scope) for r in raw})
+    for key in keys:
+        idx = [i for i, r in enumerate(raw) if (r.condition, r.budget, r.scope) == key]
+        for i, p in zip(idx, holm([raw[i].p for i in idx])):
+            adjusted[i] = p
+    rows = tuple(replace(r, p_holm=adjusted.get(i, math.nan)) for i, r in enumerate(raw))
+    notes = ((f"Condition − {reference} on the same questions; p = share of resampled "
+             "differences ≤ 0 (one-sided); p_holm: Holm across models; NI: non-inferiority "
+             f"(lower bound > {margin:+.2f})."),)
+    return Table("paired", f"Paired success differences against '{reference}'", rows, notes,
+                 "wide", (MEAN6_LABEL,))

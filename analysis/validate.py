@@ -1,0 +1,239 @@
+"""Do the measures mean what they claim? Run the simulated policies through the real
+pipeline and check the separation of SPEC §13.7 (paper App. C.1, Table 7).
+
+Every built-in sim policy runs under condition "none", budget 8, in the five failure
+regimes, into lab.db under the run "validate-measures" (episodes already stored are
+reused). For each policy we report I, the design-label contrast and the own-judgment
+Δ. Time- and deadline-driven policies, and an evidence threshold beyond the usable
+budget (own7), must come out ≈ 0 on Δ and on the design contrast; evidence-driven
+policies with a threshold inside the budget must come out > 0. I is reported, not
+checked: it is positive for a clock by construction (the reason Δ exists).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from sqlite_utils import Database
+
+from analysis.decisions import clean_episodes, decision_table
+from analysis.delta import Contrast, design_contrast, time_matched_contrast
+from analysis.hazard import IntegrationIndex, integration_index
+from analysis.rows import Row, Table, interval_row
+from analysis.stats import N_BOOT, Interval
+from core.data import Question
+from core.errors import LabError
+from core.regimes import FAILURE_REGIMES, ForeignPool
+
+RUN = "validate-measures"
+BUDGET = 8
+CONDITION = "none"
+ZERO_TOLERANCE = 0.05
+"""A "≈ 0" measure passes when its interval covers 0 or |estimate| ≤ this."""
+EXPECTED = (
+    ("sim-never", "zero"), ("sim-deadline", "zero"), ("sim-clock4", "zero"),
+    ("sim-clock6", "zero"), ("sim-hazard-time", "zero"), ("sim-own3", "positive"),
+    ("sim-own5", "positive"), ("sim-own7", "zero"), ("sim-design3", "positive"),
+    ("sim-design5", "positive"), ("sim-hazard-own", "positive"),
+)
+"""(built-in sim, expected sign of Δ and of the design contrast), paper Table 7."""
+
+
+class ValidationFailed(LabError):
+    """A simulated policy did not separate as the measures claim."""
+
+
+def separates(interval: Interval, expected: str) -> bool:
+    """Whether one measure came out as expected.
+
+    Args:
+        interval: the measure's estimate and interval.
+        expected: "zero" (interval covers 0, |estimate| ≤ ZERO_TOLERANCE, or undefined)
+            or "positive" (lower bound > 0).
+
+    Returns:
+        True when it did.
+    """
+    if expected == "positive":
+        return not math.isnan(interval.low) and interval.low > 0
+    if not interval.defined:
+        return True
+    covers = not math.isnan(interval.low) and interval.low <= 0 <= interval.high
+    return covers or abs(interval.estimate) <= ZERO_TOLERANCE
+
+
+@dataclass(frozen=True)
+class PolicyCheck:
+    """The three measures for one simulated policy.
+
+    Attributes:
+        model: the sim's name.
+        expected: "zero" or "positive" for Δ and the design contrast.
+        index: integration index I (reported, not checked).
+        design: design-label contrast.
+        delta: own-judgment Δ.
+    """
+
+    model: str
+    expected: str
+    index: IntegrationIndex
+    design: Contrast
+    delta: Contrast
+
+    @property
+    def passed(self) -> bool:
+        """Δ and the design contrast both separate as expected."""
+        return (separates(self.delta.interval, self.expected)
+                and separates(self.design.interval, self.expected))
+
+
+@dataclass(frozen=True)
+class Validation:
+    """Outcome of `validate_measures`.
+
+    Attributes:
+        checks: one PolicyCheck per policy.
+        n_questions: questions per cell.
+        seeds: seeds run.
+        episodes: episodes analysed.
+        new_episodes: episodes run now (the rest were reused).
+    """
+
+    checks: tuple[PolicyCheck, ...]
+    n_questions: int
+    seeds: tuple[int, ...]
+    episodes: int
+    new_episodes: int
+
+    @property
+    def passed(self) -> bool:
+        """Every policy separates as expected."""
+        return all(c.passed for c in self.checks)
+
+    def failures(self) -> tuple[str, ...]:
+        """Names of the policies that did not separate."""
+        return tuple(c.model for c in self.checks if not c.passed)
+
+
+async def _run_cells(db: Database, questions: Sequence[Question], pool: ForeignPool,
+                     seeds: Sequence[int], models: Sequence[str],
+                     question_set: str | None, progress: Callable[[int], None] | None) -> int:
+    from core import store
+    from core.conditions import parse_condition
+    from core.models.registry import builtin_models, make_client
+    from core.regimes import parse_regime
+    from core.runner import CellSpec, run_questions
+
+    specs = builtin_models()
+    run_id = store.ensure_run(db, RUN)
+    stored = 0
+    for seed in seeds:
+        for name in models:
+            for regime in FAILURE_REGIMES:
+                cell = CellSpec(specs[name], parse_condition(CONDITION), parse_regime(regime),
+                                question_set, BUDGET, seed)
+                cell_id = store.ensure_cell(db, run_id, cell.columns())
+                stored += await run_questions(db, cell_id, cell, questions, pool,
+                                              make_client(cell.model))
+                if progress is not None:
+                    progress(1)
+    return stored
+
+
+def n_cells(seeds: Sequence[int], models: Sequence[str] | None = None) -> int:
+    """Number of cells `validate_measures` runs (for a progress bar).
+
+    Args:
+        seeds: the seeds.
+        models: the sims (default: all of EXPECTED).
+
+    Returns:
+        seeds × sims × five failure regimes.
+    """
+    return len(seeds) * len(models or EXPECTED) * len(FAILURE_REGIMES)
+
+
+def validate_measures(db: Database, questions: Sequence[Question], seeds: Sequence[int] = (0,),
+                      models: Sequence[str] | None = None, pool: ForeignPool | None = None,
+                      question_set: str | None = None, n_boot: int = N_BOOT,
+                      seed: int = 0, progress: Callable[[int], None] | None = None
+                      ) -> Validation:
+    """Run the sim policies through the real pipeline and compute I, design contrast and Δ.
+
+    Args:
+        db: an open lab.db (episodes are stored under the run "validate-measures").
+        questions: the questions to run.
+        seeds: cell seeds (each seed is one simulation of every question).
+        models: built-in sims to run (default: all of EXPECTED).
+        pool: source of failed observations (default: `questions`).
+        question_set: question set name recorded on the cells.
+        n_boot: question-level resamples.
+        seed: bootstrap seed.
+        progress: called with 1 after each cell (model × regime × seed) is done.
+
+    Returns:
+        The Validation.
+
+    Raises:
+        ValueError: for a model that is not a built-in sim of EXPECTED.
+    """
+    expected = dict(EXPECTED)
+    names = tuple(models) if models else tuple(expected)
+    unknown = [m for m in names if m not in expected]
+    if unknown:
+        raise ValueError(f"not a built-in sim policy: {unknown[0]!r}; "
+                         f"choose from {', '.join(expected)}")
+    new = asyncio.run(_run_cells(db, questions, pool or ForeignPool(questions), seeds, names,
+                                 question_set, progress))
+    from core.store import episodes_frame, steps_frame
+
+    eps = episodes_frame(db, [RUN], names)
+    ids = {q.id for q in questions}
+    eps = eps.loc[eps["seed"].isin(list(seeds)) & eps["question_id"].isin(ids)
+                  & (eps["budget"] == BUDGET) & (eps["condition"] == CONDITION)
+                  & eps["regime"].isin(FAILURE_REGIMES)]
+    eps, _ = clean_episodes(eps)
+    dec = decision_table(eps, steps_frame(db, [RUN], names))
+    checks = []
+    for name in names:
+        d = dec.loc[dec["model"] == name]
+        checks.append(PolicyCheck(name, expected[name], integration_index(d, n_boot, seed),
+                                  design_contrast(d, n_boot, seed),
+                                  time_matched_contrast(d, "side_channel", "t", n_boot, seed)))
+    return Validation(tuple(checks), len(ids), tuple(seeds), len(eps), new)
+
+
+def validation_table(v: Validation) -> Table:
+    """The validation as a results table (one line per policy).
+
+    Args:
+        v: a Validation.
+
+    Returns:
+        Table "validate" with I, design and Δ per policy, plus "expected" and "passed".
+    """
+    rows: list[Row] = []
+    for c in v.checks:
+        arm = (c.model, CONDITION, BUDGET)
+        ok = "yes" if c.passed else "NO"
+        rows += [interval_row(arm, "I", c.index.index, "failure regimes", "decisions",
+                              c.index.n45 + c.index.n12),
+                 interval_row(arm, "design", c.design.interval, "persistent − late3",
+                              "decisions", c.design.n_a + c.design.n_b, c.design.detail),
+                 interval_row(arm, "delta", c.delta.interval, "own judgments", "decisions",
+                              c.delta.n_a + c.delta.n_b, c.delta.detail),
+                 Row(c.model, CONDITION, BUDGET, "expected", detail=c.expected),
+                 Row(c.model, CONDITION, BUDGET, "passed", detail=ok)]
+    notes = ((f"{v.n_questions} questions × seeds {', '.join(map(str, v.seeds))}; five failure "
+             f"regimes, budget {BUDGET}, condition '{CONDITION}'; {v.episodes} episodes "
+             f"({v.new_episodes} run now, the rest reused from run '{RUN}')."),
+             ("expected: Δ and design ≈ 0 (interval covers 0 or |estimate| ≤ "
+             f"{ZERO_TOLERANCE}) for time/deadline policies and own7 (k beyond the usable "
+             "budget), > 0 (lower bound > 0) for evidence-driven ones; I is not checked "
+             "(a clock scores I > 0 by construction)."))
+    return Table("validate", "Measures on simulated policies (SPEC §13.7)", tuple(rows), notes,
+                 "wide", ("I", "design", "delta"), (),
+                 (("delta", "Δ own"), ("design", "design")))

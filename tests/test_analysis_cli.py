@@ -1,0 +1,145 @@
+"""`lab results`, `lab validate-measures` and `lab export` against a real temporary lab.db."""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from analysis.export import EPISODE_COLUMNS, STEP_COLUMNS
+from analysis.rows import ROW_FIELDS
+from console.results_cmd import export_cmd, results, validate_measures_cmd
+from core import store
+from core.conditions import parse_condition
+from core.data import ids_hash
+from core.demo_data import demo_questions
+from core.errors import LabError
+from core.models.registry import builtin_models, make_client
+from core.regimes import MEAN6, ForeignPool, parse_regime
+from core.runner import CellSpec, run_questions
+
+
+async def _grid(path: Path) -> None:
+    db = store.connect(path)
+    questions = demo_questions()[:20]
+    store.insert_questions(db, demo_questions())
+    pool, specs = ForeignPool(questions), builtin_models()
+    run_id = store.ensure_run(db, "main")
+    for model in ("sim-own5", "sim-clock6"):
+        for cond in ("none", "enforced_rule"):
+            for regime in MEAN6:
+                cell = CellSpec(specs[model], parse_condition(cond), parse_regime(regime), None,
+                                8, 0)
+                cell_id = store.ensure_cell(db, run_id, cell.columns())
+                await run_questions(db, cell_id, cell, questions, pool, make_client(cell.model))
+
+
+@pytest.fixture(scope="module")
+def grid_db(tmp_path_factory) -> Path:
+    """A lab.db with 2 sims × 2 conditions × mean6 × 20 demo questions (480 episodes)."""
+    path = tmp_path_factory.mktemp("grid") / "lab.db"
+    asyncio.run(_grid(path))
+    return path
+
+
+def invoke(command, args, db: Path):
+    return CliRunner().invoke(command, [*args], obj={"db": db, "config": db.with_name("lab.toml")})
+
+
+def test_results_all_prints_tables_and_charts(grid_db):
+    r = invoke(results, ["all", "--resamples", "100"], grid_db)
+    assert r.exit_code == 0, r.output
+    for title in ("Success per regime and mean6", "Time-matched contrast Δ",
+                  "Integration index I", "Stopping hazard", "Stopping and cost",
+                  "Judgment rates", "share of episodes answering at each action"):
+        assert title in r.stdout
+    assert "[+" in r.stdout  # paper-style intervals
+
+
+def test_results_json_rows_carry_the_contract_fields(grid_db):
+    r = invoke(results, ["delta", "--format", "json", "--resamples", "100",
+                         "--models", "sim-own5"], grid_db)
+    assert r.exit_code == 0, r.output
+    rows = json.loads(r.stdout)
+    assert rows and {"model", "condition", "measure", "estimate", "ci_low", "ci_high",
+                     "n"} <= set(rows[0])
+    assert {row["model"] for row in rows} == {"sim-own5"}
+    own = [x for x in rows if x["measure"] == "delta" and x["scope"] == "own judgments, by t"]
+    assert all(x["ci_low"] > 0 for x in own)  # own5 stops on its own judgments
+
+
+def test_results_csv_has_a_header_row(grid_db):
+    r = invoke(results, ["success", "--format", "csv", "--resamples", "50", "--run", "main"],
+               grid_db)
+    assert r.exit_code == 0, r.output
+    header = r.stdout.splitlines()[0].split(",")
+    assert header == ["table", *ROW_FIELDS]
+
+
+def test_results_repaired_falls_back_to_raw_and_says_so(grid_db):
+    r = invoke(results, ["cost", "--repaired", "--resamples", "20", "--format", "json"], grid_db)
+    assert r.exit_code == 0
+    assert "no repaired answers stored yet" in r.stderr
+    json.loads(r.stdout)  # stdout stays valid JSON
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--run", "nope"], "no run named 'nope'"),
+    (["--models", "sim-x"], "no episodes of model 'sim-x'"),
+    (["bogus"], None),
+])
+def test_results_bad_selection_exits_non_zero(grid_db, args, message):
+    r = invoke(results, args, grid_db)
+    assert r.exit_code != 0
+    if message:
+        assert isinstance(r.exception, LabError) and message in str(r.exception)
+
+
+def test_results_on_an_empty_db_explains(tmp_path):
+    r = invoke(results, [], tmp_path / "lab.db")
+    assert r.exit_code == 1 and "no finished episodes" in str(r.exception)
+
+
+def test_export_writes_documented_columns(grid_db, tmp_path):
+    out = tmp_path / "export"
+    r = invoke(export_cmd, [str(out), "--resamples", "20"], grid_db)
+    assert r.exit_code == 0, r.output
+    with open(out / "episodes.csv", encoding="utf-8") as f:
+        rows = list(csv.reader(f))
+    assert tuple(rows[0]) == EPISODE_COLUMNS and len(rows) == 1 + 480
+    with open(out / "steps.csv", encoding="utf-8") as f:
+        steps = list(csv.DictReader(f))
+    assert tuple(steps[0]) == STEP_COLUMNS
+    assert steps[0]["t"] == "1" and steps[0]["model"] in ("sim-own5", "sim-clock6")
+    assert {s["obs_failed"] for s in steps} <= {"0", "1", ""}
+    for name in ("success", "paired", "delta", "index", "hazard", "cost", "judgments"):
+        with open(out / f"{name}.csv", encoding="utf-8") as f:
+            assert next(csv.reader(f)) == list(ROW_FIELDS)
+    assert not list(out.glob(".*.tmp"))
+
+
+def test_export_into_a_file_path_fails_cleanly(grid_db, tmp_path):
+    target = tmp_path / "file.csv"
+    target.write_text("x")
+    r = invoke(export_cmd, [str(target)], grid_db)
+    assert r.exit_code == 1 and "not a directory" in str(r.exception)
+
+
+def test_validate_measures_command_on_a_small_set(tmp_path):
+    db_path = tmp_path / "lab.db"
+    db = store.connect(db_path)
+    questions = demo_questions()
+    store.insert_questions(db, questions)
+    ids = [q.id for q in questions[:20]]
+    store.save_question_set(db, "small", "demo", ids, 1, (), False, ids_hash(ids))
+    r = invoke(validate_measures_cmd, ["--set", "small", "--seeds", "2", "--resamples", "200",
+                                       "--format", "json"], db_path)
+    assert r.exit_code == 0, r.output
+    rows = json.loads(r.stdout)
+    passed = {x["model"]: x["detail"] for x in rows if x["measure"] == "passed"}
+    assert len(passed) == 11 and set(passed.values()) == {"yes"}
+    assert store.count(store.connect(db_path), "episodes") == 11 * 5 * 20 * 2
