@@ -9,9 +9,10 @@ from pathlib import Path
 import click
 
 from analysis.measures import compute, load_frames
+from analysis.outcomes import evaluate
 from analysis.tables import render_results
 from console.demo_cmd import DEMO_RUN, ensure_demo_set, run_demo
-from console.prereg_cmd import prereg_group
+from console.prereg_cmd import outcome_lines, prereg_group
 from console.queue_cmd import CONTROL_COMMANDS, enqueue_cmd, status_cmd, tail_cmd, worker_cmd
 from console.render import step_lines, summary_lines
 from console.results_cmd import COMMANDS as RESULTS_COMMANDS
@@ -22,6 +23,7 @@ from core.demo_data import demo_questions
 from core.errors import ConfigError, LabError
 from core.models.registry import load_registry, make_client, resolve_model
 from core.regimes import ForeignPool, parse_regime
+from core.store import prereg as prereg_rows
 from core.runner import CellSpec, run_one, setup_for
 
 HELD_OUT_PREFIXES = ("test", "fresh")
@@ -265,18 +267,22 @@ def demo(ctx: click.Context, workers: int) -> None:
     """Run the main job on the bundled demo data, from nothing, and print the tables.
 
     Creates lab.db, loads the demo questions, creates the demo question set,
-    enqueues a sim grid (5 sim policies × 5 conditions × the six mean6 regimes),
-    runs an embedded worker until done and prints the success, Δ and cost tables.
+    freezes a demo amendment with registered tests, enqueues a sim grid (5 sim policies × 5 conditions × the six mean6 regimes),
+    runs an embedded worker until done and prints the success, Δ and cost tables
+    and the outcomes of the registered tests.
     Running it again reuses everything already stored.
 
     \b
     Example:
       lab --db demo.db demo
     """
-    run_demo(Path(ctx.obj["db"]), Path(ctx.obj["config"]), workers=workers)
-    frames = load_frames(store.connect(ctx.obj["db"]), runs=[DEMO_RUN])
+    amendment = run_demo(Path(ctx.obj["db"]), Path(ctx.obj["config"]), workers=workers)
+    db = store.connect(ctx.obj["db"])
+    frames = load_frames(db, runs=[DEMO_RUN])
     click.echo(render_results(compute(frames, ("success", "delta", "cost")),
                               colorless=not sys.stdout.isatty()))
+    click.echo(f"\nRegistered tests of {amendment} (frozen before the demo runs)")
+    click.echo("\n".join(outcome_lines(evaluate(prereg_rows.amendment(db, amendment), frames))))
 
 
 for _command in (enqueue_cmd, worker_cmd, status_cmd, tail_cmd, *CONTROL_COMMANDS,

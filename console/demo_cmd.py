@@ -8,12 +8,13 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from core import store
+from core import prereg, store
 from core.data import ids_hash
 from core.demo_data import demo_questions
 from core.errors import StoreError
 from core.models.registry import load_registry
 from core.regimes import MEAN6
+from core.store import prereg as prereg_rows
 from jobs.control import enqueue_grid, status
 from jobs.grid import GridRequest
 from jobs.settings import WorkerSettings
@@ -36,18 +37,55 @@ def ensure_demo_set(db) -> None:
         store.save_question_set(db, DEMO_SET, "demo", ids, 0, [], False, ids_hash(ids))
 
 
-def demo_request() -> GridRequest:
+DEMO_TITLE = "Demo: the enforced rule on simulated agents"
+DEMO_BODY = """The demo grid runs five simulated policies with known stopping behaviour.
+
+- D1: for an agent that never stops on its own, the enforced rule raises mean6 success.
+- D2: for agents that stop by the clock or the deadline, the time-matched contrast is
+  not positive (its 95% upper bound stays below +0.06).
+- D3: under the enforced rule, stopping follows the agent's own judgments (Δ > 0).
+"""
+DEMO_TESTS = [
+    {"id": "D1", "kind": "paired_diff", "metric": "mean6", "a": "enforced_rule", "b": "none",
+     "alternative": "greater", "correction": "holm", "models": ["sim-never"]},
+    {"id": "D2", "kind": "delta_bound", "condition": "none", "bound": "upper",
+     "threshold": 0.06, "models": ["sim-never", "sim-deadline", "sim-clock6"]},
+    {"id": "D3", "kind": "delta_bound", "condition": "enforced_rule", "bound": "lower",
+     "threshold": 0.0, "models": ["sim-never", "sim-deadline"]},
+]
+
+
+def ensure_demo_amendment(db, models) -> str:
+    """The frozen demo amendment (created and frozen before the demo runs, once)."""
+    for row in prereg_rows.amendments(db):
+        if row["title"] == DEMO_TITLE and row["state"] == "frozen":
+            return str(row["id"])
+    scope = {"models": list(DEMO_MODELS), "conditions": list(DEMO_CONDITIONS),
+             "regimes": list(MEAN6), "question_sets": [DEMO_SET], "budgets": [8]}
+    amendment_id = prereg.create(db, DEMO_TITLE, DEMO_BODY, DEMO_TESTS, scope)
+    prereg.freeze(db, amendment_id, models)
+    return amendment_id
+
+
+def demo_request(amendment: str | None = None) -> GridRequest:
     """The demo grid: several sim policies × conditions × the six mean6 regimes."""
     return GridRequest(models=DEMO_MODELS, conditions=DEMO_CONDITIONS, regimes=MEAN6,
-                       question_set=DEMO_SET, run=DEMO_RUN)
+                       question_set=DEMO_SET, run=DEMO_RUN, amendment=amendment)
 
 
-def run_demo(db_path: Path, config_path: Path, workers: int = 2) -> None:
-    """Create, enqueue and run the demo grid with an embedded worker and a progress bar."""
+def run_demo(db_path: Path, config_path: Path, workers: int = 2) -> str:
+    """Create, freeze, enqueue and run the demo with an embedded worker and a progress bar.
+
+    Returns:
+        The id of the demo amendment governing the run.
+    """
     db = store.connect(db_path)
     ensure_demo_set(db)
+    models = load_registry(config_path)
+    amendment = ensure_demo_amendment(db, models)
+    click.echo(f"demo amendment {amendment} is frozen: {len(DEMO_TESTS)} registered tests")
     settings = WorkerSettings(db_path=db_path, config_path=config_path)
-    plan, grid_id, njobs = enqueue_grid(db, settings, demo_request(), load_registry(config_path))
+    plan, grid_id, njobs = enqueue_grid(db, settings, demo_request(amendment), models)
     total = len(plan.cells) * len(plan.question_ids)
     if grid_id is None:
         click.echo(f"demo: all {total} episodes of {len(plan.cells)} cells already stored")
@@ -56,7 +94,7 @@ def run_demo(db_path: Path, config_path: Path, workers: int = 2) -> None:
                    f"episodes in {njobs} jobs")
     remaining = sum(g.expected - g.stored for g in status(db) if g.run == DEMO_RUN)
     if remaining == 0:
-        return
+        return amendment
     console = Console(stderr=True)
     with Progress(TextColumn("running"), BarColumn(), MofNCompleteColumn(),
                   TimeRemainingColumn(), console=console) as progress:
@@ -68,3 +106,4 @@ def run_demo(db_path: Path, config_path: Path, workers: int = 2) -> None:
 
         run_worker(settings, workers=workers, until_idle=True, on_tick=tick)
         tick()
+    return amendment

@@ -238,3 +238,125 @@ def deviation(ctx: click.Context, amendment_id: str, text: str) -> None:
         raise ConfigError("a deviation needs a non-empty text")
     dev = rows.add_deviation(db, amendment_id, text.strip())
     click.echo(f"deviation {dev} logged on {amendment_id}")
+
+
+def _outcomes(db, amendment_ids: list[str], n_boot: int) -> list:
+    from analysis.measures import load_frames
+    from analysis.outcomes import evaluate
+
+    frames = load_frames(db)
+    out = []
+    for amendment_id in amendment_ids:
+        out += evaluate(rows.amendment(db, amendment_id), frames, n_boot=n_boot)
+    return out
+
+
+def outcome_lines(outcomes: list) -> list[str]:
+    """Table lines for registered-test outcomes (three lines per test)."""
+    lines = []
+    for o in outcomes:
+        after = {True: "all after freeze", False: "SOME BEFORE FREEZE", None: "–"}[o.after_freeze]
+        lines.append(f"{o.document:<4} {o.test_id:<6} {o.outcome:<7} {o.prediction}")
+        lines.append(f"{'':<11} {o.numbers}")
+        lines.append(f"{'':<11} episodes used: {o.episodes} ({after})")
+    return lines
+
+
+@prereg_group.command("outcomes")
+@click.argument("amendment_id", required=False)
+@click.option("--resamples", type=click.IntRange(min=100), default=2000, show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def outcomes(ctx: click.Context, amendment_id: str | None, resamples: int,
+             as_json: bool) -> None:
+    """Evaluate registered tests on the data: pass / fail / n.a. with 95% intervals.
+
+    Also states whether every episode a test used started after the freeze of
+    the amendment that registered it. Without ID: every frozen amendment.
+
+    \b
+    Example:
+      lab prereg outcomes A2
+    """
+    db = _db(ctx)
+    ids = [amendment_id] if amendment_id else [
+        r["id"] for r in rows.amendments(db) if r["state"] == "frozen"]
+    if amendment_id:
+        rows.amendment(db, amendment_id)
+    results = _outcomes(db, ids, resamples)
+    if as_json:
+        click.echo(json.dumps([o.to_dict() for o in results], indent=2))
+        return
+    if not results:
+        click.echo("no registered tests to evaluate")
+        return
+    click.echo(f"{'doc':<4} {'test':<6} {'outcome':<7} prediction")
+    click.echo("\n".join(outcome_lines(results)))
+    for amendment in ids:
+        for d in rows.deviations(db, amendment):
+            click.echo(f"deviation on {amendment} ({d['created_at'][:19]}): {d['text']}")
+
+
+def document_markdown(db, n_boot: int = 2000) -> str:
+    """The whole pre-registration as markdown: amendments, hashes, deviations, outcomes."""
+    entries = rows.amendments(db)
+    frozen = [r["id"] for r in entries if r["state"] == "frozen"]
+    results = _outcomes(db, frozen, n_boot) if frozen else []
+    out = ["# Pre-registration", "",
+           f"{len(entries)} entries, {len(frozen)} frozen. Hashes are sha256; each frozen "
+           "entry's hash covers its content, its pins and the previous frozen entry's hash.", ""]
+    for r in entries:
+        out += [f"## {r['id']}: {r['title']}", ""]
+        if r["state"] == "frozen":
+            pins = r["pins"] or {}
+            out += [f"- frozen: {r['frozen_at']} (lab {r['version']})",
+                    f"- sha256: `{r['content_sha256']}`",
+                    f"- previous: `{r['prev_sha256']}`",
+                    f"- pinned: {len(pins.get('prompts', {}))} prompt files, question sets "
+                    + ", ".join(f"{k} `{v[:12]}`" for k, v in pins.get("question_sets", {}).items()),
+                    "- data existed at freeze: " + ("; ".join(
+                        f"run {d['run']} cell {d['cell']} ({d['episodes']} episodes)"
+                        for d in r["data_existed"]) if r["data_existed"] else "no")]
+        else:
+            out.append("- draft (not frozen)")
+        out += ["", r["body"].rstrip() or "_(no body)_", "",
+                "Scope: `" + json.dumps(r["scope"]) + "`", ""]
+        if r["tests"]:
+            out += ["| test | rule |", "|---|---|"]
+            out += [f"| {t['id']} | `{json.dumps({k: v for k, v in t.items() if k != 'id'})}` |"
+                    for t in r["tests"]]
+            out.append("")
+        for d in rows.deviations(db, r["id"]):
+            out.append(f"- **Deviation {d['id']}** ({d['created_at'][:19]}): {d['text']}")
+        out.append("")
+    if results:
+        out += ["## Outcomes", "", "| doc | test | prediction | outcome | numbers | "
+                "episodes after freeze |", "|---|---|---|---|---|---|"]
+        for o in results:
+            after = {True: "all", False: "**no**", None: "–"}[o.after_freeze]
+            out.append(f"| {o.document} | {o.test_id} | {o.prediction} | {o.outcome} | "
+                       f"{o.numbers} | {after} ({o.episodes}) |")
+    return "\n".join(out) + "\n"
+
+
+@prereg_group.command("export")
+@click.argument("file", type=FILE, required=False)
+@click.option("--resamples", type=click.IntRange(min=100), default=2000, show_default=True)
+@click.pass_context
+def export(ctx: click.Context, file: Path | None, resamples: int) -> None:
+    """Write the whole document (amendments, hashes, deviations, outcomes) as markdown.
+
+    Without FILE it prints to stdout.
+
+    \b
+    Example:
+      lab prereg export prereg.md
+    """
+    text = document_markdown(_db(ctx), resamples)
+    if file is None:
+        click.echo(text, nl=False)
+        return
+    tmp = file.with_name(file.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(file)
+    click.echo(f"wrote {file}")

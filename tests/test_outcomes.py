@@ -1,0 +1,111 @@
+"""Registered tests evaluated on real runs of simulated agents: register → freeze → run → verdict."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from analysis.measures import load_frames
+from analysis.outcomes import evaluate, prediction_text
+from console.cli import main
+from console.demo_cmd import ensure_demo_set
+from core import prereg, store
+from core.data import ids_hash
+from core.models.registry import builtin_models
+from core.store import prereg as rows
+from jobs.control import enqueue_grid
+from jobs.grid import GridRequest
+from jobs.settings import WorkerSettings
+from jobs.worker import run_worker
+
+REGIMES = ["clean", "persistent", "recover_after_1", "recover_after_2", "recover_after_3",
+           "late_onset_from_3"]
+SCOPE = {"models": ["sim-never", "sim-deadline"], "conditions": ["none", "enforced_rule"],
+         "regimes": REGIMES, "question_sets": ["t20"], "budgets": [8]}
+TESTS = [
+    {"id": "P", "kind": "paired_diff", "metric": "mean6", "a": "enforced_rule", "b": "none",
+     "models": ["sim-never"]},
+    {"id": "F", "kind": "paired_diff", "metric": "mean6", "a": "none", "b": "enforced_rule",
+     "models": ["sim-never"]},
+    {"id": "N", "kind": "noninferiority", "metric": "mean6", "a": "enforced_rule", "b": "none",
+     "margin": -0.05, "models": ["sim-never"]},
+    {"id": "D", "kind": "delta_bound", "condition": "none", "bound": "upper", "threshold": 0.06},
+    {"id": "R", "kind": "delta_bound", "condition": "enforced_rule", "bound": "lower",
+     "threshold": 0.0},
+    {"id": "M", "kind": "median_action", "condition": "none", "regime": "persistent", "op": "==",
+     "value": 8, "models": ["sim-deadline"]},
+    {"id": "U", "kind": "median_action", "condition": "none", "regime": "persistent", "op": "==",
+     "value": 8, "models": ["sim-never"]},
+    {"id": "S", "kind": "answered_share", "condition": "enforced_rule", "regime": "persistent",
+     "op": ">", "value": 0.5},
+    {"id": "A", "kind": "answered_share", "condition": "none", "regime": "persistent",
+     "op": ">=", "value": 1.0, "at_action": 8, "models": ["sim-deadline"]},
+    {"id": "I", "kind": "index_bound", "condition": "enforced_rule", "bound": "lower",
+     "threshold": 0.1},
+]
+
+
+@pytest.fixture
+def governed(db_path):
+    db = store.connect(db_path)
+    ensure_demo_set(db)
+    ids = store.question_set(db, "demo")["ids"][:20]
+    store.save_question_set(db, "t20", "demo", ids, 5, [], True, ids_hash(ids))
+    models = builtin_models()
+    prereg.create(db, "sims", "", TESTS, SCOPE)
+    prereg.freeze(db, "A1", models)
+    settings = WorkerSettings(db_path=db_path)
+    enqueue_grid(db, settings, GridRequest(models=tuple(SCOPE["models"]),
+                                           conditions=tuple(SCOPE["conditions"]),
+                                           regimes=tuple(REGIMES), question_set="t20",
+                                           run="gov", amendment="A1"), models)
+    run_worker(settings, until_idle=True)
+    return db
+
+
+def test_outcomes_follow_the_data(governed):
+    db = governed
+    got = {o.test_id: o for o in evaluate(rows.amendment(db, "A1"), load_frames(db), n_boot=500)}
+    verdicts = {k: o.outcome for k, o in got.items()}
+    assert verdicts == {"P": "pass", "F": "fail", "N": "pass", "D": "pass", "R": "pass",
+                        "M": "pass", "U": "n.a.", "S": "pass", "A": "pass", "I": "pass"}
+    assert all(o.after_freeze is True for o in got.values() if o.episodes)
+    assert got["P"].episodes == 2 * 6 * 20  # both arms of one model, six regimes, 20 questions
+    assert "[" in got["P"].numbers and "p=" in got["P"].numbers
+    assert prediction_text(TESTS[0]) == "enforced_rule > none (mean6); one-sided, Holm"
+
+
+def test_data_before_freeze_is_flagged(db_path):
+    db = store.connect(db_path)
+    ensure_demo_set(db)
+    ids = store.question_set(db, "demo")["ids"][:20]
+    store.save_question_set(db, "t20", "demo", ids, 5, [], False, ids_hash(ids))
+    settings = WorkerSettings(db_path=db_path)
+    models = builtin_models()
+    enqueue_grid(db, settings, GridRequest(models=("sim-never",), conditions=("none",
+                                           "enforced_rule"), regimes=tuple(REGIMES),
+                                           question_set="t20", run="early"), models)
+    run_worker(settings, until_idle=True)
+    prereg.create(db, "late registration", "", TESTS[:1], SCOPE)
+    frozen = prereg.freeze(db, "A1", models)
+    assert frozen["data_existed"] and sum(d["episodes"] for d in frozen["data_existed"]) == 240
+    (outcome,) = evaluate(rows.amendment(db, "A1"), load_frames(db), n_boot=200)
+    assert outcome.after_freeze is False
+
+
+def test_outcomes_and_export_cli(governed, db_path, tmp_path, capsys):
+    base = ["--db", str(db_path)]
+    assert main([*base, "prereg", "deviation", "A1", "reran one job"]) == 0
+    capsys.readouterr()
+    assert main([*base, "prereg", "outcomes", "A1", "--resamples", "200"]) == 0
+    out = capsys.readouterr().out
+    assert "A1   P      pass" in out and "all after freeze" in out and "reran one job" in out
+    assert main([*base, "prereg", "outcomes", "--json", "--resamples", "200"]) == 0
+    rows_json = json.loads(capsys.readouterr().out)
+    assert {r["test_id"] for r in rows_json} == {t["id"] for t in TESTS}
+    target = tmp_path / "prereg.md"
+    assert main([*base, "prereg", "export", str(target), "--resamples", "200"]) == 0
+    text = target.read_text()
+    assert "## A1: sims" in text and "Deviation 1" in text and "## Outcomes" in text
+    assert rows.amendment(store.connect(db_path), "A1")["content_sha256"] in text
