@@ -21,6 +21,7 @@ from analysis.tables import render_results, render_table
 from analysis.validate import ValidationFailed, n_cells, validate_measures, validation_table
 from core import store
 from core.errors import ConfigError, StoreError
+from core.store import prereg as prereg_rows
 
 FORMATS = ("table", "csv", "json")
 NO_REPAIRED = ("note: no repaired answers stored yet (answer repair, SPEC §8.5, is not run in "
@@ -67,7 +68,8 @@ def _rows_out(dicts: list[dict[str, object]], fmt: str) -> str:
     if fmt == "json":
         return json.dumps(dicts, ensure_ascii=False, indent=1)
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=["table", *ROW_FIELDS], lineterminator="\n")
+    writer = csv.DictWriter(buf, fieldnames=["table", *ROW_FIELDS, "provenance"],
+                            lineterminator="\n")
     writer.writeheader()
     writer.writerows(dicts)
     return buf.getvalue().rstrip("\n")
@@ -103,11 +105,28 @@ def results(ctx: click.Context, table: str, runs: tuple[str, ...], models: str |
     frames = _frames(db, runs, _models(models), ctx.obj["db"])
     names = TABLES if table == "all" else (table,)
     res = compute(frames, names, resamples, min(resamples, 1000), seed)
+    provenance = prereg_rows.run_provenance(db, frames.runs)
     if fmt == "table":
         text = render_results(res, charts=True, colorless=not sys.stdout.isatty())
-        click.echo((NO_REPAIRED + "\n\n" if repaired else "") + text)
+        click.echo((NO_REPAIRED + "\n\n" if repaired else "") + "\n".join(
+            provenance_lines(provenance)) + "\n" + text)
         return
-    click.echo(_rows_out([d for t in res.tables for d in t.dicts()], fmt))
+    label = "; ".join(f"{p['run']}: {p['amendment'] or 'exploratory'}"
+                      + (f" ({len(p['deviations'])} deviations)" if p["deviations"] else "")
+                      for p in provenance)
+    click.echo(_rows_out([d | {"provenance": label} for t in res.tables for d in t.dicts()],
+                         fmt))
+
+
+def provenance_lines(provenance: list[dict[str, object]]) -> list[str]:
+    """One line per run (governed by an amendment, or exploratory) and its deviations."""
+    lines = []
+    for p in provenance:
+        state = f"governed by {p['amendment']}" if p["amendment"] else \
+            "EXPLORATORY (no governing amendment)"
+        lines.append(f"run {p['run']}: {state}")
+        lines += [f"  {d}" for d in p["deviations"]]  # type: ignore[attr-defined]
+    return lines
 
 
 @click.command("validate-measures")

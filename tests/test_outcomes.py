@@ -76,7 +76,7 @@ def test_outcomes_follow_the_data(governed):
     assert prediction_text(TESTS[0]) == "enforced_rule > none (mean6); one-sided, Holm"
 
 
-def test_data_before_freeze_is_flagged(db_path):
+def test_data_before_freeze_is_flagged(db_path, capsys):
     db = store.connect(db_path)
     ensure_demo_set(db)
     ids = store.question_set(db, "demo")["ids"][:20]
@@ -92,6 +92,8 @@ def test_data_before_freeze_is_flagged(db_path):
     assert frozen["data_existed"] and sum(d["episodes"] for d in frozen["data_existed"]) == 240
     (outcome,) = evaluate(rows.amendment(db, "A1"), load_frames(db), n_boot=200)
     assert outcome.after_freeze is False
+    assert main(["--db", str(db_path), "results", "success", "--resamples", "100"]) == 0
+    assert "run early: EXPLORATORY" in capsys.readouterr().out
 
 
 def test_outcomes_and_export_cli(governed, db_path, tmp_path, capsys):
@@ -104,6 +106,9 @@ def test_outcomes_and_export_cli(governed, db_path, tmp_path, capsys):
     assert main([*base, "prereg", "outcomes", "--json", "--resamples", "200"]) == 0
     rows_json = json.loads(capsys.readouterr().out)
     assert {r["test_id"] for r in rows_json} == {t["id"] for t in TESTS}
+    assert main([*base, "results", "success", "--resamples", "100"]) == 0
+    out = capsys.readouterr().out
+    assert "run gov: governed by A1" in out and "deviation 1 on A1: reran one job" in out
     target = tmp_path / "prereg.md"
     assert main([*base, "prereg", "export", str(target), "--resamples", "200"]) == 0
     text = target.read_text()

@@ -118,3 +118,16 @@ def scoped_cells(db: Database) -> list[dict[str, Any]]:
         "GROUP BY c.id ORDER BY c.id")
     cols = [d[0] for d in cur.description]
     return [dict(zip(cols, r)) for r in cur.fetchall()]
+
+
+def run_provenance(db: Database, runs: list[str] | tuple[str, ...]) -> list[dict[str, Any]]:
+    """For each run: its amendment (or exploratory) and the deviations logged on it."""
+    out = []
+    for name in runs:
+        row = db.conn.execute("SELECT amendment_id FROM runs WHERE name = ?", (name,)).fetchone()
+        amendment_id = row[0] if row else None
+        devs = deviations(db, amendment_id) if amendment_id else []
+        out.append({"run": name, "amendment": amendment_id,
+                    "deviations": [f"deviation {d['id']} on {amendment_id}: {d['text']}"
+                                   for d in devs]})
+    return out
