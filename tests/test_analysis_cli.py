@@ -77,7 +77,7 @@ def test_results_csv_has_a_header_row(grid_db):
                grid_db)
     assert r.exit_code == 0, r.output
     header = r.stdout.splitlines()[0].split(",")
-    assert header == ["table", *ROW_FIELDS]
+    assert header == ["table", *ROW_FIELDS, "provenance"]
 
 
 def test_results_repaired_falls_back_to_raw_and_says_so(grid_db):
