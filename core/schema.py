@@ -210,6 +210,27 @@ def _initial(db: Database) -> None:
     )
 
 
-SCHEMA_VERSION = 1
+@MIGRATIONS(name="0002_servers")
+def _servers(db: Database) -> None:
+    db.executescript(
+        """
+        CREATE TABLE servers (
+            id INTEGER PRIMARY KEY,
+            model TEXT NOT NULL,             -- registry name
+            served_model TEXT NOT NULL,      -- what the server loads (e.g. Qwen/Qwen3-8B)
+            endpoint TEXT NOT NULL,          -- base URL, as in the registry's endpoints
+            version TEXT,                    -- the server's /version
+            command TEXT NOT NULL,           -- JSON list: the exact command line
+            flags TEXT NOT NULL,             -- JSON object: the settings it was started with
+            pid INTEGER,
+            started_at TEXT NOT NULL,
+            stopped_at TEXT
+        );
+        CREATE INDEX servers_endpoint ON servers(endpoint);
+        """
+    )
+
+
+SCHEMA_VERSION = 2
 """Number of migrations above (bump it with each one; a test checks the count); equals
 `PRAGMA user_version` of an up-to-date lab.db."""

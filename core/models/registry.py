@@ -22,12 +22,17 @@ BACKENDS = ("openai", "anthropic", "sim")
 _COMMON = {"backend", "concurrency"}
 _FIELDS = {
     "openai": _COMMON | {"model", "endpoints", "sampling", "thinking", "max_context",
-                         "timeout_s", "max_retries", "price_per_mtok"},
+                         "timeout_s", "max_retries", "price_per_mtok", "backoff_s",
+                         "backoff_max_s", "tensor_parallel_size"},
     "anthropic": _COMMON | {"model", "sampling", "max_context", "timeout_s", "max_retries",
-                            "price_per_mtok"},
+                            "price_per_mtok", "base_url", "backoff_s", "backoff_max_s"},
     "sim": _COMMON | {"policy", "k", "c", "p_useless_failed", "p_useless_real",
                       "p_answer_useful", "hazard_slope", "p_guess", "latency_ms"},
 }
+_PRICE_KEYS = ("input", "output", "cache_write", "cache_read")
+SERVING_FIELDS = ("endpoints", "concurrency", "base_url", "timeout_s", "max_retries", "backoff_s",
+                  "backoff_max_s", "tensor_parallel_size", "latency_ms")
+"""Where and how a model is served, not what it is: left out of the hashed spec."""
 _REQUIRED = {"openai": ("model", "endpoints"), "anthropic": ("model",), "sim": ("policy",)}
 
 
@@ -52,7 +57,7 @@ class ModelSpec:
 
     def spec(self) -> dict[str, Any]:
         """What the model is (not where it is served): hashed into every cell."""
-        out = {k: v for k, v in self.params.items() if k not in ("endpoints", "concurrency")}
+        out = {k: v for k, v in self.params.items() if k not in SERVING_FIELDS}
         out.update(name=self.name, backend=self.backend)
         return out
 
@@ -124,16 +129,32 @@ def _validate(where: str, name: str, table: Mapping[str, Any]) -> ModelSpec:
                               f"e.g. {{ temperature = 0.7, top_p = 0.8 }}")
     if "thinking" in params:
         _check_type(where, "thinking", params["thinking"], bool)
-    for key in ("max_context", "max_retries"):
+    for key in ("max_context", "max_retries", "tensor_parallel_size"):
         if key in params:
             _check_type(where, key, params[key], int)
-    if "timeout_s" in params:
-        _check_type(where, "timeout_s", params["timeout_s"], (int, float))
+            if params[key] < (0 if key == "max_retries" else 1):
+                raise ConfigError(f"{where}: {key} must be >= "
+                                  f"{0 if key == 'max_retries' else 1}, got {params[key]}")
+    for key in ("timeout_s", "backoff_s", "backoff_max_s"):
+        if key in params:
+            _check_type(where, key, params[key], (int, float))
+            if params[key] < 0 or (key == "timeout_s" and params[key] == 0):
+                raise ConfigError(f"{where}: {key} must be a positive number of seconds, "
+                                  f"got {params[key]}")
+    if "base_url" in params and not (isinstance(params["base_url"], str)
+                                     and params["base_url"].startswith(("http://", "https://"))):
+        raise ConfigError(f"{where}: base_url must be an http(s) URL, "
+                          f"e.g. \"https://api.anthropic.com\"")
     if "price_per_mtok" in params:
         p = params["price_per_mtok"]
         if not isinstance(p, dict) or "input" not in p or "output" not in p:
             raise ConfigError(f"{where}: price_per_mtok needs input and output, "
                               f"e.g. {{ input = 1.0, output = 5.0 }}")
+        for key, value in p.items():
+            if key not in _PRICE_KEYS or isinstance(value, bool) or not isinstance(
+                    value, (int, float)) or value < 0:
+                raise ConfigError(f"{where}: price_per_mtok.{key} must be one of "
+                                  f"{', '.join(_PRICE_KEYS)} with a number >= 0, got {value!r}")
     if backend == "sim":
         if params["policy"] not in POLICIES:
             raise ConfigError(f"{where}: unknown sim policy '{params['policy']}' "
@@ -188,10 +209,17 @@ def make_client(spec: ModelSpec) -> ModelClient:
     """Build the client for a model spec.
 
     Raises:
-        ConfigError: a backend whose client is not part of this version.
+        ConfigError: an unknown backend, or an anthropic model without
+            ANTHROPIC_API_KEY in the environment.
     """
     if spec.backend == "sim":
         params = {k: v for k, v in spec.params.items() if k != "concurrency"}
         return SimClient(spec.name, SimSpec(**params), spec.concurrency)
-    raise ConfigError(f"model '{spec.name}': the {spec.backend} backend's client is not "
-                      f"available in this version of lab (sim models are)")
+    if spec.backend == "openai":
+        from core.models.openai_compat import OpenAIClient
+        return OpenAIClient(spec.name, spec.params, spec.concurrency)
+    if spec.backend == "anthropic":
+        from core.models.anthropic import AnthropicClient
+        return AnthropicClient(spec.name, spec.params, spec.concurrency)
+    raise ConfigError(f"model '{spec.name}': unknown backend '{spec.backend}' "
+                      f"(one of: {', '.join(BACKENDS)})")

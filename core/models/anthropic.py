@@ -1,0 +1,295 @@
+"""The anthropic backend: Claude through the official async SDK (SPEC §9).
+
+- Sampling: `sampling = "default"` (or none) sends no sampling parameter; a table is
+  sent as given (through extra_body, so every SDK version accepts it).
+- Tools: search, lookup and finish (and backup_search when the system prompt offers
+  it) are declared natively. The first tool_use block of a reply is the action: it is
+  returned as the equivalent ReAct text ("Thought: …\\nAction: name\\nAction Input: …")
+  so the shared parser reads it; when that text comes back in the history it is sent
+  as the original tool_use block and the next user message as its tool_result.
+- Turns: consecutive messages of one role (an observation followed by a side-channel
+  question) are merged into one turn with one content block each, so the prefix of a
+  fork is block-for-block the prefix of the acting conversation.
+- Caching: one `cache_control` breakpoint on the newest stable block — the last block of
+  an acting call, the block before the appended question of a fork. Caching starts
+  once the prefix passes the model's minimum cacheable length.
+- Forks (kind other than "act") are sent with tool_choice "none" so that the one-word
+  judgment is text, never a tool call.
+- Usage and cost: input tokens include cache reads and writes (see `core.models.cost`);
+  dollars come from the registry's price_per_mtok.
+- The API key is read from ANTHROPIC_API_KEY only and scrubbed from every error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from core.errors import ConfigError
+from core.models.base import EpisodeView, Generation, Message
+from core.models.cost import Prices
+from core.models.retry import RetryPolicy, call_with_retries
+
+if TYPE_CHECKING:
+    import anthropic
+
+API_KEY_ENV = "ANTHROPIC_API_KEY"
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+
+
+def _tool(name: str, description: str, key: str, what: str) -> dict[str, Any]:
+    return {"name": name, "description": description,
+            "input_schema": {"type": "object", "properties": {key: {
+                "type": "string", "description": what}}, "required": [key]}}
+
+
+TOOLS: tuple[dict[str, Any], ...] = (
+    _tool("search", "Find an article by its title or by words it contains; the article's text "
+          "is returned.", "query", "a title or words to search for"),
+    _tool("lookup", "Return the next sentence of the current article that contains the keyword.",
+          "keyword", "the keyword to look up"),
+    _tool("finish", "Give your final answer and end the task. Keep the answer short, a few "
+          "words at most.", "answer", "the short final answer"),
+)
+BACKUP_TOOL = _tool("backup_search", "A slower, costlier search to use when search fails.",
+                    "query", "a title or words to search for")
+TOOL_KEYS = {"search": "query", "lookup": "keyword", "finish": "answer", "backup_search": "query"}
+
+_THOUGHT_KEY = re.compile(r"^\s*\**thought\**\s*:\s*", re.IGNORECASE)
+_ACTION_LINE = re.compile(r"^[ \t*]*action\b", re.IGNORECASE | re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class ToolUse:
+    """A native tool call the model made, kept to send it back verbatim."""
+
+    id: str
+    name: str
+    input: Mapping[str, Any]
+    thought: str
+
+
+def react_text(thought: str, name: str, tool_input: Mapping[str, Any]) -> str:
+    """The ReAct text equivalent of a tool call (what the shared parser reads)."""
+    value = tool_input.get(TOOL_KEYS.get(name, ""))
+    if not isinstance(value, str):
+        strings = [v for v in tool_input.values() if isinstance(v, str)]
+        value = strings[0] if len(strings) == 1 else json.dumps(dict(tool_input))
+    head = f"Thought: {thought}\n" if thought else ""
+    return f"{head}Action: {name}\nAction Input: {' '.join(value.split())}"
+
+
+def _thought(text: str) -> str:
+    """Prose before a tool call, without a leading `Thought:` or a text-form action."""
+    m = _ACTION_LINE.search(text)
+    if m:
+        text = text[:m.start()]
+    return _THOUGHT_KEY.sub("", text.strip()).strip()
+
+
+def build_request(messages: Sequence[Message], tool_uses: Mapping[tuple[int, str], ToolUse],
+                  kind: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(system blocks, turns) for messages.create, with one cache breakpoint.
+
+    Args:
+        messages: system message first, then user/assistant messages.
+        tool_uses: the tool calls behind this session's replies, keyed by (number of
+            assistant messages before the reply, reply text).
+        kind: "act" puts the breakpoint on the last message; any other kind (a fork
+            of the acting conversation plus one question) on the one before.
+    """
+    system: list[dict[str, Any]] = []
+    turns: list[dict[str, Any]] = []
+    mark = len(messages) - 1 if kind == "act" else len(messages) - 2
+    pending: str | None = None  # id of a tool_use whose result the next user message is
+    replies = 0
+    for i, m in enumerate(messages):
+        text = m["content"] or "(empty)"
+        blocks: list[dict[str, Any]]
+        if m["role"] == "system":
+            blocks = [{"type": "text", "text": text}]
+            system.extend(blocks)
+        elif m["role"] == "assistant" and (replies, m["content"]) in tool_uses:
+            use = tool_uses[(replies, m["content"])]
+            blocks = [{"type": "text", "text": use.thought}] if use.thought else []
+            blocks.append({"type": "tool_use", "id": use.id, "name": use.name,
+                           "input": dict(use.input)})
+            pending = use.id
+        elif m["role"] == "user" and pending is not None:
+            blocks = [{"type": "tool_result", "tool_use_id": pending, "content": text}]
+            pending = None
+        else:
+            blocks = [{"type": "text", "text": text}]
+        replies += m["role"] == "assistant"
+        if i == mark:
+            blocks[-1]["cache_control"] = {"type": "ephemeral"}
+        if m["role"] == "system":
+            continue
+        if turns and turns[-1]["role"] == m["role"]:
+            turns[-1]["content"].extend(blocks)
+        else:
+            turns.append({"role": m["role"], "content": blocks})
+    return system, turns
+
+
+def http_limits(concurrency: int) -> Any:
+    """Pool limits of the SDK's HTTP client: a kept-alive connection per concurrent episode."""
+    import anthropic  # the SDK takes a second to import: only when a Claude model runs
+
+    base = next(c for c in anthropic.DefaultAsyncHttpxClient.__mro__
+                if c.__name__ == "AsyncClient")  # httpx2 in SDK 2.x, httpx before
+    return sys.modules[base.__module__.split(".")[0]].Limits(
+        max_connections=max(100, concurrency * 2), max_keepalive_connections=max(20, concurrency))
+
+
+class AnthropicClient:
+    """A Claude model.
+
+    Args:
+        name: registry name.
+        params: the registry entry (model, sampling, base_url, timeout_s, max_retries,
+            backoff_s, backoff_max_s, price_per_mtok, concurrency).
+        concurrency: concurrent episodes allowed.
+
+    Raises:
+        ConfigError: ANTHROPIC_API_KEY is not set.
+    """
+
+    always_judge = False
+
+    def __init__(self, name: str, params: Mapping[str, Any], concurrency: int) -> None:
+        key = os.environ.get(API_KEY_ENV, "")
+        if not key:
+            raise ConfigError(f"model '{name}': {API_KEY_ENV} is not set; export it in the "
+                              f"environment (it is never read from lab.toml)")
+        self.name = name
+        self.model = str(params["model"])
+        self.concurrency = concurrency
+        self.policy = RetryPolicy.from_params(params)
+        self.prices = Prices.from_params(params)
+        sampling = params.get("sampling")
+        self.sampling = dict(sampling) if isinstance(sampling, Mapping) else {}
+        self.base_url = str(params.get("base_url") or DEFAULT_BASE_URL)
+        self.secrets = (key,)
+        self._api: anthropic.AsyncAnthropic | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def api(self) -> anthropic.AsyncAnthropic:
+        """The SDK client for the running event loop (SDK retries off, explicit timeout)."""
+        import anthropic
+
+        loop = asyncio.get_running_loop()
+        if self._api is None or self._loop is not loop:
+            # An explicit http_client: the SDK's own one closes itself on garbage
+            # collection through the running loop, which fails noisily when that loop
+            # is a later one than the client's.
+            self._api = anthropic.AsyncAnthropic(
+                api_key=self.secrets[0], base_url=self.base_url, max_retries=0,
+                timeout=self.policy.timeout_s,
+                http_client=anthropic.DefaultAsyncHttpxClient(
+                    limits=http_limits(self.concurrency),
+                    timeout=self.policy.timeout_s))
+            self._loop = loop
+        return self._api
+
+    def start(self, view: EpisodeView) -> AnthropicSession:
+        """Open a session for one episode."""
+        return AnthropicSession(self)
+
+    async def close(self) -> None:
+        """Close the HTTP client of the running loop."""
+        if self._api is not None and self._loop is asyncio.get_running_loop():
+            await self._api.close()
+
+
+class AnthropicSession:
+    """One episode's conversation with Claude.
+
+    Attributes:
+        server: the API base URL (recorded per episode).
+    """
+
+    def __init__(self, client: AnthropicClient) -> None:
+        self.client = client
+        self.server = client.base_url
+        self.tool_uses: dict[tuple[int, str], ToolUse] = {}
+
+    def request(self, messages: Sequence[Message], kind: str, max_tokens: int,
+                stop: Sequence[str]) -> dict[str, Any]:
+        """The keyword arguments of one messages.create call."""
+        c = self.client
+        system, turns = build_request(messages, self.tool_uses, kind)
+        tools = list(TOOLS)
+        if any("backup_search" in b["text"] for b in system):
+            tools.append(BACKUP_TOOL)
+        # A fork (judgment, probe) must answer in words: tool_choice "none" there. (That
+        # choice is part of the cache key, so a fork reads the cached tools and system
+        # but not the cached turns; the acting calls keep their cache.)
+        choice = ({"type": "auto", "disable_parallel_tool_use": True} if kind == "act"
+                  else {"type": "none"})
+        body: dict[str, Any] = {"model": c.model, "max_tokens": max_tokens, "messages": turns,
+                                "tools": tools, "tool_choice": choice}
+        if system:
+            body["system"] = system
+        if stop:
+            body["stop_sequences"] = list(stop)
+        if c.sampling:
+            body["extra_body"] = dict(c.sampling)
+        return body
+
+    async def generate(self, messages: Sequence[Message], *, kind: str, max_tokens: int,
+                       stop: Sequence[str] = ()) -> Generation:
+        """One messages.create call, retried per the policy.
+
+        Raises:
+            core.errors.ModelError: context_overflow at once; timeout, connection,
+                server_error, rate_limited, overloaded or bad_response once retries
+                are spent.
+        """
+        import anthropic
+
+        c = self.client
+        body = self.request(messages, kind, max_tokens, stop)
+        start = time.perf_counter()
+        text, use, usage = await call_with_retries(
+            lambda: self._once(body), c.policy, f"{c.name} ({c.model})",
+            (anthropic.AnthropicError,), c.secrets)
+        if use is not None and kind == "act":
+            replies = sum(m["role"] == "assistant" for m in messages)
+            self.tool_uses[(replies, text)] = use
+        plain, output, read, write = usage
+        total = plain + read + write
+        return Generation(text=text, input_tokens=total, output_tokens=output,
+                          cache_read_tokens=read, cache_write_tokens=write,
+                          cost_usd=c.prices.dollars(total, output, read, write),
+                          latency_ms=(time.perf_counter() - start) * 1000)
+
+    async def _once(self, body: dict[str, Any]
+                    ) -> tuple[str, ToolUse | None, tuple[int, int, int, int]]:
+        """One attempt: ReAct text, the tool call it came from, and usage."""
+        resp = await self.client.api().messages.create(**body)
+        if isinstance(resp, str) or resp.content is None:
+            raise ValueError("no content in the response")
+        prose: list[str] = []
+        use: ToolUse | None = None
+        for block in resp.content:
+            if block.type == "text":
+                prose.append(block.text)
+            elif block.type == "tool_use":
+                thought = _thought("\n".join(prose))
+                use = ToolUse(block.id, block.name, dict(block.input or {}), thought)
+                break
+        text = (react_text(use.thought, use.name, use.input) if use is not None
+                else "\n".join(prose).strip())
+        u = resp.usage
+        usage = (int(u.input_tokens or 0), int(u.output_tokens or 0),
+                 int(getattr(u, "cache_read_input_tokens", 0) or 0),
+                 int(getattr(u, "cache_creation_input_tokens", 0) or 0))
+        return text, use, usage

@@ -1,0 +1,273 @@
+"""The openai backend: vLLM's (or any) OpenAI-compatible chat-completions server (SPEC §9).
+
+It speaks the wire format with one `httpx.AsyncClient` per endpoint (and event loop):
+an explicit timeout, retries done here (`core.models.retry`), and for http endpoints
+the keep-alive transport of `core.models.transport`. Why not the `openai` SDK's
+AsyncOpenAI: measured here, its request building and response parsing cost ~0.8 ms
+of CPU per call inside real episodes, which caps one process at ~800 calls/s — below
+the 1,150 calls/s that 128 episodes against a 100 ms server need (SPEC §16,
+bench/concurrency.py); this path costs ~0.3 ms. The request body is the one the SDK
+would send with extra_body.
+
+Every sampling parameter in the registry is sent explicitly — vLLM would otherwise
+apply the model's generation_config.json — and vLLM's extra ones (top_k, min_p,
+repetition_penalty, `chat_template_kwargs.enable_thinking`) sit top-level in the JSON
+body. A new episode goes to the endpoint with the fewest outstanding requests (ties:
+fewest episodes so far) and stays there with all its forks, so its prefix stays in
+that server's cache.
+
+Reasoning text (`reasoning_content` / `reasoning` from vLLM's reasoning parser, or a
+`<think>…</think>` block in the content) is kept in `Generation.reasoning` and removed
+from `Generation.text`, so it is never fed back. Judgment forks are sent with
+thinking off: an 8-token reply has no room for reasoning.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+from core.errors import ConfigError, ModelError
+from core.models.base import EpisodeView, Generation, Message
+from core.models.cost import Prices
+from core.models.retry import LOG, RetryPolicy, StatusFailure, call_with_retries
+from core.models.transport import Response, StreamPool
+
+DOWN_S = 30.0
+"""How long an endpoint that refused or dropped a connection is avoided."""
+API_KEY_ENV = "VLLM_API_KEY"
+"""Environment variable read for servers started with `--api-key` (else "EMPTY")."""
+
+_THINK_RE = re.compile(r"<think>(.*?)</think>", re.IGNORECASE | re.DOTALL)
+
+
+def split_reasoning(text: str) -> tuple[str, str]:
+    """(text without <think> blocks, the reasoning inside them).
+
+    A reply that opens with reasoning but whose `<think>` tag was part of the prompt
+    (Qwen3's template) has only a closing `</think>`: everything before it is reasoning.
+    """
+    parts = [m.strip() for m in _THINK_RE.findall(text)]
+    text = _THINK_RE.sub("", text)
+    if "</think>" in text.lower():
+        i = text.lower().index("</think>")
+        parts.insert(0, text[:i].strip())
+        text = text[i + len("</think>"):]
+    return text.strip(), "\n\n".join(p for p in parts if p)
+
+
+class Endpoint:
+    """One server of a model: its load counters and its connections.
+
+    Plain-http endpoints use `core.models.transport.StreamPool`, https ones httpx;
+    either is made per event loop (connections belong to the loop that opened them,
+    so a worker running each job under its own `asyncio.run` gets fresh ones).
+
+    Args:
+        url: the base URL, e.g. "http://127.0.0.1:8000/v1".
+        key: the bearer token ("EMPTY" when the server has none).
+        timeout_s: read timeout of one call (connect: at most 5 s).
+    """
+
+    def __init__(self, url: str, key: str, timeout_s: float) -> None:
+        self.url = url
+        self.outstanding = 0
+        self.episodes = 0
+        self.down_until = 0.0
+        self.timeout_s = timeout_s
+        self.connect_s = min(5.0, timeout_s)
+        parts = urlsplit(url)
+        self.plain = parts.scheme == "http"
+        self.host, self.port = parts.hostname or "127.0.0.1", parts.port or 80
+        self.authority = parts.netloc.rpartition("@")[2]
+        self.prefix = parts.path.rstrip("/")
+        self.headers = {"authorization": f"Bearer {key}", "content-type": "application/json",
+                        "accept": "application/json"}
+        self._header_lines = "".join(f"{k}: {v}\r\n" for k, v in self.headers.items()).encode()
+        self._conns: StreamPool | httpx.AsyncClient | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def _for_loop(self) -> StreamPool | httpx.AsyncClient:
+        loop = asyncio.get_running_loop()
+        if self._conns is None or self._loop is not loop:
+            if self.plain:
+                self._conns = StreamPool(self.host, self.port, authority=self.authority)
+            else:
+                self._conns = httpx.AsyncClient(
+                    timeout=httpx.Timeout(self.timeout_s, connect=self.connect_s),
+                    headers=self.headers, limits=httpx.Limits(max_connections=1000))
+            self._loop = loop
+        return self._conns
+
+    async def post(self, path: str, body: bytes) -> Response:
+        """POST JSON to `path` under the base URL; returns (status, headers, body).
+
+        Raises:
+            httpx.HTTPError: the connection failed or timed out.
+        """
+        conns = self._for_loop()
+        if isinstance(conns, StreamPool):
+            return await conns.post(f"{self.prefix}/{path}", self._header_lines, body,
+                                    self.connect_s, self.timeout_s)
+        resp = await conns.post(f"{self.url.rstrip('/')}/{path}", content=body)
+        return resp.status_code, resp.headers, resp.content
+
+    async def close(self) -> None:
+        """Close the running loop's connections."""
+        if self._conns is not None and self._loop is asyncio.get_running_loop():
+            if isinstance(self._conns, StreamPool):
+                self._conns.close()
+            else:
+                await self._conns.aclose()
+            self._conns = None
+
+
+class OpenAIClient:
+    """A model served by one or more OpenAI-compatible endpoints.
+
+    Args:
+        name: registry name.
+        params: the registry entry (model, endpoints, sampling, thinking, timeout_s,
+            max_retries, backoff_s, backoff_max_s, price_per_mtok, concurrency).
+        concurrency: concurrent episodes allowed.
+    """
+
+    always_judge = False
+
+    def __init__(self, name: str, params: Mapping[str, Any], concurrency: int) -> None:
+        self.name = name
+        self.model = str(params["model"])
+        self.concurrency = concurrency
+        self.policy = RetryPolicy.from_params(params)
+        self.prices = Prices.from_params(params)
+        self.thinking: bool | None = params.get("thinking")
+        sampling = params.get("sampling")
+        self.sampling: dict[str, Any] = dict(sampling) if isinstance(sampling, Mapping) else {}
+        key = os.environ.get(API_KEY_ENV) or "EMPTY"
+        self.secrets = (key,) if key != "EMPTY" else ()
+        endpoints = params.get("endpoints") or []
+        if not endpoints:
+            raise ConfigError(f"model '{name}': endpoints is empty; e.g. "
+                              f"endpoints = [\"http://127.0.0.1:8000/v1\"]")
+        self.endpoints = [Endpoint(url, key, self.policy.timeout_s) for url in endpoints]
+
+    def pick(self, avoid: Endpoint | None = None) -> Endpoint:
+        """The endpoint with the fewest outstanding requests (ties: fewest episodes).
+
+        Endpoints that refused or dropped a connection in the last DOWN_S seconds (and
+        `avoid`) are passed over while another one is available.
+        """
+        now = time.monotonic()
+        up = [e for e in self.endpoints if e.down_until <= now and e is not avoid]
+        best = min(up or self.endpoints, key=lambda e: (e.outstanding, e.episodes))
+        best.episodes += 1
+        return best
+
+    def start(self, view: EpisodeView) -> OpenAISession:
+        """Open a session pinned to the least-loaded endpoint."""
+        return OpenAISession(self, self.pick())
+
+    def request(self, messages: Sequence[Message], kind: str, max_tokens: int,
+                stop: Sequence[str]) -> dict[str, Any]:
+        """The JSON body of one chat-completions call (vLLM's extra parameters top-level)."""
+        body: dict[str, Any] = {"model": self.model, "messages": [dict(m) for m in messages],
+                                "max_tokens": max_tokens, **self.sampling}
+        if stop:
+            body["stop"] = list(stop)
+        if self.thinking is not None:
+            thinking = self.thinking and kind == "act"
+            body["chat_template_kwargs"] = {"enable_thinking": thinking}
+        return body
+
+    async def close(self) -> None:
+        """Close the running loop's HTTP clients (call at the end of a batch of episodes)."""
+        for e in self.endpoints:
+            await e.close()
+
+
+class OpenAISession:
+    """One episode pinned to one endpoint.
+
+    When its endpoint fails at the connection level (refused, reset) and another one
+    is up, the episode moves there for its remaining calls: a lost prefix cache costs
+    time, a dead endpoint would cost the episode.
+
+    Attributes:
+        server: the endpoint URL serving this episode (the last one, if it moved).
+    """
+
+    def __init__(self, client: OpenAIClient, endpoint: Endpoint) -> None:
+        self.client = client
+        self.endpoint = endpoint
+        self.server = endpoint.url
+
+    async def generate(self, messages: Sequence[Message], *, kind: str, max_tokens: int,
+                       stop: Sequence[str] = ()) -> Generation:
+        """One chat completion on this episode's endpoint, retried per the policy.
+
+        Raises:
+            core.errors.ModelError: context_overflow at once; timeout, connection,
+                server_error, rate_limited or bad_response once retries are spent.
+        """
+        c = self.client
+        body = c.request(messages, kind, max_tokens, stop)
+        start = time.perf_counter()
+        text, reasoning, usage = await call_with_retries(
+            lambda: self._once(body), c.policy, lambda: f"{c.name} at {self.endpoint.url}",
+            (httpx.HTTPError, StatusFailure), c.secrets, on_failure=self._failed)
+        prompt, completion, cached = usage
+        return Generation(text=text, input_tokens=prompt, output_tokens=completion,
+                          cache_read_tokens=cached,
+                          cost_usd=c.prices.dollars(prompt, completion, cached),
+                          latency_ms=(time.perf_counter() - start) * 1000, reasoning=reasoning)
+
+    def _failed(self, err: ModelError) -> None:
+        """After a connection failure: mark the endpoint down, move to another if up."""
+        if err.reason != "connection" or len(self.client.endpoints) == 1:
+            return
+        self.endpoint.down_until = time.monotonic() + DOWN_S
+        moved = self.client.pick(avoid=self.endpoint)
+        if moved is not self.endpoint:
+            LOG.warning("%s: moving an episode from %s to %s", self.client.name,
+                        self.endpoint.url, moved.url)
+            self.endpoint, self.server = moved, moved.url
+
+    async def _once(self, body: dict[str, Any]) -> tuple[str, str, tuple[int, int, int]]:
+        """One attempt: the reply text, its reasoning and (prompt, completion, cached)."""
+        e = self.endpoint
+        e.outstanding += 1
+        try:
+            status, headers, content = await e.post("chat/completions", json.dumps(body).encode())
+        finally:
+            e.outstanding -= 1
+        if status >= 400:
+            raise StatusFailure(status, headers, content.decode("utf-8", "replace"))
+        return read_completion(json.loads(content))
+
+
+def read_completion(data: Any) -> tuple[str, str, tuple[int, int, int]]:
+    """(text, reasoning, (prompt, completion, cached tokens)) of a chat-completion body.
+
+    Raises:
+        ValueError: not a chat completion (no choices[0].message).
+    """
+    try:
+        msg = data["choices"][0]["message"]
+    except (KeyError, IndexError, TypeError):
+        raise ValueError("no choices[0].message in the response") from None
+    content = msg.get("content")
+    text, think = split_reasoning(content if isinstance(content, str) else "")
+    extra = msg.get("reasoning_content") or msg.get("reasoning")
+    reasoning = "\n\n".join(p for p in (extra if isinstance(extra, str) else "", think) if p)
+    u = data.get("usage") or {}
+    details = u.get("prompt_tokens_details") or {}
+    return text, reasoning, (int(u.get("prompt_tokens") or 0), int(u.get("completion_tokens") or 0),
+                             int(details.get("cached_tokens") or 0))

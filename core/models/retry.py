@@ -1,0 +1,242 @@
+"""Timeouts, retries and error classification shared by the HTTP backends (SPEC §11, §17).
+
+Both SDKs (openai, anthropic) are built the same way and raise the same shapes of
+exception: a timeout, a connection error, or a status error carrying the HTTP
+response. `classify` turns any of them into a `ModelError` with a short reason;
+`call_with_retries` retries the retryable ones with exponential backoff and jitter,
+waits at least what a 429/529 `retry-after` header asks, bounds every attempt by a
+hard timeout, and logs each retry. Secrets are scrubbed from every message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import logging
+import random
+import re
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import httpx
+
+from core.errors import ModelError
+
+T = TypeVar("T")
+LOG = logging.getLogger("lab.models")
+
+CONTEXT_RE = re.compile(
+    r"maximum context length|context length|context window|prompt is too long|"
+    r"too many tokens|exceeds? (?:the )?(?:model'?s? )?(?:max(?:imum)? )?(?:context|input)",
+    re.IGNORECASE)
+"""Messages of a too-long prompt: vLLM ("This model's maximum context length is …"),
+llama.cpp ("… exceed context window …") and Anthropic ("prompt is too long")."""
+
+RETRY_AFTER_CAP_S = 120.0
+"""Longest wait a retry-after header may impose before one retry."""
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How one backend times out and retries its calls.
+
+    Attributes:
+        timeout_s: hard limit on one attempt (connect to last byte).
+        max_retries: retries after the first attempt (0 = try once).
+        backoff_s: first backoff delay; doubles per retry.
+        backoff_max_s: cap on one backoff delay (before jitter).
+    """
+
+    timeout_s: float = 60.0
+    max_retries: int = 4
+    backoff_s: float = 1.0
+    backoff_max_s: float = 30.0
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> RetryPolicy:
+        """The policy of a registry entry (timeout_s, max_retries, backoff_s, backoff_max_s)."""
+        return cls(timeout_s=float(params.get("timeout_s", cls.timeout_s)),
+                   max_retries=int(params.get("max_retries", cls.max_retries)),
+                   backoff_s=float(params.get("backoff_s", cls.backoff_s)),
+                   backoff_max_s=float(params.get("backoff_max_s", cls.backoff_max_s)))
+
+    def delay(self, retry: int, rng: random.Random) -> float:
+        """Backoff before retry number `retry` (0-based): exponential, jittered in [½, 1]."""
+        base = min(self.backoff_max_s, self.backoff_s * (2 ** retry))
+        return base * (0.5 + 0.5 * rng.random())
+
+
+class RetryableFailure(ModelError):
+    """A retryable ModelError that may carry the server's retry-after wait."""
+
+    def __init__(self, message: str, reason: str, retry_after_s: float | None = None) -> None:
+        super().__init__(message, reason, retryable=True)
+        self.retry_after_s = retry_after_s
+
+
+class StatusFailure(Exception):
+    """An HTTP error status from a server spoken to without an SDK.
+
+    Attributes:
+        status_code: the HTTP status.
+        headers: the response headers (retry-after is read from them).
+        body: the response text.
+    """
+
+    def __init__(self, status_code: int, headers: Mapping[str, str], body: str) -> None:
+        super().__init__(f"HTTP {status_code}")
+        self.status_code = status_code
+        self.headers = headers
+        self.body = body
+
+
+def redact(text: str, secrets: Sequence[str]) -> str:
+    """`text` with every secret (of 8+ characters) replaced by ***."""
+    for secret in secrets:
+        if secret and len(secret) >= 8:
+            text = text.replace(secret, "***")
+    return text
+
+
+def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
+    """Seconds asked by `retry-after-ms` or `retry-after` (seconds or an HTTP date)."""
+    if not headers:
+        return None
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return max(0.0, float(ms) / 1000)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        return max(0.0, email.utils.parsedate_to_datetime(value).timestamp() - time.time())
+    except (TypeError, ValueError):
+        return None
+
+
+def _body_message(body: object, fallback: str) -> str:
+    """The human part of an error body: error.message, message, or the text itself."""
+    if isinstance(body, (bytes, str)):
+        text = body if isinstance(body, str) else body.decode("utf-8", "replace")
+        try:
+            body = json.loads(text)
+        except ValueError:
+            return " ".join(text.split())[:200] or fallback
+    if isinstance(body, Mapping):
+        err = body.get("error", body)
+        if isinstance(err, Mapping) and isinstance(err.get("message"), str):
+            return " ".join(err["message"].split())[:300]
+        if isinstance(body.get("message"), str):
+            return " ".join(body["message"].split())[:300]
+    return fallback
+
+
+def classify(exc: BaseException, where: str) -> ModelError:
+    """The ModelError for an exception raised by an openai/anthropic SDK call.
+
+    Args:
+        exc: what the call raised.
+        where: endpoint or model, named in the message.
+
+    Returns:
+        A RetryableFailure (timeout, connection, rate_limited, overloaded, server_error,
+        bad_response) or a final ModelError (context_overflow, auth, bad_request).
+    """
+    if isinstance(exc, ModelError):
+        return exc
+    if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
+        return RetryableFailure(f"{where}: no answer within the timeout", "timeout")
+    name = type(exc).__name__
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int):
+        headers = getattr(exc, "headers", None) or getattr(getattr(exc, "response", None),
+                                                           "headers", None)
+        text = _body_message(getattr(exc, "body", None), str(exc))
+        msg = f"{where}: HTTP {status}: {text}"
+        if status == 429:
+            return RetryableFailure(msg, "rate_limited", retry_after_seconds(headers))
+        if status == 529:
+            return RetryableFailure(msg, "overloaded", retry_after_seconds(headers))
+        if status == 408 or status >= 500:
+            return RetryableFailure(msg, "server_error", retry_after_seconds(headers))
+        if status in (400, 413, 422) and CONTEXT_RE.search(text):
+            return ModelError(msg, "context_overflow", retryable=False)
+        if status in (401, 403):
+            return ModelError(f"{msg} (check the API key in the environment)", "auth")
+        return ModelError(msg, "bad_request", retryable=False)
+    if "Timeout" in name:
+        return RetryableFailure(f"{where}: no answer within the timeout", "timeout")
+    if "Connection" in name or isinstance(exc, httpx.TransportError):
+        cause = exc.__cause__ or exc.__context__
+        detail = type(cause).__name__ if cause is not None else " ".join(str(exc).split())[:100]
+        return RetryableFailure(f"{where}: connection failed ({detail or name})", "connection")
+    if isinstance(exc, (ValueError, KeyError, TypeError, AttributeError, IndexError)) or (
+            "ResponseValidation" in name):
+        return RetryableFailure(f"{where}: malformed response ({name})", "bad_response")
+    return RetryableFailure(f"{where}: {name}: {' '.join(str(exc).split())[:200]}", "connection")
+
+
+_HANDLED: tuple[type[BaseException], ...] = (
+    asyncio.TimeoutError, TimeoutError, ValueError, KeyError, TypeError, AttributeError,
+    IndexError, ModelError)
+
+
+async def call_with_retries(call: Callable[[], Awaitable[T]], policy: RetryPolicy,
+                            where: str | Callable[[], str],
+                            errors: tuple[type[BaseException], ...], secrets: Sequence[str] = (),
+                            rng: random.Random | None = None,
+                            on_failure: Callable[[ModelError], None] | None = None) -> T:
+    """Run `call` under the policy: hard timeout per attempt, retry what is retryable.
+
+    Args:
+        call: makes one attempt (a fresh coroutine per call).
+        policy: timeout, retries and backoff.
+        where: endpoint or model, for messages and the retry log (or a function
+            returning it, when the caller may move to another endpoint).
+        errors: the exceptions a failed call raises besides the built-in ones
+            (anthropic.AnthropicError; httpx.HTTPError and StatusFailure).
+        secrets: strings scrubbed from every message (API keys).
+        rng: jitter source (a fresh unseeded one by default).
+        on_failure: called with each retryable failure before its backoff.
+
+    Raises:
+        ModelError: a final error, or the last retryable one once retries are spent;
+            the message says how many attempts were made.
+    """
+    handled = (*errors, *_HANDLED)
+    attempt = 0
+    while True:
+        try:
+            async with asyncio.timeout(policy.timeout_s):
+                return await call()
+        except handled as exc:
+            err = classify(exc, where if isinstance(where, str) else where())
+        err.args = (redact(str(err), secrets),)
+        if not err.retryable:
+            raise ModelError(str(err), err.reason, retryable=False) from None
+        if attempt >= policy.max_retries:
+            tries = attempt + 1
+            raise ModelError(f"{err} (gave up after {tries} attempt{'s' * (tries > 1)})",
+                             err.reason, retryable=True) from None
+        if on_failure is not None:
+            on_failure(err)
+        rng = rng or random.Random()
+        wait = policy.delay(attempt, rng)
+        asked = getattr(err, "retry_after_s", None)
+        if asked is not None:
+            wait = max(wait, min(asked, RETRY_AFTER_CAP_S) * (1 + 0.1 * rng.random()))
+        LOG.warning("retry %d/%d in %.2fs: %s: %s", attempt + 1, policy.max_retries, wait,
+                    err.reason, err)
+        attempt += 1
+        await asyncio.sleep(wait)
+

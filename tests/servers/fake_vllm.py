@@ -1,0 +1,41 @@
+"""A stand-in for `vllm serve MODEL --port P …`: serves the loopback OpenAI app there.
+
+Usage: python -m tests.servers.fake_vllm serve MODEL --port P [ignored vllm flags]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from tests.servers.http import LoopbackServer
+from tests.servers.openai_server import OpenAIApp, react_responder
+
+
+def main(argv: list[str]) -> None:
+    """Parse the vllm-style arguments and serve until killed."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("command", choices=["serve"])
+    parser.add_argument("model")
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--delay", type=float, default=0.0)
+    parser.add_argument("--max-concurrent", type=int, default=None)
+    parser.add_argument("--searches", type=int, default=1,
+                        help="search turns before the finish turn")
+    parser.add_argument("--exit-after", type=float, default=None,
+                        help="stop serving after this many seconds (tests of `lab serve`)")
+    args, _ = parser.parse_known_args(argv)
+    app = OpenAIApp(model=args.model, delay_s=args.delay, max_concurrent=args.max_concurrent,
+                    responder=react_responder(args.searches), record=False)
+    server = LoopbackServer(app, port=args.port)
+    if args.exit_after is None:
+        server.run_forever()
+    else:
+        server.start()
+        time.sleep(args.exit_after)
+        server.stop()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
