@@ -8,10 +8,8 @@ from pathlib import Path
 
 import click
 
-from analysis.measures import compute, load_frames
-from analysis.outcomes import evaluate
-from analysis.tables import render_results
 from console.demo_cmd import DEMO_RUN, ensure_demo_set, run_demo
+from console.models_cmd import models, serve
 from console.prereg_cmd import outcome_lines, prereg_group
 from console.queue_cmd import CONTROL_COMMANDS, enqueue_cmd, status_cmd, tail_cmd, worker_cmd
 from console.render import step_lines, summary_lines
@@ -234,20 +232,6 @@ def try_(ctx: click.Context, model: str, condition: str, regime: str, question: 
     click.echo("\n".join(summary_lines(result, q.answer)))
 
 
-@cli.command("models")
-@click.pass_context
-def models_(ctx: click.Context) -> None:
-    """List the models of the registry (built-in sims and lab.toml).
-
-    \b
-    Example:
-      lab --config lab.toml models
-    """
-    for name, spec in sorted(load_registry(ctx.obj["config"]).items()):
-        detail = spec.params.get("model") or spec.params.get("policy")
-        click.echo(f"{name:<22} {spec.backend:<10} {detail}")
-
-
 @cli.command("demo-set", hidden=True)
 @click.pass_context
 def demo_set(ctx: click.Context) -> None:
@@ -276,6 +260,10 @@ def demo(ctx: click.Context, workers: int) -> None:
     Example:
       lab --db demo.db demo
     """
+    from analysis.measures import compute, load_frames
+    from analysis.outcomes import evaluate
+    from analysis.tables import render_results
+
     amendment = run_demo(Path(ctx.obj["db"]), Path(ctx.obj["config"]), workers=workers)
     db = store.connect(ctx.obj["db"])
     frames = load_frames(db, runs=[DEMO_RUN])
@@ -286,7 +274,7 @@ def demo(ctx: click.Context, workers: int) -> None:
 
 
 for _command in (enqueue_cmd, worker_cmd, status_cmd, tail_cmd, *CONTROL_COMMANDS,
-                 prereg_group, *RESULTS_COMMANDS):
+                 prereg_group, *RESULTS_COMMANDS, models, serve):
     cli.add_command(_command)
 
 

@@ -11,17 +11,21 @@ import io
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from sqlite_utils import Database
 
-from analysis.measures import TABLES, Frames, compute, load_frames
-from analysis.rows import ROW_FIELDS
-from analysis.tables import render_results, render_table
-from analysis.validate import ValidationFailed, n_cells, validate_measures, validation_table
 from core import store
 from core.errors import ConfigError, StoreError
 from core.store import prereg as prereg_rows
+
+if TYPE_CHECKING:
+    from analysis.measures import Frames
+
+TABLES = ("success", "delta", "index", "hazard", "cost", "judgments")
+"""analysis.measures.TABLES, spelled out so `lab --help` need not import pandas (a test
+checks they agree)."""
 
 FORMATS = ("table", "csv", "json")
 NO_REPAIRED = ("note: no repaired answers stored yet (answer repair, SPEC §8.5, is not run in "
@@ -44,6 +48,8 @@ def _models(text: str | None) -> list[str] | None:
 
 def _frames(db: Database, runs: tuple[str, ...], models: list[str] | None, path: Path) -> Frames:
     """Load the selection, or explain in one line why it is empty."""
+    from analysis.measures import load_frames
+
     frames = load_frames(db, list(runs) or None, models)
     if len(frames.episodes) or frames.errored:
         return frames
@@ -65,6 +71,8 @@ def _frames(db: Database, runs: tuple[str, ...], models: list[str] | None, path:
 
 
 def _rows_out(dicts: list[dict[str, object]], fmt: str) -> str:
+    from analysis.rows import ROW_FIELDS
+
     if fmt == "json":
         return json.dumps(dicts, ensure_ascii=False, indent=1)
     buf = io.StringIO()
@@ -99,6 +107,9 @@ def results(ctx: click.Context, table: str, runs: tuple[str, ...], models: str |
       lab results delta --run main --models qwen3-8b,llama-3.1-8b
       lab results success --format json > success.json
     """
+    from analysis.measures import compute
+    from analysis.tables import render_results
+
     db = _db(ctx)
     if repaired:
         click.echo(NO_REPAIRED, err=True)
@@ -151,6 +162,9 @@ def validate_measures_cmd(ctx: click.Context, set_name: str | None, seeds: int, 
       lab validate-measures
       lab validate-measures --set dev100 --seeds 5
     """
+    from analysis.tables import render_table
+    from analysis.validate import (ValidationFailed, n_cells, validate_measures,
+                                   validation_table)
     from core.demo_data import demo_questions
     from core.regimes import ForeignPool
 

@@ -75,6 +75,7 @@ class EpisodeResult:
     wall_ms: float = 0.0
     end_reason: str = ""
     error: str | None = None
+    server: str | None = None
     started_at: str = ""
     finished_at: str = ""
     steps: list[Step] = field(default_factory=list)

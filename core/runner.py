@@ -65,7 +65,9 @@ async def run_one(setup: EpisodeSetup, client: ModelClient,
     """Run one episode with a fresh session of `client`."""
     view = EpisodeView(question=setup.question, seed=setup.seed, budget=setup.budget)
     session = client.start(view)
-    return await run_episode(setup, session, on_step=on_step, view=view)
+    result = await run_episode(setup, session, on_step=on_step, view=view)
+    result.server = getattr(session, "server", None)  # the endpoint that served it
+    return result
 
 
 async def run_questions(db: Database, cell_id: int, cell: CellSpec,
@@ -108,7 +110,12 @@ async def run_questions(db: Database, cell_id: int, cell: CellSpec,
                 done.clear()
                 stored += sum(i is not None for i in store.write_episodes(db, items))
 
-    await asyncio.gather(*(one(q) for q in todo))
-    if done:
-        stored += sum(i is not None for i in store.write_episodes(db, done))
+    try:
+        await asyncio.gather(*(one(q) for q in todo))
+        if done:
+            stored += sum(i is not None for i in store.write_episodes(db, done))
+    finally:
+        close = getattr(client, "close", None)
+        if close is not None:  # release connections before the event loop ends
+            await close()
     return stored

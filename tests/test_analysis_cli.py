@@ -143,3 +143,10 @@ def test_validate_measures_command_on_a_small_set(tmp_path):
     passed = {x["model"]: x["detail"] for x in rows if x["measure"] == "passed"}
     assert len(passed) == 11 and set(passed.values()) == {"yes"}
     assert store.count(store.connect(db_path), "episodes") == 11 * 5 * 20 * 2
+
+
+def test_cli_table_names_match_analysis():
+    from analysis.measures import TABLES as ANALYSIS_TABLES
+    from console.results_cmd import TABLES as CLI_TABLES
+
+    assert CLI_TABLES == ANALYSIS_TABLES

@@ -155,7 +155,8 @@ def test_model_changed_in_registry_fails_the_job_clearly(lab, tmp_path):
     db, settings, models = lab
     enqueue_grid(db, settings, request(models=("sim-slow",), conditions=("none",),
                                        regimes=("clean",), run="m"), models)
-    write_registry(tmp_path, latency=7)  # same name, different spec
+    path = tmp_path / "lab.toml"  # same name, a different policy parameter
+    path.write_text(path.read_text().replace("k = 5", "k = 4"))
     job_id = ledger.select_jobs(db, "run", "m")[0]
     s = WorkerSettings(db_path=settings.db_path, config_path=settings.config_path,
                        max_attempts=1, worker_id="w")

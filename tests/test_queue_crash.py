@@ -40,6 +40,13 @@ def _stop(proc, sig=signal.SIGKILL) -> None:
     proc.wait(timeout=60)
 
 
+def _wait_for_episodes(db: Path, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while episode_census(db)["episodes"] == 0:
+        assert time.monotonic() < deadline, "the worker stored nothing"
+        time.sleep(0.1)
+
+
 def _finish(db: Path, config: Path, log: Path, worker_type: str = "thread") -> None:
     out = run_lab(db, config, "worker", "--until-idle", "--lease", "2", "--workers", "2",
                   "--type", worker_type, timeout=240)
@@ -82,7 +89,7 @@ def test_kill_9_at_random_moments_then_restart(grid, worker_type):
 def test_sigterm_releases_jobs_then_restart_completes(grid):
     db, config, log = grid
     proc = start_lab(db, config, "worker", "--workers", "2", "--lease", "30", log=log)
-    time.sleep(1.5)
+    _wait_for_episodes(db)  # the worker is up and mid-grid
     started = time.monotonic()
     _stop(proc, signal.SIGTERM)
     assert proc.returncode == 0
@@ -132,7 +139,7 @@ def test_pause_cancel_and_resume_through_the_cli(grid):
     assert out.returncode == 0 and episode_census(db)["episodes"] == 0
     assert run_lab(db, config, "resume", "--run", "crash").returncode == 0
     proc = start_lab(db, config, "worker", "--workers", "2", log=log)
-    time.sleep(1.0)
+    _wait_for_episodes(db)
     assert run_lab(db, config, "cancel", "--run", "crash").returncode == 0
     time.sleep(2.0)
     _stop(proc, signal.SIGTERM)

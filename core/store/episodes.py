@@ -52,7 +52,8 @@ def write_episodes(db: Database, items: Sequence[tuple[int, EpisodeResult, int |
                 conn.execute("DELETE FROM live_episodes WHERE id = ?", (live_id,))
             cur = conn.execute(
                 _EPISODE_SQL.replace("INSERT", "INSERT OR IGNORE", 1),
-                (cell_id, r.question_id, server, *(getattr(r, c) for c in _EPISODE_COLS)))
+                (cell_id, r.question_id, r.server if r.server is not None else server,
+                 *(getattr(r, c) for c in _EPISODE_COLS)))
             if cur.rowcount == 0:
                 ids.append(None)
                 continue
