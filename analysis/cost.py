@@ -54,6 +54,8 @@ class StoppingCost:
         utility_extra: success − λ·(tool + extra calls) over `scope`.
         input_tokens: mean input tokens per episode.
         output_tokens: mean output tokens per episode.
+        cache_read_tokens: mean prompt tokens read from a prompt cache per episode.
+        cache_write_tokens: mean prompt tokens written to a prompt cache per episode.
         dollars: total cost in USD.
         tpc: tokens per correct answer (+∞ with no correct answer).
         scope: "mean6" or "all regimes" (what success and utility average over).
@@ -71,6 +73,8 @@ class StoppingCost:
     utility_extra: Interval
     input_tokens: float
     output_tokens: float
+    cache_read_tokens: float
+    cache_write_tokens: float
     dollars: float
     tpc: float
     scope: str
@@ -130,8 +134,16 @@ def stopping_cost(episodes: pd.DataFrame, lam: float = LAMBDA, n_boot: int = N_B
         success, utility, utility_extra,
         float(ep["input_tokens"].mean()) if n else math.nan,
         float(ep["output_tokens"].mean()) if n else math.nan,
+        _mean(ep, "cache_read_tokens"), _mean(ep, "cache_write_tokens"),
         float(ep["cost_usd"].sum()), tpc(ep), "mean6" if scope == MEAN6_LABEL else "all regimes",
         lam)
+
+
+def _mean(episodes: pd.DataFrame, column: str) -> float:
+    """Mean of a column (0 when the frame lacks it, NaN when empty)."""
+    if episodes.empty:
+        return math.nan
+    return float(episodes[column].mean()) if column in episodes else 0.0
 
 
 def answer_actions(episodes: pd.DataFrame) -> tuple[tuple[int, int], ...]:
@@ -257,22 +269,27 @@ def cost_table(episodes: pd.DataFrame, lam: float = LAMBDA, n_boot: int = N_BOOT
                          detail=f"λ={lam:g}, extra calls charged", runs=runs),
             row("input tokens", c.input_tokens, c.episodes),
             row("output tokens", c.output_tokens, c.episodes),
+            row("cache read tokens", c.cache_read_tokens, c.episodes),
+            row("cache write tokens", c.cache_write_tokens, c.episodes),
             row("dollars", c.dollars, c.episodes),
             row("TPC", c.tpc, c.episodes),
         ]
     notes = ((f"utility = success − {lam:g}·tool calls (utility+extra also charges judgment "
              "calls, discarded turns and probes), averaged like success (mean6 when all six "
-             "ran); tokens are means per episode; dollars are totals; TPC = Σ(output + "
+             "ran); tokens are means per episode (cache reads and writes are part of tok.in); "
+             "dollars are totals; TPC = Σ(output + "
              "0.25·input + 500·tool calls)/Σ correct."),)
     return Table("cost", "Stopping and cost", tuple(rows), notes, "wide", ("utility",),
                  (("answered", "d"), ("median action", ".1f"), ("final share", ".2f"),
                   ("tool calls", ".2f"), ("extra calls", ".2f"), ("success", ".3f"),
                   ("utility+extra", ".3f"), ("input tokens", ".0f"),
-                  ("output tokens", ".0f"), ("dollars", ".2f"), ("TPC", ".0f")),
+                  ("output tokens", ".0f"), ("cache read tokens", ".0f"),
+                  ("cache write tokens", ".0f"), ("dollars", ".2f"), ("TPC", ".0f")),
                  (("answered", "answ."), ("median action", "med.act"), ("final share", "final"),
                   ("tool calls", "calls"), ("extra calls", "extra"), ("success", "succ."),
                   ("utility+extra", "util+x"), ("input tokens", "tok.in"),
-                  ("output tokens", "tok.out"), ("dollars", "$")))
+                  ("output tokens", "tok.out"), ("cache read tokens", "c.read"),
+                  ("cache write tokens", "c.write"), ("dollars", "$")))
 
 
 JUDGMENT_MEASURES = (

@@ -89,6 +89,11 @@ def enqueue_cmd(ctx: click.Context, models: str, conditions: str, regimes: str,
                f"{summary['jobs']} jobs (≤ {summary['max_model_calls']} model calls"
                + (f", {summary['sim_episodes']} episodes simulated" if summary["sim_episodes"]
                   else "") + f"); {summary['already_stored_or_queued']} already stored or queued")
+    for model, est in summary["estimate"].items():
+        click.echo(f"  {model}: ≤ {est['calls']:,} calls, ≈ {est['input_tokens']:,.0f} input "
+                   f"tokens ({est['cache_read_tokens']:,.0f} cache reads, "
+                   f"{est['cache_write_tokens']:,.0f} cache writes), ≈ "
+                   f"{est['output_tokens']:,.0f} output tokens, ≈ ${est['dollars']:,.2f}")
 
 
 @click.command("worker")

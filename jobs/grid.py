@@ -17,6 +17,7 @@ from sqlite_utils import Database
 from core import prereg, store
 from core.conditions import Condition, parse_condition
 from core.errors import ConfigError
+from core.models.cost import estimate_cost
 from core.models.registry import ModelSpec, resolve_model
 from core.regimes import parse_regime
 from core.runner import CellSpec
@@ -74,12 +75,26 @@ class GridPlan:
         """Upper bound on model calls: acting turns plus judgment forks."""
         return sum(c.max_calls * len(c.missing) for c in self.cells)
 
+    def estimate(self) -> dict[str, dict[str, float | int]]:
+        """Upper-bound calls, tokens and dollars per real (non-sim) model, before running."""
+        out: dict[str, dict[str, float | int]] = {}
+        for c in self.cells:
+            if c.cell.model.backend == "sim" or not c.missing:
+                continue
+            est = estimate_cost(c.cell.model, len(c.missing), c.cell.budget,
+                                judge=c.cell.condition.asks_judgments)
+            total = out.setdefault(c.cell.model.name, dict.fromkeys(est, 0))
+            for key, value in est.items():
+                total[key] += value
+        return out
+
     def summary(self) -> dict[str, Any]:
         """Counts as a dict (the --json output)."""
         sims = sum(len(c.missing) for c in self.cells if c.cell.model.backend == "sim")
         return {
             "cells": len(self.cells), "new_episodes": self.episodes, "jobs": self.jobs,
             "max_model_calls": self.max_model_calls, "sim_episodes": sims,
+            "estimate": self.estimate(),
             "already_stored_or_queued": sum(
                 len(self.question_ids) - len(c.missing) for c in self.cells),
             "mode": self.mode, "request": asdict(self.request),
