@@ -151,10 +151,10 @@ def status_cmd(ctx: click.Context, as_json: bool) -> None:
     for g in grids:
         jobs = " ".join(f"{k} {v}" for k, v in g.jobs.items() if v)
         eta = "-" if g.eta_s is None else f"{g.eta_s:.0f}s"
-        bar = f"{_bar(g.stored, g.expected)} " if tty else ""
-        click.echo(f"grid {g.grid:<4} {g.run:<14} {bar}{g.stored}/{g.expected} episodes "
-                   f"({g.errored} errored, {g.running} running)  {g.rate:.1f}/s  ETA {eta}  "
-                   f"jobs: {jobs}")
+        bar = f"{_bar(g.stored, g.expected, 16)} " if tty else ""
+        click.echo(f"grid {g.grid:<3} {g.run:<12} {bar}{g.stored}/{g.expected} episodes, "
+                   f"{g.rate:.1f}/s, ETA {eta}")
+        click.echo(f"    {g.errored} errored, {g.running} running; jobs: {jobs or '-'}")
     now = time.time()
     for w in ledger.workers(db):
         if w["state"] != "stopped" and now - w["heartbeat_at"] < 30:
