@@ -23,6 +23,7 @@ from core.models.registry import load_registry, make_client, resolve_model
 from core.regimes import ForeignPool, parse_regime
 from core.store import prereg as prereg_rows
 from core.runner import CellSpec, run_one, setup_for
+from jobs.grid import resolve_rate
 
 HELD_OUT_PREFIXES = ("test", "fresh")
 
@@ -194,9 +195,12 @@ def sets_show(ctx: click.Context, name: str, ids: bool) -> None:
 @click.option("--budget", type=click.IntRange(min=1), default=8, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--judge", is_flag=True, help="Also ask side-channel judgments (recorded only).")
+@click.option("--set", "question_set", default=None,
+              help="Draw failed observations from this question set's pages, as its grid "
+                   "cells do (default: the question's whole dataset).")
 @click.pass_context
 def try_(ctx: click.Context, model: str, condition: str, regime: str, question: str,
-         budget: int, seed: int, judge: bool) -> None:
+         budget: int, seed: int, judge: bool, question_set: str | None) -> None:
     """Run one episode and print every step as it happens.
 
     Nothing is stored in lab.db besides the demo data on first use.
@@ -209,16 +213,21 @@ def try_(ctx: click.Context, model: str, condition: str, regime: str, question: 
     cond = parse_condition(condition)
     if judge:
         cond = parse_condition(condition + ("," if ":" in condition else ":") + "judge=true")
-    if cond.arm.rule == "random" and cond.rate is None:
-        raise ConfigError("random_rule needs a USELESS rate: use --condition random_rule:rate=0.6")
     reg = parse_regime(regime)
     db = _db(ctx)
     _ensure_demo(db)
+    cond = resolve_rate(db, spec.name, cond)
     (q,) = store.load_questions(db, ids=[question])
-    pool_questions = store.load_questions(db, dataset=q.dataset)
+    if question_set:
+        ids = store.question_set(db, question_set)["ids"]
+        if q.id not in ids:
+            raise ConfigError(f"question {q.id} is not in set {question_set}")
+        pool_questions = store.load_questions(db, ids=ids)
+    else:
+        pool_questions = store.load_questions(db, dataset=q.dataset)
     by_id = {x.id: x for x in pool_questions}
     client = make_client(spec)
-    cell = CellSpec(spec, cond, reg, None, budget, seed)
+    cell = CellSpec(spec, cond, reg, question_set, budget, seed)
 
     def title_of(ref: str) -> str:
         qid, _, p = ref.rpartition("#")

@@ -15,7 +15,7 @@ from typing import Any
 from sqlite_utils import Database
 
 from core import prereg, store
-from core.conditions import Condition, parse_condition
+from core.conditions import Condition, parse_condition, with_rate
 from core.errors import ConfigError
 from core.models.cost import estimate_cost
 from core.models.registry import ModelSpec, resolve_model
@@ -101,27 +101,42 @@ class GridPlan:
         }
 
 
-def _conditions(names: Sequence[str], models: Mapping[str, ModelSpec]) -> list[Condition]:
-    out = []
-    for name in names:
-        cond = parse_condition(name)
-        if cond.arm.rule == "random" and cond.rate is None:
-            raise ConfigError(f"condition '{name}' needs a USELESS rate, e.g. random_rule:rate=0.6")
-        out.append(cond)
-    return out
+def resolve_rate(db: Database | None, model: str, condition: Condition) -> Condition:
+    """random_rule without a rate gets the model's dev-set USELESS rate from lab.db.
+
+    Raises:
+        ConfigError: no recorded judgments of the model on a dev question set.
+    """
+    if condition.arm.rule != "random" or condition.rate is not None:
+        return condition
+    rate, n = store.useless_rate(db, model) if db is not None else (None, 0)
+    if rate is None:
+        raise ConfigError(
+            f"random_rule for {model}: no side-channel judgments of {model} on a dev question "
+            f"set in lab.db to take its USELESS rate from; run a judged arm on a dev set "
+            f"first or give the rate, e.g. random_rule:rate=0.6")
+    return with_rate(condition, round(rate, 4))
 
 
-def expand(request: GridRequest, models: Mapping[str, ModelSpec]) -> list[CellSpec]:
-    """All cells of a grid, validated (unknown names fail before anything is stored)."""
+def expand(request: GridRequest, models: Mapping[str, ModelSpec],
+           db: Database | None = None) -> list[CellSpec]:
+    """All cells of a grid, validated (unknown names fail before anything is stored).
+
+    Args:
+        request: the grid.
+        models: the registry.
+        db: lab.db, to resolve random_rule's default rate (the model's dev-set rate).
+    """
     if not (request.models and request.conditions and request.regimes):
         raise ConfigError("a grid needs at least one model, condition and regime")
     specs = [resolve_model(models, m) for m in request.models]
-    conditions = _conditions(request.conditions, models)
+    conditions = [parse_condition(c) for c in request.conditions]
     regimes = [parse_regime(r) for r in request.regimes]
     for b in request.budgets:
         if b < 1:
             raise ConfigError(f"budget must be >= 1, got {b}")
-    return [CellSpec(m, c, r, request.question_set, b, s, request.replicate)
+    return [CellSpec(m, resolve_rate(db, m.name, c), r, request.question_set, b, s,
+                     request.replicate)
             for m, c, r, b, s in product(specs, conditions, regimes, request.budgets,
                                          request.seeds)]
 
@@ -134,7 +149,7 @@ def _max_calls(cell: CellSpec) -> int:
 def plan(db: Database, request: GridRequest, models: Mapping[str, ModelSpec]) -> GridPlan:
     """What enqueueing `request` would store and run, without writing anything."""
     ids = store.question_set(db, request.question_set)["ids"]
-    cells = expand(request, models)
+    cells = expand(request, models, db)
     mode = prereg.gate(db, request.amendment, cells, models)
     out = GridPlan(request, question_ids=list(ids), mode=mode)
     run = db.conn.execute("SELECT id FROM runs WHERE name = ?", (request.run,)).fetchone()

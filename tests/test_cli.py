@@ -50,7 +50,7 @@ def test_try_prints_the_episode(db_path):
     (["try", "--model", "sim-own5", "--condition", "enforced_rule:q=1", "--regime", "clean",
       "--question", "demo-001"], "unknown parameter 'q'"),
     (["try", "--model", "sim-own5", "--condition", "random_rule", "--regime", "clean",
-      "--question", "demo-001"], "needs a USELESS rate"),
+      "--question", "demo-001"], "no side-channel judgments of sim-own5 on a dev question set"),
     (["sets", "show", "nothing"], "no question set 'nothing'"),
     (["try", "--model", "sim-own5"], "Missing option"),
 ])

@@ -10,7 +10,7 @@ import pytest
 
 from console.demo_cmd import ensure_demo_set
 from core import store
-from core.errors import LabError
+from core.errors import ConfigError, LabError
 from core.models.registry import load_registry
 from core.store import jobs as ledger
 from jobs.control import control, enqueue_grid, status
@@ -202,3 +202,22 @@ latency_ms = 60
     assert code == 0
     assert "live episode" in out and "── step 1" in out and "── step 8" in out
     assert "unanswered (budget)" in out
+
+
+def test_random_rule_defaults_to_the_models_dev_set_useless_rate(lab):
+    db, settings, models = lab
+    enqueue_grid(db, settings, request(models=("sim-own5",), conditions=("none",),
+                                       regimes=("persistent", "clean"), run="dev"), models)
+    run_worker(settings, until_idle=True)
+    rate, n = store.useless_rate(db, "sim-own5")
+    useless = db.conn.execute("SELECT sum(judgment = 'USELESS'), count(judgment) FROM steps"
+                              ).fetchone()
+    assert n == useless[1] and rate == pytest.approx(useless[0] / useless[1])
+    assert 0.6 < rate < 0.95  # persistent ≈ 0.99, clean ≈ 0.45, pooled
+    grid = plan(db, request(models=("sim-own5",), conditions=("random_rule",),
+                            regimes=("clean",), run="rr"), models)
+    (cell,) = [c.cell for c in grid.cells]
+    assert cell.condition.rate == round(rate, 4)
+    with pytest.raises(ConfigError, match="no side-channel judgments of sim-clock6"):
+        plan(db, request(models=("sim-clock6",), conditions=("random_rule",),
+                         regimes=("clean",), run="rr"), models)

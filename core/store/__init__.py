@@ -11,7 +11,8 @@ from core.store.episodes import (count, episode_exists, episode_steps, live_end,
                                  live_step, live_steps, write_episodes)
 from core.store.frames import episodes_frame, steps_frame
 from core.store.questions import (datasets, insert_questions, load_questions, question_ids,
-                                  question_set, question_sets, save_question_set)
+                                  question_set, question_sets, save_question_set,
+                                  useless_rate)
 from core.store.runs import cell_hash, ensure_cell, ensure_run, next_replicate
 
 __all__ = [
@@ -19,5 +20,5 @@ __all__ = [
     "episode_exists", "episode_steps", "episodes_frame", "insert_questions", "live_end",
     "live_start", "live_step", "live_steps", "load_questions", "next_replicate", "question_ids",
     "question_set", "question_sets", "save_question_set", "schema_version", "steps_frame",
-    "write", "write_episodes",
+    "useless_rate", "write", "write_episodes",
 ]

@@ -135,3 +135,19 @@ def question_sets(db: Database) -> list[dict[str, Any]]:
     return [dict(zip(cols, r)) for r in cur]
 
 
+
+
+def useless_rate(db: Database, model: str) -> tuple[float | None, int]:
+    """Share of the model's side-channel judgments that said USELESS on dev question sets.
+
+    Counts stored steps of finished, error-free episodes whose cell ran the model on a
+    question set that is not held-out. Returns (rate or None, judgments counted).
+    """
+    row = db.conn.execute(
+        "SELECT count(*), sum(s.judgment = 'USELESS') FROM steps s "
+        "JOIN episodes e ON e.id = s.episode_id JOIN cells c ON c.id = e.cell_id "
+        "JOIN question_sets qs ON qs.name = c.question_set "
+        "WHERE c.model = ? AND qs.held_out = 0 AND e.error IS NULL "
+        "AND s.judgment IS NOT NULL", (model,)).fetchone()
+    n = int(row[0] or 0)
+    return (float(row[1]) / n if n else None), n
