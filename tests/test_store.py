@@ -55,13 +55,19 @@ def _cell(db, model="sim-own5", condition="enforced_rule", regime="persistent"):
     return cell, store.ensure_cell(db, run_id, cell.columns())
 
 
-def test_episode_unique_per_cell_and_question(db_path):
+def _one_episode(db_path):
+    """A fresh lab.db, one sim cell and one finished (not yet stored) episode of it."""
     db = store.connect(db_path)
     pool = make_pool()
     store.insert_questions(db, pool)
     cell, cell_id = _cell(db)
     client = make_client(cell.model)
     result = asyncio.run(run_one(setup_for(cell, pool[0], ForeignPool(pool), client), client))
+    return db, cell_id, result
+
+
+def test_episode_unique_per_cell_and_question(db_path):
+    db, cell_id, result = _one_episode(db_path)
     first = store.write_episodes(db, [(cell_id, result, None)])
     again = store.write_episodes(db, [(cell_id, result, None)])
     assert first[0] is not None and again == [None]
@@ -71,12 +77,7 @@ def test_episode_unique_per_cell_and_question(db_path):
 
 
 def test_episode_and_steps_are_one_transaction(db_path):
-    db = store.connect(db_path)
-    pool = make_pool()
-    store.insert_questions(db, pool)
-    cell, cell_id = _cell(db)
-    client = make_client(cell.model)
-    result = asyncio.run(run_one(setup_for(cell, pool[0], ForeignPool(pool), client), client))
+    db, cell_id, result = _one_episode(db_path)
     result.steps.append(result.steps[-1])  # duplicate (episode_id, t): the insert must fail
     with pytest.raises(sqlite3.IntegrityError):
         store.write_episodes(db, [(cell_id, result, None)])
