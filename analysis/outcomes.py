@@ -12,6 +12,7 @@ import math
 import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -25,8 +26,8 @@ from analysis.success import paired_success
 from core.conditions import parse_condition
 
 LAMBDA = 0.05
-OPS: Mapping[str, Callable[[float, float], bool]] = {
-    "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq}
+OPS: Mapping[str, Callable[[float, float], bool]] = MappingProxyType({
+    "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq})
 
 
 @dataclass(frozen=True)

@@ -21,8 +21,8 @@ from core.demo_data import demo_questions
 from core.errors import ConfigError, LabError
 from core.models.registry import load_registry, make_client, resolve_model
 from core.regimes import ForeignPool, parse_regime
-from core.store import prereg as prereg_rows
 from core.runner import CellSpec, run_one, setup_for
+from core.store import prereg as prereg_rows
 from jobs.grid import resolve_rate
 
 HELD_OUT_PREFIXES = ("test", "fresh")

@@ -45,14 +45,14 @@ DEMO_BODY = """The demo grid runs five simulated policies with known stopping be
   not positive (its 95% upper bound stays below +0.06).
 - D3: under the enforced rule, stopping follows the agent's own judgments (Δ > 0).
 """
-DEMO_TESTS = [
+DEMO_TESTS = (
     {"id": "D1", "kind": "paired_diff", "metric": "mean6", "a": "enforced_rule", "b": "none",
      "alternative": "greater", "correction": "holm", "models": ["sim-never"]},
     {"id": "D2", "kind": "delta_bound", "condition": "none", "bound": "upper",
      "threshold": 0.06, "models": ["sim-never", "sim-deadline", "sim-clock6"]},
     {"id": "D3", "kind": "delta_bound", "condition": "enforced_rule", "bound": "lower",
      "threshold": 0.0, "models": ["sim-never", "sim-deadline"]},
-]
+)
 
 
 def ensure_demo_amendment(db, models) -> str:
@@ -62,7 +62,7 @@ def ensure_demo_amendment(db, models) -> str:
             return str(row["id"])
     scope = {"models": list(DEMO_MODELS), "conditions": list(DEMO_CONDITIONS),
              "regimes": list(MEAN6), "question_sets": [DEMO_SET], "budgets": [8]}
-    amendment_id = prereg.create(db, DEMO_TITLE, DEMO_BODY, DEMO_TESTS, scope)
+    amendment_id = prereg.create(db, DEMO_TITLE, DEMO_BODY, list(DEMO_TESTS), scope)
     prereg.freeze(db, amendment_id, models)
     return amendment_id
 

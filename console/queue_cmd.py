@@ -181,7 +181,7 @@ def _control_command(action: str) -> click.Command:
     return command
 
 
-CONTROL_COMMANDS = [_control_command(a) for a in ("cancel", "pause", "resume", "retry")]
+CONTROL_COMMANDS = tuple(_control_command(a) for a in ("cancel", "pause", "resume", "retry"))
 
 
 @click.command("tail")

@@ -7,6 +7,7 @@ metric, condition or field. Evaluation lives in analysis (it needs the data).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 from core.conditions import parse_condition
@@ -16,8 +17,9 @@ from core.regimes import parse_regime
 METRICS = ("mean6", "success", "utility", "tool_calls")
 """Episode-level metrics a paired test can compare (success needs a regime)."""
 
-_COMMON = {"id": str, "kind": str, "models": list, "note": str, "prediction": str}
-KINDS: Mapping[str, dict[str, Any]] = {
+_COMMON = MappingProxyType({"id": str, "kind": str, "models": list, "note": str,
+                           "prediction": str})
+KINDS: Mapping[str, dict[str, Any]] = MappingProxyType({
     "paired_diff": {"required": {"metric": str, "a": str, "b": str},
                     "optional": {"alternative": str, "correction": str, "regime": str,
                                  "alpha": float}},
@@ -31,7 +33,7 @@ KINDS: Mapping[str, dict[str, Any]] = {
                       "optional": {"regime": str}},
     "answered_share": {"required": {"condition": str, "op": str, "value": float},
                        "optional": {"regime": str, "at_action": int}},
-}
+})
 OPS = ("<", "<=", ">", ">=", "==")
 
 
@@ -57,7 +59,7 @@ def validate_test(test: Any, where: str) -> dict[str, Any]:
     if not isinstance(kind, str) or kind not in KINDS:
         raise ConfigError(f"{label}: unknown kind {kind!r}; one of: {', '.join(KINDS)}")
     spec = KINDS[kind]
-    allowed = _COMMON | spec["required"] | spec["optional"]
+    allowed = dict(_COMMON) | spec["required"] | spec["optional"]
     for key in test:  # unknown fields first: a typo should be named as such
         if key not in allowed:
             raise ConfigError(f"{label}: unknown field '{key}' for kind {kind} "

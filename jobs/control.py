@@ -6,6 +6,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from types import MappingProxyType
 from typing import Any
 
 from sqlite_utils import Database
@@ -38,12 +39,12 @@ def enqueue_grid(db: Database, settings: WorkerSettings, request: GridRequest,
     return grid_plan, grid_id, len(jobs)
 
 
-TRANSITIONS = {
+TRANSITIONS = MappingProxyType({
     "cancel": (("queued", "running", "paused"), "cancelled"),
     "pause": (("queued", "running"), "paused"),
     "resume": (("paused",), "queued"),
     "retry": (("failed", "cancelled"), "queued"),
-}
+})
 
 
 def control(db: Database, settings: WorkerSettings, action: str, target: str,

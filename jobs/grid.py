@@ -7,7 +7,7 @@ passes the pre-registration gate first (core.prereg.gate).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from itertools import product
 from typing import Any

@@ -30,6 +30,7 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from core.errors import ConfigError
@@ -60,7 +61,8 @@ TOOLS: tuple[dict[str, Any], ...] = (
 )
 BACKUP_TOOL = _tool("backup_search", "A slower, costlier search to use when search fails.",
                     "query", "a title or words to search for")
-TOOL_KEYS = {"search": "query", "lookup": "keyword", "finish": "answer", "backup_search": "query"}
+TOOL_KEYS = MappingProxyType({"search": "query", "lookup": "keyword", "finish": "answer",
+                              "backup_search": "query"})
 
 _THOUGHT_KEY = re.compile(r"^\s*\**thought\**\s*:\s*", re.IGNORECASE)
 _ACTION_LINE = re.compile(r"^[ \t*]*action\b", re.IGNORECASE | re.MULTILINE)

@@ -12,6 +12,7 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from core.errors import ConfigError
@@ -19,8 +20,8 @@ from core.models.base import ModelClient
 from core.models.sim import BUILTIN_SIMS, POLICIES, SimClient, SimSpec
 
 BACKENDS = ("openai", "anthropic", "sim")
-_COMMON = {"backend", "concurrency"}
-_FIELDS = {
+_COMMON = frozenset({"backend", "concurrency"})
+_FIELDS: Mapping[str, frozenset[str]] = MappingProxyType({
     "openai": _COMMON | {"model", "endpoints", "sampling", "thinking", "max_context",
                          "timeout_s", "max_retries", "price_per_mtok", "backoff_s",
                          "backoff_max_s", "tensor_parallel_size"},
@@ -28,12 +29,13 @@ _FIELDS = {
                             "price_per_mtok", "base_url", "backoff_s", "backoff_max_s"},
     "sim": _COMMON | {"policy", "k", "c", "p_useless_failed", "p_useless_real",
                       "p_answer_useful", "hazard_slope", "p_guess", "latency_ms"},
-}
+})
 _PRICE_KEYS = ("input", "output", "cache_write", "cache_read")
 SERVING_FIELDS = ("endpoints", "concurrency", "base_url", "timeout_s", "max_retries", "backoff_s",
                   "backoff_max_s", "tensor_parallel_size", "latency_ms")
 """Where and how a model is served, not what it is: left out of the hashed spec."""
-_REQUIRED = {"openai": ("model", "endpoints"), "anthropic": ("model",), "sim": ("policy",)}
+_REQUIRED = MappingProxyType({"openai": ("model", "endpoints"), "anthropic": ("model",),
+                              "sim": ("policy",)})
 
 
 @dataclass(frozen=True)
