@@ -13,7 +13,7 @@ from huey import SqliteHuey
 from huey.api import TaskWrapper
 
 from jobs.settings import WorkerSettings, queue_path
-from jobs.tasks import execute_job
+from jobs.tasks import PoolCache, execute_job
 
 TASK_NAME = "run_job"
 
@@ -28,8 +28,10 @@ def make_huey(settings: WorkerSettings) -> tuple[SqliteHuey, TaskWrapper]:
     huey = SqliteHuey(name="lab", filename=str(queue_path(settings.db_path)), results=False,
                       utc=True, timeout=60)
 
+    pools: PoolCache = {}  # this worker's foreign-page pools, built once per question set
+
     def run_job(job_id: int) -> str:
-        return execute_job(settings, job_id)
+        return execute_job(settings, job_id, pools)
 
     task = huey.task(name=TASK_NAME)(run_job)
     if settings.worker_type == "process":

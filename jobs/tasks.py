@@ -45,11 +45,26 @@ def cell_spec(db: Database, cell_id: int, settings: WorkerSettings) -> CellSpec:
                     row["budget"], row["seed"], row["replicate"])
 
 
-def _pool(db: Database, cell: CellSpec, questions: list) -> ForeignPool:
-    if cell.question_set:
-        ids = store.question_set(db, cell.question_set)["ids"]
-        return ForeignPool(store.load_questions(db, ids=ids))
-    return ForeignPool(store.load_questions(db, dataset=questions[0].dataset))
+PoolCache = dict[tuple[str, str], ForeignPool]
+"""Foreign-page pools by (question set, its sha256); owned by one worker's Huey instance."""
+
+
+def _pool(db: Database, cell: CellSpec, questions: list, pools: PoolCache | None) -> ForeignPool:
+    """The cell's pool of pages for failed observations: its question set's questions.
+
+    Sets never change once made, so a worker builds each set's pool once (keyed by
+    the set's sha256) instead of re-reading every question for every job.
+    """
+    if not cell.question_set:
+        return ForeignPool(store.load_questions(db, dataset=questions[0].dataset))
+    qs = store.question_set(db, cell.question_set)
+    key = (cell.question_set, qs["sha256"])
+    if pools is None or key not in pools:
+        pool = ForeignPool(store.load_questions(db, ids=qs["ids"]))
+        if pools is None:
+            return pool
+        pools[key] = pool
+    return pools[key]
 
 
 async def _heartbeat(db: Database, job_id: int, settings: WorkerSettings, stop: _Stop) -> None:
@@ -64,7 +79,8 @@ async def _heartbeat(db: Database, job_id: int, settings: WorkerSettings, stop: 
             stop.reason = "worker stopping"
 
 
-async def _run(db: Database, job: dict, settings: WorkerSettings) -> _Stop:
+async def _run(db: Database, job: dict, settings: WorkerSettings,
+               pools: PoolCache | None) -> _Stop:
     cell = cell_spec(db, job["cell_id"], settings)
     questions = store.load_questions(db, ids=job["question_ids"])
     client = make_client(cell.model)
@@ -73,7 +89,7 @@ async def _run(db: Database, job: dict, settings: WorkerSettings) -> _Stop:
     stop = _Stop()
     beat = asyncio.create_task(_heartbeat(db, job["id"], settings, stop))
     try:
-        await run_questions(db, job["cell_id"], cell, questions, _pool(db, cell, questions),
+        await run_questions(db, job["cell_id"], cell, questions, _pool(db, cell, questions, pools),
                             client, live=live, batch=1 if live else 64,
                             concurrency=settings.concurrency,
                             should_stop=lambda: stop.reason is not None)
@@ -84,7 +100,7 @@ async def _run(db: Database, job: dict, settings: WorkerSettings) -> _Stop:
     return stop
 
 
-def execute_job(settings: WorkerSettings, job_id: int) -> str:
+def execute_job(settings: WorkerSettings, job_id: int, pools: PoolCache | None = None) -> str:
     """Run one job if this worker can take its lease; returns what happened.
 
     Returns one of: "skipped" (not queued, or another worker holds a live lease),
@@ -98,7 +114,7 @@ def execute_job(settings: WorkerSettings, job_id: int) -> str:
         if job is None:
             return "skipped"
         try:
-            stop = asyncio.run(_run(db, job, settings))
+            stop = asyncio.run(_run(db, job, settings, pools))
         except BaseException as exc:  # release the lease on interrupts too, then re-raise them
             fatal = isinstance(exc, Exception) and job["attempts"] >= settings.max_attempts
             state = "failed" if fatal else "queued"
