@@ -110,6 +110,19 @@ class Condition:
             out[knob] = getattr(self, knob)
         return out
 
+    def label(self) -> str:
+        """The arm label: the name plus every knob that differs from its default.
+
+        `enforced_rule`, `enforced_rule:k=7`, `none:judge=true`,
+        `random_rule:rate=0.42`. Two conditions with different specs never share a
+        label (knobs are printed with `repr`-exact precision).
+        """
+        parts = [f"{knob}={_knob_text(getattr(self, knob))}" for knob in self.arm.knobs
+                 if getattr(self, knob) != _DEFAULTS[knob]]
+        if self.judge:
+            parts.append("judge=true")
+        return self.name + (":" + ",".join(parts) if parts else "")
+
     def to_json(self) -> str:
         """Canonical JSON (sorted keys, no spaces)."""
         return json.dumps(self.spec(), sort_keys=True, separators=(",", ":"))
@@ -133,6 +146,38 @@ class Condition:
         if forced:
             parts.append(prompts.load("forced_system"))
         return "\n\n".join(parts)
+
+
+_DEFAULTS: Mapping[str, Any] = MappingProxyType(
+    {f.name: f.default for f in fields(Condition) if f.init and f.name != "name"})
+"""Default value of every knob (a knob at its default is left out of the arm label)."""
+
+
+def _knob_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value).removesuffix(".0") if value.is_integer() else repr(value)
+    return str(value)
+
+
+def condition_from_spec(spec: Mapping[str, Any] | str) -> Condition:
+    """Rebuild a Condition from its canonical spec (a dict, or its JSON as stored in cells).
+
+    Raises:
+        ConfigError: an unknown name or knob.
+    """
+    data = json.loads(spec) if isinstance(spec, str) else dict(spec)
+    known = {f.name for f in fields(Condition) if f.init}
+    unknown = sorted(set(data) - known)
+    if unknown or "name" not in data:
+        raise ConfigError(f"condition spec {data!r}: unknown key '{unknown[0] if unknown else 'name'}'")
+    return Condition(**data)
+
+
+def arm_label(spec: Mapping[str, Any] | str) -> str:
+    """The arm label of a stored condition spec (see `Condition.label`)."""
+    return condition_from_spec(spec).label()
 
 
 def _number_word(n: int) -> str:

@@ -1,0 +1,141 @@
+"""The Textual lab console (SPEC §14): one app, seven screens on the digit keys.
+
+`make_app(db_path, config)` is the only way the CLI and the tests build it. The app
+owns nothing but its settings and a poller: every second (unless paused with `p`)
+a thread worker reads `PRAGMA data_version` on its own read connection and, when
+another process committed, posts `DbChanged` to the screen on show. Screens read
+lab.db only in thread workers, through core/jobs/analysis functions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from textual import work
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.reactive import reactive
+
+from console.messages import DbChanged
+from console.screens import SCREENS, ScreenInfo
+from console.screens.help import HelpScreen
+from console.watch import DataVersion
+
+
+@dataclass(frozen=True)
+class ConsoleConfig:
+    """Everything the console is configured with (passed in, never a module global).
+
+    Attributes:
+        db_path: the lab.db the console reads (and writes only on an action).
+        config_path: the model registry (lab.toml).
+        export_dir: where `e` writes CSVs.
+        poll_s: how often the console checks whether lab.db changed.
+        first_screen: the mode shown at start.
+    """
+
+    db_path: Path
+    config_path: Path = Path("lab.toml")
+    export_dir: Path = Path("lab-exports")
+    poll_s: float = 1.0
+    first_screen: str = "dashboard"
+    extra: dict[str, object] = field(default_factory=dict)
+
+
+class LabApp(App[None]):
+    """The lab console."""
+
+    TITLE = "lab"
+    CSS_PATH = "app.tcss"
+    ENABLE_COMMAND_PALETTE = True
+    BINDINGS = [
+        *(Binding(str(i), f"show('{s.mode}')", s.title, show=False)
+          for i, s in enumerate(SCREENS, start=1)),
+        Binding("question_mark", "help", "Help", key_display="?"),
+        Binding("p", "toggle_pause", "Pause refresh", show=False),
+        Binding("q", "quit", "Quit"),
+    ]
+    MODES = {s.mode: s.factory for s in SCREENS}
+
+    paused: reactive[bool] = reactive(False)
+
+    def __init__(self, config: ConsoleConfig) -> None:
+        super().__init__()
+        self.config = config
+        self._version = DataVersion(config.db_path)
+
+    def on_mount(self) -> None:
+        """Show the first screen and start polling lab.db for changes."""
+        self.switch_mode(self.config.first_screen)
+        self.set_interval(self.config.poll_s, self._poll)
+
+    def _poll(self) -> None:
+        if not self.paused:
+            self._check_version()
+
+    @work(thread=True, exclusive=True, group="data-version")
+    def _check_version(self) -> None:
+        if self._version.changed():
+            self.call_from_thread(self._notify_changed)
+
+    def _notify_changed(self) -> None:
+        self.screen.post_message(DbChanged())
+
+    def on_unmount(self) -> None:
+        """Close the poller's connection."""
+        self._version.close()
+
+    def action_show(self, mode: str) -> None:
+        """Switch to the screen registered as `mode`."""
+        self.switch_mode(mode)
+
+    def action_help(self) -> None:
+        """Show every key binding of the app and the current screen."""
+        keys: list[tuple[str, str, str]] = []
+        for key, active in self.active_bindings.items():
+            binding = active.binding
+            if binding.description:
+                where = "everywhere" if active.node is self else "this screen"
+                keys.append((binding.key_display or self.get_key_display(binding),
+                             binding.description, where))
+        keys.sort(key=lambda k: (k[2] == "everywhere", k[0]))
+        title = self.screen.__class__.__name__.removesuffix("Screen")
+        self.push_screen(HelpScreen(title, keys))
+
+    def action_toggle_pause(self) -> None:
+        """Pause or resume the automatic refresh."""
+        self.paused = not self.paused
+        self.notify("refresh paused (p resumes)" if self.paused else "refresh resumed",
+                    timeout=2)
+
+    def get_system_commands(self, screen):  # type: ignore[no-untyped-def]
+        """The command palette: every screen and every action of the current screen."""
+        yield from super().get_system_commands(screen)
+        for i, info in enumerate(SCREENS, start=1):
+            yield SystemCommand(f"{i} {info.title}", info.help,
+                                lambda m=info.mode: self.action_show(m))
+        for binding in getattr(screen, "BINDINGS", ()):
+            if isinstance(binding, Binding) and binding.description:
+                yield SystemCommand(f"{screen.__class__.__name__.removesuffix('Screen')}: "
+                                    f"{binding.description}", f"key {binding.key}",
+                                    lambda a=binding.action: self.run_action(a, screen))
+
+
+def make_app(db_path: Path | str, config: ConsoleConfig | None = None) -> LabApp:
+    """Build the console on `db_path` (the one factory used by the CLI and the tests).
+
+    Args:
+        db_path: lab.db to open (must exist: the CLI asks before creating one).
+        config: settings; `db_path` wins over `config.db_path`.
+
+    Returns:
+        The app, ready for `run()` or `run_test()`.
+    """
+    from dataclasses import replace
+
+    base = config or ConsoleConfig(db_path=Path(db_path))
+    return LabApp(replace(base, db_path=Path(db_path)))
+
+
+__all__ = ["ConsoleConfig", "LabApp", "ScreenInfo", "make_app"]
