@@ -10,6 +10,7 @@ and the pins.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 from collections.abc import Mapping
@@ -107,6 +108,34 @@ def pins_for(db: Database, scope: Mapping[str, Any],
     }
 
 
+PINNED_TEXTS = "prompt_texts"
+"""Key of the pins record holding each prompt file's text at freeze (for diffs)."""
+
+
+def prompt_texts() -> dict[str, str]:
+    """The text of every prompt file now, keyed like `prompts.file_hashes()`."""
+    return {f"prompts/{p.name}": p.read_text(encoding="utf-8")
+            for p in sorted(prompts.PROMPT_DIR.glob("*.txt"))}
+
+
+def prompt_diffs(row: Mapping[str, Any]) -> dict[str, str]:
+    """Unified diff (pinned → now) of each prompt file changed since `row` was frozen.
+
+    Only files whose text was pinned (amendments frozen before texts were pinned
+    have hashes only) and that still differ; a removed file diffs against nothing.
+    """
+    pinned = (row.get("pins") or {}).get(PINNED_TEXTS) or {}
+    now = prompt_texts()
+    out = {}
+    for name, old in pinned.items():
+        new = now.get(name, "")
+        if new != old:
+            out[name] = "\n".join(difflib.unified_diff(
+                old.splitlines(), new.splitlines(), lineterm="",
+                fromfile=f"{name} (pinned by {row['id']})", tofile=f"{name} (now)"))
+    return out
+
+
 def in_scope(scope: Mapping[str, Any], model: str, condition: Condition, regime: str,
              question_set: str | None, budget: int) -> str | None:
     """Why a cell is outside the scope (None when it is inside)."""
@@ -163,7 +192,8 @@ def freeze(db: Database, amendment_id: str, models: Mapping[str, ModelSpec]) -> 
         prev = frozen[-1]["content_sha256"] if frozen else GENESIS
         record = dict(row)
         record.update(frozen_at=utc_now(), prev_sha256=prev, version=project_version(),
-                      pins=pins_for(db, row["scope"], models),
+                      pins={**pins_for(db, row["scope"], models),
+                            PINNED_TEXTS: prompt_texts()},
                       data_existed=existing_data(db, row["scope"]))
         record["content_sha256"] = entry_hash(record)
         rows.freeze(db, amendment_id, record)
@@ -231,6 +261,8 @@ def pin_changes(db: Database, row: Mapping[str, Any],
         return [f"a pinned item can no longer be read: {exc}"]
     out = []
     for group, items in pinned.items():
+        if group == PINNED_TEXTS:  # the texts behind the "prompts" hashes, for diffs
+            continue
         for name, digest in items.items():
             current = now.get(group, {}).get(name)
             if current != digest:
