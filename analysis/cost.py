@@ -4,6 +4,15 @@ TPC (tokens per correct answer, over-searching paper §3.2) is
 Σ(output tokens + 0.25·input tokens + 500·tool calls) / Σ correct, +∞ with no
 correct answer. Utility is success − λ·calls, averaged over regimes like success
 (mean6 when the arm ran all six mean6 regimes, else every regime it ran).
+
+Calls charged to an arm (``charged_calls``) are its tool calls plus the model calls
+the condition itself needs: the side-channel judgment calls of arms whose rule acts
+on them (enforced_rule, combo) or that write them into the history (decide).
+Judgment calls that only measure (``judge=true`` on any other arm, the sim's
+always-recorded judgments) are measurement cost: reported in their own column,
+never charged to utility. random_rule and lexical_rule make no model call for their
+signal. ``extra_calls`` counts exactly the side-channel judgment calls today
+(core/react.py), so the split is exact per episode.
 """
 
 from __future__ import annotations
@@ -18,6 +27,7 @@ from analysis.decisions import arm_groups
 from analysis.rows import Row, Table, interval_row
 from analysis.stats import N_BOOT, Interval, bootstrap_intervals
 from analysis.success import MEAN6_LABEL, question_matrix, regime_means
+from core.conditions import Condition, condition_from_spec, parse_condition
 from core.regimes import MEAN6
 
 LAMBDA = 0.05
@@ -48,10 +58,14 @@ class StoppingCost:
         median_answer_action: median action of the answers (NaN without answers).
         final_action_share: share of answers given at the budget's final action.
         tool_calls: mean tool calls per episode.
-        extra_calls: mean extra calls (judgments, discarded turns, probes) per episode.
+        own_calls: mean model calls per episode that the condition itself needs
+            besides acting turns (its judgment calls; ``own_calls``).
+        measurement_calls: mean calls per episode made only to measure
+            (``judge=true`` judgments; never charged).
         success: success over `scope`.
         utility: success − λ·tool calls over `scope`.
-        utility_extra: success − λ·(tool + extra calls) over `scope`.
+        utility_all: success − λ·(tool calls + own calls) over `scope` (all calls
+            the arm needs charged, the paper's A19 E3 "all calls counted").
         input_tokens: mean input tokens per episode.
         output_tokens: mean output tokens per episode.
         cache_read_tokens: mean prompt tokens read from a prompt cache per episode.
@@ -67,10 +81,11 @@ class StoppingCost:
     median_answer_action: float
     final_action_share: float
     tool_calls: float
-    extra_calls: float
+    own_calls: float
+    measurement_calls: float
     success: Interval
     utility: Interval
-    utility_extra: Interval
+    utility_all: Interval
     input_tokens: float
     output_tokens: float
     cache_read_tokens: float
@@ -79,6 +94,64 @@ class StoppingCost:
     tpc: float
     scope: str
     lam: float
+
+
+def _condition(spec: str | None, name: str) -> Condition:
+    """The episode's condition: from its stored spec, else from its name or arm label."""
+    return condition_from_spec(spec) if isinstance(spec, str) and spec else parse_condition(name)
+
+
+def needs_judgment_calls(condition: Condition) -> bool:
+    """Whether the condition itself needs the side-channel judgment call after each
+    observation (its rule acts on it, or decide writes it into the history)."""
+    return condition.arm.rule == "side_channel" or condition.arm.decide
+
+
+def own_calls(episodes: pd.DataFrame) -> pd.Series:
+    """Model calls besides acting turns that each episode's condition needs.
+
+    Args:
+        episodes: episode frame with ``extra_calls`` and ``condition_spec`` (or
+            ``condition``, a name or arm label).
+
+    Returns:
+        Integer Series aligned with `episodes`: the episode's judgment calls when its
+        condition needs them, else 0.
+    """
+    specs = (episodes["condition_spec"] if "condition_spec" in episodes
+             else pd.Series(None, index=episodes.index, dtype=object))
+    keys = pd.Series(list(zip(specs, episodes["condition"])), index=episodes.index)
+    needs = {key: needs_judgment_calls(_condition(*key)) for key in set(keys)}
+    mask = keys.map(needs).astype(bool)
+    return episodes["extra_calls"].astype(np.int64).where(mask, 0)
+
+
+def charged_calls(episodes: pd.DataFrame) -> pd.Series:
+    """Calls charged to each episode's arm: tool calls + the condition's own needed calls.
+
+    Judgment calls that only measure (``judge=true``, the sim's recorded judgments)
+    are not charged (see ``measurement_calls``).
+
+    Args:
+        episodes: episode frame (``tool_calls``, ``extra_calls``, ``condition_spec``
+            or ``condition``).
+
+    Returns:
+        Integer Series aligned with `episodes`.
+    """
+    return episodes["tool_calls"].astype(np.int64) + own_calls(episodes)
+
+
+def measurement_calls(episodes: pd.DataFrame) -> pd.Series:
+    """Extra calls made only to measure (judgments the condition does not act on).
+
+    Args:
+        episodes: episode frame as for ``charged_calls``.
+
+    Returns:
+        Integer Series aligned with `episodes`.
+    """
+    return episodes["extra_calls"].astype(np.int64) - own_calls(episodes)
 
 
 def tpc(episodes: pd.DataFrame) -> float:
@@ -117,21 +190,22 @@ def stopping_cost(episodes: pd.DataFrame, lam: float = LAMBDA, n_boot: int = N_B
     final = (answered["answer_action"] >= answered["budget"]).to_numpy()
     scope = MEAN6_LABEL if set(MEAN6) <= set(ep["regime"]) else "all"
     correct = ep["correct"].astype(float)
-    tool, extra = ep["tool_calls"].astype(float), ep["extra_calls"].astype(float)
+    tool, charged = ep["tool_calls"].astype(float), charged_calls(ep).astype(float)
+    own, measure = own_calls(ep).astype(float), measurement_calls(ep).astype(float)
     mats = [question_matrix(ep, col) for col in
-            (correct, correct - lam * tool, correct - lam * (tool + extra))]
+            (correct, correct - lam * tool, correct - lam * charged)]
     n_q = len(mats[0].questions)
 
     def stat(w: np.ndarray) -> np.ndarray:
         return np.column_stack([regime_means(m, w, scope)[:, -1] for m in mats])
 
-    success, utility, utility_extra = bootstrap_intervals(stat, n_q, n_boot, seed)
+    success, utility, utility_all = bootstrap_intervals(stat, n_q, n_boot, seed)
     n = len(ep)
     return StoppingCost(
         n, len(answered), float(np.median(actions)) if len(actions) else math.nan,
         float(final.mean()) if len(final) else math.nan,
-        float(tool.mean()) if n else math.nan, float(extra.mean()) if n else math.nan,
-        success, utility, utility_extra,
+        float(tool.mean()) if n else math.nan, float(own.mean()) if n else math.nan,
+        float(measure.mean()) if n else math.nan, success, utility, utility_all,
         float(ep["input_tokens"].mean()) if n else math.nan,
         float(ep["output_tokens"].mean()) if n else math.nan,
         _mean(ep, "cache_read_tokens"), _mean(ep, "cache_write_tokens"),
@@ -262,11 +336,12 @@ def cost_table(episodes: pd.DataFrame, lam: float = LAMBDA, n_boot: int = N_BOOT
             row("median action", c.median_answer_action, c.answered, "answers"),
             row("final share", c.final_action_share, c.answered, "answers"),
             row("tool calls", c.tool_calls, c.episodes),
-            row("extra calls", c.extra_calls, c.episodes),
+            row("own calls", c.own_calls, c.episodes),
+            row("measurement calls", c.measurement_calls, c.episodes),
             interval_row(arm, "success", c.success, c.scope, runs=runs),
             interval_row(arm, "utility", c.utility, c.scope, detail=f"λ={lam:g}", runs=runs),
-            interval_row(arm, "utility+extra", c.utility_extra, c.scope,
-                         detail=f"λ={lam:g}, extra calls charged", runs=runs),
+            interval_row(arm, "utility (all calls)", c.utility_all, c.scope,
+                         detail=f"λ={lam:g}, the condition's own calls charged", runs=runs),
             row("input tokens", c.input_tokens, c.episodes),
             row("output tokens", c.output_tokens, c.episodes),
             row("cache read tokens", c.cache_read_tokens, c.episodes),
@@ -274,20 +349,23 @@ def cost_table(episodes: pd.DataFrame, lam: float = LAMBDA, n_boot: int = N_BOOT
             row("dollars", c.dollars, c.episodes),
             row("TPC", c.tpc, c.episodes),
         ]
-    notes = ((f"utility = success − {lam:g}·tool calls (utility+extra also charges judgment "
-             "calls, discarded turns and probes), averaged like success (mean6 when all six "
+    notes = ((f"utility = success − {lam:g}·tool calls (utility (all calls) also charges the "
+             "calls the condition itself needs: the judgment calls of enforced_rule, combo "
+             "and decide; judgment calls that only measure, e.g. judge=true, are shown as "
+             "measurement calls and never charged), averaged like success (mean6 when all six "
              "ran); tokens are means per episode (cache reads and writes are part of tok.in); "
              "dollars are totals; TPC = Σ(output + "
              "0.25·input + 500·tool calls)/Σ correct."),)
     return Table("cost", "Stopping and cost", tuple(rows), notes, "wide", ("utility",),
                  (("answered", "d"), ("median action", ".1f"), ("final share", ".2f"),
-                  ("tool calls", ".2f"), ("extra calls", ".2f"), ("success", ".3f"),
-                  ("utility+extra", ".3f"), ("input tokens", ".0f"),
+                  ("tool calls", ".2f"), ("own calls", ".2f"), ("measurement calls", ".2f"),
+                  ("success", ".3f"), ("utility (all calls)", ".3f"), ("input tokens", ".0f"),
                   ("output tokens", ".0f"), ("cache read tokens", ".0f"),
                   ("cache write tokens", ".0f"), ("dollars", ".2f"), ("TPC", ".0f")),
                  (("answered", "answ."), ("median action", "med.act"), ("final share", "final"),
-                  ("tool calls", "calls"), ("extra calls", "extra"), ("success", "succ."),
-                  ("utility+extra", "util+x"), ("input tokens", "tok.in"),
+                  ("tool calls", "calls"), ("own calls", "own"),
+                  ("measurement calls", "meas."), ("success", "succ."),
+                  ("utility (all calls)", "util.all"), ("input tokens", "tok.in"),
                   ("output tokens", "tok.out"), ("cache read tokens", "c.read"),
                   ("cache write tokens", "c.write"), ("dollars", "$")))
 

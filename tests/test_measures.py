@@ -320,7 +320,11 @@ def test_stopping_cost_and_tpc_by_hand():
     assert tpc(ep) == pytest.approx(10150)
     # success (one regime, three questions) = 1/3; utility = mean(correct − 0.05·calls)
     assert c.utility.estimate == pytest.approx(np.mean([1 - 0.1, -0.2, -0.4]))
-    assert c.utility_extra.estimate == pytest.approx(np.mean([1 - 0.2, -0.2, -0.4]))
+    # condition "none" does not need its 2 judgment calls: they only measure
+    assert c.utility_all.estimate == pytest.approx(c.utility.estimate)
+    assert (c.own_calls, c.measurement_calls) == (0.0, pytest.approx(2 / 3))
+    rule = stopping_cost(ep.assign(condition="enforced_rule"), lam=0.05, n_boot=50)
+    assert rule.utility_all.estimate == pytest.approx(np.mean([1 - 0.2, -0.2, -0.4]))
     assert math.isinf(tpc(ep.assign(correct=0)))
 
 
