@@ -1,18 +1,31 @@
 """The decision table: one row per decision point, built once from the step frame.
 
 A decision point follows a step that returned an observation (``obs_index`` not
-null) and is not the episode's last step. After it, ``n_obs`` observations have
-been seen (``obs_index``); the decision is taken at action ``action`` (the next
-step's ``t``), and its outcome ``answer`` is whether that next action is
-``finish``. ``final`` marks decisions at the budget's final action.
+null). It belongs to the next VALID action of the episode: the next step whose
+action was parsed and either executed (a tool call) or ``finish``. Format-failure
+turns and refused forced turns are skipped, so they are never "did not answer"
+decisions. The decision's ``action`` is that valid action's ``t`` and its outcome
+``answer`` is whether it is ``finish``; an observation with no valid action after
+it (the episode ended on the budget, a format failure or refused turns) has no
+decision point. After it, ``n_obs`` observations have been seen (``obs_index``).
+``final`` marks decisions at the budget's final action.
 
 Runs are counted over observations only (format failures and refused forced turns
 neither extend nor reset them):
 
 - ``design_run`` (j): consecutive failed observations (design labels) ending here;
 - ``own_run`` (s, side channel): USELESS extends the run, anything else resets it;
-- ``stated_run`` (stated judgments): "useless" extends, "useful" resets, no
-  statement leaves it unchanged.
+- ``stated_run`` (stated judgments, paper A18): "useless" extends, "useful" (which
+  includes "partly useful") resets. The run is KNOWN at a decision only if every
+  observation since the last reset (the latest "useful"), or since the episode
+  start when there was none, has an explicit stated judgment; ``stated_known``
+  says so, and where it is False ``stated_run`` is −1 (unknown), so such points
+  fall out of every group of Δ and never reach a threshold. Worked example, stated
+  judgments of observations 1–5: useless, none, useless, useful, useless →
+  stated_run 1, −1, −1, 0, 1 (unknown from the silent observation 2 until the
+  "useful" of observation 4 resets it); useless, none, useless, none → 1, −1, −1,
+  −1 (never group (b)); useless, useless, useless → 1, 2, 3 (s = 3 = t, group (a)
+  at t = 3).
 
 ``*_latest`` says the latest observation was judged useless; ``*_earlier`` says an
 earlier observation of the episode was judged not useless (side channel: any other
@@ -83,28 +96,53 @@ def _earlier(start: np.ndarray, flag: np.ndarray) -> np.ndarray:
     return (cs - flag - base[pos]) > 0
 
 
+def _next_valid(eid: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """Position of the next valid step after each step of the same episode (−1: none)."""
+    n = len(valid)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    pos = np.where(valid, np.arange(n), n)
+    at_or_after = np.minimum.accumulate(pos[::-1])[::-1]
+    nxt = np.r_[at_or_after[1:], n]
+    ok = nxt < n
+    ok[ok] = eid[nxt[ok]] == eid[ok]
+    return np.where(ok, nxt, -1)
+
+
+def _flag(steps: pd.DataFrame, column: str) -> np.ndarray:
+    """A 0/1 step column as bool (all False when the frame lacks it)."""
+    if column not in steps:
+        return np.zeros(len(steps), dtype=bool)
+    return steps[column].fillna(0).to_numpy().astype(bool)
+
+
 def decision_table(episodes: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
     """Build the decision table of the given (error-free) episodes.
 
     Args:
         episodes: episode frame (``core.store.episodes_frame``), errors removed.
         steps: step frame (``core.store.steps_frame``); steps of other episodes
-            are ignored.
+            are ignored. ``format_failure`` and ``refused`` mark invalid turns (a
+            step without an action counts as a format failure).
 
     Returns:
         DataFrame with one row per decision point: the episode's arm, run, regime,
         seed and question, ``n_obs``, ``action``, ``final``, ``answer`` (0/1),
-        ``design_run``, ``own_run``, ``own_latest``, ``own_earlier``, ``stated_run``,
-        ``stated_latest``, ``stated_earlier``.
+        ``design_run``, ``own_run``, ``own_latest``, ``own_earlier``, ``stated_run``
+        (−1 when unknown), ``stated_known``, ``stated_latest``, ``stated_earlier``.
     """
     ep = episodes.loc[:, list(_EPISODE_COLS)]
-    st = steps.loc[steps["episode_id"].isin(ep["episode_id"]),
-                   ["episode_id", "t", "action", "obs_index", "obs_failed", "judgment",
-                    "stated_judgment"]].sort_values(["episode_id", "t"], kind="stable")
+    cols = ["episode_id", "t", "action", "obs_index", "obs_failed", "judgment",
+            "stated_judgment"] + [c for c in ("format_failure", "refused") if c in steps]
+    st = steps.loc[steps["episode_id"].isin(ep["episode_id"]), cols].sort_values(
+        ["episode_id", "t"], kind="stable")
     eid = st["episode_id"].to_numpy()
-    same_next = np.r_[eid[1:] == eid[:-1], False]
-    next_t = np.r_[st["t"].to_numpy()[1:], 0]
-    next_finish = np.r_[(st["action"] == "finish").to_numpy()[1:], False]
+    valid = (st["action"].notna().to_numpy() & ~_flag(st, "format_failure")
+             & ~_flag(st, "refused"))
+    nxt = _next_valid(eid, valid)
+    has_next = nxt >= 0
+    next_t = np.where(has_next, st["t"].to_numpy()[nxt], 0)
+    next_finish = has_next & (st["action"] == "finish").to_numpy()[nxt]
     is_obs = st["obs_index"].notna().to_numpy()
 
     obs = st.loc[is_obs]
@@ -114,21 +152,24 @@ def decision_table(episodes: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
     useless = (obs["judgment"] == "USELESS").to_numpy()
     said_useless = (obs["stated_judgment"] == "useless").to_numpy()
     said_useful = (obs["stated_judgment"] == "useful").to_numpy()
+    silent = ~said_useless & ~said_useful
+    stated_known = run_lengths(start, silent, said_useful) == 0
 
     table = pd.DataFrame({
         "episode_id": oid,
         "n_obs": obs["obs_index"].to_numpy().astype(np.int64),
-        "action": next_t[is_obs],
+        "action": next_t[is_obs].astype(np.int64),
         "answer": next_finish[is_obs].astype(np.int64),
         "design_run": run_lengths(start, failed, ~failed),
         "own_run": run_lengths(start, useless, ~useless),
         "own_latest": useless,
         "own_earlier": _earlier(start, ~useless),
-        "stated_run": run_lengths(start, said_useless, said_useful),
+        "stated_run": np.where(stated_known, run_lengths(start, said_useless, said_useful), -1),
+        "stated_known": stated_known,
         "stated_latest": said_useless,
         "stated_earlier": _earlier(start, said_useful),
     })
-    table = table.loc[same_next[is_obs]]
+    table = table.loc[has_next[is_obs]]
     table = table.merge(ep, on="episode_id", how="inner", validate="many_to_one")
     table["final"] = table["action"] >= table["budget"]
     return table.reset_index(drop=True)

@@ -145,6 +145,8 @@ def time_matched_contrast(dec: pd.DataFrame, judgments: str = "side_channel",
     """
     run_col, _, _ = judgment_columns(judgments)
     d = _window(dec)
+    if judgments == "stated" and "stated_known" in d:
+        d = d.loc[d["stated_known"].astype(bool)]  # A18: an unknown stated run is left out
     s, t = d[run_col].to_numpy(), d["n_obs"].to_numpy()
     in_a, in_b = s == t, (s >= 1) & (s <= t - 2)
     if strata == "t":

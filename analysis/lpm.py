@@ -61,7 +61,8 @@ def hazard_sample(dec: pd.DataFrame, judgments: str = "side_channel") -> pd.Data
     """
     run_col, latest, earlier = judgment_columns(judgments)
     d = dec.loc[dec["regime"].isin(FAILURE_REGIMES) & ~dec["final"].astype(bool)]
-    d = d.loc[d[latest].astype(bool) & d["n_obs"].between(1, LPM_T_MAX)]
+    d = d.loc[d[latest].astype(bool) & d["n_obs"].between(1, LPM_T_MAX)
+              & (d[run_col] >= 0)]  # a stated run can be unknown (−1): left out
     return pd.DataFrame({
         "answer": d["answer"].to_numpy(dtype=float),
         "action": d["action"].to_numpy(), "regime": d["regime"].astype(str).to_numpy(),

@@ -99,9 +99,10 @@ def test_a_format_failure_neither_extends_nor_resets_runs():
     st = pd.concat([st, pd.DataFrame([{"episode_id": 1, "t": 3, "action": None,
                                        "obs_index": None}])], ignore_index=True)
     d = decision_table(ep, st.sort_values("t"))
-    # decisions after obs 1 (action 2), obs 2 (action 3 = the format failure: no answer),
-    # obs 3 (action 5 = finish); the run counts observations: 1, 2, 3
-    assert d["action"].tolist() == [2, 3, 5]
+    # decisions after obs 1 (action 2), obs 2 (the format failure at 3 is skipped: the
+    # decision belongs to the next valid action, the search at 4), obs 3 (action 5 =
+    # finish); the run counts observations: 1, 2, 3
+    assert d["action"].tolist() == [2, 4, 5]
     assert d["own_run"].tolist() == [1, 2, 3]
     assert d["answer"].tolist() == [0, 0, 1]
 
