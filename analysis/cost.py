@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.decisions import arm_groups
+from analysis.dissociation import DISSOCIATION_RUN, dissociation
 from analysis.rows import Row, Table, interval_row
 from analysis.stats import N_BOOT, Interval, bootstrap_intervals
 from analysis.success import MEAN6_LABEL, question_matrix, regime_means
@@ -32,7 +33,6 @@ from core.regimes import MEAN6
 
 LAMBDA = 0.05
 TPC_INPUT, TPC_CALL = 0.25, 500.0
-DISSOCIATION_RUN = 5
 
 
 @dataclass(frozen=True)
@@ -250,8 +250,10 @@ class JudgmentRates:
         useful_distractor_repeat: USEFUL on a real distractor page seen before.
         stated_useless_on_failed: stated "useless" among failed observations with a
             stated judgment.
-        dissociation: episodes whose own run first reaches 5 at a decision before the
-            final action (n) and that answer at that decision (k).
+        dissociation: in ``persistent``, episodes whose own side-channel useless run
+            reached 5 (n) and that answered at any decision from then on (k)
+            (``analysis.dissociation``, paper A12 J1 / F5).
+        stated_dissociation: the same from stated judgments (paper A18 T2).
     """
 
     useless_on_failed: Rate
@@ -262,6 +264,7 @@ class JudgmentRates:
     useful_distractor_repeat: Rate
     stated_useless_on_failed: Rate
     dissociation: Rate
+    stated_dissociation: Rate
 
 
 def _rate(mask: pd.Series, hit: pd.Series) -> Rate:
@@ -295,18 +298,15 @@ def judgment_rates(steps: pd.DataFrame, decisions: pd.DataFrame) -> JudgmentRate
     useful = obs["judgment"] == "USEFUL"
     gold, distractor = obs["obs_source"] == "gold", obs["obs_source"] == "distractor"
     stated = obs["stated_judgment"].notna()
-    # the first decision with a run of 5; at the final action answering is the deadline's
-    # doing, so (as for Δ and I) those decisions are left out
-    reached = decisions.loc[decisions["own_run"] >= DISSOCIATION_RUN].drop_duplicates(
-        "episode_id")
-    first_five = reached.loc[~reached["final"].astype(bool)]
+    own = dissociation(decisions, "side_channel", DISSOCIATION_RUN)
+    said = dissociation(decisions, "stated", DISSOCIATION_RUN)
     return JudgmentRates(
         _rate(judged & failed, useless), _rate(judged & ~failed, useless),
         _rate(real_search & gold & ~repeat, useful), _rate(real_search & gold & repeat, useful),
         _rate(real_search & distractor & ~repeat, useful),
         _rate(real_search & distractor & repeat, useful),
         _rate(stated & failed, obs["stated_judgment"] == "useless"),
-        Rate(int(first_five["answer"].sum()), len(first_five)))
+        Rate(own.answered, own.questions), Rate(said.answered, said.questions))
 
 
 def cost_table(episodes: pd.DataFrame, lam: float = LAMBDA, n_boot: int = N_BOOT,
@@ -377,7 +377,8 @@ JUDGMENT_MEASURES = (
     ("useful_distractor_first", "USEFUL on distractor, first"),
     ("useful_distractor_repeat", "USEFUL on distractor, repeat"),
     ("stated_useless_on_failed", "stated useless on failed"),
-    ("dissociation", "answers at own useless run 5"))
+    ("dissociation", "answered after 5 own useless"),
+    ("stated_dissociation", "answered after 5 stated useless"))
 """(JudgmentRates attribute, measure name) of the judgments table."""
 
 
@@ -404,15 +405,17 @@ def judgments_table(steps: pd.DataFrame, decisions: pd.DataFrame, episodes: pd.D
         rates = judgment_rates(s, dec)
         for attr, label in labels:
             r: Rate = getattr(rates, attr)
-            unit = "episodes" if attr == "dissociation" else "judgments"
+            unit = "episodes" if attr.endswith("dissociation") else "judgments"
             rows.append(Row(arm[0], arm[1], arm[2], label, "", r.share, n=r.n, unit=unit,
                             detail=f"{r.k}/{r.n}", runs=runs))
     notes = (("Side-channel judgments on observations (real: not failed by design; gold/"
              "distractor: real search results, first or repeated page in the episode)."),
-             ("answers at own run 5: among episodes whose own USELESS run first reaches 5 at a "
-             "decision before the final action, the share answering at that decision "
-             "(k/n in detail)."))
+             ("answered after 5 own (stated) useless: in persistent, among episodes whose own "
+             "side-channel (stated) useless run reached 5, the share that answered at any "
+             "later action, the final one included (k/n in detail; each seed's episode of a "
+             "question counts once; a stated run is unknown after a silent observation)."))
     return Table("judgments", "Judgment rates and dissociation", tuple(rows), notes, "wide",
                  (), (), tuple((label, short) for (_, label), short in zip(labels, (
                      "USELESS|fail", "USELESS|real", "USEFUL|gold1", "USEFUL|gold+",
-                     "USEFUL|distr1", "USEFUL|distr+", "stated useless|fail", "answer@run5"))))
+                     "USEFUL|distr1", "USEFUL|distr+", "stated useless|fail", "ans@5 own",
+                     "ans@5 stated"))))

@@ -335,7 +335,8 @@ def test_judgment_rates_first_repeat_and_dissociation():
          "refs": ["q#0", "q#0", "q#5"], "finish": 4},
         {"judg": "UUUUUU", "finish": None},       # own run reaches 5 after obs 5, continues
         {"judg": "UUUUU", "finish": 6},           # own run reaches 5, answers
-        {"judg": "UUUUU", "finish": 6, "budget": 6},  # ... but at the final action: left out
+        {"judg": "UUUUUUU", "finish": 8},         # ... at the final action: counts too
+        {"judg": "UUUUU", "finish": 6, "regime": "clean"},  # another regime: left out
     ]
     ep, st = build(specs)
     rates = judgment_rates(st, decision_table(ep, st))
@@ -344,8 +345,10 @@ def test_judgment_rates_first_repeat_and_dissociation():
     assert (rates.useful_gold_repeat.k, rates.useful_gold_repeat.n) == (1, 1)
     assert rates.useful_distractor_first.share == 0.0
     assert rates.useless_on_failed.share == 1.0 and rates.useless_on_real.share == 1 / 3
-    # dissociation: two episodes reach a run of 5 at a decision; one answers there
-    assert (rates.dissociation.k, rates.dissociation.n) == (1, 2)
+    # dissociation (persistent): three episodes reach a run of 5; two answer at a later
+    # action (analysis.dissociation); no stated judgments, so no stated run reaches 5
+    assert (rates.dissociation.k, rates.dissociation.n) == (2, 3)
+    assert (rates.stated_dissociation.k, rates.stated_dissociation.n) == (0, 0)
 
 
 # --- wiring, formatting, undefined -------------------------------------------------
