@@ -1,0 +1,199 @@
+"""Rich text for the Trajectories screen: one episode's header, its step strip, one
+step in full, and the cells of the matched-arms table.
+
+Every mark is a sign or a word as well as a style, so the screen reads the same in
+16 colours and with NO_COLOR: ✗ failed observation, ✓ real one, ⏎ answer, ! forced
+turn, ⊘ refused call, ? format failure, ≠ first divergence.
+"""
+
+from __future__ import annotations
+
+import re
+
+from rich.text import Text
+
+from core.episode import Step
+from core.store.trajectories import EpisodeDetail, EpisodeRow
+
+OUTCOME_MARK = {"correct": "✓ correct", "wrong": "✗ wrong", "unanswered": "– unanswered",
+                "errored": "‼ errored"}
+"""Outcome words with a sign, as listed."""
+OUTCOME_STYLE = {"correct": "green", "wrong": "red", "unanswered": "yellow",
+                 "errored": "bold red"}
+LEGEND = "✗ failed obs  ✓ real obs  ⏎ answer  ! forced  ⊘ refused  ? format failure"
+
+
+def short_regime(name: str) -> str:
+    """The paper's short regime names (rec2, late3, pers.), as `analysis.tables` prints
+    them; spelled out here because importing analysis pulls in pandas (0.7 s)."""
+    m = re.fullmatch(r"(recover_after|late_onset_from)_(\d+)", name)
+    if m:
+        return ("rec" if m.group(1) == "recover_after" else "late") + m.group(2)
+    return {"persistent": "pers.", "answerless": "answerl.", "plausible": "plaus."}.get(name,
+                                                                                     name)
+
+
+def clip(text: str, width: int) -> str:
+    """One line of at most `width` characters (whitespace collapsed, "…" when cut)."""
+    text = " ".join((text or "").split())
+    return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
+
+
+def arm_title(row: EpisodeRow) -> str:
+    """model · arm · regime · seed, the identity of an episode in one line."""
+    return f"{row.model} · {row.arm} · {row.regime} · seed {row.seed}"
+
+
+def step_sign(step: Step) -> str:
+    """A one- or two-character sign for a step (see the module docstring)."""
+    if step.format_failure:
+        sign = "?"
+    elif step.action == "finish":
+        sign = "⏎"
+    elif step.refused:
+        sign = "⊘"
+    elif step.obs_index is None:
+        sign = "·"
+    else:
+        sign = "✗" if step.obs_failed else "✓"
+    return ("!" if step.forced else "") + sign
+
+
+def strip(steps: tuple[Step, ...], current: int) -> Text:
+    """All steps of an episode on one line, the current one bracketed and reversed.
+
+    Args:
+        steps: the episode's steps.
+        current: index into `steps` of the step shown.
+
+    Returns:
+        e.g. ``1✗ 2✗ [3✓] 4⏎``.
+    """
+    out = Text()
+    for i, step in enumerate(steps):
+        label = f"{step.t}{step_sign(step)}"
+        style = "red" if step.obs_failed else ("green" if step.action == "finish" else "")
+        if i == current:
+            out.append(f"[{label}]", style="bold reverse")
+        else:
+            out.append(f" {label} ", style=style)
+    return out
+
+
+def episode_head(d: EpisodeDetail, width: int = 80) -> Text:
+    """Who ran what, the question, and how it ended, in four short lines.
+
+    Args:
+        d: the episode.
+        width: the screen width (long lines are clipped to it).
+
+    Returns:
+        The text.
+    """
+    r = d.row
+    w = max(width - 2, 20)
+    out = Text()
+    out.append(clip(f"episode {r.id} · {arm_title(r)} · budget {r.budget} · run {r.run}", w),
+               style="bold")
+    out.append("\n" + clip(f"Q {r.question_id}: {d.question}", w) + "\n")
+    out.append(OUTCOME_MARK[r.outcome], style=OUTCOME_STYLE[r.outcome])
+    if d.error:
+        tail = f": {d.error}"
+    elif d.answer is not None:
+        tail = f"· {d.answer!r} at action {r.answer_action}, F1 {d.f1:.2f} · gold {d.gold!r}"
+    else:
+        tail = f"· no answer ({d.end_reason}) · gold {d.gold!r}"
+    out.append(" " + clip(tail, w - len(OUTCOME_MARK[r.outcome]) - 1) + "\n")
+    out.append(clip(f"calls: {d.tool_calls} tool, {d.extra_calls} judgment/extra · "
+                    f"{d.forced_turns} forced · {d.refused_calls} refused · tokens "
+                    f"{d.input_tokens} in / {d.output_tokens} out", w), style="dim")
+    return out
+
+
+def _observation(step: Step, text: str | None, title: str) -> Text:
+    out = Text()
+    if step.obs_failed:
+        page = f" {title!r}" if title else ""
+        out.append(f"observation {step.obs_index}  ✗ FAILED → {step.obs_source} page{page}",
+                   style="bold red")
+    else:
+        out.append(f"observation {step.obs_index}  ✓ real ({step.obs_source or 'none'})",
+                   style="green")
+    if step.obs_ref:
+        out.append(f"  [{step.obs_ref}]", style="dim")
+    if text:
+        out.append("\n  " + text)
+    return out
+
+
+def step_body(step: Step, text: str | None, title: str, total: int,
+              legend: bool = False) -> Text:
+    """One step in full: thought, action, observation, judgment, streak, flags, tokens.
+
+    Args:
+        step: the step.
+        text: the observation text the agent saw (None when none).
+        title: the page title behind the observation.
+        total: number of steps of the episode.
+        legend: end with the legend of the step signs.
+
+    Returns:
+        The text.
+    """
+    out = Text()
+    out.append(f"action {step.t} of {total}", style="bold")
+    flags = [w for w, on in (("FORCED turn", step.forced), ("REFUSED: tool call not executed",
+                                                             step.refused),
+                             ("FORMAT FAILURE", step.format_failure)) if on]
+    if flags:
+        out.append("  [" + ", ".join(flags) + "]", style="bold yellow")
+    out.append("\n")
+    if step.decision:
+        out.append(f"decision: {step.decision}\n")
+    if step.thought:
+        out.append("thought: ", style="bold")
+        out.append(step.thought.strip() + "\n")
+    if step.format_failure:
+        out.append("raw output: ", style="bold")
+        out.append(clip(step.raw, 600) + "\n")
+    else:
+        out.append("action: ", style="bold")
+        out.append(f"{step.action}[{step.argument or ''}]\n")
+    if step.obs_index is not None:
+        out.append_text(_observation(step, text, title))
+        out.append("\n")
+    judged = step.judgment or (f"unparsed {step.judgment_raw!r}" if step.judgment_raw else None)
+    parts = [f"judgment: {judged} ({step.judgment_source or 'side channel'})" if judged else
+             "judgment: –"]
+    if step.stated_judgment:
+        parts.append(f"stated: {step.stated_judgment}")
+    if step.rule_signal:
+        parts.append(f"rule signal: {step.rule_signal}")
+    parts.append(f"useless streak: {step.streak}")
+    out.append("  ·  ".join(parts) + "\n")
+    out.append(f"tokens {step.input_tokens} in / {step.output_tokens} out · "
+               f"{step.latency_ms:.0f} ms", style="dim")
+    if legend:
+        out.append("\n" + LEGEND, style="dim")
+    return out
+
+
+def matched_cell(step: Step | None, width: int) -> str:
+    """One arm's step in a matched-arms row, e.g. ``✗ search[Drilell Ens…] U3``.
+
+    Args:
+        step: the step at this action, or None when the episode had ended.
+        width: cell width.
+
+    Returns:
+        The cell text.
+    """
+    if step is None:
+        return "(ended)"
+    sign = step_sign(step)
+    if step.format_failure:
+        move = "format failure"
+    else:
+        move = f"{step.action}[{step.argument or ''}]"
+    judged = {"USELESS": f" U{step.streak}", "USEFUL": " ok"}.get(step.judgment or "", "")
+    return clip(f"{sign} {move}", max(width - len(judged), 4)) + judged
