@@ -2,12 +2,19 @@
 
 - side-channel: parse the agent's one-word USEFUL/USELESS reply (`parse_side_channel`);
 - stated: a deterministic keyword reader over the first two sentences of the agent's
-  thought (`read_stated_judgment`, `StatedJudgmentReader`);
+  thought (`read_stated_judgment`, `StatedJudgmentReader`); a thought that calls the
+  result partly useful ("partly useful", "partially relevant", "some useful
+  information", "somewhat helpful") reads as "useful", so it resets the run (paper
+  A18), even when it also says what the result lacks;
 - lexical: content-word overlap between the question and the observation's head;
 - random: a seeded draw that says USELESS at a given rate.
 
 Side-channel and rule judgments use "USEFUL"/"USELESS"; the stated reader returns
 "useful"/"useless" (or None when the thought states neither).
+
+The reader's precision and recall for "useless" are measured on a held-out labelled
+file written before its patterns were read (tests/data/stated_judgments_heldout.tsv):
+``python -m core.judges tests/data/stated_judgments_heldout.tsv``.
 """
 
 from __future__ import annotations
@@ -15,8 +22,12 @@ from __future__ import annotations
 import hashlib
 import random
 import re
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+
+from core.errors import DataError
 
 USEFUL = "USEFUL"
 USELESS = "USELESS"
@@ -91,7 +102,22 @@ USEFUL_PATTERNS: tuple[str, ...] = (
 )
 """Regexes for a stated "useful" judgment."""
 
+_DEGREE = (r"(?:partly|partially|somewhat|slightly|moderately|marginally|a bit|a little"
+           r"|in part|to some (?:extent|degree))")
+_GOOD = r"(?:useful|relevant|helpful|informative|pertinent)"
+PARTLY_USEFUL_PATTERNS: tuple[str, ...] = (
+    rf"\b{_DEGREE}\s+(?:\w+\s+)?{_GOOD}\b",
+    rf"\b(?:some|a bit of|a little|a few|partial)\s+(?:\w+\s+)?{_GOOD}\b",
+    r"\bpartial(?:ly)? (?:answer|information|match)\b",
+    r"\b(?:part|some) of (?:the|an|my) answer\b",
+    r"\bhelps? (?:a little|a bit|somewhat|partly|partially|in part)\b",
+    r"\bof some (?:use|help|relevance|value)\b",
+)
+"""Regexes for a "partly useful" judgment: read as useful, checked before the useless
+ones (a partly useful result resets the run, paper A18)."""
+
 _SENTENCE_SPLIT_RE = re.compile(r"(?<=[.!?])\s+|\n+")
+_PARTLY_RE = re.compile("|".join(PARTLY_USEFUL_PATTERNS), re.IGNORECASE)
 _USELESS_RE = re.compile("|".join(USELESS_PATTERNS), re.IGNORECASE)
 _USEFUL_RE = re.compile("|".join(USEFUL_PATTERNS), re.IGNORECASE)
 
@@ -103,8 +129,21 @@ def _leading_sentences(thought: str, n: int) -> str:
     return " ".join(sentences[:n])
 
 
-def _classify(text: str, useless_re: re.Pattern[str], useful_re: re.Pattern[str]) -> str | None:
-    """Keyword classification: useless phrases first, then useful ones."""
+_NEGATIONS = frozenset(("not", "no", "never", "hardly", "barely", "nor", "neither"))
+
+
+def _negated(before: str) -> bool:
+    """Whether one of the three words before a phrase negates it ("not even partly")."""
+    words = re.findall(r"[a-z']+", before.lower())[-3:]
+    return any(w in _NEGATIONS or w.endswith("n't") for w in words)
+
+
+def _classify(text: str, useless_re: re.Pattern[str], useful_re: re.Pattern[str],
+              partly_re: re.Pattern[str] | None = _PARTLY_RE) -> str | None:
+    """Keyword classification: partly-useful phrases first, then useless, then useful."""
+    if partly_re is not None and any(not _negated(text[:m.start()])
+                                     for m in partly_re.finditer(text)):
+        return "useful"
     if useless_re.search(text):
         return "useless"
     if useful_re.search(text):
@@ -115,9 +154,11 @@ def _classify(text: str, useless_re: re.Pattern[str], useful_re: re.Pattern[str]
 def read_stated_judgment(thought: str | None) -> str | None:
     """Read the agent's own judgment of the last observation from its thought (§8.2).
 
-    Only the first two sentences are read. Useless phrases are checked first, so a
-    negated useful phrase ("does not mention", "couldn't find") reads as useless, and
-    a thought mixing both ("It mentions X but not Y's birth date") reads as useless.
+    Only the first two sentences are read. A "partly useful" phrase ("partially
+    relevant", "some useful information") wins: the result reads as useful even when
+    the thought also says what it lacks. Otherwise useless phrases are checked first,
+    so a negated useful phrase ("does not mention", "couldn't find") reads as useless,
+    and a thought mixing both ("It mentions X but not Y's birth date") reads as useless.
 
     Args:
         thought: the parsed thought (may be None or empty).
@@ -136,17 +177,24 @@ class StatedJudgmentReader:
 
     Attributes:
         useless_patterns: regexes (case-insensitive) that mark a useless judgment.
-        useful_patterns: regexes that mark a useful judgment (checked second).
+        useful_patterns: regexes that mark a useful judgment (checked last).
         n_sentences: how many leading sentences of the thought are read.
+        partly_useful_patterns: regexes that mark a partly useful judgment, read as
+            useful and checked first (empty: none).
     """
 
     useless_patterns: tuple[str, ...] = USELESS_PATTERNS
     useful_patterns: tuple[str, ...] = USEFUL_PATTERNS
     n_sentences: int = 2
+    partly_useful_patterns: tuple[str, ...] = PARTLY_USEFUL_PATTERNS
     _useless_re: re.Pattern[str] = field(init=False, repr=False, compare=False)
     _useful_re: re.Pattern[str] = field(init=False, repr=False, compare=False)
+    _partly_re: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "_partly_re", re.compile(
+            "|".join(self.partly_useful_patterns), re.IGNORECASE)
+            if self.partly_useful_patterns else None)
         object.__setattr__(self, "_useless_re",
                            re.compile("|".join(self.useless_patterns), re.IGNORECASE))
         object.__setattr__(self, "_useful_re",
@@ -157,7 +205,7 @@ class StatedJudgmentReader:
         if not thought:
             return None
         text = _leading_sentences(thought, self.n_sentences)
-        return _classify(text, self._useless_re, self._useful_re)
+        return _classify(text, self._useless_re, self._useful_re, self._partly_re)
 
     def __call__(self, thought: str | None) -> str | None:
         return self.read(thought)
@@ -172,6 +220,10 @@ def update_stated_run(run: int, judgment: str | None) -> int:
 
     Returns:
         run + 1 for useless, 0 for useful, `run` unchanged for None.
+
+    This is the running count a harness can act on (SPEC §8.2). The analysis is
+    stricter (paper A18): after a thought with no explicit judgment the run is
+    unknown until the next useful one (``analysis.decisions``).
     """
     if judgment is None:
         return run
@@ -183,19 +235,56 @@ def update_stated_run(run: int, judgment: str | None) -> int:
     raise ValueError(f"unknown stated judgment {judgment!r}")
 
 
+STATED_LABELS = ("useless", "useful", "none")
+
+
+def read_labelled_thoughts(path: str | Path) -> list[tuple[str, str | None]]:
+    """Labelled thoughts from a `label<TAB>thought` file (header line optional).
+
+    Args:
+        path: the file; label is useless, useful or none (none → None).
+
+    Returns:
+        (thought, label) pairs in file order.
+
+    Raises:
+        DataError: a missing file, or a line without a tab or with another label.
+    """
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise DataError(f"{path}: cannot read labelled thoughts ({exc.strerror})") from None
+    examples: list[tuple[str, str | None]] = []
+    for n, line in enumerate(lines, start=1):
+        if not line.strip() or (n == 1 and line.lower().startswith("label\t")):
+            continue
+        label, tab, thought = line.partition("\t")
+        if not tab or label not in STATED_LABELS or not thought.strip():
+            raise DataError(f"{path}:{n}: expected 'label<TAB>thought' with label one of "
+                            f"{', '.join(STATED_LABELS)}, got {line[:60]!r}")
+        examples.append((thought, None if label == "none" else label))
+    return examples
+
+
 def reader_precision_recall(
-    examples: Sequence[tuple[str, str | None]],
+    examples: Sequence[tuple[str, str | None]] | str | Path,
     reader: Callable[[str], str | None] = read_stated_judgment,
 ) -> tuple[float, float]:
     """Precision and recall of a reader for the "useless" class on labelled thoughts.
 
     Args:
-        examples: (thought, label) pairs; label is "useless", "useful" or None.
+        examples: (thought, label) pairs, label "useless", "useful" or None; or the
+            path of a `label<TAB>thought` file (``read_labelled_thoughts``).
         reader: the reader to evaluate.
 
     Returns:
         (precision, recall); a ratio with a zero denominator is 0.0.
+
+    Raises:
+        DataError: an unreadable or malformed file.
     """
+    if isinstance(examples, (str, Path)):
+        examples = read_labelled_thoughts(examples)
     tp = fp = fn = 0
     for thought, label in examples:
         predicted = reader(thought) == "useless"
@@ -300,3 +389,33 @@ def random_judgment(seed: int, question_id: str, obs_index: int, rate: float) ->
     digest = hashlib.blake2b(key, digest_size=8).digest()
     rng = random.Random(int.from_bytes(digest, "big"))
     return USELESS if rng.random() < rate else USEFUL
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Print the reader's precision and recall for "useless" on labelled files.
+
+    Usage: ``python -m core.judges FILE [FILE …]`` (one line per file).
+
+    Returns:
+        0, or 2 with one error line on bad input.
+    """
+    paths = list(sys.argv[1:] if argv is None else argv)
+    if not paths:
+        print("usage: python -m core.judges FILE [FILE …]  (label<TAB>thought lines)",
+              file=sys.stderr)
+        return 2
+    try:
+        for path in paths:
+            examples = read_labelled_thoughts(path)
+            precision, recall = reader_precision_recall(examples)
+            useless = sum(label == "useless" for _, label in examples)
+            print(f"{path}: {len(examples)} thoughts ({useless} useless): "
+                  f"precision {precision:.3f}, recall {recall:.3f} (class useless)")
+    except DataError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

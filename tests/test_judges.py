@@ -2,19 +2,28 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
+from core.errors import DataError
 from core.judges import (
     STOPWORDS,
     StatedJudgmentReader,
     content_words,
     lexical_judgment,
+    main,
     parse_side_channel,
     random_judgment,
+    read_labelled_thoughts,
     read_stated_judgment,
     reader_precision_recall,
     update_stated_run,
 )
+
+HELDOUT = Path(__file__).parent / "data" / "stated_judgments_heldout.tsv"
 
 # --- side-channel ------------------------------------------------------------------
 
@@ -124,6 +133,68 @@ def test_reader_meets_precision_and_recall_on_labelled_thoughts() -> None:
     precision, recall = reader_precision_recall(LABELLED_THOUGHTS)
     assert precision >= 0.9
     assert recall >= 0.85
+
+
+def test_reader_on_the_held_out_file() -> None:
+    # The file was written before the reader's patterns were read and is not used to
+    # tune them (README §8.2). Measured: precision 0.915 (65/71), recall 0.890 (65/73).
+    examples = read_labelled_thoughts(HELDOUT)
+    assert len(examples) >= 150
+    assert {label for _, label in examples} == {"useless", "useful", None}
+    precision, recall = reader_precision_recall(HELDOUT)
+    assert (precision, recall) == reader_precision_recall(examples)
+    assert precision >= 0.88
+    assert recall >= 0.86
+
+
+@pytest.mark.parametrize("thought", [
+    "The result is partly useful: it gives the founding year but not the founder.",
+    "This is partially relevant, mentioning the album but not its release date.",
+    "There is some useful information about the director, though not his birthplace.",
+    "Somewhat helpful: it does not give the date, but it names the studio.",
+    "It helps a little, although the page is mostly about something else.",
+    "This gives part of the answer; the other film is not mentioned.",
+])
+def test_a_partly_useful_result_reads_useful(thought: str) -> None:
+    assert read_stated_judgment(thought) == "useful"
+
+
+@pytest.mark.parametrize("thought", [
+    "This is not even partly useful; it is about a river.",
+    "There is no useful information here.",
+    "The page isn't somewhat relevant at all, it is about a beetle.",
+    "This is somewhat irrelevant to the question.",
+])
+def test_negated_or_absent_partial_usefulness_stays_useless(thought: str) -> None:
+    assert read_stated_judgment(thought) == "useless"
+
+
+def test_partly_useful_patterns_can_be_switched_off() -> None:
+    thought = "The result is partly useful: it gives the year but not the founder."
+    assert StatedJudgmentReader(partly_useful_patterns=()).read(thought) == "useless"
+
+
+def test_labelled_file_errors_and_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                                          ) -> None:
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("label\tthought\nuseless\tIt is irrelevant.\nmaybe\tHmm.\n")
+    with pytest.raises(DataError, match="bad.tsv:3"):
+        read_labelled_thoughts(bad)
+    with pytest.raises(DataError, match="cannot read"):
+        read_labelled_thoughts(tmp_path / "missing.tsv")
+    good = tmp_path / "good.tsv"
+    good.write_text("useless\tIt is irrelevant.\nnone\tLet me search.\n"
+                    "useful\tIt mentions the year.\n")
+    assert read_labelled_thoughts(good) == [("It is irrelevant.", "useless"),
+                                            ("Let me search.", None),
+                                            ("It mentions the year.", "useful")]
+    assert main([str(good)]) == 0
+    assert "3 thoughts (1 useless): precision 1.000, recall 1.000" in capsys.readouterr().out
+    assert main([str(bad)]) == 2
+    assert capsys.readouterr().err.startswith("error: ")
+    out = subprocess.run([sys.executable, "-m", "core.judges", str(HELDOUT)], text=True,
+                         capture_output=True, check=True).stdout
+    assert "190 thoughts (73 useless): precision 0.915, recall 0.890" in out
 
 
 def test_reader_precision_recall_arithmetic() -> None:
