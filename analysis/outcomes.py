@@ -1,60 +1,123 @@
 """Registered tests of a pre-registration amendment, evaluated on the data (SPEC §12).
 
 Each test becomes an Outcome like a line of the paper's Tables 4–5: the document,
-the test id, the prediction, pass / fail / n.a. and the numbers with 95%
-intervals, plus whether every episode it used started after the amendment was
-frozen (checked against lab.db, not taken on trust).
+the test id, the prediction, the verdict and the numbers with 95% intervals, the
+runs and episodes it used, and whether every one of those episodes started after
+the amendment was frozen (checked against lab.db, not taken on trust). Which data
+a test reads is `analysis.outcome_data`; how each kind computes its parts is
+`analysis.outcome_kinds`.
+
+Verdicts. A test's parts (one per unit — model × dataset × question set — and,
+where the test asks for several, per regime, condition or measure) each pass,
+fail or are n.a. The test is
+
+- ``pass``: every part has data and passes;
+- ``fail``: no part passes and at least one fails;
+- ``partial``: some parts pass and some fail;
+- ``n.a.``: no part has data, or every part with data passes but some have none
+  (a pass is never claimed on missing data).
+
+A ``classify`` test's verdict is instead the label of the first of its ordered
+``outcomes`` whose condition holds (the same for every unit), or the units'
+labels joined by " / " in unit order when they differ; a unit where a condition
+cannot be evaluated is n.a.
 """
 
 from __future__ import annotations
 
 import math
-import operator
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Any
 
-import numpy as np
-import pandas as pd
-
-from analysis.delta import time_matched_contrast
-from analysis.hazard import integration_index
+from analysis import outcome_kinds as kinds
 from analysis.measures import Frames
-from analysis.stats import Interval, holm
-from analysis.success import paired_success
-from core.conditions import parse_condition
+from analysis.outcome_data import TestData, Unit
+from analysis.outcome_kinds import NA, Part
+from core.errors import LabError
+from core.registered_tests import bound_rule, named_conditions
 
-LAMBDA = 0.05
-OPS: Mapping[str, Callable[[float, float], bool]] = MappingProxyType({
-    "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq})
+VERDICTS = ("pass", "fail", "partial", NA)
 
 
 @dataclass(frozen=True)
 class Outcome:
-    """One registered test's verdict."""
+    """One registered test's verdict.
 
-    document: str
-    test_id: str
+    Attributes:
+        amendment: the amendment that registered it.
+        id: the test id.
+        kind: the test's kind.
+        prediction: a one-line reading of the rule.
+        verdict: one of VERDICTS (a classify test: its outcome label(s)).
+        estimate: the number when the test has exactly one part (else NaN; see parts).
+        ci_low: its 95% lower bound.
+        ci_high: its 95% upper bound.
+        n_episodes: episodes the numbers were computed from.
+        runs: the runs those episodes belong to.
+        after_freeze: all those episodes started after the freeze (None: no episode
+            or the amendment is a draft).
+        parts: the per-unit numbers and verdicts.
+        numbers: the parts as one line of text.
+    """
+
+    amendment: str
+    id: str
+    kind: str
     prediction: str
-    outcome: str
-    numbers: str
+    verdict: str
+    estimate: float
+    ci_low: float
+    ci_high: float
+    n_episodes: int
+    runs: tuple[str, ...]
     after_freeze: bool | None
-    episodes: int
+    parts: tuple[Part, ...]
+    numbers: str
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict."""
-        return dict(self.__dict__)
+        """JSON-ready dict (NaN → null), with one object per part."""
+        return {
+            "amendment": self.amendment, "id": self.id, "kind": self.kind,
+            "prediction": self.prediction, "verdict": self.verdict,
+            "estimate": _num(self.estimate), "ci_low": _num(self.ci_low),
+            "ci_high": _num(self.ci_high), "n_episodes": self.n_episodes,
+            "runs": list(self.runs), "after_freeze": self.after_freeze,
+            "numbers": self.numbers,
+            "parts": [{"model": p.unit.model, "dataset": p.unit.dataset,
+                       "question_set": p.unit.question_set, "what": p.what,
+                       "verdict": p.verdict, "estimate": _num(p.estimate),
+                       "ci_low": _num(p.ci_low), "ci_high": _num(p.ci_high),
+                       "p": _num(p.p), "p_holm": _num(p.p_adjusted), "detail": p.detail}
+                      for p in self.parts],
+        }
+
+
+def _num(x: float) -> float | None:
+    return None if x is None or math.isnan(x) else float(x)
 
 
 def _fmt(x: float, signed: bool = True) -> str:
-    if x is None or (isinstance(x, float) and math.isnan(x)):
+    if x is None or math.isnan(x):
         return "–"
     return f"{x:+.3f}" if signed else f"{x:.3f}"
 
 
-def _iv(iv: Interval) -> str:
-    return f"{_fmt(iv.estimate)} [{_fmt(iv.low)}, {_fmt(iv.high)}]"
+def verdict(parts: Sequence[Part]) -> str:
+    """Combine part verdicts (see the module docstring)."""
+    passed = sum(p.verdict == "pass" for p in parts)
+    failed = sum(p.verdict == "fail" for p in parts)
+    if passed and failed:
+        return "partial"
+    if failed:
+        return "fail"
+    if passed and passed == len(parts):
+        return "pass"
+    return NA
+
+
+def _arms(test: Mapping[str, Any]) -> str:
+    return ", ".join(named_conditions(test))
 
 
 def prediction_text(test: Mapping[str, Any]) -> str:
@@ -62,219 +125,183 @@ def prediction_text(test: Mapping[str, Any]) -> str:
     if test.get("prediction"):
         return str(test["prediction"])
     kind = test["kind"]
-    where = f" on {test['regime']}" if test.get("regime") else ""
+    where = f" on {test['regime']}" if test.get("regime") else (
+        f" on {', '.join(test['regimes'])}" if test.get("regimes") else "")
+    budget = f", budget {test['budget']}" if test.get("budget") else ""
     if kind == "paired_diff":
+        if "on" in test:
+            return (f"{test['a']} − {test['b']} ({test['metric']}{where}{budget}): "
+                    f"{test['on']} {test['op']} {test['threshold']:+g}")
         sign = {"greater": ">", "less": "<"}.get(test.get("alternative", "greater"), "≠")
+        sided = "two-sided" if test.get("alternative") == "two-sided" else "one-sided"
         corr = ", Holm" if test.get("correction", "holm") == "holm" else ""
-        return f"{test['a']} {sign} {test['b']} ({test['metric']}{where}); one-sided{corr}"
+        return f"{test['a']} {sign} {test['b']} ({test['metric']}{where}{budget}); {sided}{corr}"
     if kind == "noninferiority":
-        return f"{test['a']} ≥ {test['b']} {test['margin']:+g} ({test['metric']}{where}; 95% LB)"
-    if kind in ("delta_bound", "index_bound"):
-        name = "Δ" if kind == "delta_bound" else "I"
-        side = "upper bound" if test["bound"] == "upper" else "lower bound"
-        cmp = test.get("comparison", "<" if test["bound"] == "upper" else ">")
-        return f"{name}({test['condition']}) 95% {side} {cmp} {test['threshold']:+g}"
+        return (f"{test['a']} ≥ {test['b']} {test['margin']:+g} ({test['metric']}{where}"
+                f"{budget}; 95% LB)")
+    if kind.endswith("_bound"):
+        name = {"delta_bound": "Δ", "index_bound": "I",
+                "design_contrast_bound": "design-label contrast"}[kind]
+        on, op = bound_rule(test)
+        side = {"ci_high": "95% upper bound", "ci_low": "95% lower bound",
+                "estimate": "estimate"}[on]
+        judg = " (stated judgments)" if test.get("judgments") == "stated" else ""
+        return f"{name}({_arms(test)}){judg}{where}{budget}: {side} {op} {test['threshold']:+g}"
     if kind == "median_action":
-        return f"median answering action of {test['condition']}{where} {test['op']} {test['value']:g}"
-    at = f" at action {test['at_action']}" if test.get("at_action") else ""
-    return f"share answered{at} of {test['condition']}{where} {test['op']} {test['value']:g}"
+        return f"median answering action of {_arms(test)}{where}{budget} {test['op']} {test['value']:g}"
+    if kind == "answered_share":
+        at = f" at action {test['at_action']}" if test.get("at_action") else ""
+        return f"share answered{at} of {_arms(test)}{where}{budget} {test['op']} {test['value']:g}"
+    if kind == "budget_contrast":
+        hi, lo = test["budgets"]
+        diff = f"|{test['metric']}({hi}) − ({lo})|" if test.get("absolute") else \
+            f"{test['metric']}({hi}) − {test['metric']}({lo})"
+        return f"{_arms(test)}{where}: {diff} {test['op']} {test['threshold']:g}"
+    if kind == "dissociation":
+        judg = "stated" if test.get("judgments") == "stated" else "own"
+        return (f"{_arms(test)}: share answered after {test.get('k', 5)} consecutive {judg} "
+                f"useless judgments ({test.get('regime', 'persistent')}) "
+                f"{test.get('on', 'estimate')} {test['op']} {test['threshold']:g}")
+    if kind == "judgment_validity":
+        rules = [f"USELESS on failed ≥ {test['useless_on_failed']:g}"
+                 if "useless_on_failed" in test else "",
+                 f"on real ≤ {test['useless_on_real']:g}" if "useless_on_real" in test else "",
+                 f"κ(stated, side channel) ≥ {test['kappa']:g}" if "kappa" in test else ""]
+        return f"judgment validity of {_arms(test)}: " + ", ".join(r for r in rules if r)
+    labels = [o["label"] for o in test["outcomes"]]
+    return " / ".join(labels) + " (first that holds)"
 
 
-class _Data:
-    """In-scope episodes and decisions, selectable by model and condition."""
-
-    def __init__(self, frames: Frames, scope: Mapping[str, Any]) -> None:
-        self.scope = scope
-        ep = frames.episodes
-        hashes = {parse_condition(c).spec_hash() for c in scope.get("conditions", [])}
-        mask = (ep["model"].isin(scope.get("models", [])) & ep["condition_hash"].isin(hashes)
-                & ep["regime"].isin(scope.get("regimes", []))
-                & ep["question_set"].isin(scope.get("question_sets", []))
-                & ep["budget"].isin(scope.get("budgets", [8])))
-        self.episodes = ep.loc[mask]
-        self.decisions = frames.decisions.loc[
-            frames.decisions["episode_id"].isin(self.episodes["episode_id"])]
-        self.used: set[int] = set()
-
-    def _hash(self, condition: str) -> str:
-        for c in self.scope.get("conditions", []):
-            if c == condition:
-                return parse_condition(c).spec_hash()
-        return parse_condition(condition).spec_hash()
-
-    def arm(self, model: str, condition: str, regime: str | None = None) -> pd.DataFrame:
-        ep = self.episodes
-        sel = ep.loc[(ep["model"] == model) & (ep["condition_hash"] == self._hash(condition))]
-        if regime:
-            sel = sel.loc[sel["regime"] == regime]
-        self.used.update(int(i) for i in sel["episode_id"])
-        return sel
-
-    def arm_decisions(self, model: str, condition: str) -> pd.DataFrame:
-        ids = self.arm(model, condition)["episode_id"]
-        return self.decisions.loc[self.decisions["episode_id"].isin(ids)]
+def _part_text(p: Part, several_units: bool) -> str:
+    head = " ".join(x for x in (p.unit.text(several_units), p.what) if x)
+    if p.verdict not in ("pass", "fail", NA):  # a classify label
+        return f"{head}: {p.verdict}" + (f" ({p.detail})" if p.detail else "")
+    if math.isnan(p.estimate):
+        return f"{head}: – ({p.detail})"
+    ci = "" if math.isnan(p.ci_low) else f" [{_fmt(p.ci_low)}, {_fmt(p.ci_high)}]"
+    pv = "" if math.isnan(p.p) else f" p={p.p:.3f}" + (
+        "" if math.isnan(p.p_adjusted) else f" (Holm {p.p_adjusted:.3f})")
+    mark = {"pass": "", "fail": " ✗", NA: " n.a."}[p.verdict]
+    return f"{head} {_fmt(p.estimate)}{ci}{pv}{mark}" + (f" ({p.detail})" if p.detail else "")
 
 
-def _metric_frame(ep: pd.DataFrame, metric: str) -> pd.DataFrame:
-    if metric in ("mean6", "success"):
-        return ep
-    out = ep.copy()
-    if metric == "utility":
-        out["correct"] = ep["correct"].astype(float) - LAMBDA * ep["tool_calls"].astype(float)
-    else:
-        out["correct"] = ep["tool_calls"].astype(float)
+def numbers_text(parts: Sequence[Part]) -> str:
+    """The parts as one line: a tally, then each part's number."""
+    units = {p.unit for p in parts}
+    several = len({(u.dataset, u.question_set) for u in units}) > 1
+    decided = [p for p in parts if p.verdict in ("pass", "fail", NA)]
+    tally = (f"{sum(p.verdict == 'pass' for p in decided)}/{len(decided)}: "
+             if decided and len(decided) == len(parts) else "")
+    return tally + "; ".join(_part_text(p, several) for p in parts)
+
+
+def _parts(data: TestData, test: Mapping[str, Any], units: Sequence[Unit], n_boot: int,
+           seed: int) -> list[Part]:
+    kind = test["kind"]
+    if kind == "paired_diff":
+        return kinds.paired_diff(data, test, units, n_boot, seed)
+    if kind == "noninferiority":
+        return kinds.noninferiority(data, test, units, n_boot, seed)
+    if kind.endswith("_bound"):
+        return kinds.bound(data, test, units, n_boot, seed)
+    if kind in ("median_action", "answered_share"):
+        return kinds.answers(data, test, units)
+    if kind == "budget_contrast":
+        return kinds.budget_contrast(data, test, units)
+    if kind == "dissociation":
+        return kinds.dissociation_parts(data, test, units)
+    if kind == "judgment_validity":
+        return kinds.judgment_validity(data, test, units)
+    return _classify(data, test, units, n_boot, seed)
+
+
+def _holds(data: TestData, sub: Mapping[str, Any], unit: Unit, n_boot: int,
+           seed: int) -> bool | None:
+    """Whether a sub-test passes for one unit (None: n.a.)."""
+    parts = _parts(data, sub, [unit], n_boot, seed)
+    if any(p.verdict == NA for p in parts) or not parts:
+        return None
+    return all(p.verdict == "pass" for p in parts)
+
+
+def _classify(data: TestData, test: Mapping[str, Any], units: Sequence[Unit], n_boot: int,
+              seed: int) -> list[Part]:
+    """Per unit: the label of the first outcome whose condition holds."""
+    out = []
+    for unit in units:
+        label, why = NA, "no outcome held"
+        for o in test["outcomes"]:
+            subs = o.get("all", o.get("any"))
+            if subs is None:
+                label, why = o["label"], "else"
+                break
+            held = [_holds(data, dict(s), unit, n_boot, seed) for s in subs]
+            if any(h is None for h in held):
+                label, why = NA, f"cannot evaluate a condition of '{o['label']}'"
+                break
+            if (all(held) if "all" in o else any(held)):
+                label, why = o["label"], ""
+                break
+        out.append(Part(unit, "", label, detail=why))
     return out
 
 
-def _paired(data: _Data, test: Mapping[str, Any], model: str, regime_key: str,
-            n_boot: int, seed: int) -> Interval | None:
-    a = _metric_frame(data.arm(model, test["a"]), test["metric"])
-    b = _metric_frame(data.arm(model, test["b"]), test["metric"])
-    if a.empty or b.empty:
-        return None
-    label = "mean6" if regime_key == "mean6" else regime_key
-    for name, iv in paired_success(a, b, n_boot, seed):
-        if name == label or (label == "mean6" and name.startswith("mean6")):
-            return iv if iv.defined else None
-    return None
+def _classify_verdict(parts: Sequence[Part]) -> str:
+    labels = [p.verdict for p in parts]
+    if all(lab == NA for lab in labels):
+        return NA
+    return labels[0] if len(set(labels)) == 1 else " / ".join(labels)
 
 
-def _eval_paired(data: _Data, test: Mapping[str, Any], models: Sequence[str], n_boot: int,
-                 seed: int) -> tuple[str, str]:
-    key = test.get("regime") or "mean6"
-    ivs = {m: _paired(data, test, m, key, n_boot, seed) for m in models}
-    have = {m: iv for m, iv in ivs.items() if iv is not None}
-    if not have:
-        return "n.a.", "no paired data"
-    alt = test.get("alternative", "greater")
-    ps = []
-    for iv in have.values():
-        greater = iv.p  # share of resampled differences <= 0
-        p = greater if alt == "greater" else (1 - greater if alt == "less" else
-                                              min(1.0, 2 * min(greater, 1 - greater)))
-        ps.append(max(p, 1.0 / max(iv.n_boot, 1)) if not math.isnan(p) else math.nan)
-    adjusted = holm(ps) if test.get("correction", "holm") == "holm" and len(ps) > 1 else ps
-    alpha = float(test.get("alpha", 0.05))
-    passed = [p < alpha for p in adjusted]
-    parts = [f"{m} {_iv(iv)} p={p:.3f}" + (f" (Holm {q:.3f})" if q != p else "")
-             for (m, iv), p, q in zip(have.items(), ps, adjusted)]
-    missing = [m for m in models if m not in have]
-    verdict = "pass" if all(passed) and not missing else "fail"
-    tally = f"{sum(passed)}/{len(models)}"
-    return verdict, f"{tally}: " + "; ".join(parts) + (
-        f"; no data: {', '.join(missing)}" if missing else "")
+def evaluate_test(amendment: Mapping[str, Any], test: Mapping[str, Any], frames: Frames,
+                  n_boot: int = 2000, seed: int = 0) -> Outcome:
+    """Evaluate one registered test on the data it governs.
 
+    Args:
+        amendment: the amendment row (id, scope, frozen_at).
+        test: one of its registered tests.
+        frames: analysis frames (every run may be in them; the test picks its own).
+        n_boot: question-level resamples.
+        seed: bootstrap seed.
 
-def _eval_noninferiority(data: _Data, test: Mapping[str, Any], models: Sequence[str],
-                         n_boot: int, seed: int) -> tuple[str, str]:
-    regimes = test.get("regimes") or [test.get("regime") or "mean6"]
-    parts, passed, total = [], 0, 0
-    for m in models:
-        for r in regimes:
-            total += 1
-            iv = _paired(data, test, m, r, n_boot, seed)
-            if iv is None:
-                parts.append(f"{m} {r}: no data")
-                continue
-            ok = iv.low > test["margin"]
-            passed += ok
-            parts.append(f"{m} {r}: {_iv(iv)} LB {'>' if ok else '≤'} {test['margin']:+g}")
-    if total and all(p.endswith("no data") for p in parts):
-        return "n.a.", "; ".join(parts)
-    return ("pass" if passed == total else "fail"), f"{passed}/{total}: " + "; ".join(parts)
-
-
-def _eval_bound(data: _Data, test: Mapping[str, Any], models: Sequence[str], n_boot: int,
-                seed: int) -> tuple[str, str]:
-    upper = test["bound"] == "upper"
-    cmp = OPS[test.get("comparison", "<" if upper else ">")]
-    parts, passed, defined = [], 0, 0
-    for m in models:
-        dec = data.arm_decisions(m, test["condition"])
-        if test["kind"] == "delta_bound":
-            iv = time_matched_contrast(dec, test.get("judgments", "side_channel"),
-                                       n_boot=n_boot, seed=seed).interval
-        else:
-            iv = integration_index(dec, n_boot, seed).index
-        if dec.empty or not iv.defined:
-            parts.append(f"{m}: –")
-            continue
-        defined += 1
-        bound = iv.high if upper else iv.low
-        ok = bool(cmp(bound, test["threshold"]))
-        passed += ok
-        parts.append(f"{m} {_iv(iv)}")
-    if not defined:
-        return "n.a.", "undefined (no decisions in the groups compared)"
-    return _verdict(passed, defined, len(models)), f"{passed}/{len(models)}: " + "; ".join(parts)
-
-
-def _eval_answers(data: _Data, test: Mapping[str, Any], models: Sequence[str]
-                  ) -> tuple[str, str]:
-    cmp = OPS[test["op"]]
-    parts, passed, defined = [], 0, 0
-    for m in models:
-        ep = data.arm(m, test["condition"], test.get("regime"))
-        answered = ep.loc[ep["answered"].astype(bool)]
-        if test["kind"] == "median_action":
-            value = float(np.median(answered["answer_action"])) if len(answered) else math.nan
-            text = f"{m} median {_fmt(value, False)} ({len(answered)} answers)"
-        elif test.get("at_action"):
-            hits = int((answered["answer_action"] == test["at_action"]).sum())
-            value = hits / len(answered) if len(answered) else math.nan
-            text = f"{m} {hits}/{len(answered)} = {_fmt(value, False)}"
-        else:
-            value = len(answered) / len(ep) if len(ep) else math.nan
-            text = f"{m} {len(answered)}/{len(ep)} = {_fmt(value, False)}"
-        parts.append(text)
-        if math.isnan(value):
-            continue
-        defined += 1
-        passed += bool(cmp(value, test["value"]))
-    if not defined:
-        return "n.a.", "no episodes"
-    return _verdict(passed, defined, len(models)), f"{passed}/{len(models)}: " + "; ".join(parts)
-
-
-def _verdict(passed: int, defined: int, total: int) -> str:
-    """fail if any defined model fails; n.a. if all defined pass but some are undefined."""
-    if passed < defined:
-        return "fail"
-    return "pass" if defined == total else "n.a."
+    Returns:
+        The Outcome. A test whose condition names several arms of one model (a bare
+        random_rule run at two rates) is n.a. with the reason.
+    """
+    data = TestData(frames, amendment, test)
+    models = test.get("models") or (amendment.get("scope") or {}).get("models", [])
+    units = data.units(models)
+    try:
+        parts = _parts(data, test, units, n_boot, seed)
+    except LabError as exc:
+        parts = [Part(units[0] if units else Unit("", "", ""), "", NA, detail=str(exc))]
+    used = data.used_episodes()
+    after = None
+    if amendment.get("frozen_at") and len(used):
+        after = bool((used["started_at"] > amendment["frozen_at"]).all())
+    one = parts[0] if len(parts) == 1 else None
+    final = (_classify_verdict(parts) if test["kind"] == "classify" else verdict(parts))
+    return Outcome(
+        str(amendment["id"]), str(test["id"]), test["kind"], prediction_text(test), final,
+        one.estimate if one else math.nan, one.ci_low if one else math.nan,
+        one.ci_high if one else math.nan, len(used),
+        tuple(sorted(str(r) for r in used["run"].unique())), after, tuple(parts),
+        numbers_text(parts))
 
 
 def evaluate(amendment: Mapping[str, Any], frames: Frames, n_boot: int = 2000,
              seed: int = 0) -> list[Outcome]:
-    """Evaluate every registered test of one amendment on the in-scope episodes.
+    """Evaluate every registered test of one amendment.
 
     Args:
         amendment: the amendment row (tests, scope, frozen_at, id).
-        frames: the analysis frames of lab.db (all runs).
+        frames: the analysis frames of lab.db; each test reads only the runs enqueued
+            under this amendment (or the runs it names), see `analysis.outcome_data`.
         n_boot: question-level resamples.
         seed: bootstrap seed.
 
     Returns:
         One Outcome per registered test, in registration order.
     """
-    scope = amendment.get("scope") or {}
-    out = []
-    for test in amendment.get("tests") or []:
-        data = _Data(frames, scope)
-        models = test.get("models") or scope.get("models", [])
-        kind = test["kind"]
-        if kind == "paired_diff":
-            verdict, numbers = _eval_paired(data, test, models, n_boot, seed)
-        elif kind == "noninferiority":
-            verdict, numbers = _eval_noninferiority(data, test, models, n_boot, seed)
-        elif kind in ("delta_bound", "index_bound"):
-            verdict, numbers = _eval_bound(data, test, models, n_boot, seed)
-        else:
-            verdict, numbers = _eval_answers(data, test, models)
-        used = data.episodes.loc[data.episodes["episode_id"].isin(data.used)]
-        after = None
-        if amendment.get("frozen_at") and len(used):
-            after = bool((used["started_at"] > amendment["frozen_at"]).all())
-        out.append(Outcome(amendment["id"], test["id"], prediction_text(test), verdict,
-                           numbers, after, len(used)))
-    return out
-
+    return [evaluate_test(amendment, test, frames, n_boot, seed)
+            for test in amendment.get("tests") or []]

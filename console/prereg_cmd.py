@@ -185,6 +185,7 @@ def freeze(ctx: click.Context, amendment_id: str, yes: bool) -> None:
     models = load_registry(ctx.obj["config"])
     row = rows.amendment(db, amendment_id)
     if row["state"] == "draft" and not yes:
+        prereg.resolve_scope(db, amendment_id, row["scope"], models)
         pins = prereg.pins_for(db, row["scope"], models)
         click.echo(f"Freezing {amendment_id} pins {len(pins['prompts'])} prompt files, "
                    f"question sets {', '.join(pins['question_sets']) or '-'}, "
@@ -244,11 +245,18 @@ def _outcomes(db, amendment_ids: list[str], n_boot: int) -> list:
     from analysis.measures import load_frames
     from analysis.outcomes import evaluate
 
-    frames = load_frames(db)
+    amendments = [rows.amendment(db, a) for a in amendment_ids]
+    named = {r for a in amendments for t in a["tests"] for r in t.get("runs", [])}
+    runs = sorted(set(rows.governed_runs(db, amendment_ids)) | named)
+    frames = load_frames(db, runs=runs or None)  # each test picks its own runs from these
     out = []
-    for amendment_id in amendment_ids:
-        out += evaluate(rows.amendment(db, amendment_id), frames, n_boot=n_boot)
+    for amendment in amendments:
+        out += evaluate(amendment, frames, n_boot=n_boot)
     return out
+
+
+def _runs_text(runs: tuple[str, ...]) -> str:
+    return f"run{'s' if len(runs) > 1 else ''} {', '.join(runs)}" if runs else "no runs"
 
 
 def outcome_lines(outcomes: list) -> list[str]:
@@ -256,27 +264,29 @@ def outcome_lines(outcomes: list) -> list[str]:
     lines = []
     for o in outcomes:
         after = {True: "all after freeze", False: "SOME BEFORE FREEZE", None: "–"}[o.after_freeze]
-        lines.append(f"{o.document:<4} {o.test_id:<6} {o.outcome:<7} {o.prediction}")
+        lines.append(f"{o.amendment:<4} {o.id:<6} {o.verdict:<7} {o.prediction}")
         lines.append(f"{'':<11} {o.numbers}")
-        lines.append(f"{'':<11} episodes used: {o.episodes} ({after})")
+        lines.append(f"{'':<11} used {o.n_episodes} episodes of {_runs_text(o.runs)} ({after})")
     return lines
 
 
 @prereg_group.command("outcomes")
 @click.argument("amendment_id", required=False)
 @click.option("--resamples", type=click.IntRange(min=100), default=2000, show_default=True)
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text",
+              show_default=True)
 @click.pass_context
-def outcomes(ctx: click.Context, amendment_id: str | None, resamples: int,
-             as_json: bool) -> None:
-    """Evaluate registered tests on the data: pass / fail / n.a. with 95% intervals.
+def outcomes(ctx: click.Context, amendment_id: str | None, resamples: int, fmt: str) -> None:
+    """Evaluate registered tests on the runs they govern: pass / fail / partial / n.a.
 
-    Also states whether every episode a test used started after the freeze of
-    the amendment that registered it. Without ID: every frozen amendment.
+    Each test reads only the runs enqueued under its amendment (or the runs it
+    names), and says which runs and how many episodes it used and whether every
+    one of them started after the freeze. Without ID: every frozen amendment.
 
     \b
     Example:
       lab prereg outcomes A2
+      lab prereg outcomes A2 --format json
     """
     db = _db(ctx)
     ids = [amendment_id] if amendment_id else [
@@ -284,13 +294,13 @@ def outcomes(ctx: click.Context, amendment_id: str | None, resamples: int,
     if amendment_id:
         rows.amendment(db, amendment_id)
     results = _outcomes(db, ids, resamples)
-    if as_json:
+    if fmt == "json":
         click.echo(json.dumps([o.to_dict() for o in results], indent=2))
         return
     if not results:
         click.echo("no registered tests to evaluate")
         return
-    click.echo(f"{'doc':<4} {'test':<6} {'outcome':<7} prediction")
+    click.echo(f"{'doc':<4} {'test':<6} {'verdict':<7} prediction")
     click.echo("\n".join(outcome_lines(results)))
     for amendment in ids:
         for d in rows.deviations(db, amendment):
@@ -330,12 +340,12 @@ def document_markdown(db, n_boot: int = 2000) -> str:
             out.append(f"- **Deviation {d['id']}** ({d['created_at'][:19]}): {d['text']}")
         out.append("")
     if results:
-        out += ["## Outcomes", "", "| doc | test | prediction | outcome | numbers | "
-                "episodes after freeze |", "|---|---|---|---|---|---|"]
+        out += ["## Outcomes", "", "| doc | test | prediction | verdict | numbers | runs | "
+                "episodes after freeze |", "|---|---|---|---|---|---|---|"]
         for o in results:
             after = {True: "all", False: "**no**", None: "–"}[o.after_freeze]
-            out.append(f"| {o.document} | {o.test_id} | {o.prediction} | {o.outcome} | "
-                       f"{o.numbers} | {after} ({o.episodes}) |")
+            out.append(f"| {o.amendment} | {o.id} | {o.prediction} | {o.verdict} | "
+                       f"{o.numbers} | {', '.join(o.runs) or '–'} | {after} ({o.n_episodes}) |")
     return "\n".join(out) + "\n"
 
 

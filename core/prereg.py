@@ -22,13 +22,18 @@ from sqlite_utils import Database
 
 import prompts
 from core import store
-from core.conditions import Condition
+from core.conditions import Condition, condition_from_spec, parse_condition
 from core.data import ids_hash
 from core.episode import utc_now
 from core.errors import LabError, StoreError
 from core.models.registry import ModelSpec
 from core.regimes import parse_regime
-from core.registered_tests import scope_condition_hashes, validate_scope, validate_tests
+from core.registered_tests import (
+    arm_matches,
+    scope_condition_hashes,
+    validate_scope,
+    validate_tests,
+)
 from core.store import prereg as rows
 
 GENESIS = "0" * 64
@@ -64,12 +69,13 @@ def create(db: Database, title: str, body: str = "", tests: Any = (),
     """Append a draft amendment (validated); returns its id (A1, A2, …).
 
     Raises:
-        ConfigError: an invalid registered test or scope; nothing is written.
+        ConfigError: an invalid registered test or scope, or a test naming a model
+            (condition, regime, set, budget) outside the scope; nothing is written.
     """
     if not title.strip():
         raise LabError("an amendment needs a non-empty --title")
-    tests = validate_tests(list(tests))
     scope = validate_scope(scope) if scope is not None else {}
+    tests = validate_tests(list(tests), scope)
     with store.write(db):
         seq = len(rows.amendments(db)) + 1
         amendment_id = f"A{seq}"
@@ -82,12 +88,17 @@ def edit(db: Database, amendment_id: str, **fields: Any) -> None:
 
     Raises:
         StoreError: the amendment is frozen.
-        ConfigError: invalid tests or scope.
+        ConfigError: invalid tests or scope, or tests outside the (new) scope.
     """
-    if "tests" in fields:
-        fields["tests"] = validate_tests(fields["tests"])
-    if "scope" in fields:
+    if fields.get("scope") is not None:
         fields["scope"] = validate_scope(fields["scope"])
+    if fields.get("tests") is not None or fields.get("scope") is not None:
+        row = rows.amendment(db, amendment_id)
+        scope = fields["scope"] if fields.get("scope") is not None else row["scope"]
+        tests = fields["tests"] if fields.get("tests") is not None else row["tests"]
+        validated = validate_tests(tests, scope)
+        if fields.get("tests") is not None:
+            fields["tests"] = validated
     rows.update_draft(db, amendment_id, {k: v for k, v in fields.items() if v is not None})
 
 
@@ -137,14 +148,21 @@ def prompt_diffs(row: Mapping[str, Any]) -> dict[str, str]:
 
 
 def in_scope(scope: Mapping[str, Any], model: str, condition: Condition, regime: str,
-             question_set: str | None, budget: int) -> str | None:
-    """Why a cell is outside the scope (None when it is inside)."""
+             question_set: str | None, budget: int, seed: int | None = None,
+             replicate: int | None = None) -> str | None:
+    """Why a cell is outside the scope (None when it is inside).
+
+    A condition is inside when a scoped condition names its arm exactly
+    (`core.registered_tests.arm_matches`: full label; a bare random_rule covers
+    the rate resolved per model). Seeds and replicates are checked when the scope
+    names them.
+    """
     if not scope:
         return "the amendment has no scope"
     if model not in scope["models"]:
         return f"model {model} is not in its scope ({', '.join(scope['models'])})"
-    if condition.spec_hash() not in scope_condition_hashes(scope).values():
-        return (f"condition {condition.to_json()} is not in its scope "
+    if not any(arm_matches(parse_condition(c), condition) for c in scope["conditions"]):
+        return (f"condition {condition.label()} is not in its scope "
                 f"({', '.join(scope['conditions'])})")
     if regime not in scope["regimes"]:
         return f"regime {regime} is not in its scope ({', '.join(scope['regimes'])})"
@@ -153,6 +171,10 @@ def in_scope(scope: Mapping[str, Any], model: str, condition: Condition, regime:
                 f"({', '.join(scope['question_sets'])})")
     if budget not in scope["budgets"]:
         return f"budget {budget} is not in its scope ({', '.join(map(str, scope['budgets']))})"
+    for key, value in (("seeds", seed), ("replicates", replicate)):
+        if key in scope and value is not None and value not in scope[key]:
+            return (f"{key[:-1]} {value} is not in its scope "
+                    f"({', '.join(map(str, scope[key]))})")
     return None
 
 
@@ -160,15 +182,42 @@ def existing_data(db: Database, scope: Mapping[str, Any]) -> list[dict[str, Any]
     """Cells inside the scope that already have episodes (run, cell, count, first start)."""
     if not scope:
         return []
-    hashes = set(scope_condition_hashes(scope).values())
     out = []
     for c in rows.scoped_cells(db):
-        if (c["episodes"] and c["model"] in scope["models"] and c["condition_hash"] in hashes
-                and c["regime"] in scope["regimes"] and c["question_set"] in scope["question_sets"]
-                and c["budget"] in scope["budgets"]):
+        if c["episodes"] and in_scope(scope, c["model"], condition_from_spec(c["condition_spec"]),
+                                      c["regime"], c["question_set"], c["budget"], c["seed"],
+                                      c["replicate"]) is None:
             out.append({"run": c["run"], "cell": c["id"], "episodes": c["episodes"],
                         "first_started": c["first_started"]})
     return out
+
+
+def resolve_scope(db: Database, amendment_id: str, scope: Mapping[str, Any],
+                  models: Mapping[str, ModelSpec]) -> None:
+    """Check that everything a scope names resolves, so that its spec can be pinned.
+
+    Models must be in the registry (lab.toml or a built-in sim), question sets must
+    exist in lab.db, and a named dataset must be the dataset of a scoped set
+    (conditions and regimes were parsed when the draft was saved).
+
+    Raises:
+        LabError: one line naming the first thing that does not resolve.
+    """
+    for name in scope.get("models", []):
+        if name not in models:
+            raise LabError(f"cannot freeze {amendment_id}: scope model '{name}' is not in the "
+                           f"model registry (lab.toml or a built-in sim), so its spec cannot be "
+                           f"pinned; known: {', '.join(sorted(models))}")
+    datasets = set()
+    for name in scope.get("question_sets", []):
+        try:
+            datasets.add(store.question_set(db, name)["dataset"])
+        except StoreError as exc:
+            raise LabError(f"cannot freeze {amendment_id}: scope question set: {exc}") from None
+    for name in scope.get("datasets", []):
+        if name not in datasets:
+            raise LabError(f"cannot freeze {amendment_id}: scope dataset '{name}' is not the "
+                           f"dataset of any scoped question set ({', '.join(sorted(datasets))})")
 
 
 def freeze(db: Database, amendment_id: str, models: Mapping[str, ModelSpec]) -> dict[str, Any]:
@@ -179,7 +228,7 @@ def freeze(db: Database, amendment_id: str, models: Mapping[str, ModelSpec]) -> 
 
     Raises:
         StoreError: already frozen, or an unknown amendment.
-        LabError: a scope that names a question set that does not exist.
+        LabError: a scope naming something that does not resolve (`resolve_scope`).
     """
     with store.write(db):
         row = rows.amendment(db, amendment_id)
@@ -188,6 +237,7 @@ def freeze(db: Database, amendment_id: str, models: Mapping[str, ModelSpec]) -> 
         if not row["scope"]:
             raise LabError(f"{amendment_id} has no scope: say which runs it governs "
                            f"(lab prereg edit {amendment_id} --scope FILE) before freezing")
+        resolve_scope(db, amendment_id, row["scope"], models)
         frozen = _in_freeze_order(rows.amendments(db))
         prev = frozen[-1]["content_sha256"] if frozen else GENESIS
         record = dict(row)
@@ -301,7 +351,7 @@ def gate(db: Database, amendment_id: str | None, cells: list[Any],
                         f"{amendment_id}) before the runs it governs")
     for cell in cells:
         why = in_scope(row["scope"], cell.model.name, cell.condition, cell.regime.name,
-                       cell.question_set, cell.budget)
+                       cell.question_set, cell.budget, cell.seed, cell.replicate)
         if why:
             raise GateError(f"outside {amendment_id}: {why}")
     changes = pin_changes(db, row, models)

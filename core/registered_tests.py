@@ -1,40 +1,73 @@
 """Registered tests: JSON decision rules of a pre-registration amendment (SPEC §12).
 
 Validated when a draft is saved, with a precise error for an unknown kind,
-metric, condition or field. Evaluation lives in analysis (it needs the data).
+metric, condition or field, and for a test that names a model, regime, set or
+budget outside its amendment's scope. Evaluation lives in analysis (it needs the
+data); the arm matching both sides share is `arm_matches`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
 
-from core.conditions import parse_condition
+from core.conditions import Condition, parse_condition
 from core.errors import ConfigError, LabError
 from core.regimes import parse_regime
 
-METRICS = ("mean6", "success", "utility", "tool_calls")
-"""Episode-level metrics a paired test can compare (success needs a regime)."""
+METRICS = ("mean6", "success", "utility", "utility_all", "tool_calls")
+"""Episode-level metrics a paired test can compare (success needs a regime).
 
-_COMMON = MappingProxyType({"id": str, "kind": str, "models": list, "note": str,
-                           "prediction": str})
-KINDS: Mapping[str, dict[str, Any]] = MappingProxyType({
+utility = correct − λ·tool calls; utility_all = correct − λ·(tool calls + the
+condition's own judgment calls) (`analysis.cost.charged_calls`)."""
+BUDGET_METRICS = ("median_action", "tool_calls", "answered_share")
+"""What a `budget_contrast` compares between two budgets."""
+OPS = ("<", "<=", ">", ">=", "==")
+ON = ("estimate", "ci_low", "ci_high")
+DEFAULT_BUDGET = 8
+
+_COMMON = MappingProxyType({
+    "id": str, "kind": str, "models": list, "note": str, "prediction": str,
+    "budget": int, "datasets": list, "question_sets": list, "runs": list})
+"""Fields every kind takes: the scoping fields narrow the amendment's data."""
+_ARM = MappingProxyType({"condition": str, "conditions": list})
+_BOUND = MappingProxyType({"bound": str, "on": str, "op": str, "comparison": str,
+                           "threshold": float, "regimes": list})
+_SPEC = MappingProxyType({
     "paired_diff": {"required": {"metric": str, "a": str, "b": str},
                     "optional": {"alternative": str, "correction": str, "regime": str,
-                                 "alpha": float}},
+                                 "alpha": float, "lam": float, "on": str, "op": str,
+                                 "threshold": float}},
     "noninferiority": {"required": {"metric": str, "a": str, "b": str, "margin": float},
-                       "optional": {"regime": str, "regimes": list}},
-    "delta_bound": {"required": {"condition": str, "bound": str, "threshold": float},
-                    "optional": {"judgments": str, "comparison": str}},
-    "index_bound": {"required": {"condition": str, "bound": str, "threshold": float},
-                    "optional": {"comparison": str}},
-    "median_action": {"required": {"condition": str, "op": str, "value": float},
+                       "optional": {"regime": str, "regimes": list, "lam": float}},
+    "delta_bound": {"arm": True, "optional": {**_BOUND, "judgments": str, "strata": str}},
+    "index_bound": {"arm": True, "optional": dict(_BOUND)},
+    "design_contrast_bound": {"arm": True, "optional": dict(_BOUND)},
+    "median_action": {"arm": True, "required": {"op": str, "value": float},
                       "optional": {"regime": str}},
-    "answered_share": {"required": {"condition": str, "op": str, "value": float},
+    "answered_share": {"arm": True, "required": {"op": str, "value": float},
                        "optional": {"regime": str, "at_action": int}},
+    "budget_contrast": {"arm": True, "required": {"metric": str, "budgets": list, "op": str,
+                                                  "threshold": float},
+                        "optional": {"regime": str, "absolute": bool}},
+    "dissociation": {"arm": True, "required": {"op": str, "threshold": float},
+                     "optional": {"on": str, "judgments": str, "k": int, "regime": str,
+                                  "min_questions": int}},
+    "judgment_validity": {"arm": True, "optional": {"useless_on_failed": float,
+                                                    "useless_on_real": float,
+                                                    "kappa": float, "regimes": list}},
+    "classify": {"required": {"outcomes": list}},
 })
-OPS = ("<", "<=", ">", ">=", "==")
+KINDS: Mapping[str, Mapping[str, Any]] = MappingProxyType(_SPEC)
+"""Kind → {"required", "optional" fields, "arm": takes condition(s)}."""
+
+_CHOICES = MappingProxyType({
+    "alternative": ("greater", "less", "two-sided"), "correction": ("holm", "none"),
+    "bound": ("upper", "lower"), "op": OPS, "comparison": OPS, "on": ON,
+    "judgments": ("side_channel", "stated"), "strata": ("t", "question_action",
+                                                        "regime_action")})
 
 
 def _type_ok(value: Any, kind: type) -> bool:
@@ -45,8 +78,162 @@ def _type_ok(value: Any, kind: type) -> bool:
     return isinstance(value, kind)
 
 
-def validate_test(test: Any, where: str) -> dict[str, Any]:
+def _fields(kind: str) -> dict[str, type]:
+    spec = KINDS[kind]
+    out = dict(_COMMON) | spec.get("required", {}) | spec.get("optional", {})
+    if spec.get("arm"):
+        out |= _ARM
+    if kind == "budget_contrast":
+        del out["budget"]  # it names two budgets
+    return out
+
+
+def named_conditions(test: Mapping[str, Any]) -> list[str]:
+    """The condition texts a single-arm test names (`condition` or `conditions`)."""
+    if "conditions" in test:
+        return list(test["conditions"])
+    return [test["condition"]] if "condition" in test else []
+
+
+def named_regimes(test: Mapping[str, Any]) -> list[str]:
+    """The regimes a test names (`regime` or `regimes`), empty when it names none."""
+    return [test["regime"]] if "regime" in test else list(test.get("regimes", []))
+
+
+def named_budgets(test: Mapping[str, Any]) -> list[int]:
+    """The budgets a test uses: `budgets` (budget_contrast) or `budget` (default 8)."""
+    if test.get("kind") == "budget_contrast":
+        return list(test["budgets"])
+    return [test.get("budget", DEFAULT_BUDGET)]
+
+
+def bound_rule(test: Mapping[str, Any]) -> tuple[str, str]:
+    """(on, op) of a threshold test: `on` + `op`, or the older `bound` + `comparison`.
+
+    `bound: upper` reads the 95% upper bound (ci_high), `lower` the lower bound
+    (ci_low); the comparison defaults to < for upper and > for lower.
+    """
+    if "on" in test:
+        return test["on"], test.get("op") or test.get("comparison") or ">"
+    upper = test["bound"] == "upper"
+    return ("ci_high" if upper else "ci_low"), (
+        test.get("op") or test.get("comparison") or ("<" if upper else ">"))
+
+
+def _check_choices(test: Mapping[str, Any], label: str) -> None:
+    for key, options in _CHOICES.items():
+        if key in test and test[key] not in options:
+            raise ConfigError(f"{label}: {key} must be one of {', '.join(options)}, "
+                              f"got {test[key]!r}")
+
+
+def _check_names(test: Mapping[str, Any], label: str) -> None:
+    for key in ("a", "b", "condition"):
+        if key in test:
+            try:
+                parse_condition(test[key])
+            except LabError as exc:
+                raise ConfigError(f"{label}: {key}: {exc}") from None
+    for key in ("conditions", "regimes", "models", "datasets", "question_sets", "runs"):
+        if key in test and (not test[key] or not all(isinstance(v, str) for v in test[key])):
+            raise ConfigError(f"{label}: {key} must be a non-empty list of names")
+    for c in test.get("conditions", []):
+        try:
+            parse_condition(c)
+        except LabError as exc:
+            raise ConfigError(f"{label}: conditions: {exc}") from None
+    for regime in named_regimes(test):
+        try:
+            parse_regime(regime)
+        except LabError as exc:
+            raise ConfigError(f"{label}: regime: {exc}") from None
+
+
+def _check_kind_rules(test: Mapping[str, Any], kind: str, label: str) -> None:
+    """The cross-field rules of each kind."""
+    spec = KINDS[kind]
+    if spec.get("arm") and ("condition" in test) == ("conditions" in test):
+        raise ConfigError(f"{label}: give exactly one of 'condition' or 'conditions'")
+    if "metric" in test and kind != "budget_contrast" and test["metric"] not in METRICS:
+        raise ConfigError(f"{label}: unknown metric {test['metric']!r}; one of: "
+                          f"{', '.join(METRICS)}")
+    if test.get("metric") == "success" and "regime" not in test and "regimes" not in test:
+        raise ConfigError(f"{label}: metric success needs a regime")
+    if "regime" in test and "regimes" in test:
+        raise ConfigError(f"{label}: give 'regime' or 'regimes', not both")
+    if "op" in test and "comparison" in test:
+        raise ConfigError(f"{label}: give 'op' or the older 'comparison', not both")
+    if kind.endswith("_bound") and ("bound" in test) == ("on" in test):
+        raise ConfigError(f"{label}: give exactly one of 'on' (estimate, ci_low, ci_high) "
+                          f"or 'bound' (upper, lower), with 'threshold'")
+    if kind.endswith("_bound") and "threshold" not in test:
+        raise ConfigError(f"{label}: missing field 'threshold' for kind {kind}")
+    if kind == "paired_diff" and "on" in test:
+        if "op" not in test or "threshold" not in test:
+            raise ConfigError(f"{label}: a paired_diff with 'on' needs 'op' and 'threshold'")
+        for key in ("alternative", "correction", "alpha"):
+            if key in test:
+                raise ConfigError(f"{label}: '{key}' belongs to the p-value rule; a "
+                                  f"paired_diff with 'on' decides by its threshold")
+    elif kind == "paired_diff" and ("op" in test or "threshold" in test):
+        raise ConfigError(f"{label}: 'op'/'threshold' need 'on' (estimate, ci_low, ci_high)")
+    if kind == "budget_contrast":
+        if test["metric"] not in BUDGET_METRICS:
+            raise ConfigError(f"{label}: metric must be one of {', '.join(BUDGET_METRICS)}, "
+                              f"got {test['metric']!r}")
+        budgets = test["budgets"]
+        if (len(budgets) != 2 or not all(_type_ok(b, int) and b > 0 for b in budgets)
+                or budgets[0] == budgets[1]):
+            raise ConfigError(f"{label}: budgets must be two different positive integers, "
+                              f"e.g. [16, 8] (estimate = value at 16 − value at 8)")
+    if kind == "judgment_validity" and not any(
+            k in test for k in ("useless_on_failed", "useless_on_real", "kappa")):
+        raise ConfigError(f"{label}: judgment_validity needs at least one of "
+                          f"useless_on_failed (≥), useless_on_real (≤), kappa (≥)")
+    for key in ("budget", "k", "min_questions", "at_action"):
+        if key in test and test[key] < 1:
+            raise ConfigError(f"{label}: {key} must be ≥ 1, got {test[key]}")
+
+
+def _check_outcomes(test: Mapping[str, Any], label: str) -> None:
+    outcomes = test["outcomes"]
+    if len(outcomes) < 2:
+        raise ConfigError(f"{label}: outcomes needs at least two entries, e.g. "
+                          f'[{{"label": "support", "all": [...]}}, {{"label": "inconclusive"}}]')
+    seen: set[str] = set()
+    for i, o in enumerate(outcomes):
+        where = f"{label}: outcomes[{i}]"
+        if not isinstance(o, dict) or not isinstance(o.get("label"), str) or not o["label"]:
+            raise ConfigError(f"{where}: each outcome is an object with a non-empty 'label'")
+        if o["label"] in seen or o["label"] == "n.a.":
+            raise ConfigError(f"{where}: label {o['label']!r} is repeated or reserved")
+        seen.add(o["label"])
+        unknown = set(o) - {"label", "all", "any"}
+        if unknown:
+            raise ConfigError(f"{where}: unknown field '{sorted(unknown)[0]}' "
+                              f"(fields: label, all, any)")
+        if "all" in o and "any" in o:
+            raise ConfigError(f"{where}: give 'all' or 'any', not both")
+        conds = o.get("all", o.get("any"))
+        if conds is None:
+            if i != len(outcomes) - 1:
+                raise ConfigError(f"{where}: only the last outcome may have no condition "
+                                  f"(it is the 'else')")
+            continue
+        if not isinstance(conds, list) or not conds:
+            raise ConfigError(f"{where}: 'all'/'any' must be a non-empty list of tests")
+        for j, sub in enumerate(conds):
+            validate_test(sub, f"{where}.{'all' if 'all' in o else 'any'}[{j}]", nested=True)
+
+
+def validate_test(test: Any, where: str, nested: bool = False) -> dict[str, Any]:
     """Check one registered test; returns it unchanged.
+
+    Args:
+        test: the test object.
+        where: how to name it in an error (e.g. "tests[2]").
+        nested: a condition inside a `classify` test's outcomes (no id needed; no
+            models of its own: it is evaluated for its parent's models).
 
     Raises:
         ConfigError: one line naming the test and the problem.
@@ -56,50 +243,68 @@ def validate_test(test: Any, where: str) -> dict[str, Any]:
     tid = test.get("id")
     label = f"{where} ({tid})" if isinstance(tid, str) else where
     kind = test.get("kind")
-    if not isinstance(kind, str) or kind not in KINDS:
-        raise ConfigError(f"{label}: unknown kind {kind!r}; one of: {', '.join(KINDS)}")
-    spec = KINDS[kind]
-    allowed = dict(_COMMON) | spec["required"] | spec["optional"]
+    allowed_kinds = [k for k in KINDS if not (nested and k == "classify")]
+    if not isinstance(kind, str) or kind not in allowed_kinds:
+        raise ConfigError(f"{label}: unknown kind {kind!r}; one of: {', '.join(allowed_kinds)}")
+    allowed = _fields(kind)
+    if nested:
+        del allowed["models"]
     for key in test:  # unknown fields first: a typo should be named as such
         if key not in allowed:
             raise ConfigError(f"{label}: unknown field '{key}' for kind {kind} "
                               f"(fields: {', '.join(sorted(allowed))})")
-    for key in ("id", *spec["required"]):
+    for key in (() if nested else ("id",)) + tuple(KINDS[kind].get("required", {})):
         if key not in test:
             raise ConfigError(f"{label}: missing field '{key}' for kind {kind}")
     for key, value in test.items():
         if not _type_ok(value, allowed[key]):
             raise ConfigError(f"{label}: {key} must be {allowed[key].__name__}, got {value!r}")
-    if "models" in test and not all(isinstance(m, str) for m in test["models"]):
-        raise ConfigError(f"{label}: models must be a list of model names")
-    if "metric" in test and test["metric"] not in METRICS:
-        raise ConfigError(f"{label}: unknown metric {test['metric']!r}; one of: "
-                          f"{', '.join(METRICS)}")
-    if test.get("metric") == "success" and "regime" not in test:
-        raise ConfigError(f"{label}: metric success needs a regime")
-    for key in ("a", "b", "condition"):
-        if key in test:
-            try:
-                parse_condition(test[key])
-            except LabError as exc:
-                raise ConfigError(f"{label}: {key}: {exc}") from None
-    for regime in [test["regime"]] if "regime" in test else []:
-        try:
-            parse_regime(regime)
-        except LabError as exc:
-            raise ConfigError(f"{label}: regime: {exc}") from None
-    checks = {"alternative": ("greater", "less", "two-sided"), "correction": ("holm", "none"),
-              "bound": ("upper", "lower"), "op": OPS, "judgments": ("side_channel", "stated"),
-              "comparison": ("<", ">")}
-    for key, options in checks.items():
-        if key in test and test[key] not in options:
-            raise ConfigError(f"{label}: {key} must be one of {', '.join(options)}, "
-                              f"got {test[key]!r}")
+    _check_choices(test, label)
+    _check_names(test, label)
+    _check_kind_rules(test, kind, label)
+    if kind == "classify":
+        _check_outcomes(test, label)
     return test
 
 
-def validate_tests(tests: Any) -> list[dict[str, Any]]:
-    """Validate a list of registered tests (ids unique).
+def _nested(test: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The test and every sub-test of its outcomes."""
+    out = [test]
+    for o in test.get("outcomes", []):
+        out += o.get("all", o.get("any", []))
+    return out
+
+
+def _check_within_scope(test: Mapping[str, Any], scope: Mapping[str, Any], label: str) -> None:
+    """A test may only name models, regimes, sets, datasets and budgets of its scope."""
+    for t in _nested(test):
+        named = {"models": t.get("models", []), "regimes": named_regimes(t),
+                 "question_sets": t.get("question_sets", []),
+                 "datasets": t.get("datasets", []), "budgets": named_budgets(t)}
+        for key, values in named.items():
+            if key not in scope:  # datasets: only checked when the scope names them
+                continue
+            outside = [v for v in values if v not in scope[key]]
+            if outside:
+                raise ConfigError(
+                    f"{label}: {key[:-1].replace('_', ' ')} {outside[0]!r} is outside the "
+                    f"amendment's scope ({', '.join(map(str, scope[key]))})"
+                    + ("; name the test's budget" if key == "budgets" and "budget" not in t
+                       and t.get("kind") != "budget_contrast" else ""))
+        for c in named_conditions(t) + [t[k] for k in ("a", "b") if k in t]:
+            cond = parse_condition(c)
+            if not any(arm_matches(cond, parse_condition(s)) for s in scope["conditions"]):
+                raise ConfigError(f"{label}: condition {c!r} is not among the amendment's "
+                                  f"scoped conditions ({', '.join(scope['conditions'])})")
+
+
+def validate_tests(tests: Any, scope: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    """Validate a list of registered tests (ids unique), against the scope when given.
+
+    Args:
+        tests: the JSON list.
+        scope: the amendment's validated scope; a test may not name a model,
+            condition, regime, question set, dataset or budget outside it.
 
     Raises:
         ConfigError: the first problem, naming the test.
@@ -112,17 +317,21 @@ def validate_tests(tests: Any) -> list[dict[str, Any]]:
         if test["id"] in seen:
             raise ConfigError(f"tests[{i}]: duplicate test id {test['id']!r}")
         seen.add(test["id"])
+        if scope:
+            _check_within_scope(test, scope, f"tests[{i}] ({test['id']})")
     return tests
 
 
 SCOPE_KEYS = ("models", "conditions", "regimes", "question_sets", "budgets")
+OPTIONAL_SCOPE_KEYS = ("datasets", "seeds", "replicates")
 
 
 def validate_scope(scope: Any) -> dict[str, list[Any]]:
     """Validate the scope of runs an amendment governs.
 
-    All five keys are lists; models, conditions, regimes and question_sets must be
-    non-empty; budgets defaults to [8].
+    The five SCOPE_KEYS are lists; models, conditions, regimes and question_sets must
+    be non-empty; budgets defaults to [8]. datasets, seeds and replicates are
+    optional lists that narrow the data further.
 
     Raises:
         ConfigError: unknown key, wrong type, unknown condition or regime.
@@ -130,15 +339,19 @@ def validate_scope(scope: Any) -> dict[str, list[Any]]:
     if not isinstance(scope, dict):
         raise ConfigError("scope must be a JSON object with models, conditions, regimes, "
                           "question_sets and budgets")
-    unknown = set(scope) - set(SCOPE_KEYS)
+    known = SCOPE_KEYS + OPTIONAL_SCOPE_KEYS
+    unknown = set(scope) - set(known)
     if unknown:
         raise ConfigError(f"scope: unknown key '{sorted(unknown)[0]}' "
-                          f"(keys: {', '.join(SCOPE_KEYS)})")
+                          f"(keys: {', '.join(known)})")
     out: dict[str, list[Any]] = {"budgets": [8]} | {k: v for k, v in scope.items()}
-    for key in SCOPE_KEYS:
+    for key in SCOPE_KEYS + tuple(k for k in OPTIONAL_SCOPE_KEYS if k in out):
         value = out.get(key)
         if not isinstance(value, list) or not value:
             raise ConfigError(f"scope: {key} must be a non-empty list")
+    for key in ("models", "conditions", "regimes", "question_sets", "datasets"):
+        if key in out and not all(isinstance(v, str) and v for v in out[key]):
+            raise ConfigError(f"scope: {key} must be a list of names")
     for c in out["conditions"]:
         try:
             parse_condition(c)
@@ -151,9 +364,26 @@ def validate_scope(scope: Any) -> dict[str, list[Any]]:
             raise ConfigError(f"scope: regimes: {exc}") from None
     if not all(isinstance(b, int) and not isinstance(b, bool) and b > 0 for b in out["budgets"]):
         raise ConfigError("scope: budgets must be positive integers")
+    for key in ("seeds", "replicates"):
+        if key in out and not all(_type_ok(v, int) and v >= 0 for v in out[key]):
+            raise ConfigError(f"scope: {key} must be non-negative integers")
     return out
 
 
 def scope_condition_hashes(scope: Mapping[str, Sequence[str]]) -> dict[str, str]:
     """sha256 of each scoped condition's spec, keyed by how the scope names it."""
     return {c: parse_condition(c).spec_hash() for c in scope["conditions"]}
+
+
+def arm_matches(named: Condition, cell: Condition) -> bool:
+    """Whether a condition as a test or scope names it matches a cell's condition.
+
+    Arms match by their full label: `enforced_rule:k=7` only matches k=7, and a
+    bare `enforced_rule` only the default-knob arm. One exception: a `random_rule`
+    named without a rate matches that arm at any rate, because the rate is resolved
+    per model (its dev-set USELESS rate) when the grid is planned.
+    """
+    if named.label() == cell.label():
+        return True
+    return (named.arm.rule == "random" and named.rate is None and cell.name == named.name
+            and replace(cell, rate=None).label() == named.label())

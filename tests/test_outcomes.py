@@ -66,12 +66,12 @@ def governed(db_path):
 
 def test_outcomes_follow_the_data(governed):
     db = governed
-    got = {o.test_id: o for o in evaluate(rows.amendment(db, "A1"), load_frames(db), n_boot=500)}
-    verdicts = {k: o.outcome for k, o in got.items()}
+    got = {o.id: o for o in evaluate(rows.amendment(db, "A1"), load_frames(db), n_boot=500)}
+    verdicts = {k: o.verdict for k, o in got.items()}
     assert verdicts == {"P": "pass", "F": "fail", "N": "pass", "D": "pass", "R": "pass",
                         "M": "pass", "U": "n.a.", "S": "pass", "A": "pass", "I": "pass"}
-    assert all(o.after_freeze is True for o in got.values() if o.episodes)
-    assert got["P"].episodes == 2 * 6 * 20  # both arms of one model, six regimes, 20 questions
+    assert all(o.after_freeze is True for o in got.values() if o.n_episodes)
+    assert got["P"].n_episodes == 2 * 6 * 20  # both arms of one model, six regimes, 20 questions
     assert "[" in got["P"].numbers and "p=" in got["P"].numbers
     assert prediction_text(TESTS[0]) == "enforced_rule > none (mean6); one-sided, Holm"
 
@@ -87,11 +87,16 @@ def test_data_before_freeze_is_flagged(db_path, capsys):
                                            "enforced_rule"), regimes=tuple(REGIMES),
                                            question_set="t20", run="early"), models)
     run_worker(settings, until_idle=True)
-    prereg.create(db, "late registration", "", TESTS[:1], SCOPE)
+    reanalysis = {**TESTS[0], "id": "P-early", "runs": ["early"]}
+    prereg.create(db, "late registration", "", [TESTS[0], reanalysis], SCOPE)
     frozen = prereg.freeze(db, "A1", models)
     assert frozen["data_existed"] and sum(d["episodes"] for d in frozen["data_existed"]) == 240
-    (outcome,) = evaluate(rows.amendment(db, "A1"), load_frames(db), n_boot=200)
-    assert outcome.after_freeze is False
+    own, named = evaluate(rows.amendment(db, "A1"), load_frames(db), n_boot=200)
+    # by default a test reads only runs enqueued under its amendment: none yet
+    assert (own.verdict, own.n_episodes, own.after_freeze) == ("n.a.", 0, None)
+    # a test that names an earlier run reads it, and the freeze check says so
+    assert named.runs == ("early",) and named.n_episodes == 240
+    assert named.after_freeze is False
     assert main(["--db", str(db_path), "results", "success", "--resamples", "100"]) == 0
     assert "run early: EXPLORATORY" in capsys.readouterr().out
 
@@ -103,9 +108,9 @@ def test_outcomes_and_export_cli(governed, db_path, tmp_path, capsys):
     assert main([*base, "prereg", "outcomes", "A1", "--resamples", "200"]) == 0
     out = capsys.readouterr().out
     assert "A1   P      pass" in out and "all after freeze" in out and "reran one job" in out
-    assert main([*base, "prereg", "outcomes", "--json", "--resamples", "200"]) == 0
+    assert main([*base, "prereg", "outcomes", "--format", "json", "--resamples", "200"]) == 0
     rows_json = json.loads(capsys.readouterr().out)
-    assert {r["test_id"] for r in rows_json} == {t["id"] for t in TESTS}
+    assert {r["id"] for r in rows_json} == {t["id"] for t in TESTS}
     assert main([*base, "results", "success", "--resamples", "100"]) == 0
     out = capsys.readouterr().out
     assert "run gov: governed by A1" in out and "deviation 1 on A1: reran one job" in out

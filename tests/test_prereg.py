@@ -134,7 +134,7 @@ def test_gating(db):
     assert plan(db, req(amendment="A1"), models).mode == "governed"
     with pytest.raises(prereg.GateError, match="model sim-own7 is not in its scope"):
         plan(db, req(amendment="A1", models=("sim-own7",)), models)
-    with pytest.raises(prereg.GateError, match="condition .*k.:4.* is not in its scope"):
+    with pytest.raises(prereg.GateError, match="condition enforced_rule:k=4 is not in its scope"):
         plan(db, req(amendment="A1", conditions=("enforced_rule:k=4",)), models)
     with pytest.raises(prereg.GateError, match="budget 16 is not in its scope"):
         plan(db, req(amendment="A1", budgets=(16,)), models)

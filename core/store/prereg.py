@@ -112,8 +112,8 @@ def deviations(db: Database, amendment_id: str | None = None) -> list[dict[str, 
 def scoped_cells(db: Database) -> list[dict[str, Any]]:
     """Every cell with its run and episode count and earliest episode start."""
     cur = db.conn.execute(
-        "SELECT c.id, r.name AS run, c.model, c.condition_hash, c.regime, c.question_set, "
-        "c.budget, count(e.id) AS episodes, min(e.started_at) AS first_started "
+        "SELECT c.id, r.name AS run, c.model, c.condition_spec, c.condition_hash, c.regime, "
+        "c.question_set, c.budget, c.seed, c.replicate, count(e.id) AS episodes, min(e.started_at) AS first_started "
         "FROM cells c JOIN runs r ON r.id = c.run_id LEFT JOIN episodes e ON e.cell_id = c.id "
         "GROUP BY c.id ORDER BY c.id")
     cols = [d[0] for d in cur.description]
@@ -131,3 +131,13 @@ def run_provenance(db: Database, runs: list[str] | tuple[str, ...]) -> list[dict
                     "deviations": [f"deviation {d['id']} on {amendment_id}: {d['text']}"
                                    for d in devs]})
     return out
+
+
+def governed_runs(db: Database, amendment_ids: list[str] | tuple[str, ...]) -> list[str]:
+    """Names of the runs enqueued under any of these amendments, in creation order."""
+    if not amendment_ids:
+        return []
+    marks = ", ".join("?" * len(amendment_ids))
+    cur = db.conn.execute(f"SELECT name FROM runs WHERE amendment_id IN ({marks}) ORDER BY id",
+                          tuple(amendment_ids))
+    return [r[0] for r in cur.fetchall()]
