@@ -18,6 +18,7 @@ from core.models.registry import load_registry
 from core.store import jobs as ledger
 from jobs.control import control, enqueue_grid, status
 from jobs.grid import GridRequest, plan
+from jobs.retry import retry
 from jobs.settings import WorkerSettings
 from jobs.worker import run_worker
 
@@ -155,10 +156,21 @@ def status_cmd(ctx: click.Context, as_json: bool) -> None:
         click.echo(f"grid {g.grid:<3} {g.run:<12} {bar}{g.stored}/{g.expected} episodes, "
                    f"{g.rate:.1f}/s, ETA {eta}")
         click.echo(f"    {g.errored} errored, {g.running} running; jobs: {jobs or '-'}")
+        if g.retry:
+            click.echo(f"    retry errored: {g.retry}")
     now = time.time()
     for w in ledger.workers(db):
         if w["state"] != "stopped" and now - w["heartbeat_at"] < 30:
             click.echo(f"worker {w['id']}: {w['state']}, heartbeat {now - w['heartbeat_at']:.0f}s ago")
+
+
+def _target(action: str, run_name: str | None, grid: int | None,
+            job: int | None) -> tuple[str, str | int]:
+    given = [(k, v) for k, v in (("run", run_name), ("grid", grid), ("job", job))
+             if v is not None]
+    if len(given) != 1:
+        raise ConfigError(f"lab {action}: give exactly one of --run, --grid, --job")
+    return given[0]
 
 
 def _control_command(action: str) -> click.Command:
@@ -170,18 +182,48 @@ def _control_command(action: str) -> click.Command:
     @click.pass_context
     def command(ctx: click.Context, run_name: str | None, grid: int | None,
                 job: int | None) -> None:
-        given = [(k, v) for k, v in (("run", run_name), ("grid", grid), ("job", job))
-                 if v is not None]
-        if len(given) != 1:
-            raise ConfigError(f"lab {action}: give exactly one of --run, --grid, --job")
-        target, value = given[0]
+        target, value = _target(action, run_name, grid, job)
         moved = control(store.connect(ctx.obj["db"]), settings_for(ctx), action, target, value)
         click.echo(f"{action}: {len(moved)} job(s) of {target} {value}")
 
     return command
 
 
-CONTROL_COMMANDS = tuple(_control_command(a) for a in ("cancel", "pause", "resume", "retry"))
+@click.command("retry")
+@click.option("--run", "run_name", default=None)
+@click.option("--grid", type=int, default=None)
+@click.option("--job", type=int, default=None)
+@click.option("--errored", "errored_only", is_flag=True,
+              help="Only the errored episodes (leave failed/cancelled jobs as they are).")
+@click.pass_context
+def retry_cmd(ctx: click.Context, run_name: str | None, grid: int | None, job: int | None,
+              errored_only: bool) -> None:
+    """Queue again failed/cancelled jobs and errored episodes of a run, grid or job.
+
+    An errored episode (refused connection, 5xx after retries, context overflow)
+    keeps its record; its question is queued again in a new job of the same grid.
+    After a context overflow, raise the model's max_context in lab.toml first: the
+    retried cells take it (a deviation is logged when an amendment governs the run).
+
+    \b
+    Example:
+      lab retry --run pilot --errored
+      lab retry --job 17
+    """
+    target, value = _target("retry", run_name, grid, job)
+    result = retry(store.connect(ctx.obj["db"]), settings_for(ctx), target, value,
+                   errored_only=errored_only)
+    for note in result.notes:
+        click.echo(f"cell re-specced: {note}")
+    for amendment, dev_id, _ in result.deviations:
+        click.echo(f"deviation {dev_id} logged on {amendment} (lab prereg show {amendment})")
+    click.echo(f"retry {target} {value}: {result.errored} errored episode(s) in "
+               f"{len(result.created)} new job(s)"
+               + ("" if errored_only else f", {len(result.reopened)} failed/cancelled job(s) "
+                                          f"re-opened"))
+
+
+CONTROL_COMMANDS = (*(_control_command(a) for a in ("cancel", "pause", "resume")), retry_cmd)
 
 
 @click.command("tail")

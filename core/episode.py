@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
@@ -79,3 +81,20 @@ class EpisodeResult:
     started_at: str = ""
     finished_at: str = ""
     steps: list[Step] = field(default_factory=list)
+    prompts: dict[str, str] = field(default_factory=dict)
+    """sha256 of each prompt file the episode used, keyed "prompts/<name>.txt"."""
+
+    @property
+    def prompts_sha256(self) -> str | None:
+        """One hash for the prompt files used (None when none was recorded)."""
+        return prompt_set_sha256(self.prompts) if self.prompts else None
+
+
+def prompt_set_sha256(files: Mapping[str, str]) -> str:
+    """sha256 of the sorted "file sha256" lines of a set of prompt files.
+
+    Args:
+        files: sha256 hex digest per prompt file path.
+    """
+    lines = "".join(f"{name} {digest}\n" for name, digest in sorted(files.items()))
+    return hashlib.sha256(lines.encode()).hexdigest()

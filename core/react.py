@@ -17,7 +17,7 @@ import prompts
 from core.conditions import Condition
 from core.data import Question
 from core.episode import EpisodeResult, Step, utc_now
-from core.errors import ModelError
+from core.errors import ConfigError, ModelError
 from core.judges import lexical_judgment, parse_side_channel, random_judgment, read_stated_judgment
 from core.kb import KnowledgeBase, ToolState, observation_source, paragraph_observation
 from core.kb import strip_supporting_facts
@@ -162,7 +162,7 @@ class _Run:
         signal: str | None
         if rule == "random":
             signal = random_judgment(setup.seed, setup.question.id, step.obs_index or 0,
-                                     cond.rate if cond.rate is not None else 0.5)
+                                     _rate(cond))
         elif rule == "lexical":
             signal = lexical_judgment(setup.question.question, observation, cond.tau)
         else:
@@ -241,6 +241,19 @@ class _Run:
         return r
 
 
+def _rate(condition: Condition) -> float:
+    """random_rule's USELESS rate; never a default (lab enqueue resolves it from lab.db).
+
+    Raises:
+        ConfigError: the rate was never resolved.
+    """
+    if condition.rate is None:
+        raise ConfigError(f"condition {condition.name}: no rate; give one (e.g. "
+                          f"random_rule:rate=0.6) or enqueue it, which takes the model's "
+                          f"dev-set USELESS rate from lab.db")
+    return condition.rate
+
+
 async def run_episode(setup: EpisodeSetup, session: ModelSession,
                       on_step: Callable[[Step], None] | None = None,
                       view: EpisodeView | None = None) -> EpisodeResult:
@@ -254,16 +267,23 @@ async def run_episode(setup: EpisodeSetup, session: ModelSession,
             observation's design label to it.
 
     Returns:
-        The finished EpisodeResult; a model error is recorded in `error` and
-        `end_reason` = "error", never raised.
+        The finished EpisodeResult with the sha256 of each prompt file it used; a
+        model error is recorded in `error` and `end_reason` = "error", never raised.
+
+    Raises:
+        ConfigError: random_rule without a resolved rate (before any model call).
     """
+    if setup.condition.arm.rule == "random":
+        _rate(setup.condition)
     start = time.perf_counter()
-    run = _Run(setup, session, on_step, view)
-    try:
-        result = await run.run()
-    except ModelError as exc:
-        result = run.result
-        result.end_reason, result.error = "error", f"{exc.reason}: {exc}"
+    with prompts.recording() as used:
+        run = _Run(setup, session, on_step, view)
+        try:
+            result = await run.run()
+        except ModelError as exc:
+            result = run.result
+            result.end_reason, result.error = "error", f"{exc.reason}: {exc}"
+    result.prompts = used.hashes()
     result.wall_ms = (time.perf_counter() - start) * 1000
     result.finished_at = utc_now()
     if result.answered and result.error is None:

@@ -112,10 +112,12 @@ async def run_questions(db: Database, cell_id: int, cell: CellSpec,
 
     try:
         await asyncio.gather(*(one(q) for q in todo))
-        if done:
-            stored += sum(i is not None for i in store.write_episodes(db, done))
     finally:
-        close = getattr(client, "close", None)
-        if close is not None:  # release connections before the event loop ends
-            await close()
+        try:  # store what finished even when another episode raised (a bug in lab)
+            if done:
+                stored += sum(i is not None for i in store.write_episodes(db, done))
+        finally:
+            close = getattr(client, "close", None)
+            if close is not None:  # release connections before the event loop ends
+                await close()
     return stored

@@ -16,6 +16,7 @@ from core.models.registry import ModelSpec
 from core.store import jobs as ledger
 from jobs.grid import GridPlan, GridRequest, enqueue
 from jobs.queue import enqueue_job, make_huey
+from jobs.retry import retry
 from jobs.settings import WorkerSettings
 
 RATE_WINDOW_S = 60.0
@@ -52,20 +53,21 @@ def control(db: Database, settings: WorkerSettings, action: str, target: str,
     """Apply cancel/pause/resume/retry to a run, grid or job; returns the jobs changed.
 
     A running job being cancelled stops starting episodes at its next heartbeat
-    (the ones in flight are stored). Resumed and retried jobs are queued again.
+    (the ones in flight are stored). Resumed jobs are queued again; retry queues
+    failed and cancelled jobs and the errored questions (see `jobs.retry.retry`).
 
     Raises:
         LabError: no such run, grid or job.
     """
     if action not in TRANSITIONS:
         raise LabError(f"unknown action '{action}'; one of: {', '.join(TRANSITIONS)}")
+    if action == "retry":
+        return retry(db, settings, target, value).jobs
     ids = ledger.select_jobs(db, target, value)
     if not ids:
         raise LabError(f"no jobs for {target} {value!r}")
     from_states, to_state = TRANSITIONS[action]
     moved = ledger.transition(db, ids, from_states, to_state)
-    if action == "retry":
-        ledger.reset_attempts(db, moved)
     if to_state == "queued" and moved:
         huey, task = make_huey(settings)
         for job_id in moved:
@@ -88,6 +90,8 @@ class GridStatus:
     jobs: dict[str, int]
     rate: float
     eta_s: float | None
+    retry: str | None = None
+    """The command that re-runs the grid's errored episodes (None when there are none)."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict."""
@@ -95,7 +99,11 @@ class GridStatus:
 
 
 def status(db: Database, now: float | None = None) -> list[GridStatus]:
-    """Per grid: episodes expected/stored/errored/running, job states, rate and ETA."""
+    """Per grid: episodes expected/stored/errored/running, job states, rate and ETA.
+
+    stored: pairs with a complete episode; errored: pairs whose episodes all errored
+    (with `retry`, the command that re-runs them).
+    """
     now = time.time() if now is None else now
     out = []
     for g in ledger.grid_progress(db):
@@ -106,8 +114,10 @@ def status(db: Database, now: float | None = None) -> list[GridStatus]:
             first = datetime.fromisoformat(recent[0]).timestamp()
             span = max(now - first, 1.0)
         rate = len(recent) / span if recent else 0.0
-        left = g["expected"] - g["stored"]
+        left = g["expected"] - g["stored"] - g["errored"]  # errored pairs wait for a retry
         eta = left / rate if rate > 0 and left > 0 else (0.0 if left == 0 else None)
         out.append(GridStatus(g["grid"], g["run"], g["cells"], g["expected"], g["stored"],
-                              g["errored"], g["running"], g["jobs"], rate, eta))
+                              g["errored"], g["running"], g["jobs"], rate, eta,
+                              f"lab retry --grid {g['grid']} --errored" if g["errored"]
+                              else None))
     return out

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import sqlite3
 import traceback
 from dataclasses import dataclass
 
@@ -12,8 +13,8 @@ from sqlite_utils import Database
 
 from core import store
 from core.conditions import Condition
-from core.errors import ConfigError
-from core.models.registry import load_registry, make_client, resolve_model
+from core.errors import ConfigError, LabError
+from core.models.registry import ModelSpec, load_registry, make_client, resolve_model
 from core.regimes import ForeignPool, parse_regime
 from core.runner import CellSpec, run_questions
 from core.store import jobs as ledger
@@ -40,6 +41,11 @@ def cell_spec(db: Database, cell_id: int, settings: WorkerSettings) -> CellSpec:
     if model.to_json() != row["model_spec"]:
         raise ConfigError(f"model '{row['model']}' changed in the registry since cell {cell_id} "
                           f"was enqueued; restore it or enqueue a new run")
+    return cell_from_row(row, model)
+
+
+def cell_from_row(row: dict, model: ModelSpec) -> CellSpec:
+    """The CellSpec of a cells row, with `model` as its model."""
     condition = Condition(**json.loads(row["condition_spec"]))
     return CellSpec(model, condition, parse_regime(row["regime"]), row["question_set"],
                     row["budget"], row["seed"], row["replicate"])
@@ -100,35 +106,71 @@ async def _run(db: Database, job: dict, settings: WorkerSettings,
     return stop
 
 
+HARNESS_ERROR = "harness_error: "
+"""How `last_error` of a job failed by a bug in lab's own code begins."""
+ENVIRONMENT_ERRORS: tuple[type[BaseException], ...] = (LabError, OSError, sqlite3.Error,
+                                                       TimeoutError, MemoryError)
+"""What a job may raise without it being a bug in lab: an error a researcher can act
+on, or the machine (disk, database lock, memory). Model errors never get here: an
+episode records them."""
+
+
+def is_harness_bug(exc: BaseException) -> bool:
+    """Whether an exception out of a job is a bug in lab's code (TypeError, KeyError, …)."""
+    return isinstance(exc, Exception) and not isinstance(exc, ENVIRONMENT_ERRORS)
+
+
+def failure_text(exc: BaseException, limit: int = 8000) -> str:
+    """`last_error` for an exception: one line, or a bug's marked traceback.
+
+    A harness bug's text starts with HARNESS_ERROR and its exception line and then
+    carries the traceback (its innermost frames when it is longer than `limit`).
+    """
+    line = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    if not is_harness_bug(exc):
+        return line[:2000]
+    head = f"{HARNESS_ERROR}{line}\n"
+    tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    room = max(0, limit - len(head))
+    return head + (tb if len(tb) <= room else "…" + tb[-(room - 1):])
+
+
 def execute_job(settings: WorkerSettings, job_id: int, pools: PoolCache | None = None) -> str:
     """Run one job if this worker can take its lease; returns what happened.
 
     Returns one of: "skipped" (not queued, or another worker holds a live lease),
     "done", "released" (stopped early: worker stopping), "cancelled"/"paused"
     (stopped early by the user), "lost" (the lease expired and another worker took
-    over), "requeued" or "failed" (an exception; failed after max_attempts).
+    over), "requeued" or "failed" (an exception; failed after max_attempts, or at
+    once when it is a bug in lab's code: `last_error` then starts with HARNESS_ERROR
+    and holds the traceback).
     """
     db = store.connect(settings.db_path)
     try:
         job = ledger.acquire(db, job_id, settings.worker_id, settings.lease_s)
         if job is None:
             return "skipped"
+        mark = ledger.last_episode_id(db)
         try:
             stop = asyncio.run(_run(db, job, settings, pools))
         except BaseException as exc:  # release the lease on interrupts too, then re-raise them
-            fatal = isinstance(exc, Exception) and job["attempts"] >= settings.max_attempts
+            fatal = is_harness_bug(exc) or (
+                isinstance(exc, Exception) and job["attempts"] >= settings.max_attempts)
             state = "failed" if fatal else "queued"
-            reason = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-            ledger.finish(db, job_id, settings.worker_id, state, error=reason[:2000])
+            reason = failure_text(exc)
+            ledger.finish(db, job_id, settings.worker_id, state, error=reason)
             if not isinstance(exc, Exception):
                 raise
-            log.warning("job %s %s: %s", job_id, "failed" if fatal else "will retry", reason)
+            log.warning("job %s %s: %s", job_id, "failed" if fatal else "will retry",
+                        reason.splitlines()[0])
             return "failed" if fatal else "requeued"
         if stop.reason in ("cancelled", "paused"):
             return stop.reason
         if stop.reason == "lease lost":
             return "lost"
-        missing = set(job["question_ids"]) - ledger.stored_questions(db, job["cell_id"])
+        # errored episodes stay for `lab retry --errored`; only questions with no new record
+        # (complete or errored) keep the job open
+        missing = ledger.unsettled_questions(db, job["cell_id"], job["question_ids"], mark)
         if stop.reason == "worker stopping" or missing:
             released = ledger.finish(db, job_id, settings.worker_id, "queued")
             return "released" if released else "lost"

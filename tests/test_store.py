@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import sqlite3
 import subprocess
 import sys
@@ -139,3 +140,99 @@ def test_schema_version_counts_the_migrations():
     from core.schema import MIGRATIONS
 
     assert SCHEMA_VERSION == len(MIGRATIONS._migrations)
+
+
+def _old_schema_db(db_path):
+    """A lab.db at schema version 2 (episodes unique per pair) with two episodes and steps."""
+    from sqlite_utils import Database
+
+    from core.schema import MIGRATIONS
+
+    conn = sqlite3.connect(db_path, isolation_level=None)
+    MIGRATIONS.apply(Database(conn), stop_before="0003_errored_episodes_and_prompt_sets")
+    conn.execute("PRAGMA user_version = 2")
+    conn.execute("PRAGMA foreign_keys = ON")
+    conn.execute("INSERT INTO runs (id, name, created_at) VALUES (1, 'old', 't')")
+    conn.execute("INSERT INTO cells (id, run_id, model, model_spec, condition, condition_spec, "
+                 "condition_hash, regime, regime_hash, budget, seed, spec_hash, created_at) "
+                 "VALUES (1, 1, 'm', '{}', 'none', '{}', 'ch', 'clean', 'rh', 8, 0, 'sh', 't')")
+    for eid, qid, error in ((7, "q1", None), (9, "q2", "connection: refused")):
+        conn.execute(
+            "INSERT INTO episodes (id, cell_id, question_id, answered, em, f1, correct, "
+            "placeholder, tool_calls, extra_calls, format_failures, forced_turns, refused_calls, "
+            "input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, "
+            "wall_ms, end_reason, error, server, started_at, finished_at) VALUES "
+            "(?, 1, ?, 0, 0, 0.5, 0, 0, 2, 1, 0, 0, 0, 100, 20, 3, 4, 0.25, 12.5, ?, ?, 'srv', "
+            "'s', 'f')", (eid, qid, "error" if error else "budget", error))
+        for t in (1, 2):
+            conn.execute("INSERT INTO steps (episode_id, t, raw, streak, forced, refused, "
+                         "format_failure, input_tokens, output_tokens, latency_ms) "
+                         "VALUES (?, ?, 'raw', 0, 0, 0, 0, 1, 1, 1.0)", (eid, t))
+    before = conn.execute("SELECT * FROM episodes ORDER BY id").fetchall()
+    steps = conn.execute("SELECT * FROM steps ORDER BY episode_id, t").fetchall()
+    conn.close()
+    return before, steps
+
+
+def test_migration_0003_keeps_every_episode_and_step_and_frees_errored_pairs(db_path):
+    before, steps = _old_schema_db(db_path)
+    db = store.connect(db_path)
+    conn = db.conn
+    assert store.schema_version(db) == SCHEMA_VERSION >= 3
+    n = len(before[0])
+    assert [r[:n] for r in conn.execute("SELECT * FROM episodes ORDER BY id")] == before
+    assert conn.execute("SELECT * FROM steps ORDER BY episode_id, t").fetchall() == steps
+    assert conn.execute("SELECT attempt, prompts_sha256 FROM episodes WHERE id = 9"
+                        ).fetchone() == (1, None)
+    assert {r[2] for r in conn.execute("PRAGMA foreign_key_list(steps)")} == {"episodes"}
+    assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
+    assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+    insert = ("INSERT INTO episodes (cell_id, question_id, answered, em, f1, correct, placeholder,"
+              " tool_calls, extra_calls, format_failures, forced_turns, refused_calls, "
+              "input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, "
+              "wall_ms, end_reason, error, started_at, finished_at) VALUES "
+              "(1, ?, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 'x', ?, 's', 'f')")
+    conn.execute(insert, ("q2", None))  # the errored pair takes its complete episode
+    with pytest.raises(sqlite3.IntegrityError):
+        conn.execute(insert, ("q2", None))  # never two complete episodes of a pair
+    with pytest.raises(sqlite3.IntegrityError):
+        conn.execute(insert, ("q1", None))
+    conn.execute("DELETE FROM episodes WHERE id = 7")  # the cascade still reaches steps
+    assert conn.execute("SELECT count(*) FROM steps WHERE episode_id = 7").fetchone()[0] == 0
+    assert conn.execute("SELECT count(*) FROM steps WHERE episode_id = 9").fetchone()[0] == 2
+
+
+def test_errored_episodes_keep_their_record_but_not_the_key(db_path):
+    from core.store import jobs as ledger
+
+    db, cell_id, result = _one_episode(db_path)
+    errored = copy.deepcopy(result)
+    errored.error, errored.end_reason = "connection: refused (gave up after 5 attempts)", "error"
+    first = store.write_episodes(db, [(cell_id, errored, None)])
+    assert first[0] is not None
+    assert not store.episode_exists(db, cell_id, result.question_id)
+    assert ledger.stored_questions(db, cell_id) == set()
+    assert ledger.errored_questions(db, cell_id) == {result.question_id: errored.error}
+    again = store.write_episodes(db, [(cell_id, errored, None)])  # a second failed try
+    done = store.write_episodes(db, [(cell_id, result, None)])
+    late = store.write_episodes(db, [(cell_id, errored, None), (cell_id, result, None)])
+    assert again[0] is not None and done[0] is not None and late == [None, None]
+    assert store.episode_exists(db, cell_id, result.question_id)
+    assert ledger.errored_questions(db, cell_id) == {}
+    rows = db.conn.execute("SELECT error IS NULL, attempt FROM episodes ORDER BY id").fetchall()
+    assert rows == [(0, 1), (0, 2), (1, 3)]
+    assert store.count(db, "steps") == 3 * len(result.steps)
+
+
+def test_episodes_record_the_prompt_files_they_used(db_path):
+    import prompts
+    from core.store.episodes import prompt_set
+
+    db, cell_id, result = _one_episode(db_path)
+    assert "prompts/system.txt" in result.prompts and "prompts/question.txt" in result.prompts
+    assert all(result.prompts[k] == v for k, v in prompts.file_hashes().items()
+               if k in result.prompts)
+    (eid,) = store.write_episodes(db, [(cell_id, result, None)])
+    (sha,) = db.conn.execute("SELECT prompts_sha256 FROM episodes WHERE id = ?", (eid,)
+                             ).fetchone()
+    assert sha == result.prompts_sha256 and prompt_set(db, sha) == result.prompts

@@ -36,7 +36,8 @@ from typing import TYPE_CHECKING, Any
 from core.errors import ConfigError
 from core.models.base import EpisodeView, Generation, Message
 from core.models.cost import Prices
-from core.models.retry import RetryPolicy, call_with_retries
+from core.models.retry import (MalformedResponse, RetryPolicy, call_with_retries,
+                               reading_reply)
 
 if TYPE_CHECKING:
     import anthropic
@@ -276,22 +277,31 @@ class AnthropicSession:
     async def _once(self, body: dict[str, Any]
                     ) -> tuple[str, ToolUse | None, tuple[int, int, int, int]]:
         """One attempt: ReAct text, the tool call it came from, and usage."""
-        resp = await self.client.api().messages.create(**body)
-        if isinstance(resp, str) or resp.content is None:
-            raise ValueError("no content in the response")
-        prose: list[str] = []
-        use: ToolUse | None = None
-        for block in resp.content:
-            if block.type == "text":
-                prose.append(block.text)
-            elif block.type == "tool_use":
-                thought = _thought("\n".join(prose))
-                use = ToolUse(block.id, block.name, dict(block.input or {}), thought)
-                break
-        text = (react_text(use.thought, use.name, use.input) if use is not None
-                else "\n".join(prose).strip())
-        u = resp.usage
-        usage = (int(u.input_tokens or 0), int(u.output_tokens or 0),
-                 int(getattr(u, "cache_read_input_tokens", 0) or 0),
-                 int(getattr(u, "cache_creation_input_tokens", 0) or 0))
-        return text, use, usage
+        try:
+            resp = await self.client.api().messages.create(**body)
+        except json.JSONDecodeError as exc:  # the SDK decoding a reply that is not JSON
+            raise MalformedResponse(f"reply is not JSON ({exc})") from exc
+        with reading_reply():
+            return _read_message(resp)
+
+
+def _read_message(resp: Any) -> tuple[str, ToolUse | None, tuple[int, int, int, int]]:
+    """ReAct text, the tool call it came from, and usage, of a messages.create reply."""
+    if isinstance(resp, str) or resp.content is None:
+        raise ValueError("no content in the response")
+    prose: list[str] = []
+    use: ToolUse | None = None
+    for block in resp.content:
+        if block.type == "text":
+            prose.append(block.text)
+        elif block.type == "tool_use":
+            thought = _thought("\n".join(prose))
+            use = ToolUse(block.id, block.name, dict(block.input or {}), thought)
+            break
+    text = (react_text(use.thought, use.name, use.input) if use is not None
+            else "\n".join(prose).strip())
+    u = resp.usage
+    usage = (int(u.input_tokens or 0), int(u.output_tokens or 0),
+             int(getattr(u, "cache_read_input_tokens", 0) or 0),
+             int(getattr(u, "cache_creation_input_tokens", 0) or 0))
+    return text, use, usage

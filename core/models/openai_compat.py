@@ -38,7 +38,7 @@ import httpx
 from core.errors import ConfigError, ModelError
 from core.models.base import EpisodeView, Generation, Message
 from core.models.cost import Prices
-from core.models.retry import LOG, RetryPolicy, StatusFailure, call_with_retries
+from core.models.retry import LOG, RetryPolicy, StatusFailure, call_with_retries, reading_reply
 from core.models.transport import Response, StreamPool
 
 DOWN_S = 30.0
@@ -250,7 +250,8 @@ class OpenAISession:
             e.outstanding -= 1
         if status >= 400:
             raise StatusFailure(status, headers, content.decode("utf-8", "replace"))
-        return read_completion(json.loads(content))
+        with reading_reply():
+            return read_completion(json.loads(content))
 
 
 def read_completion(data: Any) -> tuple[str, str, tuple[int, int, int]]:

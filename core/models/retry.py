@@ -11,13 +11,14 @@ hard timeout, and logs each retry. Secrets are scrubbed from every message.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import json
 import logging
 import random
 import re
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -93,6 +94,31 @@ class StatusFailure(Exception):
         self.body = body
 
 
+class MalformedResponse(ValueError):
+    """A server's reply that is not what its API promises: a model fault (bad_response).
+
+    Only code that reads a reply raises it (through `reading_reply`); a TypeError,
+    KeyError or AttributeError anywhere else is a bug in lab, never retried as a
+    model fault.
+    """
+
+
+@contextlib.contextmanager
+def reading_reply() -> Iterator[None]:
+    """Turn what decoding and reading a server's reply raises into MalformedResponse.
+
+    Wrap exactly the code that parses a reply body (json.loads and the walk over
+    its fields), so that a malformed reply is told apart from a bug in lab.
+    """
+    try:
+        yield
+    except (ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
+        if isinstance(exc, MalformedResponse):
+            raise
+        raise MalformedResponse(f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
+                                ) from exc
+
+
 def redact(text: str, secrets: Sequence[str]) -> str:
     """`text` with every secret (of 8+ characters) replaced by ***."""
     for secret in secrets:
@@ -150,7 +176,8 @@ def classify(exc: BaseException, where: str) -> ModelError:
 
     Returns:
         A RetryableFailure (timeout, connection, rate_limited, overloaded, server_error,
-        bad_response) or a final ModelError (context_overflow, auth, bad_request).
+        bad_response: a MalformedResponse or an SDK's response-validation error) or a
+        final ModelError (context_overflow, auth, bad_request).
     """
     if isinstance(exc, ModelError):
         return exc
@@ -180,15 +207,15 @@ def classify(exc: BaseException, where: str) -> ModelError:
         cause = exc.__cause__ or exc.__context__
         detail = type(cause).__name__ if cause is not None else " ".join(str(exc).split())[:100]
         return RetryableFailure(f"{where}: connection failed ({detail or name})", "connection")
-    if isinstance(exc, (ValueError, KeyError, TypeError, AttributeError, IndexError)) or (
-            "ResponseValidation" in name):
+    if isinstance(exc, MalformedResponse) or "ResponseValidation" in name:
         return RetryableFailure(f"{where}: malformed response ({name})", "bad_response")
     return RetryableFailure(f"{where}: {name}: {' '.join(str(exc).split())[:200]}", "connection")
 
 
 _HANDLED: tuple[type[BaseException], ...] = (
-    asyncio.TimeoutError, TimeoutError, ValueError, KeyError, TypeError, AttributeError,
-    IndexError, ModelError)
+    asyncio.TimeoutError, TimeoutError, MalformedResponse, ModelError)
+"""Besides the backend's own error types: what a failed attempt raises. Anything else
+(a TypeError in lab's code, say) propagates as the bug it is."""
 
 
 async def call_with_retries(call: Callable[[], Awaitable[T]], policy: RetryPolicy,

@@ -42,11 +42,11 @@ def connect(path: Path | str) -> Database:
         if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
             conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
-        conn.execute("PRAGMA foreign_keys = ON")
-        if version < SCHEMA_VERSION:
+        if version < SCHEMA_VERSION:  # before foreign keys go on: a rebuild must not cascade
             with write(db):
                 MIGRATIONS.apply(db)
                 conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        conn.execute("PRAGMA foreign_keys = ON")
     except sqlite3.DatabaseError as exc:
         conn.close()
         raise StoreError(f"{path}: not a usable lab database ({exc})") from None

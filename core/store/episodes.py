@@ -22,10 +22,14 @@ _STEP_COLS = ("t", "thought", "action", "argument", "raw", "obs_index", "obs_fai
               "obs_source", "obs_ref", "obs_text", "judgment", "judgment_source", "judgment_raw",
               "rule_signal", "stated_judgment", "streak", "forced", "refused", "format_failure",
               "decision", "input_tokens", "output_tokens", "latency_ms")
-_EPISODE_SQL = (f"INSERT INTO episodes (cell_id, question_id, server, {', '.join(_EPISODE_COLS)}) "
-                f"VALUES ({', '.join('?' * (len(_EPISODE_COLS) + 3))})")
+_EPISODE_SQL = (f"INSERT INTO episodes (cell_id, question_id, server, prompts_sha256, attempt, "
+                f"{', '.join(_EPISODE_COLS)}) VALUES (?, ?, ?, ?, (SELECT count(*) + 1 FROM "
+                f"episodes WHERE cell_id = ? AND question_id = ?), "
+                f"{', '.join('?' * len(_EPISODE_COLS))})")
 _STEP_SQL = (f"INSERT INTO steps (episode_id, {', '.join(_STEP_COLS)}) "
              f"VALUES ({', '.join('?' * (len(_STEP_COLS) + 1))})")
+COMPLETE = "error IS NULL"
+"""An episode that holds its (cell, question) key: it did not end in a model error."""
 
 
 def _step_row(step: Step) -> tuple[Any, ...]:
@@ -36,13 +40,17 @@ def write_episodes(db: Database, items: Sequence[tuple[int, EpisodeResult, int |
                    server: str | None = None) -> list[int | None]:
     """Store finished episodes, each with all its steps, in one transaction.
 
+    A complete episode takes its (cell, question) key; an errored one is kept as a
+    record (error, attempt number, times) without taking it, so the pair can be
+    retried. At most one complete episode per pair is ever stored.
+
     Args:
         items: (cell id, result, live id or None) per episode; live rows are removed.
         server: what served the episodes (recorded per episode).
 
     Returns:
-        The new episode ids; None for an episode whose (cell, question) already
-        existed (a second execution of the same job), which is left untouched.
+        The new episode ids; None for an episode whose pair already has a complete
+        episode (a second execution of the same job), which is left untouched.
     """
     ids: list[int | None] = []
     conn = db.conn
@@ -50,23 +58,44 @@ def write_episodes(db: Database, items: Sequence[tuple[int, EpisodeResult, int |
         for cell_id, r, live_id in items:
             if live_id is not None:
                 conn.execute("DELETE FROM live_episodes WHERE id = ?", (live_id,))
-            cur = conn.execute(
-                _EPISODE_SQL.replace("INSERT", "INSERT OR IGNORE", 1),
-                (cell_id, r.question_id, r.server if r.server is not None else server,
-                 *(getattr(r, c) for c in _EPISODE_COLS)))
-            if cur.rowcount == 0:
+            if _complete_exists(db, cell_id, r.question_id):
                 ids.append(None)
                 continue
+            set_sha = r.prompts_sha256
+            if set_sha is not None:
+                conn.execute("INSERT OR IGNORE INTO prompt_sets (sha256, files, created_at) "
+                             "VALUES (?, ?, ?)",
+                             (set_sha, json.dumps(r.prompts, sort_keys=True), utc_now()))
+            cur = conn.execute(
+                _EPISODE_SQL,
+                (cell_id, r.question_id, r.server if r.server is not None else server, set_sha,
+                 cell_id, r.question_id, *(getattr(r, c) for c in _EPISODE_COLS)))
             episode_id = cur.lastrowid
             conn.executemany(_STEP_SQL, [(episode_id, *_step_row(s)) for s in r.steps])
             ids.append(episode_id)
     return ids
 
 
+def _complete_exists(db: Database, cell_id: int, question_id: str) -> bool:
+    return db.conn.execute(f"SELECT 1 FROM episodes WHERE cell_id = ? AND question_id = ? AND "
+                           f"{COMPLETE}", (cell_id, question_id)).fetchone() is not None
+
+
 def episode_exists(db: Database, cell_id: int, question_id: str) -> bool:
-    """Whether the (cell, question) episode is stored."""
-    return db.conn.execute("SELECT 1 FROM episodes WHERE cell_id = ? AND question_id = ?",
-                           (cell_id, question_id)).fetchone() is not None
+    """Whether the (cell, question) pair has a complete (not errored) episode stored."""
+    return _complete_exists(db, cell_id, question_id)
+
+
+def prompt_set(db: Database, sha256: str) -> dict[str, str]:
+    """The per-file sha256 of a recorded prompt set (episodes.prompts_sha256).
+
+    Raises:
+        StoreError: no such prompt set.
+    """
+    row = db.conn.execute("SELECT files FROM prompt_sets WHERE sha256 = ?", (sha256,)).fetchone()
+    if row is None:
+        raise StoreError(f"no prompt set {sha256[:12]}… in lab.db")
+    return dict(json.loads(row[0]))
 
 
 def live_start(db: Database, cell_id: int | None, question_id: str, label: str,

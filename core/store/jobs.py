@@ -15,7 +15,9 @@ from typing import Any
 from sqlite_utils import Database
 
 from core.episode import utc_now
+from core.errors import StoreError
 from core.store.base import write
+from core.store.episodes import COMPLETE
 
 ACTIVE = ("queued", "running", "paused")
 TARGETS = ("run", "grid", "job")
@@ -44,9 +46,39 @@ def cell(db: Database, cell_id: int) -> dict[str, Any]:
 
 
 def stored_questions(db: Database, cell_id: int) -> set[str]:
-    """Question ids with a stored episode in the cell."""
+    """Question ids with a stored (complete, not errored) episode in the cell."""
     return {r[0] for r in db.conn.execute(
-        "SELECT question_id FROM episodes WHERE cell_id = ?", (cell_id,))}
+        f"SELECT question_id FROM episodes WHERE cell_id = ? AND {COMPLETE}", (cell_id,))}
+
+
+def last_episode_id(db: Database) -> int:
+    """The highest episode id so far (0 when none)."""
+    return int(db.conn.execute("SELECT coalesce(max(id), 0) FROM episodes").fetchone()[0])
+
+
+def unsettled_questions(db: Database, cell_id: int, question_ids: Sequence[str],
+                        after_id: int) -> set[str]:
+    """Questions with no complete episode and no episode recorded after `after_id`.
+
+    A job that ran to its end leaves none: each question got a complete episode or
+    a new errored record (which `lab retry --errored` re-runs).
+    """
+    settled = {r[0] for r in db.conn.execute(
+        f"SELECT question_id FROM episodes WHERE cell_id = ? AND ({COMPLETE} OR id > ?)",
+        (cell_id, after_id))}
+    return set(question_ids) - settled
+
+
+ERRORED_SQL = (f"SELECT e.question_id, e.error FROM episodes e WHERE e.cell_id = ? AND "
+               f"e.error IS NOT NULL AND NOT EXISTS (SELECT 1 FROM episodes c WHERE "
+               f"c.cell_id = e.cell_id AND c.question_id = e.question_id AND c.{COMPLETE}) "
+               f"ORDER BY e.id")
+"""Errored records of pairs that have no complete episode (the pairs `lab retry` re-runs)."""
+
+
+def errored_questions(db: Database, cell_id: int) -> dict[str, str]:
+    """Question ids of the cell whose episodes all errored, with the latest error of each."""
+    return dict(db.conn.execute(ERRORED_SQL, (cell_id,)).fetchall())
 
 
 def pending_questions(db: Database, cell_id: int) -> set[str]:
@@ -137,6 +169,41 @@ def queued(db: Database) -> list[dict[str, Any]]:
     return _rows(db, "SELECT id, priority, updated_at FROM jobs WHERE state = 'queued' ORDER BY id")
 
 
+def jobs_rows(db: Database, ids: Sequence[int]) -> list[dict[str, Any]]:
+    """Jobs rows (question_ids decoded) of the given ids, in id order."""
+    rows = _rows(db, f"SELECT * FROM jobs WHERE id IN ({', '.join('?' * len(ids)) or 'NULL'}) "
+                     f"ORDER BY id", ids)
+    for row in rows:
+        row["question_ids"] = json.loads(row["question_ids"])
+    return rows
+
+
+def cell_run(db: Database, cell_id: int) -> dict[str, Any]:
+    """The run (id, name, amendment_id) a cell belongs to."""
+    rows = _rows(db, "SELECT r.id, r.name, r.amendment_id FROM cells c JOIN runs r "
+                     "ON r.id = c.run_id WHERE c.id = ?", (cell_id,))
+    if not rows:
+        raise StoreError(f"no cell {cell_id}")
+    return rows[0]
+
+
+def respec_cell(db: Database, cell_id: int, model_spec: str, spec_hash: str) -> None:
+    """Record a cell's new model spec (and so its new spec hash).
+
+    Raises:
+        StoreError: another cell of the run already has that spec hash.
+    """
+    with write(db):
+        clash = db.conn.execute(
+            "SELECT id FROM cells WHERE spec_hash = ? AND id != ? AND run_id = "
+            "(SELECT run_id FROM cells WHERE id = ?)", (spec_hash, cell_id, cell_id)).fetchone()
+        if clash is not None:
+            raise StoreError(f"cell {cell_id}: its run already has cell {clash[0]} with the new "
+                             f"model spec; enqueue that cell instead of retrying this one")
+        db.conn.execute("UPDATE cells SET model_spec = ?, spec_hash = ? WHERE id = ?",
+                        (model_spec, spec_hash, cell_id))
+
+
 def select_jobs(db: Database, target: str, value: str | int) -> list[int]:
     """Job ids of a run (by name), a grid or a job."""
     if target == "run":
@@ -177,7 +244,11 @@ def job_states(db: Database) -> dict[str, int]:
 
 
 def grid_progress(db: Database) -> list[dict[str, Any]]:
-    """Per grid: run, expected/stored/errored episodes and job states."""
+    """Per grid: run, expected/stored/errored pairs and job states.
+
+    "stored" counts pairs with a complete episode; "errored" pairs whose episodes
+    all errored (what `lab retry --errored` would re-run).
+    """
     grids = _rows(db, "SELECT g.id AS grid, r.name AS run, g.created_at FROM grids g "
                       "JOIN runs r ON r.id = g.run_id ORDER BY g.id")
     for g in grids:
@@ -185,16 +256,18 @@ def grid_progress(db: Database) -> list[dict[str, Any]]:
                      (g["grid"],))
         pairs = {(j["cell_id"], q) for j in jobs for q in json.loads(j["question_ids"])}
         cells = sorted({c for c, _ in pairs})
-        stored: dict[tuple[int, str], tuple[bool, str]] = {}
+        complete: dict[tuple[int, str], str] = {}
+        errored: set[tuple[int, str]] = set()
         for cell_id in cells:
-            for qid, err, fin in db.conn.execute(
-                    "SELECT question_id, error IS NOT NULL, finished_at FROM episodes "
-                    "WHERE cell_id = ?", (cell_id,)):
-                stored[(cell_id, qid)] = (bool(err), fin)
-        done = [stored[p] for p in pairs if p in stored]
+            for qid, fin in db.conn.execute(
+                    f"SELECT question_id, finished_at FROM episodes WHERE cell_id = ? AND "
+                    f"{COMPLETE}", (cell_id,)):
+                complete[(cell_id, qid)] = fin
+            errored.update((cell_id, q) for q in errored_questions(db, cell_id))
+        done = [complete[p] for p in pairs if p in complete]
         g.update(
             cells=len(cells), expected=len(pairs), stored=len(done),
-            errored=sum(e for e, _ in done), finished=sorted(f for _, f in done),
+            errored=len(errored & pairs), finished=sorted(done),
             jobs={s: sum(j["state"] == s for j in jobs) for s in
                   ("queued", "running", "paused", "done", "failed", "cancelled")},
             running=db.conn.execute(
@@ -251,9 +324,9 @@ def live_info(db: Database, live_id: int) -> dict[str, Any] | None:
 
 
 def finished_episode(db: Database, cell_id: int, question_id: str) -> int | None:
-    """Episode id of a (cell, question), if stored."""
-    row = db.conn.execute("SELECT id FROM episodes WHERE cell_id = ? AND question_id = ?",
-                          (cell_id, question_id)).fetchone()
+    """Id of the newest stored episode of a (cell, question) (complete or errored), if any."""
+    row = db.conn.execute("SELECT id FROM episodes WHERE cell_id = ? AND question_id = ? "
+                          "ORDER BY id DESC LIMIT 1", (cell_id, question_id)).fetchone()
     return None if row is None else int(row[0])
 
 
