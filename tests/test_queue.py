@@ -221,3 +221,33 @@ def test_random_rule_defaults_to_the_models_dev_set_useless_rate(lab):
     with pytest.raises(ConfigError, match="no side-channel judgments of sim-clock6"):
         plan(db, request(models=("sim-clock6",), conditions=("random_rule",),
                          regimes=("clean",), run="rr"), models)
+
+
+def test_random_rule_without_a_rate_is_an_error_where_it_is_used(lab):
+    """Never a silent 0.5: an unresolved rate stops the episode before any model call."""
+    import asyncio
+
+    from core.conditions import parse_condition
+    from core.models.base import EpisodeView
+    from core.models.registry import make_client
+    from core.react import EpisodeSetup, run_episode
+    from core.regimes import ForeignPool, parse_regime
+
+    db, _, models = lab
+    (q,) = store.load_questions(db, ids=["demo-001"])
+    setup = EpisodeSetup(question=q, condition=parse_condition("random_rule"),
+                         regime=parse_regime("clean"), budget=4, seed=0,
+                         pool=ForeignPool([q]))
+    client = make_client(models["sim-own5"])
+    calls = []
+    session = client.start(EpisodeView(question=q, seed=0, budget=4))
+    generate = session.generate
+
+    async def counted(*args, **kw):
+        calls.append(kw.get("kind"))
+        return await generate(*args, **kw)
+
+    session.generate = counted
+    with pytest.raises(ConfigError, match="random_rule: no rate"):
+        asyncio.run(run_episode(setup, session))
+    assert calls == []
