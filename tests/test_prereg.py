@@ -13,7 +13,7 @@ import prompts
 from console.cli import main
 from console.demo_cmd import ensure_demo_set
 from core import prereg, store
-from core.errors import ConfigError, StoreError
+from core.errors import ConfigError, LabError, StoreError
 from core.models.registry import builtin_models
 from core.store import prereg as rows
 from jobs.grid import GridRequest, plan
@@ -228,3 +228,41 @@ def test_cli_new_show_freeze_deviation(db, db_path, tmp_path, capsys):
     (tmp_path / "bad.json").write_text("[{")
     assert main([*base, "prereg", "new", "--title", "x", "--tests", str(tmp_path / "bad.json")]) == 1
     assert "invalid JSON for tests" in capsys.readouterr().err
+
+
+def test_freeze_refuses_a_scope_that_does_not_resolve(db, db_path, capsys):
+    models = builtin_models()
+    prereg.create(db, "ghost model", "", [], {**SCOPE, "models": ["sim-own5", "qwen-ghost"]})
+    with pytest.raises(LabError, match="scope model 'qwen-ghost' is not in the model registry"):
+        prereg.freeze(db, "A1", models)
+    assert main(["--db", str(db_path), "prereg", "freeze", "A1", "--yes"]) == 1
+    assert "qwen-ghost" in capsys.readouterr().err
+    assert rows.amendment(db, "A1")["state"] == "draft"
+    prereg.create(db, "no set", "", [], {**SCOPE, "question_sets": ["test20", "fresh300"]})
+    with pytest.raises(LabError, match="no question set 'fresh300'"):
+        prereg.freeze(db, "A2", models)
+    prereg.create(db, "wrong dataset", "", [], {**SCOPE, "datasets": ["fever"]})
+    with pytest.raises(LabError, match="dataset 'fever' is not the dataset of any scoped"):
+        prereg.freeze(db, "A3", models)
+    prereg.create(db, "fine", "", [], {**SCOPE, "datasets": ["demo"]})
+    frozen = prereg.freeze(db, "A4", models)
+    assert set(frozen["pins"]["models"]) == {"sim-own5", "sim-clock6"}  # every model pinned
+
+
+def test_tests_stay_inside_their_amendments_scope(db):
+    outside = {**TESTS[0], "models": ["sim-own7"]}
+    with pytest.raises(ConfigError, match="model 'sim-own7' is outside the amendment's scope"):
+        prereg.create(db, "t", tests=[outside], scope=SCOPE)
+    prereg.create(db, "t", tests=TESTS, scope=SCOPE)
+    with pytest.raises(ConfigError, match="model 'sim-own5' is outside"):
+        prereg.edit(db, "A1", scope={**SCOPE, "models": ["sim-clock6"]})
+    assert rows.amendment(db, "A1")["scope"]["models"] == SCOPE["models"]
+
+
+def test_scoped_seeds_gate_the_grid(db):
+    models = builtin_models()
+    prereg.create(db, "seed 0", "", [], {**SCOPE, "seeds": [0]})
+    prereg.freeze(db, "A1", models)
+    assert plan(db, req(amendment="A1"), models).mode == "governed"
+    with pytest.raises(prereg.GateError, match="seed 1 is not in its scope"):
+        plan(db, req(amendment="A1", seeds=(0, 1)), models)
