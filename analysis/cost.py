@@ -23,9 +23,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from analysis.arms import ArmKey, Grouping
 from analysis.decisions import arm_groups
 from analysis.dissociation import DISSOCIATION_RUN, dissociation
-from analysis.rows import Row, Table, interval_row
+from analysis.rows import Row, Table, interval_row, make_row
 from analysis.stats import N_BOOT, Interval, bootstrap_intervals
 from analysis.success import MEAN6_LABEL, question_matrix, regime_means
 from core.conditions import Condition, condition_from_spec, parse_condition
@@ -310,26 +311,27 @@ def judgment_rates(steps: pd.DataFrame, decisions: pd.DataFrame) -> JudgmentRate
 
 
 def cost_table(episodes: pd.DataFrame, lam: float = LAMBDA, n_boot: int = N_BOOT,
-               seed: int = 0, runs: str = "") -> Table:
-    """Stopping and cost of every arm (wide: one line per arm).
+               seed: int = 0, grouping: Grouping | None = None) -> Table:
+    """Stopping and cost of every group and regime family (wide: one line each).
 
     Args:
         episodes: error-free episodes.
         lam: price per call.
         n_boot: question-level resamples.
         seed: bootstrap seed.
-        runs: runs pooled, recorded on each row.
+        grouping: what rows pool and the errored episodes they count.
 
     Returns:
         Table "cost".
     """
     rows: list[Row] = []
-    for arm, ep in arm_groups(episodes):
+    grouping = grouping or Grouping()
+    for arm, ep in arm_groups(episodes, grouping, families=True):
         c = stopping_cost(ep, lam, n_boot, seed)
 
         def row(measure: str, value: float, n: int, unit: str = "episodes",
-                arm: tuple[str, str, int] = arm) -> Row:
-            return Row(arm[0], arm[1], arm[2], measure, "", value, n=n, unit=unit, runs=runs)
+                arm: ArmKey = arm) -> Row:
+            return make_row(arm, measure, "", value, n, unit)
 
         rows += [
             row("answered", float(c.answered), c.episodes),
@@ -338,10 +340,10 @@ def cost_table(episodes: pd.DataFrame, lam: float = LAMBDA, n_boot: int = N_BOOT
             row("tool calls", c.tool_calls, c.episodes),
             row("own calls", c.own_calls, c.episodes),
             row("measurement calls", c.measurement_calls, c.episodes),
-            interval_row(arm, "success", c.success, c.scope, runs=runs),
-            interval_row(arm, "utility", c.utility, c.scope, detail=f"λ={lam:g}", runs=runs),
+            interval_row(arm, "success", c.success, c.scope),
+            interval_row(arm, "utility", c.utility, c.scope, detail=f"λ={lam:g}"),
             interval_row(arm, "utility (all calls)", c.utility_all, c.scope,
-                         detail=f"λ={lam:g}, the condition's own calls charged", runs=runs),
+                         detail=f"λ={lam:g}, the condition's own calls charged"),
             row("input tokens", c.input_tokens, c.episodes),
             row("output tokens", c.output_tokens, c.episodes),
             row("cache read tokens", c.cache_read_tokens, c.episodes),
@@ -367,7 +369,7 @@ def cost_table(episodes: pd.DataFrame, lam: float = LAMBDA, n_boot: int = N_BOOT
                   ("measurement calls", "meas."), ("success", "succ."),
                   ("utility (all calls)", "util.all"), ("input tokens", "tok.in"),
                   ("output tokens", "tok.out"), ("cache read tokens", "c.read"),
-                  ("cache write tokens", "c.write"), ("dollars", "$")))
+                  ("cache write tokens", "c.write"), ("dollars", "$")), grouping.pooled)
 
 
 JUDGMENT_MEASURES = (
@@ -383,31 +385,29 @@ JUDGMENT_MEASURES = (
 
 
 def judgments_table(steps: pd.DataFrame, decisions: pd.DataFrame, episodes: pd.DataFrame,
-                    runs: str = "") -> Table:
-    """Judgment rates and the dissociation count of every arm.
+                    grouping: Grouping | None = None) -> Table:
+    """Judgment rates and the dissociation count of every group and regime family.
 
     Args:
         steps: steps of error-free episodes.
         decisions: the decision table.
-        episodes: error-free episodes (for the steps' arms).
-        runs: runs pooled, recorded on each row.
+        episodes: error-free episodes (they form the groups).
+        grouping: what rows pool and the errored episodes they count.
 
     Returns:
         Table "judgments" (estimate = share, n = judgments or episodes).
     """
-    arm_of = episodes[["episode_id", "model", "condition", "budget"]]
-    st = steps.merge(arm_of, on="episode_id", how="inner")
-    by_arm = dict(arm_groups(decisions))
+    grouping = grouping or Grouping()
     rows: list[Row] = []
     labels = JUDGMENT_MEASURES
-    for arm, s in arm_groups(st):
-        dec = by_arm.get(arm, decisions.iloc[0:0])
-        rates = judgment_rates(s, dec)
+    for arm, ep in arm_groups(episodes, grouping, families=True):
+        ids = ep["episode_id"]
+        dec = decisions.loc[decisions["episode_id"].isin(ids)]
+        rates = judgment_rates(steps.loc[steps["episode_id"].isin(ids)], dec)
         for attr, label in labels:
             r: Rate = getattr(rates, attr)
             unit = "episodes" if attr.endswith("dissociation") else "judgments"
-            rows.append(Row(arm[0], arm[1], arm[2], label, "", r.share, n=r.n, unit=unit,
-                            detail=f"{r.k}/{r.n}", runs=runs))
+            rows.append(make_row(arm, label, "", r.share, r.n, unit, f"{r.k}/{r.n}"))
     notes = (("Side-channel judgments on observations (real: not failed by design; gold/"
              "distractor: real search results, first or repeated page in the episode)."),
              ("answered after 5 own (stated) useless: in persistent, among episodes whose own "
@@ -418,4 +418,4 @@ def judgments_table(steps: pd.DataFrame, decisions: pd.DataFrame, episodes: pd.D
                  (), (), tuple((label, short) for (_, label), short in zip(labels, (
                      "USELESS|fail", "USELESS|real", "USEFUL|gold1", "USEFUL|gold+",
                      "USEFUL|distr1", "USEFUL|distr+", "stated useless|fail", "ans@5 own",
-                     "ans@5 stated"))))
+                     "ans@5 stated"))), grouping.pooled)

@@ -30,6 +30,12 @@ neither extend nor reset them):
 ``*_latest`` says the latest observation was judged useless; ``*_earlier`` says an
 earlier observation of the episode was judged not useless (side channel: any other
 reply; stated: "useful").
+
+Grouping (`arm_groups`, `analysis.arms`): a row of any table covers one model × arm
+(the full spec: label and condition hash, never the bare name) × budget × dataset ×
+question set × run × seed × replicate; runs, seeds, replicates and sets are merged
+only when asked (`pool`). Errored episodes leave every measure but are counted on
+their row (`errored_episodes`).
 """
 
 from __future__ import annotations
@@ -39,11 +45,38 @@ from collections.abc import Iterator
 import numpy as np
 import pandas as pd
 
-ARM_KEYS = ("model", "condition", "budget")
-"""An arm is a model × condition × budget; runs and seeds are pooled within it."""
+from analysis.arms import GROUP_KEYS, ArmKey, Grouping
+
+ARM_KEYS = GROUP_KEYS
+"""What splits rows by default: model, arm, condition_hash, budget, dataset,
+question_set, run, seed, replicate (`analysis.arms.GROUP_KEYS`)."""
 JUDGMENTS = ("side_channel", "stated")
 _EPISODE_COLS = ("episode_id", "run", "model", "condition", "budget", "regime", "seed",
                  "question_id")
+
+
+def errored_episodes(episodes: pd.DataFrame) -> pd.DataFrame:
+    """Errored episodes whose (cell, question) has no complete episode.
+
+    An errored episode stays on record when a retry later stores a complete one
+    beside it; such a superseded error is not counted. Without a ``cell_id`` column
+    (hand-built frames) every errored episode counts.
+
+    Args:
+        episodes: the episode frame (errors included).
+
+    Returns:
+        The errored episodes still missing a complete run.
+    """
+    if "error" not in episodes:
+        return episodes.iloc[0:0]
+    bad = episodes["error"].notna()
+    if "cell_id" not in episodes or not bad.any():
+        return episodes.loc[bad]
+    done = episodes.loc[~bad, ["cell_id", "question_id"]].drop_duplicates()
+    done = pd.MultiIndex.from_frame(done)
+    keys = pd.MultiIndex.from_frame(episodes.loc[bad, ["cell_id", "question_id"]])
+    return episodes.loc[bad].loc[~keys.isin(done)]
 
 
 def clean_episodes(episodes: pd.DataFrame) -> tuple[pd.DataFrame, int]:
@@ -53,11 +86,13 @@ def clean_episodes(episodes: pd.DataFrame) -> tuple[pd.DataFrame, int]:
         episodes: the episode frame.
 
     Returns:
-        (episodes without an error, number of errored episodes).
+        (episodes without an error, number of errored episodes that have no complete
+        retry: `errored_episodes`).
     """
     bad = episodes["error"].notna() if "error" in episodes else pd.Series(False,
                                                                          index=episodes.index)
-    return episodes.loc[~bad].reset_index(drop=True), int(bad.sum())
+    return (episodes.loc[~bad].reset_index(drop=True),
+            len(errored_episodes(episodes)) if bad.any() else 0)
 
 
 def run_lengths(start: np.ndarray, extend: np.ndarray, reset: np.ndarray) -> np.ndarray:
@@ -194,19 +229,20 @@ def judgment_columns(judgments: str) -> tuple[str, str, str]:
     raise ValueError(f"judgments must be one of {JUDGMENTS}, got {judgments!r}")
 
 
-def arm_groups(frame: pd.DataFrame) -> Iterator[tuple[tuple[str, str, int], pd.DataFrame]]:
-    """Iterate over arms in a stable order.
+def arm_groups(frame: pd.DataFrame, grouping: Grouping | None = None,
+               families: bool = False) -> Iterator[tuple[ArmKey, pd.DataFrame]]:
+    """Iterate over the rows' groups (arm by full spec × …, see ARM_KEYS) in a stable order.
 
     Args:
-        frame: an episode or decision frame with the ARM_KEYS columns.
+        frame: an episode or decision frame.
+        grouping: what to pool and the errored episodes to count (default: nothing
+            pooled, no errors).
+        families: also split by regime family (`core.regimes.regime_family`).
 
     Yields:
-        ((model, condition, budget), sub-frame) pairs.
+        (ArmKey, sub-frame) pairs.
     """
-    if frame.empty:
-        return
-    for key, sub in frame.groupby(list(ARM_KEYS), sort=True, dropna=False):
-        yield (str(key[0]), str(key[1]), int(key[2])), sub
+    yield from (grouping or Grouping()).groups(frame, families)
 
 
 def codes(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:

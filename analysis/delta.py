@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from analysis.arms import Grouping
 from analysis.decisions import arm_groups, codes, judgment_columns
 from analysis.rows import Row, Table, interval_row
 from analysis.stats import (
@@ -25,6 +26,7 @@ from analysis.stats import (
     mh_risk_difference,
     safe_ratio,
 )
+from core.regimes import MAIN_FAMILY
 
 T_MIN, T_MAX = 3, 6
 STRATA = ("t", "question_action", "regime_action", "action")
@@ -190,27 +192,34 @@ VARIANTS = (
 
 
 def delta_table(decisions: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0,
-                runs: str = "") -> Table:
-    """Δ (four variants) and the design-label contrast for every arm.
+                grouping: Grouping | None = None) -> Table:
+    """Δ (four variants) and the design-label contrast for every group and regime family.
+
+    Regimes of different families are never pooled (`core.regimes.regime_family`);
+    the design-label contrast exists only in the main family.
 
     Args:
         decisions: the decision table.
         n_boot: question-level resamples.
         seed: bootstrap seed.
-        runs: runs pooled, recorded on each row.
+        grouping: what rows pool and the errored episodes they count.
 
     Returns:
         Table "delta" (long layout; unit: decisions in groups (a) and (b)).
     """
+    grouping = grouping or Grouping()
     rows: list[Row] = []
-    for arm, dec in arm_groups(decisions):
+    for arm, dec in arm_groups(decisions, grouping, families=True):
         for measure, judg, strata, scope in VARIANTS:
             c = time_matched_contrast(dec, judg, strata, n_boot, seed)
             rows.append(interval_row(arm, measure, c.interval, scope, "decisions",
-                                     c.n_a + c.n_b, c.detail, runs))
+                                     c.n_a + c.n_b, c.detail))
+        if arm.family != MAIN_FAMILY:
+            continue
         c = design_contrast(dec, n_boot, seed)
         rows.append(interval_row(arm, "design", c.interval, "persistent − late_onset_from_3",
-                                 "decisions", c.n_a + c.n_b, c.detail, runs))
+                                 "decisions", c.n_a + c.n_b, c.detail,
+                                 regimes=[r for r in arm.regimes if r in (DESIGN_A, DESIGN_B)]))
     notes = (
         ("Δ: P(answer | every result so far judged useless) − P(answer | latest useless, an "
         "earlier one not; run 1…t−2), decisions after 3–6 results, final action excluded, "
@@ -218,4 +227,4 @@ def delta_table(decisions: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0,
         "detail: answers/decisions in (a) and (b); – : the two groups never meet in a stratum.",
     )
     return Table("delta", "Time-matched contrast Δ and design-label contrast", tuple(rows),
-                 notes)
+                 notes, pooled=grouping.pooled)

@@ -2,29 +2,37 @@
 
 UTF-8 with a header row; booleans as 0/1; missing values as empty cells. Each file is
 written to a temporary name and renamed, so a failed export leaves no half-written
-CSV. Column names are stable and documented in README.
+CSV. Column names are stable and documented in README. Every row carries its
+provenance: run(s), amendment (or "exploratory"), arm label, condition hash and the
+project version that wrote the file.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
 from sqlite_utils import Database
 
+from analysis.arms import EXPLORATORY
 from analysis.measures import TABLES, compute, frames_from
 from analysis.rows import ROW_FIELDS, Table
 from analysis.stats import N_BOOT
 from core.errors import ConfigError
+from core.prereg import project_version
+from core.store.frames import Selection
 
-EPISODE_COLUMNS = ("episode_id", "run", "model", "condition", "regime", "budget", "seed",
-                   "question_id", "answered", "answer_action", "correct", "f1", "tool_calls",
-                   "extra_calls", "input_tokens", "output_tokens", "cost_usd", "error")
-STEP_COLUMNS = ("episode_id", "model", "condition", "regime", "question_id", "t", "action",
-                "obs_index", "obs_failed", "obs_source", "judgment", "judgment_source",
-                "stated_judgment", "streak", "forced")
+EPISODE_COLUMNS = ("episode_id", "run", "amendment", "model", "arm", "condition",
+                   "condition_hash", "regime", "budget", "dataset", "question_set", "seed",
+                   "replicate", "question_id", "answered", "answer_action", "correct", "f1",
+                   "tool_calls", "extra_calls", "input_tokens", "output_tokens", "cost_usd",
+                   "error", "version")
+STEP_COLUMNS = ("episode_id", "run", "model", "arm", "condition", "regime", "question_id", "t",
+                "action", "obs_index", "obs_failed", "obs_source", "judgment",
+                "judgment_source", "stated_judgment", "streak", "forced")
+TABLE_COLUMNS = (*ROW_FIELDS, "version")
+"""Columns of every results-table CSV: the Row fields, then the project version."""
 _INTS = ("answer_action", "obs_index", "obs_failed")
 
 
@@ -36,20 +44,25 @@ def _nullable_ints(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def episodes_table(episodes: pd.DataFrame) -> pd.DataFrame:
+def episodes_table(episodes: pd.DataFrame, version: str | None = None) -> pd.DataFrame:
     """episodes.csv: one row per finished episode (errored ones included, with `error`).
 
     Args:
         episodes: `core.store.episodes_frame` output.
+        version: project version recorded on every row (default: the installed one).
 
     Returns:
-        The frame with exactly EPISODE_COLUMNS.
+        The frame with exactly EPISODE_COLUMNS; amendment is "exploratory" for runs
+        no amendment governs.
     """
-    return _nullable_ints(episodes.loc[:, list(EPISODE_COLUMNS)])
+    out = episodes.assign(
+        amendment=episodes["amendment"].where(episodes["amendment"].notna(), EXPLORATORY),
+        version=version or project_version())
+    return _nullable_ints(out.loc[:, list(EPISODE_COLUMNS)])
 
 
 def steps_table(episodes: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
-    """steps.csv: one row per step, with its episode's model, condition, regime, question.
+    """steps.csv: one row per step, with its episode's run, model, arm, regime, question.
 
     Args:
         episodes: episode frame.
@@ -58,23 +71,26 @@ def steps_table(episodes: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
     Returns:
         The frame with exactly STEP_COLUMNS, ordered by episode and t.
     """
-    keys = episodes.loc[:, ["episode_id", "model", "condition", "regime", "question_id"]]
+    keys = episodes.loc[:, ["episode_id", "run", "model", "arm", "condition", "regime",
+                            "question_id"]]
     merged = steps.merge(keys, on="episode_id", how="inner", validate="many_to_one")
     merged = merged.sort_values(["episode_id", "t"], kind="stable")
     return _nullable_ints(merged.loc[:, list(STEP_COLUMNS)])
 
 
-def table_frame(table: Table) -> pd.DataFrame:
+def table_frame(table: Table, version: str | None = None) -> pd.DataFrame:
     """A results table as a frame.
 
     Args:
         table: a results table.
+        version: project version recorded on every row (default: the installed one).
 
     Returns:
-        One row per Row, with exactly the ROW_FIELDS columns.
+        One row per Row, with exactly the TABLE_COLUMNS columns.
     """
-    rows = [r.as_dict() for r in table.rows]
-    return pd.DataFrame(rows, columns=list(ROW_FIELDS))
+    version = version or project_version()
+    rows = [r.as_dict() | {"version": version} for r in table.rows]
+    return pd.DataFrame(rows, columns=list(TABLE_COLUMNS))
 
 
 def _write(frame: pd.DataFrame, path: Path) -> Path:
@@ -84,16 +100,15 @@ def _write(frame: pd.DataFrame, path: Path) -> Path:
     return path
 
 
-def export(db: Database, directory: Path, runs: Sequence[str] | None = None,
-           models: Sequence[str] | None = None, n_boot: int = N_BOOT,
-           hazard_boot: int = 1000, seed: int = 0) -> tuple[Path, ...]:
+def export(db: Database, directory: Path, selection: Selection | None = None,
+           n_boot: int = N_BOOT, hazard_boot: int = 1000, seed: int = 0) -> tuple[Path, ...]:
     """Write episodes.csv, steps.csv and one CSV per results table into `directory`.
 
     Args:
         db: an open lab.db.
         directory: target folder (created if missing).
-        runs: runs to export (default: all).
-        models: models to export (default: all).
+        selection: filters and pooling, as for `lab results` (default: everything,
+            nothing pooled).
         n_boot: resamples for the results tables.
         hazard_boot: resamples for the hazard model.
         seed: bootstrap seed.
@@ -111,10 +126,14 @@ def export(db: Database, directory: Path, runs: Sequence[str] | None = None,
         raise ConfigError(f"{directory}: exists and is not a directory; give a folder, "
                           "e.g. lab export results/")
     directory.mkdir(parents=True, exist_ok=True)
-    episodes, steps = episodes_frame(db, runs, models), steps_frame(db, runs, models)
-    written = [_write(episodes_table(episodes), directory / "episodes.csv"),
+    selection = selection or Selection()
+    episodes = episodes_frame(db, selection=selection)
+    steps = steps_frame(db, selection=selection)
+    version = project_version()
+    results = compute(frames_from(episodes, steps, selection), TABLES, n_boot, hazard_boot,
+                      seed)
+    written = [_write(episodes_table(episodes, version), directory / "episodes.csv"),
                _write(steps_table(episodes, steps), directory / "steps.csv")]
-    results = compute(frames_from(episodes, steps), TABLES, n_boot, hazard_boot, seed)
     for table in results.tables:
-        written.append(_write(table_frame(table), directory / f"{table.name}.csv"))
+        written.append(_write(table_frame(table, version), directory / f"{table.name}.csv"))
     return tuple(written)

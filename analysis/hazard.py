@@ -1,23 +1,26 @@
 """Integration index I and the stopping hazard curve (SPEC §13.3–13.4), and the index
 and hazard tables (the hazard model itself is in `analysis.lpm`).
 
-Both pool the five failure regimes of mean6 and exclude decisions at the budget's
-final action. Intervals come from question-cluster bootstraps in which a resample's
+Both pool the five failure regimes of mean6 (the main family) and exclude decisions at
+the budget's final action; any other regime (plausible, answerless, …) is a family of
+its own and gets its own rows, never pooled with the main five. Intervals come from question-cluster bootstraps in which a resample's
 statistics are matrix products of per-question sums.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+from analysis.arms import ArmKey, Grouping
 from analysis.decisions import arm_groups, codes
 from analysis.lpm import HAZARD_BOOT, hazard_model
 from analysis.rows import Row, Table, interval_row
 from analysis.stats import N_BOOT, Interval, bootstrap_intervals, cluster_sums, safe_ratio
-from core.regimes import FAILURE_REGIMES
+from core.regimes import FAILURE_REGIMES, MAIN_FAMILY
 
 MAX_J = 7
 
@@ -54,31 +57,46 @@ class HazardCurve:
     counts: tuple[int, ...]
 
 
-def failure_decisions(dec: pd.DataFrame) -> pd.DataFrame:
-    """Decisions in the five failure regimes, the final action excluded.
+def family_failure_regimes(family: str) -> tuple[str, ...]:
+    """The failure regimes I and the hazard measures pool within a regime family.
+
+    Args:
+        family: `core.regimes.regime_family` of the rows' regimes.
+
+    Returns:
+        The main family's five failure regimes, or the family's own regime.
+    """
+    return FAILURE_REGIMES if family == MAIN_FAMILY else (family,)
+
+
+def failure_decisions(dec: pd.DataFrame, regimes: Sequence[str] = FAILURE_REGIMES
+                      ) -> pd.DataFrame:
+    """Decisions in the failure regimes, the final action excluded.
 
     Args:
         dec: decision table rows.
+        regimes: the failure regimes kept (default: the main family's five).
 
     Returns:
         The subset used by I, the hazard curve and the hazard model.
     """
-    return dec.loc[dec["regime"].isin(FAILURE_REGIMES) & ~dec["final"].astype(bool)]
+    return dec.loc[dec["regime"].isin(list(regimes)) & ~dec["final"].astype(bool)]
 
 
-def integration_index(dec: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0
-                      ) -> IntegrationIndex:
+def integration_index(dec: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0,
+                      regimes: Sequence[str] = FAILURE_REGIMES) -> IntegrationIndex:
     """I = h({4,5}) − h({1,2}) with a question-cluster bootstrap (SPEC §13.3).
 
     Args:
         dec: decision table rows of one arm.
         n_boot: resamples.
         seed: bootstrap seed.
+        regimes: the failure regimes pooled (`failure_decisions`).
 
     Returns:
         The index and its two components (NaN where a component has no decision).
     """
-    d = failure_decisions(dec)
+    d = failure_decisions(dec, regimes)
     q, _ = codes(d["question_id"])
     j, y = d["design_run"].to_numpy(), d["answer"].to_numpy()
     lo, hi = (j >= 1) & (j <= 2), (j >= 4) & (j <= 5)
@@ -95,7 +113,7 @@ def integration_index(dec: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0
 
 
 def hazard_curve(dec: pd.DataFrame, max_j: int = MAX_J, n_boot: int = N_BOOT,
-                 seed: int = 0) -> HazardCurve:
+                 seed: int = 0, regimes: Sequence[str] = FAILURE_REGIMES) -> HazardCurve:
     """P(answer) after j consecutive failed observations, j = 0 … max_j.
 
     Args:
@@ -103,11 +121,12 @@ def hazard_curve(dec: pd.DataFrame, max_j: int = MAX_J, n_boot: int = N_BOOT,
         max_j: largest j reported (larger runs are left out).
         n_boot: resamples.
         seed: bootstrap seed.
+        regimes: the failure regimes pooled (`failure_decisions`).
 
     Returns:
         The curve with intervals and counts.
     """
-    d = failure_decisions(dec)
+    d = failure_decisions(dec, regimes)
     d = d.loc[d["design_run"] <= max_j]
     q, _ = codes(d["question_id"])
     y = d["answer"].to_numpy()
@@ -123,64 +142,85 @@ def hazard_curve(dec: pd.DataFrame, max_j: int = MAX_J, n_boot: int = N_BOOT,
     counts = tuple(int(x) for x in sums[..., 0].sum(axis=0))
     return HazardCurve(points, counts)
 
+
+def _failure_groups(decisions: pd.DataFrame, grouping: Grouping | None
+                    ) -> list[tuple[ArmKey, pd.DataFrame, tuple[str, ...]]]:
+    """Groups split by regime family, each with the failure regimes it pools (present)."""
+    out = []
+    for arm, dec in arm_groups(decisions, grouping, families=True):
+        pooled = family_failure_regimes(arm.family)
+        present = tuple(r for r in arm.regimes if r in pooled)
+        if present:
+            out.append((arm, dec, present))
+    return out
+
+
 def index_table(decisions: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0,
-                runs: str = "") -> Table:
-    """Integration index I with its components for every arm.
+                grouping: Grouping | None = None) -> Table:
+    """Integration index I with its components for every group and regime family.
 
     Args:
         decisions: the decision table.
         n_boot: resamples.
         seed: bootstrap seed.
-        runs: runs pooled, recorded on each row.
+        grouping: what rows pool and the errored episodes they count.
 
     Returns:
-        Table "index".
+        Table "index" (groups without a failure regime have no row).
     """
     rows: list[Row] = []
-    for arm, dec in arm_groups(decisions):
-        ii = integration_index(dec, n_boot, seed)
+    for arm, dec, regimes in _failure_groups(decisions, grouping):
+        ii = integration_index(dec, n_boot, seed, regimes)
         rows += [interval_row(arm, "I", ii.index, "failure regimes", "decisions",
-                              ii.n45 + ii.n12, f"h45 n={ii.n45}, h12 n={ii.n12}", runs),
-                 interval_row(arm, "h45", ii.h45, "j = 4–5", "decisions", ii.n45, "", runs),
-                 interval_row(arm, "h12", ii.h12, "j = 1–2", "decisions", ii.n12, "", runs)]
+                              ii.n45 + ii.n12, f"h45 n={ii.n45}, h12 n={ii.n12}",
+                              regimes=regimes),
+                 interval_row(arm, "h45", ii.h45, "j = 4–5", "decisions", ii.n45,
+                              regimes=regimes),
+                 interval_row(arm, "h12", ii.h12, "j = 1–2", "decisions", ii.n12,
+                              regimes=regimes)]
     notes = (("I = h({4,5}) − h({1,2}): P(answer) just after j consecutive failed observations "
-             "(design labels), five failure regimes pooled, final action excluded; 95% "
+             "(design labels), the five failure regimes of mean6 pooled (any other regime on its "
+             "own line), final action excluded; 95% "
              "question-cluster bootstrap. Confounded with elapsed time (a clock scores I > 0)."),)
     return Table("index", "Integration index I", tuple(rows), notes, "wide",
-                 ("I", "h45", "h12"))
+                 ("I", "h45", "h12"), pooled=(grouping or Grouping()).pooled)
 
 
 def hazard_table(decisions: pd.DataFrame, n_boot: int = N_BOOT,
-                 hazard_boot: int = HAZARD_BOOT, seed: int = 0, runs: str = "") -> Table:
-    """Hazard curve (j = 0…7) and the LPM's β and γ, pooled and with question FE.
+                 hazard_boot: int = HAZARD_BOOT, seed: int = 0,
+                 grouping: Grouping | None = None) -> Table:
+    """Hazard curve (j = 0…7) and the LPM's β and γ, pooled and with question FE, for
+    every group and regime family.
 
     Args:
         decisions: the decision table.
         n_boot: resamples for the curve.
         hazard_boot: resamples for the LPM.
         seed: bootstrap seed.
-        runs: runs pooled, recorded on each row.
+        grouping: what rows pool and the errored episodes they count.
 
     Returns:
-        Table "hazard".
+        Table "hazard" (groups without a failure regime have no row).
     """
     rows: list[Row] = []
-    for arm, dec in arm_groups(decisions):
-        curve = hazard_curve(dec, MAX_J, n_boot, seed)
+    for arm, dec, regimes in _failure_groups(decisions, grouping):
+        curve = hazard_curve(dec, MAX_J, n_boot, seed, regimes)
         for j, (pt, n) in enumerate(zip(curve.points, curve.counts)):
-            rows.append(interval_row(arm, "hazard", pt, f"j={j}", "decisions", n, "", runs))
+            rows.append(interval_row(arm, "hazard", pt, f"j={j}", "decisions", n,
+                                     regimes=regimes))
         for fe in (False, True):
-            fit = hazard_model(dec, "side_channel", fe, hazard_boot, seed)
+            fit = hazard_model(dec, "side_channel", fe, hazard_boot, seed, regimes)
             scope = "question FE" if fe else "pooled"
             detail = (f"{fit.n_decisions} decisions, {fit.share_earlier:.0%} with earlier useful"
                       if fit.n_decisions else "no decision after a result judged useless")
             rows += [interval_row(arm, "beta", fit.beta, scope, "decisions", fit.n_decisions,
-                                  detail, runs),
+                                  detail, regimes=regimes),
                      interval_row(arm, "gamma", fit.gamma, scope, "decisions", fit.n_decisions,
-                                  detail, runs)]
+                                  detail, regimes=regimes)]
     notes = (("hazard: P(answer) after j consecutive failed observations, failure regimes, "
              "final action excluded."),
              ("beta/gamma: LPM answer ~ action + regime + β·run + γ·earlier useful on decisions "
              "after a result judged useless (side channel), 1–6 results, failure regimes; "
              f"{hazard_boot} question-cluster resamples. Exploratory."))
-    return Table("hazard", "Stopping hazard and hazard model", tuple(rows), notes)
+    return Table("hazard", "Stopping hazard and hazard model", tuple(rows), notes,
+                 pooled=(grouping or Grouping()).pooled)

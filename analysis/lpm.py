@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -49,18 +50,21 @@ class HazardFit:
     share_earlier: float
 
 
-def hazard_sample(dec: pd.DataFrame, judgments: str = "side_channel") -> pd.DataFrame:
+def hazard_sample(dec: pd.DataFrame, judgments: str = "side_channel",
+                  regimes: Sequence[str] = FAILURE_REGIMES) -> pd.DataFrame:
     """The LPM's decisions: after a result judged useless, 1–6 results, failure regimes.
 
     Args:
         dec: decision table rows of one arm.
         judgments: "side_channel" or "stated".
+        regimes: the failure regimes fitted (default: the main family's five; another
+            family's table passes its own regime, never a mix of families).
 
     Returns:
         DataFrame with answer, action, regime, run, earlier (0/1) and question_id.
     """
     run_col, latest, earlier = judgment_columns(judgments)
-    d = dec.loc[dec["regime"].isin(FAILURE_REGIMES) & ~dec["final"].astype(bool)]
+    d = dec.loc[dec["regime"].isin(list(regimes)) & ~dec["final"].astype(bool)]
     d = d.loc[d[latest].astype(bool) & d["n_obs"].between(1, LPM_T_MAX)
               & (d[run_col] >= 0)]  # a stated run can be unknown (−1): left out
     return pd.DataFrame({
@@ -220,7 +224,7 @@ def lstsq_weighted(g: np.ndarray, h: np.ndarray, weights: np.ndarray,
 
 def hazard_model(dec: pd.DataFrame, judgments: str = "side_channel",
                  fixed_effects: bool = False, n_boot: int = HAZARD_BOOT,
-                 seed: int = 0) -> HazardFit:
+                 seed: int = 0, regimes: Sequence[str] = FAILURE_REGIMES) -> HazardFit:
     """The hazard LPM answer ~ action + regime + β·run + γ·earlier [+ question] (SPEC §13.4).
 
     statsmodels gives the point estimates; the question-cluster bootstrap solves
@@ -232,11 +236,12 @@ def hazard_model(dec: pd.DataFrame, judgments: str = "side_channel",
         fixed_effects: include question fixed effects.
         n_boot: resamples (SPEC: 1,000).
         seed: bootstrap seed.
+        regimes: the failure regimes fitted (`hazard_sample`).
 
     Returns:
         The HazardFit (NaN coefficients where not identified).
     """
-    sample = hazard_sample(dec, judgments)
+    sample = hazard_sample(dec, judgments, regimes)
     n = len(sample)
     share = float(sample["earlier"].mean()) if n else math.nan
     if n == 0:

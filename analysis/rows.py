@@ -1,31 +1,38 @@
 """Result rows and tables: the common shape every measure is reported in.
 
-A `Row` is one estimate for one arm (model × condition × budget) with its interval;
-a `Table` is a named, titled tuple of rows plus notes. Tables, CSV and JSON are all
-built from these, so every output carries model, condition, measure, estimate,
-ci_low, ci_high and n.
+A `Row` is one estimate for one group of episodes (`analysis.arms.ArmKey`: model ×
+arm by its full spec × budget × dataset × question set × run × seed × replicate,
+unless pooled) with its interval; a `Table` is a named, titled tuple of rows plus
+notes. Tables, CSV and JSON are all built from these, so every output carries the
+arm label, condition hash, what the row covers, measure, estimate, ci_low, ci_high,
+n and the errored episodes left out of it.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from analysis.arms import ArmKey
 from analysis.stats import Interval
+from core.regimes import regime_family
 
-ROW_FIELDS = ("model", "condition", "budget", "measure", "scope", "estimate", "ci_low",
-              "ci_high", "n", "unit", "p", "p_holm", "detail", "runs")
+ROW_FIELDS = ("model", "arm", "condition", "condition_hash", "budget", "dataset",
+              "question_set", "runs", "amendment", "seeds", "replicates", "regimes", "measure",
+              "scope", "estimate", "ci_low", "ci_high", "n", "unit", "p", "p_holm", "detail",
+              "errored")
 """Column order of every results CSV."""
 
 
 @dataclass(frozen=True)
 class Row:
-    """One estimate of one measure for one arm.
+    """One estimate of one measure for one group of episodes.
 
     Attributes:
         model: model name.
-        condition: condition (arm) name.
+        condition: bare condition name (the arm label is `arm`).
         budget: action budget of the arm.
         measure: what is estimated, e.g. "success", "delta", "beta".
         scope: where it is estimated, e.g. a regime, "mean6", "vs none".
@@ -37,7 +44,17 @@ class Row:
         p: one-sided p (share of resampled differences <= 0), when relevant.
         p_holm: Holm-adjusted p across models, when relevant.
         detail: short free text (group sizes, components, flags).
-        runs: the runs pooled into the arm, comma-separated.
+        runs: the run, or the runs pooled into the row, comma-separated.
+        arm: arm label with every non-default knob (`enforced_rule:k=7`).
+        condition_hash: sha256 of the condition spec.
+        dataset: dataset of the questions.
+        question_set: question set, or the sets pooled joined by "+".
+        seeds: seed, or the seeds pooled, comma-separated.
+        replicates: replicate, or the replicates pooled.
+        regimes: the regimes the estimate covers, comma-separated.
+        errored: errored episodes (no complete retry) of the row's group and regimes,
+            left out of the estimate.
+        amendment: the runs' governing amendment(s), or "exploratory".
     """
 
     model: str
@@ -54,6 +71,32 @@ class Row:
     p_holm: float = math.nan
     detail: str = ""
     runs: str = ""
+    arm: str = ""
+    condition_hash: str = ""
+    dataset: str = ""
+    question_set: str = ""
+    seeds: str = ""
+    replicates: str = ""
+    regimes: str = ""
+    errored: int = 0
+    amendment: str = ""
+
+    @property
+    def label(self) -> str:
+        """The arm label (the bare condition name for rows built without one)."""
+        return self.arm or self.condition
+
+    @property
+    def family(self) -> str:
+        """Regime family of the regimes the row covers ("" when none are recorded)."""
+        first = self.regimes.split(",")[0]
+        return regime_family(first) if first else ""
+
+    def key(self) -> ArmKey:
+        """The group the row belongs to, with its regime family (one line of a table)."""
+        return ArmKey(self.model, self.label, int(self.budget or 0), self.dataset,
+                      self.question_set, self.runs, self.seeds, self.replicates, self.family,
+                      self.condition_hash, self.condition, self.amendment)
 
     def as_dict(self) -> dict[str, Any]:
         """The row as a plain dict; NaN and infinities become None (valid JSON)."""
@@ -64,28 +107,65 @@ class Row:
         return out
 
 
-def interval_row(arm: tuple[str, str, int], measure: str, interval: Interval, scope: str = "",
-                 unit: str = "questions", n: int | None = None, detail: str = "",
-                 runs: str = "", with_p: bool = False) -> Row:
+def make_row(arm: ArmKey | tuple[str, str, int], measure: str, scope: str = "",
+             estimate: float = math.nan, n: int = 0, unit: str = "", detail: str = "",
+             runs: str = "", regimes: Sequence[str] | None = None, ci_low: float = math.nan,
+             ci_high: float = math.nan, p: float = math.nan) -> Row:
+    """A Row of one group.
+
+    Args:
+        arm: the group (`ArmKey`), or a bare (model, condition, budget) for rows that
+            are not formed from stored episodes (e.g. the sim validation).
+        measure: measure name.
+        scope: scope label.
+        estimate: point estimate.
+        n: size.
+        unit: unit of `n`.
+        detail: free text.
+        runs: runs (default: the group's).
+        regimes: regimes the estimate covers (default: every regime of the group); the
+            row's `errored` counts the group's errored episodes in them.
+        ci_low: lower bound.
+        ci_high: upper bound.
+        p: one-sided p.
+
+    Returns:
+        The Row.
+    """
+    if not isinstance(arm, ArmKey):
+        return Row(arm[0], arm[1], arm[2], measure, scope, estimate, ci_low, ci_high, n, unit,
+                   p, math.nan, detail, runs)
+    covered = arm.regimes if regimes is None else tuple(regimes)
+    return Row(arm.model, arm.condition, arm.budget, measure, scope, estimate, ci_low, ci_high,
+               n, unit, p, math.nan, detail, runs or arm.runs, arm.arm, arm.condition_hash,
+               arm.dataset, arm.question_set, arm.seeds, arm.replicates, ",".join(covered),
+               arm.errored_in(covered), arm.amendment)
+
+
+def interval_row(arm: ArmKey | tuple[str, str, int], measure: str, interval: Interval,
+                 scope: str = "", unit: str = "questions", n: int | None = None,
+                 detail: str = "", runs: str = "", with_p: bool = False,
+                 regimes: Sequence[str] | None = None) -> Row:
     """A Row from an Interval.
 
     Args:
-        arm: (model, condition, budget).
+        arm: the group (`ArmKey`) or a bare (model, condition, budget).
         measure: measure name.
         interval: the estimate and its interval.
         scope: scope label.
         unit: unit of `n`.
         n: size (default: the interval's cluster count).
         detail: free text.
-        runs: runs pooled into the arm.
+        runs: runs (default: the group's).
         with_p: copy the interval's one-sided p.
+        regimes: regimes the estimate covers (default: every regime of the group).
 
     Returns:
         The Row.
     """
-    return Row(arm[0], arm[1], arm[2], measure, scope, interval.estimate, interval.low,
-               interval.high, interval.n if n is None else n, unit,
-               interval.p if with_p else math.nan, math.nan, detail, runs)
+    return make_row(arm, measure, scope, interval.estimate, interval.n if n is None else n,
+                    unit, detail, runs, regimes, interval.low, interval.high,
+                    interval.p if with_p else math.nan)
 
 
 @dataclass(frozen=True)
@@ -102,6 +182,8 @@ class Table:
         formats: (measure, format spec) pairs for estimates printed without an
             interval (default ".2f").
         headers: (measure, column header) pairs where the header is shorter.
+        pooled: what rows pool, e.g. "seeds, runs" ("" when every run, seed,
+            replicate and question set has its own row).
     """
 
     name: str
@@ -112,6 +194,7 @@ class Table:
     ci_columns: tuple[str, ...] = field(default=())
     formats: tuple[tuple[str, str], ...] = field(default=())
     headers: tuple[tuple[str, str], ...] = field(default=())
+    pooled: str = ""
 
     def dicts(self) -> list[dict[str, Any]]:
         """Every row as a dict (for JSON and CSV), with the table name added."""

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
+from analysis.arms import Grouping
 from analysis.decisions import arm_groups
 from analysis.rows import Row, Table, interval_row
 from analysis.stats import N_BOOT, Interval, bootstrap_intervals, holm, noninferior, safe_ratio
@@ -151,68 +152,92 @@ def paired_success(a: pd.DataFrame, b: pd.DataFrame, n_boot: int = N_BOOT, seed:
     return tuple(zip((*regimes, MEAN6_LABEL), res))
 
 
+def _covers(scope: str, regimes: Sequence[str]) -> tuple[str, ...]:
+    """The regimes behind a success row: its regime, or the mean6 ones for mean6."""
+    return tuple(r for r in MEAN6 if r in regimes) if scope == MEAN6_LABEL else (scope,)
+
+
 def success_table(episodes: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0,
-                  runs: str = "") -> Table:
-    """Success per regime and mean6 for every arm (wide: one line per arm).
+                  grouping: Grouping | None = None) -> Table:
+    """Success per regime and mean6 for every group (wide: one line per group).
+
+    Each regime is its own column, so no estimate pools regimes; mean6 covers the six
+    mean6 regimes only.
 
     Args:
         episodes: error-free episodes.
         n_boot: question-level resamples.
         seed: bootstrap seed.
-        runs: runs pooled, recorded on each row.
+        grouping: what rows pool and the errored episodes they count.
 
     Returns:
         Table "success".
     """
+    grouping = grouping or Grouping()
     rows: list[Row] = []
-    for arm, ep in arm_groups(episodes):
+    for arm, ep in arm_groups(episodes, grouping):
         for regime, iv in success_by_regime(ep, n_boot, seed):
-            rows.append(interval_row(arm, "success", iv, regime, runs=runs))
+            rows.append(interval_row(arm, "success", iv, regime,
+                                     regimes=_covers(regime, arm.regimes)))
     notes = (("Share of questions answered correctly (F1 ≥ threshold), raw; mean6 = equal-weight "
              "mean of clean, persistent, recover_after_1–3, late_onset_from_3 (– if one is "
              "missing); 95% question bootstrap."),)
     return Table("success", "Success per regime and mean6", tuple(rows), notes, "wide",
-                 (MEAN6_LABEL,))
+                 (MEAN6_LABEL,), pooled=grouping.pooled)
 
 
 def paired_table(episodes: pd.DataFrame, reference: str = REFERENCE, n_boot: int = N_BOOT,
-                 seed: int = 0, runs: str = "", margin: float = -0.05) -> Table:
-    """Every condition minus `reference` within each model and budget, paired by question.
+                 seed: int = 0, grouping: Grouping | None = None,
+                 margin: float = -0.05) -> Table:
+    """Every arm minus the `reference` arm of the same group, paired by question.
 
-    Holm adjusts p across models for each (condition, scope) hypothesis; detail
-    says whether non-inferiority at `margin` holds (lower bound > margin).
+    An arm is paired only with the reference arm (label exactly `reference`) of the
+    same model, budget, dataset, question set(s), run(s), seed(s) and replicate(s).
+    Holm adjusts p across models for each (arm, budget, scope, what
+    the row covers) hypothesis; detail says whether non-inferiority at `margin` holds
+    (lower bound > margin).
 
     Args:
         episodes: error-free episodes.
-        reference: the comparator condition.
+        reference: the comparator's arm label (default "none", not "none:judge=true").
         n_boot: question-level resamples.
         seed: bootstrap seed.
-        runs: runs pooled, recorded on each row.
+        grouping: what rows pool and the errored episodes they count.
         margin: non-inferiority margin.
 
     Returns:
-        Table "paired" (empty when no model ran `reference` and another condition).
+        Table "paired" (empty when no group has `reference` and another arm).
     """
-    arms = dict(arm_groups(episodes))
+    grouping = grouping or Grouping()
+    groups = list(arm_groups(episodes, grouping))
+    refs = {k.pair_key(): (k, ep) for k, ep in groups if k.arm == reference}
     raw: list[Row] = []
-    for (model, cond, budget), ep in arms.items():
-        ref = arms.get((model, reference, budget))
-        if cond == reference or ref is None:
+    for arm, ep in groups:
+        ref = refs.get(arm.pair_key())
+        if arm.arm == reference or ref is None:
             continue
-        for scope, iv in paired_success(ep, ref, n_boot, seed):
+        ref_key, ref_ep = ref
+        for scope, iv in paired_success(ep, ref_ep, n_boot, seed):
             ni = noninferior(iv, margin)
             detail = "" if ni is None else f"NI({margin:+.2f}) {'yes' if ni else 'no'}"
-            raw.append(interval_row((model, cond, budget), f"success − {reference}", iv, scope,
-                                    detail=detail, runs=runs, with_p=True))
+            covers = _covers(scope, sorted(set(arm.regimes) & set(ref_key.regimes)))
+            raw.append(interval_row(arm, f"success − {reference}", iv, scope, detail=detail,
+                                    with_p=True, regimes=covers))
     adjusted: dict[int, float] = {}
-    keys = sorted({(r.condition, r.budget, r.scope) for r in raw})
+
+    def hypothesis(r: Row) -> tuple[object, ...]:
+        return (r.label, r.budget, r.scope, r.dataset, r.question_set, r.runs, r.seeds,
+                r.replicates)
+
+    keys = sorted({hypothesis(r) for r in raw}, key=str)
     for key in keys:
-        idx = [i for i, r in enumerate(raw) if (r.condition, r.budget, r.scope) == key]
+        idx = [i for i, r in enumerate(raw) if hypothesis(r) == key]
         for i, p in zip(idx, holm([raw[i].p for i in idx])):
             adjusted[i] = p
     rows = tuple(replace(r, p_holm=adjusted.get(i, math.nan)) for i, r in enumerate(raw))
-    notes = ((f"Condition − {reference} on the same questions; p = share of resampled "
-             "differences ≤ 0 (one-sided); p_holm: Holm across models; NI: non-inferiority "
-             f"(lower bound > {margin:+.2f})."),)
+    notes = ((f"Arm − {reference} on the same questions, within the same model, budget, "
+             "dataset, question set(s), run(s), seed(s) and replicate(s); p = share of "
+             "resampled differences ≤ 0 (one-sided); p_holm: Holm across models; NI: "
+             f"non-inferiority (lower bound > {margin:+.2f})."),)
     return Table("paired", f"Paired success differences against '{reference}'", rows, notes,
-                 "wide", (MEAN6_LABEL,))
+                 "wide", (MEAN6_LABEL,), pooled=grouping.pooled)

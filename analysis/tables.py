@@ -8,9 +8,12 @@ import math
 import re
 import textwrap
 from collections.abc import Sequence
+from dataclasses import replace
 
+from analysis.arms import ArmKey
 from analysis.measures import Results
 from analysis.rows import Row, Table
+from core.regimes import FAILURE_REGIMES, MEAN6
 
 DASH = "–"
 NOTE_WIDTH = 100
@@ -110,8 +113,48 @@ def _signed(measure: str) -> bool:
     return measure not in UNSIGNED
 
 
-def _arm_cells(r: Row, budgets: bool) -> list[str]:
-    return [r.model, r.condition] + ([str(r.budget)] if budgets else [])
+def regimes_text(regimes: str) -> str:
+    """What a row's comma-separated regimes read as in a table.
+
+    Args:
+        regimes: `Row.regimes`.
+
+    Returns:
+        "mean6 (6)", "mean6 failure (5)", or the short names joined by "+".
+    """
+    names = tuple(r for r in regimes.split(",") if r)
+    if set(names) == set(MEAN6):
+        return "mean6 (6)"
+    if set(names) == set(FAILURE_REGIMES):
+        return "mean6 failure (5)"
+    return "+".join(short_regime(r) for r in names) or DASH
+
+
+_DIMENSIONS = (("budget", "budget"), ("dataset", "dataset"), ("question_set", "set"),
+               ("runs", "run"), ("seeds", "seed"), ("replicates", "rep"))
+"""(Row attribute, column header) of what a row covers besides model and arm."""
+
+
+def _columns(rows: Sequence[Row], by_scope: bool) -> tuple[list[tuple[str, str]], list[str]]:
+    """The covering dimensions that vary among rows (columns), and the constant ones as
+    header text (e.g. "dataset demo", "seed 0")."""
+    varying, constant = [], []
+    for attr, header in _DIMENSIONS:
+        values = {str(getattr(r, attr)) for r in rows}
+        if len(values) > 1:
+            varying.append((attr, header))
+        elif attr != "budget" and values != {""}:
+            constant.append(f"{header} {values.pop()}")
+    if not by_scope and len({regimes_text(r.regimes) for r in rows}) > 1:
+        varying.append(("regimes", "regimes"))
+    return varying, constant
+
+
+def _arm_cells(r: Row, varying: Sequence[tuple[str, str]]) -> list[str]:
+    cells = [r.model, r.label]
+    for attr, _ in varying:
+        cells.append(regimes_text(r.regimes) if attr == "regimes" else str(getattr(r, attr)))
+    return cells
 
 
 def _wide_cell(table: Table, r: Row | None, column: str, formats: dict[str, str],
@@ -131,8 +174,21 @@ def _wide_cell(table: Table, r: Row | None, column: str, formats: dict[str, str]
     return fmt_number(r.estimate, spec, _signed(r.measure) and by_scope)
 
 
+def _line_errored(rows: Sequence[Row], by_scope: bool) -> int:
+    """Errored episodes of one line: per-regime rows add up; rows of one group share."""
+    singles = [r for r in rows if "," not in r.regimes]
+    if by_scope and singles:
+        return sum(r.errored for r in singles)
+    return max(r.errored for r in rows)
+
+
+def _by_scope(table: Table) -> bool:
+    return table.layout == "wide" and len({r.measure for r in table.rows}) == 1
+
+
 def render_wide(table: Table) -> list[str]:
-    """One line per arm, one column per measure (or per scope when one measure).
+    """One line per group (model × arm × what it covers), one column per measure (or per
+    scope when one measure).
 
     Args:
         table: a results table.
@@ -141,29 +197,36 @@ def render_wide(table: Table) -> list[str]:
         The aligned lines (header, rule, rows).
     """
     rows = table.rows
-    by_scope = len({r.measure for r in rows}) == 1
+    by_scope = _by_scope(table)
     key = (lambda r: r.scope) if by_scope else (lambda r: r.measure)
     columns = list(dict.fromkeys(key(r) for r in rows))
-    budgets = len({r.budget for r in rows}) > 1
+    varying, _ = _columns(rows, by_scope)
+    errored = any(r.errored for r in rows)
     formats = dict(table.formats)
-    arms: dict[tuple[str, str, int | None], dict[str, Row]] = {}
+    lines: dict[object, dict[str, Row]] = {}
     for r in rows:
-        arms.setdefault((r.model, r.condition, r.budget), {})[key(r)] = r
-    header = ["model", "condition"] + (["budget"] if budgets else [])
+        # one line per group; per-regime columns (by_scope) never pool regimes themselves
+        group = replace(r.key(), family="") if by_scope else r.key()
+        lines.setdefault(group, {})[key(r)] = r
+    header = ["model", "arm"] + [h for _, h in varying]
     names = dict(table.headers)
     header += [short_regime(c) if by_scope else names.get(c, c) for c in columns]
+    header += ["errored"] if errored else []
     body = []
-    for cells in arms.values():
-        line = _arm_cells(next(iter(cells.values())), budgets)
+    for cells in lines.values():
+        first = next(iter(cells.values()))
+        line = _arm_cells(first, varying)
         for c in columns:
             line.append(_wide_cell(table, cells.get(c), c, formats, by_scope))
+        if errored:
+            line.append(str(_line_errored(list(cells.values()), by_scope)))
         body.append(line)
-    n_text = 3 if budgets else 2
+    n_text = 2 + len(varying)
     return align(header, body, range(n_text, len(header)))
 
 
 def render_long(table: Table) -> list[str]:
-    """One line per row: arm, measure, scope, estimate [CI], n, detail.
+    """One line per row: group, measure, scope, estimate [CI], n, detail (, errored).
 
     Args:
         table: a results table.
@@ -171,13 +234,58 @@ def render_long(table: Table) -> list[str]:
     Returns:
         The aligned lines (header, rule, rows).
     """
-    budgets = len({r.budget for r in table.rows}) > 1
-    header = ["model", "condition"] + (["budget"] if budgets else []) + [
-        "measure", "scope", "estimate [95% CI]", "n", "detail"]
-    body = [_arm_cells(r, budgets) + [
+    varying, _ = _columns(table.rows, False)
+    errored = any(r.errored for r in table.rows)
+    header = ["model", "arm"] + [h for _, h in varying] + [
+        "measure", "scope", "estimate [95% CI]", "n", "detail"] + (["errored"] if errored else [])
+    body = [_arm_cells(r, varying) + [
         r.measure, r.scope, fmt_interval(r.estimate, r.ci_low, r.ci_high, 2, _signed(r.measure)),
-        str(r.n), r.detail] for r in table.rows]
-    return align(header, body, (len(header) - 3, len(header) - 2))
+        str(r.n), r.detail] + ([str(r.errored)] if errored else []) for r in table.rows]
+    n_idx = header.index("n")
+    right = (n_idx - 1, n_idx) + ((len(header) - 1,) if errored else ())
+    return align(header, body, right)
+
+
+def header_lines(table: Table) -> list[str]:
+    """What every row of the table covers and pools, printed under its title.
+
+    Args:
+        table: a results table.
+
+    Returns:
+        Lines: the constant dimensions and regimes ("covers: …"), and what was pooled.
+    """
+    if not table.rows:
+        return []
+    by_scope = _by_scope(table)
+    varying, constant = _columns(table.rows, by_scope)
+    if not by_scope and "regimes" not in {a for a, _ in varying}:
+        constant.append(f"regimes {regimes_text(table.rows[0].regimes)}")
+    lines = [f"covers: {' · '.join(constant)}"] if constant else []
+    split = ("model × arm × budget × dataset × question set × run × seed × replicate"
+             + ("" if by_scope else " × regime family"))
+    if table.pooled:
+        lines.append(f"pooled: {table.pooled} (each row lists the values it covers)")
+    else:
+        lines.append(f"pooled: nothing (one row per {split})")
+    return lines
+
+
+def warning_lines(table: Table) -> list[str]:
+    """A warning under a table whose rows left errored episodes out.
+
+    Args:
+        table: a results table.
+
+    Returns:
+        One line, or none when every row's errored count is 0.
+    """
+    hit = [r for r in table.rows if r.errored]
+    if not hit:
+        return []
+    groups = {r.key() for r in hit}
+    return [f"  warning: {len(groups)} row group(s) leave out errored episodes that have no "
+            "complete retry (errored column); `lab status` shows how to retry them"]
 
 
 def render_table(table: Table) -> str:
@@ -187,24 +295,45 @@ def render_table(table: Table) -> str:
         table: a results table.
 
     Returns:
-        Title, the aligned table (or "no data"), and the notes.
+        Title, what the rows cover and pool, the aligned table (or "no data"), a
+        warning when a row left errored episodes out, and the notes.
     """
-    out = [table.title, "=" * len(table.title)]
+    out = [table.title, "=" * len(table.title)] + header_lines(table)
     if not table.rows:
         out.append("(no data for this selection)")
     else:
         out += render_wide(table) if table.layout == "wide" else render_long(table)
+    out += warning_lines(table)
     out += [textwrap.fill(n, width=NOTE_WIDTH, initial_indent="  ", subsequent_indent="  ")
             for n in table.notes]
     return "\n".join(out)
 
 
-def _by_model(items: Sequence[tuple[tuple[str, str, int], object]]) -> dict[str, list]:
-    budgets = len({arm[2] for arm, _ in items}) > 1
+def chart_label(arm: ArmKey, others: Sequence[ArmKey]) -> str:
+    """A chart legend label: the arm label plus every dimension that tells it apart.
+
+    Args:
+        arm: the group.
+        others: every group in the same chart.
+
+    Returns:
+        E.g. "enforced_rule:k=7", or "none seed=1 plausible".
+    """
+    label = arm.arm
+    for attr, prefix in (("budget", "@"), ("dataset", "dataset="), ("question_set", "set="),
+                         ("runs", "run="), ("seeds", "seed="), ("replicates", "rep=")):
+        if len({getattr(o, attr) for o in others}) > 1:
+            label += f" {prefix}{getattr(arm, attr)}"
+    if len({o.family for o in others}) > 1:
+        label += f" {arm.family}"
+    return label
+
+
+def _by_model(items: Sequence[tuple[ArmKey, object]]) -> dict[str, list]:
+    arms = [arm for arm, _ in items]
     out: dict[str, list] = {}
     for arm, value in items:
-        label = arm[1] + (f" @{arm[2]}" if budgets else "")
-        out.setdefault(arm[0], []).append((label, value))
+        out.setdefault(arm.model, []).append((chart_label(arm, arms), value))
     return out
 
 
@@ -223,8 +352,8 @@ def render_results(results: Results, charts: bool = True, colorless: bool = True
 
     head = f"runs: {', '.join(results.runs) or DASH}"
     if results.errored:
-        head += (f"; {results.errored} episode(s) ended in an error and are excluded "
-                 "(see `lab status`)")
+        head += (f"; {results.errored} episode(s) ended in an error with no complete retry "
+                 "and are left out (each table counts them per row; see `lab status`)")
     parts = [head]
     for table in results.tables:
         parts.append(render_table(table))

@@ -30,7 +30,6 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 import numpy as np
 import pandas as pd
 
-from analysis.decisions import ARM_KEYS
 from analysis.lpm import design_matrix, hazard_sample
 from analysis.measures import TABLES, compute, load_frames
 from core import store
@@ -42,6 +41,8 @@ from core.runner import CellSpec, run_questions
 
 MODELS = ("sim-own5", "sim-clock6", "sim-hazard-own", "sim-deadline")
 CONDITIONS = ("none", "budget", "enforced_rule")
+ARM_KEYS = ("model", "condition", "budget")
+"""The naive loop's arms: this grid has one spec per condition name."""
 
 
 async def generate(path: Path, seeds: int) -> int:

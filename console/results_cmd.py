@@ -10,6 +10,7 @@ import csv
 import io
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,6 +20,7 @@ from sqlite_utils import Database
 from core import store
 from core.errors import ConfigError, StoreError
 from core.store import prereg as prereg_rows
+from core.store.frames import Selection, check_selection
 
 if TYPE_CHECKING:
     from analysis.measures import Frames
@@ -28,6 +30,8 @@ TABLES = ("success", "delta", "index", "hazard", "cost", "judgments")
 checks they agree)."""
 
 FORMATS = ("table", "csv", "json")
+EXTRA_FIELDS = ("version", "provenance")
+"""Columns a JSON/CSV row adds to the Row fields: project version and run provenance."""
 NO_REPAIRED = ("note: no repaired answers stored yet (answer repair, SPEC §8.5, is not run in "
                "this lab.db); showing raw results")
 
@@ -36,38 +40,84 @@ def _db(ctx: click.Context) -> Database:
     return store.connect(ctx.obj["db"])
 
 
-def _models(text: str | None) -> list[str] | None:
+def _names(text: str | None, option: str, example: str) -> tuple[str, ...]:
     if text is None:
-        return None
-    names = [m.strip() for m in text.split(",") if m.strip()]
+        return ()
+    names = tuple(m.strip() for m in text.split(",") if m.strip())
     if not names:
-        raise ConfigError("--models needs at least one model name, e.g. --models sim-own5,"
-                          "sim-clock6")
+        raise ConfigError(f"{option} needs at least one name, e.g. {option} {example}")
     return names
 
 
-def _frames(db: Database, runs: tuple[str, ...], models: list[str] | None, path: Path) -> Frames:
-    """Load the selection, or explain in one line why it is empty."""
+def _conditions(text: str | None) -> tuple[str, ...]:
+    """Arm labels or bare names; a label's own commas (`x:k=7,judge=true`) stay inside it."""
+    out: list[str] = []
+    for part in _names(text, "--conditions", "none,enforced_rule:k=7"):
+        if out and "=" in part and ":" not in part:
+            out[-1] += "," + part
+        else:
+            out.append(part)
+    return tuple(out)
+
+
+def _seeds(text: str | None) -> tuple[int, ...]:
+    try:
+        return tuple(int(s) for s in _names(text, "--seeds", "0,1"))
+    except ValueError:
+        raise ConfigError(f"--seeds takes comma-separated integers, e.g. --seeds 0,1; got "
+                          f"'{text}'") from None
+
+
+def selection_options(command: Callable[..., None]) -> Callable[..., None]:
+    """The filter and pooling options shared by `lab results` and `lab export`."""
+    options = (
+        click.option("--run", "runs", multiple=True,
+                     help="Run name to include (repeatable; default all)."),
+        click.option("--set", "sets", multiple=True,
+                     help="Question set to include (repeatable or comma-separated)."),
+        click.option("--seeds", default=None, help="Comma-separated seeds, e.g. 0,1."),
+        click.option("--models", default=None, help="Comma-separated model names."),
+        click.option("--conditions", default=None,
+                     help="Comma-separated arm labels (enforced_rule:k=7) or bare names "
+                          "(every arm of that condition)."),
+        click.option("--regimes", default=None, help="Comma-separated regime names."),
+        click.option("--pool", default=None,
+                     help="Merge rows across runs,seeds,replicates,sets (comma-separated); "
+                          "default: every one splits."),
+    )
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def selection_from(runs: tuple[str, ...], sets: tuple[str, ...], seeds: str | None,
+                   models: str | None, conditions: str | None, regimes: str | None,
+                   pool: str | None) -> Selection:
+    """A Selection from the command-line options.
+
+    Raises:
+        ConfigError: an empty list, a seed that is not an integer or an unknown --pool.
+    """
+    set_names = tuple(n for s in sets for n in _names(s, "--set", "dev100"))
+    return Selection(tuple(runs), set_names, _seeds(seeds),
+                     _names(models, "--models", "sim-own5,sim-clock6"),
+                     _conditions(conditions), _names(regimes, "--regimes", "persistent,clean"),
+                     _names(pool, "--pool", "seeds,runs"))
+
+
+def _frames(db: Database, selection: Selection, path: Path) -> Frames:
+    """Load the selection, or explain in one line why it is empty or names unknown values."""
     from analysis.measures import load_frames
 
-    frames = load_frames(db, list(runs) or None, models)
-    if len(frames.episodes) or frames.errored:
-        return frames
-    everything = store.episodes_frame(db)
-    if everything.empty:
+    if not store.count(db, "episodes"):
         raise StoreError(f"no finished episodes in {path}; run `lab demo`, or `lab enqueue` "
                          "then `lab worker`")
-    known_runs = sorted(set(everything["run"]))
-    missing = [r for r in runs if r not in known_runs]
-    if missing:
-        raise ConfigError(f"no run named '{missing[0]}' in lab.db; runs: {', '.join(known_runs)}")
-    known_models = sorted(set(everything["model"]))
-    missing = [m for m in models or () if m not in known_models]
-    if missing:
-        raise ConfigError(f"no episodes of model '{missing[0]}' in lab.db; models: "
-                          f"{', '.join(known_models)}")
-    raise ConfigError("no finished episodes match this selection (--run "
-                      f"{', '.join(runs) or 'any'}, --models {', '.join(models or ['any'])})")
+    check_selection(db, selection)
+    frames = load_frames(db, selection)
+    if len(frames.episodes) or frames.errored:
+        return frames
+    raise ConfigError("no finished episodes match this selection (they exist, but not in this "
+                      "combination of --run/--set/--seeds/--models/--conditions/--regimes)")
 
 
 def _rows_out(dicts: list[dict[str, object]], fmt: str) -> str:
@@ -76,7 +126,7 @@ def _rows_out(dicts: list[dict[str, object]], fmt: str) -> str:
     if fmt == "json":
         return json.dumps(dicts, ensure_ascii=False, indent=1)
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=["table", *ROW_FIELDS, "provenance"],
+    writer = csv.DictWriter(buf, fieldnames=["table", *ROW_FIELDS, *EXTRA_FIELDS],
                             lineterminator="\n")
     writer.writeheader()
     writer.writerows(dicts)
@@ -86,25 +136,30 @@ def _rows_out(dicts: list[dict[str, object]], fmt: str) -> str:
 @click.command("results")
 @click.argument("table", required=False, default="all",
                 type=click.Choice([*TABLES, "all"]))
-@click.option("--run", "runs", multiple=True, help="Run name to include (repeatable; default all).")
-@click.option("--models", default=None, help="Comma-separated model names (default all).")
+@selection_options
 @click.option("--repaired", is_flag=True, help="Use repaired answers (SPEC §8.5) where stored.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @click.option("--resamples", type=click.IntRange(min=0), default=2000, show_default=True,
               help="Question-level bootstrap resamples (the hazard model uses at most 1,000).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
 @click.pass_context
-def results(ctx: click.Context, table: str, runs: tuple[str, ...], models: str | None,
-            repaired: bool, fmt: str, resamples: int, seed: int) -> None:
+def results(ctx: click.Context, table: str, runs: tuple[str, ...], sets: tuple[str, ...],
+            seeds: str | None, models: str | None, conditions: str | None,
+            regimes: str | None, pool: str | None, repaired: bool, fmt: str, resamples: int,
+            seed: int) -> None:
     """Print results tables: success, delta, index, hazard, cost, judgments or all.
 
-    Rows carry model, condition, measure, estimate, ci_low, ci_high and n; table
-    format prints paper-style intervals (+0.33 [+0.25, +0.41]) and terminal charts.
+    One row per model × arm (its full spec: enforced_rule:k=7 and enforced_rule are
+    different rows) × budget × dataset × question set × run × seed × replicate; --pool
+    merges runs, seeds, replicates or sets and the row lists what it covers. Rows
+    carry arm, condition_hash, measure, estimate, ci_low, ci_high, n and errored;
+    table format prints paper-style intervals (+0.33 [+0.25, +0.41]) and charts.
 
     \b
     Example:
       lab results
       lab results delta --run main --models qwen3-8b,llama-3.1-8b
+      lab results success --conditions none,enforced_rule:k=7 --pool seeds
       lab results success --format json > success.json
     """
     from analysis.measures import compute
@@ -113,7 +168,8 @@ def results(ctx: click.Context, table: str, runs: tuple[str, ...], models: str |
     db = _db(ctx)
     if repaired:
         click.echo(NO_REPAIRED, err=True)
-    frames = _frames(db, runs, _models(models), ctx.obj["db"])
+    selection = selection_from(runs, sets, seeds, models, conditions, regimes, pool)
+    frames = _frames(db, selection, ctx.obj["db"])
     names = TABLES if table == "all" else (table,)
     res = compute(frames, names, resamples, min(resamples, 1000), seed)
     provenance = prereg_rows.run_provenance(db, frames.runs)
@@ -122,11 +178,21 @@ def results(ctx: click.Context, table: str, runs: tuple[str, ...], models: str |
         click.echo((NO_REPAIRED + "\n\n" if repaired else "") + "\n".join(
             provenance_lines(provenance)) + "\n" + text)
         return
+    click.echo(_rows_out([d | row_provenance(d, provenance) for t in res.tables
+                          for d in t.dicts()], fmt))
+
+
+def row_provenance(row: dict[str, object], provenance: list[dict[str, object]]
+                   ) -> dict[str, object]:
+    """The version and provenance text of one JSON/CSV row (its own runs only)."""
+    from core.prereg import project_version
+
+    runs = str(row.get("runs") or "").split(",")
     label = "; ".join(f"{p['run']}: {p['amendment'] or 'exploratory'}"
-                      + (f" ({len(p['deviations'])} deviations)" if p["deviations"] else "")
-                      for p in provenance)
-    click.echo(_rows_out([d | {"provenance": label} for t in res.tables for d in t.dicts()],
-                         fmt))
+                      + (f" ({len(p['deviations'])} deviations)"  # type: ignore[arg-type]
+                         if p["deviations"] else "")
+                      for p in provenance if p["run"] in runs)
+    return {"version": project_version(), "provenance": label}
 
 
 def provenance_lines(provenance: list[dict[str, object]]) -> list[str]:
@@ -192,27 +258,30 @@ def validate_measures_cmd(ctx: click.Context, set_name: str | None, seeds: int, 
 
 @click.command("export")
 @click.argument("directory", type=click.Path(path_type=Path))
-@click.option("--run", "runs", multiple=True, help="Run name to include (repeatable; default all).")
-@click.option("--models", default=None, help="Comma-separated model names (default all).")
+@selection_options
 @click.option("--resamples", type=click.IntRange(min=0), default=2000, show_default=True)
 @click.pass_context
-def export_cmd(ctx: click.Context, directory: Path, runs: tuple[str, ...], models: str | None,
+def export_cmd(ctx: click.Context, directory: Path, runs: tuple[str, ...],
+               sets: tuple[str, ...], seeds: str | None, models: str | None,
+               conditions: str | None, regimes: str | None, pool: str | None,
                resamples: int) -> None:
     """Write tidy CSVs: episodes.csv, steps.csv and one CSV per results table.
 
-    UTF-8 with a header row; columns are documented in README ("Export").
+    UTF-8 with a header row; every row carries run(s), amendment (or exploratory), arm
+    label, condition_hash and the project version; columns are documented in README
+    ("Results and export"). Filters and --pool as for `lab results`.
 
     \b
     Example:
       lab export results/
-      lab export results/main --run main --models qwen3-8b
+      lab export results/main --run main --models qwen3-8b --pool seeds
     """
     from analysis.export import export
 
     db = _db(ctx)
-    _frames(db, runs, _models(models), ctx.obj["db"])
-    paths = export(db, directory, list(runs) or None, _models(models), resamples,
-                   min(resamples, 1000))
+    selection = selection_from(runs, sets, seeds, models, conditions, regimes, pool)
+    _frames(db, selection, ctx.obj["db"])
+    paths = export(db, directory, selection, resamples, min(resamples, 1000))
     click.echo(f"wrote {len(paths)} files to {directory}: " + ", ".join(p.name for p in paths))
 
 

@@ -30,6 +30,23 @@ MEAN6 = (
     "late_onset_from_3",
 )
 FAILURE_REGIMES = MEAN6[1:]
+MAIN_FAMILY = "main"
+
+
+def regime_family(name: str) -> str:
+    """The family a regime belongs to; measures never pool regimes of different families.
+
+    The six mean6 regimes form the main study's family ("main"); every other regime
+    (plausible, answerless, recover_after_4, late_onset_from_2, …) is a family of
+    its own (paper Table 8 reports plausible apart).
+
+    Args:
+        name: a regime name.
+
+    Returns:
+        "main" for a mean6 regime, else the name itself.
+    """
+    return MAIN_FAMILY if name in MEAN6 else name
 
 KINDS = ("clean", "persistent", "recover_after", "late_onset_from", "plausible", "answerless")
 DEFAULT_LATE_ONSET = 3

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from analysis.export import EPISODE_COLUMNS, STEP_COLUMNS
+from analysis.export import EPISODE_COLUMNS, STEP_COLUMNS, TABLE_COLUMNS
 from analysis.rows import ROW_FIELDS
 from console.results_cmd import export_cmd, results, validate_measures_cmd
 from core import store
@@ -77,7 +77,7 @@ def test_results_csv_has_a_header_row(grid_db):
                grid_db)
     assert r.exit_code == 0, r.output
     header = r.stdout.splitlines()[0].split(",")
-    assert header == ["table", *ROW_FIELDS, "provenance"]
+    assert header == ["table", *ROW_FIELDS, "version", "provenance"]
 
 
 def test_results_repaired_falls_back_to_raw_and_says_so(grid_db):
@@ -118,7 +118,7 @@ def test_export_writes_documented_columns(grid_db, tmp_path):
     assert {s["obs_failed"] for s in steps} <= {"0", "1", ""}
     for name in ("success", "paired", "delta", "index", "hazard", "cost", "judgments"):
         with open(out / f"{name}.csv", encoding="utf-8") as f:
-            assert next(csv.reader(f)) == list(ROW_FIELDS)
+            assert next(csv.reader(f)) == list(TABLE_COLUMNS)
     assert not list(out.glob(".*.tmp"))
 
 
