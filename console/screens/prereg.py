@@ -1,18 +1,537 @@
-"""Pre-registration screen (SPEC §14). PLACEHOLDER: being built; replaced before it lands."""
+"""Pre-registration screen (`2`, SPEC §12/§14): amendments, edit, freeze, deviations, outcomes.
+
+The list shows every amendment with its state and short hash; the right side has
+the selected one's document (Markdown), the outcomes of its registered tests, its
+deviations, and its pins with what changed since the freeze (unified diffs of
+prompt files) plus the last `verify` report. Everything is read and written in
+thread workers through core.prereg, core.store.prereg and analysis.outcomes, the
+same functions as `lab prereg …`; a write is one short transaction, never held
+while the person reads a confirmation.
+"""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+from rich.text import Text
+from sqlite_utils import Database
+from textual import work
 from textual.app import ComposeResult
-from textual.widgets import Footer, Header, Static
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.css.query import NoMatches
+from textual.widgets import (ContentSwitcher, Footer, Header, Input, Markdown, OptionList, Static,
+                             TabbedContent, TabPane)
+from textual.widgets.option_list import Option
 
 from console.screens.base import LabScreen
+from console.widgets.prereg_editor import PreregEditor
+from console.widgets.prereg_modals import FreezeConfirm, TitlePrompt
+from console.widgets.prereg_render import (amendment_markdown, diff_text, existed_line,
+                                           outcome_text, pins_text, short_hash, state_text)
+from core import prereg, store
+from core.errors import LabError
+from core.models.registry import load_registry
+from core.store import prereg as rows
+
+TABS = ("tab-doc", "tab-outcomes", "tab-devs", "tab-pins")
 
 
 class PreregScreen(LabScreen):
-    """Pre-registration."""
+    """Amendments with state and hash; view, edit, freeze, deviations, outcomes, verify."""
+
+    CSS_PATH = "prereg.tcss"
+    AUTO_FOCUS = "#prereg-list"
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
+    BINDINGS = [
+        Binding("n", "new", "New draft"),
+        Binding("e", "edit", "Edit draft"),
+        Binding("f", "freeze", "Freeze"),
+        Binding("d", "deviation", "Deviation"),
+        Binding("o", "outcomes", "Outcomes"),
+        Binding("v", "verify", "Verify"),
+        Binding("t", "next_tab", "Next tab"),
+        Binding("slash", "filter", "Filter", key_display="/"),
+        Binding("j", "cursor(1)", "Down", show=False),
+        Binding("k", "cursor(-1)", "Up", show=False),
+        Binding("escape", "back", "Back"),
+        Binding("ctrl+s", "save", "Save draft", show=False),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._rows: list[dict[str, Any]] = []
+        self._devs: dict[str, list[dict[str, Any]]] = {}
+        self._selected: str | None = None
+        self._filter = ""
+        self._edit_after_load: str | None = None
+        self._outcomes_for: str | None = None
+        self._outcomes_text = Text()
+        self._verify: Text = Text("verify: not run yet (v recomputes the hash chain and pins)")
 
     def compose(self) -> ComposeResult:
-        """Header, body, footer."""
+        """Header, the amendment list, the tabs or the editor, footer."""
         yield Header()
-        yield Static("Pre-registration")
+        with Horizontal(id="prereg-main"):
+            with Vertical(id="prereg-side"):
+                yield Input(placeholder="filter: id, state or title", id="prereg-filter")
+                yield OptionList(id="prereg-list")
+                yield Static("", id="prereg-count")
+            with ContentSwitcher(initial="prereg-view", id="prereg-right"):
+                with TabbedContent(id="prereg-view"):
+                    with TabPane("Document", id="tab-doc"):
+                        with VerticalScroll():
+                            yield Markdown(id="prereg-doc")
+                    with TabPane("Outcomes", id="tab-outcomes"):
+                        with VerticalScroll():
+                            yield Static("", id="prereg-outcomes")
+                    with TabPane("Deviations", id="tab-devs"):
+                        with VerticalScroll():
+                            yield Static("", id="prereg-devs")
+                        yield Input(placeholder="deviation: what changed and why (enter logs it)",
+                                    id="prereg-dev-input")
+                    with TabPane("Pins & verify", id="tab-pins"):
+                        with VerticalScroll():
+                            yield Static("", id="prereg-pins")
+                yield PreregEditor(id="prereg-editor")
         yield Footer()
+
+    @contextlib.contextmanager
+    def _db(self) -> Iterator[Database]:
+        db = store.connect(self.lab.db_path)
+        try:
+            yield db
+        finally:
+            db.conn.close()
+
+    def _error(self, message: str) -> None:
+        """Show a library error line (from a worker thread)."""
+        self.app.call_from_thread(self.notify, message, severity="error")
+
+    # ---- loading ---------------------------------------------------------------------
+
+    def reload(self) -> None:
+        """Reload the amendments; outcomes shown are marked stale (o recomputes)."""
+        if self._outcomes_for is not None:
+            self.query_one("#prereg-outcomes", Static).update(
+                Text("lab.db changed since these were computed: o recomputes\n\n", style="bold")
+                + self._outcomes_text)
+        self._load()
+
+    @work(thread=True, exclusive=True, group="prereg")
+    def _load(self) -> None:
+        with self._db() as db:
+            entries = rows.amendments(db)
+            devs: dict[str, list[dict[str, Any]]] = {}
+            for d in rows.deviations(db):
+                devs.setdefault(d["amendment_id"], []).append(d)
+        self.app.call_from_thread(self._show_rows, entries, devs)
+
+    def _show_rows(self, entries: list[dict[str, Any]],
+                   devs: dict[str, list[dict[str, Any]]]) -> None:
+        self._rows, self._devs = entries, devs
+        self._fill_table()
+        frozen = sum(r["state"] == "frozen" for r in entries)
+        self.query_one("#prereg-count", Static).update(
+            f"{len(entries)} amendments, {frozen} frozen" if entries else
+            "no amendments yet: n starts a draft")
+        if self._edit_after_load and self._row(self._edit_after_load):
+            amendment_id, self._edit_after_load = self._edit_after_load, None
+            self._open_editor(amendment_id)
+
+    def _visible(self) -> list[dict[str, Any]]:
+        needle = self._filter.lower()
+        return [r for r in self._rows
+                if not needle or needle in f"{r['id']} {r['state']} {r['title']}".lower()]
+
+    def _fill_table(self) -> None:
+        listing = self.query_one("#prereg-list", OptionList)
+        listing.clear_options()
+        visible = self._visible()
+        listing.add_options(Option(self._entry(r), id=r["id"]) for r in visible)
+        ids = [r["id"] for r in visible]
+        if self._selected not in ids:
+            self._selected = ids[-1] if ids else None
+        if self._selected is not None:
+            listing.highlighted = ids.index(self._selected)
+        self._show_selected()
+
+    def _entry(self, row: dict[str, Any]) -> Text:
+        """Two lines: id, state (sign and word), short hash, deviations; then the title."""
+        ndev = len(self._devs.get(row["id"], []))
+        head = Text(f"{row['id']:<4}", style="bold")
+        head.append(f"{state_text(row['state']):<9}",
+                    style="bold" if row["state"] == "draft" else "")
+        head.append(short_hash(row["content_sha256"], 8) if row["content_sha256"] else "no hash")
+        if ndev:
+            head.append(f"  {ndev} dev", style="bold")
+        return head + Text(f"\n    {row['title']}")
+
+    def _row(self, amendment_id: str | None) -> dict[str, Any] | None:
+        return next((r for r in self._rows if r["id"] == amendment_id), None)
+
+    def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        """Show the amendment under the cursor."""
+        if event.option.id != self._selected:
+            self._selected = event.option.id
+            self._show_selected()
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        """Enter opens the amendment: focus its document."""
+        self.query_one("#prereg-view", TabbedContent).active = "tab-doc"
+        self.query_one("#tab-doc VerticalScroll").focus()
+
+    def _show_selected(self) -> None:
+        row = self._row(self._selected)
+        doc = self.query_one("#prereg-doc", Markdown)
+        devs_view = self.query_one("#prereg-devs", Static)
+        if row is None:
+            doc.update("No amendment selected. `n` starts a draft.")
+            devs_view.update("")
+            self.query_one("#prereg-pins", Static).update(self._verify)
+            return
+        devs = self._devs.get(row["id"], [])
+        doc.update(amendment_markdown(row, devs))
+        devs_view.update(Text("\n".join(
+            f"deviation {d['id']} ({str(d['created_at'])[:19]}): {d['text']}" for d in devs)
+            or (f"no deviations on {row['id']}" + (": d logs one" if row["state"] == "frozen"
+                                                   else " (a draft is edited instead)"))))
+        self._load_pins(row["id"])
+        if self.query_one("#prereg-view", TabbedContent).active == "tab-outcomes":
+            self.action_outcomes()
+
+    @work(thread=True, exclusive=True, group="prereg-pins")
+    def _load_pins(self, amendment_id: str) -> None:
+        try:
+            with self._db() as db:
+                row = rows.amendment(db, amendment_id)
+                if row["state"] != "frozen":
+                    text = Text(f"{amendment_id} is a draft: nothing is pinned yet; f shows "
+                                f"what freezing would pin.\n")
+                else:
+                    models = load_registry(self.lab.config_path)
+                    changes = prereg.pin_changes(db, row, models)
+                    text = self._pins_report(row, changes, prereg.prompt_diffs(row),
+                                             bool(rows.deviations(db, amendment_id)))
+        except LabError as exc:
+            text = Text(f"✗ {exc}\n")
+        self.app.call_from_thread(self._show_pins, amendment_id, text)
+
+    @staticmethod
+    def _pins_report(row: dict[str, Any], changes: list[str], diffs: dict[str, str],
+                     deviated: bool) -> Text:
+        out = Text()
+        if changes:
+            out.append(f"✗ CHANGED since {row['id']} was frozen ({len(changes)}):\n",
+                       style="bold red")
+            out.append("".join(f"  {c}\n" for c in changes))
+            out.append(("  a deviation is logged: its runs may proceed\n" if deviated else
+                        "  enqueue is refused until a deviation is logged (d)\n"), style="bold")
+            out.append("\n")
+            out.append_text(diff_text(diffs))
+        else:
+            out.append(f"✓ every pin matches what {row['id']} pinned\n\n", style="bold")
+        out.append(f"Pinned at freeze ({row['frozen_at']}):\n", style="bold")
+        out.append_text(pins_text(row.get("pins") or {}))
+        out.append(f"data at freeze: {existed_line(row.get('data_existed'))}\n")
+        return out
+
+    def _show_pins(self, amendment_id: str, text: Text) -> None:
+        if amendment_id == self._selected:
+            self.query_one("#prereg-pins", Static).update(self._verify + Text("\n\n") + text)
+
+    # ---- outcomes and verify ---------------------------------------------------------
+
+    def action_outcomes(self) -> None:
+        """Evaluate the selected amendment's registered tests (in a worker)."""
+        self.query_one("#prereg-view", TabbedContent).active = "tab-outcomes"
+        if self._selected is None:
+            return
+        self._outcomes_for = None
+        self.query_one("#prereg-outcomes", Static).update(
+            f"evaluating the registered tests of {self._selected}…")
+        self._compute_outcomes(self._selected, int(self.lab.extra.get("resamples", 2000)))
+
+    @work(thread=True, exclusive=True, group="prereg-outcomes")
+    def _compute_outcomes(self, amendment_id: str, n_boot: int) -> None:
+        from analysis.measures import load_frames
+        from analysis.outcomes import evaluate
+
+        try:
+            with self._db() as db:
+                row = rows.amendment(db, amendment_id)
+                results = evaluate(row, load_frames(db), n_boot=n_boot)
+        except LabError as exc:
+            self._error(str(exc))
+            return
+        head = Text(f"{amendment_id}: {len(results)} registered tests"
+                    + ("" if row["state"] == "frozen" else
+                       " (DRAFT: not frozen, these verdicts govern nothing)")
+                    + f" · {n_boot} resamples\n\n", style="bold")
+        self.app.call_from_thread(self._show_outcomes, amendment_id, head + outcome_text(results))
+
+    def _show_outcomes(self, amendment_id: str, text: Text) -> None:
+        if amendment_id == self._selected:
+            self._outcomes_for, self._outcomes_text = amendment_id, text
+            self.query_one("#prereg-outcomes", Static).update(text)
+
+    def action_verify(self) -> None:
+        """Recompute the whole document's hash chain and pins (in a worker)."""
+        self.query_one("#prereg-view", TabbedContent).active = "tab-pins"
+        self._run_verify()
+
+    @work(thread=True, exclusive=True, group="prereg-verify")
+    def _run_verify(self) -> None:
+        try:
+            with self._db() as db:
+                problems = prereg.verify(db, load_registry(self.lab.config_path))
+                frozen = sum(r["state"] == "frozen" for r in rows.amendments(db))
+        except LabError as exc:
+            self._error(str(exc))
+            return
+        if problems:
+            text = Text(f"✗ verify: {len(problems)} problems\n", style="bold red")
+            text.append("".join(f"  {p.amendment}: {p.what}\n" for p in problems))
+        else:
+            text = Text(f"✓ verify: ok: {frozen} frozen amendments, chain and pins intact\n",
+                        style="bold")
+        self.app.call_from_thread(self._show_verify, text, len(problems))
+
+    def _show_verify(self, text: Text, problems: int) -> None:
+        self._verify = text
+        self.notify(f"verify: {problems} problems" if problems else "verify: ok",
+                    severity="error" if problems else "information")
+        self._show_selected()
+
+    # ---- writing: new, edit, freeze, deviation ----------------------------------------
+
+    def action_new(self) -> None:
+        """Ask for a title and append a new draft."""
+        def created(title: str | None) -> None:
+            if title is not None:
+                self._create(title)
+        self.app.push_screen(TitlePrompt("Title of the new draft amendment:",
+                                         "e.g. Enforced rule beats none on test300"), created)
+
+    @work(thread=True, group="prereg-write")
+    def _create(self, title: str) -> None:
+        try:
+            with self._db() as db:
+                amendment_id = prereg.create(db, title)
+        except LabError as exc:
+            self._error(str(exc))
+            return
+        self.app.call_from_thread(self._created, amendment_id)
+
+    def _created(self, amendment_id: str) -> None:
+        self.notify(f"draft {amendment_id} created: write its body, tests and scope")
+        self._selected = self._edit_after_load = amendment_id
+        self._filter = ""
+        self._load()
+
+    def action_edit(self) -> None:
+        """Edit the selected draft."""
+        row = self._row(self._selected)
+        if row is None:
+            return
+        if row["state"] != "draft":
+            self.notify(f"{row['id']} is frozen and can never change; log a deviation (d) "
+                        f"or write a new amendment (n)", severity="error")
+            return
+        self._open_editor(row["id"])
+
+    def _open_editor(self, amendment_id: str) -> None:
+        row = self._row(amendment_id)
+        if row is None:
+            return
+        self.query_one("#prereg-right", ContentSwitcher).current = "prereg-editor"
+        self.query_one(PreregEditor).load(row)
+
+    def _editing(self) -> bool:
+        return self.query_one("#prereg-right", ContentSwitcher).current == "prereg-editor"
+
+    def _close_editor(self) -> None:
+        self.query_one("#prereg-right", ContentSwitcher).current = "prereg-view"
+        self.query_one("#prereg-list", OptionList).focus()
+
+    def action_save(self) -> None:
+        """Save the draft being edited (ctrl+s)."""
+        if self._editing():
+            self.query_one(PreregEditor).request_save()
+
+    def on_prereg_editor_save(self, message: PreregEditor.Save) -> None:
+        """Validate and write the changed fields."""
+        if not message.fields:
+            self.notify(f"{message.amendment_id}: nothing changed")
+            self._close_editor()
+            return
+        self._save(message.amendment_id, message.fields)
+
+    @work(thread=True, group="prereg-write")
+    def _save(self, amendment_id: str, fields: dict[str, Any]) -> None:
+        try:
+            with self._db() as db:
+                prereg.edit(db, amendment_id, **fields)
+        except LabError as exc:
+            self.app.call_from_thread(self.query_one(PreregEditor).show_error, str(exc))
+            return
+        self.app.call_from_thread(self._saved, amendment_id, sorted(fields))
+
+    def _saved(self, amendment_id: str, fields: list[str]) -> None:
+        self.notify(f"{amendment_id} saved ({', '.join(fields)})")
+        self._close_editor()
+        self._load()
+
+    def action_freeze(self) -> None:
+        """Show what freezing the selected draft pins; `y` freezes it."""
+        row = self._row(self._selected)
+        if row is None:
+            return
+        if row["state"] != "draft":
+            self.notify(f"{row['id']} is already frozen (at {row['frozen_at']})",
+                        severity="error")
+            return
+        if not row["scope"]:
+            self.notify(f"{row['id']} has no scope: say which runs it governs (e, Scope tab) "
+                        f"before freezing", severity="error")
+            return
+        self._prepare_freeze(row["id"])
+
+    @work(thread=True, exclusive=True, group="prereg-freeze")
+    def _prepare_freeze(self, amendment_id: str) -> None:
+        try:
+            with self._db() as db:
+                row = rows.amendment(db, amendment_id)
+                pins = prereg.pins_for(db, row["scope"], load_registry(self.lab.config_path))
+                existed = existed_line(prereg.existing_data(db, row["scope"]))
+        except LabError as exc:
+            self._error(str(exc))
+            return
+        self.app.call_from_thread(self._confirm_freeze, amendment_id, pins_text(pins), existed)
+
+    def _confirm_freeze(self, amendment_id: str, pinned: Text, existed: str) -> None:
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._freeze(amendment_id)
+        self.app.push_screen(FreezeConfirm(amendment_id, pinned, existed), answered)
+
+    @work(thread=True, group="prereg-write")
+    def _freeze(self, amendment_id: str) -> None:
+        try:
+            with self._db() as db:
+                frozen = prereg.freeze(db, amendment_id, load_registry(self.lab.config_path))
+        except LabError as exc:
+            self._error(str(exc))
+            return
+        existed = frozen["data_existed"]
+        self.app.call_from_thread(
+            self.notify, f"{amendment_id} frozen at {frozen['frozen_at']}, sha256 "
+            f"{frozen['content_sha256'][:16]}…" + (
+                f"; data existed at freeze: {sum(d['episodes'] for d in existed)} episodes"
+                if existed else ""))
+        self.app.call_from_thread(self._load)
+
+    def action_deviation(self) -> None:
+        """Open the one-line input to log a deviation on the selected frozen amendment."""
+        row = self._row(self._selected)
+        if row is None:
+            return
+        if row["state"] != "frozen":
+            self.notify(f"{row['id']} is a draft: edit it instead of logging a deviation",
+                        severity="error")
+            return
+        self.query_one("#prereg-view", TabbedContent).active = "tab-devs"
+        box = self.query_one("#prereg-dev-input", Input)
+        box.value = ""
+        box.add_class("-open")
+        box.focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        """Enter in the deviation input logs it; in the filter it goes to the list."""
+        if event.input.id == "prereg-dev-input":
+            event.stop()
+            if not event.value.strip():
+                self.notify("a deviation needs a non-empty text", severity="error")
+                return
+            if self._selected is not None:
+                self._add_deviation(self._selected, event.value.strip())
+        elif event.input.id == "prereg-filter":
+            event.stop()
+            self.query_one("#prereg-list", OptionList).focus()
+
+    @work(thread=True, group="prereg-write")
+    def _add_deviation(self, amendment_id: str, text: str) -> None:
+        try:
+            with self._db() as db:
+                dev = rows.add_deviation(db, amendment_id, text)
+        except LabError as exc:
+            self._error(str(exc))
+            return
+        self.app.call_from_thread(self._deviation_added, amendment_id, dev)
+
+    def _deviation_added(self, amendment_id: str, dev: int) -> None:
+        self.notify(f"deviation {dev} logged on {amendment_id}")
+        self._hide_input("#prereg-dev-input")
+        self._load()
+
+    # ---- navigation ------------------------------------------------------------------
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        """Filter the list as the person types."""
+        if event.input.id == "prereg-filter":
+            self._filter = event.value
+            self._fill_table()
+
+    def action_filter(self) -> None:
+        """Open the list filter."""
+        box = self.query_one("#prereg-filter", Input)
+        box.add_class("-open")
+        box.focus()
+
+    def _hide_input(self, selector: str) -> None:
+        box = self.query_one(selector, Input)
+        box.remove_class("-open")
+        self.query_one("#prereg-list", OptionList).focus()
+
+    def action_cursor(self, step: int) -> None:
+        """Move the list cursor (j/k)."""
+        listing = self.query_one("#prereg-list", OptionList)
+        if step > 0:
+            listing.action_cursor_down()
+        else:
+            listing.action_cursor_up()
+
+    def action_next_tab(self) -> None:
+        """Show the next tab."""
+        tabs = self.query_one("#prereg-view", TabbedContent)
+        tabs.active = TABS[(TABS.index(tabs.active) + 1) % len(TABS)]
+
+    def action_back(self) -> None:
+        """Escape: leave the editor, close an input, or go back to the document."""
+        if self._editing():
+            self._close_editor()
+            self.notify("edit cancelled: nothing saved")
+            return
+        for selector in ("#prereg-dev-input", "#prereg-filter"):
+            if self.query_one(selector, Input).has_class("-open"):
+                if selector == "#prereg-filter":
+                    self.query_one(selector, Input).value = ""
+                self._hide_input(selector)
+                return
+        self.query_one("#prereg-view", TabbedContent).active = "tab-doc"
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Outside the editor the list keys work; inside it only save and back."""
+        if self._editing_safe():
+            return action in ("save", "back", "reload")
+        if action == "save":
+            return False
+        return True
+
+    def _editing_safe(self) -> bool:
+        try:
+            return self._editing()
+        except NoMatches:  # asked before compose: no editor yet
+            return False

@@ -1,0 +1,145 @@
+"""Text for the Pre-registration screen: amendment documents, pins, outcomes, diffs.
+
+Pure functions from the rows that core.prereg / core.store.prereg / analysis.outcomes
+return to Markdown strings and Rich `Text`; no lab.db, no statistics. Every state
+and verdict is a word and a sign, never a colour alone (16 colours, NO_COLOR).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
+from typing import Any
+
+from rich.text import Text
+
+STATE_MARK: Mapping[str, str] = MappingProxyType({"frozen": "■ frozen", "draft": "✎ draft"})
+VERDICT_STYLE: Mapping[str, tuple[str, str]] = MappingProxyType({
+    "pass": ("✓ pass", "bold green"),
+    "fail": ("✗ fail", "bold red"),
+    "partial": ("◐ partial", "bold yellow"),
+    "n.a.": ("– n.a.", "dim"),
+})
+
+
+def short_hash(digest: str | None, n: int = 12) -> str:
+    """The first `n` hex digits of a sha256, or "-" when there is none."""
+    return digest[:n] if digest else "-"
+
+
+def state_text(state: str) -> str:
+    """An amendment's state as a sign and a word."""
+    return STATE_MARK.get(state, state)
+
+
+def verdict_text(verdict: str) -> Text:
+    """A verdict as a sign, a word and a colour (the colour is never the only cue)."""
+    word, style = VERDICT_STYLE.get(verdict, (verdict, ""))
+    return Text(word, style=style)
+
+
+def _json_inline(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False)
+
+
+def existed_line(existed: Sequence[Mapping[str, Any]] | None) -> str:
+    """'Data existed at freeze' in words: no, or how many episodes in which runs/cells."""
+    if not existed:
+        return "no episodes in its scope existed"
+    episodes = sum(int(d["episodes"]) for d in existed)
+    runs = sorted({str(d["run"]) for d in existed})
+    return (f"YES: {episodes} episodes in {len(existed)} cells already existed "
+            f"(runs {', '.join(runs)})")
+
+
+def amendment_markdown(row: Mapping[str, Any],
+                       deviations: Sequence[Mapping[str, Any]] = ()) -> str:
+    """One amendment as Markdown: title, state, hashes, scope, registered tests, body.
+
+    Args:
+        row: the amendment row (core.store.prereg.amendment).
+        deviations: its deviations, oldest first.
+    """
+    out = [f"## {row['id']}: {row['title']}", ""]
+    if row["state"] == "frozen":
+        out += [f"**{state_text('frozen')}** at {str(row['frozen_at'])[:19]} UTC "
+                f"(lab {row['version']})  ",
+                f"sha256 `{short_hash(row['content_sha256'], 16)}…` · previous "
+                f"`{short_hash(row['prev_sha256'], 16)}…`  ",
+                f"Data at freeze: {existed_line(row.get('data_existed'))}", ""]
+    else:
+        out += [f"**{state_text('draft')}**: editable (`e`), not yet governing any run; "
+                f"`f` freezes it.", ""]
+    out += ["### Scope", ""]
+    scope = row.get("scope") or {}
+    if scope:
+        out += [f"- **{key}**: {', '.join(map(str, values))}" for key, values in scope.items()]
+    else:
+        out.append("_no scope yet: a draft needs one before it can be frozen_")
+    out += ["", f"### Registered tests ({len(row.get('tests') or [])})", ""]
+    for test in row.get("tests") or []:
+        rule = {k: v for k, v in test.items() if k != "id"}
+        out.append(f"- **{test['id']}** `{_json_inline(rule)}`")
+    if not row.get("tests"):
+        out.append("_none_")
+    if deviations:
+        out += ["", f"### Deviations ({len(deviations)})", ""]
+        out += [f"- **{d['id']}** ({str(d['created_at'])[:19]}): {d['text']}" for d in deviations]
+    out += ["", "### Body", "", (row.get("body") or "").rstrip() or "_(no body)_"]
+    return "\n".join(out) + "\n"
+
+
+def pins_text(pins: Mapping[str, Mapping[str, str]]) -> Text:
+    """What a freeze pins, one item a line with its sha256 (the freeze confirmation)."""
+    out = Text()
+    titles = (("prompts", "prompt files"), ("question_sets", "question sets"),
+              ("conditions", "condition specs"), ("regimes", "regime specs"),
+              ("models", "model specs"))
+    for key, title in titles:
+        items = pins.get(key) or {}
+        out.append(f"{title} ({len(items)})\n", style="bold")
+        if not items:
+            out.append("  none\n")
+        width = max((len(name) for name in items), default=0)
+        for name, digest in items.items():
+            out.append(f"  {name:<{width}}  sha256 {short_hash(digest)}\n")
+    return out
+
+
+def outcome_text(outcomes: Sequence[Any]) -> Text:
+    """Registered-test outcomes: verdict (sign, word, colour), prediction, numbers, data used.
+
+    Args:
+        outcomes: analysis.outcomes.Outcome objects.
+    """
+    out = Text()
+    if not outcomes:
+        out.append("no registered tests to evaluate\n")
+        return out
+    for o in outcomes:
+        after = {True: "all started after the freeze", False: "SOME STARTED BEFORE THE FREEZE",
+                 None: "no freeze check"}[o.after_freeze]
+        out.append(f"{o.id:<6} ", style="bold")
+        out.append_text(verdict_text(o.verdict))
+        out.append(f"  {o.prediction}\n")
+        if o.numbers:
+            out.append(f"       {o.numbers}\n")
+        runs = ", ".join(o.runs) if o.runs else "no runs"
+        out.append(f"       {o.n_episodes} episodes from {runs} ({after})\n\n")
+    return out
+
+
+def diff_text(diffs: Mapping[str, str]) -> Text:
+    """Unified diffs of changed pinned prompt files, +/- lines marked and coloured."""
+    out = Text()
+    for name, diff in diffs.items():
+        out.append(f"{name}\n", style="bold")
+        for line in diff.splitlines():
+            style = ("bold" if line.startswith(("---", "+++")) else
+                     "green" if line.startswith("+") else
+                     "red" if line.startswith("-") else
+                     "cyan" if line.startswith("@@") else "")
+            out.append(line + "\n", style=style)
+        out.append("\n")
+    return out

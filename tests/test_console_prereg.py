@@ -1,0 +1,341 @@
+"""Pre-registration screen (2): freeze, edit a draft, deviations, outcomes, verify, diffs.
+
+Pilot tests on a lab.db filled through the real pipeline: a frozen amendment A1
+whose grid ran through the queue with an in-process worker, a draft A2. The
+database is built once per module and copied into each test's directory.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+from textual.widgets import Input, Markdown, OptionList, Static, TextArea
+
+import prompts
+from console.app import ConsoleConfig, make_app
+from console.demo_cmd import ensure_demo_set
+from console.screens.prereg import PreregScreen
+from console.widgets.prereg_modals import FreezeConfirm, TitlePrompt
+from core import prereg, store
+from core.data import ids_hash
+from core.models.registry import load_registry
+from core.store import prereg as rows
+from jobs.control import enqueue_grid
+from jobs.grid import GridRequest
+from jobs.settings import WorkerSettings
+from jobs.worker import run_worker
+
+SCOPE = {"models": ["sim-never", "sim-own5"], "conditions": ["none", "enforced_rule"],
+         "regimes": ["clean", "persistent"], "question_sets": ["test20"], "budgets": [8]}
+TESTS = [{"id": "H1", "kind": "paired_diff", "metric": "success", "regime": "persistent",
+          "a": "enforced_rule", "b": "none", "models": ["sim-never"]},
+         {"id": "H2", "kind": "delta_bound", "condition": "none", "bound": "upper",
+          "threshold": 0.06}]
+DRAFT_SCOPE = {"models": ["sim-own5"], "conditions": ["none", "enforced_rule:k=7"],
+               "regimes": ["clean"], "question_sets": ["dev10"], "budgets": [8]}
+FIXED = "2025-01-02T03:04:05+00:00"
+
+
+def build_lab(path: Path) -> None:
+    """Question sets, A1 frozen and run (sim grid through the queue), a deviation, draft A2."""
+    db = store.connect(path)
+    ensure_demo_set(db)
+    ids = store.question_set(db, "demo")["ids"]
+    store.save_question_set(db, "dev10", "demo", ids[:10], 1, [], False, ids_hash(ids[:10]))
+    store.save_question_set(db, "test20", "demo", ids[10:30], 2, [], True, ids_hash(ids[10:30]))
+    models = load_registry(None)
+    a1 = prereg.create(db, "Enforced rule beats none on test20",
+                       "We predict **H1**: the enforced rule answers more often.\n\n"
+                       "- H2: the clock-free sims show no time-matched contrast.", TESTS, SCOPE)
+    prereg.freeze(db, a1, models)
+    settings = WorkerSettings(db_path=path, heartbeat_s=0.2)
+    request = GridRequest(models=("sim-never", "sim-own5"), conditions=("none", "enforced_rule"),
+                          regimes=("clean", "persistent"), question_set="test20",
+                          run="confirm", amendment=a1)
+    enqueue_grid(db, settings, request, models)
+    run_worker(settings, until_idle=True)
+    rows.add_deviation(db, a1, "system.txt reworded after a typo; same meaning")
+    prereg.create(db, "Knob variant: k=7", "A draft: **not** frozen yet.", [], DRAFT_SCOPE)
+    db.conn.close()
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The module's lab.db, built once through the real pipeline."""
+    path = tmp_path_factory.mktemp("prereg") / "lab.db"
+    build_lab(path)
+    return path
+
+
+@pytest.fixture
+def lab_db(built: Path, tmp_path: Path) -> Path:
+    """A private copy of the built lab.db in the test's directory (the cwd)."""
+    target = tmp_path / "lab.db"
+    src, dst = sqlite3.connect(built), sqlite3.connect(target)
+    src.backup(dst)
+    src.close()
+    dst.close()
+    return target
+
+
+@pytest.fixture
+def own_prompts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A private copy of prompts/ so a test can change a pinned file."""
+    copy = tmp_path / "prompts"
+    shutil.copytree(prompts.PROMPT_DIR, copy,
+                    ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+    monkeypatch.setattr(prompts, "PROMPT_DIR", copy)
+    return copy
+
+
+def app_on(db: Path):
+    """The console opened on the Pre-registration screen, with few resamples."""
+    return make_app(db, ConsoleConfig(db_path=db, first_screen="prereg",
+                                      extra={"resamples": 200}))
+
+
+async def settle(pilot) -> None:
+    """Let workers (and the ones their results start) finish."""
+    for _ in range(3):
+        await pilot.pause()
+        await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+def text_of(screen, selector: str) -> str:
+    """The plain text a Static shows."""
+    return str(screen.query_one(selector, Static).render())
+
+
+def amendment(db: Path, amendment_id: str) -> dict:
+    """The row as stored now."""
+    conn = store.connect(db)
+    try:
+        return rows.amendment(conn, amendment_id)
+    finally:
+        conn.conn.close()
+
+
+async def select(pilot, amendment_id: str) -> None:
+    """Move the list cursor to an amendment."""
+    listing = pilot.app.screen.query_one("#prereg-list", OptionList)
+    listing.highlighted = listing.get_option_index(amendment_id)
+    await settle(pilot)
+
+
+@pytest.mark.asyncio
+async def test_lists_amendments_with_state_and_hash(lab_db: Path) -> None:
+    async with app_on(lab_db).run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        screen = pilot.app.screen
+        assert isinstance(screen, PreregScreen)
+        listing = screen.query_one("#prereg-list", OptionList)
+        assert listing.option_count == 2
+        first = str(listing.get_option_at_index(0).prompt)
+        assert "A1" in first and "frozen" in first
+        assert amendment(lab_db, "A1")["content_sha256"][:8] in first
+        assert "1 dev" in first
+        assert "draft" in str(listing.get_option_at_index(1).prompt)
+        await select(pilot, "A1")
+        doc = screen.query_one("#prereg-doc", Markdown).source
+        assert "Enforced rule beats none" in doc and "**H1**" in doc
+        assert "H2" in doc and "test20" in doc and "reworded after a typo" in doc
+
+
+@pytest.mark.asyncio
+async def test_freeze_asks_with_what_gets_pinned_and_y_freezes(lab_db: Path) -> None:
+    async with app_on(lab_db).run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await select(pilot, "A2")
+        await pilot.press("f")
+        await settle(pilot)
+        modal = pilot.app.screen
+        assert isinstance(modal, FreezeConfirm)
+        pinned = str(modal.query_one("#freeze-pins Static", Static).render())
+        assert "prompts/system.txt" in pinned and "sha256" in pinned
+        assert "dev10" in pinned and "enforced_rule:k=7" in pinned and "sim-own5" in pinned
+        assert "no episodes" in text_of(modal, "#freeze-existed")
+        await pilot.press("n")
+        await settle(pilot)
+        assert amendment(lab_db, "A2")["state"] == "draft"
+        await pilot.press("f")
+        await settle(pilot)
+        await pilot.press("y")
+        await settle(pilot)
+        row = amendment(lab_db, "A2")
+        assert row["state"] == "frozen" and row["pins"]["question_sets"]["dev10"]
+        assert "frozen" in str(pilot.app.screen.query_one("#prereg-list", OptionList)
+                               .get_option_at_index(1).prompt)
+
+
+@pytest.mark.asyncio
+async def test_freeze_refused_for_a_frozen_amendment(lab_db: Path) -> None:
+    async with app_on(lab_db).run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await select(pilot, "A1")
+        await pilot.press("f")
+        await settle(pilot)
+        assert isinstance(pilot.app.screen, PreregScreen)
+        assert any("already frozen" in n.message for n in pilot.app._notifications)
+
+
+async def open_editor(pilot, amendment_id: str):
+    await select(pilot, amendment_id)
+    await pilot.press("e")
+    await settle(pilot)
+    return pilot.app.screen
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("tests_text, message", [
+    ('[{"id": "X1", ', "tests: invalid JSON"),
+    ('[{"id": "X1", "kind": "vibes"}]', "unknown kind 'vibes'"),
+])
+async def test_bad_tests_json_shows_the_error_and_saves_nothing(lab_db: Path, tests_text: str,
+                                                                message: str) -> None:
+    before = amendment(lab_db, "A2")
+    async with app_on(lab_db).run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        screen = await open_editor(pilot, "A2")
+        screen.query_one("#editor-body", TextArea).text = "a new body"
+        screen.query_one("#editor-tests", TextArea).text = tests_text
+        await pilot.press("ctrl+s")
+        await settle(pilot)
+        assert message in text_of(screen, "#editor-error")
+        assert screen.query_one("#prereg-right").current == "prereg-editor"
+    after = amendment(lab_db, "A2")
+    assert (after["body"], after["tests"]) == (before["body"], before["tests"])
+
+
+@pytest.mark.asyncio
+async def test_good_edit_is_saved(lab_db: Path) -> None:
+    async with app_on(lab_db).run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        screen = await open_editor(pilot, "A2")
+        screen.query_one("#editor-title", Input).value = "Knob variant: k=7 beats k=5"
+        screen.query_one("#editor-body", TextArea).text = "Edited in the console."
+        screen.query_one("#editor-tests", TextArea).text = (
+            '[{"id": "K1", "kind": "median_action", "condition": "enforced_rule:k=7", '
+            '"op": ">=", "value": 3}]')
+        await pilot.press("ctrl+s")
+        await settle(pilot)
+        assert screen.query_one("#prereg-right").current == "prereg-view"
+        assert "Edited in the console." in screen.query_one("#prereg-doc", Markdown).source
+    row = amendment(lab_db, "A2")
+    assert row["title"] == "Knob variant: k=7 beats k=5"
+    assert row["body"] == "Edited in the console."
+    assert [t["id"] for t in row["tests"]] == ["K1"]
+    assert row["scope"]["conditions"] == DRAFT_SCOPE["conditions"]
+
+
+@pytest.mark.asyncio
+async def test_escape_leaves_the_editor_without_saving(lab_db: Path) -> None:
+    async with app_on(lab_db).run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        screen = await open_editor(pilot, "A2")
+        screen.query_one("#editor-body", TextArea).text = "never saved"
+        await pilot.press("escape")
+        await settle(pilot)
+        assert screen.query_one("#prereg-right").current == "prereg-view"
+    assert amendment(lab_db, "A2")["body"] == "A draft: **not** frozen yet."
+
+
+@pytest.mark.asyncio
+async def test_new_draft_opens_the_editor(lab_db: Path) -> None:
+    async with app_on(lab_db).run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("n")
+        await settle(pilot)
+        assert isinstance(pilot.app.screen, TitlePrompt)
+        pilot.app.screen.query_one("#title-input", Input).value = "Budget arm"
+        await pilot.press("enter")
+        await settle(pilot)
+        screen = pilot.app.screen
+        assert screen.query_one("#prereg-right").current == "prereg-editor"
+        assert "A3" in text_of(screen, "#editor-head")
+    row = amendment(lab_db, "A3")
+    assert (row["title"], row["state"]) == ("Budget arm", "draft")
+
+
+@pytest.mark.asyncio
+async def test_add_deviation(lab_db: Path) -> None:
+    async with app_on(lab_db).run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await select(pilot, "A1")
+        await pilot.press("d")
+        await settle(pilot)
+        pilot.app.screen.query_one("#prereg-dev-input", Input).value = "judge prompt fixed"
+        await pilot.press("enter")
+        await settle(pilot)
+        assert "judge prompt fixed" in text_of(pilot.app.screen, "#prereg-devs")
+        await select(pilot, "A2")
+        await pilot.press("d")
+        await settle(pilot)
+        assert any("is a draft" in n.message for n in pilot.app._notifications)
+    conn = store.connect(lab_db)
+    assert [d["text"] for d in rows.deviations(conn, "A1")][-1] == "judge prompt fixed"
+    assert rows.deviations(conn, "A2") == []
+
+
+@pytest.mark.asyncio
+async def test_outcomes_are_shown_with_verdict_words(lab_db: Path) -> None:
+    async with app_on(lab_db).run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await select(pilot, "A1")
+        await pilot.press("o")
+        await settle(pilot)
+        text = text_of(pilot.app.screen, "#prereg-outcomes")
+        assert "H1" in text and "H2" in text
+        verdicts = [w for w in ("pass", "fail", "partial", "n.a.") if w in text]
+        assert verdicts, text
+        assert "confirm" in text  # the run the episodes came from
+
+
+@pytest.mark.asyncio
+async def test_verify_ok_then_a_changed_prompt_shows_its_diff(lab_db: Path,
+                                                              own_prompts: Path) -> None:
+    async with app_on(lab_db).run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await select(pilot, "A1")
+        await pilot.press("v")
+        await settle(pilot)
+        pins = text_of(pilot.app.screen, "#prereg-pins")
+        assert "verify: ok: 1 frozen amendments" in pins
+        assert "every pin matches" in pins
+        system = own_prompts / "system.txt"
+        old_first = system.read_text(encoding="utf-8").splitlines()[0]
+        system.write_text("A changed first line.\n" + system.read_text(encoding="utf-8"),
+                          encoding="utf-8")
+        await pilot.press("v")
+        await settle(pilot)
+        pins = text_of(pilot.app.screen, "#prereg-pins")
+        assert "verify: 1 problems" in pins and "prompts/system.txt changed" in pins
+        assert "CHANGED since A1 was frozen" in pins
+        assert "+A changed first line." in pins and f" {old_first}" in pins
+        assert "a deviation is logged" in pins
+
+
+def freeze_clock(db: Path) -> None:
+    """Fixed times and hashes: what a snapshot shows must not depend on when it ran."""
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute("UPDATE amendments SET created_at = ?", (FIXED,))
+        conn.execute("UPDATE amendments SET frozen_at = ?, version = '0.1.0', "
+                     "content_sha256 = substr('5f2c1d9e8a7b6c5d4e3f2a1b0c9d8e7f' || id, 1, 64), "
+                     "prev_sha256 = ? WHERE state = 'frozen'", (FIXED, "0" * 64))
+        conn.execute("UPDATE deviations SET created_at = ?", (FIXED,))
+    conn.close()
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+def test_snapshot(lab_db: Path, snap_compare, size: tuple[int, int]) -> None:
+    freeze_clock(lab_db)
+
+    async def show_a1(pilot) -> None:
+        await settle(pilot)
+        await select(pilot, "A1")
+
+    assert snap_compare(app_on(Path("lab.db")), terminal_size=size, run_before=show_a1)
