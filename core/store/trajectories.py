@@ -467,6 +467,19 @@ def matched_episodes(db: Database, episode_id: int) -> list[EpisodeRow]:
     return [first, *(best[a] for a in sorted(best))]
 
 
+def episodes_fingerprint(db: Database) -> tuple[int, int]:
+    """(number of finished episodes, highest episode id): changes when episodes are added.
+
+    Args:
+        db: an open lab.db.
+
+    Returns:
+        The pair ((0, 0) for an empty lab.db).
+    """
+    n, top = db.conn.execute("SELECT count(*), coalesce(max(id), 0) FROM episodes").fetchone()
+    return int(n), int(top)
+
+
 def step_key(step: Step | None) -> tuple[Any, ...] | None:
     """What two arms' steps must share to count as the same move.
 
@@ -505,5 +518,5 @@ def first_divergence(trajectories: Sequence[Sequence[Step]]) -> int | None:
 
 
 __all__ = ["OUTCOMES", "EpisodeDetail", "EpisodeFilter", "EpisodeRow", "Facets", "PAGE",
-           "count_episodes", "episode_detail", "facets", "first_divergence", "list_episodes",
+           "count_episodes", "episode_detail", "episodes_fingerprint", "facets", "first_divergence", "list_episodes",
            "matched_episodes", "observation_text", "parse_filter", "step_key"]

@@ -1,0 +1,302 @@
+"""Trajectories screen (key 6) and its reads: filter, open, step, matched arms.
+
+The fixture grid runs two sim policies under `none` and `enforced_rule:k=2` in three
+regimes through the real queue; with k=2 the rule forces an answer at action 3 after
+two useless results, so the matched arms diverge there under `persistent`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from console.app import ConsoleConfig, make_app
+from core import store
+from core.data import ids_hash
+from core.demo_data import demo_questions
+from core.errors import ConfigError
+from core.models.registry import load_registry, make_client, resolve_model
+from core.conditions import parse_condition
+from core.regimes import ForeignPool, parse_regime
+from core.runner import CellSpec, run_one, setup_for
+from core.store import trajectories as traj
+from jobs.control import enqueue_grid
+from jobs.grid import GridRequest
+from jobs.settings import WorkerSettings
+from jobs.worker import run_worker
+
+FIXED_ISO = "2025-01-02T03:04:05.000000+00:00"
+GRID = GridRequest(models=("sim-never", "sim-own5"), conditions=("none", "enforced_rule:k=2"),
+                   regimes=("persistent", "recover_after_2", "clean"), question_set="traj6",
+                   run="traj")
+
+
+def build_fixture(path: Path) -> Path:
+    """A small lab.db filled through the real queue, every timestamp frozen."""
+    db = store.connect(path)
+    questions = demo_questions()
+    store.insert_questions(db, questions)
+    ids = [q.id for q in questions][:6]
+    store.save_question_set(db, "traj6", "demo", ids, 0, [], False, ids_hash(ids))
+    settings = WorkerSettings(db_path=path, worker_id="fixture-host:1")
+    enqueue_grid(db, settings, GRID, load_registry(None))
+    run_worker(settings, until_idle=True)
+    db.conn.close()
+    conn = sqlite3.connect(path)
+    with conn:
+        for table, cols in (("questions", ("imported_at",)), ("question_sets", ("created_at",)),
+                            ("runs", ("created_at",)), ("cells", ("created_at",)),
+                            ("grids", ("created_at",)), ("jobs", ("created_at", "updated_at")),
+                            ("events", ("at",)), ("episodes", ("started_at", "finished_at"))):
+            conn.execute(f"UPDATE {table} SET " + ", ".join(f"{c} = ?" for c in cols),
+                         (FIXED_ISO,) * len(cols))
+        conn.execute("UPDATE episodes SET wall_ms = 1.0")
+        conn.execute("UPDATE steps SET latency_ms = 0")
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    return path
+
+
+@pytest.fixture(scope="session")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The fixture lab.db, built once per session."""
+    return build_fixture(tmp_path_factory.mktemp("traj") / "lab.db")
+
+
+@pytest.fixture
+def lab_db(built: Path, tmp_path: Path) -> Path:
+    """A private copy of the fixture lab.db."""
+    target = tmp_path / "lab.db"
+    shutil.copy(built, target)
+    return target
+
+
+def _app(db: Path):
+    """The console on `db`, named relative to the test's directory (the header shows it)."""
+    rel = Path(db.name) if db.parent == Path.cwd() else db
+    return make_app(rel, ConsoleConfig(db_path=rel, first_screen="trajectories"))
+
+
+async def _settle(pilot) -> None:
+    await pilot.pause()
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+def _episode(db_path: Path, **where: str) -> int:
+    conn = sqlite3.connect(db_path)
+    sql = ("SELECT e.id FROM episodes e JOIN cells c ON c.id = e.cell_id WHERE "
+           + " AND ".join(f"{k} = ?" for k in where) + " ORDER BY e.id")
+    (eid,) = conn.execute(sql, tuple(where.values())).fetchone()
+    conn.close()
+    return int(eid)
+
+
+# ── reads ─────────────────────────────────────────────────────────────────────────────
+
+def test_filter_parsing_and_errors() -> None:
+    f = traj.parse_filter("model=sim-own5 arm=enforced_rule:k=2 outcome=wrong seed=0 demo-00")
+    assert (f.model, f.arm, f.outcome, f.seed, f.question) == (
+        "sim-own5", "enforced_rule:k=2", "wrong", 0, "demo-00")
+    assert traj.parse_filter(f.describe()) == f
+    with pytest.raises(ConfigError, match="unknown key 'colour'"):
+        traj.parse_filter("colour=red")
+    with pytest.raises(ConfigError, match="outcome must be one of"):
+        traj.parse_filter("outcome=great")
+    with pytest.raises(ConfigError, match="seed must be a number"):
+        traj.parse_filter("seed=x")
+
+
+def test_list_filters_count_and_paging(lab_db: Path) -> None:
+    db = store.connect(lab_db)
+    everything = traj.list_episodes(db, traj.EpisodeFilter())
+    assert traj.count_episodes(db, traj.EpisodeFilter()) == 72 == len(everything)
+    assert [e.id for e in everything] == sorted((e.id for e in everything), reverse=True)
+    k2 = traj.list_episodes(db, traj.parse_filter("model=sim-never arm=enforced_rule:k=2"))
+    assert len(k2) == 18 and {(e.model, e.arm) for e in k2} == {("sim-never",
+                                                                   "enforced_rule:k=2")}
+    # a bare condition name matches every arm of that condition
+    assert traj.count_episodes(db, traj.parse_filter("arm=enforced_rule")) == 36
+    assert traj.count_episodes(db, traj.parse_filter("arm=enforced_rule:k=7")) == 0
+    unanswered = traj.list_episodes(db, traj.parse_filter("outcome=unanswered"))
+    assert unanswered and all(e.outcome == "unanswered" and e.answer_action is None
+                              for e in unanswered)
+    by_text = traj.list_episodes(db, traj.parse_filter("Drilell"))  # words of demo-001
+    assert by_text and {e.question_id for e in by_text} == {"demo-001"}
+    page1 = traj.list_episodes(db, traj.EpisodeFilter(limit=10))
+    page2 = traj.list_episodes(db, traj.EpisodeFilter(limit=10, before_id=page1[-1].id))
+    assert len(page2) == 10 and page2[0].id == page1[-1].id - 1
+
+
+def test_matched_arms_and_first_divergence(lab_db: Path) -> None:
+    db = store.connect(lab_db)
+    eid = _episode(lab_db, model="sim-never", condition="none", regime="persistent",
+                   question_id="demo-002")
+    matched = traj.matched_episodes(db, eid)
+    assert [m.arm for m in matched] == ["none", "enforced_rule:k=2"]
+    assert {(m.model, m.regime, m.seed, m.question_id) for m in matched} == {
+        ("sim-never", "persistent", 0, "demo-002")}
+    details = [traj.episode_detail(db, m.id) for m in matched]
+    # identical failure draws: the same failed pages at the shared actions
+    assert [s.obs_ref for s in details[0].steps[:2]] == [s.obs_ref for s in details[1].steps[:2]]
+    assert traj.first_divergence([d.steps for d in details]) == 3
+    assert traj.first_divergence([details[0].steps, details[0].steps]) is None
+
+
+@pytest.mark.parametrize("regime", ["persistent", "plausible", "answerless"])
+def test_observation_text_is_what_the_agent_saw(lab_db: Path, regime: str) -> None:
+    db = store.connect(lab_db)
+    questions = store.load_questions(db, dataset="demo")
+    q = questions[0]
+    cell = CellSpec(resolve_model(load_registry(None), "sim-never"), parse_condition("none"),
+                    parse_regime(regime), None, 8, 0)
+    client = make_client(cell.model)
+    seen: list[tuple[object, str | None]] = []
+    result = asyncio.run(run_one(setup_for(cell, q, ForeignPool(questions), client), client,
+                                 on_step=lambda s: seen.append((s.t, s.shown))))
+    by_id = {x.id: x for x in questions}
+    rebuilt = [traj.observation_text(s, by_id.get, regime == "answerless", q.id)[0]
+               for s in result.steps]
+    assert [text for _, text in seen] == rebuilt
+    assert any(s.obs_failed for s in result.steps) or regime == "answerless"
+
+
+# ── the screen ───────────────────────────────────────────────────────────────────────
+
+@pytest.mark.asyncio
+async def test_filter_open_and_step(lab_db: Path) -> None:
+    app = _app(lab_db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _settle(pilot)
+        screen = app.screen
+        assert "72 of 72 episodes" in str(screen.query_one("#traj-status").render())
+        await pilot.press("slash")
+        for ch in "model=sim-own5 outcome=wrong":
+            await pilot.press("space" if ch == " " else ch)
+        await pilot.press("enter")
+        await _settle(pilot)
+        rows = screen._rows
+        assert rows and all(r.model == "sim-own5" and r.outcome == "wrong" for r in rows)
+        assert f"{len(rows)} of {len(rows)} episodes" in str(
+            screen.query_one("#traj-status").render())
+        await pilot.press("j", "enter")
+        await _settle(pilot)
+        assert screen.view == "traj-episode" and screen._detail.row.id == rows[1].id
+        body = str(screen.query_one("#traj-step").render())
+        assert "action 1 of" in body and "thought:" in body
+        await pilot.press("right")
+        await pilot.press("l")
+        body = str(screen.query_one("#traj-step").render())
+        assert "action 3 of" in body
+        await pilot.press("left")
+        assert "action 2 of" in str(screen.query_one("#traj-step").render())
+        await pilot.press("h", "h", "h")
+        assert "action 1 of" in str(screen.query_one("#traj-step").render())
+        await pilot.press("escape")
+        assert screen.view == "traj-list"
+
+
+@pytest.mark.asyncio
+async def test_bad_filter_is_one_error_line(lab_db: Path) -> None:
+    app = _app(lab_db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _settle(pilot)
+        await pilot.press("slash")
+        for ch in "colour=red":
+            await pilot.press(ch)
+        await pilot.press("enter")
+        await _settle(pilot)
+        assert any("unknown key 'colour'" in str(n.message) and n.severity == "error"
+                   for n in app._notifications)
+        assert len(app.screen._rows) == 72
+
+
+@pytest.mark.asyncio
+async def test_failed_observation_shows_its_source(lab_db: Path) -> None:
+    eid = _episode(lab_db, model="sim-never", condition="none", regime="persistent",
+                   question_id="demo-001")
+    app = _app(lab_db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _settle(pilot)
+        app.screen.open_episode(eid, 2)
+        await _settle(pilot)
+        body = str(app.screen.query_one("#traj-step").render())
+        step = app.screen._detail.steps[1]
+        assert "action 2 of 8" in body
+        assert f"✗ FAILED → foreign page {app.screen._detail.titles[1]!r}" in body
+        assert step.obs_ref in body and "useless streak: 2" in body
+
+
+@pytest.mark.asyncio
+async def test_matched_arms_marks_first_divergence(lab_db: Path) -> None:
+    app = _app(lab_db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _settle(pilot)
+        await pilot.press("slash")
+        for ch in "model=sim-never regime=persistent arm=none demo-003":
+            await pilot.press("space" if ch == " " else ch)
+        await pilot.press("enter")
+        await _settle(pilot)
+        assert len(app.screen._rows) == 1
+        await pilot.press("enter")
+        await _settle(pilot)
+        await pilot.press("m")
+        await _settle(pilot)
+        screen = app.screen
+        assert screen.view == "traj-matched"
+        head = str(screen.query_one("#traj-m-head").render())
+        assert "≠ first divergence at action 3" in head
+        table = screen.query_one("#traj-m-table")
+        assert [str(c.label) for c in table.columns.values()] == ["t", "none",
+                                                                  "enforced_rule:k=2"]
+        row3 = [str(c) for c in table.get_row("3")]
+        assert row3[0] == "≠3" and row3[1].startswith("✗ search") and "⏎ finish" in row3[2]
+        assert str(table.get_row("2")[0]).strip() == "2"
+        assert table.cursor_row == 2  # the cursor starts on the divergence
+        detail = str(screen.query_one("#traj-m-detail").render())
+        assert "FORCED turn" in detail
+        await pilot.press("escape")
+        assert screen.view == "traj-episode"
+        await pilot.press("escape")
+        assert screen.view == "traj-list"
+
+
+def _matched_snapshot(db: Path):
+    async def run_before(pilot) -> None:
+        await _settle(pilot)
+        eid = _episode(db, model="sim-never", condition="none", regime="persistent",
+                       question_id="demo-003")
+        pilot.app.screen.open_episode(eid, 3)
+        await _settle(pilot)
+        await pilot.press("m")
+        await _settle(pilot)
+    return run_before
+
+
+def test_snapshot_list_80x24(lab_db: Path, snap_compare) -> None:
+    assert snap_compare(_app(lab_db), terminal_size=(80, 24),
+                        run_before=lambda pilot: _settle(pilot))
+
+
+def test_snapshot_matched_80x24(lab_db: Path, snap_compare) -> None:
+    assert snap_compare(_app(lab_db), terminal_size=(80, 24),
+                        run_before=_matched_snapshot(lab_db))
+
+
+def test_snapshot_episode_120x40(lab_db: Path, snap_compare) -> None:
+    async def run_before(pilot) -> None:
+        await _settle(pilot)
+        pilot.app.screen.open_episode(_episode(lab_db, model="sim-own5", condition="none",
+                                               regime="recover_after_2",
+                                               question_id="demo-001"), 2)
+        await _settle(pilot)
+    assert snap_compare(_app(lab_db), terminal_size=(120, 40), run_before=run_before)
+
+
+def test_snapshot_matched_120x40(lab_db: Path, snap_compare) -> None:
+    assert snap_compare(_app(lab_db), terminal_size=(120, 40),
+                        run_before=_matched_snapshot(lab_db))
