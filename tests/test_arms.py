@@ -1,0 +1,278 @@
+"""Rows by full arm spec, never pooled by name (issue 9 §1, §3, §5), through the real CLI.
+
+One small sim grid in a temporary lab.db: sim-own5 under six arms that differ only in a
+knob (k, judge=true, rate), three regimes of two families, two seeds, six questions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from analysis.arms import Grouping
+from analysis.decisions import arm_groups, errored_episodes
+from console.results_cmd import export_cmd, results
+from core import store
+from core.conditions import parse_condition
+from core.demo_data import demo_questions
+from core.errors import LabError
+from core.models.registry import builtin_models, make_client
+from core.prereg import project_version
+from core.regimes import ForeignPool, parse_regime, regime_family
+from core.runner import CellSpec, run_questions
+
+ARMS = ("none", "none:judge=true", "enforced_rule", "enforced_rule:k=2",
+        "random_rule:rate=0.3", "random_rule:rate=0.6")
+REGIMES = ("persistent", "late_onset_from_3", "plausible")
+SEEDS = (0, 1)
+N_QUESTIONS = 6
+KNOB_PAIRS = [("enforced_rule", "enforced_rule:k=2"), ("none", "none:judge=true"),
+              ("random_rule:rate=0.3", "random_rule:rate=0.6")]
+
+
+async def _grid(path: Path) -> None:
+    db = store.connect(path)
+    questions = demo_questions()[:N_QUESTIONS]
+    store.insert_questions(db, demo_questions())
+    pool, model = ForeignPool(questions), builtin_models()["sim-own5"]
+    run_id = store.ensure_run(db, "main")
+    for arm in ARMS:
+        for regime in REGIMES:
+            for seed in SEEDS:
+                cell = CellSpec(model, parse_condition(arm), parse_regime(regime), None, 8, seed)
+                cell_id = store.ensure_cell(db, run_id, cell.columns())
+                await run_questions(db, cell_id, cell, questions, pool, make_client(model))
+
+
+@pytest.fixture(scope="module")
+def grid_db(tmp_path_factory) -> Path:
+    """sim-own5 × 6 arms × 3 regimes × 2 seeds × 6 questions (216 episodes)."""
+    path = tmp_path_factory.mktemp("arms") / "lab.db"
+    asyncio.run(_grid(path))
+    return path
+
+
+def invoke(command, args, db: Path):
+    return CliRunner().invoke(command, [*args], obj={"db": db, "config": db.with_name("lab.toml")})
+
+
+def rows_of(db: Path, table: str, *args: str) -> list[dict]:
+    r = invoke(results, [table, "--format", "json", "--resamples", "20", *args], db)
+    assert r.exit_code == 0, r.output
+    return json.loads(r.stdout)
+
+
+def _cell_id(db: Path, arm: str, regime: str, seed: int) -> int:
+    h = parse_condition(arm).spec_hash()
+    (cell_id,) = store.connect(db).conn.execute(
+        "SELECT id FROM cells WHERE condition_hash = ? AND regime = ? AND seed = ?",
+        (h, regime, seed)).fetchone()
+    return cell_id
+
+
+def _insert_errored(db_path: Path, cell_id: int, question_id: str) -> None:
+    db = store.connect(db_path)
+    with store.write(db):
+        db.conn.execute(
+            "INSERT INTO episodes (cell_id, question_id, answered, em, f1, correct, placeholder, "
+            "tool_calls, extra_calls, format_failures, forced_turns, refused_calls, "
+            "input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, "
+            "wall_ms, end_reason, error, started_at, finished_at) VALUES (?, ?, 0, 0, 0, 0, 0, "
+            "0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 'error', 'server_error: 503', '2025-01-01', "
+            "'2025-01-01')", (cell_id, question_id))
+
+
+# --- an arm is its full spec ------------------------------------------------------
+
+
+@pytest.mark.parametrize("a, b", KNOB_PAIRS, ids=["k", "judge", "rate"])
+def test_two_arms_differing_in_one_knob_are_two_rows_in_every_table(grid_db, a, b):
+    sel = ["--conditions", f"{a},{b}", "--seeds", "0"]
+    hashes = {parse_condition(a).spec_hash(), parse_condition(b).spec_hash()}
+    checks = (("success", "success", "persistent"), ("delta", "delta", "own judgments, by t"),
+              ("cost", "tool calls", ""))
+    for table, measure, scope in checks:
+        rows = [x for x in rows_of(grid_db, table, *sel)
+                if x["measure"] == measure and x["scope"] == scope
+                and "plausible" not in x["regimes"]]
+        # one row per arm (the old grouping by bare name gave one row for both)
+        assert sorted(x["arm"] for x in rows) == sorted([a, b]), table
+        assert {x["condition_hash"] for x in rows} == hashes
+        assert {x["condition"] for x in rows} == {parse_condition(a).name}
+
+
+@pytest.mark.parametrize("a, b", KNOB_PAIRS, ids=["k", "judge", "rate"])
+def test_export_keeps_the_two_arms_apart_with_provenance(grid_db, tmp_path, a, b):
+    out = tmp_path / "export"
+    r = invoke(export_cmd, [str(out), "--resamples", "10", "--conditions", f"{a},{b}",
+                            "--seeds", "1"], grid_db)
+    assert r.exit_code == 0, r.output
+    episodes = pd.read_csv(out / "episodes.csv", keep_default_na=False)
+    assert set(episodes["arm"]) == {a, b}
+    assert len(episodes) == 2 * len(REGIMES) * N_QUESTIONS
+    assert set(episodes["amendment"]) == {"exploratory"} and set(episodes["run"]) == {"main"}
+    assert set(episodes["version"]) == {project_version()}
+    cost = pd.read_csv(out / "cost.csv", keep_default_na=False)
+    calls = cost.loc[(cost["measure"] == "tool calls") & (cost["regimes"] != "plausible")]
+    assert sorted(calls["arm"]) == sorted([a, b])
+    assert calls["condition_hash"].nunique() == 2
+    assert set(cost["runs"]) == {"main"} and set(cost["amendment"]) == {"exploratory"}
+    assert set(cost["seeds"].astype(str)) == {"1"} and set(cost["version"]) == {project_version()}
+    steps = pd.read_csv(out / "steps.csv", keep_default_na=False)
+    assert set(steps["arm"]) == {a, b}
+
+
+# --- pooling ----------------------------------------------------------------------
+
+
+def test_seeds_split_by_default_and_pool_only_when_asked(grid_db):
+    def persistent(rows: list[dict]) -> list[dict]:
+        return [x for x in rows if x["table"] == "success" and x["scope"] == "persistent"]
+
+    # "none:" is exactly the default none arm (a bare "none" also selects none:judge=true)
+    split = persistent(rows_of(grid_db, "success", "--conditions", "none:"))
+    assert sorted(x["seeds"] for x in split) == ["0", "1"]
+    assert {x["n"] for x in split} == {N_QUESTIONS}
+    pooled = persistent(rows_of(grid_db, "success", "--conditions", "none:", "--pool", "seeds"))
+    assert [x["seeds"] for x in pooled] == ["0,1"]
+    text = invoke(results, ["success", "--conditions", "none", "--pool", "seeds",
+                            "--resamples", "10"], grid_db)
+    assert text.exit_code == 0, text.output
+    assert "pooled: seeds" in text.stdout
+    default = invoke(results, ["success", "--conditions", "none", "--resamples", "10"], grid_db)
+    assert "pooled: nothing" in default.stdout
+
+
+def test_paired_differences_pair_only_with_exactly_none_of_the_same_seed(grid_db):
+    rows = [x for x in rows_of(grid_db, "success") if x["table"] == "paired"
+            and x["scope"] == "persistent"]
+    # every arm but "none" itself, once per seed; none:judge=true is an arm, not a reference
+    assert sorted((x["arm"], x["seeds"]) for x in rows) == sorted(
+        (a, str(s)) for a in ARMS if a != "none" for s in SEEDS)
+    # none:judge=true behaves like none on the sims: the same seed pairs to exactly 0
+    same = [x for x in rows if x["arm"] == "none:judge=true"]
+    assert all(x["estimate"] == 0 for x in same)
+
+
+def test_pooling_sets_lists_what_the_row_covers():
+    frame = pd.DataFrame({
+        "episode_id": range(4), "model": "m", "arm": "none", "condition": "none",
+        "condition_hash": "h", "budget": 8, "dataset": "d", "run": "r", "seed": 0,
+        "replicate": 0, "regime": "persistent", "question_id": ["a", "b", "c", "d"],
+        "question_set": ["dev100", "dev100", "test300", "test300"], "amendment": None})
+    split = [k.question_set for k, _ in arm_groups(frame)]
+    assert split == ["dev100", "test300"]
+    ((key, sub),) = list(arm_groups(frame, Grouping(pool=("sets",))))
+    assert key.question_set == "dev100+test300" and len(sub) == 4
+    assert key.amendment == "exploratory"
+    with pytest.raises(ValueError, match="cannot pool 'arms'"):
+        Grouping(pool=("arms",))
+
+
+# --- regime families --------------------------------------------------------------
+
+
+def test_regime_family():
+    assert regime_family("persistent") == regime_family("clean") == "main"
+    assert regime_family("plausible") == "plausible"
+    assert regime_family("recover_after_4") == "recover_after_4"
+
+
+def test_regime_families_are_never_pooled(grid_db):
+    rows = rows_of(grid_db, "delta", "--conditions", "none:", "--seeds", "0")
+    covered = {x["regimes"] for x in rows if x["measure"] == "delta"}
+    assert covered == {"persistent,late_onset_from_3", "plausible"}
+    design = [x for x in rows if x["measure"] == "design"]
+    assert [x["regimes"] for x in design] == ["persistent,late_onset_from_3"]
+    index = [x for x in rows_of(grid_db, "index", "--conditions", "none:", "--seeds", "0")
+             if x["measure"] == "I"]
+    assert sorted(x["regimes"] for x in index) == ["persistent,late_onset_from_3", "plausible"]
+    hazard = rows_of(grid_db, "hazard", "--conditions", "none:", "--seeds", "0")
+    assert {x["regimes"] for x in hazard} == {"persistent,late_onset_from_3", "plausible"}
+    text = invoke(results, ["delta", "--conditions", "none:", "--seeds", "0", "--resamples",
+                            "10"], grid_db).stdout
+    assert "pers.+late3" in text and "plaus." in text  # a regimes column says which
+
+
+# --- errored episodes -------------------------------------------------------------
+
+
+@pytest.fixture
+def errored_db(grid_db, tmp_path) -> Path:
+    """The grid plus one errored episode without a retry and one superseded by a retry."""
+    path = tmp_path / "lab.db"
+    src, dst = store.connect(grid_db), store.connect(path)
+    src.conn.backup(dst.conn)
+    dst.conn.close()
+    ran = [q.id for q in demo_questions()[:N_QUESTIONS]]
+    missing = demo_questions()[N_QUESTIONS].id
+    _insert_errored(path, _cell_id(path, "none", "persistent", 0), missing)
+    _insert_errored(path, _cell_id(path, "enforced_rule", "persistent", 0), ran[0])
+    return path
+
+
+def test_errored_episodes_are_counted_on_their_row_with_a_warning(errored_db):
+    rows = rows_of(errored_db, "cost", "--seeds", "0")
+    calls = {(x["arm"], x["regimes"]): x["errored"] for x in rows if x["measure"] == "tool calls"}
+    assert calls[("none", "persistent,late_onset_from_3")] == 1
+    # superseded by a complete episode of the same (cell, question): not counted
+    assert calls[("enforced_rule", "persistent,late_onset_from_3")] == 0
+    assert sum(calls.values()) == 1
+    success = [x for x in rows_of(errored_db, "success", "--seeds", "0", "--conditions", "none:")
+               if x["table"] == "success"]
+    assert {x["scope"]: x["errored"] for x in success}["late_onset_from_3"] == 0
+    assert {x["scope"]: x["errored"] for x in success}["persistent"] == 1
+    r = invoke(results, ["cost", "--seeds", "0", "--resamples", "10"], errored_db)
+    assert r.exit_code == 0, r.output
+    assert "1 episode(s) ended in an error" in r.stdout
+    assert "warning: 1 row group(s) leave out errored episodes" in r.stdout
+    clean = invoke(results, ["cost", "--seeds", "1", "--resamples", "10"], errored_db)
+    assert "warning" not in clean.stdout
+
+
+def test_superseded_errors_are_not_errored():
+    frame = pd.DataFrame({"episode_id": [1, 2, 3], "cell_id": [7, 7, 7],
+                          "question_id": ["a", "a", "b"], "error": ["503", None, "503"]})
+    assert errored_episodes(frame)["episode_id"].tolist() == [3]
+
+
+# --- filters ----------------------------------------------------------------------
+
+
+def test_filters_select_in_sql(grid_db):
+    rows = rows_of(grid_db, "cost", "--regimes", "persistent", "--conditions", "enforced_rule")
+    assert {x["regimes"] for x in rows} == {"persistent"}
+    # a bare name selects every arm of the condition, a label exactly one
+    assert {x["arm"] for x in rows} == {"enforced_rule", "enforced_rule:k=2"}
+    one = rows_of(grid_db, "cost", "--conditions", "enforced_rule:k=2", "--seeds", "1")
+    assert {(x["arm"], x["seeds"]) for x in one} == {("enforced_rule:k=2", "1")}
+    assert {x["runs"] for x in one} == {"main"}
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--conditions", "enforced_rule:k=9"], "no arm 'enforced_rule:k=9' in lab.db; arms: "),
+    (["--regimes", "clean"], "no regime 'clean' in lab.db; regimes: late_onset_from_3,"),
+    (["--set", "dev100"], "no question set 'dev100'"),
+    (["--seeds", "7"], "no seed '7' in lab.db; seeds: 0, 1"),
+    (["--seeds", "x"], "--seeds takes comma-separated integers"),
+    (["--pool", "arms"], "cannot pool 'arms'; choose from runs, seeds, replicates, sets"),
+])
+def test_unknown_names_are_one_error_listing_the_known_ones(grid_db, args, message):
+    r = invoke(results, ["cost", *args], grid_db)
+    assert r.exit_code != 0
+    assert isinstance(r.exception, LabError) and message in str(r.exception)
+    assert "\n" not in str(r.exception)
+
+
+def test_unknown_arm_message_lists_every_label(grid_db):
+    r = invoke(results, ["cost", "--conditions", "none:judge=false,permit"], grid_db)
+    assert r.exit_code != 0
+    listed = str(r.exception).split("arms: ")[1]
+    for arm in ARMS:
+        assert arm in listed
