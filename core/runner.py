@@ -103,15 +103,26 @@ async def run_questions(db: Database, cell_id: int, cell: CellSpec,
                 return
             live_id = store.live_start(db, cell_id, q.id, label) if live else None
             on_step = (lambda s: store.live_step(db, live_id, s)) if live_id else None
-            result = await run_one(setup_for(cell, q, pool, client), client, on_step)
+            try:
+                result = await run_one(setup_for(cell, q, pool, client), client, on_step)
+            except BaseException:  # a bug in lab, or cancelled: no stale "running" row
+                if live_id is not None:
+                    store.live_end(db, live_id)
+                raise
             done.append((cell_id, result, live_id))
             if len(done) >= batch:
                 items = done[:]
                 done.clear()
                 stored += sum(i is not None for i in store.write_episodes(db, items))
 
+    tasks = [asyncio.ensure_future(one(q)) for q in todo]
     try:
-        await asyncio.gather(*(one(q) for q in todo))
+        await asyncio.gather(*tasks)
+    except BaseException:  # one episode raised: stop the others (their questions stay missing)
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
     finally:
         try:  # store what finished even when another episode raised (a bug in lab)
             if done:

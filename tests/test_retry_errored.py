@@ -259,7 +259,7 @@ def test_a_bug_in_lab_fails_the_job_with_its_traceback_at_once(lab, db_path, tmp
                                                                 monkeypatch):
     from tests.queue_helpers import write_registry
 
-    config = write_registry(tmp_path, latency=0)
+    config = write_registry(tmp_path, latency=2)  # slow sims write live rows
     settings = settings_for(db_path, config)
     enqueue_grid(lab, settings, GridRequest(models=("sim-slow",), conditions=("none",),
                                             regimes=("clean",), question_set="small", run="b"),
@@ -267,7 +267,11 @@ def test_a_bug_in_lab_fails_the_job_with_its_traceback_at_once(lab, db_path, tmp
     (job_id,) = ledger.select_jobs(lab, "run", "b")
 
     def broken(setup, observation, t):
-        raise KeyError("observation_template")
+        if setup.question.id == ledger.job(lab, job_id)["question_ids"][-1]:
+            raise KeyError("observation_template")
+        return real(setup, observation, t)
+
+    from core.react import observation_message as real
 
     monkeypatch.setattr("core.react.observation_message", broken)
     assert execute_job(settings, job_id) == "failed"
@@ -276,7 +280,9 @@ def test_a_bug_in_lab_fails_the_job_with_its_traceback_at_once(lab, db_path, tmp
     assert job["last_error"].startswith(f"{HARNESS_ERROR}KeyError: 'observation_template'")
     assert "Traceback (most recent call last)" in job["last_error"]
     assert "in broken" in job["last_error"]
-    assert store.count(lab, "episodes") == 0  # nothing recorded as an errored episode
+    assert lab.conn.execute("SELECT count(*) FROM episodes WHERE error IS NOT NULL"
+                            ).fetchone()[0] == 0  # never recorded as a model error
+    assert store.count(lab, "live_episodes") == 0  # no episode left looking "running"
 
 
 def test_malformed_replies_are_model_faults_but_bugs_are_not():
