@@ -7,7 +7,9 @@ import json
 import logging
 import sqlite3
 import traceback
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from sqlite_utils import Database
 
@@ -44,7 +46,7 @@ def cell_spec(db: Database, cell_id: int, settings: WorkerSettings) -> CellSpec:
     return cell_from_row(row, model)
 
 
-def cell_from_row(row: dict, model: ModelSpec) -> CellSpec:
+def cell_from_row(row: Mapping[str, Any], model: ModelSpec) -> CellSpec:
     """The CellSpec of a cells row, with `model` as its model."""
     condition = Condition(**json.loads(row["condition_spec"]))
     return CellSpec(model, condition, parse_regime(row["regime"]), row["question_set"],
