@@ -3,8 +3,9 @@ and hazard tables (the hazard model itself is in `analysis.lpm`).
 
 Both pool the five failure regimes of mean6 (the main family) and exclude decisions at
 the budget's final action; any other regime (plausible, answerless, …) is a family of
-its own and gets its own rows, never pooled with the main five. Intervals come from question-cluster bootstraps in which a resample's
-statistics are matrix products of per-question sums.
+its own and gets its own rows, never pooled with the main five. Intervals come from
+question-cluster bootstraps in which a resample's statistics are matrix products of
+per-question sums.
 """
 
 from __future__ import annotations
@@ -217,8 +218,8 @@ def hazard_table(decisions: pd.DataFrame, n_boot: int = N_BOOT,
                                   detail, regimes=regimes),
                      interval_row(arm, "gamma", fit.gamma, scope, "decisions", fit.n_decisions,
                                   detail, regimes=regimes)]
-    notes = (("hazard: P(answer) after j consecutive failed observations, failure regimes, "
-             "final action excluded."),
+    notes = (("hazard: P(answer) after j consecutive failed observations, failure regimes "
+             "(the five of mean6, or another regime on its own line), final action excluded."),
              ("beta/gamma: LPM answer ~ action + regime + β·run + γ·earlier useful on decisions "
              "after a result judged useless (side channel), 1–6 results, failure regimes; "
              f"{hazard_boot} question-cluster resamples. Exploratory."))

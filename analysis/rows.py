@@ -99,8 +99,9 @@ class Row:
                       self.condition_hash, self.condition, self.amendment)
 
     def as_dict(self) -> dict[str, Any]:
-        """The row as a plain dict; NaN and infinities become None (valid JSON)."""
-        out = asdict(self)
+        """The row as a plain dict in ROW_FIELDS order; NaN and infinities become None."""
+        values = asdict(self)
+        out = {key: values[key] for key in ROW_FIELDS}
         for key, value in out.items():
             if isinstance(value, float) and not math.isfinite(value):
                 out[key] = None

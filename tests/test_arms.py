@@ -7,7 +7,6 @@ knob (k, judge=true, rate), three regimes of two families, two seeds, six questi
 from __future__ import annotations
 
 import asyncio
-import csv
 import json
 from pathlib import Path
 
@@ -276,3 +275,12 @@ def test_unknown_arm_message_lists_every_label(grid_db):
     listed = str(r.exception).split("arms: ")[1]
     for arm in ARMS:
         assert arm in listed
+
+
+def test_row_fields_name_every_row_attribute_in_csv_order():
+    from dataclasses import fields
+
+    from analysis.rows import ROW_FIELDS, Row
+
+    assert sorted(ROW_FIELDS) == sorted(f.name for f in fields(Row))
+    assert list(Row("m", "none", 8, "success").as_dict()) == list(ROW_FIELDS)
