@@ -42,18 +42,26 @@ class Unit:
         return f"{self.model} ({self.dataset}/{self.question_set})" if several else self.model
 
 
-def _conditions(ep: pd.DataFrame) -> pd.Series:
-    """Each episode's Condition, parsed once per distinct spec."""
-    source = ep["condition_spec"] if "condition_spec" in ep else ep["arm"]
-    parse = condition_from_spec if "condition_spec" in ep else parse_condition
-    cache = {v: parse(v) for v in source.unique()}
-    return source.map(cache)
+def _specs(ep: pd.DataFrame) -> pd.Series:
+    """Each episode's condition spec (or arm label, in frames without specs)."""
+    return ep["condition_spec"] if "condition_spec" in ep else ep["arm"]
+
+
+def _matching(specs: pd.Series, named: Sequence[Condition]) -> pd.Series:
+    """Whether each row's condition matches one of `named`, parsed once per distinct spec."""
+    parse = condition_from_spec if specs.name == "condition_spec" else parse_condition
+    hits = {v for v in specs.unique() if any(arm_matches(n, parse(v)) for n in named)}
+    return specs.isin(hits)
+
+
+def _labels(specs: pd.Series) -> dict[str, str]:
+    parse = condition_from_spec if specs.name == "condition_spec" else parse_condition
+    return {v: parse(v).label() for v in specs.unique()}
 
 
 def _scope_mask(ep: pd.DataFrame, scope: Mapping[str, Any]) -> pd.Series:
-    conds = _conditions(ep)
     named = [parse_condition(c) for c in scope.get("conditions", [])]
-    arm_ok = conds.map(lambda c: any(arm_matches(n, c) for n in named)).astype(bool)
+    arm_ok = _matching(_specs(ep), named)
     mask = (ep["model"].isin(scope.get("models", [])) & arm_ok
             & ep["regime"].isin(scope.get("regimes", []))
             & ep["question_set"].isin(scope.get("question_sets", []))
@@ -91,8 +99,11 @@ class TestData:
             if test.get(key):
                 mask &= ep[column].isin(test[key])
         self.episodes = ep.loc[mask]
-        self.conditions = _conditions(self.episodes) if len(self.episodes) else pd.Series(
-            [], dtype=object)
+        self.labels = _labels(_specs(self.episodes))
+        keys = [self.episodes["model"], self.episodes["dataset"].astype(str),
+                self.episodes["question_set"].astype(str), _specs(self.episodes)]
+        self._rows = (self.episodes.groupby(keys, sort=False).indices
+                      if len(self.episodes) else {})
         ids = self.episodes["episode_id"]
         self.decisions = frames.decisions.loc[frames.decisions["episode_id"].isin(ids)]
         self.steps = frames.steps.loc[frames.steps["episode_id"].isin(ids)]
@@ -117,17 +128,17 @@ class TestData:
 
         Marks them as used by the test.
         """
-        named: Condition = parse_condition(condition)
-        ep = self.episodes
-        mask = ((ep["model"] == unit.model) & (ep["dataset"].astype(str) == unit.dataset)
-                & (ep["question_set"].astype(str) == unit.question_set)
-                & self.conditions.map(lambda c: arm_matches(named, c)).astype(bool))
+        named = parse_condition(condition)
+        parse = condition_from_spec if "condition_spec" in self.episodes else parse_condition
+        rows = [i for (m, d, s, spec), idx in self._rows.items()
+                if (m, d, s) == (unit.model, unit.dataset, unit.question_set)
+                and arm_matches(named, parse(spec)) for i in idx]
+        sel = self.episodes.iloc[sorted(rows)]
         if budget is not None:
-            mask &= ep["budget"] == budget
+            sel = sel.loc[sel["budget"] == budget]
         if regimes:
-            mask &= ep["regime"].isin(regimes)
-        sel = ep.loc[mask]
-        labels = sorted({c.label() for c in self.conditions.loc[sel.index]})
+            sel = sel.loc[sel["regime"].isin(regimes)]
+        labels = sorted({self.labels[v] for v in _specs(sel).unique()})
         if len(labels) > 1:
             raise LabError(f"{condition} matches several arms of {unit.model} "
                            f"({', '.join(labels)}); name one, e.g. {labels[0]}")

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+import pandas as pd
 import pytest
 
-from analysis.measures import load_frames
+from analysis.measures import frames_from, load_frames
 from analysis.outcomes import evaluate, prediction_text
 from console.cli import main
 from console.demo_cmd import ensure_demo_set
@@ -119,3 +121,57 @@ def test_outcomes_and_export_cli(governed, db_path, tmp_path, capsys):
     text = target.read_text()
     assert "## A1: sims" in text and "Deviation 1" in text and "## Outcomes" in text
     assert rows.amendment(store.connect(db_path), "A1")["content_sha256"] in text
+
+
+FIXTURES = Path(__file__).parent / "fixtures"
+SIM_CONDITIONS = ("none", "permit", "budget", "stated_rule", "call_cost", "decide",
+                  "enforced_rule", "combo", "random_rule:rate=0.3", "lexical_rule",
+                  "none:judge=true")
+
+
+def _as_governed(frames, amendment):
+    """The sim episodes as if enqueued under `amendment`, once per question set it scopes."""
+    eps, steps = [], []
+    for i, name in enumerate(amendment["scope"]["question_sets"]):
+        shift = i * 1_000_000
+        eps.append(frames.episodes.assign(question_set=name, amendment=amendment["id"],
+                                          episode_id=frames.episodes["episode_id"] + shift))
+        steps.append(frames.steps.assign(episode_id=frames.steps["episode_id"] + shift))
+    return frames_from(pd.concat(eps, ignore_index=True), pd.concat(steps, ignore_index=True))
+
+
+def test_paper_tables_4_and_5_register_freeze_and_evaluate_on_sims(db_path):
+    docs = [json.loads((FIXTURES / f"paper_table{n}.json").read_text()) for n in (4, 5)]
+    db = store.connect(db_path)
+    ensure_demo_set(db)
+    ids = store.question_set(db, "demo")["ids"][:3]
+    for name in {s for d in docs for a in d["amendments"] for s in a["scope"]["question_sets"]}:
+        store.save_question_set(db, name, "demo", ids, 0, [], False, ids_hash(ids))
+    models = builtin_models()
+    for d in docs:  # every amendment validates, resolves and freezes
+        for a in d["amendments"]:
+            prereg.freeze(db, prereg.create(db, f"{a['doc']}: {a['title']}", "", a["tests"],
+                                            a["scope"]), models)
+    sims = tuple(sorted({m for d in docs for m in d["models"]}))
+    settings = WorkerSettings(db_path=db_path)
+    enqueue_grid(db, settings, GridRequest(
+        models=sims, conditions=SIM_CONDITIONS, regimes=(*REGIMES, "recover_after_4",
+                                                         "recover_after_5"),
+        question_set="test300", run="sims"), models)
+    enqueue_grid(db, settings, GridRequest(
+        models=sims, conditions=("none", "budget", "enforced_rule", "combo"),
+        regimes=tuple(REGIMES), budgets=(16,), question_set="test300", run="sims16"), models)
+    run_worker(settings, until_idle=True)
+    frames = load_frames(db)
+    assert frames.errored == 0
+    verdicts = []
+    for row in rows.amendments(db):
+        got = evaluate(row, _as_governed(frames, row), n_boot=100)
+        assert [o.id for o in got] == [t["id"] for t in row["tests"]]
+        for o in got:
+            if o.kind != "classify":
+                assert o.verdict in ("pass", "fail", "partial", "n.a."), (o.id, o.verdict)
+            json.dumps(o.to_dict())
+            verdicts.append(o.verdict)
+    decided = [v for v in verdicts if v != "n.a."]
+    assert len(verdicts) == 66 and len(decided) >= 40, verdicts
