@@ -113,6 +113,10 @@ def test_outcomes_and_export_cli(governed, db_path, tmp_path, capsys):
     assert main([*base, "prereg", "outcomes", "--format", "json", "--resamples", "200"]) == 0
     rows_json = json.loads(capsys.readouterr().out)
     assert {r["id"] for r in rows_json} == {t["id"] for t in TESTS}
+    p = next(r for r in rows_json if r["id"] == "P")
+    assert (p["amendment"], p["kind"], p["verdict"], p["n_episodes"], p["runs"],
+            p["after_freeze"]) == ("A1", "paired_diff", "pass", 240, ["gov"], True)
+    assert p["ci_low"] <= p["estimate"] <= p["ci_high"] and p["parts"][0]["model"] == "sim-never"
     assert main([*base, "results", "success", "--resamples", "100"]) == 0
     out = capsys.readouterr().out
     assert "run gov: governed by A1" in out and "deviation 1 on A1: reran one job" in out
@@ -175,3 +179,20 @@ def test_paper_tables_4_and_5_register_freeze_and_evaluate_on_sims(db_path):
             verdicts.append(o.verdict)
     decided = [v for v in verdicts if v != "n.a."]
     assert len(verdicts) == 66 and len(decided) >= 40, verdicts
+
+
+def test_another_amendments_runs_are_not_counted(governed, db_path):
+    db = governed
+    prereg.create(db, "same scope", "", TESTS[:1], SCOPE)
+    prereg.freeze(db, "A2", builtin_models())
+    settings = WorkerSettings(db_path=db_path)
+    enqueue_grid(db, settings, GridRequest(models=("sim-never",), conditions=("none",
+                                           "enforced_rule"), regimes=tuple(REGIMES),
+                                           question_set="t20", run="gov2", amendment="A2"),
+                 builtin_models())
+    run_worker(settings, until_idle=True)
+    frames = load_frames(db)
+    (a1,) = evaluate(rows.amendment(db, "A1"), frames, n_boot=100)[:1]
+    (a2,) = evaluate(rows.amendment(db, "A2"), frames, n_boot=100)
+    assert (a1.runs, a1.n_episodes) == (("gov",), 240)
+    assert (a2.runs, a2.n_episodes) == (("gov2",), 240)
