@@ -6,12 +6,14 @@ governing the held-out set and a draft A2. Queueing is checked in the jobs ledge
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 from pathlib import Path
 
 import pytest
 from textual.widgets import Button, Input, Select, SelectionList, Static
 
+import prompts
 from console.app import ConsoleConfig, make_app
 from console.demo_cmd import ensure_demo_set
 from console.screens.enqueue import EnqueueScreen
@@ -150,6 +152,23 @@ async def test_refusal_is_shown_before_anything_is_queued(lab_db: Path, amendmen
         assert screen.query_one("#enq-queue", Button).disabled
         await pilot.press("ctrl+s")
         await settle(pilot)
+    assert ledger(lab_db)[0] == 0
+
+
+@pytest.mark.asyncio
+async def test_changed_pin_is_refused_until_a_deviation(lab_db: Path, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    copy = tmp_path / "prompts"
+    shutil.copytree(prompts.PROMPT_DIR, copy,
+                    ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+    monkeypatch.setattr(prompts, "PROMPT_DIR", copy)
+    (copy / "system.txt").write_text("reworded\n", encoding="utf-8")
+    async with app_on(lab_db).run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await fill(pilot, amendment="A1", qset="test20", conditions=("none",))
+        text = preview(pilot.app.screen)
+        assert "REFUSED" in text and "prompts/system.txt changed since A1" in text
+        assert "log a deviation" in text
     assert ledger(lab_db)[0] == 0
 
 

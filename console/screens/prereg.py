@@ -427,7 +427,7 @@ class PreregScreen(LabScreen):
             return
         existed = frozen["data_existed"]
         self.app.call_from_thread(
-            self.notify, f"{amendment_id} frozen at {frozen['frozen_at']}, sha256 "
+            self.notify, f"{amendment_id} frozen at {frozen['frozen_at'][:19]} UTC, sha256 "
             f"{frozen['content_sha256'][:16]}…" + (
                 f"; data existed at freeze: {sum(d['episodes'] for d in existed)} episodes"
                 if existed else ""))

@@ -79,10 +79,10 @@ def preview_text(summary: Mapping[str, Any]) -> Text:
     dollars = sum(e["dollars"] for e in estimate.values())
     rows = (("cells", _count(summary["cells"])),
             ("episodes", f"{_count(summary['new_episodes'])} new"),
-            ("", f"({_count(summary['already_stored_or_queued'])} stored or queued)"),
+            ("", f"({_count(summary['already_stored_or_queued'])} stored/queued)"),
             ("jobs", _count(summary["jobs"])),
             ("calls", f"≤ {_count(summary['max_model_calls'])}"),
-            ("", f"{_count(summary['sim_episodes'])} simulated (free)"
+            ("", f"{_count(summary['sim_episodes'])} simulated, free"
              if summary["sim_episodes"] else ""),
             ("tokens", f"≈ {_count(tokens)}" if estimate else "none: sims only"),
             ("dollars", f"≈ ${dollars:,.2f}" if estimate else "$0.00"))
