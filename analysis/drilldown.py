@@ -12,7 +12,7 @@ counts equal the `detail` of the Δ row (a test checks it against `analysis.delt
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -150,36 +150,38 @@ def _values(value: object) -> list[str] | None:
     return [v.strip() for v in text.replace("+", ",").split(",") if v.strip()]
 
 
-def select(decisions: pd.DataFrame, keys: Mapping[str, object],
-           pooled: Sequence[str] = ("runs", "seeds", "replicates", "regimes", "question_set")
-           ) -> pd.DataFrame:
+GROUP_FIELDS = ("model", "arm", "condition", "condition_hash", "budget", "dataset",
+                "question_set", "runs", "seeds", "replicates", "regimes")
+"""Row fields that say which decisions a row covers (others, e.g. amendment, do not)."""
+_LISTS = {"runs": "run", "seeds": "seed", "replicates": "replicate", "regimes": "regime",
+          "question_set": "question_set"}
+"""Row fields that list every value they cover, and the decision column they name."""
+
+
+def select(decisions: pd.DataFrame, keys: Mapping[str, object]) -> pd.DataFrame:
     """The decisions of one results row, by the row's own fields.
 
-    A field names a decision-table column (model, arm, condition, condition_hash,
-    budget, dataset); the fields in `pooled` list every value the row covers,
-    comma-separated, and map to run, seed, replicate, regime and question_set.
+    Each of GROUP_FIELDS names a decision-table column (model, arm, condition,
+    condition_hash, budget, dataset) or lists the values the row covers,
+    comma-separated (runs, seeds, replicates, regimes; question sets joined by "+").
 
     Args:
         decisions: the decision table.
         keys: the row's fields (e.g. `Row.as_dict()`); absent or empty fields match all.
-        pooled: the list-valued fields.
 
     Returns:
         The matching decisions.
     """
-    column_of = {"runs": "run", "seeds": "seed", "replicates": "replicate",
-                 "regimes": "regime", "question_set": "question_set"}
     mask = pd.Series(True, index=decisions.index)
-    for field, value in keys.items():
-        column = column_of.get(field, field)
+    for field in GROUP_FIELDS:
+        value = keys.get(field)
+        column = _LISTS.get(field, field)
         if column not in decisions or value is None:
             continue
-        if field in pooled:
+        if field in _LISTS:
             wanted = _values(value)
             if wanted is not None:
                 mask &= decisions[column].astype(str).isin(wanted)
-        elif isinstance(value, float) and math.isnan(value):
-            continue
-        else:
+        elif not (isinstance(value, float) and math.isnan(value)) and str(value) != "":
             mask &= decisions[column].astype(str) == str(value)
     return decisions.loc[mask]

@@ -1,18 +1,604 @@
-"""Results screen (SPEC §14). PLACEHOLDER: being built; replaced before it lands."""
+"""Results screen (SPEC §14, key 7): the results tables of `lab results`, the Δ grid
+with its drill-down into decision points, the hazard chart, and CSV export.
+
+A tab per view (`[`/`]` or the arrows on the tabs): Success (with paired
+differences), Δ grid, I, Hazard (β/γ and the curve), Answering, Cost. Every number
+comes from `analysis.measures.compute` in a thread worker with the CLI's defaults
+(2,000 question-level resamples, hazard model 1,000, seed 0), so the screen shows
+what `lab results` prints for the same selection. On the Δ grid, Enter lists the
+cell's decisions in groups (a) and (b); Enter on one opens that trajectory at that
+action on the Trajectories screen. When new episodes arrive the numbers stay as they
+are, marked stale, until `r` recomputes them.
+"""
 
 from __future__ import annotations
 
-from textual.app import ComposeResult
-from textual.widgets import Footer, Header, Static
+import csv
+import io
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.message import Message
+from textual.widgets import ContentSwitcher, DataTable, Footer, Header, Input, Static, Tab, Tabs
+
+from console.messages import DbChanged
 from console.screens.base import LabScreen
+from core import store
+from core.errors import ConfigError, LabError
+from core.store import trajectories as traj
+from core.store.frames import Selection
+
+if TYPE_CHECKING:
+    from analysis.drilldown import CellDecisions
+    from analysis.measures import Frames, Results
+    from console.widgets.results_view import Grid
+
+VIEW_IDS = ("success", "delta", "index", "hazard", "answering", "cost")
+VIEW_LABELS = ("Success", "Δ grid", "I", "Hazard", "Answering", "Cost")
+N_BOOT, HAZARD_BOOT, SEED = 2000, 1000, 0
+"""The CLI's defaults (`lab results`): the screen shows the same numbers."""
+SELECTION_KEYS = ("run", "set", "seeds", "models", "conditions", "regimes", "pool")
+"""What `/` accepts: the options of `lab results` (`--run`, `--set`, … `--pool`)."""
+_SINGULAR = {"runs": "run", "sets": "set", "seed": "seeds", "model": "models",
+             "condition": "conditions", "regime": "regimes"}
+
+
+def parse_selection(text: str) -> tuple[str, Selection]:
+    """Read a selection typed as `lab results` options: `run=a,b models=x pool=seeds`.
+
+    Args:
+        text: the selection text ("" selects everything, nothing pooled).
+
+    Returns:
+        (the text normalised, the Selection `lab results` builds from the same options).
+
+    Raises:
+        ConfigError: an unknown key, a word without `=`, or what `lab results` refuses.
+    """
+    from console.results_cmd import selection_from
+
+    values: dict[str, str] = {}
+    for word in text.split():
+        key, eq, value = word.partition("=")
+        key = key.strip().lower().lstrip("-")
+        key = _SINGULAR.get(key, key)
+        if not eq or key not in SELECTION_KEYS:
+            raise ConfigError(f"selection: '{word}' is not one of "
+                              f"{', '.join(k + '=…' for k in SELECTION_KEYS)} "
+                              "(e.g. run=main models=sim-own5,sim-never pool=seeds)")
+        values[key] = ",".join(filter(None, [values.get(key, ""), value.strip()]))
+    selection = selection_from(
+        tuple(v for v in values.get("run", "").split(",") if v),
+        (values["set"],) if values.get("set") else (), values.get("seeds"),
+        values.get("models"), values.get("conditions"), values.get("regimes"),
+        values.get("pool"))
+    return " ".join(f"{k}={v}" for k, v in values.items()), selection
+
+
+@dataclass(frozen=True)
+class Computed:
+    """What one view shows, computed in a worker."""
+
+    view: str
+    tables: tuple[Any, ...]
+    text: str
+    charts: tuple[str, ...]
+    results: Results
+    seconds: float
 
 
 class ResultsScreen(LabScreen):
-    """Results."""
+    """Results tables, the Δ grid and its drill-down, charts, export."""
+
+    CSS_PATH = "results.tcss"
+    BINDINGS = [
+        Binding("right_square_bracket", "tab(1)", "Next table", key_display="]"),
+        Binding("left_square_bracket", "tab(-1)", "Prev table", key_display="["),
+        Binding("v", "variant", "Δ variant"),
+        Binding("e", "export", "Export CSV"),
+        Binding("slash", "select", "Selection", key_display="/"),
+        Binding("escape", "back", "Back"),
+        Binding("j", "cursor(1, 0)", "Down", show=False),
+        Binding("k", "cursor(-1, 0)", "Up", show=False),
+        Binding("h", "cursor(0, -1)", "Left", show=False),
+        Binding("l", "cursor(0, 1)", "Right", show=False),
+    ]
+
+    @dataclass
+    class Provenance(Message):
+        """The provenance line was read."""
+
+        text: str
+        fingerprint: tuple[int, int]
+
+    @dataclass
+    class Ready(Message):
+        """A view was computed."""
+
+        computed: Computed
+        fingerprint: tuple[int, int]
+
+    @dataclass
+    class Drilled(Message):
+        """The decisions of one Δ cell were listed."""
+
+        title: str
+        decisions: CellDecisions
+
+    @dataclass
+    class Stale(Message):
+        """lab.db has episodes the numbers on show do not include."""
+
+    @dataclass
+    class Exported(Message):
+        """A CSV was written."""
+
+        path: Path
+
+    @dataclass
+    class Failed(Message):
+        """A read or computation failed with a LabError."""
+
+        error: str
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.selection = Selection()
+        self.selection_text = ""
+        self.view = "success"
+        self._frames: Frames | None = None
+        self._fingerprint: tuple[int, int] | None = None
+        self._computed: dict[str, Computed] = {}
+        self._grid: Grid | None = None
+        self._variant = 0
+        self._drill: CellDecisions | None = None
+        self._provenance = ""
+        self._stale = False
 
     def compose(self) -> ComposeResult:
-        """Header, body, footer."""
+        """Provenance, tabs, status, the body views, footer."""
         yield Header()
-        yield Static("Results")
+        yield Static("reading runs…", id="results-prov", classes="provenance", markup=False)
+        yield Tabs(*(Tab(label, id=f"tab-{vid}") for vid, label in zip(VIEW_IDS, VIEW_LABELS)),
+                   id="results-tabs")
+        yield Input(placeholder="run=main models=sim-own5 conditions=none,enforced_rule:k=7 "
+                                "seeds=0,1 pool=seeds  (empty: everything)",
+                    id="results-select")
+        yield Static("computing…", id="results-status", markup=False)
+        with ContentSwitcher(initial="results-text-view", id="results-body"):
+            with VerticalScroll(id="results-text-view"):
+                yield Static(id="results-chart", markup=False)
+                yield Static(id="results-text", markup=False)
+            with Vertical(id="results-delta"):
+                yield GridTable(id="results-grid", cursor_type="cell")
+                yield Static(id="results-cell", markup=False)
+            with Vertical(id="results-drill"):
+                yield Static(id="results-drill-head", markup=False)
+                yield DrillTable(id="results-drill-table", cursor_type="row")
         yield Footer()
+
+    # ── keys ────────────────────────────────────────────────────────────────────────
+
+    def _body(self) -> str:
+        return self.query_one("#results-body", ContentSwitcher).current or ""
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Offer only the keys that do something here."""
+        if action == "variant":
+            return self.view == "delta" and self._body() == "results-delta"
+        if action == "back":
+            return (self._body() == "results-drill"
+                    or self.query_one("#results-select").has_class("shown"))
+        if action == "export":
+            return self.view in self._computed
+        return True
+
+    def action_tab(self, delta: int) -> None:
+        """Show the next or previous table."""
+        i = (VIEW_IDS.index(self.view) + delta) % len(VIEW_IDS)
+        self.view = VIEW_IDS[i]
+        self.query_one("#results-tabs", Tabs).active = f"tab-{self.view}"
+        self._show_view()
+
+    @on(Tabs.TabActivated, "#results-tabs")
+    def _tab_activated(self, event: Tabs.TabActivated) -> None:
+        view = (event.tab.id or "tab-success").removeprefix("tab-")
+        if view != self.view:
+            self.view = view
+            self._show_view()
+
+    def action_variant(self) -> None:
+        """Cycle the Δ variant shown on the grid (judgments, strata, design contrast)."""
+        self._variant += 1
+        self._show_view()
+
+    def action_select(self) -> None:
+        """Open the selection input (the options of `lab results`)."""
+        box = self.query_one("#results-select", Input)
+        box.value = self.selection_text
+        box.add_class("shown")
+        box.focus()
+        self.refresh_bindings()
+
+    @on(Input.Submitted, "#results-select")
+    def _select_submitted(self, event: Input.Submitted) -> None:
+        try:
+            self.selection_text, self.selection = parse_selection(event.value)
+        except LabError as exc:
+            self.notify(str(exc), severity="error")
+            return
+        event.input.remove_class("shown")
+        self._frames, self._computed = None, {}
+        self.reload()
+
+    def action_back(self) -> None:
+        """Close the selection input, or go back from the decision list to the grid."""
+        box = self.query_one("#results-select", Input)
+        if box.has_class("shown"):
+            box.remove_class("shown")
+        elif self._body() == "results-drill":
+            self._switch("results-delta")
+        self.refresh_bindings()
+
+    def action_cursor(self, rows: int, cols: int) -> None:
+        """vi keys on the grid and the decision list."""
+        body = self._body()
+        if body == "results-delta":
+            grid = self.query_one("#results-grid", DataTable)
+            grid.move_cursor(row=max(grid.cursor_row + rows, 0),
+                             column=max(grid.cursor_column + cols, 0))
+        elif body == "results-drill" and rows:
+            table = self.query_one("#results-drill-table", DataTable)
+            table.move_cursor(row=max(table.cursor_row + rows, 0))
+
+    def action_reload(self) -> None:
+        """Recompute from lab.db now."""
+        self._frames, self._computed = None, {}
+        self.reload()
+
+    def action_export(self) -> None:
+        """Write the table shown to CSV in the console's export folder."""
+        computed = self._computed.get(self.view)
+        if computed is not None:
+            self._export(computed)
+
+    # ── reading and computing (thread workers) ─────────────────────────────────────────
+
+    def reload(self) -> None:
+        """Read the provenance line at once, then compute the view on show."""
+        self._read_provenance()
+        self._show_view()
+
+    def on_db_changed(self, message: DbChanged) -> None:
+        """New data: keep the numbers on show, mark them stale when episodes were added."""
+        message.stop()
+        self._check_stale()
+
+    def _connect(self):  # type: ignore[no-untyped-def]
+        return store.connect(self.lab.db_path)
+
+    @work(thread=True, exclusive=True, group="results-provenance")
+    def _read_provenance(self) -> None:
+        from core.store import prereg as prereg_rows
+
+        db = self._connect()
+        try:
+            runs = self.selection.runs or traj.facets(db).runs
+            lines = []
+            for p in prereg_rows.run_provenance(db, list(runs)):
+                state = p["amendment"] or "EXPLORATORY"
+                devs = f" ({len(p['deviations'])} deviations)" if p["deviations"] else ""
+                lines.append(f"{p['run']}: {state}{devs}")
+            fingerprint = traj.episodes_fingerprint(db)
+        except LabError as exc:
+            self.post_message(self.Failed(str(exc)))
+            return
+        finally:
+            db.conn.close()
+        text = "runs " + ("; ".join(lines) if lines else "– (no runs in lab.db yet)")
+        self.post_message(self.Provenance(text, fingerprint))
+
+    @work(thread=True, exclusive=True, group="results-stale")
+    def _check_stale(self) -> None:
+        db = self._connect()
+        try:
+            fingerprint = traj.episodes_fingerprint(db)
+        finally:
+            db.conn.close()
+        if self._fingerprint is not None and fingerprint != self._fingerprint:
+            self.post_message(self.Stale())
+
+    @work(thread=True, exclusive=True, group="results-compute")
+    def _compute(self, view: str, width: int, height: int) -> None:
+        from analysis.measures import compute, load_frames
+        from core.store.frames import check_selection
+        from analysis.tables import render_table
+        from console.widgets.results_view import VIEWS, display_tables, view_tables
+
+        started = time.monotonic()
+        db = self._connect()
+        try:
+            fingerprint = traj.episodes_fingerprint(db)
+            frames = self._frames
+            if frames is None or fingerprint != self._fingerprint:
+                check_selection(db, self.selection)
+                frames = load_frames(db, self.selection)
+        except LabError as exc:
+            self.post_message(self.Failed(str(exc)))
+            return
+        finally:
+            db.conn.close()
+        self._frames = frames
+        name = next(t for v, _, t in VIEWS if v == view)
+        shared = next((c for c in self._computed.values() if c.results.table(name)), None)
+        results = shared.results if shared else compute(
+            frames, (name,), N_BOOT, HAZARD_BOOT, SEED)
+        tables = view_tables(view, [t for t in results.tables])
+        text = "\n\n".join(render_table(t) for t in display_tables(view, tables))
+        charts = self._charts(view, results, width, height)
+        computed = Computed(view, tables, text, charts, results, time.monotonic() - started)
+        self.post_message(self.Ready(computed, fingerprint))
+
+    @staticmethod
+    def _charts(view: str, results: Results, width: int, height: int) -> tuple[str, ...]:
+        from analysis.plots import line_chart
+        from console.widgets.results_view import answer_series, hazard_series
+
+        w, h = max(width - 4, 40), max(min(height - 4, 20), 10)
+        if view == "hazard":
+            return tuple(line_chart(series, f"{model}: P(answer) after j consecutive failed "
+                                    "observations", "j", width=w, height=h, colorless=False)
+                         for model, series in hazard_series(results.hazard_curves).items())
+        if view == "answering":
+            return tuple(line_chart(series, f"{model}: share of episodes answering at each "
+                                    "action", "action", width=w, height=h, colorless=False)
+                         for model, series in answer_series(results.answer_actions,
+                                                            results.episodes_per_arm).items())
+        return ()
+
+    @work(thread=True, exclusive=True, group="results-drill")
+    def _drill_cell(self, keys: dict[str, Any], measure: str, scope: str, title: str) -> None:
+        from analysis.drilldown import cell_decisions, select, source_of
+
+        frames = self._frames
+        if frames is None:
+            return
+        decisions = cell_decisions(select(frames.decisions, keys), source_of(measure, scope))
+        self.post_message(self.Drilled(title, decisions))
+
+    @work(thread=True, exclusive=True, group="results-export")
+    def _export(self, computed: Computed) -> None:
+        from analysis.rows import ROW_FIELDS
+        from console.results_cmd import EXTRA_FIELDS, row_provenance
+        from core.store import prereg as prereg_rows
+
+        directory = Path(self.lab.export_dir)
+        frames = self._frames
+        try:
+            if directory.exists() and not directory.is_dir():
+                raise ConfigError(f"{directory}: exists and is not a folder; start the console "
+                                  "with another --export-dir")
+            db = self._connect()
+            try:
+                provenance = prereg_rows.run_provenance(db, frames.runs if frames else ())
+            finally:
+                db.conn.close()
+            buf = io.StringIO()
+            writer = csv.DictWriter(buf, fieldnames=["table", *ROW_FIELDS, *EXTRA_FIELDS],
+                                    lineterminator="\n")
+            writer.writeheader()
+            writer.writerows(d | row_provenance(d, provenance) for t in computed.tables
+                             for d in t.dicts())
+            directory.mkdir(parents=True, exist_ok=True)
+            path = directory / f"results-{computed.view}-{time.strftime('%Y%m%d-%H%M%S')}.csv"
+            tmp = path.with_name(f".{path.name}.tmp")
+            tmp.write_text(buf.getvalue(), encoding="utf-8")
+            os.replace(tmp, path)
+        except (LabError, OSError) as exc:
+            self.post_message(self.Failed(f"export failed: {exc}"))
+            return
+        self.post_message(self.Exported(path))
+
+    # ── showing ─────────────────────────────────────────────────────────────────────
+
+    def _switch(self, body: str) -> None:
+        self.query_one("#results-body", ContentSwitcher).current = body
+        focus = {"results-delta": "#results-grid", "results-drill": "#results-drill-table",
+                 "results-text-view": "#results-text-view"}[body]
+        self.query_one(focus).focus()
+        self.refresh_bindings()
+
+    def _show_view(self) -> None:
+        computed = self._computed.get(self.view)
+        if computed is None:
+            self.query_one("#results-status", Static).update(
+                f"computing {self.view}… ({N_BOOT} question-level resamples, as lab results)")
+            self._switch("results-text-view")
+            self.query_one("#results-text", Static).update("")
+            self.query_one("#results-chart", Static).display = False
+            self._compute(self.view, self.size.width, self.size.height)
+            return
+        self._status(computed)
+        if self.view == "delta":
+            self._show_grid(computed)
+            return
+        self._switch("results-text-view")
+        self.query_one("#results-text", Static).update(computed.text)
+        chart = Text()
+        for c in computed.charts:
+            chart.append_text(Text.from_ansi(c))
+            chart.append("\n")
+        widget = self.query_one("#results-chart", Static)
+        widget.update(chart)
+        widget.display = bool(computed.charts)
+
+    def _status(self, computed: Computed) -> None:
+        frames = self._frames
+        errored = frames.errored if frames else 0
+        sel = self.selection_text or "everything, nothing pooled"
+        line = Text(f"{sel} · {N_BOOT} resamples, seed {SEED} (as lab results) · e exports")
+        if errored:
+            line.append(f"  ⚠ {errored} errored episode(s) left out (see lab status)",
+                        style="bold yellow")
+        self.query_one("#results-status", Static).update(line)
+
+    def _show_grid(self, computed: Computed) -> None:
+        from console.widgets.results_view import delta_grid, grid_cell, variants
+
+        table = computed.tables[0]
+        options = variants(table)
+        if not options:
+            self._grid = None
+            self._switch("results-text-view")
+            self.query_one("#results-text", Static).update(computed.text)
+            return
+        measure, scope = options[self._variant % len(options)]
+        grid = delta_grid(table, measure, scope)
+        self._grid = grid
+        widget = self.query_one("#results-grid", DataTable)
+        row, col = widget.cursor_row, widget.cursor_column
+        widget.clear(columns=True)
+        what = "Δ" if measure == "delta" else "design"
+        widget.add_column(f"{what}: {scope}", key="line")
+        for arm in grid.arms:
+            widget.add_column(arm, key=f"arm:{arm}")
+        for i, line in enumerate(grid.lines):
+            widget.add_row(line, *(grid_cell(grid.cell(i, j)) for j in range(len(grid.arms))),
+                           key=str(i))
+        widget.move_cursor(row=min(row, len(grid.lines) - 1), column=max(col, 1))
+        self._switch("results-delta")
+        self._show_cell()
+
+    def _show_cell(self) -> None:
+        from console.widgets.results_view import cell_summary
+
+        grid = self._grid
+        if grid is None:
+            return
+        widget = self.query_one("#results-grid", DataTable)
+        text = cell_summary(grid, widget.cursor_row, max(widget.cursor_column - 1, 0))
+        legend = ("\n+ answers more when every result so far was judged useless; − less; "
+                  "* 95% CI excludes 0; – undefined; · not run; v: next variant")
+        self.query_one("#results-cell", Static).update(text + legend)
+
+    @on(DataTable.CellHighlighted, "#results-grid")
+    def _cell_highlighted(self, event: DataTable.CellHighlighted) -> None:
+        if event.coordinate.column == 0 and len(self._grid.arms if self._grid else ()) > 0:
+            event.data_table.move_cursor(column=1)
+            return
+        self._show_cell()
+
+    @on(DataTable.CellSelected, "#results-grid")
+    def _cell_selected(self, event: DataTable.CellSelected) -> None:
+        grid = self._grid
+        if grid is None:
+            return
+        line, arm = event.coordinate.row, event.coordinate.column - 1
+        row = grid.cell(line, arm) if arm >= 0 else None
+        if row is None:
+            return
+        title = f"{grid.lines[line]} × {grid.arms[arm]} · {grid.measure}: {grid.scope}"
+        self._drill_cell(row.as_dict(), grid.measure, grid.scope, title)
+
+    @on(DataTable.RowSelected, "#results-drill-table")
+    def _decision_selected(self, event: DataTable.RowSelected) -> None:
+        if self._drill is None:
+            return
+        points = [*self._drill.a, *self._drill.b]
+        if not 0 <= event.cursor_row < len(points):
+            return
+        p = points[event.cursor_row]
+        self._open_trajectory(p.episode_id, p.action)
+
+    async def _open_trajectory_async(self, episode_id: int, action: int) -> None:
+        from console.screens.trajectories import TrajectoriesScreen
+
+        await self.app.switch_mode("trajectories")
+        screen = self.app.screen
+        if isinstance(screen, TrajectoriesScreen):
+            screen.open_episode(episode_id, action)
+
+    def _open_trajectory(self, episode_id: int, action: int) -> None:
+        self.app.call_later(self._open_trajectory_async, episode_id, action)
+
+    def on_results_screen_provenance(self, message: Provenance) -> None:
+        """Show which runs the numbers come from and what governs them."""
+        self._provenance = message.text
+        self._show_provenance()
+
+    def _show_provenance(self) -> None:
+        line = Text(self._provenance)
+        if self._stale:
+            line.append("  ⟳ new episodes since computed: r recomputes", style="bold")
+        self.query_one("#results-prov", Static).update(line)
+
+    def on_results_screen_ready(self, message: Ready) -> None:
+        """Show a computed view (if it is still the one asked for)."""
+        if message.fingerprint != self._fingerprint and self._stale:
+            self._stale = False
+            self._show_provenance()
+        self._fingerprint = message.fingerprint
+        self._computed[message.computed.view] = message.computed
+        if message.computed.view == self.view:
+            self._show_view()
+        self.refresh_bindings()
+
+    def on_results_screen_stale(self, message: Stale) -> None:
+        """Say that lab.db has new episodes since these numbers were computed."""
+        self._stale = True
+        self._show_provenance()
+
+    def on_results_screen_drilled(self, message: Drilled) -> None:
+        """List a Δ cell's decisions, group (a) first."""
+        d = message.decisions
+        self._drill = d
+        head = Text(message.title + "\n", style="bold")
+        if d.source == "design":
+            head.append(f"(a) persistent: {len(d.a)} decisions   (b) late_onset_from_3: "
+                        f"{len(d.b)} decisions")
+        else:
+            head.append(f"(a) s = t, every result so far judged useless: {len(d.a)}   "
+                        f"(b) 1 ≤ s ≤ t−2: {len(d.b)}")
+        head.append(f"   answers/decisions {d.detail} · Enter opens the trajectory at "
+                    "that action", style="dim")
+        self.query_one("#results-drill-head", Static).update(head)
+        table = self.query_one("#results-drill-table", DataTable)
+        table.clear(columns=True)
+        for label in ("grp", "episode", "question", "regime", "seed", "t", "s", "action",
+                      "answered", "run"):
+            table.add_column(label, key=label)
+        for i, p in enumerate([*d.a, *d.b]):
+            table.add_row(f"({p.group})", str(p.episode_id), p.question_id, p.regime,
+                          str(p.seed), str(p.t), str(p.s), str(p.action),
+                          Text("⏎ yes", style="bold") if p.answered else "no", p.run,
+                          key=str(i))
+        self._switch("results-drill")
+
+    def on_results_screen_exported(self, message: Exported) -> None:
+        """Tell where the CSV went."""
+        self.notify(f"wrote {message.path}", title="export", timeout=8)
+
+    def on_results_screen_failed(self, message: Failed) -> None:
+        """Show an error in one line."""
+        self.query_one("#results-status", Static).update(message.error)
+        self.notify(message.error, severity="error")
+
+
+class GridTable(DataTable):
+    """The Δ grid, whose Enter is listed in the footer."""
+
+    BINDINGS = [Binding("enter", "select_cursor", "Decisions")]
+
+
+class DrillTable(DataTable):
+    """The decision list, whose Enter is listed in the footer."""
+
+    BINDINGS = [Binding("enter", "select_cursor", "Open trajectory")]

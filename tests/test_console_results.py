@@ -1,0 +1,256 @@
+"""Results screen (key 7): every table, the Δ grid and its drill-down to a trajectory,
+export equal to `lab results delta --format csv`, charts, selection, stale marker.
+
+Runs on the Trajectories fixture (two sims × none / enforced_rule:k=2 × three regimes
+through the real queue). The screen computes with the CLI's defaults (2,000 resamples).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from analysis.drilldown import cell_decisions, select, source_of
+from analysis.measures import compute, load_frames
+from console.app import ConsoleConfig, make_app
+from console.cli import cli
+from console.messages import DbChanged
+from console.screens.results import parse_selection
+from console.screens.trajectories import TrajectoriesScreen
+from core import store
+from core.errors import ConfigError
+from core.store.frames import Selection
+from jobs.control import enqueue_grid
+from jobs.grid import GridRequest
+from jobs.settings import WorkerSettings
+from jobs.worker import run_worker
+from core.models.registry import load_registry
+from tests.test_console_trajectories import build_fixture
+
+
+@pytest.fixture(scope="session")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The fixture lab.db, built once per session."""
+    return build_fixture(tmp_path_factory.mktemp("results") / "lab.db")
+
+
+@pytest.fixture
+def lab_db(built: Path, tmp_path: Path) -> Path:
+    """A private copy of the fixture lab.db in the test's directory (the cwd)."""
+    target = tmp_path / "lab.db"
+    shutil.copy(built, target)
+    return target
+
+
+def _app(db: Path):
+    rel = Path(db.name) if db.parent == Path.cwd() else db
+    return make_app(rel, ConsoleConfig(db_path=rel, first_screen="results",
+                                       export_dir=Path("exports")))
+
+
+async def _settle(pilot) -> None:
+    await pilot.pause()
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+def _text(screen, selector: str) -> str:
+    return str(screen.query_one(selector).render())
+
+
+# ── pure parts ───────────────────────────────────────────────────────────────────────
+
+def test_drilldown_counts_equal_every_delta_row(lab_db: Path) -> None:
+    frames = load_frames(store.connect(lab_db))
+    table = compute(frames, ("delta",), n_boot=50).table("delta")
+    assert table is not None and len(table.rows) >= 8
+    nonempty = 0
+    for row in table.rows:
+        d = cell_decisions(select(frames.decisions, row.as_dict()),
+                           source_of(row.measure, row.scope))
+        assert d.detail == row.detail, (row.model, row.arm, row.scope)
+        assert len(d.a) + len(d.b) == row.n
+        assert all(p.t == p.s for p in d.a) if d.source != "design" else True
+        nonempty += bool(d.a or d.b)
+    assert nonempty >= 4
+
+
+def test_selection_parsing() -> None:
+    text, sel = parse_selection("run=traj models=sim-own5 conditions=none,enforced_rule:k=2 "
+                                "seeds=0 pool=seeds")
+    assert sel == Selection(runs=("traj",), seeds=(0,), models=("sim-own5",),
+                            conditions=("none", "enforced_rule:k=2"), pool=("seeds",))
+    assert parse_selection(text)[1] == sel
+    assert parse_selection("")[1] == Selection()
+    with pytest.raises(ConfigError, match="not one of"):
+        parse_selection("colour=red")
+    with pytest.raises(ConfigError, match="cannot pool"):
+        parse_selection("pool=models")
+
+
+# ── the screen ───────────────────────────────────────────────────────────────────────
+
+@pytest.mark.asyncio
+async def test_every_table_shows(lab_db: Path) -> None:
+    app = _app(lab_db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _settle(pilot)
+        screen = app.screen
+        assert "traj: EXPLORATORY" in _text(screen, "#results-prov")
+        expected = {
+            "success": ("Success per regime and mean6", "Paired success differences"),
+            "delta": (),
+            "index": ("Integration index I",),
+            "hazard": ("Hazard model (exploratory)", "beta"),
+            "answering": ("Answering", "med.act"),
+            "cost": ("Stopping and cost", "TPC"),
+        }
+        for view, titles in expected.items():
+            assert screen.view == view
+            text = _text(screen, "#results-text")
+            for title in titles:
+                assert title in text, (view, title)
+            if view == "delta":
+                grid = screen.query_one("#results-grid")
+                assert [str(c.label) for c in grid.columns.values()][1:] == [
+                    "none", "enforced_rule:k=2"]
+                assert "+0.00" in str(grid.get_row_at(0)[1])
+            if view in ("hazard", "answering"):
+                chart = _text(screen, "#results-chart")
+                assert ("P(answer) after j" if view == "hazard" else "answering at each") in chart
+            await pilot.press("right_square_bracket")
+            await _settle(pilot)
+        assert screen.view == "success"
+        await pilot.press("left_square_bracket")
+        await _settle(pilot)
+        assert screen.view == "cost"
+
+
+@pytest.mark.asyncio
+async def test_delta_drilldown_opens_the_trajectory_at_that_step(lab_db: Path) -> None:
+    app = _app(lab_db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _settle(pilot)
+        screen = app.screen
+        await pilot.press("right_square_bracket")
+        await _settle(pilot)
+        assert screen._body() == "results-delta"
+        assert "sim-never × none" in _text(screen, "#results-cell")
+        await pilot.press("j")
+        cell = _text(screen, "#results-cell")
+        assert "sim-own5 × none" in cell and "n 25 decisions (a 7/24, b 0/1)" in cell
+        await pilot.press("enter")
+        await _settle(pilot)
+        assert screen._body() == "results-drill"
+        table = screen.query_one("#results-drill-table")
+        assert table.row_count == 25
+        assert "(a) s = t" in _text(screen, "#results-drill-head")
+        first = screen._drill.a[0]
+        assert (first.t, first.s) == (3, 3)
+        await pilot.press("escape")
+        assert screen._body() == "results-delta"
+        await pilot.press("enter")
+        await _settle(pilot)
+        await pilot.press("enter")
+        await _settle(pilot)
+        traj = app.screen
+        assert isinstance(traj, TrajectoriesScreen)
+        assert traj.view == "traj-episode"
+        assert traj._detail.row.id == first.episode_id
+        assert traj._detail.steps[traj._step].t == first.action
+        assert f"action {first.action} of" in _text(traj, "#traj-step")
+
+
+@pytest.mark.asyncio
+async def test_export_equals_lab_results_delta_csv(lab_db: Path) -> None:
+    app = _app(lab_db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _settle(pilot)
+        await pilot.press("slash")
+        for ch in "models=sim-own5":
+            await pilot.press(ch)
+        await pilot.press("enter")
+        await _settle(pilot)
+        await pilot.press("right_square_bracket")
+        await _settle(pilot)
+        await pilot.press("e")
+        await _settle(pilot)
+        (path,) = Path("exports").glob("results-delta-*.csv")
+        assert any(str(path) in str(n.message) for n in app._notifications)
+    cli_out = CliRunner().invoke(cli, ["--db", "lab.db", "results", "delta", "--format", "csv",
+                                       "--models", "sim-own5"])
+    assert cli_out.exit_code == 0, cli_out.output
+    exported = list(csv.DictReader(path.open(encoding="utf-8")))
+    printed = list(csv.DictReader(io.StringIO(cli_out.output)))
+    assert exported == printed and len(exported) == 10
+    assert {r["model"] for r in exported} == {"sim-own5"}
+
+
+@pytest.mark.asyncio
+async def test_bad_selection_is_one_error_line(lab_db: Path) -> None:
+    app = _app(lab_db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _settle(pilot)
+        await pilot.press("slash")
+        for ch in "models=gpt-9":
+            await pilot.press(ch)
+        await pilot.press("enter")
+        await _settle(pilot)
+        errors = [str(n.message) for n in app._notifications if n.severity == "error"]
+        assert errors and "gpt-9" in errors[-1]
+
+
+@pytest.mark.asyncio
+async def test_new_episodes_mark_numbers_stale(lab_db: Path) -> None:
+    app = _app(lab_db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _settle(pilot)
+        screen = app.screen
+        before = _text(screen, "#results-text")
+        screen.post_message(DbChanged())
+        await _settle(pilot)
+        assert "new episodes" not in _text(screen, "#results-prov")
+        db = store.connect(lab_db)
+        settings = WorkerSettings(db_path=lab_db, worker_id="test:2")
+        enqueue_grid(db, settings, GridRequest(models=("sim-clock4",), conditions=("none",),
+                                               regimes=("clean",), question_set="traj6",
+                                               run="traj"), load_registry(None))
+        run_worker(settings, until_idle=True)
+        screen.post_message(DbChanged())
+        await _settle(pilot)
+        assert "new episodes since computed: r recomputes" in _text(screen, "#results-prov")
+        assert _text(screen, "#results-text") == before
+        await pilot.press("r")
+        await _settle(pilot)
+        assert "sim-clock4" in _text(screen, "#results-text")
+        assert "new episodes" not in _text(screen, "#results-prov")
+
+
+def _on_view(presses: int):
+    async def run_before(pilot) -> None:
+        await _settle(pilot)
+        for _ in range(presses):
+            await pilot.press("right_square_bracket")
+            await _settle(pilot)
+    return run_before
+
+
+def test_snapshot_delta_80x24(lab_db: Path, snap_compare) -> None:
+    assert snap_compare(_app(lab_db), terminal_size=(80, 24), run_before=_on_view(1))
+
+
+def test_snapshot_success_80x24(lab_db: Path, snap_compare) -> None:
+    assert snap_compare(_app(lab_db), terminal_size=(80, 24), run_before=_on_view(0))
+
+
+def test_snapshot_delta_120x40(lab_db: Path, snap_compare) -> None:
+    assert snap_compare(_app(lab_db), terminal_size=(120, 40), run_before=_on_view(1))
+
+
+def test_snapshot_hazard_120x40(lab_db: Path, snap_compare) -> None:
+    assert snap_compare(_app(lab_db), terminal_size=(120, 40), run_before=_on_view(3))
