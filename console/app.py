@@ -9,6 +9,8 @@ lab.db only in thread workers, through core/jobs/analysis functions.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,6 +35,9 @@ class ConsoleConfig:
         export_dir: where `e` writes CSVs.
         poll_s: how often the console checks whether lab.db changed.
         first_screen: the mode shown at start.
+        lease_s: a worker silent for longer than this is shown as lost.
+        clock: seconds since the epoch (tests and snapshots freeze it).
+        check_endpoints: check the registry's endpoints when the dashboard opens.
     """
 
     db_path: Path
@@ -40,6 +45,9 @@ class ConsoleConfig:
     export_dir: Path = Path("lab-exports")
     poll_s: float = 1.0
     first_screen: str = "dashboard"
+    lease_s: float = 60.0
+    clock: Callable[[], float] = time.time
+    check_endpoints: bool = True
     extra: dict[str, object] = field(default_factory=dict)
 
 
@@ -67,8 +75,13 @@ class LabApp(App[None]):
 
     def on_mount(self) -> None:
         """Show the first screen and start polling lab.db for changes."""
+        self.sub_title = str(self.config.db_path)
         self.switch_mode(self.config.first_screen)
         self.set_interval(self.config.poll_s, self._poll)
+
+    def watch_paused(self, paused: bool) -> None:
+        """Say in the header that the refresh is paused (a word, not only a colour)."""
+        self.sub_title = f"{self.config.db_path}" + ("  ‖ PAUSED (p resumes)" if paused else "")
 
     def _poll(self) -> None:
         if not self.paused:

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import click
 
-from console.demo_cmd import DEMO_RUN, ensure_demo_set, run_demo
+from console.console_cmd import console_cmd, open_from_group
+from console.demo_cmd import ensure_demo_set, finish_demo, run_demo
 from console.models_cmd import models, serve
-from console.prereg_cmd import outcome_lines, prereg_group
+from console.prereg_cmd import prereg_group
 from console.queue_cmd import CONTROL_COMMANDS, enqueue_cmd, status_cmd, tail_cmd, worker_cmd
 from console.render import step_lines, summary_lines
 from console.results_cmd import COMMANDS as RESULTS_COMMANDS
@@ -22,7 +23,6 @@ from core.errors import ConfigError, LabError
 from core.models.registry import load_registry, make_client, resolve_model
 from core.regimes import ForeignPool, parse_regime
 from core.runner import CellSpec, run_one, setup_for
-from core.store import prereg as prereg_rows
 from jobs.grid import resolve_rate
 
 HELD_OUT_PREFIXES = ("test", "fresh")
@@ -48,14 +48,17 @@ def _ensure_demo(db) -> int:
 def cli(ctx: click.Context, db: Path, config: Path) -> None:
     """lab: run and analyse failing-source experiments on tool-using agents.
 
+    With no command (or `lab console`), opens the terminal console on --db.
+
     \b
     Example:
+      lab --db lab.db
       lab try --model sim-own5 --condition enforced_rule --regime persistent --question demo-001
     """
     ctx.ensure_object(dict)
     ctx.obj.update(db=db, config=config)
-    if ctx.invoked_subcommand is None:
-        click.echo(ctx.get_help())
+    if ctx.invoked_subcommand is None:  # the console on a terminal; help otherwise
+        open_from_group(ctx)
 
 
 @cli.command()
@@ -255,35 +258,28 @@ def demo_set(ctx: click.Context) -> None:
 
 @cli.command("demo")
 @click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True)
+@click.option("--no-console", is_flag=True, help="Print the tables even on a terminal.")
 @click.pass_context
-def demo(ctx: click.Context, workers: int) -> None:
-    """Run the main job on the bundled demo data, from nothing, and print the tables.
+def demo(ctx: click.Context, workers: int, no_console: bool) -> None:
+    """Run the main job on the bundled demo data, from nothing, then open the console.
 
     Creates lab.db, loads the demo questions, creates the demo question set,
-    freezes a demo amendment with registered tests, enqueues a sim grid (5 sim policies × 5 conditions × the six mean6 regimes),
-    runs an embedded worker until done and prints the success, Δ and cost tables
-    and the outcomes of the registered tests.
+    freezes a demo amendment with registered tests, enqueues a sim grid (5 sim
+    policies × none and the three harness-enforced arms × the six mean6 regimes),
+    runs an embedded worker until done, then opens the console on a terminal or
+    prints the success, Δ and cost tables and the registered tests' outcomes.
     Running it again reuses everything already stored.
 
     \b
     Example:
       lab --db demo.db demo
     """
-    from analysis.measures import compute, load_frames
-    from analysis.outcomes import evaluate
-    from analysis.tables import render_results
-
     amendment = run_demo(Path(ctx.obj["db"]), Path(ctx.obj["config"]), workers=workers)
-    db = store.connect(ctx.obj["db"])
-    frames = load_frames(db, runs=[DEMO_RUN])
-    click.echo(render_results(compute(frames, ("success", "delta", "cost")),
-                              colorless=not sys.stdout.isatty()))
-    click.echo(f"\nRegistered tests of {amendment} (frozen before the demo runs)")
-    click.echo("\n".join(outcome_lines(evaluate(prereg_rows.amendment(db, amendment), frames))))
+    finish_demo(Path(ctx.obj["db"]), Path(ctx.obj["config"]), amendment, no_console)
 
 
 for _command in (enqueue_cmd, worker_cmd, status_cmd, tail_cmd, *CONTROL_COMMANDS,
-                 prereg_group, *RESULTS_COMMANDS, models, serve):
+                 prereg_group, *RESULTS_COMMANDS, models, serve, console_cmd):
     cli.add_command(_command)
 
 

@@ -1,18 +1,229 @@
-"""Dashboard screen (SPEC §14). PLACEHOLDER: being built; replaced before it lands."""
+"""Dashboard (key 1): queue, workers, throughput, endpoints, spend, recent events.
+
+Everything is read in thread workers through `core.store.monitor`; the endpoint
+check (HTTP, up to a couple of seconds) runs in its own worker, on mount and on `h`,
+so the screen never waits for a server.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import datetime
+
+from rich.text import Text
+from textual import events, work
 from textual.app import ComposeResult
-from textual.widgets import Footer, Header, Static
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.widgets import DataTable, Footer, Header, Static
 
 from console.screens.base import LabScreen
+from core import store
+from core.store import monitor
+
+CHECK_TIMEOUT_S = 2.0
+WIDE = 120
+
+
+@dataclass(frozen=True)
+class DashboardData:
+    """One read of everything the dashboard shows."""
+
+    queue: monitor.QueueCounts
+    rate: float
+    workers: list[monitor.WorkerRow]
+    spend: list[monitor.Spend]
+    servers: list[dict]
+    events: list[monitor.Event]
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One model endpoint of the registry and what its check said."""
+
+    model: str
+    backend: str
+    endpoint: str
+    health: str
+
+
+def read_dashboard(db_path, lease_s: float, now: float) -> DashboardData:
+    """Read the dashboard's data on a connection of its own (call from a worker)."""
+    db = store.connect(db_path)
+    try:
+        return DashboardData(monitor.queue_counts(db), monitor.episodes_per_s(db, now=now),
+                             monitor.workers(db, lease_s, now=now), monitor.spend(db),
+                             monitor.servers(db), monitor.recent_events(db, limit=12))
+    finally:
+        db.conn.close()
+
+
+def check_endpoints(config_path, check: bool) -> list[Endpoint]:
+    """The registry's endpoints, each checked over HTTP when `check` (call from a worker)."""
+    from console.models_cmd import check_endpoint
+    from core.models.anthropic import DEFAULT_BASE_URL
+    from core.models.registry import load_registry
+
+    out = []
+    for name, spec in sorted(load_registry(config_path).items()):
+        if spec.backend == "openai":
+            for url in spec.params.get("endpoints", []):
+                health = (check_endpoint(url, str(spec.params.get("model")), CHECK_TIMEOUT_S)
+                          if check else "not checked (h checks)")
+                out.append(Endpoint(name, "vLLM", url, health))
+        elif spec.backend == "anthropic":
+            out.append(Endpoint(name, "Claude", str(spec.params.get("base_url")
+                                                    or DEFAULT_BASE_URL),
+                                "not checked here (lab models --check-api)"))
+    return out
+
+
+def _ago(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f}s ago"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f}m ago"
+    return f"{seconds / 3600:.0f}h ago"
+
+
+def _short_time(iso: str) -> str:
+    try:
+        return datetime.fromisoformat(iso).strftime("%m-%d %H:%M:%S")
+    except ValueError:
+        return iso
+
+
+STATE_MARK = {"running": "● running", "stopping": "◐ stopping", "stopped": "○ stopped",
+              "lost": "✗ LOST"}
 
 
 class DashboardScreen(LabScreen):
-    """Dashboard."""
+    """Queue counts, workers, throughput, endpoints, spend and recent events."""
+
+    CSS_PATH = "dashboard.tcss"
+    BINDINGS = [Binding("r", "reload", "Reload"),
+                Binding("h", "check_endpoints", "Check endpoints")]
 
     def compose(self) -> ComposeResult:
-        """Header, body, footer."""
+        """Header, the six panels, footer."""
         yield Header()
-        yield Static("Dashboard")
+        with VerticalScroll(id="dash"):
+            with Vertical(id="dash-queue", classes="panel"):
+                yield Static("Queue", classes="panel-title")
+                yield Static("reading lab.db …", id="queue-text")
+            with Vertical(classes="panel"):
+                yield Static("Workers", classes="panel-title")
+                yield DataTable(id="workers", cursor_type="row", show_cursor=False)
+            with Vertical(classes="panel"):
+                yield Static("Spend so far (stored episodes)", classes="panel-title")
+                yield DataTable(id="spend", cursor_type="row", show_cursor=False)
+            with Vertical(classes="panel"):
+                yield Static("Endpoints", classes="panel-title")
+                yield DataTable(id="endpoints", cursor_type="row", show_cursor=False)
+            with Vertical(classes="panel"):
+                yield Static("Recent events", classes="panel-title")
+                yield DataTable(id="events", cursor_type="row", show_cursor=False)
         yield Footer()
+
+    def on_mount(self) -> None:
+        """Set the tables' columns and check endpoints (LabScreen.on_mount then loads)."""
+        self.query_one("#workers", DataTable).add_columns("worker", "state", "heartbeat",
+                                                           "jobs held")
+        self.query_one("#spend", DataTable).add_columns(
+            "model", "episodes", "input tok", "output tok", "cache read", "cache write", "$")
+        self.query_one("#endpoints", DataTable).add_columns("model", "kind", "endpoint",
+                                                             "health / server")
+        self.query_one("#events", DataTable).add_columns("at (UTC)", "event", "detail")
+        self._endpoints: list[Endpoint] = []
+        self._servers: list[dict] = []
+        self._check(self.lab.check_endpoints)
+
+    def on_resize(self, event: events.Resize) -> None:
+        """Two columns of panels on a wide terminal."""
+        self.query_one("#dash").set_class(event.size.width >= WIDE, "wide")
+
+    def reload(self) -> None:
+        """Re-read the queue, workers, spend, servers and events."""
+        self._load()
+
+    def action_check_endpoints(self) -> None:
+        """Check every registry endpoint now (in a worker)."""
+        self.notify("checking endpoints …", timeout=2)
+        self._check(True)
+
+    @work(thread=True, exclusive=True, group="dashboard")
+    def _load(self) -> None:
+        data = read_dashboard(self.lab.db_path, self.lab.lease_s, self.lab.clock())
+        self.app.call_from_thread(self._show, data)
+
+    @work(thread=True, exclusive=True, group="dashboard-health")
+    def _check(self, check: bool) -> None:
+        endpoints = check_endpoints(self.lab.config_path, check)
+        self.app.call_from_thread(self._show_endpoints, endpoints)
+
+    def _show(self, data: DashboardData) -> None:
+        q = data.queue
+        jobs = "  ".join(f"{state} {q.jobs[state]:,}" for state in monitor.JOB_STATES)
+        text = Text()
+        text.append("jobs      ", style="bold")
+        text.append(jobs + "\n")
+        text.append("episodes  ", style="bold")
+        text.append(f"{q.episodes:,} stored · ")
+        text.append(f"{q.errored:,} errored", style="bold red" if q.errored else "")
+        text.append(" (excluded from analysis; lab retry --errored)\n" if q.errored
+                    else " (excluded from analysis)\n")
+        text.append("rate      ", style="bold")
+        text.append(f"{data.rate:,.1f} episodes/s over the last 60 s")
+        self.query_one("#queue-text", Static).update(text)
+
+        workers = self.query_one("#workers", DataTable)
+        workers.clear()
+        for w in data.workers:
+            state = Text(STATE_MARK.get(w.state, w.state),
+                         style="bold red" if w.state == "lost" else "")
+            workers.add_row(w.id, state, _ago(w.age_s), str(w.jobs))
+        if not data.workers:
+            workers.add_row("no worker has run yet", "-", "-", "-")
+
+        spend = self.query_one("#spend", DataTable)
+        spend.clear()
+        for s in data.spend:
+            spend.add_row(s.model, f"{s.episodes:,}", f"{s.input_tokens:,}",
+                          f"{s.output_tokens:,}", f"{s.cache_read_tokens:,}",
+                          f"{s.cache_write_tokens:,}", f"{s.dollars:,.2f}")
+        if not data.spend:
+            spend.add_row("no episodes yet", "0", "0", "0", "0", "0", "0.00")
+
+        self._servers = data.servers
+        self._render_endpoints()
+
+        table = self.query_one("#events", DataTable)
+        table.clear()
+        for e in data.events:
+            style = "bold red" if e.kind == "failed" else ""
+            table.add_row(_short_time(e.at), Text(e.kind, style=style), e.detail)
+        if not data.events:
+            table.add_row("-", "-", "no events yet (enqueue, freeze, pause, retry …)")
+
+    def _show_endpoints(self, endpoints: list[Endpoint]) -> None:
+        self._endpoints = endpoints
+        self._render_endpoints()
+
+    def _render_endpoints(self) -> None:
+        table = self.query_one("#endpoints", DataTable)
+        table.clear()
+        served = {s["endpoint"]: s for s in self._servers}
+        for e in self._endpoints:
+            health = e.health
+            s = served.pop(e.endpoint, None)
+            if s is not None:
+                up = "stopped" if s["stopped_at"] else "started"
+                health += f"; lab serve: {s['served_model']} {s['version'] or ''} {up}"
+            bad = health.startswith("unreachable")
+            table.add_row(e.model, e.backend, e.endpoint,
+                          Text(("✗ " if bad else "") + health, style="bold red" if bad else ""))
+        for endpoint, s in served.items():
+            up = "stopped" if s["stopped_at"] else "started " + _short_time(s["started_at"])
+            table.add_row(s["model"], "vLLM", endpoint, f"not in the registry; {up}")
+        if table.row_count == 0:
+            table.add_row("built-in sims only", "-", "-", "no endpoints to check")

@@ -1,18 +1,319 @@
-"""Jobs screen (SPEC §14). PLACEHOLDER: being built; replaced before it lands."""
+"""Jobs (key 4): runs → grids → jobs with progress, rate and ETA; pause, resume,
+cancel and retry on the selected node, each behind a one-key confirmation.
+
+Grid progress comes from `jobs.control.status`; a grid's jobs are read (through
+`core.store.monitor.job_rows`) only once the grid is expanded, so a ledger of
+thousands of jobs costs nothing until someone looks at it. Actions call
+`jobs.control.control`, the same function as `lab pause|resume|cancel|retry`.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
+from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
-from textual.widgets import Footer, Header, Static
+from textual.binding import Binding
+from textual.widgets import Footer, Header, Input, Static, Tree
+from textual.widgets.tree import TreeNode
 
 from console.screens.base import LabScreen
+from console.widgets.confirm import Confirm
+from core import store
+from core.conditions import arm_label
+from core.errors import LabError
+from core.store import monitor
+from jobs.control import GridStatus, control, status
+from jobs.retry import retry
+from jobs.settings import WorkerSettings
+
+BAR = 16
+ACTIONS = {
+    "cancel": "cancel the queued, running and paused jobs of",
+    "pause": "pause the queued and running jobs of",
+    "resume": "queue again the paused jobs of",
+    "retry": "queue again the failed and cancelled jobs and the errored episodes of",
+    "retry_errored": "re-run only the errored episodes of",
+}
+
+
+def bar(done: int, total: int, width: int = BAR) -> str:
+    """A text progress bar (readable without colour)."""
+    filled = int(width * done / total) if total else width
+    return "█" * filled + "░" * (width - filled)
+
+
+def eta_text(seconds: float | None) -> str:
+    """ETA in s / m / h; "-" when unknown (nothing finished lately)."""
+    if seconds == 0:
+        return "complete"
+    if seconds is None:
+        return "ETA -"
+    if seconds < 120:
+        return f"ETA {seconds:.0f}s"
+    if seconds < 7200:
+        return f"ETA {seconds / 60:.0f}m"
+    return f"ETA {seconds / 3600:.1f}h"
+
+
+@dataclass(frozen=True)
+class JobsData:
+    """One read: every grid's status, and the jobs of the expanded grids."""
+
+    grids: list[GridStatus]
+    jobs: dict[int, list[monitor.JobRow]] = field(default_factory=dict)
+
+
+def read_jobs(db_path, expanded: set[int], now: float) -> JobsData:
+    """Grid statuses and the jobs of `expanded` grids (call from a worker)."""
+    db = store.connect(db_path)
+    try:
+        grids = status(db, now=now)
+        return JobsData(grids, {g: monitor.job_rows(db, g) for g in expanded})
+    finally:
+        db.conn.close()
+
+
+def grid_label(g: GridStatus) -> Text:
+    """One grid: bar, stored/expected, errored, running, rate, ETA and job states."""
+    jobs = " ".join(f"{k} {v}" for k, v in g.jobs.items() if v) or "no jobs"
+    text = Text(f"grid {g.grid}  {bar(g.stored, g.expected)} {g.stored}/{g.expected}  ")
+    if g.errored:
+        text.append(f"✗ {g.errored} errored  ", style="bold red")
+    text.append(f"{g.running} running  {g.rate:.1f}/s  {eta_text(g.eta_s)}  [{jobs}]")
+    return text
+
+
+def run_label(name: str, grids: list[GridStatus]) -> Text:
+    """One run: the sums over its grids."""
+    stored = sum(g.stored for g in grids)
+    expected = sum(g.expected for g in grids)
+    errored = sum(g.errored for g in grids)
+    rate = sum(g.rate for g in grids)
+    left = expected - stored
+    eta = left / rate if rate > 0 and left > 0 else (0.0 if left == 0 else None)
+    text = Text(f"run {name}  ", style="bold")
+    text.append(f"{bar(stored, expected)} {stored}/{expected}  ")
+    if errored:
+        text.append(f"✗ {errored} errored  ", style="bold red")
+    text.append(f"{len(grids)} grid(s)  {rate:.1f}/s  {eta_text(eta)}")
+    return text
+
+
+STATE_MARK = {"queued": "·", "running": "▶", "paused": "‖", "done": "✓", "failed": "✗",
+              "cancelled": "–"}
+STATE_STYLE = {"failed": "bold red", "running": "bold", "paused": "italic",
+               "cancelled": "dim", "done": ""}
+
+
+def job_label(j: monitor.JobRow) -> Text:
+    """One job: state, cell, stored/expected, errored, attempts, last error."""
+    text = Text(f"job {j.id:<4} ")
+    text.append(f"{STATE_MARK.get(j.state, '')} {j.state:<9}", style=STATE_STYLE.get(j.state, ""))
+    text.append(f" {j.model} · {arm_label(j.condition_spec)} · {j.regime} · seed {j.seed}"
+                f"  {j.stored}/{j.expected}")
+    if j.errored:
+        text.append(f"  ✗ {j.errored} errored", style="bold red")
+    if j.attempts > 1:
+        text.append(f"  attempt {j.attempts}")
+    if j.last_error and j.state in ("failed", "queued"):
+        text.append(f"  last error: {j.last_error}", style="red")
+    return text
 
 
 class JobsScreen(LabScreen):
-    """Jobs."""
+    """Runs → grids → jobs with pause, resume, cancel and retry."""
+
+    CSS_PATH = "jobs.tcss"
+    BINDINGS = [
+        Binding("r", "reload", "Reload"),
+        Binding("P", "act('pause')", "Pause", key_display="P"),
+        Binding("u", "act('resume')", "Resume"),
+        Binding("x", "act('cancel')", "Cancel"),
+        Binding("t", "act('retry')", "Retry"),
+        Binding("E", "act('retry_errored')", "Retry errored", key_display="E"),
+        Binding("slash", "filter", "Filter", key_display="/"),
+        Binding("escape", "clear_filter", "Clear filter", show=False),
+        Binding("j", "cursor('down')", "Down", show=False),
+        Binding("k", "cursor('up')", "Up", show=False),
+        Binding("l", "expand(True)", "Expand", show=False),
+        Binding("h", "expand(False)", "Collapse", show=False),
+    ]
 
     def compose(self) -> ComposeResult:
-        """Header, body, footer."""
+        """Header, a filter line (hidden), the tree, a help line, footer."""
         yield Header()
-        yield Static("Jobs")
+        yield Input(placeholder="filter: run name, model, arm, regime or state (enter)",
+                    id="jobs-filter", classes="hidden")
+        tree: Tree[tuple[str, int | str]] = Tree("runs", id="jobs-tree")
+        tree.show_root = False
+        yield tree
+        yield Static("", id="jobs-hint", classes="provenance")
         yield Footer()
+
+    def on_mount(self) -> None:
+        """Remember what is expanded and the nodes by key (LabScreen.on_mount loads)."""
+        self._open_grids: set[int] = set()
+        self._tree_keys: dict[tuple[str, int | str], TreeNode] = {}
+        self._filter_text = ""
+        self._jobs_data = JobsData([])
+        self.query_one(Tree).focus()
+
+    def reload(self) -> None:
+        """Re-read grid statuses and the expanded grids' jobs."""
+        self._load(set(self._open_grids))
+
+    @work(thread=True, exclusive=True, group="jobs")
+    def _load(self, expanded: set[int]) -> None:
+        data = read_jobs(self.lab.db_path, expanded, self.lab.clock())
+        self.app.call_from_thread(self._show, data)
+
+    def _matches(self, text: str) -> bool:
+        return not self._filter_text or self._filter_text.lower() in text.lower()
+
+    def _show(self, data: JobsData) -> None:
+        self._jobs_data = data
+        tree = self.query_one(Tree)
+        runs: dict[str, list[GridStatus]] = {}
+        for g in data.grids:
+            runs.setdefault(g.run, []).append(g)
+        wanted: set[tuple[str, int | str]] = set()
+        for name, grids in runs.items():
+            jobs_of = {g.grid: data.jobs.get(g.grid, []) for g in grids}
+            job_hits = {g: [j for j in js if self._matches(job_label(j).plain)]
+                        for g, js in jobs_of.items()}
+            if not (self._matches(name) or any(job_hits.values())):
+                continue
+            run_node = self._node(tree.root, ("run", name), run_label(name, grids), True)
+            wanted.add(("run", name))
+            for g in grids:
+                grid_node = self._node(run_node, ("grid", g.grid), grid_label(g), True)
+                wanted.add(("grid", g.grid))
+                shown = jobs_of[g.grid] if self._matches(name) else job_hits[g.grid]
+                for j in shown:
+                    self._node(grid_node, ("job", j.id), job_label(j), False)
+                    wanted.add(("job", j.id))
+        for key in [k for k in self._tree_keys if k not in wanted]:
+            if key in self._tree_keys:
+                self._drop(self._tree_keys[key])
+        if not runs:
+            self.query_one("#jobs-hint", Static).update(
+                "nothing queued yet: enqueue a grid (key 3 or lab enqueue …)")
+        else:
+            self.query_one("#jobs-hint", Static).update(
+                "enter/l opens a grid's jobs · P pause · u resume · x cancel · t retry · "
+                "E retry errored · each asks y/n")
+
+    def _drop(self, node: TreeNode) -> None:
+        """Remove a node and forget it and its descendants."""
+        stack = [node]
+        while stack:
+            n = stack.pop()
+            self._tree_keys.pop(n.data, None)
+            stack.extend(n.children)
+        node.remove()
+
+    def _node(self, parent: TreeNode, key: tuple[str, int | str], label: Text,
+              expandable: bool) -> TreeNode:
+        node = self._tree_keys.get(key)
+        if node is None:
+            node = (parent.add(label, data=key, allow_expand=True) if expandable
+                    else parent.add_leaf(label, data=key))
+            if key[0] == "run":
+                node.expand()
+            self._tree_keys[key] = node
+        else:
+            node.set_label(label)
+        return node
+
+    def on_tree_node_expanded(self, event: Tree.NodeExpanded) -> None:
+        """Load a grid's jobs the first time it opens."""
+        key = event.node.data
+        if key and key[0] == "grid" and key[1] not in self._open_grids:
+            self._open_grids.add(int(key[1]))
+            self.reload()
+
+    def on_tree_node_collapsed(self, event: Tree.NodeCollapsed) -> None:
+        """Stop reading a closed grid's jobs."""
+        key = event.node.data
+        if key and key[0] == "grid":
+            self._open_grids.discard(int(key[1]))
+            for child in list(event.node.children):
+                self._drop(child)
+
+    def _target(self) -> tuple[str, int | str] | None:
+        node = self.query_one(Tree).cursor_node
+        return None if node is None or node.data is None else node.data
+
+    def action_act(self, action: str) -> None:
+        """Ask y/n, then pause/resume/cancel/retry the selected run, grid or job."""
+        target = self._target()
+        if target is None:
+            self.notify("select a run, grid or job first", severity="warning")
+            return
+        kind, value = target
+        verb = action.replace("_", " ").capitalize()
+        question = f"{verb}: {ACTIONS[action]} {kind} {value}?"
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._control(action, kind, value)
+
+        self.app.push_screen(Confirm(question), answered)
+
+    @work(thread=True, group="jobs-control")
+    def _control(self, action: str, kind: str, value: int | str) -> None:
+        db = store.connect(self.lab.db_path)
+        try:
+            settings = WorkerSettings(db_path=self.lab.db_path, config_path=self.lab.config_path)
+            if action == "retry_errored":
+                moved = retry(db, settings, kind, value, errored_only=True).jobs
+            else:
+                moved = control(db, settings, action, kind, value)
+        except LabError as exc:
+            self.app.call_from_thread(self.notify, str(exc), severity="error")
+            return
+        finally:
+            db.conn.close()
+        self.app.call_from_thread(self.notify, f"{action.replace('_', ' ')}: {len(moved)} "
+                                  f"job(s) of {kind} {value}")
+        self.app.call_from_thread(self.reload)
+
+    def action_cursor(self, direction: str) -> None:
+        """vi keys: j / k move the cursor."""
+        tree = self.query_one(Tree)
+        tree.action_cursor_down() if direction == "down" else tree.action_cursor_up()
+
+    def action_expand(self, open_: bool) -> None:
+        """vi keys: l expands, h collapses the node under the cursor."""
+        node = self.query_one(Tree).cursor_node
+        if node is not None:
+            node.expand() if open_ else node.collapse()
+
+    def action_filter(self) -> None:
+        """Show the filter line."""
+        box = self.query_one("#jobs-filter", Input)
+        box.remove_class("hidden")
+        box.focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        """Apply the filter and go back to the tree."""
+        self._filter_text = event.value.strip()
+        if not self._filter_text:
+            event.input.add_class("hidden")
+        self._rebuild()
+
+    def _rebuild(self) -> None:
+        self.query_one(Tree).focus()
+        for node in list(self.query_one(Tree).root.children):
+            self._drop(node)
+        self._show(self._jobs_data)
+
+    def action_clear_filter(self) -> None:
+        """escape: clear the filter."""
+        box = self.query_one("#jobs-filter", Input)
+        box.value = ""
+        box.add_class("hidden")
+        self._filter_text = ""
+        self._rebuild()

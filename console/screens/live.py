@@ -1,18 +1,347 @@
-"""Live screen (SPEC §14). PLACEHOLDER: being built; replaced before it lands."""
+"""Live (key 5): the steps of a running episode as they are committed.
+
+Follows the newest running episode (`f` toggles): it stays on one episode until
+that episode is stored, shows its outcome, then moves to the newest running one.
+`o` lists the running episodes to pick one (Enter opens it, follow goes off).
+While shown, the screen checks `PRAGMA data_version` every 0.2 s on its own
+read-only connection and reads only the steps after the last one it showed, so a
+committed step appears well within half a second.
+"""
 
 from __future__ import annotations
 
+import time
+from dataclasses import dataclass, field
+
+from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
-from textual.widgets import Footer, Header, Static
+from textual.binding import Binding
+from textual.widgets import DataTable, Footer, Header, Input, RichLog, Static
 
 from console.screens.base import LabScreen
+from console.watch import DataVersion
+from core import store
+from core.episode import Step
+from core.errors import LabError
+from core.store import jobs as ledger
+from core.store import monitor
+
+POLL_S = 0.2
+
+
+@dataclass(frozen=True)
+class Episode:
+    """Which episode is shown: a live row, and (once stored) its episode id."""
+
+    live_id: int
+    cell_id: int | None
+    question_id: str
+    label: str
+    question: str
+    worker: str | None
+
+
+@dataclass(frozen=True)
+class Update:
+    """What a poll found: maybe a new episode, new steps (with page titles), an outcome."""
+
+    episode: Episode | None = None
+    switched: bool = False
+    steps: list[tuple[Step, str]] = field(default_factory=list)
+    outcome: dict | None = None
+    idle: bool = False
+
+
+def _question(db, qid: str) -> str:
+    try:
+        (q,) = store.load_questions(db, ids=[qid])
+    except LabError:
+        return ""
+    return q.question
+
+
+def _title(db, step: Step) -> str:
+    if not step.obs_ref:
+        return ""
+    from console.queue_cmd import title_resolver
+
+    try:
+        return title_resolver(db)(step.obs_ref)
+    except (LabError, IndexError, ValueError):
+        return step.obs_ref
+
+
+def read_update(db, current: Episode | None, seen_t: int, finished: bool, follow: bool,
+                pick: int | None = None) -> Update:
+    """One poll of the live tables (call from a worker; `db` is its own connection).
+
+    Args:
+        current: the episode shown, if any.
+        seen_t: the last step shown.
+        finished: the shown episode's outcome is already on screen.
+        follow: move to the newest running episode once the shown one is done.
+        pick: a live episode id the user chose (overrides follow).
+    """
+    target = pick
+    if target is None and follow and (current is None or finished):
+        newest = ledger.newest_live(db)
+        if newest is not None and (current is None or newest != current.live_id):
+            target = newest
+    if target is not None:
+        info = ledger.live_info(db, target)
+        if info is None:
+            return Update(idle=current is None)
+        ep = Episode(target, info["cell_id"], info["question_id"], info["label"],
+                     _question(db, info["question_id"]), info["worker"])
+        return _steps_of(db, ep, 0, switched=True)
+    if current is None:
+        return Update(idle=True)
+    if finished:
+        return Update()
+    return _steps_of(db, current, seen_t)
+
+
+def _steps_of(db, ep: Episode, seen_t: int, switched: bool = False) -> Update:
+    steps = store.live_steps(db, ep.live_id, after_t=seen_t)
+    if ledger.live_info(db, ep.live_id) is not None:
+        return Update(ep if switched else None, switched, [(s, _title(db, s)) for s in steps])
+    # stored (or dropped): the finished episode's rows are the record now
+    episode_id = (ledger.finished_episode(db, ep.cell_id, ep.question_id)
+                  if ep.cell_id is not None else None)
+    if episode_id is None:
+        return Update(ep if switched else None, switched, [(s, _title(db, s)) for s in steps],
+                      outcome={"end_reason": "ended without being stored"})
+    last = max([seen_t] + [s.t for s in steps])
+    stored = [s for s in store.episode_steps(db, episode_id) if s.t > last]
+    return Update(ep if switched else None, switched,
+                  [(s, _title(db, s)) for s in steps + stored],
+                  outcome=ledger.episode_row(db, episode_id))
+
+
+def step_text(step: Step, title: str) -> Text:
+    """One step as lines: action, thought, observation, judgment, streak, flags, tokens."""
+    text = Text()
+    text.append(f"step {step.t} ", style="bold")
+    if step.format_failure:
+        text.append("✗ FORMAT FAILURE ", style="bold red")
+        text.append(" ".join((step.raw or "").split())[:160])
+    else:
+        text.append(f"▸ {step.action}[{step.argument or ''}]", style="bold")
+    for flag, word in ((step.forced, "FORCED"), (step.refused, "REFUSED (not executed)")):
+        if flag:
+            text.append(f"  [{word}]", style="bold yellow")
+    text.append(f"   tokens {step.input_tokens:,} in / {step.output_tokens:,} out", style="dim")
+    if step.decision:
+        text.append(f"\n  decision: {step.decision}")
+    if step.thought:
+        text.append(f"\n  thought: {' '.join(step.thought.split())}")
+    if step.obs_index is not None:
+        if step.obs_failed:
+            text.append(f"\n  obs {step.obs_index} ")
+            text.append(f"✗ FAILED → {step.obs_source}: {title or '?'}", style="bold red")
+        else:
+            text.append(f"\n  obs {step.obs_index} ✓ real ({step.obs_source})")
+        if step.shown:
+            text.append(f"\n    {' '.join(step.shown.split())[:300]}", style="dim")
+    verdict = step.judgment or (f"unparsed {step.judgment_raw!r}" if step.judgment_raw else None)
+    parts = []
+    if verdict:
+        parts.append(f"judgment {verdict}" + (f" ({step.judgment_source})"
+                                              if step.judgment_source else ""))
+    if step.stated_judgment:
+        parts.append(f"stated {step.stated_judgment}")
+    if step.rule_signal:
+        parts.append(f"rule signal {step.rule_signal}")
+    parts.append(f"useless streak {step.streak}")
+    text.append("\n  " + " · ".join(parts))
+    return text
+
+
+def outcome_text(row: dict) -> Text:
+    """The stored outcome of the episode shown."""
+    if row.get("error"):
+        return Text(f"══ ERRORED: {row['error']}", style="bold red")
+    if "answered" not in row:
+        return Text(f"══ {row['end_reason']}", style="bold")
+    if row["answered"]:
+        verdict = "✓ correct" if row["correct"] else "✗ incorrect"
+        head = (f"══ answered {row['answer']!r} at action {row['answer_action']} · gold "
+                f"{row.get('gold')!r} · F1 {row['f1']:.2f} · {verdict}")
+    else:
+        head = (f"══ unanswered ({row['end_reason']}) · gold {row.get('gold')!r} · "
+                "✗ incorrect")
+    return Text(head + f"\n   forced turns {row['forced_turns']}, refused "
+                       f"{row['refused_calls']}, tokens {row['input_tokens']:,} in / "
+                       f"{row['output_tokens']:,} out", style="bold")
 
 
 class LiveScreen(LabScreen):
-    """Live."""
+    """Steps of a running episode as they are committed; follow or pick."""
+
+    CSS_PATH = "live.tcss"
+    BINDINGS = [
+        Binding("f", "toggle_follow", "Follow on/off"),
+        Binding("o", "pick", "Pick episode"),
+        Binding("escape", "back", "Back", show=False),
+        Binding("slash", "filter", "Filter", key_display="/"),
+        Binding("r", "reload", "Reload"),
+        Binding("j", "scroll(1)", "Down", show=False),
+        Binding("k", "scroll(-1)", "Up", show=False),
+    ]
 
     def compose(self) -> ComposeResult:
-        """Header, body, footer."""
+        """Header, the episode line, the steps, the pick list (hidden), footer."""
         yield Header()
-        yield Static("Live")
+        yield Static("", id="live-head")
+        yield RichLog(id="live-log", wrap=True, markup=False, auto_scroll=True)
+        yield Input(placeholder="filter running episodes: model, arm, regime, question",
+                    id="live-filter", classes="hidden")
+        yield DataTable(id="live-pick", cursor_type="row", classes="hidden")
         yield Footer()
+
+    def on_mount(self) -> None:
+        """Start following; poll while shown (LabScreen.on_mount does the first read)."""
+        self.follow = True
+        self.episode: Episode | None = None
+        self.seen_t = 0
+        self.finished = False
+        self.shown_at: dict[tuple[int, int], float] = {}
+        """(live id, t) → time.monotonic() when the step was put on screen (bench)."""
+        self._pick_id: int | None = None
+        self._pick_filter = ""
+        self._version = DataVersion(self.lab.db_path)
+        self.query_one("#live-pick", DataTable).add_columns("live", "model / arm / regime",
+                                                            "question", "steps", "worker")
+        self._head()
+        self.set_interval(POLL_S, self._tick)
+
+    def on_unmount(self) -> None:
+        """Close the change detector's connection."""
+        self._version.close()
+
+    def _tick(self) -> None:
+        if not self.app.paused and self.is_current:  # type: ignore[attr-defined]
+            self._poll(check=True)
+
+    def reload(self) -> None:
+        """Read new steps now."""
+        self._poll(check=False)
+
+    @work(thread=True, exclusive=True, group="live")
+    def _poll(self, check: bool) -> None:
+        if check and not self._version.changed():
+            return
+        pick, self._pick_id = self._pick_id, None
+        db = store.connect(self.lab.db_path)
+        try:
+            update = read_update(db, self.episode, self.seen_t, self.finished, self.follow,
+                                 pick)
+        finally:
+            db.conn.close()
+        self.app.call_from_thread(self._apply, update)
+
+    def _apply(self, update: Update) -> None:
+        log = self.query_one("#live-log", RichLog)
+        if update.switched and update.episode is not None:
+            self.episode, self.seen_t, self.finished = update.episode, 0, False
+            log.clear()
+        for step, title in update.steps:
+            if step.t <= self.seen_t:
+                continue
+            log.write(step_text(step, title))
+            self.seen_t = step.t
+            if self.episode is not None:
+                self.shown_at[(self.episode.live_id, step.t)] = time.monotonic()
+        if update.outcome is not None and not self.finished:
+            log.write(outcome_text(update.outcome))
+            self.finished = True
+            if self.follow:
+                self._poll(check=False)  # move on to the newest running episode
+        self._head()
+
+    def _head(self) -> None:
+        mode = "FOLLOWING newest (f: stay here)" if self.follow else "PINNED (f: follow newest)"
+        text = Text()
+        if self.episode is None:
+            text.append("no running episode yet · ", style="bold")
+            text.append("episodes appear here as workers run them (lab worker) · " + mode)
+        else:
+            e = self.episode
+            state = "✓ stored" if self.finished else "● running"
+            text.append(f"live {e.live_id} · {e.label} · question {e.question_id} · {state}",
+                        style="bold")
+            worker = f" · worker {e.worker}" if e.worker else ""
+            text.append(f"\n{e.question}\n{mode}{worker}")
+        self.query_one("#live-head", Static).update(text)
+
+    def action_toggle_follow(self) -> None:
+        """f: follow the newest running episode, or stay on this one."""
+        self.follow = not self.follow
+        self._head()
+        if self.follow:
+            self._poll(check=False)
+
+    def action_scroll(self, lines: int) -> None:
+        """vi keys: j / k scroll the steps."""
+        log = self.query_one("#live-log", RichLog)
+        log.scroll_relative(y=lines, animate=False)
+
+    def action_pick(self) -> None:
+        """o: list the running episodes to pick one."""
+        table = self.query_one("#live-pick", DataTable)
+        table.remove_class("hidden")
+        table.focus()
+        self._list()
+
+    @work(thread=True, exclusive=True, group="live-list")
+    def _list(self) -> None:
+        db = store.connect(self.lab.db_path)
+        try:
+            rows = monitor.running_episodes(db)
+        finally:
+            db.conn.close()
+        self.app.call_from_thread(self._show_list, rows)
+
+    def _show_list(self, rows: list[monitor.LiveRow]) -> None:
+        table = self.query_one("#live-pick", DataTable)
+        table.clear()
+        needle = self._pick_filter.lower()
+        for r in rows:
+            cells = (str(r.id), r.label, r.question_id, str(r.steps), r.worker or "-")
+            if not needle or needle in " ".join(cells).lower():
+                table.add_row(*cells, key=str(r.id))
+        if table.row_count == 0:
+            self.notify("no running episode" + (f" matches '{self._pick_filter}'"
+                                                if needle else " right now"), timeout=3)
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        """Enter on a running episode: show it (follow goes off)."""
+        if event.data_table.id != "live-pick" or event.row_key.value is None:
+            return
+        self._pick_id = int(event.row_key.value)
+        self.follow = False
+        self._close_pick()
+        self._poll(check=False)
+
+    def _close_pick(self) -> None:
+        self.query_one("#live-pick", DataTable).add_class("hidden")
+        self.query_one("#live-filter", Input).add_class("hidden")
+        self.query_one("#live-log", RichLog).focus()
+
+    def action_back(self) -> None:
+        """escape: close the pick list / filter."""
+        self._close_pick()
+
+    def action_filter(self) -> None:
+        """/: filter the list of running episodes."""
+        self.action_pick()
+        box = self.query_one("#live-filter", Input)
+        box.remove_class("hidden")
+        box.focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        """Apply the filter to the pick list."""
+        self._pick_filter = event.value.strip()
+        self.query_one("#live-pick", DataTable).focus()
+        self._list()

@@ -1,0 +1,1 @@
+"""Reusable console widgets (generic: no lab.db, no screen-specific logic)."""
