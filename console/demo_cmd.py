@@ -14,6 +14,7 @@ from core.demo_data import demo_questions
 from core.errors import StoreError
 from core.models.registry import load_registry
 from core.regimes import MEAN6
+from core.registered_tests import validate_scope
 from core.store import prereg as prereg_rows
 from jobs.control import enqueue_grid, status
 from jobs.grid import GridRequest
@@ -23,7 +24,14 @@ from jobs.worker import run_worker
 DEMO_SET = "demo"
 DEMO_RUN = "demo"
 DEMO_MODELS = ("sim-never", "sim-deadline", "sim-clock6", "sim-own5", "sim-hazard-own")
-DEMO_CONDITIONS = ("none", "budget", "stated_rule", "enforced_rule", "lexical_rule")
+DEMO_CONDITIONS = ("none", "enforced_rule:k=3", "lexical_rule:k=3", "random_rule:k=3,rate=0.5")
+"""Only arms the harness enforces: the sims never read prompts (see SIMS_NOTE)."""
+SIMS_NOTE = ("The simulated agents do not read prompts: each judges an observation from its "
+             "design label (failed → USELESS w.p. 0.99, real → 0.45) and stops by its policy, "
+             "so only arms the harness enforces change what they do (here with k = 3, so that "
+             "the rule fires before every policy's own stop: enforced_rule, lexical_rule, and "
+             "random_rule at a fixed USELESS rate of 0.5); prompt-only arms (permit, budget, "
+             "stated_rule, call_cost, decide) would repeat `none` and are left out.")
 
 
 def ensure_demo_set(db) -> None:
@@ -40,28 +48,31 @@ def ensure_demo_set(db) -> None:
 DEMO_TITLE = "Demo: the enforced rule on simulated agents"
 DEMO_BODY = """The demo grid runs five simulated policies with known stopping behaviour.
 
+The rules stop after k = 3 consecutive useless observations.
+
 - D1: for an agent that never stops on its own, the enforced rule raises mean6 success.
 - D2: for agents that stop by the clock or the deadline, the time-matched contrast is
   not positive (its 95% upper bound stays below +0.06).
 - D3: under the enforced rule, stopping follows the agent's own judgments (Δ > 0).
 """
 DEMO_TESTS = (
-    {"id": "D1", "kind": "paired_diff", "metric": "mean6", "a": "enforced_rule", "b": "none",
-     "alternative": "greater", "correction": "holm", "models": ["sim-never"]},
+    {"id": "D1", "kind": "paired_diff", "metric": "mean6", "a": "enforced_rule:k=3",
+     "b": "none", "alternative": "greater", "correction": "holm", "models": ["sim-never"]},
     {"id": "D2", "kind": "delta_bound", "condition": "none", "bound": "upper",
      "threshold": 0.06, "models": ["sim-never", "sim-deadline", "sim-clock6"]},
-    {"id": "D3", "kind": "delta_bound", "condition": "enforced_rule", "bound": "lower",
+    {"id": "D3", "kind": "delta_bound", "condition": "enforced_rule:k=3", "bound": "lower",
      "threshold": 0.0, "models": ["sim-never", "sim-deadline"]},
 )
 
 
 def ensure_demo_amendment(db, models) -> str:
     """The frozen demo amendment (created and frozen before the demo runs, once)."""
-    for row in prereg_rows.amendments(db):
-        if row["title"] == DEMO_TITLE and row["state"] == "frozen":
-            return str(row["id"])
     scope = {"models": list(DEMO_MODELS), "conditions": list(DEMO_CONDITIONS),
              "regimes": list(MEAN6), "question_sets": [DEMO_SET], "budgets": [8]}
+    for row in prereg_rows.amendments(db):
+        if (row["title"] == DEMO_TITLE and row["state"] == "frozen"
+                and row["scope"] == validate_scope(scope)):
+            return str(row["id"])
     amendment_id = prereg.create(db, DEMO_TITLE, DEMO_BODY, list(DEMO_TESTS), scope)
     prereg.freeze(db, amendment_id, models)
     return amendment_id
@@ -107,3 +118,62 @@ def run_demo(db_path: Path, config_path: Path, workers: int = 2) -> str:
         run_worker(settings, workers=workers, until_idle=True, on_tick=tick)
         tick()
     return amendment
+
+
+MAIN_DELTA = "own judgments, by t"
+"""The Δ variant the demo summary prints (`lab results delta` shows all of them)."""
+
+
+def summary(db_path: Path, amendment: str, colour: bool = False) -> str:
+    """The demo's tables for a reader: success, paired differences, the main Δ, cost,
+    and the registered tests' outcomes, each a screen or less (no charts).
+
+    Args:
+        db_path: the demo's lab.db.
+        amendment: the demo amendment's id.
+        colour: keep ANSI colours (a terminal).
+    """
+    from dataclasses import replace
+
+    from analysis.measures import compute, load_frames
+    from analysis.outcomes import evaluate
+    from analysis.tables import render_results
+    from console.prereg_cmd import outcome_lines
+
+    db = store.connect(db_path)
+    try:
+        frames = load_frames(db, runs=[DEMO_RUN])
+        results = compute(frames, ("success", "delta", "cost"))
+        tables = []
+        for table in results.tables:
+            if table.name == "delta":
+                table = replace(
+                    table, title="Time-matched contrast Δ (own judgments, by t)",
+                    rows=tuple(r for r in table.rows if r.scope == MAIN_DELTA),
+                    notes=table.notes + ("Other Δ variants and the design-label contrast: "
+                                         "`lab results delta` or the console's Results (7).",))
+            tables.append(table)
+        text = render_results(replace(results, tables=tuple(tables)), charts=False,
+                              colorless=not colour)
+        outcomes = outcome_lines(evaluate(prereg_rows.amendment(db, amendment), frames))
+    finally:
+        db.conn.close()
+    return "\n".join([SIMS_NOTE, "", text, "",
+                      f"Registered tests of {amendment} (frozen before the demo runs)",
+                      *outcomes,
+                      "", "Charts (hazard, answering action) and every table: `lab` opens the "
+                      "console on this lab.db (7 = Results)."])
+
+
+def finish_demo(db_path: Path, config_path: Path, amendment: str, no_console: bool) -> None:
+    """Open the console on the demo's results (a terminal), or print the summary."""
+    from console.console_cmd import is_tty
+
+    if is_tty("stdout") and is_tty("stdin") and not no_console:
+        from console.app import ConsoleConfig, make_app
+
+        make_app(db_path, ConsoleConfig(db_path=db_path, config_path=config_path,
+                                        first_screen="results")).run()
+        click.echo(f"demo tables: lab --db {db_path} results   (or `lab demo --no-console`)")
+        return
+    click.echo(summary(db_path, amendment, colour=is_tty("stdout")))

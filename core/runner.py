@@ -73,7 +73,8 @@ async def run_one(setup: EpisodeSetup, client: ModelClient,
 async def run_questions(db: Database, cell_id: int, cell: CellSpec,
                         questions: Sequence[Question], pool: ForeignPool, client: ModelClient,
                         live: bool = False, batch: int = 64, concurrency: int | None = None,
-                        should_stop: Callable[[], bool] | None = None) -> int:
+                        should_stop: Callable[[], bool] | None = None,
+                        live_first: int = 0) -> int:
     """Run a cell's missing episodes for `questions` and store them.
 
     Episodes run concurrently up to the model's concurrency. Finished episodes are
@@ -86,29 +87,42 @@ async def run_questions(db: Database, cell_id: int, cell: CellSpec,
         concurrency: a further bound on concurrent episodes (besides the model's).
         should_stop: checked before each episode starts; when it returns True no
             new episode starts, and the ones running finish and are stored.
+        live_first: without `live`, still put the first this many episodes started in
+            the live tables, all steps in one transaction when the episode ends, until
+            their batch is stored (instant sims: one per job keeps them visible in
+            `lab tail` and the console at the cost of one transaction per job).
 
     Returns:
         Number of episodes stored.
     """
     todo = [q for q in questions if not store.episode_exists(db, cell_id, q.id)]
     limit = asyncio.Semaphore(max(1, min(client.concurrency, concurrency or client.concurrency)))
-    label = f"{cell.model.name} / {cell.condition.name} / {cell.regime.name}"
+    label = f"{cell.model.name} / {cell.condition.label()} / {cell.regime.name}"
     done: list[tuple[int, EpisodeResult, int | None]] = []
-    stored = 0
+    stored = started = 0
 
     async def one(q: Question) -> None:
-        nonlocal stored
+        nonlocal stored, started
         async with limit:
             if should_stop is not None and should_stop():
                 return
+            # a sampled instant episode commits its live rows in one transaction at its end
+            sampled: list[Step] | None = [] if not live and started < live_first else None
+            started += 1
             live_id = store.live_start(db, cell_id, q.id, label) if live else None
             on_step = (lambda s: store.live_step(db, live_id, s)) if live_id else None
             try:
-                result = await run_one(setup_for(cell, q, pool, client), client, on_step)
+                result = await run_one(setup_for(cell, q, pool, client), client,
+                                       sampled.append if sampled is not None else on_step)
             except BaseException:  # a bug in lab, or cancelled: no stale "running" row
                 if live_id is not None:
                     store.live_end(db, live_id)
                 raise
+            if sampled is not None:
+                with store.write(db):
+                    live_id = store.live_start(db, cell_id, q.id, label)
+                    for step in sampled:
+                        store.live_step(db, live_id, step)
             done.append((cell_id, result, live_id))
             if len(done) >= batch:
                 items = done[:]

@@ -92,7 +92,8 @@ async def _run(db: Database, job: dict, settings: WorkerSettings,
     cell = cell_spec(db, job["cell_id"], settings)
     questions = store.load_questions(db, ids=job["question_ids"])
     client = make_client(cell.model)
-    # instant sims finish an episode in a millisecond: live rows would only slow them down
+    # instant sims finish an episode in a millisecond: live rows for every one would slow
+    # them down, so only the first episode of each job is tailed (lab tail, console Live)
     live = cell.model.backend != "sim" or bool(cell.model.params.get("latency_ms"))
     stop = _Stop()
     beat = asyncio.create_task(_heartbeat(db, job["id"], settings, stop))
@@ -100,7 +101,8 @@ async def _run(db: Database, job: dict, settings: WorkerSettings,
         await run_questions(db, job["cell_id"], cell, questions, _pool(db, cell, questions, pools),
                             client, live=live, batch=1 if live else 64,
                             concurrency=settings.concurrency,
-                            should_stop=lambda: stop.reason is not None)
+                            should_stop=lambda: stop.reason is not None,
+                            live_first=0 if live else 1)
     finally:
         if stop.reason is None:
             stop.reason = ""
