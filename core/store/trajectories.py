@@ -238,13 +238,31 @@ def _episode_where(f: EpisodeFilter, cells: dict[int, _Cell] | None) -> tuple[st
     return (" WHERE " + " AND ".join(clauses)) if clauses else "", args
 
 
-def _cell_selection(db: Database, f: EpisodeFilter) -> tuple[dict[int, _Cell], bool]:
-    """All cells, and whether the filter restricts them."""
-    cells = {c.id: c for c in _cells(db)}
-    restricted = bool(f.run or f.model or f.arm or f.regime or f.seed is not None)
-    if restricted:
-        cells = {i: c for i, c in cells.items() if _matches(c, f)}
-    return cells, restricted
+def _cell_selection(db: Database, f: EpisodeFilter) -> dict[int, _Cell] | None:
+    """The cells the filter allows, or None when it does not restrict cells.
+
+    Run, model, regime, seed and the condition name are matched in SQL; a full arm
+    label (with knobs) is then compared on the few cells left.
+    """
+    clauses: list[str] = []
+    args: list[Any] = []
+    for column, value in (("r.name", f.run), ("c.model", f.model), ("c.regime", f.regime),
+                          ("c.seed", f.seed), ("c.condition", f.arm.partition(":")[0])):
+        if value not in ("", None):
+            clauses.append(f"{column} = ?")
+            args.append(value)
+    if not clauses:
+        return None
+    cells = _cells(db, " WHERE " + " AND ".join(clauses), args)
+    return {c.id: c for c in cells if _matches(c, f)}
+
+
+def _cells_by_id(db: Database, ids: Sequence[int]) -> dict[int, _Cell]:
+    wanted = sorted(set(ids))
+    if not wanted:
+        return {}
+    return {c.id: c for c in _cells(db, f" WHERE c.id IN ({', '.join('?' * len(wanted))})",
+                                     wanted)}
 
 
 def list_episodes(db: Database, f: EpisodeFilter) -> list[EpisodeRow]:
@@ -257,18 +275,21 @@ def list_episodes(db: Database, f: EpisodeFilter) -> list[EpisodeRow]:
     Returns:
         The episodes.
     """
-    cells, restricted = _cell_selection(db, f)
-    if restricted and not cells:
+    cells = _cell_selection(db, f)
+    if cells is not None and not cells:
         return []
-    where, args = _episode_where(f, cells if restricted else None)
+    where, args = _episode_where(f, cells)
     if f.before_id is not None:
         where += (" AND " if where else " WHERE ") + "e.id < ?"
         args.append(f.before_id)
     sql = (f"SELECT e.id, e.cell_id, e.question_id, {_OUTCOME_CASE}, e.answer_action, "
            "(SELECT max(t) FROM steps s WHERE s.episode_id = e.id) "
            f"FROM episodes e{where} ORDER BY e.id DESC LIMIT ?")
+    found = db.conn.execute(sql, (*args, f.limit)).fetchall()
+    if cells is None:
+        cells = _cells_by_id(db, [r[1] for r in found])
     out = []
-    for eid, cid, qid, outcome, action, steps in db.conn.execute(sql, (*args, f.limit)):
+    for eid, cid, qid, outcome, action, steps in found:
         c = cells[cid]
         out.append(EpisodeRow(eid, c.run, c.model, c.arm, c.regime, c.seed, c.budget,
                               c.question_set, qid, outcome, action, int(steps or 0)))
@@ -285,10 +306,10 @@ def count_episodes(db: Database, f: EpisodeFilter) -> int:
     Returns:
         The count.
     """
-    cells, restricted = _cell_selection(db, f)
-    if restricted and not cells:
+    cells = _cell_selection(db, f)
+    if cells is not None and not cells:
         return 0
-    where, args = _episode_where(f, cells if restricted else None)
+    where, args = _episode_where(f, cells)
     return int(db.conn.execute(f"SELECT count(*) FROM episodes e{where}", args).fetchone()[0])
 
 
