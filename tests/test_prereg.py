@@ -266,3 +266,19 @@ def test_scoped_seeds_gate_the_grid(db):
     assert plan(db, req(amendment="A1"), models).mode == "governed"
     with pytest.raises(prereg.GateError, match="seed 1 is not in its scope"):
         plan(db, req(amendment="A1", seeds=(0, 1)), models)
+
+
+def test_a_scoped_models_spec_is_pinned_and_a_change_is_caught(db):
+    from core.models.registry import ModelSpec
+
+    models = builtin_models()
+    prereg.create(db, "pinned", "", TESTS, SCOPE)
+    prereg.freeze(db, "A1", models)
+    assert prereg.verify(db, models) == []
+    own5 = models["sim-own5"]
+    changed = {**models, "sim-own5": ModelSpec("sim-own5", "sim", {**own5.params, "k": 4})}
+    assert [p.what for p in prereg.verify(db, changed)] == [
+        p.what for p in prereg.verify(db, changed) if p.what.startswith("model sim-own5 changed")]
+    assert prereg.verify(db, changed)
+    with pytest.raises(prereg.GateError, match="model sim-own5 changed since A1 was frozen"):
+        plan(db, req(amendment="A1"), changed)
