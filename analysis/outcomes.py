@@ -35,7 +35,7 @@ from analysis.measures import Frames
 from analysis.outcome_data import TestData, Unit
 from analysis.outcome_kinds import NA, Part
 from core.errors import LabError
-from core.registered_tests import bound_rule, named_conditions
+from core.registered_tests import bound_rule, inherit, named_conditions
 
 VERDICTS = ("pass", "fail", "partial", NA)
 
@@ -235,7 +235,7 @@ def _classify(data: TestData, test: Mapping[str, Any], units: Sequence[Unit], n_
             if subs is None:
                 label, why = o["label"], "else"
                 break
-            held = [_holds(data, dict(s), unit, n_boot, seed) for s in subs]
+            held = [_holds(data, inherit(test, s), unit, n_boot, seed) for s in subs]
             if any(h is None for h in held):
                 label, why = NA, f"cannot evaluate a condition of '{o['label']}'"
                 break

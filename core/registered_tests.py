@@ -101,10 +101,26 @@ def named_regimes(test: Mapping[str, Any]) -> list[str]:
 
 
 def named_budgets(test: Mapping[str, Any]) -> list[int]:
-    """The budgets a test uses: `budgets` (budget_contrast) or `budget` (default 8)."""
+    """The budgets a test uses: `budgets` (budget_contrast), `budget` (default 8), or for
+    a classify test every budget its conditions use."""
     if test.get("kind") == "budget_contrast":
         return list(test["budgets"])
+    if test.get("kind") == "classify":
+        return sorted({b for sub in subtests(test) for b in named_budgets(sub)})
     return [test.get("budget", DEFAULT_BUDGET)]
+
+
+def inherit(parent: Mapping[str, Any], sub: Mapping[str, Any]) -> dict[str, Any]:
+    """A classify condition with its parent's `budget` unless it names its own."""
+    if "budget" in parent and "budget" not in sub and sub.get("kind") != "budget_contrast":
+        return {**sub, "budget": parent["budget"]}
+    return dict(sub)
+
+
+def subtests(test: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Every test inside a classify test's outcomes, as evaluated (`inherit`)."""
+    return [inherit(test, sub) for o in test.get("outcomes", [])
+            for sub in o.get("all", o.get("any", []))]
 
 
 def bound_rule(test: Mapping[str, Any]) -> tuple[str, str]:
@@ -247,8 +263,9 @@ def validate_test(test: Any, where: str, nested: bool = False) -> dict[str, Any]
     if not isinstance(kind, str) or kind not in allowed_kinds:
         raise ConfigError(f"{label}: unknown kind {kind!r}; one of: {', '.join(allowed_kinds)}")
     allowed = _fields(kind)
-    if nested:
-        del allowed["models"]
+    if nested:  # a condition reads its parent's units and data
+        for key in ("models", "runs", "datasets", "question_sets"):
+            del allowed[key]
     for key in test:  # unknown fields first: a typo should be named as such
         if key not in allowed:
             raise ConfigError(f"{label}: unknown field '{key}' for kind {kind} "
@@ -267,17 +284,9 @@ def validate_test(test: Any, where: str, nested: bool = False) -> dict[str, Any]
     return test
 
 
-def _nested(test: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """The test and every sub-test of its outcomes."""
-    out = [test]
-    for o in test.get("outcomes", []):
-        out += o.get("all", o.get("any", []))
-    return out
-
-
 def _check_within_scope(test: Mapping[str, Any], scope: Mapping[str, Any], label: str) -> None:
     """A test may only name models, regimes, sets, datasets and budgets of its scope."""
-    for t in _nested(test):
+    for t in [test, *subtests(test)]:
         named = {"models": t.get("models", []), "regimes": named_regimes(t),
                  "question_sets": t.get("question_sets", []),
                  "datasets": t.get("datasets", []), "budgets": named_budgets(t)}

@@ -352,6 +352,24 @@ def test_classify_takes_the_first_outcome_that_holds():
     assert one(f, {**test, "models": ["m2"]}).verdict == "n.a."
 
 
+def test_classify_conditions_inherit_the_budget_and_may_span_two():
+    b = Builder()
+    for i in range(2):
+        b.add(cond="budget", q=f"q{i}", obs="x" * 5, answer_at=6, budget=16, tool_calls=5)
+        b.add(cond="budget", q=f"q{i}", obs="x" * 5, answer_at=6, tool_calls=5)
+    test = {"id": "A9x", "kind": "classify", "budget": 16, "models": ["m1"], "outcomes": [
+        {"label": "pass", "all": [
+            {"kind": "median_action", "condition": "budget", "op": "<=", "value": 7},
+            {"kind": "budget_contrast", "condition": "budget", "metric": "tool_calls",
+             "budgets": [16, 8], "absolute": True, "op": "<=", "threshold": 1}]},
+        {"label": "fail"}]}
+    got = one(b.frames(), test)
+    assert got.verdict == "pass" and got.n_episodes == 4  # budget 16 and, for the contrast, 8
+    only16 = dict(test, outcomes=[{"label": "pass", "all": [test["outcomes"][0]["all"][0]]},
+                                  {"label": "fail"}])
+    assert one(b.frames(), only16).n_episodes == 2
+
+
 def test_verdict_rules():
     from analysis.outcome_data import Unit
     from analysis.outcome_kinds import Part
