@@ -296,7 +296,8 @@ class TrajectoriesScreen(LabScreen):
         self._rows = rows
         table.clear()
         for r in rows:
-            table.add_row(str(r.id), r.model, r.arm, render.short_regime(r.regime), str(r.seed), r.question_id,
+            table.add_row(str(r.id), r.model, r.arm, render.short_regime(r.regime), str(r.seed),
+                          r.question_id,
                           Text(render.OUTCOME_MARK[r.outcome], style=render.OUTCOME_STYLE[
                               r.outcome]), str(r.answer_action or r.steps), r.run,
                           key=str(r.id))
@@ -304,7 +305,7 @@ class TrajectoriesScreen(LabScreen):
             index = next((i for i, r in enumerate(rows) if r.id == keep.id), 0)
             table.move_cursor(row=index)
         what = self.filter.describe() or "all episodes"
-        more = f"; n: older" if len(rows) < message.total else ""
+        more = "; n: older" if len(rows) < message.total else ""
         self.query_one("#traj-status", Static).update(
             f"{len(rows)} of {message.total} episodes · filter: {what} · / filters{more}")
 
