@@ -74,3 +74,20 @@ def cached_fixture(cache: Path, target: Path) -> Path:
         tmp.rename(cache)
     shutil.copy(cache, target)
     return target
+
+
+def console_app(db: Path, **config: object):
+    """The console on `db`, named relative to the test's directory (the header shows it),
+    with the clock frozen at FIXED_TS and no endpoint checks unless asked."""
+    from console.app import ConsoleConfig, make_app
+
+    rel = Path(db.name) if db.parent == Path.cwd() else db
+    settings = {"clock": lambda: FIXED_TS, "check_endpoints": False, **config}
+    return make_app(rel, ConsoleConfig(db_path=rel, **settings))  # type: ignore[arg-type]
+
+
+async def settle(pilot) -> None:
+    """Wait for every worker, then let the screen refresh (twice: results start workers)."""
+    for _ in range(2):
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()

@@ -22,7 +22,7 @@ from core import store
 from core.store import monitor
 
 CHECK_TIMEOUT_S = 2.0
-WIDE = 120
+WIDE = 160
 
 
 @dataclass(frozen=True)

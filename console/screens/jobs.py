@@ -197,6 +197,8 @@ class JobsScreen(LabScreen):
         for key in [k for k in self._tree_keys if k not in wanted]:
             if key in self._tree_keys:
                 self._drop(self._tree_keys[key])
+        if tree.cursor_line < 0 and tree.root.children:
+            tree.cursor_line = 0  # actions apply at once to the first run
         if not runs:
             self.query_one("#jobs-hint", Static).update(
                 "nothing queued yet: enqueue a grid (key 3 or lab enqueue …)")
@@ -220,7 +222,7 @@ class JobsScreen(LabScreen):
         if node is None:
             node = (parent.add(label, data=key, allow_expand=True) if expandable
                     else parent.add_leaf(label, data=key))
-            if key[0] == "run":
+            if key[0] == "run" or (key[0] == "grid" and key[1] in self._open_grids):
                 node.expand()
             self._tree_keys[key] = node
         else:

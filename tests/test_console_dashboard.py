@@ -1,0 +1,116 @@
+"""Dashboard (key 1) and its reads in core/store/monitor.py, on a lab.db filled by the
+real queue: queue counts, workers (lost when silent past the lease), episodes/s,
+spend, endpoints (checked in a worker), events; snapshots at 80×24 and 120×40."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+from textual.widgets import DataTable, Static
+
+from core import store
+from core.store import jobs as ledger
+from core.store import monitor
+from jobs.control import control
+from jobs.settings import WorkerSettings
+from tests.console_fixture import FIXED_TS, build, console_app, freeze_times, settle
+
+
+@pytest.fixture(scope="session")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The console fixture lab.db (4 cells × 2 regimes of sims, run), times frozen."""
+    path = build(tmp_path_factory.mktemp("dash") / "lab.db")
+    freeze_times(path)
+    return path
+
+
+@pytest.fixture
+def lab_db(built: Path, tmp_path: Path) -> Path:
+    """A private copy of the fixture in the test's directory."""
+    for suffix in ("", "-wal", "-shm"):
+        if Path(str(built) + suffix).exists():
+            shutil.copy(str(built) + suffix, str(tmp_path / "lab.db") + suffix)
+    return tmp_path / "lab.db"
+
+
+def _cells(table: DataTable) -> list[list[str]]:
+    return [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
+
+
+def test_monitor_reads(lab_db: Path) -> None:
+    db = store.connect(lab_db)
+    q = monitor.queue_counts(db)
+    assert q.jobs["done"] == 16 and q.jobs["queued"] == 0 and q.episodes == 480
+    assert q.errored == 0
+    # every fixture episode finished at FIXED_TS: 480 in the last minute, none a minute later
+    assert monitor.episodes_per_s(db, now=FIXED_TS + 30) == pytest.approx(480 / 60)
+    assert monitor.episodes_per_s(db, now=FIXED_TS + 61) == 0
+    assert [s.model for s in monitor.spend(db)] == ["sim-never", "sim-own5"]
+    assert sum(s.episodes for s in monitor.spend(db)) == 480
+    ledger.register_worker(db, "ghost:9")  # a worker that then goes silent
+    now = ledger.workers(db)[0]["heartbeat_at"]
+    states = {w.id: w.state for w in monitor.workers(db, lease_s=60, now=now + 61)}
+    assert states == {"ghost:9": "lost", "fixture-host:1": "stopped"}
+    states = {w.id: w.state for w in monitor.workers(db, lease_s=60, now=now + 1)}
+    assert states["ghost:9"] == "running"
+
+
+@pytest.mark.asyncio
+async def test_dashboard_shows_queue_workers_spend_events(lab_db: Path) -> None:
+    db = store.connect(lab_db)
+    ledger.register_worker(db, "ghost:9")
+    control(db, WorkerSettings(db_path=lab_db), "pause", "run", "fixture")
+    app = console_app(lab_db, clock=lambda: time.time() + 120)  # ghost silent for 2 min
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        text = str(app.screen.query_one("#queue-text", Static).render())
+        assert "done 16" in text and "480 stored" in text and "0 errored" in text
+        workers = _cells(app.screen.query_one("#workers", DataTable))
+        assert any(r[0] == "ghost:9" and "LOST" in r[1] for r in workers)
+        spend = _cells(app.screen.query_one("#spend", DataTable))
+        assert [r[0] for r in spend] == ["sim-never", "sim-own5"]
+        events = _cells(app.screen.query_one("#events", DataTable))
+        assert [r[1] for r in events][:2] == ["pause", "enqueue"]
+
+
+@pytest.mark.asyncio
+async def test_dashboard_endpoint_check_in_a_worker(lab_db: Path, tmp_path: Path) -> None:
+    registry = tmp_path / "lab.toml"
+    registry.write_text('[models.local]\nbackend = "openai"\nmodel = "m"\n'
+                        'endpoints = ["http://127.0.0.1:9/v1"]\n')
+    app = console_app(lab_db, config_path=registry)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        rows = _cells(app.screen.query_one("#endpoints", DataTable))
+        assert rows[0][:3] == ["local", "vLLM", "http://127.0.0.1:9/v1"]
+        assert "not checked" in rows[0][3]
+        await pilot.press("h")
+        await settle(pilot)
+        rows = _cells(app.screen.query_one("#endpoints", DataTable))
+        assert "unreachable" in rows[0][3]
+
+
+@pytest.mark.asyncio
+async def test_dashboard_reloads_when_workers_commit(lab_db: Path) -> None:
+    app = console_app(lab_db, poll_s=0.05)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        db = store.connect(lab_db)
+        control(db, WorkerSettings(db_path=lab_db), "cancel", "job", 1)
+        for _ in range(40):
+            await pilot.pause(0.05)
+            await settle(pilot)
+            if "cancel" in [r[1] for r in _cells(app.screen.query_one("#events", DataTable))]:
+                break
+        assert "cancel" in [r[1] for r in _cells(app.screen.query_one("#events", DataTable))]
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+def test_snapshot(snap_compare, lab_db: Path, size: tuple[int, int]) -> None:
+    async def loaded(pilot) -> None:
+        await settle(pilot)
+
+    assert snap_compare(console_app(lab_db), terminal_size=size, run_before=loaded)

@@ -1,0 +1,145 @@
+"""Jobs (key 4): runs → grids → jobs on a real ledger; pause, resume, cancel and retry
+on the selected node, each only after `y` (and nothing on `n`); snapshots."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from textual.widgets import Tree
+
+from console.widgets.confirm import Confirm
+from core import store
+from core.store import jobs as ledger
+from tests.console_fixture import build, console_app, freeze_times, settle
+
+
+@pytest.fixture(scope="session")
+def queued(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A lab.db whose grid is enqueued but not run (16 queued jobs), times frozen."""
+    path = build(tmp_path_factory.mktemp("jobs") / "lab.db", run=False)
+    freeze_times(path)
+    return path
+
+
+@pytest.fixture
+def lab_db(queued: Path, tmp_path: Path) -> Path:
+    """A private copy in the test's directory (the Huey queue file is made on demand)."""
+    shutil.copy(queued, tmp_path / "lab.db")
+    return tmp_path / "lab.db"
+
+
+def _labels(app) -> list[str]:
+    tree = app.screen.query_one(Tree)
+    out = []
+    stack = list(reversed(tree.root.children))
+    while stack:
+        node = stack.pop()
+        out.append(str(node.label))
+        if node.is_expanded:
+            stack.extend(reversed(node.children))
+    return out
+
+
+def _states(db_path: Path) -> dict[str, int]:
+    db = store.connect(db_path)
+    try:
+        return ledger.job_states(db)
+    finally:
+        db.conn.close()
+
+
+async def _open(pilot) -> None:
+    await pilot.press("4")
+    await settle(pilot)
+
+
+@pytest.mark.asyncio
+async def test_tree_runs_grids_jobs(lab_db: Path) -> None:
+    app = console_app(lab_db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _open(pilot)
+        labels = _labels(app)
+        assert labels[0].startswith("run fixture") and "0/480" in labels[0]
+        assert labels[1].startswith("grid 1") and "[queued 16]" in labels[1]
+        assert len(labels) == 2  # jobs are read only once their grid opens
+        await pilot.press("j", "l")  # vi keys: down to the grid, open it
+        await settle(pilot)
+        labels = _labels(app)
+        assert len(labels) == 18
+        assert "job 1" in labels[2] and "queued" in labels[2] and "sim-never · none · clean" \
+            in labels[2] and "0/50" in labels[2]
+
+
+@pytest.mark.asyncio
+async def test_filter_keeps_matching_jobs(lab_db: Path) -> None:
+    app = console_app(lab_db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _open(pilot)
+        await pilot.press("j", "l")
+        await settle(pilot)
+        await pilot.press("slash", *"own5", "enter")
+        await settle(pilot)
+        jobs = [label for label in _labels(app) if label.startswith("job")]
+        assert len(jobs) == 8 and all("sim-own5" in j for j in jobs)
+        await pilot.press("escape")
+        await settle(pilot)
+        assert len(_labels(app)) == 18  # cleared: every job again, the grid still open
+
+
+@pytest.mark.asyncio
+async def test_pause_resume_cancel_retry_behind_confirmation(lab_db: Path) -> None:
+    app = console_app(lab_db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _open(pilot)
+        # cursor on the run node: every action applies to the whole run
+        await pilot.press("P")
+        await pilot.pause()
+        assert isinstance(app.screen, Confirm)
+        await pilot.press("n")  # declined: nothing changes
+        await settle(pilot)
+        assert _states(lab_db) == {"queued": 16}
+        for key, expected in (("P", {"paused": 16}), ("u", {"queued": 16}),
+                              ("x", {"cancelled": 16}), ("t", {"queued": 16})):
+            await pilot.press(key)
+            await pilot.pause()
+            assert isinstance(app.screen, Confirm), key
+            await pilot.press("y")
+            await settle(pilot)
+            assert _states(lab_db) == expected, key
+        labels = _labels(app)
+        assert "[queued 16]" in labels[1]  # the tree shows the new states
+
+
+@pytest.mark.asyncio
+async def test_action_on_one_job_and_error_line(lab_db: Path) -> None:
+    app = console_app(lab_db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _open(pilot)
+        await pilot.press("j", "l")
+        await settle(pilot)
+        await pilot.press("j")  # job 1
+        await pilot.press("x", "y")
+        await settle(pilot)
+        assert _states(lab_db) == {"cancelled": 1, "queued": 15}
+        assert "cancelled" in _labels(app)[2]
+        await pilot.press("u", "y")  # resume: job 1 is cancelled, not paused → 0 jobs
+        await settle(pilot)
+        assert _states(lab_db) == {"cancelled": 1, "queued": 15}
+        # the grid vanishing under the console: the library's one-line error is shown
+        conn = store.connect(lab_db).conn
+        conn.execute("DELETE FROM jobs WHERE id = 1")
+        await pilot.press("t", "y")
+        await settle(pilot)
+        assert any("no jobs for job 1" in str(n.message) for n in app._notifications)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+def test_snapshot(snap_compare, lab_db: Path, size: tuple[int, int]) -> None:
+    async def opened(pilot) -> None:
+        await _open(pilot)
+        await pilot.press("j", "l")
+        await settle(pilot)
+
+    assert snap_compare(console_app(lab_db), terminal_size=size, run_before=opened)
