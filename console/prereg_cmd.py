@@ -344,8 +344,9 @@ def document_markdown(db, n_boot: int = 2000) -> str:
                 "episodes after freeze |", "|---|---|---|---|---|---|---|"]
         for o in results:
             after = {True: "all", False: "**no**", None: "–"}[o.after_freeze]
-            out.append(f"| {o.amendment} | {o.id} | {o.prediction} | {o.verdict} | "
-                       f"{o.numbers} | {', '.join(o.runs) or '–'} | {after} ({o.n_episodes}) |")
+            cells = [o.amendment, o.id, o.prediction, o.verdict, o.numbers,
+                     ", ".join(o.runs) or "–", f"{after} ({o.n_episodes})"]
+            out.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     return "\n".join(out) + "\n"
 
 
