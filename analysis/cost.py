@@ -2,7 +2,8 @@
 
 TPC (tokens per correct answer, over-searching paper §3.2) is
 Σ(output tokens + 0.25·input tokens + 500·tool calls) / Σ correct, +∞ with no
-correct answer. Utility is success − λ·calls, averaged over regimes like success
+correct answer; tokens of judgment forks that only measure are left out
+(``charged_tokens``). Utility is success − λ·calls, averaged over regimes like success
 (mean6 when the arm ran all six mean6 regimes, else every regime it ran).
 
 Calls charged to an arm (``charged_calls``) are its tool calls plus the model calls
@@ -155,8 +156,36 @@ def measurement_calls(episodes: pd.DataFrame) -> pd.Series:
     return episodes["extra_calls"].astype(np.int64) - own_calls(episodes)
 
 
+def charged_tokens(episodes: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
+    """Input and output tokens charged to each episode's arm.
+
+    Judgment forks that only measure (``judge=true``, the sim's recorded judgments)
+    are not the arm's cost: for those episodes only the acting turns' tokens (the
+    sum over its steps) count. Episodes whose condition needs its judgments are
+    charged everything. Frames without the ``acting_*`` columns are charged in full.
+
+    Args:
+        episodes: episode frame (``input_tokens``, ``output_tokens``, optionally
+            ``acting_input_tokens``, ``acting_output_tokens``; see ``own_calls``).
+
+    Returns:
+        (input tokens, output tokens), float Series aligned with `episodes`.
+    """
+    tin = episodes["input_tokens"].astype(float)
+    tout = episodes["output_tokens"].astype(float)
+    if "acting_input_tokens" not in episodes or episodes.empty:
+        return tin, tout
+    measuring = (measurement_calls(episodes) > 0).to_numpy()
+    tin = tin.where(~measuring, episodes["acting_input_tokens"].astype(float))
+    tout = tout.where(~measuring, episodes["acting_output_tokens"].astype(float))
+    return tin, tout
+
+
 def tpc(episodes: pd.DataFrame) -> float:
     """Tokens per correct answer: Σ(output + 0.25·input + 500·tool calls) / Σ correct.
+
+    Tokens are the ones charged to the arm (``charged_tokens``): judgment forks that
+    only measure are left out.
 
     Args:
         episodes: error-free episodes.
@@ -166,8 +195,8 @@ def tpc(episodes: pd.DataFrame) -> float:
     """
     if episodes.empty:
         return math.nan
-    cost = (episodes["output_tokens"].sum() + TPC_INPUT * episodes["input_tokens"].sum()
-            + TPC_CALL * episodes["tool_calls"].sum())
+    tin, tout = charged_tokens(episodes)
+    cost = tout.sum() + TPC_INPUT * tin.sum() + TPC_CALL * episodes["tool_calls"].sum()
     correct = episodes["correct"].sum()
     return float(cost / correct) if correct else math.inf
 
@@ -357,7 +386,8 @@ def cost_table(episodes: pd.DataFrame, lam: float = LAMBDA, n_boot: int = N_BOOT
              "measurement calls and never charged), averaged like success (mean6 when all six "
              "ran); tokens are means per episode (cache reads and writes are part of tok.in); "
              "dollars are totals; TPC = Σ(output + "
-             "0.25·input + 500·tool calls)/Σ correct."),)
+             "0.25·input + 500·tool calls)/Σ correct, without the tokens of judgments that "
+             "only measure."),)
     return Table("cost", "Stopping and cost", tuple(rows), notes, "wide", ("utility",),
                  (("answered", "d"), ("median action", ".1f"), ("final share", ".2f"),
                   ("tool calls", ".2f"), ("own calls", ".2f"), ("measurement calls", ".2f"),

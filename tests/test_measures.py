@@ -329,6 +329,18 @@ def test_stopping_cost_and_tpc_by_hand():
     assert math.isinf(tpc(ep.assign(correct=0)))
 
 
+def test_tpc_leaves_out_tokens_of_judgments_that_only_measure():
+    specs = [{"failed": "11", "finish": 3, "correct": 1, "inp": 1000, "out": 100, "extra": 2}]
+    ep, _ = build(specs)
+    # the acting turns used 600 of the 1000 input and 80 of the 100 output tokens;
+    # the rest went to the 2 judgment forks
+    ep = ep.assign(acting_input_tokens=600, acting_output_tokens=80)
+    # condition none: the forks only measure -> 80 + 0.25*600 + 500*2 = 1230
+    assert tpc(ep) == pytest.approx(1230)
+    # enforced_rule needs its judgments -> everything is charged: 100 + 250 + 1000
+    assert tpc(ep.assign(condition="enforced_rule")) == pytest.approx(1350)
+
+
 def test_judgment_rates_first_repeat_and_dissociation():
     specs = [
         {"judg": "FFU", "failed": "000", "sources": ["gold", "gold", "distractor"],

@@ -29,7 +29,11 @@ SELECT e.id AS episode_id, r.name AS run, r.amendment_id AS amendment, e.cell_id
        e.answer_action, e.correct, e.f1, e.em, e.placeholder, e.tool_calls, e.extra_calls,
        e.format_failures, e.forced_turns, e.refused_calls, e.input_tokens, e.output_tokens,
        e.cache_read_tokens, e.cache_write_tokens, e.cost_usd, e.end_reason, e.error,
-       e.started_at, e.finished_at
+       e.started_at, e.finished_at,
+       (SELECT COALESCE(sum(s.input_tokens), 0) FROM steps s WHERE s.episode_id = e.id)
+           AS acting_input_tokens,
+       (SELECT COALESCE(sum(s.output_tokens), 0) FROM steps s WHERE s.episode_id = e.id)
+           AS acting_output_tokens
 FROM episodes e JOIN cells c ON c.id = e.cell_id JOIN runs r ON r.id = c.run_id
 LEFT JOIN questions q ON q.id = e.question_id
 """
