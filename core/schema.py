@@ -311,6 +311,28 @@ def _errored_episodes(db: Database) -> None:
         raise StoreError(f"migration 0003 broke {len(broken)} foreign-key links: {broken[:3]}")
 
 
-SCHEMA_VERSION = 3
+@MIGRATIONS(name="0004_protocol_columns")
+def _protocol_columns(db: Database) -> None:
+    """Columns for the rest of the paper's protocol (issue 11).
+
+    - steps.reasoning / reasoning_tokens: thinking-mode text of that turn, stored
+      apart from the thought and never fed back; episodes.reasoning_tokens totals it.
+    - steps.discarded: a turn the stated-judgment rule discarded and re-asked with the
+      forced-finish instruction (kept for the record, counted in extra calls).
+    - steps.tool_source: which source a search ran on ("primary" or "backup" in
+      two-source runs; NULL otherwise).
+    """
+    db.executescript(
+        """
+        ALTER TABLE steps ADD COLUMN reasoning TEXT;
+        ALTER TABLE steps ADD COLUMN reasoning_tokens INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE steps ADD COLUMN discarded INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE steps ADD COLUMN tool_source TEXT;
+        ALTER TABLE episodes ADD COLUMN reasoning_tokens INTEGER NOT NULL DEFAULT 0;
+        """
+    )
+
+
+SCHEMA_VERSION = 4
 """Number of migrations above (bump it with each one; a test checks the count); equals
 `PRAGMA user_version` of an up-to-date lab.db."""
