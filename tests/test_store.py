@@ -181,7 +181,8 @@ def test_migration_0003_keeps_every_episode_and_step_and_frees_errored_pairs(db_
     assert store.schema_version(db) == SCHEMA_VERSION >= 3
     n = len(before[0])
     assert [r[:n] for r in conn.execute("SELECT * FROM episodes ORDER BY id")] == before
-    assert conn.execute("SELECT * FROM steps ORDER BY episode_id, t").fetchall() == steps
+    m = len(steps[0])
+    assert [r[:m] for r in conn.execute("SELECT * FROM steps ORDER BY episode_id, t")] == steps
     assert conn.execute("SELECT attempt, prompts_sha256 FROM episodes WHERE id = 9"
                         ).fetchone() == (1, None)
     assert {r[2] for r in conn.execute("PRAGMA foreign_key_list(steps)")} == {"episodes"}
