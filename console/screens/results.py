@@ -125,6 +125,7 @@ class ResultsScreen(LabScreen):
 
         computed: Computed
         fingerprint: tuple[int, int]
+        generation: int
 
     @dataclass
     class Drilled(Message):
@@ -162,6 +163,7 @@ class ResultsScreen(LabScreen):
         self._drill: CellDecisions | None = None
         self._provenance = ""
         self._stale = False
+        self._generation = 0
 
     def compose(self) -> ComposeResult:
         """Provenance, tabs, status, the body views, footer."""
@@ -236,7 +238,7 @@ class ResultsScreen(LabScreen):
             self.notify(str(exc), severity="error")
             return
         event.input.remove_class("shown")
-        self._frames, self._computed = None, {}
+        self._forget()
         self.reload()
 
     def action_back(self) -> None:
@@ -244,6 +246,7 @@ class ResultsScreen(LabScreen):
         box = self.query_one("#results-select", Input)
         if box.has_class("shown"):
             box.remove_class("shown")
+            self._switch(self._body() or "results-text-view")
         elif self._body() == "results-drill":
             self._switch("results-delta")
         self.refresh_bindings()
@@ -261,8 +264,13 @@ class ResultsScreen(LabScreen):
 
     def action_reload(self) -> None:
         """Recompute from lab.db now."""
-        self._frames, self._computed = None, {}
+        self._forget()
         self.reload()
+
+    def _forget(self) -> None:
+        """Drop what was computed; results of computations still running are ignored."""
+        self._frames, self._computed = None, {}
+        self._generation += 1
 
     def action_export(self) -> None:
         """Write the table shown to CSV in the console's export folder."""
@@ -317,7 +325,7 @@ class ResultsScreen(LabScreen):
             self.post_message(self.Stale())
 
     @work(thread=True, exclusive=True, group="results-compute")
-    def _compute(self, view: str, width: int, height: int) -> None:
+    def _compute(self, view: str, width: int, height: int, generation: int) -> None:
         from analysis.measures import compute, load_frames
         from core.store.frames import check_selection
         from analysis.tables import render_table
@@ -336,6 +344,8 @@ class ResultsScreen(LabScreen):
             return
         finally:
             db.conn.close()
+        if generation != self._generation:
+            return
         self._frames = frames
         name = next(t for v, _, t in VIEWS if v == view)
         shared = next((c for c in self._computed.values() if c.results.table(name)), None)
@@ -345,7 +355,7 @@ class ResultsScreen(LabScreen):
         text = "\n\n".join(render_table(t) for t in display_tables(view, tables))
         charts = self._charts(view, results, width, height)
         computed = Computed(view, tables, text, charts, results, time.monotonic() - started)
-        self.post_message(self.Ready(computed, fingerprint))
+        self.post_message(self.Ready(computed, fingerprint, generation))
 
     @staticmethod
     def _charts(view: str, results: Results, width: int, height: int) -> tuple[str, ...]:
@@ -413,7 +423,8 @@ class ResultsScreen(LabScreen):
         self.query_one("#results-body", ContentSwitcher).current = body
         focus = {"results-delta": "#results-grid", "results-drill": "#results-drill-table",
                  "results-text-view": "#results-text-view"}[body]
-        self.query_one(focus).focus()
+        if not self.query_one("#results-select").has_class("shown"):
+            self.query_one(focus).focus()  # never take the keys away from the selection
         self.refresh_bindings()
 
     def _show_view(self) -> None:
@@ -424,7 +435,7 @@ class ResultsScreen(LabScreen):
             self._switch("results-text-view")
             self.query_one("#results-text", Static).update("")
             self.query_one("#results-chart", Static).display = False
-            self._compute(self.view, self.size.width, self.size.height)
+            self._compute(self.view, self.size.width, self.size.height, self._generation)
             return
         self._status(computed)
         if self.view == "delta":
@@ -542,6 +553,8 @@ class ResultsScreen(LabScreen):
 
     def on_results_screen_ready(self, message: Ready) -> None:
         """Show a computed view (if it is still the one asked for)."""
+        if message.generation != self._generation:
+            return
         if message.fingerprint != self._fingerprint and self._stale:
             self._stale = False
             self._show_provenance()
@@ -584,7 +597,7 @@ class ResultsScreen(LabScreen):
 
     def on_results_screen_exported(self, message: Exported) -> None:
         """Tell where the CSV went."""
-        self.notify(f"wrote {message.path}", title="export", timeout=8)
+        self.notify(f"wrote {message.path}", title="export", timeout=15)
 
     def on_results_screen_failed(self, message: Failed) -> None:
         """Show an error in one line."""
