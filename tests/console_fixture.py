@@ -88,6 +88,11 @@ def console_app(db: Path, **config: object):
 
 async def settle(pilot) -> None:
     """Wait for every worker, then let the screen refresh (twice: results start workers)."""
+    from textual.worker import WorkerCancelled
+
     for _ in range(2):
-        await pilot.app.workers.wait_for_complete()
+        try:
+            await pilot.app.workers.wait_for_complete()
+        except WorkerCancelled:  # an exclusive worker replaced by a newer one
+            await pilot.app.workers.wait_for_complete()
         await pilot.pause()

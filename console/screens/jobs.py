@@ -111,8 +111,8 @@ def job_label(j: monitor.JobRow) -> Text:
     """One job: state, cell, stored/expected, errored, attempts, last error."""
     text = Text(f"job {j.id:<4} ")
     text.append(f"{STATE_MARK.get(j.state, '')} {j.state:<9}", style=STATE_STYLE.get(j.state, ""))
-    text.append(f" {j.model} · {arm_label(j.condition_spec)} · {j.regime} · seed {j.seed}"
-                f"  {j.stored}/{j.expected}")
+    text.append(f" {j.stored:>2}/{j.expected:<2}  {j.model} · {arm_label(j.condition_spec)} · "
+                f"{j.regime} · seed {j.seed}")
     if j.errored:
         text.append(f"  ✗ {j.errored} errored", style="bold red")
     if j.attempts > 1:
@@ -204,8 +204,8 @@ class JobsScreen(LabScreen):
                 "nothing queued yet: enqueue a grid (key 3 or lab enqueue …)")
         else:
             self.query_one("#jobs-hint", Static).update(
-                "enter/l opens a grid's jobs · P pause · u resume · x cancel · t retry · "
-                "E retry errored · each asks y/n")
+                "enter/l opens a grid · P pause · u resume · x cancel · t retry · "
+                "E errored (y/n)")
 
     def _drop(self, node: TreeNode) -> None:
         """Remove a node and forget it and its descendants."""

@@ -85,9 +85,9 @@ def read_update(db, current: Episode | None, seen_t: int, finished: bool, follow
     """
     target = pick
     if target is None and follow and (current is None or finished):
-        newest = ledger.newest_live(db)
-        if newest is not None and (current is None or newest != current.live_id):
-            target = newest
+        # live ids are reused once rows are deleted: after the shown episode is stored,
+        # any live row is a new episode
+        target = ledger.newest_live(db)
     if target is not None:
         info = ledger.live_info(db, target)
         if info is None:
@@ -102,9 +102,16 @@ def read_update(db, current: Episode | None, seen_t: int, finished: bool, follow
     return _steps_of(db, current, seen_t)
 
 
+def _same(info: dict | None, ep: Episode) -> bool:
+    """The live row is still this episode (live ids are reused once rows are deleted)."""
+    return (info is not None and info["cell_id"] == ep.cell_id
+            and info["question_id"] == ep.question_id)
+
+
 def _steps_of(db, ep: Episode, seen_t: int, switched: bool = False) -> Update:
-    steps = store.live_steps(db, ep.live_id, after_t=seen_t)
-    if ledger.live_info(db, ep.live_id) is not None:
+    running = _same(ledger.live_info(db, ep.live_id), ep)
+    steps = store.live_steps(db, ep.live_id, after_t=seen_t) if running else []
+    if running:
         return Update(ep if switched else None, switched, [(s, _title(db, s)) for s in steps])
     # stored (or dropped): the finished episode's rows are the record now
     episode_id = (ledger.finished_episode(db, ep.cell_id, ep.question_id)
@@ -235,8 +242,10 @@ class LiveScreen(LabScreen):
         pick, self._pick_id = self._pick_id, None
         db = store.connect(self.lab.db_path)
         try:
+            db.conn.execute("BEGIN")  # one snapshot: live rows and stored episodes agree
             update = read_update(db, self.episode, self.seen_t, self.finished, self.follow,
                                  pick)
+            db.conn.execute("COMMIT")
         finally:
             db.conn.close()
         self.app.call_from_thread(self._apply, update)

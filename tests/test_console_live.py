@@ -1,0 +1,191 @@
+"""Live (key 5): follow a running episode of a slow sim while a worker thread runs it,
+pick one from the list, toggle follow; instant sims show in the live tables too;
+snapshots of a live episode (rows written by the store's own live functions)."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+from textual.widgets import DataTable, RichLog, Static
+
+from core import store
+from core.data import ids_hash
+from core.demo_data import demo_questions
+from core.models.registry import load_registry
+from core.store import jobs as ledger
+from jobs.control import enqueue_grid
+from jobs.grid import GridRequest
+from jobs.settings import WorkerSettings
+from jobs.worker import run_worker
+from tests.console_fixture import FIXED_ISO, build, console_app, freeze_times, settle
+from tests.queue_helpers import start_lab, write_registry
+
+
+def _slow_grid(tmp_path: Path, latency: float) -> tuple[Path, WorkerSettings]:
+    db_path = tmp_path / "lab.db"
+    db = store.connect(db_path)
+    questions = demo_questions()
+    store.insert_questions(db, questions)
+    ids = [q.id for q in questions][:2]
+    store.save_question_set(db, "tiny", "demo", ids, 0, [], False, ids_hash(ids))
+    config = write_registry(tmp_path, latency=latency)
+    settings = WorkerSettings(db_path=db_path, config_path=config, concurrency=1)
+    enqueue_grid(db, settings, GridRequest(models=("sim-slow",), conditions=("none",),
+                                           regimes=("persistent",), question_set="tiny",
+                                           run="slow"), load_registry(config))
+    db.conn.close()
+    return db_path, settings
+
+
+def _worker(db_path: Path, settings: WorkerSettings) -> subprocess.Popen:
+    """`lab worker --until-idle` in its own process, as a researcher would start it."""
+    return start_lab(db_path, settings.config_path, "worker", "--until-idle",
+                     "--concurrency", "1", log=db_path.with_suffix(".worker.log"))
+
+
+def _log_text(app) -> str:
+    return "\n".join(line.text for line in app.screen.query_one("#live-log", RichLog).lines)
+
+
+@pytest.mark.asyncio
+async def test_follow_a_slow_sim_while_a_worker_runs_it(tmp_path: Path) -> None:
+    db_path, settings = _slow_grid(tmp_path, latency=60)
+    app = console_app(db_path, config_path=settings.config_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("5")
+        await settle(pilot)
+        assert "no running episode yet" in str(app.screen.query_one("#live-head", Static)
+                                                 .render())
+        worker = _worker(db_path, settings)
+        screen = app.screen
+        seen: list[tuple[str | None, int]] = []
+        for _ in range(300):  # steps arrive one by one as the worker commits them
+            await pilot.pause(0.05)
+            state = (screen.episode.question_id if screen.episode else None, screen.seen_t)
+            if not seen or seen[-1] != state:
+                seen.append(state)
+            if len({s[0] for s in seen if s[0]}) >= 2 and screen.finished:
+                break
+        worker.wait(timeout=60)
+        await settle(pilot)
+        assert max(t for _, t in seen) >= 2
+        # more than one intermediate state: the steps were shown while the episode ran
+        assert len([s for s in seen if s[0] is not None]) >= 3
+        text = _log_text(app)
+        assert "step 1" in text and "search[" in text
+        assert "FAILED" in text  # persistent regime: failed observations marked with source
+        assert "useless streak" in text and "tokens" in text
+        assert "══ " in text  # the stored outcome once the episode is written
+        assert len({s[0] for s in seen if s[0]}) == 2, seen  # followed on to the second episode
+
+
+@pytest.mark.asyncio
+async def test_pick_an_episode_and_toggle_follow(tmp_path: Path) -> None:
+    db_path, settings = _slow_grid(tmp_path, latency=400)
+    worker = _worker(db_path, settings)
+    app = console_app(db_path, config_path=settings.config_path)
+    try:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.press("5")
+            for _ in range(100):
+                await pilot.pause(0.05)
+                if app.screen.episode is not None:
+                    break
+            await pilot.press("o")
+            await settle(pilot)
+            table = app.screen.query_one("#live-pick", DataTable)
+            assert table.row_count == 1 and "sim-slow / none / persistent" in str(
+                table.get_row_at(0)[1])
+            await pilot.press("enter")
+            await settle(pilot)
+            assert app.screen.follow is False
+            assert "PINNED" in str(app.screen.query_one("#live-head", Static).render())
+            await pilot.press("f")
+            assert app.screen.follow is True
+            assert "FOLLOWING" in str(app.screen.query_one("#live-head", Static).render())
+    finally:
+        db = store.connect(db_path)
+        from jobs.control import control
+
+        control(db, settings, "cancel", "run", "slow")
+        worker.wait(timeout=60)
+
+
+def test_instant_sims_leave_one_tailable_episode_per_job(tmp_path: Path) -> None:
+    """Each job of an instant sim puts its first episode in the live tables (all its steps),
+    which the batch write then removes: seen by a reader while the job runs."""
+    db_path = tmp_path / "lab.db"
+    db = store.connect(db_path)
+    store.insert_questions(db, demo_questions())
+    ids = [q.id for q in demo_questions()]
+    store.save_question_set(db, "demo", "demo", ids, 0, [], False, ids_hash(ids))
+    seen: set[tuple[int, int]] = set()
+    reader = sqlite3.connect(db_path, check_same_thread=False)
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.is_set():
+            seen.update(reader.execute("SELECT l.id, count(s.t) FROM live_episodes l JOIN "
+                                       "live_steps s ON s.live_id = l.id GROUP BY l.id"))
+
+    settings = WorkerSettings(db_path=db_path)
+    enqueue_grid(db, settings, GridRequest(models=("sim-never",), conditions=("none",),
+                                           regimes=("persistent", "clean"), question_set="demo",
+                                           run="instant"), load_registry(None))
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    run_worker(settings, until_idle=True)
+    stop.set()
+    watcher.join()
+    assert store.count(db, "episodes") == 120
+    assert store.count(db, "live_episodes") == 0  # removed with their batch
+    assert seen and all(n >= 1 for _, n in seen)  # whole episodes, steps included
+    assert len({i for i, _ in seen}) <= 4  # at most one per job (4 jobs)
+
+
+@pytest.fixture(scope="session")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The console fixture lab.db plus one live episode replaying a stored one's steps."""
+    path = build(tmp_path_factory.mktemp("live") / "lab.db")
+    db = store.connect(path)
+    row = db.conn.execute("SELECT e.id, e.cell_id, e.question_id FROM episodes e JOIN cells c "
+                          "ON c.id = e.cell_id WHERE c.regime = 'persistent' AND "
+                          "c.model = 'sim-never' ORDER BY e.id LIMIT 1").fetchone()
+    steps = store.episode_steps(db, row[0])
+    live = store.live_start(db, row[1], row[2], "sim-never / none / persistent",
+                            worker="fixture-host:1")
+    for step in steps[:3]:
+        store.live_step(db, live, step)
+    db.conn.close()
+    freeze_times(path)
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute("UPDATE live_episodes SET started_at = ?", (FIXED_ISO,))
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    return path
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+def test_snapshot(snap_compare, built: Path, tmp_path: Path, size: tuple[int, int]) -> None:
+    shutil.copy(built, tmp_path / "lab.db")
+
+    async def opened(pilot) -> None:
+        await pilot.press("5")
+        await settle(pilot)
+        await pilot.pause(0.3)
+        await settle(pilot)
+
+    assert snap_compare(console_app(tmp_path / "lab.db"), terminal_size=size,
+                        run_before=opened)
+
+
+def test_newest_live_is_followed(tmp_path: Path, built: Path) -> None:
+    shutil.copy(built, tmp_path / "lab.db")
+    db = store.connect(tmp_path / "lab.db")
+    assert ledger.newest_live(db) is not None
