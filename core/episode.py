@@ -44,6 +44,10 @@ class Step:
     refused: bool = False
     format_failure: bool = False
     decision: str | None = None
+    discarded: bool = False
+    """A turn the stated-judgment rule discarded (same t as its forced re-ask)."""
+    tool_source: str | None = None
+    """"primary" or "backup" for a tool call in a two-source arm; None otherwise."""
     input_tokens: int = 0
     output_tokens: int = 0
     latency_ms: float = 0.0

@@ -21,7 +21,8 @@ _EPISODE_COLS = ("answered", "answer", "answer_action", "em", "f1", "correct", "
 _STEP_COLS = ("t", "thought", "action", "argument", "raw", "obs_index", "obs_failed",
               "obs_source", "obs_ref", "obs_text", "judgment", "judgment_source", "judgment_raw",
               "rule_signal", "stated_judgment", "streak", "forced", "refused", "format_failure",
-              "decision", "input_tokens", "output_tokens", "latency_ms")
+              "decision", "input_tokens", "output_tokens", "latency_ms", "discarded",
+              "tool_source")
 _EPISODE_SQL = (f"INSERT INTO episodes (cell_id, question_id, server, prompts_sha256, attempt, "
                 f"{', '.join(_EPISODE_COLS)}) VALUES (?, ?, ?, ?, (SELECT count(*) + 1 FROM "
                 f"episodes WHERE cell_id = ? AND question_id = ?), "
@@ -131,11 +132,11 @@ def live_steps(db: Database, live_id: int, after_t: int = 0) -> list[Step]:
 def episode_steps(db: Database, episode_id: int) -> list[Step]:
     """The stored steps of a finished episode, in order."""
     rows = db.conn.execute(f"SELECT {', '.join(_STEP_COLS)} FROM steps WHERE episode_id = ? "
-                           f"ORDER BY t", (episode_id,)).fetchall()
+                           f"ORDER BY t, discarded DESC", (episode_id,)).fetchall()
     out = []
     for row in rows:
         values = dict(zip(_STEP_COLS, row))
-        for flag in ("forced", "refused", "format_failure"):
+        for flag in ("forced", "refused", "format_failure", "discarded"):
             values[flag] = bool(values[flag])
         if values["obs_failed"] is not None:
             values["obs_failed"] = bool(values["obs_failed"])
