@@ -1,0 +1,152 @@
+"""The console shell: digit keys, help, palette, pause, quit, and how `lab` / `lab console`
+open it (a missing lab.db only after a yes on the terminal; no terminal → help or an error)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from console import console_cmd
+from console.app import LabApp
+from console.cli import cli
+from console.screens import SCREENS
+from console.screens.help import HelpScreen
+from core import store
+from tests.console_fixture import build, console_app, settle
+from tests.queue_helpers import run_lab
+
+
+@pytest.fixture
+def lab_db(tmp_path: Path) -> Path:
+    """A lab.db with a queued (not run) sim grid."""
+    return build(tmp_path / "lab.db", run=False)
+
+
+@pytest.mark.asyncio
+async def test_digit_keys_switch_screens(lab_db: Path) -> None:
+    app = console_app(lab_db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        for i, info in enumerate(SCREENS, start=1):
+            await pilot.press(str(i))
+            await settle(pilot)
+            assert app.current_mode == info.mode
+            assert type(app.screen).__name__.lower().startswith(info.mode[:4])
+        await pilot.press("1")
+        assert app.current_mode == "dashboard"
+
+
+@pytest.mark.asyncio
+async def test_help_lists_the_screen_and_app_keys(lab_db: Path) -> None:
+    app = console_app(lab_db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("4")
+        await settle(pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        table = app.screen.query_one("DataTable")
+        rows = [tuple(str(c) for c in table.get_row_at(i)) for i in range(table.row_count)]
+        actions = {r[1] for r in rows}
+        assert {"Pause", "Resume", "Cancel", "Retry", "Retry errored", "Filter",
+                "Pause refresh", "Quit", "switch screen"} <= actions
+        await pilot.press("escape")
+        assert not isinstance(app.screen, HelpScreen)
+        assert app.current_mode == "jobs"
+
+
+@pytest.mark.asyncio
+async def test_palette_has_every_screen_and_the_screens_actions(lab_db: Path) -> None:
+    app = console_app(lab_db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("5")
+        await settle(pilot)
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        for i, info in enumerate(SCREENS, start=1):
+            assert f"{i} {info.title}" in titles
+        assert "Live: Follow on/off" in titles and "Live: Pick episode" in titles
+
+
+@pytest.mark.asyncio
+async def test_pause_stops_refresh_and_says_so(lab_db: Path) -> None:
+    app = console_app(lab_db, poll_s=0.05)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        assert app.sub_title == "lab.db"
+        await pilot.press("p")
+        assert app.paused and "PAUSED" in app.sub_title
+        reloads: list[int] = []
+        app.screen.reload = lambda: reloads.append(1)  # type: ignore[method-assign]
+        db = store.connect(lab_db)
+        store.jobs.log_event(db, "note", "a commit while paused")
+        await pilot.pause(0.3)
+        assert reloads == []  # paused: no re-read on commits
+        await pilot.press("p")
+        await pilot.pause(0.3)
+        assert not app.paused and app.sub_title == "lab.db" and reloads
+
+
+@pytest.mark.asyncio
+async def test_q_quits_at_top_level_and_closes_a_modal_first(lab_db: Path) -> None:
+    app = console_app(lab_db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        await pilot.press("q")  # closes help, does not quit
+        await pilot.pause()
+        assert app.is_running and not isinstance(app.screen, HelpScreen)
+        await pilot.press("q")
+        await pilot.pause()
+    assert not app.is_running
+
+
+def _no_terminal_then(monkeypatch: pytest.MonkeyPatch, stdin: bool, stdout: bool) -> list:
+    """Pretend stdin/stdout are (not) terminals; record the app instead of running it."""
+    ran: list[LabApp] = []
+    monkeypatch.setattr(console_cmd, "is_tty",
+                        lambda stream: stdin if stream == "stdin" else stdout)
+    monkeypatch.setattr(LabApp, "run", lambda self, *a, **k: ran.append(self))
+    return ran
+
+
+def test_missing_db_created_only_after_yes(tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    db = tmp_path / "new.db"
+    ran = _no_terminal_then(monkeypatch, stdin=True, stdout=True)
+    no = CliRunner().invoke(cli, ["--db", str(db), "console"], input="n\n")
+    assert "new.db does not exist; create it? [y/N]" in no.output
+    assert no.exit_code != 0 and not db.exists() and ran == []
+    yes = CliRunner().invoke(cli, ["--db", str(db), "console", "--export-dir", "out"],
+                             input="y\n")
+    assert yes.exit_code == 0, yes.output
+    assert db.exists() and "created" in yes.output
+    assert len(ran) == 1 and ran[0].config.db_path == db
+    assert ran[0].config.export_dir == Path("out")
+    assert store.question_set(store.connect(db), "demo")["n"] > 0
+    again = CliRunner().invoke(cli, ["--db", str(db)], input="")  # `lab` alone: no question
+    assert again.exit_code == 0 and "create it?" not in again.output and len(ran) == 2
+
+
+def test_missing_db_without_a_terminal_is_one_error_line(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    db = tmp_path / "new.db"
+    ran = _no_terminal_then(monkeypatch, stdin=False, stdout=True)
+    result = CliRunner().invoke(cli, ["--db", str(db), "console"])
+    assert result.exit_code != 0 and not db.exists() and ran == []
+    assert "does not exist" in str(result.exception)
+
+
+def test_no_terminal_on_stdout(tmp_path: Path) -> None:
+    db = tmp_path / "lab.db"
+    config = tmp_path / "lab.toml"
+    config.write_text("")  # no models beyond the built-in sims
+    alone = run_lab(db, config)
+    assert alone.returncode == 0
+    assert "Usage:" in alone.stdout and "the console needs a terminal" in alone.stdout
+    console = run_lab(db, config, "console")
+    assert console.returncode != 0
+    assert console.stderr.strip().startswith("error: the console needs a terminal")
+    assert len(console.stderr.strip().splitlines()) == 1 and not db.exists()
