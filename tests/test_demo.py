@@ -9,7 +9,8 @@ from tests.queue_helpers import run_lab
 
 def test_demo_from_nothing_then_reuse(tmp_path):
     db = tmp_path / "lab.db"
-    config = tmp_path / "missing.toml"
+    config = tmp_path / "lab.toml"
+    config.write_text("")  # only the built-in sims
     first = run_lab(db, config, "demo", timeout=300)
     assert first.returncode == 0, first.stderr[-2000:]
     assert "7200 new episodes" in first.stdout
