@@ -1,0 +1,408 @@
+"""Probes on recorded trajectories (SPEC §8.3–§8.6): nothing is written back into them.
+
+Every probe forks the acting conversation exactly as the agent saw it at a decision
+point, rebuilt from the stored steps (`history_at`), appends one turn, and reads
+the reply:
+
+- judgment replay (§8.6): the side-channel question, ≤ 8 tokens, parsed like the
+  in-run judgment (`core.judges.parse_side_channel`);
+- belief probe (§8.3): JSON ``{p_continue, p_answer_now, prefer, reason}`` without
+  the remaining budget; a reply that does not parse is missing, never coerced;
+- answer-now branch (§8.4): the forced-finish instruction the rule uses, plus one
+  line asking for a verbalized confidence 0–100 in the same turn
+  (``Confidence: N``); no such line → confidence missing;
+- answer repair (§8.5): the whole conversation with its finish turn, plus one fixed
+  message asking for the actual answer; one attempt.
+
+A probe's ``t`` is the step whose observation the decision point follows (the probe
+precedes action t + 1), the same t as that step's in-run judgment; a repair's t is
+the finish action. The module is pure apart from the model session it is given.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import prompts
+from core.conditions import Condition
+from core.data import Question
+from core.episode import Step, utc_now
+from core.errors import ConfigError, ModelError
+from core.judges import USELESS, parse_side_channel
+from core.models.base import Message, ModelSession
+from core.parser import parse_action
+from core.react import (EpisodeSetup, JUDGE_MAX_TOKENS, counter, forced_messages,
+                        observation_message, question_message, side_channel_fork)
+from core.regimes import ForeignPool, Regime
+from core.scoring import score_for_task
+
+KINDS = ("judgment", "belief", "answer_now", "repair")
+"""Probe kinds as stored in `probes.kind`."""
+COMMANDS = {"judgments": "judgment", "beliefs": "belief", "answer-now": "answer_now"}
+"""`lab replay` sub-commands and the probe kind each stores."""
+PROBE_MAX_TOKENS = {"judgment": JUDGE_MAX_TOKENS, "belief": 160, "answer_now": 512,
+                    "repair": 512}
+FIRST_USELESS = 5
+"""Run of USELESS judgments that `--at first-useless-5` probes at (paper App. D.2)."""
+
+_CONFIDENCE_RE = re.compile(r"confidence\s*[:=]\s*(\d{1,3}(?:\.\d+)?)\s*%?", re.IGNORECASE)
+_JSON_RE = re.compile(r"\{.*\}", re.DOTALL)
+_PREFER = ("continue", "answer_now", "unsure")
+
+
+@dataclass(frozen=True)
+class RecordedEpisode:
+    """A stored episode with what is needed to rebuild its conversation.
+
+    Attributes:
+        episode_id: the episode.
+        model: the cell's model name.
+        question: the question.
+        condition: the arm as it ran.
+        regime: its regime.
+        budget: its action budget.
+        seed: its seed.
+        steps: its stored steps in order (discarded turns included).
+        observations: the observation text of each step as the agent saw it (None:
+            the step had none), aligned with `steps`.
+        answer: the final answer, or None.
+        answer_action: the finish action, or None.
+        placeholder: whether the answer is a placeholder.
+    """
+
+    episode_id: int
+    model: str
+    question: Question
+    condition: Condition
+    regime: Regime
+    budget: int
+    seed: int
+    steps: tuple[Step, ...]
+    observations: tuple[str | None, ...]
+    answer: str | None = None
+    answer_action: int | None = None
+    placeholder: bool = False
+
+    def setup(self) -> EpisodeSetup:
+        """The EpisodeSetup the prompt builders read (no pool is needed to rebuild)."""
+        return EpisodeSetup(question=self.question, condition=self.condition,
+                            regime=self.regime, budget=self.budget, seed=self.seed,
+                            pool=ForeignPool([self.question]))
+
+
+@dataclass
+class ProbeRecord:
+    """One probe's reply, parsed (a `probes` row)."""
+
+    episode_id: int
+    t: int
+    kind: str
+    model: str
+    raw: str = ""
+    judgment: str | None = None
+    answer: str | None = None
+    em: bool | None = None
+    f1: float | None = None
+    correct: bool | None = None
+    placeholder: bool | None = None
+    confidence: float | None = None
+    p_continue: float | None = None
+    p_answer_now: float | None = None
+    prefer: str | None = None
+    reason: str | None = None
+    parse_ok: bool = False
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    latency_ms: float = 0.0
+    error: str | None = None
+    source: str = "replay"
+    prompts_sha256: str | None = None
+    created_at: str = field(default_factory=utc_now)
+
+
+def _acting(steps: Sequence[Step]) -> list[tuple[int, Step]]:
+    """Steps that entered the history, with their index in `steps` (discarded turns out)."""
+    return [(i, s) for i, s in enumerate(steps) if not getattr(s, "discarded", False)]
+
+
+def _switch_notice(ep: RecordedEpisode, step: Step, seen_off: bool) -> bool:
+    """Whether switch_rule switched the primary off after this step's result."""
+    cond = ep.condition
+    return (bool(getattr(cond.arm, "switch", False)) and not seen_off
+            and getattr(step, "tool_source", None) == "primary" and step.streak >= cond.k)
+
+
+def history_at(ep: RecordedEpisode, t: int | None = None, judging: bool = False
+               ) -> list[Message]:
+    """The acting conversation as the agent saw it after step t (all of it when t is None).
+
+    Rebuilt like `core.react` built it: system prompt, question, then per step the
+    agent's raw turn, the format reminder after a first format failure, the forced or
+    switch notice after a refused call, the observation message (with the counter on
+    budget arms) and, on decide arms, the judgment line. Discarded turns never entered
+    the history.
+
+    Args:
+        ep: the recorded episode.
+        t: the step after which to stop (None: through the last step).
+        judging: stop before the decide line of step t, where the in-run side-channel
+            fork was taken (judgment replay asks exactly there).
+
+    Returns:
+        The messages, system message first.
+    """
+    setup = ep.setup()
+    messages: list[Message] = [
+        {"role": "system", "content": ep.condition.system_prompt(ep.budget)},
+        {"role": "user", "content": question_message(setup)},
+    ]
+    reminded = False
+    switched = False
+    for i, step in _acting(ep.steps):
+        if t is not None and step.t > t:
+            break
+        messages.append({"role": "assistant", "content": step.raw})
+        if step.format_failure:
+            if not reminded:
+                messages.append({"role": "user", "content": prompts.load("format_reminder")})
+            reminded = True
+            continue
+        reminded = False
+        if step.action == "finish":
+            break
+        if step.refused:
+            text = prompts.load("forced_observation" if step.forced else "switch_notice")
+            if ep.condition.arm.budget:
+                text += "\n" + counter(ep.budget - step.t)
+            messages.append({"role": "user", "content": text})
+            continue
+        observation = ep.observations[i] or ""
+        messages.append({"role": "user",
+                         "content": observation_message(setup, observation, step.t)})
+        if step.t < ep.budget:
+            fork_here = judging and step.t == t  # the in-run fork came before both
+            if _switch_notice(ep, step, switched) and not fork_here:
+                switched = True
+                messages[-1]["content"] += "\n" + prompts.load("switch_notice")
+            if ep.condition.arm.decide and not fork_here:
+                messages.append({"role": "user", "content": prompts.load("decide").format(
+                    judgment=step.judgment or "UNCLEAR", streak=step.streak)})
+    return messages
+
+
+def decision_points(ep: RecordedEpisode) -> list[int]:
+    """Steps t after which the agent faced a decision: an observation, t < budget.
+
+    Args:
+        ep: the recorded episode.
+
+    Returns:
+        The t values in order.
+    """
+    return [s.t for _, s in _acting(ep.steps)
+            if s.obs_index is not None and not s.refused and s.t < ep.budget]
+
+
+@dataclass(frozen=True)
+class At:
+    """Where to probe: every decision point, the first five-useless point, or given t."""
+
+    mode: str
+    ts: tuple[int, ...] = ()
+
+    @property
+    def text(self) -> str:
+        """The option as typed."""
+        return "t=" + ",".join(map(str, self.ts)) if self.mode == "t" else self.mode
+
+
+def parse_at(text: str) -> At:
+    """Parse `--at`: ``every``, ``first-useless-5`` or ``t=3,5``.
+
+    Raises:
+        ConfigError: anything else (the message shows the three forms).
+    """
+    value = text.strip()
+    if value in ("every", f"first-useless-{FIRST_USELESS}"):
+        return At(value)
+    if value.startswith("t="):
+        try:
+            ts = tuple(sorted({int(x) for x in value[2:].split(",") if x.strip()}))
+        except ValueError:
+            ts = ()
+        if ts and min(ts) >= 1:
+            return At("t", ts)
+    raise ConfigError(f"--at '{text}' is not understood; use every, first-useless-"
+                      f"{FIRST_USELESS} or t=3,5 (steps after which to probe, ≥ 1)")
+
+
+def useless_run_points(judgments: Sequence[tuple[int, str | None]], k: int) -> list[int]:
+    """The first t at which consecutive USELESS judgments reach k (empty when never).
+
+    Args:
+        judgments: (t, judgment) of each decision point in order.
+        k: the run length.
+
+    Returns:
+        [t] or [].
+    """
+    run = 0
+    for t, judgment in judgments:
+        run = run + 1 if judgment == USELESS else 0
+        if run >= k:
+            return [t]
+    return []
+
+
+def probe_points(ep: RecordedEpisode, at: At, judgments: dict[int, str | None] | None = None
+                 ) -> list[int]:
+    """The decision points of `ep` that `at` selects.
+
+    Args:
+        ep: the recorded episode.
+        at: where to probe.
+        judgments: judgment per t (recorded, else replayed) for ``first-useless-5``.
+
+    Returns:
+        The t values to probe, in order.
+    """
+    points = decision_points(ep)
+    if at.mode == "every":
+        return points
+    if at.mode == "t":
+        return [t for t in points if t in at.ts]
+    known = judgments or {}
+    return useless_run_points([(t, known.get(t)) for t in points], FIRST_USELESS)
+
+
+def messages_for(ep: RecordedEpisode, t: int, kind: str) -> list[Message]:
+    """The forked conversation a probe sends.
+
+    Args:
+        ep: the recorded episode.
+        t: the decision point (the finish action for a repair).
+        kind: one of KINDS.
+
+    Returns:
+        The messages.
+
+    Raises:
+        ValueError: an unknown kind.
+    """
+    if kind == "judgment":
+        return side_channel_fork(history_at(ep, t, judging=True))
+    if kind == "belief":
+        return [*history_at(ep, t), {"role": "user", "content": prompts.load("belief_probe")}]
+    if kind == "answer_now":
+        out = forced_messages(ep.setup(), history_at(ep, t))
+        out[-1]["content"] += "\n" + prompts.load("answer_now_confidence")
+        return out
+    if kind == "repair":
+        return [*history_at(ep), {"role": "user", "content": prompts.load("repair")}]
+    raise ValueError(f"unknown probe kind {kind!r}; kinds: {', '.join(KINDS)}")
+
+
+def parse_confidence(text: str) -> float | None:
+    """The verbalized confidence of a reply as a probability (None when absent or > 100)."""
+    m = _CONFIDENCE_RE.search(text or "")
+    if m is None:
+        return None
+    value = float(m.group(1))
+    return value / 100 if 0 <= value <= 100 else None
+
+
+def parse_belief(text: str) -> dict[str, object] | None:
+    """The belief probe's JSON, or None when it does not parse exactly (never coerced).
+
+    Both probabilities must be numbers in [0, 1] and `prefer` one of continue,
+    answer_now, unsure; `reason` is optional text.
+    """
+    m = _JSON_RE.search(text or "")
+    if m is None:
+        return None
+    try:
+        data = json.loads(m.group(0))
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    out: dict[str, object] = {}
+    for key in ("p_continue", "p_answer_now"):
+        value = data.get(key)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                or not math.isfinite(value) or not 0 <= value <= 1:
+            return None
+        out[key] = float(value)
+    if data.get("prefer") not in _PREFER:
+        return None
+    out["prefer"] = data["prefer"]
+    reason = data.get("reason")
+    out["reason"] = reason if isinstance(reason, str) else None
+    return out
+
+
+def read_reply(ep: RecordedEpisode, t: int, kind: str, text: str, model: str) -> ProbeRecord:
+    """Parse one probe reply into a ProbeRecord (scores answers against the gold).
+
+    Args:
+        ep: the recorded episode.
+        t: the decision point.
+        kind: one of KINDS.
+        text: the reply.
+        model: the model asked.
+
+    Returns:
+        The record (tokens and cost are the caller's).
+    """
+    rec = ProbeRecord(ep.episode_id, t, kind, model, raw=text)
+    if kind == "judgment":
+        rec.judgment = parse_side_channel(text)
+        rec.parse_ok = rec.judgment is not None
+    elif kind == "belief":
+        belief = parse_belief(text)
+        rec.parse_ok = belief is not None
+        if belief is not None:
+            rec.p_continue = belief["p_continue"]  # type: ignore[assignment]
+            rec.p_answer_now = belief["p_answer_now"]  # type: ignore[assignment]
+            rec.prefer = belief["prefer"]  # type: ignore[assignment]
+            rec.reason = belief["reason"]  # type: ignore[assignment]
+    else:
+        parsed = parse_action(text)
+        answered = parsed is not None and parsed.name == "finish"
+        rec.parse_ok = answered
+        rec.answer = parsed.argument if answered and parsed is not None else None
+        task = "fever" if ep.question.dataset == "fever" else "hotpotqa"
+        s = score_for_task(rec.answer, ep.question.answer, task)
+        rec.em, rec.f1, rec.correct, rec.placeholder = s.em, s.f1, s.correct, s.placeholder
+        if kind == "answer_now":
+            rec.confidence = parse_confidence(text)
+    return rec
+
+
+async def run_probe(session: ModelSession, ep: RecordedEpisode, t: int, kind: str
+                    ) -> ProbeRecord:
+    """Ask one probe and parse the reply; a model error is recorded, never raised.
+
+    Args:
+        session: a model session opened for this probe.
+        ep: the recorded episode.
+        t: the decision point (the finish action for a repair).
+        kind: one of KINDS.
+
+    Returns:
+        The ProbeRecord (with `error` set when the call failed after its retries).
+    """
+    messages = messages_for(ep, t, kind)
+    try:
+        gen = await session.generate(messages, kind=kind, max_tokens=PROBE_MAX_TOKENS[kind])
+    except ModelError as exc:
+        return ProbeRecord(ep.episode_id, t, kind, ep.model, error=f"{exc.reason}: {exc}")
+    rec = read_reply(ep, t, kind, gen.text, ep.model)
+    rec.input_tokens, rec.output_tokens = gen.input_tokens, gen.output_tokens
+    rec.cost_usd, rec.latency_ms = gen.cost_usd, gen.latency_ms
+    return rec

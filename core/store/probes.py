@@ -1,0 +1,208 @@
+"""The probes table (migration 0006): reads and writes of replayed probes (SPEC §8.3–§8.6).
+
+A probe is keyed by (episode, t, kind); a complete probe is never written twice, and
+an errored one (its model call failed after retries) is replaced by a later success.
+Nothing here touches steps or episodes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from sqlite_utils import Database
+
+from core.conditions import Condition
+from core.errors import StoreError
+from core.probes import ProbeRecord, RecordedEpisode
+from core.regimes import parse_regime
+from core.store.base import write
+from core.store.episodes import COMPLETE, episode_steps
+from core.store.frames import Selection, _selection, _where
+from core.store.trajectories import _questions, observation_text
+
+PROBE_COLUMNS = ("episode_id", "t", "kind", "model", "source", "judgment", "answer", "em",
+                 "f1", "correct", "placeholder", "confidence", "p_continue", "p_answer_now",
+                 "prefer", "reason", "parse_ok", "raw", "input_tokens", "output_tokens",
+                 "cost_usd", "latency_ms", "error", "prompts_sha256", "created_at")
+EXPORT_COLUMNS = ("episode_id", "t", "kind", "answer", "correct", "f1", "confidence",
+                  "p_continue", "p_answer_now", "prefer", "parse_ok", "source")
+"""Columns of probes.csv (SPEC §13.8, issue 12)."""
+
+_INSERT = (f"INSERT INTO probes ({', '.join(PROBE_COLUMNS)}) VALUES "
+           f"({', '.join('?' * len(PROBE_COLUMNS))}) ON CONFLICT (episode_id, t, kind) DO UPDATE "
+           f"SET {', '.join(f'{c} = excluded.{c}' for c in PROBE_COLUMNS[3:])} "
+           f"WHERE probes.error IS NOT NULL")
+
+
+def _value(record: ProbeRecord, column: str) -> Any:
+    value = getattr(record, column)
+    return int(value) if isinstance(value, bool) else value
+
+
+def write_probes(db: Database, records: Iterable[ProbeRecord]) -> int:
+    """Store probes in one transaction; a complete probe already stored is kept as is.
+
+    Args:
+        db: an open lab.db.
+        records: the probes.
+
+    Returns:
+        The number of rows inserted or (errored rows) replaced.
+    """
+    n = 0
+    with write(db):
+        for rec in records:
+            cur = db.conn.execute(_INSERT, tuple(_value(rec, c) for c in PROBE_COLUMNS))
+            n += cur.rowcount
+    return n
+
+
+def probed(db: Database, episode_ids: Sequence[int], kind: str) -> set[tuple[int, int]]:
+    """(episode, t) pairs that already have a complete probe of `kind`."""
+    out: set[tuple[int, int]] = set()
+    for chunk in _chunks(episode_ids):
+        out.update(db.conn.execute(
+            f"SELECT episode_id, t FROM probes WHERE kind = ? AND error IS NULL AND episode_id "
+            f"IN ({', '.join('?' * len(chunk))})", (kind, *chunk)).fetchall())
+    return out
+
+
+def _chunks(ids: Sequence[int], size: int = 500) -> Iterable[Sequence[int]]:
+    for i in range(0, len(ids), size):
+        yield ids[i:i + size]
+
+
+def cell_episodes(db: Database, cell_id: int, question_ids: Sequence[str]) -> list[int]:
+    """Ids of the complete episodes of a cell's questions, in id order."""
+    rows = db.conn.execute(
+        f"SELECT id FROM episodes WHERE cell_id = ? AND {COMPLETE} AND question_id IN "
+        f"({', '.join('?' * len(question_ids)) or 'NULL'}) ORDER BY id",
+        (cell_id, *question_ids)).fetchall()
+    return [int(r[0]) for r in rows]
+
+
+def run_cells(db: Database, run: str, models: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """Cells of a run that have complete episodes, with their model and question ids.
+
+    Raises:
+        StoreError: no such run, or no complete episode of the given models in it.
+    """
+    if db.conn.execute("SELECT 1 FROM runs WHERE name = ?", (run,)).fetchone() is None:
+        known = [r[0] for r in db.conn.execute("SELECT name FROM runs ORDER BY name")]
+        raise StoreError(f"no run '{run}' in lab.db; runs: {', '.join(known) or 'none'}")
+    rows = db.conn.execute(
+        f"SELECT c.id, c.model, c.run_id, group_concat(e.question_id, char(31)) FROM cells c "
+        f"JOIN runs r ON r.id = c.run_id JOIN episodes e ON e.cell_id = c.id AND e.{COMPLETE} "
+        f"WHERE r.name = ? GROUP BY c.id ORDER BY c.id", (run,)).fetchall()
+    cells = [{"cell_id": c, "model": m, "run_id": r, "question_ids": sorted(q.split("\x1f"))}
+             for c, m, r, q in rows]
+    if models:
+        have = sorted({c["model"] for c in cells})
+        missing = [m for m in models if m not in have]
+        if missing:
+            raise StoreError(f"run '{run}' has no finished episodes of model '{missing[0]}'; "
+                             f"its models: {', '.join(have) or 'none'}")
+        cells = [c for c in cells if c["model"] in models]
+    if not cells:
+        raise StoreError(f"run '{run}' has no finished episodes to replay yet")
+    return cells
+
+
+def recorded_episode(db: Database, episode_id: int) -> RecordedEpisode:
+    """A stored episode with its cell's arm, regime and budget and its observation texts.
+
+    Raises:
+        StoreError: no complete episode with this id.
+    """
+    row = db.conn.execute(
+        f"SELECT e.question_id, c.model, c.condition_spec, c.regime, c.budget, c.seed, "
+        f"e.answer, e.answer_action, e.placeholder FROM episodes e JOIN cells c "
+        f"ON c.id = e.cell_id WHERE e.id = ? AND e.{COMPLETE}", (episode_id,)).fetchone()
+    if row is None:
+        raise StoreError(f"no complete episode {episode_id} in lab.db")
+    qid, model, spec, regime, budget, seed, answer, action, placeholder = row
+    question_of = _questions(db)
+    question = question_of(qid)
+    if question is None:
+        raise StoreError(f"episode {episode_id}: question '{qid}' is not in lab.db")
+    steps = tuple(episode_steps(db, episode_id))
+    shown = tuple(observation_text(s, question_of, regime == "answerless", qid)[0]
+                  for s in steps)
+    return RecordedEpisode(episode_id, model, question, Condition(**json.loads(spec)),
+                           parse_regime(regime), int(budget), int(seed), steps, shown,
+                           answer, action, bool(placeholder))
+
+
+def judgments(db: Database, episode_ids: Sequence[int]) -> dict[int, dict[int, str | None]]:
+    """Per episode, the judgment per step: recorded in-run, else replayed.
+
+    Args:
+        db: an open lab.db.
+        episode_ids: the episodes.
+
+    Returns:
+        {episode: {t: "USELESS"/"USEFUL"/None}} for steps that have either.
+    """
+    out: dict[int, dict[int, str | None]] = {}
+    for chunk in _chunks(list(episode_ids)):
+        marks = ", ".join("?" * len(chunk))
+        for eid, t, judgment, source in db.conn.execute(
+                f"SELECT episode_id, t, judgment, judgment_source FROM steps WHERE episode_id "
+                f"IN ({marks}) AND judgment_source IS NOT NULL", chunk):
+            out.setdefault(eid, {})[t] = judgment
+        for eid, t, judgment in db.conn.execute(
+                f"SELECT episode_id, t, judgment FROM probes WHERE kind = 'judgment' AND "
+                f"error IS NULL AND episode_id IN ({marks})", chunk):
+            out.setdefault(eid, {}).setdefault(t, judgment)
+    return out
+
+
+PROBE_FRAME_SQL = ("SELECT p.episode_id, p.t, p.kind, p.model AS probe_model, p.source, "
+                   "p.judgment, p.answer, p.em, p.f1, p.correct, p.placeholder, p.confidence, "
+                   "p.p_continue, p.p_answer_now, p.prefer, p.parse_ok, p.input_tokens AS "
+                   "probe_input_tokens, p.output_tokens AS probe_output_tokens, p.cost_usd "
+                   "AS probe_cost_usd FROM probes p JOIN episodes e ON e.id = p.episode_id "
+                   "JOIN cells c ON c.id = e.cell_id JOIN runs r ON r.id = c.run_id")
+
+
+def probes_frame(db: Database, selection: Selection | None = None,
+                 kinds: Sequence[str] = ()):
+    """Complete probes of the selected episodes as a DataFrame (errored probes left out).
+
+    Args:
+        db: an open lab.db.
+        selection: the episode filters.
+        kinds: probe kinds to keep (default all).
+
+    Returns:
+        One row per probe, ordered by episode, t and kind.
+    """
+    import pandas as pd
+
+    where, args = _where(db, _selection(selection, None, None))
+    clauses = ["p.error IS NULL"]
+    if kinds:
+        clauses.append(f"p.kind IN ({', '.join('?' * len(kinds))})")
+        args = [*args, *kinds]
+    where = (where + " AND " if where else " WHERE ") + " AND ".join(clauses)
+    return pd.read_sql_query(PROBE_FRAME_SQL + where + " ORDER BY p.episode_id, p.t, p.kind",
+                             db.conn, params=args)
+
+
+def episode_probes(db: Database, episode_id: int) -> list[dict[str, Any]]:
+    """Every probe of one episode (the Trajectories screen shows them at their step)."""
+    cur = db.conn.execute(
+        "SELECT t, kind, judgment, answer, correct, confidence, p_continue, p_answer_now, "
+        "prefer, parse_ok, error FROM probes WHERE episode_id = ? ORDER BY t, kind",
+        (episode_id,))
+    cols = [d[0] for d in cur.description]
+    return [dict(zip(cols, r)) for r in cur.fetchall()]
+
+
+def probe_counts(db: Database) -> dict[str, int]:
+    """Complete probes per kind."""
+    return dict(db.conn.execute(
+        "SELECT kind, count(*) FROM probes WHERE error IS NULL GROUP BY kind").fetchall())
+

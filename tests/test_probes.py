@@ -1,0 +1,140 @@
+"""Probes (issue 12): the rebuilt history is what the agent saw; replies parse strictly."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from core import store
+from core.conditions import parse_condition
+from core.errors import ConfigError
+from core.models.registry import builtin_models
+from core.models.scripted import ScriptedClient
+from core.probes import (At, decision_points, messages_for, parse_at, parse_belief,
+                         parse_confidence, probe_points, read_reply, history_at)
+from core.regimes import ForeignPool, parse_regime
+from core.runner import CellSpec, run_questions
+from core.store import probes as probe_rows
+from tests.helpers import make_pool
+
+SEARCH = "Thought: I need the band.\nAction: search\nAction Input: Vellmore Quartet"
+LOOKUP = "Thought: look it up.\nAction: lookup\nAction Input: founded"
+GARBLED = "I am not sure what to do."
+FINISH = "Thought: done.\nAction: finish\nAction Input: Lake Orrin"
+
+
+def _stored(db_path, condition: str, regime: str, acts, judgments=(), budget: int = 8):
+    """Run one scripted episode into a fresh lab.db; returns (db, episode id, client)."""
+    db = store.connect(db_path)
+    pool = make_pool(3)
+    store.insert_questions(db, pool)
+    cell = CellSpec(builtin_models()["sim-own5"], parse_condition(condition),
+                    parse_regime(regime), None, budget, 0)
+    cell_id = store.ensure_cell(db, store.ensure_run(db, "r"), cell.columns())
+    client = ScriptedClient(acts=acts, judgments=judgments)
+    asyncio.run(run_questions(db, cell_id, cell, pool[:1], ForeignPool(pool), client))
+    (eid,) = [r[0] for r in db.conn.execute("SELECT id FROM episodes")]
+    return db, eid, client
+
+
+@pytest.mark.parametrize("condition,regime", [
+    ("none:judge=true", "persistent"), ("decide", "recover_after_2"),
+    ("budget:judge=true", "clean"), ("enforced_rule:k=2", "persistent"),
+])
+def test_rebuilt_history_equals_what_the_agent_and_its_judge_fork_saw(db_path, condition, regime):
+    acts = [SEARCH, GARBLED, LOOKUP, SEARCH, SEARCH, SEARCH, SEARCH, FINISH]
+    db, eid, client = _stored(db_path, condition, regime, acts,
+                              judgments=["USELESS", "USEFUL", "USELESS", "USELESS"] * 3)
+    ep = probe_rows.recorded_episode(db, eid)
+    forks = [m for kind, m in client.calls if kind == "judge"]
+    acting = [m for kind, m in client.calls if kind == "act"]
+    points = decision_points(ep)
+    assert len(forks) == len(points) >= 2
+    for t, fork in zip(points, forks):
+        assert messages_for(ep, t, "judgment") == fork
+    # the turn after each decision point was asked on the rebuilt history (unforced turns)
+    steps = [s for s in ep.steps]
+    for t in points:
+        nxt = next(i for i, s in enumerate(steps) if s.t == t + 1)
+        if not steps[nxt].forced:
+            assert history_at(ep, t) == acting[nxt]
+    full = history_at(ep)
+    assert full[-1]["content"] == steps[-1].raw
+
+
+def test_answer_now_fork_is_the_forced_turn_plus_the_confidence_line(db_path):
+    db, eid, client = _stored(db_path, "enforced_rule:k=2", "persistent",
+                              [SEARCH, SEARCH, FINISH], judgments=["USELESS", "USELESS"])
+    ep = probe_rows.recorded_episode(db, eid)
+    forced_call = [m for kind, m in client.calls if kind == "act"][2]
+    fork = messages_for(ep, 2, "answer_now")
+    assert fork[0] == forced_call[0]  # the finish-only system prompt
+    assert fork[-1]["content"].startswith(forced_call[-1]["content"])
+    assert "Confidence:" in fork[-1]["content"][len(forced_call[-1]["content"]):]
+
+
+def test_parse_at_and_probe_points(db_path):
+    assert parse_at("every") == At("every")
+    assert parse_at("t=5,3") == At("t", (3, 5))
+    assert parse_at("first-useless-5").mode == "first-useless-5"
+    for bad in ("t=", "t=0", "t=a", "sometimes"):
+        with pytest.raises(ConfigError, match="--at"):
+            parse_at(bad)
+    db, eid, _ = _stored(db_path, "none:judge=true", "persistent", [SEARCH] * 8,
+                         judgments=["USELESS"] * 8)
+    ep = probe_rows.recorded_episode(db, eid)
+    assert decision_points(ep) == [1, 2, 3, 4, 5, 6, 7]
+    assert probe_points(ep, parse_at("t=3,5,9")) == [3, 5]
+    judged = {t: "USELESS" for t in range(1, 8)}
+    judged[2] = "USEFUL"
+    assert probe_points(ep, parse_at("first-useless-5"), judged) == [7]
+    assert probe_points(ep, parse_at("first-useless-5"), {}) == []
+
+
+def test_confidence_and_belief_parse_strictly_never_coerced():
+    assert parse_confidence("Action Input: x\nConfidence: 85") == 0.85
+    assert parse_confidence("confidence = 100%") == 1.0
+    assert parse_confidence("Confidence: 150") is None
+    assert parse_confidence("I am fairly sure") is None
+    ok = parse_belief('Sure: {"p_continue": 0.2, "p_answer_now": 0.6, "prefer": "answer_now", '
+                      '"reason": "nothing new"}')
+    assert ok == {"p_continue": 0.2, "p_answer_now": 0.6, "prefer": "answer_now",
+                  "reason": "nothing new"}
+    for bad in ('{"p_continue": "0.2", "p_answer_now": 0.6, "prefer": "unsure"}',
+                '{"p_continue": 1.2, "p_answer_now": 0.6, "prefer": "unsure"}',
+                '{"p_continue": 0.2, "p_answer_now": 0.6, "prefer": "maybe"}',
+                '{"p_continue": 0.2, "prefer": "unsure"}', "p_continue=0.2", ""):
+        assert parse_belief(bad) is None
+
+
+def test_read_reply_scores_answer_now_and_keeps_missing_missing(db_path):
+    db, eid, _ = _stored(db_path, "none:judge=true", "clean", [SEARCH, FINISH])
+    ep = probe_rows.recorded_episode(db, eid)
+    right = read_reply(ep, 1, "answer_now", "Thought: ok\nAction: finish\nAction Input: Lake 1\n"
+                       "Confidence: 70", "m")
+    assert right.correct and right.confidence == 0.7 and right.parse_ok
+    silent = read_reply(ep, 1, "answer_now", "Thought: ok\nAction: finish\nAction Input: Paris",
+                        "m")
+    assert silent.correct is False and silent.confidence is None and silent.parse_ok
+    disobeys = read_reply(ep, 1, "answer_now", SEARCH, "m")
+    assert disobeys.answer is None and not disobeys.parse_ok and disobeys.correct is False
+    belief = read_reply(ep, 1, "belief", "no idea", "m")
+    assert not belief.parse_ok and belief.p_continue is None
+
+
+def test_write_probes_is_idempotent_and_replaces_only_errors(db_path):
+    db, eid, _ = _stored(db_path, "none:judge=true", "clean", [SEARCH, FINISH])
+    ep = probe_rows.recorded_episode(db, eid)
+    first = read_reply(ep, 1, "judgment", "USELESS", "m")
+    failed = read_reply(ep, 1, "belief", "", "m")
+    failed.error = "timeout: gave up"
+    assert probe_rows.write_probes(db, [first, failed]) == 2
+    again = read_reply(ep, 1, "judgment", "USEFUL", "m")
+    belief = read_reply(ep, 1, "belief", '{"p_continue": 0.1, "p_answer_now": 0.5, '
+                        '"prefer": "unsure"}', "m")
+    assert probe_rows.write_probes(db, [again, belief]) == 1
+    rows = dict(db.conn.execute("SELECT kind, coalesce(judgment, prefer) FROM probes"))
+    assert rows == {"judgment": "USELESS", "belief": "unsure"}
+    assert db.conn.execute("SELECT count(*) FROM steps WHERE judgment_source = 'replay'"
+                           ).fetchone()[0] == 0
