@@ -17,8 +17,10 @@ from console.render import step_lines, summary_lines
 from console.results_cmd import COMMANDS as RESULTS_COMMANDS
 from core import store
 from core.conditions import parse_condition
-from core.data import ids_hash, load_hotpotqa, sample_ids
+from core.data import CLAIM_TYPE, TASK_FEVER, ids_hash, load_hotpotqa, sample_ids
 from core.demo_data import demo_questions
+from core.demo_fever import DEMO_FEVER_DATASET, demo_fever_questions
+from core.fever import balanced_sample, load_fever
 from core.errors import ConfigError, LabError
 from core.models.registry import load_registry, make_client, resolve_model
 from core.regimes import ForeignPool, parse_regime
@@ -34,7 +36,7 @@ def _db(ctx: click.Context):
 
 
 def _ensure_demo(db) -> int:
-    new, _ = store.insert_questions(db, demo_questions())
+    new, _ = store.insert_questions(db, demo_questions() + demo_fever_questions())
     return new
 
 
@@ -83,28 +85,60 @@ def data() -> None:
 
 
 @data.command("import")
-@click.argument("kind", type=click.Choice(["hotpotqa"]))
-@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--dataset", default="hotpotqa", show_default=True,
-              help="Dataset name to store the questions under.")
+@click.argument("kind", type=click.Choice(["hotpotqa", "fever"]))
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option("--dataset", default=None,
+              help="Dataset name to store the questions under (default: KIND).")
+@click.option("--include-nei", is_flag=True,
+              help="fever: keep NOT ENOUGH INFO claims (skipped by default).")
 @click.pass_context
-def data_import(ctx: click.Context, kind: str, file: Path, dataset: str) -> None:
+def data_import(ctx: click.Context, kind: str, file: Path, dataset: str | None,
+                include_nei: bool) -> None:
     """Validate FILE completely, then store every question in one transaction.
 
-    Accepts the official HotpotQA JSON list and the Hugging Face column format,
-    as JSON or JSONL. A malformed file stores nothing.
+    hotpotqa: FILE is the official HotpotQA JSON list or the Hugging Face column
+    format, as JSON or JSONL. fever: FILE is a folder holding claims.jsonl and
+    pages.json (format in README); SUPPORTS/REFUTES claims are kept, NOT ENOUGH
+    INFO claims skipped (and counted) unless --include-nei, and each claim's
+    knowledge base is its evidence pages plus 8 pages drawn from other claims.
+    A malformed file stores nothing.
 
     \b
     Example:
       lab data import hotpotqa hotpot_dev_distractor_v1.json
+      lab data import fever fever_dev/
     """
+    dataset = dataset or kind
     if not file.exists():
-        raise ConfigError(f"{file}: no such file")
-    questions = load_hotpotqa(file, dataset=dataset)
+        raise ConfigError(f"{file}: no such file or directory")
+    noun, skipped = "questions", ""
+    if kind == "fever":
+        read = load_fever(file, dataset=dataset, include_nei=include_nei)
+        questions, noun = list(read.questions), "claims"
+        skipped = f"; skipped {read.skipped_nei} NOT ENOUGH INFO claims" + (
+            "" if include_nei else " (--include-nei keeps them)") + (
+            f" and {read.skipped_no_text} claims without any evidence text"
+            if read.skipped_no_text else "")
+    elif include_nei:
+        raise ConfigError("--include-nei applies to `lab data import fever` only")
+    elif file.is_dir():
+        raise ConfigError(f"{file}: is a directory; hotpotqa imports one JSON or JSONL file")
+    else:
+        questions = load_hotpotqa(file, dataset=dataset)
     db = _db(ctx)
+    _check_task(db, dataset, questions)
     new, same = store.insert_questions(db, questions)
-    click.echo(f"imported {new} questions from {file} into dataset '{dataset}'"
-               + (f" ({same} already present)" if same else ""))
+    click.echo(f"imported {new} {noun} from {file} into dataset '{dataset}'"
+               + (f" ({same} already present)" if same else "") + skipped)
+
+
+def _check_task(db, dataset: str, questions: list) -> None:
+    """Refuse to mix FEVER claims and HotpotQA questions in one dataset."""
+    stored = {kind == CLAIM_TYPE for kind, _ in store.dataset_labels(db, dataset).values()}
+    new = {q.task == TASK_FEVER for q in questions}
+    if len(stored | new) > 1:
+        raise ConfigError(f"dataset '{dataset}' would mix FEVER claims and HotpotQA questions; "
+                          f"import into another dataset with --dataset NAME")
 
 
 @cli.group()
@@ -125,28 +159,40 @@ def sets_create(ctx: click.Context, name: str, dataset: str, n: int, seed: int,
                 exclude: tuple[str, ...], held_out: bool | None) -> None:
     """Sample N questions without replacement, disjoint from --exclude sets.
 
+    From a FEVER dataset the set is balanced: N/2 SUPPORTS and N/2 REFUTES claims
+    (N/3 of each label when NOT ENOUGH INFO was imported), each label drawn with the
+    seed from its own claims, then shuffled with the seed; N must divide evenly.
+
     \b
     Example:
       lab sets create dev100 --dataset hotpotqa --n 100 --seed 1
       lab sets create test300 --dataset hotpotqa --n 300 --seed 2 --exclude dev100
+      lab sets create fever292 --dataset fever --n 292 --seed 3
     """
     db = _db(ctx)
-    if dataset == "demo":
+    if dataset in ("demo", DEMO_FEVER_DATASET):
         _ensure_demo(db)
-    pool = store.question_ids(db, dataset)
-    if not pool:
+    rows = store.dataset_labels(db, dataset)
+    if not rows:
         raise ConfigError(f"dataset '{dataset}' has no questions in lab.db; known: "
                           + (", ".join(store.datasets(db)) or "none"))
     excluded: set[str] = set()
     for other in exclude:
         excluded.update(store.question_set(db, other)["ids"])
-    ids = sample_ids(pool, n, seed, excluded)
+    claims = {qid: label for qid, (kind, label) in rows.items() if kind == CLAIM_TYPE}
+    if claims:  # FEVER: the same number of claims per label
+        ids = balanced_sample(claims, n, seed, excluded)
+    else:
+        ids = sample_ids(list(rows), n, seed, excluded)
     if held_out is None:
         held_out = name.startswith(HELD_OUT_PREFIXES)
     digest = ids_hash(ids)
     store.save_question_set(db, name, dataset, ids, seed, exclude, held_out, digest)
     kind = "held-out" if held_out else "dev"
-    click.echo(f"created {kind} set '{name}': {len(ids)} questions from {dataset}, "
+    balance = ("" if not claims else " (" + ", ".join(
+        f"{sum(claims[i] == label for i in ids)} {label}" for label in sorted(set(claims.values())))
+        + ")")
+    click.echo(f"created {kind} set '{name}': {len(ids)} questions from {dataset}{balance}, "
                f"sha256 {digest[:12]}")
 
 

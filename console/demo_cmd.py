@@ -11,6 +11,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from core import prereg, store
 from core.data import ids_hash
 from core.demo_data import demo_questions
+from core.demo_fever import demo_fever_questions
 from core.errors import StoreError
 from core.models.registry import load_registry
 from core.regimes import MEAN6
@@ -37,7 +38,7 @@ SIMS_NOTE = ("The simulated agents do not read prompts: each judges an observati
 def ensure_demo_set(db) -> None:
     """Load the demo questions and create the demo question set (all of them) once."""
     questions = demo_questions()
-    store.insert_questions(db, questions)
+    store.insert_questions(db, questions + demo_fever_questions())
     ids = [q.id for q in questions]
     try:
         store.question_set(db, DEMO_SET)

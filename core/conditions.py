@@ -14,8 +14,8 @@ from dataclasses import dataclass, field, fields, replace
 from types import MappingProxyType
 from typing import Any
 
-import prompts
 from core.errors import ConfigError
+from core.prompt_set import PromptSet
 
 
 @dataclass(frozen=True)
@@ -131,20 +131,31 @@ class Condition:
         """sha256 hex of the canonical JSON."""
         return hashlib.sha256(self.to_json().encode()).hexdigest()
 
-    def system_prompt(self, budget: int, forced: bool = False) -> str:
-        """The system prompt for this arm; `forced` adds the finish-only sentence."""
-        parts = [prompts.load("system")]
+    def system_prompt(self, budget: int, forced: bool = False,
+                      prompt_set: PromptSet = PromptSet()) -> str:
+        """The system prompt for this arm; `forced` adds the finish-only sentence.
+
+        Args:
+            budget: the episode's action budget (stated by budget arms).
+            forced: add the finish-only sentence of a forced turn.
+            prompt_set: which task's and prompt format's files to read (default:
+                HotpotQA in the ReAct format).
+
+        Returns:
+            The base system prompt with this arm's additions appended.
+        """
+        parts = [prompt_set.load("system")]
         arm = self.arm
         if arm.permit:
-            parts.append(prompts.load("permit"))
+            parts.append(prompt_set.load("permit"))
         if arm.budget:
-            parts.append(prompts.load("budget").format(budget=budget))
+            parts.append(prompt_set.load("budget").format(budget=budget))
         if arm.stated_rule:
-            parts.append(prompts.load("stated_rule").format(k=_number_word(self.k)))
+            parts.append(prompt_set.load("stated_rule").format(k=_number_word(self.k)))
         if arm.call_cost:
-            parts.append(prompts.load("call_cost").format(price=f"{self.price:g}"))
+            parts.append(prompt_set.load("call_cost").format(price=f"{self.price:g}"))
         if forced:
-            parts.append(prompts.load("forced_system"))
+            parts.append(prompt_set.load("forced_system"))
         return "\n\n".join(parts)
 
 

@@ -17,6 +17,14 @@ from typing import Any
 
 from core.errors import DataError
 
+TASK_HOTPOTQA = "hotpotqa"
+TASK_FEVER = "fever"
+TASKS: tuple[str, ...] = (TASK_HOTPOTQA, TASK_FEVER)
+"""Task kinds: what the agent is asked to do and how its answer is scored."""
+CLAIM_TYPE = "claim"
+"""The `type` of a FEVER claim (HotpotQA's types are "bridge" and "comparison")."""
+NEI_LABEL = "NOT ENOUGH INFO"
+
 _JSON_TYPES = ((bool, "boolean"), (int, "number"), (float, "number"), (str, "string"),
                (list, "array"), (dict, "object"), (type(None), "null"))
 
@@ -57,6 +65,11 @@ class Question:
     level: str
     paragraphs: tuple[Paragraph, ...]
     supporting_facts: tuple[tuple[str, int], ...]
+
+    @property
+    def task(self) -> str:
+        """The task kind: "fever" for a claim (type "claim"), else "hotpotqa"."""
+        return TASK_FEVER if self.type == CLAIM_TYPE else TASK_HOTPOTQA
 
     @property
     def gold_titles(self) -> frozenset[str]:
@@ -115,7 +128,9 @@ def question_from_record(record: Any, dataset: str) -> Question:
     qtype = _check_optional_text(record, "type")
     level = _check_optional_text(record, "level")
     paragraphs = _check_context(_require(record, "context"))
-    facts = _check_supporting_facts(_require(record, "supporting_facts"))
+    # a NOT ENOUGH INFO claim has no evidence: the one record without supporting facts
+    no_evidence = qtype == CLAIM_TYPE and answer == NEI_LABEL
+    facts = _check_supporting_facts(_require(record, "supporting_facts"), no_evidence)
     titles = {p.title for p in paragraphs}
     for i, (title, _) in enumerate(facts):
         if title not in titles:
@@ -241,8 +256,9 @@ def _check_paragraph(where: str, title: str, sentences: list[Any]) -> None:
             raise DataError(f"{where} sentence {j} must be a string")
 
 
-def _check_supporting_facts(facts: Any) -> tuple[tuple[str, int], ...]:
-    """Validate `supporting_facts` in either format."""
+def _check_supporting_facts(facts: Any, may_be_empty: bool = False
+                            ) -> tuple[tuple[str, int], ...]:
+    """Validate `supporting_facts` in either format (empty only when `may_be_empty`)."""
     if isinstance(facts, dict):
         titles = _hf_column(facts, "supporting_facts", "title")
         sent_ids = _hf_column(facts, "supporting_facts", "sent_id")
@@ -266,7 +282,7 @@ def _check_supporting_facts(facts: Any) -> tuple[tuple[str, int], ...]:
             "supporting_facts must be a list of [title, sent_id] or an object "
             "{title: [...], sent_id: [...]}"
         )
-    if not pairs:
+    if not pairs and not may_be_empty:
         raise DataError("supporting_facts must not be empty")
     for i, (title, sent_id) in enumerate(pairs):
         if not isinstance(title, str) or not title.strip():
@@ -305,6 +321,9 @@ def load_hotpotqa(path: Path, dataset: str = "hotpotqa") -> list[Question]:
     for i, record in enumerate(records):
         try:
             q = question_from_record(record, dataset)
+            if q.task != TASK_HOTPOTQA:
+                raise DataError(f"type {CLAIM_TYPE!r} marks a FEVER claim; import FEVER "
+                                f"with `lab data import fever DIR`")
         except DataError as exc:
             raise DataError(f"{path}: record {i}: {exc}") from None
         if q.id in first_seen:

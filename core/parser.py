@@ -30,6 +30,15 @@ Decisions on ambiguous shapes (the tests pin each one):
 - `decision` is the last `DECISION: CONTINUE|ANSWER_NOW` before the action (`ANSWER NOW`
   and `ANSWER-NOW` read as ANSWER_NOW); that key and the rest of its line are removed
   from `thought`.
+
+Search-R1's format (`parse_search_r1`, a model whose registry entry says
+`prompt_format = "search_r1"`): the first `<search>q</search>` is search[q],
+`<backup_search>q</backup_search>` backup_search[q] and `<answer>a</answer>`
+finish[a]. Tags inside `<think>` blocks are reasoning, not actions; the thought is the
+reasoning (think blocks' text and any text before the tag). A final tag left open
+(generation stopped at `</search>`) reads to the end of the reply. Whitespace in the
+argument is collapsed; an empty search is unreadable, an empty answer a finish with "".
+The same DECISION line is read.
 """
 
 from __future__ import annotations
@@ -303,3 +312,53 @@ def _thought_and_decision(head: str) -> tuple[str, str | None]:
     if decision is not None:
         thought = _DECISION_RE.sub("", thought)
     return thought.strip(_THOUGHT_STRIP_CHARS), decision
+
+
+_R1_TAG_RE = re.compile(r"<(search|backup_search|answer)>", re.IGNORECASE)
+_R1_ANY_TAG_RE = re.compile(r"</?(?:search|backup_search|answer|information|think)>",
+                            re.IGNORECASE)
+_R1_NAMES = {"search": "search", "backup_search": "backup_search", "answer": "finish"}
+
+
+def parse_search_r1(text: str) -> ParsedAction | None:
+    """Parse the first action of a reply in Search-R1's tag format.
+
+    Args:
+        text: the raw model reply.
+
+    Returns:
+        The parsed action (search, backup_search or finish), or None when the reply
+        has no readable action (format failure).
+    """
+    if not text:
+        return None
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    reasoning = [m.group(0)[len("<think>"):-len("</think>")]
+                 for m in _THINK_BLOCK_RE.finditer(text)]
+    outside = _strip_think(text) if "think>" in text.lower() else text
+    match = _R1_TAG_RE.search(outside)
+    if match is None:
+        return None
+    tag = match.group(1).lower()
+    close = re.search(rf"</{tag}>", outside[match.end():], re.IGNORECASE)
+    end = match.end() + close.start() if close else len(outside)
+    argument = " ".join(_R1_ANY_TAG_RE.sub(" ", outside[match.end():end]).split())
+    name = _R1_NAMES[tag]
+    if not argument and name != "finish":
+        return None
+    head = "\n".join([*reasoning, outside[:match.start()]])
+    thought, decision = _thought_and_decision(_R1_ANY_TAG_RE.sub(" ", head))
+    return ParsedAction(name, _clean(argument), " ".join(thought.split()), decision)
+
+
+def parse_reply(text: str, prompt_format: str = "react") -> ParsedAction | None:
+    """Parse a reply in the model's prompt format ("react" or "search_r1").
+
+    Args:
+        text: the raw model reply.
+        prompt_format: the registry's `prompt_format` of the model.
+
+    Returns:
+        The parsed action, or None for a format failure.
+    """
+    return parse_search_r1(text) if prompt_format == "search_r1" else parse_action(text)

@@ -22,14 +22,17 @@ from core.judges import lexical_judgment, parse_side_channel, random_judgment, r
 from core.kb import KnowledgeBase, ToolState, observation_source, paragraph_observation
 from core.kb import strip_supporting_facts
 from core.models.base import EpisodeView, Generation, Message, ModelSession, ObservationLabel
-from core.parser import parse_action
+from core.parser import parse_reply
+from core.prompt_set import SEARCH_R1, PromptSet
 from core.regimes import ForeignPool, Regime
-from core.scoring import score_answer
+from core.scoring import score_for_task
 
 USELESS = "USELESS"
 ACT_MAX_TOKENS = 512
 JUDGE_MAX_TOKENS = 8
 STOP = ("Observation:", "\nObservation")
+STOP_SEARCH_R1 = ("</search>", "</backup_search>", "<information>")
+"""Search-R1 stops after its query (results come back in <information>)."""
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,17 @@ class EpisodeSetup:
     pool: ForeignPool
     always_judge: bool = False
     act_max_tokens: int = ACT_MAX_TOKENS
+    prompt_format: str = "react"
+
+    @property
+    def prompts(self) -> PromptSet:
+        """The prompt files for this question's task in the model's prompt format."""
+        return PromptSet(self.question.task, self.prompt_format)
+
+    @property
+    def stop(self) -> tuple[str, ...]:
+        """Stop sequences of acting turns in the model's prompt format."""
+        return STOP_SEARCH_R1 if self.prompt_format == SEARCH_R1 else STOP
 
 
 def counter(remaining: int) -> str:
@@ -53,7 +67,7 @@ def counter(remaining: int) -> str:
 
 def question_message(setup: EpisodeSetup) -> str:
     """The first user message: the question (and the counter on budget arms)."""
-    text = prompts.load("question").format(question=setup.question.question)
+    text = setup.prompts.load("question").format(question=setup.question.question)
     if setup.condition.arm.budget:
         text += "\n" + counter(setup.budget)
     return text
@@ -61,23 +75,25 @@ def question_message(setup: EpisodeSetup) -> str:
 
 def observation_message(setup: EpisodeSetup, observation: str, t: int) -> str:
     """The user message carrying the observation of action t."""
-    text = prompts.load("observation").format(observation=observation)
+    text = setup.prompts.load("observation").format(observation=observation)
     if setup.condition.arm.budget:
         text += "\n" + counter(setup.budget - t)
     return text
 
 
-def side_channel_fork(messages: Sequence[Message]) -> list[Message]:
+def side_channel_fork(messages: Sequence[Message],
+                      prompt_set: PromptSet = PromptSet()) -> list[Message]:
     """The scratch copy for the side-channel question: the acting prefix plus one turn."""
-    return [*messages, {"role": "user", "content": prompts.load("side_channel")}]
+    return [*messages, {"role": "user", "content": prompt_set.load("side_channel")}]
 
 
 def forced_messages(setup: EpisodeSetup, messages: Sequence[Message]) -> list[Message]:
     """Acting messages for a forced turn: finish-only system prompt, instruction at the end."""
     out = [dict(m) for m in messages]
-    out[0] = {"role": "system", "content": setup.condition.system_prompt(setup.budget, True)}
+    out[0] = {"role": "system",
+              "content": setup.condition.system_prompt(setup.budget, True, setup.prompts)}
     last = out[-1]
-    last["content"] = last["content"] + "\n" + prompts.load("forced_observation")
+    last["content"] = last["content"] + "\n" + setup.prompts.load("forced_observation")
     return out
 
 
@@ -96,7 +112,8 @@ class _Run:
         self.view = view or EpisodeView(question=q, seed=setup.seed, budget=setup.budget)
         self.result = EpisodeResult(question_id=q.id, started_at=utc_now())
         self.messages: list[Message] = [
-            {"role": "system", "content": setup.condition.system_prompt(setup.budget)},
+            {"role": "system",
+             "content": setup.condition.system_prompt(setup.budget, prompt_set=setup.prompts)},
             {"role": "user", "content": question_message(setup)},
         ]
         self.streak = 0
@@ -151,7 +168,8 @@ class _Run:
         setup, cond = self.setup, self.setup.condition
         if cond.asks_judgments or setup.always_judge:
             gen = await self.session.generate(
-                side_channel_fork(self.messages), kind="judge", max_tokens=JUDGE_MAX_TOKENS
+                side_channel_fork(self.messages, setup.prompts), kind="judge",
+                max_tokens=JUDGE_MAX_TOKENS
             )
             self.account(gen)
             self.result.extra_calls += 1
@@ -177,12 +195,12 @@ class _Run:
         """Generate and parse action t."""
         messages = forced_messages(self.setup, self.messages) if forced else self.messages
         gen = await self.session.generate(
-            messages, kind="act", max_tokens=self.setup.act_max_tokens, stop=STOP
+            messages, kind="act", max_tokens=self.setup.act_max_tokens, stop=self.setup.stop
         )
         self.account(gen)
         step = Step(t=t, raw=gen.text, forced=forced, input_tokens=gen.input_tokens,
                     output_tokens=gen.output_tokens, latency_ms=gen.latency_ms)
-        parsed = parse_action(gen.text)
+        parsed = parse_reply(gen.text, self.setup.prompt_format)
         if parsed is None:
             step.format_failure = True
         else:
@@ -208,7 +226,8 @@ class _Run:
                     r.end_reason = "format_failure"
                     return r
                 reminded = True
-                self.messages.append({"role": "user", "content": prompts.load("format_reminder")})
+                self.messages.append({"role": "user",
+                                      "content": setup.prompts.load("format_reminder")})
                 continue
             reminded = False
             if step.action == "finish":
@@ -220,7 +239,7 @@ class _Run:
                 step.refused = True
                 r.refused_calls += 1
                 self.emit(step)
-                text = prompts.load("forced_observation")
+                text = setup.prompts.load("forced_observation")
                 if setup.condition.arm.budget:
                     text += "\n" + counter(setup.budget - t)
                 self.messages.append({"role": "user", "content": text})
@@ -233,7 +252,8 @@ class _Run:
             if t < setup.budget:
                 await self.judge(step, observation if step.obs_source != "none" else None)
                 if setup.condition.arm.decide:
-                    self.messages.append({"role": "user", "content": prompts.load("decide").format(
+                    decide = setup.prompts.load("decide")
+                    self.messages.append({"role": "user", "content": decide.format(
                         judgment=step.judgment or "UNCLEAR", streak=self.streak)})
             self.emit(step)
             last_obs = step
@@ -287,7 +307,7 @@ async def run_episode(setup: EpisodeSetup, session: ModelSession,
     result.wall_ms = (time.perf_counter() - start) * 1000
     result.finished_at = utc_now()
     if result.answered and result.error is None:
-        s = score_answer(result.answer, setup.question.answer)
+        s = score_for_task(result.answer, setup.question.answer, setup.question.task)
         result.em, result.f1, result.correct, result.placeholder = (
             s.em, s.f1, s.correct, s.placeholder)
     return result

@@ -57,7 +57,8 @@ def setup_for(cell: CellSpec, question: Question, pool: ForeignPool,
     """The EpisodeSetup of one question in a cell."""
     return EpisodeSetup(question=question, condition=cell.condition, regime=cell.regime,
                         budget=cell.budget, seed=cell.seed, pool=pool,
-                        always_judge=bool(getattr(client, "always_judge", False)))
+                        always_judge=bool(getattr(client, "always_judge", False)),
+                        prompt_format=str(cell.model.params.get("prompt_format", "react")))
 
 
 async def run_one(setup: EpisodeSetup, client: ModelClient,

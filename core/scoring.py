@@ -1,4 +1,4 @@
-"""Answer scoring (SPEC §5.4): HotpotQA normalisation, EM, token F1, placeholders, FEVER.
+"""Answer scoring (SPEC §5.4): HotpotQA normalisation, EM, token F1, placeholders, FEVER labels.
 
 Normalisation and F1 follow the official HotpotQA evaluation script (itself the SQuAD
 one) so that numbers are comparable with published results: ASCII punctuation is
@@ -198,3 +198,26 @@ def score_label(pred: str | None, gold: str) -> Score:
     correct = label is not None and label == normalize_label(gold)
     return Score(em=correct, f1=1.0 if correct else 0.0, correct=correct,
                  placeholder=is_placeholder(pred))
+
+
+def score_for_task(pred: str | None, gold: str, task: str,
+                   threshold: float = DEFAULT_THRESHOLD) -> Score:
+    """Score a final answer the way its task is scored (SPEC §5.4).
+
+    Args:
+        pred: the finish argument, or None when the episode never answered.
+        gold: the gold answer or label.
+        task: "hotpotqa" (token F1 ≥ `threshold`) or "fever" (exact label).
+        threshold: HotpotQA's F1 threshold (unused for FEVER).
+
+    Returns:
+        The Score.
+
+    Raises:
+        ValueError: an unknown task.
+    """
+    if task == "fever":
+        return score_label(pred, gold)
+    if task == "hotpotqa":
+        return score_answer(pred, gold, threshold)
+    raise ValueError(f"unknown task {task!r}; tasks: hotpotqa, fever")

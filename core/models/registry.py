@@ -18,13 +18,14 @@ from typing import Any
 from core.errors import ConfigError
 from core.models.base import ModelClient
 from core.models.sim import BUILTIN_SIMS, POLICIES, SimClient, SimSpec
+from core.prompt_set import PROMPT_FORMATS
 
 BACKENDS = ("openai", "anthropic", "sim")
 _COMMON = frozenset({"backend", "concurrency"})
 _FIELDS: Mapping[str, frozenset[str]] = MappingProxyType({
     "openai": _COMMON | {"model", "endpoints", "sampling", "thinking", "max_context",
                          "timeout_s", "max_retries", "price_per_mtok", "backoff_s",
-                         "backoff_max_s", "tensor_parallel_size"},
+                         "backoff_max_s", "tensor_parallel_size", "prompt_format"},
     "anthropic": _COMMON | {"model", "sampling", "max_context", "timeout_s", "max_retries",
                             "price_per_mtok", "base_url", "backoff_s", "backoff_max_s"},
     "sim": _COMMON | {"policy", "k", "c", "p_useless_failed", "p_useless_real",
@@ -131,6 +132,10 @@ def _validate(where: str, name: str, table: Mapping[str, Any]) -> ModelSpec:
                               f"e.g. {{ temperature = 0.7, top_p = 0.8 }}")
     if "thinking" in params:
         _check_type(where, "thinking", params["thinking"], bool)
+    if "prompt_format" in params and params["prompt_format"] not in PROMPT_FORMATS:
+        raise ConfigError(f"{where}: prompt_format must be one of {', '.join(PROMPT_FORMATS)} "
+                          f"(\"search_r1\": Search-R1's <search>/<answer> tags), "
+                          f"got {params['prompt_format']!r}")
     for key in ("max_context", "max_retries", "tensor_parallel_size"):
         if key in params:
             _check_type(where, key, params[key], int)

@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass
 from types import MappingProxyType
 
 import prompts
+from core.data import TASK_FEVER, Question
 from core.errors import ConfigError
 from core.models.base import EpisodeView, Generation, Message
 
@@ -89,6 +90,16 @@ BUILTIN_SIMS: Mapping[str, SimSpec] = MappingProxyType({
 def _draw(*key: object) -> float:
     digest = hashlib.blake2b("|".join(map(str, key)).encode(), digest_size=8).digest()
     return int.from_bytes(digest, "big") / 2**64
+
+
+def _shows_answer(question: Question, text: str) -> bool:
+    """Whether an observation shows the answer: the answer string (HotpotQA) or one of
+    the claim's evidence sentences (FEVER, whose answer is a label)."""
+    if question.task != TASK_FEVER:
+        return question.answer.lower() in text.lower()
+    pages = {p.title: p.sentences for p in question.paragraphs}
+    return any(j < len(pages.get(title, ())) and pages[title][j].strip() in text
+               for title, j in question.supporting_facts)
 
 
 class SimClient:
@@ -179,7 +190,8 @@ class SimSession:
         return False
 
     def answer(self) -> str:
-        """The gold answer when a real observation showed it, else a seeded guess.
+        """The gold answer (a FEVER claim's label) when a real observation showed it
+        (for a claim: one of its evidence sentences), else a seeded guess.
 
         Failed observations never teach the answer, even when a foreign page happens
         to contain the string: the simulated reader knows which pages were real.
@@ -187,10 +199,12 @@ class SimSession:
         q = self.view.question
         gold = q.answer
         needle = gold.lower()
-        if any(not o.failed and needle in o.text.lower() for o in self.view.observations):
+        if any(not o.failed and _shows_answer(q, o.text) for o in self.view.observations):
             return gold
         if _draw("guess", self.view.seed, q.id) < self.spec.p_guess:
             return gold
+        if q.task == TASK_FEVER:  # the wrong verdict
+            return "REFUTES" if gold == "SUPPORTS" else "SUPPORTS"
         wrong = [p.title for p in q.paragraphs if needle not in p.title.lower()]
         return wrong[int(_draw("wrong", self.view.seed, q.id) * len(wrong))] if wrong else "no"
 

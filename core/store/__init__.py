@@ -10,13 +10,14 @@ from core.store.base import BUSY_TIMEOUT_MS, connect, schema_version, write
 from core.store.episodes import (count, episode_exists, episode_steps, live_end, live_start,
                                  live_step, live_steps, write_episodes)
 from core.store.frames import episodes_frame, steps_frame
-from core.store.questions import (datasets, insert_questions, load_questions, question_ids,
-                                  question_set, question_sets, save_question_set,
+from core.store.questions import (dataset_labels, datasets, insert_questions, load_questions,
+                                  question_ids, question_set, question_sets, save_question_set,
                                   useless_rate)
 from core.store.runs import cell_hash, ensure_cell, ensure_run, next_replicate
 
 __all__ = [
-    "BUSY_TIMEOUT_MS", "cell_hash", "connect", "count", "datasets", "ensure_cell", "ensure_run",
+    "BUSY_TIMEOUT_MS", "cell_hash", "connect", "count", "dataset_labels", "datasets",
+    "ensure_cell", "ensure_run",
     "episode_exists", "episode_steps", "episodes_frame", "insert_questions", "live_end",
     "live_start", "live_step", "live_steps", "load_questions", "next_replicate", "question_ids",
     "question_set", "question_sets", "save_question_set", "schema_version", "steps_frame",

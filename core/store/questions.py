@@ -81,6 +81,13 @@ def question_ids(db: Database, dataset: str) -> list[str]:
         "SELECT id FROM questions WHERE dataset = ? ORDER BY id", (dataset,))]
 
 
+def dataset_labels(db: Database, dataset: str) -> dict[str, tuple[str, str]]:
+    """(type, answer) per question id of a dataset: a FEVER claim's type is "claim" and
+    its answer the label (balanced question sets read them without loading pages)."""
+    return {r[0]: (r[1] or "", r[2]) for r in db.conn.execute(
+        "SELECT id, type, answer FROM questions WHERE dataset = ? ORDER BY id", (dataset,))}
+
+
 def datasets(db: Database) -> dict[str, int]:
     """Question count per dataset."""
     return dict(db.conn.execute(
