@@ -14,6 +14,7 @@ from console.models_cmd import models, serve
 from console.prereg_cmd import prereg_group
 from console.queue_cmd import CONTROL_COMMANDS, enqueue_cmd, status_cmd, tail_cmd, worker_cmd
 from console.render import step_lines, summary_lines
+from console.replay_cmd import COMMANDS_OUT as REPLAY_COMMANDS
 from console.results_cmd import COMMANDS as RESULTS_COMMANDS
 from core import store
 from core.conditions import parse_condition
@@ -325,7 +326,7 @@ def demo(ctx: click.Context, workers: int, no_console: bool) -> None:
 
 
 for _command in (enqueue_cmd, worker_cmd, status_cmd, tail_cmd, *CONTROL_COMMANDS,
-                 prereg_group, *RESULTS_COMMANDS, models, serve, console_cmd):
+                 prereg_group, *RESULTS_COMMANDS, *REPLAY_COMMANDS, models, serve, console_cmd):
     cli.add_command(_command)
 
 

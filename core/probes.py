@@ -123,6 +123,8 @@ class ProbeRecord:
     source: str = "replay"
     prompts_sha256: str | None = None
     created_at: str = field(default_factory=utc_now)
+    prompt_files: dict[str, str] = field(default_factory=dict)
+    """sha256 per prompt file the probe used (stored in prompt_sets, not a column)."""
 
 
 def _acting(steps: Sequence[Step]) -> list[tuple[int, Step]]:
@@ -204,8 +206,13 @@ def decision_points(ep: RecordedEpisode) -> list[int]:
     Returns:
         The t values in order.
     """
-    return [s.t for _, s in _acting(ep.steps)
-            if s.obs_index is not None and not s.refused and s.t < ep.budget]
+    return step_decision_points(ep.steps, ep.budget)
+
+
+def step_decision_points(steps: Sequence[Step], budget: int) -> list[int]:
+    """`decision_points` from the stored steps and the budget alone."""
+    return [s.t for _, s in _acting(steps)
+            if s.obs_index is not None and not s.refused and s.t < budget]
 
 
 @dataclass(frozen=True)
@@ -271,9 +278,14 @@ def probe_points(ep: RecordedEpisode, at: At, judgments: dict[int, str | None] |
     Returns:
         The t values to probe, in order.
     """
-    points = decision_points(ep)
+    return select_points(decision_points(ep), at, judgments)
+
+
+def select_points(points: Sequence[int], at: At,
+                  judgments: dict[int, str | None] | None = None) -> list[int]:
+    """The decision points among `points` that `at` selects (see `probe_points`)."""
     if at.mode == "every":
-        return points
+        return list(points)
     if at.mode == "t":
         return [t for t in points if t in at.ts]
     known = judgments or {}
@@ -399,7 +411,8 @@ async def run_probe(session: ModelSession, ep: RecordedEpisode, t: int, kind: st
     """
     messages = messages_for(ep, t, kind)
     try:
-        gen = await session.generate(messages, kind=kind, max_tokens=PROBE_MAX_TOKENS[kind])
+        gen = await session.generate(messages, kind="judge" if kind == "judgment" else kind,
+                                     max_tokens=PROBE_MAX_TOKENS[kind])
     except ModelError as exc:
         return ProbeRecord(ep.episode_id, t, kind, ep.model, error=f"{exc.reason}: {exc}")
     rec = read_reply(ep, t, kind, gen.text, ep.model)

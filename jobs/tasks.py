@@ -98,6 +98,11 @@ async def _run(db: Database, job: dict, settings: WorkerSettings,
     stop = _Stop()
     beat = asyncio.create_task(_heartbeat(db, job["id"], settings, stop))
     try:
+        if job.get("kind", "episodes") == "replay":  # probes of stored episodes (issue 12)
+            from jobs.replay import replay_questions
+            await replay_questions(db, job, client, settings.concurrency,
+                                   lambda: stop.reason is not None)
+            return stop
         await run_questions(db, job["cell_id"], cell, questions, _pool(db, cell, questions, pools),
                             client, live=live, batch=1 if live else 64,
                             concurrency=settings.concurrency,

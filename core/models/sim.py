@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from types import MappingProxyType
@@ -145,6 +146,8 @@ class SimSession:
         if kind == "judge":
             n = len(self.view.observations)
             text = "USELESS" if n and self.useless(n) else "USEFUL"
+        elif kind in PROBE_REPLIES:
+            text = PROBE_REPLIES[kind](self)
         else:
             self.acts += 1
             text = self.act(messages)
@@ -239,3 +242,48 @@ class SimSession:
         target = self.target()
         return (f"{decide}Thought: {judged} I will search for {target}.\n"
                 f"Action: search\nAction Input: {target}")
+
+SIM_OVERCONFIDENCE = 0.25
+"""How much a sim's verbalized confidence exceeds its true chance of being right (probes)."""
+SIM_CONFIDENCE_NOISE = 0.10
+"""Half-width of the seeded uniform jitter on a sim's verbalized confidence."""
+
+
+def sim_true_confidence(session: SimSession) -> float:
+    """A sim's true chance that its answer now is right: 1 when a real page showed the
+    answer, else its guess rate (the guess is right w.p. p_guess across questions)."""
+    q = session.view.question
+    needle = q.answer.lower()
+    seen = any(not o.failed and needle in o.text.lower() for o in session.view.observations)
+    return 1.0 if seen else session.spec.p_guess
+
+
+def sim_confidence(session: SimSession) -> int:
+    """The verbalized confidence (0–100): the true chance plus SIM_OVERCONFIDENCE plus a
+    seeded jitter, clipped — a known miscalibration that isotonic calibration can undo."""
+    view = session.view
+    jitter = (_draw("confidence", view.seed, view.question.id, len(view.observations)) * 2 - 1)
+    value = sim_true_confidence(session) + SIM_OVERCONFIDENCE + jitter * SIM_CONFIDENCE_NOISE
+    return round(100 * min(1.0, max(0.0, value)))
+
+
+def _answer_now(session: SimSession) -> str:
+    return (f"Thought: I will answer now.\nAction: finish\nAction Input: {session.answer()}\n"
+            f"Confidence: {sim_confidence(session)}")
+
+
+def _belief(session: SimSession) -> str:
+    now = sim_confidence(session) / 100
+    cont = min(1.0, now + 0.1)
+    return json.dumps({"p_continue": round(cont, 2), "p_answer_now": round(now, 2),
+                       "prefer": "continue" if cont > now else "unsure",
+                       "reason": "more searching might still help"})
+
+
+def _repair(session: SimSession) -> str:
+    return f"Thought: my actual answer.\nAction: finish\nAction Input: {session.answer()}"
+
+
+PROBE_REPLIES = MappingProxyType({"answer_now": _answer_now, "belief": _belief,
+                                  "repair": _repair})
+"""Replies of a sim session to the probes of core.probes (issue 12), by probe kind."""

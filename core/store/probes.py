@@ -54,6 +54,10 @@ def write_probes(db: Database, records: Iterable[ProbeRecord]) -> int:
     n = 0
     with write(db):
         for rec in records:
+            if rec.prompt_files and rec.prompts_sha256:
+                db.conn.execute("INSERT OR IGNORE INTO prompt_sets (sha256, files, created_at) "
+                                "VALUES (?, ?, ?)", (rec.prompts_sha256, json.dumps(
+                                    rec.prompt_files, sort_keys=True), rec.created_at))
             cur = db.conn.execute(_INSERT, tuple(_value(rec, c) for c in PROBE_COLUMNS))
             n += cur.rowcount
     return n
@@ -206,3 +210,67 @@ def probe_counts(db: Database) -> dict[str, int]:
     return dict(db.conn.execute(
         "SELECT kind, count(*) FROM probes WHERE error IS NULL GROUP BY kind").fetchall())
 
+
+
+def episode_points(db: Database, episode_ids: Sequence[int]
+                   ) -> dict[int, list[tuple[int, int]]]:
+    """Decision points of each episode with the input tokens its history had, from SQL.
+
+    The same points as `core.probes.step_decision_points`: steps with an observation,
+    neither refused nor discarded, before the budget's last action.
+
+    Returns:
+        {episode: [(t, estimated history tokens), ...]} in t order.
+    """
+    out: dict[int, list[tuple[int, int]]] = {}
+    for chunk in _chunks(list(episode_ids)):
+        for eid, t, tokens in db.conn.execute(
+                f"SELECT s.episode_id, s.t, s.input_tokens + s.output_tokens FROM steps s "
+                f"JOIN episodes e ON e.id = s.episode_id JOIN cells c ON c.id = e.cell_id "
+                f"WHERE s.obs_index IS NOT NULL AND s.refused = 0 AND s.discarded = 0 AND "
+                f"s.t < c.budget AND s.episode_id IN ({', '.join('?' * len(chunk))}) "
+                f"ORDER BY s.episode_id, s.t", chunk):
+            out.setdefault(eid, []).append((t, int(tokens)))
+    return out
+
+
+def placeholder_episodes(db: Database, episode_ids: Sequence[int]) -> dict[int, tuple[int, int]]:
+    """Answered episodes whose answer is a placeholder: {episode: (finish action, tokens)}."""
+    out: dict[int, tuple[int, int]] = {}
+    for chunk in _chunks(list(episode_ids)):
+        for eid, action, tokens in db.conn.execute(
+                f"SELECT e.id, e.answer_action, coalesce((SELECT s.input_tokens + "
+                f"s.output_tokens FROM steps s WHERE s.episode_id = e.id AND s.t = "
+                f"e.answer_action AND s.discarded = 0), 0) FROM episodes e WHERE "
+                f"e.placeholder = 1 AND e.answered = 1 AND e.{COMPLETE} AND e.id IN "
+                f"({', '.join('?' * len(chunk))})", chunk):
+            out[eid] = (int(action), int(tokens))
+    return out
+
+
+def pending_replay(db: Database, cell_id: int, params: str) -> set[str]:
+    """Questions of a cell held by active replay jobs with the same params."""
+    out: set[str] = set()
+    for (ids,) in db.conn.execute(
+            "SELECT question_ids FROM jobs WHERE cell_id = ? AND kind = 'replay' AND params = ? "
+            "AND state IN ('queued', 'running', 'paused')", (cell_id, params)):
+        out.update(json.loads(ids))
+    return out
+
+
+def insert_replay_jobs(db: Database, grid_id: int, cell_id: int,
+                       chunks: Sequence[Sequence[str]], params: str, priority: int = 0
+                       ) -> list[int]:
+    """Queued replay jobs (jobs.kind = 'replay') for a cell, one per chunk of questions."""
+    from core.episode import utc_now
+
+    now = utc_now()
+    ids = []
+    with write(db):
+        for chunk in chunks:
+            cur = db.conn.execute(
+                "INSERT INTO jobs (grid_id, cell_id, question_ids, state, priority, created_at, "
+                "updated_at, kind, params) VALUES (?, ?, ?, 'queued', ?, ?, ?, 'replay', ?)",
+                (grid_id, cell_id, json.dumps(list(chunk)), priority, now, now, params))
+            ids.append(int(cur.lastrowid or 0))
+    return ids

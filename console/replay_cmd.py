@@ -1,0 +1,131 @@
+"""`lab replay judgments|beliefs|answer-now` and `lab repair` (SPEC §8.3–§8.6, issue 12).
+
+Thin commands: plan the missing probes (calls, tokens, dollars), then store replay
+jobs in the ledger and put them on the queue; `lab worker` runs them like episodes.
+"""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from core import store
+from core.models.registry import load_registry
+from core.probes import COMMANDS
+from core.store import jobs as ledger
+from jobs.replay import ReplayPlan, ReplayRequest, enqueue_replay, plan_replay, request_from
+
+KIND_WORDS = {"judgment": "judgments", "belief": "belief probes",
+              "answer_now": "answer-now branches", "repair": "answer repairs"}
+
+
+def _models(text: str | None) -> tuple[str, ...]:
+    return tuple(m.strip() for m in (text or "").split(",") if m.strip())
+
+
+def _run_request(ctx: click.Context, request: ReplayRequest, dry_run: bool,
+                 as_json: bool) -> None:
+    from console.queue_cmd import settings_for
+    from jobs.queue import enqueue_job, make_huey
+
+    db = store.connect(ctx.obj["db"])
+    registry = load_registry(ctx.obj["config"])
+    if dry_run:
+        plan, grid_id, jobs = plan_replay(db, request, registry), None, []
+    else:
+        plan, grid_id, jobs = enqueue_replay(db, request, registry)
+        if jobs:
+            huey, task = make_huey(settings_for(ctx))
+            for job_id in jobs:
+                enqueue_job(huey, task, job_id, request.priority)
+            ledger.log_event(db, "replay", f"grid {grid_id} run {request.run}: {len(jobs)} "
+                                           f"{request.kind} jobs, {plan.calls} calls")
+    summary = plan.summary() | {"grid": grid_id, "jobs": len(jobs), "dry_run": dry_run}
+    if as_json:
+        click.echo(json.dumps(summary, indent=2))
+        return
+    click.echo(_plan_text(plan, grid_id, len(jobs), dry_run))
+
+
+def _plan_text(plan: ReplayPlan, grid_id: int | None, jobs: int, dry_run: bool) -> str:
+    what = KIND_WORDS[plan.request.kind]
+    at = "" if plan.request.kind == "repair" else f" at {plan.request.at.text}"
+    if plan.calls == 0:
+        return (f"nothing to queue: all {plan.stored} {what}{at} of run {plan.request.run} "
+                f"are already stored or queued")
+    head = "would queue" if dry_run else f"grid {grid_id}: queued {jobs} jobs,"
+    lines = [f"{head} {plan.calls:,} {what}{at} on {plan.episodes:,} episodes of run "
+             f"{plan.request.run} ({plan.stored:,} already stored)"]
+    for model, est in plan.summary()["per_model"].items():
+        lines.append(f"  {model}: {est['calls']:,} calls, ≈ {est['input_tokens']:,.0f} input "
+                     f"tokens, ≈ {est['output_tokens']:,.0f} output tokens, ≈ "
+                     f"${est['dollars']:,.2f}" + (" (batch price)" if plan.request.batch else ""))
+    if not dry_run:
+        lines.append("run them with `lab worker --until-idle`")
+    return "\n".join(lines)
+
+
+def _common(command):  # type: ignore[no-untyped-def]
+    options = (
+        click.option("--run", "run_name", required=True, help="Run whose trajectories to probe."),
+        click.option("--models", default=None,
+                     help="Comma-separated models whose episodes to probe (default: all)."),
+        click.option("--dry-run", is_flag=True, help="Print calls, tokens and dollars only."),
+        click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON."),
+        click.option("--priority", type=int, default=0, show_default=True),
+    )
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+@click.command("replay")
+@click.argument("what", type=click.Choice(list(COMMANDS)))
+@_common
+@click.option("--at", "at", default="every", show_default=True,
+              help="Decision points: every, first-useless-5 (the first point where the "
+                   "agent's judgments reach five USELESS in a row) or t=3,5.")
+@click.pass_context
+def replay_cmd(ctx: click.Context, what: str, run_name: str, models: str | None,
+               dry_run: bool, as_json: bool, priority: int, at: str) -> None:
+    """Probe recorded trajectories: side-channel judgments, beliefs or answer-now branches.
+
+    Forks the history exactly as the agent saw it at each chosen decision point, asks
+    one question and stores the reply in the `probes` table (source = replay);
+    nothing is written back into the trajectory. Probes run as queue jobs (`lab
+    worker`); already stored probes are never asked again.
+
+    \b
+    Example:
+      lab replay judgments --run pilot --dry-run
+      lab replay answer-now --run pilot --models qwen3-8b --at every
+      lab replay beliefs --run pilot --at t=3,5
+    """
+    request = request_from(what, run_name, at, _models(models), priority=priority)
+    _run_request(ctx, request, dry_run, as_json)
+
+
+@click.command("repair")
+@_common
+@click.pass_context
+def repair_cmd(ctx: click.Context, run_name: str, models: str | None, dry_run: bool,
+               as_json: bool, priority: int) -> None:
+    """Repair placeholder answers (SPEC §8.5): one fixed follow-up, one attempt.
+
+    For every answered episode whose answer is a placeholder ("answer", "your best
+    guess", empty, …), rebuilds the conversation with its finish turn, appends one
+    message asking for the actual answer, and stores the reply beside the raw answer.
+    Raw results stay primary; `lab results … --repaired` uses the repaired ones.
+
+    \b
+    Example:
+      lab repair --run pilot --dry-run
+      lab repair --run pilot && lab worker --until-idle && lab results success --repaired
+    """
+    request = request_from("repair", run_name, "every", _models(models), priority=priority)
+    _run_request(ctx, request, dry_run, as_json)
+
+
+COMMANDS_OUT = (replay_cmd, repair_cmd)
+"""The commands to register on the `lab` group."""

@@ -1,0 +1,299 @@
+"""Replay jobs: probes of recorded trajectories as queue work (SPEC §8.3–§8.6, issue 12).
+
+`lab replay judgments|beliefs|answer-now --run R` and `lab repair --run R` plan the
+probes still missing (calls, tokens and dollars first), then store jobs of kind
+"replay" in the same ledger as episode jobs: one job per ≤ 50 questions of a cell,
+taken by the same workers, leased, heartbeated, retried and reconciled the same
+way. A replay job probes only what is not stored yet, and a probe is unique per
+(episode, t, kind), so a second call (or a job re-run after kill -9) stores nothing
+twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlite_utils import Database
+
+import prompts
+from core import store
+from core.episode import prompt_set_sha256
+from core.models.base import EpisodeView, ModelClient, ObservationLabel
+from core.models.cost import Prices
+from core.models.registry import ModelSpec
+from core.probes import (COMMANDS, At, ProbeRecord, RecordedEpisode,
+                         parse_at, probe_points, run_probe, select_points)
+from core.store import jobs as ledger
+from core.store import probes as rows
+
+JOB_SIZE = 50
+EXPECTED_OUTPUT = {"judgment": 3, "belief": 60, "answer_now": 60, "repair": 60}
+"""Output tokens a reply of each kind is expected to take (for the plan's estimate)."""
+PROBE_TURN_TOKENS = {"judgment": 30, "belief": 110, "answer_now": 70, "repair": 50}
+"""Tokens the probe's own appended turn adds to the history."""
+
+
+@dataclass(frozen=True)
+class ReplayRequest:
+    """One `lab replay` / `lab repair`.
+
+    Attributes:
+        run: the run whose trajectories are probed.
+        kind: probe kind ("judgment", "belief", "answer_now" or "repair").
+        at: where to probe (ignored by repair: the finish action).
+        models: only the episodes of these models (default: all of the run's).
+        batch: Claude: send through the Message Batches API.
+        priority: queue priority.
+    """
+
+    run: str
+    kind: str
+    at: At = At("every")
+    models: tuple[str, ...] = ()
+    batch: bool = False
+    priority: int = 0
+
+    def params(self) -> str:
+        """The job's params JSON (also what tells two requests' jobs apart)."""
+        return json.dumps({"kind": self.kind, "at": self.at.text, "batch": self.batch},
+                          sort_keys=True)
+
+
+@dataclass
+class ReplayCellPlan:
+    """The probes one cell still needs."""
+
+    cell_id: int
+    model: str
+    question_ids: list[str]
+    calls: int
+    input_tokens: int
+    output_tokens: int
+
+
+@dataclass
+class ReplayPlan:
+    """What a replay request would queue and cost."""
+
+    request: ReplayRequest
+    cells: list[ReplayCellPlan] = field(default_factory=list)
+    episodes: int = 0
+    stored: int = 0
+    dollars: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def calls(self) -> int:
+        """Model calls the missing probes take."""
+        return sum(c.calls for c in self.cells)
+
+    def summary(self) -> dict[str, Any]:
+        """JSON-ready summary (per model: calls, tokens, dollars)."""
+        per: dict[str, dict[str, float]] = {}
+        for c in self.cells:
+            m = per.setdefault(c.model, {"calls": 0, "input_tokens": 0, "output_tokens": 0,
+                                         "dollars": 0.0})
+            m["calls"] += c.calls
+            m["input_tokens"] += c.input_tokens
+            m["output_tokens"] += c.output_tokens
+        for model, m in per.items():
+            m["dollars"] = round(self.dollars.get(model, 0.0), 4)
+        return {"run": self.request.run, "kind": self.request.kind, "at": self.request.at.text,
+                "episodes": self.episodes, "calls": self.calls, "already_stored": self.stored,
+                "cells": sum(1 for c in self.cells if c.calls), "per_model": per,
+                "batch": self.request.batch}
+
+
+def plan_replay(db: Database, request: ReplayRequest, registry: Mapping[str, ModelSpec]
+                ) -> ReplayPlan:
+    """The probes a request still needs, with calls, tokens and dollars.
+
+    Args:
+        db: an open lab.db.
+        request: the replay request.
+        registry: models by name (prices).
+
+    Returns:
+        The plan; cells with nothing missing have calls == 0.
+
+    Raises:
+        StoreError: an unknown run or model, or a run with no finished episode.
+    """
+    out = ReplayPlan(request)
+    params = request.params()
+    for cell in rows.run_cells(db, request.run, request.models):
+        pending = rows.pending_replay(db, cell["cell_id"], params)
+        qids = [q for q in cell["question_ids"] if q not in pending]
+        eids = rows.cell_episodes(db, cell["cell_id"], qids)
+        by_eid = dict(zip(eids, _questions_of(db, eids)))
+        targets = _targets(db, request, eids)
+        done = rows.probed(db, eids, request.kind)
+        calls = tok_in = 0
+        need: set[str] = set()
+        for eid, points in targets.items():
+            for t, tokens in points:
+                if (eid, t) in done:
+                    out.stored += 1
+                    continue
+                calls += 1
+                tok_in += tokens + PROBE_TURN_TOKENS[request.kind]
+                need.add(by_eid[eid])
+        out.episodes += len(targets)
+        tok_out = calls * EXPECTED_OUTPUT[request.kind]
+        spec = registry.get(cell["model"])
+        if spec is not None:
+            out.dollars[cell["model"]] = out.dollars.get(cell["model"], 0.0) + Prices.from_params(
+                spec.params).dollars(tok_in, tok_out) * (0.5 if request.batch else 1.0)
+        out.cells.append(ReplayCellPlan(cell["cell_id"], cell["model"], sorted(need), calls,
+                                        tok_in, tok_out))
+    return out
+
+
+def _questions_of(db: Database, eids: list[int]) -> list[str]:
+    found = dict(db.conn.execute(
+        f"SELECT id, question_id FROM episodes WHERE id IN ({', '.join('?' * len(eids)) or 'NULL'})",
+        eids).fetchall())
+    return [found[e] for e in eids]
+
+
+def _targets(db: Database, request: ReplayRequest, eids: list[int]
+             ) -> dict[int, list[tuple[int, int]]]:
+    """Per episode, the (t, history tokens) to probe."""
+    if request.kind == "repair":
+        return {e: [p] for e, p in rows.placeholder_episodes(db, eids).items()}
+    points = rows.episode_points(db, eids)
+    judged = rows.judgments(db, eids) if request.at.mode != "every" and request.at.mode != "t" \
+        else {}
+    out = {}
+    for eid, pts in points.items():
+        chosen = set(select_points([t for t, _ in pts], request.at, judged.get(eid)))
+        out[eid] = [(t, tok) for t, tok in pts if t in chosen]
+    return out
+
+
+def enqueue_replay(db: Database, request: ReplayRequest, registry: Mapping[str, ModelSpec]
+                   ) -> tuple[ReplayPlan, int | None, list[int]]:
+    """Store the plan's replay jobs (one grid row for the request) in one transaction.
+
+    Returns:
+        (plan, grid id or None when nothing is missing, job ids); the caller puts the
+        jobs on the Huey queue (any worker's reconcile re-enqueues one left out).
+    """
+    with store.write(db):
+        plan = plan_replay(db, request, registry)
+        if plan.calls == 0:
+            return plan, None, []
+        run_id = db.conn.execute("SELECT id FROM runs WHERE name = ?",
+                                 (request.run,)).fetchone()[0]
+        grid_id = ledger.create_grid(db, run_id, {"replay": json.loads(request.params()),
+                                                  "models": list(request.models)})
+        jobs: list[int] = []
+        for cp in plan.cells:
+            if not cp.calls:
+                continue
+            chunks = [cp.question_ids[i:i + JOB_SIZE]
+                      for i in range(0, len(cp.question_ids), JOB_SIZE)]
+            jobs += rows.insert_replay_jobs(db, grid_id, cp.cell_id, chunks, request.params(),
+                                            request.priority)
+    return plan, grid_id, jobs
+
+
+def view_at(ep: RecordedEpisode, t: int | None) -> EpisodeView:
+    """The EpisodeView of the episode up to step t (what a sim agent may know there)."""
+    view = EpisodeView(question=ep.question, seed=ep.seed, budget=ep.budget)
+    for step, text in zip(ep.steps, ep.observations):
+        if t is not None and step.t > t:
+            break
+        if step.obs_index is not None and not getattr(step, "discarded", False):
+            view.observations.append(ObservationLabel(step.obs_index, bool(step.obs_failed),
+                                                      step.obs_source or "none", text or ""))
+    return view
+
+
+async def probe_one(client: ModelClient, ep: RecordedEpisode, t: int, kind: str) -> ProbeRecord:
+    """One probe with a fresh session whose view ends at t, recording the prompt files used."""
+    with prompts.recording() as used:
+        rec = await run_probe(client.start(view_at(ep, None if kind == "repair" else t)),
+                              ep, t, kind)
+    rec.prompt_files = used.hashes()
+    rec.prompts_sha256 = prompt_set_sha256(rec.prompt_files) if rec.prompt_files else None
+    return rec
+
+
+async def replay_questions(db: Database, job: Mapping[str, Any], client: ModelClient,
+                           concurrency: int, should_stop: Callable[[], bool] | None = None,
+                           batch: int = 64, close_client: bool = True) -> int:
+    """Run a replay job's missing probes and store them (batches of `batch`).
+
+    Args:
+        db: an open lab.db.
+        job: the jobs row (params: kind, at).
+        client: the cell's model client.
+        concurrency: further bound on concurrent calls (besides the model's).
+        should_stop: checked before each probe; True: start no more.
+        batch: probes per write transaction.
+        close_client: close the client at the end (False: the worker shares it).
+
+    Returns:
+        Probes stored.
+    """
+    params = json.loads(job["params"])
+    kind, at = params["kind"], parse_at(params["at"])
+    eids = rows.cell_episodes(db, job["cell_id"], job["question_ids"])
+    done = rows.probed(db, eids, kind)
+    judged = rows.judgments(db, eids) if at.mode not in ("every", "t") else {}
+    todo: list[tuple[RecordedEpisode, int]] = []
+    for eid in eids:
+        ep = rows.recorded_episode(db, eid)
+        if kind == "repair":
+            points = [ep.answer_action] if ep.placeholder and ep.answer_action else []
+        else:
+            points = probe_points(ep, at, judged.get(eid))
+        todo += [(ep, t) for t in points if (eid, t) not in done]
+    limit = asyncio.Semaphore(max(1, min(client.concurrency, concurrency)))
+    finished: list[ProbeRecord] = []
+    stored = 0
+
+    async def one(ep: RecordedEpisode, t: int) -> None:
+        nonlocal stored
+        async with limit:
+            if should_stop is not None and should_stop():
+                return
+            finished.append(await probe_one(client, ep, t, kind))
+            if len(finished) >= batch:
+                items = finished[:]
+                finished.clear()
+                stored += rows.write_probes(db, items)
+
+    tasks = [asyncio.ensure_future(one(ep, t)) for ep, t in todo]
+    try:
+        await asyncio.gather(*tasks)
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+    finally:
+        try:
+            if finished:
+                stored += rows.write_probes(db, finished)
+        finally:
+            close = getattr(client, "close", None) if close_client else None
+            if close is not None:
+                await close()
+    return stored
+
+
+def request_from(command: str, run: str, at: str, models: tuple[str, ...] = (),
+                 batch: bool = False, priority: int = 0) -> ReplayRequest:
+    """A ReplayRequest from `lab replay COMMAND` options (`repair` for `lab repair`).
+
+    Raises:
+        ConfigError: a bad --at.
+    """
+    kind = "repair" if command == "repair" else COMMANDS[command]
+    return ReplayRequest(run, kind, parse_at(at), models, batch, priority)
+
