@@ -32,7 +32,6 @@ class DashboardData:
     queue: monitor.QueueCounts
     rate: float
     workers: list[monitor.WorkerRow]
-    spend: list[monitor.Spend]
     servers: list[dict]
     events: list[monitor.Event]
 
@@ -48,12 +47,21 @@ class Endpoint:
 
 
 def read_dashboard(db_path, lease_s: float, now: float) -> DashboardData:
-    """Read the dashboard's data on a connection of its own (call from a worker)."""
+    """Read the dashboard's data but spend on a connection of its own (call from a worker)."""
     db = store.connect(db_path)
     try:
-        return DashboardData(monitor.queue_counts(db), monitor.episodes_per_s(db, now=now),
-                             monitor.workers(db, lease_s, now=now), monitor.spend(db),
-                             monitor.servers(db), monitor.recent_events(db, limit=12))
+        queue = monitor.queue_counts(db, now=now)
+        return DashboardData(queue, queue.rate, monitor.workers(db, lease_s, now=now), monitor.servers(db),
+                             monitor.recent_events(db, limit=12))
+    finally:
+        db.conn.close()
+
+
+def read_spend(db_path) -> list[monitor.Spend]:
+    """Spend per model: one scan of every episode, so read apart (call from a worker)."""
+    db = store.connect(db_path)
+    try:
+        return monitor.spend(db)
     finally:
         db.conn.close()
 
@@ -143,8 +151,9 @@ class DashboardScreen(LabScreen):
         self.query_one("#dash").set_class(event.size.width >= WIDE, "wide")
 
     def reload(self) -> None:
-        """Re-read the queue, workers, spend, servers and events."""
+        """Re-read the queue, workers, servers and events, and (apart, slower) spend."""
         self._load()
+        self._load_spend()
 
     def action_check_endpoints(self) -> None:
         """Check every registry endpoint now (in a worker)."""
@@ -155,6 +164,11 @@ class DashboardScreen(LabScreen):
     def _load(self) -> None:
         data = read_dashboard(self.lab.db_path, self.lab.lease_s, self.lab.clock())
         self.app.call_from_thread(self._show, data)
+
+    @work(thread=True, exclusive=True, group="dashboard-spend")
+    def _load_spend(self) -> None:
+        spend = read_spend(self.lab.db_path)
+        self.app.call_from_thread(self._show_spend, spend)
 
     @work(thread=True, exclusive=True, group="dashboard-health")
     def _check(self, check: bool) -> None:
@@ -185,15 +199,6 @@ class DashboardScreen(LabScreen):
         if not data.workers:
             workers.add_row("no worker has run yet", "-", "-", "-")
 
-        spend = self.query_one("#spend", DataTable)
-        spend.clear()
-        for s in data.spend:
-            spend.add_row(s.model, f"{s.episodes:,}", f"{s.input_tokens:,}",
-                          f"{s.output_tokens:,}", f"{s.cache_read_tokens:,}",
-                          f"{s.cache_write_tokens:,}", f"{s.dollars:,.2f}")
-        if not data.spend:
-            spend.add_row("no episodes yet", "0", "0", "0", "0", "0", "0.00")
-
         self._servers = data.servers
         self._render_endpoints()
 
@@ -204,6 +209,16 @@ class DashboardScreen(LabScreen):
             table.add_row(_short_time(e.at), Text(e.kind, style=style), e.detail)
         if not data.events:
             table.add_row("-", "-", "no events yet (enqueue, freeze, pause, retry …)")
+
+    def _show_spend(self, rows: list[monitor.Spend]) -> None:
+        spend = self.query_one("#spend", DataTable)
+        spend.clear()
+        for s in rows:
+            spend.add_row(s.model, f"{s.episodes:,}", f"{s.input_tokens:,}",
+                          f"{s.output_tokens:,}", f"{s.cache_read_tokens:,}",
+                          f"{s.cache_write_tokens:,}", f"{s.dollars:,.2f}")
+        if not rows:
+            spend.add_row("no episodes yet", "0", "0", "0", "0", "0", "0.00")
 
     def _show_endpoints(self, endpoints: list[Endpoint]) -> None:
         self._endpoints = endpoints

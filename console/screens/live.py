@@ -213,8 +213,8 @@ class LiveScreen(LabScreen):
         self.episode: Episode | None = None
         self.seen_t = 0
         self.finished = False
-        self.shown_at: dict[tuple[int, int], float] = {}
-        """(live id, t) → time.monotonic() when the step was put on screen (bench)."""
+        self.shown_at: dict[tuple[int | None, str, int], float] = {}
+        """(cell, question, t) → time.monotonic() when the step was put on screen (bench)."""
         self._pick_id: int | None = None
         self._pick_filter = ""
         self._version = DataVersion(self.lab.db_path)
@@ -261,7 +261,8 @@ class LiveScreen(LabScreen):
             log.write(step_text(step, title))
             self.seen_t = step.t
             if self.episode is not None:
-                self.shown_at[(self.episode.live_id, step.t)] = time.monotonic()
+                key = (self.episode.cell_id, self.episode.question_id, step.t)
+                self.shown_at[key] = time.monotonic()
         if update.outcome is not None and not self.finished:
             log.write(outcome_text(update.outcome))
             self.finished = True

@@ -20,11 +20,16 @@ EVENT_KINDS = ("freeze", "enqueue", "failed", "retry", "cancel", "pause", "resum
 
 @dataclass(frozen=True)
 class QueueCounts:
-    """Jobs per state, and finished episodes stored with an error (excluded from analysis)."""
+    """Jobs per state, and finished episodes stored with an error (excluded from analysis).
+
+    Attributes:
+        rate: episodes stored per second over the last `window_s` (see `queue_counts`).
+    """
 
     jobs: dict[str, int]
     episodes: int
     errored: int
+    rate: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -76,13 +81,16 @@ def _last_line(text: str | None) -> str:
     return lines[-1][:200] if lines else "(no error recorded)"
 
 
-def queue_counts(db: Database) -> QueueCounts:
-    """Jobs per state (every state present, zeros included) and episode counts."""
+def queue_counts(db: Database, window_s: float = 60.0, now: float | None = None) -> QueueCounts:
+    """Jobs per state (every state present, zeros included), episode counts and the
+    episodes/s over the last `window_s` seconds, in one scan of `episodes`."""
+    now = time.time() if now is None else now
     jobs = dict.fromkeys(JOB_STATES, 0)
     jobs.update(db.conn.execute("SELECT state, count(*) FROM jobs GROUP BY state").fetchall())
-    total, errored = db.conn.execute(
-        "SELECT count(*), count(error) FROM episodes").fetchone()
-    return QueueCounts(jobs, int(total), int(errored or 0))
+    total, errored, recent = db.conn.execute(
+        "SELECT count(*), count(error), count(CASE WHEN finished_at >= ? THEN 1 END) "
+        "FROM episodes", (_iso(now - window_s),)).fetchone()
+    return QueueCounts(jobs, int(total), int(errored or 0), int(recent or 0) / window_s)
 
 
 def workers(db: Database, lease_s: float, now: float | None = None) -> list[WorkerRow]:

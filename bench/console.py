@@ -1,0 +1,236 @@
+"""Console figures (SPEC §16): first frame on a 100,000-episode lab.db, commit-to-screen
+latency on Live for a slow sim, and sim throughput with the console open.
+
+1. First frame: the console (in this process, headless, 80×24) from `make_app` until the
+   Dashboard shows its numbers, on a lab.db of ≥ 100,000 episodes. The DB is built once
+   (a sim grid through the real queue, then its cells, episodes and steps copied by SQL
+   into new cells) and cached under /tmp, keyed by the project and schema versions.
+   Target ≤ 1 s.
+2. Live latency: `lab worker` runs a slow sim (100 ms per call) in its own process; the
+   console follows on Live while a reader thread polls the live tables every 5 ms. For
+   each step: time on screen − time first seen committed. Target ≤ 0.5 s.
+3. Throughput: a sim grid through the real queue (one `lab worker`-equivalent consumer in
+   this process) with and without a console process open on the same lab.db (headless,
+   Dashboard, 1 s refresh); ratio of episodes/s. Target ≥ 0.9.
+
+Usage: python bench/console.py [--episodes 100000] [--skip first,live,throughput]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib.metadata
+import os
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from console.app import ConsoleConfig, make_app  # noqa: E402
+from console.demo_cmd import ensure_demo_set  # noqa: E402
+from core import store  # noqa: E402
+from core.models.registry import load_registry  # noqa: E402
+from core.regimes import MEAN6  # noqa: E402
+from core.schema import SCHEMA_VERSION  # noqa: E402
+from jobs.control import enqueue_grid  # noqa: E402
+from jobs.grid import GridRequest  # noqa: E402
+from jobs.settings import WorkerSettings  # noqa: E402
+from jobs.worker import run_worker  # noqa: E402
+
+SEED_GRID = GridRequest(models=("sim-own5", "sim-never", "sim-clock6", "sim-deadline"),
+                        conditions=("none", "enforced_rule", "lexical_rule"), regimes=MEAN6,
+                        question_set="demo", run="bench")
+SLOW = '[models.sim-slow]\nbackend = "sim"\npolicy = "never"\nlatency_ms = 100\n'
+
+
+def _columns(conn: sqlite3.Connection, table: str) -> list[str]:
+    return [r[1] for r in conn.execute(f"PRAGMA table_info({table})")]
+
+
+def build_big(path: Path, episodes: int) -> None:
+    """A sim grid through the real queue, then copies of its cells by SQL to ≥ `episodes`."""
+    db = store.connect(path)
+    ensure_demo_set(db)
+    settings = WorkerSettings(db_path=path)
+    enqueue_grid(db, settings, SEED_GRID, load_registry(None))
+    run_worker(settings, workers=2, until_idle=True)
+    db.conn.close()
+    conn = sqlite3.connect(path)
+    cells, eps, steps = (_columns(conn, t) for t in ("cells", "episodes", "steps"))
+    base_cells, base_eps = conn.execute("SELECT max(id) FROM cells").fetchone()[0], \
+        conn.execute("SELECT max(id) FROM episodes").fetchone()[0]
+    n, copy = conn.execute("SELECT count(*) FROM episodes").fetchone()[0], 0
+    while n < episodes:
+        copy += 1
+        co, eo = base_cells * copy, base_eps * copy
+        swap = {"id": f"id + {co}", "seed": f"seed + {1000 * copy}",
+                "spec_hash": f"spec_hash || '-copy{copy}'"}
+        with conn:
+            conn.execute(f"INSERT INTO cells ({', '.join(cells)}) SELECT "
+                         + ", ".join(swap.get(c, c) for c in cells)
+                         + f" FROM cells WHERE id <= {base_cells}")
+            swap = {"id": f"id + {eo}", "cell_id": f"cell_id + {co}"}
+            conn.execute(f"INSERT INTO episodes ({', '.join(eps)}) SELECT "
+                         + ", ".join(swap.get(c, c) for c in eps)
+                         + f" FROM episodes WHERE id <= {base_eps}")
+            swap = {"episode_id": f"episode_id + {eo}"}
+            conn.execute(f"INSERT INTO steps ({', '.join(steps)}) SELECT "
+                         + ", ".join(swap.get(c, c) for c in steps)
+                         + f" FROM steps WHERE episode_id <= {base_eps}")
+        n = conn.execute("SELECT count(*) FROM episodes").fetchone()[0]
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+
+
+def big_db(episodes: int) -> Path:
+    """The cached ≥ `episodes` lab.db for this project and schema version."""
+    version = importlib.metadata.version("lab")
+    path = Path(tempfile.gettempdir()) / f"lab-bench-console-{version}-s{SCHEMA_VERSION}-" \
+                                          f"{episodes}.db"
+    if not path.exists():
+        tmp = path.with_suffix(".building")
+        for p in tmp.parent.glob(tmp.name + "*"):
+            p.unlink()
+        print(f"building {path} (once) …", flush=True)
+        build_big(tmp, episodes)
+        tmp.rename(path)
+    return path
+
+
+async def first_frame(db_path: Path) -> float:
+    """Seconds from make_app until the Dashboard shows lab.db's numbers."""
+    start = time.perf_counter()
+    app = make_app(db_path, ConsoleConfig(db_path=db_path, check_endpoints=False))
+    async with app.run_test(size=(80, 24)) as pilot:
+        while "stored" not in str(app.screen.query_one("#queue-text").render()):
+            await pilot.pause(0.005)
+        return time.perf_counter() - start
+
+
+async def live_latency(tmp: Path, seconds: float = 12.0) -> list[float]:
+    """Commit-to-screen latencies (s) of the steps of a slow sim followed on Live."""
+    db_path = tmp / "live.db"
+    db = store.connect(db_path)
+    ensure_demo_set(db)
+    db.conn.close()
+    (tmp / "lab.toml").write_text(SLOW)
+    lab = [sys.executable, "-m", "console.cli", "--db", str(db_path),
+           "--config", str(tmp / "lab.toml")]
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    subprocess.run(lab + ["enqueue", "--models", "sim-slow", "--conditions", "none",
+                          "--regimes", "persistent", "--set", "demo"], check=True, env=env,
+                   capture_output=True)
+    seen: dict[tuple[int | None, str, int], float] = {}
+    stop = threading.Event()
+
+    def watch() -> None:
+        reader = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+        while not stop.is_set():
+            now = time.monotonic()
+            for cell, qid, t in reader.execute(
+                    "SELECT l.cell_id, l.question_id, s.t FROM live_steps s JOIN live_episodes l "
+                    "ON l.id = s.live_id"):
+                seen.setdefault((cell, qid, t), now)
+            time.sleep(0.005)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    worker = subprocess.Popen(lab + ["worker", "--concurrency", "4"], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    app = make_app(db_path, ConsoleConfig(db_path=db_path, config_path=tmp / "lab.toml",
+                                          first_screen="live", check_endpoints=False))
+    try:
+        watcher.start()
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause(seconds)
+            shown = dict(app.screen.shown_at)
+    finally:
+        stop.set()
+        worker.terminate()
+        worker.wait(timeout=60)
+    return [shown[k] - seen[k] for k in shown if k in seen]
+
+
+def throughput(tmp: Path, name: str, console: bool) -> float:
+    """Episodes/s of a sim grid through the queue, with or without a console process open."""
+    db_path = tmp / f"{name}.db"
+    db = store.connect(db_path)
+    ensure_demo_set(db)
+    settings = WorkerSettings(db_path=db_path)
+    grid = GridRequest(models=("sim-own5", "sim-clock6"), conditions=("none", "enforced_rule",
+                                                                      "lexical_rule"),
+                       regimes=MEAN6, question_set="demo", seeds=(0, 1), run="tp")
+    plan, _, _ = enqueue_grid(db, settings, grid, load_registry(None))
+    proc = None
+    if console:
+        proc = subprocess.Popen([sys.executable, __file__, "--serve-console", str(db_path)],
+                                env=dict(os.environ, PYTHONPATH=str(ROOT)),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(3.0)  # let it start and draw
+    try:
+        start = time.perf_counter()
+        run_worker(settings, workers=2, until_idle=True)
+        seconds = time.perf_counter() - start
+    finally:
+        if proc is not None:
+            proc.terminate()
+            proc.wait(timeout=30)
+    assert store.count(db, "episodes") == plan.episodes
+    db.conn.close()
+    return plan.episodes / seconds
+
+
+def serve_console(db_path: str) -> None:
+    """Run the console headless on the Dashboard until terminated (the throughput run)."""
+    make_app(db_path, ConsoleConfig(db_path=Path(db_path), check_endpoints=False)).run(
+        headless=True, size=(80, 24))
+
+
+def main() -> None:
+    """Print the three figures."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--episodes", type=int, default=100_000)
+    parser.add_argument("--skip", default="", help="comma-separated: first, live, throughput")
+    parser.add_argument("--serve-console", default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve_console:
+        serve_console(args.serve_console)
+        return
+    skip = set(args.skip.split(","))
+    if "first" not in skip:
+        path = big_db(args.episodes)
+        conn = sqlite3.connect(path)
+        n = conn.execute("SELECT count(*) FROM episodes").fetchone()[0]
+        conn.close()
+        times = [asyncio.run(first_frame(path)) for _ in range(3)]
+        with tempfile.TemporaryDirectory() as tmp:
+            empty = Path(tmp) / "empty.db"
+            store.connect(empty).conn.close()
+            base = [asyncio.run(first_frame(empty)) for _ in range(3)]
+        print(f"first frame (Dashboard with its numbers) on {n:,} episodes: "
+              f"{min(times):.2f} s best, {statistics.median(times):.2f} s median of 3 "
+              f"(target ≤ 1 s); on an empty lab.db {min(base):.2f} s best "
+              f"(load average {os.getloadavg()[0]:.1f})")
+    with tempfile.TemporaryDirectory() as tmp:
+        if "live" not in skip:
+            lat = sorted(asyncio.run(live_latency(Path(tmp))))
+            print(f"Live commit-to-screen: {len(lat)} steps, median {statistics.median(lat):.3f}"
+                  f" s, p95 {lat[int(0.95 * (len(lat) - 1))]:.3f} s, max {lat[-1]:.3f} s "
+                  f"(target ≤ 0.5 s)")
+        if "throughput" not in skip:
+            without = [throughput(Path(tmp), f"plain{i}", False) for i in range(2)]
+            with_ = [throughput(Path(tmp), f"console{i}", True) for i in range(2)]
+            print(f"sim throughput: {max(without):.0f} episodes/s alone, {max(with_):.0f} with "
+                  f"the console open (best of 2): ratio {max(with_) / max(without):.2f} "
+                  f"(target ≥ 0.9)")
+
+
+if __name__ == "__main__":
+    main()
