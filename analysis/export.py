@@ -10,6 +10,7 @@ project version that wrote the file.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -30,7 +31,8 @@ EPISODE_COLUMNS = ("episode_id", "run", "amendment", "model", "arm", "condition"
                    "error", "version")
 STEP_COLUMNS = ("episode_id", "run", "model", "arm", "condition", "regime", "question_id", "t",
                 "action", "obs_index", "obs_failed", "obs_source", "judgment",
-                "judgment_source", "stated_judgment", "streak", "forced")
+                "judgment_source", "stated_judgment", "streak", "forced", "reasoning",
+                "reasoning_tokens")
 TABLE_COLUMNS = (*ROW_FIELDS, "version")
 """Columns of every results-table CSV: the Row fields, then the project version."""
 _INTS = ("answer_action", "obs_index", "obs_failed")
@@ -61,16 +63,49 @@ def episodes_table(episodes: pd.DataFrame, version: str | None = None) -> pd.Dat
     return _nullable_ints(out.loc[:, list(EPISODE_COLUMNS)])
 
 
+def with_reasoning(steps: pd.DataFrame,
+                   reasoning: Sequence[tuple[int, int, int, str | None, int]]) -> pd.DataFrame:
+    """The step frame with thinking-mode text and tokens (empty and 0 where none).
+
+    Args:
+        steps: step frame, ordered by episode and t (and by `discarded` within a t,
+            the steps table's key order, when it has no `discarded` column).
+        reasoning: (episode_id, t, discarded, reasoning, reasoning_tokens) rows
+            (`core.store.episodes.reasoning_rows`).
+
+    Returns:
+        A copy with `reasoning` and `reasoning_tokens` columns.
+    """
+    out = steps.drop(columns=["reasoning", "reasoning_tokens"], errors="ignore")
+    extra = pd.DataFrame(list(reasoning), columns=["episode_id", "t", "discarded", "reasoning",
+                                                   "reasoning_tokens"])
+    if extra.empty:
+        return out.assign(reasoning=None, reasoning_tokens=0)
+    if "discarded" in out:
+        key = ["episode_id", "t", "discarded"]
+        out = out.assign(discarded=out["discarded"].astype(int))
+    else:  # a discarded turn and its re-ask share t: match them in key order
+        key = ["episode_id", "t", "_n"]
+        out = out.assign(_n=out.groupby(["episode_id", "t"]).cumcount())
+        extra = extra.assign(_n=extra["discarded"]).drop(columns="discarded")
+    merged = out.merge(extra, on=key, how="left", validate="one_to_one")
+    merged = merged.drop(columns=[c for c in ("_n",) if c in merged])
+    merged["reasoning_tokens"] = merged["reasoning_tokens"].fillna(0).astype(int)
+    return merged
+
+
 def steps_table(episodes: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
     """steps.csv: one row per step, with its episode's run, model, arm, regime, question.
 
     Args:
         episodes: episode frame.
-        steps: step frame.
+        steps: step frame (without `reasoning` columns, they are left empty).
 
     Returns:
         The frame with exactly STEP_COLUMNS, ordered by episode and t.
     """
+    if "reasoning" not in steps:
+        steps = with_reasoning(steps, ())
     keys = episodes.loc[:, ["episode_id", "run", "model", "arm", "condition", "regime",
                             "question_id"]]
     merged = steps.merge(keys, on="episode_id", how="inner", validate="many_to_one")
@@ -120,6 +155,7 @@ def export(db: Database, directory: Path, selection: Selection | None = None,
         ConfigError: when `directory` exists and is not a folder.
     """
     from core.store import episodes_frame, steps_frame
+    from core.store.episodes import reasoning_rows
 
     directory = Path(directory)
     if directory.exists() and not directory.is_dir():
@@ -133,7 +169,8 @@ def export(db: Database, directory: Path, selection: Selection | None = None,
     results = compute(frames_from(episodes, steps, selection), TABLES, n_boot, hazard_boot,
                       seed)
     written = [_write(episodes_table(episodes, version), directory / "episodes.csv"),
-               _write(steps_table(episodes, steps), directory / "steps.csv")]
+               _write(steps_table(episodes, with_reasoning(steps, reasoning_rows(db))),
+                      directory / "steps.csv")]
     for table in results.tables:
         written.append(_write(table_frame(table, version), directory / f"{table.name}.csv"))
     return tuple(written)

@@ -5,9 +5,13 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Callable
 
+import click
+
 from core.episode import EpisodeResult, Step
 
 TitleOf = Callable[[str], str]
+REASONING_WIDTH = 160
+"""Characters of thinking-mode text shown per step (the full text is in lab.db)."""
 
 
 def _clip(text: str, width: int) -> str:
@@ -28,8 +32,13 @@ def step_lines(step: Step, title_of: TitleOf | None = None, width: int = 100) ->
         flags.append("FORCED")
     if step.refused:
         flags.append("REFUSED: tool call not executed")
+    if step.discarded:
+        flags.append("DISCARDED: re-asked with the finish instruction")
     head = f"── step {step.t}" + (f"  [{', '.join(flags)}]" if flags else "")
     lines = [head]
+    line = reasoning_line(step)
+    if line:
+        lines.append(click.style(line, dim=True))
     if step.decision:
         lines.append(f"  decision: {step.decision}")
     if step.thought:
@@ -38,7 +47,8 @@ def step_lines(step: Step, title_of: TitleOf | None = None, width: int = 100) ->
     if step.format_failure:
         lines.append(f"  format failure: {_clip(step.raw, width - 20)!r}")
         return lines
-    lines.append(f"  action: {step.action}[{step.argument or ''}]")
+    source = f"  ({step.tool_source})" if step.tool_source else ""
+    lines.append(f"  action: {step.action}[{step.argument or ''}]{source}")
     if step.obs_index is not None:
         if step.obs_failed:
             title = title_of(step.obs_ref) if (title_of and step.obs_ref) else "?"
@@ -58,6 +68,25 @@ def step_lines(step: Step, title_of: TitleOf | None = None, width: int = 100) ->
     return lines
 
 
+def reasoning_line(step: Step, width: int = REASONING_WIDTH) -> str:
+    """The step's thinking-mode text on one truncated line ("" without reasoning).
+
+    The console screens render steps with their own widgets; they call this for the
+    same line (and dim it themselves).
+
+    Args:
+        step: the step.
+        width: characters of reasoning shown.
+
+    Returns:
+        e.g. "  reasoning (412 tokens): The search returned a page about …".
+    """
+    if not step.reasoning:
+        return ""
+    tokens = f" ({step.reasoning_tokens} tokens)" if step.reasoning_tokens else ""
+    return f"  reasoning{tokens}: {_clip(step.reasoning, width)}"
+
+
 def summary_lines(result: EpisodeResult, gold: str) -> list[str]:
     """The episode's outcome: answer, F1, correctness and counts."""
     if result.error:
@@ -72,5 +101,6 @@ def summary_lines(result: EpisodeResult, gold: str) -> list[str]:
     counts = (f"   tool calls {result.tool_calls}, judgment calls {result.extra_calls}, "
               f"forced turns {result.forced_turns}, refused {result.refused_calls}, "
               f"format failures {result.format_failures}, tokens {result.input_tokens} in / "
-              f"{result.output_tokens} out")
+              f"{result.output_tokens} out"
+              + (f" ({result.reasoning_tokens} reasoning)" if result.reasoning_tokens else ""))
     return [head, counts]

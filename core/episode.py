@@ -21,7 +21,9 @@ class Step:
     returned (asked before the next action); `stated_judgment` is read from the next
     thought; `rule_signal` is what the harness's rule acted on (arms with a rule);
     `streak` is the useless run after this step's observation (the rule signal's run
-    for rule arms, the own-judgment run otherwise).
+    for rule arms, the own-judgment run otherwise). `reasoning` is the turn's
+    thinking-mode text and `reasoning_tokens` its tokens (part of `output_tokens`);
+    neither is ever part of `raw` or fed back into the history.
     """
 
     t: int
@@ -51,6 +53,8 @@ class Step:
     input_tokens: int = 0
     output_tokens: int = 0
     latency_ms: float = 0.0
+    reasoning: str | None = None
+    reasoning_tokens: int = 0
     shown: str | None = field(default=None, compare=False)
     """The observation text the agent saw; kept in memory and in the live table only
     (the steps table stores obs_ref instead, and obs_text when not reconstructible)."""
@@ -77,6 +81,7 @@ class EpisodeResult:
     output_tokens: int = 0
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
     cost_usd: float = 0.0
     wall_ms: float = 0.0
     end_reason: str = ""

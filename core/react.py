@@ -125,6 +125,7 @@ class _Run:
         r.output_tokens += gen.output_tokens
         r.cache_read_tokens += gen.cache_read_tokens
         r.cache_write_tokens += gen.cache_write_tokens
+        r.reasoning_tokens += gen.reasoning_tokens
         r.cost_usd += gen.cost_usd
 
     def emit(self, step: Step) -> None:
@@ -199,7 +200,8 @@ class _Run:
         )
         self.account(gen)
         step = Step(t=t, raw=gen.text, forced=forced, input_tokens=gen.input_tokens,
-                    output_tokens=gen.output_tokens, latency_ms=gen.latency_ms)
+                    output_tokens=gen.output_tokens, latency_ms=gen.latency_ms,
+                    reasoning=gen.reasoning or None, reasoning_tokens=gen.reasoning_tokens)
         parsed = parse_reply(gen.text, self.setup.prompt_format)
         if parsed is None:
             step.format_failure = True

@@ -60,7 +60,9 @@ def test_default_sampling_sends_none(app, server, db_path):
     spec = ModelSpec("v", "openai", {"model": "m", "endpoints": [f"{server.url}/v1"],
                                      "sampling": "default", **FAST})
     drive(spec, db_path, n=1)
-    assert not {"temperature", "top_p", "top_k", "chat_template_kwargs"} & set(app.requests[0])
+    assert not {"temperature", "top_p", "top_k"} & set(app.requests[0])
+    # thinking is always explicit: a Qwen3 template left alone would think
+    assert app.requests[0]["chat_template_kwargs"] == {"enable_thinking": False}
 
 
 def test_usage_cost_and_reasoning_kept_apart(server, app):

@@ -15,6 +15,16 @@
   once the prefix passes the model's minimum cacheable length.
 - Forks (kind other than "act") are sent with tool_choice "none" so that the one-word
   judgment is text, never a tool call.
+- Thinking (`thinking = true`, `thinking_budget = N`): acting calls ask for extended
+  thinking with `budget_tokens = N` (their max_tokens grows by N); forks are sent with
+  thinking disabled. The `thinking` blocks of a reply become `Generation.reasoning`
+  (a redacted block reads "[redacted thinking]"), never part of its text. The API
+  requires a tool-use turn to go back with its signed thinking block, which would
+  feed the reasoning back; so with thinking on, earlier turns go back as their ReAct
+  text and observations as plain user text (no tool_use/tool_result blocks), and
+  only the newest reply may call a tool natively. The API reports no separate
+  thinking token count: reasoning tokens are estimated
+  (`core.models.reasoning.estimate_reasoning_tokens`).
 - Usage and cost: input tokens include cache reads and writes (see `core.models.cost`);
   dollars come from the registry's price_per_mtok.
 - The API key is read from ANTHROPIC_API_KEY only and scrubbed from every error.
@@ -36,6 +46,7 @@ from typing import TYPE_CHECKING, Any
 from core.errors import ConfigError
 from core.models.base import EpisodeView, Generation, Message
 from core.models.cost import Prices
+from core.models.reasoning import estimate_reasoning_tokens
 from core.models.retry import (MalformedResponse, RetryPolicy, call_with_retries,
                                reading_reply)
 
@@ -65,6 +76,8 @@ BACKUP_TOOL = _tool("backup_search", "A slower, costlier search to use when sear
 TOOL_KEYS = MappingProxyType({"search": "query", "lookup": "keyword", "finish": "answer",
                               "backup_search": "query"})
 
+REDACTED = "[redacted thinking]"
+"""What a `redacted_thinking` block reads as in the stored reasoning."""
 _THOUGHT_KEY = re.compile(r"^\s*\**thought\**\s*:\s*", re.IGNORECASE)
 _ACTION_LINE = re.compile(r"^[ \t*]*action\b", re.IGNORECASE | re.MULTILINE)
 
@@ -157,8 +170,8 @@ class AnthropicClient:
 
     Args:
         name: registry name.
-        params: the registry entry (model, sampling, base_url, timeout_s, max_retries,
-            backoff_s, backoff_max_s, price_per_mtok, concurrency).
+        params: the registry entry (model, sampling, thinking, thinking_budget, base_url,
+            timeout_s, max_retries, backoff_s, backoff_max_s, price_per_mtok, concurrency).
         concurrency: concurrent episodes allowed.
 
     Raises:
@@ -179,6 +192,8 @@ class AnthropicClient:
         self.prices = Prices.from_params(params)
         sampling = params.get("sampling")
         self.sampling = dict(sampling) if isinstance(sampling, Mapping) else {}
+        self.thinking = bool(params.get("thinking", False))
+        self.thinking_budget = int(params.get("thinking_budget", 0)) if self.thinking else 0
         self.base_url = str(params.get("base_url") or DEFAULT_BASE_URL)
         self.secrets = (key,)
         self._api: anthropic.AsyncAnthropic | None = None
@@ -228,7 +243,8 @@ class AnthropicSession:
                 stop: Sequence[str]) -> dict[str, Any]:
         """The keyword arguments of one messages.create call."""
         c = self.client
-        system, turns = build_request(messages, self.tool_uses, kind)
+        # with thinking on, history goes back as text (see the module docstring)
+        system, turns = build_request(messages, {} if c.thinking else self.tool_uses, kind)
         tools = list(TOOLS)
         if any("backup_search" in b["text"] for b in system):
             tools.append(BACKUP_TOOL)
@@ -245,6 +261,11 @@ class AnthropicSession:
             body["stop_sequences"] = list(stop)
         if c.sampling:
             body["extra_body"] = dict(c.sampling)
+        if c.thinking and kind == "act":
+            body["thinking"] = {"type": "enabled", "budget_tokens": c.thinking_budget}
+            body["max_tokens"] = max_tokens + c.thinking_budget
+        elif c.thinking:
+            body["thinking"] = {"type": "disabled"}
         return body
 
     async def generate(self, messages: Sequence[Message], *, kind: str, max_tokens: int,
@@ -261,10 +282,10 @@ class AnthropicSession:
         c = self.client
         body = self.request(messages, kind, max_tokens, stop)
         start = time.perf_counter()
-        text, use, usage = await call_with_retries(
+        text, use, usage, reasoning = await call_with_retries(
             lambda: self._once(body), c.policy, f"{c.name} ({c.model})",
             (anthropic.AnthropicError,), c.secrets)
-        if use is not None and kind == "act":
+        if use is not None and kind == "act" and not c.thinking:
             replies = sum(m["role"] == "assistant" for m in messages)
             self.tool_uses[(replies, text)] = use
         plain, output, read, write = usage
@@ -272,11 +293,12 @@ class AnthropicSession:
         return Generation(text=text, input_tokens=total, output_tokens=output,
                           cache_read_tokens=read, cache_write_tokens=write,
                           cost_usd=c.prices.dollars(total, output, read, write),
-                          latency_ms=(time.perf_counter() - start) * 1000)
+                          latency_ms=(time.perf_counter() - start) * 1000, reasoning=reasoning,
+                          reasoning_tokens=estimate_reasoning_tokens(output, reasoning, text))
 
     async def _once(self, body: dict[str, Any]
-                    ) -> tuple[str, ToolUse | None, tuple[int, int, int, int]]:
-        """One attempt: ReAct text, the tool call it came from, and usage."""
+                    ) -> tuple[str, ToolUse | None, tuple[int, int, int, int], str]:
+        """One attempt: ReAct text, the tool call it came from, usage, and reasoning."""
         try:
             resp = await self.client.api().messages.create(**body)
         except json.JSONDecodeError as exc:  # the SDK decoding a reply that is not JSON
@@ -285,14 +307,20 @@ class AnthropicSession:
             return _read_message(resp)
 
 
-def _read_message(resp: Any) -> tuple[str, ToolUse | None, tuple[int, int, int, int]]:
-    """ReAct text, the tool call it came from, and usage, of a messages.create reply."""
+def _read_message(resp: Any) -> tuple[str, ToolUse | None, tuple[int, int, int, int], str]:
+    """ReAct text, the tool call it came from, usage, and the thinking text of a
+    messages.create reply."""
     if isinstance(resp, str) or resp.content is None:
         raise ValueError("no content in the response")
     prose: list[str] = []
+    thinking: list[str] = []
     use: ToolUse | None = None
     for block in resp.content:
-        if block.type == "text":
+        if block.type == "thinking":
+            thinking.append(block.thinking.strip())
+        elif block.type == "redacted_thinking":
+            thinking.append(REDACTED)
+        elif block.type == "text":
             prose.append(block.text)
         elif block.type == "tool_use":
             thought = _thought("\n".join(prose))
@@ -304,4 +332,4 @@ def _read_message(resp: Any) -> tuple[str, ToolUse | None, tuple[int, int, int, 
     usage = (int(u.input_tokens or 0), int(u.output_tokens or 0),
              int(getattr(u, "cache_read_input_tokens", 0) or 0),
              int(getattr(u, "cache_creation_input_tokens", 0) or 0))
-    return text, use, usage
+    return text, use, usage, "\n\n".join(t for t in thinking if t)

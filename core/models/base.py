@@ -19,7 +19,13 @@ Message = dict[str, str]
 
 @dataclass(frozen=True)
 class Generation:
-    """One model reply and what it cost."""
+    """One model reply and what it cost.
+
+    `reasoning` is thinking-mode text, kept out of `text` (which is what goes back into
+    the acting history); `reasoning_tokens` are the output tokens it took (part of
+    `output_tokens`), as the API reports them or else estimated
+    (`core.models.reasoning.estimate_reasoning_tokens`).
+    """
 
     text: str
     input_tokens: int = 0
@@ -29,6 +35,7 @@ class Generation:
     cost_usd: float = 0.0
     latency_ms: float = 0.0
     reasoning: str = ""
+    reasoning_tokens: int = 0
 
 
 @dataclass

@@ -16,10 +16,16 @@ body. A new episode goes to the endpoint with the fewest outstanding requests (t
 fewest episodes so far) and stays there with all its forks, so its prefix stays in
 that server's cache.
 
-Reasoning text (`reasoning_content` / `reasoning` from vLLM's reasoning parser, or a
-`<think>…</think>` block in the content) is kept in `Generation.reasoning` and removed
-from `Generation.text`, so it is never fed back. Judgment forks are sent with
-thinking off: an 8-token reply has no room for reasoning.
+Thinking (SPEC §6): `chat_template_kwargs.enable_thinking` is always sent, true only
+on acting turns of a model registered with `thinking = true` and false otherwise
+(Qwen3's template thinks when it is left out); judgment forks and probes are sent with
+thinking off (an 8-token reply has no room for reasoning). With thinking on, an
+acting turn may generate `thinking_budget` tokens on top of its `max_tokens` (vLLM has
+no separate cap on reasoning). Reasoning text (`reasoning_content` / `reasoning` from
+vLLM's reasoning parser, or a `<think>…</think>` block in the content) is kept in
+`Generation.reasoning` and removed from `Generation.text`, so it is never fed back;
+its tokens come from `usage.completion_tokens_details.reasoning_tokens` when the
+server reports them, else they are estimated.
 """
 
 from __future__ import annotations
@@ -27,7 +33,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -38,6 +43,7 @@ import httpx
 from core.errors import ConfigError, ModelError
 from core.models.base import EpisodeView, Generation, Message
 from core.models.cost import Prices
+from core.models.reasoning import estimate_reasoning_tokens, split_reasoning
 from core.models.retry import LOG, RetryPolicy, StatusFailure, call_with_retries, reading_reply
 from core.models.transport import Response, StreamPool
 
@@ -45,24 +51,8 @@ DOWN_S = 30.0
 """How long an endpoint that refused or dropped a connection is avoided."""
 API_KEY_ENV = "VLLM_API_KEY"
 """Environment variable read for servers started with `--api-key` (else "EMPTY")."""
-
-_THINK_RE = re.compile(r"<think>(.*?)</think>", re.IGNORECASE | re.DOTALL)
-
-
-def split_reasoning(text: str) -> tuple[str, str]:
-    """(text without <think> blocks, the reasoning inside them).
-
-    A reply that opens with reasoning but whose `<think>` tag was part of the prompt
-    (Qwen3's template) has only a closing `</think>`: everything before it is reasoning.
-    """
-    parts = [m.strip() for m in _THINK_RE.findall(text)]
-    text = _THINK_RE.sub("", text)
-    if "</think>" in text.lower():
-        i = text.lower().index("</think>")
-        parts.insert(0, text[:i].strip())
-        text = text[i + len("</think>"):]
-    return text.strip(), "\n\n".join(p for p in parts if p)
-
+Usage = tuple[int, int, int, int | None]
+"""(prompt, completion, cached prompt, reasoning tokens or None when not reported)."""
 
 class Endpoint:
     """One server of a model: its load counters and its connections.
@@ -148,7 +138,8 @@ class OpenAIClient:
         self.concurrency = concurrency
         self.policy = RetryPolicy.from_params(params)
         self.prices = Prices.from_params(params)
-        self.thinking: bool | None = params.get("thinking")
+        self.thinking = bool(params.get("thinking", False))
+        self.thinking_budget = int(params.get("thinking_budget", 0)) if self.thinking else 0
         sampling = params.get("sampling")
         self.sampling: dict[str, Any] = dict(sampling) if isinstance(sampling, Mapping) else {}
         key = os.environ.get(API_KEY_ENV) or "EMPTY"
@@ -178,13 +169,13 @@ class OpenAIClient:
     def request(self, messages: Sequence[Message], kind: str, max_tokens: int,
                 stop: Sequence[str]) -> dict[str, Any]:
         """The JSON body of one chat-completions call (vLLM's extra parameters top-level)."""
+        thinking = self.thinking and kind == "act"
         body: dict[str, Any] = {"model": self.model, "messages": [dict(m) for m in messages],
-                                "max_tokens": max_tokens, **self.sampling}
+                                "max_tokens": max_tokens + (self.thinking_budget if thinking
+                                                            else 0), **self.sampling}
         if stop:
             body["stop"] = list(stop)
-        if self.thinking is not None:
-            thinking = self.thinking and kind == "act"
-            body["chat_template_kwargs"] = {"enable_thinking": thinking}
+        body["chat_template_kwargs"] = {"enable_thinking": thinking}
         return body
 
     async def close(self) -> None:
@@ -223,11 +214,14 @@ class OpenAISession:
         text, reasoning, usage = await call_with_retries(
             lambda: self._once(body), c.policy, lambda: f"{c.name} at {self.endpoint.url}",
             (httpx.HTTPError, StatusFailure), c.secrets, on_failure=self._failed)
-        prompt, completion, cached = usage
+        prompt, completion, cached, thought = usage
+        if thought is None:
+            thought = estimate_reasoning_tokens(completion, reasoning, text)
         return Generation(text=text, input_tokens=prompt, output_tokens=completion,
                           cache_read_tokens=cached,
                           cost_usd=c.prices.dollars(prompt, completion, cached),
-                          latency_ms=(time.perf_counter() - start) * 1000, reasoning=reasoning)
+                          latency_ms=(time.perf_counter() - start) * 1000, reasoning=reasoning,
+                          reasoning_tokens=thought)
 
     def _failed(self, err: ModelError) -> None:
         """After a connection failure: mark the endpoint down, move to another if up."""
@@ -240,8 +234,8 @@ class OpenAISession:
                         self.endpoint.url, moved.url)
             self.endpoint, self.server = moved, moved.url
 
-    async def _once(self, body: dict[str, Any]) -> tuple[str, str, tuple[int, int, int]]:
-        """One attempt: the reply text, its reasoning and (prompt, completion, cached)."""
+    async def _once(self, body: dict[str, Any]) -> tuple[str, str, Usage]:
+        """One attempt: the reply text, its reasoning and its `Usage`."""
         e = self.endpoint
         e.outstanding += 1
         try:
@@ -254,8 +248,8 @@ class OpenAISession:
             return read_completion(json.loads(content))
 
 
-def read_completion(data: Any) -> tuple[str, str, tuple[int, int, int]]:
-    """(text, reasoning, (prompt, completion, cached tokens)) of a chat-completion body.
+def read_completion(data: Any) -> tuple[str, str, Usage]:
+    """(text, reasoning, usage) of a chat-completion body.
 
     Raises:
         ValueError: not a chat completion (no choices[0].message).
@@ -270,5 +264,7 @@ def read_completion(data: Any) -> tuple[str, str, tuple[int, int, int]]:
     reasoning = "\n\n".join(p for p in (extra if isinstance(extra, str) else "", think) if p)
     u = data.get("usage") or {}
     details = u.get("prompt_tokens_details") or {}
+    reported = (u.get("completion_tokens_details") or {}).get("reasoning_tokens")
     return text, reasoning, (int(u.get("prompt_tokens") or 0), int(u.get("completion_tokens") or 0),
-                             int(details.get("cached_tokens") or 0))
+                             int(details.get("cached_tokens") or 0),
+                             int(reported) if isinstance(reported, int) else None)

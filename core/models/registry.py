@@ -23,11 +23,12 @@ from core.prompt_set import PROMPT_FORMATS
 BACKENDS = ("openai", "anthropic", "sim")
 _COMMON = frozenset({"backend", "concurrency"})
 _FIELDS: Mapping[str, frozenset[str]] = MappingProxyType({
-    "openai": _COMMON | {"model", "endpoints", "sampling", "thinking", "max_context",
-                         "timeout_s", "max_retries", "price_per_mtok", "backoff_s",
-                         "backoff_max_s", "tensor_parallel_size", "prompt_format"},
-    "anthropic": _COMMON | {"model", "sampling", "max_context", "timeout_s", "max_retries",
-                            "price_per_mtok", "base_url", "backoff_s", "backoff_max_s"},
+    "openai": _COMMON | {"model", "endpoints", "sampling", "thinking", "thinking_budget",
+                         "max_context", "timeout_s", "max_retries", "price_per_mtok",
+                         "backoff_s", "backoff_max_s", "tensor_parallel_size", "prompt_format"},
+    "anthropic": _COMMON | {"model", "sampling", "thinking", "thinking_budget", "max_context",
+                            "timeout_s", "max_retries", "price_per_mtok", "base_url",
+                            "backoff_s", "backoff_max_s"},
     "sim": _COMMON | {"policy", "k", "c", "p_useless_failed", "p_useless_real",
                       "p_answer_useful", "hazard_slope", "p_guess", "latency_ms"},
 })
@@ -132,6 +133,7 @@ def _validate(where: str, name: str, table: Mapping[str, Any]) -> ModelSpec:
                               f"e.g. {{ temperature = 0.7, top_p = 0.8 }}")
     if "thinking" in params:
         _check_type(where, "thinking", params["thinking"], bool)
+    _check_thinking(where, backend, params)
     if "prompt_format" in params and params["prompt_format"] not in PROMPT_FORMATS:
         raise ConfigError(f"{where}: prompt_format must be one of {', '.join(PROMPT_FORMATS)} "
                           f"(\"search_r1\": Search-R1's <search>/<answer> tags), "
@@ -174,6 +176,36 @@ def _validate(where: str, name: str, table: Mapping[str, Any]) -> ModelSpec:
         except ConfigError as exc:
             raise ConfigError(f"{where}: {exc}") from None
     return ModelSpec(name, backend, params)
+
+
+ANTHROPIC_MIN_THINKING = 1024
+"""The smallest extended-thinking budget the Anthropic API accepts (budget_tokens)."""
+
+
+def _check_thinking(where: str, backend: str, params: Mapping[str, Any]) -> None:
+    """thinking_budget: tokens an acting turn may think, only with thinking = true;
+    Claude needs one (≥ 1024) and accepts no temperature or top_k while thinking."""
+    thinking = params.get("thinking") is True
+    if "thinking_budget" in params:
+        budget = params["thinking_budget"]
+        _check_type(where, "thinking_budget", budget, int)
+        if not thinking:
+            raise ConfigError(f"{where}: thinking_budget is set but thinking is not true; "
+                              f"add thinking = true or remove thinking_budget")
+        low = ANTHROPIC_MIN_THINKING if backend == "anthropic" else 1
+        if budget < low:
+            raise ConfigError(f"{where}: thinking_budget must be >= {low} tokens, got {budget}")
+    if backend == "anthropic" and thinking:
+        if "thinking_budget" not in params:
+            raise ConfigError(f"{where}: thinking = true needs thinking_budget (tokens of "
+                              f"extended thinking per turn, >= {ANTHROPIC_MIN_THINKING}), "
+                              f"e.g. thinking_budget = 4096")
+        sampling = params.get("sampling")
+        fixed = sorted({"temperature", "top_k"} & set(sampling)) if isinstance(
+            sampling, dict) else []
+        if fixed:
+            raise ConfigError(f"{where}: extended thinking accepts no {fixed[0]}; use "
+                              f"sampling = \"default\" (or only top_p between 0.95 and 1)")
 
 
 def load_registry(path: Path | None) -> dict[str, ModelSpec]:

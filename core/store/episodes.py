@@ -17,12 +17,13 @@ from core.store.base import write
 _EPISODE_COLS = ("answered", "answer", "answer_action", "em", "f1", "correct", "placeholder",
                  "tool_calls", "extra_calls", "format_failures", "forced_turns", "refused_calls",
                  "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
-                 "cost_usd", "wall_ms", "end_reason", "error", "started_at", "finished_at")
+                 "reasoning_tokens", "cost_usd", "wall_ms", "end_reason", "error", "started_at",
+                 "finished_at")
 _STEP_COLS = ("t", "thought", "action", "argument", "raw", "obs_index", "obs_failed",
               "obs_source", "obs_ref", "obs_text", "judgment", "judgment_source", "judgment_raw",
               "rule_signal", "stated_judgment", "streak", "forced", "refused", "format_failure",
               "decision", "input_tokens", "output_tokens", "latency_ms", "discarded",
-              "tool_source")
+              "tool_source", "reasoning", "reasoning_tokens")
 _EPISODE_SQL = (f"INSERT INTO episodes (cell_id, question_id, server, prompts_sha256, attempt, "
                 f"{', '.join(_EPISODE_COLS)}) VALUES (?, ?, ?, ?, (SELECT count(*) + 1 FROM "
                 f"episodes WHERE cell_id = ? AND question_id = ?), "
@@ -142,6 +143,25 @@ def episode_steps(db: Database, episode_id: int) -> list[Step]:
             values["obs_failed"] = bool(values["obs_failed"])
         out.append(Step(**values))
     return out
+
+
+def reasoning_rows(db: Database) -> list[tuple[int, int, int, str | None, int]]:
+    """(episode_id, t, discarded, reasoning, reasoning_tokens) of every step that has
+    reasoning.
+
+    Kept out of the analysis step frames (thinking text is long); steps.csv merges it.
+
+    Args:
+        db: an open lab.db.
+
+    Returns:
+        The rows in key order (episode, t, discarded: a discarded turn shares its t
+        with the turn re-asked after it); empty when no run used thinking mode.
+    """
+    return [tuple(r) for r in db.conn.execute(  # type: ignore[misc]
+        "SELECT episode_id, t, discarded, reasoning, reasoning_tokens FROM steps WHERE "
+        "reasoning IS NOT NULL OR reasoning_tokens > 0 ORDER BY episode_id, t, discarded"
+    ).fetchall()]
 
 
 def count(db: Database, table: str) -> int:

@@ -72,8 +72,39 @@ def _error(status: int, kind: str, message: str) -> dict[str, Any]:
     return {"type": "error", "error": {"type": kind, "message": message}}
 
 
+def _check_thinking(body: dict[str, Any]) -> str | None:
+    """The API's extended-thinking rules: a budget of 1024 or more below max_tokens, no
+    temperature/top_k, tool_choice auto or none, and the newest tool-use turn sent
+    back with its signed thinking block first."""
+    thinking = body.get("thinking") or {"type": "disabled"}
+    if thinking.get("type") != "enabled":
+        return None
+    budget = thinking.get("budget_tokens", 0)
+    if budget < 1024 or budget >= body.get("max_tokens", 0):
+        return "thinking.budget_tokens: must be >= 1024 and less than max_tokens"
+    if {"temperature", "top_k"} & set(body):
+        return "temperature and top_k may not be set when thinking is enabled"
+    if (body.get("tool_choice") or {}).get("type", "auto") not in ("auto", "none"):
+        return "Thinking may not be enabled when tool_choice forces tool use."
+    turns = body.get("messages") or []
+    for t in reversed(turns):
+        blocks = t["content"] if isinstance(t["content"], list) else []
+        if t["role"] == "assistant" and any(b.get("type") == "tool_use" for b in blocks):
+            first = blocks[0] if blocks else {}
+            if first.get("type") not in ("thinking", "redacted_thinking") or (
+                    first.get("type") == "thinking" and not first.get("signature")):
+                return ("Expected `thinking` or `redacted_thinking`, but found "
+                        f"`{first.get('type')}`. When `thinking` is enabled, a final "
+                        "`assistant` message must start with a thinking block")
+            break
+    return None
+
+
 def validate(body: dict[str, Any]) -> str | None:
     """Why the real API would refuse this request, or None."""
+    problem = _check_thinking(body)
+    if problem:
+        return problem
     turns = body.get("messages") or []
     if not turns or turns[0].get("role") != "user" or turns[-1].get("role") != "user":
         return "messages: first and last turn must be user turns"
@@ -109,11 +140,14 @@ class AnthropicApp:
         delay_s: time each answer takes.
         responder: turns the request body into the reply's content blocks.
         record: keep every request body in `requests` and headers in `headers`.
+        thinking: the text of a signed `thinking` block put first in every reply to a
+            request with thinking enabled ("" for a `redacted_thinking` block).
     """
 
     def __init__(self, delay_s: float = 0.0, responder: Responder | None = None,
-                 record: bool = True) -> None:
+                 record: bool = True, thinking: str | None = None) -> None:
         self.delay_s = delay_s
+        self.thinking = thinking
         self.responder = responder or tool_responder()
         self.record = record
         self.script = Script()
@@ -152,13 +186,19 @@ class AnthropicApp:
             for b in content:
                 if b["type"] == "text" and s in b["text"]:
                     b["text"] = b["text"][:b["text"].index(s)]
+        output = 5
+        if self.thinking is not None and (body.get("thinking") or {}).get("type") == "enabled":
+            output += len(self.thinking) // 4 + 1
+            content.insert(0, {"type": "thinking", "thinking": self.thinking,
+                               "signature": "sig-loopback"} if self.thinking else
+                           {"type": "redacted_thinking", "data": "opaque-loopback"})
         plain, read, write = self._usage(body)
         stop = "tool_use" if any(b["type"] == "tool_use" for b in content) else "end_turn"
         return Reply(200, {
             "id": f"msg_{next(self._ids)}", "type": "message", "role": "assistant",
             "model": body.get("model"), "content": content, "stop_reason": stop,
             "stop_sequence": None,
-            "usage": {"input_tokens": plain, "output_tokens": 5,
+            "usage": {"input_tokens": plain, "output_tokens": output,
                       "cache_read_input_tokens": read, "cache_creation_input_tokens": write}})
 
     def _fault(self, fault: Fault, req: Request) -> Reply:

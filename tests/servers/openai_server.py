@@ -68,18 +68,25 @@ class OpenAIApp:
         delay_s: time each answer takes.
         max_concurrent: calls served at once (None = unbounded).
         responder: turns the request's messages into the reply text.
-        reasoning: reasoning_content to attach to every acting reply.
+        reasoning: reasoning to attach to every acting reply (whatever enable_thinking
+            says: a model whose reasoning parser always thinks).
+        reasoning_mode: where it goes: "field" (`reasoning_content`, vLLM with a
+            reasoning parser) or "tags" (`<think>…</think>` before the content).
+        report_reasoning_tokens: also report `completion_tokens_details.reasoning_tokens`.
         record: keep every request body in `requests`.
     """
 
     def __init__(self, model: str = "loopback-model", delay_s: float = 0.0,
                  max_concurrent: int | None = None, responder: Responder | None = None,
-                 reasoning: str | None = None, record: bool = True) -> None:
+                 reasoning: str | None = None, record: bool = True,
+                 reasoning_mode: str = "field", report_reasoning_tokens: bool = False) -> None:
         self.model = model
         self.delay_s = delay_s
         self.max_concurrent = max_concurrent
         self.responder = responder or react_responder()
         self.reasoning = reasoning
+        self.reasoning_mode = reasoning_mode
+        self.report_reasoning_tokens = report_reasoning_tokens
         self.record = record
         self.script = Script()
         self.requests: list[dict[str, Any]] = []
@@ -150,14 +157,23 @@ class OpenAIApp:
                     text = text[:text.index(s)]
             prompt = sum(len(_text(m.get("content"))) for m in messages) // 4
             message: dict[str, Any] = {"role": "assistant", "content": text}
+            thought = 0
             if self.reasoning and SIDE_CHANNEL_MARK not in _text(messages[-1].get("content")):
-                message["reasoning_content"] = self.reasoning
+                thought = len(self.reasoning) // 4 + 1
+                if self.reasoning_mode == "tags":
+                    message["content"] = f"<think>\n{self.reasoning}\n</think>\n\n{text}"
+                else:
+                    message["reasoning_content"] = self.reasoning
+            completion = len(text) // 4 + 1 + thought
+            usage: dict[str, Any] = {"prompt_tokens": prompt, "completion_tokens": completion,
+                                     "total_tokens": prompt + completion,
+                                     "prompt_tokens_details": {"cached_tokens": prompt // 2}}
+            if self.report_reasoning_tokens:
+                usage["completion_tokens_details"] = {"reasoning_tokens": thought}
             return Reply(200, {
                 "id": f"cmpl-{next(self._ids)}", "object": "chat.completion", "created": 0,
                 "model": body.get("model", self.model),
                 "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
-                "usage": {"prompt_tokens": prompt, "completion_tokens": len(text) // 4 + 1,
-                          "total_tokens": prompt + len(text) // 4 + 1,
-                          "prompt_tokens_details": {"cached_tokens": prompt // 2}}})
+                "usage": usage})
         finally:
             self.active -= 1
