@@ -199,10 +199,15 @@ class _Run:
             messages, kind="act", max_tokens=self.setup.act_max_tokens, stop=self.setup.stop
         )
         self.account(gen)
-        step = Step(t=t, raw=gen.text, forced=forced, input_tokens=gen.input_tokens,
+        text = gen.text
+        if self.setup.prompt_format == SEARCH_R1 and gen.reasoning:
+            # Search-R1's <think> is its thought and part of the trajectory it was trained
+            # on: it stays in the reply (and the history) and the parser reads it
+            text = f"<think>{gen.reasoning}</think>\n{text}"
+        step = Step(t=t, raw=text, forced=forced, input_tokens=gen.input_tokens,
                     output_tokens=gen.output_tokens, latency_ms=gen.latency_ms,
                     reasoning=gen.reasoning or None, reasoning_tokens=gen.reasoning_tokens)
-        parsed = parse_reply(gen.text, self.setup.prompt_format)
+        parsed = parse_reply(text, self.setup.prompt_format)
         if parsed is None:
             step.format_failure = True
         else:
