@@ -34,7 +34,7 @@ from core.episode import Step, utc_now
 from core.errors import ConfigError, ModelError
 from core.judges import USELESS, parse_side_channel
 from core.models.base import Message, ModelSession
-from core.parser import parse_action
+from core.parser import parse_reply
 from core.react import (EpisodeSetup, JUDGE_MAX_TOKENS, counter, forced_messages,
                         observation_message, question_message, side_channel_fork)
 from core.regimes import ForeignPool, Regime
@@ -72,6 +72,7 @@ class RecordedEpisode:
         answer: the final answer, or None.
         answer_action: the finish action, or None.
         placeholder: whether the answer is a placeholder.
+        prompt_format: the model's prompt format ("react" or "search_r1").
     """
 
     episode_id: int
@@ -86,12 +87,13 @@ class RecordedEpisode:
     answer: str | None = None
     answer_action: int | None = None
     placeholder: bool = False
+    prompt_format: str = "react"
 
     def setup(self) -> EpisodeSetup:
         """The EpisodeSetup the prompt builders read (no pool is needed to rebuild)."""
         return EpisodeSetup(question=self.question, condition=self.condition,
                             regime=self.regime, budget=self.budget, seed=self.seed,
-                            pool=ForeignPool([self.question]))
+                            pool=ForeignPool([self.question]), prompt_format=self.prompt_format)
 
 
 @dataclass
@@ -159,8 +161,10 @@ def history_at(ep: RecordedEpisode, t: int | None = None, judging: bool = False
         The messages, system message first.
     """
     setup = ep.setup()
+    pieces = setup.prompts
     messages: list[Message] = [
-        {"role": "system", "content": ep.condition.system_prompt(ep.budget)},
+        {"role": "system", "content": ep.condition.system_prompt(ep.budget,
+                                                                 prompt_set=pieces)},
         {"role": "user", "content": question_message(setup)},
     ]
     reminded = False
@@ -171,14 +175,14 @@ def history_at(ep: RecordedEpisode, t: int | None = None, judging: bool = False
         messages.append({"role": "assistant", "content": step.raw})
         if step.format_failure:
             if not reminded:
-                messages.append({"role": "user", "content": prompts.load("format_reminder")})
+                messages.append({"role": "user", "content": pieces.load("format_reminder")})
             reminded = True
             continue
         reminded = False
         if step.action == "finish":
             break
         if step.refused:
-            text = prompts.load("forced_observation" if step.forced else "switch_notice")
+            text = pieces.load("forced_observation" if step.forced else "switch_notice")
             if ep.condition.arm.budget:
                 text += "\n" + counter(ep.budget - step.t)
             messages.append({"role": "user", "content": text})
@@ -190,9 +194,9 @@ def history_at(ep: RecordedEpisode, t: int | None = None, judging: bool = False
             fork_here = judging and step.t == t  # the in-run fork came before both
             if _switch_notice(ep, step, switched) and not fork_here:
                 switched = True
-                messages[-1]["content"] += "\n" + prompts.load("switch_notice")
+                messages[-1]["content"] += "\n" + pieces.load("switch_notice")
             if ep.condition.arm.decide and not fork_here:
-                messages.append({"role": "user", "content": prompts.load("decide").format(
+                messages.append({"role": "user", "content": pieces.load("decide").format(
                     judgment=step.judgment or "UNCLEAR", streak=step.streak)})
     return messages
 
@@ -307,7 +311,7 @@ def messages_for(ep: RecordedEpisode, t: int, kind: str) -> list[Message]:
         ValueError: an unknown kind.
     """
     if kind == "judgment":
-        return side_channel_fork(history_at(ep, t, judging=True))
+        return side_channel_fork(history_at(ep, t, judging=True), ep.setup().prompts)
     if kind == "belief":
         return [*history_at(ep, t), {"role": "user", "content": prompts.load("belief_probe")}]
     if kind == "answer_now":
@@ -384,12 +388,11 @@ def read_reply(ep: RecordedEpisode, t: int, kind: str, text: str, model: str) ->
             rec.prefer = belief["prefer"]  # type: ignore[assignment]
             rec.reason = belief["reason"]  # type: ignore[assignment]
     else:
-        parsed = parse_action(text)
+        parsed = parse_reply(text, ep.prompt_format)
         answered = parsed is not None and parsed.name == "finish"
         rec.parse_ok = answered
         rec.answer = parsed.argument if answered and parsed is not None else None
-        task = "fever" if ep.question.dataset == "fever" else "hotpotqa"
-        s = score_for_task(rec.answer, ep.question.answer, task)
+        s = score_for_task(rec.answer, ep.question.answer, ep.question.task)
         rec.em, rec.f1, rec.correct, rec.placeholder = s.em, s.f1, s.correct, s.placeholder
         if kind == "answer_now":
             rec.confidence = parse_confidence(text)

@@ -225,7 +225,7 @@ async def probe_one(client: ModelClient, ep: RecordedEpisode, t: int, kind: str)
 
 async def replay_questions(db: Database, job: Mapping[str, Any], client: ModelClient,
                            concurrency: int, should_stop: Callable[[], bool] | None = None,
-                           batch: int = 64, close_client: bool = True) -> int:
+                           batch: int | None = None, close_client: bool = True) -> int:
     """Run a replay job's missing probes and store them (batches of `batch`).
 
     Args:
@@ -234,7 +234,8 @@ async def replay_questions(db: Database, job: Mapping[str, Any], client: ModelCl
         client: the cell's model client.
         concurrency: further bound on concurrent calls (besides the model's).
         should_stop: checked before each probe; True: start no more.
-        batch: probes per write transaction.
+        batch: probes per write transaction (default: 64 for an instant sim, else each
+            probe as it finishes, so a killed worker loses at most the calls in flight).
         close_client: close the client at the end (False: the worker shares it).
 
     Returns:
@@ -253,6 +254,9 @@ async def replay_questions(db: Database, job: Mapping[str, Any], client: ModelCl
         else:
             points = probe_points(ep, at, judged.get(eid))
         todo += [(ep, t) for t in points if (eid, t) not in done]
+    if batch is None:
+        spec = getattr(client, "spec", None)
+        batch = 64 if spec is not None and not getattr(spec, "latency_ms", 1) else 1
     limit = asyncio.Semaphore(max(1, min(client.concurrency, concurrency)))
     finished: list[ProbeRecord] = []
     stored = 0

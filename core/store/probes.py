@@ -122,11 +122,12 @@ def recorded_episode(db: Database, episode_id: int) -> RecordedEpisode:
     """
     row = db.conn.execute(
         f"SELECT e.question_id, c.model, c.condition_spec, c.regime, c.budget, c.seed, "
-        f"e.answer, e.answer_action, e.placeholder FROM episodes e JOIN cells c "
+        f"e.answer, e.answer_action, e.placeholder, c.model_spec FROM episodes e JOIN cells c "
         f"ON c.id = e.cell_id WHERE e.id = ? AND e.{COMPLETE}", (episode_id,)).fetchone()
     if row is None:
         raise StoreError(f"no complete episode {episode_id} in lab.db")
-    qid, model, spec, regime, budget, seed, answer, action, placeholder = row
+    qid, model, spec, regime, budget, seed, answer, action, placeholder, model_spec = row
+    prompt_format = str(json.loads(model_spec).get("prompt_format", "react"))
     question_of = _questions(db)
     question = question_of(qid)
     if question is None:
@@ -136,7 +137,7 @@ def recorded_episode(db: Database, episode_id: int) -> RecordedEpisode:
                   for s in steps)
     return RecordedEpisode(episode_id, model, question, Condition(**json.loads(spec)),
                            parse_regime(regime), int(budget), int(seed), steps, shown,
-                           answer, action, bool(placeholder))
+                           answer, action, bool(placeholder), prompt_format)
 
 
 def judgments(db: Database, episode_ids: Sequence[int]) -> dict[int, dict[int, str | None]]:

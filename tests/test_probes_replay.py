@@ -1,0 +1,128 @@
+"""`lab replay` / `lab repair` through the real ledger and workers (issue 12)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from console.cli import cli
+from tests.queue_helpers import run_lab, start_lab, write_registry
+
+
+def lab(db: Path, *args: str):
+    return CliRunner().invoke(cli, ["--db", str(db), *args])
+
+
+@pytest.fixture
+def sim_run(tmp_path: Path) -> Path:
+    db = tmp_path / "lab.db"
+    for args in (("init",), ("sets", "create", "d6", "--dataset", "demo", "--n", "6", "--seed", "1"),
+                 ("enqueue", "--models", "sim-own5,sim-clock4", "--conditions", "none",
+                  "--regimes", "persistent,clean", "--set", "d6", "--run", "pilot"),
+                 ("worker", "--until-idle")):
+        r = lab(db, *args)
+        assert r.exit_code == 0, r.output
+    return db
+
+
+def _count(db: Path, sql: str) -> int:
+    conn = sqlite3.connect(db)
+    try:
+        return int(conn.execute(sql).fetchone()[0])
+    finally:
+        conn.close()
+
+
+POINTS = ("SELECT count(*) FROM steps s JOIN episodes e ON e.id = s.episode_id JOIN cells c ON "
+          "c.id = e.cell_id WHERE s.obs_index IS NOT NULL AND s.refused = 0 AND s.t < c.budget")
+
+
+def test_answer_now_plans_runs_on_the_queue_and_is_idempotent(sim_run):
+    points = _count(sim_run, POINTS)
+    dry = lab(sim_run, "replay", "answer-now", "--run", "pilot", "--dry-run", "--json")
+    assert dry.exit_code == 0, dry.output
+    plan = json.loads(dry.stdout)
+    assert plan["calls"] == points > 0 and plan["jobs"] == 0
+    assert set(plan["per_model"]) == {"sim-own5", "sim-clock4"}
+    assert _count(sim_run, "SELECT count(*) FROM probes") == 0
+    assert _count(sim_run, "SELECT count(*) FROM jobs WHERE kind = 'replay'") == 0
+    queued = lab(sim_run, "replay", "answer-now", "--run", "pilot")
+    assert queued.exit_code == 0 and "queued" in queued.stdout
+    again = lab(sim_run, "replay", "answer-now", "--run", "pilot")  # jobs pending: nothing new
+    assert "nothing to queue" in again.stdout
+    assert lab(sim_run, "worker", "--until-idle").exit_code == 0
+    assert _count(sim_run, "SELECT count(*) FROM probes WHERE kind = 'answer_now'") == points
+    assert _count(sim_run, "SELECT count(*) FROM jobs WHERE kind = 'replay' AND state != 'done'"
+                  ) == 0
+    # a finished replay job run again (a lost lease) stores nothing twice
+    conn = sqlite3.connect(sim_run)
+    with conn:
+        conn.execute("UPDATE jobs SET state = 'queued' WHERE kind = 'replay'")
+    conn.close()
+    assert lab(sim_run, "worker", "--until-idle").exit_code == 0
+    assert _count(sim_run, "SELECT count(*) FROM probes") == points
+    assert "nothing to queue" in lab(sim_run, "replay", "answer-now", "--run", "pilot").stdout
+    # sims state a confidence; nothing was written back into the trajectories
+    assert _count(sim_run, "SELECT count(*) FROM probes WHERE confidence IS NULL") == 0
+    assert _count(sim_run, "SELECT count(*) FROM steps WHERE judgment_source = 'replay'") == 0
+
+
+def test_replayed_judgments_equal_the_in_run_ones_for_sims(sim_run):
+    r = lab(sim_run, "replay", "judgments", "--run", "pilot", "--models", "sim-own5")
+    assert r.exit_code == 0, r.output
+    assert lab(sim_run, "worker", "--until-idle").exit_code == 0
+    n = _count(sim_run, "SELECT count(*) FROM probes WHERE kind = 'judgment'")
+    same = _count(sim_run, "SELECT count(*) FROM probes p JOIN steps s ON s.episode_id = "
+                           "p.episode_id AND s.t = p.t WHERE p.judgment = s.judgment")
+    assert n == same > 0
+    assert _count(sim_run, "SELECT count(DISTINCT model) FROM probes") == 1
+
+
+def test_first_useless_5_and_t_list_select_points(sim_run):
+    r = lab(sim_run, "replay", "beliefs", "--run", "pilot", "--at", "t=2,3", "--json", "--dry-run")
+    assert json.loads(r.stdout)["calls"] == _count(sim_run, POINTS + " AND s.t IN (2, 3)")
+    r = lab(sim_run, "replay", "beliefs", "--run", "pilot", "--at", "first-useless-5")
+    assert r.exit_code == 0, r.output
+    assert lab(sim_run, "worker", "--until-idle").exit_code == 0
+    per_episode = _count(sim_run, "SELECT max(n) FROM (SELECT count(*) AS n FROM probes "
+                                  "GROUP BY episode_id)")
+    assert per_episode == 1
+    bad_run = lab(sim_run, "replay", "beliefs", "--run", "nope")
+    assert bad_run.exit_code != 0 and "no run 'nope'" in str(bad_run.exception)
+    bad_at = lab(sim_run, "replay", "beliefs", "--run", "pilot", "--at", "often")
+    assert bad_at.exit_code != 0 and "--at 'often'" in str(bad_at.exception)
+
+
+def test_kill_minus_9_mid_replay_loses_nothing_and_stores_nothing_twice(tmp_path):
+    db, config = tmp_path / "lab.db", write_registry(tmp_path, latency=30.0)
+    for args in (("init",), ("sets", "create", "d8", "--dataset", "demo", "--n", "8", "--seed",
+                             "2"),
+                 ("enqueue", "--models", "sim-slow", "--conditions", "none", "--regimes",
+                  "persistent", "--set", "d8", "--run", "slow")):
+        assert run_lab(db, config, *args).returncode == 0
+    assert run_lab(db, config, "worker", "--until-idle", "--concurrency", "64").returncode == 0
+    planned = json.loads(run_lab(db, config, "replay", "answer-now", "--run", "slow", "--json"
+                                 ).stdout)["calls"]
+    worker = start_lab(db, config, "worker", "--concurrency", "2", log=tmp_path / "w.log")
+    deadline = time.monotonic() + 60
+    while _count(db, "SELECT count(*) FROM probes") == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.killpg(worker.pid, signal.SIGKILL)
+    worker.wait()
+    mid = _count(db, "SELECT count(*) FROM probes")
+    assert 0 < mid < planned
+    conn = sqlite3.connect(db)
+    with conn:  # the dead worker's lease: expire it now instead of waiting
+        conn.execute("UPDATE jobs SET lease_until = 0 WHERE state = 'running'")
+    conn.close()
+    done = run_lab(db, config, "worker", "--until-idle", "--concurrency", "64")
+    assert done.returncode == 0, done.stderr
+    assert _count(db, "SELECT count(*) FROM probes") == planned
+    assert _count(db, "SELECT count(DISTINCT episode_id || '|' || t) FROM probes") == planned
