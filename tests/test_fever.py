@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from console.cli import main
 from core import store
 from core.conditions import ARMS, Condition, parse_condition
 from core.data import TASK_FEVER
@@ -23,7 +24,6 @@ from core.react import EpisodeSetup, run_episode
 from core.regimes import MEAN6, ForeignPool, parse_regime
 from core.runner import CellSpec, run_questions
 from core.scoring import score_for_task
-from console.cli import main
 
 REGIMES = (*MEAN6, "plausible", "answerless")
 
@@ -197,8 +197,9 @@ def test_sets_create_draws_balanced_fever_sets(db_path, capsys):
 
 def test_fever_episodes_see_the_fever_prompts():
     q = demo_fever_questions()[0]
-    client = ScriptedClient(acts=["Thought: check it\nAction: search\nAction Input: Varnholt Bridge",
-                                  "Thought: supported\nAction: finish\nAction Input: SUPPORTS"])
+    client = ScriptedClient(acts=[
+        "Thought: check it\nAction: search\nAction Input: Varnholt Bridge",
+        "Thought: supported\nAction: finish\nAction Input: SUPPORTS"])
     setup = EpisodeSetup(question=q, condition=Condition("enforced_rule"),
                          regime=parse_regime("clean"), budget=8, seed=0,
                          pool=ForeignPool(demo_fever_questions()))
