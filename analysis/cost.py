@@ -12,14 +12,23 @@ on them (enforced_rule, combo) or that write them into the history (decide).
 Judgment calls that only measure (``judge=true`` on any other arm, the sim's
 always-recorded judgments) are measurement cost: reported in their own column,
 never charged to utility. random_rule and lexical_rule make no model call for their
-signal. ``extra_calls`` counts exactly the side-channel judgment calls today
+signal. The stated-judgment arms make no judgment call: their own calls are the
+turns their rule discarded and re-asked (``discarded_turns``, each also counted in
+``extra_calls``). switch_rule's own calls are its side-channel judgments of primary
+results (``primary_judgments``); judgments of backup results only measure.
+``extra_calls`` counts exactly the side-channel judgment calls and discarded turns
 (core/react.py), so the split is exact per episode.
+
+Two-source arms: a backup_search call is charged the arm's ``backup_price`` (default
+0.10) instead of λ (``charged_cost``); the backup is the costlier source.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -65,7 +74,8 @@ class StoppingCost:
         measurement_calls: mean calls per episode made only to measure
             (``judge=true`` judgments; never charged).
         success: success over `scope`.
-        utility: success − λ·tool calls over `scope`.
+        utility: success − λ·tool calls over `scope` (a backup call costs the arm's
+            backup_price instead of λ: ``charged_cost``).
         utility_all: success − λ·(tool calls + own calls) over `scope` (all calls
             the arm needs charged, the paper's A19 E3 "all calls counted").
         input_tokens: mean input tokens per episode.
@@ -109,6 +119,26 @@ def needs_judgment_calls(condition: Condition) -> bool:
     return condition.arm.rule == "side_channel" or condition.arm.decide
 
 
+def own_call_column(condition: Condition) -> str | None:
+    """Which episode column holds the model calls the condition itself needs.
+
+    Args:
+        condition: the episode's condition.
+
+    Returns:
+        "extra_calls" (every judgment call: rules on the side channel, decide),
+        "discarded_turns" (stated-judgment arms: re-asked turns), "primary_judgments"
+        (switch_rule: judgments of primary results) or None (no own calls).
+    """
+    if needs_judgment_calls(condition):
+        return "extra_calls"
+    if condition.arm.rule == "stated":
+        return "discarded_turns"
+    if condition.arm.switch:
+        return "primary_judgments"
+    return None
+
+
 def own_calls(episodes: pd.DataFrame) -> pd.Series:
     """Model calls besides acting turns that each episode's condition needs.
 
@@ -117,15 +147,48 @@ def own_calls(episodes: pd.DataFrame) -> pd.Series:
             ``condition``, a name or arm label).
 
     Returns:
-        Integer Series aligned with `episodes`: the episode's judgment calls when its
-        condition needs them, else 0.
+        Integer Series aligned with `episodes`: per `own_call_column` of its condition
+        (a frame without that column falls back to ``extra_calls``), else 0.
     """
+    columns = _condition_map(episodes, own_call_column)
+    extra = episodes["extra_calls"].astype(np.int64)
+    out = pd.Series(0, index=episodes.index, dtype=np.int64)
+    for column in {c for c in columns if c is not None}:
+        mask = (columns == column).to_numpy()
+        values = episodes[column].astype(np.int64) if column in episodes else extra
+        out[mask] = values[mask]
+    return out
+
+
+def _condition_map(episodes: pd.DataFrame, fn: Callable[[Condition], Any]) -> pd.Series:
+    """`fn(condition)` per episode, computed once per distinct (spec, name)."""
     specs = (episodes["condition_spec"] if "condition_spec" in episodes
              else pd.Series(None, index=episodes.index, dtype=object))
     keys = pd.Series(list(zip(specs, episodes["condition"])), index=episodes.index)
-    needs = {key: needs_judgment_calls(_condition(*key)) for key in set(keys)}
-    mask = keys.map(needs).astype(bool)
-    return episodes["extra_calls"].astype(np.int64).where(mask, 0)
+    values = {key: fn(_condition(*key)) for key in set(keys)}
+    return keys.map(values).astype(object)
+
+
+def charged_cost(episodes: pd.DataFrame, lam: float, own: bool = True) -> pd.Series:
+    """What utility subtracts per episode: λ per charged call, and the arm's
+    ``backup_price`` instead of λ for each backup_search call (two-source arms).
+
+    Args:
+        episodes: episode frame (``tool_calls``, ``extra_calls``, optional
+            ``backup_calls``, ``condition_spec`` or ``condition``).
+        lam: price per call in units of a correct answer.
+        own: also charge the condition's own calls (``charged_calls``); False charges
+            tool calls only.
+
+    Returns:
+        Float Series aligned with `episodes`.
+    """
+    calls = (charged_calls(episodes) if own else episodes["tool_calls"].astype(np.int64))
+    if "backup_calls" not in episodes or episodes.empty:
+        return lam * calls.astype(float)
+    backup = episodes["backup_calls"].fillna(0).astype(float)
+    price = _condition_map(episodes, lambda c: c.backup_price if c.arm.two_source else lam)
+    return lam * (calls.astype(float) - backup) + price.astype(float) * backup
 
 
 def charged_calls(episodes: pd.DataFrame) -> pd.Series:
@@ -220,10 +283,10 @@ def stopping_cost(episodes: pd.DataFrame, lam: float = LAMBDA, n_boot: int = N_B
     final = (answered["answer_action"] >= answered["budget"]).to_numpy()
     scope = MEAN6_LABEL if set(MEAN6) <= set(ep["regime"]) else "all"
     correct = ep["correct"].astype(float)
-    tool, charged = ep["tool_calls"].astype(float), charged_calls(ep).astype(float)
+    tool = ep["tool_calls"].astype(float)
     own, measure = own_calls(ep).astype(float), measurement_calls(ep).astype(float)
     mats = [question_matrix(ep, col) for col in
-            (correct, correct - lam * tool, correct - lam * charged)]
+            (correct, correct - charged_cost(ep, lam, own=False), correct - charged_cost(ep, lam))]
     n_q = len(mats[0].questions)
 
     def stat(w: np.ndarray) -> np.ndarray:

@@ -1,35 +1,12 @@
-"""The decision table: one row per decision point, built once from the step frame.
+"""The decision table: one row per decision point, with its episode's columns.
 
-A decision point follows a step that returned an observation (``obs_index`` not
-null). It belongs to the next VALID action of the episode: the next step whose
-action was parsed and either executed (a tool call) or ``finish``. Format-failure
-turns and refused forced turns are skipped, so they are never "did not answer"
-decisions. The decision's ``action`` is that valid action's ``t`` and its outcome
-``answer`` is whether it is ``finish``; an observation with no valid action after
-it (the episode ended on the budget, a format failure or refused turns) has no
-decision point. After it, ``n_obs`` observations have been seen (``obs_index``).
-``final`` marks decisions at the budget's final action.
-
-Runs are counted over observations only (format failures and refused forced turns
-neither extend nor reset them):
-
-- ``design_run`` (j): consecutive failed observations (design labels) ending here;
-- ``own_run`` (s, side channel): USELESS extends the run, anything else resets it;
-- ``stated_run`` (stated judgments, paper A18): "useless" extends, "useful" (which
-  includes "partly useful") resets. The run is KNOWN at a decision only if every
-  observation since the last reset (the latest "useful"), or since the episode
-  start when there was none, has an explicit stated judgment; ``stated_known``
-  says so, and where it is False ``stated_run`` is −1 (unknown), so such points
-  fall out of every group of Δ and never reach a threshold. Worked example, stated
-  judgments of observations 1–5: useless, none, useless, useful, useless →
-  stated_run 1, −1, −1, 0, 1 (unknown from the silent observation 2 until the
-  "useful" of observation 4 resets it); useless, none, useless, none → 1, −1, −1,
-  −1 (never group (b)); useless, useless, useless → 1, 2, 3 (s = 3 = t, group (a)
-  at t = 3).
-
-``*_latest`` says the latest observation was judged useless; ``*_earlier`` says an
-earlier observation of the episode was judged not useless (side channel: any other
-reply; stated: "useful").
+The definitions (which observation a decision follows, the next valid action, the
+design, own and stated runs, A18's unknown stated runs, ``*_latest`` and
+``*_earlier``) live in one place, `core.decisions.episode_decisions`, a pure
+function of one episode's steps. lab.db stores its output per episode when the
+episode is stored (table ``decisions``, integer columns); `decision_table` applies
+the same function to step frames (hand-built frames, tests), and
+`decisions_with_episodes` turns either into the frame every measure reads.
 
 Grouping (`arm_groups`, `analysis.arms`): a row of any table covers one model × arm
 (the full spec: label and condition hash, never the bare name) × budget × dataset ×
@@ -40,12 +17,14 @@ their row (`errored_episodes`).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import itertools
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import pandas as pd
 
 from analysis.arms import GROUP_KEYS, ArmKey, Grouping
+from core.decisions import COLUMNS, STEP_FIELDS, episode_decisions
 
 ARM_KEYS = GROUP_KEYS
 """What splits rows by default: model, arm, condition_hash, budget, dataset,
@@ -53,6 +32,11 @@ question_set, run, seed, replicate (`analysis.arms.GROUP_KEYS`)."""
 JUDGMENTS = ("side_channel", "stated")
 _EPISODE_COLS = ("episode_id", "run", "model", "condition", "budget", "regime", "seed",
                  "question_id")
+_DECISION_ORDER = ("episode_id", "n_obs", "action", "answer", "design_run", "own_run",
+                   "own_latest", "own_earlier", "stated_run", "stated_known", "stated_latest",
+                   "stated_earlier")
+_FLAGS = frozenset({"own_latest", "own_earlier", "stated_known", "stated_latest",
+                    "stated_earlier"})
 
 
 def errored_episodes(episodes: pd.DataFrame) -> pd.DataFrame:
@@ -119,46 +103,14 @@ def run_lengths(start: np.ndarray, extend: np.ndarray, reset: np.ndarray) -> np.
     return (cs - anchor_value[pos]).astype(np.int64)
 
 
-def _earlier(start: np.ndarray, flag: np.ndarray) -> np.ndarray:
-    """Whether any earlier row of the same sequence has `flag`."""
-    flag = np.asarray(flag, dtype=np.int64)
-    cs = np.cumsum(flag)
-    n = len(cs)
-    base = np.zeros(n, dtype=np.int64)
-    base[start] = cs[start] - flag[start]
-    pos = np.where(start, np.arange(n), 0)
-    np.maximum.accumulate(pos, out=pos)
-    return (cs - flag - base[pos]) > 0
-
-
-def _next_valid(eid: np.ndarray, valid: np.ndarray) -> np.ndarray:
-    """Position of the next valid step after each step of the same episode (−1: none)."""
-    n = len(valid)
-    if n == 0:
-        return np.zeros(0, dtype=np.int64)
-    pos = np.where(valid, np.arange(n), n)
-    at_or_after = np.minimum.accumulate(pos[::-1])[::-1]
-    nxt = np.r_[at_or_after[1:], n]
-    ok = nxt < n
-    ok[ok] = eid[nxt[ok]] == eid[ok]
-    return np.where(ok, nxt, -1)
-
-
-def _flag(steps: pd.DataFrame, column: str) -> np.ndarray:
-    """A 0/1 step column as bool (all False when the frame lacks it)."""
-    if column not in steps:
-        return np.zeros(len(steps), dtype=bool)
-    return steps[column].fillna(0).to_numpy().astype(bool)
-
-
 def decision_table(episodes: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
-    """Build the decision table of the given (error-free) episodes.
+    """Build the decision table of the given (error-free) episodes from their steps.
 
     Args:
         episodes: episode frame (``core.store.episodes_frame``), errors removed.
         steps: step frame (``core.store.steps_frame``); steps of other episodes
-            are ignored. ``format_failure`` and ``refused`` mark invalid turns (a
-            step without an action counts as a format failure).
+            are ignored. ``format_failure``, ``refused`` and ``discarded`` mark invalid
+            turns (a step without an action counts as a format failure).
 
     Returns:
         DataFrame with one row per decision point: the episode's arm, run, regime,
@@ -167,47 +119,50 @@ def decision_table(episodes: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
         (−1 when unknown), ``stated_known``, ``stated_latest``, ``stated_earlier``.
     """
     ep = episodes.loc[:, list(_EPISODE_COLS)]
-    cols = ["episode_id", "t", "action", "obs_index", "obs_failed", "judgment",
-            "stated_judgment"] + [c for c in ("format_failure", "refused") if c in steps]
-    st = steps.loc[steps["episode_id"].isin(ep["episode_id"]), cols].sort_values(
-        ["episode_id", "t"], kind="stable")
-    eid = st["episode_id"].to_numpy()
-    valid = (st["action"].notna().to_numpy() & ~_flag(st, "format_failure")
-             & ~_flag(st, "refused"))
-    nxt = _next_valid(eid, valid)
-    has_next = nxt >= 0
-    next_t = np.where(has_next, st["t"].to_numpy()[nxt], 0)
-    next_finish = has_next & (st["action"] == "finish").to_numpy()[nxt]
-    is_obs = st["obs_index"].notna().to_numpy()
+    st = steps.loc[steps["episode_id"].isin(ep["episode_id"])]
+    st = st.assign(**{c: False for c in STEP_FIELDS if c not in st})
+    st = st.sort_values("episode_id", kind="stable")
+    budgets = dict(zip(ep["episode_id"].tolist(), ep["budget"].tolist()))
+    rows: list[tuple[int, ...]] = []
+    records = st.loc[:, ["episode_id", *STEP_FIELDS]].itertuples(index=False, name=None)
+    for episode_id, group in itertools.groupby(records, key=lambda r: r[0]):
+        rows += [(episode_id, *d) for d in episode_decisions([r[1:] for r in group],
+                                                             int(budgets[episode_id]))]
+    ints = pd.DataFrame(rows, columns=["episode_id", *COLUMNS]) if rows else pd.DataFrame(
+        {c: np.zeros(0, dtype=np.int64) for c in ("episode_id", *COLUMNS)})
+    return decisions_with_episodes(ints, ep, _EPISODE_COLS[1:])
 
-    obs = st.loc[is_obs]
-    oid = obs["episode_id"].to_numpy()
-    start = np.r_[True, oid[1:] != oid[:-1]] if len(oid) else np.zeros(0, dtype=bool)
-    failed = obs["obs_failed"].fillna(0).to_numpy().astype(bool)
-    useless = (obs["judgment"] == "USELESS").to_numpy()
-    said_useless = (obs["stated_judgment"] == "useless").to_numpy()
-    said_useful = (obs["stated_judgment"] == "useful").to_numpy()
-    silent = ~said_useless & ~said_useful
-    stated_known = run_lengths(start, silent, said_useful) == 0
 
-    table = pd.DataFrame({
-        "episode_id": oid,
-        "n_obs": obs["obs_index"].to_numpy().astype(np.int64),
-        "action": next_t[is_obs].astype(np.int64),
-        "answer": next_finish[is_obs].astype(np.int64),
-        "design_run": run_lengths(start, failed, ~failed),
-        "own_run": run_lengths(start, useless, ~useless),
-        "own_latest": useless,
-        "own_earlier": _earlier(start, ~useless),
-        "stated_run": np.where(stated_known, run_lengths(start, said_useless, said_useful), -1),
-        "stated_known": stated_known,
-        "stated_latest": said_useless,
-        "stated_earlier": _earlier(start, said_useful),
-    })
-    table = table.loc[has_next[is_obs]]
-    table = table.merge(ep, on="episode_id", how="inner", validate="many_to_one")
-    table["final"] = table["action"] >= table["budget"]
-    return table.reset_index(drop=True)
+def decisions_with_episodes(ints: pd.DataFrame, episodes: pd.DataFrame,
+                            columns: Sequence[str]) -> pd.DataFrame:
+    """The decision frame: integer decision columns typed, plus episode columns.
+
+    Args:
+        ints: ``episode_id`` and the `core.decisions.COLUMNS` (integers), ordered by
+            episode and step (from lab.db's ``decisions`` or `episode_decisions`).
+        episodes: the episode frame, ordered by ``episode_id``; decisions of episodes
+            not in it are dropped.
+        columns: episode columns copied onto each decision (after the decision's own).
+
+    Returns:
+        One row per decision point: episode_id, n_obs, action, answer, the runs and
+        flags (flags as bool), the episode columns, then ``final`` (bool).
+    """
+    ids = episodes["episode_id"].to_numpy()
+    dec_ids = ints["episode_id"].to_numpy()
+    pos = np.searchsorted(ids, dec_ids)
+    keep = pos < len(ids)
+    keep[keep] = ids[pos[keep]] == dec_ids[keep]
+    if not keep.all():
+        ints, pos = ints.loc[keep], pos[keep]
+    data: dict[str, np.ndarray] = {"episode_id": ints["episode_id"].to_numpy(np.int64)}
+    for c in _DECISION_ORDER[1:]:
+        values = ints[c].to_numpy()
+        data[c] = values.astype(bool) if c in _FLAGS else values.astype(np.int64)
+    for c in columns:
+        data[c] = episodes[c].to_numpy()[pos]
+    data["final"] = ints["final"].to_numpy().astype(bool)
+    return pd.DataFrame(data)
 
 
 def judgment_columns(judgments: str) -> tuple[str, str, str]:

@@ -18,10 +18,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.cost import charged_calls
+from analysis.cost import charged_cost
 from analysis.delta import design_contrast, time_matched_contrast
 from analysis.dissociation import dissociation
 from analysis.hazard import integration_index
+from analysis.leaving import leave_delta, switching
 from analysis.outcome_data import TestData, Unit, families
 from analysis.stats import Interval, holm
 from analysis.success import paired_success
@@ -82,10 +83,9 @@ def _metric_frame(ep: pd.DataFrame, metric: str, lam: float) -> pd.DataFrame:
     if metric in ("mean6", "success") or ep.empty:
         return ep
     out = ep.copy()
-    calls = {"utility": ep["tool_calls"].astype(float),
-             "utility_all": charged_calls(ep).astype(float)}.get(metric)
-    if calls is not None:
-        out["correct"] = ep["correct"].astype(float) - lam * calls
+    if metric in ("utility", "utility_all"):
+        out["correct"] = (ep["correct"].astype(float)
+                          - charged_cost(ep, lam, own=metric == "utility_all"))
     else:  # tool_calls
         out["correct"] = ep["tool_calls"].astype(float)
     return out
@@ -316,4 +316,31 @@ def judgment_validity(data: TestData, test: Mapping[str, Any], units: Sequence[U
                 iv = None if math.isnan(kappa) else Interval(kappa, n=len(both))
                 out.append(_decide(u, prefix + "kappa", iv, "estimate", ">=", test["kappa"],
                                    f"{len(both)} observations with both judgments"))
+    return out
+
+
+def leaving_parts(data: TestData, test: Mapping[str, Any], units: Sequence[Unit], n_boot: int,
+                  seed: int) -> list[Part]:
+    """A leaving measure (`analysis.leaving`) `op` threshold, per unit and condition.
+
+    The switching shares read the failing-primary regimes; leave_delta reads every
+    decision of the arm (its interval: `on` ci_low / ci_high).
+    """
+    conditions = named_conditions(test)
+    out = []
+    for u in units:
+        for c in conditions:
+            what = c if len(conditions) > 1 else ""
+            ep = data.arm(u, c, _budget(test))
+            steps = data.arm_steps(u, c, _budget(test))
+            if test["metric"] == "leave_delta":
+                con = leave_delta(data.arm_decisions(u, c, _budget(test)), steps, n_boot, seed)
+                iv, detail = (con.interval if con.n_a + con.n_b else None), con.detail
+            else:
+                sw = switching(ep, steps)
+                value = sw.value(test["metric"])
+                iv = None if math.isnan(value) else Interval(value)
+                detail = f"{sw.episodes} episodes on a failing primary, {sw.exits} exits"
+            out.append(_decide(u, what, iv, test.get("on", "estimate"), test["op"],
+                               test["threshold"], detail))
     return out

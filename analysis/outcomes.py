@@ -168,6 +168,9 @@ def prediction_text(test: Mapping[str, Any]) -> str:
                  f"on real ≤ {test['useless_on_real']:g}" if "useless_on_real" in test else "",
                  f"κ(stated, side channel) ≥ {test['kappa']:g}" if "kappa" in test else ""]
         return f"judgment validity of {_arms(test)}: " + ", ".join(r for r in rules if r)
+    if kind == "leaving":
+        return (f"{test['metric']} of {_arms(test)}{where}{budget}: "
+                f"{test.get('on', 'estimate')} {test['op']} {test['threshold']:g}")
     labels = [o["label"] for o in test["outcomes"]]
     return " / ".join(labels) + " (first that holds)"
 
@@ -212,6 +215,8 @@ def _parts(data: TestData, test: Mapping[str, Any], units: Sequence[Unit], n_boo
         return kinds.dissociation_parts(data, test, units)
     if kind == "judgment_validity":
         return kinds.judgment_validity(data, test, units)
+    if kind == "leaving":
+        return kinds.leaving_parts(data, test, units, n_boot, seed)
     return _classify(data, test, units, n_boot, seed)
 
 

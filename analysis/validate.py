@@ -8,6 +8,10 @@ reused). For each policy we report I, the design-label contrast and the own-judg
 budget (own7), must come out ≈ 0 on Δ and on the design contrast; evidence-driven
 policies with a threshold inside the budget must come out > 0. I is reported, not
 checked: it is positive for a clock by construction (the reason Δ exists).
+
+The two-source sims run under "two_source" instead and are checked on leaving Δ
+(`analysis.leaving`): the sim that switches to backup_search after its own k useless
+judgments must come out > 0, the one that switches at a fixed action ≈ 0.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from sqlite_utils import Database
 from analysis.decisions import clean_episodes, decision_table
 from analysis.delta import Contrast, design_contrast, time_matched_contrast
 from analysis.hazard import IntegrationIndex, integration_index
+from analysis.leaving import leave_delta
 from analysis.rows import Row, Table, interval_row
 from analysis.stats import N_BOOT, Interval
 from core.data import Question
@@ -40,6 +45,9 @@ EXPECTED = (
     ("sim-design5", "positive"), ("sim-hazard-own", "positive"),
 )
 """(built-in sim, expected sign of Δ and of the design contrast), paper Table 7."""
+LEAVING_CONDITION = "two_source"
+LEAVING_EXPECTED = (("sim-backup-own3", "positive"), ("sim-backup-clock4", "zero"))
+"""(two-source sim, expected sign of leaving Δ): switch on evidence vs by the clock."""
 
 
 class ValidationFailed(LabError):
@@ -91,6 +99,26 @@ class PolicyCheck:
 
 
 @dataclass(frozen=True)
+class LeavingCheck:
+    """Leaving Δ for one two-source sim.
+
+    Attributes:
+        model: the sim's name.
+        expected: "zero" or "positive".
+        delta: leaving Δ (own judgments, by t).
+    """
+
+    model: str
+    expected: str
+    delta: Contrast
+
+    @property
+    def passed(self) -> bool:
+        """Leaving Δ separates as expected."""
+        return separates(self.delta.interval, self.expected)
+
+
+@dataclass(frozen=True)
 class Validation:
     """Outcome of `validate_measures`.
 
@@ -100,6 +128,7 @@ class Validation:
         seeds: seeds run.
         episodes: episodes analysed.
         new_episodes: episodes run now (the rest were reused).
+        leaving: one LeavingCheck per two-source sim.
     """
 
     checks: tuple[PolicyCheck, ...]
@@ -107,19 +136,20 @@ class Validation:
     seeds: tuple[int, ...]
     episodes: int
     new_episodes: int
+    leaving: tuple[LeavingCheck, ...] = ()
 
     @property
     def passed(self) -> bool:
         """Every policy separates as expected."""
-        return all(c.passed for c in self.checks)
+        return all(c.passed for c in (*self.checks, *self.leaving))
 
     def failures(self) -> tuple[str, ...]:
         """Names of the policies that did not separate."""
-        return tuple(c.model for c in self.checks if not c.passed)
+        return tuple(c.model for c in (*self.checks, *self.leaving) if not c.passed)
 
 
 async def _run_cells(db: Database, questions: Sequence[Question], pool: ForeignPool,
-                     seeds: Sequence[int], models: Sequence[str],
+                     seeds: Sequence[int], models: Sequence[tuple[str, str]],
                      question_set: str | None, progress: Callable[[int], None] | None) -> int:
     from core import store
     from core.conditions import parse_condition
@@ -131,9 +161,9 @@ async def _run_cells(db: Database, questions: Sequence[Question], pool: ForeignP
     run_id = store.ensure_run(db, RUN)
     stored = 0
     for seed in seeds:
-        for name in models:
+        for name, condition in models:
             for regime in FAILURE_REGIMES:
-                cell = CellSpec(specs[name], parse_condition(CONDITION), parse_regime(regime),
+                cell = CellSpec(specs[name], parse_condition(condition), parse_regime(regime),
                                 question_set, BUDGET, seed)
                 cell_id = store.ensure_cell(db, run_id, cell.columns())
                 stored += await run_questions(db, cell_id, cell, questions, pool,
@@ -148,12 +178,12 @@ def n_cells(seeds: Sequence[int], models: Sequence[str] | None = None) -> int:
 
     Args:
         seeds: the seeds.
-        models: the sims (default: all of EXPECTED).
+        models: the sims (default: all of EXPECTED and LEAVING_EXPECTED).
 
     Returns:
         seeds × sims × five failure regimes.
     """
-    return len(seeds) * len(models or EXPECTED) * len(FAILURE_REGIMES)
+    return len(seeds) * len(models or (*EXPECTED, *LEAVING_EXPECTED)) * len(FAILURE_REGIMES)
 
 
 def validate_measures(db: Database, questions: Sequence[Question], seeds: Sequence[int] = (0,),
@@ -167,7 +197,7 @@ def validate_measures(db: Database, questions: Sequence[Question], seeds: Sequen
         db: an open lab.db (episodes are stored under the run "validate-measures").
         questions: the questions to run.
         seeds: cell seeds (each seed is one simulation of every question).
-        models: built-in sims to run (default: all of EXPECTED).
+        models: built-in sims to run (default: all of EXPECTED and LEAVING_EXPECTED).
         pool: source of failed observations (default: `questions`).
         question_set: question set name recorded on the cells.
         n_boot: question-level resamples.
@@ -178,32 +208,37 @@ def validate_measures(db: Database, questions: Sequence[Question], seeds: Sequen
         The Validation.
 
     Raises:
-        ValueError: for a model that is not a built-in sim of EXPECTED.
+        ValueError: for a model that is not a built-in sim of EXPECTED or LEAVING_EXPECTED.
     """
-    expected = dict(EXPECTED)
-    names = tuple(models) if models else tuple(expected)
-    unknown = [m for m in names if m not in expected]
+    expected, leaving = dict(EXPECTED), dict(LEAVING_EXPECTED)
+    names = tuple(models) if models else (*expected, *leaving)
+    unknown = [m for m in names if m not in expected and m not in leaving]
     if unknown:
         raise ValueError(f"not a built-in sim policy: {unknown[0]!r}; "
-                         f"choose from {', '.join(expected)}")
-    new = asyncio.run(_run_cells(db, questions, pool or ForeignPool(questions), seeds, names,
+                         f"choose from {', '.join([*expected, *leaving])}")
+    cells = [(m, LEAVING_CONDITION if m in leaving else CONDITION) for m in names]
+    new = asyncio.run(_run_cells(db, questions, pool or ForeignPool(questions), seeds, cells,
                                  question_set, progress))
     from core.store import episodes_frame, steps_frame
 
     eps = episodes_frame(db, [RUN], names)
     ids = {q.id for q in questions}
+    wanted = eps["model"].map(dict(cells)) == eps["condition"]
     eps = eps.loc[eps["seed"].isin(list(seeds)) & eps["question_id"].isin(ids)
-                  & (eps["budget"] == BUDGET) & (eps["condition"] == CONDITION)
-                  & eps["regime"].isin(FAILURE_REGIMES)]
+                  & (eps["budget"] == BUDGET) & wanted & eps["regime"].isin(FAILURE_REGIMES)]
     eps, _ = clean_episodes(eps)
-    dec = decision_table(eps, steps_frame(db, [RUN], names))
-    checks = []
+    steps = steps_frame(db, [RUN], names)
+    dec = decision_table(eps, steps)
+    checks, leaves = [], []
     for name in names:
         d = dec.loc[dec["model"] == name]
+        if name in leaving:
+            leaves.append(LeavingCheck(name, leaving[name], leave_delta(d, steps, n_boot, seed)))
+            continue
         checks.append(PolicyCheck(name, expected[name], integration_index(d, n_boot, seed),
                                   design_contrast(d, n_boot, seed),
                                   time_matched_contrast(d, "side_channel", "t", n_boot, seed)))
-    return Validation(tuple(checks), len(ids), tuple(seeds), len(eps), new)
+    return Validation(tuple(checks), len(ids), tuple(seeds), len(eps), new, tuple(leaves))
 
 
 def validation_table(v: Validation) -> Table:
@@ -227,13 +262,23 @@ def validation_table(v: Validation) -> Table:
                               c.delta.n_a + c.delta.n_b, c.delta.detail),
                  Row(c.model, CONDITION, BUDGET, "expected", detail=c.expected),
                  Row(c.model, CONDITION, BUDGET, "passed", detail=ok)]
+    for lc in v.leaving:
+        arm = (lc.model, LEAVING_CONDITION, BUDGET)
+        rows += [interval_row(arm, "leave_delta", lc.delta.interval, "own judgments",
+                              "decisions", lc.delta.n_a + lc.delta.n_b, lc.delta.detail),
+                 Row(lc.model, LEAVING_CONDITION, BUDGET, "expected", detail=lc.expected),
+                 Row(lc.model, LEAVING_CONDITION, BUDGET, "passed",
+                     detail="yes" if lc.passed else "NO")]
     notes = ((f"{v.n_questions} questions × seeds {', '.join(map(str, v.seeds))}; five failure "
              f"regimes, budget {BUDGET}, condition '{CONDITION}'; {v.episodes} episodes "
              f"({v.new_episodes} run now, the rest reused from run '{RUN}')."),
              ("expected: Δ and design ≈ 0 (interval covers 0 or |estimate| ≤ "
              f"{ZERO_TOLERANCE}) for time/deadline policies and own7 (k beyond the usable "
              "budget), > 0 (lower bound > 0) for evidence-driven ones; I is not checked "
-             "(a clock scores I > 0 by construction)."))
+             "(a clock scores I > 0 by construction)."),
+             (f"Two-source sims run under '{LEAVING_CONDITION}' and are checked on leaving Δ "
+              "(outcome: switches to backup_search or answers): > 0 when the switch follows "
+              "own useless judgments, ≈ 0 when it comes at a fixed action."))
     return Table("validate", "Measures on simulated policies (SPEC §13.7)", tuple(rows), notes,
-                 "wide", ("I", "design", "delta"), (),
-                 (("delta", "Δ own"), ("design", "design")))
+                 "wide", ("I", "design", "delta", "leave_delta"), (),
+                 (("delta", "Δ own"), ("design", "design"), ("leave_delta", "Δ leave")))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from types import MappingProxyType
@@ -28,7 +29,14 @@ class Arm:
         stated_rule: the stopping rule in words.
         call_cost: the per-call price in words.
         decide: judgment and useless count written into the history each step.
-        rule: which signal the harness enforces the rule on (None: agent stops).
+        rule: which signal the harness enforces the rule on (None: agent stops):
+            "side_channel", "random", "lexical", or "stated" (the judgment read from
+            the agent's own thought; a tool call proposed once the run reaches k is
+            discarded and re-asked with the forced-finish instruction).
+        two_source: offers backup_search, an intact copy of the KB that never fails
+            (the failure schedule applies to the primary search only).
+        switch: disables the primary search after k consecutive side-channel USELESS
+            judgments of its results (two-source arms only).
         knobs: the parameters that belong to this arm's spec.
     """
 
@@ -38,6 +46,8 @@ class Arm:
     call_cost: bool = False
     decide: bool = False
     rule: str | None = None
+    two_source: bool = False
+    switch: bool = False
     knobs: tuple[str, ...] = ()
 
 
@@ -52,6 +62,10 @@ ARMS: Mapping[str, Arm] = MappingProxyType({
     "combo": Arm(permit=True, budget=True, rule="side_channel", knobs=("k",)),
     "random_rule": Arm(rule="random", knobs=("k", "rate")),
     "lexical_rule": Arm(rule="lexical", knobs=("k", "tau")),
+    "stated_judgment_rule": Arm(rule="stated", knobs=("k",)),
+    "stated_judgment_combo": Arm(permit=True, budget=True, rule="stated", knobs=("k",)),
+    "two_source": Arm(two_source=True, knobs=("backup_price",)),
+    "switch_rule": Arm(two_source=True, switch=True, knobs=("k", "backup_price")),
 })
 """Read-only table of arms."""
 
@@ -65,6 +79,9 @@ class Condition:
         k: useless-run length that fires a rule (stated or enforced).
         tau: lexical threshold (share of question content words).
         price: per-call price stated by call_cost.
+        backup_price: what utility charges per backup_search call (two-source arms;
+            a primary call costs the analysis's λ, 0.05 by default). The prompt says
+            only that the backup is slower and costlier, never this number.
         rate: USELESS rate of random_rule's draws (resolved before a run).
         judge: ask side-channel judgments after every observation even when the arm
             does not act on them (stored, never fed back).
@@ -74,6 +91,7 @@ class Condition:
     k: int = 5
     tau: float = 0.25
     price: float = 0.05
+    backup_price: float = 0.10
     rate: float | None = None
     judge: bool = False
     _arm: Arm = field(init=False, repr=False, compare=False)
@@ -87,8 +105,12 @@ class Condition:
             raise ConfigError(f"condition {self.name}: k must be >= 1, got {self.k}")
         if not 0.0 <= self.tau <= 1.0:
             raise ConfigError(f"condition {self.name}: tau must be in [0, 1], got {self.tau}")
-        if self.price < 0:
-            raise ConfigError(f"condition {self.name}: price must be >= 0, got {self.price}")
+        if not self.price >= 0 or math.isinf(self.price):
+            raise ConfigError(f"condition {self.name}: price must be a finite number >= 0, "
+                              f"got {self.price}")
+        if not self.backup_price >= 0 or math.isinf(self.backup_price):
+            raise ConfigError(f"condition {self.name}: backup_price must be a finite number "
+                              f">= 0, got {self.backup_price}")
         if self.rate is not None and not 0.0 <= self.rate <= 1.0:
             raise ConfigError(f"condition {self.name}: rate must be in [0, 1], got {self.rate}")
         object.__setattr__(self, "_arm", ARMS[self.name])
@@ -102,6 +124,12 @@ class Condition:
     def asks_judgments(self) -> bool:
         """Whether the harness asks the side-channel question after each observation."""
         return self.judge or self.arm.rule == "side_channel" or self.arm.decide
+
+    @property
+    def judges_primary(self) -> bool:
+        """Whether the harness asks the side-channel question after primary results
+        only (switch_rule's own signal; `asks_judgments` asks after every result)."""
+        return self.arm.switch
 
     def spec(self) -> dict[str, Any]:
         """The canonical parameters: the name, the arm's knobs and the judge option."""
@@ -154,6 +182,8 @@ class Condition:
             parts.append(prompt_set.load("stated_rule").format(k=_number_word(self.k)))
         if arm.call_cost:
             parts.append(prompt_set.load("call_cost").format(price=f"{self.price:g}"))
+        if arm.two_source:
+            parts.append(prompt_set.load("two_source"))
         if forced:
             parts.append(prompt_set.load("forced_system"))
         return "\n\n".join(parts)
@@ -199,25 +229,45 @@ def _number_word(n: int) -> str:
 def parse_condition(text: str) -> Condition:
     """Parse `name` or `name:knob=value,knob=value` (e.g. `random_rule:rate=0.6`).
 
+    Only the condition's own knobs (`Arm.knobs`) and `judge` are accepted, each once,
+    with a finite value: a knob the arm ignores would otherwise make a separate
+    cell that runs exactly the same episodes.
+
     Raises:
-        ConfigError: unknown name, unknown knob or a value of the wrong type.
+        ConfigError: unknown name, a knob the condition does not have, a repeated
+            knob, a knob without a value, or a value of the wrong type.
     """
     name, _, rest = text.strip().partition(":")
+    name = name.strip()
+    if name not in ARMS:
+        raise ConfigError(f"unknown condition '{name}'; choose one of: {', '.join(ARMS)}")
+    own = (*ARMS[name].knobs, "judge")
     kwargs: dict[str, Any] = {}
-    types = {f.name: f.type for f in fields(Condition) if f.init and f.name != "name"}
     for item in filter(None, (p.strip() for p in rest.split(","))):
-        key, eq, value = item.partition("=")
-        key = key.strip()
-        if not eq or key not in types:
-            raise ConfigError(
-                f"condition '{text}': unknown parameter '{key}' "
-                f"(known: {', '.join(types)}; example: enforced_rule:k=5)"
-            )
+        key, eq, value = (part.strip() for part in item.partition("="))
+        if key not in own:
+            raise ConfigError(f"condition '{text}': {name} has no knob '{key}' (its knobs: "
+                              f"{', '.join(own)}; e.g. {_example(name, own[0])})")
+        if not eq or not value:
+            raise ConfigError(f"condition '{text}': knob {key} needs a value, e.g. "
+                              f"{_example(name, key)}")
+        if key in kwargs:
+            raise ConfigError(f"condition '{text}': knob {key} is given twice; give it once")
         try:
-            kwargs[key] = _coerce(key, value.strip())
+            kwargs[key] = _coerce(key, value)
         except ValueError:
-            raise ConfigError(f"condition '{text}': bad value for {key}: '{value}'") from None
+            kind = ("an integer" if key == "k" else "true or false" if key == "judge"
+                    else "a finite number")
+            raise ConfigError(f"condition '{text}': {key} must be {kind}, got '{value}' "
+                              f"(e.g. {_example(name, key)})") from None
     return Condition(name=name, **kwargs)
+
+
+def _example(name: str, knob: str) -> str:
+    """`name:knob=value` with a value that parses (the knob's default where it has one)."""
+    default = _DEFAULTS.get(knob)
+    value = "true" if knob == "judge" else "0.5" if default is None else _knob_text(default)
+    return f"{name}:{knob}={value}"
 
 
 def _coerce(key: str, value: str) -> Any:
@@ -229,7 +279,10 @@ def _coerce(key: str, value: str) -> Any:
         if value.lower() in ("0", "false", "no"):
             return False
         raise ValueError(value)
-    return float(value)
+    number = float(value)
+    if not math.isfinite(number):
+        raise ValueError(value)
+    return number
 
 
 def with_rate(condition: Condition, rate: float) -> Condition:

@@ -13,6 +13,10 @@ Observation formats (the exact strings an agent sees):
 * lookup hit: the matching sentence itself, stripped of surrounding whitespace.
 * lookup miss: ``"No more results for '{keyword}'."``
 * lookup before any successful search: ``"No article selected. Use search[...] first."``
+
+Two-source episodes (`Sources`): ``backup_search`` runs the same search on an intact
+copy of the question's pages (never the answerless one, never failed by a regime);
+``lookup`` reads the current article from whichever source selected it.
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ _WORD = re.compile(r"\w+")
 _SPACE = re.compile(r"\s+")
 
 NO_ARTICLE_TEXT = "No article selected. Use search[...] first."
+PRIMARY, BACKUP = "primary", "backup"
+"""Values of steps.tool_source in two-source episodes."""
 
 
 def normalize_title(s: str) -> str:
@@ -210,6 +216,61 @@ class ToolState:
         sentence = matches[self.lookup_position % len(matches)]
         self.lookup_position += 1
         return ToolResult(sentence, self.article, True)
+
+
+class Sources:
+    """The tools of one episode over its primary knowledge base and, in two-source
+    arms, the backup copy.
+
+    One `ToolState` is shared: a search on either source that finds a page makes it
+    the current article, and `source_of("lookup")` is the source that selected it.
+
+    Args:
+        primary: the primary KB (answerless in that regime).
+        backup: the intact KB behind backup_search (None: one source only).
+    """
+
+    def __init__(self, primary: KnowledgeBase, backup: KnowledgeBase | None = None) -> None:
+        self.primary = primary
+        self.backup = backup
+        self.tools = ToolState()
+        self.article_source = PRIMARY
+
+    def source_of(self, action: str) -> str:
+        """Which source a tool call reads: PRIMARY or BACKUP.
+
+        Args:
+            action: "search", "lookup" or "backup_search".
+        """
+        if action == "backup_search":
+            return BACKUP
+        return self.article_source if action == "lookup" else PRIMARY
+
+    def call(self, action: str, argument: str) -> ToolResult:
+        """Run one tool call against its source.
+
+        Args:
+            action: "search", "lookup" or "backup_search".
+            argument: the query or keyword.
+
+        Returns:
+            The tool result (see the module docstring for the texts).
+
+        Raises:
+            ValueError: backup_search in an episode without a backup source.
+        """
+        source = self.source_of(action)
+        kb = self.primary
+        if source == BACKUP:
+            if self.backup is None:
+                raise ValueError("backup_search needs a backup source (two-source arms)")
+            kb = self.backup
+        if action == "lookup":
+            return self.tools.lookup(kb, argument)
+        result = self.tools.search(kb, argument)
+        if result.found:
+            self.article_source = source
+        return result
 
 
 def observation_source(question: Question, paragraph: int | None) -> str:

@@ -5,6 +5,26 @@ conversation, runs tools against the question's knowledge base, injects failed
 observations per the regime, asks side-channel judgments on forks that share the
 acting conversation's exact prefix, enforces rules, and returns an EpisodeResult.
 Persistence is the caller's (an optional `on_step` callback sees each step).
+
+Stated-judgment rule (stated_judgment_rule, stated_judgment_combo; SPEC §7, §8.2):
+the first parsed thought after an observation is read by
+`core.judges.read_stated_judgment`; the run counts useless +1, useful resets it to
+0, no judgment leaves it unchanged. No judgment call is made. When the run has
+reached k and the turn proposes a tool call, that turn is stored with
+``discarded`` set (same t, never added to the history, one extra call) and action t
+is asked again with the forced-finish instruction; every later turn is forced, and
+a forced turn that still calls a tool is refused.
+
+Two sources (two_source, switch_rule; SPEC §5.1): backup_search searches an intact
+copy of the question's pages and never fails. The failure schedule applies to the
+primary only: its index i counts the primary's results (search, and lookups on an
+article the primary returned), so interleaved backup results neither advance nor
+reset a regime's schedule; failed draws are keyed by that index. ``tool_source``
+records "primary" or "backup" per tool call. switch_rule asks the side-channel
+question after each primary result (not after backup results); after k
+consecutive USELESS replies it switches the primary off, appends
+prompts/switch_notice.txt to that observation, and refuses every later primary
+call (the notice is the reply). In other arms backup_search is a format failure.
 """
 
 from __future__ import annotations
@@ -19,8 +39,8 @@ from core.data import Question
 from core.episode import EpisodeResult, Step, utc_now
 from core.errors import ConfigError, ModelError
 from core.judges import lexical_judgment, parse_side_channel, random_judgment, read_stated_judgment
-from core.kb import KnowledgeBase, ToolState, observation_source, paragraph_observation
-from core.kb import strip_supporting_facts
+from core.kb import BACKUP, PRIMARY, KnowledgeBase, Sources, observation_source
+from core.kb import paragraph_observation, strip_supporting_facts
 from core.models.base import EpisodeView, Generation, Message, ModelSession, ObservationLabel
 from core.parser import parse_reply
 from core.prompt_set import SEARCH_R1, PromptSet
@@ -33,6 +53,9 @@ JUDGE_MAX_TOKENS = 8
 STOP = ("Observation:", "\nObservation")
 STOP_SEARCH_R1 = ("</search>", "</backup_search>", "<information>")
 """Search-R1 stops after its query (results come back in <information>)."""
+TOOLS = ("search", "lookup", "backup_search")
+STATED_SIGNAL = {"useless": USELESS, "useful": "USEFUL"}
+"""The stated reading as the rule signal, spelled like the side channel's replies."""
 
 
 @dataclass(frozen=True)
@@ -107,8 +130,10 @@ class _Run:
         self.on_step = on_step
         q = setup.question
         pages = strip_supporting_facts(q) if setup.regime.answerless else q.paragraphs
-        self.kb = KnowledgeBase(pages)
-        self.tools = ToolState()
+        backup = KnowledgeBase(q.paragraphs) if setup.condition.arm.two_source else None
+        self.sources = Sources(KnowledgeBase(pages), backup)
+        self.primary_results = 0
+        self.primary_off = False
         self.view = view or EpisodeView(question=q, seed=setup.seed, budget=setup.budget)
         self.result = EpisodeResult(question_id=q.id, started_at=utc_now())
         self.messages: list[Message] = [
@@ -136,18 +161,23 @@ class _Run:
     def observe(self, step: Step) -> str:
         """Run the tool of `step`, inject a failure if the regime says so."""
         setup, q = self.setup, self.setup.question
-        if step.action == "lookup":
-            real = self.tools.lookup(self.kb, step.argument or "")
-        else:
-            real = self.tools.search(self.kb, step.argument or "")
+        source = self.sources.source_of(step.action or "search")
+        real = self.sources.call(step.action or "search", step.argument or "")
         i = len(self.view.observations) + 1
         step.obs_index = i
-        if setup.regime.fails(i):
+        if setup.condition.arm.two_source:
+            step.tool_source = source
+        fails = False
+        if source == PRIMARY:
+            self.primary_results += 1
+            fails = setup.regime.fails(self.primary_results)
+        if fails:
+            j = self.primary_results  # the schedule's index keys the draw
             if setup.regime.plausible:
-                p, page = setup.pool.draw_own_distractor(setup.seed, q, i)
+                p, page = setup.pool.draw_own_distractor(setup.seed, q, j)
                 step.obs_source, step.obs_ref = "distractor", f"{q.id}#{p}"
             else:
-                fid, p, page = setup.pool.draw(setup.seed, q, i)
+                fid, p, page = setup.pool.draw(setup.seed, q, j)
                 step.obs_source, step.obs_ref = "foreign", f"{fid}#{p}"
             step.obs_failed = True
             text = paragraph_observation(page)
@@ -157,17 +187,39 @@ class _Run:
             text = real.text
             if real.paragraph is not None and step.action != "lookup":
                 step.obs_ref = f"{q.id}#{real.paragraph}"
+                if source == BACKUP and setup.regime.answerless:
+                    step.obs_text = text  # the intact page: obs_ref alone would read stripped
             else:
                 step.obs_text = text
         step.shown = text
         self.view.observations.append(ObservationLabel(i, bool(step.obs_failed),
-                                                       step.obs_source or "none", text))
+                                                       step.obs_source or "none", text, source))
         return text
+
+    def refuses(self, step: Step) -> bool:
+        """Whether switch_rule has switched off the source this tool call reads."""
+        return self.primary_off and self.sources.source_of(step.action or "") == PRIMARY
+
+    def read_stated(self, obs_step: Step, thought: str) -> None:
+        """Store the stated judgment of `obs_step` read from the next thought; on the
+        stated-judgment arms, update the rule's run (useless +1, useful 0, none: kept)."""
+        judgment = read_stated_judgment(thought)
+        obs_step.stated_judgment = judgment
+        if self.setup.condition.arm.rule != "stated":
+            return
+        obs_step.rule_signal = STATED_SIGNAL.get(judgment or "")
+        if judgment == "useless":
+            self.streak += 1
+        elif judgment == "useful":
+            self.streak = 0
+        obs_step.streak = self.streak
 
     async def judge(self, step: Step, observation: str | None) -> None:
         """Side-channel judgment and rule signal for the observation of `step`."""
         setup, cond = self.setup, self.setup.condition
-        if cond.asks_judgments or setup.always_judge:
+        switch_asks = (cond.judges_primary and step.tool_source == PRIMARY
+                       and not self.primary_off)
+        if cond.asks_judgments or setup.always_judge or switch_asks:
             gen = await self.session.generate(
                 side_channel_fork(self.messages, setup.prompts), kind="judge",
                 max_tokens=JUDGE_MAX_TOKENS
@@ -178,6 +230,15 @@ class _Run:
             step.judgment = parse_side_channel(gen.text)
             step.judgment_source = "side_channel"
         rule = cond.arm.rule
+        if rule == "stated":
+            return  # its run is read from the next thought (read_stated)
+        if cond.arm.switch:
+            if switch_asks:
+                step.rule_signal = step.judgment
+                self.streak = self.streak + 1 if step.judgment == USELESS else 0
+                self.primary_off = self.streak >= cond.k
+            step.streak = self.streak
+            return
         signal: str | None
         if rule == "random":
             signal = random_judgment(setup.seed, setup.question.id, step.obs_index or 0,
@@ -208,7 +269,8 @@ class _Run:
                     output_tokens=gen.output_tokens, latency_ms=gen.latency_ms,
                     reasoning=gen.reasoning or None, reasoning_tokens=gen.reasoning_tokens)
         parsed = parse_reply(text, self.setup.prompt_format)
-        if parsed is None:
+        if parsed is None or (parsed.name == "backup_search"
+                              and not self.setup.condition.arm.two_source):
             step.format_failure = True
         else:
             step.thought, step.action, step.argument = parsed.thought, parsed.name, parsed.argument
@@ -217,14 +279,23 @@ class _Run:
 
     async def run(self) -> EpisodeResult:
         setup, r = self.setup, self.result
-        last_obs: Step | None = None
+        pending: Step | None = None  # the latest observation's step, until a thought reads it
         reminded = False
+        stated_rule = setup.condition.arm.rule == "stated"
         for t in range(1, setup.budget + 1):
             forced = self.forced_next
             step = await self.act(t, forced)
+            if pending is not None and step.thought:
+                self.read_stated(pending, step.thought)
+                pending = None
+            if (stated_rule and not forced and self.streak >= setup.condition.k
+                    and step.action in TOOLS and not step.format_failure):
+                step.discarded = True
+                r.extra_calls += 1
+                self.emit(step)
+                forced = self.forced_next = True
+                step = await self.act(t, forced)
             r.forced_turns += forced
-            if last_obs is not None and step.thought:
-                last_obs.stated_judgment = read_stated_judgment(step.thought)
             self.messages.append({"role": "assistant", "content": step.raw})
             if step.format_failure:
                 r.format_failures += 1
@@ -242,11 +313,13 @@ class _Run:
                 r.answered, r.answer, r.answer_action = True, step.argument or "", t
                 r.end_reason = "finish"
                 return r
-            if forced:
+            if forced or self.refuses(step):
                 step.refused = True
                 r.refused_calls += 1
+                if setup.condition.arm.two_source and step.action in TOOLS:
+                    step.tool_source = self.sources.source_of(step.action or "")
                 self.emit(step)
-                text = setup.prompts.load("forced_observation")
+                text = setup.prompts.load("forced_observation" if forced else "switch_notice")
                 if setup.condition.arm.budget:
                     text += "\n" + counter(setup.budget - t)
                 self.messages.append({"role": "user", "content": text})
@@ -257,13 +330,16 @@ class _Run:
                 {"role": "user", "content": observation_message(setup, observation, t)}
             )
             if t < setup.budget:
+                was_on = not self.primary_off
                 await self.judge(step, observation if step.obs_source != "none" else None)
+                if was_on and self.primary_off:
+                    self.messages[-1]["content"] += "\n" + setup.prompts.load("switch_notice")
                 if setup.condition.arm.decide:
                     decide = setup.prompts.load("decide")
                     self.messages.append({"role": "user", "content": decide.format(
                         judgment=step.judgment or "UNCLEAR", streak=self.streak)})
             self.emit(step)
-            last_obs = step
+            pending = step
         r.end_reason = "budget"
         return r
 

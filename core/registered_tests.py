@@ -22,6 +22,9 @@ METRICS = ("mean6", "success", "utility", "utility_all", "tool_calls")
 
 utility = correct − λ·tool calls; utility_all = correct − λ·(tool calls + the
 condition's own judgment calls) (`analysis.cost.charged_calls`)."""
+LEAVING_METRICS = ("switched_by_4", "ever_switched", "median_first_switch", "answered_first",
+                   "backup_first_share", "leave_delta")
+"""What a `leaving` test reads (`analysis.leaving`; two-source arms, paper A13–A14)."""
 BUDGET_METRICS = ("median_action", "tool_calls", "answered_share")
 """What a `budget_contrast` compares between two budgets."""
 OPS = ("<", "<=", ">", ">=", "==")
@@ -58,6 +61,8 @@ _SPEC = MappingProxyType({
     "judgment_validity": {"arm": True, "optional": {"useless_on_failed": float,
                                                     "useless_on_real": float,
                                                     "kappa": float, "regimes": list}},
+    "leaving": {"arm": True, "required": {"metric": str, "op": str, "threshold": float},
+                "optional": {"on": str}},
     "classify": {"required": {"outcomes": list}},
 })
 KINDS: Mapping[str, Mapping[str, Any]] = MappingProxyType(_SPEC)
@@ -170,7 +175,11 @@ def _check_kind_rules(test: Mapping[str, Any], kind: str, label: str) -> None:
     spec = KINDS[kind]
     if spec.get("arm") and ("condition" in test) == ("conditions" in test):
         raise ConfigError(f"{label}: give exactly one of 'condition' or 'conditions'")
-    if "metric" in test and kind != "budget_contrast" and test["metric"] not in METRICS:
+    if kind == "leaving" and test["metric"] not in LEAVING_METRICS:
+        raise ConfigError(f"{label}: unknown metric {test['metric']!r}; one of: "
+                          f"{', '.join(LEAVING_METRICS)}")
+    if "metric" in test and kind not in ("budget_contrast", "leaving") \
+            and test["metric"] not in METRICS:
         raise ConfigError(f"{label}: unknown metric {test['metric']!r}; one of: "
                           f"{', '.join(METRICS)}")
     if test.get("metric") == "success" and "regime" not in test and "regimes" not in test:

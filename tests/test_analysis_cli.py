@@ -141,8 +141,8 @@ def test_validate_measures_command_on_a_small_set(tmp_path):
     assert r.exit_code == 0, r.output
     rows = json.loads(r.stdout)
     passed = {x["model"]: x["detail"] for x in rows if x["measure"] == "passed"}
-    assert len(passed) == 11 and set(passed.values()) == {"yes"}
-    assert store.count(store.connect(db_path), "episodes") == 11 * 5 * 20 * 2
+    assert len(passed) == 13 and set(passed.values()) == {"yes"}  # 11 + 2 two-source sims
+    assert store.count(store.connect(db_path), "episodes") == 13 * 5 * 20 * 2
 
 
 def test_cli_table_names_match_analysis():

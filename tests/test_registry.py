@@ -8,7 +8,8 @@ from core.errors import ConfigError
 from core.models.registry import builtin_models, load_registry, resolve_model
 
 BUILTINS = {"sim-never", "sim-deadline", "sim-clock4", "sim-clock6", "sim-hazard-time",
-            "sim-own3", "sim-own5", "sim-own7", "sim-design3", "sim-design5", "sim-hazard-own"}
+            "sim-own3", "sim-own5", "sim-own7", "sim-design3", "sim-design5", "sim-hazard-own",
+            "sim-backup-own3", "sim-backup-clock4", "sim-stated", "sim-stated-own3"}
 
 
 def test_builtins_without_file(tmp_path):

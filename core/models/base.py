@@ -40,12 +40,17 @@ class Generation:
 
 @dataclass
 class ObservationLabel:
-    """What the harness knows about one observation (design label and source)."""
+    """What the harness knows about one observation (design label and source).
+
+    `tool` is the source the tool call read: "primary", or "backup" for backup_search
+    (and lookups on a backup article) in two-source arms.
+    """
 
     index: int
     failed: bool
     source: str
     text: str = ""
+    tool: str = "primary"
 
 
 @dataclass

@@ -7,6 +7,15 @@ agent judges each observation from its design label (a failed one USELESS w.p.
 w.p. 0.3, and otherwise stops by its policy. It reads the answer from the
 real observations it saw when the answer is there and guesses otherwise. All
 randomness is keyed by (seed, question id, observation index).
+
+Two-source sims (the system prompt offers backup_search) leave the primary search
+by their `switch` policy: "own" after `switch_k` consecutive own USELESS judgments
+of primary results, "clock" at action `switch_at` whatever they judged; once on
+the backup they stay there. Any sim moves to the backup when the harness says the
+primary is switched off (switch_rule's notice). Stated sims (`stated`) write their
+judgment in the thought with phrases the keyword reader knows ("This result does
+not mention …" / "This paragraph states that …"), and with probability `p_silent`
+a thought that states none.
 """
 
 from __future__ import annotations
@@ -25,6 +34,8 @@ from core.models.base import EpisodeView, Generation, Message
 
 POLICIES = ("never", "deadline", "clock", "hazard_time", "own_count", "design_count",
             "hazard_own")
+SWITCHES = ("none", "own", "clock")
+"""When a sim offered backup_search leaves the primary search (see the module docstring)."""
 
 
 @dataclass(frozen=True)
@@ -42,6 +53,13 @@ class SimSpec:
         p_guess: P(a guess is right) when the answer was not seen.
         latency_ms: simulated latency of every call (0: answer at once); lets the
             queue, the live tail and crash tests see episodes in flight.
+        switch: when backup_search is offered, leave the primary: "none" (only when
+            the harness switches it off), "own" or "clock".
+        switch_k: own USELESS judgments of primary results in a row that make an
+            "own" sim switch.
+        switch_at: action at which a "clock" sim switches.
+        stated: state each judgment in the thought in the reader's phrases.
+        p_silent: P(a stated sim's thought states no judgment).
     """
 
     policy: str
@@ -53,12 +71,23 @@ class SimSpec:
     hazard_slope: float = 0.06
     p_guess: float = 0.15
     latency_ms: float = 0.0
+    switch: str = "none"
+    switch_k: int = 3
+    switch_at: int = 4
+    stated: bool = False
+    p_silent: float = 0.0
 
     def __post_init__(self) -> None:
         if self.policy not in POLICIES:
             raise ConfigError(f"unknown sim policy '{self.policy}'; choose one of: "
                               f"{', '.join(POLICIES)}")
-        for name in ("p_useless_failed", "p_useless_real", "p_answer_useful", "p_guess"):
+        if self.switch not in SWITCHES:
+            raise ConfigError(f"unknown sim switch '{self.switch}'; choose one of: "
+                              f"{', '.join(SWITCHES)}")
+        if self.switch_k < 1 or self.switch_at < 1:
+            raise ConfigError("sim switch_k and switch_at must be >= 1")
+        for name in ("p_useless_failed", "p_useless_real", "p_answer_useful", "p_guess",
+                     "p_silent"):
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:
                 raise ConfigError(f"sim {name} must be in [0, 1], got {value}")
@@ -68,8 +97,21 @@ class SimSpec:
             raise ConfigError(f"sim latency_ms must be >= 0, got {self.latency_ms}")
 
     def spec(self) -> dict[str, object]:
-        """All parameters as a dict (canonical JSON is built from it)."""
-        return asdict(self)
+        """All parameters as a dict (canonical JSON is built from it).
+
+        The two-source and stated parameters appear only when they differ from their
+        defaults, so the sims that existed before them keep their spec hashes.
+        """
+        out = asdict(self)
+        for name, default in _LATER_DEFAULTS.items():
+            if out[name] == default:
+                del out[name]
+        return out
+
+
+_LATER_DEFAULTS: Mapping[str, object] = MappingProxyType(
+    {"switch": "none", "switch_k": 3, "switch_at": 4, "stated": False, "p_silent": 0.0})
+"""Parameters added after the first sims, left out of a spec at these values."""
 
 
 BUILTIN_SIMS: Mapping[str, SimSpec] = MappingProxyType({
@@ -84,6 +126,10 @@ BUILTIN_SIMS: Mapping[str, SimSpec] = MappingProxyType({
     "sim-design3": SimSpec("design_count", k=3),
     "sim-design5": SimSpec("design_count", k=5),
     "sim-hazard-own": SimSpec("hazard_own", hazard_slope=0.12),
+    "sim-backup-own3": SimSpec("deadline", switch="own", switch_k=3),
+    "sim-backup-clock4": SimSpec("deadline", switch="clock", switch_at=4),
+    "sim-stated": SimSpec("never", stated=True, p_silent=0.2),
+    "sim-stated-own3": SimSpec("own_count", k=3, stated=True, p_silent=0.2),
 })
 """The simulated models available without any registry file (SPEC §15)."""
 
@@ -128,6 +174,7 @@ class SimSession:
         self.judgments: list[bool] = []  # True = judged USELESS, per observation
         self.forced_marker = prompts.load("forced_system")
         self.decide_marker = prompts.load("decide").split("{", 1)[0]
+        self.switch_marker = prompts.load("switch_notice")
 
     def useless(self, i: int) -> bool:
         """The agent's own judgment of observation i (1-based), drawn once."""
@@ -192,6 +239,39 @@ class SimSession:
             return _draw("hazard", *key) < min(1.0, spec.hazard_slope * own)
         return False
 
+    def on_backup(self, t: int, messages: Sequence[Message]) -> bool:
+        """Whether this turn searches the backup (only when backup_search is offered)."""
+        if "backup_search[" not in messages[0]["content"]:
+            return False
+        if any(o.tool == "backup" for o in self.view.observations):
+            return True  # once on the backup, stay there
+        if any(self.switch_marker in m["content"] for m in messages[1:]):
+            return True
+        if self.spec.switch == "own":
+            run = 0
+            for i in range(len(self.view.observations), 0, -1):
+                if self.view.observations[i - 1].tool != "primary" or not self.useless(i):
+                    break
+                run += 1
+            return run >= self.spec.switch_k
+        return self.spec.switch == "clock" and t >= self.spec.switch_at
+
+    def judged(self, n: int) -> str:
+        """The sentence of the thought that judges observation n (none before the first)."""
+        if n == 0:
+            return "I need to find the relevant articles."
+        if not self.spec.stated:
+            if self.useless(n):
+                return "The last result is not relevant: it does not mention what I need."
+            return "The last result mentions useful information."
+        view = self.view
+        if _draw("silent", view.seed, view.question.id, n) < self.spec.p_silent:
+            return "Let me think about where to look next."
+        if self.useless(n):
+            return f"This result does not mention {self.target()}."
+        title = view.observations[n - 1].text.split(":", 1)[0].strip() or "this page"
+        return f"This paragraph states that {title} is the article I needed."
+
     def answer(self) -> str:
         """The gold answer (a FEVER claim's label) when a real observation showed it
         (for a claim: one of its evidence sentences), else a seeded guess.
@@ -226,12 +306,7 @@ class SimSession:
         n = len(self.view.observations)
         forced = self.forced_marker in messages[0]["content"]
         stop = forced or self.wants_to_stop(t)
-        if n == 0:
-            judged = "I need to find the relevant articles."
-        elif self.useless(n):
-            judged = "The last result is not relevant: it does not mention what I need."
-        else:
-            judged = "The last result mentions useful information."
+        judged = self.judged(n)
         decide = ""
         if self.decide_marker in messages[-1]["content"]:
             verdict = "ANSWER_NOW" if stop else "CONTINUE"
@@ -240,8 +315,12 @@ class SimSession:
             answer = self.answer()
             return f"{decide}Thought: {judged} I will answer now.\nAction: finish\nAction Input: {answer}"
         target = self.target()
+        if self.on_backup(t, messages):
+            return (f"{decide}Thought: {judged} I will use backup_search for {target}.\n"
+                    f"Action: backup_search\nAction Input: {target}")
         return (f"{decide}Thought: {judged} I will search for {target}.\n"
                 f"Action: search\nAction Input: {target}")
+
 
 SIM_OVERCONFIDENCE = 0.25
 """How much a sim's verbalized confidence exceeds its true chance of being right (probes)."""

@@ -21,31 +21,52 @@ from core.errors import ConfigError
 POOLABLE = ("runs", "seeds", "replicates", "sets")
 """Dimensions `Selection.pool` may merge into one row (never arm, model, budget, dataset)."""
 
+CELL_FRAME_SQL = """
+SELECT c.id AS cell_id, r.name AS run, r.amendment_id AS amendment, c.model, c.condition,
+       c.condition_hash, c.condition_spec, c.regime, c.budget, c.seed, c.replicate,
+       COALESCE(c.question_set, '') AS question_set
+FROM cells c JOIN runs r ON r.id = c.run_id
+"""
+"""Every cell with its run: joined to the episodes in pandas, so the cell's strings are
+built once per cell, not once per episode."""
+
 EPISODE_FRAME_SQL = """
-SELECT e.id AS episode_id, r.name AS run, r.amendment_id AS amendment, e.cell_id, c.model,
-       c.condition, c.condition_hash, c.condition_spec, c.regime, c.budget,
-       c.seed, c.replicate, COALESCE(c.question_set, '') AS question_set,
-       COALESCE(q.dataset, '') AS dataset, e.question_id, e.answered, e.answer,
+SELECT e.id AS episode_id, e.cell_id, COALESCE(q.dataset, '') AS dataset, e.question_id,
+       e.answered, e.answer,
        e.answer_action, e.correct, e.f1, e.em, e.placeholder, e.tool_calls, e.extra_calls,
        e.format_failures, e.forced_turns, e.refused_calls, e.input_tokens, e.output_tokens,
        e.cache_read_tokens, e.cache_write_tokens, e.cost_usd, e.end_reason, e.error,
        e.started_at, e.finished_at,
-       (SELECT COALESCE(sum(s.input_tokens), 0) FROM steps s WHERE s.episode_id = e.id)
-           AS acting_input_tokens,
-       (SELECT COALESCE(sum(s.output_tokens), 0) FROM steps s WHERE s.episode_id = e.id)
-           AS acting_output_tokens
+       COALESCE(e.acting_input_tokens, 0) AS acting_input_tokens,
+       COALESCE(e.acting_output_tokens, 0) AS acting_output_tokens,
+       CASE WHEN c.condition IN ('stated_judgment_rule', 'stated_judgment_combo') THEN
+           COALESCE(e.discarded_turns, 0) ELSE 0 END AS discarded_turns,
+       CASE WHEN c.condition IN ('two_source', 'switch_rule') THEN
+           COALESCE(e.backup_calls, 0) ELSE 0 END AS backup_calls,
+       CASE WHEN c.condition = 'switch_rule' THEN
+           COALESCE(e.primary_judgments, 0) ELSE 0 END AS primary_judgments
 FROM episodes e JOIN cells c ON c.id = e.cell_id JOIN runs r ON r.id = c.run_id
 LEFT JOIN questions q ON q.id = e.question_id
 """
+"""The episodes' own columns; the sums over steps were stored with each episode
+(`core.store.decisions.TOTALS`), so reading episodes never touches steps."""
+_FRAME_ORDER = ("episode_id", "run", "amendment", "cell_id", "model", "condition", "arm",
+                "condition_hash", "condition_spec", "regime", "budget", "seed", "replicate",
+                "question_set", "dataset", "question_id")
 
 STEP_FRAME_SQL = """
 SELECT s.episode_id, s.t, s.action, s.obs_index, s.obs_failed, s.obs_source, s.obs_ref,
-       s.judgment,
-       s.judgment_source, s.stated_judgment, s.rule_signal, s.streak, s.forced, s.refused,
-       s.format_failure
+       CASE WHEN s.judgment_source IS NULL THEN rp.judgment ELSE s.judgment END AS judgment,
+       CASE WHEN s.judgment_source IS NULL AND rp.t IS NOT NULL THEN 'replay'
+            ELSE s.judgment_source END AS judgment_source, s.stated_judgment, s.rule_signal, s.streak, s.forced, s.refused,
+       s.format_failure, s.discarded, s.tool_source
 FROM steps s JOIN episodes e ON e.id = s.episode_id JOIN cells c ON c.id = e.cell_id
 JOIN runs r ON r.id = c.run_id
+LEFT JOIN probes rp ON rp.episode_id = s.episode_id AND rp.t = s.t AND rp.kind = 'judgment'
+    AND rp.error IS NULL AND s.discarded = 0
 """
+"""Steps whose arm asked no judgment in-run take the replayed one (`lab replay judgments`,
+source "replay"); a judgment asked in-run is never replaced."""
 
 
 @dataclass(frozen=True)
@@ -140,8 +161,8 @@ def condition_hashes(db: Database, conditions: Sequence[str]) -> list[str]:
     return out
 
 
-def _where(db: Database, sel: Selection) -> tuple[str, list[Any]]:
-    clauses, args = [], []
+def _where(db: Database, sel: Selection, *extra: str) -> tuple[str, list[Any]]:
+    clauses, args = list(extra), []
     for column, values in (("r.name", sel.runs), ("c.question_set", sel.sets),
                            ("c.seed", sel.seeds), ("c.model", sel.models),
                            ("c.regime", sel.regimes)):
@@ -167,7 +188,8 @@ def _selection(selection: Selection | None, runs: Sequence[str] | None,
 
 
 def episodes_frame(db: Database, runs: Sequence[str] | None = None,
-                   models: Sequence[str] | None = None, selection: Selection | None = None):
+                   models: Sequence[str] | None = None, selection: Selection | None = None,
+                   upto: int | None = None, errored: bool = False):
     """Finished episodes (errored ones included) with their cell, run and arm, as a DataFrame.
 
     Args:
@@ -175,6 +197,9 @@ def episodes_frame(db: Database, runs: Sequence[str] | None = None,
         runs: run names (shorthand for `selection.runs`).
         models: model names (shorthand for `selection.models`).
         selection: the filters (the `pool` field is not used here).
+        upto: only episodes with id <= upto (the state a `Fingerprint` recorded).
+        errored: only errored episodes whose (cell, question) has no complete
+            episode (`analysis.decisions.errored_episodes`).
 
     Returns:
         One row per episode, ordered by id, with the `arm` label column added.
@@ -184,17 +209,33 @@ def episodes_frame(db: Database, runs: Sequence[str] | None = None,
     """
     import pandas as pd
 
-    where, args = _where(db, _selection(selection, runs, models))
-    frame = pd.read_sql_query(EPISODE_FRAME_SQL + where + " ORDER BY e.id", db.conn,
-                              params=args)
-    labels = {spec: arm_label(spec) for spec in frame["condition_spec"].unique()}
-    frame.insert(frame.columns.get_loc("condition") + 1, "arm",
-                 frame["condition_spec"].map(labels).astype(object))
-    return frame
+    extra = [f"e.id <= {int(upto)}"] if upto is not None else []
+    if errored:
+        extra.append("e.error IS NOT NULL AND NOT EXISTS (SELECT 1 FROM episodes x WHERE "
+                     "x.cell_id = e.cell_id AND x.question_id = e.question_id AND "
+                     "x.error IS NULL"
+                     + (f" AND x.id <= {int(upto)})" if upto is not None else ")"))
+    where, args = _where(db, _selection(selection, runs, models), *extra)
+    return _with_cells(db, pd.read_sql_query(EPISODE_FRAME_SQL + where + " ORDER BY e.id",
+                                             db.conn, params=args))
+
+
+def _with_cells(db: Database, episodes: Any) -> Any:
+    """Episode rows joined (in pandas) with their cell's and run's columns and arm label."""
+    import pandas as pd
+
+    cells = pd.read_sql_query(CELL_FRAME_SQL, db.conn)
+    labels = {spec: arm_label(spec) for spec in cells["condition_spec"].unique()}
+    cells.insert(cells.columns.get_loc("condition") + 1, "arm",
+                 cells["condition_spec"].map(labels).astype(object))
+    frame = episodes.merge(cells, on="cell_id", how="left", validate="many_to_one")
+    rest = [c for c in episodes.columns if c not in _FRAME_ORDER]
+    return frame.loc[:, [*_FRAME_ORDER, *rest]]
 
 
 def steps_frame(db: Database, runs: Sequence[str] | None = None,
-                models: Sequence[str] | None = None, selection: Selection | None = None):
+                models: Sequence[str] | None = None, selection: Selection | None = None,
+                upto: int | None = None):
     """Steps of finished episodes (never the live tables), as a pandas DataFrame.
 
     Args:
@@ -202,15 +243,116 @@ def steps_frame(db: Database, runs: Sequence[str] | None = None,
         runs: run names (shorthand for `selection.runs`).
         models: model names (shorthand for `selection.models`).
         selection: the filters.
+        upto: only steps of episodes with id <= upto.
 
     Returns:
         One row per step, ordered by episode and t.
     """
     import pandas as pd
 
-    where, args = _where(db, _selection(selection, runs, models))
-    return pd.read_sql_query(STEP_FRAME_SQL + where + " ORDER BY s.episode_id, s.t", db.conn,
+    extra = [f"e.id <= {int(upto)}"] if upto is not None else []
+    where, args = _where(db, _selection(selection, runs, models), *extra)
+    return pd.read_sql_query(STEP_FRAME_SQL + where + " ORDER BY s.episode_id, s.t, "
+                             "s.discarded DESC", db.conn,
                              params=args)
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    """The state of lab.db a selection's results depend on.
+
+    New episodes only ever get larger ids, and every other change (an update or
+    delete of episodes, steps, decisions, probes, cells or runs) bumps
+    ``analysis_state.changes`` (triggers, migration 0007); so equal fingerprints
+    mean equal data, and an episode stored outside the selection leaves the
+    selection's fingerprint alone.
+
+    Attributes:
+        episodes: the selection's episodes (errored ones included).
+        max_id: the largest of their ids (0 when none).
+        changes: lab.db's change counter.
+    """
+
+    episodes: int
+    max_id: int
+    changes: int
+
+
+_FROM = ("FROM episodes e JOIN cells c ON c.id = e.cell_id JOIN runs r ON r.id = c.run_id")
+
+
+def fingerprint(db: Database, selection: Selection) -> Fingerprint:
+    """The selection's `Fingerprint` (one aggregate query and the change counter).
+
+    Args:
+        db: an open lab.db.
+        selection: the filters.
+
+    Returns:
+        The Fingerprint.
+    """
+    where, args = _where(db, selection)
+    count, max_id = db.conn.execute(f"SELECT count(*), COALESCE(max(e.id), 0) {_FROM}{where}",
+                                    args).fetchone()
+    row = db.conn.execute("SELECT changes FROM analysis_state WHERE id = 1").fetchone()
+    return Fingerprint(int(count), int(max_id), int(row[0]) if row else 0)
+
+
+def selection_runs(db: Database, selection: Selection, upto: int | None = None
+                   ) -> tuple[str, ...]:
+    """Names of the runs with episodes in the selection, sorted."""
+    extra = [f"e.id <= {int(upto)}"] if upto is not None else []
+    where, args = _where(db, selection, *extra)
+    rows = db.conn.execute(f"SELECT DISTINCT r.name {_FROM}{where}", args).fetchall()
+    return tuple(sorted(str(r[0]) for r in rows))
+
+
+_PACKED_SQL = """
+SELECT d.episode_id,
+       d.n_obs | (d.action << 16) | (d.design_run << 32) | (d.own_run << 48),
+       (d.stated_run + 1) | (d.answer << 16) | (d.final << 17) | (d.own_latest << 18)
+           | (d.own_earlier << 19) | (d.stated_known << 20) | (d.stated_latest << 21)
+           | (d.stated_earlier << 22)
+FROM decisions d JOIN episodes e ON e.id = d.episode_id JOIN cells c ON c.id = e.cell_id
+JOIN runs r ON r.id = c.run_id
+"""
+"""Decision rows packed into two integers each by SQLite: reading 3 values per row
+instead of 14 is what makes a million decisions load in well under a second."""
+_PACKED_FIELDS = (("n_obs", 0, 0, 16), ("action", 0, 16, 16), ("design_run", 0, 32, 16),
+                  ("own_run", 0, 48, 15), ("stated_run", 1, 0, 16), ("answer", 1, 16, 1),
+                  ("final", 1, 17, 1), ("own_latest", 1, 18, 1), ("own_earlier", 1, 19, 1),
+                  ("stated_known", 1, 20, 1), ("stated_latest", 1, 21, 1),
+                  ("stated_earlier", 1, 22, 1))
+"""(column, packed integer, shift, bits): run lengths and actions below 32,768."""
+
+
+def decisions_frame(db: Database, selection: Selection | None = None, upto: int | None = None):
+    """The stored decision points of the selection's complete episodes (integers only).
+
+    Args:
+        db: an open lab.db.
+        selection: the filters.
+        upto: only episodes with id <= upto.
+
+    Returns:
+        DataFrame with episode_id and the `core.decisions.COLUMNS` but ``t``, int64,
+        ordered by episode and step (``stated_run`` −1 where unknown).
+    """
+    import itertools
+
+    import numpy as np
+    import pandas as pd
+
+    extra = ["e.error IS NULL"] + ([f"e.id <= {int(upto)}"] if upto is not None else [])
+    where, args = _where(db, selection or Selection(), *extra)
+    cursor = db.conn.execute(_PACKED_SQL + where + " ORDER BY d.episode_id, d.seq", args)
+    flat = np.fromiter(itertools.chain.from_iterable(cursor), dtype=np.int64)
+    packed = flat.reshape(-1, 3)
+    out = {"episode_id": packed[:, 0]}
+    for name, which, shift, bits in _PACKED_FIELDS:
+        out[name] = (packed[:, 1 + which] >> shift) & ((1 << bits) - 1)
+    out["stated_run"] = out["stated_run"] - 1
+    return pd.DataFrame(out)
 
 
 def check_selection(db: Database, selection: Selection) -> None:
