@@ -9,10 +9,25 @@ from pathlib import Path
 import click
 
 from console.console_cmd import console_cmd, open_from_group
-from console.demo_cmd import ensure_demo_set, finish_demo, run_demo
+from console.demo_cmd import DEMO_RUN, ensure_demo_set, finish_demo, run_demo
 from console.models_cmd import models, serve
+from console.options import (
+    CONFIG_HELP,
+    DB_HELP,
+    LabGroup,
+    add_global_options,
+    check_config,
+    config_explicit,
+)
 from console.prereg_cmd import prereg_group
-from console.queue_cmd import CONTROL_COMMANDS, enqueue_cmd, status_cmd, tail_cmd, worker_cmd
+from console.queue_cmd import (
+    CONTROL_COMMANDS,
+    enqueue_cmd,
+    plural,
+    status_cmd,
+    tail_cmd,
+    worker_cmd,
+)
 from console.render import step_lines, summary_lines
 from console.replay_cmd import COMMANDS_OUT as REPLAY_COMMANDS
 from console.results_cmd import COMMANDS as RESULTS_COMMANDS
@@ -23,17 +38,20 @@ from core.demo_data import demo_questions
 from core.demo_fever import DEMO_FEVER_DATASET, demo_fever_questions
 from core.fever import balanced_sample, load_fever
 from core.errors import ConfigError, LabError
+from core.limits import DEFAULT_WARN_KB, oversized
 from core.models.registry import load_registry, make_client, resolve_model
 from core.regimes import ForeignPool, parse_regime
 from core.runner import CellSpec, run_one, setup_for
+from jobs.control import status
 from jobs.grid import resolve_rate
 
 HELD_OUT_PREFIXES = ("test", "fresh")
 
 
-def _db(ctx: click.Context):
-    """Open the lab.db named by --db / LAB_DB (created and migrated on first use)."""
-    return store.connect(ctx.obj["db"])
+def _db(ctx: click.Context, create: bool = True):
+    """Open the lab.db named by --db / LAB_DB (created and migrated on first use unless
+    `create` is False: read-only commands never create one)."""
+    return store.connect(ctx.obj["db"], create=create)
 
 
 def _ensure_demo(db) -> int:
@@ -41,17 +59,18 @@ def _ensure_demo(db) -> int:
     return new
 
 
-@click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=LabGroup, invoke_without_command=True,
+             context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--db", type=click.Path(dir_okay=False, path_type=Path), envvar="LAB_DB",
-              default=Path("lab.db"), show_default=True, help="lab.db path (env LAB_DB).")
+              default=Path("lab.db"), show_default=True, help=DB_HELP)
 @click.option("--config", type=click.Path(dir_okay=False, path_type=Path), envvar="LAB_CONFIG",
-              default=Path("lab.toml"), show_default=True,
-              help="Model registry file (env LAB_CONFIG).")
+              default=Path("lab.toml"), show_default=True, help=CONFIG_HELP)
 @click.pass_context
 def cli(ctx: click.Context, db: Path, config: Path) -> None:
     """lab: run and analyse failing-source experiments on tool-using agents.
 
     With no command (or `lab console`), opens the terminal console on --db.
+    --db and --config may also follow the command (`lab status --db runs/lab.db`).
 
     \b
     Example:
@@ -60,6 +79,7 @@ def cli(ctx: click.Context, db: Path, config: Path) -> None:
     """
     ctx.ensure_object(dict)
     ctx.obj.update(db=db, config=config)
+    check_config(config, explicit=config_explicit(ctx))
     if ctx.invoked_subcommand is None:  # the console on a terminal; help otherwise
         open_from_group(ctx)
 
@@ -82,7 +102,12 @@ def init(ctx: click.Context) -> None:
 
 @cli.group()
 def data() -> None:
-    """Import datasets into lab.db."""
+    """Import datasets into lab.db.
+
+    \b
+    Example:
+      lab data import hotpotqa hotpot_dev_distractor_v1.json
+    """
 
 
 @data.command("import")
@@ -92,9 +117,13 @@ def data() -> None:
               help="Dataset name to store the questions under (default: KIND).")
 @click.option("--include-nei", is_flag=True,
               help="fever: keep NOT ENOUGH INFO claims (skipped by default).")
+@click.option("--warn-kb", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_WARN_KB,
+              show_default=True, envvar="LAB_WARN_KB",
+              help="Warn about questions whose context text (question and pages) is larger "
+                   "than this many KB (env LAB_WARN_KB).")
 @click.pass_context
 def data_import(ctx: click.Context, kind: str, file: Path, dataset: str | None,
-                include_nei: bool) -> None:
+                include_nei: bool, warn_kb: float) -> None:
     """Validate FILE completely, then store every question in one transaction.
 
     hotpotqa: FILE is the official HotpotQA JSON list or the Hugging Face column
@@ -102,7 +131,9 @@ def data_import(ctx: click.Context, kind: str, file: Path, dataset: str | None,
     pages.json (format in README); SUPPORTS/REFUTES claims are kept, NOT ENOUGH
     INFO claims skipped (and counted) unless --include-nei, and each claim's
     knowledge base is its evidence pages plus 8 pages drawn from other claims.
-    A malformed file stores nothing.
+    A malformed file stores nothing. Questions whose context text is above
+    --warn-kb are stored with a warning; `lab enqueue` refuses them for a model
+    whose max_context they cannot fit.
 
     \b
     Example:
@@ -112,13 +143,13 @@ def data_import(ctx: click.Context, kind: str, file: Path, dataset: str | None,
     dataset = dataset or kind
     if not file.exists():
         raise ConfigError(f"{file}: no such file or directory")
-    noun, skipped = "questions", ""
+    noun, skipped = "question", ""
     if kind == "fever":
         read = load_fever(file, dataset=dataset, include_nei=include_nei)
-        questions, noun = list(read.questions), "claims"
-        skipped = f"; skipped {read.skipped_nei} NOT ENOUGH INFO claims" + (
+        questions, noun = list(read.questions), "claim"
+        skipped = f"; skipped {plural(read.skipped_nei, 'NOT ENOUGH INFO claim')}" + (
             "" if include_nei else " (--include-nei keeps them)") + (
-            f" and {read.skipped_no_text} claims without any evidence text"
+            f" and {plural(read.skipped_no_text, 'claim')} without any evidence text"
             if read.skipped_no_text else "")
     elif include_nei:
         raise ConfigError("--include-nei applies to `lab data import fever` only")
@@ -129,8 +160,15 @@ def data_import(ctx: click.Context, kind: str, file: Path, dataset: str | None,
     db = _db(ctx)
     _check_task(db, dataset, questions)
     new, same = store.insert_questions(db, questions)
-    click.echo(f"imported {new} {noun} from {file} into dataset '{dataset}'"
+    click.echo(f"imported {plural(new, noun)} from {file} into dataset '{dataset}'"
                + (f" ({same} already present)" if same else "") + skipped)
+    big = oversized(questions, warn_kb)
+    if big:
+        shown = ", ".join(f"{qid} ({n / 1024:,.0f} KB)" for qid, n in big[:3])
+        click.echo(f"warning: {plural(len(big), 'question')} above {warn_kb:g} KB of context "
+                   f"text: {shown}{' …' if len(big) > 3 else ''}; each call sends ≈ chars/4 "
+                   f"tokens of it (lab enqueue refuses models whose max_context it exceeds)",
+                   err=True)
 
 
 def _check_task(db, dataset: str, questions: list) -> None:
@@ -142,9 +180,22 @@ def _check_task(db, dataset: str, questions: list) -> None:
                           f"import into another dataset with --dataset NAME")
 
 
+def _set_name(name: str) -> str:
+    if not name.strip() or any(c.isspace() or c in "/\\," for c in name):
+        raise ConfigError(f"set name {name!r}: use a non-empty name without spaces, '/', '\\' "
+                          f"or ',', e.g. dev100")
+    return name
+
+
 @cli.group()
 def sets() -> None:
-    """Question sets: named, frozen, hashed samples of a dataset."""
+    """Question sets: named, frozen, hashed samples of a dataset.
+
+    \b
+    Example:
+      lab sets create dev100 --dataset hotpotqa --n 100 --seed 1
+      lab sets list
+    """
 
 
 @sets.command("create")
@@ -152,7 +203,8 @@ def sets() -> None:
 @click.option("--dataset", required=True, help="Dataset to draw from (e.g. hotpotqa, demo).")
 @click.option("--n", "n", type=click.IntRange(min=1), required=True, help="Number of questions.")
 @click.option("--seed", type=int, required=True, help="Sampling seed.")
-@click.option("--exclude", multiple=True, help="Sets whose questions must not be drawn.")
+@click.option("--exclude", multiple=True,
+              help="Sets whose questions must not be drawn (repeatable or comma-separated).")
 @click.option("--held-out/--dev", "held_out", default=None,
               help="Mark as held-out (default: names starting with test or fresh).")
 @click.pass_context
@@ -167,9 +219,11 @@ def sets_create(ctx: click.Context, name: str, dataset: str, n: int, seed: int,
     \b
     Example:
       lab sets create dev100 --dataset hotpotqa --n 100 --seed 1
-      lab sets create test300 --dataset hotpotqa --n 300 --seed 2 --exclude dev100
+      lab sets create test300 --dataset hotpotqa --n 300 --seed 2 --exclude dev100,pilot
       lab sets create fever292 --dataset fever --n 292 --seed 3
     """
+    _set_name(name)
+    exclude = tuple(dict.fromkeys(p.strip() for e in exclude for p in e.split(",") if p.strip()))
     db = _db(ctx)
     if dataset in ("demo", DEMO_FEVER_DATASET):
         _ensure_demo(db)
@@ -206,7 +260,7 @@ def sets_list(ctx: click.Context) -> None:
     Example:
       lab sets list
     """
-    rows = store.question_sets(_db(ctx))
+    rows = store.question_sets(_db(ctx, create=False))
     if not rows:
         click.echo("no question sets (create one with `lab sets create`)")
         return
@@ -228,7 +282,7 @@ def sets_show(ctx: click.Context, name: str, ids: bool) -> None:
     Example:
       lab sets show dev100
     """
-    s = store.question_set(_db(ctx), name)
+    s = store.question_set(_db(ctx, create=False), name)
     kind = "held-out" if s["held_out"] else "dev"
     click.echo(f"{s['name']}: {s['n']} questions from {s['dataset']} ({kind}), seed {s['seed']}, "
                f"exclude {', '.join(s['exclude']) or '-'}, sha256 {s['sha256']}")
@@ -261,7 +315,7 @@ def try_(ctx: click.Context, model: str, condition: str, regime: str, question: 
     """
     spec = resolve_model(load_registry(ctx.obj["config"]), model)
     cond = parse_condition(condition)
-    if judge:
+    if judge and not cond.judge:
         cond = parse_condition(condition + ("," if ":" in condition else ":") + "judge=true")
     reg = parse_regime(regime)
     db = _db(ctx)
@@ -289,6 +343,8 @@ def try_(ctx: click.Context, model: str, condition: str, regime: str, question: 
     result = asyncio.run(run_one(setup, client, on_step=lambda s: click.echo(
         "\n".join(step_lines(s, title_of)))))
     click.echo("\n".join(summary_lines(result, q.answer)))
+    if result.error:
+        raise EpisodeFailed(f"the episode ended in an error: {result.error}")
 
 
 @cli.command("demo-set", hidden=True)
@@ -321,13 +377,33 @@ def demo(ctx: click.Context, workers: int, no_console: bool) -> None:
     Example:
       lab --db demo.db demo
     """
-    amendment = run_demo(Path(ctx.obj["db"]), Path(ctx.obj["config"]), workers=workers)
+    try:
+        amendment = run_demo(Path(ctx.obj["db"]), Path(ctx.obj["config"]), workers=workers)
+    except KeyboardInterrupt:  # a second Ctrl-C stops the worker at once
+        amendment = ""
+    grids = [g for g in status(_db(ctx)) if g.run == DEMO_RUN]
+    unfinished = sum(g.expected - g.stored - g.errored for g in grids)
+    if not amendment or unfinished:
+        raise DemoInterrupted(
+            f"the demo stopped before its grid finished ({unfinished} of "
+            f"{sum(g.expected for g in grids)} episodes not run; interrupted?): its tables "
+            f"would be partial, so none are shown; run `lab --db {ctx.obj['db']} demo` again "
+            f"to finish it")
     finish_demo(Path(ctx.obj["db"]), Path(ctx.obj["config"]), amendment, no_console)
 
 
 for _command in (enqueue_cmd, worker_cmd, status_cmd, tail_cmd, *CONTROL_COMMANDS,
                  prereg_group, *RESULTS_COMMANDS, *REPLAY_COMMANDS, models, serve, console_cmd):
     cli.add_command(_command)
+add_global_options(cli)
+
+
+class EpisodeFailed(LabError):
+    """`lab try`: the episode ran but ended in an error (exit 1 after printing it)."""
+
+
+class DemoInterrupted(LabError):
+    """`lab demo` stopped by Ctrl-C (exit 130)."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -340,6 +416,9 @@ def main(argv: list[str] | None = None) -> int:
         return int(exc.exit_code or 0)
     except click.exceptions.Abort:
         click.echo("error: aborted", err=True)
+        return 130
+    except DemoInterrupted as exc:
+        click.echo(f"error: {exc}", err=True)
         return 130
     except click.ClickException as exc:
         click.echo(f"error: {exc.format_message()}", err=True)

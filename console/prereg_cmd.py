@@ -21,32 +21,44 @@ SECTIONS = ("body", "tests", "scope")
 
 
 def _read_json(path: Path | None, what: str) -> Any:
-    if path is None:
+    text = _read_text(path, what)
+    if text is None:
         return None
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such file") from None
+        return json.loads(text)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{path}: invalid JSON for {what}: {exc}") from None
 
 
-def _read_text(path: Path | None) -> str | None:
+def _read_text(path: Path | None, what: str = "body") -> str | None:
     if path is None:
         return None
     try:
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such file") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}); the {what} file must "
+                          f"be saved as UTF-8") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the {what} file ({exc.strerror})") from None
 
 
-def _db(ctx: click.Context):
-    return store.connect(ctx.obj["db"])
+def _db(ctx: click.Context, create: bool = True):
+    """lab.db; read-only subcommands pass create=False so a wrong --db creates nothing."""
+    return store.connect(ctx.obj["db"], create=create)
 
 
 @click.group("prereg")
 def prereg_group() -> None:
-    """The pre-registration: amendments, freezing, deviations, outcomes."""
+    """The pre-registration: amendments, freezing, deviations, outcomes.
+
+    \b
+    Example:
+      lab prereg new --title "Enforced rule beats none" --tests a1-tests.json
+      lab prereg freeze A1 --yes
+      lab prereg outcomes A1
+    """
 
 
 FILE = click.Path(dir_okay=False, path_type=Path)
@@ -67,9 +79,9 @@ def new(ctx: click.Context, title: str, body_file: Path | None, tests_file: Path
       lab prereg new --title "Enforced rule beats none" --body a1.md \\
           --tests a1-tests.json --scope a1-scope.json
     """
-    amendment_id = prereg.create(_db(ctx), title, _read_text(body_file) or "",
-                                 _read_json(tests_file, "tests") or [],
-                                 _read_json(scope_file, "scope"))
+    body, tests = _read_text(body_file) or "", _read_json(tests_file, "tests") or []
+    scope = _read_json(scope_file, "scope")
+    amendment_id = prereg.create(_db(ctx), title, body, tests, scope)
     click.echo(amendment_id)
 
 
@@ -141,7 +153,7 @@ def show(ctx: click.Context, amendment_id: str | None) -> None:
       lab prereg show
       lab prereg show A2
     """
-    db = _db(ctx)
+    db = _db(ctx, create=False)
     if amendment_id is None:
         entries = rows.amendments(db)
         if not entries:
@@ -210,7 +222,7 @@ def verify(ctx: click.Context) -> None:
     Example:
       lab prereg verify
     """
-    db = _db(ctx)
+    db = _db(ctx, create=False)
     problems = prereg.verify(db, load_registry(ctx.obj["config"]))
     if problems:
         for p in problems:
@@ -288,7 +300,7 @@ def outcomes(ctx: click.Context, amendment_id: str | None, resamples: int, fmt: 
       lab prereg outcomes A2
       lab prereg outcomes A2 --format json
     """
-    db = _db(ctx)
+    db = _db(ctx, create=False)
     ids = [amendment_id] if amendment_id else [
         r["id"] for r in rows.amendments(db) if r["state"] == "frozen"]
     if amendment_id:
@@ -313,7 +325,7 @@ def document_markdown(db, n_boot: int = 2000) -> str:
     frozen = [r["id"] for r in entries if r["state"] == "frozen"]
     results = _outcomes(db, frozen, n_boot) if frozen else []
     out = ["# Pre-registration", "",
-           f"{len(entries)} entries, {len(frozen)} frozen. Hashes are sha256; each frozen "
+           f"{len(entries)} {'entry' if len(entries) == 1 else 'entries'}, {len(frozen)} frozen. Hashes are sha256; each frozen "
            "entry's hash covers its content, its pins and the previous frozen entry's hash.", ""]
     for r in entries:
         out += [f"## {r['id']}: {r['title']}", ""]
@@ -363,11 +375,17 @@ def export(ctx: click.Context, file: Path | None, resamples: int) -> None:
     Example:
       lab prereg export prereg.md
     """
-    text = document_markdown(_db(ctx), resamples)
+    if file is not None and not file.parent.is_dir():
+        raise ConfigError(f"{file}: directory {file.parent} does not exist")
+    text = document_markdown(_db(ctx, create=False), resamples)
     if file is None:
         click.echo(text, nl=False)
         return
     tmp = file.with_name(file.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(file)
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(file)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise ConfigError(f"{file}: cannot write ({exc.strerror})") from None
     click.echo(f"wrote {file}")

@@ -36,8 +36,9 @@ NO_REPAIRED = ("note: no repaired answers stored yet (answer repair, SPEC §8.5,
                "this lab.db); showing raw results")
 
 
-def _db(ctx: click.Context) -> Database:
-    return store.connect(ctx.obj["db"])
+def _db(ctx: click.Context, create: bool = True) -> Database:
+    """lab.db; `results` and `export` pass create=False so a wrong --db creates nothing."""
+    return store.connect(ctx.obj["db"], create=create)
 
 
 def _names(text: str | None, option: str, example: str) -> tuple[str, ...]:
@@ -165,7 +166,7 @@ def results(ctx: click.Context, table: str, runs: tuple[str, ...], sets: tuple[s
     from analysis.measures import compute
     from analysis.tables import render_results
 
-    db = _db(ctx)
+    db = _db(ctx, create=False)
     if repaired:
         click.echo(NO_REPAIRED, err=True)
     selection = selection_from(runs, sets, seeds, models, conditions, regimes, pool)
@@ -278,7 +279,7 @@ def export_cmd(ctx: click.Context, directory: Path, runs: tuple[str, ...],
     """
     from analysis.export import export
 
-    db = _db(ctx)
+    db = _db(ctx, create=False)
     selection = selection_from(runs, sets, seeds, models, conditions, regimes, pool)
     _frames(db, selection, ctx.obj["db"])
     paths = export(db, directory, selection, resamples, min(resamples, 1000))

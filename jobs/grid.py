@@ -7,8 +7,8 @@ passes the pre-registration gate first (core.prereg.gate).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
 from itertools import product
 from typing import Any
 
@@ -17,6 +17,7 @@ from sqlite_utils import Database
 from core import prereg, store
 from core.conditions import Condition, parse_condition, with_rate
 from core.errors import ConfigError
+from core.limits import too_long
 from core.models.cost import estimate_cost
 from core.models.registry import ModelSpec, resolve_model
 from core.regimes import parse_regime
@@ -59,6 +60,8 @@ class GridPlan:
     cells: list[CellPlan] = field(default_factory=list)
     question_ids: list[str] = field(default_factory=list)
     mode: str = "exploratory"
+    notes: tuple[str, ...] = ()
+    """What `deduplicate` dropped from the request, one line each."""
 
     @property
     def episodes(self) -> int:
@@ -97,8 +100,77 @@ class GridPlan:
             "estimate": self.estimate(),
             "already_stored_or_queued": sum(
                 len(self.question_ids) - len(c.missing) for c in self.cells),
-            "mode": self.mode, "request": asdict(self.request),
+            "mode": self.mode, "request": asdict(self.request), "notes": list(self.notes),
         }
+
+
+def _keep_first(option: str, values: Sequence[Any], key: Callable[[Any], Any],
+                notes: list[str]) -> tuple[Any, ...]:
+    groups: dict[Any, list[Any]] = {}
+    for value in values:
+        groups.setdefault(key(value), []).append(value)
+    for same in groups.values():
+        if len(same) > 1 and len(set(map(str, same))) == 1:
+            notes.append(f"{option}: {same[0]} is listed {len(same)} times; queued once")
+        elif len(same) > 1:
+            notes.append(f"{option}: {', '.join(map(str, same))} are the same; queued once "
+                         f"as {same[0]}")
+    return tuple(same[0] for same in groups.values())
+
+
+def deduplicate(request: GridRequest) -> tuple[GridRequest, tuple[str, ...]]:
+    """The request with every repeated model, condition, regime, budget and seed kept once.
+
+    Conditions and regimes are repeats when they parse to the same spec
+    (`enforced_rule` and `enforced_rule:k=5` are one arm), so a grid never queues the
+    same cell twice (which would run, and pay for, its episodes twice).
+
+    Returns:
+        (the de-duplicated request, one note per repeated value).
+
+    Raises:
+        ConfigError: an unknown condition or regime (as `expand` would).
+    """
+    notes: list[str] = []
+    out = replace(
+        request,
+        models=_keep_first("--models", request.models, str, notes),
+        conditions=_keep_first("--conditions", request.conditions,
+                               lambda c: parse_condition(c).label(), notes),
+        regimes=_keep_first("--regimes", request.regimes,
+                            lambda r: parse_regime(r).spec_hash(), notes),
+        budgets=_keep_first("--budget", request.budgets, int, notes),
+        seeds=_keep_first("--seeds", request.seeds, int, notes))
+    return out, tuple(notes)
+
+
+def check_context(db: Database, cells: Sequence[CellSpec], ids: Sequence[str]) -> None:
+    """Refuse cells whose model cannot fit a question of the set in its max_context.
+
+    Only models with a `max_context` in lab.toml are checked (sims have none); the
+    prompt size is estimated as characters / 4 (core.limits).
+
+    Raises:
+        ConfigError: naming the model, the question and the estimate.
+    """
+    checked: set[tuple[str, str]] = set()
+    questions: list | None = None
+    for cell in cells:
+        max_context = cell.model.params.get("max_context")
+        if cell.model.backend == "sim" or not max_context:
+            continue
+        system = cell.condition.system_prompt(cell.budget)
+        if (cell.model.name, system) in checked:
+            continue
+        checked.add((cell.model.name, system))
+        if questions is None:
+            questions = store.load_questions(db, ids=list(ids))
+        bad = too_long(questions, system, int(max_context))
+        if bad:
+            more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
+            raise ConfigError(
+                f"{bad[0].describe(cell.model.name)}{more}; raise max_context in lab.toml or "
+                f"use a question set without it")
 
 
 def resolve_rate(db: Database | None, model: str, condition: Condition) -> Condition:
@@ -148,10 +220,12 @@ def _max_calls(cell: CellSpec) -> int:
 
 def plan(db: Database, request: GridRequest, models: Mapping[str, ModelSpec]) -> GridPlan:
     """What enqueueing `request` would store and run, without writing anything."""
+    request, notes = deduplicate(request)
     ids = store.question_set(db, request.question_set)["ids"]
     cells = expand(request, models, db)
+    check_context(db, cells, ids)
     mode = prereg.gate(db, request.amendment, cells, models)
-    out = GridPlan(request, question_ids=list(ids), mode=mode)
+    out = GridPlan(request, question_ids=list(ids), mode=mode, notes=notes)
     run = db.conn.execute("SELECT id FROM runs WHERE name = ?", (request.run,)).fetchone()
     for cell in cells:
         done: set[str] = set()
@@ -179,7 +253,7 @@ def enqueue(db: Database, request: GridRequest, models: Mapping[str, ModelSpec],
         if grid_plan.episodes == 0:
             return grid_plan, None, []
         run_id = store.ensure_run(db, request.run, request.amendment)
-        grid_id = ledger.create_grid(db, run_id, asdict(request))
+        grid_id = ledger.create_grid(db, run_id, asdict(grid_plan.request))
         jobs = []
         for cp in grid_plan.cells:
             cell_id = store.ensure_cell(db, run_id, cp.cell.columns())

@@ -48,10 +48,10 @@ def test_try_prints_the_episode(db_path):
     (["try", "--model", "sim-own5", "--condition", "none", "--regime", "clean",
       "--question", "zzz"], "question 'zzz' is not in lab.db"),
     (["try", "--model", "sim-own5", "--condition", "enforced_rule:q=1", "--regime", "clean",
-      "--question", "demo-001"], "unknown parameter 'q'"),
+      "--question", "demo-001"], "enforced_rule has no knob 'q'"),
     (["try", "--model", "sim-own5", "--condition", "random_rule", "--regime", "clean",
       "--question", "demo-001"], "no side-channel judgments of sim-own5 on a dev question set"),
-    (["sets", "show", "nothing"], "no question set 'nothing'"),
+    (["sets", "show", "nothing"], "no lab database at"),
     (["try", "--model", "sim-own5"], "Missing option"),
 ])
 def test_bad_input_one_line_nonzero(db_path, args, message, capsys):

@@ -33,6 +33,11 @@ _FIELDS: Mapping[str, frozenset[str]] = MappingProxyType({
                       "p_answer_useful", "hazard_slope", "p_guess", "latency_ms"},
 })
 _PRICE_KEYS = ("input", "output", "cache_write", "cache_read")
+TOP_LEVEL = ("models",)
+"""The tables lab.toml may have at its top level."""
+SAMPLING_KEYS = frozenset({"temperature", "top_p", "top_k", "min_p", "presence_penalty",
+                           "frequency_penalty", "repetition_penalty", "seed"})
+"""Keys a `sampling = { … }` table may hold (sent to the server as they are)."""
 SERVING_FIELDS = ("endpoints", "concurrency", "base_url", "timeout_s", "max_retries", "backoff_s",
                   "backoff_max_s", "tensor_parallel_size", "latency_ms")
 """Where and how a model is served, not what it is: left out of the hashed spec."""
@@ -131,6 +136,10 @@ def _validate(where: str, name: str, table: Mapping[str, Any]) -> ModelSpec:
                 isinstance(v, (int, float)) and not isinstance(v, bool) for v in s.values())):
             raise ConfigError(f"{where}: sampling must be \"default\" or a table of numbers, "
                               f"e.g. {{ temperature = 0.7, top_p = 0.8 }}")
+        unknown = sorted(set(s) - SAMPLING_KEYS) if isinstance(s, dict) else []
+        if unknown:
+            raise ConfigError(f"{where}: unknown sampling key '{unknown[0]}' "
+                              f"(known: {', '.join(sorted(SAMPLING_KEYS))})")
     if "thinking" in params:
         _check_type(where, "thinking", params["thinking"], bool)
     _check_thinking(where, backend, params)
@@ -215,8 +224,9 @@ def load_registry(path: Path | None) -> dict[str, ModelSpec]:
         path: the registry file; None or a missing default file means built-ins only.
 
     Raises:
-        ConfigError: unreadable TOML, unknown backend, missing field or bad value,
-            naming the file and the model.
+        ConfigError: unreadable or non-UTF-8 TOML, an unknown top-level table, a
+            model that redefines a built-in sim, unknown backend, missing field or
+            bad value, naming the file and the model.
     """
     models = builtin_models()
     if path is None or not path.exists():
@@ -225,6 +235,15 @@ def load_registry(path: Path | None) -> dict[str, ModelSpec]:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not a UTF-8 text file (byte {exc.start}); lab.toml "
+                          f"must be TOML text") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read ({exc.strerror})") from None
+    unknown = sorted(set(data) - set(TOP_LEVEL))
+    if unknown:
+        raise ConfigError(f"{path}: unknown top-level table or key '{unknown[0]}' (known: "
+                          f"{', '.join(TOP_LEVEL)}; a model is [models.NAME])")
     tables = data.get("models", {})
     if not isinstance(tables, dict):
         raise ConfigError(f"{path}: [models] must be a table of [models.NAME] tables")
@@ -232,6 +251,10 @@ def load_registry(path: Path | None) -> dict[str, ModelSpec]:
         where = f"{path}: models.{name}"
         if not isinstance(table, dict):
             raise ConfigError(f"{where}: must be a table")
+        if name in BUILTIN_SIMS:
+            raise ConfigError(f"{where}: '{name}' is a built-in sim model and cannot be "
+                              f"redefined; give your entry another name (built-ins: "
+                              f"{', '.join(BUILTIN_SIMS)})")
         models[name] = _validate(where, name, table)
     return models
 

@@ -15,19 +15,24 @@ from core.schema import MIGRATIONS, SCHEMA_VERSION
 BUSY_TIMEOUT_MS = 60_000
 
 
-def connect(path: Path | str) -> Database:
+def connect(path: Path | str, create: bool = True) -> Database:
     """Open lab.db (creating and migrating it as needed).
 
     Args:
         path: the database file.
+        create: create the file when it does not exist; read-only commands pass
+            False so a mistyped --db never leaves an empty lab.db behind.
 
     Raises:
-        StoreError: the file was written by a newer lab (higher schema version), or
-            is not an SQLite database.
+        StoreError: no file (with create=False), the file was written by a newer lab
+            (higher schema version), is not an SQLite database, or cannot be opened
+            or written (read-only file or mount).
     """
     path = Path(path)
     if path.parent and not path.parent.exists():
         raise StoreError(f"{path}: directory {path.parent} does not exist")
+    if not create and not path.exists():
+        raise StoreError(f"no lab database at {path} (create one with `lab init`)")
     conn = sqlite3.connect(str(path), isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000,
                            check_same_thread=False)
     db = Database(conn)
@@ -47,10 +52,31 @@ def connect(path: Path | str) -> Database:
                 MIGRATIONS.apply(db)
                 conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         conn.execute("PRAGMA foreign_keys = ON")
+    except sqlite3.OperationalError as exc:
+        conn.close()
+        raise access_error(path, exc) from None
     except sqlite3.DatabaseError as exc:
         conn.close()
         raise StoreError(f"{path}: not a usable lab database ({exc})") from None
     return db
+
+
+def access_error(path: Path | str, exc: sqlite3.OperationalError) -> StoreError:
+    """A one-line StoreError for an SQLite file that cannot be opened or written.
+
+    A read-only lab.db, a read-only directory (lab.db in WAL mode needs its
+    `-wal`/`-shm` files next to it) or a missing mount all surface as
+    `sqlite3.OperationalError`; this names the file and what to do.
+    """
+    text = str(exc)
+    if "readonly" in text or "read-only" in text:
+        return StoreError(f"{path}: the database is read-only ({text}); make the file and its "
+                          f"directory writable, or copy it somewhere writable")
+    if "unable to open" in text:
+        return StoreError(f"{path}: cannot open the database ({text}); check that the file "
+                          f"and its directory exist and are readable and writable by you "
+                          f"(lab.db keeps -wal/-shm files beside it)")
+    return StoreError(f"{path}: {text}")
 
 
 @contextlib.contextmanager
@@ -72,6 +98,24 @@ def write(db: Database) -> Iterator[Database]:
             conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
+
+
+def check_writable(db: Database, path: Path | str) -> None:
+    """Fail now, in one line, if lab.db cannot be written (a read-only file or mount).
+
+    Rewrites the schema version inside a transaction that is rolled back, so nothing
+    changes; SQLite refuses the write at once on a read-only database, where a plain
+    `BEGIN IMMEDIATE` would not.
+
+    Raises:
+        StoreError: the database is read-only or cannot be opened for writing.
+    """
+    try:
+        with write(db):
+            db.conn.execute(f"PRAGMA user_version = {schema_version(db)}")
+            db.conn.execute("ROLLBACK")
+    except sqlite3.OperationalError as exc:
+        raise access_error(path, exc) from None
 
 
 def schema_version(db: Database) -> int:

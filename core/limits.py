@@ -1,0 +1,70 @@
+"""Size limits on questions: a warning at import, a refusal at enqueue.
+
+A question whose knowledge base is huge is imported with a warning (one 1 MB page
+sends millions of tokens over a grid), and a cell is refused when even its shortest
+possible episode cannot fit the model's `max_context`.
+
+Token counts are estimated as characters / 4 (no tokenizer is loaded: the figure only
+has to catch questions that are wildly too large, not to count exactly).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from core.data import Question
+
+CHARS_PER_TOKEN = 4
+"""The estimate used for every non-sim model: tokens ≈ characters / 4."""
+DEFAULT_WARN_KB = 64
+"""Default of `lab data import --warn-kb`: context text (question plus pages) above this
+many kilobytes gets a warning."""
+
+
+def context_chars(question: Question) -> int:
+    """Characters of the question and every page of its knowledge base (titles and text)."""
+    return len(question.question) + sum(len(p.title) + len(p.text) for p in question.paragraphs)
+
+
+def estimate_tokens(chars: int) -> int:
+    """Tokens estimated from characters (characters / 4, rounded up)."""
+    return -(-chars // CHARS_PER_TOKEN)
+
+
+def oversized(questions: Iterable[Question], limit_kb: float) -> list[tuple[str, int]]:
+    """(question id, context characters) of the questions above `limit_kb` kilobytes."""
+    limit = limit_kb * 1024
+    return [(q.id, n) for q in questions if (n := context_chars(q)) > limit]
+
+
+def min_episode_chars(question: Question, system_prompt: str) -> int:
+    """Characters of the smallest prompt an episode can send that reads a page: the
+    system prompt, the question and the longest page (any search may return it)."""
+    longest = max((len(p.title) + len(p.text) for p in question.paragraphs), default=0)
+    return len(system_prompt) + len(question.question) + longest
+
+
+@dataclass(frozen=True)
+class TooLong:
+    """A question that cannot fit a model's context window."""
+
+    question_id: str
+    tokens: int
+    max_context: int
+
+    def describe(self, model: str) -> str:
+        """One line for the refusal."""
+        return (f"question {self.question_id} needs ≈ {self.tokens:,} tokens (characters / 4) "
+                f"before any answer, more than {model}'s max_context {self.max_context:,}")
+
+
+def too_long(questions: Iterable[Question], system_prompt: str,
+             max_context: int) -> list[TooLong]:
+    """The questions whose smallest episode prompt exceeds `max_context` (estimated)."""
+    out = []
+    for q in questions:
+        tokens = estimate_tokens(min_episode_chars(q, system_prompt))
+        if tokens > max_context:
+            out.append(TooLong(q.id, tokens, max_context))
+    return out
