@@ -15,6 +15,7 @@ import pandas as pd
 from sqlite_utils import Database
 
 from analysis.arms import ArmKey, Grouping, with_keys
+from analysis.budgets import budget_table
 from analysis.cost import answer_actions, cost_table, judgments_table
 from analysis.decisions import arm_groups, clean_episodes, decision_table, errored_episodes
 from analysis.delta import delta_table
@@ -25,7 +26,7 @@ from analysis.stats import N_BOOT
 from analysis.success import REFERENCE, paired_table, success_table
 from core.store.frames import Selection
 
-TABLES = ("success", "delta", "index", "hazard", "cost", "judgments")
+TABLES = ("success", "delta", "index", "hazard", "cost", "judgments", "budgets")
 """Names accepted by `compute` (and `lab results`)."""
 _DECISION_KEYS = ("arm", "condition_hash", "dataset", "question_set", "run", "seed",
                   "replicate", "amendment")
@@ -198,6 +199,8 @@ def compute(frames: Frames, names: Sequence[str] = TABLES, n_boot: int = N_BOOT,
             counts = tuple(len(g) for _, g in groups)
         elif name == "judgments":
             tables.append(judgments_table(frames.steps, dec, ep, grouping))
+        elif name == "budgets":
+            tables.append(budget_table(ep, n_boot, seed, grouping))
     return Results(tuple(tables), curves, actions, counts, frames.errored, frames.runs,
                    grouping.pooled)
 

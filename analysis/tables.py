@@ -110,7 +110,7 @@ def align(header: Sequence[str], body: Sequence[Sequence[str]],
 
 
 def _signed(measure: str) -> bool:
-    return measure not in UNSIGNED
+    return measure not in UNSIGNED and "@" not in measure  # "success@8": a level
 
 
 def regimes_text(regimes: str) -> str:

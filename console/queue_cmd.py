@@ -63,7 +63,8 @@ def settings_for(ctx: click.Context, **kw: object) -> WorkerSettings:
 @click.option("--conditions", required=True, help="Comma-separated conditions (with knobs).")
 @click.option("--regimes", required=True, help="Comma-separated regimes.")
 @click.option("--set", "question_set", required=True, help="Question set name.")
-@click.option("--budget", default="8", show_default=True, help="Budget(s), comma-separated.")
+@click.option("--budget", "--budgets", "budget", default="8", show_default=True,
+              help="Budget(s), comma-separated, e.g. --budgets 8,16.")
 @click.option("--seeds", default="0", show_default=True, help="Seeds, comma-separated.")
 @click.option("--replicate", type=int, default=0, show_default=True)
 @click.option("--run", "run_name", default="default", show_default=True, help="Run name.")

@@ -25,7 +25,7 @@ from core.store.frames import Selection, check_selection
 if TYPE_CHECKING:
     from analysis.measures import Frames
 
-TABLES = ("success", "delta", "index", "hazard", "cost", "judgments")
+TABLES = ("success", "delta", "index", "hazard", "cost", "judgments", "budgets")
 """analysis.measures.TABLES, spelled out so `lab --help` need not import pandas (a test
 checks they agree)."""
 
