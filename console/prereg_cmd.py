@@ -325,7 +325,8 @@ def document_markdown(db, n_boot: int = 2000) -> str:
     frozen = [r["id"] for r in entries if r["state"] == "frozen"]
     results = _outcomes(db, frozen, n_boot) if frozen else []
     out = ["# Pre-registration", "",
-           f"{len(entries)} {'entry' if len(entries) == 1 else 'entries'}, {len(frozen)} frozen. Hashes are sha256; each frozen "
+           f"{len(entries)} {'entry' if len(entries) == 1 else 'entries'}, {len(frozen)} "
+           "frozen. Hashes are sha256; each frozen "
            "entry's hash covers its content, its pins and the previous frozen entry's hash.", ""]
     for r in entries:
         out += [f"## {r['id']}: {r['title']}", ""]

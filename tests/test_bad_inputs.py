@@ -174,7 +174,7 @@ def test_read_only_directory_status_is_one_line(template, shared_dir):
     path.chmod(0o444)
     shared_dir.chmod(0o555)  # like a read-only mount: no -shm can be created
     result = _lab_readonly(path, "status")
-    one_error(result.returncode, result.stderr, str(path))
+    one_error(result.returncode, result.stderr, str(path), "writable")
     assert "Traceback" not in result.stderr
 
 
