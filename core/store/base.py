@@ -97,7 +97,8 @@ def write(db: Database) -> Iterator[Database]:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise
-    conn.execute("COMMIT")
+    if conn.in_transaction:  # the body may end it itself (check_writable rolls back)
+        conn.execute("COMMIT")
 
 
 def check_writable(db: Database, path: Path | str) -> None:
