@@ -76,7 +76,7 @@ def test_console_end_to_end_in_tmux(tmp_path: Path) -> None:
                             f"{lab} enqueue --models sim-slow --conditions none "
                             f"--regimes persistent --set tiny --run e2e && "
                             f"{lab} worker --concurrency 1 --until-idle; sleep 60", tmp_path)
-        tmux.wait("queued 1 cells", window="shell")
+        tmux.wait("queued 1 cell,", window="shell")
         tmux.keys("console", "5")
         first = tmux.wait("step 1 ")
         assert "sim-slow / none / persistent" in first
