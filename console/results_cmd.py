@@ -29,6 +29,8 @@ TABLES = ("success", "delta", "index", "hazard", "cost", "judgments", "budgets")
 """analysis.measures.TABLES, spelled out so `lab --help` need not import pandas (a test
 checks they agree)."""
 
+PROBE_TABLES = ("policies", "controllers")
+"""analysis.probe_tables.PROBE_TABLES: tables on answer-now branches (`lab replay answer-now`)."""
 FORMATS = ("table", "csv", "json")
 EXTRA_FIELDS = ("version", "provenance")
 """Columns a JSON/CSV row adds to the Row fields: project version and run provenance."""
@@ -136,7 +138,7 @@ def _rows_out(dicts: list[dict[str, object]], fmt: str) -> str:
 
 @click.command("results")
 @click.argument("table", required=False, default="all",
-                type=click.Choice([*TABLES, "all"]))
+                type=click.Choice([*TABLES, *PROBE_TABLES, "all"]))
 @selection_options
 @click.option("--repaired", is_flag=True, help="Use repaired answers (SPEC §8.5) where stored.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
@@ -167,16 +169,25 @@ def results(ctx: click.Context, table: str, runs: tuple[str, ...], sets: tuple[s
     from analysis.tables import render_results
 
     db = _db(ctx, create=False)
-    if repaired:
-        click.echo(NO_REPAIRED, err=True)
     selection = selection_from(runs, sets, seeds, models, conditions, regimes, pool)
     frames = _frames(db, selection, ctx.obj["db"])
-    names = TABLES if table == "all" else (table,)
-    res = compute(frames, names, resamples, min(resamples, 1000), seed)
+    note = ""
+    if repaired:
+        from analysis.repairs import repaired_frames
+        frames, n_repaired = repaired_frames(db, frames)
+        note = (f"note: repaired answers (lab repair) replace the raw ones of {n_repaired} "
+                f"episodes; raw results are primary" if n_repaired else NO_REPAIRED)
+        click.echo(note, err=True)
+    if table in PROBE_TABLES:
+        from analysis.probe_tables import probe_results
+        res = probe_results(db, frames, table, resamples, seed)
+    else:
+        res = compute(frames, TABLES if table == "all" else (table,), resamples,
+                      min(resamples, 1000), seed)
     provenance = prereg_rows.run_provenance(db, frames.runs)
     if fmt == "table":
         text = render_results(res, charts=True, colorless=not sys.stdout.isatty())
-        click.echo((NO_REPAIRED + "\n\n" if repaired else "") + "\n".join(
+        click.echo((note + "\n\n" if note else "") + "\n".join(
             provenance_lines(provenance)) + "\n" + text)
         return
     click.echo(_rows_out([d | row_provenance(d, provenance) for t in res.tables

@@ -1,0 +1,39 @@
+"""`lab results policies|controllers`: the tables that read answer-now branches (issue 12)."""
+
+from __future__ import annotations
+
+from sqlite_utils import Database
+
+from analysis.arms import Grouping
+from analysis.controllers import controller_table
+from analysis.measures import Frames, Results
+from analysis.policies import policy_table
+from core.store.probes import probes_frame
+
+PROBE_TABLES = ("policies", "controllers")
+
+
+def probe_results(db: Database, frames: Frames, name: str, n_boot: int, seed: int = 0
+                  ) -> Results:
+    """One of PROBE_TABLES on the frames' episodes and their stored answer-now branches.
+
+    Args:
+        db: an open lab.db.
+        frames: the selection's frames.
+        name: "policies" or "controllers".
+        n_boot: question-level resamples.
+        seed: bootstrap seed.
+
+    Returns:
+        Results holding the one table.
+
+    Raises:
+        ValueError: another name.
+    """
+    if name not in PROBE_TABLES:
+        raise ValueError(f"unknown probe table {name!r}; choose from {', '.join(PROBE_TABLES)}")
+    grouping = Grouping(frames.selection.pool, frames.errored_episodes)
+    probes = probes_frame(db, frames.selection, kinds=("answer_now",))
+    build = policy_table if name == "policies" else controller_table
+    table = build(frames.episodes, frames.steps, probes, n_boot, seed, grouping)
+    return Results((table,), (), (), (), frames.errored, frames.runs, grouping.pooled)
