@@ -221,7 +221,8 @@ def test_estimate_splits_output_tokens_by_characters():
      "thinking_budget is set but thinking is not true"),
     ('backend = "openai"\nmodel = "m"\nendpoints = ["http://a"]\nthinking = true\n'
      'thinking_budget = "lots"', "thinking_budget must be an integer"),
-    ('backend = "anthropic"\nmodel = "c"\nthinking = true', "thinking = true needs thinking_budget"),
+    ('backend = "anthropic"\nmodel = "c"\nthinking = true',
+     "thinking = true needs thinking_budget"),
     ('backend = "anthropic"\nmodel = "c"\nthinking = true\nthinking_budget = 512',
      "thinking_budget must be >= 1024"),
     ('backend = "anthropic"\nmodel = "c"\nthinking = true\nthinking_budget = 2048\n'
