@@ -13,7 +13,11 @@ import pytest
 
 from analysis.budgets import budget_pairs, budget_table, weighted_median
 from console.cli import main
-from core import store
+from console.demo_cmd import ensure_demo_set
+from core import prereg, store
+from core.data import ids_hash
+from core.models.registry import builtin_models
+from jobs.grid import GridRequest, plan
 
 
 def _episodes(budget: int, rows: list[tuple[str, int, int | None, int]],
@@ -134,3 +138,26 @@ def test_budgets_grid_through_the_queue(db_path: Path, tmp_path: Path, capsys):
     assert main([*base, "results", "budgets", "--resamples", "20"]) == 0
     text = capsys.readouterr().out
     assert "Budget scaling" in text and "median_action_diff" in text
+
+
+def test_an_amendment_scope_gates_each_budget(db_path: Path):
+    db = store.connect(db_path)
+    ensure_demo_set(db)
+    ids = store.question_set(db, "demo")["ids"][:10]
+    store.save_question_set(db, "t10", "demo", ids, 1, [], True, ids_hash(ids))
+    scope = {"models": ["sim-own5"], "conditions": ["budget"], "regimes": ["persistent"],
+             "question_sets": ["t10"], "budgets": [8, 16]}
+    tests = [{"id": "D1", "kind": "median_action", "condition": "budget", "regime": "persistent",
+              "budget": 16, "op": ">=", "value": 12}]
+    models = builtin_models()
+    prereg.create(db, "budget scaling", "", tests, scope)
+    prereg.freeze(db, "A1", models)
+
+    def req(*budgets: int) -> GridRequest:
+        return GridRequest(models=("sim-own5",), conditions=("budget",), regimes=("persistent",),
+                           question_set="t10", budgets=budgets, amendment="A1", run="d")
+
+    grid = plan(db, req(8, 16), models)
+    assert grid.mode == "governed" and {c.cell.budget for c in grid.cells} == {8, 16}
+    with pytest.raises(prereg.GateError, match="budget 12 is not in its scope"):
+        plan(db, req(8, 12), models)
