@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from sqlite_utils import Database
 
@@ -61,12 +61,42 @@ def setup_for(cell: CellSpec, question: Question, pool: ForeignPool,
                         prompt_format=str(cell.model.params.get("prompt_format", "react")))
 
 
+class CallGate(Protocol):
+    """A cap on a model's calls in flight shared beyond one job (jobs.slots.CallSlots)."""
+
+    async def acquire(self) -> int:
+        """Wait for a call slot; returns its number."""
+        ...
+
+    def release(self, slot: int) -> None:
+        """Give the slot back when the call has ended."""
+        ...
+
+
+class GatedSession:
+    """A model session whose every call holds one slot of a CallGate while in flight."""
+
+    def __init__(self, session: Any, gate: CallGate) -> None:
+        self.session = session
+        self.gate = gate
+
+    async def generate(self, messages: Sequence[Any], **kw: Any) -> Any:
+        """The session's generate, inside a slot of the gate."""
+        slot = await self.gate.acquire()
+        try:
+            return await self.session.generate(messages, **kw)
+        finally:
+            self.gate.release(slot)
+
+
 async def run_one(setup: EpisodeSetup, client: ModelClient,
-                  on_step: Callable[[Step], None] | None = None) -> EpisodeResult:
-    """Run one episode with a fresh session of `client`."""
+                  on_step: Callable[[Step], None] | None = None,
+                  gate: CallGate | None = None) -> EpisodeResult:
+    """Run one episode with a fresh session of `client` (each call inside `gate`, if any)."""
     view = EpisodeView(question=setup.question, seed=setup.seed, budget=setup.budget)
     session = client.start(view)
-    result = await run_episode(setup, session, on_step=on_step, view=view)
+    result = await run_episode(setup, session if gate is None else GatedSession(session, gate),
+                               on_step=on_step, view=view)
     result.server = getattr(session, "server", None)  # the endpoint that served it
     return result
 
@@ -75,12 +105,16 @@ async def run_questions(db: Database, cell_id: int, cell: CellSpec,
                         questions: Sequence[Question], pool: ForeignPool, client: ModelClient,
                         live: bool = False, batch: int = 64, concurrency: int | None = None,
                         should_stop: Callable[[], bool] | None = None,
-                        live_first: int = 0) -> int:
+                        live_first: int = 0, slots: asyncio.Semaphore | None = None,
+                        gate: CallGate | None = None,
+                        on_admitted: Callable[[], None] | None = None,
+                        close_client: bool = True) -> int:
     """Run a cell's missing episodes for `questions` and store them.
 
-    Episodes run concurrently up to the model's concurrency. Finished episodes are
-    stored in batches of up to `batch`, each episode with all its steps and never
-    twice (the (cell, question) key).
+    Episodes run concurrently up to the model's concurrency (or hold one of `slots`,
+    shared with other jobs of the same worker). Finished episodes are stored in
+    batches of up to `batch`, each episode with all its steps and never twice (the
+    (cell, question) key).
 
     Args:
         live: also commit each step to the live tables as it happens.
@@ -92,19 +126,36 @@ async def run_questions(db: Database, cell_id: int, cell: CellSpec,
             the live tables, all steps in one transaction when the episode ends, until
             their batch is stored (instant sims: one per job keeps them visible in
             `lab tail` and the console at the cost of one transaction per job).
+        slots: episode slots shared across jobs (replaces the per-call semaphore of
+            `concurrency`): a worker keeps its model's batch full across jobs.
+        gate: a cap on the model's calls in flight shared by every worker on the
+            host (each call holds one of its slots).
+        on_admitted: called once every question has started or been passed over
+            (stop requested, or an error): the caller may then queue the next job
+            while this one's stragglers finish.
+        close_client: close the client's connections at the end (False when the
+            client is shared by later jobs).
 
     Returns:
         Number of episodes stored.
     """
     todo = [q for q in questions if not store.episode_exists(db, cell_id, q.id)]
-    limit = asyncio.Semaphore(max(1, min(client.concurrency, concurrency or client.concurrency)))
+    limit = slots or asyncio.Semaphore(
+        max(1, min(client.concurrency, concurrency or client.concurrency)))
     label = f"{cell.model.name} / {cell.condition.label()} / {cell.regime.name}"
     done: list[tuple[int, EpisodeResult, int | None]] = []
-    stored = started = 0
+    stored = started = admitted = 0
+
+    def admit() -> None:
+        nonlocal admitted
+        admitted += 1
+        if admitted == len(todo) and on_admitted is not None:
+            on_admitted()
 
     async def one(q: Question) -> None:
         nonlocal stored, started
         async with limit:
+            admit()
             if should_stop is not None and should_stop():
                 return
             # a sampled instant episode commits its live rows in one transaction at its end
@@ -114,7 +165,7 @@ async def run_questions(db: Database, cell_id: int, cell: CellSpec,
             on_step = (lambda s: store.live_step(db, live_id, s)) if live_id else None
             try:
                 result = await run_one(setup_for(cell, q, pool, client), client,
-                                       sampled.append if sampled is not None else on_step)
+                                       sampled.append if sampled is not None else on_step, gate)
             except BaseException:  # a bug in lab, or cancelled: no stale "running" row
                 if live_id is not None:
                     store.live_end(db, live_id)
@@ -130,6 +181,8 @@ async def run_questions(db: Database, cell_id: int, cell: CellSpec,
                 done.clear()
                 stored += sum(i is not None for i in store.write_episodes(db, items))
 
+    if not todo and on_admitted is not None:
+        on_admitted()
     tasks = [asyncio.ensure_future(one(q)) for q in todo]
     try:
         await asyncio.gather(*tasks)
@@ -139,11 +192,13 @@ async def run_questions(db: Database, cell_id: int, cell: CellSpec,
         await asyncio.gather(*tasks, return_exceptions=True)
         raise
     finally:
+        if admitted < len(todo) and on_admitted is not None:
+            on_admitted()  # stopped by an error: never leave the caller waiting
         try:  # store what finished even when another episode raised (a bug in lab)
             if done:
                 stored += sum(i is not None for i in store.write_episodes(db, done))
         finally:
-            close = getattr(client, "close", None)
+            close = getattr(client, "close", None) if close_client else None
             if close is not None:  # release connections before the event loop ends
                 await close()
     return stored

@@ -92,6 +92,8 @@ class GridStatus:
     eta_s: float | None
     retry: str | None = None
     """The command that re-runs the grid's errored episodes (None when there are none)."""
+    stale: int = 0
+    """Running jobs whose heartbeat is older than `ledger.STALE_AFTER_S` (worker lost?)."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict."""
@@ -106,7 +108,7 @@ def status(db: Database, now: float | None = None) -> list[GridStatus]:
     """
     now = time.time() if now is None else now
     out = []
-    for g in ledger.grid_progress(db):
+    for g in ledger.grid_progress(db, now):
         recent = [f for f in g["finished"]
                   if now - datetime.fromisoformat(f).timestamp() <= RATE_WINDOW_S]
         span = RATE_WINDOW_S
@@ -116,8 +118,10 @@ def status(db: Database, now: float | None = None) -> list[GridStatus]:
         rate = len(recent) / span if recent else 0.0
         left = g["expected"] - g["stored"] - g["errored"]  # errored pairs wait for a retry
         eta = left / rate if rate > 0 and left > 0 else (0.0 if left == 0 else None)
+        if g["stale"]:
+            eta = None  # a lost worker's jobs wait for recovery: no honest ETA
         out.append(GridStatus(g["grid"], g["run"], g["cells"], g["expected"], g["stored"],
                               g["errored"], g["running"], g["jobs"], rate, eta,
                               f"lab retry --grid {g['grid']} --errored" if g["errored"]
-                              else None))
+                              else None, g["stale"]))
     return out

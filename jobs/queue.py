@@ -5,9 +5,7 @@ Huey carries only "run job N" messages; the job ledger in lab.db is the record.
 
 from __future__ import annotations
 
-import os
-import threading
-import time
+from typing import TYPE_CHECKING
 
 from huey import SqliteHuey
 from huey.api import TaskWrapper
@@ -15,11 +13,20 @@ from huey.api import TaskWrapper
 from jobs.settings import WorkerSettings, queue_path
 from jobs.tasks import PoolCache, execute_job
 
+if TYPE_CHECKING:
+    from jobs.engine import Engine
+
 TASK_NAME = "run_job"
 
 
-def make_huey(settings: WorkerSettings) -> tuple[SqliteHuey, TaskWrapper]:
+def make_huey(settings: WorkerSettings,
+              engine: Engine | None = None) -> tuple[SqliteHuey, TaskWrapper]:
     """Build the Huey instance for a lab.db and register the job task on it.
+
+    Args:
+        settings: lab.db, registry and worker identity.
+        engine: a worker's episode engine (`lab worker`): tasks hand their jobs to it
+            and return once the jobs' questions have started. Enqueueing needs none.
 
     Returns:
         (huey, run_job): call `run_job.s(job_id, priority=p)` and `huey.enqueue(...)`
@@ -28,28 +35,13 @@ def make_huey(settings: WorkerSettings) -> tuple[SqliteHuey, TaskWrapper]:
     huey = SqliteHuey(name="lab", filename=str(queue_path(settings.db_path)), results=False,
                       utc=True, timeout=60)
 
-    pools: PoolCache = {}  # this worker's foreign-page pools, built once per question set
+    pools: PoolCache = {} if engine is None else engine.pools  # built once per question set
 
     def run_job(job_id: int) -> str:
-        return execute_job(settings, job_id, pools)
+        return execute_job(settings, job_id, pools, engine)
 
     task = huey.task(name=TASK_NAME)(run_job)
-    if settings.worker_type == "process":
-        parent = os.getpid()
-
-        @huey.on_startup()
-        def _exit_with_parent() -> None:
-            # A process-type worker whose consumer was killed would otherwise live on
-            # as an orphan; leases make its abandoned job safe to re-run elsewhere.
-            threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
-
     return huey, task
-
-
-def _watch_parent(parent: int) -> None:
-    while os.getppid() == parent:
-        time.sleep(0.5)
-    os._exit(1)
 
 
 def enqueue_job(huey: SqliteHuey, task: TaskWrapper, job_id: int, priority: int = 0) -> None:

@@ -7,20 +7,24 @@ import json
 import logging
 import sqlite3
 import traceback
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlite_utils import Database
 
 from core import store
 from core.conditions import Condition
 from core.errors import ConfigError, LabError
+from core.models.base import ModelClient
 from core.models.registry import ModelSpec, load_registry, make_client, resolve_model
 from core.regimes import ForeignPool, parse_regime
-from core.runner import CellSpec, run_questions
+from core.runner import CallGate, CellSpec, run_questions
 from core.store import jobs as ledger
 from jobs.settings import WorkerSettings
+
+if TYPE_CHECKING:
+    from jobs.engine import Engine
 
 log = logging.getLogger("lab.jobs")
 
@@ -75,9 +79,13 @@ def _pool(db: Database, cell: CellSpec, questions: list, pools: PoolCache | None
     return pools[key]
 
 
-async def _heartbeat(db: Database, job_id: int, settings: WorkerSettings, stop: _Stop) -> None:
+async def _heartbeat(db: Database, job_id: int, settings: WorkerSettings, stop: _Stop,
+                     res: Resources) -> None:
     while stop.reason is None:
         await asyncio.sleep(settings.heartbeat_s)
+        if res.stopping:
+            stop.reason = "worker stopping"
+            break
         state = ledger.heartbeat(db, job_id, settings.worker_id, settings.lease_s)
         if state is None:
             stop.reason = "lease lost"
@@ -87,27 +95,60 @@ async def _heartbeat(db: Database, job_id: int, settings: WorkerSettings, stop: 
             stop.reason = "worker stopping"
 
 
-async def _run(db: Database, job: dict, settings: WorkerSettings,
-               pools: PoolCache | None) -> _Stop:
+class Resources:
+    """What the jobs of one worker process share: pools, and with an engine, clients and slots.
+
+    This plain version gives each job a fresh client and its own episode semaphore
+    (a job run by itself: tests, `execute_job` without an engine); `jobs.engine`
+    shares them across the jobs of a process.
+    """
+
+    def __init__(self, pools: PoolCache | None = None) -> None:
+        self.pools = pools
+        self.stopping = False
+        """Set when the worker process stops: no job starts another episode."""
+
+    def client(self, model: ModelSpec) -> tuple[ModelClient, bool]:
+        """(client for the model, whether it is shared and must stay open)."""
+        return make_client(model), False
+
+    def episode_slots(self, model: ModelSpec, client: ModelClient,
+                      settings: WorkerSettings) -> asyncio.Semaphore | None:
+        """Episode slots shared across jobs (None: the job bounds its own episodes)."""
+        return None
+
+    def gate(self, model: ModelSpec, client: ModelClient) -> CallGate | None:
+        """The host-wide cap on the model's calls in flight (None: no cap beyond the job)."""
+        return None
+
+
+async def _run(db: Database, job: dict, settings: WorkerSettings, res: Resources,
+               on_admitted: Callable[[], None] | None) -> _Stop:
     cell = cell_spec(db, job["cell_id"], settings)
     questions = store.load_questions(db, ids=job["question_ids"])
-    client = make_client(cell.model)
+    client, shared = res.client(cell.model)
     # instant sims finish an episode in a millisecond: live rows for every one would slow
     # them down, so only the first episode of each job is tailed (lab tail, console Live)
     live = cell.model.backend != "sim" or bool(cell.model.params.get("latency_ms"))
     stop = _Stop()
-    beat = asyncio.create_task(_heartbeat(db, job["id"], settings, stop))
+    beat = asyncio.create_task(_heartbeat(db, job["id"], settings, stop, res))
     try:
         if job.get("kind", "episodes") == "replay":  # probes of stored episodes (issue 12)
             from jobs.replay import replay_questions
+            if on_admitted is not None:
+                on_admitted()  # its probes have their own concurrency bound
             await replay_questions(db, job, client, settings.concurrency,
-                                   lambda: stop.reason is not None)
+                                   lambda: stop.reason is not None or res.stopping,
+                                   close_client=not shared)
             return stop
-        await run_questions(db, job["cell_id"], cell, questions, _pool(db, cell, questions, pools),
-                            client, live=live, batch=1 if live else 64,
-                            concurrency=settings.concurrency,
-                            should_stop=lambda: stop.reason is not None,
-                            live_first=0 if live else 1)
+        await run_questions(db, job["cell_id"], cell, questions,
+                            _pool(db, cell, questions, res.pools), client, live=live,
+                            batch=1 if live else 64, concurrency=settings.concurrency,
+                            should_stop=lambda: stop.reason is not None or res.stopping,
+                            live_first=0 if live else 1,
+                            slots=res.episode_slots(cell.model, client, settings),
+                            gate=res.gate(cell.model, client), on_admitted=on_admitted,
+                            close_client=not shared)
     finally:
         if stop.reason is None:
             stop.reason = ""
@@ -144,8 +185,13 @@ def failure_text(exc: BaseException, limit: int = 8000) -> str:
     return head + (tb if len(tb) <= room else "…" + tb[-(room - 1):])
 
 
-def execute_job(settings: WorkerSettings, job_id: int, pools: PoolCache | None = None) -> str:
+def execute_job(settings: WorkerSettings, job_id: int, pools: PoolCache | None = None,
+                engine: Engine | None = None) -> str:
     """Run one job if this worker can take its lease; returns what happened.
+
+    With `engine` (a worker process), the job runs on the engine's event loop and
+    this returns "handed off" once all its questions have started; the engine
+    settles the job when its last episode ends. Without, it runs here to its end.
 
     Returns one of: "skipped" (not queued, or another worker holds a live lease),
     "done", "released" (stopped early: worker stopping), "cancelled"/"paused"
@@ -159,30 +205,52 @@ def execute_job(settings: WorkerSettings, job_id: int, pools: PoolCache | None =
         job = ledger.acquire(db, job_id, settings.worker_id, settings.lease_s)
         if job is None:
             return "skipped"
-        mark = ledger.last_episode_id(db)
-        try:
-            stop = asyncio.run(_run(db, job, settings, pools))
-        except BaseException as exc:  # release the lease on interrupts too, then re-raise them
-            fatal = is_harness_bug(exc) or (
-                isinstance(exc, Exception) and job["attempts"] >= settings.max_attempts)
-            state = "failed" if fatal else "queued"
-            reason = failure_text(exc)
-            ledger.finish(db, job_id, settings.worker_id, state, error=reason)
-            if not isinstance(exc, Exception):
-                raise
-            log.warning("job %s %s: %s", job_id, "failed" if fatal else "will retry",
-                        reason.splitlines()[0])
-            return "failed" if fatal else "requeued"
-        if stop.reason in ("cancelled", "paused"):
-            return stop.reason
-        if stop.reason == "lease lost":
-            return "lost"
-        # errored episodes stay for `lab retry --errored`; only questions with no new record
-        # (complete or errored) keep the job open
-        missing = ledger.unsettled_questions(db, job["cell_id"], job["question_ids"], mark)
-        if stop.reason == "worker stopping" or missing:
-            released = ledger.finish(db, job_id, settings.worker_id, "queued")
-            return "released" if released else "lost"
-        return "done" if ledger.finish(db, job_id, settings.worker_id, "done") else "lost"
+        if engine is not None:
+            return engine.submit(job)
+        return asyncio.run(run_job(db, job, settings, Resources(pools)))
     finally:
         db.conn.close()
+
+
+async def run_job(db: Database, job: dict, settings: WorkerSettings, res: Resources,
+                  on_admitted: Callable[[], None] | None = None) -> str:
+    """Run a job whose lease this worker holds and settle it in the ledger.
+
+    Args:
+        db: lab.db.
+        job: the jobs row (from `ledger.acquire`).
+        settings: the worker's settings.
+        res: clients, pools and slots (shared by a worker's engine).
+        on_admitted: called once all the job's questions have started (or none will).
+
+    Returns:
+        What happened, as `execute_job` says.
+    """
+    job_id = job["id"]
+    mark = ledger.last_episode_id(db)
+    try:
+        stop = await _run(db, job, settings, res, on_admitted)
+    except BaseException as exc:  # release the lease on interrupts too, then re-raise them
+        if on_admitted is not None:
+            on_admitted()
+        fatal = is_harness_bug(exc) or (
+            isinstance(exc, Exception) and job["attempts"] >= settings.max_attempts)
+        state = "failed" if fatal else "queued"
+        reason = failure_text(exc)
+        ledger.finish(db, job_id, settings.worker_id, state, error=reason)
+        if not isinstance(exc, Exception):
+            raise
+        log.warning("job %s %s: %s", job_id, "failed" if fatal else "will retry",
+                    reason.splitlines()[0])
+        return "failed" if fatal else "requeued"
+    if stop.reason in ("cancelled", "paused"):
+        return stop.reason
+    if stop.reason == "lease lost":
+        return "lost"
+    # errored episodes stay for `lab retry --errored`; only questions with no new record
+    # (complete or errored) keep the job open
+    missing = ledger.unsettled_questions(db, job["cell_id"], job["question_ids"], mark)
+    if stop.reason == "worker stopping" or missing:
+        released = ledger.finish(db, job_id, settings.worker_id, "queued")
+        return "released" if released else "lost"
+    return "done" if ledger.finish(db, job_id, settings.worker_id, "done") else "lost"

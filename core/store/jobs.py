@@ -164,6 +164,26 @@ def expired(db: Database, now: float | None = None) -> list[int]:
     return ids
 
 
+def running_workers(db: Database) -> set[str]:
+    """Worker ids holding running jobs."""
+    return {r[0] for r in db.conn.execute(
+        "SELECT DISTINCT worker FROM jobs WHERE state = 'running' AND worker IS NOT NULL")}
+
+
+def release_worker_jobs(db: Database, worker: str, reason: str) -> list[int]:
+    """Make the running jobs of a worker known to be dead queued again; returns their ids."""
+    with write(db):
+        ids = [r[0] for r in db.conn.execute(
+            "SELECT id FROM jobs WHERE state = 'running' AND worker = ?", (worker,))]
+        db.conn.executemany(
+            "UPDATE jobs SET state = 'queued', worker = NULL, lease_until = NULL, "
+            "last_error = ?, updated_at = ? WHERE id = ? AND state = 'running'",
+            [(reason, utc_now(), i) for i in ids])
+        db.conn.execute("UPDATE workers SET state = 'lost' WHERE id = ? AND state != 'stopped'",
+                        (worker,))
+    return ids
+
+
 def queued(db: Database) -> list[dict[str, Any]]:
     """Queued jobs (id, priority, updated_at)."""
     return _rows(db, "SELECT id, priority, updated_at FROM jobs WHERE state = 'queued' ORDER BY id")
@@ -243,17 +263,25 @@ def job_states(db: Database) -> dict[str, int]:
     return dict(db.conn.execute("SELECT state, count(*) FROM jobs GROUP BY state").fetchall())
 
 
-def grid_progress(db: Database) -> list[dict[str, Any]]:
+STALE_AFTER_S = 3.0
+"""A running job whose last heartbeat is older than this is stale: its worker is
+probably lost (workers renew every job about once a second, so this is two missed
+heartbeats and some slack for a busy machine)."""
+
+
+def grid_progress(db: Database, now: float | None = None) -> list[dict[str, Any]]:
     """Per grid: run, expected/stored/errored pairs and job states.
 
     "stored" counts pairs with a complete episode; "errored" pairs whose episodes
-    all errored (what `lab retry --errored` would re-run).
+    all errored (what `lab retry --errored` would re-run); "stale" running jobs
+    whose heartbeat is older than STALE_AFTER_S at `now`.
     """
+    now = time.time() if now is None else now
     grids = _rows(db, "SELECT g.id AS grid, r.name AS run, g.created_at FROM grids g "
                       "JOIN runs r ON r.id = g.run_id ORDER BY g.id")
     for g in grids:
-        jobs = _rows(db, "SELECT cell_id, question_ids, state FROM jobs WHERE grid_id = ?",
-                     (g["grid"],))
+        jobs = _rows(db, "SELECT cell_id, question_ids, state, heartbeat_at FROM jobs "
+                         "WHERE grid_id = ?", (g["grid"],))
         pairs = {(j["cell_id"], q) for j in jobs for q in json.loads(j["question_ids"])}
         cells = sorted({c for c, _ in pairs})
         complete: dict[tuple[int, str], str] = {}
@@ -270,6 +298,8 @@ def grid_progress(db: Database) -> list[dict[str, Any]]:
             errored=len(errored & pairs), finished=sorted(done),
             jobs={s: sum(j["state"] == s for j in jobs) for s in
                   ("queued", "running", "paused", "done", "failed", "cancelled")},
+            stale=sum(j["state"] == "running" and now - (j["heartbeat_at"] or 0) > STALE_AFTER_S
+                      for j in jobs),
             running=db.conn.execute(
                 f"SELECT count(*) FROM live_episodes WHERE cell_id IN "
                 f"({', '.join('?' * len(cells)) or 'NULL'})", cells).fetchone()[0])
