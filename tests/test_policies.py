@@ -1,0 +1,82 @@
+"""Offline stopping policies (issue 12): a fixture whose best policy is known."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis.branches import build_branches
+from analysis.policies import best_policy, policies, policy_table, stopping_paid
+
+
+def _fixture(n: int = 10, judgments=("USELESS", "USELESS", "USEFUL", "USEFUL", "USEFUL",
+                                     "USEFUL", "USEFUL"), right_from: int = 3,
+             agent_correct: int = 1) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """n episodes, budget 8, 7 decision points; the answer-now branch is right from the
+    `right_from`-th observation on; the agent searches to the budget (7 calls)."""
+    ep, st, pr = [], [], []
+    for e in range(n):
+        ep.append(dict(episode_id=e, question_id=f"q{e}", model="m", arm="none",
+                       condition="none", condition_hash="h", budget=8, dataset="d",
+                       question_set="s", run="r", seed=0, replicate=0, amendment=None,
+                       regime="persistent", correct=agent_correct, tool_calls=7, error=None))
+        for t in range(1, 8):
+            st.append(dict(episode_id=e, t=t, obs_index=t, judgment=judgments[t - 1],
+                           discarded=0))
+            pr.append(dict(episode_id=e, t=t, kind="answer_now", correct=int(t >= right_from),
+                           confidence=0.5, probe_input_tokens=100, probe_output_tokens=10))
+    return pd.DataFrame(ep), pd.DataFrame(st), pd.DataFrame(pr)
+
+
+def test_best_policy_is_the_known_one_and_regret_is_exact():
+    episodes, steps, probes = _fixture()
+    b = build_branches(episodes, steps, probes)
+    results = list(policies(b))
+    names = [r.name for r in results]
+    assert names[:7] == [f"cap {c}" for c in range(1, 8)] and names[-1] == "agent"
+    assert len(names) == 7 + 7 + 49 + 1
+    for lam in (0.0, 0.02, 0.05):
+        assert best_policy(results, lam).name == "cap 3"
+    by = {r.name: r for r in results}
+    assert by["cap 3"].calls.tolist() == [3.0] * 10 and by["cap 3"].correct.mean() == 1.0
+    assert by["own 2"].correct.mean() == 0.0  # fires after the 2nd observation: too early
+    assert by["own 3"].calls.tolist() == [7.0] * 10  # never fires: the agent's own outcome
+    table = policy_table(episodes, steps, probes, n_boot=50)
+    got = {(r.measure, r.scope): r for r in table.rows}
+    regret = got[("regret", "λ=0.05")]
+    assert regret.estimate == pytest.approx((1 - 0.05 * 3) - (1 - 0.05 * 7))
+    assert regret.detail == "cap 3 − agent"
+    assert got[("best_utility", "λ=0.02")].detail == "cap 3"
+
+
+def test_policy_without_its_branches_is_not_eligible():
+    episodes, steps, probes = _fixture()
+    probes = probes.loc[probes["t"] != 3]  # nobody replayed the 3rd point
+    results = list(policies(build_branches(episodes, steps, probes)))
+    assert {r.name: r.missing for r in results}["cap 3"] == 10
+    assert best_policy(results, 0.05).name == "cap 4"
+
+
+def test_would_stopping_have_paid_at_the_first_five_useless_point():
+    episodes, steps, probes = _fixture(judgments=("USELESS",) * 7, right_from=5,
+                                       agent_correct=0)
+    b = build_branches(episodes, steps, probes)
+    mask, now, cont, extra = stopping_paid(b)
+    assert mask.all() and now.tolist() == [1.0] * 10 and cont.tolist() == [0.0] * 10
+    assert extra.tolist() == [2.0] * 10  # 7 calls made, 5 at the point
+    table = policy_table(episodes, steps, probes, n_boot=50)
+    (paid,) = [r for r in table.rows if r.measure == "stop_paid"]
+    assert paid.estimate == 1.0 and "answering better on 10, continuing on 0" in paid.detail
+    no_branches = policy_table(episodes, steps, probes.iloc[0:0], n_boot=10)
+    assert not no_branches.rows and "no answer-now branches" in no_branches.notes[-1]
+
+
+def test_a_policy_fires_only_before_the_agent_ended():
+    episodes, steps, probes = _fixture()
+    episodes.loc[0, ["tool_calls", "correct"]] = [2, 0]  # agent 0 answered after 2 calls
+    steps = steps.loc[~((steps["episode_id"] == 0) & (steps["t"] > 2))]
+    probes = probes.loc[~((probes["episode_id"] == 0) & (probes["t"] > 2))]
+    by = {r.name: r for r in policies(build_branches(episodes, steps, probes))}
+    assert by["cap 3"].correct[0] == 0 and by["cap 3"].calls[0] == 2
+    assert np.all(by["cap 3"].correct[1:] == 1)
