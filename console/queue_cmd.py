@@ -16,6 +16,7 @@ from core.data import Question
 from core.errors import ConfigError, LabError
 from core.models.registry import load_registry
 from core.store import jobs as ledger
+from core.store.base import check_writable
 from jobs.control import control, enqueue_grid, status
 from jobs.grid import GridRequest, plan
 from jobs.retry import retry
@@ -23,8 +24,25 @@ from jobs.settings import WorkerSettings
 from jobs.worker import run_worker
 
 
+def plural(n: int, noun: str) -> str:
+    """`1 cell`, `2 cells`."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def _split(text: str) -> tuple[str, ...]:
     return tuple(p.strip() for p in text.split(",") if p.strip())
+
+
+def split_conditions(text: str) -> tuple[str, ...]:
+    """Comma-separated conditions; a condition's own knob commas stay inside it
+    (`none,enforced_rule:k=7,judge=true` is two conditions)."""
+    out: list[str] = []
+    for part in _split(text):
+        if out and "=" in part and ":" not in part:
+            out[-1] += "," + part
+        else:
+            out.append(part)
+    return tuple(out)
 
 
 def _ints(text: str, what: str) -> tuple[int, ...]:
@@ -45,7 +63,8 @@ def settings_for(ctx: click.Context, **kw: object) -> WorkerSettings:
 @click.option("--conditions", required=True, help="Comma-separated conditions (with knobs).")
 @click.option("--regimes", required=True, help="Comma-separated regimes.")
 @click.option("--set", "question_set", required=True, help="Question set name.")
-@click.option("--budget", default="8", show_default=True, help="Budget(s), comma-separated.")
+@click.option("--budget", "--budgets", "budget", default="8", show_default=True,
+              help="Budget(s), comma-separated, e.g. --budgets 8,16.")
 @click.option("--seeds", default="0", show_default=True, help="Seeds, comma-separated.")
 @click.option("--replicate", type=int, default=0, show_default=True)
 @click.option("--run", "run_name", default="default", show_default=True, help="Run name.")
@@ -66,7 +85,7 @@ def enqueue_cmd(ctx: click.Context, models: str, conditions: str, regimes: str,
       lab enqueue --models sim-own5,sim-clock6 --conditions none,enforced_rule \\
           --regimes clean,persistent --set dev100 --seeds 0,1 --run pilot --dry-run
     """
-    request = GridRequest(models=_split(models), conditions=_split(conditions),
+    request = GridRequest(models=_split(models), conditions=split_conditions(conditions),
                           regimes=_split(regimes), question_set=question_set,
                           budgets=_ints(budget, "--budget"), seeds=_ints(seeds, "--seeds"),
                           replicate=replicate, run=run_name, amendment=amendment,
@@ -78,16 +97,20 @@ def enqueue_cmd(ctx: click.Context, models: str, conditions: str, regimes: str,
     else:
         grid_plan, grid_id, njobs = enqueue_grid(db, settings_for(ctx), request, registry)
         summary = grid_plan.summary() | {"grid": grid_id, "jobs": njobs}
-        if grid_id is None and not as_json:
+    for note in summary["notes"]:
+        click.echo(f"note: {note}", err=True)
+    if not dry_run:
+        if summary["grid"] is None and not as_json:
             click.echo(f"nothing to queue: all {summary['already_stored_or_queued']} episodes "
-                       f"of these {summary['cells']} cells are already stored or queued")
+                       f"of {plural(summary['cells'], 'cell')} are already stored or queued")
             return
     if as_json:
         click.echo(json.dumps(summary, indent=2))
         return
     head = "would queue" if dry_run else f"grid {summary['grid']}: queued"
-    click.echo(f"{head} {summary['cells']} cells, {summary['new_episodes']} episodes in "
-               f"{summary['jobs']} jobs (≤ {summary['max_model_calls']} model calls"
+    click.echo(f"{head} {plural(summary['cells'], 'cell')}, "
+               f"{plural(summary['new_episodes'], 'episode')} in "
+               f"{plural(summary['jobs'], 'job')} (≤ {summary['max_model_calls']} model calls"
                + (f", {summary['sim_episodes']} episodes simulated" if summary["sim_episodes"]
                   else "") + f"); {summary['already_stored_or_queued']} already stored or queued")
     for model, est in summary["estimate"].items():
@@ -118,6 +141,9 @@ def worker_cmd(ctx: click.Context, workers: int, concurrency: int, worker_type: 
     """
     settings = settings_for(ctx, concurrency=concurrency, worker_type=worker_type,
                             lease_s=lease, heartbeat_s=min(1.0, lease / 4))
+    db = store.connect(settings.db_path)
+    check_writable(db, settings.db_path)  # a read-only lab.db: one line, before any banner
+    db.conn.close()
     click.echo(f"worker {settings.worker_id}: {workers} {worker_type} worker(s) on "
                f"{ctx.obj['db']}", err=True)
     run_worker(settings, workers=workers, until_idle=until_idle)
@@ -138,7 +164,7 @@ def status_cmd(ctx: click.Context, as_json: bool) -> None:
     Example:
       lab status --json
     """
-    db = store.connect(ctx.obj["db"])
+    db = store.connect(ctx.obj["db"], create=False)
     grids = status(db)
     if as_json:
         click.echo(json.dumps({"grids": [g.to_dict() for g in grids],
@@ -175,12 +201,31 @@ def _target(action: str, run_name: str | None, grid: int | None,
     return given[0]
 
 
+def _target_options(action: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """--run/--grid/--job (give exactly one) with help text naming the action."""
+    options = (
+        click.option("--run", "run_name", default=None,
+                     help=f"{action.capitalize()} every job of this run (a --run name of "
+                          f"lab enqueue)."),
+        click.option("--grid", type=int, default=None,
+                     help=f"{action.capitalize()} every job of this grid id (lab status)."),
+        click.option("--job", type=int, default=None,
+                     help=f"{action.capitalize()} this one job id (lab status --json)."),
+    )
+
+    def apply(command: Callable[..., None]) -> Callable[..., None]:
+        for option in reversed(options):
+            command = option(command)
+        return command
+
+    return apply
+
+
 def _control_command(action: str) -> click.Command:
-    @click.command(action, help=f"{action.capitalize()} the jobs of a run, grid or job.\n\n"
+    @click.command(action, help=f"{action.capitalize()} the jobs of a run, grid or job "
+                   f"(give exactly one of --run, --grid, --job).\n\n"
                    f"\b\nExample:\n  lab {action} --run pilot\n  lab {action} --job 17")
-    @click.option("--run", "run_name", default=None)
-    @click.option("--grid", type=int, default=None)
-    @click.option("--job", type=int, default=None)
+    @_target_options(action)
     @click.pass_context
     def command(ctx: click.Context, run_name: str | None, grid: int | None,
                 job: int | None) -> None:
@@ -192,9 +237,7 @@ def _control_command(action: str) -> click.Command:
 
 
 @click.command("retry")
-@click.option("--run", "run_name", default=None)
-@click.option("--grid", type=int, default=None)
-@click.option("--job", type=int, default=None)
+@_target_options("retry")
 @click.option("--errored", "errored_only", is_flag=True,
               help="Only the errored episodes (leave failed/cancelled jobs as they are).")
 @click.pass_context
@@ -244,7 +287,7 @@ def tail_cmd(ctx: click.Context, episode: int | None, follow: bool,
     Example:
       lab tail --follow
     """
-    db = store.connect(ctx.obj["db"])
+    db = store.connect(ctx.obj["db"], create=False)
     deadline = None if timeout is None else time.monotonic() + timeout
     while True:
         live_id = episode if episode is not None else ledger.newest_live(db)
