@@ -356,6 +356,6 @@ def _print_finished(db, episode_id: int, header: bool = True, after_t: int = 0) 
     fields = {k: row[k] for k in ("answered", "answer", "answer_action", "correct", "f1",
                                   "placeholder", "tool_calls", "extra_calls", "forced_turns",
                                   "refused_calls", "format_failures", "input_tokens",
-                                  "output_tokens", "end_reason", "error")}
+                                  "output_tokens", "reasoning_tokens", "end_reason", "error")}
     result = EpisodeResult(question_id=row["question_id"], **fields)
     click.echo("\n".join(summary_lines(result, row["gold"])))

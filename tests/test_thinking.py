@@ -241,3 +241,13 @@ def test_registry_accepts_thinking_budget_and_hashes_it(tmp_path):
                     'thinking_budget = 4096\n', encoding="utf-8")
     spec = load_registry(path)["c"]
     assert spec.spec()["thinking_budget"] == 4096 and spec.spec()["thinking"] is True
+
+
+def test_lab_tail_of_a_finished_episode_shows_reasoning(openai_app, openai_server, db_path,
+                                                        capsys):
+    _, rows = drive(openai_spec(openai_server.url), db_path, n=1, budget=4)
+    capsys.readouterr()
+    assert main(["--db", str(db_path), "tail", str(rows[0]["id"])]) == 0
+    out = capsys.readouterr().out
+    assert out.count("  reasoning (") == 2 and "Secret plan" in out
+    assert f"({rows[0]['reasoning_tokens']} reasoning)" in out
