@@ -59,8 +59,10 @@ def settings_for(ctx: click.Context, **kw: object) -> WorkerSettings:
 
 
 @click.command("enqueue")
-@click.option("--models", required=True, help="Comma-separated model names.")
-@click.option("--conditions", required=True, help="Comma-separated conditions (with knobs).")
+@click.option("--models", required=True,
+              help="Comma-separated model names (a name given twice is queued once).")
+@click.option("--conditions", required=True,
+              help="Comma-separated conditions with knobs, e.g. none,enforced_rule:k=7,judge=true.")
 @click.option("--regimes", required=True, help="Comma-separated regimes.")
 @click.option("--set", "question_set", required=True, help="Question set name.")
 @click.option("--budget", "--budgets", "budget", default="8", show_default=True,
