@@ -6,8 +6,7 @@ its scores (answer, em, f1, correct, placeholder) of the episodes that have one.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
+import numpy as np
 import pandas as pd
 from sqlite_utils import Database
 
@@ -32,13 +31,12 @@ def with_repairs(episodes: pd.DataFrame, repairs: pd.DataFrame) -> tuple[pd.Data
     if rep.empty:
         return episodes, 0
     out = episodes.copy()
-    hit = out["episode_id"].isin(rep.index)
-    ids = out.loc[hit, "episode_id"]
+    hit = out["episode_id"].isin(rep.index).to_numpy()
     for column in SCORE_COLUMNS:
-        values = rep.loc[ids, column].to_numpy()
-        if column != "answer":
-            values = values.astype(out[column].dtype)
-        out.loc[hit, column] = values
+        repaired = out["episode_id"].map(rep[column]).to_numpy()
+        values = np.where(hit, repaired, out[column].to_numpy(dtype=object))
+        out[column] = (values if column == "answer"
+                       else values.astype(episodes[column].dtype))
     return out, int(hit.sum())
 
 
@@ -50,4 +48,7 @@ def repaired_frames(db: Database, frames: Frames) -> tuple[Frames, int]:
     """
     repairs = probes_frame(db, frames.selection, kinds=("repair",))
     episodes, n = with_repairs(frames.episodes, repairs)
-    return replace(frames, episodes=episodes), n
+    if not n:
+        return frames, 0
+    return type(frames)(episodes, frames.steps, frames.decisions, frames.errored, frames.runs,
+                        frames.errored_episodes, frames.selection), n

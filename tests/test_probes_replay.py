@@ -126,3 +126,77 @@ def test_kill_minus_9_mid_replay_loses_nothing_and_stores_nothing_twice(tmp_path
     assert done.returncode == 0, done.stderr
     assert _count(db, "SELECT count(*) FROM probes") == planned
     assert _count(db, "SELECT count(DISTINCT episode_id || '|' || t) FROM probes") == planned
+
+
+def test_results_policies_and_controllers_after_answer_now(sim_run):
+    before = lab(sim_run, "results", "policies", "--format", "json", "--resamples", "20")
+    assert before.exit_code == 0 and json.loads(before.stdout) == []
+    assert lab(sim_run, "replay", "answer-now", "--run", "pilot").exit_code == 0
+    assert lab(sim_run, "worker", "--until-idle").exit_code == 0
+    for table, measures in (("policies", {"best_utility", "regret", "utility", "success"}),
+                            ("controllers", {"ece", "aurc", "coverage", "tpc"})):
+        r = lab(sim_run, "results", table, "--format", "json", "--resamples", "20")
+        assert r.exit_code == 0, r.output
+        rows = json.loads(r.stdout)
+        assert measures <= {row["measure"] for row in rows}
+        assert {row["model"] for row in rows} == {"sim-own5", "sim-clock4"}
+        assert all(row["table"] == table and row["arm"] == "none" for row in rows)
+
+
+def test_repair_changes_only_the_placeholder_answers(sim_run):
+    conn = sqlite3.connect(sim_run)
+    with conn:  # two answered episodes copied the template
+        ids = [r[0] for r in conn.execute(
+            "SELECT id FROM episodes WHERE answered = 1 ORDER BY id LIMIT 2")]
+        conn.executemany("UPDATE episodes SET answer = 'your best guess', placeholder = 1, "
+                         "correct = 0, em = 0, f1 = 0 WHERE id = ?", [(i,) for i in ids])
+    conn.close()
+    plan = json.loads(lab(sim_run, "repair", "--run", "pilot", "--json").stdout)
+    assert plan["calls"] == 2
+    assert lab(sim_run, "worker", "--until-idle").exit_code == 0
+    assert _count(sim_run, "SELECT count(*) FROM probes WHERE kind = 'repair'") == 2
+    assert _count(sim_run, "SELECT count(*) FROM episodes WHERE answer = 'your best guess'") == 2
+
+    from analysis.measures import load_frames
+    from analysis.repairs import repaired_frames
+    from core import store
+    db = store.connect(sim_run)
+    raw = load_frames(db)
+    fixed, n = repaired_frames(db, raw)
+    assert n == 2
+    cols = ["answer", "correct", "f1", "em", "placeholder"]
+    changed = raw.episodes[cols].fillna(-1).ne(fixed.episodes[cols].fillna(-1)).any(axis=1)
+    assert set(raw.episodes.loc[changed, "episode_id"]) <= set(ids)
+    assert not fixed.episodes.set_index("episode_id").loc[ids, "placeholder"].any()
+    r = lab(sim_run, "results", "success", "--repaired", "--format", "json", "--resamples", "10")
+    assert r.exit_code == 0 and "replace the raw ones of 2 episodes" in r.stderr
+
+
+def test_an_arm_without_judgments_gets_delta_after_judgment_replay(db_path):
+    import asyncio
+
+    from analysis.measures import compute, load_frames
+    from core import store
+    from core.models.scripted import ScriptedClient
+    from core.store.frames import steps_frame
+    from jobs.replay import ReplayRequest, replay_questions
+    from tests.test_probes import FINISH, SEARCH, _stored
+
+    db, eid, _ = _stored(db_path, "none", "persistent", [SEARCH] * 6 + [FINISH])
+    assert steps_frame(db)["judgment"].isna().all()
+    before = load_frames(db).decisions
+    assert (before["own_run"] == 0).all()
+    n_before = sum(r.n for r in compute(load_frames(db), ("delta",), 10).tables[0].rows)
+    (cell_id, qid) = db.conn.execute("SELECT cell_id, question_id FROM episodes").fetchone()
+    job = {"cell_id": cell_id, "question_ids": [qid],
+           "params": ReplayRequest("r", "judgment").params()}
+    judge = ScriptedClient(judgments=["USELESS"] * 6)
+    assert asyncio.run(replay_questions(db, job, judge, 4)) == 6
+    assert asyncio.run(replay_questions(db, job, judge, 4)) == 0  # nothing twice
+    st = steps_frame(db)
+    assert set(st.loc[st["t"] <= 6, "judgment_source"]) == {"replay"}
+    assert db.conn.execute("SELECT count(*) FROM steps WHERE judgment IS NOT NULL"
+                           ).fetchone()[0] == 0  # nothing written back
+    after = load_frames(db).decisions
+    assert after["own_run"].tolist() == after["n_obs"].tolist() == [1, 2, 3, 4, 5, 6]
+    assert sum(r.n for r in compute(load_frames(db), ("delta",), 10).tables[0].rows) > n_before
