@@ -173,4 +173,6 @@ def export(db: Database, directory: Path, selection: Selection | None = None,
                       directory / "steps.csv")]
     for table in results.tables:
         written.append(_write(table_frame(table, version), directory / f"{table.name}.csv"))
+    from analysis.probe_tables import export_probes
+    written += export_probes(db, directory, selection, version, n_boot, seed)
     return tuple(written)

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from sqlite_utils import Database
 
 from analysis.arms import Grouping
 from analysis.controllers import controller_table
 from analysis.measures import Frames, Results
 from analysis.policies import policy_table
-from core.store.probes import probes_frame
+from core.store.frames import Selection
+from core.store.probes import EXPORT_COLUMNS, probes_frame
 
 PROBE_TABLES = ("policies", "controllers")
 
@@ -37,3 +40,24 @@ def probe_results(db: Database, frames: Frames, name: str, n_boot: int, seed: in
     build = policy_table if name == "policies" else controller_table
     table = build(frames.episodes, frames.steps, probes, n_boot, seed, grouping)
     return Results((table,), (), (), (), frames.errored, frames.runs, grouping.pooled)
+
+
+def export_probes(db: Database, directory: Path, selection: Selection, version: str,
+                  n_boot: int, seed: int = 0) -> list[Path]:
+    """probes.csv (every complete probe of the selection) and, where answer-now branches
+    exist, policies.csv and controllers.csv (`lab export`).
+
+    Returns:
+        The paths written.
+    """
+    from analysis.export import _write, table_frame
+    from analysis.measures import load_frames
+
+    probes = probes_frame(db, selection)
+    written = [_write(probes.loc[:, list(EXPORT_COLUMNS)], directory / "probes.csv")]
+    if (probes["kind"] == "answer_now").any():
+        frames = load_frames(db, selection)
+        for name in PROBE_TABLES:
+            (table,) = probe_results(db, frames, name, n_boot, seed).tables
+            written.append(_write(table_frame(table, version), directory / f"{name}.csv"))
+    return written
