@@ -275,6 +275,11 @@ async def replay_questions(db: Database, job: Mapping[str, Any], client: ModelCl
     tasks = [asyncio.ensure_future(one(ep, t)) for ep, t in todo]
     try:
         await asyncio.gather(*tasks)
+        if finished:
+            stored += rows.write_probes(db, finished)
+            finished.clear()
+        if kind == "judgment" and todo:
+            _rederive(db, sorted({ep.episode_id for ep, _ in todo}))
     except BaseException:
         for task in tasks:
             task.cancel()
@@ -289,6 +294,21 @@ async def replay_questions(db: Database, job: Mapping[str, Any], client: ModelCl
             if close is not None:
                 await close()
     return stored
+
+
+def _rederive(db: Database, episode_ids: list[int]) -> None:
+    """Recompute the stored decision points of episodes whose judgments were replayed.
+
+    The stored decision table (issue 14, `core.store.decisions`) reads replayed
+    judgments where a step has none of its own; on a lab.db or checkout without it,
+    analysis merges them when it reads the steps and there is nothing to recompute.
+    """
+    try:
+        from core.store.decisions import rederive
+    except ImportError:
+        return
+    if db.conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'decisions'").fetchone():
+        rederive(db, episode_ids)
 
 
 def request_from(command: str, run: str, at: str, models: tuple[str, ...] = (),
