@@ -196,5 +196,6 @@ class Grouping:
                 str(key["model"]), str(key["arm"]), int(key["budget"]), str(key["dataset"]),
                 covered("question_set"), covered("run"), covered("seed"), covered("replicate"),
                 str(key["_family"]), str(key["condition_hash"]), str(sub["condition"].iloc[0]),
-                _covered(amendments, "amendment"), regime_order(sub["regime"].astype(str)),
+                _covered(amendments, "amendment"),
+                regime_order(str(r) for r in sub["regime"].unique()),
                 errored.get(tuple(values), ())), sub.drop(columns="_family")

@@ -134,7 +134,7 @@ def decision_table(episodes: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
 
 
 def decisions_with_episodes(ints: pd.DataFrame, episodes: pd.DataFrame,
-                            columns: Sequence[str]) -> pd.DataFrame:
+                            columns: Sequence[str], after: Sequence[str] = ()) -> pd.DataFrame:
     """The decision frame: integer decision columns typed, plus episode columns.
 
     Args:
@@ -143,10 +143,11 @@ def decisions_with_episodes(ints: pd.DataFrame, episodes: pd.DataFrame,
         episodes: the episode frame, ordered by ``episode_id``; decisions of episodes
             not in it are dropped.
         columns: episode columns copied onto each decision (after the decision's own).
+        after: episode columns copied after ``final``.
 
     Returns:
         One row per decision point: episode_id, n_obs, action, answer, the runs and
-        flags (flags as bool), the episode columns, then ``final`` (bool).
+        flags (flags as bool), the episode `columns`, ``final`` (bool), then `after`.
     """
     ids = episodes["episode_id"].to_numpy()
     dec_ids = ints["episode_id"].to_numpy()
@@ -155,13 +156,15 @@ def decisions_with_episodes(ints: pd.DataFrame, episodes: pd.DataFrame,
     keep[keep] = ids[pos[keep]] == dec_ids[keep]
     if not keep.all():
         ints, pos = ints.loc[keep], pos[keep]
-    data: dict[str, np.ndarray] = {"episode_id": ints["episode_id"].to_numpy(np.int64)}
+    data: dict[str, object] = {"episode_id": ints["episode_id"].to_numpy(np.int64)}
     for c in _DECISION_ORDER[1:]:
         values = ints[c].to_numpy()
         data[c] = values.astype(bool) if c in _FLAGS else values.astype(np.int64)
-    for c in columns:
-        data[c] = episodes[c].to_numpy()[pos]
+    for c in columns:  # taken as Series: each keeps the episode column's dtype
+        data[c] = episodes[c].iloc[pos].reset_index(drop=True)
     data["final"] = ints["final"].to_numpy().astype(bool)
+    for c in after:
+        data[c] = episodes[c].iloc[pos].reset_index(drop=True)
     return pd.DataFrame(data)
 
 

@@ -1,5 +1,9 @@
 """Tidy CSV export (SPEC §13.8): episodes, steps and one CSV per results table.
 
+episodes.csv and steps.csv are streamed from lab.db in chunks, so an export's memory
+does not grow with the database; the results tables come from `compute` (and its
+cache).
+
 UTF-8 with a header row; booleans as 0/1; missing values as empty cells. Each file is
 written to a temporary name and renamed, so a failed export leaves no half-written
 CSV. Column names are stable and documented in README. Every row carries its
@@ -10,14 +14,14 @@ project version that wrote the file.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import pandas as pd
 from sqlite_utils import Database
 
 from analysis.arms import EXPLORATORY
-from analysis.measures import TABLES, compute, frames_from
+from analysis.measures import TABLES, compute, load_frames
 from analysis.rows import ROW_FIELDS, Table
 from analysis.stats import N_BOOT
 from core.errors import ConfigError
@@ -128,6 +132,20 @@ def table_frame(table: Table, version: str | None = None) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(TABLE_COLUMNS))
 
 
+def _write_chunks(chunks: Iterable[pd.DataFrame], columns: Sequence[str], path: Path) -> Path:
+    """Write a CSV chunk by chunk (constant memory), under a temporary name, then rename."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    with tmp.open("w", encoding="utf-8", newline="") as fh:
+        header = True
+        for chunk in chunks:
+            chunk.to_csv(fh, index=False, header=header)
+            header = False
+        if header:
+            pd.DataFrame(columns=list(columns)).to_csv(fh, index=False)
+    os.replace(tmp, path)
+    return path
+
+
 def _write(frame: pd.DataFrame, path: Path) -> Path:
     tmp = path.with_name(f".{path.name}.tmp")
     frame.to_csv(tmp, index=False, encoding="utf-8")
@@ -154,8 +172,7 @@ def export(db: Database, directory: Path, selection: Selection | None = None,
     Raises:
         ConfigError: when `directory` exists and is not a folder.
     """
-    from core.store import episodes_frame, steps_frame
-    from core.store.episodes import reasoning_rows
+    from core.store.frames import episode_chunks, step_chunks
 
     directory = Path(directory)
     if directory.exists() and not directory.is_dir():
@@ -163,14 +180,14 @@ def export(db: Database, directory: Path, selection: Selection | None = None,
                           "e.g. lab export results/")
     directory.mkdir(parents=True, exist_ok=True)
     selection = selection or Selection()
-    episodes = episodes_frame(db, selection=selection)
-    steps = steps_frame(db, selection=selection)
     version = project_version()
-    results = compute(frames_from(episodes, steps, selection), TABLES, n_boot, hazard_boot,
-                      seed)
-    written = [_write(episodes_table(episodes, version), directory / "episodes.csv"),
-               _write(steps_table(episodes, with_reasoning(steps, reasoning_rows(db))),
-                      directory / "steps.csv")]
+    results = compute(load_frames(db, selection), TABLES, n_boot, hazard_boot, seed)
+    written = [
+        _write_chunks((episodes_table(c, version) for c in episode_chunks(db, selection)),
+                      EPISODE_COLUMNS, directory / "episodes.csv"),
+        _write_chunks((_nullable_ints(c.loc[:, list(STEP_COLUMNS)])
+                       for c in step_chunks(db, selection)),
+                      STEP_COLUMNS, directory / "steps.csv")]
     for table in results.tables:
         written.append(_write(table_frame(table, version), directory / f"{table.name}.csv"))
     from analysis.probe_tables import export_probes

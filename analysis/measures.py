@@ -1,24 +1,28 @@
-"""Every results table from lab.db in one call: load the frames once (filtered in SQL by
-a `Selection`), build the decision table once, then compute the requested tables (SPEC
-§13.1–13.5), one row per group (`analysis.arms`).
+"""Every results table from lab.db in one call (SPEC §13.1–13.5), one row per group
+(`analysis.arms`).
 
-The individual measures live in `analysis.success`, `analysis.delta`,
-`analysis.hazard` and `analysis.cost`; this module only wires them together.
+`load_frames` (`analysis.frames`) reads each part of the data only when a table
+needs it: success, cost and budgets read episodes; Δ, I, hazard and dissociation
+read lab.db's compact decision table; only step-level tables read steps. `compute`
+serves every table it computed before for the same data and spec from the results
+cache (`analysis.cache`). The individual measures live in `analysis.success`,
+`analysis.delta`, `analysis.hazard` and `analysis.cost`; this module only wires them
+together.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-import pandas as pd
-from sqlite_utils import Database
-
-from analysis.arms import ArmKey, Grouping, with_keys
+from analysis.arms import ArmKey, Grouping
 from analysis.budgets import budget_table
+from analysis.cache import ResultsCache
 from analysis.cost import answer_actions, cost_table, judgments_table
-from analysis.decisions import arm_groups, clean_episodes, decision_table, errored_episodes
+from analysis.decisions import arm_groups
+from analysis.frames import Frames, frames_from, load_frames  # noqa: F401  (re-exported)
 from analysis.delta import delta_table
+from analysis.leaving import leaving_table
 from analysis.hazard import hazard_table, index_table
 from analysis.lpm import HAZARD_BOOT
 from analysis.rows import Table
@@ -26,95 +30,9 @@ from analysis.stats import N_BOOT
 from analysis.success import REFERENCE, paired_table, success_table
 from core.store.frames import Selection
 
-TABLES = ("success", "delta", "index", "hazard", "cost", "judgments", "budgets")
+TABLES = ("success", "delta", "index", "hazard", "cost", "judgments", "budgets",
+          "leaving")
 """Names accepted by `compute` (and `lab results`)."""
-_DECISION_KEYS = ("arm", "condition_hash", "dataset", "question_set", "run", "seed",
-                  "replicate", "amendment")
-"""Episode columns every decision row carries, so decisions group like episodes."""
-
-
-@dataclass(frozen=True)
-class Frames:
-    """What analysis reads: error-free episodes, their steps and decisions.
-
-    Attributes:
-        episodes: finished episodes without an error.
-        steps: their steps.
-        decisions: the decision table (`analysis.decisions.decision_table`), with the
-            episodes' grouping columns.
-        errored: errored episodes left out that have no complete retry.
-        runs: runs present in the selection.
-        errored_episodes: those errored episodes (each is counted on its row).
-        selection: the filters and pooling the frames were loaded with.
-    """
-
-    episodes: pd.DataFrame
-    steps: pd.DataFrame
-    decisions: pd.DataFrame
-    errored: int
-    runs: tuple[str, ...]
-    errored_episodes: pd.DataFrame = field(default_factory=pd.DataFrame)
-    selection: Selection = field(default_factory=Selection)
-
-
-def frames_from(episodes: pd.DataFrame, steps: pd.DataFrame,
-                selection: Selection | None = None) -> Frames:
-    """Build Frames from episode and step frames (pure).
-
-    Args:
-        episodes: `core.store.episodes_frame` output (errors included).
-        steps: `core.store.steps_frame` output.
-        selection: the selection they were read with (its `pool` decides the rows).
-
-    Returns:
-        The Frames, with errored episodes counted and removed.
-    """
-    episodes = with_keys(episodes)
-    clean, errored = clean_episodes(episodes)
-    steps = steps.loc[steps["episode_id"].isin(clean["episode_id"])].reset_index(drop=True)
-    runs = tuple(sorted(str(r) for r in episodes["run"].unique())) if len(episodes) else ()
-    decisions = decision_table(clean, steps)
-    extra = [c for c in _DECISION_KEYS if c not in decisions]
-    if extra:
-        decisions = decisions.merge(clean[["episode_id", *extra]], on="episode_id",
-                                    how="left", validate="many_to_one")
-    return Frames(clean, steps, decisions, errored, runs, errored_episodes(episodes),
-                  selection or Selection())
-
-
-def load_frames(db: Database, selection: Selection | None = None,
-                runs: Sequence[str] | None = None,
-                models: Sequence[str] | None = None) -> Frames:
-    """Read finished episodes and steps from lab.db (filtered in SQL) and build the Frames.
-
-    Signature: ``load_frames(db, Selection(runs=("main",), seeds=(0, 1),
-    conditions=("enforced_rule:k=7",), pool=("seeds",)))``; ``runs`` and ``models``
-    are shorthands that override the selection's.
-
-    Args:
-        db: an open lab.db.
-        selection: filters (runs, sets, seeds, models, conditions as arm labels or
-            bare names, regimes) and the dimensions rows pool (default: everything,
-            nothing pooled).
-        runs: run names to keep.
-        models: model names to keep.
-
-    Returns:
-        The Frames.
-
-    Raises:
-        ConfigError: a condition in the selection that matches no stored arm.
-    """
-    from dataclasses import replace
-
-    from core.store.frames import episodes_frame, steps_frame
-
-    sel = selection or Selection()
-    if runs:
-        sel = replace(sel, runs=tuple(runs))
-    if models:
-        sel = replace(sel, models=tuple(models))
-    return frames_from(episodes_frame(db, selection=sel), steps_frame(db, selection=sel), sel)
 
 
 @dataclass(frozen=True)
@@ -175,34 +93,74 @@ def compute(frames: Frames, names: Sequence[str] = TABLES, n_boot: int = N_BOOT,
     if unknown:
         raise ValueError(f"unknown table {unknown[0]!r}; choose from {', '.join(TABLES)}")
     grouping = Grouping(frames.selection.pool, frames.errored_episodes)
-    ep, dec = frames.episodes, frames.decisions
+    cache = ResultsCache(frames.source.path) if frames.source is not None else None
+    spec = {"n_boot": n_boot, "hazard_boot": hazard_boot, "seed": seed, "lam": lam,
+            "reference": reference}
     tables: list[Table] = []
     curves: tuple = ()
     actions: tuple = ()
     counts: tuple[int, ...] = ()
     for name in names:
-        if name == "success":
-            tables += [success_table(ep, n_boot, seed, grouping),
-                       paired_table(ep, reference, n_boot, seed, grouping)]
-        elif name == "delta":
-            tables.append(delta_table(dec, n_boot, seed, grouping))
-        elif name == "index":
-            tables.append(index_table(dec, n_boot, seed, grouping))
-        elif name == "hazard":
-            table = hazard_table(dec, n_boot, hazard_boot, seed, grouping)
-            tables.append(table)
-            curves = _curves(table)
-        elif name == "cost":
-            tables.append(cost_table(ep, lam, n_boot, seed, grouping))
-            groups = list(arm_groups(ep, grouping, families=True))
-            actions = tuple((a, answer_actions(g)) for a, g in groups)
-            counts = tuple(len(g) for _, g in groups)
-        elif name == "judgments":
-            tables.append(judgments_table(frames.steps, dec, ep, grouping))
-        elif name == "budgets":
-            tables.append(budget_table(ep, n_boot, seed, grouping))
+        key = cache.key(frames.source, name, spec) if cache and frames.source else ""
+        part = cache.get(key) if cache else None
+        if part is None:
+            part = _compute_one(frames, name, grouping, n_boot, hazard_boot, seed, lam,
+                                reference)
+            if cache:
+                cache.put(key, part)
+        tables += part.tables
+        curves = part.curves or curves
+        actions, counts = (part.actions, part.counts) if name == "cost" else (actions, counts)
     return Results(tuple(tables), curves, actions, counts, frames.errored, frames.runs,
                    grouping.pooled)
+
+
+@dataclass(frozen=True)
+class _Part:
+    """What one table name contributes to Results (the unit the cache stores)."""
+
+    tables: tuple[Table, ...]
+    curves: tuple = ()
+    actions: tuple = ()
+    counts: tuple[int, ...] = ()
+
+
+_READS_DECISIONS = frozenset({"delta", "index", "hazard", "judgments", "leaving"})
+"""Tables that read the decision table (the others never load it)."""
+
+
+def _compute_one(frames: Frames, name: str, grouping: Grouping, n_boot: int,
+                 hazard_boot: int, seed: int, lam: float, reference: str) -> _Part:
+    """One table name, reading only the frames it needs."""
+    ep = frames.episodes
+    dec = frames.decisions if name in _READS_DECISIONS else None
+    tables: list[Table] = []
+    curves: tuple = ()
+    actions: tuple = ()
+    counts: tuple[int, ...] = ()
+    if name == "success":
+        tables += [success_table(ep, n_boot, seed, grouping),
+                   paired_table(ep, reference, n_boot, seed, grouping)]
+    elif name == "delta":
+        tables.append(delta_table(dec, n_boot, seed, grouping))
+    elif name == "index":
+        tables.append(index_table(dec, n_boot, seed, grouping))
+    elif name == "hazard":
+        table = hazard_table(dec, n_boot, hazard_boot, seed, grouping)
+        tables.append(table)
+        curves = _curves(table)
+    elif name == "cost":
+        tables.append(cost_table(ep, lam, n_boot, seed, grouping))
+        groups = list(arm_groups(ep, grouping, families=True))
+        actions = tuple((a, answer_actions(g)) for a, g in groups)
+        counts = tuple(len(g) for _, g in groups)
+    elif name == "judgments":
+        tables.append(judgments_table(frames.steps, dec, ep, grouping))
+    elif name == "budgets":
+        tables.append(budget_table(ep, n_boot, seed, grouping))
+    elif name == "leaving":
+        tables.append(leaving_table(ep, frames.steps, dec, n_boot, seed, grouping))
+    return _Part(tuple(tables), curves, actions, counts)
 
 
 def _curves(table: Table) -> tuple[tuple[ArmKey, tuple[float, ...]], ...]:

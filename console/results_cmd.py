@@ -25,7 +25,7 @@ from core.store.frames import Selection, check_selection
 if TYPE_CHECKING:
     from analysis.measures import Frames
 
-TABLES = ("success", "delta", "index", "hazard", "cost", "judgments", "budgets")
+TABLES = ("success", "delta", "index", "hazard", "cost", "judgments", "budgets", "leaving")
 """analysis.measures.TABLES, spelled out so `lab --help` need not import pandas (a test
 checks they agree)."""
 
@@ -117,7 +117,7 @@ def _frames(db: Database, selection: Selection, path: Path) -> Frames:
                          "then `lab worker`")
     check_selection(db, selection)
     frames = load_frames(db, selection)
-    if len(frames.episodes) or frames.errored:
+    if frames.n_episodes:  # from the fingerprint: a cached table reads no frame
         return frames
     raise ConfigError("no finished episodes match this selection (they exist, but not in this "
                       "combination of --run/--set/--seeds/--models/--conditions/--regimes)")

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from analysis.measures import TABLES, compute, load_frames
+from analysis.measures import compute, load_frames
 from core import store
 from core.store.frames import Selection
-from tests.scale_fixture import HAZARD_BOOT, N_BOOT, POOLS, load_fixture, results_json, write_rows
+from tests.scale_fixture import (HAZARD_BOOT, N_BOOT, NAMES, POOLS, load_fixture, results_json,
+                                 write_rows)
 
 
 @pytest.fixture(scope="module")
@@ -28,7 +29,7 @@ def test_every_table_identical_to_the_reference(stored: tuple[Path, dict],
                                                 pool: tuple[str, ...]) -> None:
     path, data = stored
     db = store.connect(path)
-    got = results_json(compute(load_frames(db, Selection(pool=pool)), TABLES, N_BOOT,
+    got = results_json(compute(load_frames(db, Selection(pool=pool)), NAMES, N_BOOT,
                                HAZARD_BOOT, 0))
     want = data["results"][",".join(pool) or "-"]
     assert got.keys() == want.keys()
@@ -39,3 +40,111 @@ def test_every_table_identical_to_the_reference(stored: tuple[Path, dict],
     for g_table, w_table in zip(got["tables"], want["tables"]):
         for g, w in zip(g_table, w_table):
             assert g == w, (g["table"], g["model"], g["arm"], g["measure"], g["scope"])
+
+
+def test_stored_decisions_equal_the_definition_and_rederive(stored: tuple[Path, dict]) -> None:
+    """lab.db's decisions (written with each episode) equal `decision_table` on the steps,
+    and recomputing them (judgment replay, the migration's backfill) changes nothing."""
+    from analysis.decisions import decision_table
+    from analysis.measures import frames_from
+    from core.store.decisions import rederive
+    from core.store.frames import episodes_frame, steps_frame
+
+    path, _ = stored
+    db = store.connect(path)
+    frames = load_frames(db)
+    in_memory = frames_from(episodes_frame(db), steps_frame(db)).decisions
+    assert frames.decisions.equals(in_memory)
+    assert decision_table(frames.episodes, frames.steps).columns.tolist() == [
+        c for c in in_memory.columns if c in decision_table(frames.episodes, frames.steps)]
+    before = db.conn.execute("SELECT * FROM decisions ORDER BY episode_id, seq").fetchall()
+    changes = db.conn.execute("SELECT changes FROM analysis_state").fetchone()[0]
+    ids = [r[0] for r in db.conn.execute("SELECT id FROM episodes")]
+    assert rederive(db, ids) == len([i for i in ids if db.conn.execute(
+        "SELECT 1 FROM steps WHERE episode_id = ?", (i,)).fetchone()])
+    assert db.conn.execute("SELECT * FROM decisions ORDER BY episode_id, seq").fetchall() == before
+    assert db.conn.execute("SELECT changes FROM analysis_state").fetchone()[0] > changes
+
+
+def test_holm_matches_statsmodels() -> None:
+    import numpy as np
+    from statsmodels.stats.multitest import multipletests
+
+    from analysis.stats import holm
+
+    rng = np.random.default_rng(3)
+    for n in range(1, 9):
+        for _ in range(50):
+            p = rng.random(n)
+            p[rng.random(n) < 0.3] = rng.choice([0.0, 0.5, 1.0])
+            assert list(holm(p)) == list(multipletests(p, method="holm")[1])
+    assert holm([float("nan"), 0.01])[1] == 0.01 and holm([float("nan"), 0.01])[0] != 0.0
+
+
+def _copy(path: Path, tmp_path: Path) -> Path:
+    import sqlite3
+
+    target = tmp_path / "copy.db"
+    src = sqlite3.connect(path)
+    dst = sqlite3.connect(target)
+    src.backup(dst)
+    src.close()
+    dst.close()
+    return target
+
+
+def test_results_cache_serves_unchanged_numbers_and_new_episodes_invalidate(
+        stored: tuple[Path, dict], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import analysis.measures as measures
+    from analysis.cache import SUFFIX
+    from core.episode import EpisodeResult
+    from core.store import cell_hash
+
+    path = _copy(stored[0], tmp_path)
+    db = store.connect(path)
+    run = db.conn.execute("SELECT name FROM runs").fetchone()[0]
+    sel = Selection(runs=(run,))
+    first = compute(load_frames(db, sel), ("success", "index"), 50, 20, 0)
+    assert len(list(Path(f"{path}{SUFFIX}").glob("*.pkl"))) == 2
+    real, calls = measures._compute_one, []
+
+    def counting(*args: object, **kwargs: object) -> object:
+        calls.append(args[1])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(measures, "_compute_one", counting)
+    again = load_frames(db, sel)
+    res = compute(again, ("index", "success"), 50, 20, 0)
+    assert calls == [] and again._episodes is None  # served without reading a frame
+    assert [t.dicts() for t in res.tables] == [t.dicts() for t in (first.tables[2],
+                                                                  *first.tables[:2])]
+    assert compute(load_frames(db, sel), ("index",), 51, 20, 0) and calls == ["index"]
+
+    def new_episode(run_name: str, tag: str) -> None:
+        cell = dict(stored[1]["cells"][0]["columns"], spec_hash=cell_hash({"tag": tag}))
+        cell_id = store.ensure_cell(db, store.ensure_run(db, run_name), cell)
+        store.write_episodes(db, [(cell_id, EpisodeResult("q-" + tag, end_reason="budget"),
+                                   None)])
+
+    new_episode("another-run", "a")  # outside the selection: still cached
+    compute(load_frames(db, sel), ("index",), 50, 20, 0)
+    assert calls == ["index"]
+    new_episode(run, "b")  # inside it: recomputed
+    compute(load_frames(db, sel), ("index",), 50, 20, 0)
+    assert calls == ["index", "index"]
+
+
+def test_export_streams_the_same_rows(stored: tuple[Path, dict], tmp_path: Path) -> None:
+    import pandas as pd
+
+    from analysis.export import episodes_table, export
+    from core.store.frames import episodes_frame
+
+    db = store.connect(stored[0])
+    paths = export(db, tmp_path / "out", n_boot=20, hazard_boot=10)
+    got = pd.read_csv(paths[0])
+    episodes_table(episodes_frame(db)).to_csv(tmp_path / "want.csv", index=False)
+    assert got.equals(pd.read_csv(tmp_path / "want.csv"))
+    steps = pd.read_csv(paths[1])
+    assert len(steps) == db.conn.execute("SELECT count(*) FROM steps").fetchone()[0]
+    assert steps["episode_id"].is_monotonic_increasing

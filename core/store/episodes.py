@@ -12,6 +12,7 @@ from sqlite_utils import Database
 from core.episode import EpisodeResult, Step, utc_now
 from core.errors import StoreError
 from core.store.base import write
+from core.store.decisions import store_derived
 
 
 _EPISODE_COLS = ("answered", "answer", "answer_action", "em", "f1", "correct", "placeholder",
@@ -74,6 +75,7 @@ def write_episodes(db: Database, items: Sequence[tuple[int, EpisodeResult, int |
                  cell_id, r.question_id, *(getattr(r, c) for c in _EPISODE_COLS)))
             episode_id = cur.lastrowid
             conn.executemany(_STEP_SQL, [(episode_id, *_step_row(s)) for s in r.steps])
+            store_derived(conn, episode_id, cell_id, r.steps)  # decisions (issue 14)
             ids.append(episode_id)
     return ids
 

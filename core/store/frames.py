@@ -58,7 +58,8 @@ STEP_FRAME_SQL = """
 SELECT s.episode_id, s.t, s.action, s.obs_index, s.obs_failed, s.obs_source, s.obs_ref,
        CASE WHEN s.judgment_source IS NULL THEN rp.judgment ELSE s.judgment END AS judgment,
        CASE WHEN s.judgment_source IS NULL AND rp.t IS NOT NULL THEN 'replay'
-            ELSE s.judgment_source END AS judgment_source, s.stated_judgment, s.rule_signal, s.streak, s.forced, s.refused,
+            ELSE s.judgment_source END AS judgment_source, s.stated_judgment, s.rule_signal,
+       s.streak, s.forced, s.refused,
        s.format_failure, s.discarded, s.tool_source
 FROM steps s JOIN episodes e ON e.id = s.episode_id JOIN cells c ON c.id = e.cell_id
 JOIN runs r ON r.id = c.run_id
@@ -220,15 +221,20 @@ def episodes_frame(db: Database, runs: Sequence[str] | None = None,
                                              db.conn, params=args))
 
 
-def _with_cells(db: Database, episodes: Any) -> Any:
-    """Episode rows joined (in pandas) with their cell's and run's columns and arm label."""
+def _cells(db: Database) -> Any:
+    """Every cell's columns (CELL_FRAME_SQL) with its arm label."""
     import pandas as pd
 
     cells = pd.read_sql_query(CELL_FRAME_SQL, db.conn)
     labels = {spec: arm_label(spec) for spec in cells["condition_spec"].unique()}
     cells.insert(cells.columns.get_loc("condition") + 1, "arm",
                  cells["condition_spec"].map(labels).astype(object))
-    frame = episodes.merge(cells, on="cell_id", how="left", validate="many_to_one")
+    return cells
+
+
+def _with_cells(db: Database, episodes: Any) -> Any:
+    """Episode rows joined (in pandas) with their cell's and run's columns and arm label."""
+    frame = episodes.merge(_cells(db), on="cell_id", how="left", validate="many_to_one")
     rest = [c for c in episodes.columns if c not in _FRAME_ORDER]
     return frame.loc[:, [*_FRAME_ORDER, *rest]]
 
@@ -255,6 +261,57 @@ def steps_frame(db: Database, runs: Sequence[str] | None = None,
     return pd.read_sql_query(STEP_FRAME_SQL + where + " ORDER BY s.episode_id, s.t, "
                              "s.discarded DESC", db.conn,
                              params=args)
+
+
+_EXPORT_STEPS_SQL = """
+SELECT s.episode_id, e.cell_id, e.question_id, s.t, s.action, s.obs_index, s.obs_failed,
+       s.obs_source, s.judgment, s.judgment_source, s.stated_judgment, s.streak, s.forced,
+       s.reasoning, s.reasoning_tokens
+FROM steps s JOIN episodes e ON e.id = s.episode_id JOIN cells c ON c.id = e.cell_id
+JOIN runs r ON r.id = c.run_id
+"""
+
+
+def episode_chunks(db: Database, selection: Selection | None = None, rows: int = 50_000):
+    """The selection's episodes (errored ones included) as `episodes_frame` chunks.
+
+    Streams from one cursor, so memory does not grow with the database (lab export).
+
+    Args:
+        db: an open lab.db.
+        selection: the filters.
+        rows: episodes per chunk.
+
+    Yields:
+        DataFrames with the `episodes_frame` columns, in id order.
+    """
+    import pandas as pd
+
+    where, args = _where(db, selection or Selection())
+    for chunk in pd.read_sql_query(EPISODE_FRAME_SQL + where + " ORDER BY e.id", db.conn,
+                                   params=args, chunksize=rows):
+        yield _with_cells(db, chunk)
+
+
+def step_chunks(db: Database, selection: Selection | None = None, rows: int = 100_000):
+    """The selection's steps with their episode's run, model, arm, condition, regime and
+    question, thinking text included, in chunks (lab export's steps.csv).
+
+    Args:
+        db: an open lab.db.
+        selection: the filters.
+        rows: steps per chunk.
+
+    Yields:
+        DataFrames ordered by episode, t (a discarded turn before its re-ask).
+    """
+    import pandas as pd
+
+    where, args = _where(db, selection or Selection())
+    cells = _cells(db)
+    for chunk in pd.read_sql_query(_EXPORT_STEPS_SQL + where + " ORDER BY s.episode_id, s.t, "
+                                   "s.discarded DESC", db.conn, params=args, chunksize=rows):
+        yield chunk.merge(cells, on="cell_id", how="left", validate="many_to_one")
 
 
 @dataclass(frozen=True)

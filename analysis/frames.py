@@ -1,0 +1,233 @@
+"""What analysis reads, each part loaded only when a measure asks for it.
+
+`load_frames` reads almost nothing: the selection's `Fingerprint` (one aggregate
+query), its runs and its errored episodes. The error-free episodes (what success,
+cost and the grouping read), the decision table (Δ, I, hazard, dissociation: from
+lab.db's compact ``decisions`` table, never from steps) and the steps (judgment
+rates and the tables that need step detail) are each read on first use, through a
+fresh connection to the same file, bounded by the fingerprint's largest episode id
+so all parts describe the same episodes. A table served from the results cache
+(`analysis.cache`) reads none of them.
+
+`frames_from` builds the same Frames from frames in memory (hand-built or read
+elsewhere), deriving the decisions with `analysis.decisions.decision_table`.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import pandas as pd
+from sqlite_utils import Database
+
+from analysis.arms import with_keys
+from analysis.decisions import (
+    clean_episodes,
+    decision_table,
+    decisions_with_episodes,
+    errored_episodes,
+)
+from core.store.frames import Fingerprint, Selection
+
+DECISION_KEYS = ("arm", "condition_hash", "dataset", "question_set", "run", "seed",
+                 "replicate", "amendment")
+"""Episode columns every decision row carries, so decisions group like episodes."""
+_DECISION_EPISODE_COLS = ("run", "model", "condition", "budget", "regime", "seed",
+                          "question_id")
+
+
+@dataclass(frozen=True)
+class FrameSource:
+    """Where lazily loaded frames come from: a lab.db file, a selection and its state.
+
+    Attributes:
+        path: the lab.db file.
+        selection: the filters.
+        fingerprint: the state the frames describe (episodes up to its max_id).
+    """
+
+    path: str
+    selection: Selection
+    fingerprint: Fingerprint
+
+    def connect(self) -> Database:
+        """A new connection to the file (each lazy read opens and closes its own)."""
+        from core import store
+
+        return store.connect(self.path)
+
+
+class Frames:
+    """What analysis reads: error-free episodes, their steps and decisions.
+
+    Attributes:
+        episodes: finished episodes without an error.
+        steps: their steps.
+        decisions: the decision table (`analysis.decisions.decision_table`), with the
+            episodes' grouping columns.
+        errored: errored episodes left out that have no complete retry.
+        runs: runs present in the selection.
+        errored_episodes: those errored episodes (each is counted on its row).
+        selection: the filters and pooling the frames were loaded with.
+        source: where the lazy parts are read from (None: everything is in memory).
+    """
+
+    def __init__(self, episodes: pd.DataFrame | None = None, steps: pd.DataFrame | None = None,
+                 decisions: pd.DataFrame | None = None, errored: int = 0,
+                 runs: tuple[str, ...] = (), errored_episodes: pd.DataFrame | None = None,
+                 selection: Selection | None = None, source: FrameSource | None = None) -> None:
+        self._episodes, self._steps, self._decisions = episodes, steps, decisions
+        self.errored = errored
+        self.runs = runs
+        self.errored_episodes = (errored_episodes if errored_episodes is not None
+                                 else pd.DataFrame())
+        self.selection = selection or Selection()
+        self.source = source
+        self._lock = threading.Lock()
+
+    @property
+    def episodes(self) -> pd.DataFrame:
+        """Error-free episodes (read on first use)."""
+        with self._lock:
+            if self._episodes is None:
+                self._episodes = self._read_episodes()
+            return self._episodes
+
+    @property
+    def decisions(self) -> pd.DataFrame:
+        """The decision table with the episodes' columns (read on first use)."""
+        episodes = self.episodes
+        with self._lock:
+            if self._decisions is None:
+                self._decisions = self._read_decisions(episodes)
+            return self._decisions
+
+    @property
+    def steps(self) -> pd.DataFrame:
+        """Steps of the error-free episodes (read on first use)."""
+        episodes = self.episodes
+        with self._lock:
+            if self._steps is None:
+                self._steps = self._read_steps(episodes)
+            return self._steps
+
+    @property
+    def n_episodes(self) -> int:
+        """Episodes in the selection, errored ones included (no frame is read)."""
+        if self.source is not None:
+            return self.source.fingerprint.episodes
+        return len(self.episodes) + len(self.errored_episodes)
+
+    def _need_source(self) -> FrameSource:
+        if self.source is None:
+            raise ValueError("these Frames were built in memory without this part")
+        return self.source
+
+    def _read_episodes(self) -> pd.DataFrame:
+        from core.store.frames import episodes_frame
+
+        src = self._need_source()
+        db = src.connect()
+        try:
+            frame = episodes_frame(db, selection=src.selection, upto=src.fingerprint.max_id)
+        finally:
+            db.conn.close()
+        return clean_episodes(with_keys(frame))[0]
+
+    def _read_decisions(self, episodes: pd.DataFrame) -> pd.DataFrame:
+        from core.store.frames import decisions_frame
+
+        src = self._need_source()
+        db = src.connect()
+        try:
+            ints = decisions_frame(db, src.selection, src.fingerprint.max_id)
+        finally:
+            db.conn.close()
+        extra = tuple(c for c in DECISION_KEYS if c not in _DECISION_EPISODE_COLS)
+        return decisions_with_episodes(ints, episodes, _DECISION_EPISODE_COLS, extra)
+
+    def _read_steps(self, episodes: pd.DataFrame) -> pd.DataFrame:
+        from core.store.frames import steps_frame
+
+        src = self._need_source()
+        db = src.connect()
+        try:
+            steps = steps_frame(db, selection=src.selection, upto=src.fingerprint.max_id)
+        finally:
+            db.conn.close()
+        return steps.loc[steps["episode_id"].isin(episodes["episode_id"])].reset_index(drop=True)
+
+
+def frames_from(episodes: pd.DataFrame, steps: pd.DataFrame,
+                selection: Selection | None = None) -> Frames:
+    """Build Frames from episode and step frames (pure).
+
+    Args:
+        episodes: `core.store.episodes_frame` output (errors included).
+        steps: `core.store.steps_frame` output.
+        selection: the selection they were read with (its `pool` decides the rows).
+
+    Returns:
+        The Frames, with errored episodes counted and removed.
+    """
+    episodes = with_keys(episodes)
+    clean, errored = clean_episodes(episodes)
+    steps = steps.loc[steps["episode_id"].isin(clean["episode_id"])].reset_index(drop=True)
+    runs = tuple(sorted(str(r) for r in episodes["run"].unique())) if len(episodes) else ()
+    decisions = decision_table(clean, steps)
+    extra = [c for c in DECISION_KEYS if c not in decisions]
+    if extra:
+        decisions = decisions.merge(clean[["episode_id", *extra]], on="episode_id",
+                                    how="left", validate="many_to_one")
+    return Frames(clean, steps, decisions, errored, runs, errored_episodes(episodes),
+                  selection or Selection())
+
+
+def _db_file(db: Database) -> str:
+    """The main database file of a connection ("" for an in-memory database)."""
+    for _, name, file in db.conn.execute("PRAGMA database_list").fetchall():
+        if name == "main":
+            return str(file or "")
+    return ""
+
+
+def load_frames(db: Database, selection: Selection | None = None,
+                runs: Sequence[str] | None = None,
+                models: Sequence[str] | None = None) -> Frames:
+    """The selection's Frames; episodes, decisions and steps are read on first use.
+
+    Signature: ``load_frames(db, Selection(runs=("main",), seeds=(0, 1),
+    conditions=("enforced_rule:k=7",), pool=("seeds",)))``; ``runs`` and ``models``
+    are shorthands that override the selection's.
+
+    Args:
+        db: an open lab.db.
+        selection: filters (runs, sets, seeds, models, conditions as arm labels or
+            bare names, regimes) and the dimensions rows pool (default: everything,
+            nothing pooled).
+        runs: run names to keep.
+        models: model names to keep.
+
+    Returns:
+        The Frames (runs, errored episodes and the fingerprint read now).
+
+    Raises:
+        ConfigError: a condition in the selection that matches no stored arm.
+    """
+    from core.store.frames import episodes_frame, fingerprint, selection_runs, steps_frame
+
+    sel = selection or Selection()
+    if runs:
+        sel = replace(sel, runs=tuple(runs))
+    if models:
+        sel = replace(sel, models=tuple(models))
+    path = _db_file(db)
+    if not path:
+        return frames_from(episodes_frame(db, selection=sel), steps_frame(db, selection=sel),
+                           sel)
+    fp = fingerprint(db, sel)
+    errored = with_keys(episodes_frame(db, selection=sel, upto=fp.max_id, errored=True))
+    return Frames(None, None, None, len(errored), selection_runs(db, sel, fp.max_id), errored,
+                  sel, FrameSource(path, sel, fp))
