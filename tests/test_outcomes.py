@@ -131,6 +131,14 @@ FIXTURES = Path(__file__).parent / "fixtures"
 SIM_CONDITIONS = ("none", "permit", "budget", "stated_rule", "call_cost", "decide",
                   "enforced_rule", "combo", "random_rule:rate=0.3", "lexical_rule",
                   "none:judge=true")
+STAND_INS = {
+    "two-source": ("sim-backup-own3", ("two_source", "switch_rule"),
+                   ("two_source", "switch_rule")),
+    "stated": ("sim-stated", ("none", "budget", "enforced_rule", "stated_judgment_rule",
+                                   "stated_judgment_combo"),
+               ("stated_judgment_rule", "stated_judgment_combo"))}
+"""Run → (the sim that exercises the mechanism, the arms it runs, the arms the paper's
+sims add to their grid): A13–A14's two sources and A19's stated-judgment rule."""
 
 
 def _as_governed(frames, amendment):
@@ -156,7 +164,7 @@ def test_paper_tables_4_and_5_register_freeze_and_evaluate_on_sims(db_path):
         for a in d["amendments"]:
             prereg.freeze(db, prereg.create(db, f"{a['doc']}: {a['title']}", "", a["tests"],
                                             a["scope"]), models)
-    sims = tuple(sorted({m for d in docs for m in d["models"]}))
+    sims = tuple(sorted({m for d in docs for m in d["models"]} - set(STAND_INS)))
     settings = WorkerSettings(db_path=db_path)
     enqueue_grid(db, settings, GridRequest(
         models=sims, conditions=SIM_CONDITIONS, regimes=(*REGIMES, "recover_after_4",
@@ -165,10 +173,18 @@ def test_paper_tables_4_and_5_register_freeze_and_evaluate_on_sims(db_path):
     enqueue_grid(db, settings, GridRequest(
         models=sims, conditions=("none", "budget", "enforced_rule", "combo"),
         regimes=tuple(REGIMES), budgets=(16,), question_set="test300", run="sims16"), models)
+    for run, (stand_in, conditions, new_arms) in STAND_INS.items():  # A13, A14, A19
+        for who, arms in ((sims, new_arms), ((stand_in,), conditions)):
+            enqueue_grid(db, settings, GridRequest(
+                models=who, conditions=arms, regimes=tuple(REGIMES), question_set="test300",
+                run=run), models)
+    run_worker(settings, until_idle=True)
+    # the unaided two-source arm's own judgments are replayed, as in the paper (D.5)
+    assert main(["--db", str(db_path), "replay", "judgments", "--run", "two-source"]) == 0
     run_worker(settings, until_idle=True)
     frames = load_frames(db)
     assert frames.errored == 0
-    verdicts = []
+    verdicts, numbers = [], {}
     for row in rows.amendments(db):
         got = evaluate(row, _as_governed(frames, row), n_boot=100)
         assert [o.id for o in got] == [t["id"] for t in row["tests"]]
@@ -177,8 +193,15 @@ def test_paper_tables_4_and_5_register_freeze_and_evaluate_on_sims(db_path):
                 assert o.verdict in ("pass", "fail", "partial", "n.a."), (o.id, o.verdict)
             json.dumps(o.to_dict())
             verdicts.append(o.verdict)
+            numbers[o.id] = o.numbers
     decided = [v for v in verdicts if v != "n.a."]
-    assert len(verdicts) == 66 and len(decided) >= 40, verdicts
+    assert len(verdicts) == 73 and len(decided) >= 45, verdicts
+    # the sim that switches after 3 own useless judgments switches by action 4 and leaves
+    # by the backup; the paper's sims never switch on their own
+    assert "sim-backup-own3: switches" in numbers["S1–S3"]
+    assert "sim-backup-own3: prefers evidence" in numbers["A14"]
+    assert "sim-own5: prefers answering" in numbers["A14"]
+    assert "sim-never: does not abandon" in numbers["S1–S3"]
 
 
 def test_another_amendments_runs_are_not_counted(governed, db_path):
