@@ -60,7 +60,8 @@ def _plan_text(plan: ReplayPlan, grid_id: int | None, jobs: int, dry_run: bool) 
     for model, est in plan.summary()["per_model"].items():
         lines.append(f"  {model}: {est['calls']:,} calls, ≈ {est['input_tokens']:,.0f} input "
                      f"tokens, ≈ {est['output_tokens']:,.0f} output tokens, ≈ "
-                     f"${est['dollars']:,.2f}" + (" (batch price)" if plan.request.batch else ""))
+                     f"${est['dollars']:,.2f}"
+                     + (" (Claude at batch price)" if plan.request.batch else ""))
     if not dry_run:
         lines.append("run them with `lab worker --until-idle`")
     return "\n".join(lines)
@@ -74,6 +75,10 @@ def _common(command):  # type: ignore[no-untyped-def]
         click.option("--dry-run", is_flag=True, help="Print calls, tokens and dollars only."),
         click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON."),
         click.option("--priority", type=int, default=0, show_default=True),
+        click.option("--batch", is_flag=True,
+                     help="Claude models: send the probes through the Message Batches API "
+                          "(half price; results arrive within 24 h, stored as each batch "
+                          "ends). Other backends are called as usual."),
     )
     for option in reversed(options):
         command = option(command)
@@ -88,7 +93,7 @@ def _common(command):  # type: ignore[no-untyped-def]
                    "agent's judgments reach five USELESS in a row) or t=3,5.")
 @click.pass_context
 def replay_cmd(ctx: click.Context, what: str, run_name: str, models: str | None,
-               dry_run: bool, as_json: bool, priority: int, at: str) -> None:
+               dry_run: bool, as_json: bool, priority: int, batch: bool, at: str) -> None:
     """Probe recorded trajectories: side-channel judgments, beliefs or answer-now branches.
 
     Forks the history exactly as the agent saw it at each chosen decision point, asks
@@ -101,8 +106,9 @@ def replay_cmd(ctx: click.Context, what: str, run_name: str, models: str | None,
       lab replay judgments --run pilot --dry-run
       lab replay answer-now --run pilot --models qwen3-8b --at every
       lab replay beliefs --run pilot --at t=3,5
+      lab replay answer-now --run pilot --models claude-sonnet --batch
     """
-    request = request_from(what, run_name, at, _models(models), priority=priority)
+    request = request_from(what, run_name, at, _models(models), batch, priority)
     _run_request(ctx, request, dry_run, as_json)
 
 
@@ -110,7 +116,7 @@ def replay_cmd(ctx: click.Context, what: str, run_name: str, models: str | None,
 @_common
 @click.pass_context
 def repair_cmd(ctx: click.Context, run_name: str, models: str | None, dry_run: bool,
-               as_json: bool, priority: int) -> None:
+               as_json: bool, priority: int, batch: bool) -> None:
     """Repair placeholder answers (SPEC §8.5): one fixed follow-up, one attempt.
 
     For every answered episode whose answer is a placeholder ("answer", "your best
@@ -123,7 +129,7 @@ def repair_cmd(ctx: click.Context, run_name: str, models: str | None, dry_run: b
       lab repair --run pilot --dry-run
       lab repair --run pilot && lab worker --until-idle && lab results success --repaired
     """
-    request = request_from("repair", run_name, "every", _models(models), priority=priority)
+    request = request_from("repair", run_name, "every", _models(models), batch, priority)
     _run_request(ctx, request, dry_run, as_json)
 
 

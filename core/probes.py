@@ -33,7 +33,7 @@ from core.data import Question
 from core.episode import Step, utc_now
 from core.errors import ConfigError, ModelError
 from core.judges import USELESS, parse_side_channel
-from core.models.base import Message, ModelSession
+from core.models.base import Generation, Message, ModelSession
 from core.parser import parse_reply
 from core.react import (EpisodeSetup, JUDGE_MAX_TOKENS, counter, forced_messages,
                         observation_message, question_message, side_channel_fork)
@@ -418,6 +418,11 @@ async def run_probe(session: ModelSession, ep: RecordedEpisode, t: int, kind: st
                                      max_tokens=PROBE_MAX_TOKENS[kind])
     except ModelError as exc:
         return ProbeRecord(ep.episode_id, t, kind, ep.model, error=f"{exc.reason}: {exc}")
+    return record_of(ep, t, kind, gen)
+
+
+def record_of(ep: RecordedEpisode, t: int, kind: str, gen: Generation) -> ProbeRecord:
+    """The ProbeRecord of a probe's reply (parsed, with its tokens, cost and latency)."""
     rec = read_reply(ep, t, kind, gen.text, ep.model)
     rec.input_tokens, rec.output_tokens = gen.input_tokens, gen.output_tokens
     rec.cost_usd, rec.latency_ms = gen.cost_usd, gen.latency_ms

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,12 +26,20 @@ from core.episode import prompt_set_sha256
 from core.models.base import EpisodeView, ModelClient, ObservationLabel
 from core.models.cost import Prices
 from core.models.registry import ModelSpec
-from core.probes import (COMMANDS, At, ProbeRecord, RecordedEpisode,
-                         parse_at, probe_points, run_probe, select_points)
+from core.probes import (COMMANDS, PROBE_MAX_TOKENS, At, ProbeRecord, RecordedEpisode,
+                         messages_for, parse_at, probe_points, record_of, run_probe,
+                         select_points)
 from core.store import jobs as ledger
 from core.store import probes as rows
 
 JOB_SIZE = 50
+BATCH_REQUESTS = 1000
+"""Requests per Message Batch (the API takes up to 100,000; smaller ones end sooner)."""
+BATCH_POLL_S = 15.0
+BATCH_POLL_MAX_S = 120.0
+BATCH_ROUNDS = 2
+"""Submissions of a job's missing probes: the first, and one for errored/expired ones."""
+_CUSTOM_ID = re.compile(r"^e(\d+)-t(\d+)-(\w+)$")
 EXPECTED_OUTPUT = {"judgment": 3, "belief": 60, "answer_now": 60, "repair": 60}
 """Output tokens a reply of each kind is expected to take (for the plan's estimate)."""
 PROBE_TURN_TOKENS = {"judgment": 30, "belief": 110, "answer_now": 70, "repair": 50}
@@ -146,16 +155,24 @@ def plan_replay(db: Database, request: ReplayRequest, registry: Mapping[str, Mod
         spec = registry.get(cell["model"])
         if spec is not None:
             out.dollars[cell["model"]] = out.dollars.get(cell["model"], 0.0) + Prices.from_params(
-                spec.params).dollars(tok_in, tok_out) * (0.5 if request.batch else 1.0)
+                spec.params).dollars(tok_in, tok_out) * _discount(request, spec)
         out.cells.append(ReplayCellPlan(cell["cell_id"], cell["model"], sorted(need), calls,
                                         tok_in, tok_out))
     return out
 
 
+def _discount(request: ReplayRequest, spec: ModelSpec) -> float:
+    """Price factor of a request's calls: Claude through the Batches API pays half."""
+    if request.batch and spec.backend == "anthropic":
+        from core.models.anthropic import BATCH_DISCOUNT
+        return BATCH_DISCOUNT
+    return 1.0
+
+
 def _questions_of(db: Database, eids: list[int]) -> list[str]:
+    marks = ", ".join("?" * len(eids)) or "NULL"
     found = dict(db.conn.execute(
-        f"SELECT id, question_id FROM episodes WHERE id IN ({', '.join('?' * len(eids)) or 'NULL'})",
-        eids).fetchall())
+        f"SELECT id, question_id FROM episodes WHERE id IN ({marks})", eids).fetchall())
     return [found[e] for e in eids]
 
 
@@ -225,7 +242,8 @@ async def probe_one(client: ModelClient, ep: RecordedEpisode, t: int, kind: str)
 
 async def replay_questions(db: Database, job: Mapping[str, Any], client: ModelClient,
                            concurrency: int, should_stop: Callable[[], bool] | None = None,
-                           batch: int | None = None, close_client: bool = True) -> int:
+                           batch: int | None = None, close_client: bool = True,
+                           batch_poll_s: float = BATCH_POLL_S) -> int:
     """Run a replay job's missing probes and store them (batches of `batch`).
 
     Args:
@@ -237,6 +255,8 @@ async def replay_questions(db: Database, job: Mapping[str, Any], client: ModelCl
         batch: probes per write transaction (default: 64 for an instant sim, else each
             probe as it finishes, so a killed worker loses at most the calls in flight).
         close_client: close the client at the end (False: the worker shares it).
+        batch_poll_s: with params batch (Claude): first wait between polls of its
+            Message Batches (`replay_batched`).
 
     Returns:
         Probes stored.
@@ -254,6 +274,14 @@ async def replay_questions(db: Database, job: Mapping[str, Any], client: ModelCl
         else:
             points = probe_points(ep, at, judged.get(eid))
         todo += [(ep, t) for t in points if (eid, t) not in done]
+    if params.get("batch") and _batches(client) is not None:
+        try:
+            return await replay_batched(db, job, client, todo, kind, should_stop,
+                                        batch_poll_s)
+        finally:
+            close = getattr(client, "close", None) if close_client else None
+            if close is not None:
+                await close()
     if batch is None:
         spec = getattr(client, "spec", None)
         batch = 64 if spec is not None and not getattr(spec, "latency_ms", 1) else 1
@@ -294,6 +322,108 @@ async def replay_questions(db: Database, job: Mapping[str, Any], client: ModelCl
             if close is not None:
                 await close()
     return stored
+
+
+def _batches(client: ModelClient) -> Any:
+    """The client's Message Batches API (Claude), or None for any other backend."""
+    from core.models.anthropic import AnthropicClient, MessageBatches
+
+    return MessageBatches(client) if isinstance(client, AnthropicClient) else None
+
+
+def custom_id(episode_id: int, t: int, kind: str) -> str:
+    """A probe's custom_id in a batch (the API allows [a-zA-Z0-9_-], 64 characters)."""
+    return f"e{episode_id}-t{t}-{kind}"
+
+
+async def replay_batched(db: Database, job: Mapping[str, Any], client: ModelClient,
+                         todo: list[tuple[RecordedEpisode, int]], kind: str,
+                         should_stop: Callable[[], bool] | None = None,
+                         poll_s: float = BATCH_POLL_S, rounds: int = BATCH_ROUNDS,
+                         max_requests: int = BATCH_REQUESTS) -> int:
+    """Run a replay job's probes through Claude's Message Batches API (`--batch`).
+
+    A batch the job submitted earlier and never stored (a worker killed or stopped
+    while it polled) is polled again, not submitted again. The probes are sent in
+    batches of at most `max_requests`; each batch's results are stored as soon as it
+    ends, so a long job keeps what has arrived. A request that errored or expired is
+    stored with its error and sent once more in the next round (`rounds` in all); a
+    probe already stored is never sent.
+
+    Args:
+        db: an open lab.db.
+        job: the jobs row.
+        client: a Claude model (AnthropicClient).
+        todo: (episode, t) probes still missing.
+        kind: the probe kind.
+        should_stop: checked between polls; True: return, leaving the batches to a
+            resumed job.
+        poll_s: first wait between polls (doubles up to BATCH_POLL_MAX_S).
+        rounds: submissions of the still-missing probes.
+        max_requests: requests per batch.
+
+    Returns:
+        Probes stored (succeeded or errored).
+    """
+    api = _batches(client)
+    episodes = {ep.episode_id: ep for ep, _ in todo}
+    stored = 0
+    pending = rows.open_batches(db, job["id"])
+    for round_no in range(rounds + 1):
+        if not pending:
+            if round_no == rounds:
+                break
+            done = rows.probed(db, sorted(episodes), kind)
+            missing = [(ep, t) for ep, t in todo if (ep.episode_id, t) not in done]
+            if not missing:
+                break
+            for i in range(0, len(missing), max_requests):
+                chunk = missing[i:i + max_requests]
+                requests = [(custom_id(ep.episode_id, t, kind), api.params(
+                    messages_for(ep, t, kind), "judge" if kind == "judgment" else kind,
+                    PROBE_MAX_TOKENS[kind])) for ep, t in chunk]
+                batch_id = await api.create(requests)
+                rows.record_batch(db, job["id"], batch_id, "submitted", len(chunk))
+                pending.append(batch_id)
+        wait = poll_s
+        while pending:
+            for batch_id in list(pending):
+                if not (await api.retrieve(batch_id)).ended:
+                    continue
+                n = _store_batch(db, await api.results(batch_id), episodes, kind)
+                rows.record_batch(db, job["id"], batch_id, "stored", n)
+                pending.remove(batch_id)
+                stored += n
+            if pending:
+                if should_stop is not None and should_stop():
+                    return stored
+                await asyncio.sleep(wait)
+                wait = min(BATCH_POLL_MAX_S, wait * 2)
+    if kind == "judgment" and todo:
+        _rederive(db, sorted(episodes))
+    return stored
+
+
+def _store_batch(db: Database, results: list[Any], episodes: Mapping[int, RecordedEpisode],
+                 kind: str) -> int:
+    """Store an ended batch's results (those of episodes this job still probes)."""
+    records = []
+    with prompts.recording() as used:
+        for res in results:
+            m = _CUSTOM_ID.match(res.custom_id)
+            if not m or m.group(3) != kind or int(m.group(1)) not in episodes:
+                continue
+            ep, t = episodes[int(m.group(1))], int(m.group(2))
+            if res.generation is None:
+                records.append(ProbeRecord(ep.episode_id, t, kind, ep.model, error=res.error))
+                continue
+            messages_for(ep, t, kind)  # the prompt files the request was built from
+            records.append(record_of(ep, t, kind, res.generation))
+    files = used.hashes()
+    for rec in records:
+        rec.prompt_files = files
+        rec.prompts_sha256 = prompt_set_sha256(files) if files else None
+    return rows.write_probes(db, records)
 
 
 def _rederive(db: Database, episode_ids: list[int]) -> None:

@@ -333,3 +333,123 @@ def _read_message(resp: Any) -> tuple[str, ToolUse | None, tuple[int, int, int, 
              int(getattr(u, "cache_read_input_tokens", 0) or 0),
              int(getattr(u, "cache_creation_input_tokens", 0) or 0))
     return text, use, usage, "\n\n".join(t for t in thinking if t)
+
+
+BATCH_DISCOUNT = 0.5
+"""Message Batches are billed at half the standard price (input, output and cache)."""
+
+
+@dataclass(frozen=True)
+class BatchState:
+    """A Message Batch as the API last reported it.
+
+    Attributes:
+        id: the batch id.
+        status: "in_progress", "canceling" or "ended".
+        counts: requests per outcome (processing, succeeded, errored, canceled, expired).
+    """
+
+    id: str
+    status: str
+    counts: Mapping[str, int]
+
+    @property
+    def ended(self) -> bool:
+        """Whether every request has an outcome (results can be fetched)."""
+        return self.status == "ended"
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    """One request's outcome in an ended batch.
+
+    Attributes:
+        custom_id: the id the request was sent with.
+        generation: the reply (batch price), or None when the request did not succeed.
+        error: None, or "errored: <type>: <message>", "expired" or "canceled".
+    """
+
+    custom_id: str
+    generation: Generation | None
+    error: str | None = None
+
+
+class MessageBatches:
+    """The Message Batches API of one Claude model: create, poll, fetch results.
+
+    Requests are the bodies an `AnthropicSession` would send (a fresh session: the
+    history goes back as text), so a batched probe asks exactly what a direct one
+    would. Create and poll calls are retried per the model's policy.
+
+    Args:
+        client: the model.
+    """
+
+    def __init__(self, client: AnthropicClient) -> None:
+        self.client = client
+
+    def params(self, messages: Sequence[Message], kind: str, max_tokens: int,
+               stop: Sequence[str] = ()) -> dict[str, Any]:
+        """One request's params (sampling merged in: batches take no extra_body)."""
+        body = AnthropicSession(self.client).request(messages, kind, max_tokens, stop)
+        return {**body.pop("extra_body", {}), **body}
+
+    async def _call(self, what: str, make: Any) -> Any:
+        import anthropic
+
+        c = self.client
+        return await call_with_retries(make, c.policy, f"{c.name} ({c.model}) batches {what}",
+                                       (anthropic.AnthropicError,), c.secrets)
+
+    async def create(self, requests: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
+        """Submit (custom_id, params) requests as one batch; returns its id.
+
+        Raises:
+            core.errors.ModelError: the API refused the batch or was unreachable.
+        """
+        items = [{"custom_id": cid, "params": dict(params)} for cid, params in requests]
+        batch = await self._call("create", lambda: self.client.api().messages.batches.create(
+            requests=items))
+        return str(batch.id)
+
+    async def retrieve(self, batch_id: str) -> BatchState:
+        """The batch's processing status and request counts."""
+        batch = await self._call("retrieve", lambda: self.client.api().messages.batches.retrieve(
+            batch_id))
+        counts = batch.request_counts
+        return BatchState(str(batch.id), str(batch.processing_status),
+                          {k: int(getattr(counts, k, 0) or 0) for k in (
+                              "processing", "succeeded", "errored", "canceled", "expired")})
+
+    async def results(self, batch_id: str) -> list[BatchResult]:
+        """Every request's outcome of an ended batch, in the order the API streams them."""
+        c = self.client
+
+        async def fetch() -> list[Any]:
+            return [item async for item in await c.api().messages.batches.results(batch_id)]
+
+        out = []
+        for item in await self._call("results", fetch):
+            result = item.result
+            if result.type != "succeeded":
+                error = getattr(getattr(result, "error", None), "error", None)
+                detail = (f"errored: {getattr(error, 'type', 'error')}: "
+                          f"{getattr(error, 'message', '')}" if result.type == "errored"
+                          else str(result.type))
+                out.append(BatchResult(str(item.custom_id), None, detail))
+                continue
+            try:
+                with reading_reply():
+                    text, _use, usage, reasoning = _read_message(result.message)
+            except MalformedResponse as exc:
+                out.append(BatchResult(str(item.custom_id), None, f"bad_response: {exc}"))
+                continue
+            plain, output, read, write = usage
+            total = plain + read + write
+            out.append(BatchResult(str(item.custom_id), Generation(
+                text=text, input_tokens=total, output_tokens=output, cache_read_tokens=read,
+                cache_write_tokens=write,
+                cost_usd=c.prices.dollars(total, output, read, write) * BATCH_DISCOUNT,
+                latency_ms=0.0, reasoning=reasoning,
+                reasoning_tokens=estimate_reasoning_tokens(output, reasoning, text))))
+        return out

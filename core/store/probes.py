@@ -8,6 +8,7 @@ Nothing here touches steps or episodes.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -275,3 +276,36 @@ def insert_replay_jobs(db: Database, grid_id: int, cell_id: int,
                 (grid_id, cell_id, json.dumps(list(chunk)), priority, now, now, params))
             ids.append(int(cur.lastrowid or 0))
     return ids
+
+
+_BATCH_EVENT = re.compile(r"^job (\d+): batch (\S+) (submitted|stored)\b")
+
+
+def record_batch(db: Database, job_id: int, batch_id: str, state: str, probes: int) -> None:
+    """Note in the event log that a replay job's Message Batch was submitted or stored.
+
+    The log is what a resumed job reads (`open_batches`) to poll the batch it already
+    paid for instead of submitting its probes again.
+
+    Args:
+        db: an open lab.db.
+        job_id: the replay job.
+        batch_id: the API's batch id.
+        state: "submitted" or "stored".
+        probes: probes sent (submitted) or stored from its results (stored).
+    """
+    from core.store.jobs import log_event
+
+    log_event(db, "replay_batch", f"job {job_id}: batch {batch_id} {state} ({probes} probes)")
+
+
+def open_batches(db: Database, job_id: int) -> list[str]:
+    """Batch ids a replay job submitted whose results are not stored yet, oldest first."""
+    state: dict[str, str] = {}
+    for (detail,) in db.conn.execute(
+            "SELECT detail FROM events WHERE kind = 'replay_batch' AND detail LIKE ? ORDER BY id",
+            (f"job {job_id}: batch %",)):
+        m = _BATCH_EVENT.match(detail)
+        if m and int(m.group(1)) == job_id:
+            state[m.group(2)] = m.group(3)
+    return [b for b, s in state.items() if s == "submitted"]

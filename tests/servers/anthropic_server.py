@@ -156,7 +156,14 @@ class AnthropicApp:
         self.calls = 0
         self.cache: set[str] = set()
         self._ids = itertools.count(1)
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
+        self.batches: dict[str, dict[str, Any]] = {}
+        """Message Batches by id (requests, polls so far, results once ended)."""
+        self.batch_polls = 1
+        """Retrieves a new batch takes to end."""
+        self.batch_outcomes: dict[str, str] = {}
+        """custom_id -> "errored", "expired" or "canceled" (default: succeeded)."""
+        self.results_fetched = 0
 
     async def __call__(self, req: Request) -> Reply:
         if req.method == "GET" and req.path == "/v1/models":
@@ -164,6 +171,8 @@ class AnthropicApp:
                 return Reply(401, _error(401, "authentication_error", "x-api-key required"))
             return Reply(200, {"data": [{"type": "model", "id": "claude-loopback"}],
                                "has_more": False})
+        if req.path.startswith("/v1/messages/batches"):
+            return self._batches(req)
         if req.method != "POST" or req.path != "/v1/messages":
             return Reply(404, _error(404, "not_found_error", f"no route {req.path}"))
         body = req.json()
@@ -181,6 +190,10 @@ class AnthropicApp:
         delay = self.delay_s + (fault.delay_s if fault is not None else 0.0)
         if delay:
             await asyncio.sleep(delay)
+        return Reply(200, self._message(body))
+
+    def _message(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The Message object answering a valid request body."""
         content = self.responder(body)
         for s in body.get("stop_sequences") or ():
             for b in content:
@@ -194,12 +207,74 @@ class AnthropicApp:
                            {"type": "redacted_thinking", "data": "opaque-loopback"})
         plain, read, write = self._usage(body)
         stop = "tool_use" if any(b["type"] == "tool_use" for b in content) else "end_turn"
-        return Reply(200, {
+        return {
             "id": f"msg_{next(self._ids)}", "type": "message", "role": "assistant",
             "model": body.get("model"), "content": content, "stop_reason": stop,
             "stop_sequence": None,
             "usage": {"input_tokens": plain, "output_tokens": output,
-                      "cache_read_input_tokens": read, "cache_creation_input_tokens": write}})
+                      "cache_read_input_tokens": read, "cache_creation_input_tokens": write}}
+
+    def _batches(self, req: Request) -> Reply:
+        """The Message Batches endpoints: create, retrieve and results.
+
+        A batch ends on its `batch_polls`-th retrieve (`batch_polls` as it was when the
+        batch was created); its requests are then answered like /v1/messages, except
+        those whose custom_id `batch_outcomes` maps to "errored", "expired" or "canceled".
+        """
+        parts = req.path.strip("/").split("/")  # v1 messages batches [id [results]]
+        with self._lock:
+            if req.method == "POST" and len(parts) == 3:
+                body = req.json()
+                batch_id = f"msgbatch_{len(self.batches) + 1:04d}"
+                self.batches[batch_id] = {"requests": body["requests"], "polls": 0,
+                                          "ends_after": self.batch_polls, "results": None}
+                return Reply(200, self._batch_object(batch_id, req))
+            batch = self.batches.get(parts[3]) if len(parts) > 3 else None
+            if batch is None or req.method != "GET":
+                return Reply(404, _error(404, "not_found_error", f"no route {req.path}"))
+            if len(parts) == 4:
+                batch["polls"] += 1
+                return Reply(200, self._batch_object(parts[3], req))
+            if batch["results"] is None:
+                return Reply(404, _error(404, "not_found_error", "batch has not ended"))
+            self.results_fetched += 1
+            return Reply(200, b"".join(json.dumps(r).encode() + b"\n" for r in batch["results"]),
+                         {"content-type": "application/binary"})
+
+    def _batch_object(self, batch_id: str, req: Request) -> dict[str, Any]:
+        batch = self.batches[batch_id]
+        n = len(batch["requests"])
+        if batch["results"] is None and batch["polls"] >= batch["ends_after"]:
+            batch["results"] = [self._batch_result(r) for r in batch["requests"]]
+        ended = batch["results"] is not None
+        counts = {"processing": 0 if ended else n, "succeeded": 0, "errored": 0,
+                  "canceled": 0, "expired": 0}
+        for r in batch["results"] or ():
+            counts[r["result"]["type"]] += 1
+        return {"id": batch_id, "type": "message_batch",
+                "processing_status": "ended" if ended else "in_progress",
+                "request_counts": counts, "created_at": "2026-01-01T00:00:00Z",
+                "expires_at": "2026-01-02T00:00:00Z",
+                "ended_at": "2026-01-01T01:00:00Z" if ended else None,
+                "cancel_initiated_at": None, "archived_at": None,
+                "results_url": (f"http://{req.headers.get('host', '127.0.0.1')}/v1/messages/"
+                                f"batches/{batch_id}/results") if ended else None}
+
+    def _batch_result(self, request: dict[str, Any]) -> dict[str, Any]:
+        cid, body = request["custom_id"], request["params"]
+        self.calls += 1
+        if self.record:
+            self.requests.append(body)
+        outcome = self.batch_outcomes.get(cid, "succeeded")
+        problem = validate(body)
+        if outcome == "succeeded" and problem is None:
+            return {"custom_id": cid, "result": {"type": "succeeded",
+                                                 "message": self._message(body)}}
+        if outcome in ("succeeded", "errored"):
+            error = _error(400 if problem else 500, "invalid_request_error" if problem
+                           else "api_error", problem or "Internal server error")
+            return {"custom_id": cid, "result": {"type": "errored", "error": error}}
+        return {"custom_id": cid, "result": {"type": outcome}}
 
     def _fault(self, fault: Fault, req: Request) -> Reply:
         if fault.kind == "status":
