@@ -1,15 +1,26 @@
-"""Model calls/s through real episodes against loopback OpenAI-compatible servers.
+"""Model calls/s through a real `lab worker` against loopback OpenAI-compatible servers.
 
-Each server answers every call after a fixed 100 ms (a stand-in for vLLM, run in its
-own process so it is not the bottleneck). Episodes run through core.runner into a
-fresh lab.db with the openai backend: search ×3 then finish, 4 calls per episode.
+Each server answers every call after a fixed 100 ms (a stand-in for vLLM, in its own
+process). A grid of `none`/`clean` episodes on the demo questions (search ×3 then
+finish: 4 calls per episode) is queued into a fresh lab.db and a `lab worker
+--until-idle` subprocess runs it as users run it: Huey, the ledger, live tables on.
+While it runs, the bench samples each server's call counter and in-flight calls and
+lab.db's running episodes; calls/s is measured over the middle 80 % of the calls.
 
-1. One endpoint, concurrency 1, 8, 32, 128: calls/s as a ratio to the ideal
-   (concurrency ÷ 0.1 s). Target ≥ 0.9 up to 128.
-2. Endpoints serving at most 32 calls at once each (like a GPU batch), 128 concurrent
-   episodes: 4 endpoints against 1. Target ≥ 3.5×.
+1. One endpoint, model concurrency 1, 8, 32, 128 with `--workers 1`, and 32, 128 with
+   `--workers 2`: calls/s as a ratio to the ideal (concurrency ÷ 0.1 s; target ≥ 0.9),
+   the server's peak calls in flight (never above the concurrency), episodes in
+   flight (mean / peak) and the worker's CPU per call.
+2. Endpoints serving at most 32 calls at once each (like a GPU batch), concurrency
+   128: 4 endpoints against 1 (target ≥ 3.5×).
+3. With --in-process: the same calls through core.runner alone in this process (no
+   queue; live tables as the worker writes them), a second, lighter figure.
 
-Usage: python bench/concurrency.py [--waves N] [--delay S] [--live]
+--transport picks how the worker sends calls: "stream" (lab's keep-alive pool, the
+default), "httpx" (httpx.AsyncClient) or "sdk" (the openai SDK's AsyncOpenAI).
+
+Usage: python bench/concurrency.py [--waves N] [--delay S] [--transport T]
+       [--only 1|2] [--cases 32x1,128x2] [--in-process]
 """
 
 from __future__ import annotations
@@ -17,8 +28,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import math
 import os
+import resource
 import socket
+import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -32,16 +47,21 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the loopback servers live in tests/servers
 
-from core import store
-from core.conditions import parse_condition
-from core.data import Question
-from core.demo_data import demo_questions
-from core.models.registry import ModelSpec, make_client
-from core.regimes import ForeignPool, parse_regime
-from core.runner import CellSpec, run_questions
+from console.demo_cmd import ensure_demo_set  # noqa: E402
+from core import store  # noqa: E402
+from core.conditions import parse_condition  # noqa: E402
+from core.data import Question  # noqa: E402
+from core.demo_data import demo_questions  # noqa: E402
+from core.models.registry import ModelSpec, load_registry, make_client  # noqa: E402
+from core.regimes import ForeignPool, parse_regime  # noqa: E402
+from core.runner import CellSpec, run_questions  # noqa: E402
+from jobs.control import enqueue_grid  # noqa: E402
+from jobs.grid import GridRequest  # noqa: E402
+from jobs.settings import WorkerSettings  # noqa: E402
 
 SEARCHES = 3
 CALLS_PER_EPISODE = SEARCHES + 1
+DEMO_QUESTIONS = 60
 
 
 def _free_port() -> int:
@@ -52,7 +72,7 @@ def _free_port() -> int:
 
 @contextmanager
 def loopback_server(delay: float, max_concurrent: int | None) -> Iterator[str]:
-    """A fake-vLLM subprocess on a free port; yields its /v1 endpoint."""
+    """A fake-vLLM subprocess on a free port; yields its base URL (no /v1)."""
     port = _free_port()
     cmd = [sys.executable, "-m", "tests.servers.fake_vllm", "serve", "bench-model",
            "--port", str(port), "--delay", str(delay), "--searches", str(SEARCHES)]
@@ -67,10 +87,85 @@ def loopback_server(delay: float, max_concurrent: int | None) -> Iterator[str]:
                     break
             except httpx.HTTPError:
                 time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}/v1"
+        yield f"http://127.0.0.1:{port}"
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+@dataclasses.dataclass(frozen=True)
+class Figure:
+    """One measurement."""
+
+    rate: float
+    calls: int
+    peak_calls: int
+    episodes_mean: float
+    episodes_peak: int
+    cpu_ms_per_call: float
+
+
+def _registry(path: Path, urls: Sequence[str], concurrency: int, transport: str) -> None:
+    endpoints = ", ".join(f'"{u}/v1"' for u in urls)
+    path.write_text(f'[models.bench]\nbackend = "openai"\nmodel = "bench-model"\n'
+                    f'endpoints = [{endpoints}]\nconcurrency = {concurrency}\n'
+                    f'transport = "{transport}"\ntimeout_s = 30\nmax_retries = 0\n'
+                    f'sampling = {{ temperature = 0.0 }}\n')
+
+
+def _stats(client: httpx.Client, urls: Sequence[str], reset: bool = False
+           ) -> tuple[int, int, int]:
+    calls = active = peak = 0
+    for u in urls:
+        s = client.get(f"{u}/stats/reset" if reset else f"{u}/stats").json()
+        calls, active, peak = calls + s["calls"], active + s["active"], max(peak, s["peak"])
+    return calls, active, peak
+
+
+def through_worker(tmp: Path, urls: Sequence[str], concurrency: int, workers: int,
+                   episodes: int, transport: str) -> Figure:
+    """Queue `episodes` episodes and run them with a `lab worker` subprocess."""
+    db_path, config = tmp / "lab.db", tmp / "lab.toml"
+    for f in tmp.glob("lab*"):
+        f.unlink() if f.is_file() else None
+    _registry(config, urls, concurrency, transport)
+    db = store.connect(db_path)
+    ensure_demo_set(db)
+    seeds = tuple(range(math.ceil(episodes / DEMO_QUESTIONS)))
+    settings = WorkerSettings(db_path=db_path, config_path=config)
+    enqueue_grid(db, settings, GridRequest(models=("bench",), conditions=("none",),
+                                           regimes=("clean",), question_set="demo",
+                                           seeds=seeds, run="bench"), load_registry(config))
+    expected = len(seeds) * DEMO_QUESTIONS
+    client = httpx.Client(timeout=5)
+    calls0 = _stats(client, urls, reset=True)[0]
+    reader = sqlite3.connect(db_path, timeout=60)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    proc = subprocess.Popen([sys.executable, "-m", "console.cli", "--db", str(db_path),
+                             "--config", str(config), "worker", "--workers", str(workers),
+                             "--until-idle"], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                            stderr=subprocess.DEVNULL)
+    samples: list[tuple[float, int, int]] = []
+    while proc.poll() is None:
+        calls, _, _ = _stats(client, urls)
+        running = reader.execute("SELECT count(*) FROM live_episodes").fetchone()[0]
+        samples.append((time.perf_counter(), calls - calls0, running))
+        time.sleep(0.2)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    total, _, peak = _stats(client, urls)
+    total -= calls0
+    stored, errors = reader.execute("SELECT count(*), sum(error IS NOT NULL) FROM episodes"
+                                    ).fetchone()
+    if proc.returncode != 0 or stored != expected or errors:
+        raise SystemExit(f"bench: worker exit {proc.returncode}, {stored}/{expected} stored, "
+                         f"{errors} errored")
+    window = [s for s in samples if 0.1 * total <= s[1] <= 0.9 * total]
+    if len(window) < 3:
+        raise SystemExit("bench: too short to measure; raise --waves")
+    rate = (window[-1][1] - window[0][1]) / (window[-1][0] - window[0][0])
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    return Figure(rate, total, peak, statistics.mean(s[2] for s in window),
+                  max(s[2] for s in samples), 1000 * cpu / max(total, 1))
 
 
 def questions_for(n: int) -> list[Question]:
@@ -79,62 +174,79 @@ def questions_for(n: int) -> list[Question]:
     return [dataclasses.replace(demo[i % len(demo)], id=f"bench-{i}") for i in range(n)]
 
 
-async def measure(db_path: Path, endpoints: Sequence[str], concurrency: int,
-                  episodes: int, label: str, live: bool = False) -> tuple[float, int]:
-    """Run `episodes` episodes at `concurrency` as run `label`; return (calls/s, calls).
-
-    A first wave (one episode per slot, not timed) warms imports and connections.
-    """
+async def in_process(db_path: Path, urls: Sequence[str], concurrency: int, episodes: int,
+                     label: str, transport: str) -> float:
+    """calls/s of `episodes` episodes through core.runner in this process (live tables on)."""
     db = store.connect(db_path)
     qs = questions_for(episodes + concurrency)
     spec = ModelSpec("bench", "openai", {
-        "model": "bench-model", "endpoints": list(endpoints), "sampling": {"temperature": 0.0},
-        "concurrency": concurrency, "timeout_s": 30.0, "max_retries": 0})
+        "model": "bench-model", "endpoints": [f"{u}/v1" for u in urls], "transport": transport,
+        "sampling": {"temperature": 0.0}, "concurrency": concurrency, "timeout_s": 30.0,
+        "max_retries": 0})
     cell = CellSpec(spec, parse_condition("none"), parse_regime("clean"), None, 8, 0)
     pool = ForeignPool(qs[:60])
     client = make_client(spec)
-    warm_id = store.ensure_cell(db, store.ensure_run(db, f"{label}-warm"), cell.columns())
-    await run_questions(db, warm_id, cell, qs[episodes:], pool, client, live=live,
-                        batch=1 if live else 64)
+    warm = store.ensure_cell(db, store.ensure_run(db, f"{label}-warm"), cell.columns())
+    await run_questions(db, warm, cell, qs[episodes:], pool, client, live=True, batch=1,
+                        close_client=False)
     cell_id = store.ensure_cell(db, store.ensure_run(db, label), cell.columns())
     start = time.perf_counter()
-    stored = await run_questions(db, cell_id, cell, qs[:episodes], pool, client, live=live,
-                                 batch=1 if live else 64)
+    await run_questions(db, cell_id, cell, qs[:episodes], pool, client, live=True, batch=1)
     seconds = time.perf_counter() - start
-    calls, errors = db.conn.execute(
-        "SELECT sum(tool_calls + 1 + extra_calls), sum(error IS NOT NULL) FROM episodes "
-        "WHERE cell_id = ?", (cell_id,)).fetchone()
-    if stored != episodes or errors:
-        raise SystemExit(f"bench: {stored}/{episodes} stored, {errors} errored")
-    return calls / seconds, int(calls)
+    calls = db.conn.execute("SELECT sum(tool_calls + 1 + extra_calls) FROM episodes "
+                            "WHERE cell_id = ?", (cell_id,)).fetchone()[0]
+    return calls / seconds
+
+
+def _line(head: str, f: Figure, ideal: float, concurrency: int) -> str:
+    return (f"  {head}: {f.rate:7.1f} calls/s  ideal {ideal:6.0f}  ratio {f.rate / ideal:.2f}  "
+            f"peak in flight {f.peak_calls}/{concurrency}  episodes in flight "
+            f"{f.episodes_mean:.0f} / {f.episodes_peak}  CPU {f.cpu_ms_per_call:.2f} ms/call  "
+            f"({f.calls} calls)")
 
 
 def main() -> None:
-    """Run both parts and print one line per measurement."""
+    """Run the parts asked for and print one line per measurement."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--waves", type=int, default=20,
+    parser.add_argument("--waves", type=int, default=15,
                         help="episodes per concurrent slot (more = closer to steady state)")
     parser.add_argument("--delay", type=float, default=0.1, help="server answer time (s)")
-    parser.add_argument("--live", action="store_true",
-                        help="store as the worker does for real models: every step committed "
-                             "to the live tables, one episode per transaction")
+    parser.add_argument("--transport", choices=["stream", "httpx", "sdk"], default="stream")
+    parser.add_argument("--only", choices=["1", "2"], default=None, help="run one part")
+    parser.add_argument("--cases", default="1x1,8x1,32x1,128x1,32x2,128x2",
+                        help="part 1: CONCURRENCYxWORKERS, comma-separated")
+    parser.add_argument("--in-process", action="store_true",
+                        help="also the lighter figure: core.runner alone, no queue")
     args = parser.parse_args()
+    load = os.getloadavg()
+    print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} CPUs; "
+          f"transport {args.transport}; {CALLS_PER_EPISODE} calls per episode")
     with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
-        db = Path(tmp) / "lab.db"
-        url = stack.enter_context(loopback_server(args.delay, None))
-        print(f"one endpoint answering after {args.delay * 1000:.0f} ms, "
-              f"{CALLS_PER_EPISODE} calls per episode")
-        for c in (1, 8, 32, 128):
-            rate, calls = asyncio.run(measure(db, [url], c, c * args.waves, f"c{c}", args.live))
-            ideal = c / args.delay
-            print(f"  concurrency {c:>3}: {rate:7.1f} calls/s  ideal {ideal:6.0f}  "
-                  f"ratio {rate / ideal:.2f}  ({calls} calls)")
-        capped = [stack.enter_context(loopback_server(args.delay, 32)) for _ in range(4)]
-        one, _ = asyncio.run(measure(db, capped[:1], 128, 128 * max(1, args.waves // 4), "one",
-                                     args.live))
-        four, _ = asyncio.run(measure(db, capped, 128, 128 * args.waves, "four", args.live))
-        print(f"endpoints serving ≤ 32 calls at once, 128 concurrent episodes: "
-              f"1 → {one:.1f} calls/s, 4 → {four:.1f} calls/s, ratio {four / one:.2f}")
+        work = Path(tmp)
+        if args.only in (None, "1"):
+            url = stack.enter_context(loopback_server(args.delay, None))
+            print(f"1. through `lab worker`, one endpoint answering after "
+                  f"{args.delay * 1000:.0f} ms")
+            for c, w in (tuple(int(x) for x in case.split("x")) for case in
+                         args.cases.split(",")):
+                f = through_worker(work, [url], c, w, c * args.waves, args.transport)
+                print(_line(f"concurrency {c:>3}, --workers {w}", f, c / args.delay, c),
+                      flush=True)
+            if args.in_process:
+                print("3. in-process runner, no queue (live tables on): a lighter path")
+                for c in (32, 128):
+                    rate = asyncio.run(in_process(work / "inproc.db", [url], c,
+                                                  c * args.waves, f"c{c}", args.transport))
+                    print(f"  concurrency {c:>3}: {rate:7.1f} calls/s  ratio "
+                          f"{rate * args.delay / c:.2f}", flush=True)
+        if args.only in (None, "2"):
+            capped = [stack.enter_context(loopback_server(args.delay, 32)) for _ in range(4)]
+            one = through_worker(work, capped[:1], 128, 1, 128 * max(2, args.waves // 4),
+                                 args.transport)
+            four = through_worker(work, capped, 128, 1, 128 * args.waves, args.transport)
+            print(f"2. through `lab worker`, endpoints serving ≤ 32 calls at once, concurrency "
+                  f"128: 1 → {one.rate:.1f} calls/s, 4 → {four.rate:.1f} calls/s, ratio "
+                  f"{four.rate / one.rate:.2f} (CPU {four.cpu_ms_per_call:.2f} ms/call)")
 
 
 if __name__ == "__main__":

@@ -101,6 +101,69 @@ async def run_one(setup: EpisodeSetup, client: ModelClient,
     return result
 
 
+class LiveBuffer:
+    """Live rows, their steps and finished episodes of one job, committed together.
+
+    Committing every step and every finished episode in its own transaction cost
+    about a third of the worker's CPU per model call at 128 episodes in flight
+    (py-spy, bench/concurrency.py); `flush` writes what gathered since the last one
+    in one transaction, every `flush_s`. An episode that starts and ends between two
+    flushes never gets a live row; a kill -9 loses at most `flush_s` of finished
+    episodes, which are then run again (never a partial one).
+    """
+
+    def __init__(self, db: Database, cell_id: int, label: str) -> None:
+        self.db = db
+        self.cell_id = cell_id
+        self.label = label
+        self._ids: dict[int, int] = {}  # token → live_episodes id, once inserted
+        self._new: list[tuple[int, str]] = []
+        self._steps: list[tuple[int, Step]] = []
+        self._done: list[tuple[int, EpisodeResult]] = []
+        self._dropped: list[int] = []
+        self._next = 0
+
+    def start(self, question_id: str) -> int:
+        """Register a running episode; returns its token."""
+        self._next += 1
+        self._new.append((self._next, question_id))
+        return self._next
+
+    def step(self, token: int, step: Step) -> None:
+        """A step of a running episode."""
+        self._steps.append((token, step))
+
+    def finish(self, token: int, result: EpisodeResult) -> None:
+        """The episode ended: store it at the next flush (its live row goes)."""
+        self._done.append((token, result))
+
+    def drop(self, token: int) -> None:
+        """The episode ended without a result: remove its live row at the next flush."""
+        self._dropped.append(token)
+
+    def flush(self) -> int:
+        """Write everything gathered in one transaction; returns the episodes stored."""
+        if not (self._new or self._steps or self._done or self._dropped):
+            return 0
+        ended = {t for t, _ in self._done} | set(self._dropped)
+        new, steps, done, dropped = self._new, self._steps, self._done, self._dropped
+        self._new, self._steps, self._done, self._dropped = [], [], [], []
+        db = self.db
+        with store.write(db):
+            for token, qid in new:
+                if token not in ended:
+                    self._ids[token] = store.live_start(db, self.cell_id, qid, self.label)
+            for token, step in steps:
+                if token in self._ids:
+                    store.live_step(db, self._ids[token], step)
+            for token in dropped:
+                if token in self._ids:
+                    store.live_end(db, self._ids.pop(token))
+            ids = store.write_episodes(
+                db, [(self.cell_id, r, self._ids.pop(t, None)) for t, r in done]) if done else []
+        return sum(i is not None for i in ids)
+
+
 async def run_questions(db: Database, cell_id: int, cell: CellSpec,
                         questions: Sequence[Question], pool: ForeignPool, client: ModelClient,
                         live: bool = False, batch: int = 64, concurrency: int | None = None,
@@ -108,7 +171,7 @@ async def run_questions(db: Database, cell_id: int, cell: CellSpec,
                         live_first: int = 0, slots: asyncio.Semaphore | None = None,
                         gate: CallGate | None = None,
                         on_admitted: Callable[[], None] | None = None,
-                        close_client: bool = True) -> int:
+                        close_client: bool = True, flush_s: float = 0.1) -> int:
     """Run a cell's missing episodes for `questions` and store them.
 
     Episodes run concurrently up to the model's concurrency (or hold one of `slots`,
@@ -117,8 +180,10 @@ async def run_questions(db: Database, cell_id: int, cell: CellSpec,
     (cell, question) key).
 
     Args:
-        live: also commit each step to the live tables as it happens.
-        batch: finished episodes per write transaction.
+        live: also put each running episode and its steps in the live tables; they,
+            and the finished episodes, are committed together every `flush_s`
+            (`LiveBuffer`).
+        batch: without `live`, finished episodes per write transaction.
         concurrency: a further bound on concurrent episodes (besides the model's).
         should_stop: checked before each episode starts; when it returns True no
             new episode starts, and the ones running finish and are stored.
@@ -135,6 +200,8 @@ async def run_questions(db: Database, cell_id: int, cell: CellSpec,
             while this one's stragglers finish.
         close_client: close the client's connections at the end (False when the
             client is shared by later jobs).
+        flush_s: with `live`, how often the live tables and finished episodes are
+            committed (the live tail shows a step at most this late).
 
     Returns:
         Number of episodes stored.
@@ -161,15 +228,19 @@ async def run_questions(db: Database, cell_id: int, cell: CellSpec,
             # a sampled instant episode commits its live rows in one transaction at its end
             sampled: list[Step] | None = [] if not live and started < live_first else None
             started += 1
-            live_id = store.live_start(db, cell_id, q.id, label) if live else None
-            on_step = (lambda s: store.live_step(db, live_id, s)) if live_id else None
+            token = buffer.start(q.id) if buffer is not None else 0
+            on_step = (lambda s: buffer.step(token, s)) if buffer is not None else None
             try:
                 result = await run_one(setup_for(cell, q, pool, client), client,
                                        sampled.append if sampled is not None else on_step, gate)
             except BaseException:  # a bug in lab, or cancelled: no stale "running" row
-                if live_id is not None:
-                    store.live_end(db, live_id)
+                if buffer is not None:
+                    buffer.drop(token)
                 raise
+            if buffer is not None:
+                buffer.finish(token, result)
+                return
+            live_id = None
             if sampled is not None:
                 with store.write(db):
                     live_id = store.live_start(db, cell_id, q.id, label)
@@ -181,9 +252,18 @@ async def run_questions(db: Database, cell_id: int, cell: CellSpec,
                 done.clear()
                 stored += sum(i is not None for i in store.write_episodes(db, items))
 
+    buffer = LiveBuffer(db, cell_id, label) if live else None
+
+    async def flusher() -> None:
+        nonlocal stored
+        while True:
+            await asyncio.sleep(flush_s)
+            stored += buffer.flush() if buffer is not None else 0
+
     if not todo and on_admitted is not None:
         on_admitted()
     tasks = [asyncio.ensure_future(one(q)) for q in todo]
+    flushing = asyncio.ensure_future(flusher()) if buffer is not None and todo else None
     try:
         await asyncio.gather(*tasks)
     except BaseException:  # one episode raised: stop the others (their questions stay missing)
@@ -194,7 +274,11 @@ async def run_questions(db: Database, cell_id: int, cell: CellSpec,
     finally:
         if admitted < len(todo) and on_admitted is not None:
             on_admitted()  # stopped by an error: never leave the caller waiting
+        if flushing is not None:
+            flushing.cancel()
         try:  # store what finished even when another episode raised (a bug in lab)
+            if buffer is not None:
+                stored += buffer.flush()
             if done:
                 stored += sum(i is not None for i in store.write_episodes(db, done))
         finally:

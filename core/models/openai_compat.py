@@ -49,6 +49,12 @@ from core.models.transport import Response, StreamPool
 
 DOWN_S = 30.0
 """How long an endpoint that refused or dropped a connection is avoided."""
+TRANSPORTS = ("stream", "httpx", "sdk")
+"""How calls are sent (registry `transport`): "stream", the keep-alive pool of
+core.models.transport for http endpoints (httpx for https); "httpx", httpx.AsyncClient
+always; "sdk", the openai SDK's AsyncOpenAI (bench/concurrency.py --transport compares
+their CPU cost on the worker's path)."""
+_LIMITS = httpx.Limits(max_connections=1000, max_keepalive_connections=1000)
 API_KEY_ENV = "VLLM_API_KEY"
 """Environment variable read for servers started with `--api-key` (else "EMPTY")."""
 Usage = tuple[int, int, int, int | None]
@@ -67,8 +73,10 @@ class Endpoint:
         timeout_s: read timeout of one call (connect: at most 5 s).
     """
 
-    def __init__(self, url: str, key: str, timeout_s: float) -> None:
+    def __init__(self, url: str, key: str, timeout_s: float, transport: str = "stream") -> None:
         self.url = url
+        self.transport = transport
+        self.key = key
         self.outstanding = 0
         self.episodes = 0
         self.down_until = 0.0
@@ -85,15 +93,22 @@ class Endpoint:
         self._conns: StreamPool | httpx.AsyncClient | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
-    def _for_loop(self) -> StreamPool | httpx.AsyncClient:
+    def _for_loop(self) -> Any:
         loop = asyncio.get_running_loop()
         if self._conns is None or self._loop is not loop:
-            if self.plain:
+            if self.transport == "sdk":
+                import openai  # only for the "sdk" transport (bench/concurrency.py compares)
+
+                self._conns = openai.AsyncOpenAI(
+                    base_url=self.url, api_key=self.key, max_retries=0,
+                    timeout=httpx.Timeout(self.timeout_s, connect=self.connect_s),
+                    http_client=httpx.AsyncClient(limits=_LIMITS))
+            elif self.plain and self.transport == "stream":
                 self._conns = StreamPool(self.host, self.port, authority=self.authority)
             else:
                 self._conns = httpx.AsyncClient(
                     timeout=httpx.Timeout(self.timeout_s, connect=self.connect_s),
-                    headers=self.headers, limits=httpx.Limits(max_connections=1000))
+                    headers=self.headers, limits=_LIMITS)
             self._loop = loop
         return self._conns
 
@@ -110,13 +125,37 @@ class Endpoint:
         resp = await conns.post(f"{self.url.rstrip('/')}/{path}", content=body)
         return resp.status_code, resp.headers, resp.content
 
+    async def sdk_chat(self, body: dict[str, Any]) -> tuple[int, Mapping[str, str], Any]:
+        """One chat completion through the openai SDK: (status, headers, reply dict or text).
+
+        Raises:
+            httpx.HTTPError: the connection failed or timed out (mapped from the SDK's).
+        """
+        import openai
+
+        known = {"model", "messages", "max_tokens", "stop", "temperature", "top_p", "seed",
+                 "presence_penalty", "frequency_penalty"}
+        args = {k: v for k, v in body.items() if k in known}
+        extra = {k: v for k, v in body.items() if k not in known}
+        try:
+            reply = await self._for_loop().chat.completions.create(**args, extra_body=extra or None)
+        except openai.APIStatusError as exc:
+            return exc.status_code, exc.response.headers, exc.response.content
+        except openai.APITimeoutError as exc:
+            raise httpx.ReadTimeout(str(exc)) from exc
+        except openai.APIConnectionError as exc:
+            raise httpx.ConnectError(str(exc)) from exc
+        return 200, {}, reply.model_dump()
+
     async def close(self) -> None:
         """Close the running loop's connections."""
         if self._conns is not None and self._loop is asyncio.get_running_loop():
             if isinstance(self._conns, StreamPool):
                 self._conns.close()
-            else:
+            elif isinstance(self._conns, httpx.AsyncClient):
                 await self._conns.aclose()
+            else:
+                await self._conns.close()
             self._conns = None
 
 
@@ -144,11 +183,16 @@ class OpenAIClient:
         self.sampling: dict[str, Any] = dict(sampling) if isinstance(sampling, Mapping) else {}
         key = os.environ.get(API_KEY_ENV) or "EMPTY"
         self.secrets = (key,) if key != "EMPTY" else ()
+        transport = str(params.get("transport", "stream"))
+        if transport not in TRANSPORTS:
+            raise ConfigError(f"model '{name}': transport must be one of {', '.join(TRANSPORTS)}, "
+                              f"got {transport!r}")
         endpoints = params.get("endpoints") or []
         if not endpoints:
             raise ConfigError(f"model '{name}': endpoints is empty; e.g. "
                               f"endpoints = [\"http://127.0.0.1:8000/v1\"]")
-        self.endpoints = [Endpoint(url, key, self.policy.timeout_s) for url in endpoints]
+        self.endpoints = [Endpoint(url, key, self.policy.timeout_s, transport)
+                          for url in endpoints]
 
     def pick(self, avoid: Endpoint | None = None) -> Endpoint:
         """The endpoint with the fewest outstanding requests (ties: fewest episodes).
@@ -239,13 +283,17 @@ class OpenAISession:
         e = self.endpoint
         e.outstanding += 1
         try:
-            status, headers, content = await e.post("chat/completions", json.dumps(body).encode())
+            if e.transport == "sdk":
+                status, headers, content = await e.sdk_chat(body)
+            else:
+                status, headers, content = await e.post("chat/completions",
+                                                        json.dumps(body).encode())
         finally:
             e.outstanding -= 1
         if status >= 400:
             raise StatusFailure(status, headers, content.decode("utf-8", "replace"))
         with reading_reply():
-            return read_completion(json.loads(content))
+            return read_completion(content if isinstance(content, dict) else json.loads(content))
 
 
 def read_completion(data: Any) -> tuple[str, str, Usage]:

@@ -25,7 +25,8 @@ _COMMON = frozenset({"backend", "concurrency"})
 _FIELDS: Mapping[str, frozenset[str]] = MappingProxyType({
     "openai": _COMMON | {"model", "endpoints", "sampling", "thinking", "thinking_budget",
                          "max_context", "timeout_s", "max_retries", "price_per_mtok",
-                         "backoff_s", "backoff_max_s", "tensor_parallel_size", "prompt_format"},
+                         "backoff_s", "backoff_max_s", "tensor_parallel_size", "prompt_format",
+                         "transport"},
     "anthropic": _COMMON | {"model", "sampling", "thinking", "thinking_budget", "max_context",
                             "timeout_s", "max_retries", "price_per_mtok", "base_url",
                             "backoff_s", "backoff_max_s"},
@@ -39,7 +40,7 @@ SAMPLING_KEYS = frozenset({"temperature", "top_p", "top_k", "min_p", "presence_p
                            "frequency_penalty", "repetition_penalty", "seed"})
 """Keys a `sampling = { … }` table may hold (sent to the server as they are)."""
 SERVING_FIELDS = ("endpoints", "concurrency", "base_url", "timeout_s", "max_retries", "backoff_s",
-                  "backoff_max_s", "tensor_parallel_size", "latency_ms")
+                  "backoff_max_s", "tensor_parallel_size", "latency_ms", "transport")
 """Where and how a model is served, not what it is: left out of the hashed spec."""
 _REQUIRED = MappingProxyType({"openai": ("model", "endpoints"), "anthropic": ("model",),
                               "sim": ("policy",)})

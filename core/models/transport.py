@@ -17,6 +17,8 @@ from collections.abc import Mapping
 
 import httpx
 
+from core.models.retry import LOG
+
 _MAX_HEADER_LINES = 200
 Response = tuple[int, Mapping[str, str], bytes]
 """(status, lower-case headers, body)."""
@@ -69,7 +71,16 @@ class StreamPool:
             except _StaleConnection:
                 conn[1].close()
                 if reused:
-                    continue  # the server closed an idle connection: use a fresh one
+                    # The server closed this idle keep-alive connection before sending any
+                    # byte of a response (the usual keep-alive race: it times out idle
+                    # connections). The POST is sent again, once, on a new connection, and
+                    # the retry log says so: a server that read the request and then closed
+                    # without answering would see it twice.
+                    LOG.warning("retry: re-sending POST %s on a new connection: the server "
+                                "closed an idle keep-alive connection without a response",
+                                target)
+                    self.close()  # the other idle ones are likely stale too: next is fresh
+                    continue
                 raise httpx.RemoteProtocolError(
                     "server closed the connection without a response") from None
             except BaseException as exc:

@@ -1,6 +1,7 @@
 """A loopback server speaking vLLM's OpenAI-compatible API.
 
-Routes: POST /v1/chat/completions, GET /v1/models, GET /health, GET /version.
+Routes: POST /v1/chat/completions, GET /v1/models, GET /health, GET /version, GET /stats
+(calls so far, calls being answered now and their peak; /stats/reset also restarts the peak).
 Chat replies come from a responder (default: plain ReAct text that searches then
 finishes; "USELESS" to side-channel questions) after `delay_s`, at most
 `max_concurrent` calls being served at once (the rest queue, like a GPU batch), and
@@ -100,6 +101,11 @@ class OpenAIApp:
     async def __call__(self, req: Request) -> Reply:
         if req.method == "GET" and req.path in ("/health", "/v1/health"):
             return Reply(200)
+        if req.method == "GET" and req.path in ("/stats", "/stats/reset"):  # for the benches
+            out = {"calls": self.calls, "active": self.active, "peak": self.peak}
+            if req.path == "/stats/reset":
+                self.peak = self.active
+            return Reply(200, out)
         if req.method == "GET" and req.path == "/version":
             return Reply(200, {"version": "0.0.0-loopback"})
         if req.method == "GET" and req.path == "/v1/models":
