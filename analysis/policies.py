@@ -49,12 +49,14 @@ class PolicyResult:
         correct: (E,) per-episode success under the policy.
         calls: (E,) per-episode tool calls.
         missing: episodes where it fired at a point with no stored branch.
+        fired: (E,) whether it fired before the episode ended (None: the agent).
     """
 
     name: str
     correct: np.ndarray
     calls: np.ndarray
     missing: int
+    fired: np.ndarray | None = None
 
     def utility(self, lam: float) -> np.ndarray:
         """Per-episode success − λ · calls."""
@@ -69,7 +71,7 @@ def _fire(b: Branches, fire: np.ndarray, name: str) -> PolicyResult:
     correct = np.where(fired, branch, b.agent_correct)
     calls = np.where(fired, b.n_obs[rows, idx], b.agent_calls).astype(float)
     missing = int(np.sum(fired & np.isnan(branch)))
-    return PolicyResult(name, np.nan_to_num(correct), calls, missing)
+    return PolicyResult(name, np.nan_to_num(correct), calls, missing, fired)
 
 
 def policies(b: Branches) -> Iterator[PolicyResult]:
@@ -93,6 +95,27 @@ def policies(b: Branches) -> Iterator[PolicyResult]:
             both = np.where((own >= 0) & ((cap < 0) | (own <= cap)), own, cap)
             yield _fire(b, both, f"own {k} or cap {c}")
     yield PolicyResult("agent", b.agent_correct.astype(float), b.agent_calls.astype(float), 0)
+
+
+def recovered_policy(results: list[PolicyResult]) -> tuple[str, float] | None:
+    """The simple policy that reproduces the agent as it ran (how a sim is recovered).
+
+    A policy reproduces an episode when it gives the agent's own success and tool
+    calls there; among those reproducing the most episodes, the one that does so by
+    firing on the most (a rule that never fires reproduces whatever the agent did).
+
+    Returns:
+        (policy name, share of episodes it reproduces), or None without policies.
+    """
+    agent = results[-1]
+    best: tuple[float, float, str] | None = None
+    for r in results[:-1]:
+        same = (r.calls == agent.calls) & (r.correct == agent.correct)
+        fired = r.fired if r.fired is not None else np.zeros(len(same), dtype=bool)
+        key = (float(np.mean(same)), float(np.mean(same & fired)), r.name)
+        if best is None or key[:2] > best[:2]:
+            best = key
+    return None if best is None else (best[2], best[0])
 
 
 def best_policy(results: list[PolicyResult], lam: float) -> PolicyResult | None:

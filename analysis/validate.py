@@ -21,13 +21,14 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import pandas as pd
 from sqlite_utils import Database
 
 from analysis.decisions import clean_episodes, decision_table
 from analysis.delta import Contrast, design_contrast, time_matched_contrast
 from analysis.hazard import IntegrationIndex, integration_index
 from analysis.leaving import leave_delta
-from analysis.rows import Row, Table, interval_row
+from analysis.rows import Row, Table, interval_row, make_row
 from analysis.stats import N_BOOT, Interval
 from core.data import Question
 from core.errors import LabError
@@ -48,6 +49,11 @@ EXPECTED = (
 LEAVING_CONDITION = "two_source"
 LEAVING_EXPECTED = (("sim-backup-own3", "positive"), ("sim-backup-clock4", "zero"))
 """(two-source sim, expected sign of leaving Δ): switch on evidence vs by the clock."""
+
+
+PROBE_EXPECTED = (("sim-own3", "own 3"), ("sim-own5", "own 5"), ("sim-clock4", "cap 3"))
+"""(sim, the simple stopping policy it was built with) for the answer-now checks;
+sim-clock4 answers at action 4, i.e. after its third observation ("cap 3")."""
 
 
 class ValidationFailed(LabError):
@@ -119,6 +125,34 @@ class LeavingCheck:
 
 
 @dataclass(frozen=True)
+class ProbeCheck:
+    """Answer-now branches of one sim (issue 12): policy recovery and calibration.
+
+    Attributes:
+        model: the sim's name.
+        built_with: the simple policy it was built with (PROBE_EXPECTED).
+        recovered: the simple policy that reproduces its episodes
+            (`analysis.policies.recovered_policy`), with the share it reproduces.
+        ece_raw: ECE of its verbalized confidence on the evaluation split.
+        ece_isotonic: ECE after isotonic calibration fitted on the calibration split.
+        n: answer states evaluated.
+    """
+
+    model: str
+    built_with: str
+    recovered: tuple[str, float] | None
+    ece_raw: float
+    ece_isotonic: float
+    n: int
+
+    @property
+    def passed(self) -> bool:
+        """The built-in policy is recovered and isotonic calibration reduces ECE."""
+        return (self.recovered is not None and self.recovered[0] == self.built_with
+                and self.ece_isotonic < self.ece_raw)
+
+
+@dataclass(frozen=True)
 class Validation:
     """Outcome of `validate_measures`.
 
@@ -129,6 +163,7 @@ class Validation:
         episodes: episodes analysed.
         new_episodes: episodes run now (the rest were reused).
         leaving: one LeavingCheck per two-source sim.
+        probes: one ProbeCheck per sim of PROBE_EXPECTED that ran.
     """
 
     checks: tuple[PolicyCheck, ...]
@@ -137,15 +172,17 @@ class Validation:
     episodes: int
     new_episodes: int
     leaving: tuple[LeavingCheck, ...] = ()
+    probes: tuple[ProbeCheck, ...] = ()
 
     @property
     def passed(self) -> bool:
         """Every policy separates as expected."""
-        return all(c.passed for c in (*self.checks, *self.leaving))
+        return all(c.passed for c in (*self.checks, *self.leaving, *self.probes))
 
     def failures(self) -> tuple[str, ...]:
         """Names of the policies that did not separate."""
-        return tuple(c.model for c in (*self.checks, *self.leaving) if not c.passed)
+        return tuple(c.model for c in (*self.checks, *self.leaving) if not c.passed) + tuple(
+            f"{c.model} (answer-now)" for c in self.probes if not c.passed)
 
 
 async def _run_cells(db: Database, questions: Sequence[Question], pool: ForeignPool,
@@ -238,7 +275,59 @@ def validate_measures(db: Database, questions: Sequence[Question], seeds: Sequen
         checks.append(PolicyCheck(name, expected[name], integration_index(d, n_boot, seed),
                                   design_contrast(d, n_boot, seed),
                                   time_matched_contrast(d, "side_channel", "t", n_boot, seed)))
-    return Validation(tuple(checks), len(ids), tuple(seeds), len(eps), new, tuple(leaves))
+    built = dict(PROBE_EXPECTED)
+    probed = [m for m in names if m in built]
+    probe_checks = _probe_checks(db, eps, steps, probed, built, seed) if probed else ()
+    return Validation(tuple(checks), len(ids), tuple(seeds), len(eps), new, tuple(leaves),
+                      probe_checks)
+
+
+async def _answer_now(db: Database, episode_ids: Sequence[int]) -> None:
+    """Store the answer-now branch at every decision point of these sim episodes (once)."""
+    from core.models.registry import builtin_models, make_client
+    from core.probes import decision_points, run_probe, view_at
+    from core.store.probes import probed, recorded_episode, write_probes
+
+    done = probed(db, list(episode_ids), "answer_now")
+    specs = builtin_models()
+    records = []
+    for eid in episode_ids:
+        ep = recorded_episode(db, eid)
+        client = make_client(specs[ep.model])
+        for t in decision_points(ep):
+            if (eid, t) not in done:
+                records.append(await run_probe(client.start(view_at(ep, t)), ep, t,
+                                               "answer_now"))
+    write_probes(db, records)
+
+
+def _probe_checks(db: Database, eps: pd.DataFrame, steps: pd.DataFrame, names: Sequence[str],
+                  built: dict[str, str], seed: int) -> tuple[ProbeCheck, ...]:
+    """Policy recovery and isotonic calibration on the sims' answer-now branches."""
+    import numpy as np
+
+    from analysis.branches import build_branches
+    from analysis.calibration import calibration_split, ece, fit_isotonic
+    from analysis.policies import policies, recovered_policy
+    from core.store.probes import probes_frame
+
+    chosen = eps.loc[eps["model"].isin(list(names))]
+    asyncio.run(_answer_now(db, chosen["episode_id"].tolist()))
+    frame = probes_frame(db)
+    frame = frame.loc[frame["episode_id"].isin(chosen["episode_id"])]
+    out = []
+    for name in names:
+        b = build_branches(chosen.loc[chosen["model"] == name], steps, frame)
+        cal = calibration_split(b.question_id, seed=seed)
+        fit, ev = b.take(cal), b.take(~cal)
+        fm = fit.has_branch & ~np.isnan(fit.confidence)
+        em = ev.has_branch & ~np.isnan(ev.confidence)
+        raw = ece(ev.confidence[em], ev.correct[em]) if em.any() else math.nan
+        iso = (ece(fit_isotonic(fit.confidence[fm], fit.correct[fm]).predict(
+            ev.confidence[em]), ev.correct[em]) if em.any() and fm.any() else math.nan)
+        out.append(ProbeCheck(name, built[name], recovered_policy(list(policies(b))), raw, iso,
+                              int(em.sum())))
+    return tuple(out)
 
 
 def validation_table(v: Validation) -> Table:
@@ -269,6 +358,17 @@ def validation_table(v: Validation) -> Table:
                  Row(lc.model, LEAVING_CONDITION, BUDGET, "expected", detail=lc.expected),
                  Row(lc.model, LEAVING_CONDITION, BUDGET, "passed",
                      detail="yes" if lc.passed else "NO")]
+    for pc in v.probes:
+        arm = (pc.model, CONDITION, BUDGET)
+        name, share = pc.recovered or ("none", math.nan)
+        rows += [make_row(arm, "ece_raw", "evaluation split", pc.ece_raw, pc.n,
+                          "answer states"),
+                 make_row(arm, "ece_isotonic", "evaluation split", pc.ece_isotonic, pc.n,
+                          "answer states"),
+                 make_row(arm, "recovered_policy", "reproduces the episodes", share,
+                          detail=f"{name} (built with {pc.built_with})"),
+                 Row(pc.model, CONDITION, BUDGET, "passed", "answer-now",
+                     detail="yes" if pc.passed else "NO")]
     notes = ((f"{v.n_questions} questions × seeds {', '.join(map(str, v.seeds))}; five failure "
              f"regimes, budget {BUDGET}, condition '{CONDITION}'; {v.episodes} episodes "
              f"({v.new_episodes} run now, the rest reused from run '{RUN}')."),
@@ -278,7 +378,12 @@ def validation_table(v: Validation) -> Table:
              "(a clock scores I > 0 by construction)."),
              (f"Two-source sims run under '{LEAVING_CONDITION}' and are checked on leaving Δ "
               "(outcome: switches to backup_search or answers): > 0 when the switch follows "
-              "own useless judgments, ≈ 0 when it comes at a fixed action."))
+              "own useless judgments, ≈ 0 when it comes at a fixed action."),
+             ("Answer-now branches (every decision point of "
+              f"{', '.join(m for m, _ in PROBE_EXPECTED)}): isotonic calibration fitted on "
+              "half the questions must lower the ECE of the sims' over-confident verbalized "
+              "confidence on the other half, and the simple policy that reproduces each "
+              "sim's episodes must be the one it was built with."))
     return Table("validate", "Measures on simulated policies (SPEC §13.7)", tuple(rows), notes,
                  "wide", ("I", "design", "delta", "leave_delta"), (),
                  (("delta", "Δ own"), ("design", "design"), ("leave_delta", "Δ leave")))

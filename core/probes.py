@@ -33,7 +33,8 @@ from core.data import Question
 from core.episode import Step, utc_now
 from core.errors import ConfigError, ModelError
 from core.judges import USELESS, parse_side_channel
-from core.models.base import Generation, Message, ModelSession
+from core.models.base import (EpisodeView, Generation, Message, ModelSession,
+                              ObservationLabel)
 from core.parser import parse_reply
 from core.react import (EpisodeSetup, JUDGE_MAX_TOKENS, counter, forced_messages,
                         observation_message, question_message, side_channel_fork)
@@ -397,6 +398,18 @@ def read_reply(ep: RecordedEpisode, t: int, kind: str, text: str, model: str) ->
         if kind == "answer_now":
             rec.confidence = parse_confidence(text)
     return rec
+
+
+def view_at(ep: RecordedEpisode, t: int | None) -> EpisodeView:
+    """The EpisodeView of the episode up to step t (what a sim agent may know there)."""
+    view = EpisodeView(question=ep.question, seed=ep.seed, budget=ep.budget)
+    for step, text in zip(ep.steps, ep.observations):
+        if t is not None and step.t > t:
+            break
+        if step.obs_index is not None and not getattr(step, "discarded", False):
+            view.observations.append(ObservationLabel(step.obs_index, bool(step.obs_failed),
+                                                      step.obs_source or "none", text or ""))
+    return view
 
 
 async def run_probe(session: ModelSession, ep: RecordedEpisode, t: int, kind: str

@@ -23,12 +23,12 @@ from sqlite_utils import Database
 import prompts
 from core import store
 from core.episode import prompt_set_sha256
-from core.models.base import EpisodeView, ModelClient, ObservationLabel
+from core.models.base import ModelClient
 from core.models.cost import Prices
 from core.models.registry import ModelSpec
 from core.probes import (COMMANDS, PROBE_MAX_TOKENS, At, ProbeRecord, RecordedEpisode,
                          messages_for, parse_at, probe_points, record_of, run_probe,
-                         select_points)
+                         select_points, view_at)
 from core.store import jobs as ledger
 from core.store import probes as rows
 
@@ -216,18 +216,6 @@ def enqueue_replay(db: Database, request: ReplayRequest, registry: Mapping[str, 
             jobs += rows.insert_replay_jobs(db, grid_id, cp.cell_id, chunks, request.params(),
                                             request.priority)
     return plan, grid_id, jobs
-
-
-def view_at(ep: RecordedEpisode, t: int | None) -> EpisodeView:
-    """The EpisodeView of the episode up to step t (what a sim agent may know there)."""
-    view = EpisodeView(question=ep.question, seed=ep.seed, budget=ep.budget)
-    for step, text in zip(ep.steps, ep.observations):
-        if t is not None and step.t > t:
-            break
-        if step.obs_index is not None and not getattr(step, "discarded", False):
-            view.observations.append(ObservationLabel(step.obs_index, bool(step.obs_failed),
-                                                      step.obs_source or "none", text or ""))
-    return view
 
 
 async def probe_one(client: ModelClient, ep: RecordedEpisode, t: int, kind: str) -> ProbeRecord:

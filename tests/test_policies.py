@@ -80,3 +80,35 @@ def test_a_policy_fires_only_before_the_agent_ended():
     by = {r.name: r for r in policies(build_branches(episodes, steps, probes))}
     assert by["cap 3"].correct[0] == 0 and by["cap 3"].calls[0] == 2
     assert np.all(by["cap 3"].correct[1:] == 1)
+
+
+def test_validate_measures_checks_calibration_and_recovers_the_sims_policies(tmp_path):
+    from analysis.validate import PROBE_EXPECTED, validate_measures, validation_table
+    from core import store
+    from core.demo_data import demo_questions
+
+    db = store.connect(tmp_path / "lab.db")
+    store.insert_questions(db, demo_questions())
+    names = [m for m, _ in PROBE_EXPECTED]
+    v = validate_measures(db, demo_questions()[:24], models=names, n_boot=50)
+    assert [p.model for p in v.probes] == names
+    for p in v.probes:
+        assert p.recovered is not None and p.recovered[0] == p.built_with, p
+        assert p.recovered[1] == 1.0 and p.n > 0
+        assert p.ece_isotonic < p.ece_raw and p.ece_raw > 0.1  # over-confident by 0.25
+    assert v.passed, v.failures()
+    stored = db.conn.execute("SELECT count(*) FROM probes WHERE kind = 'answer_now'"
+                             ).fetchone()[0]
+    again = validate_measures(db, demo_questions()[:24], models=names, n_boot=50)
+    assert again.probes == v.probes  # branches reused, nothing asked twice
+    assert db.conn.execute("SELECT count(*) FROM probes").fetchone()[0] == stored
+    measures = {r.measure for r in validation_table(v).rows}
+    assert {"ece_raw", "ece_isotonic", "recovered_policy"} <= measures
+
+
+def test_a_sim_built_with_another_rule_is_not_recovered():
+    from analysis.validate import ProbeCheck
+
+    assert not ProbeCheck("sim-own5", "own 5", ("own 3", 1.0), 0.2, 0.01, 10).passed
+    assert not ProbeCheck("sim-own5", "own 5", ("own 5", 1.0), 0.2, 0.3, 10).passed
+    assert ProbeCheck("sim-own5", "own 5", ("own 5", 1.0), 0.2, 0.01, 10).passed
