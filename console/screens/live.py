@@ -19,6 +19,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Footer, Header, Input, RichLog, Static
 
+from console.render import reasoning_line
 from console.screens.base import LabScreen
 from console.watch import DataVersion
 from core import store
@@ -135,12 +136,17 @@ def step_text(step: Step, title: str) -> Text:
         text.append(" ".join((step.raw or "").split())[:160])
     else:
         text.append(f"▸ {step.action}[{step.argument or ''}]", style="bold")
-    for flag, word in ((step.forced, "FORCED"), (step.refused, "REFUSED (not executed)")):
+        if step.tool_source:
+            text.append(f" ({step.tool_source})")
+    for flag, word in ((step.forced, "FORCED"), (step.refused, "REFUSED (not executed)"),
+                       (step.discarded, "DISCARDED (re-asked)")):
         if flag:
             text.append(f"  [{word}]", style="bold yellow")
     text.append(f"   tokens {step.input_tokens:,} in / {step.output_tokens:,} out", style="dim")
     if step.decision:
         text.append(f"\n  decision: {step.decision}")
+    if step.reasoning:
+        text.append("\n" + reasoning_line(step), style="dim")
     if step.thought:
         text.append(f"\n  thought: {' '.join(step.thought.split())}")
     if step.obs_index is not None:

@@ -3,7 +3,9 @@ step in full, and the cells of the matched-arms table.
 
 Every mark is a sign or a word as well as a style, so the screen reads the same in
 16 colours and with NO_COLOR: ✗ failed observation, ✓ real one, ⏎ answer, ! forced
-turn, ⊘ refused call, ? format failure, ≠ first divergence.
+turn, ⊘ refused call, ? format failure, ↺ discarded turn (re-asked), ≠ first divergence.
+A two-source step names its source (primary or backup); thinking-mode reasoning is a
+dim line of its own.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import re
 
 from rich.text import Text
 
+from console.render import reasoning_line
 from core.episode import Step
 from core.store.trajectories import EpisodeDetail, EpisodeRow
 
@@ -20,7 +23,8 @@ OUTCOME_MARK = {"correct": "✓ correct", "wrong": "✗ wrong", "unanswered": "�
 """Outcome words with a sign, as listed."""
 OUTCOME_STYLE = {"correct": "green", "wrong": "red", "unanswered": "yellow",
                  "errored": "bold red"}
-LEGEND = "✗ failed obs  ✓ real obs  ⏎ answer  ! forced  ⊘ refused  ? format failure"
+LEGEND = ("✗ failed obs  ✓ real obs  ⏎ answer  ! forced  ⊘ refused  ? format failure  "
+          "↺ discarded")
 
 
 def short_regime(name: str) -> str:
@@ -48,6 +52,8 @@ def step_sign(step: Step) -> str:
     """A one- or two-character sign for a step (see the module docstring)."""
     if step.format_failure:
         sign = "?"
+    elif step.discarded:
+        sign = "↺"
     elif step.action == "finish":
         sign = "⏎"
     elif step.refused:
@@ -144,12 +150,17 @@ def step_body(step: Step, text: str | None, title: str, total: int,
     out.append(f"action {step.t} of {total}", style="bold")
     flags = [w for w, on in (("FORCED turn", step.forced), ("REFUSED: tool call not executed",
                                                              step.refused),
-                             ("FORMAT FAILURE", step.format_failure)) if on]
+                             ("FORMAT FAILURE", step.format_failure),
+                             ("DISCARDED: re-asked with the finish instruction",
+                              step.discarded)) if on]
     if flags:
         out.append("  [" + ", ".join(flags) + "]", style="bold yellow")
     out.append("\n")
     if step.decision:
         out.append(f"decision: {step.decision}\n")
+    reasoning = reasoning_line(step)
+    if reasoning:
+        out.append(reasoning.strip() + "\n", style="dim")
     if step.thought:
         out.append("thought: ", style="bold")
         out.append(step.thought.strip() + "\n")
@@ -158,7 +169,11 @@ def step_body(step: Step, text: str | None, title: str, total: int,
         out.append(clip(step.raw, 600) + "\n")
     else:
         out.append("action: ", style="bold")
-        out.append(f"{step.action}[{step.argument or ''}]\n")
+        out.append(f"{step.action}[{step.argument or ''}]")
+        if step.tool_source:
+            out.append(f"  ({step.tool_source} source)", style="bold" if
+                       step.tool_source == "backup" else "")
+        out.append("\n")
     if step.obs_index is not None:
         out.append_text(_observation(step, text, title))
         out.append("\n")
