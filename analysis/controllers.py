@@ -31,7 +31,8 @@ import pandas as pd
 
 from analysis.arms import Grouping
 from analysis.branches import Branches, build_branches, question_means
-from analysis.calibration import calibration_split, ece, fit_isotonic, risk_coverage
+from analysis.calibration import (RiskCoverage, calibration_split, ece, fit_isotonic,
+                                  risk_coverage)
 from analysis.decisions import arm_groups
 from analysis.policies import LAMBDAS
 from analysis.rows import Table, interval_row, make_row
@@ -192,3 +193,35 @@ def controller_table(episodes: pd.DataFrame, steps: pd.DataFrame, probes: pd.Dat
     return Table("controllers", "Confidence-gated controllers (commit / retrieve / abstain / "
                  "escalate) on raw and isotonic-calibrated confidence", tuple(rows),
                  tuple(notes), pooled=(grouping or Grouping()).pooled)
+
+
+def chart_curves(episodes: pd.DataFrame, steps: pd.DataFrame, probes: pd.DataFrame,
+                 grouping: Grouping | None = None, bins: int = 10
+                 ) -> list[tuple[str, RiskCoverage, np.ndarray, np.ndarray]]:
+    """Per group, what the risk–coverage and reliability charts draw (raw confidence).
+
+    Args:
+        episodes: error-free episode frame.
+        steps: its steps.
+        probes: answer_now probes of these episodes.
+        grouping: pooling and errored episodes.
+        bins: equal-width confidence bins of the reliability diagram.
+
+    Returns:
+        (group label "model arm", risk–coverage over every answer state with a stated
+        confidence, mean confidence per non-empty bin, accuracy per non-empty bin).
+    """
+    out = []
+    for _arm, group in arm_groups(episodes, grouping):
+        b = build_branches(group, steps, probes)
+        mask = b.has_branch & ~np.isnan(b.confidence)
+        if not mask.any():
+            continue
+        conf, correct = b.confidence[mask], b.correct[mask]
+        edges = np.minimum((conf * bins).astype(int), bins - 1)
+        used = np.unique(edges)
+        mean_conf = np.array([conf[edges == i].mean() for i in used])
+        accuracy = np.array([correct[edges == i].mean() for i in used])
+        label = f"{group['model'].iloc[0]} {group['arm'].iloc[0]}"
+        out.append((label, risk_coverage(conf, correct), mean_conf, accuracy))
+    return out

@@ -109,6 +109,8 @@ async def test_every_table_shows(lab_db: Path) -> None:
             "hazard": ("Hazard model (exploratory)", "beta"),
             "answering": ("Answering", "med.act"),
             "cost": ("Stopping and cost", "TPC"),
+            "policies": ("Offline stopping policies", "no answer-now branches"),
+            "controllers": ("Confidence-gated controllers", "no answer-now branches"),
         }
         for view, titles in expected.items():
             assert screen.view == view
@@ -128,7 +130,59 @@ async def test_every_table_shows(lab_db: Path) -> None:
         assert screen.view == "success"
         await pilot.press("left_square_bracket")
         await _settle(pilot)
-        assert screen.view == "cost"
+        assert screen.view == "controllers"
+
+
+@pytest.mark.asyncio
+async def test_policies_controllers_charts_and_the_repaired_toggle(lab_db: Path) -> None:
+    import sqlite3
+
+    def lab(*args: str) -> None:
+        r = CliRunner().invoke(cli, ["--db", str(lab_db), *args])
+        assert r.exit_code == 0, r.output
+
+    lab("replay", "answer-now", "--run", "traj")
+    lab("worker", "--until-idle")
+    conn = sqlite3.connect(lab_db)
+    with conn:  # one answered episode copied the template; lab repair asks for the answer
+        (eid,) = conn.execute("SELECT id FROM episodes WHERE answered = 1 AND correct = 1 "
+                              "ORDER BY id LIMIT 1").fetchone()
+        conn.execute("UPDATE episodes SET answer = 'your best guess', placeholder = 1, "
+                     "correct = 0, em = 0, f1 = 0 WHERE id = ?", (eid,))
+    conn.close()
+    lab("repair", "--run", "traj")
+    lab("worker", "--until-idle")
+    app = _app(lab_db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _settle(pilot)
+        screen = app.screen
+        raw_success = _text(screen, "#results-text")
+        for _ in range(6):
+            await pilot.press("right_square_bracket")
+            await _settle(pilot)
+        assert screen.view == "policies"
+        text = _text(screen, "#results-text")
+        assert "best_utility" in text and "regret" in text
+        assert "no answer-now branches" not in text
+        await pilot.press("right_square_bracket")
+        await _settle(pilot)
+        assert screen.view == "controllers"
+        text = _text(screen, "#results-text")
+        assert "isotonic" in text and "aurc" in text
+        chart = _text(screen, "#results-chart")
+        assert "Risk–coverage" in chart and "Reliability" in chart
+        await pilot.press("R")
+        await _settle(pilot)
+        assert screen.repaired and "repaired answers" in _text(screen, "#results-status")
+        assert "replace the raw ones of 1 episodes" in _text(screen, "#results-text")
+        await pilot.press("right_square_bracket")
+        await _settle(pilot)
+        assert screen.view == "success"
+        repaired = _text(screen, "#results-text")
+        assert "replace the raw ones of 1 episodes" in repaired and repaired != raw_success
+        await pilot.press("R")
+        await _settle(pilot)
+        assert not screen.repaired and _text(screen, "#results-text") == raw_success
 
 
 @pytest.mark.asyncio

@@ -41,9 +41,13 @@ if TYPE_CHECKING:
     from analysis.measures import Frames, Results
     from console.widgets.results_view import Grid
 
-VIEW_IDS = ("success", "delta", "index", "hazard", "answering", "cost")
-VIEW_LABELS = ("Success", "Δ grid", "I", "Hazard", "Answering", "Cost")
+VIEW_IDS = ("success", "delta", "index", "hazard", "answering", "cost", "policies",
+            "controllers")
+VIEW_LABELS = ("Success", "Δ grid", "I", "Hazard", "Answering", "Cost", "Policies",
+               "Controllers")
 N_BOOT, HAZARD_BOOT, SEED = 2000, 1000, 0
+PROBE_VIEWS = ("policies", "controllers")
+"""Views whose table reads answer-now branches (`analysis.probe_tables`)."""
 """The CLI's defaults (`lab results`): the screen shows the same numbers."""
 SELECTION_KEYS = ("run", "set", "seeds", "models", "conditions", "regimes", "pool")
 """What `/` accepts: the options of `lab results` (`--run`, `--set`, … `--pool`)."""
@@ -104,6 +108,7 @@ class ResultsScreen(LabScreen):
         Binding("left_square_bracket", "tab(-1)", "Prev table", key_display="["),
         Binding("v", "variant", "Δ variant"),
         Binding("e", "export", "Export CSV"),
+        Binding("R", "repaired", "Repaired"),
         Binding("slash", "select", "Selection", key_display="/"),
         Binding("escape", "back", "Back"),
         Binding("j", "cursor(1, 0)", "Down", show=False),
@@ -164,6 +169,8 @@ class ResultsScreen(LabScreen):
         self._provenance = ""
         self._stale = False
         self._generation = 0
+        self.repaired = False
+        """Whether stored answer repairs (`lab repair`) replace the raw answers."""
 
     def compose(self) -> ComposeResult:
         """Provenance, tabs, status, the body views, footer."""
@@ -220,6 +227,15 @@ class ResultsScreen(LabScreen):
     def action_variant(self) -> None:
         """Cycle the Δ variant shown on the grid (judgments, strata, design contrast)."""
         self._variant += 1
+        self._show_view()
+
+    def action_repaired(self) -> None:
+        """Toggle repaired answers (as `lab results --repaired`) and recompute."""
+        self.repaired = not self.repaired
+        self._computed.clear()
+        self._generation += 1
+        self.notify("repaired answers (lab repair) replace the raw ones where stored"
+                    if self.repaired else "raw answers (primary)")
         self._show_view()
 
     def action_select(self) -> None:
@@ -348,14 +364,76 @@ class ResultsScreen(LabScreen):
             return
         self._frames = frames
         name = next(t for v, _, t in VIEWS if v == view)
-        shared = next((c for c in self._computed.values() if c.results.table(name)), None)
-        results = shared.results if shared else compute(
-            frames, (name,), N_BOOT, HAZARD_BOOT, SEED)
+        charts: tuple[str, ...] = ()
+        if self.repaired or name in PROBE_VIEWS:
+            try:
+                results, charts, note = self._probe_compute(name, frames, width, height)
+            except LabError as exc:
+                self.post_message(self.Failed(str(exc)))
+                return
+        else:
+            note = ""
+            shared = next((c for c in self._computed.values() if c.results.table(name)), None)
+            results = shared.results if shared else compute(
+                frames, (name,), N_BOOT, HAZARD_BOOT, SEED)
         tables = view_tables(view, [t for t in results.tables])
         text = "\n\n".join(render_table(t) for t in display_tables(view, tables))
-        charts = self._charts(view, results, width, height)
+        if note:
+            text = f"{note}\n\n{text}"
+        charts = charts or self._charts(view, results, width, height)
         computed = Computed(view, tables, text, charts, results, time.monotonic() - started)
         self.post_message(self.Ready(computed, fingerprint, generation))
+
+    def _probe_compute(self, name: str, frames: Frames, width: int, height: int
+                       ) -> tuple[Results, tuple[str, ...], str]:
+        """A table on repaired answers and/or answer-now branches, with its charts.
+
+        Returns:
+            (results, charts: risk–coverage and reliability for controllers, the note
+            saying how many repaired answers replace raw ones when `repaired` is on).
+        """
+        from analysis.measures import compute
+        from analysis.probe_tables import probe_results
+        from analysis.repairs import repaired_frames
+
+        db = self._connect()
+        try:
+            note = ""
+            if self.repaired:
+                frames, n = repaired_frames(db, frames)
+                note = (f"repaired answers (lab repair) replace the raw ones of {n} episodes; "
+                        f"raw results are primary (R: back to raw)" if n else
+                        "no repaired answers stored (lab repair --run R); raw answers shown")
+            if name not in PROBE_VIEWS:
+                return compute(frames, (name,), N_BOOT, HAZARD_BOOT, SEED), (), note
+            results = probe_results(db, frames, name, N_BOOT, SEED)
+            charts = self._controller_charts(db, frames, width, height) \
+                if name == "controllers" else ()
+        finally:
+            db.conn.close()
+        return results, charts, note
+
+    @staticmethod
+    def _controller_charts(db: Any, frames: Frames, width: int, height: int
+                           ) -> tuple[str, ...]:
+        from analysis.arms import Grouping
+        from analysis.controllers import chart_curves
+        from analysis.plots import line_chart
+        from console.widgets.results_view import controller_series
+        from core.store.probes import probes_frame
+
+        probes = probes_frame(db, frames.selection, kinds=("answer_now",))
+        curves = chart_curves(frames.episodes, frames.steps, probes,
+                              Grouping(frames.selection.pool, frames.errored_episodes))
+        if not curves:
+            return ()
+        risk, reliability = controller_series(curves)
+        w, h = max(width - 4, 40), max(min(height - 4, 20), 10)
+        return (line_chart(risk, "Risk–coverage (raw stated confidence, most confident "
+                           "first)", "coverage", "risk", width=w, height=h, colorless=False),
+                line_chart(reliability, "Reliability: accuracy by stated confidence "
+                           "(10 equal-width bins)", "confidence", "accuracy", width=w,
+                           height=h, colorless=False))
 
     @staticmethod
     def _charts(view: str, results: Results, width: int, height: int) -> tuple[str, ...]:
@@ -456,6 +534,8 @@ class ResultsScreen(LabScreen):
         errored = frames.errored if frames else 0
         sel = self.selection_text or "everything, nothing pooled"
         line = Text(f"{sel} · {N_BOOT} resamples, seed {SEED} (as lab results) · e exports")
+        if self.repaired:
+            line.append("  · repaired answers (R: raw)", style="bold cyan")
         if errored:
             line.append(f"  ⚠ {errored} errored episode(s) left out (see lab status)",
                         style="bold yellow")

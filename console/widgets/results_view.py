@@ -21,6 +21,8 @@ VIEWS: tuple[tuple[str, str, str], ...] = (
     ("hazard", "Hazard", "hazard"),
     ("answering", "Answering", "cost"),
     ("cost", "Cost", "cost"),
+    ("policies", "Policies", "policies"),
+    ("controllers", "Controllers", "controllers"),
 )
 """(view id, tab label, the `analysis.measures` table it needs)."""
 ANSWERING = ("answered", "median action", "final share")
@@ -234,3 +236,23 @@ def answer_series(actions: Sequence[tuple[object, Sequence[tuple[int, int]]]],
         out.setdefault(str(getattr(key, "model", "")), []).append(
             (label, [a for a, _ in counts], [c / n if n else math.nan for _, c in counts]))
     return out
+
+
+Curve = tuple[str, list[float], list[float]]
+
+
+def controller_series(curves: Sequence[tuple[str, object, Sequence[float], Sequence[float]]]
+                      ) -> tuple[list[Curve], list[Curve]]:
+    """The risk–coverage and reliability series of `analysis.controllers.chart_curves`.
+
+    Returns:
+        (risk against coverage per group, accuracy against mean confidence per group
+        plus the diagonal of perfect calibration).
+    """
+    risk: list[Curve] = []
+    reliability: list[Curve] = [("perfect", [0.0, 1.0], [0.0, 1.0])]
+    for label, rc, conf, acc in curves:
+        risk.append((label, [float(x) for x in rc.coverage],  # type: ignore[attr-defined]
+                     [float(y) for y in rc.risk]))  # type: ignore[attr-defined]
+        reliability.append((label, [float(x) for x in conf], [float(y) for y in acc]))
+    return risk, reliability
