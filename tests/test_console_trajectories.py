@@ -232,6 +232,39 @@ async def test_failed_observation_shows_its_source(lab_db: Path) -> None:
 
 
 @pytest.mark.asyncio
+async def test_probes_show_at_their_step(lab_db: Path) -> None:
+    from click.testing import CliRunner
+
+    from console.cli import cli
+
+    eid = _episode(lab_db, model="sim-never", condition="none", regime="persistent",
+                   question_id="demo-001")
+    for args in (("replay", "answer-now", "--run", "traj", "--at", "t=2"),
+                 ("replay", "beliefs", "--run", "traj", "--at", "t=2"), ("worker", "--until-idle")):
+        r = CliRunner().invoke(cli, ["--db", str(lab_db), *args])
+        assert r.exit_code == 0, r.output
+    conn = sqlite3.connect(lab_db)
+    answer, correct, conf, p_cont = conn.execute(
+        "SELECT a.answer, a.correct, a.confidence, b.p_continue FROM probes a JOIN probes b ON "
+        "b.episode_id = a.episode_id AND b.t = a.t AND b.kind = 'belief' WHERE a.episode_id = ? "
+        "AND a.kind = 'answer_now'", (eid,)).fetchone()
+    conn.close()
+    app = _app(lab_db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _settle(pilot)
+        app.screen.open_episode(eid, 2)
+        await _settle(pilot)
+        body = str(app.screen.query_one("#traj-step").render())
+        assert "action 2 of 8" in body
+        mark = "correct" if correct else "wrong"
+        assert (f"probe answer-now (replay): answer {answer!r} ({mark}) · confidence "
+                f"{conf:.2f}") in body
+        assert f"probe belief (replay): p_continue {p_cont:.2f} · p_answer_now" in body
+        await pilot.press("right")
+        assert "probe " not in str(app.screen.query_one("#traj-step").render())  # t=3: none
+
+
+@pytest.mark.asyncio
 async def test_matched_arms_marks_first_divergence(lab_db: Path) -> None:
     app = _app(lab_db)
     async with app.run_test(size=(80, 24)) as pilot:

@@ -331,7 +331,8 @@ class TrajectoriesScreen(LabScreen):
             return
         s = d.steps[self._step]
         self.query_one("#traj-step", Static).update(render.step_body(
-            s, d.observations[self._step], d.titles[self._step], len(d.steps), legend=True))
+            s, d.observations[self._step], d.titles[self._step], len(d.steps), legend=True,
+            probes=[p for p in d.probes if p["t"] == s.t]))
 
     def on_trajectories_screen_matched(self, message: Matched) -> None:
         """Show matched arms side by side, aligned by action."""

@@ -11,6 +11,8 @@ dim line of its own.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from rich.text import Text
 
@@ -132,8 +134,39 @@ def _observation(step: Step, text: str | None, title: str) -> Text:
     return out
 
 
+def _num(value: object, places: int = 2) -> str:
+    return "–" if value is None else f"{float(value):.{places}f}"  # type: ignore[arg-type]
+
+
+def probe_line(probe: Mapping[str, Any]) -> str:
+    """One replayed probe as a line: kind, answer, correct, confidence, belief.
+
+    Args:
+        probe: a probe of `EpisodeDetail.probes`.
+
+    Returns:
+        The line (an unparsed reply says so; a failed call shows its error).
+    """
+    kind = str(probe["kind"]).replace("_", "-")
+    head = f"probe {kind} (replay): "
+    if probe.get("error"):
+        return head + f"call failed: {clip(str(probe['error']), 80)}"
+    if not probe.get("parse_ok"):
+        return head + "reply did not parse (missing, never coerced)"
+    if probe["kind"] == "judgment":
+        return head + str(probe["judgment"])
+    if probe["kind"] == "belief":
+        return head + (f"p_continue {_num(probe['p_continue'])} · p_answer_now "
+                       f"{_num(probe['p_answer_now'])} · prefer {probe['prefer']}")
+    mark = "correct" if probe.get("correct") else "wrong"
+    conf = ("" if probe["kind"] != "answer_now" else
+            f" · confidence {_num(probe['confidence'])}" if probe.get("confidence") is not None
+            else " · confidence –")
+    return head + f"answer {clip(str(probe['answer']), 60)!r} ({mark}){conf}"
+
+
 def step_body(step: Step, text: str | None, title: str, total: int,
-              legend: bool = False) -> Text:
+              legend: bool = False, probes: Sequence[Mapping[str, Any]] = ()) -> Text:
     """One step in full: thought, action, observation, judgment, streak, flags, tokens.
 
     Args:
@@ -142,6 +175,7 @@ def step_body(step: Step, text: str | None, title: str, total: int,
         title: the page title behind the observation.
         total: number of steps of the episode.
         legend: end with the legend of the step signs.
+        probes: replayed probes at this step (`lab replay`, `lab repair`).
 
     Returns:
         The text.
@@ -186,6 +220,8 @@ def step_body(step: Step, text: str | None, title: str, total: int,
         parts.append(f"rule signal: {step.rule_signal}")
     parts.append(f"useless streak: {step.streak}")
     out.append("  ·  ".join(parts) + "\n")
+    for probe in probes:
+        out.append(probe_line(probe) + "\n", style="cyan")
     out.append(f"tokens {step.input_tokens} in / {step.output_tokens} out · "
                f"{step.latency_ms:.0f} ms", style="dim")
     if legend:

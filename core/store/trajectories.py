@@ -335,6 +335,9 @@ class EpisodeDetail:
         observations: the observation text shown at each step (None when it had no
             observation), reconstructed from the knowledge base as the agent saw it.
         titles: the title of the page behind each observation ("" when none).
+        probes: replayed probes of the episode (`lab replay`, `lab repair`), each a dict
+            of t, kind, judgment, answer, correct, confidence, p_continue,
+            p_answer_now, prefer, parse_ok, error; shown at the step t they follow.
     """
 
     row: EpisodeRow
@@ -353,6 +356,19 @@ class EpisodeDetail:
     steps: tuple[Step, ...]
     observations: tuple[str | None, ...]
     titles: tuple[str, ...]
+    probes: tuple[dict[str, Any], ...] = ()
+
+
+def episode_probe_rows(db: Database, episode_id: int) -> tuple[dict[str, Any], ...]:
+    """The replayed probes of one episode, by t and kind (none on a lab.db without them)."""
+    if not db.conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'probes'").fetchone():
+        return ()
+    cur = db.conn.execute(
+        "SELECT t, kind, judgment, answer, correct, confidence, p_continue, p_answer_now, "
+        "prefer, parse_ok, error FROM probes WHERE episode_id = ? ORDER BY t, kind",
+        (episode_id,))
+    cols = [d[0] for d in cur.description]
+    return tuple(dict(zip(cols, r)) for r in cur.fetchall())
 
 
 def _questions(db: Database) -> Callable[[str], Question | None]:
@@ -442,7 +458,8 @@ def episode_detail(db: Database, episode_id: int) -> EpisodeDetail:
     return EpisodeDetail(listed, q.question if q else "(question not in lab.db)",
                          q.answer if q else "", answer, float(f1), end_reason, error, calls,
                          extra, forced, refused, tok_in, tok_out, steps,
-                         tuple(t for t, _ in shown), tuple(t for _, t in shown))
+                         tuple(t for t, _ in shown), tuple(t for _, t in shown),
+                         episode_probe_rows(db, eid))
 
 
 def matched_episodes(db: Database, episode_id: int) -> list[EpisodeRow]:
