@@ -18,7 +18,7 @@ import pandas as pd
 
 from analysis.arms import ArmKey, Grouping
 from analysis.decisions import arm_groups, codes
-from analysis.lpm import HAZARD_BOOT, hazard_model
+from analysis.lpm import HAZARD_BOOT, fit_hazard, hazard_sample
 from analysis.rows import Row, Table, interval_row
 from analysis.stats import N_BOOT, Interval, bootstrap_intervals, cluster_sums, safe_ratio
 from core.regimes import FAILURE_REGIMES, MAIN_FAMILY
@@ -209,8 +209,9 @@ def hazard_table(decisions: pd.DataFrame, n_boot: int = N_BOOT,
         for j, (pt, n) in enumerate(zip(curve.points, curve.counts)):
             rows.append(interval_row(arm, "hazard", pt, f"j={j}", "decisions", n,
                                      regimes=regimes))
+        sample = hazard_sample(dec, "side_channel", regimes)
         for fe in (False, True):
-            fit = hazard_model(dec, "side_channel", fe, hazard_boot, seed, regimes)
+            fit = fit_hazard(sample, "side_channel", fe, hazard_boot, seed)
             scope = "question FE" if fe else "pooled"
             detail = (f"{fit.n_decisions} decisions, {fit.share_earlier:.0%} with earlier useful"
                       if fit.n_decisions else "no decision after a result judged useless")

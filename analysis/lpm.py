@@ -76,7 +76,17 @@ def hazard_sample(dec: pd.DataFrame, judgments: str = "side_channel",
 
 
 def _dummies(values: pd.Series, prefix: str) -> pd.DataFrame:
-    return pd.get_dummies(values.astype(str), prefix=prefix, drop_first=True, dtype=float)
+    """``pd.get_dummies(values.astype(str), prefix=prefix, drop_first=True, dtype=float)``,
+    built from integer codes: the same columns (the values' text sorted, the first
+    dropped), names and floats, without converting every row to text."""
+    codes, uniques = pd.factorize(values)
+    labels = [str(u) for u in uniques]
+    order = sorted(range(len(labels)), key=labels.__getitem__)
+    rank = np.empty(len(labels), dtype=np.int64)
+    rank[order] = np.arange(len(labels))
+    out = (rank[codes][:, None] == np.arange(1, len(labels))[None, :]).astype(float)
+    return pd.DataFrame(out, index=values.index,
+                        columns=[f"{prefix}_{labels[i]}" for i in order[1:]])
 
 
 def design_matrix(sample: pd.DataFrame, fixed_effects: bool = False,
@@ -241,7 +251,26 @@ def hazard_model(dec: pd.DataFrame, judgments: str = "side_channel",
     Returns:
         The HazardFit (NaN coefficients where not identified).
     """
-    sample = hazard_sample(dec, judgments, regimes)
+    return fit_hazard(hazard_sample(dec, judgments, regimes), judgments, fixed_effects, n_boot,
+                      seed)
+
+
+def fit_hazard(sample: pd.DataFrame, judgments: str = "side_channel",
+               fixed_effects: bool = False, n_boot: int = HAZARD_BOOT, seed: int = 0
+               ) -> HazardFit:
+    """`hazard_model` on a `hazard_sample` already drawn (the hazard table fits the same
+    sample with and without question fixed effects).
+
+    Args:
+        sample: `hazard_sample` output.
+        judgments: the judgment source the sample was drawn with.
+        fixed_effects: include question fixed effects.
+        n_boot: resamples.
+        seed: bootstrap seed.
+
+    Returns:
+        The HazardFit.
+    """
     n = len(sample)
     share = float(sample["earlier"].mean()) if n else math.nan
     if n == 0:

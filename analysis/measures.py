@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from analysis.arms import ArmKey, Grouping
+from analysis.blas import single_thread
 from analysis.budgets import budget_table
 from analysis.cache import ResultsCache
 from analysis.cost import answer_actions, cost_table, judgments_table
@@ -92,6 +93,7 @@ def compute(frames: Frames, names: Sequence[str] = TABLES, n_boot: int = N_BOOT,
     unknown = [n for n in names if n not in TABLES]
     if unknown:
         raise ValueError(f"unknown table {unknown[0]!r}; choose from {', '.join(TABLES)}")
+    single_thread()
     grouping = Grouping(frames.selection.pool, frames.errored_episodes)
     cache = ResultsCache(frames.source.path) if frames.source is not None else None
     spec = {"n_boot": n_boot, "hazard_boot": hazard_boot, "seed": seed, "lam": lam,
