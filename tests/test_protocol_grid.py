@@ -79,7 +79,7 @@ def test_every_condition_regime_and_dataset_through_the_queue(db_path: Path, tmp
     assert {r["measure"] for r in budgets} >= {"median_action@8", "median_action@16",
                                                "median_action_diff"}
 
-    for table in ("success", "delta", "cost", "judgments", "leaving", "budgets"):
+    for table in ("success", "delta", "index", "cost", "judgments", "leaving", "budgets"):
         rows = _json_rows(capsys, [*base, "results", table, "--format", "json",
                                    "--resamples", "20"])
         assert rows, table
