@@ -85,6 +85,7 @@ class Frames:
                                  else pd.DataFrame())
         self.selection = selection or Selection()
         self.source = source
+        self._observations: pd.DataFrame | None = None
         self._lock = threading.Lock()
 
     @property
@@ -112,6 +113,28 @@ class Frames:
             if self._steps is None:
                 self._steps = self._read_steps(episodes)
             return self._steps
+
+    @property
+    def observations(self) -> pd.DataFrame:
+        """The steps that returned an observation, with the columns judgment rates read
+        (read on first use; the full steps when they are already in memory)."""
+        if self._steps is not None or self.source is None:
+            steps = self.steps
+            return steps.loc[steps["obs_index"].notna()]
+        episodes = self.episodes
+        with self._lock:
+            if self._observations is None:
+                from core.store.frames import observations_frame
+
+                src = self.source
+                db = src.connect()
+                try:
+                    obs = observations_frame(db, src.selection, src.fingerprint.max_id)
+                finally:
+                    db.conn.close()
+                self._observations = obs.loc[obs["episode_id"].isin(
+                    episodes["episode_id"])].reset_index(drop=True)
+            return self._observations
 
     @property
     def n_episodes(self) -> int:

@@ -157,7 +157,7 @@ def _compute_one(frames: Frames, name: str, grouping: Grouping, n_boot: int,
         actions = tuple((a, answer_actions(g)) for a, g in groups)
         counts = tuple(len(g) for _, g in groups)
     elif name == "judgments":
-        tables.append(judgments_table(frames.steps, dec, ep, grouping))
+        tables.append(judgments_table(frames.observations, dec, ep, grouping))
     elif name == "budgets":
         tables.append(budget_table(ep, n_boot, seed, grouping))
     elif name == "leaving":

@@ -68,6 +68,12 @@ LEFT JOIN probes rp ON rp.episode_id = s.episode_id AND rp.t = s.t AND rp.kind =
 """
 """Steps whose arm asked no judgment in-run take the replayed one (`lab replay judgments`,
 source "replay"); a judgment asked in-run is never replaced."""
+OBSERVATION_FRAME_SQL = """
+SELECT s.episode_id, s.t, s.action, s.obs_index, s.obs_failed, s.obs_source, s.obs_ref,
+       CASE WHEN s.judgment_source IS NULL THEN rp.judgment ELSE s.judgment END AS judgment,
+       s.stated_judgment
+""" + STEP_FRAME_SQL[STEP_FRAME_SQL.index("FROM steps"):]
+"""Only the steps that returned an observation, only what judgment rates read."""
 
 
 @dataclass(frozen=True)
@@ -268,13 +274,28 @@ def steps_frame(db: Database, runs: Sequence[str] | None = None,
     Returns:
         One row per step, ordered by episode and t.
     """
-    import pandas as pd
-
     extra = [f"e.id <= {int(upto)}"] if upto is not None else []
     where, args = _where(db, _selection(selection, runs, models), *extra)
-    return pd.read_sql_query(STEP_FRAME_SQL + where + " ORDER BY s.episode_id, s.t, "
-                             "s.discarded DESC", db.conn,
-                             params=args)
+    return _read_frame(db, STEP_FRAME_SQL + where + " ORDER BY s.episode_id, s.t, "
+                       "s.discarded DESC", args)
+
+
+def observations_frame(db: Database, selection: Selection | None = None,
+                       upto: int | None = None):
+    """The steps that returned an observation (OBSERVATION_FRAME_SQL's columns).
+
+    Args:
+        db: an open lab.db.
+        selection: the filters.
+        upto: only steps of episodes with id <= upto.
+
+    Returns:
+        One row per observation, ordered by episode and t.
+    """
+    extra = ["s.obs_index IS NOT NULL"] + ([f"e.id <= {int(upto)}"] if upto is not None else [])
+    where, args = _where(db, selection or Selection(), *extra)
+    return _read_frame(db, OBSERVATION_FRAME_SQL + where + " ORDER BY s.episode_id, s.t, "
+                       "s.discarded DESC", args)
 
 
 _EXPORT_STEPS_SQL = """
