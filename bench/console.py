@@ -43,7 +43,7 @@ from core.regimes import MEAN6  # noqa: E402
 from core.schema import SCHEMA_VERSION  # noqa: E402
 from jobs.control import enqueue_grid  # noqa: E402
 from jobs.grid import GridRequest  # noqa: E402
-from jobs.settings import WorkerSettings  # noqa: E402
+from jobs.settings import WorkerSettings, queue_path  # noqa: E402
 from jobs.worker import run_worker  # noqa: E402
 
 SEED_GRID = GridRequest(models=("sim-own5", "sim-never", "sim-clock6", "sim-deadline"),
@@ -102,6 +102,7 @@ def big_db(episodes: int) -> Path:
             p.unlink()
         print(f"building {path} (once) …", flush=True)
         build_big(tmp, episodes)
+        queue_path(tmp).unlink(missing_ok=True)
         tmp.rename(path)
     return path
 
