@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from types import MappingProxyType
 
 from rich.text import Text
 from textual import events, work
@@ -101,8 +102,8 @@ def _short_time(iso: str) -> str:
         return iso
 
 
-STATE_MARK = {"running": "● running", "stopping": "◐ stopping", "stopped": "○ stopped",
-              "lost": "✗ LOST"}
+STATE_MARK = MappingProxyType({"running": "● running", "stopping": "◐ stopping",
+                               "stopped": "○ stopped", "lost": "✗ LOST"})
 
 
 class DashboardScreen(LabScreen):

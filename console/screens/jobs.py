@@ -10,6 +10,7 @@ thousands of jobs costs nothing until someone looks at it. Actions call
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from rich.text import Text
 from textual import work
@@ -29,13 +30,13 @@ from jobs.retry import retry
 from jobs.settings import WorkerSettings
 
 BAR = 16
-ACTIONS = {
+ACTIONS = MappingProxyType({
     "cancel": "cancel the queued, running and paused jobs of",
     "pause": "pause the queued and running jobs of",
     "resume": "queue again the paused jobs of",
     "retry": "queue again the failed and cancelled jobs and the errored episodes of",
     "retry_errored": "re-run only the errored episodes of",
-}
+})
 
 
 def bar(done: int, total: int, width: int = BAR) -> str:
@@ -101,10 +102,10 @@ def run_label(name: str, grids: list[GridStatus]) -> Text:
     return text
 
 
-STATE_MARK = {"queued": "·", "running": "▶", "paused": "‖", "done": "✓", "failed": "✗",
-              "cancelled": "–"}
-STATE_STYLE = {"failed": "bold red", "running": "bold", "paused": "italic",
-               "cancelled": "dim", "done": ""}
+STATE_MARK = MappingProxyType({"queued": "·", "running": "▶", "paused": "‖", "done": "✓",
+                               "failed": "✗", "cancelled": "–"})
+STATE_STYLE = MappingProxyType({"failed": "bold red", "running": "bold", "paused": "italic",
+                                "cancelled": "dim", "done": ""})
 
 
 def job_label(j: monitor.JobRow) -> Text:
