@@ -52,8 +52,8 @@ def read_dashboard(db_path, lease_s: float, now: float) -> DashboardData:
     db = store.connect(db_path)
     try:
         queue = monitor.queue_counts(db, now=now)
-        return DashboardData(queue, queue.rate, monitor.workers(db, lease_s, now=now), monitor.servers(db),
-                             monitor.recent_events(db, limit=12))
+        return DashboardData(queue, queue.rate, monitor.workers(db, lease_s, now=now),
+                             monitor.servers(db), monitor.recent_events(db, limit=12))
     finally:
         db.conn.close()
 
