@@ -152,6 +152,48 @@ def paired_success(a: pd.DataFrame, b: pd.DataFrame, n_boot: int = N_BOOT, seed:
     return tuple(zip((*regimes, MEAN6_LABEL), res))
 
 
+def paired_differences(pairs: Sequence[tuple[pd.DataFrame, pd.DataFrame]],
+                       n_boot: int = N_BOOT, seed: int = 0
+                       ) -> list[tuple[tuple[str, Interval], ...]]:
+    """`paired_success` of many (arm, reference) pairs, the pairs that share a reference,
+    questions and regimes resampled together.
+
+    Such pairs see the same resample weights anyway (they depend only on the number
+    of questions and the seed); here each weight batch is drawn once for all of them
+    and the reference's means are computed once per batch, so the numbers are those
+    of `paired_success`, pair by pair, to the last digit.
+
+    Args:
+        pairs: (arm episodes, reference episodes) per pair.
+        n_boot: question-level resamples.
+        seed: bootstrap seed.
+
+    Returns:
+        One `paired_success` result per pair, in order.
+    """
+    batches: dict[tuple[int, tuple[str, ...], tuple[str, ...]], list[int]] = {}
+    for i, (a, b) in enumerate(pairs):
+        common = tuple(sorted(set(a["question_id"].astype(str))
+                              & set(b["question_id"].astype(str))))
+        regimes = regime_order(sorted(set(a["regime"]) & set(b["regime"])))
+        batches.setdefault((id(b), common, regimes), []).append(i)
+    out: list[tuple[tuple[str, Interval], ...]] = [()] * len(pairs)
+    for (_, common, regimes), members in batches.items():
+        mb = question_matrix(pairs[members[0]][1], questions=common, regimes=regimes)
+        mas = [question_matrix(pairs[i][0], questions=common, regimes=regimes) for i in members]
+
+        def stat(w: np.ndarray, mb: QuestionMatrix = mb,
+                 mas: list[QuestionMatrix] = mas) -> np.ndarray:
+            ref = regime_means(mb, w)
+            return np.column_stack([regime_means(ma, w) - ref for ma in mas])
+
+        res = bootstrap_intervals(stat, len(common), n_boot, seed, with_p=True)
+        width = len(regimes) + 1
+        for k, i in enumerate(members):
+            out[i] = tuple(zip((*regimes, MEAN6_LABEL), res[k * width:(k + 1) * width]))
+    return out
+
+
 def _covers(scope: str, regimes: Sequence[str]) -> tuple[str, ...]:
     """The regimes behind a success row: its regime, or the mean6 ones for mean6."""
     return tuple(r for r in MEAN6 if r in regimes) if scope == MEAN6_LABEL else (scope,)
@@ -211,13 +253,13 @@ def paired_table(episodes: pd.DataFrame, reference: str = REFERENCE, n_boot: int
     grouping = grouping or Grouping()
     groups = list(arm_groups(episodes, grouping))
     refs = {k.pair_key(): (k, ep) for k, ep in groups if k.arm == reference}
+    pairs = [(arm, ep, refs[arm.pair_key()]) for arm, ep in groups
+             if arm.arm != reference and arm.pair_key() in refs]
+    differences = paired_differences([(ep, ref_ep) for _, ep, (_, ref_ep) in pairs], n_boot,
+                                     seed)
     raw: list[Row] = []
-    for arm, ep in groups:
-        ref = refs.get(arm.pair_key())
-        if arm.arm == reference or ref is None:
-            continue
-        ref_key, ref_ep = ref
-        for scope, iv in paired_success(ep, ref_ep, n_boot, seed):
+    for (arm, _, (ref_key, _)), intervals in zip(pairs, differences):
+        for scope, iv in intervals:
             ni = noninferior(iv, margin)
             detail = "" if ni is None else f"NI({margin:+.2f}) {'yes' if ni else 'no'}"
             covers = _covers(scope, sorted(set(arm.regimes) & set(ref_key.regimes)))
