@@ -8,10 +8,11 @@ split (`Isotonic.predict`, linear between the fitted points, flat outside them).
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 
 import numpy as np
+
+from core.canonical import keyed_uniform
 
 N_BINS = 10
 """Equal-width confidence bins of the ECE."""
@@ -145,7 +146,5 @@ def calibration_split(question_ids: np.ndarray, share: float = 0.5, seed: int = 
     """
     ids = np.asarray(question_ids).astype(str)
     uniq, inverse = np.unique(ids, return_inverse=True)
-    draw = np.array([int.from_bytes(hashlib.blake2b(f"{seed}|{q}".encode(),
-                                                    digest_size=8).digest(), "big") / 2**64
-                     for q in uniq])
+    draw = np.array([keyed_uniform(seed, q) for q in uniq])
     return (draw < share)[inverse]

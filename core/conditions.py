@@ -7,7 +7,6 @@ harness enforces is derived from the name through `ARMS`.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from collections.abc import Mapping
@@ -15,6 +14,7 @@ from dataclasses import dataclass, field, fields, replace
 from types import MappingProxyType
 from typing import Any
 
+from core.canonical import canonical_json, sha256_hex
 from core.errors import ConfigError
 from core.prompt_set import PromptSet
 
@@ -153,11 +153,11 @@ class Condition:
 
     def to_json(self) -> str:
         """Canonical JSON (sorted keys, no spaces)."""
-        return json.dumps(self.spec(), sort_keys=True, separators=(",", ":"))
+        return canonical_json(self.spec())
 
     def spec_hash(self) -> str:
         """sha256 hex of the canonical JSON."""
-        return hashlib.sha256(self.to_json().encode()).hexdigest()
+        return sha256_hex(self.to_json())
 
     def system_prompt(self, budget: int, forced: bool = False,
                       prompt_set: PromptSet = PromptSet()) -> str:

@@ -22,7 +22,6 @@ shares the most words with the sentence, ties to the first listed.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import random
 import re
@@ -31,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from core.canonical import keyed_rng
 from core.data import CLAIM_TYPE, NEI_LABEL, Paragraph, Question, sample_ids
 from core.errors import DataError
 
@@ -137,8 +137,7 @@ def claim_questions(claims: Sequence[Claim], pages: Mapping[str, Sequence[str]],
 
 def _claim_rng(claim_id: str) -> random.Random:
     """The random stream of one claim's KB draw (same in every process)."""
-    digest = hashlib.blake2b(f"fever-kb|{claim_id}".encode(), digest_size=16).digest()
-    return random.Random(int.from_bytes(digest, "big"))
+    return keyed_rng("fever-kb", claim_id)
 
 
 # --------------------------------------------------------------------------- files

@@ -19,14 +19,13 @@ file written before its patterns were read (tests/data/stated_judgments_heldout.
 
 from __future__ import annotations
 
-import hashlib
-import random
 import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from core.canonical import keyed_rng
 from core.errors import DataError
 
 USEFUL = "USEFUL"
@@ -385,9 +384,7 @@ def random_judgment(seed: int, question_id: str, obs_index: int, rate: float) ->
     """
     if not 0.0 <= rate <= 1.0:
         raise ValueError(f"rate must be in [0, 1], got {rate}")
-    key = f"random_rule|{seed}|{question_id}|{obs_index}".encode()
-    digest = hashlib.blake2b(key, digest_size=8).digest()
-    rng = random.Random(int.from_bytes(digest, "big"))
+    rng = keyed_rng("random_rule", seed, question_id, obs_index, digest_size=8)
     return USELESS if rng.random() < rate else USEFUL
 
 

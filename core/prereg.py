@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import difflib
 import functools
-import hashlib
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
@@ -23,6 +21,7 @@ from sqlite_utils import Database
 
 import prompts
 from core import store
+from core.canonical import canonical_hash
 from core.conditions import Condition, condition_from_spec, parse_condition
 from core.data import ids_hash
 from core.episode import utc_now
@@ -56,15 +55,10 @@ def project_version() -> str:
         return "unknown"
 
 
-def canonical(obj: Any) -> str:
-    """Canonical JSON: sorted keys, no spaces, UTF-8 kept."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
 def entry_hash(row: Mapping[str, Any]) -> str:
     """sha256 of an amendment's content and everything its freeze recorded."""
     payload = {k: row[k] for k in CONTENT_FIELDS + FROZEN_FIELDS}
-    return hashlib.sha256(canonical(payload).encode()).hexdigest()
+    return canonical_hash(payload, ensure_ascii=False)
 
 
 def create(db: Database, title: str, body: str = "", tests: Any = (),

@@ -10,13 +10,12 @@ cell sees the same draw: from another question's KB (`ForeignPool.draw`) or, for
 
 from __future__ import annotations
 
-import hashlib
-import json
 import random
 import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
+from core.canonical import canonical_json, keyed_rng, sha256_hex
 from core.data import Paragraph, Question
 from core.errors import ConfigError
 from core.kb import normalize_title
@@ -126,11 +125,11 @@ class Regime:
 
     def to_json(self) -> str:
         """Canonical JSON of the spec (sorted keys, no spaces)."""
-        return json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
+        return canonical_json(asdict(self))
 
     def spec_hash(self) -> str:
         """sha256 hex digest of `to_json()`."""
-        return hashlib.sha256(self.to_json().encode("utf-8")).hexdigest()
+        return sha256_hex(self.to_json())
 
 
 def parse_regime(name: str) -> Regime:
@@ -176,8 +175,7 @@ def draw_rng(seed: int, question_id: str, obs_index: int) -> random.Random:
     Returns:
         A fresh `random.Random` seeded from the key.
     """
-    key = f"{seed}|{question_id}|{obs_index}".encode("utf-8")
-    return random.Random(int.from_bytes(hashlib.blake2b(key, digest_size=16).digest(), "big"))
+    return keyed_rng(seed, question_id, obs_index)
 
 
 class ForeignPool:

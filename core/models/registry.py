@@ -6,8 +6,6 @@ it is served rather than what it is) is hashed into every cell.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -15,6 +13,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from core.canonical import canonical_json, sha256_hex
 from core.errors import ConfigError
 from core.models.base import ModelClient
 from core.models.sim import BUILTIN_SIMS, POLICIES, SimClient, SimSpec
@@ -73,11 +72,11 @@ class ModelSpec:
 
     def to_json(self) -> str:
         """Canonical JSON (sorted keys, no spaces)."""
-        return json.dumps(self.spec(), sort_keys=True, separators=(",", ":"))
+        return canonical_json(self.spec())
 
     def spec_hash(self) -> str:
         """sha256 hex of the canonical JSON."""
-        return hashlib.sha256(self.to_json().encode()).hexdigest()
+        return sha256_hex(self.to_json())
 
 
 def builtin_models() -> dict[str, ModelSpec]:

@@ -21,13 +21,13 @@ a thought that states none.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from types import MappingProxyType
 
 import prompts
+from core.canonical import keyed_uniform
 from core.data import TASK_FEVER, Question
 from core.errors import ConfigError
 from core.models.base import EpisodeView, Generation, Message
@@ -135,8 +135,7 @@ BUILTIN_SIMS: Mapping[str, SimSpec] = MappingProxyType({
 
 
 def _draw(*key: object) -> float:
-    digest = hashlib.blake2b("|".join(map(str, key)).encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "big") / 2**64
+    return keyed_uniform(*key)
 
 
 def _shows_answer(question: Question, text: str) -> bool:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 from typing import Any
 
 from sqlite_utils import Database
 
+from core.canonical import canonical_hash
 from core.episode import utc_now
 from core.errors import StoreError
 from core.store.base import write
@@ -37,8 +36,7 @@ def ensure_run(db: Database, name: str, amendment_id: str | None = None) -> int:
 
 def cell_hash(spec: dict[str, Any]) -> str:
     """sha256 of a cell's canonical JSON."""
-    return hashlib.sha256(json.dumps(spec, sort_keys=True, separators=(",", ":")).encode()
-                          ).hexdigest()
+    return canonical_hash(spec)
 
 
 def ensure_cell(db: Database, run_id: int, cell: dict[str, Any]) -> int:
