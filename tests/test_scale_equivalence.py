@@ -148,3 +148,24 @@ def test_export_streams_the_same_rows(stored: tuple[Path, dict], tmp_path: Path)
     steps = pd.read_csv(paths[1])
     assert len(steps) == db.conn.execute("SELECT count(*) FROM steps").fetchone()[0]
     assert steps["episode_id"].is_monotonic_increasing
+
+
+def test_ols_params_match_statsmodels() -> None:
+    import warnings
+
+    import numpy as np
+    import statsmodels.api as sm
+
+    from analysis.lpm import ols_params
+
+    rng = np.random.default_rng(5)
+    for trial in range(60):
+        n, p = int(rng.integers(5, 120)), int(rng.integers(1, 10))
+        x = rng.random((n, p)).round(1)
+        if trial % 3 == 0:
+            x[:, -1] = x[:, 0]  # rank-deficient, as without earlier useful judgments
+        y = (rng.random(n) < 0.4).astype(float)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            want = sm.OLS(y, x).fit().params
+        assert np.array_equal(ols_params(x, y), want)
