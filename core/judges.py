@@ -27,11 +27,11 @@ from pathlib import Path
 
 from core.canonical import keyed_rng
 from core.errors import DataError
+from core.thinking import THINK_BLOCK_RE
 
 USEFUL = "USEFUL"
 USELESS = "USELESS"
 
-_THINK_BLOCK_RE = re.compile(r"<think>.*?</think>", re.IGNORECASE | re.DOTALL)
 _REPLY_PREFIX_RE = re.compile(
     r"^\W*(?:answer|judg(?:e)?ment|verdict|reply|response|final answer)\W*:", re.IGNORECASE
 )
@@ -57,7 +57,7 @@ def parse_side_channel(reply: str | None) -> str | None:
     """
     if not reply:
         return None
-    text = _THINK_BLOCK_RE.sub(" ", reply)
+    text = THINK_BLOCK_RE.sub(" ", reply)
     text = _REPLY_PREFIX_RE.sub(" ", text, count=1)
     words = _WORD_RE.findall(text.lower())
     if not words or words[0] not in ("useful", "useless"):

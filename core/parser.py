@@ -47,6 +47,8 @@ import json
 import re
 from dataclasses import dataclass
 
+from core.thinking import THINK_BLOCK_RE, THINK_CLOSE, THINK_TAG_RE
+
 ACTION_NAMES: tuple[str, ...] = ("search", "lookup", "finish", "backup_search")
 """Tool names the parser accepts (lower-case)."""
 
@@ -69,8 +71,6 @@ _NAME_RE = re.compile(r"backup[ _-]?search|look[ _-]up|[A-Za-z_][\w-]*", re.IGNO
 _ONELINER_RE = re.compile(
     r"(?<!\w)(backup[ _-]?search|search|look[ _-]?up|finish)[ \t]*\[", re.IGNORECASE
 )
-_THINK_BLOCK_RE = re.compile(r"<think>.*?</think>", re.IGNORECASE | re.DOTALL)
-_THINK_TAG_RE = re.compile(r"</?think>", re.IGNORECASE)
 _FENCE_LINE_RE = re.compile(r"^[ \t]*```[\w+-]*[ \t]*$", re.MULTILINE)
 _KWARG_RE = re.compile(r"^[A-Za-z_]\w*[ \t]*=[ \t]*")
 _LINE_PREFIX_CHARS = " \t>*_#-`"
@@ -132,12 +132,12 @@ def parse_action(text: str) -> ParsedAction | None:
 
 def _strip_think(text: str) -> str:
     """Remove `<think>` reasoning blocks (and stray tags) from a reply."""
-    text = _THINK_BLOCK_RE.sub("", text)
+    text = THINK_BLOCK_RE.sub("", text)
     lowered = text.lower()
-    close = lowered.rfind("</think>")
+    close = lowered.rfind(THINK_CLOSE)
     if close >= 0:
-        text = text[close + len("</think>"):]
-    return _THINK_TAG_RE.sub("", text)
+        text = text[close + len(THINK_CLOSE):]
+    return THINK_TAG_RE.sub("", text)
 
 
 def _keyed_action(text: str) -> tuple[int, str | None, str | None] | None:
@@ -333,8 +333,7 @@ def parse_search_r1(text: str) -> ParsedAction | None:
     if not text:
         return None
     text = text.replace("\r\n", "\n").replace("\r", "\n")
-    reasoning = [m.group(0)[len("<think>"):-len("</think>")]
-                 for m in _THINK_BLOCK_RE.finditer(text)]
+    reasoning = [m.group(1) for m in THINK_BLOCK_RE.finditer(text)]
     outside = _strip_think(text) if "think>" in text.lower() else text
     match = _R1_TAG_RE.search(outside)
     if match is None:

@@ -8,11 +8,9 @@ separately they are estimated by `estimate_reasoning_tokens`.
 
 from __future__ import annotations
 
-import re
-
-_THINK_RE = re.compile(r"<think>(.*?)</think>", re.IGNORECASE | re.DOTALL)
-_OPEN = "<think>"
-_CLOSE = "</think>"
+from core.thinking import THINK_BLOCK_RE as _THINK_RE
+from core.thinking import THINK_CLOSE as _CLOSE
+from core.thinking import THINK_OPEN as _OPEN
 
 
 def split_reasoning(text: str) -> tuple[str, str]:
