@@ -153,8 +153,8 @@ class LiveBuffer:
             for token, qid in new:
                 if token not in ended:
                     self._ids[token] = store.live_start(db, self.cell_id, qid, self.label)
-            for token, step in steps:
-                if token in self._ids:
+            for token, step in steps:  # an ended episode's live row goes: skip its steps
+                if token in self._ids and token not in ended:
                     store.live_step(db, self._ids[token], step)
             for token in dropped:
                 if token in self._ids:
