@@ -39,10 +39,9 @@ from analysis.dissociation import DISSOCIATION_RUN, dissociation
 from analysis.rows import Row, Table, interval_row, make_row
 from analysis.stats import N_BOOT, Interval, bootstrap_intervals
 from analysis.success import MEAN6_LABEL, question_matrix, regime_means
-from core.conditions import Condition, condition_from_spec, parse_condition
+from core.conditions import LAMBDA, Condition, condition_from_spec, parse_condition
 from core.regimes import MEAN6
 
-LAMBDA = 0.05
 TPC_INPUT, TPC_CALL = 0.25, 500.0
 
 

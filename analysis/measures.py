@@ -29,6 +29,7 @@ from analysis.lpm import HAZARD_BOOT
 from analysis.rows import Table
 from analysis.stats import N_BOOT
 from analysis.success import REFERENCE, paired_table, success_table
+from core.conditions import LAMBDA
 from core.store.frames import Selection
 
 TABLES = ("success", "delta", "index", "hazard", "cost", "judgments", "budgets",
@@ -66,7 +67,7 @@ class Results:
 
 
 def compute(frames: Frames, names: Sequence[str] = TABLES, n_boot: int = N_BOOT,
-            hazard_boot: int = HAZARD_BOOT, seed: int = 0, lam: float = 0.05,
+            hazard_boot: int = HAZARD_BOOT, seed: int = 0, lam: float = LAMBDA,
             reference: str = REFERENCE) -> Results:
     """Compute the requested tables.
 

@@ -26,9 +26,9 @@ from analysis.leaving import leave_delta, switching
 from analysis.outcome_data import TestData, Unit, families
 from analysis.stats import Interval, holm
 from analysis.success import paired_success
+from core.conditions import LAMBDA
 from core.registered_tests import DEFAULT_BUDGET, bound_rule, named_conditions, named_regimes
 
-LAMBDA = 0.05
 Z95 = 1.959963984540054
 OPS: Mapping[str, Callable[[float, float], bool]] = MappingProxyType({
     "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq})

@@ -33,8 +33,9 @@ from analysis.branches import Branches, build_branches, first_true, question_mea
 from analysis.decisions import arm_groups
 from analysis.rows import Table, interval_row, make_row
 from analysis.stats import N_BOOT, cluster_mean, paired_difference
+from core.conditions import LAMBDA
 
-LAMBDAS = (0.0, 0.02, 0.05)
+LAMBDAS = (0.0, 0.02, LAMBDA)
 """Prices per tool call the utility is reported at (paper Table 17)."""
 STOP_RUN = 5
 """The own-useless run of "would stopping have paid" (paper App. D.2)."""

@@ -18,6 +18,10 @@ from core.canonical import canonical_json, sha256_hex
 from core.errors import ConfigError
 from core.prompt_set import PromptSet
 
+LAMBDA = 0.05
+"""λ, the cost of one tool call in utility = success − λ·calls (SPEC §13.5); also
+call_cost's default stated price."""
+
 
 @dataclass(frozen=True)
 class Arm:
@@ -90,7 +94,7 @@ class Condition:
     name: str
     k: int = 5
     tau: float = 0.25
-    price: float = 0.05
+    price: float = LAMBDA
     backup_price: float = 0.10
     rate: float | None = None
     judge: bool = False
