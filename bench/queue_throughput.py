@@ -10,18 +10,21 @@ Usage: python bench/queue_throughput.py [--workers N] [--type thread|process]
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-from console.demo_cmd import ensure_demo_set
-from core import store
-from core.models.registry import load_registry
-from core.regimes import MEAN6
-from jobs.control import enqueue_grid
-from jobs.grid import GridRequest
-from jobs.settings import WorkerSettings
-from jobs.worker import run_worker
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # before bench/ (bench/console.py)
+
+from console.demo_cmd import ensure_demo_set  # noqa: E402
+from core import store  # noqa: E402
+from core.models.registry import load_registry  # noqa: E402
+from core.regimes import MEAN6  # noqa: E402
+from jobs.control import enqueue_grid  # noqa: E402
+from jobs.grid import GridRequest  # noqa: E402
+from jobs.settings import WorkerSettings  # noqa: E402
+from jobs.worker import run_worker  # noqa: E402
 
 MODELS = ("sim-own5", "sim-clock6", "sim-deadline", "sim-hazard-own")
 CONDITIONS = ("none", "permit", "budget", "stated_rule", "enforced_rule", "lexical_rule", "decide")
