@@ -18,6 +18,7 @@ from console.options import (
     add_global_options,
     check_config,
     config_explicit,
+    open_db,
 )
 from console.prereg_cmd import prereg_group
 from console.queue_cmd import (
@@ -38,6 +39,7 @@ from core.demo_data import demo_questions
 from core.demo_fever import DEMO_FEVER_DATASET, demo_fever_questions
 from core.fever import balanced_sample, load_fever
 from core.errors import ConfigError, LabError
+from core.kb import ref_title
 from core.limits import DEFAULT_WARN_KB, oversized
 from core.models.registry import load_registry, make_client, resolve_model
 from core.regimes import ForeignPool, parse_regime
@@ -46,12 +48,6 @@ from jobs.control import status
 from jobs.grid import resolve_rate
 
 HELD_OUT_PREFIXES = ("test", "fresh")
-
-
-def _db(ctx: click.Context, create: bool = True):
-    """Open the lab.db named by --db / LAB_DB (created and migrated on first use unless
-    `create` is False: read-only commands never create one)."""
-    return store.connect(ctx.obj["db"], create=create)
 
 
 def _ensure_demo(db) -> int:
@@ -93,7 +89,7 @@ def init(ctx: click.Context) -> None:
     Example:
       lab --db runs/lab.db init
     """
-    db = _db(ctx)
+    db = open_db(ctx)
     new = _ensure_demo(db)
     click.echo(f"{ctx.obj['db']}: schema version {store.schema_version(db)}; "
                f"demo questions added: {new}; datasets: "
@@ -157,7 +153,7 @@ def data_import(ctx: click.Context, kind: str, file: Path, dataset: str | None,
         raise ConfigError(f"{file}: is a directory; hotpotqa imports one JSON or JSONL file")
     else:
         questions = load_hotpotqa(file, dataset=dataset)
-    db = _db(ctx)
+    db = open_db(ctx)
     _check_task(db, dataset, questions)
     new, same = store.insert_questions(db, questions)
     click.echo(f"imported {plural(new, noun)} from {file} into dataset '{dataset}'"
@@ -224,7 +220,7 @@ def sets_create(ctx: click.Context, name: str, dataset: str, n: int, seed: int,
     """
     _set_name(name)
     exclude = tuple(dict.fromkeys(p.strip() for e in exclude for p in e.split(",") if p.strip()))
-    db = _db(ctx)
+    db = open_db(ctx)
     if dataset in ("demo", DEMO_FEVER_DATASET):
         _ensure_demo(db)
     rows = store.dataset_labels(db, dataset)
@@ -260,7 +256,7 @@ def sets_list(ctx: click.Context) -> None:
     Example:
       lab sets list
     """
-    rows = store.question_sets(_db(ctx, create=False))
+    rows = store.question_sets(open_db(ctx, create=False))
     if not rows:
         click.echo("no question sets (create one with `lab sets create`)")
         return
@@ -282,7 +278,7 @@ def sets_show(ctx: click.Context, name: str, ids: bool) -> None:
     Example:
       lab sets show dev100
     """
-    s = store.question_set(_db(ctx, create=False), name)
+    s = store.question_set(open_db(ctx, create=False), name)
     kind = "held-out" if s["held_out"] else "dev"
     click.echo(f"{s['name']}: {s['n']} questions from {s['dataset']} ({kind}), seed {s['seed']}, "
                f"exclude {', '.join(s['exclude']) or '-'}, sha256 {s['sha256']}")
@@ -318,7 +314,7 @@ def try_(ctx: click.Context, model: str, condition: str, regime: str, question: 
     if judge and not cond.judge:
         cond = parse_condition(condition + ("," if ":" in condition else ":") + "judge=true")
     reg = parse_regime(regime)
-    db = _db(ctx)
+    db = open_db(ctx)
     _ensure_demo(db)
     cond = resolve_rate(db, spec.name, cond)
     (q,) = store.load_questions(db, ids=[question])
@@ -334,8 +330,7 @@ def try_(ctx: click.Context, model: str, condition: str, regime: str, question: 
     cell = CellSpec(spec, cond, reg, question_set, budget, seed)
 
     def title_of(ref: str) -> str:
-        qid, _, p = ref.rpartition("#")
-        return by_id[qid].paragraphs[int(p)].title if qid in by_id else ref
+        return ref_title(ref, by_id.get)
 
     click.echo(f"{spec.name} · {cond.name} · {reg.name} · budget {budget} · seed {seed}")
     click.echo(f"question {q.id}: {q.question}")
@@ -356,7 +351,7 @@ def demo_set(ctx: click.Context) -> None:
     Example:
       lab demo-set
     """
-    ensure_demo_set(store.connect(ctx.obj["db"]))
+    ensure_demo_set(open_db(ctx))
 
 
 @cli.command("demo")
@@ -381,7 +376,7 @@ def demo(ctx: click.Context, workers: int, no_console: bool) -> None:
         amendment = run_demo(Path(ctx.obj["db"]), Path(ctx.obj["config"]), workers=workers)
     except KeyboardInterrupt:  # a second Ctrl-C stops the worker at once
         amendment = ""
-    grids = [g for g in status(_db(ctx)) if g.run == DEMO_RUN]
+    grids = [g for g in status(open_db(ctx)) if g.run == DEMO_RUN]
     unfinished = sum(g.expected - g.stored - g.errored for g in grids)
     if not amendment or unfinished:
         raise DemoInterrupted(

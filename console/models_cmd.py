@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 import click
 import httpx
 
-from core import store
+from console.options import open_db
 from core.errors import ConfigError, LabError
 from core.models.anthropic import API_KEY_ENV, DEFAULT_BASE_URL
 from core.models.registry import ModelSpec, load_registry, resolve_model
@@ -175,7 +175,7 @@ def serve(ctx: click.Context, model: str, dry_run: bool, port: int | None, host:
     if shutil.which(executable) is None:
         raise ConfigError(f"'{executable}' is not installed here (pip install 'lab[gpu]' on a "
                           f"GPU machine); use --dry-run to print the command")
-    db = store.connect(ctx.obj["db"])
+    db = open_db(ctx)
     log = Path(ctx.obj["db"]).resolve().parent / f"serve-{spec.name}-{port}.log"
     with log.open("ab") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,

@@ -15,7 +15,9 @@ from typing import Any
 
 import click
 from click.core import ParameterSource
+from sqlite_utils import Database
 
+from core import store
 from core.errors import ConfigError
 from core.store.base import access_error
 
@@ -36,6 +38,21 @@ def check_config(path: Path, explicit: bool) -> None:
     if explicit and not path.exists():
         raise ConfigError(f"--config {path}: no such file (leave --config out to use only "
                           f"the built-in sim models)")
+
+
+def open_db(ctx: click.Context, create: bool = True) -> Database:
+    """The lab.db named by --db / LAB_DB, for any `lab` command.
+
+    Args:
+        ctx: the command's context (its `obj["db"]` holds the path).
+        create: create and migrate the file when it is missing; read-only commands
+            (status, results, tail, prereg show …) pass False so a wrong --db creates
+            nothing and says so.
+
+    Returns:
+        The open database.
+    """
+    return store.connect(ctx.obj["db"], create=create)
 
 
 def _set_global(ctx: click.Context, param: click.Parameter, value: Any) -> None:

@@ -12,7 +12,8 @@ from typing import Any
 
 import click
 
-from core import prereg, store
+from console.options import open_db
+from core import prereg
 from core.errors import ConfigError
 from core.models.registry import load_registry
 from core.store import prereg as rows
@@ -42,11 +43,6 @@ def _read_text(path: Path | None, what: str = "body") -> str | None:
                           f"be saved as UTF-8") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read the {what} file ({exc.strerror})") from None
-
-
-def _db(ctx: click.Context, create: bool = True):
-    """lab.db; read-only subcommands pass create=False so a wrong --db creates nothing."""
-    return store.connect(ctx.obj["db"], create=create)
 
 
 @click.group("prereg")
@@ -81,7 +77,7 @@ def new(ctx: click.Context, title: str, body_file: Path | None, tests_file: Path
     """
     body, tests = _read_text(body_file) or "", _read_json(tests_file, "tests") or []
     scope = _read_json(scope_file, "scope")
-    amendment_id = prereg.create(_db(ctx), title, body, tests, scope)
+    amendment_id = prereg.create(open_db(ctx), title, body, tests, scope)
     click.echo(amendment_id)
 
 
@@ -120,7 +116,7 @@ def edit(ctx: click.Context, amendment_id: str, title: str | None, body_file: Pa
       lab prereg edit A3 --tests a3-tests.json
       EDITOR=vim lab prereg edit A3
     """
-    db = _db(ctx)
+    db = open_db(ctx)
     row = rows.amendment(db, amendment_id)
     if row["state"] != "draft":
         raise ConfigError(f"{amendment_id} is frozen and can never change; log a deviation "
@@ -153,7 +149,7 @@ def show(ctx: click.Context, amendment_id: str | None) -> None:
       lab prereg show
       lab prereg show A2
     """
-    db = _db(ctx, create=False)
+    db = open_db(ctx, create=False)
     if amendment_id is None:
         entries = rows.amendments(db)
         if not entries:
@@ -193,7 +189,7 @@ def freeze(ctx: click.Context, amendment_id: str, yes: bool) -> None:
     Example:
       lab prereg freeze A2 --yes
     """
-    db = _db(ctx)
+    db = open_db(ctx)
     models = load_registry(ctx.obj["config"])
     row = rows.amendment(db, amendment_id)
     if row["state"] == "draft" and not yes:
@@ -222,7 +218,7 @@ def verify(ctx: click.Context) -> None:
     Example:
       lab prereg verify
     """
-    db = _db(ctx, create=False)
+    db = open_db(ctx, create=False)
     problems = prereg.verify(db, load_registry(ctx.obj["config"]))
     if problems:
         for p in problems:
@@ -243,7 +239,7 @@ def deviation(ctx: click.Context, amendment_id: str, text: str) -> None:
     Example:
       lab prereg deviation A2 "side_channel.txt reworded after a typo; same meaning"
     """
-    db = _db(ctx)
+    db = open_db(ctx)
     row = rows.amendment(db, amendment_id)
     if row["state"] != "frozen":
         raise ConfigError(f"{amendment_id} is a draft: edit it instead of logging a deviation")
@@ -300,7 +296,7 @@ def outcomes(ctx: click.Context, amendment_id: str | None, resamples: int, fmt: 
       lab prereg outcomes A2
       lab prereg outcomes A2 --format json
     """
-    db = _db(ctx, create=False)
+    db = open_db(ctx, create=False)
     ids = [amendment_id] if amendment_id else [
         r["id"] for r in rows.amendments(db) if r["state"] == "frozen"]
     if amendment_id:
@@ -378,7 +374,7 @@ def export(ctx: click.Context, file: Path | None, resamples: int) -> None:
     """
     if file is not None and not file.parent.is_dir():
         raise ConfigError(f"{file}: directory {file.parent} does not exist")
-    text = document_markdown(_db(ctx, create=False), resamples)
+    text = document_markdown(open_db(ctx, create=False), resamples)
     if file is None:
         click.echo(text, nl=False)
         return

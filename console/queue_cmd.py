@@ -10,10 +10,12 @@ from pathlib import Path
 
 import click
 
+from console.options import open_db
 from console.render import step_lines, summary_lines
 from core import store
 from core.data import Question
 from core.errors import ConfigError, LabError
+from core.kb import ref_title
 from core.models.registry import load_registry
 from core.store import jobs as ledger
 from core.store.base import check_writable
@@ -92,7 +94,7 @@ def enqueue_cmd(ctx: click.Context, models: str, conditions: str, regimes: str,
                           budgets=_ints(budget, "--budget"), seeds=_ints(seeds, "--seeds"),
                           replicate=replicate, run=run_name, amendment=amendment,
                           priority=priority)
-    db = store.connect(ctx.obj["db"])
+    db = open_db(ctx)
     registry = load_registry(ctx.obj["config"])
     if dry_run:
         summary = plan(db, request, registry).summary()
@@ -166,7 +168,7 @@ def status_cmd(ctx: click.Context, as_json: bool) -> None:
     Example:
       lab status --json
     """
-    db = store.connect(ctx.obj["db"], create=False)
+    db = open_db(ctx, create=False)
     grids = status(db)
     if as_json:
         click.echo(json.dumps({"grids": [g.to_dict() for g in grids],
@@ -232,7 +234,7 @@ def _control_command(action: str) -> click.Command:
     def command(ctx: click.Context, run_name: str | None, grid: int | None,
                 job: int | None) -> None:
         target, value = _target(action, run_name, grid, job)
-        moved = control(store.connect(ctx.obj["db"]), settings_for(ctx), action, target, value)
+        moved = control(open_db(ctx), settings_for(ctx), action, target, value)
         click.echo(f"{action}: {len(moved)} job(s) of {target} {value}")
 
     return command
@@ -258,7 +260,7 @@ def retry_cmd(ctx: click.Context, run_name: str | None, grid: int | None, job: i
       lab retry --job 17
     """
     target, value = _target("retry", run_name, grid, job)
-    result = retry(store.connect(ctx.obj["db"]), settings_for(ctx), target, value,
+    result = retry(open_db(ctx), settings_for(ctx), target, value,
                    errored_only=errored_only)
     for note in result.notes:
         click.echo(f"cell re-specced: {note}")
@@ -289,7 +291,7 @@ def tail_cmd(ctx: click.Context, episode: int | None, follow: bool,
     Example:
       lab tail --follow
     """
-    db = store.connect(ctx.obj["db"], create=False)
+    db = open_db(ctx, create=False)
     deadline = None if timeout is None else time.monotonic() + timeout
     while True:
         live_id = episode if episode is not None else ledger.newest_live(db)
@@ -312,16 +314,15 @@ def title_resolver(db) -> Callable[[str], str]:
     """Map an obs_ref ("question_id#paragraph") to the page title, loading questions lazily."""
     cache: dict[str, Question] = {}
 
-    def title_of(ref: str) -> str:
-        qid, _, p = ref.rpartition("#")
+    def question_of(qid: str) -> Question | None:
         if qid not in cache:
             try:
                 (cache[qid],) = store.load_questions(db, ids=[qid])
             except LabError:
-                return ref
-        return cache[qid].paragraphs[int(p)].title
+                return None
+        return cache[qid]
 
-    return title_of
+    return lambda ref: ref_title(ref, question_of)
 
 
 def _tail_one(db, live_id: int, info: dict, deadline: float | None) -> None:

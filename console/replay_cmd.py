@@ -10,7 +10,7 @@ import json
 
 import click
 
-from core import store
+from console.options import open_db
 from core.models.registry import load_registry
 from core.probes import COMMANDS
 from core.store import jobs as ledger
@@ -29,7 +29,7 @@ def _run_request(ctx: click.Context, request: ReplayRequest, dry_run: bool,
     from console.queue_cmd import settings_for
     from jobs.queue import enqueue_job, make_huey
 
-    db = store.connect(ctx.obj["db"])
+    db = open_db(ctx)
     registry = load_registry(ctx.obj["config"])
     if dry_run:
         plan, grid_id, jobs = plan_replay(db, request, registry), None, []

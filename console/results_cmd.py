@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import click
 from sqlite_utils import Database
 
+from console.options import open_db
 from core import store
 from core.errors import ConfigError, StoreError
 from core.store import prereg as prereg_rows
@@ -36,11 +37,6 @@ EXTRA_FIELDS = ("version", "provenance")
 """Columns a JSON/CSV row adds to the Row fields: project version and run provenance."""
 NO_REPAIRED = ("note: no repaired answers stored yet (answer repair, SPEC §8.5, is not run in "
                "this lab.db); showing raw results")
-
-
-def _db(ctx: click.Context, create: bool = True) -> Database:
-    """lab.db; `results` and `export` pass create=False so a wrong --db creates nothing."""
-    return store.connect(ctx.obj["db"], create=create)
 
 
 def _names(text: str | None, option: str, example: str) -> tuple[str, ...]:
@@ -168,7 +164,7 @@ def results(ctx: click.Context, table: str, runs: tuple[str, ...], sets: tuple[s
     from analysis.measures import compute
     from analysis.tables import render_results
 
-    db = _db(ctx, create=False)
+    db = open_db(ctx, create=False)
     selection = selection_from(runs, sets, seeds, models, conditions, regimes, pool)
     frames = _frames(db, selection, ctx.obj["db"])
     note = ""
@@ -246,7 +242,7 @@ def validate_measures_cmd(ctx: click.Context, set_name: str | None, seeds: int, 
     from core.demo_data import demo_questions
     from core.regimes import ForeignPool
 
-    db = _db(ctx)
+    db = open_db(ctx)
     if set_name:
         qset = store.question_set(db, set_name)
         questions = store.load_questions(db, ids=qset["ids"])
@@ -290,7 +286,7 @@ def export_cmd(ctx: click.Context, directory: Path, runs: tuple[str, ...],
     """
     from analysis.export import export
 
-    db = _db(ctx, create=False)
+    db = open_db(ctx, create=False)
     selection = selection_from(runs, sets, seeds, models, conditions, regimes, pool)
     _frames(db, selection, ctx.obj["db"])
     paths = export(db, directory, selection, resamples, min(resamples, 1000))

@@ -22,7 +22,7 @@ copy of the question's pages (never the answerless one, never failed by a regime
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from core.data import Paragraph, Question
@@ -310,3 +310,29 @@ def strip_supporting_facts(question: Question) -> tuple[Paragraph, ...]:
         )
         for p in question.paragraphs
     )
+
+
+def resolve_ref(ref: str, question_of: Callable[[str], Question | None]
+                ) -> tuple[Question, int] | None:
+    """The question and page index an observation reference ("question_id#p") names.
+
+    Args:
+        ref: a step's obs_ref, as the harness writes it (`f"{question.id}#{p}"`).
+        question_of: looks up a question by id (None when it is not known).
+
+    Returns:
+        (question, page index), or None when the question is unknown or the index
+        is not one of its pages.
+    """
+    qid, _, p = ref.rpartition("#")
+    q = question_of(qid)
+    if q is None or not p.isdigit() or int(p) >= len(q.paragraphs):
+        return None
+    return q, int(p)
+
+
+def ref_title(ref: str, question_of: Callable[[str], Question | None]) -> str:
+    """The page title an observation reference names, or the reference itself when
+    it cannot be resolved (see `resolve_ref`)."""
+    hit = resolve_ref(ref, question_of)
+    return hit[0].paragraphs[hit[1]].title if hit else ref

@@ -24,7 +24,7 @@ from core.conditions import arm_label
 from core.data import Question
 from core.episode import Step
 from core.errors import ConfigError, StoreError
-from core.kb import paragraph_observation, strip_supporting_facts
+from core.kb import paragraph_observation, resolve_ref, strip_supporting_facts
 from core.store.episodes import episode_steps
 
 OUTCOMES = ("correct", "wrong", "unanswered", "errored")
@@ -408,14 +408,13 @@ def observation_text(step: Step, question_of: Callable[[str], Question | None],
         return None, ""
     title = ""
     page = None
-    if step.obs_ref:
-        qid, _, p = step.obs_ref.rpartition("#")
-        q = question_of(qid)
-        if q is not None and p.isdigit() and int(p) < len(q.paragraphs):
-            pages = (strip_supporting_facts(q) if answerless and not step.obs_failed
-                     and qid == episode_question else q.paragraphs)
-            page = pages[int(p)]
-            title = page.title
+    hit = resolve_ref(step.obs_ref, question_of) if step.obs_ref else None
+    if hit is not None:
+        q, p = hit
+        pages = (strip_supporting_facts(q) if answerless and not step.obs_failed
+                 and q.id == episode_question else q.paragraphs)
+        page = pages[p]
+        title = page.title
     if step.obs_text is not None:
         return step.obs_text, title
     if page is not None:

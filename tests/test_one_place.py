@@ -1,0 +1,49 @@
+"""Issue 13 §4: each shared thing is defined in one place, and the helpers behave."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from core.data import Paragraph, Question
+from core.kb import ref_title, resolve_ref
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("core", "analysis", "jobs", "console")
+
+
+def _sources() -> dict[str, str]:
+    return {str(p.relative_to(ROOT)): p.read_text(encoding="utf-8")
+            for pkg in PACKAGES for p in sorted((ROOT / pkg).rglob("*.py"))}
+
+
+@pytest.mark.parametrize("pattern, home", [
+    (r"separators=\(\",\", *\":\"\)", "core/canonical.py"),
+    (r"hashlib\.blake2b\(", "core/canonical.py"),
+    (r"re\.compile\(r?[\"'][^\"']*<think>", "core/thinking.py"),
+    (r"^\s*LAMBDA\s*=\s*0\.05", "core/conditions.py"),
+    (r"def _db\(ctx", None),
+    (r"\.rpartition\(\"#\"\)", "core/kb.py"),
+])
+def test_defined_in_one_place(pattern: str, home: str | None) -> None:
+    rx = re.compile(pattern, re.MULTILINE)
+    where = sorted(path for path, text in _sources().items() if rx.search(text))
+    assert where == ([home] if home else []), f"{pattern!r} written in {where}"
+
+
+def _question() -> Question:
+    pages = (Paragraph("Alpha", ("a.",)), Paragraph("Beta", ("b.",)))
+    return Question(id="q#1", dataset="d", question="?", answer="a", type="bridge",
+                    level="easy", paragraphs=pages, supporting_facts=())
+
+
+def test_ref_title_resolves_and_falls_back() -> None:
+    q = _question()
+    by_id = {q.id: q}
+    assert resolve_ref("q#1#1", by_id.get) == (q, 1)
+    assert ref_title("q#1#0", by_id.get) == "Alpha"
+    for bad in ("q#1#2", "q#1#x", "nope#0", "q#1"):
+        assert resolve_ref(bad, by_id.get) is None
+        assert ref_title(bad, by_id.get) == bad
