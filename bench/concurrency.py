@@ -47,7 +47,7 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the loopback servers live in tests/servers
 
-from console.demo_cmd import ensure_demo_set  # noqa: E402
+from core.demo_set import ensure_demo_set  # noqa: E402
 from core import store  # noqa: E402
 from core.conditions import parse_condition  # noqa: E402
 from core.data import Question  # noqa: E402

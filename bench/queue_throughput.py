@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # before bench/ (bench/console.py)
 
-from console.demo_cmd import ensure_demo_set  # noqa: E402
+from core.demo_set import ensure_demo_set  # noqa: E402
 from core import store  # noqa: E402
 from core.models.registry import load_registry  # noqa: E402
 from core.regimes import MEAN6  # noqa: E402

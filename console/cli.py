@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from console.console_cmd import console_cmd, open_from_group
-from console.demo_cmd import DEMO_RUN, ensure_demo_set, finish_demo, run_demo
+from console.demo_cmd import DEMO_RUN, finish_demo, run_demo
 from console.models_cmd import models, serve
 from console.options import (
     CONFIG_HELP,
@@ -35,8 +35,8 @@ from console.results_cmd import COMMANDS as RESULTS_COMMANDS
 from core import store
 from core.conditions import parse_condition
 from core.data import CLAIM_TYPE, TASK_FEVER, ids_hash, load_hotpotqa, sample_ids
-from core.demo_data import demo_questions
-from core.demo_fever import DEMO_FEVER_DATASET, demo_fever_questions
+from core.demo_set import ensure_demo_set, load_demo_questions
+from core.demo_fever import DEMO_FEVER_DATASET
 from core.fever import balanced_sample, load_fever
 from core.errors import ConfigError, LabError
 from core.kb import ref_title
@@ -48,11 +48,6 @@ from jobs.control import status
 from jobs.grid import resolve_rate
 
 HELD_OUT_PREFIXES = ("test", "fresh")
-
-
-def _ensure_demo(db) -> int:
-    new, _ = store.insert_questions(db, demo_questions() + demo_fever_questions())
-    return new
 
 
 @click.group(cls=LabGroup, invoke_without_command=True,
@@ -90,7 +85,7 @@ def init(ctx: click.Context) -> None:
       lab --db runs/lab.db init
     """
     db = open_db(ctx)
-    new = _ensure_demo(db)
+    new = load_demo_questions(db)
     click.echo(f"{ctx.obj['db']}: schema version {store.schema_version(db)}; "
                f"demo questions added: {new}; datasets: "
                + ", ".join(f"{k} ({v})" for k, v in store.datasets(db).items()))
@@ -222,7 +217,7 @@ def sets_create(ctx: click.Context, name: str, dataset: str, n: int, seed: int,
     exclude = tuple(dict.fromkeys(p.strip() for e in exclude for p in e.split(",") if p.strip()))
     db = open_db(ctx)
     if dataset in ("demo", DEMO_FEVER_DATASET):
-        _ensure_demo(db)
+        load_demo_questions(db)
     rows = store.dataset_labels(db, dataset)
     if not rows:
         raise ConfigError(f"dataset '{dataset}' has no questions in lab.db; known: "
@@ -315,7 +310,7 @@ def try_(ctx: click.Context, model: str, condition: str, regime: str, question: 
         cond = parse_condition(condition + ("," if ":" in condition else ":") + "judge=true")
     reg = parse_regime(regime)
     db = open_db(ctx)
-    _ensure_demo(db)
+    load_demo_questions(db)
     cond = resolve_rate(db, spec.name, cond)
     (q,) = store.load_questions(db, ids=[question])
     if question_set:

@@ -40,8 +40,8 @@ def ensure_db(db_path: Path, ask: bool) -> None:
                           f"or open the console in a terminal to be asked")
     if not click.confirm(f"{db_path} does not exist; create it?", default=False):
         raise ConfigError(f"{db_path} not created; nothing to open")
-    from console.demo_cmd import ensure_demo_set
     from core import store
+    from core.demo_set import ensure_demo_set
 
     db = store.connect(db_path)
     ensure_demo_set(db)

@@ -9,10 +9,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from core import prereg, store
-from core.data import ids_hash
-from core.demo_data import demo_questions
-from core.demo_fever import demo_fever_questions
-from core.errors import StoreError
+from core.demo_set import DEMO_SET, ensure_demo_set
 from core.models.registry import load_registry
 from core.regimes import MEAN6
 from core.registered_tests import validate_scope
@@ -22,7 +19,6 @@ from jobs.grid import GridRequest
 from jobs.settings import WorkerSettings
 from jobs.worker import run_worker
 
-DEMO_SET = "demo"
 DEMO_RUN = "demo"
 DEMO_MODELS = ("sim-never", "sim-deadline", "sim-clock6", "sim-own5", "sim-hazard-own")
 DEMO_CONDITIONS = ("none", "enforced_rule:k=3", "lexical_rule:k=3", "random_rule:k=3,rate=0.5")
@@ -33,17 +29,6 @@ SIMS_NOTE = ("The simulated agents do not read prompts: each judges an observati
              "the rule fires before every policy's own stop: enforced_rule, lexical_rule, and "
              "random_rule at a fixed USELESS rate of 0.5); prompt-only arms (permit, budget, "
              "stated_rule, call_cost, decide) would repeat `none` and are left out.")
-
-
-def ensure_demo_set(db) -> None:
-    """Load the demo questions and create the demo question set (all of them) once."""
-    questions = demo_questions()
-    store.insert_questions(db, questions + demo_fever_questions())
-    ids = [q.id for q in questions]
-    try:
-        store.question_set(db, DEMO_SET)
-    except StoreError:
-        store.save_question_set(db, DEMO_SET, "demo", ids, 0, [], False, ids_hash(ids))
 
 
 DEMO_TITLE = "Demo: the enforced rule on simulated agents"

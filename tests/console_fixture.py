@@ -11,7 +11,7 @@ import shutil
 import sqlite3
 from pathlib import Path
 
-from console.demo_cmd import ensure_demo_set
+from core.demo_set import ensure_demo_set
 from core import store
 from core.models.registry import load_registry
 from jobs.control import enqueue_grid

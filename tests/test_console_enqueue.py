@@ -15,7 +15,7 @@ from textual.widgets import Button, Input, Select, SelectionList, Static
 
 import prompts
 from console.app import ConsoleConfig, make_app
-from console.demo_cmd import ensure_demo_set
+from core.demo_set import ensure_demo_set
 from console.screens.enqueue import EnqueueScreen
 from core import prereg, store
 from core.data import ids_hash

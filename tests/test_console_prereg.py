@@ -16,7 +16,7 @@ from textual.widgets import Input, Markdown, OptionList, Static, TextArea
 
 import prompts
 from console.app import ConsoleConfig, make_app
-from console.demo_cmd import ensure_demo_set
+from core.demo_set import ensure_demo_set
 from console.screens.prereg import PreregScreen
 from console.widgets.prereg_modals import FreezeConfirm, TitlePrompt
 from core import prereg, store

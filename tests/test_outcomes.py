@@ -11,7 +11,7 @@ import pytest
 from analysis.measures import frames_from, load_frames
 from analysis.outcomes import evaluate, prediction_text
 from console.cli import main
-from console.demo_cmd import ensure_demo_set
+from core.demo_set import ensure_demo_set
 from core import prereg, store
 from core.data import ids_hash
 from core.models.registry import builtin_models

@@ -11,7 +11,7 @@ import pytest
 
 import prompts
 from console.cli import main
-from console.demo_cmd import ensure_demo_set
+from core.demo_set import ensure_demo_set
 from core import prereg, store
 from core.errors import ConfigError, LabError, StoreError
 from core.models.registry import builtin_models

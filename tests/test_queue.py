@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from console.demo_cmd import ensure_demo_set
+from core.demo_set import ensure_demo_set
 from core import store
 from core.errors import ConfigError, LabError
 from core.models.registry import load_registry

@@ -13,7 +13,7 @@ import pytest
 
 import prompts
 from console.cli import main
-from console.demo_cmd import ensure_demo_set
+from core.demo_set import ensure_demo_set
 from core import prereg, store
 from core.data import ids_hash
 from core.errors import ConfigError, ModelError

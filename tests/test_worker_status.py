@@ -7,7 +7,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from console.demo_cmd import ensure_demo_set
+from core.demo_set import ensure_demo_set
 from core import store
 from core.models.registry import load_registry
 from core.store import jobs as ledger
