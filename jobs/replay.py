@@ -26,6 +26,7 @@ from core.episode import prompt_set_sha256
 from core.models.base import ModelClient
 from core.models.cost import Prices
 from core.models.registry import ModelSpec
+from core.runner import CallGate, GatedSession
 from core.probes import (COMMANDS, PROBE_MAX_TOKENS, At, ProbeRecord, RecordedEpisode,
                          messages_for, parse_at, probe_points, record_of, run_probe,
                          select_points, view_at)
@@ -218,10 +219,16 @@ def enqueue_replay(db: Database, request: ReplayRequest, registry: Mapping[str, 
     return plan, grid_id, jobs
 
 
-async def probe_one(client: ModelClient, ep: RecordedEpisode, t: int, kind: str) -> ProbeRecord:
-    """One probe with a fresh session whose view ends at t, recording the prompt files used."""
+async def probe_one(client: ModelClient, ep: RecordedEpisode, t: int, kind: str,
+                    gate: CallGate | None = None) -> ProbeRecord:
+    """One probe with a fresh session whose view ends at t, recording the prompt files used.
+
+    With `gate` (the host-wide cap on the model's calls), the call holds one of its
+    slots while in flight.
+    """
     with prompts.recording() as used:
-        rec = await run_probe(client.start(view_at(ep, None if kind == "repair" else t)),
+        session = client.start(view_at(ep, None if kind == "repair" else t))
+        rec = await run_probe(session if gate is None else GatedSession(session, gate),
                               ep, t, kind)
     rec.prompt_files = used.hashes()
     rec.prompts_sha256 = prompt_set_sha256(rec.prompt_files) if rec.prompt_files else None
@@ -230,25 +237,121 @@ async def probe_one(client: ModelClient, ep: RecordedEpisode, t: int, kind: str)
 
 async def replay_questions(db: Database, job: Mapping[str, Any], client: ModelClient,
                            concurrency: int, should_stop: Callable[[], bool] | None = None,
-                           batch: int | None = None, close_client: bool = True,
-                           batch_poll_s: float = BATCH_POLL_S) -> int:
-    """Run a replay job's missing probes and store them (batches of `batch`).
+                           batch: int = 256, close_client: bool = True,
+                           batch_poll_s: float = BATCH_POLL_S,
+                           slots: asyncio.Semaphore | None = None, gate: CallGate | None = None,
+                           on_admitted: Callable[[], None] | None = None,
+                           flush_s: float = 0.1) -> int:
+    """Run a replay job's missing probes and store them in small batched transactions.
+
+    Finished probes are committed together every `flush_s` (or once `batch` have
+    gathered): a kill -9 loses at most the probes of the last `flush_s` and the calls
+    in flight, which a resumed job asks again (a probe is unique per episode, t and
+    kind, so nothing is stored twice).
 
     Args:
         db: an open lab.db.
         job: the jobs row (params: kind, at).
         client: the cell's model client.
-        concurrency: further bound on concurrent calls (besides the model's).
+        concurrency: further bound on concurrent calls (besides the model's), used
+            when `slots` is not given.
         should_stop: checked before each probe; True: start no more.
-        batch: probes per write transaction (default: 64 for an instant sim, else each
-            probe as it finishes, so a killed worker loses at most the calls in flight).
+        batch: at most this many probes wait for a write.
         close_client: close the client at the end (False: the worker shares it).
         batch_poll_s: with params batch (Claude): first wait between polls of its
             Message Batches (`replay_batched`).
+        slots: the worker's slots for the model, shared with its other jobs (episode
+            and replay alike); each probe holds one while it runs.
+        gate: the host-wide cap on the model's calls in flight (`jobs.slots.CallSlots`).
+        on_admitted: called once every probe has taken a slot or been passed over: the
+            worker may then take its next job while this one's stragglers finish.
+        flush_s: how often finished probes are committed.
 
     Returns:
         Probes stored.
     """
+    admitted_once = False
+
+    def admitted() -> None:
+        nonlocal admitted_once
+        if not admitted_once and on_admitted is not None:
+            admitted_once = True
+            on_admitted()
+
+    try:
+        todo, kind = _todo(db, job)
+    except BaseException:
+        admitted()
+        raise
+    params = json.loads(job["params"])
+    if params.get("batch") and _batches(client) is not None:
+        admitted()  # polls a Message Batch: it holds no call slot
+        try:
+            return await replay_batched(db, job, client, todo, kind, should_stop,
+                                        batch_poll_s)
+        finally:
+            close = getattr(client, "close", None) if close_client else None
+            if close is not None:
+                await close()
+    limit = slots or asyncio.Semaphore(max(1, min(client.concurrency, concurrency)))
+    finished: list[ProbeRecord] = []
+    stored = started = 0
+
+    def flush() -> None:
+        nonlocal stored
+        if finished:
+            items = finished[:]
+            finished.clear()
+            stored += rows.write_probes(db, items)
+
+    async def one(ep: RecordedEpisode, t: int) -> None:
+        nonlocal started
+        async with limit:
+            started += 1
+            if started == len(todo):
+                admitted()
+            if should_stop is not None and should_stop():
+                return
+            finished.append(await probe_one(client, ep, t, kind, gate))
+            if len(finished) >= batch:
+                flush()
+
+    async def flusher() -> None:
+        while True:
+            await asyncio.sleep(flush_s)
+            flush()
+
+    if not todo:
+        admitted()
+    tasks = [asyncio.ensure_future(one(ep, t)) for ep, t in todo]
+    flushing = asyncio.ensure_future(flusher()) if todo else None
+    try:
+        await asyncio.gather(*tasks)
+        if flushing is not None:
+            flushing.cancel()
+        flush()
+        if kind == "judgment" and todo:
+            _rederive(db, sorted({ep.episode_id for ep, _ in todo}))
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+    finally:
+        admitted()  # stopped by an error: never leave the worker waiting
+        if flushing is not None:
+            flushing.cancel()
+        try:
+            flush()
+        finally:
+            close = getattr(client, "close", None) if close_client else None
+            if close is not None:
+                await close()
+    return stored
+
+
+def _todo(db: Database, job: Mapping[str, Any]) -> tuple[list[tuple[RecordedEpisode, int]], str]:
+    """A replay job's (episode, t) probes not stored yet, and their kind."""
     params = json.loads(job["params"])
     kind, at = params["kind"], parse_at(params["at"])
     eids = rows.cell_episodes(db, job["cell_id"], job["question_ids"])
@@ -262,54 +365,7 @@ async def replay_questions(db: Database, job: Mapping[str, Any], client: ModelCl
         else:
             points = probe_points(ep, at, judged.get(eid))
         todo += [(ep, t) for t in points if (eid, t) not in done]
-    if params.get("batch") and _batches(client) is not None:
-        try:
-            return await replay_batched(db, job, client, todo, kind, should_stop,
-                                        batch_poll_s)
-        finally:
-            close = getattr(client, "close", None) if close_client else None
-            if close is not None:
-                await close()
-    if batch is None:
-        spec = getattr(client, "spec", None)
-        batch = 64 if spec is not None and not getattr(spec, "latency_ms", 1) else 1
-    limit = asyncio.Semaphore(max(1, min(client.concurrency, concurrency)))
-    finished: list[ProbeRecord] = []
-    stored = 0
-
-    async def one(ep: RecordedEpisode, t: int) -> None:
-        nonlocal stored
-        async with limit:
-            if should_stop is not None and should_stop():
-                return
-            finished.append(await probe_one(client, ep, t, kind))
-            if len(finished) >= batch:
-                items = finished[:]
-                finished.clear()
-                stored += rows.write_probes(db, items)
-
-    tasks = [asyncio.ensure_future(one(ep, t)) for ep, t in todo]
-    try:
-        await asyncio.gather(*tasks)
-        if finished:
-            stored += rows.write_probes(db, finished)
-            finished.clear()
-        if kind == "judgment" and todo:
-            _rederive(db, sorted({ep.episode_id for ep, _ in todo}))
-    except BaseException:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        raise
-    finally:
-        try:
-            if finished:
-                stored += rows.write_probes(db, finished)
-        finally:
-            close = getattr(client, "close", None) if close_client else None
-            if close is not None:
-                await close()
-    return stored
+    return todo, kind
 
 
 def _batches(client: ModelClient) -> Any:

@@ -135,11 +135,13 @@ async def _run(db: Database, job: dict, settings: WorkerSettings, res: Resources
     try:
         if job.get("kind", "episodes") == "replay":  # probes of stored episodes (issue 12)
             from jobs.replay import replay_questions
-            if on_admitted is not None:
-                on_admitted()  # its probes have their own concurrency bound
+            # each probe holds one of the model's slots (shared with the worker's episode
+            # jobs) and, per call, one of the host-wide call slots
             await replay_questions(db, job, client, settings.concurrency,
                                    lambda: stop.reason is not None or res.stopping,
-                                   close_client=not shared)
+                                   close_client=not shared,
+                                   slots=res.episode_slots(cell.model, client, settings),
+                                   gate=res.gate(cell.model, client), on_admitted=on_admitted)
             return stop
         await run_questions(db, job["cell_id"], cell, questions,
                             _pool(db, cell, questions, res.pools), client, live=live,
