@@ -249,20 +249,6 @@ def deviation(ctx: click.Context, amendment_id: str, text: str) -> None:
     click.echo(f"deviation {dev} logged on {amendment_id}")
 
 
-def _outcomes(db, amendment_ids: list[str], n_boot: int) -> list:
-    from analysis.measures import load_frames
-    from analysis.outcomes import evaluate
-
-    amendments = [rows.amendment(db, a) for a in amendment_ids]
-    named = {r for a in amendments for t in a["tests"] for r in t.get("runs", [])}
-    runs = sorted(set(rows.governed_runs(db, amendment_ids)) | named)
-    frames = load_frames(db, runs=runs or None)  # each test picks its own runs from these
-    out = []
-    for amendment in amendments:
-        out += evaluate(amendment, frames, n_boot=n_boot)
-    return out
-
-
 def _runs_text(runs: tuple[str, ...]) -> str:
     return f"run{'s' if len(runs) > 1 else ''} {', '.join(runs)}" if runs else "no runs"
 
@@ -296,12 +282,14 @@ def outcomes(ctx: click.Context, amendment_id: str | None, resamples: int, fmt: 
       lab prereg outcomes A2
       lab prereg outcomes A2 --format json
     """
+    from analysis.prereg_doc import amendment_outcomes
+
     db = open_db(ctx, create=False)
     ids = [amendment_id] if amendment_id else [
         r["id"] for r in rows.amendments(db) if r["state"] == "frozen"]
     if amendment_id:
         rows.amendment(db, amendment_id)
-    results = _outcomes(db, ids, resamples)
+    results = amendment_outcomes(db, ids, resamples)
     if fmt == "json":
         click.echo(json.dumps([o.to_dict() for o in results], indent=2))
         return
@@ -313,50 +301,6 @@ def outcomes(ctx: click.Context, amendment_id: str | None, resamples: int, fmt: 
     for amendment in ids:
         for d in rows.deviations(db, amendment):
             click.echo(f"deviation on {amendment} ({d['created_at'][:19]}): {d['text']}")
-
-
-def document_markdown(db, n_boot: int = 2000) -> str:
-    """The whole pre-registration as markdown: amendments, hashes, deviations, outcomes."""
-    entries = rows.amendments(db)
-    frozen = [r["id"] for r in entries if r["state"] == "frozen"]
-    results = _outcomes(db, frozen, n_boot) if frozen else []
-    out = ["# Pre-registration", "",
-           f"{len(entries)} {'entry' if len(entries) == 1 else 'entries'}, {len(frozen)} "
-           "frozen. Hashes are sha256; each frozen "
-           "entry's hash covers its content, its pins and the previous frozen entry's hash.", ""]
-    for r in entries:
-        out += [f"## {r['id']}: {r['title']}", ""]
-        if r["state"] == "frozen":
-            pins = r["pins"] or {}
-            out += [f"- frozen: {r['frozen_at']} (lab {r['version']})",
-                    f"- sha256: `{r['content_sha256']}`",
-                    f"- previous: `{r['prev_sha256']}`",
-                    f"- pinned: {len(pins.get('prompts', {}))} prompt files, question sets "
-                    + ", ".join(f"{k} `{v[:12]}`" for k, v in pins.get("question_sets", {}).items()),
-                    "- data existed at freeze: " + ("; ".join(
-                        f"run {d['run']} cell {d['cell']} ({d['episodes']} episodes)"
-                        for d in r["data_existed"]) if r["data_existed"] else "no")]
-        else:
-            out.append("- draft (not frozen)")
-        out += ["", r["body"].rstrip() or "_(no body)_", "",
-                "Scope: `" + json.dumps(r["scope"]) + "`", ""]
-        if r["tests"]:
-            out += ["| test | rule |", "|---|---|"]
-            out += [f"| {t['id']} | `{json.dumps({k: v for k, v in t.items() if k != 'id'})}` |"
-                    for t in r["tests"]]
-            out.append("")
-        for d in rows.deviations(db, r["id"]):
-            out.append(f"- **Deviation {d['id']}** ({d['created_at'][:19]}): {d['text']}")
-        out.append("")
-    if results:
-        out += ["## Outcomes", "", "| doc | test | prediction | verdict | numbers | runs | "
-                "episodes after freeze |", "|---|---|---|---|---|---|---|"]
-        for o in results:
-            after = {True: "all", False: "**no**", None: "–"}[o.after_freeze]
-            cells = [o.amendment, o.id, o.prediction, o.verdict, o.numbers,
-                     ", ".join(o.runs) or "–", f"{after} ({o.n_episodes})"]
-            out.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
-    return "\n".join(out) + "\n"
 
 
 @prereg_group.command("export")
@@ -374,6 +318,8 @@ def export(ctx: click.Context, file: Path | None, resamples: int) -> None:
     """
     if file is not None and not file.parent.is_dir():
         raise ConfigError(f"{file}: directory {file.parent} does not exist")
+    from analysis.prereg_doc import document_markdown
+
     text = document_markdown(open_db(ctx, create=False), resamples)
     if file is None:
         click.echo(text, nl=False)
