@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
-import subprocess
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -61,22 +58,31 @@ FILE = click.Path(dir_okay=False, path_type=Path)
 
 
 @prereg_group.command("new")
-@click.option("--title", required=True)
+@click.option("--title", default=None, help="The amendment's title (required without --edit).")
 @click.option("--body", "body_file", type=FILE, help="Markdown file with the amendment's text.")
 @click.option("--tests", "tests_file", type=FILE, help="JSON list of registered tests.")
 @click.option("--scope", "scope_file", type=FILE, help="JSON object: the runs it governs.")
+@click.option("--edit", "in_editor", is_flag=True,
+              help="Write it in $EDITOR (starting from the options given) before saving.")
 @click.pass_context
-def new(ctx: click.Context, title: str, body_file: Path | None, tests_file: Path | None,
-        scope_file: Path | None) -> None:
+def new(ctx: click.Context, title: str | None, body_file: Path | None, tests_file: Path | None,
+        scope_file: Path | None, in_editor: bool) -> None:
     """Append a draft amendment and print its id.
 
     \b
     Example:
       lab prereg new --title "Enforced rule beats none" --body a1.md \\
           --tests a1-tests.json --scope a1-scope.json
+      EDITOR=vim lab prereg new --edit
     """
     body, tests = _read_text(body_file) or "", _read_json(tests_file, "tests") or []
     scope = _read_json(scope_file, "scope")
+    if in_editor:
+        fields = _edit_in_editor({"title": title or "", "body": body, "tests": tests,
+                                  "scope": scope}, "lab prereg new --edit needs $EDITOR set")
+        title, body, tests, scope = (fields[k] for k in ("title", "body", "tests", "scope"))
+    if not title:
+        raise ConfigError("an amendment needs a title: --title \"…\" (or write it with --edit)")
     amendment_id = prereg.create(open_db(ctx), title, body, tests, scope)
     click.echo(amendment_id)
 
@@ -98,6 +104,25 @@ def _parse_editor_text(text: str) -> dict[str, Any]:
                 "tests": json.loads(tests), "scope": json.loads(scope)}
     except json.JSONDecodeError as exc:
         raise ConfigError(f"edited text: invalid JSON ({exc}); nothing was changed") from None
+
+
+def _edit_in_editor(row: dict[str, Any], without: str) -> dict[str, Any]:
+    """Round-trip an amendment's title, body, tests and scope through $VISUAL/$EDITOR.
+
+    Args:
+        row: the amendment's current fields (title, body, tests, scope).
+        without: the error line when neither $VISUAL nor $EDITOR is set.
+
+    Returns:
+        The edited fields.
+
+    Raises:
+        ConfigError: no editor set, or the edited text lost its markers or its JSON.
+    """
+    if not (os.environ.get("VISUAL") or os.environ.get("EDITOR")):
+        raise ConfigError(without)
+    text = click.edit(_editor_text(row), extension=".md", require_save=False)
+    return _parse_editor_text(text or "")
 
 
 @prereg_group.command("edit")
@@ -124,16 +149,9 @@ def edit(ctx: click.Context, amendment_id: str, title: str | None, body_file: Pa
     fields = {"title": title, "body": _read_text(body_file),
               "tests": _read_json(tests_file, "tests"), "scope": _read_json(scope_file, "scope")}
     if all(v is None for v in fields.values()):
-        editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
-        if not editor:
-            raise ConfigError("give --title/--body/--tests/--scope files, or set $EDITOR")
-        with tempfile.NamedTemporaryFile("w+", suffix=".md", delete=False) as tmp:
-            tmp.write(_editor_text(row))
-        try:
-            subprocess.run([*shlex.split(editor), tmp.name], check=True)
-            fields = _parse_editor_text(Path(tmp.name).read_text(encoding="utf-8"))
-        finally:
-            os.unlink(tmp.name)
+        edited = _edit_in_editor(row, "give --title/--body/--tests/--scope files, or set $EDITOR")
+        # only what was changed is validated and written (an untouched empty scope stays)
+        fields = {k: (v if v != row[k] else None) for k, v in edited.items()}
     prereg.edit(db, amendment_id, **fields)
     click.echo(f"{amendment_id} updated")
 
