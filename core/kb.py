@@ -21,6 +21,7 @@ copy of the question's pages (never the answerless one, never failed by a regime
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -310,6 +311,31 @@ def strip_supporting_facts(question: Question) -> tuple[Paragraph, ...]:
         )
         for p in question.paragraphs
     )
+
+
+KB_CACHE_SIZE = 4096
+"""Questions whose knowledge bases one process keeps built (a few MB for HotpotQA)."""
+
+
+@functools.lru_cache(maxsize=KB_CACHE_SIZE)
+def knowledge_base(question: Question, answerless: bool = False) -> KnowledgeBase:
+    """The question's knowledge base, built once per process and shared by its episodes.
+
+    Tokenising every page for every episode was the largest cost of an episode's own
+    CPU at 128 episodes in flight (py-spy, bench/concurrency.py). A KnowledgeBase is
+    never changed once built, so episodes of the same question share one. The key is
+    the whole question (its id, dataset and content: a frozen dataclass compared
+    field by field), so a re-imported question with other pages gets its own.
+
+    Args:
+        question: the episode's question.
+        answerless: the answerless regime's KB (`strip_supporting_facts`).
+
+    Returns:
+        The KnowledgeBase over the question's pages (stripped when `answerless`).
+    """
+    return KnowledgeBase(strip_supporting_facts(question) if answerless
+                         else question.paragraphs)
 
 
 def resolve_ref(ref: str, question_of: Callable[[str], Question | None]

@@ -39,8 +39,8 @@ from core.data import Question
 from core.episode import EpisodeResult, Step, utc_now
 from core.errors import ConfigError, ModelError
 from core.judges import lexical_judgment, parse_side_channel, random_judgment, read_stated_judgment
-from core.kb import BACKUP, PRIMARY, KnowledgeBase, Sources, observation_source
-from core.kb import paragraph_observation, strip_supporting_facts
+from core.kb import BACKUP, PRIMARY, Sources, knowledge_base, observation_source
+from core.kb import paragraph_observation
 from core.models.base import EpisodeView, Generation, Message, ModelSession, ObservationLabel
 from core.parser import parse_reply
 from core.prompt_set import SEARCH_R1, PromptSet
@@ -129,9 +129,8 @@ class _Run:
         self.session = session
         self.on_step = on_step
         q = setup.question
-        pages = strip_supporting_facts(q) if setup.regime.answerless else q.paragraphs
-        backup = KnowledgeBase(q.paragraphs) if setup.condition.arm.two_source else None
-        self.sources = Sources(KnowledgeBase(pages), backup)
+        backup = knowledge_base(q) if setup.condition.arm.two_source else None
+        self.sources = Sources(knowledge_base(q, setup.regime.answerless), backup)
         self.primary_results = 0
         self.primary_off = False
         self.view = view or EpisodeView(question=q, seed=setup.seed, budget=setup.budget)

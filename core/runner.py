@@ -21,6 +21,7 @@ from core.models.base import EpisodeView, ModelClient
 from core.models.registry import ModelSpec
 from core.react import EpisodeSetup, run_episode
 from core.regimes import ForeignPool, Regime
+from core.store.episodes import write_live_steps
 
 
 @dataclass(frozen=True)
@@ -153,9 +154,9 @@ class LiveBuffer:
             for token, qid in new:
                 if token not in ended:
                     self._ids[token] = store.live_start(db, self.cell_id, qid, self.label)
-            for token, step in steps:  # an ended episode's live row goes: skip its steps
-                if token in self._ids and token not in ended:
-                    store.live_step(db, self._ids[token], step)
+            # an ended episode's live row goes: skip its steps
+            write_live_steps(db, [(self._ids[token], step) for token, step in steps
+                                  if token in self._ids and token not in ended])
             for token in dropped:
                 if token in self._ids:
                     store.live_end(db, self._ids.pop(token))
@@ -244,8 +245,7 @@ async def run_questions(db: Database, cell_id: int, cell: CellSpec,
             if sampled is not None:
                 with store.write(db):
                     live_id = store.live_start(db, cell_id, q.id, label)
-                    for step in sampled:
-                        store.live_step(db, live_id, step)
+                    write_live_steps(db, [(live_id, step) for step in sampled])
             done.append((cell_id, result, live_id))
             if len(done) >= batch:
                 items = done[:]

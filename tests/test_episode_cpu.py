@@ -1,0 +1,62 @@
+"""The episode path's CPU savings change nothing a researcher reads.
+
+- each question's knowledge base is built once per process, and a question with other
+  pages (re-imported) or the answerless regime gets its own;
+- a live step is stored as JSON of its non-default fields and reads back equal.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+from core import store
+from core.data import Paragraph
+from core.demo_data import demo_questions
+from core.episode import Step
+from core.kb import KnowledgeBase, knowledge_base, strip_supporting_facts
+from core.store.episodes import live_step_json
+
+
+def _same_search(a: KnowledgeBase, b: KnowledgeBase, queries: list[str]) -> bool:
+    return all(a.search(q) == b.search(q) for q in queries) and \
+        [a.paragraph_text(i) for i in range(len(a))] == [b.paragraph_text(i) for i in range(len(b))]
+
+
+def test_a_questions_kb_is_built_once_and_answers_as_a_fresh_one():
+    q = demo_questions()[3]
+    copy = dataclasses.replace(q)  # loaded again from lab.db: an equal, distinct object
+    assert knowledge_base(q) is knowledge_base(copy)
+    queries = [p.title for p in q.paragraphs] + [q.question, "zzz nothing", ""]
+    assert _same_search(knowledge_base(q), KnowledgeBase(q.paragraphs), queries)
+    stripped = knowledge_base(q, answerless=True)
+    assert stripped is not knowledge_base(q)
+    assert _same_search(stripped, KnowledgeBase(strip_supporting_facts(q)), queries)
+
+
+def test_a_question_with_other_pages_gets_its_own_kb():
+    q = demo_questions()[4]
+    edited = dataclasses.replace(q, paragraphs=(Paragraph("Only page", ("New text.",)),
+                                                *q.paragraphs[1:]))
+    assert knowledge_base(edited) is not knowledge_base(q)
+    assert knowledge_base(edited).paragraph_text(0) == "Only page: New text."
+    assert knowledge_base(q).paragraph_text(0) != "Only page: New text."
+
+
+def test_live_steps_store_only_non_default_fields_and_read_back_equal(db_path):
+    steps = [Step(t=1, raw="Thought: x\nAction: search\nAction Input: é", thought="x",
+                  action="search", argument="é", obs_index=0, obs_failed=False,
+                  obs_source="gold", obs_ref="q#0", streak=0, input_tokens=12,
+                  latency_ms=100.5, shown="Page: ünïcode"),
+             Step(t=2, raw="", forced=True, obs_failed=None, reasoning="think",
+                  reasoning_tokens=3)]
+    stored = json.loads(live_step_json(steps[0]))
+    assert "judgment" not in stored and "streak" not in stored  # defaults left out
+    assert stored["obs_failed"] is False and stored["obs_index"] == 0  # not defaults
+    db = store.connect(db_path)
+    live = store.live_start(db, None, "q", "label")
+    for s in steps:
+        store.live_step(db, live, s)
+    back = store.live_steps(db, live)
+    assert back == steps and [s.shown for s in back] == [s.shown for s in steps]
+    assert [dataclasses.asdict(s) for s in back] == [dataclasses.asdict(s) for s in steps]
