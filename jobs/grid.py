@@ -226,14 +226,12 @@ def plan(db: Database, request: GridRequest, models: Mapping[str, ModelSpec]) ->
     check_context(db, cells, ids)
     mode = prereg.gate(db, request.amendment, cells, models)
     out = GridPlan(request, question_ids=list(ids), mode=mode, notes=notes)
-    run = db.conn.execute("SELECT id FROM runs WHERE name = ?", (request.run,)).fetchone()
+    stored_cells = store.cell_ids_by_hash(db, request.run)
     for cell in cells:
         done: set[str] = set()
-        if run is not None:
-            row = db.conn.execute("SELECT id FROM cells WHERE run_id = ? AND spec_hash = ?",
-                                  (run[0], cell.columns()["spec_hash"])).fetchone()
-            if row is not None:
-                done = ledger.stored_questions(db, row[0]) | ledger.pending_questions(db, row[0])
+        cell_id = stored_cells.get(cell.columns()["spec_hash"])
+        if cell_id is not None:
+            done = ledger.stored_questions(db, cell_id) | ledger.pending_questions(db, cell_id)
         out.cells.append(CellPlan(cell, [q for q in ids if q not in done], _max_calls(cell)))
     return out
 

@@ -30,6 +30,7 @@ from core.runner import CallGate, GatedSession
 from core.probes import (COMMANDS, PROBE_MAX_TOKENS, At, ProbeRecord, RecordedEpisode,
                          messages_for, parse_at, probe_points, record_of, run_probe,
                          select_points, view_at)
+from core.errors import StoreError
 from core.store import jobs as ledger
 from core.store import probes as rows
 
@@ -138,7 +139,7 @@ def plan_replay(db: Database, request: ReplayRequest, registry: Mapping[str, Mod
         pending = rows.pending_replay(db, cell["cell_id"], params)
         qids = [q for q in cell["question_ids"] if q not in pending]
         eids = rows.cell_episodes(db, cell["cell_id"], qids)
-        by_eid = dict(zip(eids, _questions_of(db, eids)))
+        by_eid = dict(zip(eids, rows.episode_question_ids(db, eids)))
         targets = _targets(db, request, eids)
         done = rows.probed(db, eids, request.kind)
         calls = tok_in = 0
@@ -170,13 +171,6 @@ def _discount(request: ReplayRequest, spec: ModelSpec) -> float:
     return 1.0
 
 
-def _questions_of(db: Database, eids: list[int]) -> list[str]:
-    marks = ", ".join("?" * len(eids)) or "NULL"
-    found = dict(db.conn.execute(
-        f"SELECT id, question_id FROM episodes WHERE id IN ({marks})", eids).fetchall())
-    return [found[e] for e in eids]
-
-
 def _targets(db: Database, request: ReplayRequest, eids: list[int]
              ) -> dict[int, list[tuple[int, int]]]:
     """Per episode, the (t, history tokens) to probe."""
@@ -204,8 +198,9 @@ def enqueue_replay(db: Database, request: ReplayRequest, registry: Mapping[str, 
         plan = plan_replay(db, request, registry)
         if plan.calls == 0:
             return plan, None, []
-        run_id = db.conn.execute("SELECT id FROM runs WHERE name = ?",
-                                 (request.run,)).fetchone()[0]
+        run_id = store.run_id(db, request.run)
+        if run_id is None:  # plan_replay refuses an unknown run first
+            raise StoreError(f"no run named '{request.run}'")
         grid_id = ledger.create_grid(db, run_id, {"replay": json.loads(request.params()),
                                                   "models": list(request.models)})
         jobs: list[int] = []
@@ -481,7 +476,7 @@ def _rederive(db: Database, episode_ids: list[int]) -> None:
         from core.store.decisions import rederive
     except ImportError:
         return
-    if db.conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'decisions'").fetchone():
+    if db["decisions"].exists():
         rederive(db, episode_ids)
 
 

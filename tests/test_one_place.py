@@ -47,3 +47,18 @@ def test_ref_title_resolves_and_falls_back() -> None:
     for bad in ("q#1#2", "q#1#x", "nope#0", "q#1"):
         assert resolve_ref(bad, by_id.get) is None
         assert ref_title(bad, by_id.get) == bad
+
+
+def test_run_lookups_live_in_the_store(tmp_path: Path) -> None:
+    from core import store
+
+    db = store.connect(tmp_path / "lab.db")
+    assert store.run_id(db, "r") is None and store.cell_ids_by_hash(db, "r") == {}
+    rid = store.ensure_run(db, "r")
+    cell = {"model": "m", "model_spec": "{}", "condition": "none", "condition_spec": "{}",
+            "condition_hash": "c", "regime": "clean", "regime_hash": "g",
+            "question_set": "demo", "budget": 8, "seed": 0, "replicate": 0, "spec_hash": "h1"}
+    cid = store.ensure_cell(db, rid, cell)
+    assert store.run_id(db, "r") == rid
+    assert store.cell_ids_by_hash(db, "r") == {"h1": cid}
+    assert store.cell_ids_by_hash(db, "other") == {}

@@ -13,13 +13,15 @@ from core.store.frames import episodes_frame, steps_frame
 from core.store.questions import (dataset_labels, datasets, insert_questions, load_questions,
                                   question_ids, question_set, question_sets, save_question_set,
                                   useless_rate)
-from core.store.runs import cell_hash, ensure_cell, ensure_run, next_replicate
+from core.store.runs import cell_hash, ensure_cell, ensure_run, next_replicate, run_id
+from core.store.runs import cell_ids_by_hash
 
 __all__ = [
-    "BUSY_TIMEOUT_MS", "cell_hash", "connect", "count", "dataset_labels", "datasets",
+    "BUSY_TIMEOUT_MS", "cell_hash", "cell_ids_by_hash", "connect", "count", "dataset_labels", "datasets",
     "ensure_cell", "ensure_run",
     "episode_exists", "episode_steps", "episodes_frame", "insert_questions", "live_end",
     "live_start", "live_step", "live_steps", "load_questions", "next_replicate", "question_ids",
-    "question_set", "question_sets", "save_question_set", "schema_version", "steps_frame",
+    "question_set", "question_sets", "run_id", "save_question_set", "schema_version",
+    "steps_frame",
     "useless_rate", "write", "write_episodes",
 ]

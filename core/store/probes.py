@@ -79,6 +79,19 @@ def _chunks(ids: Sequence[int], size: int = 500) -> Iterable[Sequence[int]]:
         yield ids[i:i + size]
 
 
+def episode_question_ids(db: Database, episode_ids: Sequence[int]) -> list[str]:
+    """The question id of each episode, in the given order.
+
+    Raises:
+        KeyError: an episode id that is not stored.
+    """
+    found: dict[int, str] = {}
+    for chunk in _chunks(episode_ids):
+        found.update(db.conn.execute(f"SELECT id, question_id FROM episodes WHERE id IN "
+                                     f"({', '.join('?' * len(chunk))})", list(chunk)))
+    return [found[e] for e in episode_ids]
+
+
 def cell_episodes(db: Database, cell_id: int, question_ids: Sequence[str]) -> list[int]:
     """Ids of the complete episodes of a cell's questions, in id order."""
     rows = db.conn.execute(

@@ -53,6 +53,27 @@ def ensure_cell(db: Database, run_id: int, cell: dict[str, Any]) -> int:
         return int(cur.lastrowid or 0)
 
 
+def cell_ids_by_hash(db: Database, run: str) -> dict[str, int]:
+    """The cells of the run called `run`, by spec hash.
+
+    Args:
+        db: an open lab.db.
+        run: the run's name.
+
+    Returns:
+        {spec_hash: cell id}; empty when no run has that name.
+    """
+    return {str(h): int(i) for h, i in db.conn.execute(
+        "SELECT c.spec_hash, c.id FROM cells c JOIN runs r ON r.id = c.run_id WHERE r.name = ?",
+        (run,))}
+
+
+def run_id(db: Database, name: str) -> int | None:
+    """Id of the run called `name`, or None when there is none."""
+    row = db.conn.execute("SELECT id FROM runs WHERE name = ?", (name,)).fetchone()
+    return None if row is None else int(row[0])
+
+
 def next_replicate(db: Database, run_id: int) -> int:
     """One more than the highest replicate number used in a run."""
     row = db.conn.execute("SELECT max(replicate) FROM cells WHERE run_id = ?", (run_id,)).fetchone()
