@@ -15,6 +15,7 @@ from sqlite_utils import Database
 
 from core import store
 from core.conditions import Condition
+from core.data import Question
 from core.errors import ConfigError, LabError
 from core.models.base import ModelClient
 from core.models.registry import ModelSpec, load_registry, make_client, resolve_model
@@ -57,26 +58,45 @@ def cell_from_row(row: Mapping[str, Any], model: ModelSpec) -> CellSpec:
                     row["budget"], row["seed"], row["replicate"])
 
 
-PoolCache = dict[tuple[str, str], ForeignPool]
-"""Foreign-page pools by (question set, its sha256); owned by one worker's Huey instance."""
+@dataclass(frozen=True)
+class LoadedSet:
+    """A question set's questions by id and its pool of foreign pages, loaded once."""
+
+    questions: dict[str, Question]
+    pool: ForeignPool
 
 
-def _pool(db: Database, cell: CellSpec, questions: list, pools: PoolCache | None) -> ForeignPool:
-    """The cell's pool of pages for failed observations: its question set's questions.
+PoolCache = dict[tuple[str, str], LoadedSet]
+"""Loaded question sets by (name, sha256); owned by one worker's Huey instance or engine."""
 
-    Sets never change once made, so a worker builds each set's pool once (keyed by
-    the set's sha256) instead of re-reading every question for every job.
+
+def _loaded_set(db: Database, cell: CellSpec, pools: PoolCache | None) -> LoadedSet | None:
+    """The cell's question set, loaded (and validated) once per worker process.
+
+    Sets never change once made and a stored question never changes either, so a
+    worker keys each set by its sha256 instead of re-reading and re-validating every
+    question for every job. None when the cell runs on a whole dataset.
     """
     if not cell.question_set:
-        return ForeignPool(store.load_questions(db, dataset=questions[0].dataset))
+        return None
     qs = store.question_set(db, cell.question_set)
     key = (cell.question_set, qs["sha256"])
-    if pools is None or key not in pools:
-        pool = ForeignPool(store.load_questions(db, ids=qs["ids"]))
-        if pools is None:
-            return pool
-        pools[key] = pool
-    return pools[key]
+    if pools is not None and key in pools:
+        return pools[key]
+    questions = store.load_questions(db, ids=qs["ids"])
+    loaded = LoadedSet({q.id: q for q in questions}, ForeignPool(questions))
+    if pools is not None:
+        pools[key] = loaded
+    return loaded
+
+
+def _job_questions(db: Database, job: Mapping[str, Any], loaded: LoadedSet | None
+                   ) -> list[Question]:
+    """The job's questions in its order, from the loaded set when it holds them all."""
+    ids = job["question_ids"]
+    if loaded is not None and all(q in loaded.questions for q in ids):
+        return [loaded.questions[q] for q in ids]
+    return store.load_questions(db, ids=ids)
 
 
 async def _heartbeat(db: Database, job_id: int, settings: WorkerSettings, stop: _Stop,
@@ -125,7 +145,6 @@ class Resources:
 async def _run(db: Database, job: dict, settings: WorkerSettings, res: Resources,
                on_admitted: Callable[[], None] | None) -> _Stop:
     cell = cell_spec(db, job["cell_id"], settings)
-    questions = store.load_questions(db, ids=job["question_ids"])
     client, shared = res.client(cell.model)
     # instant sims finish an episode in a millisecond: live rows for every one would slow
     # them down, so only the first episode of each job is tailed (lab tail, console Live)
@@ -143,8 +162,11 @@ async def _run(db: Database, job: dict, settings: WorkerSettings, res: Resources
                                    slots=res.episode_slots(cell.model, client, settings),
                                    gate=res.gate(cell.model, client), on_admitted=on_admitted)
             return stop
-        await run_questions(db, job["cell_id"], cell, questions,
-                            _pool(db, cell, questions, res.pools), client, live=live,
+        loaded = _loaded_set(db, cell, res.pools)
+        questions = _job_questions(db, job, loaded)
+        pool = loaded.pool if loaded is not None else ForeignPool(
+            store.load_questions(db, dataset=questions[0].dataset))
+        await run_questions(db, job["cell_id"], cell, questions, pool, client, live=live,
                             batch=1 if live else 64, concurrency=settings.concurrency,
                             should_stop=lambda: stop.reason is not None or res.stopping,
                             live_first=0 if live else 1,

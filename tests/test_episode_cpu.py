@@ -60,3 +60,26 @@ def test_live_steps_store_only_non_default_fields_and_read_back_equal(db_path):
     back = store.live_steps(db, live)
     assert back == steps and [s.shown for s in back] == [s.shown for s in steps]
     assert [dataclasses.asdict(s) for s in back] == [dataclasses.asdict(s) for s in steps]
+
+
+def test_a_worker_loads_a_question_set_once_and_serves_jobs_from_it(db_path):
+    from types import SimpleNamespace
+
+    from click.testing import CliRunner
+
+    from console.cli import cli
+    from jobs.tasks import _job_questions, _loaded_set
+
+    assert CliRunner().invoke(cli, ["--db", str(db_path), "demo-set"]).exit_code == 0
+    db = store.connect(db_path)
+    pools: dict = {}
+    cell = SimpleNamespace(question_set="demo")
+    loaded = _loaded_set(db, cell, pools)
+    assert _loaded_set(db, cell, pools) is loaded and len(pools) == 1
+    ids = ["demo-003", "demo-001"]
+    got = _job_questions(db, {"question_ids": ids}, loaded)
+    assert [q.id for q in got] == ids and got[0] is loaded.questions["demo-003"]
+    assert got == store.load_questions(db, ids=ids)  # the same questions as a fresh read
+    assert _loaded_set(db, SimpleNamespace(question_set=None), pools) is None
+    fresh = _job_questions(db, {"question_ids": ids}, None)
+    assert fresh == got and fresh[0] is not got[0]
