@@ -1,5 +1,6 @@
-"""Do the measures mean what they claim? Run the simulated policies through the real
-pipeline and check the separation of SPEC §13.7 (paper App. C.1, Table 7).
+"""Do the measures mean what they claim? The simulated policies, run through the real
+pipeline by `jobs.validate`, checked for the separation of SPEC §13.7 (paper App. C.1,
+Table 7). This module only reads what they stored and computes.
 
 Every built-in sim policy runs under condition "none", budget 8, in the five failure
 regimes, into lab.db under the run "validate-measures" (episodes already stored are
@@ -16,9 +17,8 @@ judgments must come out > 0, the one that switches at a fixed action ≈ 0.
 
 from __future__ import annotations
 
-import asyncio
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pandas as pd
@@ -32,7 +32,7 @@ from analysis.rows import Row, Table, interval_row, make_row
 from analysis.stats import N_BOOT, Interval
 from core.data import Question
 from core.errors import LabError
-from core.regimes import FAILURE_REGIMES, ForeignPool
+from core.regimes import FAILURE_REGIMES
 
 RUN = "validate-measures"
 BUDGET = 8
@@ -185,31 +185,6 @@ class Validation:
             f"{c.model} (answer-now)" for c in self.probes if not c.passed)
 
 
-async def _run_cells(db: Database, questions: Sequence[Question], pool: ForeignPool,
-                     seeds: Sequence[int], models: Sequence[tuple[str, str]],
-                     question_set: str | None, progress: Callable[[int], None] | None) -> int:
-    from core import store
-    from core.conditions import parse_condition
-    from core.models.registry import builtin_models, make_client
-    from core.regimes import parse_regime
-    from core.runner import CellSpec, run_questions
-
-    specs = builtin_models()
-    run_id = store.ensure_run(db, RUN)
-    stored = 0
-    for seed in seeds:
-        for name, condition in models:
-            for regime in FAILURE_REGIMES:
-                cell = CellSpec(specs[name], parse_condition(condition), parse_regime(regime),
-                                question_set, BUDGET, seed)
-                cell_id = store.ensure_cell(db, run_id, cell.columns())
-                stored += await run_questions(db, cell_id, cell, questions, pool,
-                                              make_client(cell.model))
-                if progress is not None:
-                    progress(1)
-    return stored
-
-
 def n_cells(seeds: Sequence[int], models: Sequence[str] | None = None) -> int:
     """Number of cells `validate_measures` runs (for a progress bar).
 
@@ -223,26 +198,16 @@ def n_cells(seeds: Sequence[int], models: Sequence[str] | None = None) -> int:
     return len(seeds) * len(models or (*EXPECTED, *LEAVING_EXPECTED)) * len(FAILURE_REGIMES)
 
 
-def validate_measures(db: Database, questions: Sequence[Question], seeds: Sequence[int] = (0,),
-                      models: Sequence[str] | None = None, pool: ForeignPool | None = None,
-                      question_set: str | None = None, n_boot: int = N_BOOT,
-                      seed: int = 0, progress: Callable[[int], None] | None = None
-                      ) -> Validation:
-    """Run the sim policies through the real pipeline and compute I, design contrast and Δ.
+def validation_cells(models: Sequence[str] | None = None
+                     ) -> tuple[tuple[str, ...], list[tuple[str, str]]]:
+    """The sims a validation runs and the condition each runs under.
 
     Args:
-        db: an open lab.db (episodes are stored under the run "validate-measures").
-        questions: the questions to run.
-        seeds: cell seeds (each seed is one simulation of every question).
-        models: built-in sims to run (default: all of EXPECTED and LEAVING_EXPECTED).
-        pool: source of failed observations (default: `questions`).
-        question_set: question set name recorded on the cells.
-        n_boot: question-level resamples.
-        seed: bootstrap seed.
-        progress: called with 1 after each cell (model × regime × seed) is done.
+        models: built-in sims (default: all of EXPECTED and LEAVING_EXPECTED).
 
     Returns:
-        The Validation.
+        (the sims, [(sim, condition), ...]): CONDITION, or LEAVING_CONDITION for the
+        two-source sims.
 
     Raises:
         ValueError: for a model that is not a built-in sim of EXPECTED or LEAVING_EXPECTED.
@@ -253,18 +218,62 @@ def validate_measures(db: Database, questions: Sequence[Question], seeds: Sequen
     if unknown:
         raise ValueError(f"not a built-in sim policy: {unknown[0]!r}; "
                          f"choose from {', '.join([*expected, *leaving])}")
-    cells = [(m, LEAVING_CONDITION if m in leaving else CONDITION) for m in names]
-    new = asyncio.run(_run_cells(db, questions, pool or ForeignPool(questions), seeds, cells,
-                                 question_set, progress))
+    return names, [(m, LEAVING_CONDITION if m in leaving else CONDITION) for m in names]
+
+
+def validation_frames(db: Database, questions: Sequence[Question], seeds: Sequence[int],
+                      cells: Sequence[tuple[str, str]]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The validation's clean episodes and its steps, read from run RUN.
+
+    Args:
+        db: an open lab.db.
+        questions: the questions validated.
+        seeds: the cell seeds.
+        cells: (sim, condition) pairs from `validation_cells`.
+
+    Returns:
+        (episodes, steps) frames.
+    """
     from core.store import episodes_frame, steps_frame
 
+    names = [m for m, _ in cells]
     eps = episodes_frame(db, [RUN], names)
     ids = {q.id for q in questions}
     wanted = eps["model"].map(dict(cells)) == eps["condition"]
     eps = eps.loc[eps["seed"].isin(list(seeds)) & eps["question_id"].isin(ids)
                   & (eps["budget"] == BUDGET) & wanted & eps["regime"].isin(FAILURE_REGIMES)]
     eps, _ = clean_episodes(eps)
-    steps = steps_frame(db, [RUN], names)
+    return eps, steps_frame(db, [RUN], names)
+
+
+def probe_episode_ids(eps: pd.DataFrame, names: Sequence[str]) -> list[int]:
+    """The episodes whose answer-now branches the probe checks read (sims of PROBE_EXPECTED)."""
+    built = dict(PROBE_EXPECTED)
+    return eps.loc[eps["model"].isin([m for m in names if m in built]),
+                   "episode_id"].astype(int).tolist()
+
+
+def compute_validation(db: Database, eps: pd.DataFrame, steps: pd.DataFrame,
+                       names: Sequence[str], n_questions: int, seeds: Sequence[int],
+                       new_episodes: int, n_boot: int = N_BOOT, seed: int = 0) -> Validation:
+    """I, the design contrast and Δ per sim, leaving Δ per two-source sim, and the
+    answer-now checks, on episodes already run (see `jobs.validate`).
+
+    Args:
+        db: an open lab.db (read only: the answer-now probes of `probe_episode_ids`).
+        eps: episodes from `validation_frames`.
+        steps: steps from `validation_frames`.
+        names: the sims, from `validation_cells`.
+        n_questions: questions per cell.
+        seeds: the cell seeds.
+        new_episodes: how many episodes were run now (reported).
+        n_boot: question-level resamples.
+        seed: bootstrap seed.
+
+    Returns:
+        The Validation.
+    """
+    expected, leaving = dict(EXPECTED), dict(LEAVING_EXPECTED)
     dec = decision_table(eps, steps)
     checks, leaves = [], []
     for name in names:
@@ -278,27 +287,8 @@ def validate_measures(db: Database, questions: Sequence[Question], seeds: Sequen
     built = dict(PROBE_EXPECTED)
     probed = [m for m in names if m in built]
     probe_checks = _probe_checks(db, eps, steps, probed, built, seed) if probed else ()
-    return Validation(tuple(checks), len(ids), tuple(seeds), len(eps), new, tuple(leaves),
-                      probe_checks)
-
-
-async def _answer_now(db: Database, episode_ids: Sequence[int]) -> None:
-    """Store the answer-now branch at every decision point of these sim episodes (once)."""
-    from core.models.registry import builtin_models, make_client
-    from core.probes import decision_points, run_probe, view_at
-    from core.store.probes import probed, recorded_episode, write_probes
-
-    done = probed(db, list(episode_ids), "answer_now")
-    specs = builtin_models()
-    records = []
-    for eid in episode_ids:
-        ep = recorded_episode(db, eid)
-        client = make_client(specs[ep.model])
-        for t in decision_points(ep):
-            if (eid, t) not in done:
-                records.append(await run_probe(client.start(view_at(ep, t)), ep, t,
-                                               "answer_now"))
-    write_probes(db, records)
+    return Validation(tuple(checks), n_questions, tuple(seeds), len(eps), new_episodes,
+                      tuple(leaves), probe_checks)
 
 
 def _probe_checks(db: Database, eps: pd.DataFrame, steps: pd.DataFrame, names: Sequence[str],
@@ -312,7 +302,6 @@ def _probe_checks(db: Database, eps: pd.DataFrame, steps: pd.DataFrame, names: S
     from core.store.probes import probes_frame
 
     chosen = eps.loc[eps["model"].isin(list(names))]
-    asyncio.run(_answer_now(db, chosen["episode_id"].tolist()))
     frame = probes_frame(db)
     frame = frame.loc[frame["episode_id"].isin(chosen["episode_id"])]
     out = []

@@ -237,8 +237,8 @@ def validate_measures_cmd(ctx: click.Context, set_name: str | None, seeds: int, 
       lab validate-measures --set dev100 --seeds 5
     """
     from analysis.tables import render_table
-    from analysis.validate import (ValidationFailed, n_cells, validate_measures,
-                                   validation_table)
+    from analysis.validate import ValidationFailed, n_cells, validation_table
+    from jobs.validate import validate_measures
     from core.demo_data import demo_questions
     from core.regimes import ForeignPool
 

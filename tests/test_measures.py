@@ -30,7 +30,7 @@ from analysis.measures import TABLES, compute, frames_from
 from analysis.plots import answer_action_chart, hazard_chart
 from analysis.success import paired_success, success_by_regime
 from analysis.tables import fmt_interval, render_results
-from analysis.validate import validate_measures
+from jobs.validate import validate_measures
 from core.demo_data import demo_questions
 
 _JUDG = {"U": "USELESS", "F": "USEFUL", "-": None}

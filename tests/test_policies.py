@@ -83,7 +83,8 @@ def test_a_policy_fires_only_before_the_agent_ended():
 
 
 def test_validate_measures_checks_calibration_and_recovers_the_sims_policies(tmp_path):
-    from analysis.validate import PROBE_EXPECTED, validate_measures, validation_table
+    from analysis.validate import PROBE_EXPECTED, validation_table
+    from jobs.validate import validate_measures
     from core import store
     from core.demo_data import demo_questions
 
