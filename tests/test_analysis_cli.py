@@ -100,6 +100,12 @@ def test_results_bad_selection_exits_non_zero(grid_db, args, message):
 
 
 def test_results_on_an_empty_db_explains(tmp_path):
+    from core import store
+
+    missing = invoke(results, [], tmp_path / "lab.db")
+    assert missing.exit_code == 1 and "no lab database" in str(missing.exception)
+    assert not (tmp_path / "lab.db").exists()
+    store.connect(tmp_path / "lab.db").conn.close()
     r = invoke(results, [], tmp_path / "lab.db")
     assert r.exit_code == 1 and "no finished episodes" in str(r.exception)
 
