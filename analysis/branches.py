@@ -114,7 +114,7 @@ def build_branches(episodes: pd.DataFrame, steps: pd.DataFrame, probes: pd.DataF
     e = points["_e"].to_numpy()
 
     def grid(values: np.ndarray, fill: float, dtype: type) -> np.ndarray:
-        out = np.full((n_e, n_p), fill, dtype=dtype)
+        out: np.ndarray = np.full((n_e, n_p), fill, dtype=dtype)
         out[e, pos] = values
         return out
 

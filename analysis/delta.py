@@ -117,7 +117,7 @@ def mh_contrast(question: pd.Series, stratum: pd.Series, in_a: np.ndarray,
         dense = flat[:, used]
 
         def stat(wts: np.ndarray) -> np.ndarray:
-            c = np.zeros((wts.shape[0], n_s * 4))
+            c: np.ndarray = np.zeros((wts.shape[0], n_s * 4))
             c[:, used] = wts @ dense
             c = c.reshape(wts.shape[0], n_s, 4)
             return mh_risk_difference(c[..., 0], c[..., 1], c[..., 2], c[..., 3])

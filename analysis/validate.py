@@ -177,11 +177,14 @@ class Validation:
     @property
     def passed(self) -> bool:
         """Every policy separates as expected."""
-        return all(c.passed for c in (*self.checks, *self.leaving, *self.probes))
+        every: tuple[PolicyCheck | LeavingCheck | ProbeCheck, ...] = (
+            *self.checks, *self.leaving, *self.probes)
+        return all(c.passed for c in every)
 
     def failures(self) -> tuple[str, ...]:
         """Names of the policies that did not separate."""
-        return tuple(c.model for c in (*self.checks, *self.leaving) if not c.passed) + tuple(
+        sign: tuple[PolicyCheck | LeavingCheck, ...] = (*self.checks, *self.leaving)
+        return tuple(c.model for c in sign if not c.passed) + tuple(
             f"{c.model} (answer-now)" for c in self.probes if not c.passed)
 
 

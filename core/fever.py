@@ -264,7 +264,7 @@ def _claim(record: Any, pages: Mapping[str, Mapping[str, Any]], titles: dict[str
     facts: list[tuple[str, int]] = []
     for ann in sets:
         for _, _, pid, line in ann:
-            if pid in pages and line is not None:
+            if pid is not None and pid in pages and line is not None:
                 sentence = _line_sentence(pages[pid], line)
                 if sentence is not None:
                     facts.append((titles[pid], sentences[titles[pid]].index(sentence)))

@@ -38,7 +38,7 @@ _COMMON = MappingProxyType({
 _ARM = MappingProxyType({"condition": str, "conditions": list})
 _BOUND = MappingProxyType({"bound": str, "on": str, "op": str, "comparison": str,
                            "threshold": float, "regimes": list})
-_SPEC = MappingProxyType({
+_SPEC: Mapping[str, Mapping[str, Any]] = MappingProxyType({
     "paired_diff": {"required": {"metric": str, "a": str, "b": str},
                     "optional": {"alternative": str, "correction": str, "regime": str,
                                  "alpha": float, "lam": float, "on": str, "op": str,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Protocol
 
 from sqlite_utils import Database
@@ -230,7 +231,7 @@ async def run_questions(db: Database, cell_id: int, cell: CellSpec,
             sampled: list[Step] | None = [] if not live and started < live_first else None
             started += 1
             token = buffer.start(q.id) if buffer is not None else 0
-            on_step = (lambda s: buffer.step(token, s)) if buffer is not None else None
+            on_step = partial(buffer.step, token) if buffer is not None else None
             try:
                 result = await run_one(setup_for(cell, q, pool, client), client,
                                        sampled.append if sampled is not None else on_step, gate)

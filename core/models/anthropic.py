@@ -409,7 +409,7 @@ class MessageBatches:
         """
         items = [{"custom_id": cid, "params": dict(params)} for cid, params in requests]
         batch = await self._call("create", lambda: self.client.api().messages.batches.create(
-            requests=items))
+            requests=items))  # type: ignore[arg-type]  # plain dicts of the Request TypedDict
         return str(batch.id)
 
     async def retrieve(self, batch_id: str) -> BatchState:

@@ -99,10 +99,12 @@ class Endpoint:
             if self.transport == "sdk":
                 import openai  # only for the "sdk" transport (bench/concurrency.py compares)
 
-                self._conns = openai.AsyncOpenAI(
+                # the SDK's annotations name its own httpx fork (httpx2); it accepts
+                # httpx's client and timeout at run time
+                self._conns = openai.AsyncOpenAI(  # type: ignore[assignment]
                     base_url=self.url, api_key=self.key, max_retries=0,
-                    timeout=httpx.Timeout(self.timeout_s, connect=self.connect_s),
-                    http_client=httpx.AsyncClient(limits=_LIMITS))
+                    timeout=httpx.Timeout(self.timeout_s, connect=self.connect_s),  # type: ignore[arg-type]
+                    http_client=httpx.AsyncClient(limits=_LIMITS))  # type: ignore[arg-type]
             elif self.plain and self.transport == "stream":
                 self._conns = StreamPool(self.host, self.port, authority=self.authority)
             else:

@@ -73,7 +73,7 @@ def write_episodes(db: Database, items: Sequence[tuple[int, EpisodeResult, int |
                 _EPISODE_SQL,
                 (cell_id, r.question_id, r.server if r.server is not None else server, set_sha,
                  cell_id, r.question_id, *(getattr(r, c) for c in _EPISODE_COLS)))
-            episode_id = cur.lastrowid
+            episode_id = int(cur.lastrowid or 0)
             conn.executemany(_STEP_SQL, [(episode_id, *_step_row(s)) for s in r.steps])
             store_derived(conn, episode_id, cell_id, r.steps)  # decisions (issue 14)
             ids.append(episode_id)
@@ -181,7 +181,7 @@ def reasoning_rows(db: Database) -> list[tuple[int, int, int, str | None, int]]:
         The rows in key order (episode, t, discarded: a discarded turn shares its t
         with the turn re-asked after it); empty when no run used thinking mode.
     """
-    return [tuple(r) for r in db.conn.execute(  # type: ignore[misc]
+    return [tuple(r) for r in db.conn.execute(
         "SELECT episode_id, t, discarded, reasoning, reasoning_tokens FROM steps WHERE "
         "reasoning IS NOT NULL OR reasoning_tokens > 0 ORDER BY episode_id, t, discarded"
     ).fetchall()]
