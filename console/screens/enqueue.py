@@ -73,6 +73,7 @@ class EnqueueScreen(LabScreen):
         self._timer: Timer | None = None
         self._ready: GridRequest | None = None
         self._filling = False
+        self._applied_amendment: object = None
 
     def compose(self) -> ComposeResult:
         """Header, the form, the preview, footer."""
@@ -144,6 +145,9 @@ class EnqueueScreen(LabScreen):
             (f"{a['id']} {'■ frozen' if a['state'] == 'frozen' else '✎ draft'}  {a['title']}",
              a["id"]) for a in choices.amendments])
         amendment.value = keep if keep in self._amendment_ids() else EXPLORATORY
+        # Select posts Changed after this method returns: remember what is already applied
+        # so a reload (another process committed) never resets the person's form.
+        self._applied_amendment = amendment.value
         sets = self.query_one("#enq-set", Select)
         keep_set = sets.value
         sets.set_options([(f"{s['name']}  {s['n']} q, {s['dataset']}"
@@ -173,6 +177,11 @@ class EnqueueScreen(LabScreen):
         if self._filling:
             return
         if event.select.id == "enq-amendment" and self._choices:
+            if event.value != event.select.value or event.value == self._applied_amendment:
+                # a stale event (set_options passes through blank) or a reload's re-select
+                self._changed()
+                return
+            self._applied_amendment = event.value
             row = next((a for a in self._choices.amendments if a["id"] == event.value), None)
             if row and row.get("scope"):
                 self._apply_scope(row["scope"])
