@@ -30,7 +30,6 @@ from analysis.rows import Table
 from analysis.stats import N_BOOT
 from analysis.success import REFERENCE, paired_table, success_table
 from core.conditions import LAMBDA
-from core.store.frames import Selection
 
 TABLES = ("success", "delta", "index", "hazard", "cost", "judgments", "budgets",
           "leaving")

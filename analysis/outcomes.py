@@ -148,7 +148,8 @@ def prediction_text(test: Mapping[str, Any]) -> str:
         judg = " (stated judgments)" if test.get("judgments") == "stated" else ""
         return f"{name}({_arms(test)}){judg}{where}{budget}: {side} {op} {test['threshold']:+g}"
     if kind == "median_action":
-        return f"median answering action of {_arms(test)}{where}{budget} {test['op']} {test['value']:g}"
+        return (f"median answering action of {_arms(test)}{where}{budget} {test['op']} "
+                f"{test['value']:g}")
     if kind == "answered_share":
         at = f" at action {test['at_action']}" if test.get("at_action") else ""
         return f"share answered{at} of {_arms(test)}{where}{budget} {test['op']} {test['value']:g}"

@@ -267,7 +267,7 @@ def main() -> None:
     print(f"load: {os.getloadavg()[0]:.1f} {os.getloadavg()[1]:.1f} {os.getloadavg()[2]:.1f} "
           f"on {os.cpu_count()} cores", flush=True)
     results = {}
-    for size, path in paths.items():
+    for path in paths.values():
         n = sqlite3.connect(path).execute("SELECT count(*) FROM episodes").fetchone()[0]
         results[n] = measure(path)
         for what, seconds, rss in results[n]:

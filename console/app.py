@@ -106,7 +106,7 @@ class LabApp(App[None]):
     def action_help(self) -> None:
         """Show every key binding of the app and the current screen."""
         keys: list[tuple[str, str, str]] = []
-        for key, active in self.active_bindings.items():
+        for active in self.active_bindings.values():
             binding = active.binding
             if binding.description:
                 where = "everywhere" if active.node is self else "this screen"

@@ -193,7 +193,8 @@ def status_cmd(ctx: click.Context, as_json: bool) -> None:
     now = time.time()
     for w in ledger.workers(db):
         if w["state"] != "stopped" and now - w["heartbeat_at"] < 30:
-            click.echo(f"worker {w['id']}: {w['state']}, heartbeat {now - w['heartbeat_at']:.0f}s ago")
+            click.echo(f"worker {w['id']}: {w['state']}, heartbeat "
+                       f"{now - w['heartbeat_at']:.0f}s ago")
 
 
 def _target(action: str, run_name: str | None, grid: int | None,

@@ -216,7 +216,8 @@ def condition_from_spec(spec: Mapping[str, Any] | str) -> Condition:
     known = {f.name for f in fields(Condition) if f.init}
     unknown = sorted(set(data) - known)
     if unknown or "name" not in data:
-        raise ConfigError(f"condition spec {data!r}: unknown key '{unknown[0] if unknown else 'name'}'")
+        raise ConfigError(f"condition spec {data!r}: unknown key "
+                          f"'{unknown[0] if unknown else 'name'}'")
     return Condition(**data)
 
 

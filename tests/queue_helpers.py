@@ -37,7 +37,8 @@ def lab_args(db: Path, config: Path, *args: str) -> list[str]:
     return [sys.executable, "-m", "console.cli", "--db", str(db), "--config", str(config), *args]
 
 
-def run_lab(db: Path, config: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+def run_lab(db: Path, config: Path, *args: str, timeout: float = 120
+            ) -> subprocess.CompletedProcess:
     """Run a lab command to completion."""
     return subprocess.run(lab_args(db, config, *args), capture_output=True, text=True,
                           timeout=timeout, cwd=ROOT, env=_env())

@@ -106,12 +106,11 @@ async def _generate(path: Path) -> dict[str, Any]:
 def _dump(path: Path) -> dict[str, Any]:
     """Cells with their episodes and steps, as stored."""
     from core import store
-    from core.episode import EpisodeResult, Step
+    from core.episode import EpisodeResult
 
     db = store.connect(path)
     ep_fields = [f.name for f in dataclasses.fields(EpisodeResult)
                  if f.name not in ("steps", "prompts")]
-    step_fields = [f.name for f in dataclasses.fields(Step) if f.name not in _STEP_SKIP]
     cell_cols = ("model", "model_spec", "condition", "condition_spec", "condition_hash",
                  "regime", "regime_hash", "question_set", "budget", "seed", "replicate",
                  "spec_hash")

@@ -78,8 +78,10 @@ def test_breakpoint_on_newest_stable_block_and_fork_prefix_matches(app, server, 
     assert judge1["max_tokens"] == 8 and judge1["tool_choice"] == {"type": "none"}
     assert act1["tool_choice"]["type"] == "auto"
     # the fork is block-for-block the acting prefix plus one block
-    strip = lambda b: [{k: v for k, v in blk.items() if k != "cache_control"}
-                       for t in b["messages"] for blk in t["content"]]
+    def strip(b):
+        return [{k: v for k, v in blk.items() if k != "cache_control"}
+                for t in b["messages"] for blk in t["content"]]
+
     assert strip(judge1)[:-1] == strip(act2)[:len(strip(judge1)) - 1]
 
 

@@ -1,4 +1,5 @@
-"""Registered tests evaluated on real runs of simulated agents: register → freeze → run → verdict."""
+"""Registered tests evaluated on real runs of simulated agents: register → freeze → run →
+verdict."""
 
 from __future__ import annotations
 

@@ -97,7 +97,8 @@ def test_freeze_pins_chain_and_immutability(db):
     f1 = prereg.freeze(db, a1, builtin_models())
     f2 = prereg.freeze(db, a2, builtin_models())
     assert f1["prev_sha256"] == prereg.GENESIS and f2["prev_sha256"] == f1["content_sha256"]
-    assert set(f1["pins"]["prompts"]) == {f"prompts/{p.name}" for p in prompts.PROMPT_DIR.glob("*.txt")}
+    assert set(f1["pins"]["prompts"]) == {f"prompts/{p.name}"
+                                          for p in prompts.PROMPT_DIR.glob("*.txt")}
     assert set(f1["pins"]["question_sets"]) == {"test20", "dev10"}
     assert f1["pins"]["conditions"]["enforced_rule"] == \
         __import__("core.conditions").conditions.parse_condition("enforced_rule").spec_hash()
@@ -224,9 +225,10 @@ def test_cli_new_show_freeze_deviation(db, db_path, tmp_path, capsys):
     assert main([*base, "prereg", "deviation", "A1", "ran late"]) == 0
     assert main([*base, "prereg", "show", "A1"]) == 0
     out = capsys.readouterr().out
-    assert "frozen" in out and "deviation 1" in out and "ran late" in out and "The rule helps" in out
+    assert all(s in out for s in ("frozen", "deviation 1", "ran late", "The rule helps"))
     (tmp_path / "bad.json").write_text("[{")
-    assert main([*base, "prereg", "new", "--title", "x", "--tests", str(tmp_path / "bad.json")]) == 1
+    bad = str(tmp_path / "bad.json")
+    assert main([*base, "prereg", "new", "--title", "x", "--tests", bad]) == 1
     assert "invalid JSON for tests" in capsys.readouterr().err
 
 

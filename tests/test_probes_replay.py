@@ -23,7 +23,8 @@ def lab(db: Path, *args: str):
 @pytest.fixture
 def sim_run(tmp_path: Path) -> Path:
     db = tmp_path / "lab.db"
-    for args in (("init",), ("sets", "create", "d6", "--dataset", "demo", "--n", "6", "--seed", "1"),
+    for args in (("init",),
+                 ("sets", "create", "d6", "--dataset", "demo", "--n", "6", "--seed", "1"),
                  ("enqueue", "--models", "sim-own5,sim-clock4", "--conditions", "none",
                   "--regimes", "persistent,clean", "--set", "d6", "--run", "pilot"),
                  ("worker", "--until-idle")):
@@ -176,7 +177,6 @@ def test_an_arm_without_judgments_gets_delta_after_judgment_replay(db_path):
     import asyncio
 
     from analysis.measures import compute, load_frames
-    from core import store
     from core.models.scripted import ScriptedClient
     from core.store.frames import steps_frame
     from jobs.replay import ReplayRequest, replay_questions

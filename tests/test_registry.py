@@ -57,7 +57,8 @@ k = 4
      "concurrency must be >= 1"),
     ('[models.x]\nbackend = "openai"\nmodel = "m"\nendpoints = ["http://a"]\nthinking = "no"',
      "thinking must be true or false"),
-    ('[models.x]\nbackend = "anthropic"\nmodel = "m"\ntemperature = 1', "unknown field 'temperature'"),
+    ('[models.x]\nbackend = "anthropic"\nmodel = "m"\ntemperature = 1',
+     "unknown field 'temperature'"),
     ('[models.x]\nbackend = "sim"\npolicy = "psychic"', "unknown sim policy 'psychic'"),
     ('[models.x]\nbackend = "sim"\npolicy = "own_count"\np_guess = 2.0', "p_guess must be in"),
     ('[models.x\nbackend = "sim"', "invalid TOML"),
@@ -69,7 +70,8 @@ def test_registry_errors(tmp_path, body, message):
     f.write_text(body)
     with pytest.raises(ConfigError, match=message) as info:
         load_registry(f)
-    assert "\n" not in str(info.value) and "models.x" in str(info.value) or "TOML" in str(info.value)
+    text = str(info.value)
+    assert "\n" not in text and "models.x" in text or "TOML" in text
 
 
 def test_unknown_model_lists_known():

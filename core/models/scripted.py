@@ -42,5 +42,6 @@ class ScriptedSession:
         if kind == "judge":
             text = self.judgments.pop(0) if self.judgments else "USELESS"
         else:
-            text = self.acts.pop(0) if self.acts else "Thought: done\nAction: finish\nAction Input: unknown"
+            text = (self.acts.pop(0) if self.acts
+                    else "Thought: done\nAction: finish\nAction Input: unknown")
         return Generation(text=text, input_tokens=10, output_tokens=5)

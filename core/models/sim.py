@@ -312,7 +312,8 @@ class SimSession:
             decide = f"Weighing my options, I choose this.\nDECISION: {verdict}\n"
         if stop:
             answer = self.answer()
-            return f"{decide}Thought: {judged} I will answer now.\nAction: finish\nAction Input: {answer}"
+            return (f"{decide}Thought: {judged} I will answer now.\nAction: finish\n"
+                    f"Action Input: {answer}")
         target = self.target()
         if self.on_backup(t, messages):
             return (f"{decide}Thought: {judged} I will use backup_search for {target}.\n"

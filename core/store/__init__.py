@@ -17,7 +17,8 @@ from core.store.runs import cell_hash, ensure_cell, ensure_run, next_replicate, 
 from core.store.runs import cell_ids_by_hash
 
 __all__ = [
-    "BUSY_TIMEOUT_MS", "cell_hash", "cell_ids_by_hash", "connect", "count", "dataset_labels", "datasets",
+    "BUSY_TIMEOUT_MS", "cell_hash", "cell_ids_by_hash", "connect", "count", "dataset_labels",
+    "datasets",
     "ensure_cell", "ensure_run",
     "episode_exists", "episode_steps", "episodes_frame", "insert_questions", "live_end",
     "live_start", "live_step", "live_steps", "load_questions", "next_replicate", "question_ids",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlite_utils import Database
@@ -73,7 +73,7 @@ class Event:
 
 
 def _iso(ts: float) -> str:
-    return datetime.fromtimestamp(ts, timezone.utc).isoformat(timespec="microseconds")
+    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="microseconds")
 
 
 def _last_line(text: str | None) -> str:

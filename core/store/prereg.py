@@ -113,7 +113,8 @@ def scoped_cells(db: Database) -> list[dict[str, Any]]:
     """Every cell with its run and episode count and earliest episode start."""
     cur = db.conn.execute(
         "SELECT c.id, r.name AS run, c.model, c.condition_spec, c.condition_hash, c.regime, "
-        "c.question_set, c.budget, c.seed, c.replicate, count(e.id) AS episodes, min(e.started_at) AS first_started "
+        "c.question_set, c.budget, c.seed, c.replicate, count(e.id) AS episodes, "
+        "min(e.started_at) AS first_started "
         "FROM cells c JOIN runs r ON r.id = c.run_id LEFT JOIN episodes e ON e.cell_id = c.id "
         "GROUP BY c.id ORDER BY c.id")
     cols = [d[0] for d in cur.description]

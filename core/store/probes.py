@@ -167,7 +167,7 @@ def judgments(db: Database, episode_ids: Sequence[int]) -> dict[int, dict[int, s
     out: dict[int, dict[int, str | None]] = {}
     for chunk in _chunks(list(episode_ids)):
         marks = ", ".join("?" * len(chunk))
-        for eid, t, judgment, source in db.conn.execute(
+        for eid, t, judgment, _source in db.conn.execute(
                 f"SELECT episode_id, t, judgment, judgment_source FROM steps WHERE episode_id "
                 f"IN ({marks}) AND judgment_source IS NOT NULL", chunk):
             out.setdefault(eid, {})[t] = judgment

@@ -48,7 +48,8 @@ def mark_stopped(db: Database, server_id: int) -> None:
 
 def servers(db: Database, endpoint: str | None = None) -> list[dict[str, Any]]:
     """Recorded servers, newest first (optionally for one endpoint); JSON columns decoded."""
-    sql = "SELECT * FROM servers" + (" WHERE endpoint = ?" if endpoint else "") + " ORDER BY id DESC"
+    sql = ("SELECT * FROM servers" + (" WHERE endpoint = ?" if endpoint else "")
+           + " ORDER BY id DESC")
     rows = [dict(r) for r in db.query(sql, [endpoint] if endpoint else [])]
     for r in rows:
         r["command"], r["flags"] = json.loads(r["command"]), json.loads(r["flags"])

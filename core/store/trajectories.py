@@ -556,4 +556,5 @@ def first_divergence(trajectories: Sequence[Sequence[Step]]) -> int | None:
 
 __all__ = ["OUTCOMES", "EpisodeDetail", "EpisodeFilter", "EpisodeRow", "Facets", "PAGE",
            "count_episodes", "episode_detail", "episodes_fingerprint", "facets",
-           "first_divergence", "list_episodes", "matched_episodes", "observation_text", "parse_filter", "step_key"]
+           "first_divergence", "list_episodes", "matched_episodes", "observation_text",
+           "parse_filter", "step_key"]
