@@ -335,8 +335,12 @@ def load_hotpotqa(path: Path, dataset: str = "hotpotqa") -> list[Question]:
     return questions
 
 
-def _read_records(path: Path) -> list[Any]:
-    """Decode a JSON list or JSONL file into a list of raw records."""
+def read_data_text(path: Path) -> str:
+    """A data file's UTF-8 text, with one-line errors.
+
+    Raises:
+        DataError: the file is missing, unreadable, not UTF-8 or empty.
+    """
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -347,6 +351,12 @@ def _read_records(path: Path) -> list[Any]:
         raise DataError(f"{path}: cannot read: {exc.strerror or exc}") from None
     if not text.strip():
         raise DataError(f"{path}: file is empty")
+    return text
+
+
+def _read_records(path: Path) -> list[Any]:
+    """Decode a JSON list or JSONL file into a list of raw records."""
+    text = read_data_text(path)
     if path.suffix.lower() == ".jsonl":
         return _parse_jsonl(path, text)
     try:

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from core.canonical import keyed_rng
-from core.data import CLAIM_TYPE, NEI_LABEL, Paragraph, Question, sample_ids
+from core.data import CLAIM_TYPE, NEI_LABEL, Paragraph, Question, read_data_text, sample_ids
 from core.errors import DataError
 
 CLAIMS_FILE = "claims.jsonl"
@@ -198,7 +198,7 @@ def load_fever(directory: Path, dataset: str = "fever", include_nei: bool = Fals
 
 def _read_pages(path: Path) -> dict[str, dict[str, Any]]:
     """Decode and check pages.json."""
-    data = _decode(path, _read_text(path))
+    data = _decode(path, read_data_text(path))
     if not isinstance(data, dict):
         raise DataError(f"{path}: top level must be an object mapping page ids to "
                         f'{{"lines": {{...}}, "unplaced": [...]}}')
@@ -334,21 +334,6 @@ def _gold_fact(gold: tuple[str | None, str], page_ids: Sequence[str], titles: di
     return [(title, len(sentences[title]) - 1)]
 
 
-def _read_text(path: Path) -> str:
-    """A file's UTF-8 text, with one-line errors."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise DataError(f"{path}: file not found") from None
-    except UnicodeDecodeError as exc:
-        raise DataError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    except OSError as exc:
-        raise DataError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    if not text.strip():
-        raise DataError(f"{path}: file is empty")
-    return text
-
-
 def _decode(path: Path, text: str) -> Any:
     """One JSON document."""
     try:
@@ -361,7 +346,7 @@ def _decode(path: Path, text: str) -> Any:
 def _read_jsonl(path: Path) -> list[Any]:
     """One JSON value per non-blank line (record i = the i-th non-blank line)."""
     records = []
-    for lineno, line in enumerate(_read_text(path).splitlines(), start=1):
+    for lineno, line in enumerate(read_data_text(path).splitlines(), start=1):
         if not line.strip():
             continue
         try:
