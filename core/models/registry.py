@@ -30,7 +30,8 @@ _FIELDS: Mapping[str, frozenset[str]] = MappingProxyType({
                             "timeout_s", "max_retries", "price_per_mtok", "base_url",
                             "backoff_s", "backoff_max_s"},
     "sim": _COMMON | {"policy", "k", "c", "p_useless_failed", "p_useless_real",
-                      "p_answer_useful", "hazard_slope", "p_guess", "latency_ms"},
+                      "p_answer_useful", "hazard_slope", "p_guess", "latency_ms", "switch",
+                      "switch_k", "switch_at", "stated", "p_silent"},
 })
 _PRICE_KEYS = ("input", "output", "cache_write", "cache_read")
 TOP_LEVEL = ("models",)
@@ -142,11 +143,11 @@ def _validate(where: str, name: str, table: Mapping[str, Any]) -> ModelSpec:
                               f"(known: {', '.join(sorted(SAMPLING_KEYS))})")
     if "thinking" in params:
         _check_type(where, "thinking", params["thinking"], bool)
-    _check_thinking(where, backend, params)
     if "prompt_format" in params and params["prompt_format"] not in PROMPT_FORMATS:
         raise ConfigError(f"{where}: prompt_format must be one of {', '.join(PROMPT_FORMATS)} "
                           f"(\"search_r1\": Search-R1's <search>/<answer> tags), "
                           f"got {params['prompt_format']!r}")
+    _check_thinking(where, backend, params)
     for key in ("max_context", "max_retries", "tensor_parallel_size"):
         if key in params:
             _check_type(where, key, params[key], int)
