@@ -86,13 +86,20 @@ def console_app(db: Path, **config: object):
     return make_app(rel, ConsoleConfig(db_path=rel, **settings))  # type: ignore[arg-type]
 
 
-async def settle(pilot) -> None:
-    """Wait for every worker, then let the screen refresh (twice: results start workers)."""
+async def wait_workers(app) -> None:
+    """Wait until no worker runs; an exclusive worker cancelled by a newer one is fine."""
     from textual.worker import WorkerCancelled
 
-    for _ in range(2):
+    for _ in range(20):
         try:
-            await pilot.app.workers.wait_for_complete()
-        except WorkerCancelled:  # an exclusive worker replaced by a newer one
-            await pilot.app.workers.wait_for_complete()
+            await app.workers.wait_for_complete()
+            return
+        except WorkerCancelled:
+            continue
+
+
+async def settle(pilot) -> None:
+    """Wait for every worker, then let the screen refresh (twice: results start workers)."""
+    for _ in range(2):
+        await wait_workers(pilot.app)
         await pilot.pause()

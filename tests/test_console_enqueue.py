@@ -20,6 +20,7 @@ from console.screens.enqueue import EnqueueScreen
 from core import prereg, store
 from core.data import ids_hash
 from core.models.registry import load_registry
+from tests.console_fixture import wait_workers
 
 SCOPE = {"models": ["sim-own5", "sim-never"], "conditions": ["none", "enforced_rule:k=7"],
          "regimes": ["clean", "persistent"], "question_sets": ["test20"], "budgets": [8]}
@@ -62,7 +63,7 @@ async def settle(pilot) -> None:
     """Let the debounce timer fire and the planning workers finish."""
     for _ in range(3):
         await pilot.pause(0.05)
-        await pilot.app.workers.wait_for_complete()
+        await wait_workers(pilot.app)
     await pilot.pause()
 
 

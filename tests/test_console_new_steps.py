@@ -22,6 +22,7 @@ from jobs.control import enqueue_grid
 from jobs.grid import GridRequest
 from jobs.settings import WorkerSettings
 from jobs.worker import run_worker
+from tests.console_fixture import wait_workers
 
 GRIDS = (GridRequest(models=("sim-stated",), conditions=("stated_judgment_rule:k=2",),
                      regimes=("persistent",), question_set="s3", run="stated"),
@@ -58,7 +59,7 @@ def _first(db_path: Path, where: str) -> tuple[int, int]:
 
 async def _settle(pilot) -> None:
     await pilot.pause()
-    await pilot.app.workers.wait_for_complete()
+    await wait_workers(pilot.app)
     await pilot.pause()
 
 

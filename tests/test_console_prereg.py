@@ -27,6 +27,7 @@ from jobs.control import enqueue_grid
 from jobs.grid import GridRequest
 from jobs.settings import WorkerSettings
 from jobs.worker import run_worker
+from tests.console_fixture import wait_workers
 
 SCOPE = {"models": ["sim-never", "sim-own5"], "conditions": ["none", "enforced_rule"],
          "regimes": ["clean", "persistent"], "question_sets": ["test20"], "budgets": [8]}
@@ -101,7 +102,7 @@ async def settle(pilot) -> None:
     """Let workers (and the ones their results start) finish."""
     for _ in range(3):
         await pilot.pause()
-        await pilot.app.workers.wait_for_complete()
+        await wait_workers(pilot.app)
     await pilot.pause()
 
 

@@ -31,6 +31,7 @@ from jobs.settings import WorkerSettings
 from jobs.worker import run_worker
 from core.models.registry import load_registry
 from tests.test_console_trajectories import build_fixture
+from tests.console_fixture import wait_workers
 
 
 @pytest.fixture(scope="session")
@@ -55,7 +56,7 @@ def _app(db: Path):
 
 async def _settle(pilot) -> None:
     await pilot.pause()
-    await pilot.app.workers.wait_for_complete()
+    await wait_workers(pilot.app)
     await pilot.pause()
 
 

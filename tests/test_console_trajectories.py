@@ -28,6 +28,7 @@ from jobs.control import enqueue_grid
 from jobs.grid import GridRequest
 from jobs.settings import WorkerSettings
 from jobs.worker import run_worker
+from tests.console_fixture import wait_workers
 
 FIXED_ISO = "2025-01-02T03:04:05.000000+00:00"
 GRID = GridRequest(models=("sim-never", "sim-own5"), conditions=("none", "enforced_rule:k=2"),
@@ -83,7 +84,7 @@ def _app(db: Path):
 
 async def _settle(pilot) -> None:
     await pilot.pause()
-    await pilot.app.workers.wait_for_complete()
+    await wait_workers(pilot.app)
     await pilot.pause()
 
 
