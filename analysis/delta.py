@@ -87,7 +87,6 @@ def mh_contrast(question: pd.Series, stratum: pd.Series, in_a: np.ndarray,
         The Contrast (NaN interval when no stratum has both groups).
     """
     in_a, in_b = np.asarray(in_a, dtype=bool), np.asarray(in_b, dtype=bool)
-    answer = np.asarray(answer, dtype=float)
     keep = in_a | in_b
     kept = pd.Series(np.asarray(question)[keep])
     if clusters is None:
@@ -96,8 +95,14 @@ def mh_contrast(question: pd.Series, stratum: pd.Series, in_a: np.ndarray,
         universe = np.asarray(clusters)
         q = pd.Categorical(kept, categories=universe).codes.astype(np.int64)
     s, s_values = codes(pd.Series(np.asarray(stratum)[keep]))
-    a, b, y = in_a[keep], in_b[keep], answer[keep]
-    n_q, n_s = len(universe), len(s_values)
+    return _contrast(q, len(universe), s, len(s_values), in_a[keep], in_b[keep],
+                     np.asarray(answer, dtype=float)[keep], per_question, n_boot, seed, strata)
+
+
+def _contrast(q: np.ndarray, n_q: int, s: np.ndarray, n_s: int, a: np.ndarray, b: np.ndarray,
+              y: np.ndarray, per_question: bool, n_boot: int, seed: int,
+              strata: str) -> Contrast:
+    """`mh_contrast` on the kept decisions, given as cluster and stratum codes."""
     counts = cluster_sums(q, s, np.column_stack([a, a * y, b, b * y]), n_q, n_s)
     if per_question:
         n_a, y_a, n_b, y_b = (counts[..., i] for i in range(4))
@@ -127,13 +132,70 @@ def mh_contrast(question: pd.Series, stratum: pd.Series, in_a: np.ndarray,
                     int((b * y).sum()), strata)
 
 
-def _universe(dec: pd.DataFrame) -> np.ndarray:
-    """The arm's questions with at least one decision point, sorted (the clusters)."""
-    return np.sort(np.asarray(dec["question_id"].unique(), dtype=object))
+@dataclass(frozen=True)
+class _Window:
+    """One arm's decisions after 3–6 observations, the final action excluded, as arrays.
 
+    The arm's questions are coded once (sorted; every question with a decision point
+    is a resampling unit), so the five contrasts of an arm share one factorisation.
 
-def _window(dec: pd.DataFrame) -> pd.DataFrame:
-    return dec.loc[dec["n_obs"].between(T_MIN, T_MAX) & ~dec["final"].astype(bool)]
+    Attributes:
+        q: question code per decision.
+        n_q: questions of the arm.
+        n_obs: observations so far per decision.
+        action: action index per decision.
+        answer: 1.0 where the decision was to answer.
+        regime: regime per decision.
+        own_run: failed run, side-channel judgments.
+        stated_run: failed run, stated judgments.
+        stated_known: the stated run is known.
+    """
+
+    q: np.ndarray
+    n_q: int
+    n_obs: np.ndarray
+    action: np.ndarray
+    answer: np.ndarray
+    regime: np.ndarray
+    own_run: np.ndarray
+    stated_run: np.ndarray
+    stated_known: np.ndarray
+
+    @classmethod
+    def of(cls, dec: pd.DataFrame) -> _Window:
+        """The window of one arm's decision rows."""
+        q, universe = codes(dec["question_id"])
+        n_obs = dec["n_obs"].to_numpy()
+        keep = (n_obs >= T_MIN) & (n_obs <= T_MAX) & ~dec["final"].to_numpy(dtype=bool)
+        known = (dec["stated_known"].to_numpy(dtype=bool) if "stated_known" in dec
+                 else np.ones(len(dec), dtype=bool))
+        return cls(q[keep], len(universe), n_obs[keep], dec["action"].to_numpy()[keep],
+                   dec["answer"].to_numpy(dtype=float)[keep],
+                   np.asarray(dec["regime"].to_numpy(dtype=object))[keep],
+                   dec["own_run"].to_numpy()[keep], dec["stated_run"].to_numpy()[keep],
+                   known[keep])
+
+    def contrast(self, in_a: np.ndarray, in_b: np.ndarray, stratum: str,
+                 per_question: bool, n_boot: int, seed: int, strata: str) -> Contrast:
+        """The MH contrast (a) − (b) stratified by "t", "action" or "regime_action".
+
+        Strata are coded in the order of their text labels, as `mh_contrast` codes them.
+        """
+        keep = in_a | in_b
+        if stratum == "t":
+            s_values, s = np.unique(self.n_obs[keep], return_inverse=True)
+        elif stratum == "action":
+            s_values, s = np.unique(self.action[keep], return_inverse=True)
+        else:
+            r_values, r = np.unique(self.regime[keep], return_inverse=True)
+            a_values, act = np.unique(self.action[keep], return_inverse=True)
+            pairs, pair = np.unique(r * len(a_values) + act, return_inverse=True)
+            labels = np.array([f"{r_values[p // len(a_values)]}|{a_values[p % len(a_values)]}"
+                               for p in pairs], dtype=object)
+            s_values, label = np.unique(labels, return_inverse=True)
+            s = label[pair]
+        return _contrast(self.q[keep], self.n_q, s.astype(np.int64), len(s_values), in_a[keep],
+                         in_b[keep], self.answer[keep], per_question, n_boot, seed, strata)
 
 
 def time_matched_contrast(dec: pd.DataFrame, judgments: str = "side_channel",
@@ -153,22 +215,21 @@ def time_matched_contrast(dec: pd.DataFrame, judgments: str = "side_channel",
     Raises:
         ValueError: for an unknown `strata` or `judgments`.
     """
-    run_col, _, _ = judgment_columns(judgments)
-    d = _window(dec)
-    if judgments == "stated" and "stated_known" in d:
-        d = d.loc[d["stated_known"].astype(bool)]  # A18: an unknown stated run is left out
-    s, t = d[run_col].to_numpy(), d["n_obs"].to_numpy()
-    in_a, in_b = s == t, (s >= 1) & (s <= t - 2)
-    if strata == "t":
-        stratum, per_q = d["n_obs"], False
-    elif strata == "question_action":
-        stratum, per_q = d["action"], True
-    elif strata == "regime_action":
-        stratum, per_q = d["regime"].astype(str) + "|" + d["action"].astype(str), False
-    else:
+    return _time_matched(_Window.of(dec), judgments, strata, n_boot, seed)
+
+
+def _time_matched(w: _Window, judgments: str, strata: str, n_boot: int, seed: int) -> Contrast:
+    judgment_columns(judgments)  # raises for an unknown source
+    s = w.own_run if judgments == "side_channel" else w.stated_run
+    in_a, in_b = s == w.n_obs, (s >= 1) & (s <= w.n_obs - 2)
+    if judgments == "stated":  # A18: an unknown stated run is left out
+        in_a, in_b = in_a & w.stated_known, in_b & w.stated_known
+    modes = {"t": ("t", False), "question_action": ("action", True),
+             "regime_action": ("regime_action", False)}
+    if strata not in modes:
         raise ValueError(f"strata must be one of {STRATA[:3]}, got {strata!r}")
-    return mh_contrast(d["question_id"], stratum, in_a, in_b, d["answer"].to_numpy(), per_q,
-                       n_boot, seed, strata, _universe(dec))
+    stratum, per_q = modes[strata]
+    return w.contrast(in_a, in_b, stratum, per_q, n_boot, seed, strata)
 
 
 def design_contrast(dec: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0) -> Contrast:
@@ -185,10 +246,12 @@ def design_contrast(dec: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0) -> C
     Returns:
         The Contrast; NaN when either regime is missing.
     """
-    d = _window(dec)
-    regime = d["regime"].to_numpy()
-    return mh_contrast(d["question_id"], d["action"], regime == DESIGN_A, regime == DESIGN_B,
-                       d["answer"].to_numpy(), False, n_boot, seed, "action", _universe(dec))
+    return _design(_Window.of(dec), n_boot, seed)
+
+
+def _design(w: _Window, n_boot: int, seed: int) -> Contrast:
+    return w.contrast(w.regime == DESIGN_A, w.regime == DESIGN_B, "action", False, n_boot,
+                      seed, "action")
 
 
 VARIANTS = (
@@ -218,13 +281,14 @@ def delta_table(decisions: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0,
     grouping = grouping or Grouping()
     rows: list[Row] = []
     for arm, dec in arm_groups(decisions, grouping, families=True):
+        window = _Window.of(dec)
         for measure, judg, strata, scope in VARIANTS:
-            c = time_matched_contrast(dec, judg, strata, n_boot, seed)
+            c = _time_matched(window, judg, strata, n_boot, seed)
             rows.append(interval_row(arm, measure, c.interval, scope, "decisions",
                                      c.n_a + c.n_b, c.detail))
         if arm.family != MAIN_FAMILY:
             continue
-        c = design_contrast(dec, n_boot, seed)
+        c = _design(window, n_boot, seed)
         rows.append(interval_row(arm, "design", c.interval, "persistent − late_onset_from_3",
                                  "decisions", c.n_a + c.n_b, c.detail,
                                  regimes=[r for r in arm.regimes if r in (DESIGN_A, DESIGN_B)]))
