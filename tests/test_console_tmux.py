@@ -1,9 +1,7 @@
 """End to end in tmux: the real `lab` process on a fresh lab.db (answer the confirmation),
-a sim grid queued and a worker started in another tmux window, steps arriving on Live,
-Results (7), export (e), quit (q). Skipped where tmux is missing.
-
-The grid is queued with `lab enqueue` in the second window; the Enqueue screen (3) has
-its own Pilot tests.
+a sim grid queued from the Enqueue screen (3) with keys only, a worker started in another
+tmux window, steps arriving on Live (5), Jobs (4), Results (7), export (e), quit (q).
+Skipped where tmux is missing.
 """
 
 from __future__ import annotations
@@ -17,7 +15,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.queue_helpers import ROOT, SLOW_REGISTRY
+from tests.queue_helpers import ROOT
+
+# One slow sim whose name sorts after every built-in sim, so `End` reaches it in the list.
+REGISTRY = """
+[models.zz-slow]
+backend = "sim"
+policy = "own_count"
+k = 5
+latency_ms = 150
+"""
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
@@ -63,7 +70,7 @@ class Tmux:
 
 
 def test_console_end_to_end_in_tmux(tmp_path: Path) -> None:
-    (tmp_path / "lab.toml").write_text(SLOW_REGISTRY.format(latency=150))
+    (tmp_path / "lab.toml").write_text(REGISTRY)
     lab = f"{sys.executable} -m console.cli"
     tmux = Tmux(tmp_path)
     try:
@@ -72,21 +79,46 @@ def test_console_end_to_end_in_tmux(tmp_path: Path) -> None:
         tmux.keys("console", "y", "Enter")
         tmux.wait("Workers")  # the dashboard
         assert (tmp_path / "lab.db").exists()
-        tmux.start("shell", f"{lab} sets create tiny --dataset demo --n 2 --seed 0 && "
-                            f"{lab} enqueue --models sim-slow --conditions none "
-                            f"--regimes persistent --set tiny --run e2e && "
-                            f"{lab} worker --concurrency 1 --until-idle; sleep 60", tmp_path)
-        tmux.wait("queued 1 cell,", window="shell")
+        # a 2-question dev set, named to come first in the Enqueue screen's set list
+        subprocess.run([sys.executable, "-m", "console.cli", "sets", "create", "a-tiny",
+                        "--dataset", "demo", "--n", "2", "--seed", "0"], cwd=tmp_path,
+                       env=tmux.env, check=True, capture_output=True, timeout=60)
+        tmux.keys("console", "3")
+        tmux.wait("a-tiny")
+        # amendment → set → models: the last model (zz-slow); conditions: the first (none);
+        # knobs → regimes: the second (persistent); budget, seeds → run name "e2e"
+        tmux.keys("console", "Tab", "Tab", "End", "Space", "Tab", "Space", "Tab", "Tab",
+                  "Down", "Space")
+        tmux.wait("can be queued")
+        tmux.keys("console", "Tab", "Tab", "Tab")
+        time.sleep(0.5)
+        for _ in range(3):  # the preview re-plans on every key; type again if one was lost
+            tmux.keys("console", "End", *["BSpace"] * 10)
+            time.sleep(0.3)
+            tmux.keys("console", "-l", "e2e")
+            try:
+                screen = tmux.wait("run       e2e\n", timeout=5)
+                break
+            except AssertionError:
+                continue
+        else:
+            raise AssertionError("could not type the run name:\n" + tmux.screen())
+        assert "zz-slow" in screen and "persistent" in screen and "2 new" in screen
+        tmux.keys("console", "C-s")
+        tmux.wait("queued 1 job, 2 episodes")
+        tmux.start("shell", f"{lab} worker --concurrency 1 --until-idle; sleep 60", tmp_path)
+        tmux.keys("console", "Escape")  # leave the run-name input: digits switch screens again
+        time.sleep(0.5)  # an Escape followed at once by a key reads as alt+key
         tmux.keys("console", "5")
         first = tmux.wait("step 1 ")
-        assert "sim-slow / none / persistent" in first
+        assert "zz-slow / none / persistent" in first
         later = tmux.wait("step 3 ")  # steps keep arriving while the worker runs
         assert "FAILED" in later and "useless streak" in later
         tmux.keys("console", "4")
         tmux.wait("run e2e")
         tmux.wait("2/2", timeout=30)  # the worker stored both episodes
         tmux.keys("console", "7")
-        tmux.wait("sim-slow", timeout=30)
+        tmux.wait("zz-slow", timeout=30)
         tmux.keys("console", "e")
         tmux.wait("wrote", timeout=30)
         assert list((tmp_path / "lab-exports").glob("*.csv"))

@@ -25,6 +25,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.timer import Timer
 from textual.widgets import Button, Footer, Header, Input, Label, Select, SelectionList, Static
 
+from console.queue_cmd import plural
 from console.screens.base import LabScreen
 from console.widgets.enqueue_checklist import EnqueueChecklist
 from console.widgets.enqueue_preview import (build_request, nothing_text, preview_text,
@@ -315,7 +316,8 @@ class EnqueueScreen(LabScreen):
         except LabError as exc:
             self.app.call_from_thread(self.notify, str(exc), severity="error")
             return
-        message = (f"grid {grid_id}: queued {njobs} jobs, {grid_plan.episodes} episodes "
+        message = (f"grid {grid_id}: queued {plural(njobs, 'job')}, "
+                   f"{plural(grid_plan.episodes, 'episode')} "
                    f"(run {request.run}, {grid_plan.mode})" if grid_id is not None else
                    "nothing to queue: every episode is already stored or queued")
         self.app.call_from_thread(self.notify, message)
