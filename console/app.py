@@ -105,14 +105,23 @@ class LabApp(App[None]):
 
     def action_help(self) -> None:
         """Show every key binding of the app and the current screen."""
-        keys: list[tuple[str, str, str]] = []
+        own = {b.key for b in self.BINDINGS if isinstance(b, Binding)}
+        ranked: list[tuple[int, str, str, str]] = []
         for active in self.active_bindings.values():
-            binding = active.binding
-            if binding.description:
-                where = "everywhere" if active.node is self else "this screen"
-                keys.append((binding.key_display or self.get_key_display(binding),
-                             binding.description, where))
-        keys.sort(key=lambda k: (k[2] == "everywhere", k[0]))
+            binding, node = active.binding, active.node
+            if not binding.description:
+                continue
+            if node is self.screen:
+                rank, where = 0, "this screen"
+            elif node is self:
+                if binding.key not in own:  # Textual's own (copy, …), not lab's
+                    continue
+                rank, where = 1, "everywhere"
+            else:
+                rank, where = 2, "focused list/table"
+            ranked.append((rank, binding.key_display or self.get_key_display(binding),
+                           binding.description, where))
+        keys = [(k, d, w) for _, k, d, w in sorted(ranked)]
         title = self.screen.__class__.__name__.removesuffix("Screen")
         self.push_screen(HelpScreen(title, keys))
 
