@@ -34,6 +34,8 @@ from core.store.frames import Fingerprint, Selection
 DECISION_KEYS = ("arm", "condition_hash", "dataset", "question_set", "run", "seed",
                  "replicate", "amendment")
 """Episode columns every decision row carries, so decisions group like episodes."""
+BACKUP_STEPS_SQL = "(s.tool_source = 'backup' OR s.action = 'backup_search')"
+"""The steps `Frames.backup_steps` reads (SQL on STEP_FRAME_SQL's ``s``)."""
 _DECISION_EPISODE_COLS = ("run", "model", "condition", "budget", "regime", "seed",
                           "question_id")
 
@@ -86,6 +88,7 @@ class Frames:
         self.selection = selection or Selection()
         self.source = source
         self._observations: pd.DataFrame | None = None
+        self._backup_steps: pd.DataFrame | None = None
         self._lock = threading.Lock()
 
     @property
@@ -113,6 +116,20 @@ class Frames:
             if self._steps is None:
                 self._steps = self._read_steps(episodes)
             return self._steps
+
+    @property
+    def backup_steps(self) -> pd.DataFrame:
+        """The steps the leaving table reads: backup tool calls and backup_search actions
+        (read on first use, never every step; a filter of `steps` when those are in
+        memory)."""
+        if self._steps is not None or self.source is None:
+            steps = self.steps
+            return steps.loc[backup_step_mask(steps)].reset_index(drop=True)
+        episodes = self.episodes
+        with self._lock:
+            if self._backup_steps is None:
+                self._backup_steps = self._read_steps(episodes, BACKUP_STEPS_SQL)
+            return self._backup_steps
 
     @property
     def observations(self) -> pd.DataFrame:
@@ -171,16 +188,32 @@ class Frames:
         extra = tuple(c for c in DECISION_KEYS if c not in _DECISION_EPISODE_COLS)
         return decisions_with_episodes(ints, episodes, _DECISION_EPISODE_COLS, extra)
 
-    def _read_steps(self, episodes: pd.DataFrame) -> pd.DataFrame:
+    def _read_steps(self, episodes: pd.DataFrame, *where: str) -> pd.DataFrame:
         from core.store.frames import steps_frame
 
         src = self._need_source()
         db = src.connect()
         try:
-            steps = steps_frame(db, selection=src.selection, upto=src.fingerprint.max_id)
+            steps = steps_frame(db, selection=src.selection, upto=src.fingerprint.max_id,
+                                where=where)
         finally:
             db.conn.close()
         return steps.loc[steps["episode_id"].isin(episodes["episode_id"])].reset_index(drop=True)
+
+
+def backup_step_mask(steps: pd.DataFrame) -> pd.Series:
+    """Steps that are backup tool calls or backup_search actions (BACKUP_STEPS_SQL).
+
+    Args:
+        steps: a step frame.
+
+    Returns:
+        Boolean mask over its rows.
+    """
+    mask = steps["action"] == "backup_search"
+    if "tool_source" in steps:
+        mask |= steps["tool_source"] == "backup"
+    return mask.fillna(False).astype(bool)
 
 
 def frames_from(episodes: pd.DataFrame, steps: pd.DataFrame,

@@ -143,12 +143,16 @@ def leaving_decisions(decisions: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFr
     st = steps
     if "discarded" in st:
         st = st.loc[~st["discarded"].fillna(0).astype(bool)]
-    nxt = st[["episode_id", "t", "action"]].rename(columns={"t": "action", "action": "_next"})
-    dec = decisions.merge(nxt, on=["episode_id", "action"], how="left", validate="many_to_one")
-    first = dec["episode_id"].map(first_switches(steps)).fillna(np.inf)
-    dec = dec.loc[dec["action"] <= first].copy()
-    dec["answer"] = ((dec["answer"] == 1) | (dec["_next"] == "backup_search")).astype(np.int64)
-    return dec.drop(columns="_next").reset_index(drop=True)
+    # only whether the next action is backup_search matters: the steps may be just
+    # `analysis.frames.backup_step_mask`'s, and none at all when nobody switched
+    st = st.loc[st["action"] == "backup_search", ["episode_id", "t"]]
+    leaves = pd.MultiIndex.from_arrays([decisions["episode_id"], decisions["action"]]).isin(
+        pd.MultiIndex.from_arrays([st["episode_id"].astype(np.int64), st["t"].astype(np.int64)]))
+    first = decisions["episode_id"].map(first_switches(steps)).fillna(np.inf).to_numpy()
+    keep = decisions["action"].to_numpy() <= first
+    dec = decisions.loc[keep].copy()
+    dec["answer"] = ((dec["answer"] == 1).to_numpy() | leaves[keep]).astype(np.int64)
+    return dec.reset_index(drop=True)
 
 
 def leave_delta(decisions: pd.DataFrame, steps: pd.DataFrame, n_boot: int = N_BOOT,

@@ -161,7 +161,7 @@ def _compute_one(frames: Frames, name: str, grouping: Grouping, n_boot: int,
     elif name == "budgets":
         tables.append(budget_table(ep, n_boot, seed, grouping))
     elif name == "leaving":
-        tables.append(leaving_table(ep, frames.steps, dec, n_boot, seed, grouping))
+        tables.append(leaving_table(ep, frames.backup_steps, dec, n_boot, seed, grouping))
     return _Part(tuple(tables), curves, actions, counts)
 
 

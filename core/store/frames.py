@@ -261,7 +261,7 @@ def _with_cells(db: Database, episodes: Any) -> Any:
 
 def steps_frame(db: Database, runs: Sequence[str] | None = None,
                 models: Sequence[str] | None = None, selection: Selection | None = None,
-                upto: int | None = None):
+                upto: int | None = None, where: Sequence[str] = ()):
     """Steps of finished episodes (never the live tables), as a pandas DataFrame.
 
     Args:
@@ -270,11 +270,13 @@ def steps_frame(db: Database, runs: Sequence[str] | None = None,
         models: model names (shorthand for `selection.models`).
         selection: the filters.
         upto: only steps of episodes with id <= upto.
+        where: further SQL conditions on the steps (alias ``s``), e.g. only the
+            backup steps the leaving table reads.
 
     Returns:
         One row per step, ordered by episode and t.
     """
-    extra = [f"e.id <= {int(upto)}"] if upto is not None else []
+    extra = [*where] + ([f"e.id <= {int(upto)}"] if upto is not None else [])
     where, args = _where(db, _selection(selection, runs, models), *extra)
     return _read_frame(db, STEP_FRAME_SQL + where + " ORDER BY s.episode_id, s.t, "
                        "s.discarded DESC", args)
