@@ -150,14 +150,19 @@ def fit_statsmodels(sample: pd.DataFrame, fixed_effects: bool = False,
     """
     if sample.empty:
         return math.nan, math.nan
-    y = sample["answer"].to_numpy(dtype=float)
     if fixed_effects and not dummies:
-        x = design_matrix(sample, intercept=False)
+        return _point_estimates(sample, design_matrix(sample, intercept=False), True)
+    return _point_estimates(sample, design_matrix(sample, fixed_effects), False)
+
+
+def _point_estimates(sample: pd.DataFrame, x: pd.DataFrame, within: bool
+                     ) -> tuple[float, float]:
+    """`fit_statsmodels` on a design already built (demeaned by question when `within`)."""
+    y = sample["answer"].to_numpy(dtype=float)
+    if within:
         by_q = sample["question_id"].to_numpy()
         x = x - x.groupby(by_q).transform("mean")
         y = y - pd.Series(y).groupby(by_q).transform("mean").to_numpy()
-    else:
-        x = design_matrix(sample, fixed_effects)
     # a rank-deficient design is expected (e.g. no earlier useful judgment); the
     # identification test below turns the affected coefficients into NaN
     params = ols_params(x.to_numpy(), y)
@@ -208,7 +213,13 @@ def question_crossproducts(sample: pd.DataFrame, fixed_effects: bool = False
         (G of shape (questions, p, p), h of shape (questions, p), indices of run and
         earlier among the p columns).
     """
-    x = design_matrix(sample, fixed_effects=False, intercept=not fixed_effects)
+    return _crossproducts(sample, design_matrix(sample, intercept=not fixed_effects),
+                          fixed_effects)
+
+
+def _crossproducts(sample: pd.DataFrame, x: pd.DataFrame, fixed_effects: bool
+                   ) -> tuple[np.ndarray, np.ndarray, tuple[int, ...]]:
+    """`question_crossproducts` on the design without question dummies, already built."""
     z, y = x.to_numpy(), sample["answer"].to_numpy(dtype=float)
     q, uniq = codes(sample["question_id"])
     n_q, p = len(uniq), z.shape[1]
@@ -296,8 +307,11 @@ def fit_hazard(sample: pd.DataFrame, judgments: str = "side_channel",
     if n == 0:
         nan = Interval(math.nan)
         return HazardFit(nan, nan, fixed_effects, judgments, 0, share)
-    beta, gamma = fit_statsmodels(sample, fixed_effects)
-    g, h, cols = question_crossproducts(sample, fixed_effects)
+    # one design serves the point estimates (within-question with fixed effects) and
+    # the per-question cross-products
+    x = design_matrix(sample, intercept=not fixed_effects)
+    beta, gamma = _point_estimates(sample, x, fixed_effects)
+    g, h, cols = _crossproducts(sample, x, fixed_effects)
     parts = [lstsq_weighted(g, h, w, cols) for w in resample_weights(g.shape[0], n_boot, seed)]
     boot = np.vstack(parts) if parts else np.empty((0, 2))
     n_q = g.shape[0]
