@@ -183,9 +183,10 @@ class Grouping:
         frame = with_keys(frame)
         cols = self.columns()
         by = [*cols, "_family"]
-        work = frame.assign(_family=_families(frame, families))
+        family = _families(frame, families).rename("_family")
         errored = self._errored_counts(by, families)
-        for values, sub in work.groupby(by, sort=True, dropna=False):
+        # the family is a key beside the columns, not a column: no group is copied to drop it
+        for values, sub in frame.groupby([*cols, family], sort=True, dropna=False):
             key = dict(zip(by, values))
 
             def covered(column: str, sub: pd.DataFrame = sub, key: dict = key) -> str:
@@ -198,4 +199,4 @@ class Grouping:
                 str(key["_family"]), str(key["condition_hash"]), str(sub["condition"].iloc[0]),
                 _covered(amendments, "amendment"),
                 regime_order(str(r) for r in sub["regime"].unique()),
-                errored.get(tuple(values), ())), sub.drop(columns="_family")
+                errored.get(tuple(values), ())), sub
