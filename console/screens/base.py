@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from sqlite_utils import Database
 from textual.screen import Screen
+
+from core import store
 
 from console.messages import DbChanged
 
@@ -27,6 +32,15 @@ class LabScreen(Screen[None]):
     def lab(self) -> ConsoleConfig:
         """The console's settings."""
         return self.app.config  # type: ignore[attr-defined,no-any-return]
+
+    @contextlib.contextmanager
+    def _db(self) -> Iterator[Database]:
+        """lab.db on a connection of its own (for a worker thread), closed afterwards."""
+        db = store.connect(self.lab.db_path)
+        try:
+            yield db
+        finally:
+            db.conn.close()
 
     def on_mount(self) -> None:
         """Load once when first shown."""

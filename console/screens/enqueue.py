@@ -11,13 +11,10 @@ button) queues it through `jobs.control.enqueue_grid`, one short transaction.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from rich.text import Text
-from sqlite_utils import Database
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -110,14 +107,6 @@ class EnqueueScreen(LabScreen):
             with VerticalScroll(id="enq-preview"):
                 yield Static("loading…", id="enq-preview-text")
         yield Footer()
-
-    @contextlib.contextmanager
-    def _db(self) -> Iterator[Database]:
-        db = store.connect(self.lab.db_path)
-        try:
-            yield db
-        finally:
-            db.conn.close()
 
     # ---- choices ---------------------------------------------------------------------
 

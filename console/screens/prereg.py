@@ -11,12 +11,9 @@ while the person reads a confirmation.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from typing import Any
 
 from rich.text import Text
-from sqlite_utils import Database
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -31,7 +28,7 @@ from console.widgets.prereg_editor import PreregEditor
 from console.widgets.prereg_modals import FreezeConfirm, TitlePrompt
 from console.widgets.prereg_render import (amendment_markdown, diff_text, existed_line,
                                            outcome_text, pins_text, short_hash, state_text)
-from core import prereg, store
+from core import prereg
 from core.errors import LabError
 from core.models.registry import load_registry
 from core.store import prereg as rows
@@ -97,14 +94,6 @@ class PreregScreen(LabScreen):
                             yield Static("", id="prereg-pins")
                 yield PreregEditor(id="prereg-editor")
         yield Footer()
-
-    @contextlib.contextmanager
-    def _db(self) -> Iterator[Database]:
-        db = store.connect(self.lab.db_path)
-        try:
-            yield db
-        finally:
-            db.conn.close()
 
     def _error(self, message: str) -> None:
         """Show a library error line (from a worker thread)."""
