@@ -9,15 +9,21 @@ question sets; the row then lists the values it covers ("0,1", "dev100+test300")
 Tables whose measures read decisions across regimes also split by regime family
 (`core.regimes.regime_family`), so the main study's six regimes never pool with
 ``plausible`` or ``answerless``.
+
+`Grouping.groups` yields each group's ArmKey and sub-frame; `Grouping.codes` gives the
+same ArmKeys and one integer group code per row, for tables that compute every group
+at once (``np.bincount(codes, weights)``, one ``argsort``) instead of looping.
 """
 
 from __future__ import annotations
 
+import ctypes
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+import numpy as np
 import pandas as pd
 
 from core.regimes import MEAN6, regime_family
@@ -115,16 +121,69 @@ class ArmKey:
         return sum(n for r, n in self.errored if r in wanted)
 
 
-def _covered(values: pd.Series, column: str) -> str:
-    uniq = sorted(values.dropna().unique().tolist())
-    return _SEPARATOR.get(column, ",").join(str(v) for v in uniq)
-
-
 def _families(frame: pd.DataFrame, split: bool) -> pd.Series:
     if not split:
         return pd.Series("", index=frame.index, dtype=object)
     names = {r: regime_family(str(r)) for r in frame["regime"].unique()}
     return frame["regime"].map(names).astype(object)
+
+
+def _addresses(values: np.ndarray) -> np.ndarray:
+    """The addresses of the objects an object array holds, as integers (a copy)."""
+    values = np.ascontiguousarray(values)
+    raw = (ctypes.c_size_t * len(values)).from_address(values.ctypes.data)
+    return np.ctypeslib.as_array(raw).copy()
+
+
+def _factorize(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Codes and sorted distinct values of a column, missing values last (the order
+    ``groupby(sort=True, dropna=False)`` gives its keys).
+
+    An object column is hashed by object identity first and by value only once per
+    distinct object: a decision frame's string columns hold the same few objects on
+    every row (taken from its episodes), so a million rows hash as integers.
+    """
+    array = values.to_numpy()
+    if array.dtype != object:
+        codes, uniques = pd.factorize(array, sort=True, use_na_sentinel=False)
+        return codes.astype(np.int64), np.asarray(uniques, dtype=object)
+    by_object, addresses = pd.factorize(_addresses(array))
+    first = np.full(len(addresses), len(array), dtype=np.int64)
+    np.minimum.at(first, by_object, np.arange(len(array)))
+    codes, uniques = pd.factorize(array[first], sort=True, use_na_sentinel=False)
+    return codes.astype(np.int64)[by_object], np.asarray(uniques, dtype=object)
+
+
+def _group_codes(keys: list[tuple[np.ndarray, int]]) -> tuple[np.ndarray, np.ndarray]:
+    """Dense group code per row from (codes, distinct values) of each key, numbered in
+    the sorted order of the key tuples; and each group's first row."""
+    combined = np.zeros(len(keys[0][0]), dtype=np.int64)
+    span = 1
+    for codes, size in keys:
+        size = max(size, 1)
+        if span * size >= 2 ** 62:
+            combined = np.unique(combined, return_inverse=True)[1].astype(np.int64).reshape(-1)
+            span = int(combined.max()) + 1
+        combined = combined * size + codes
+        span *= size
+    _, first, inverse = np.unique(combined, return_index=True, return_inverse=True)
+    return inverse.astype(np.int64).reshape(-1), first
+
+
+def _values_per_group(groups: np.ndarray, n_groups: int, codes: np.ndarray,
+                      uniques: np.ndarray) -> list[set]:
+    """The distinct values of a column (codes into uniques) within each group."""
+    width = max(len(uniques), 1)
+    pairs = np.unique(groups * width + codes)
+    out: list[set] = [set() for _ in range(n_groups)]
+    for group, which in zip((pairs // width).tolist(), (pairs % width).tolist()):
+        out[group].add(uniques[which])
+    return out
+
+
+def _joined(values: set, column: str) -> str:
+    present = [v for v in values if not pd.isna(v)]
+    return _SEPARATOR.get(column, ",").join(str(v) for v in sorted(present))
 
 
 @dataclass(frozen=True, eq=False)
@@ -167,9 +226,65 @@ class Grouping:
             counts[tuple(key)] = Counter(sub["regime"].astype(str))
         return {k: tuple(sorted(c.items())) for k, c in counts.items()}
 
+    def codes(self, frame: pd.DataFrame, families: bool = False
+              ) -> tuple[list[ArmKey], np.ndarray]:
+        """Every group's ArmKey, and the group of each row, without splitting the frame.
+
+        For vectorising across groups: ``keys[codes[i]]`` is the group of row ``i``;
+        ``keys`` is in `groups`' order and equals the ArmKeys it yields, and
+        ``frame.iloc[np.flatnonzero(codes == g)]`` is the sub-frame `groups` yields
+        for ``keys[g]``.
+
+        Signature: ``keys, codes = Grouping(pool=("seeds",)).codes(decisions, True)``.
+
+        Args:
+            frame: an episode or decision frame.
+            families: also split by regime family (Δ, design contrast, I, hazard).
+
+        Returns:
+            (ArmKey per group, int64 group code per frame row).
+        """
+        if frame.empty:
+            return [], np.zeros(0, dtype=np.int64)
+        frame = with_keys(frame)
+        cols = self.columns()
+        pooled = [c for c in ("question_set", "run", "seed", "replicate") if c not in cols]
+        factors = {c: _factorize(frame[c]) for c in dict.fromkeys(
+            [*cols, *pooled, "regime", "condition", "amendment"])}
+        regime_codes, regimes = factors["regime"]
+        names = [regime_family(str(r)) if families else "" for r in regimes]
+        family_codes, family_names = pd.factorize(np.asarray(names, dtype=object), sort=True)
+        factors["_family"] = (family_codes.astype(np.int64)[regime_codes],
+                              np.asarray(family_names, dtype=object))
+        by = [*cols, "_family"]
+        codes, first = _group_codes([(factors[c][0], len(factors[c][1])) for c in by])
+        n_groups = len(first)
+        seen = {c: _values_per_group(codes, n_groups, *factors[c])
+                for c in [*pooled, "regime", "amendment"]}
+        errored = self._errored_counts(by, families)
+        keys: list[ArmKey] = []
+        for g, at in enumerate(first.tolist()):
+            key = {c: factors[c][1][factors[c][0][at]] for c in [*by, "condition"]}
+
+            def cover(column: str, g: int = g, key: dict = key) -> str:
+                return str(key[column]) if column in key else _joined(seen[column][g], column)
+
+            amendments = {EXPLORATORY if pd.isna(a) else a for a in seen["amendment"][g]}
+            keys.append(ArmKey(
+                str(key["model"]), str(key["arm"]), int(key["budget"]), str(key["dataset"]),
+                cover("question_set"), cover("run"), cover("seed"), cover("replicate"),
+                str(key["_family"]), str(key["condition_hash"]), str(key["condition"]),
+                _joined(amendments, "amendment"),
+                regime_order(str(r) for r in seen["regime"][g]),
+                errored.get(tuple(key[c] for c in by), ())))
+        return keys, codes
+
     def groups(self, frame: pd.DataFrame, families: bool = False
                ) -> Iterator[tuple[ArmKey, pd.DataFrame]]:
         """Split a frame into its groups, in a stable order.
+
+        The groups are sorted by their key values (as ``groupby(sort=True)``); each
+        sub-frame keeps the frame's rows in their order and their index labels.
 
         Args:
             frame: an episode or decision frame.
@@ -178,25 +293,14 @@ class Grouping:
         Yields:
             (ArmKey, sub-frame) pairs.
         """
-        if frame.empty:
+        keys, codes = self.codes(frame, families)
+        if not keys:
             return
         frame = with_keys(frame)
-        cols = self.columns()
-        by = [*cols, "_family"]
-        family = _families(frame, families).rename("_family")
-        errored = self._errored_counts(by, families)
-        # the family is a key beside the columns, not a column: no group is copied to drop it
-        for values, sub in frame.groupby([*cols, family], sort=True, dropna=False):
-            key = dict(zip(by, values))
-
-            def covered(column: str, sub: pd.DataFrame = sub, key: dict = key) -> str:
-                return str(key[column]) if column in key else _covered(sub[column], column)
-
-            amendments = sub["amendment"].where(sub["amendment"].notna(), EXPLORATORY)
-            yield ArmKey(
-                str(key["model"]), str(key["arm"]), int(key["budget"]), str(key["dataset"]),
-                covered("question_set"), covered("run"), covered("seed"), covered("replicate"),
-                str(key["_family"]), str(key["condition_hash"]), str(sub["condition"].iloc[0]),
-                _covered(amendments, "amendment"),
-                regime_order(str(r) for r in sub["regime"].unique()),
-                errored.get(tuple(values), ())), sub
+        order = np.argsort(codes, kind="stable")
+        ends = np.cumsum(np.bincount(codes, minlength=len(keys))).tolist()
+        ordered = frame.take(order)
+        start = 0
+        for key, end in zip(keys, ends):
+            yield key, ordered.iloc[start:end]
+            start = end

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from analysis.arms import Grouping
+from analysis.arms import Grouping, regime_order
 from analysis.decisions import arm_groups, errored_episodes
 from console.results_cmd import export_cmd, results
 from core import store
@@ -173,6 +173,43 @@ def test_pooling_sets_lists_what_the_row_covers():
     with pytest.raises(ValueError, match="cannot pool 'arms'"):
         Grouping(pool=("arms",))
 
+
+
+def test_groups_and_codes_split_like_a_sorted_groupby():
+    """`Grouping.groups` and `Grouping.codes` give pandas' sorted groupby split: same
+    order, same rows and index labels; equal strings held by different objects are
+    one value, a missing value is its own group, sorted last."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    n = 400
+    models = np.array(["m2", "m1", "".join(["m", "1"])], dtype=object)  # m1 twice, 2 objects
+    frame = pd.DataFrame({
+        "episode_id": rng.integers(0, 60, n), "model": models[rng.integers(0, 3, n)],
+        "arm": "none", "condition": "none", "condition_hash": "h",
+        "budget": rng.choice([8, 4], n), "dataset": rng.choice(["b", "a", None], n),
+        "run": "r", "seed": rng.integers(0, 3, n), "replicate": 0,
+        "regime": rng.choice(["persistent", "plausible", "clean"], n), "question_set": "",
+        "amendment": rng.choice([None, "A1"], n)}, index=np.arange(n)[::-1] * 2)
+    for pool, families in (((), False), (("seeds",), True)):
+        grouping = Grouping(pool=pool)
+        by = grouping.columns()
+        family = frame["regime"].map(regime_family) if families else ""
+        want = list(frame.assign(_f=family).groupby([*by, "_f"], sort=True, dropna=False))
+        got = list(grouping.groups(frame, families))
+        keys, codes = grouping.codes(frame, families)
+        assert [k for k, _ in got] == keys and len(keys) == len(want)
+        for g, ((values, sub), (key, part)) in enumerate(zip(want, got)):
+            assert part.equals(sub.drop(columns="_f")) and part.index.equals(sub.index)
+            assert frame.iloc[np.flatnonzero(codes == g)].equals(part)
+            assert (key.model, key.budget, key.family) == (values[0], values[3], values[-1])
+            assert key.dataset == str(values[by.index("dataset")])
+            seeds = sorted(set(part["seed"]))
+            assert key.seeds == ",".join(map(str, seeds))
+            assert key.regimes == regime_order(part["regime"])
+            assert key.amendment == ",".join(sorted(
+                {"exploratory" if pd.isna(a) else a for a in part["amendment"]}))
+    assert Grouping().codes(frame.iloc[0:0])[0] == []
 
 # --- regime families --------------------------------------------------------------
 
