@@ -10,21 +10,24 @@ contrast compares `persistent` with `late_onset_from_3` decisions at the same ac
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from analysis.arms import Grouping
+from analysis.arms import ArmKey, Grouping
 from analysis.decisions import arm_groups, codes, judgment_columns
 from analysis.rows import Row, Table, interval_row
 from analysis.stats import (
     N_BOOT,
+    UNDEFINED,
     Interval,
-    bootstrap_intervals,
     cluster_sums,
-    mh_risk_difference,
+    resample_weights,
     safe_ratio,
+    summarize,
 )
 from core.regimes import MAIN_FAMILY
 
@@ -95,41 +98,166 @@ def mh_contrast(question: pd.Series, stratum: pd.Series, in_a: np.ndarray,
         universe = np.asarray(clusters)
         q = pd.Categorical(kept, categories=universe).codes.astype(np.int64)
     s, s_values = codes(pd.Series(np.asarray(stratum)[keep]))
-    return _contrast(q, len(universe), s, len(s_values), in_a[keep], in_b[keep],
-                     np.asarray(answer, dtype=float)[keep], per_question, n_boot, seed, strata)
+    counts = _Counts.of(q, len(universe), s, len(s_values), in_a[keep], in_b[keep],
+                        np.asarray(answer, dtype=float)[keep], per_question, strata)
+    return contrasts([counts], n_boot, seed)[0]
 
 
-def _contrast(q: np.ndarray, n_q: int, s: np.ndarray, n_s: int, a: np.ndarray, b: np.ndarray,
-              y: np.ndarray, per_question: bool, n_boot: int, seed: int,
-              strata: str) -> Contrast:
-    """`mh_contrast` on the kept decisions, given as cluster and stratum codes."""
-    counts = cluster_sums(q, s, np.column_stack([a, a * y, b, b * y]), n_q, n_s)
-    if per_question:
+@dataclass(frozen=True)
+class _Counts:
+    """One contrast before resampling: its decisions counted per question and stratum.
+
+    Attributes:
+        counts: (questions, strata, 4) floats: decisions in (a), answers in (a),
+            decisions in (b), answers in (b).
+        per_question: strata are nested in questions.
+        strata: label recorded in the result.
+        n_a: decisions in group (a).
+        n_b: decisions in group (b).
+        answered_a: answers in group (a).
+        answered_b: answers in group (b).
+    """
+
+    counts: np.ndarray
+    per_question: bool
+    strata: str
+    n_a: int
+    n_b: int
+    answered_a: int
+    answered_b: int
+
+    @classmethod
+    def of(cls, q: np.ndarray, n_q: int, s: np.ndarray, n_s: int, a: np.ndarray, b: np.ndarray,
+           y: np.ndarray, per_question: bool, strata: str) -> _Counts:
+        """Count the kept decisions, given as cluster and stratum codes."""
+        counts = cluster_sums(q, s, np.column_stack([a, a * y, b, b * y]), n_q, n_s)
+        return cls(counts, per_question, strata, int(a.sum()), int(b.sum()),
+                   int((a * y).sum()), int((b * y).sum()))
+
+
+def contrasts(items: Sequence[_Counts], n_boot: int = N_BOOT, seed: int = 0) -> list[Contrast]:
+    """The Contrasts of many counted contrasts, resampled together.
+
+    Each contrast gets the interval it would get alone (same resample weights, same
+    arithmetic); contrasts with the same number of questions share each batch of
+    weights, and their stratified counts are resampled in one matrix product.
+
+    Args:
+        items: the counted contrasts (e.g. every arm's five).
+        n_boot: question-level resamples.
+        seed: bootstrap seed.
+
+    Returns:
+        One Contrast per item, in order.
+    """
+    intervals: list[Interval] = [UNDEFINED] * len(items)
+    by_questions: dict[int, list[int]] = {}
+    for i, item in enumerate(items):
+        by_questions.setdefault(item.counts.shape[0], []).append(i)
+    for n_q, positions in by_questions.items():
+        found = _same_questions([items[i] for i in positions], n_q, n_boot, seed)
+        for i, interval in zip(positions, found):
+            intervals[i] = interval
+    return [Contrast(iv, it.n_a, it.n_b, it.answered_a, it.answered_b, it.strata)
+            for iv, it in zip(intervals, items)]
+
+
+class _PerQuestion:
+    """The statistic of a contrast whose strata are nested in questions."""
+
+    def __init__(self, counts: np.ndarray) -> None:
         n_a, y_a, n_b, y_b = (counts[..., i] for i in range(4))
         w = np.nan_to_num(safe_ratio(n_a * n_b, n_a + n_b))
         d = np.nan_to_num(safe_ratio(y_a, n_a) - safe_ratio(y_b, n_b))
-        num, den = (w * d).sum(axis=1), w.sum(axis=1)
+        self.num, self.den = (w * d).sum(axis=1), w.sum(axis=1)
 
-        def stat(wts: np.ndarray) -> np.ndarray:
-            return safe_ratio(wts @ num, wts @ den)
-    else:
-        flat = counts.reshape(n_q, n_s * 4)
-        # Counts and resample weights are integers, so every product below is exact in
-        # any order: multiplying only the columns that are not all zero (a stratum
-        # where (a) or (b) never occurs) changes no digit, and saves most of the work
-        # when strata are regime × action.
-        used = np.flatnonzero(flat.any(axis=0))
-        dense = flat[:, used]
+    def __call__(self, wts: np.ndarray) -> np.ndarray:
+        return safe_ratio(wts @ self.num, wts @ self.den)
 
-        def stat(wts: np.ndarray) -> np.ndarray:
-            c: np.ndarray = np.zeros((wts.shape[0], n_s * 4))
-            c[:, used] = wts @ dense
-            c = c.reshape(wts.shape[0], n_s, 4)
-            return mh_risk_difference(c[..., 0], c[..., 1], c[..., 2], c[..., 3])
 
-    (interval,) = bootstrap_intervals(stat, n_q, n_boot, seed)
-    return Contrast(interval, int(a.sum()), int(b.sum()), int((a * y).sum()),
-                    int((b * y).sum()), strata)
+class _Stratified:
+    """The statistics of many contrasts with shared strata, from one matrix product.
+
+    A resample's stratum counts are ``wts @ counts``. Counts and weights are integers,
+    so every product is exact in any order and in any precision that holds the totals:
+    all contrasts' columns go into one matrix. Only the strata where both (a) and (b)
+    occur are multiplied: elsewhere the MH weight and the weighted difference are 0 in
+    every resample, whatever the counts. The two MH sums then run over each
+    contrast's full row of strata, zeros included, in the same order as
+    `analysis.stats.mh_risk_difference`, so every digit is the same.
+    """
+
+    def __init__(self, counts: Sequence[np.ndarray], n_q: int) -> None:
+        by_strata: dict[int, list[int]] = {}
+        for i, c in enumerate(counts):
+            by_strata.setdefault(c.shape[1], []).append(i)
+        blocks: list[np.ndarray] = []
+        # per class of contrasts with n_s strata: (contrasts, n_s, its slice of the
+        # active strata, where each active stratum sits in the class's flat strata)
+        self.classes: list[tuple[list[int], int, slice, np.ndarray]] = []
+        start = 0
+        for n_s, items in by_strata.items():
+            slots = []
+            for j, i in enumerate(items):
+                c = counts[i]
+                active = np.flatnonzero(c[..., 0].any(axis=0) & c[..., 2].any(axis=0))
+                blocks.append(c[:, active, :].reshape(n_q, active.size * 4))
+                slots.append(j * n_s + active)
+            where = np.concatenate(slots)
+            self.classes.append((items, n_s, slice(start, start + where.size), where))
+            start += where.size
+        dense = np.hstack(blocks)
+        # a resampled total is at most n_q times the largest count: float32 holds it
+        # exactly below 2**24, and multiplies twice as fast
+        exact32 = dense.size == 0 or float(dense.max()) * n_q < 2.0 ** 24
+        self.dense = dense.astype(np.float32 if exact32 else np.float64)
+        self.n = len(counts)
+
+    def __call__(self, wts: np.ndarray) -> np.ndarray:
+        b = wts.shape[0]
+        totals = (wts.astype(self.dense.dtype) @ self.dense).reshape(b, -1, 4)
+        n_a, y_a, n_b, y_b = (totals[..., k].astype(np.float64) for k in range(4))
+        both = (n_a > 0) & (n_b > 0)
+        # mh_risk_difference's terms, NaN-free: w = n_a n_b / (n_a + n_b), 0 for an
+        # empty stratum; w (y_a/n_a − y_b/n_b), 0 unless both groups occur
+        w = np.zeros_like(n_a)
+        np.divide(n_a * n_b, n_a + n_b, out=w, where=(n_a + n_b) > 0)
+        r_a = np.divide(y_a, n_a, out=np.zeros_like(n_a), where=n_a > 0)
+        r_b = np.divide(y_b, n_b, out=np.zeros_like(n_b), where=n_b > 0)
+        wd = np.where(both, w * (r_a - r_b), 0.0)
+        out = np.empty((b, self.n))
+        for items, n_s, part, where in self.classes:
+            full_w = np.zeros((b, len(items) * n_s))
+            full_wd = np.zeros((b, len(items) * n_s))
+            full_w[:, where] = w[:, part]
+            full_wd[:, where] = wd[:, part]
+            out[:, items] = safe_ratio(full_wd.reshape(b, len(items), n_s).sum(axis=-1),
+                                       full_w.reshape(b, len(items), n_s).sum(axis=-1))
+        return out
+
+
+def _same_questions(items: Sequence[_Counts], n_q: int, n_boot: int,
+                    seed: int) -> list[Interval]:
+    """`analysis.stats.bootstrap_intervals` of each item, all of them on `n_q` questions."""
+    if n_q == 0:
+        return [summarize(math.nan, np.empty(0), 0) for _ in items]
+    strat = [i for i, it in enumerate(items) if not it.per_question]
+    stratified = _Stratified([items[i].counts for i in strat], n_q) if strat else None
+    nested = [(i, _PerQuestion(it.counts)) for i, it in enumerate(items) if it.per_question]
+
+    def statistic(wts: np.ndarray) -> np.ndarray:
+        out = np.empty((wts.shape[0], len(items)))
+        if stratified is not None:
+            out[:, strat] = stratified(wts)
+        for i, stat in nested:
+            out[:, i] = stat(wts)
+        return out
+
+    with np.errstate(divide="ignore", invalid="ignore"):
+        est = statistic(np.ones((1, n_q)))[0]
+        parts = [statistic(w) for w in resample_weights(n_q, n_boot, seed)]
+    boot = np.vstack(parts) if parts else np.empty((0, len(items)))
+    return [summarize(float(est[i]), boot[:, i], n_q) for i in range(len(items))]
 
 
 @dataclass(frozen=True)
@@ -145,7 +273,8 @@ class _Window:
         n_obs: observations so far per decision.
         action: action index per decision.
         answer: 1.0 where the decision was to answer.
-        regime: regime per decision.
+        regime: regime code per decision (index into `regimes`).
+        regimes: the window's regimes, sorted.
         own_run: failed run, side-channel judgments.
         stated_run: failed run, stated judgments.
         stated_known: the stated run is known.
@@ -157,6 +286,7 @@ class _Window:
     action: np.ndarray
     answer: np.ndarray
     regime: np.ndarray
+    regimes: np.ndarray
     own_run: np.ndarray
     stated_run: np.ndarray
     stated_known: np.ndarray
@@ -169,15 +299,20 @@ class _Window:
         keep = (n_obs >= T_MIN) & (n_obs <= T_MAX) & ~dec["final"].to_numpy(dtype=bool)
         known = (dec["stated_known"].to_numpy(dtype=bool) if "stated_known" in dec
                  else np.ones(len(dec), dtype=bool))
+        regime, regimes = codes(pd.Series(dec["regime"].to_numpy(dtype=object)[keep]))
         return cls(q[keep], len(universe), n_obs[keep], dec["action"].to_numpy()[keep],
-                   dec["answer"].to_numpy(dtype=float)[keep],
-                   np.asarray(dec["regime"].to_numpy(dtype=object))[keep],
+                   dec["answer"].to_numpy(dtype=float)[keep], regime, regimes,
                    dec["own_run"].to_numpy()[keep], dec["stated_run"].to_numpy()[keep],
                    known[keep])
 
-    def contrast(self, in_a: np.ndarray, in_b: np.ndarray, stratum: str,
-                 per_question: bool, n_boot: int, seed: int, strata: str) -> Contrast:
-        """The MH contrast (a) − (b) stratified by "t", "action" or "regime_action".
+    def in_regime(self, name: str) -> np.ndarray:
+        """Whether each decision is in regime `name`."""
+        found = np.flatnonzero(self.regimes == name)
+        return self.regime == found[0] if found.size else np.zeros(len(self.regime), bool)
+
+    def counts(self, in_a: np.ndarray, in_b: np.ndarray, stratum: str,
+               per_question: bool, strata: str) -> _Counts:
+        """The MH contrast (a) − (b) stratified by "t", "action" or "regime_action", counted.
 
         Strata are coded in the order of their text labels, as `mh_contrast` codes them.
         """
@@ -187,15 +322,15 @@ class _Window:
         elif stratum == "action":
             s_values, s = np.unique(self.action[keep], return_inverse=True)
         else:
-            r_values, r = np.unique(self.regime[keep], return_inverse=True)
-            a_values, act = np.unique(self.action[keep], return_inverse=True)
-            pairs, pair = np.unique(r * len(a_values) + act, return_inverse=True)
-            labels = np.array([f"{r_values[p // len(a_values)]}|{a_values[p % len(a_values)]}"
-                               for p in pairs], dtype=object)
+            action = self.action[keep]
+            width = int(action.max()) + 1 if action.size else 1
+            pairs, pair = np.unique(self.regime[keep] * width + action, return_inverse=True)
+            labels = np.array([f"{self.regimes[p // width]}|{p % width}" for p in pairs],
+                              dtype=object)
             s_values, label = np.unique(labels, return_inverse=True)
             s = label[pair]
-        return _contrast(self.q[keep], self.n_q, s.astype(np.int64), len(s_values), in_a[keep],
-                         in_b[keep], self.answer[keep], per_question, n_boot, seed, strata)
+        return _Counts.of(self.q[keep], self.n_q, s.astype(np.int64), len(s_values), in_a[keep],
+                          in_b[keep], self.answer[keep], per_question, strata)
 
 
 def time_matched_contrast(dec: pd.DataFrame, judgments: str = "side_channel",
@@ -215,10 +350,25 @@ def time_matched_contrast(dec: pd.DataFrame, judgments: str = "side_channel",
     Raises:
         ValueError: for an unknown `strata` or `judgments`.
     """
-    return _time_matched(_Window.of(dec), judgments, strata, n_boot, seed)
+    return contrasts([time_matched_counts(dec, judgments, strata)], n_boot, seed)[0]
 
 
-def _time_matched(w: _Window, judgments: str, strata: str, n_boot: int, seed: int) -> Contrast:
+def time_matched_counts(dec: pd.DataFrame | _Window, judgments: str = "side_channel",
+                        strata: str = "t") -> _Counts:
+    """`time_matched_contrast` before resampling, for `contrasts` to resample with others.
+
+    Args:
+        dec: decision table rows of one arm (or their window).
+        judgments: "side_channel" (recorded or replayed) or "stated".
+        strata: "t" (the definition), "question_action" or "regime_action".
+
+    Returns:
+        The counted contrast.
+
+    Raises:
+        ValueError: for an unknown `strata` or `judgments`.
+    """
+    w = dec if isinstance(dec, _Window) else _Window.of(dec)
     judgment_columns(judgments)  # raises for an unknown source
     s = w.own_run if judgments == "side_channel" else w.stated_run
     in_a, in_b = s == w.n_obs, (s >= 1) & (s <= w.n_obs - 2)
@@ -229,7 +379,7 @@ def _time_matched(w: _Window, judgments: str, strata: str, n_boot: int, seed: in
     if strata not in modes:
         raise ValueError(f"strata must be one of {STRATA[:3]}, got {strata!r}")
     stratum, per_q = modes[strata]
-    return w.contrast(in_a, in_b, stratum, per_q, n_boot, seed, strata)
+    return w.counts(in_a, in_b, stratum, per_q, strata)
 
 
 def design_contrast(dec: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0) -> Contrast:
@@ -246,12 +396,11 @@ def design_contrast(dec: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0) -> C
     Returns:
         The Contrast; NaN when either regime is missing.
     """
-    return _design(_Window.of(dec), n_boot, seed)
+    return contrasts([_design(_Window.of(dec))], n_boot, seed)[0]
 
 
-def _design(w: _Window, n_boot: int, seed: int) -> Contrast:
-    return w.contrast(w.regime == DESIGN_A, w.regime == DESIGN_B, "action", False, n_boot,
-                      seed, "action")
+def _design(w: _Window) -> _Counts:
+    return w.counts(w.in_regime(DESIGN_A), w.in_regime(DESIGN_B), "action", False, "action")
 
 
 VARIANTS = (
@@ -279,19 +428,23 @@ def delta_table(decisions: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0,
         Table "delta" (long layout; unit: decisions in groups (a) and (b)).
     """
     grouping = grouping or Grouping()
-    rows: list[Row] = []
+    # every group's contrasts are counted first, then resampled together
+    items: list[_Counts] = []
+    labels: list[tuple[ArmKey, str, str, list[str] | None]] = []
     for arm, dec in arm_groups(decisions, grouping, families=True):
         window = _Window.of(dec)
         for measure, judg, strata, scope in VARIANTS:
-            c = _time_matched(window, judg, strata, n_boot, seed)
-            rows.append(interval_row(arm, measure, c.interval, scope, "decisions",
-                                     c.n_a + c.n_b, c.detail))
+            items.append(time_matched_counts(window, judg, strata))
+            labels.append((arm, measure, scope, None))
         if arm.family != MAIN_FAMILY:
             continue
-        c = _design(window, n_boot, seed)
-        rows.append(interval_row(arm, "design", c.interval, "persistent − late_onset_from_3",
-                                 "decisions", c.n_a + c.n_b, c.detail,
-                                 regimes=[r for r in arm.regimes if r in (DESIGN_A, DESIGN_B)]))
+        items.append(_design(window))
+        labels.append((arm, "design", "persistent − late_onset_from_3",
+                       [r for r in arm.regimes if r in (DESIGN_A, DESIGN_B)]))
+    rows: list[Row] = [
+        interval_row(arm, measure, c.interval, scope, "decisions", c.n_a + c.n_b, c.detail,
+                     regimes=regimes)
+        for (arm, measure, scope, regimes), c in zip(labels, contrasts(items, n_boot, seed))]
     notes = (
         ("Δ: P(answer | every result so far judged useless) − P(answer | latest useless, an "
         "earlier one not; run 1…t−2), decisions after 3–6 results, final action excluded, "

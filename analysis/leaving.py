@@ -32,7 +32,7 @@ import pandas as pd
 
 from analysis.arms import Grouping
 from analysis.decisions import arm_groups
-from analysis.delta import Contrast, time_matched_contrast
+from analysis.delta import Contrast, contrasts, time_matched_contrast, time_matched_counts
 from analysis.rows import Row, Table, interval_row, make_row
 from analysis.stats import N_BOOT
 from core.conditions import ARMS
@@ -43,6 +43,9 @@ SWITCH_BY = 4
 MEASURES = ("switched_by_4", "ever_switched", "median_first_switch", "answered_first",
             "backup_first_share", "leave_delta")
 """Every measure of the leaving table (and of the `leaving` registered-test kind)."""
+_DECISION_COLUMNS = ("episode_id", "question_id", "regime", "n_obs", "action", "final", "answer",
+                     "own_run", "stated_run", "stated_known")
+"""The decision columns leaving Δ reads."""
 
 
 @dataclass(frozen=True)
@@ -98,6 +101,49 @@ def first_switches(steps: pd.DataFrame) -> pd.Series:
     return steps.loc[ok].groupby("episode_id")["t"].min().astype(float)
 
 
+@dataclass(frozen=True)
+class _Exits:
+    """What the steps tell about leaving, read once for every group.
+
+    Attributes:
+        first: `first_switches` of the steps.
+        leaves: (episode_id, t) of the backup_search actions, not discarded, as
+            ``episode_id * width + t``.
+        width: the key's multiplier (greater than every t).
+    """
+
+    first: pd.Series
+    leaves: np.ndarray
+    width: int
+
+    @classmethod
+    def of(cls, steps: pd.DataFrame) -> _Exits:
+        """The exits of a step frame."""
+        st = steps
+        if "discarded" in st:
+            st = st.loc[~st["discarded"].fillna(0).astype(bool)]
+        # only whether the next action is backup_search matters: the steps may be just
+        # `analysis.frames.backup_step_mask`'s, and none at all when nobody switched
+        st = st.loc[st["action"] == "backup_search", ["episode_id", "t"]]
+        t = st["t"].to_numpy(dtype=np.int64)
+        width = int(t.max()) + 1 if t.size else 1
+        return cls(first_switches(steps), st["episode_id"].to_numpy(dtype=np.int64) * width + t,
+                   width)
+
+    def leaving(self, decisions: pd.DataFrame) -> pd.DataFrame:
+        """`leaving_decisions` of these steps."""
+        if decisions.empty:
+            return decisions
+        episode = decisions["episode_id"].to_numpy(dtype=np.int64)
+        action = decisions["action"].to_numpy(dtype=np.int64)
+        leaves = np.isin(episode * self.width + action, self.leaves) & (action < self.width)
+        first = decisions["episode_id"].map(self.first).fillna(np.inf).to_numpy()
+        keep = action <= first
+        dec = decisions.loc[keep].copy()
+        dec["answer"] = ((dec["answer"] == 1).to_numpy() | leaves[keep]).astype(np.int64)
+        return dec.reset_index(drop=True)
+
+
 def switching(episodes: pd.DataFrame, steps: pd.DataFrame) -> Switching:
     """Switching shares of one group on its failing-primary regimes.
 
@@ -108,9 +154,13 @@ def switching(episodes: pd.DataFrame, steps: pd.DataFrame) -> Switching:
     Returns:
         The Switching (NaN shares with no failing-primary episode).
     """
+    return _switching(episodes, first_switches(steps))
+
+
+def _switching(episodes: pd.DataFrame, first_switch: pd.Series) -> Switching:
     ep = episodes.loc[episodes["regime"].isin(FAILING_PRIMARY)]
     n = len(ep)
-    first = ep["episode_id"].map(first_switches(steps)).to_numpy(dtype=float)
+    first = ep["episode_id"].map(first_switch).to_numpy(dtype=float)
     switched = ~np.isnan(first)
     answered = ep["answered"].astype(bool).to_numpy()
     action = ep["answer_action"].to_numpy(dtype=float)
@@ -138,21 +188,7 @@ def leaving_decisions(decisions: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFr
         The decisions at or before each episode's first switch; ``answer`` is 1 when
         the decision's action is finish or backup_search.
     """
-    if decisions.empty:
-        return decisions
-    st = steps
-    if "discarded" in st:
-        st = st.loc[~st["discarded"].fillna(0).astype(bool)]
-    # only whether the next action is backup_search matters: the steps may be just
-    # `analysis.frames.backup_step_mask`'s, and none at all when nobody switched
-    st = st.loc[st["action"] == "backup_search", ["episode_id", "t"]]
-    leaves = pd.MultiIndex.from_arrays([decisions["episode_id"], decisions["action"]]).isin(
-        pd.MultiIndex.from_arrays([st["episode_id"].astype(np.int64), st["t"].astype(np.int64)]))
-    first = decisions["episode_id"].map(first_switches(steps)).fillna(np.inf).to_numpy()
-    keep = decisions["action"].to_numpy() <= first
-    dec = decisions.loc[keep].copy()
-    dec["answer"] = ((dec["answer"] == 1).to_numpy() | leaves[keep]).astype(np.int64)
-    return dec.reset_index(drop=True)
+    return _Exits.of(steps).leaving(decisions)
 
 
 def leave_delta(decisions: pd.DataFrame, steps: pd.DataFrame, n_boot: int = N_BOOT,
@@ -188,17 +224,29 @@ def leaving_table(episodes: pd.DataFrame, steps: pd.DataFrame, decisions: pd.Dat
     Returns:
         Table "leaving" (wide: one line per group and family).
     """
-    rows: list[Row] = []
+    exits = _Exits.of(steps)
     ep = episodes.loc[two_source_mask(episodes)] if len(episodes) else episodes
-    for arm, group in arm_groups(ep, grouping, families=True):
-        sw = switching(group, steps)
+    groups = list(arm_groups(ep, grouping, families=True))
+    # the two-source decisions are cut at the first switch once, then split by group
+    # (each group's rows in their order) and every group's leaving Δ resampled together
+    group_of = pd.Series(np.repeat(np.arange(len(groups)), [len(g) for _, g in groups]),
+                         index=np.concatenate([g["episode_id"].to_numpy() for _, g in groups])
+                         if groups else np.empty(0, dtype=np.int64))
+    dec = decisions.loc[:, [c for c in _DECISION_COLUMNS if c in decisions]]
+    dec = exits.leaving(dec.loc[dec["episode_id"].isin(group_of.index)])
+    which = dec["episode_id"].map(group_of).to_numpy()
+    order = np.argsort(which, kind="stable")
+    bounds = np.searchsorted(which[order], np.arange(len(groups) + 1))
+    items = [time_matched_counts(dec.iloc[order[bounds[g]:bounds[g + 1]]])
+             for g in range(len(groups))]
+    rows: list[Row] = []
+    for (arm, group), c in zip(groups, contrasts(items, n_boot, seed)):
+        sw = _switching(group, exits.first)
         failing = [r for r in arm.regimes if r in FAILING_PRIMARY]
         for measure in MEASURES[:-1]:
             n = sw.exits if measure == "backup_first_share" else sw.episodes
             rows.append(make_row(arm, measure, "failing primary", sw.value(measure), n,
                                  "episodes", regimes=failing))
-        dec = decisions.loc[decisions["episode_id"].isin(group["episode_id"])]
-        c = leave_delta(dec, steps, n_boot, seed)
         rows.append(interval_row(arm, "leave_delta", c.interval, "own judgments, by t",
                                  "decisions", c.n_a + c.n_b, c.detail))
     notes = (
