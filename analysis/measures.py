@@ -19,10 +19,11 @@ from analysis.arms import ArmKey, Grouping
 from analysis.blas import single_thread
 from analysis.budgets import budget_table
 from analysis.cache import ResultsCache
-from analysis.cost import answer_actions, cost_table, judgments_table
+from analysis.cost import answer_actions, cost_table
 from analysis.decisions import arm_groups
 from analysis.frames import Frames, frames_from, load_frames  # noqa: F401  (re-exported)
 from analysis.delta import delta_table
+from analysis.judgments import frame_counts, judgments_table
 from analysis.leaving import leaving_table
 from analysis.hazard import hazard_table, index_table
 from analysis.lpm import HAZARD_BOOT
@@ -157,7 +158,7 @@ def _compute_one(frames: Frames, name: str, grouping: Grouping, n_boot: int,
         actions = tuple((a, answer_actions(g)) for a, g in groups)
         counts = tuple(len(g) for _, g in groups)
     elif name == "judgments":
-        tables.append(judgments_table(frames.observations, dec, ep, grouping))
+        tables.append(judgments_table(frame_counts(frames), dec, ep, grouping))
     elif name == "budgets":
         tables.append(budget_table(ep, n_boot, seed, grouping))
     elif name == "leaving":

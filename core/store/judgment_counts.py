@@ -1,0 +1,134 @@
+"""Per-episode counts of judged observations, aggregated by SQLite (issue 14).
+
+The judgments table (`analysis.judgments`) reads every observation step of the
+selection's error-free episodes, but only as counts k of n. Reading the steps into
+pandas (a million rows at paper scale) cost seconds and the largest frame in memory;
+here SQLite sums them per episode and returns a few integers per episode.
+
+Each counter is one of `COUNTS`, over the observation steps (``obs_index`` set) of
+one episode, with a step's judgment taken as the step frames take it: the in-run
+side-channel judgment, or the replayed one (`lab replay judgments`, table probes)
+where the arm asked none in-run. A real search result is a judged, not failed
+``search`` observation from ``gold`` or ``distractor``; it is a repeat when it shows a
+page (``obs_ref``) that an earlier observation step of the episode (by t, a discarded
+turn before its re-ask) showed.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any
+
+from sqlite_utils import Database
+
+from core.errors import LabError
+from core.store.frames import Selection, _where
+
+COUNTS = ("judged_failed", "useless_failed", "judged_real", "useless_real",
+          "gold_first", "useful_gold_first", "gold_repeat", "useful_gold_repeat",
+          "distractor_first", "useful_distractor_first", "distractor_repeat",
+          "useful_distractor_repeat", "stated_failed", "stated_useless_failed")
+"""The per-episode counters, in column order:
+
+- judged_failed / useless_failed: judged failed observations / those judged USELESS;
+- judged_real / useless_real: judged observations that did not fail / USELESS;
+- gold_first, gold_repeat, distractor_first, distractor_repeat: real search results
+  of that source showing a page for the first time / again, and those judged USEFUL
+  (the useful_ counts);
+- stated_failed / stated_useless_failed: failed observations with a stated judgment /
+  those stated "useless"."""
+
+_LANE = 16
+"""Bits per counter in the packed sums: 4 counters per integer."""
+_MAX_OBSERVATIONS = 1 << (_LANE - 1)
+"""Observations per episode must stay below this (the top lane keeps the sign bit)."""
+
+_JUDGMENT = ("(CASE WHEN s.judgment_source IS NULL THEN rp.judgment "
+             "ELSE s.judgment END)")
+"""A step's judgment as STEP_FRAME_SQL reads it: a step whose arm asked no judgment
+in-run takes its replayed one; a judgment asked in-run is never replaced."""
+_FAILED = "(COALESCE(s.obs_failed, 0) != 0)"
+_NOT_FAILED = "(COALESCE(s.obs_failed, 0) = 0)"
+_EARLIER_SAME_PAGE = (
+    "EXISTS (SELECT 1 FROM steps p WHERE p.episode_id = s.episode_id AND p.t <= s.t "
+    "AND (p.t < s.t OR p.discarded > s.discarded) AND p.obs_index IS NOT NULL "
+    "AND p.obs_ref = s.obs_ref)")
+"""An earlier observation step of the episode showed the same page (steps' primary
+key is (episode_id, t, discarded): a seek, a few rows)."""
+
+
+def _pages(source: str) -> str:
+    """Packed sum over real search results of `source`: lanes first, useful first,
+    repeat, useful repeat (a row adds 1, or 1 + 2^16 when USEFUL, shifted 32 bits up
+    when it repeats a page)."""
+    return (f"COALESCE(SUM(CASE WHEN s.obs_source = '{source}' AND s.action = 'search' "
+            f"AND {_NOT_FAILED} AND {_JUDGMENT} IS NOT NULL THEN (CASE {_JUDGMENT} "
+            f"WHEN 'USEFUL' THEN 65537 ELSE 1 END) << (32 * {_EARLIER_SAME_PAGE}) END), 0)")
+
+
+COUNTS_SQL = f"""
+SELECT e.id, COUNT(*),
+    SUM((CASE {_JUDGMENT} WHEN 'USELESS' THEN 65537 ELSE {_JUDGMENT} IS NOT NULL END)
+        << (32 * {_NOT_FAILED})),
+    {_pages("gold")},
+    {_pages("distractor")},
+    COALESCE(SUM(CASE WHEN s.stated_judgment IS NOT NULL AND {_FAILED} THEN
+        (CASE s.stated_judgment WHEN 'useless' THEN 65537 ELSE 1 END) END), 0)
+FROM episodes e JOIN cells c ON c.id = e.cell_id JOIN runs r ON r.id = c.run_id
+CROSS JOIN steps s ON s.episode_id = e.id
+LEFT JOIN probes rp ON rp.episode_id = s.episode_id AND rp.t = s.t AND rp.kind = 'judgment'
+    AND rp.error IS NULL AND s.discarded = 0
+"""
+"""One row per episode with an observation: id, observations, then four sums whose
+16-bit lanes are the COUNTS in order (the last has two; a judged observation adds 1 to
+the lane of its n and 1 to the lane of its k when it counts there). CROSS JOIN keeps
+episodes outside, so each episode's cell and run are looked up once and its steps are
+read in key order, grouped without a sort."""
+
+
+@dataclass(frozen=True)
+class JudgmentCounts:
+    """The COUNTS of each episode that has an observation step.
+
+    Attributes:
+        episode_ids: episode ids, int64, one per row of `counts`.
+        counts: int64 array (episodes × len(COUNTS)), columns in COUNTS order.
+    """
+
+    episode_ids: Any
+    counts: Any
+
+
+def judgment_counts(db: Database, selection: Selection | None = None,
+                    upto: int | None = None) -> JudgmentCounts:
+    """Count the judged observations of the selection's error-free episodes in SQLite.
+
+    Args:
+        db: an open lab.db.
+        selection: the filters (the `pool` field is not used here).
+        upto: only episodes with id <= upto (the state a `Fingerprint` recorded).
+
+    Returns:
+        The JudgmentCounts, ordered by episode id (episodes without an observation
+        step have no row: all their counts are 0).
+
+    Raises:
+        ConfigError: a condition in the selection that matches no stored arm.
+        LabError: an episode with 32,768 observations or more (the counts are packed
+            into 16-bit lanes).
+    """
+    import numpy as np
+
+    extra = ["s.obs_index IS NOT NULL", "e.error IS NULL"]
+    extra += [f"e.id <= {int(upto)}"] if upto is not None else []
+    where, args = _where(db, selection or Selection(), *extra)
+    cursor = db.conn.execute(COUNTS_SQL + where + " GROUP BY e.id ORDER BY e.id", args)
+    rows = np.fromiter(itertools.chain.from_iterable(cursor), dtype=np.int64).reshape(-1, 6)
+    if len(rows) and rows[:, 1].max() >= _MAX_OBSERVATIONS:
+        worst = int(rows[rows[:, 1].argmax(), 0])
+        raise LabError(f"episode {worst} has {int(rows[:, 1].max())} observation steps; "
+                       f"judgment counts support fewer than {_MAX_OBSERVATIONS}")
+    mask = (1 << _LANE) - 1
+    lanes = [(rows[:, 2 + i // 4] >> (_LANE * (i % 4))) & mask for i in range(len(COUNTS))]
+    return JudgmentCounts(rows[:, 0].copy(), np.stack(lanes, axis=1))
