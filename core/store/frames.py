@@ -220,8 +220,135 @@ def episodes_frame(db: Database, runs: Sequence[str] | None = None,
                      "x.cell_id = e.cell_id AND x.question_id = e.question_id AND "
                      "x.error IS NULL"
                      + (f" AND x.id <= {int(upto)})" if upto is not None else ")"))
-    where, args = _where(db, _selection(selection, runs, models), *extra)
-    return _with_cells(db, _read_frame(db, EPISODE_FRAME_SQL + where + " ORDER BY e.id", args))
+    sel = _selection(selection, runs, models)
+    where, args = _where(db, sel, *extra)
+    cells = _cells(db)
+    frame = _read_episodes(db, where, args, cells, _filters_cells(sel))
+    if frame is None:
+        frame = _read_frame(db, EPISODE_FRAME_SQL + where + " ORDER BY e.id", args)
+    return _join_cells(frame, cells)
+
+
+def _filters_cells(sel: Selection) -> bool:
+    """Whether the selection's WHERE clause names cells or runs (``c.``, ``r.``)."""
+    return bool(sel.runs or sel.sets or sel.seeds or sel.models or sel.regimes
+                or sel.conditions)
+
+
+_EPISODE_WORDS = (
+    (("e.id", "episode_id", 62),),
+    (("e.cell_id", "cell_id", 48), ("COALESCE(e.answer_action + 1, 0)", "_answer_action", 15)),
+    (("e.answered", "answered", 16), ("e.correct", "correct", 16), ("e.em", "em", 16),
+     ("e.placeholder", "placeholder", 15)),
+    (("e.tool_calls", "tool_calls", 16), ("e.extra_calls", "extra_calls", 16),
+     ("e.format_failures", "format_failures", 16), ("e.forced_turns", "forced_turns", 15)),
+    (("e.refused_calls", "refused_calls", 16),
+     ("COALESCE(e.discarded_turns, 0)", "discarded_turns", 16),
+     ("COALESCE(e.backup_calls, 0)", "backup_calls", 16),
+     ("COALESCE(e.primary_judgments, 0)", "primary_judgments", 15)),
+    (("e.input_tokens", "input_tokens", 32), ("e.output_tokens", "output_tokens", 31)),
+    (("e.cache_read_tokens", "cache_read_tokens", 32),
+     ("e.cache_write_tokens", "cache_write_tokens", 31)),
+    (("COALESCE(e.acting_input_tokens, 0)", "acting_input_tokens", 32),
+     ("COALESCE(e.acting_output_tokens, 0)", "acting_output_tokens", 31)),
+)
+"""EPISODE_FRAME_SQL's integer columns packed into 64-bit words: (SQL, column, bits),
+lowest bits first (``_answer_action``: answer_action + 1, 0 when NULL)."""
+_EPISODE_VALUES = ("f1", "cost_usd", "question_id", "answer", "end_reason", "error",
+                   "started_at", "finished_at")
+"""EPISODE_FRAME_SQL's columns read as they are, after the packed words."""
+_ARM_ONLY = (("discarded_turns", ("stated_judgment_rule", "stated_judgment_combo")),
+             ("backup_calls", ("two_source", "switch_rule")),
+             ("primary_judgments", ("switch_rule",)))
+"""Counts EPISODE_FRAME_SQL reads only for these conditions (0 for every other arm)."""
+
+
+def _episode_sql(joined: bool) -> str:
+    """The packed read: the words in hex (NULL when a value does not fit its bits), then
+    _EPISODE_VALUES; joined with cells and runs only when the WHERE clause needs them."""
+    words, every, narrow, wide = [], [], [], []
+    for word in _EPISODE_WORDS:
+        parts, shift = [], 0
+        for expr, _, bits in word:
+            every.append(expr)
+            if bits < 32:
+                narrow.append(expr)
+            elif bits == 32:
+                wide.append(expr)
+            parts.append(f"(({expr}) << {shift})" if shift else f"({expr})")
+            shift += bits
+        words.append(" | ".join(parts))
+    # every field fits: none negative, the 15/16-bit ones below 2^15, the 31/32-bit ones
+    # below 2^31 (e.id and e.cell_id, 62 and 48 bits, are SQLite rowids)
+    fits = (f"min({', '.join(every)}) >= 0 AND max({', '.join(narrow)}) < 32768 "
+            f"AND max({', '.join(wide)}) < 2147483648 "
+            f"AND max({', '.join(e for e in every if e not in narrow + wide)}) < 281474976710656")
+    hexed = f"printf('{'%016x' * len(words)}', {', '.join(words)})"
+    joins = " JOIN cells c ON c.id = e.cell_id JOIN runs r ON r.id = c.run_id" if joined else ""
+    return (f"SELECT CASE WHEN {fits} THEN {hexed} END, "
+            f"{', '.join('e.' + v for v in _EPISODE_VALUES)} FROM episodes e{joins}")
+
+
+def _read_episodes(db: Database, where: str, args: Sequence[Any], cells: Any,
+                   joined: bool) -> Any:
+    """EPISODE_FRAME_SQL's frame (same columns, values and dtypes as `_read_frame`) with
+    nine values per episode read instead of thirty, and no join when no filter needs one.
+
+    Each value sqlite3 hands to Python costs more than SQLite's own work, so the integers
+    come packed in one hex text; the arm-only counts are zeroed by the cell's condition
+    and the dataset is looked up per question, here rather than per row in SQL.
+
+    Returns:
+        The frame, or None when there are no rows or an integer does not fit its bits
+        (the caller then reads it plainly).
+    """
+    import numpy as np
+    import pandas as pd
+
+    names = [d[0] for d in db.conn.execute(EPISODE_FRAME_SQL + " LIMIT 0").description]
+    cursor = db.conn.execute(_episode_sql(joined) + where + " ORDER BY e.id", list(args))
+    fields = [("words", object), ("f1", "f8"), ("cost_usd", "f8"),
+              *((v, object) for v in _EPISODE_VALUES[2:])]
+    try:
+        rows = np.fromiter(cursor, dtype=np.dtype(fields))
+    except (TypeError, ValueError):  # a NULL word (a value past its bits) or a NULL REAL
+        return None
+    if not len(rows) or any(w is None for w in rows["words"]):
+        return None
+    ints = _unpack(rows["words"])
+    cell_at = pd.Index(cells["cell_id"]).get_indexer(ints["cell_id"])
+    if (cell_at < 0).any():  # the join: an episode of no stored cell and run is no row
+        keep = cell_at >= 0
+        rows, cell_at, ints = rows[keep], cell_at[keep], {k: v[keep] for k, v in ints.items()}
+    condition = cells["condition"].to_numpy()[cell_at]
+    for column, conditions in _ARM_ONLY:
+        ints[column] = np.where(np.isin(condition, conditions), ints[column], 0)
+    action = ints["_answer_action"].astype(np.float64) - 1
+    action[ints["_answer_action"] == 0] = np.nan
+    # one string object per question (the same values), its dataset looked up once
+    codes, questions = pd.factorize(rows["question_id"])
+    datasets = dict(db.conn.execute("SELECT id, dataset FROM questions").fetchall())
+    question_id = np.asarray(questions, dtype=object)[codes]
+    dataset = np.array([datasets.get(q, "") or "" for q in questions], dtype=object)[codes]
+    columns = {"dataset": dataset, "question_id": question_id, "answer_action": action,
+               **{v: rows[v].copy() for v in _EPISODE_VALUES if v != "question_id"}}
+    return pd.DataFrame({c: pd.Series(columns[c] if c in columns else ints[c])
+                         for c in names}, columns=names)
+
+
+def _unpack(words: Any) -> dict[str, Any]:
+    """_EPISODE_WORDS' columns from the hex texts (int64 arrays)."""
+    import numpy as np
+
+    packed = np.frombuffer(bytes.fromhex("".join(words)), dtype=">u8").astype(np.int64)
+    packed = packed.reshape(len(words), len(_EPISODE_WORDS))
+    out: dict[str, Any] = {}
+    for i, word in enumerate(_EPISODE_WORDS):
+        shift = 0
+        for _, name, bits in word:
+            out[name] = (packed[:, i] >> shift) & ((1 << bits) - 1)
+            shift += bits
+    return out
 
 
 def _read_frame(db: Database, sql: str, args: Sequence[Any]) -> Any:
@@ -254,7 +381,21 @@ def _cells(db: Database) -> Any:
 
 def _with_cells(db: Database, episodes: Any) -> Any:
     """Episode rows joined (in pandas) with their cell's and run's columns and arm label."""
-    frame = episodes.merge(_cells(db), on="cell_id", how="left", validate="many_to_one")
+    return _join_cells(episodes, _cells(db))
+
+
+def _join_cells(episodes: Any, cells: Any) -> Any:
+    """Episode rows with their cell's columns (`_cells`), in _FRAME_ORDER then the rest:
+    a left join by position, each cell column taken once, not merged."""
+    import pandas as pd
+
+    at = pd.Index(cells["cell_id"]).get_indexer(episodes["cell_id"])
+    if (at < 0).any():
+        frame = episodes.merge(cells, on="cell_id", how="left", validate="many_to_one")
+    else:
+        frame = pd.concat([episodes.reset_index(drop=True),
+                           cells.drop(columns="cell_id").take(at).reset_index(drop=True)],
+                          axis=1)
     rest = [c for c in episodes.columns if c not in _FRAME_ORDER]
     return frame.loc[:, [*_FRAME_ORDER, *rest]]
 
@@ -401,17 +542,24 @@ def selection_runs(db: Database, selection: Selection, upto: int | None = None
     return tuple(sorted(str(r[0]) for r in rows))
 
 
-_PACKED_SQL = """
-SELECT d.episode_id,
+_PACKED_COLUMNS = """
        d.n_obs | (d.action << 16) | (d.design_run << 32) | (d.own_run << 48),
        (d.stated_run + 1) | (d.answer << 16) | (d.final << 17) | (d.own_latest << 18)
            | (d.own_earlier << 19) | (d.stated_known << 20) | (d.stated_latest << 21)
-           | (d.stated_earlier << 22)
+           | (d.stated_earlier << 22)"""
+_PACKED_SQL = f"""
+SELECT d.episode_id, {_PACKED_COLUMNS}
 FROM decisions d JOIN episodes e ON e.id = d.episode_id JOIN cells c ON c.id = e.cell_id
 JOIN runs r ON r.id = c.run_id
 """
 """Decision rows packed into two integers each by SQLite: reading 3 values per row
 instead of 14 is what makes a million decisions load in well under a second."""
+_ID_SHIFT = 23
+"""Where `decisions_frame` with `episode_ids` packs the episode id into the second
+integer (above the 23 bits of flags and stated_run): 2 values per row."""
+_PACKED_BY_ID_SQL = (f"SELECT {_PACKED_COLUMNS} | (d.episode_id << {_ID_SHIFT}) FROM decisions d "
+                     "WHERE d.episode_id BETWEEN ? AND ? ORDER BY d.episode_id, d.seq")
+"""`decisions_frame` given the episodes: by id range, no join, the id in the second word."""
 _PACKED_FIELDS = (("n_obs", 0, 0, 16), ("action", 0, 16, 16), ("design_run", 0, 32, 16),
                   ("own_run", 0, 48, 15), ("stated_run", 1, 0, 16), ("answer", 1, 16, 1),
                   ("final", 1, 17, 1), ("own_latest", 1, 18, 1), ("own_earlier", 1, 19, 1),
@@ -420,13 +568,17 @@ _PACKED_FIELDS = (("n_obs", 0, 0, 16), ("action", 0, 16, 16), ("design_run", 0, 
 """(column, packed integer, shift, bits): run lengths and actions below 32,768."""
 
 
-def decisions_frame(db: Database, selection: Selection | None = None, upto: int | None = None):
+def decisions_frame(db: Database, selection: Selection | None = None, upto: int | None = None,
+                    episode_ids: Any = None):
     """The stored decision points of the selection's complete episodes (integers only).
 
     Args:
         db: an open lab.db.
         selection: the filters.
         upto: only episodes with id <= upto.
+        episode_ids: when given (ascending), the episodes already selected (complete,
+            within `selection` and `upto`): the decisions are read by id range without
+            joining episodes, cells and runs, and those of other episodes dropped here.
 
     Returns:
         DataFrame with episode_id and the `core.decisions.COLUMNS` but ``t``, int64,
@@ -437,11 +589,24 @@ def decisions_frame(db: Database, selection: Selection | None = None, upto: int 
     import numpy as np
     import pandas as pd
 
-    extra = ["e.error IS NULL"] + ([f"e.id <= {int(upto)}"] if upto is not None else [])
-    where, args = _where(db, selection or Selection(), *extra)
-    cursor = db.conn.execute(_PACKED_SQL + where + " ORDER BY d.episode_id, d.seq", args)
-    flat = np.fromiter(itertools.chain.from_iterable(cursor), dtype=np.int64)
-    packed = flat.reshape(-1, 3)
+    ids = None if episode_ids is None else np.unique(np.asarray(episode_ids, dtype=np.int64))
+    if ids is not None and (not len(ids) or ids[-1] < 1 << (63 - _ID_SHIFT)):
+        packed = np.zeros((0, 3), dtype=np.int64)
+        if len(ids):
+            cursor = db.conn.execute(_PACKED_BY_ID_SQL, (int(ids[0]), int(ids[-1])))
+            pairs = np.fromiter(itertools.chain.from_iterable(cursor), dtype=np.int64)
+            pairs = pairs.reshape(-1, 2)
+            episode = pairs[:, 1] >> _ID_SHIFT
+            at = np.minimum(np.searchsorted(ids, episode), len(ids) - 1)
+            keep = ids[at] == episode
+            pairs[:, 1] &= (1 << _ID_SHIFT) - 1
+            packed = np.column_stack([episode[keep], pairs[keep]])
+    else:
+        extra = ["e.error IS NULL"] + ([f"e.id <= {int(upto)}"] if upto is not None else [])
+        where, args = _where(db, selection or Selection(), *extra)
+        cursor = db.conn.execute(_PACKED_SQL + where + " ORDER BY d.episode_id, d.seq", args)
+        flat = np.fromiter(itertools.chain.from_iterable(cursor), dtype=np.int64)
+        packed = flat.reshape(-1, 3)
     out = {"episode_id": packed[:, 0]}
     for name, which, shift, bits in _PACKED_FIELDS:
         out[name] = (packed[:, 1 + which] >> shift) & ((1 << bits) - 1)

@@ -1,0 +1,67 @@
+"""The fast frame reads (issue 14) give the frames the plain reads give: same columns,
+values and dtypes, on a small stored grid and on rows the packed read cannot carry."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from core import store
+from core.store import frames as F
+from tests.scale_fixture import load_fixture, write_rows
+
+
+@pytest.fixture(scope="module")
+def stored(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("reads") / "lab.db"
+    write_rows(store.connect(path), load_fixture())
+    return path
+
+
+def plain_episodes(db, selection: F.Selection | None = None, **extra) -> pd.DataFrame:
+    """The reference: every column read through Python rows, joined by a merge."""
+    clauses = [f"e.id <= {extra['upto']}"] if "upto" in extra else []
+    where, args = F._where(db, selection or F.Selection(), *clauses)
+    frame = F._read_frame(db, F.EPISODE_FRAME_SQL + where + " ORDER BY e.id", args)
+    frame = frame.merge(F._cells(db), on="cell_id", how="left", validate="many_to_one")
+    rest = [c for c in frame.columns if c not in F._FRAME_ORDER and c not in F._cells(db)]
+    return frame.loc[:, [*F._FRAME_ORDER, *rest]]
+
+
+def assert_same(got: pd.DataFrame, want: pd.DataFrame) -> None:
+    assert list(got.columns) == list(want.columns)
+    assert got.dtypes.equals(want.dtypes), (got.dtypes[got.dtypes != want.dtypes])
+    assert got.equals(want)
+
+
+@pytest.mark.parametrize("selection, extra", [
+    (F.Selection(), {}), (F.Selection(), {"upto": 40}), (F.Selection(seeds=(1,)), {}),
+    (F.Selection(models=("sim-own5",), conditions=("stated_rule",)), {})],
+    ids=["all", "upto", "seed", "model-arm"])
+def test_episodes_frame_equals_the_plain_read(stored: Path, selection, extra) -> None:
+    db = store.connect(stored)
+    assert_same(F.episodes_frame(db, selection=selection, **extra),
+                plain_episodes(db, selection, **extra))
+
+
+def test_rows_the_packing_cannot_carry_are_read_plainly(stored: Path, tmp_path: Path) -> None:
+    path = tmp_path / "lab.db"
+    path.write_bytes(stored.read_bytes())
+    db = store.connect(path)
+    ids = [r[0] for r in db.conn.execute("SELECT id FROM episodes ORDER BY id LIMIT 3")]
+    with db.conn:
+        db.conn.execute("UPDATE episodes SET answer_action = NULL, answer = NULL WHERE id = ?",
+                        (ids[0],))
+        question = db.conn.execute("SELECT question_id FROM episodes WHERE id = ?",
+                                   (ids[1],)).fetchone()[0]
+        db.conn.execute("DELETE FROM questions WHERE id = ?", (question,))
+    assert F._read_episodes(db, "", [], F._cells(db), False) is not None
+    assert_same(F.episodes_frame(db), plain_episodes(db))
+    with db.conn:
+        db.conn.execute("UPDATE episodes SET input_tokens = ? WHERE id = ?", (2 ** 40, ids[2]))
+    assert F._read_episodes(db, "", [], F._cells(db), False) is None
+    frame = F.episodes_frame(db)
+    assert_same(frame, plain_episodes(db))
+    assert frame.loc[frame["episode_id"] == ids[2], "input_tokens"].item() == 2 ** 40
