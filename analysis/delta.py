@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.arms import ArmKey, Grouping
-from analysis.decisions import arm_groups, codes, judgment_columns
+from analysis.decisions import codes, judgment_columns
 from analysis.rows import Row, Table, interval_row
 from analysis.stats import (
     N_BOOT,
@@ -34,6 +34,8 @@ from core.regimes import MAIN_FAMILY
 T_MIN, T_MAX = 3, 6
 STRATA = ("t", "question_action", "regime_action", "action")
 DESIGN_A, DESIGN_B = "persistent", "late_onset_from_3"
+_DENSE_PAIRS = 1 << 24
+"""Up to this many (group, question) pairs, questions are coded through a dense table."""
 
 
 @dataclass(frozen=True)
@@ -191,48 +193,50 @@ class _Stratified:
         by_strata: dict[int, list[int]] = {}
         for i, c in enumerate(counts):
             by_strata.setdefault(c.shape[1], []).append(i)
-        blocks: list[np.ndarray] = []
-        # per class of contrasts with n_s strata: (contrasts, n_s, its slice of the
-        # active strata, where each active stratum sits in the class's flat strata)
-        self.classes: list[tuple[list[int], int, slice, np.ndarray]] = []
-        start = 0
-        for n_s, items in by_strata.items():
-            slots = []
-            for j, i in enumerate(items):
-                c = counts[i]
-                active = np.flatnonzero(c[..., 0].any(axis=0) & c[..., 2].any(axis=0))
-                blocks.append(c[:, active, :].reshape(n_q, active.size * 4))
-                slots.append(j * n_s + active)
-            where = np.concatenate(slots)
-            self.classes.append((items, n_s, slice(start, start + where.size), where))
-            start += where.size
-        dense = np.hstack(blocks)
+        active = [np.flatnonzero(c[..., 0].any(axis=0) & c[..., 2].any(axis=0))
+                  for c in counts]
+        order = [i for items in by_strata.values() for i in items]
+        start = np.cumsum([0] + [active[i].size for i in order])
+        self.n_active = int(start[-1])
+        # columns: every active stratum's n_a, then its answers in (a), n_b, answers in (b)
+        dense = np.hstack([np.hstack([counts[i][:, active[i], k] for i in order])
+                           if order else np.zeros((n_q, 0)) for k in range(4)])
         # a resampled total is at most n_q times the largest count: float32 holds it
         # exactly below 2**24, and multiplies twice as fast
         exact32 = dense.size == 0 or float(dense.max()) * n_q < 2.0 ** 24
         self.dense = dense.astype(np.float32 if exact32 else np.float64)
+        # per class of contrasts with n_s strata: each of its strata's column among the
+        # active ones (n_active: a zero column for the strata left out)
+        self.classes: list[tuple[list[int], int, np.ndarray]] = []
+        at = dict(zip(order, start[:-1].tolist()))
+        for n_s, items in by_strata.items():
+            take = np.full((len(items), n_s), self.n_active, dtype=np.intp)
+            for j, i in enumerate(items):
+                take[j, active[i]] = at[i] + np.arange(active[i].size)
+            self.classes.append((items, n_s, take.reshape(-1)))
         self.n = len(counts)
 
     def __call__(self, wts: np.ndarray) -> np.ndarray:
-        b = wts.shape[0]
-        totals = (wts.astype(self.dense.dtype) @ self.dense).reshape(b, -1, 4)
-        n_a, y_a, n_b, y_b = (totals[..., k].astype(np.float64) for k in range(4))
-        both = (n_a > 0) & (n_b > 0)
-        # mh_risk_difference's terms, NaN-free: w = n_a n_b / (n_a + n_b), 0 for an
-        # empty stratum; w (y_a/n_a − y_b/n_b), 0 unless both groups occur
-        w = np.zeros_like(n_a)
-        np.divide(n_a * n_b, n_a + n_b, out=w, where=(n_a + n_b) > 0)
-        r_a = np.divide(y_a, n_a, out=np.zeros_like(n_a), where=n_a > 0)
-        r_b = np.divide(y_b, n_b, out=np.zeros_like(n_b), where=n_b > 0)
-        wd = np.where(both, w * (r_a - r_b), 0.0)
+        b, n = wts.shape[0], self.n_active
+        totals = wts.astype(self.dense.dtype) @ self.dense
+        n_a, y_a, n_b, y_b = (totals[:, k * n:(k + 1) * n].astype(np.float64) for k in range(4))
+        # mh_risk_difference's terms with the same operations: w = n_a n_b / (n_a + n_b),
+        # 0 for an empty stratum; w (y_a/n_a − y_b/n_b), 0 unless both groups occur
+        both = n_a + n_b
+        w = np.zeros((b, n + 1))
+        np.multiply(n_a, n_b, out=w[:, :n])
+        np.divide(w[:, :n], both, out=w[:, :n], where=both > 0)
+        wd = np.zeros((b, n + 1))
+        np.divide(y_a, n_a, out=y_a)
+        np.divide(y_b, n_b, out=y_b)
+        np.subtract(y_a, y_b, out=y_a)
+        np.multiply(w[:, :n], y_a, out=wd[:, :n])
+        np.nan_to_num(wd, copy=False, nan=0.0)
         out = np.empty((b, self.n))
-        for items, n_s, part, where in self.classes:
-            full_w = np.zeros((b, len(items) * n_s))
-            full_wd = np.zeros((b, len(items) * n_s))
-            full_w[:, where] = w[:, part]
-            full_wd[:, where] = wd[:, part]
-            out[:, items] = safe_ratio(full_wd.reshape(b, len(items), n_s).sum(axis=-1),
-                                       full_w.reshape(b, len(items), n_s).sum(axis=-1))
+        for items, n_s, take in self.classes:
+            shape = (b, len(items), n_s)
+            out[:, items] = safe_ratio(np.take(wd, take, axis=1).reshape(shape).sum(axis=-1),
+                                       np.take(w, take, axis=1).reshape(shape).sum(axis=-1))
         return out
 
 
@@ -274,7 +278,7 @@ class _Window:
         action: action index per decision.
         answer: 1.0 where the decision was to answer.
         regime: regime code per decision (index into `regimes`).
-        regimes: the window's regimes, sorted.
+        regimes: the regimes of the frame the window was cut from, sorted.
         own_run: failed run, side-channel judgments.
         stated_run: failed run, stated judgments.
         stated_known: the stated run is known.
@@ -294,16 +298,52 @@ class _Window:
     @classmethod
     def of(cls, dec: pd.DataFrame) -> _Window:
         """The window of one arm's decision rows."""
-        q, universe = codes(dec["question_id"])
+        return cls.split(dec, np.zeros(len(dec), dtype=np.int64), 1)[0]
+
+    @classmethod
+    def split(cls, dec: pd.DataFrame, group: np.ndarray, n_groups: int) -> list[_Window]:
+        """The window of every group of decision rows, read from the frame once.
+
+        Args:
+            dec: decision table rows.
+            group: group code per row (0 … n_groups − 1, e.g. `Grouping.codes`).
+            n_groups: number of groups.
+
+        Returns:
+            One window per group, its rows in frame order.
+        """
+        # each group's questions coded in sorted order, as `codes` codes a group's rows:
+        # a question's code in its group is its rank among the (group, question) pairs
+        question, _ = codes(dec["question_id"])
+        width = int(question.max()) + 1 if len(question) else 1
+        pair = group * width + question
+        if n_groups * width <= _DENSE_PAIRS:
+            present = np.zeros(n_groups * width + 1, dtype=np.int64)
+            present[pair + 1] = 1
+            rank = np.cumsum(present)  # rank[p]: pairs present before pair p
+            starts = rank[np.arange(n_groups + 1) * width]
+            local = rank[pair] - starts[:-1][group]
+        else:
+            pairs, local = np.unique(pair, return_inverse=True)
+            starts = np.searchsorted(pairs // width, np.arange(n_groups + 1))
+            local = local.reshape(-1) - starts[:-1][group]
+        regime, regimes = codes(dec["regime"])
         n_obs = dec["n_obs"].to_numpy()
         keep = (n_obs >= T_MIN) & (n_obs <= T_MAX) & ~dec["final"].to_numpy(dtype=bool)
         known = (dec["stated_known"].to_numpy(dtype=bool) if "stated_known" in dec
                  else np.ones(len(dec), dtype=bool))
-        regime, regimes = codes(pd.Series(dec["regime"].to_numpy(dtype=object)[keep]))
-        return cls(q[keep], len(universe), n_obs[keep], dec["action"].to_numpy()[keep],
-                   dec["answer"].to_numpy(dtype=float)[keep], regime, regimes,
-                   dec["own_run"].to_numpy()[keep], dec["stated_run"].to_numpy()[keep],
-                   known[keep])
+        rows = np.flatnonzero(keep)
+        rows = rows[np.argsort(group[rows], kind="stable")]
+        bounds = np.searchsorted(group[rows], np.arange(n_groups + 1))
+        columns = (local, n_obs, dec["action"].to_numpy(), dec["answer"].to_numpy(dtype=float),
+                   regime, dec["own_run"].to_numpy(), dec["stated_run"].to_numpy(), known)
+        windows = []
+        for g in range(n_groups):
+            at = rows[bounds[g]:bounds[g + 1]]
+            q, n, action, answer, r, own, stated, k = (c[at] for c in columns)
+            windows.append(cls(q, int(starts[g + 1] - starts[g]), n, action, answer, r, regimes,
+                               own, stated, k))
+        return windows
 
     def in_regime(self, name: str) -> np.ndarray:
         """Whether each decision is in regime `name`."""
@@ -318,19 +358,29 @@ class _Window:
         """
         keep = in_a | in_b
         if stratum == "t":
-            s_values, s = np.unique(self.n_obs[keep], return_inverse=True)
+            s_values, s = _small_codes(self.n_obs[keep])
         elif stratum == "action":
-            s_values, s = np.unique(self.action[keep], return_inverse=True)
+            s_values, s = _small_codes(self.action[keep])
         else:
             action = self.action[keep]
             width = int(action.max()) + 1 if action.size else 1
-            pairs, pair = np.unique(self.regime[keep] * width + action, return_inverse=True)
+            pairs, pair = _small_codes(self.regime[keep] * width + action)
             labels = np.array([f"{self.regimes[p // width]}|{p % width}" for p in pairs],
                               dtype=object)
             s_values, label = np.unique(labels, return_inverse=True)
             s = label[pair]
         return _Counts.of(self.q[keep], self.n_q, s.astype(np.int64), len(s_values), in_a[keep],
                           in_b[keep], self.answer[keep], per_question, strata)
+
+
+def _small_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(values, return_inverse=True)``, by counting when the values are small
+    non-negative integers (decision counts, actions)."""
+    if (values.size == 0 or values.dtype.kind not in "iu" or values.min() < 0
+            or values.max() > 4 * values.size + 1024):
+        return np.unique(values, return_inverse=True)
+    present = np.bincount(values) > 0
+    return np.flatnonzero(present), (np.cumsum(present) - 1)[values]
 
 
 def time_matched_contrast(dec: pd.DataFrame, judgments: str = "side_channel",
@@ -431,8 +481,8 @@ def delta_table(decisions: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0,
     # every group's contrasts are counted first, then resampled together
     items: list[_Counts] = []
     labels: list[tuple[ArmKey, str, str, list[str] | None]] = []
-    for arm, dec in arm_groups(decisions, grouping, families=True):
-        window = _Window.of(dec)
+    keys, group = grouping.codes(decisions, families=True)
+    for arm, window in zip(keys, _Window.split(decisions, group, len(keys))):
         for measure, judg, strata, scope in VARIANTS:
             items.append(time_matched_counts(window, judg, strata))
             labels.append((arm, measure, scope, None))
