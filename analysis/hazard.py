@@ -16,12 +16,14 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis.arms import ArmKey, Grouping
-from analysis.decisions import arm_groups, codes
-from analysis.lpm import HAZARD_BOOT, fit_hazard, hazard_sample
+from analysis.arms import Grouping
+from analysis.decisions import codes
+from analysis.failure_rows import cluster_counts, failure_rows, group_samples, grouped_intervals
+from analysis.failure_rows import family_failure_regimes as family_failure_regimes
+from analysis.lpm import HAZARD_BOOT, HazardFit, fit_hazard
 from analysis.rows import Row, Table, interval_row
 from analysis.stats import N_BOOT, Interval, bootstrap_intervals, cluster_sums, safe_ratio
-from core.regimes import FAILURE_REGIMES, MAIN_FAMILY
+from core.regimes import FAILURE_REGIMES
 
 MAX_J = 7
 
@@ -58,18 +60,6 @@ class HazardCurve:
     counts: tuple[int, ...]
 
 
-def family_failure_regimes(family: str) -> tuple[str, ...]:
-    """The failure regimes I and the hazard measures pool within a regime family.
-
-    Args:
-        family: `core.regimes.regime_family` of the rows' regimes.
-
-    Returns:
-        The main family's five failure regimes, or the family's own regime.
-    """
-    return FAILURE_REGIMES if family == MAIN_FAMILY else (family,)
-
-
 def failure_decisions(dec: pd.DataFrame, regimes: Sequence[str] = FAILURE_REGIMES
                       ) -> pd.DataFrame:
     """Decisions in the failure regimes, the final action excluded.
@@ -97,7 +87,11 @@ def integration_index(dec: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0,
     Returns:
         The index and its two components (NaN where a component has no decision).
     """
-    d = failure_decisions(dec, regimes)
+    return _index_of(failure_decisions(dec, regimes), n_boot, seed)
+
+
+def _index_of(d: pd.DataFrame, n_boot: int, seed: int) -> IntegrationIndex:
+    """`integration_index` on the decisions `failure_decisions` kept."""
     q, _ = codes(d["question_id"])
     j, y = d["design_run"].to_numpy(), d["answer"].to_numpy()
     lo, hi = (j >= 1) & (j <= 2), (j >= 4) & (j <= 5)
@@ -127,7 +121,11 @@ def hazard_curve(dec: pd.DataFrame, max_j: int = MAX_J, n_boot: int = N_BOOT,
     Returns:
         The curve with intervals and counts.
     """
-    d = failure_decisions(dec, regimes)
+    return _curve_of(failure_decisions(dec, regimes), max_j, n_boot, seed)
+
+
+def _curve_of(d: pd.DataFrame, max_j: int, n_boot: int, seed: int) -> HazardCurve:
+    """`hazard_curve` on the decisions `failure_decisions` kept."""
     d = d.loc[d["design_run"] <= max_j]
     q, _ = codes(d["question_id"])
     y = d["answer"].to_numpy()
@@ -144,16 +142,22 @@ def hazard_curve(dec: pd.DataFrame, max_j: int = MAX_J, n_boot: int = N_BOOT,
     return HazardCurve(points, counts)
 
 
-def _failure_groups(decisions: pd.DataFrame, grouping: Grouping | None
-                    ) -> list[tuple[ArmKey, pd.DataFrame, tuple[str, ...]]]:
-    """Groups split by regime family, each with the failure regimes it pools (present)."""
-    out = []
-    for arm, dec in arm_groups(decisions, grouping, families=True):
-        pooled = family_failure_regimes(arm.family)
-        present = tuple(r for r in arm.regimes if r in pooled)
-        if present:
-            out.append((arm, dec, present))
-    return out
+def _index_statistic(c: np.ndarray) -> np.ndarray:
+    """I, h45 and h12 from resampled sums (…, 4) of [lo, lo·answer, hi, hi·answer]."""
+    h12, h45 = safe_ratio(c[..., 1], c[..., 0]), safe_ratio(c[..., 3], c[..., 2])
+    return np.stack([h45 - h12, h45, h12], axis=-1)
+
+
+def _curve_statistic(c: np.ndarray) -> np.ndarray:
+    """P(answer) per j from resampled sums (…, j · 2) of [decisions, answers]."""
+    c = c.reshape(*c.shape[:-1], -1, 2)
+    return safe_ratio(c[..., 1], c[..., 0])
+
+
+def _both_fits(sample: pd.DataFrame, hazard_boot: int, seed: int) -> tuple[HazardFit, ...]:
+    """The hazard LPM on the side-channel sample, pooled and with question FE."""
+    return tuple(fit_hazard(sample, "side_channel", fe, hazard_boot, seed)
+                 for fe in (False, True))
 
 
 def index_table(decisions: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0,
@@ -170,8 +174,19 @@ def index_table(decisions: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0,
         Table "index" (groups without a failure regime have no row).
     """
     rows: list[Row] = []
-    for arm, dec, regimes in _failure_groups(decisions, grouping):
-        ii = integration_index(dec, n_boot, seed, regimes)
+    fr = failure_rows(decisions, grouping)
+    j = decisions["design_run"].to_numpy()[fr.rows]
+    y = decisions["answer"].to_numpy()[fr.rows]
+    lo, hi = (j >= 1) & (j <= 2), (j >= 4) & (j <= 5)
+    every = np.ones(len(fr.rows), dtype=bool)
+    sums, group = cluster_counts(decisions, fr, every, np.zeros(len(fr.rows), dtype=np.int64),
+                                 1, np.column_stack([lo, lo * y, hi, hi * y]).astype(float))
+    n45 = np.bincount(group, weights=hi, minlength=len(fr.keys))
+    n12 = np.bincount(group, weights=lo, minlength=len(fr.keys))
+    found = grouped_intervals(sums, _index_statistic, n_boot, seed)
+    for g, (arm, regimes) in enumerate(zip(fr.keys, fr.regimes)):
+        index, h45, h12 = found[g]
+        ii = IntegrationIndex(index, h45, h12, int(n45[g]), int(n12[g]))
         rows += [interval_row(arm, "I", ii.index, "failure regimes", "decisions",
                               ii.n45 + ii.n12, f"h45 n={ii.n45}, h12 n={ii.n12}",
                               regimes=regimes),
@@ -204,14 +219,26 @@ def hazard_table(decisions: pd.DataFrame, n_boot: int = N_BOOT,
         Table "hazard" (groups without a failure regime have no row).
     """
     rows: list[Row] = []
-    for arm, dec, regimes in _failure_groups(decisions, grouping):
-        curve = hazard_curve(dec, MAX_J, n_boot, seed, regimes)
-        for j, (pt, n) in enumerate(zip(curve.points, curve.counts)):
-            rows.append(interval_row(arm, "hazard", pt, f"j={j}", "decisions", n,
+    fr = failure_rows(decisions, grouping)
+    j = decisions["design_run"].to_numpy()[fr.rows]
+    y = decisions["answer"].to_numpy()[fr.rows].astype(float)
+    keep = j <= MAX_J
+    sums, _ = cluster_counts(decisions, fr, keep, j[keep], MAX_J + 1,
+                             np.column_stack([np.ones_like(y[keep]), y[keep]]))
+    curves = grouped_intervals(sums, _curve_statistic, n_boot, seed)
+    fits: dict[bytes, tuple[HazardFit, ...]] = {}  # groups with equal samples fit once
+    samples = group_samples(decisions, fr, "side_channel")
+    for g, (arm, regimes, (sample, content)) in enumerate(zip(fr.keys, fr.regimes, samples,
+                                                               strict=True)):
+        counts = sums[g].reshape(-1, MAX_J + 1, 2)[..., 0].sum(axis=0)
+        for jj, (pt, n) in enumerate(zip(curves[g], counts)):
+            rows.append(interval_row(arm, "hazard", pt, f"j={jj}", "decisions", int(n),
                                      regimes=regimes))
-        sample = hazard_sample(dec, "side_channel", regimes)
-        for fe in (False, True):
-            fit = fit_hazard(sample, "side_channel", fe, hazard_boot, seed)
+        if content not in fits:
+            fits[content] = _both_fits(sample, hazard_boot, seed)
+        both = fits[content]
+        for fit in both:
+            fe = fit.fixed_effects
             scope = "question FE" if fe else "pooled"
             detail = (f"{fit.n_decisions} decisions, {fit.share_earlier:.0%} with earlier useful"
                       if fit.n_decisions else "no decision after a result judged useless")

@@ -67,15 +67,52 @@ def hazard_sample(dec: pd.DataFrame, judgments: str = "side_channel",
     Returns:
         DataFrame with answer, action, regime, run, earlier (0/1) and question_id.
     """
-    run_col, latest, earlier = judgment_columns(judgments)
-    d = dec.loc[dec["regime"].isin(list(regimes)) & ~dec["final"].astype(bool)]
-    d = d.loc[d[latest].astype(bool) & d["n_obs"].between(1, LPM_T_MAX)
-              & (d[run_col] >= 0)]  # a stated run can be unknown (−1): left out
+    return sample_frame(dec, np.flatnonzero(sample_mask(dec, judgments, regimes)), judgments)
+
+
+def sample_mask(dec: pd.DataFrame, judgments: str = "side_channel",
+                regimes: Sequence[str] = FAILURE_REGIMES) -> np.ndarray:
+    """Which rows of `dec` `hazard_sample` keeps (a stated run can be unknown (−1): left out).
+
+    Args:
+        dec: decision table rows.
+        judgments: "side_channel" or "stated".
+        regimes: the failure regimes fitted.
+
+    Returns:
+        A boolean array, one per row.
+    """
+    run_col, latest, _ = judgment_columns(judgments)
+    n_obs, run = dec["n_obs"].to_numpy(), dec[run_col].to_numpy()
+    return (dec["regime"].isin(list(regimes)).to_numpy() & ~dec["final"].to_numpy(dtype=bool)
+            & dec[latest].to_numpy(dtype=bool) & (n_obs >= 1) & (n_obs <= LPM_T_MAX)
+            & (run >= 0))
+
+
+def sample_frame(dec: pd.DataFrame, rows: np.ndarray, judgments: str = "side_channel"
+                 ) -> pd.DataFrame:
+    """`hazard_sample`'s frame on the rows (positions in `dec`) `sample_mask` kept,
+    reading only the columns it needs.
+
+    Args:
+        dec: decision table rows.
+        rows: positions of the kept rows, in order.
+        judgments: "side_channel" or "stated".
+
+    Returns:
+        DataFrame with answer, action, regime, run, earlier (0/1) and question_id.
+    """
+    run_col, _, earlier = judgment_columns(judgments)
+
+    def column(name: str) -> pd.Series:
+        return dec[name].take(rows)
+
     return pd.DataFrame({
-        "answer": d["answer"].to_numpy(dtype=float),
-        "action": d["action"].to_numpy(), "regime": d["regime"].astype(str).to_numpy(),
-        "run": d[run_col].to_numpy(dtype=float), "earlier": d[earlier].to_numpy(dtype=float),
-        "question_id": d["question_id"].astype(str).to_numpy(),
+        "answer": column("answer").to_numpy(dtype=float),
+        "action": column("action").to_numpy(), "regime": column("regime").astype(str).to_numpy(),
+        "run": column(run_col).to_numpy(dtype=float),
+        "earlier": column(earlier).to_numpy(dtype=float),
+        "question_id": column("question_id").astype(str).to_numpy(),
     })
 
 

@@ -1,0 +1,113 @@
+"""Issue 14: the fast hazard-model bootstrap and the all-groups-at-once I and hazard
+curve give the numbers of the group-by-group, resample-by-resample definitions, to
+the last digit.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis.arms import Grouping
+from analysis.failure_rows import failure_rows, group_samples
+from analysis.hazard import hazard_curve, hazard_table, index_table, integration_index
+from analysis.lpm import (
+    _spd_solve,
+    coefficient_intervals,
+    hazard_sample,
+    lstsq_weighted,
+    question_crossproducts,
+)
+from analysis.stats import resample_weights, summarize
+from tests.test_measures import synthetic_hazard
+
+
+def _reference(g: np.ndarray, h: np.ndarray, cols: tuple[int, ...],
+               estimates: tuple[float, float], n_boot: int) -> tuple:
+    """Every resample solved by `lstsq_weighted`, then `summarize` (the definition)."""
+    boot = np.vstack([lstsq_weighted(g, h, w, cols)
+                      for w in resample_weights(g.shape[0], n_boot, 0)])
+    return tuple(summarize(e, boot[:, k], g.shape[0]) for k, e in enumerate(estimates))
+
+
+@pytest.mark.parametrize("fe", [False, True])
+@pytest.mark.parametrize("n_boot", [1, 37, 300])
+def test_coefficient_intervals_equal_solving_every_resample(fe: bool, n_boot: int) -> None:
+    dec = synthetic_hazard(beta=0.05, gamma=0.1, n_q=40, per_q=12, seed=3)
+    g, h, cols = question_crossproducts(hazard_sample(dec), fe)
+    got = coefficient_intervals(g, h, cols, (0.05, 0.1), n_boot, 0)
+    assert got == _reference(g, h, cols, (0.05, 0.1), n_boot)
+    assert got[0].n_boot == n_boot
+
+
+def test_rank_deficient_resamples_take_the_exact_path() -> None:
+    """Few questions with an earlier useful judgment: some resamples lose them all, so
+    γ is not identified there (NaN) and their X'X is singular."""
+    dec = synthetic_hazard(beta=0.05, gamma=0.1, n_q=12, per_q=8, seed=5)
+    dec["own_earlier"] = dec["question_id"].isin(["q0", "q1"]) & dec["own_earlier"]
+    g, h, cols = question_crossproducts(hazard_sample(dec), False)
+    got = coefficient_intervals(g, h, cols, (0.05, 0.1), 400, 0)
+    want = _reference(g, h, cols, (0.05, 0.1), 400)
+    assert got == want
+    assert want[1].n_boot < 400  # the case this test is about did occur
+
+
+def test_spd_solve_flags_singular_and_ill_conditioned_matrices() -> None:
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(50, 4))
+    good = x.T @ x
+    singular = good.copy()
+    singular[:, 3] = singular[:, 2]
+    singular[3, :] = singular[2, :]
+    scaled = np.diag([1.0, 1.0, 1.0, 1e-4]) @ good @ np.diag([1.0, 1.0, 1.0, 1e-4])
+    certain, coef = _spd_solve(np.stack([good, singular, scaled]), np.ones((3, 4)))
+    assert certain.tolist() == [True, False, False]
+    assert coef[0] == pytest.approx(np.linalg.solve(good, np.ones(4)), rel=1e-12)
+
+
+def _decisions() -> pd.DataFrame:
+    """Two models, one of them twice as a different arm spec with equal decisions."""
+    parts = []
+    for model, seed in (("m1", 1), ("m2", 2)):
+        d = synthetic_hazard(beta=0.05, gamma=0.1, n_q=25, per_q=10, seed=seed)
+        d["model"] = model
+        parts.append(d)
+    dec = pd.concat(parts, ignore_index=True)
+    rng = np.random.default_rng(7)
+    dec["regime"] = rng.choice(["persistent", "recover_after_2", "plausible", "clean"],
+                               size=len(dec))
+    dec["design_run"] = rng.integers(0, 10, size=len(dec))
+    dec["final"] = rng.random(len(dec)) < 0.1
+    for col, value in (("arm", "none"), ("condition_hash", "h"), ("dataset", "hotpotqa"),
+                       ("question_set", ""), ("run", "r"), ("seed", 0), ("replicate", 0),
+                       ("amendment", None), ("episode_id", 0)):
+        dec[col] = value
+    return dec
+
+
+def test_tables_equal_the_group_by_group_definitions() -> None:
+    dec = _decisions()
+    grouping = Grouping()
+    index_rows = index_table(dec, 60, 0).rows
+    hazard_rows = hazard_table(dec, 60, 40, 0).rows
+    fr = failure_rows(dec, grouping)
+    assert {k.family for k in fr.keys} == {"main", "plausible"}
+    samples = dict(zip(fr.keys, group_samples(dec, fr, "side_channel"), strict=True))
+    checked = 0
+    for arm, sub in grouping.groups(dec, True):
+        regimes = fr.regimes[fr.keys.index(arm)]
+        ii = integration_index(sub, 60, 0, regimes)
+        got = {r.measure: (r.estimate, r.ci_low, r.ci_high) for r in index_rows
+               if r.key() == arm}
+        want = {m: (i.estimate, i.low, i.high) for m, i in
+                (("I", ii.index), ("h45", ii.h45), ("h12", ii.h12))}
+        assert repr(got) == repr(want)  # every digit (and NaN where undefined)
+        curve = hazard_curve(sub, n_boot=60, seed=0, regimes=regimes)
+        got_curve = [(r.estimate, r.ci_low, r.ci_high, r.n) for r in hazard_rows
+                     if r.key() == arm and r.measure == "hazard"]
+        assert repr(got_curve) == repr([(p.estimate, p.low, p.high, n)
+                                        for p, n in zip(curve.points, curve.counts)])
+        assert samples[arm][0].equals(hazard_sample(sub, "side_channel", regimes))
+        checked += 1
+    assert checked == len(fr.keys) == 4
