@@ -160,12 +160,19 @@ def decisions_with_episodes(ints: pd.DataFrame, episodes: pd.DataFrame,
     for c in _DECISION_ORDER[1:]:
         values = ints[c].to_numpy()
         data[c] = values.astype(bool) if c in _FLAGS else values.astype(np.int64)
-    for c in columns:  # taken as Series: each keeps the episode column's dtype
-        data[c] = episodes[c].iloc[pos].reset_index(drop=True)
+    for c in columns:
+        data[c] = _taken(episodes[c], pos)
     data["final"] = ints["final"].to_numpy().astype(bool)
     for c in after:
-        data[c] = episodes[c].iloc[pos].reset_index(drop=True)
-    return pd.DataFrame(data)
+        data[c] = _taken(episodes[c], pos)
+    # no copy into consolidated blocks: each column keeps the array built above
+    return pd.DataFrame(data, copy=False)
+
+
+def _taken(column: pd.Series, pos: np.ndarray) -> pd.Series:
+    """An episode column at the given positions: the episode column's dtype, its very
+    objects (strings are shared, not copied per decision), a fresh RangeIndex."""
+    return pd.Series(column.array.take(pos), dtype=column.dtype, copy=False)
 
 
 def judgment_columns(judgments: str) -> tuple[str, str, str]:

@@ -182,7 +182,8 @@ class Frames:
         src = self._need_source()
         db = src.connect()
         try:
-            ints = decisions_frame(db, src.selection, src.fingerprint.max_id)
+            ints = decisions_frame(db, src.selection, src.fingerprint.max_id,
+                                   episodes["episode_id"].to_numpy())
         finally:
             db.conn.close()
         extra = tuple(c for c in DECISION_KEYS if c not in _DECISION_EPISODE_COLS)
