@@ -32,7 +32,6 @@ import numpy as np
 import pandas as pd
 
 from analysis.arms import ArmKey, Grouping, regime_order
-from analysis.decisions import arm_groups
 from analysis.rows import Row, Table, interval_row
 from analysis.stats import N_BOOT, Interval, bootstrap_intervals, safe_ratio
 
@@ -198,12 +197,14 @@ def budget_groups(episodes: pd.DataFrame, grouping: Grouping | None = None
         (key with budget 0, {budget: (ArmKey, episodes)}) for groups with two or more
         budgets, in a stable order.
     """
-    buckets: dict[ArmKey, dict[int, tuple[ArmKey, pd.DataFrame]]] = {}
-    for key, ep in arm_groups(episodes, grouping):
-        buckets.setdefault(replace(key, budget=0), {})[key.budget] = (key, ep)
+    keys, code = (grouping or Grouping()).codes(episodes)
+    buckets: dict[ArmKey, dict[int, int]] = {}
+    for g, key in enumerate(keys):
+        buckets.setdefault(replace(key, budget=0), {})[key.budget] = g
     for key, by_budget in buckets.items():
-        if len(by_budget) > 1:
-            yield key, by_budget
+        if len(by_budget) > 1:  # only these groups' episodes are taken out of the frame
+            yield key, {budget: (keys[g], episodes.iloc[np.flatnonzero(code == g)])
+                        for budget, g in by_budget.items()}
 
 
 def _merged(a: ArmKey, b: ArmKey) -> ArmKey:

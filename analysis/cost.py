@@ -38,7 +38,13 @@ from analysis.decisions import arm_groups
 from analysis.dissociation import DISSOCIATION_RUN, dissociation
 from analysis.rows import Row, Table, interval_row, make_row
 from analysis.stats import N_BOOT, Interval, bootstrap_intervals
-from analysis.success import MEAN6_LABEL, question_matrix, regime_means
+from analysis.success import (
+    MEAN6_LABEL,
+    QuestionMatrix,
+    resample_means,
+    group_question_matrices,
+    question_matrix,
+)
 from core.conditions import LAMBDA, Condition, condition_from_spec, parse_condition
 from core.regimes import MEAN6
 
@@ -149,23 +155,41 @@ def own_calls(episodes: pd.DataFrame) -> pd.Series:
         Integer Series aligned with `episodes`: per `own_call_column` of its condition
         (a frame without that column falls back to ``extra_calls``), else 0.
     """
-    columns = _condition_map(episodes, own_call_column)
-    extra = episodes["extra_calls"].astype(np.int64)
-    out = pd.Series(0, index=episodes.index, dtype=np.int64)
-    for column in {c for c in columns if c is not None}:
-        mask = (columns == column).to_numpy()
-        values = episodes[column].astype(np.int64) if column in episodes else extra
+    codes, conditions = _conditions(episodes)
+    extra = episodes["extra_calls"].to_numpy(dtype=np.int64)
+    out = np.zeros(len(episodes), dtype=np.int64)
+    for k, condition in enumerate(conditions):
+        column = own_call_column(condition)
+        if column is None:
+            continue
+        mask = codes == k
+        values = episodes[column].to_numpy(dtype=np.int64) if column in episodes else extra
         out[mask] = values[mask]
-    return out
+    return pd.Series(out, index=episodes.index)
+
+
+def _conditions(episodes: pd.DataFrame) -> tuple[np.ndarray, list[Condition]]:
+    """Each episode's index among the distinct (spec, name) pairs, and their conditions
+    (each parsed once)."""
+    names, name_values = pd.factorize(episodes["condition"], use_na_sentinel=False)
+    if "condition_spec" in episodes:
+        specs, spec_values = pd.factorize(episodes["condition_spec"], use_na_sentinel=False)
+    else:
+        specs, spec_values = np.zeros(len(episodes), dtype=np.int64), np.array([None])
+    n_names = max(len(name_values), 1)
+    codes, pairs = pd.factorize(specs.astype(np.int64) * n_names + names)
+    conditions = [_condition(spec_values[spec], name_values[name])
+                  for spec, name in (divmod(int(p), n_names) for p in pairs)]
+    return codes.astype(np.int64), conditions
 
 
 def _condition_map(episodes: pd.DataFrame, fn: Callable[[Condition], Any]) -> pd.Series:
     """`fn(condition)` per episode, computed once per distinct (spec, name)."""
-    specs = (episodes["condition_spec"] if "condition_spec" in episodes
-             else pd.Series(None, index=episodes.index, dtype=object))
-    keys = pd.Series(list(zip(specs, episodes["condition"])), index=episodes.index)
-    values = {key: fn(_condition(*key)) for key in set(keys)}
-    return keys.map(values).astype(object)
+    codes, conditions = _conditions(episodes)
+    values = np.empty(len(conditions), dtype=object)
+    for k, condition in enumerate(conditions):
+        values[k] = fn(condition)
+    return pd.Series(values[codes], index=episodes.index, dtype=object)
 
 
 def charged_cost(episodes: pd.DataFrame, lam: float, own: bool = True) -> pd.Series:
@@ -183,6 +207,11 @@ def charged_cost(episodes: pd.DataFrame, lam: float, own: bool = True) -> pd.Ser
         Float Series aligned with `episodes`.
     """
     calls = (charged_calls(episodes) if own else episodes["tool_calls"].astype(np.int64))
+    return _charged_cost(episodes, lam, calls)
+
+
+def _charged_cost(episodes: pd.DataFrame, lam: float, calls: pd.Series) -> pd.Series:
+    """`charged_cost` given the calls charged at λ (before the backup price)."""
     if "backup_calls" not in episodes or episodes.empty:
         return lam * calls.astype(float)
     backup = episodes["backup_calls"].fillna(0).astype(float)
@@ -233,11 +262,18 @@ def charged_tokens(episodes: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
     Returns:
         (input tokens, output tokens), float Series aligned with `episodes`.
     """
+    return _charged_tokens(episodes, measurement_calls)
+
+
+def _charged_tokens(episodes: pd.DataFrame, measure: Callable[[pd.DataFrame], pd.Series]
+                    ) -> tuple[pd.Series, pd.Series]:
+    """`charged_tokens` with the measurement calls from `measure` (asked only when the
+    frame has the acting columns)."""
     tin = episodes["input_tokens"].astype(float)
     tout = episodes["output_tokens"].astype(float)
     if "acting_input_tokens" not in episodes or episodes.empty:
         return tin, tout
-    measuring = (measurement_calls(episodes) > 0).to_numpy()
+    measuring = (measure(episodes) > 0).to_numpy()
     tin = tin.where(~measuring, episodes["acting_input_tokens"].astype(float))
     tout = tout.where(~measuring, episodes["acting_output_tokens"].astype(float))
     return tin, tout
@@ -258,9 +294,44 @@ def tpc(episodes: pd.DataFrame) -> float:
     if episodes.empty:
         return math.nan
     tin, tout = charged_tokens(episodes)
-    cost = tout.sum() + TPC_INPUT * tin.sum() + TPC_CALL * episodes["tool_calls"].sum()
-    correct = episodes["correct"].sum()
-    return float(cost / correct) if correct else math.inf
+    return _tpc(tin, tout, episodes["tool_calls"], episodes["correct"])
+
+
+def _tpc(tin: pd.Series, tout: pd.Series, tool_calls: pd.Series, correct: pd.Series) -> float:
+    """`tpc` from the charged tokens, tool calls and correctness of some episodes."""
+    cost = tout.sum() + TPC_INPUT * tin.sum() + TPC_CALL * tool_calls.sum()
+    right = correct.sum()
+    return float(cost / right) if right else math.inf
+
+
+_COLUMNS = ("answered", "answer_action", "budget", "correct", "tool_calls", "extra_calls",
+            "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
+            "cost_usd")
+"""Episode columns `stopping_cost` reads (besides the condition and question/regime)."""
+
+
+def _cost_frame(episodes: pd.DataFrame, lam: float) -> tuple[pd.DataFrame, list[pd.Series]]:
+    """The per-episode quantities behind `stopping_cost`, each derived once for a frame.
+
+    Args:
+        episodes: error-free episodes (any number of groups).
+        lam: price per call.
+
+    Returns:
+        (frame of `_COLUMNS` present plus own, measure, tin, tout: aligned with
+        `episodes`; the value columns whose question matrices give success, utility
+        and utility with all calls).
+    """
+    own = own_calls(episodes)
+    tool = episodes["tool_calls"].astype(np.int64)
+    measure = episodes["extra_calls"].astype(np.int64) - own
+    tin, tout = _charged_tokens(episodes, lambda _: measure)
+    frame = pd.DataFrame({c: episodes[c] for c in _COLUMNS if c in episodes})
+    frame = frame.assign(own=own, measure=measure, tin=tin, tout=tout)
+    correct = episodes["correct"].astype(float)
+    values = [correct, correct - _charged_cost(episodes, lam, tool),
+              correct - _charged_cost(episodes, lam, tool + own)]
+    return frame, values
 
 
 def stopping_cost(episodes: pd.DataFrame, lam: float = LAMBDA, n_boot: int = N_BOOT,
@@ -276,20 +347,25 @@ def stopping_cost(episodes: pd.DataFrame, lam: float = LAMBDA, n_boot: int = N_B
     Returns:
         The StoppingCost.
     """
-    ep = episodes
+    frame, values = _cost_frame(episodes, lam)
+    mats = [question_matrix(episodes, v) for v in values]
+    return _stopping_cost(frame, mats, lam, n_boot, seed)
+
+
+def _stopping_cost(ep: pd.DataFrame, mats: list[QuestionMatrix], lam: float, n_boot: int,
+                   seed: int) -> StoppingCost:
+    """`stopping_cost` of one arm from its rows of `_cost_frame` and the question
+    matrices of its success, utility and utility with all calls."""
     answered = ep.loc[ep["answered"].astype(bool)]
     actions = answered["answer_action"].to_numpy(dtype=float)
     final = (answered["answer_action"] >= answered["budget"]).to_numpy()
-    scope = MEAN6_LABEL if set(MEAN6) <= set(ep["regime"]) else "all"
-    correct = ep["correct"].astype(float)
+    scope = MEAN6_LABEL if set(MEAN6) <= set(mats[0].regimes) else "all"
     tool = ep["tool_calls"].astype(float)
-    own, measure = own_calls(ep).astype(float), measurement_calls(ep).astype(float)
-    mats = [question_matrix(ep, col) for col in
-            (correct, correct - charged_cost(ep, lam, own=False), correct - charged_cost(ep, lam))]
+    own, measure = ep["own"].astype(float), ep["measure"].astype(float)
     n_q = len(mats[0].questions)
 
     def stat(w: np.ndarray) -> np.ndarray:
-        return np.column_stack([regime_means(m, w, scope)[:, -1] for m in mats])
+        return np.column_stack([resample_means(m, w, scope)[:, -1] for m in mats])
 
     success, utility, utility_all = bootstrap_intervals(stat, n_q, n_boot, seed)
     n = len(ep)
@@ -301,8 +377,9 @@ def stopping_cost(episodes: pd.DataFrame, lam: float = LAMBDA, n_boot: int = N_B
         float(ep["input_tokens"].mean()) if n else math.nan,
         float(ep["output_tokens"].mean()) if n else math.nan,
         _mean(ep, "cache_read_tokens"), _mean(ep, "cache_write_tokens"),
-        float(ep["cost_usd"].sum()), tpc(ep), "mean6" if scope == MEAN6_LABEL else "all regimes",
-        lam)
+        float(ep["cost_usd"].sum()),
+        _tpc(ep["tin"], ep["tout"], ep["tool_calls"], ep["correct"]) if n else math.nan,
+        "mean6" if scope == MEAN6_LABEL else "all regimes", lam)
 
 
 def _mean(episodes: pd.DataFrame, column: str) -> float:
@@ -327,6 +404,33 @@ def answer_actions(episodes: pd.DataFrame) -> tuple[tuple[int, int], ...]:
     acts = episodes.loc[episodes["answered"].astype(bool), "answer_action"].astype(int)
     counts = np.bincount(acts.to_numpy(), minlength=top + 1)
     return tuple((a, int(counts[a])) for a in range(1, len(counts)))
+
+
+def group_answer_actions(episodes: pd.DataFrame, grouping: Grouping | None = None
+                         ) -> tuple[tuple[tuple[ArmKey, tuple[tuple[int, int], ...]], ...],
+                                    tuple[int, ...]]:
+    """`answer_actions` and the episode count of every group of the cost table (split by
+    regime family), without taking each group out of the frame.
+
+    Args:
+        episodes: error-free episodes.
+        grouping: what rows pool and the errored episodes they count.
+
+    Returns:
+        (((group, answer_actions), …), (episodes per group, …)), in `arm_groups` order.
+    """
+    arms, code = (grouping or Grouping()).codes(episodes, families=True)
+    sizes = np.bincount(code, minlength=len(arms)) if len(arms) else np.zeros(0, np.int64)
+    tops = np.full(len(arms), -1, dtype=np.int64)
+    np.maximum.at(tops, code, episodes["budget"].to_numpy(dtype=np.int64))
+    answered = episodes["answered"].astype(bool).to_numpy()
+    acts = episodes["answer_action"].to_numpy()[answered].astype(int)
+    where = code[answered]
+    actions = []
+    for g, arm in enumerate(arms):
+        counts = np.bincount(acts[where == g], minlength=int(tops[g]) + 1)
+        actions.append((arm, tuple((a, int(counts[a])) for a in range(1, len(counts)))))
+    return tuple(actions), tuple(int(n) for n in sizes)
 
 
 @dataclass(frozen=True)
@@ -417,8 +521,15 @@ def cost_table(episodes: pd.DataFrame, lam: float = LAMBDA, n_boot: int = N_BOOT
     """
     rows: list[Row] = []
     grouping = grouping or Grouping()
-    for arm, ep in arm_groups(episodes, grouping, families=True):
-        c = stopping_cost(ep, lam, n_boot, seed)
+    arms, code = grouping.codes(episodes, families=True)
+    frame, values = _cost_frame(episodes, lam)
+    mats = group_question_matrices(episodes, code, len(arms), values)
+    order = np.argsort(code, kind="stable")
+    bounds = np.searchsorted(code[order], np.arange(len(arms) + 1))
+    frame = frame.iloc[order]
+    for g, arm in enumerate(arms):
+        c = _stopping_cost(frame.iloc[bounds[g]:bounds[g + 1]], list(mats[g]), lam, n_boot,
+                           seed)
 
         def row(measure: str, value: float, n: int, unit: str = "episodes",
                 arm: ArmKey = arm) -> Row:

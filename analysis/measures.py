@@ -19,8 +19,7 @@ from analysis.arms import ArmKey, Grouping
 from analysis.blas import single_thread
 from analysis.budgets import budget_table
 from analysis.cache import ResultsCache
-from analysis.cost import answer_actions, cost_table
-from analysis.decisions import arm_groups
+from analysis.cost import cost_table, group_answer_actions
 from analysis.frames import Frames, frames_from, load_frames  # noqa: F401  (re-exported)
 from analysis.delta import delta_table
 from analysis.judgments import frame_counts, judgments_table
@@ -154,9 +153,7 @@ def _compute_one(frames: Frames, name: str, grouping: Grouping, n_boot: int,
         curves = _curves(table)
     elif name == "cost":
         tables.append(cost_table(ep, lam, n_boot, seed, grouping))
-        groups = list(arm_groups(ep, grouping, families=True))
-        actions = tuple((a, answer_actions(g)) for a, g in groups)
-        counts = tuple(len(g) for _, g in groups)
+        actions, counts = group_answer_actions(ep, grouping)
     elif name == "judgments":
         tables.append(judgments_table(frame_counts(frames), dec, ep, grouping))
     elif name == "budgets":

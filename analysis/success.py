@@ -16,7 +16,6 @@ import numpy as np
 import pandas as pd
 
 from analysis.arms import Grouping
-from analysis.decisions import arm_groups
 from analysis.rows import Row, Table, interval_row
 from analysis.stats import N_BOOT, Interval, bootstrap_intervals, holm, noninferior, safe_ratio
 from core.regimes import MEAN6
@@ -81,6 +80,87 @@ def question_matrix(episodes: pd.DataFrame, column: pd.Series | str = "correct",
     return QuestionMatrix(qs, rs, np.nan_to_num(means.to_numpy(dtype=float)), present)
 
 
+def group_question_matrices(episodes: pd.DataFrame, code: np.ndarray, n_groups: int,
+                            columns: Sequence[pd.Series | np.ndarray]
+                            ) -> list[tuple[QuestionMatrix, ...]]:
+    """`question_matrix` of several columns for every group, in one grouped pass.
+
+    One groupby over (group, question, regime) averages each cell's episodes in
+    their frame order, the arithmetic `question_matrix` applies to a group's own
+    frame, so every matrix equals `question_matrix(group episodes, column)` to the
+    last digit.
+
+    Args:
+        episodes: episodes of every group.
+        code: group code per episode (`analysis.arms.Grouping.codes`; -1: in no group).
+        n_groups: number of groups.
+        columns: value columns aligned with `episodes`.
+
+    Returns:
+        Per group, one QuestionMatrix per column (questions sorted, regimes in
+        `regime_order`).
+    """
+    keep = code >= 0
+    q_names, q_code = _sorted_codes(episodes["question_id"], keep)
+    r_names, r_code = _sorted_codes(episodes["regime"], keep)
+    n_q, n_r = len(q_names), len(r_names)
+    cell = (code[keep] * n_q + q_code) * n_r + r_code
+    frame = pd.DataFrame({i: np.asarray(c, dtype=float)[keep] for i, c in enumerate(columns)})
+    means = frame.groupby(cell, sort=True).mean()
+    cells = means.index.to_numpy(dtype=np.int64)
+    values = means.to_numpy(dtype=float)
+    c_group, rest = np.divmod(cells, n_q * n_r)
+    c_q, c_r = np.divmod(rest, n_r)
+    bounds = np.searchsorted(c_group, np.arange(n_groups + 1))
+    all_regimes = regime_order(r_names.tolist())
+    rank = {r: i for i, r in enumerate(all_regimes)}
+    r_rank = np.array([rank[r] for r in r_names.tolist()], dtype=np.int64)
+    out: list[tuple[QuestionMatrix, ...]] = []
+    for g in range(n_groups):
+        part = slice(bounds[g], bounds[g + 1])
+        qs, qi = np.unique(c_q[part], return_inverse=True)
+        rs, ri = np.unique(r_rank[c_r[part]], return_inverse=True)
+        order = tuple(all_regimes[k] for k in rs)
+        questions = tuple(q_names[qs].tolist())
+        mats = []
+        for j in range(values.shape[1]):
+            grid = np.full((len(qs), len(rs)), np.nan)
+            grid[qi, ri] = values[part, j]
+            mats.append(QuestionMatrix(questions, order, np.nan_to_num(grid), ~np.isnan(grid)))
+        out.append(tuple(mats))
+    return out
+
+
+def _sorted_codes(values: pd.Series, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct values as strings in sorted order, and each kept row's index among them."""
+    codes, uniques = pd.factorize(values, use_na_sentinel=False)
+    names = np.array([str(u) for u in uniques], dtype=object)
+    merged, rank = np.unique(names, return_inverse=True)
+    return merged, rank[codes[keep]]
+
+
+def restrict(m: QuestionMatrix, questions: Sequence[str], regimes: Sequence[str]
+             ) -> QuestionMatrix:
+    """The matrix on other questions and regimes (0 and absent where `m` has none).
+
+    Args:
+        m: a question matrix.
+        questions: row order.
+        regimes: column order.
+
+    Returns:
+        The QuestionMatrix `question_matrix` would give with these questions and regimes.
+    """
+    qi = pd.Index(m.questions).get_indexer(list(questions))
+    ri = pd.Index(m.regimes).get_indexer(list(regimes))
+    value = np.zeros((len(qi), len(ri)))
+    present = np.zeros((len(qi), len(ri)), dtype=bool)
+    rows, cols = np.flatnonzero(qi >= 0), np.flatnonzero(ri >= 0)
+    value[np.ix_(rows, cols)] = m.value[np.ix_(qi[rows], ri[cols])]
+    present[np.ix_(rows, cols)] = m.present[np.ix_(qi[rows], ri[cols])]
+    return QuestionMatrix(tuple(questions), tuple(regimes), value, present)
+
+
 def regime_means(m: QuestionMatrix, weights: np.ndarray, scope: str = MEAN6_LABEL
                  ) -> np.ndarray:
     """Per-regime means and their overall mean under question weights.
@@ -94,8 +174,37 @@ def regime_means(m: QuestionMatrix, weights: np.ndarray, scope: str = MEAN6_LABE
     Returns:
         (b, regimes + 1) array: one column per regime, then the overall mean.
     """
+    return _regime_means(m, weights, scope, weights @ m.present.astype(float))
+
+
+def resample_means(m: QuestionMatrix, weights: np.ndarray, scope: str = MEAN6_LABEL
+                   ) -> np.ndarray:
+    """`regime_means` under resample counts: whole numbers, each row summing to the
+    number of questions (every batch of `analysis.stats.resample_weights`, and the
+    all-ones row of the point estimate).
+
+    A regime's weight total ``weights @ present`` is then a sum of whole numbers,
+    exact in any order, and where every question ran in the regime it is that row
+    sum, the number of questions: one product per batch instead of two, the same
+    numbers to the last digit.
+
+    Args:
+        m: the question matrix.
+        weights: (b, questions) resample counts.
+        scope: as for `regime_means`.
+
+    Returns:
+        `regime_means(m, weights, scope)`.
+    """
+    if not m.present.all():
+        return regime_means(m, weights, scope)
+    return _regime_means(m, weights, scope, np.array(float(len(m.questions))))
+
+
+def _regime_means(m: QuestionMatrix, weights: np.ndarray, scope: str, den: np.ndarray
+                  ) -> np.ndarray:
+    """`regime_means` given each regime's weight total `den` (broadcast to the means)."""
     num = weights @ (m.value * m.present)
-    den = weights @ m.present.astype(float)
     per = safe_ratio(num, den)
     if scope == MEAN6_LABEL:
         cols = [m.regimes.index(r) for r in MEAN6 if r in m.regimes]
@@ -119,8 +228,13 @@ def success_by_regime(episodes: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 
         ((regime, Interval), …, ("mean6", Interval)); mean6 is NaN unless the arm ran
         all six mean6 regimes.
     """
-    m = question_matrix(episodes)
-    res = bootstrap_intervals(lambda w: regime_means(m, w), len(m.questions), n_boot, seed)
+    return _regime_intervals(question_matrix(episodes), n_boot, seed)
+
+
+def _regime_intervals(m: QuestionMatrix, n_boot: int, seed: int
+                      ) -> tuple[tuple[str, Interval], ...]:
+    """`success_by_regime` from the arm's question matrix."""
+    res = bootstrap_intervals(lambda w: resample_means(m, w), len(m.questions), n_boot, seed)
     return tuple(zip((*m.regimes, MEAN6_LABEL), res))
 
 
@@ -140,28 +254,14 @@ def paired_success(a: pd.DataFrame, b: pd.DataFrame, n_boot: int = N_BOOT, seed:
     Returns:
         ((regime, Interval), …, ("mean6", Interval)) over the regimes both ran.
     """
-    common = sorted(set(a["question_id"].astype(str)) & set(b["question_id"].astype(str)))
-    regimes = regime_order(sorted(set(a["regime"]) & set(b["regime"])))
-    ma = question_matrix(a, questions=common, regimes=regimes)
-    mb = question_matrix(b, questions=common, regimes=regimes)
-
-    def stat(w: np.ndarray) -> np.ndarray:
-        return regime_means(ma, w) - regime_means(mb, w)
-
-    res = bootstrap_intervals(stat, len(common), n_boot, seed, with_p=True)
-    return tuple(zip((*regimes, MEAN6_LABEL), res))
+    return paired_matrices([(question_matrix(a), question_matrix(b), 0)], n_boot, seed)[0]
 
 
 def paired_differences(pairs: Sequence[tuple[pd.DataFrame, pd.DataFrame]],
                        n_boot: int = N_BOOT, seed: int = 0
                        ) -> list[tuple[tuple[str, Interval], ...]]:
-    """`paired_success` of many (arm, reference) pairs, the pairs that share a reference,
-    questions and regimes resampled together.
-
-    Such pairs see the same resample weights anyway (they depend only on the number
-    of questions and the seed); here each weight batch is drawn once for all of them
-    and the reference's means are computed once per batch, so the numbers are those
-    of `paired_success`, pair by pair, to the last digit.
+    """`paired_success` of many (arm, reference) pairs, the pairs that share a reference
+    (the same frame object) resampled together (`paired_matrices`).
 
     Args:
         pairs: (arm episodes, reference episodes) per pair.
@@ -171,21 +271,49 @@ def paired_differences(pairs: Sequence[tuple[pd.DataFrame, pd.DataFrame]],
     Returns:
         One `paired_success` result per pair, in order.
     """
-    batches: dict[tuple[int, tuple[str, ...], tuple[str, ...]], list[int]] = {}
-    for i, (a, b) in enumerate(pairs):
-        common = tuple(sorted(set(a["question_id"].astype(str))
-                              & set(b["question_id"].astype(str))))
-        regimes = regime_order(sorted(set(a["regime"]) & set(b["regime"])))
-        batches.setdefault((id(b), common, regimes), []).append(i)
+    refs: dict[int, QuestionMatrix] = {}
+    for _, b in pairs:
+        if id(b) not in refs:
+            refs[id(b)] = question_matrix(b)
+    return paired_matrices([(question_matrix(a), refs[id(b)], id(b)) for a, b in pairs],
+                           n_boot, seed)
+
+
+def paired_matrices(pairs: Sequence[tuple[QuestionMatrix, QuestionMatrix, object]],
+                    n_boot: int = N_BOOT, seed: int = 0
+                    ) -> list[tuple[tuple[str, Interval], ...]]:
+    """`paired_success` from question matrices: each pair on the questions both ran
+    (sorted) and the regimes both ran (`regime_order`).
+
+    Pairs with the same reference, questions and regimes see the same resample
+    weights anyway (they depend only on the number of questions and the seed); here
+    each weight batch is used once for all of them and the reference's means are
+    computed once per batch, so the numbers are those of `paired_success`, pair by
+    pair, to the last digit.
+
+    Args:
+        pairs: (arm matrix, reference matrix, reference identity) per pair; the
+            identity (any hashable) tells which pairs share a reference.
+        n_boot: question-level resamples.
+        seed: bootstrap seed.
+
+    Returns:
+        One ((regime, Interval), …, ("mean6", Interval)) per pair, in order.
+    """
+    batches: dict[tuple[object, tuple[str, ...], tuple[str, ...]], list[int]] = {}
+    for i, (ma, mb, ref) in enumerate(pairs):
+        common = tuple(sorted(set(ma.questions) & set(mb.questions)))
+        regimes = regime_order(set(ma.regimes) & set(mb.regimes))
+        batches.setdefault((ref, common, regimes), []).append(i)
     out: list[tuple[tuple[str, Interval], ...]] = [()] * len(pairs)
     for (_, common, regimes), members in batches.items():
-        mb = question_matrix(pairs[members[0]][1], questions=common, regimes=regimes)
-        mas = [question_matrix(pairs[i][0], questions=common, regimes=regimes) for i in members]
+        mb = restrict(pairs[members[0]][1], common, regimes)
+        mas = [restrict(pairs[i][0], common, regimes) for i in members]
 
         def stat(w: np.ndarray, mb: QuestionMatrix = mb,
                  mas: list[QuestionMatrix] = mas) -> np.ndarray:
-            ref = regime_means(mb, w)
-            return np.column_stack([regime_means(ma, w) - ref for ma in mas])
+            ref = resample_means(mb, w)
+            return np.column_stack([resample_means(ma, w) - ref for ma in mas])
 
         res = bootstrap_intervals(stat, len(common), n_boot, seed, with_p=True)
         width = len(regimes) + 1
@@ -217,8 +345,10 @@ def success_table(episodes: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0,
     """
     grouping = grouping or Grouping()
     rows: list[Row] = []
-    for arm, ep in arm_groups(episodes, grouping):
-        for regime, iv in success_by_regime(ep, n_boot, seed):
+    keys, code = grouping.codes(episodes)
+    mats = group_question_matrices(episodes, code, len(keys), [episodes["correct"]])
+    for arm, (m,) in zip(keys, mats):
+        for regime, iv in _regime_intervals(m, n_boot, seed):
             rows.append(interval_row(arm, "success", iv, regime,
                                      regimes=_covers(regime, arm.regimes)))
     notes = (("Share of questions answered correctly (F1 ≥ threshold), raw; mean6 = equal-weight "
@@ -251,14 +381,16 @@ def paired_table(episodes: pd.DataFrame, reference: str = REFERENCE, n_boot: int
         Table "paired" (empty when no group has `reference` and another arm).
     """
     grouping = grouping or Grouping()
-    groups = list(arm_groups(episodes, grouping))
-    refs = {k.pair_key(): (k, ep) for k, ep in groups if k.arm == reference}
-    pairs = [(arm, ep, refs[arm.pair_key()]) for arm, ep in groups
+    arms, code = grouping.codes(episodes)
+    mats = [m for (m,) in group_question_matrices(episodes, code, len(arms),
+                                                  [episodes["correct"]])]
+    refs = {k.pair_key(): i for i, k in enumerate(arms) if k.arm == reference}
+    pairs = [(arm, i, refs[arm.pair_key()]) for i, arm in enumerate(arms)
              if arm.arm != reference and arm.pair_key() in refs]
-    differences = paired_differences([(ep, ref_ep) for _, ep, (_, ref_ep) in pairs], n_boot,
-                                     seed)
+    differences = paired_matrices([(mats[i], mats[r], r) for _, i, r in pairs], n_boot, seed)
     raw: list[Row] = []
-    for (arm, _, (ref_key, _)), intervals in zip(pairs, differences):
+    for (arm, _, r), intervals in zip(pairs, differences):
+        ref_key = arms[r]
         for scope, iv in intervals:
             ni = noninferior(iv, margin)
             detail = "" if ni is None else f"NI({margin:+.2f}) {'yes' if ni else 'no'}"
@@ -271,9 +403,10 @@ def paired_table(episodes: pd.DataFrame, reference: str = REFERENCE, n_boot: int
         return (r.label, r.budget, r.scope, r.dataset, r.question_set, r.runs, r.seeds,
                 r.replicates)
 
-    keys = sorted({hypothesis(r) for r in raw}, key=str)
-    for key in keys:
-        idx = [i for i, r in enumerate(raw) if hypothesis(r) == key]
+    families: dict[tuple[object, ...], list[int]] = {}
+    for i, r in enumerate(raw):
+        families.setdefault(hypothesis(r), []).append(i)
+    for idx in families.values():
         for i, p in zip(idx, holm([raw[i].p for i in idx])):
             adjusted[i] = p
     rows = tuple(replace(r, p_holm=adjusted.get(i, math.nan)) for i, r in enumerate(raw))

@@ -1,0 +1,128 @@
+"""Tables that compute every group in one pass give each group's own numbers, to the last
+digit: per-group question matrices, resample means, column summaries, the cost table and
+the answer actions against the per-group functions they replace."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis.arms import Grouping
+from analysis.cost import answer_actions, cost_table, group_answer_actions, stopping_cost
+from analysis.decisions import arm_groups
+from analysis.stats import bootstrap, resample_weights, summarize, summarize_columns
+from analysis.success import (
+    group_question_matrices,
+    paired_success,
+    paired_table,
+    question_matrix,
+    regime_means,
+    resample_means,
+    success_by_regime,
+    success_table,
+)
+from core.regimes import MEAN6
+
+REGIMES = (*MEAN6, "plausible")
+
+
+def episodes(n: int = 900, seed: int = 0) -> pd.DataFrame:
+    """Random episodes of three models × three arms, some cells missing."""
+    rng = np.random.default_rng(seed)
+    conditions = np.array(["none", "enforced_rule:k=3", "none:judge=true"])
+    answered = rng.random(n) < 0.8
+    frame = pd.DataFrame({
+        "episode_id": np.arange(n), "model": rng.choice(["m1", "m2", "m3"], n),
+        "condition": conditions[rng.integers(0, 3, n)], "budget": 8,
+        "regime": np.array(REGIMES)[rng.integers(0, len(REGIMES), n)],
+        "seed": rng.integers(0, 2, n), "question_id": rng.integers(0, 12, n).astype(str),
+        "correct": rng.integers(0, 2, n), "answered": answered.astype(int),
+        "answer_action": np.where(answered, rng.integers(1, 9, n), np.nan),
+        "tool_calls": rng.integers(0, 9, n), "extra_calls": rng.integers(0, 5, n),
+        "input_tokens": rng.integers(100, 5000, n), "output_tokens": rng.integers(10, 500, n),
+        "cost_usd": rng.random(n) / 7})
+    return frame.sample(frac=1, random_state=seed).reset_index(drop=True)
+
+
+@pytest.mark.parametrize("pool", [(), ("seeds",)])
+def test_group_matrices_equal_each_groups_own(pool):
+    ep = episodes()
+    value = ep["correct"] - 0.05 * ep["tool_calls"] + ep["cost_usd"]
+    value[::17] = np.nan  # a cell whose episodes are all undefined is absent
+    keys, code = Grouping(pool).codes(ep)
+    mats = group_question_matrices(ep, code, len(keys), [ep["correct"], value])
+    subs = list(arm_groups(ep, Grouping(pool)))
+    assert [k for k, _ in subs] == keys
+    for (_, sub), got in zip(subs, mats):
+        for column, m in zip(("correct", value.loc[sub.index]), got):
+            want = question_matrix(sub, column)
+            assert (want.questions, want.regimes) == (m.questions, m.regimes)
+            assert np.array_equal(want.value, m.value) and np.array_equal(want.present, m.present)
+
+
+def test_resample_means_equal_regime_means_bit_for_bit():
+    ep = episodes(seed=1)
+    m = question_matrix(ep, ep["correct"] - 0.05 * ep["tool_calls"])
+    assert m.present.all()
+    for w in [np.ones((1, len(m.questions))), *resample_weights(len(m.questions), 600, 3)]:
+        for scope in ("mean6", "all"):
+            assert np.array_equal(resample_means(m, w, scope), regime_means(m, w, scope),
+                                  equal_nan=True)
+
+
+def test_summarize_columns_equal_summarize_per_column():
+    rng = np.random.default_rng(2)
+
+    def stat(w: np.ndarray) -> np.ndarray:
+        x = w @ rng.random((9, 4)) - 4.5
+        x[:, 1] = np.where(w[:, 0] > 1, np.nan, x[:, 1])  # undefined in some resamples
+        x[:, 3] = np.nan  # never defined
+        return x
+
+    est, boot = bootstrap(stat, 9, 500, 4)
+    for with_p in (False, True):
+        got = summarize_columns(est, boot, 9, with_p)
+        want = tuple(summarize(float(est[k]), boot[:, k], 9, with_p) for k in range(4))
+        assert got == want
+        assert np.isnan(got[1].low) or got[1].n_boot < 500
+
+
+def test_success_and_paired_tables_equal_per_group_functions():
+    ep = episodes(seed=3)
+    groups = list(arm_groups(ep, Grouping()))
+    want = [(a.model, a.arm, r, iv.estimate, iv.low, iv.high) for a, sub in groups
+            for r, iv in success_by_regime(sub, 200, 0)]
+    got = [(r.model, r.arm, r.scope, r.estimate, r.ci_low, r.ci_high)
+           for r in success_table(ep, 200, 0).rows]
+    assert repr(got) == repr(want)
+    refs = {a.pair_key(): sub for a, sub in groups if a.arm == "none"}
+    want = [(a.model, a.arm, r, iv.estimate, iv.low, iv.high, iv.p) for a, sub in groups
+            if a.arm != "none" for r, iv in paired_success(sub, refs[a.pair_key()], 200, 0)]
+    got = [(r.model, r.arm, r.scope, r.estimate, r.ci_low, r.ci_high, r.p)
+           for r in paired_table(ep, n_boot=200).rows]
+    assert len(want) > 20 and repr(got) == repr(want)
+
+
+def test_cost_table_and_answer_actions_equal_per_group_functions():
+    ep = episodes(seed=4)
+    grouping = Grouping()
+    groups = list(arm_groups(ep, grouping, families=True))
+    rows = cost_table(ep, 0.05, 100, 0, grouping).rows
+    assert len(rows) == 15 * len(groups)
+    for i, (arm, sub) in enumerate(groups):
+        c = stopping_cost(sub, 0.05, 100, 0)
+        mine = {r.measure: r for r in rows[15 * i:15 * (i + 1)]}
+        assert {r.arm for r in mine.values()} == {arm.arm}
+        assert repr([mine[m].estimate for m in ("dollars", "TPC", "own calls", "input tokens",
+                                                "median action", "final share")]) == repr(
+            [c.dollars, c.tpc, c.own_calls, c.input_tokens, c.median_answer_action,
+             c.final_action_share])
+        for measure, iv in (("success", c.success), ("utility", c.utility),
+                            ("utility (all calls)", c.utility_all)):
+            r = mine[measure]
+            assert repr((r.estimate, r.ci_low, r.ci_high)) == repr((iv.estimate, iv.low,
+                                                                   iv.high))
+    actions, counts = group_answer_actions(ep, grouping)
+    assert actions == tuple((a, answer_actions(sub)) for a, sub in groups)
+    assert counts == tuple(len(sub) for _, sub in groups)
