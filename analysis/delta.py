@@ -100,13 +100,13 @@ def mh_contrast(question: pd.Series, stratum: pd.Series, in_a: np.ndarray,
         universe = np.asarray(clusters)
         q = pd.Categorical(kept, categories=universe).codes.astype(np.int64)
     s, s_values = codes(pd.Series(np.asarray(stratum)[keep]))
-    counts = _Counts.of(q, len(universe), s, len(s_values), in_a[keep], in_b[keep],
+    counts = Counts.of(q, len(universe), s, len(s_values), in_a[keep], in_b[keep],
                         np.asarray(answer, dtype=float)[keep], per_question, strata)
     return contrasts([counts], n_boot, seed)[0]
 
 
 @dataclass(frozen=True)
-class _Counts:
+class Counts:
     """One contrast before resampling: its decisions counted per question and stratum.
 
     Attributes:
@@ -130,14 +130,14 @@ class _Counts:
 
     @classmethod
     def of(cls, q: np.ndarray, n_q: int, s: np.ndarray, n_s: int, a: np.ndarray, b: np.ndarray,
-           y: np.ndarray, per_question: bool, strata: str) -> _Counts:
+           y: np.ndarray, per_question: bool, strata: str) -> Counts:
         """Count the kept decisions, given as cluster and stratum codes."""
         counts = cluster_sums(q, s, np.column_stack([a, a * y, b, b * y]), n_q, n_s)
         return cls(counts, per_question, strata, int(a.sum()), int(b.sum()),
                    int((a * y).sum()), int((b * y).sum()))
 
 
-def contrasts(items: Sequence[_Counts], n_boot: int = N_BOOT, seed: int = 0) -> list[Contrast]:
+def contrasts(items: Sequence[Counts], n_boot: int = N_BOOT, seed: int = 0) -> list[Contrast]:
     """The Contrasts of many counted contrasts, resampled together.
 
     Each contrast gets the interval it would get alone (same resample weights, same
@@ -240,7 +240,7 @@ class _Stratified:
         return out
 
 
-def _same_questions(items: Sequence[_Counts], n_q: int, n_boot: int,
+def _same_questions(items: Sequence[Counts], n_q: int, n_boot: int,
                     seed: int) -> list[Interval]:
     """`analysis.stats.bootstrap_intervals` of each item, all of them on `n_q` questions."""
     if n_q == 0:
@@ -351,7 +351,7 @@ class _Window:
         return self.regime == found[0] if found.size else np.zeros(len(self.regime), bool)
 
     def counts(self, in_a: np.ndarray, in_b: np.ndarray, stratum: str,
-               per_question: bool, strata: str) -> _Counts:
+               per_question: bool, strata: str) -> Counts:
         """The MH contrast (a) − (b) stratified by "t", "action" or "regime_action", counted.
 
         Strata are coded in the order of their text labels, as `mh_contrast` codes them.
@@ -369,7 +369,7 @@ class _Window:
                               dtype=object)
             s_values, label = np.unique(labels, return_inverse=True)
             s = label[pair]
-        return _Counts.of(self.q[keep], self.n_q, s.astype(np.int64), len(s_values), in_a[keep],
+        return Counts.of(self.q[keep], self.n_q, s.astype(np.int64), len(s_values), in_a[keep],
                           in_b[keep], self.answer[keep], per_question, strata)
 
 
@@ -404,7 +404,7 @@ def time_matched_contrast(dec: pd.DataFrame, judgments: str = "side_channel",
 
 
 def time_matched_counts(dec: pd.DataFrame | _Window, judgments: str = "side_channel",
-                        strata: str = "t") -> _Counts:
+                        strata: str = "t") -> Counts:
     """`time_matched_contrast` before resampling, for `contrasts` to resample with others.
 
     Args:
@@ -432,6 +432,25 @@ def time_matched_counts(dec: pd.DataFrame | _Window, judgments: str = "side_chan
     return w.counts(in_a, in_b, stratum, per_q, strata)
 
 
+def time_matched_counts_by_group(dec: pd.DataFrame, group: np.ndarray, n_groups: int,
+                                 judgments: str = "side_channel",
+                                 strata: str = "t") -> list[Counts]:
+    """`time_matched_counts` of every group of decision rows, the frame read once.
+
+    Args:
+        dec: decision table rows.
+        group: group code per row (0 … n_groups − 1).
+        n_groups: number of groups.
+        judgments: "side_channel" (recorded or replayed) or "stated".
+        strata: "t" (the definition), "question_action" or "regime_action".
+
+    Returns:
+        One counted contrast per group.
+    """
+    return [time_matched_counts(w, judgments, strata)
+            for w in _Window.split(dec, group, n_groups)]
+
+
 def design_contrast(dec: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0) -> Contrast:
     """Design-label contrast: persistent − late_onset_from_3 at the same action.
 
@@ -449,7 +468,7 @@ def design_contrast(dec: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0) -> C
     return contrasts([_design(_Window.of(dec))], n_boot, seed)[0]
 
 
-def _design(w: _Window) -> _Counts:
+def _design(w: _Window) -> Counts:
     return w.counts(w.in_regime(DESIGN_A), w.in_regime(DESIGN_B), "action", False, "action")
 
 
@@ -479,7 +498,7 @@ def delta_table(decisions: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0,
     """
     grouping = grouping or Grouping()
     # every group's contrasts are counted first, then resampled together
-    items: list[_Counts] = []
+    items: list[Counts] = []
     labels: list[tuple[ArmKey, str, str, list[str] | None]] = []
     keys, group = grouping.codes(decisions, families=True)
     for arm, window in zip(keys, _Window.split(decisions, group, len(keys))):

@@ -32,7 +32,12 @@ import pandas as pd
 
 from analysis.arms import Grouping
 from analysis.decisions import arm_groups
-from analysis.delta import Contrast, contrasts, time_matched_contrast, time_matched_counts
+from analysis.delta import (
+    Contrast,
+    contrasts,
+    time_matched_contrast,
+    time_matched_counts_by_group,
+)
 from analysis.rows import Row, Table, interval_row, make_row
 from analysis.stats import N_BOOT
 from core.conditions import ARMS
@@ -119,6 +124,8 @@ class _Exits:
     @classmethod
     def of(cls, steps: pd.DataFrame) -> _Exits:
         """The exits of a step frame."""
+        if steps.empty or "action" not in steps:
+            return cls(first_switches(steps), np.empty(0, dtype=np.int64), 1)
         st = steps
         if "discarded" in st:
             st = st.loc[~st["discarded"].fillna(0).astype(bool)]
@@ -229,16 +236,14 @@ def leaving_table(episodes: pd.DataFrame, steps: pd.DataFrame, decisions: pd.Dat
     groups = list(arm_groups(ep, grouping, families=True))
     # the two-source decisions are cut at the first switch once, then split by group
     # (each group's rows in their order) and every group's leaving Δ resampled together
-    group_of = pd.Series(np.repeat(np.arange(len(groups)), [len(g) for _, g in groups]),
-                         index=np.concatenate([g["episode_id"].to_numpy() for _, g in groups])
-                         if groups else np.empty(0, dtype=np.int64))
-    dec = decisions.loc[:, [c for c in _DECISION_COLUMNS if c in decisions]]
-    dec = exits.leaving(dec.loc[dec["episode_id"].isin(group_of.index)])
-    which = dec["episode_id"].map(group_of).to_numpy()
-    order = np.argsort(which, kind="stable")
-    bounds = np.searchsorted(which[order], np.arange(len(groups) + 1))
-    items = [time_matched_counts(dec.iloc[order[bounds[g]:bounds[g + 1]]])
-             for g in range(len(groups))]
+    items = []
+    if groups:
+        group_of = pd.Series(np.repeat(np.arange(len(groups)), [len(g) for _, g in groups]),
+                             index=np.concatenate([g["episode_id"].to_numpy() for _, g in groups]))
+        dec = decisions.loc[:, [c for c in _DECISION_COLUMNS if c in decisions]]
+        dec = exits.leaving(dec.loc[dec["episode_id"].isin(group_of.index)])
+        which = dec["episode_id"].map(group_of).to_numpy(dtype=np.int64)
+        items = time_matched_counts_by_group(dec, which, len(groups))
     rows: list[Row] = []
     for (arm, group), c in zip(groups, contrasts(items, n_boot, seed)):
         sw = _switching(group, exits.first)
