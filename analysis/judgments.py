@@ -11,12 +11,15 @@ the decision table, one pass for all groups. The definitions are those of
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import pandas as pd
 
 from analysis.arms import ArmKey, Grouping
 from analysis.cost import JUDGMENT_MEASURES, JudgmentRates, Rate
-from analysis.decisions import arm_groups, judgment_columns
+from analysis.decisions import judgment_columns
 from analysis.dissociation import DISSOCIATION_REGIME, DISSOCIATION_RUN
 from analysis.frames import Frames
 from analysis.rows import Row, Table, make_row
@@ -41,26 +44,40 @@ _NOTES = (("Side-channel judgments on observations (real: not failed by design; 
            "question counts once; a stated run is unknown after a silent observation)."))
 
 
-def frame_counts(frames: Frames) -> JudgmentCounts:
+def frame_counts(frames: Frames, parts: int | None = None) -> JudgmentCounts:
     """The judgment counts of the frames' error-free episodes.
 
-    Frames read from lab.db are counted by SQLite (no step is read into memory);
-    frames built in memory are counted from their observation steps.
+    Frames read from lab.db are counted by SQLite (no step is read into memory), in
+    `parts` ranges of episode ids at once, each on its own connection and thread
+    (SQLite runs them in parallel); frames built in memory are counted from their
+    observation steps.
 
     Args:
         frames: loaded frames.
+        parts: id ranges counted in parallel (default: one per CPU core, at most 4).
 
     Returns:
-        The JudgmentCounts.
+        The JudgmentCounts, ordered by episode id.
     """
     src = frames.source
     if src is None:
         return observation_counts(frames.observations)
-    db = src.connect()
-    try:
-        return judgment_counts(db, src.selection, src.fingerprint.max_id)
-    finally:
-        db.conn.close()
+    parts = parts or min(4, os.cpu_count() or 1)
+    ids = np.sort(frames.episodes["episode_id"].to_numpy(dtype=np.int64))
+    cuts = [int(ids[len(ids) * i // parts]) for i in range(1, parts) if len(ids)]
+    ranges = list(zip([None, *cuts], [*cuts, src.fingerprint.max_id]))
+
+    def count(bounds: tuple[int | None, int]) -> JudgmentCounts:
+        db = src.connect()
+        try:
+            return judgment_counts(db, src.selection, bounds[1], bounds[0])
+        finally:
+            db.conn.close()
+
+    with ThreadPoolExecutor(len(ranges)) as pool:
+        done = list(pool.map(count, ranges))
+    return JudgmentCounts(np.concatenate([d.episode_ids for d in done]),
+                          np.concatenate([d.counts for d in done]))
 
 
 def observation_counts(steps: pd.DataFrame) -> JudgmentCounts:
@@ -109,18 +126,6 @@ def observation_counts(steps: pd.DataFrame) -> JudgmentCounts:
     return JudgmentCounts(ids, counts)
 
 
-def _group_codes(episodes: pd.DataFrame, grouping: Grouping
-                 ) -> tuple[list[ArmKey], np.ndarray]:
-    """The groups (with regime families) in table order, and each episode row's group."""
-    keys: list[ArmKey] = []
-    codes = np.full(len(episodes), -1, dtype=np.int64)
-    frame = episodes.reset_index(drop=True)
-    for i, (key, sub) in enumerate(arm_groups(frame, grouping, families=True)):
-        keys.append(key)
-        codes[sub.index.to_numpy()] = i
-    return keys, codes
-
-
 def _episode_groups(episodes: pd.DataFrame, codes: np.ndarray, ids: np.ndarray) -> np.ndarray:
     """The group of each episode id (−1: not among `episodes`)."""
     known = episodes["episode_id"].to_numpy(dtype=np.int64)
@@ -132,25 +137,29 @@ def _episode_groups(episodes: pd.DataFrame, codes: np.ndarray, ids: np.ndarray) 
 
 
 def _dissociations(decisions: pd.DataFrame, episodes: pd.DataFrame, codes: np.ndarray,
-                   groups: int, judgments: str) -> tuple[np.ndarray, np.ndarray]:
-    """(answered, reached) per group: `analysis.dissociation.dissociation` of every
-    group at once (k = DISSOCIATION_RUN in DISSOCIATION_REGIME)."""
-    run_col = judgment_columns(judgments)[0]
+                   groups: int) -> dict[str, list[Rate]]:
+    """`analysis.dissociation.dissociation` of every group at once (k = DISSOCIATION_RUN
+    in DISSOCIATION_REGIME): per judgment source, the Rate (answered of reached) of
+    each group."""
     rows = decisions.loc[decisions["regime"] == DISSOCIATION_REGIME]
-    ids = rows["episode_id"].to_numpy(dtype=np.int64)
     action = rows["action"].to_numpy(dtype=np.int64)
     answer = rows["answer"].astype(bool).to_numpy()
-    reached = rows[run_col].to_numpy() >= DISSOCIATION_RUN
-    episode, inverse = np.unique(ids, return_inverse=True)
-    never = np.iinfo(np.int64).max
-    first = np.full(len(episode), never, dtype=np.int64)
-    np.minimum.at(first, inverse[reached], action[reached])
-    answered = np.zeros(len(episode), dtype=bool)
-    answered[inverse[answer & (action >= first[inverse])]] = True
+    episode, inverse = np.unique(rows["episode_id"].to_numpy(dtype=np.int64),
+                                 return_inverse=True)
     group = _episode_groups(episodes, codes, episode)
-    keep = (group >= 0) & (first < never)
-    return (np.bincount(group[keep & answered], minlength=groups),
-            np.bincount(group[keep], minlength=groups))
+    never = np.iinfo(np.int64).max
+    out: dict[str, list[Rate]] = {}
+    for judgments in ("side_channel", "stated"):
+        reached = rows[judgment_columns(judgments)[0]].to_numpy() >= DISSOCIATION_RUN
+        first = np.full(len(episode), never, dtype=np.int64)
+        np.minimum.at(first, inverse[reached], action[reached])
+        answered = np.zeros(len(episode), dtype=bool)
+        answered[inverse[answer & (action >= first[inverse])]] = True
+        keep = (group >= 0) & (first < never)
+        k = np.bincount(group[keep & answered], minlength=groups)
+        n = np.bincount(group[keep], minlength=groups)
+        out[judgments] = [Rate(int(a), int(b)) for a, b in zip(k, n)]
+    return out
 
 
 def group_rates(counts: JudgmentCounts, decisions: pd.DataFrame, episodes: pd.DataFrame,
@@ -167,20 +176,21 @@ def group_rates(counts: JudgmentCounts, decisions: pd.DataFrame, episodes: pd.Da
         (group, JudgmentRates) in table order; the same rates as
         `analysis.cost.judgment_rates` of each group's steps and decisions.
     """
-    keys, codes = _group_codes(episodes, grouping or Grouping())
+    keys, codes = (grouping or Grouping()).codes(episodes, families=True)
+    if not keys:
+        return []
     group = _episode_groups(episodes, codes, np.asarray(counts.episode_ids, dtype=np.int64))
     keep = group >= 0
     sums = np.zeros((len(keys), len(COUNTS)), dtype=np.int64)
     np.add.at(sums, group[keep], np.asarray(counts.counts, dtype=np.int64)[keep])
-    own = _dissociations(decisions, episodes, codes, len(keys), "side_channel")
-    said = _dissociations(decisions, episodes, codes, len(keys), "stated")
+    dissociated = _dissociations(decisions, episodes, codes, len(keys))
     out = []
     for i, key in enumerate(keys):
         c = dict(zip(COUNTS, (int(v) for v in sums[i])))
         rates = {field: Rate(c[k], c[n]) for field, k, n in _RATES}
         out.append((key, JudgmentRates(
-            **rates, dissociation=Rate(int(own[0][i]), int(own[1][i])),
-            stated_dissociation=Rate(int(said[0][i]), int(said[1][i])))))
+            **rates, dissociation=dissociated["side_channel"][i],
+            stated_dissociation=dissociated["stated"][i])))
     return out
 
 

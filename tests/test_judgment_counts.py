@@ -24,7 +24,7 @@ from core.models.registry import builtin_models, make_client
 from core.regimes import ForeignPool, parse_regime
 from core.runner import CellSpec, run_questions
 from core.store.frames import Selection, episodes_frame, steps_frame
-from core.store.judgment_counts import COUNTS, judgment_counts
+from core.store.judgment_counts import COUNTS, counts_sql, judgment_counts
 
 GRID = (("sim-own5", "none"), ("sim-stated-own3", "stated_judgment_rule:k=3"),
         ("sim-own3", "none"))
@@ -203,3 +203,35 @@ def test_an_episode_too_long_to_pack_is_refused(tmp_path) -> None:
             [(eid, t) for t in range(1000, 1000 + (1 << 15))])
     with pytest.raises(LabError, match="observation steps"):
         judgment_counts(db)
+
+
+def test_without_replayed_judgments_the_join_is_left_out_with_the_same_counts(db, tmp_path
+                                                                               ) -> None:
+    copy = store.connect(tmp_path / "copy.db")
+    db.conn.backup(copy.conn)
+    with copy.conn:
+        copy.conn.execute("UPDATE probes SET error = 'lost' WHERE kind = 'judgment'")
+    assert "probes" in counts_sql(True) and "probes" not in counts_sql(False)
+    got = judgment_counts(copy)
+    want = observation_counts(_clean_steps(copy))
+    assert np.array_equal(got.counts, want.counts)
+    assert not np.array_equal(got.counts, judgment_counts(db).counts)
+
+
+def test_id_ranges_counted_in_parallel_equal_one_count(db) -> None:
+    whole = judgment_counts(db)
+    frames = load_frames(db)
+    for parts in (1, 2, 3):
+        split = frame_counts(frames, parts)
+        assert split.episode_ids.tolist() == whole.episode_ids.tolist()
+        assert np.array_equal(split.counts, whole.counts)
+    mid = int(whole.episode_ids[len(whole.episode_ids) // 2])
+    assert judgment_counts(db, above=mid).episode_ids.min() > mid
+
+
+def test_a_selection_without_episodes_gives_an_empty_table(db) -> None:
+    frames = load_frames(db, Selection(runs=("j",), regimes=("clean",), seeds=(0,),
+                                       models=("sim-own5",), conditions=("stated_judgment_rule",)))
+    assert frames.episodes.empty
+    table = compute(frames, ("judgments",)).table("judgments")
+    assert table is not None and table.rows == ()

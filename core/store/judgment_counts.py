@@ -44,10 +44,6 @@ _LANE = 16
 _MAX_OBSERVATIONS = 1 << (_LANE - 1)
 """Observations per episode must stay below this (the top lane keeps the sign bit)."""
 
-_JUDGMENT = ("(CASE WHEN s.judgment_source IS NULL THEN rp.judgment "
-             "ELSE s.judgment END)")
-"""A step's judgment as STEP_FRAME_SQL reads it: a step whose arm asked no judgment
-in-run takes its replayed one; a judgment asked in-run is never replaced."""
 _FAILED = "(COALESCE(s.obs_failed, 0) != 0)"
 _NOT_FAILED = "(COALESCE(s.obs_failed, 0) = 0)"
 _EARLIER_SAME_PAGE = (
@@ -56,35 +52,53 @@ _EARLIER_SAME_PAGE = (
     "AND p.obs_ref = s.obs_ref)")
 """An earlier observation step of the episode showed the same page (steps' primary
 key is (episode_id, t, discarded): a seek, a few rows)."""
+_REPLAYED_JUDGMENT = ("(CASE WHEN s.judgment_source IS NULL THEN rp.judgment "
+                      "ELSE s.judgment END)")
+"""A step's judgment as STEP_FRAME_SQL reads it: a step whose arm asked no judgment
+in-run takes its replayed one; a judgment asked in-run is never replaced."""
+_REPLAY_JOIN = ("LEFT JOIN probes rp ON rp.episode_id = s.episode_id AND rp.t = s.t "
+                "AND rp.kind = 'judgment' AND rp.error IS NULL AND s.discarded = 0")
+_IN_RUN_JUDGMENT = "(CASE WHEN s.judgment_source IS NOT NULL THEN s.judgment END)"
+"""The same when lab.db holds no replayed judgment (no probe to join)."""
 
 
-def _pages(source: str) -> str:
+def _pages(judgment: str, source: str) -> str:
     """Packed sum over real search results of `source`: lanes first, useful first,
     repeat, useful repeat (a row adds 1, or 1 + 2^16 when USEFUL, shifted 32 bits up
     when it repeats a page)."""
     return (f"COALESCE(SUM(CASE WHEN s.obs_source = '{source}' AND s.action = 'search' "
-            f"AND {_NOT_FAILED} AND {_JUDGMENT} IS NOT NULL THEN (CASE {_JUDGMENT} "
+            f"AND {_NOT_FAILED} AND {judgment} IS NOT NULL THEN (CASE {judgment} "
             f"WHEN 'USEFUL' THEN 65537 ELSE 1 END) << (32 * {_EARLIER_SAME_PAGE}) END), 0)")
 
 
-COUNTS_SQL = f"""
+def counts_sql(replayed: bool = True) -> str:
+    """The per-episode counting query, before its WHERE clause.
+
+    One row per episode with an observation: id, observations, then four sums whose
+    16-bit lanes are the COUNTS in order (the last has two; a judged observation adds 1
+    to the lane of its n and 1 to the lane of its k when it counts there). CROSS JOIN
+    keeps episodes outside, so each episode's cell and run are looked up once and its
+    steps are read in key order, grouped without a sort.
+
+    Args:
+        replayed: join the replayed judgments (probes); without any in lab.db the
+            join is left out (same counts, fewer lookups).
+
+    Returns:
+        The SQL (aliases e, c, r, s as `core.store.frames._where` expects).
+    """
+    judgment = _REPLAYED_JUDGMENT if replayed else _IN_RUN_JUDGMENT
+    return f"""
 SELECT e.id, COUNT(*),
-    SUM((CASE {_JUDGMENT} WHEN 'USELESS' THEN 65537 ELSE {_JUDGMENT} IS NOT NULL END)
+    SUM((CASE {judgment} WHEN 'USELESS' THEN 65537 ELSE {judgment} IS NOT NULL END)
         << (32 * {_NOT_FAILED})),
-    {_pages("gold")},
-    {_pages("distractor")},
+    {_pages(judgment, "gold")},
+    {_pages(judgment, "distractor")},
     COALESCE(SUM(CASE WHEN s.stated_judgment IS NOT NULL AND {_FAILED} THEN
         (CASE s.stated_judgment WHEN 'useless' THEN 65537 ELSE 1 END) END), 0)
 FROM episodes e JOIN cells c ON c.id = e.cell_id JOIN runs r ON r.id = c.run_id
-CROSS JOIN steps s ON s.episode_id = e.id
-LEFT JOIN probes rp ON rp.episode_id = s.episode_id AND rp.t = s.t AND rp.kind = 'judgment'
-    AND rp.error IS NULL AND s.discarded = 0
+CROSS JOIN steps s ON s.episode_id = e.id {_REPLAY_JOIN if replayed else ""}
 """
-"""One row per episode with an observation: id, observations, then four sums whose
-16-bit lanes are the COUNTS in order (the last has two; a judged observation adds 1 to
-the lane of its n and 1 to the lane of its k when it counts there). CROSS JOIN keeps
-episodes outside, so each episode's cell and run are looked up once and its steps are
-read in key order, grouped without a sort."""
 
 
 @dataclass(frozen=True)
@@ -101,13 +115,14 @@ class JudgmentCounts:
 
 
 def judgment_counts(db: Database, selection: Selection | None = None,
-                    upto: int | None = None) -> JudgmentCounts:
+                    upto: int | None = None, above: int | None = None) -> JudgmentCounts:
     """Count the judged observations of the selection's error-free episodes in SQLite.
 
     Args:
         db: an open lab.db.
         selection: the filters (the `pool` field is not used here).
         upto: only episodes with id <= upto (the state a `Fingerprint` recorded).
+        above: only episodes with id > above (to count id ranges in parallel).
 
     Returns:
         The JudgmentCounts, ordered by episode id (episodes without an observation
@@ -122,8 +137,12 @@ def judgment_counts(db: Database, selection: Selection | None = None,
 
     extra = ["s.obs_index IS NOT NULL", "e.error IS NULL"]
     extra += [f"e.id <= {int(upto)}"] if upto is not None else []
+    extra += [f"e.id > {int(above)}"] if above is not None else []
     where, args = _where(db, selection or Selection(), *extra)
-    cursor = db.conn.execute(COUNTS_SQL + where + " GROUP BY e.id ORDER BY e.id", args)
+    replayed = db.conn.execute("SELECT EXISTS (SELECT 1 FROM probes WHERE kind = 'judgment' "
+                               "AND error IS NULL)").fetchone()[0]
+    cursor = db.conn.execute(counts_sql(bool(replayed)) + where + " GROUP BY e.id ORDER BY e.id",
+                             args)
     rows = np.fromiter(itertools.chain.from_iterable(cursor), dtype=np.int64).reshape(-1, 6)
     if len(rows) and rows[:, 1].max() >= _MAX_OBSERVATIONS:
         worst = int(rows[rows[:, 1].argmax(), 0])
