@@ -65,3 +65,16 @@ def test_rows_the_packing_cannot_carry_are_read_plainly(stored: Path, tmp_path: 
     frame = F.episodes_frame(db)
     assert_same(frame, plain_episodes(db))
     assert frame.loc[frame["episode_id"] == ids[2], "input_tokens"].item() == 2 ** 40
+
+
+@pytest.mark.parametrize("selection", [F.Selection(), F.Selection(seeds=(0,))],
+                         ids=["all", "seed"])
+def test_decisions_by_episode_ids_equal_the_joined_read(stored: Path, selection) -> None:
+    db = store.connect(stored)
+    episodes = F.episodes_frame(db, selection=selection)
+    ids = episodes.loc[episodes["error"].isna(), "episode_id"].to_numpy()
+    want = F.decisions_frame(db, selection)
+    got = F.decisions_frame(db, selection, episode_ids=ids)
+    assert len(want) and got.equals(want) and got.dtypes.equals(want.dtypes)
+    assert F.decisions_frame(db, selection, episode_ids=ids[::-1]).equals(want)
+    assert F.decisions_frame(db, episode_ids=ids[:0]).empty

@@ -589,7 +589,9 @@ def decisions_frame(db: Database, selection: Selection | None = None, upto: int 
     import numpy as np
     import pandas as pd
 
-    ids = None if episode_ids is None else np.unique(np.asarray(episode_ids, dtype=np.int64))
+    ids = None if episode_ids is None else np.asarray(episode_ids, dtype=np.int64)
+    if ids is not None and not (ids[1:] > ids[:-1]).all():
+        ids = np.unique(ids)
     if ids is not None and (not len(ids) or ids[-1] < 1 << (63 - _ID_SHIFT)):
         packed = np.zeros((0, 3), dtype=np.int64)
         if len(ids):
@@ -599,8 +601,10 @@ def decisions_frame(db: Database, selection: Selection | None = None, upto: int 
             episode = pairs[:, 1] >> _ID_SHIFT
             at = np.minimum(np.searchsorted(ids, episode), len(ids) - 1)
             keep = ids[at] == episode
+            if not keep.all():
+                pairs, episode = pairs[keep], episode[keep]
             pairs[:, 1] &= (1 << _ID_SHIFT) - 1
-            packed = np.column_stack([episode[keep], pairs[keep]])
+            packed = np.column_stack([episode, pairs])
     else:
         extra = ["e.error IS NULL"] + ([f"e.id <= {int(upto)}"] if upto is not None else [])
         where, args = _where(db, selection or Selection(), *extra)
@@ -611,7 +615,7 @@ def decisions_frame(db: Database, selection: Selection | None = None, upto: int 
     for name, which, shift, bits in _PACKED_FIELDS:
         out[name] = (packed[:, 1 + which] >> shift) & ((1 << bits) - 1)
     out["stated_run"] = out["stated_run"] - 1
-    return pd.DataFrame(out)
+    return pd.DataFrame(out, copy=False)
 
 
 def check_selection(db: Database, selection: Selection) -> None:
