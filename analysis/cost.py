@@ -155,7 +155,12 @@ def own_calls(episodes: pd.DataFrame) -> pd.Series:
         Integer Series aligned with `episodes`: per `own_call_column` of its condition
         (a frame without that column falls back to ``extra_calls``), else 0.
     """
-    codes, conditions = _conditions(episodes)
+    return _own_calls(episodes, _conditions(episodes))
+
+
+def _own_calls(episodes: pd.DataFrame, conds: tuple[np.ndarray, list[Condition]]) -> pd.Series:
+    """`own_calls` given the episodes' `_conditions`."""
+    codes, conditions = conds
     extra = episodes["extra_calls"].to_numpy(dtype=np.int64)
     out = np.zeros(len(episodes), dtype=np.int64)
     for k, condition in enumerate(conditions):
@@ -183,9 +188,11 @@ def _conditions(episodes: pd.DataFrame) -> tuple[np.ndarray, list[Condition]]:
     return codes.astype(np.int64), conditions
 
 
-def _condition_map(episodes: pd.DataFrame, fn: Callable[[Condition], Any]) -> pd.Series:
-    """`fn(condition)` per episode, computed once per distinct (spec, name)."""
-    codes, conditions = _conditions(episodes)
+def _condition_map(episodes: pd.DataFrame, fn: Callable[[Condition], Any],
+                   conds: tuple[np.ndarray, list[Condition]] | None = None) -> pd.Series:
+    """`fn(condition)` per episode, computed once per distinct (spec, name) (`conds`: the
+    episodes' `_conditions`, when already known)."""
+    codes, conditions = conds if conds is not None else _conditions(episodes)
     values = np.empty(len(conditions), dtype=object)
     for k, condition in enumerate(conditions):
         values[k] = fn(condition)
@@ -210,12 +217,15 @@ def charged_cost(episodes: pd.DataFrame, lam: float, own: bool = True) -> pd.Ser
     return _charged_cost(episodes, lam, calls)
 
 
-def _charged_cost(episodes: pd.DataFrame, lam: float, calls: pd.Series) -> pd.Series:
-    """`charged_cost` given the calls charged at λ (before the backup price)."""
+def _charged_cost(episodes: pd.DataFrame, lam: float, calls: pd.Series,
+                  conds: tuple[np.ndarray, list[Condition]] | None = None) -> pd.Series:
+    """`charged_cost` given the calls charged at λ (before the backup price) and,
+    optionally, the episodes' `_conditions`."""
     if "backup_calls" not in episodes or episodes.empty:
         return lam * calls.astype(float)
     backup = episodes["backup_calls"].fillna(0).astype(float)
-    price = _condition_map(episodes, lambda c: c.backup_price if c.arm.two_source else lam)
+    price = _condition_map(episodes, lambda c: c.backup_price if c.arm.two_source else lam,
+                           conds)
     return lam * (calls.astype(float) - backup) + price.astype(float) * backup
 
 
@@ -322,15 +332,16 @@ def _cost_frame(episodes: pd.DataFrame, lam: float) -> tuple[pd.DataFrame, list[
         `episodes`; the value columns whose question matrices give success, utility
         and utility with all calls).
     """
-    own = own_calls(episodes)
+    conds = _conditions(episodes)
+    own = _own_calls(episodes, conds)
     tool = episodes["tool_calls"].astype(np.int64)
     measure = episodes["extra_calls"].astype(np.int64) - own
     tin, tout = _charged_tokens(episodes, lambda _: measure)
     frame = pd.DataFrame({c: episodes[c] for c in _COLUMNS if c in episodes})
     frame = frame.assign(own=own, measure=measure, tin=tin, tout=tout)
     correct = episodes["correct"].astype(float)
-    values = [correct, correct - _charged_cost(episodes, lam, tool),
-              correct - _charged_cost(episodes, lam, tool + own)]
+    values = [correct, correct - _charged_cost(episodes, lam, tool, conds),
+              correct - _charged_cost(episodes, lam, tool + own, conds)]
     return frame, values
 
 
