@@ -17,7 +17,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis.arms import ArmKey, Grouping
+# _factorize: `codes`' sorted codes, hashing a decision frame's shared string objects
+# by identity (the frame's question ids and regimes are never missing)
+from analysis.arms import ArmKey, Grouping, _factorize
 from analysis.decisions import codes, judgment_columns
 from analysis.rows import Row, Table, interval_row
 from analysis.stats import (
@@ -198,9 +200,14 @@ class _Stratified:
         order = [i for items in by_strata.values() for i in items]
         start = np.cumsum([0] + [active[i].size for i in order])
         self.n_active = int(start[-1])
-        # columns: every active stratum's n_a, then its answers in (a), n_b, answers in (b)
-        dense = np.hstack([np.hstack([counts[i][:, active[i], k] for i in order])
-                           if order else np.zeros((n_q, 0)) for k in range(4)])
+        # columns: every active stratum's n_a, then its answers in (a) where there are
+        # any, n_b, answers in (b) where there are any (the others are 0 in every resample)
+        kinds = [np.hstack([counts[i][:, active[i], k] for i in order]) if order
+                 else np.zeros((n_q, 0)) for k in range(4)]
+        self.answered = [np.flatnonzero(kinds[k].any(axis=0)) for k in (1, 3)]
+        kinds[1], kinds[3] = kinds[1][:, self.answered[0]], kinds[3][:, self.answered[1]]
+        self.cuts = np.cumsum([0] + [k.shape[1] for k in kinds])
+        dense = np.hstack(kinds)
         # a resampled total is at most n_q times the largest count: float32 holds it
         # exactly below 2**24, and multiplies twice as fast
         exact32 = dense.size == 0 or float(dense.max()) * n_q < 2.0 ** 24
@@ -219,7 +226,9 @@ class _Stratified:
     def __call__(self, wts: np.ndarray) -> np.ndarray:
         b, n = wts.shape[0], self.n_active
         totals = wts.astype(self.dense.dtype) @ self.dense
-        n_a, y_a, n_b, y_b = (totals[:, k * n:(k + 1) * n].astype(np.float64) for k in range(4))
+        n_a, y_a, n_b, y_b = (totals[:, self.cuts[k]:self.cuts[k + 1]] for k in range(4))
+        n_a, n_b = n_a.astype(np.float64), n_b.astype(np.float64)
+        y_a, y_b = self._spread(y_a, 0, b), self._spread(y_b, 1, b)
         # mh_risk_difference's terms with the same operations: w = n_a n_b / (n_a + n_b),
         # 0 for an empty stratum; w (y_a/n_a − y_b/n_b), 0 unless both groups occur
         both = n_a + n_b
@@ -237,6 +246,12 @@ class _Stratified:
             shape = (b, len(items), n_s)
             out[:, items] = safe_ratio(np.take(wd, take, axis=1).reshape(shape).sum(axis=-1),
                                        np.take(w, take, axis=1).reshape(shape).sum(axis=-1))
+        return out
+
+
+    def _spread(self, answers: np.ndarray, kind: int, b: int) -> np.ndarray:
+        out = np.zeros((b, self.n_active))
+        out[:, self.answered[kind]] = answers
         return out
 
 
@@ -314,7 +329,7 @@ class _Window:
         """
         # each group's questions coded in sorted order, as `codes` codes a group's rows:
         # a question's code in its group is its rank among the (group, question) pairs
-        question, _ = codes(dec["question_id"])
+        question, _ = _factorize(dec["question_id"])
         width = int(question.max()) + 1 if len(question) else 1
         pair = group * width + question
         if n_groups * width <= _DENSE_PAIRS:
@@ -327,7 +342,7 @@ class _Window:
             pairs, local = np.unique(pair, return_inverse=True)
             starts = np.searchsorted(pairs // width, np.arange(n_groups + 1))
             local = local.reshape(-1) - starts[:-1][group]
-        regime, regimes = codes(dec["regime"])
+        regime, regimes = _factorize(dec["regime"])
         n_obs = dec["n_obs"].to_numpy()
         keep = (n_obs >= T_MIN) & (n_obs <= T_MAX) & ~dec["final"].to_numpy(dtype=bool)
         known = (dec["stated_known"].to_numpy(dtype=bool) if "stated_known" in dec
