@@ -20,7 +20,7 @@ from analysis.arms import Grouping
 from analysis.decisions import codes
 from analysis.failure_rows import cluster_counts, failure_rows, group_samples, grouped_intervals
 from analysis.failure_rows import family_failure_regimes as family_failure_regimes
-from analysis.lpm import HAZARD_BOOT, HazardFit, fit_hazard
+from analysis.lpm import HAZARD_BOOT, HazardFit, fit_both
 from analysis.rows import Row, Table, interval_row
 from analysis.stats import N_BOOT, Interval, bootstrap_intervals, cluster_sums, safe_ratio
 from core.regimes import FAILURE_REGIMES
@@ -154,12 +154,6 @@ def _curve_statistic(c: np.ndarray) -> np.ndarray:
     return safe_ratio(c[..., 1], c[..., 0])
 
 
-def _both_fits(sample: pd.DataFrame, hazard_boot: int, seed: int) -> tuple[HazardFit, ...]:
-    """The hazard LPM on the side-channel sample, pooled and with question FE."""
-    return tuple(fit_hazard(sample, "side_channel", fe, hazard_boot, seed)
-                 for fe in (False, True))
-
-
 def index_table(decisions: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0,
                 grouping: Grouping | None = None) -> Table:
     """Integration index I with its components for every group and regime family.
@@ -235,7 +229,7 @@ def hazard_table(decisions: pd.DataFrame, n_boot: int = N_BOOT,
             rows.append(interval_row(arm, "hazard", pt, f"j={jj}", "decisions", int(n),
                                      regimes=regimes))
         if content not in fits:
-            fits[content] = _both_fits(sample, hazard_boot, seed)
+            fits[content] = fit_both(sample, "side_channel", hazard_boot, seed)
         both = fits[content]
         for fit in both:
             fe = fit.fixed_effects

@@ -349,9 +349,37 @@ def fit_hazard(sample: pd.DataFrame, judgments: str = "side_channel",
     if n == 0:
         nan = Interval(math.nan)
         return HazardFit(nan, nan, fixed_effects, judgments, 0, share)
-    # one design serves the point estimates (within-question with fixed effects) and
-    # the per-question cross-products
-    x = design_matrix(sample, intercept=not fixed_effects)
+    return _fit(sample, design_matrix(sample, intercept=not fixed_effects), judgments,
+                fixed_effects, n_boot, seed)
+
+
+def fit_both(sample: pd.DataFrame, judgments: str = "side_channel",
+             n_boot: int = HAZARD_BOOT, seed: int = 0) -> tuple[HazardFit, HazardFit]:
+    """`fit_hazard` pooled and with question fixed effects, building the design once.
+
+    Args:
+        sample: `hazard_sample` output.
+        judgments: the judgment source the sample was drawn with.
+        n_boot: resamples.
+        seed: bootstrap seed.
+
+    Returns:
+        (pooled fit, fit with question fixed effects).
+    """
+    if sample.empty:
+        return (fit_hazard(sample, judgments, False, n_boot, seed),
+                fit_hazard(sample, judgments, True, n_boot, seed))
+    x = design_matrix(sample)  # the design without intercept is the same less "const"
+    return (_fit(sample, x, judgments, False, n_boot, seed),
+            _fit(sample, x.drop(columns="const"), judgments, True, n_boot, seed))
+
+
+def _fit(sample: pd.DataFrame, x: pd.DataFrame, judgments: str, fixed_effects: bool,
+         n_boot: int, seed: int) -> HazardFit:
+    """`fit_hazard` on a non-empty sample and its design, already built (one design serves
+    the point estimates, within-question with fixed effects, and the cross-products)."""
+    n = len(sample)
+    share = float(sample["earlier"].mean())
     beta, gamma = _point_estimates(sample, x, fixed_effects)
     g, h, cols = _crossproducts(sample, x, fixed_effects)
     beta_i, gamma_i = coefficient_intervals(g, h, cols, (beta, gamma), n_boot, seed)
