@@ -61,7 +61,7 @@ def frame_counts(frames: Frames, parts: int | None = None) -> JudgmentCounts:
     """
     src = frames.source
     if src is None:
-        return observation_counts(frames.observations)
+        return observation_counts(frames.steps)
     parts = parts or min(4, os.cpu_count() or 1)
     ids = np.sort(frames.episodes["episode_id"].to_numpy(dtype=np.int64))
     cuts = [int(ids[len(ids) * i // parts]) for i in range(1, parts) if len(ids)]
@@ -141,16 +141,19 @@ def _dissociations(decisions: pd.DataFrame, episodes: pd.DataFrame, codes: np.nd
     """`analysis.dissociation.dissociation` of every group at once (k = DISSOCIATION_RUN
     in DISSOCIATION_REGIME): per judgment source, the Rate (answered of reached) of
     each group."""
-    rows = decisions.loc[decisions["regime"] == DISSOCIATION_REGIME]
-    action = rows["action"].to_numpy(dtype=np.int64)
-    answer = rows["answer"].astype(bool).to_numpy()
-    episode, inverse = np.unique(rows["episode_id"].to_numpy(dtype=np.int64),
-                                 return_inverse=True)
+    rows = (decisions["regime"] == DISSOCIATION_REGIME).to_numpy()
+
+    def column(name: str) -> np.ndarray:
+        return decisions[name].to_numpy()[rows]
+
+    action = column("action").astype(np.int64)
+    answer = column("answer").astype(bool)
+    episode, inverse = np.unique(column("episode_id").astype(np.int64), return_inverse=True)
     group = _episode_groups(episodes, codes, episode)
     never = np.iinfo(np.int64).max
     out: dict[str, list[Rate]] = {}
     for judgments in ("side_channel", "stated"):
-        reached = rows[judgment_columns(judgments)[0]].to_numpy() >= DISSOCIATION_RUN
+        reached = column(judgment_columns(judgments)[0]) >= DISSOCIATION_RUN
         first = np.full(len(episode), never, dtype=np.int64)
         np.minimum.at(first, inverse[reached], action[reached])
         answered = np.zeros(len(episode), dtype=bool)
@@ -182,7 +185,7 @@ def group_rates(counts: JudgmentCounts, decisions: pd.DataFrame, episodes: pd.Da
     group = _episode_groups(episodes, codes, np.asarray(counts.episode_ids, dtype=np.int64))
     keep = group >= 0
     sums = np.zeros((len(keys), len(COUNTS)), dtype=np.int64)
-    np.add.at(sums, group[keep], np.asarray(counts.counts, dtype=np.int64)[keep])
+    np.add.at(sums, group[keep], np.asarray(counts.counts)[keep])
     dissociated = _dissociations(decisions, episodes, codes, len(keys))
     out = []
     for i, key in enumerate(keys):

@@ -154,7 +154,7 @@ def test_group_rates_equal_judgment_rates_of_each_group(db, pool) -> None:
     frames = load_frames(db, Selection(pool=pool))
     grouping = Grouping(pool, frames.errored_episodes)
     got = group_rates(frame_counts(frames), frames.decisions, frames.episodes, grouping)
-    steps = frames.observations
+    steps = frames.steps
     dec = frames.decisions
     want = [(key, judgment_rates(steps.loc[steps["episode_id"].isin(ep["episode_id"])],
                                  dec.loc[dec["episode_id"].isin(ep["episode_id"])]))

@@ -107,7 +107,7 @@ class JudgmentCounts:
 
     Attributes:
         episode_ids: episode ids, int64, one per row of `counts`.
-        counts: int64 array (episodes × len(COUNTS)), columns in COUNTS order.
+        counts: integer array (episodes × len(COUNTS)), columns in COUNTS order.
     """
 
     episode_ids: Any
@@ -148,6 +148,7 @@ def judgment_counts(db: Database, selection: Selection | None = None,
         worst = int(rows[rows[:, 1].argmax(), 0])
         raise LabError(f"episode {worst} has {int(rows[:, 1].max())} observation steps; "
                        f"judgment counts support fewer than {_MAX_OBSERVATIONS}")
-    mask = (1 << _LANE) - 1
-    lanes = [(rows[:, 2 + i // 4] >> (_LANE * (i % 4))) & mask for i in range(len(COUNTS))]
-    return JudgmentCounts(rows[:, 0].copy(), np.stack(lanes, axis=1))
+    counts = np.empty((len(rows), len(COUNTS)), dtype=np.int32)
+    for i in range(len(COUNTS)):
+        counts[:, i] = (rows[:, 2 + i // 4] >> (_LANE * (i % 4))) & ((1 << _LANE) - 1)
+    return JudgmentCounts(rows[:, 0].copy(), counts)
