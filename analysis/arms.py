@@ -148,10 +148,17 @@ def _factorize(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
         codes, uniques = pd.factorize(array, sort=True, use_na_sentinel=False)
         return codes.astype(np.int64), np.asarray(uniques, dtype=object)
     by_object, addresses = pd.factorize(_addresses(array))
-    first = np.full(len(addresses), len(array), dtype=np.int64)
-    np.minimum.at(first, by_object, np.arange(len(array)))
+    first = _first_rows(by_object, len(addresses))
     codes, uniques = pd.factorize(array[first], sort=True, use_na_sentinel=False)
     return codes.astype(np.int64)[by_object], np.asarray(uniques, dtype=object)
+
+
+def _first_rows(codes: np.ndarray, n: int) -> np.ndarray:
+    """The first row holding each of the codes 0…n-1 (each occurs)."""
+    first = np.empty(n, dtype=np.int64)
+    rows = np.arange(len(codes) - 1, -1, -1)
+    first[codes[::-1]] = rows  # of repeated indices the last assignment stays: the first row
+    return first
 
 
 def _group_codes(keys: list[tuple[np.ndarray, int]]) -> tuple[np.ndarray, np.ndarray]:
@@ -166,6 +173,10 @@ def _group_codes(keys: list[tuple[np.ndarray, int]]) -> tuple[np.ndarray, np.nda
             span = int(combined.max()) + 1
         combined = combined * size + codes
         span *= size
+    if span <= max(4 * len(combined), 1 << 16):  # few possible keys: count, do not sort
+        present = np.bincount(combined, minlength=span) > 0
+        inverse = (np.cumsum(present) - 1)[combined]
+        return inverse, _first_rows(inverse, int(present.sum()))
     _, first, inverse = np.unique(combined, return_index=True, return_inverse=True)
     return inverse.astype(np.int64).reshape(-1), first
 
@@ -174,7 +185,7 @@ def _values_per_group(groups: np.ndarray, n_groups: int, codes: np.ndarray,
                       uniques: np.ndarray) -> list[set]:
     """The distinct values of a column (codes into uniques) within each group."""
     width = max(len(uniques), 1)
-    pairs = np.unique(groups * width + codes)
+    pairs = np.flatnonzero(np.bincount(groups * width + codes, minlength=n_groups * width))
     out: list[set] = [set() for _ in range(n_groups)]
     for group, which in zip((pairs // width).tolist(), (pairs % width).tolist()):
         out[group].add(uniques[which])
