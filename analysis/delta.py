@@ -26,7 +26,6 @@ from analysis.stats import (
     N_BOOT,
     UNDEFINED,
     Interval,
-    cluster_sums,
     resample_weights,
     safe_ratio,
     summarize,
@@ -133,10 +132,22 @@ class Counts:
     @classmethod
     def of(cls, q: np.ndarray, n_q: int, s: np.ndarray, n_s: int, a: np.ndarray, b: np.ndarray,
            y: np.ndarray, per_question: bool, strata: str) -> Counts:
-        """Count the kept decisions, given as cluster and stratum codes."""
-        counts = cluster_sums(q, s, np.column_stack([a, a * y, b, b * y]), n_q, n_s)
-        return cls(counts, per_question, strata, int(a.sum()), int(b.sum()),
-                   int((a * y).sum()), int((b * y).sum()))
+        """Count the decisions in (a) or (b), given as cluster and stratum codes.
+
+        Equal to ``cluster_sums(q, s, [a, a·y, b, b·y])`` (integer sums), in two
+        bincounts: decisions at slot 0 or 2 of their (question, stratum), answers at 1 or 3.
+        """
+        either = np.asarray(a, dtype=bool) | np.asarray(b, dtype=bool)
+        if not either.all():
+            q, s, a, y = q[either], s[either], a[either], y[either]
+        size = n_q * n_s * 4
+        at = (np.asarray(q, dtype=np.int64) * n_s + np.asarray(s, dtype=np.int64)) * 4 \
+            + np.where(a, 0, 2)
+        counts = (np.bincount(at, minlength=size).astype(np.float64)
+                  + np.bincount(at + 1, weights=y, minlength=size + 1)[:size])
+        counts = counts.reshape(n_q, n_s, 4)
+        n_a, y_a, n_b, y_b = (int(counts[..., k].sum()) for k in range(4))
+        return cls(counts, per_question, strata, n_a, n_b, y_a, y_b)
 
 
 def contrasts(items: Sequence[Counts], n_boot: int = N_BOOT, seed: int = 0) -> list[Contrast]:
@@ -202,8 +213,9 @@ class _Stratified:
         self.n_active = int(start[-1])
         # columns: every active stratum's n_a, then its answers in (a) where there are
         # any, n_b, answers in (b) where there are any (the others are 0 in every resample)
-        kinds = [np.hstack([counts[i][:, active[i], k] for i in order]) if order
-                 else np.zeros((n_q, 0)) for k in range(4)]
+        chosen = (np.concatenate([counts[i][:, active[i]] for i in order], axis=1) if order
+                  else np.zeros((n_q, 0, 4)))
+        kinds = [chosen[..., k] for k in range(4)]
         self.answered = [np.flatnonzero(kinds[k].any(axis=0)) for k in (1, 3)]
         kinds[1], kinds[3] = kinds[1][:, self.answered[0]], kinds[3][:, self.answered[1]]
         self.cuts = np.cumsum([0] + [k.shape[1] for k in kinds])
