@@ -150,3 +150,27 @@ def test_no_terminal_on_stdout(tmp_path: Path) -> None:
     assert console.returncode != 0
     assert console.stderr.strip().startswith("error: the console needs a terminal")
     assert len(console.stderr.strip().splitlines()) == 1 and not db.exists()
+
+
+@pytest.mark.asyncio
+async def test_switching_screens_for_long_keeps_no_dead_footer_keys(lab_db: Path) -> None:
+    """Issue 13 soak: each switch rebuilt the footer's keys and Textual kept the old ones
+    alive through the footer's watcher list (the console grew ~0.3 MB per switch)."""
+    import gc
+
+    from textual.widgets._footer import FooterKey
+
+    def footer_keys() -> int:
+        gc.collect()
+        return sum(isinstance(o, FooterKey) for o in gc.get_objects())
+
+    app = console_app(lab_db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        for i in range(4):
+            await pilot.press(str(1 + i % 4))
+            await settle(pilot)
+        before = footer_keys()
+        for i in range(8):
+            await pilot.press(str(1 + i % 4))
+            await settle(pilot)
+        assert footer_keys() <= before

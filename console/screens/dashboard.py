@@ -16,9 +16,10 @@ from textual import events, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import DataTable, Header, Static
 
 from console.screens.base import LabScreen
+from console.widgets.footer import LabFooter
 from core import store
 from core.store import monitor
 
@@ -132,7 +133,7 @@ class DashboardScreen(LabScreen):
             with Vertical(classes="panel"):
                 yield Static("Recent events", classes="panel-title")
                 yield DataTable(id="events", cursor_type="row", show_cursor=False)
-        yield Footer()
+        yield LabFooter()
 
     def on_mount(self) -> None:
         """Set the tables' columns and check endpoints (LabScreen.on_mount then loads)."""

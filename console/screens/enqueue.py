@@ -20,10 +20,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.timer import Timer
-from textual.widgets import Button, Footer, Header, Input, Label, Select, SelectionList, Static
+from textual.widgets import Button, Header, Input, Label, Select, SelectionList, Static
 
 from console.queue_cmd import plural
 from console.screens.base import LabScreen
+from console.widgets.footer import LabFooter
 from console.widgets.enqueue_checklist import EnqueueChecklist
 from console.widgets.enqueue_preview import (build_request, nothing_text, preview_text,
                                              refusal_text)
@@ -106,7 +107,7 @@ class EnqueueScreen(LabScreen):
                              disabled=True, compact=True)
             with VerticalScroll(id="enq-preview"):
                 yield Static("loading…", id="enq-preview-text")
-        yield Footer()
+        yield LabFooter()
 
     # ---- choices ---------------------------------------------------------------------
 

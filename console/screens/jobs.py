@@ -16,10 +16,11 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import Footer, Header, Input, Static, Tree
+from textual.widgets import Header, Input, Static, Tree
 from textual.widgets.tree import TreeNode
 
 from console.screens.base import LabScreen
+from console.widgets.footer import LabFooter
 from console.widgets.confirm import Confirm
 from core import store
 from core.conditions import arm_label
@@ -151,7 +152,7 @@ class JobsScreen(LabScreen):
         tree.show_root = False
         yield tree
         yield Static("", id="jobs-hint", classes="provenance")
-        yield Footer()
+        yield LabFooter()
 
     def on_mount(self) -> None:
         """Remember what is expanded and the nodes by key (LabScreen.on_mount loads)."""

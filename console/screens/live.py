@@ -17,10 +17,11 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import DataTable, Footer, Header, Input, RichLog, Static
+from textual.widgets import DataTable, Header, Input, RichLog, Static
 
 from console.render import reasoning_line
 from console.screens.base import LabScreen
+from console.widgets.footer import LabFooter
 from console.watch import DataVersion
 from core import store
 from core.episode import Step
@@ -211,7 +212,7 @@ class LiveScreen(LabScreen):
         yield Input(placeholder="filter running episodes: model, arm, regime, question",
                     id="live-filter", classes="hidden")
         yield DataTable(id="live-pick", cursor_type="row", classes="hidden")
-        yield Footer()
+        yield LabFooter()
 
     def on_mount(self) -> None:
         """Start following; poll while shown (LabScreen.on_mount does the first read)."""

@@ -19,11 +19,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.css.query import NoMatches
-from textual.widgets import (ContentSwitcher, Footer, Header, Input, Markdown, OptionList, Static,
+from textual.widgets import (ContentSwitcher, Header, Input, Markdown, OptionList, Static,
                              TabbedContent, TabPane)
 from textual.widgets.option_list import Option
 
 from console.screens.base import LabScreen
+from console.widgets.footer import LabFooter
 from console.widgets.prereg_editor import PreregEditor
 from console.widgets.prereg_modals import FreezeConfirm, TitlePrompt
 from console.widgets.prereg_render import (amendment_markdown, diff_text, existed_line,
@@ -93,7 +94,7 @@ class PreregScreen(LabScreen):
                         with VerticalScroll():
                             yield Static("", id="prereg-pins")
                 yield PreregEditor(id="prereg-editor")
-        yield Footer()
+        yield LabFooter()
 
     def _error(self, message: str) -> None:
         """Show a library error line (from a worker thread)."""

@@ -27,10 +27,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
-from textual.widgets import ContentSwitcher, DataTable, Footer, Header, Input, Static, Tab, Tabs
+from textual.widgets import ContentSwitcher, DataTable, Header, Input, Static, Tab, Tabs
 
 from console.messages import DbChanged
 from console.screens.base import LabScreen
+from console.widgets.footer import LabFooter
 from core import store
 from core.errors import ConfigError, LabError
 from core.store import trajectories as traj
@@ -192,7 +193,7 @@ class ResultsScreen(LabScreen):
             with Vertical(id="results-drill"):
                 yield Static(id="results-drill-head", markup=False)
                 yield DrillTable(id="results-drill-table", cursor_type="row")
-        yield Footer()
+        yield LabFooter()
 
     # ── keys ────────────────────────────────────────────────────────────────────────
 

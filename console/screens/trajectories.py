@@ -18,10 +18,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
-from textual.widgets import ContentSwitcher, DataTable, Footer, Header, Input, Static
+from textual.widgets import ContentSwitcher, DataTable, Header, Input, Static
 from textual.worker import get_current_worker
 
 from console.screens.base import LabScreen
+from console.widgets.footer import LabFooter
 from console.widgets import traj_render as render
 from core import store
 from core.errors import LabError
@@ -106,7 +107,7 @@ class TrajectoriesScreen(LabScreen):
                 yield DataTable(id="traj-m-table", cursor_type="row")
                 with VerticalScroll(id="traj-m-scroll"):
                     yield Static(id="traj-m-detail", markup=False)
-        yield Footer()
+        yield LabFooter()
 
     def on_mount(self) -> None:
         """Set up the list's columns, then load."""
