@@ -1,8 +1,8 @@
 """Tidy CSV export (SPEC §13.8): episodes, steps and one CSV per results table.
 
-episodes.csv and steps.csv are streamed from lab.db in chunks, so an export's memory
-does not grow with the database; the results tables come from `compute` (and its
-cache).
+episodes.csv and steps.csv are streamed row by row from one SQLite cursor
+(`core.store.export_rows`) through the stdlib csv writer, so an export's memory does not
+grow with the database; the results tables come from `compute` (and its cache).
 
 UTF-8 with a header row; booleans as 0/1; missing values as empty cells. Each file is
 written to a temporary name and renamed, so a failed export leaves no half-written
@@ -13,8 +13,10 @@ project version that wrote the file.
 
 from __future__ import annotations
 
+import csv
 import os
 from collections.abc import Iterable, Sequence
+from typing import Any
 from pathlib import Path
 
 import pandas as pd
@@ -26,6 +28,7 @@ from analysis.rows import ROW_FIELDS, Table
 from analysis.stats import N_BOOT
 from core.errors import ConfigError
 from core.prereg import project_version
+from core.store.export_rows import episode_rows, step_rows
 from core.store.frames import Selection
 
 EPISODE_COLUMNS = ("episode_id", "run", "amendment", "model", "arm", "condition",
@@ -132,18 +135,44 @@ def table_frame(table: Table, version: str | None = None) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(TABLE_COLUMNS))
 
 
-def _write_chunks(chunks: Iterable[pd.DataFrame], columns: Sequence[str], path: Path) -> Path:
-    """Write a CSV chunk by chunk (constant memory), under a temporary name, then rename."""
+def _write_rows(rows: Iterable[Sequence[Any]], columns: Sequence[str], path: Path) -> Path:
+    """Write a CSV row by row (constant memory), under a temporary name, then rename.
+
+    The stdlib writer with pandas' `to_csv` dialect (minimal quoting, os.linesep): the
+    bytes are those the old DataFrame path wrote (tests/test_export_stream.py).
+    """
     tmp = path.with_name(f".{path.name}.tmp")
-    with tmp.open("w", encoding="utf-8", newline="") as fh:
-        header = True
-        for chunk in chunks:
-            chunk.to_csv(fh, index=False, header=header)
-            header = False
-        if header:
-            pd.DataFrame(columns=list(columns)).to_csv(fh, index=False)
+    try:
+        with tmp.open("w", encoding="utf-8", newline="") as fh:
+            writer = csv.writer(fh, lineterminator=os.linesep)
+            writer.writerow(columns)
+            writer.writerows(rows)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     os.replace(tmp, path)
     return path
+
+
+def write_rows_csvs(db: Database, directory: Path, selection: Selection | None = None,
+                    version: str | None = None) -> tuple[Path, Path]:
+    """Stream episodes.csv and steps.csv into `directory` (constant memory).
+
+    Args:
+        db: an open lab.db.
+        directory: an existing folder.
+        selection: the filters (default: everything).
+        version: project version recorded on every episode row (default: the installed
+            one).
+
+    Returns:
+        The two paths, episodes.csv first.
+    """
+    selection = selection or Selection()
+    version = version or project_version()
+    return (_write_rows(episode_rows(db, selection, version, EXPLORATORY), EPISODE_COLUMNS,
+                        directory / "episodes.csv"),
+            _write_rows(step_rows(db, selection), STEP_COLUMNS, directory / "steps.csv"))
 
 
 def _write(frame: pd.DataFrame, path: Path) -> Path:
@@ -172,8 +201,6 @@ def export(db: Database, directory: Path, selection: Selection | None = None,
     Raises:
         ConfigError: when `directory` exists and is not a folder.
     """
-    from core.store.frames import episode_chunks, step_chunks
-
     directory = Path(directory)
     if directory.exists() and not directory.is_dir():
         raise ConfigError(f"{directory}: exists and is not a directory; give a folder, "
@@ -182,12 +209,7 @@ def export(db: Database, directory: Path, selection: Selection | None = None,
     selection = selection or Selection()
     version = project_version()
     results = compute(load_frames(db, selection), TABLES, n_boot, hazard_boot, seed)
-    written = [
-        _write_chunks((episodes_table(c, version) for c in episode_chunks(db, selection)),
-                      EPISODE_COLUMNS, directory / "episodes.csv"),
-        _write_chunks((_nullable_ints(c.loc[:, list(STEP_COLUMNS)])
-                       for c in step_chunks(db, selection)),
-                      STEP_COLUMNS, directory / "steps.csv")]
+    written = list(write_rows_csvs(db, directory, selection, version))
     for table in results.tables:
         written.append(_write(table_frame(table, version), directory / f"{table.name}.csv"))
     from analysis.probe_tables import export_probes

@@ -1,0 +1,117 @@
+"""lab export's episodes.csv and steps.csv rows, streamed from one SQLite cursor.
+
+SQLite does the filtering, joins and ordering; each row's cell strings (run, amendment,
+model, arm label, condition, hash, regime, budget, set, seed, replicate) come from a
+small dict keyed by cell id, built once per cell. Rows are fetched in batches, so
+memory does not grow with the database.
+
+Values come out as Python objects the stdlib ``csv`` writer formats exactly as pandas'
+``to_csv`` formatted the old frames: NULL as an empty cell, ints as ints (booleans
+0/1), REAL columns through ``repr`` (pandas' shortest round-trip float text).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from sqlite_utils import Database
+
+from core.conditions import arm_label
+from core.store.frames import Selection, _where
+
+_FROM = """
+FROM episodes e JOIN cells c ON c.id = e.cell_id JOIN runs r ON r.id = c.run_id
+"""
+
+_CELLS_SQL = """
+SELECT c.id, r.name, r.amendment_id, c.model, c.condition, c.condition_hash,
+       c.condition_spec, c.regime, c.budget, COALESCE(c.question_set, ''), c.seed,
+       c.replicate
+FROM cells c JOIN runs r ON r.id = c.run_id
+"""
+
+_EPISODES_SQL = """
+SELECT e.id, e.cell_id, COALESCE(q.dataset, ''), e.question_id, e.answered,
+       e.answer_action, e.correct, e.f1, e.tool_calls, e.extra_calls, e.input_tokens,
+       e.output_tokens, e.cost_usd, e.error
+""" + _FROM + "LEFT JOIN questions q ON q.id = e.question_id\n"
+"""After the cell id and the dataset, the episode's own columns in EPISODE_COLUMNS order."""
+
+_STEPS_SQL = """
+SELECT s.episode_id, e.cell_id, e.question_id, s.t, s.action, s.obs_index, s.obs_failed,
+       s.obs_source, s.judgment, s.judgment_source, s.stated_judgment, s.streak, s.forced,
+       s.reasoning, s.reasoning_tokens
+FROM steps s JOIN episodes e ON e.id = s.episode_id JOIN cells c ON c.id = e.cell_id
+JOIN runs r ON r.id = c.run_id
+"""
+"""The step's own columns, as stored: a judgment replayed later (`lab replay`) is in
+probes, not here."""
+
+BATCH = 20_000
+"""Rows fetched from the cursor at a time."""
+
+
+def _cells(db: Database, exploratory: str) -> dict[int, tuple[Any, ...]]:
+    """cell id → (run, amendment or `exploratory`, model, arm, condition, condition_hash,
+    regime, budget, question_set, seed, replicate), one arm label per distinct spec."""
+    labels: dict[str, str] = {}
+    out = {}
+    for (cell_id, run, amendment, model, condition, chash, spec, regime, budget, qset, seed,
+         replicate) in db.conn.execute(_CELLS_SQL):
+        if spec not in labels:
+            labels[spec] = arm_label(spec)
+        out[cell_id] = (run, exploratory if amendment is None else amendment, model,
+                        labels[spec], condition, chash, regime, budget, qset, seed, replicate)
+    return out
+
+
+def _batches(db: Database, sql: str, args: list[Any]) -> Iterator[list[tuple[Any, ...]]]:
+    cursor = db.conn.execute(sql, args)
+    try:
+        while rows := cursor.fetchmany(BATCH):
+            yield rows
+    finally:
+        cursor.close()
+
+
+def episode_rows(db: Database, selection: Selection | None, version: str,
+                 exploratory: str) -> Iterator[tuple[Any, ...]]:
+    """The selection's episodes (errored ones included) as episodes.csv rows, by id.
+
+    Args:
+        db: an open lab.db.
+        selection: the filters (default: everything).
+        version: the project version recorded on every row.
+        exploratory: the amendment column of a run no amendment governs.
+
+    Yields:
+        Tuples in `analysis.export.EPISODE_COLUMNS` order.
+    """
+    where, args = _where(db, selection or Selection())
+    cells = _cells(db, exploratory)
+    heads = {cid: c[:8] for cid, c in cells.items()}
+    tails = {cid: c[8:] for cid, c in cells.items()}
+    for rows in _batches(db, _EPISODES_SQL + where + " ORDER BY e.id", args):
+        for r in rows:
+            cid = r[1]
+            yield (r[0], *heads[cid], r[2], *tails[cid], *r[3:], version)
+
+
+def step_rows(db: Database, selection: Selection | None = None) -> Iterator[tuple[Any, ...]]:
+    """The selection's steps as steps.csv rows, by episode and t (a turn the
+    stated-judgment rule discarded before its re-ask).
+
+    Args:
+        db: an open lab.db.
+        selection: the filters (default: everything).
+
+    Yields:
+        Tuples in `analysis.export.STEP_COLUMNS` order.
+    """
+    where, args = _where(db, selection or Selection())
+    keys = {cid: (c[0], c[2], c[3], c[4], c[6]) for cid, c in _cells(db, "").items()}
+    sql = _STEPS_SQL + where + " ORDER BY s.episode_id, s.t, s.discarded DESC"
+    for rows in _batches(db, sql, args):
+        for r in rows:
+            yield (r[0], *keys[r[1]], *r[2:])

@@ -1,0 +1,193 @@
+"""lab export's streamed episodes.csv and steps.csv are byte for byte what the old pandas
+path wrote (issue 14): same columns, row order and value formatting.
+
+The reference below is the pandas export as it was before streaming (read_sql_query
+chunks joined with the cells frame, written with DataFrame.to_csv), frozen here with its
+own SQL so later changes to core.store.frames cannot move it. Its chunks are tiny, so
+every chunk-boundary and all-NULL-chunk case of pandas' dtype inference is exercised.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from analysis.arms import EXPLORATORY
+from analysis.export import EPISODE_COLUMNS, STEP_COLUMNS, export, write_rows_csvs
+from core import store
+from core.conditions import arm_label, parse_condition
+from core.demo_data import demo_questions
+from core.models.registry import builtin_models, make_client
+from core.regimes import ForeignPool, parse_regime
+from core.runner import CellSpec, run_questions
+from core.store.frames import Selection, _where
+
+_CELLS = """
+SELECT c.id AS cell_id, r.name AS run, r.amendment_id AS amendment, c.model, c.condition,
+       c.condition_hash, c.condition_spec, c.regime, c.budget, c.seed, c.replicate,
+       COALESCE(c.question_set, '') AS question_set
+FROM cells c JOIN runs r ON r.id = c.run_id
+"""
+_EPISODES = """
+SELECT e.id AS episode_id, e.cell_id, COALESCE(q.dataset, '') AS dataset, e.question_id,
+       e.answered, e.answer_action, e.correct, e.f1, e.tool_calls, e.extra_calls,
+       e.input_tokens, e.output_tokens, e.cost_usd, e.error
+FROM episodes e JOIN cells c ON c.id = e.cell_id JOIN runs r ON r.id = c.run_id
+LEFT JOIN questions q ON q.id = e.question_id
+"""
+_STEPS = """
+SELECT s.episode_id, e.cell_id, e.question_id, s.t, s.action, s.obs_index, s.obs_failed,
+       s.obs_source, s.judgment, s.judgment_source, s.stated_judgment, s.streak, s.forced,
+       s.reasoning, s.reasoning_tokens
+FROM steps s JOIN episodes e ON e.id = s.episode_id JOIN cells c ON c.id = e.cell_id
+JOIN runs r ON r.id = c.run_id
+"""
+THOUGHT = 'first, "quoted" thought,\nsecond line\r\nthird — naïve 思考 '
+ERROR = 'TimeoutError: server said "no", twice\nretry later'
+
+
+def _nullable_ints(frame: pd.DataFrame) -> pd.DataFrame:
+    for col in ("answer_action", "obs_index", "obs_failed"):
+        if col in frame:
+            frame[col] = frame[col].astype("Int64")
+    return frame
+
+
+def _pandas_csvs(db: Any, directory: Path, selection: Selection, version: str,
+                 rows: int = 3) -> tuple[bytes, bytes]:
+    """The old pandas export of episodes.csv and steps.csv (the reference)."""
+    where, args = _where(db, selection)
+    cells = pd.read_sql_query(_CELLS, db.conn)
+    cells.insert(5, "arm", cells["condition_spec"].map(arm_label).astype(object))
+    out = []
+    for name, sql, order, columns in (
+            ("episodes.csv", _EPISODES, " ORDER BY e.id", EPISODE_COLUMNS),
+            ("steps.csv", _STEPS, " ORDER BY s.episode_id, s.t, s.discarded DESC",
+             STEP_COLUMNS)):
+        path = directory / name
+        with path.open("w", encoding="utf-8", newline="") as fh:
+            header = True
+            for chunk in pd.read_sql_query(sql + where + order, db.conn, params=args,
+                                           chunksize=rows):
+                frame = chunk.merge(cells, on="cell_id", how="left", validate="many_to_one")
+                if name == "episodes.csv":
+                    frame = frame.assign(amendment=frame["amendment"].where(
+                        frame["amendment"].notna(), EXPLORATORY), version=version)
+                frame = _nullable_ints(frame.loc[:, list(columns)])
+                frame.to_csv(fh, index=False, header=header)
+                header = False
+            if header:
+                pd.DataFrame(columns=list(columns)).to_csv(fh, index=False)
+        out.append(path.read_bytes())
+    return out[0], out[1]
+
+
+async def _grid(db: Any) -> None:
+    questions = demo_questions()[:6]
+    specs, pool = builtin_models(), ForeignPool(demo_questions())
+    for run, model, cond in (("main", "sim-stated", "stated_judgment_rule:k=3"),
+                             ("pilot, \"b\"", "sim-own3", "none"),
+                             ("pilot, \"b\"", "sim-own3", "enforced_rule:k=2")):
+        run_id = store.ensure_run(db, run)
+        for regime in ("clean", "persistent"):
+            for seed in (0, 1):
+                cell = CellSpec(specs[model], parse_condition(cond), parse_regime(regime), None,
+                                6, seed)
+                cell_id = store.ensure_cell(db, run_id, cell.columns())
+                await run_questions(db, cell_id, cell, questions, pool, make_client(cell.model))
+
+
+def _oddities(db: Any) -> None:
+    """Everything the CSVs must format: NULLs, errors, quotes, newlines, odd floats."""
+    sql = db.conn.execute
+    with db.conn:
+        sql("INSERT INTO amendments (id, seq, title, created_at) VALUES ('A1', 1, 't', 'now')")
+        sql("UPDATE runs SET amendment_id = 'A1' WHERE name = 'main'")
+        sql("UPDATE cells SET question_set = 'set, \"one\"' WHERE seed = 1 AND regime = 'clean'")
+        ids = [r[0] for r in sql("SELECT id FROM episodes ORDER BY id")]
+        sql("UPDATE episodes SET error = ?, answer_action = NULL, answered = 0 WHERE id IN "
+            "(?, ?, ?)", (ERROR, ids[1], ids[7], ids[-1]))
+        sql("UPDATE episodes SET question_id = 'not, \"in\" questions' WHERE id = ?", (ids[2],))
+        for i, (f1, cost) in enumerate(((1e-05, 0.30000000000000004), (1e16, 2.5e-07),
+                                        (0.1, 123456789.125), (0.0, 1 / 3))):
+            sql("UPDATE episodes SET f1 = ?, cost_usd = ? WHERE id = ?", (f1, cost, ids[3 + i]))
+        sql("UPDATE steps SET reasoning = ?, reasoning_tokens = 17 WHERE (episode_id + t) % 3 = 0",
+            (THOUGHT,))
+        sql("UPDATE steps SET obs_index = NULL, obs_failed = NULL, obs_source = NULL, "
+            "action = 'a,b' WHERE episode_id = ? AND t = 1", (ids[4],))
+        sql("UPDATE steps SET stated_judgment = 'useless, \"really\"' WHERE discarded = 1")
+        # a replayed judgment lives in probes; steps.csv carries the stored one, as before
+        sql("UPDATE steps SET judgment = NULL, judgment_source = NULL WHERE episode_id = ? "
+            "AND t = 1", (ids[5],))
+        sql("INSERT INTO probes (episode_id, t, kind, model, judgment, created_at) VALUES "
+            "(?, 1, 'judgment', 'sim-own3', 'USELESS', 'now')", (ids[5],))
+
+
+@pytest.fixture(scope="module")
+def odd_db(tmp_path_factory) -> Any:
+    db = store.connect(tmp_path_factory.mktemp("stream") / "lab.db")
+    store.insert_questions(db, demo_questions())
+    asyncio.run(_grid(db))
+    _oddities(db)
+    return db
+
+
+def test_fixture_exercises_every_case(odd_db) -> None:
+    one = odd_db.conn.execute
+    assert one("SELECT count(*) FROM steps WHERE discarded = 1").fetchone()[0] > 0
+    assert one("SELECT count(*) FROM episodes WHERE error IS NOT NULL").fetchone()[0] == 3
+    assert one("SELECT count(*) FROM steps WHERE reasoning IS NOT NULL").fetchone()[0] > 0
+    assert one("SELECT count(*) FROM steps WHERE obs_index IS NULL").fetchone()[0] > 0
+    assert one("SELECT count(DISTINCT amendment_id IS NULL) FROM runs").fetchone()[0] == 2
+
+
+@pytest.mark.parametrize("selection", [
+    Selection(), Selection(runs=("main",)), Selection(conditions=("enforced_rule",)),
+    Selection(regimes=("persistent",), seeds=(1,)), Selection(runs=("nobody",))],
+    ids=["all", "run", "arm", "regime-seed", "empty"])
+def test_streamed_csvs_equal_the_pandas_ones_byte_for_byte(odd_db, tmp_path, selection
+                                                           ) -> None:
+    (tmp_path / "old").mkdir()
+    (tmp_path / "new").mkdir()
+    want = _pandas_csvs(odd_db, tmp_path / "old", selection, "9.9.9")
+    got = write_rows_csvs(odd_db, tmp_path / "new", selection, "9.9.9")
+    assert [p.name for p in got] == ["episodes.csv", "steps.csv"]
+    assert got[0].read_bytes() == want[0]
+    assert got[1].read_bytes() == want[1]
+
+
+def test_the_csvs_hold_the_awkward_values(odd_db, tmp_path) -> None:
+    episodes, steps = (p.read_bytes().decode("utf-8")
+                       for p in write_rows_csvs(odd_db, tmp_path, Selection(), "9.9.9"))
+    assert '"TimeoutError: server said ""no"", twice\nretry later"' in episodes
+    assert all(f",{x}," in episodes for x in ("1e-05", "1e+16", "0.30000000000000004", "2.5e-07"))
+    assert ",A1," in episodes and f",{EXPLORATORY}," in episodes
+    assert '"pilot, ""b"""' in episodes and '"set, ""one"""' in episodes
+    assert '"first, ""quoted"" thought,\nsecond line\r\nthird — naïve 思考 "' in steps
+    assert steps.count(os.linesep) > steps.count(THOUGHT) and "stated_judgment_rule:k=3" in steps
+
+
+def test_export_writes_the_streamed_csvs_and_nothing_half_written(odd_db, tmp_path,
+                                                                  monkeypatch) -> None:
+    import analysis.export as ex
+
+    out = tmp_path / "out"
+    paths = export(odd_db, out, n_boot=5, hazard_boot=5)
+    (tmp_path / "old").mkdir()
+    want = _pandas_csvs(odd_db, tmp_path / "old", Selection(), ex.project_version())
+    assert paths[0].read_bytes() == want[0] and paths[1].read_bytes() == want[1]
+
+    def broken(db: Any, selection: Selection) -> Any:
+        yield ("half", "a", "row")
+        raise RuntimeError("disk gone")
+
+    monkeypatch.setattr(ex, "step_rows", broken)
+    with pytest.raises(RuntimeError, match="disk gone"):
+        write_rows_csvs(odd_db, out, Selection(), "0")
+    assert (out / "steps.csv").read_bytes() == want[1]  # the earlier file, untouched
+    assert not list(out.glob(".*.tmp"))
