@@ -644,6 +644,8 @@ def check_selection(db: Database, selection: Selection) -> None:
          "JOIN episodes e ON e.cell_id = c.id ORDER BY 1"),
     )
     for what, plural, wanted, sql in checks:
+        if not wanted:  # nothing asked: no query (each one joins every episode)
+            continue
         have = known(sql)
         missing = [v for v in wanted if v not in have]
         if missing:
