@@ -34,7 +34,6 @@ import numpy as np
 import pandas as pd
 
 from analysis.arms import ArmKey, Grouping
-from analysis.decisions import arm_groups
 from analysis.dissociation import DISSOCIATION_RUN, dissociation
 from analysis.rows import Row, Table, interval_row, make_row
 from analysis.stats import N_BOOT, Interval, bootstrap_intervals
@@ -596,40 +595,3 @@ JUDGMENT_MEASURES = (
     ("dissociation", "answered after 5 own useless"),
     ("stated_dissociation", "answered after 5 stated useless"))
 """(JudgmentRates attribute, measure name) of the judgments table."""
-
-
-def judgments_table(steps: pd.DataFrame, decisions: pd.DataFrame, episodes: pd.DataFrame,
-                    grouping: Grouping | None = None) -> Table:
-    """Judgment rates and the dissociation count of every group and regime family.
-
-    Args:
-        steps: steps of error-free episodes.
-        decisions: the decision table.
-        episodes: error-free episodes (they form the groups).
-        grouping: what rows pool and the errored episodes they count.
-
-    Returns:
-        Table "judgments" (estimate = share, n = judgments or episodes).
-    """
-    grouping = grouping or Grouping()
-    rows: list[Row] = []
-    labels = JUDGMENT_MEASURES
-    for arm, ep in arm_groups(episodes, grouping, families=True):
-        ids = ep["episode_id"]
-        dec = decisions.loc[decisions["episode_id"].isin(ids)]
-        rates = judgment_rates(steps.loc[steps["episode_id"].isin(ids)], dec)
-        for attr, label in labels:
-            r: Rate = getattr(rates, attr)
-            unit = "episodes" if attr.endswith("dissociation") else "judgments"
-            rows.append(make_row(arm, label, "", r.share, r.n, unit, f"{r.k}/{r.n}"))
-    notes = (("Side-channel judgments on observations (real: not failed by design; gold/"
-             "distractor: real search results, first or repeated page in the episode)."),
-             ("answered after 5 own (stated) useless: in persistent, among episodes whose own "
-             "side-channel (stated) useless run reached 5, the share that answered at any "
-             "later action, the final one included (k/n in detail; each seed's episode of a "
-             "question counts once; a stated run is unknown after a silent observation)."))
-    return Table("judgments", "Judgment rates and dissociation", tuple(rows), notes, "wide",
-                 (), (), tuple((label, short) for (_, label), short in zip(labels, (
-                     "USELESS|fail", "USELESS|real", "USEFUL|gold1", "USEFUL|gold+",
-                     "USEFUL|distr1", "USEFUL|distr+", "stated useless|fail", "ans@5 own",
-                     "ans@5 stated"))), grouping.pooled)

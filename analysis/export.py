@@ -70,56 +70,6 @@ def episodes_table(episodes: pd.DataFrame, version: str | None = None) -> pd.Dat
     return _nullable_ints(out.loc[:, list(EPISODE_COLUMNS)])
 
 
-def with_reasoning(steps: pd.DataFrame,
-                   reasoning: Sequence[tuple[int, int, int, str | None, int]]) -> pd.DataFrame:
-    """The step frame with thinking-mode text and tokens (empty and 0 where none).
-
-    Args:
-        steps: step frame, ordered by episode and t (and by `discarded` within a t,
-            the steps table's key order, when it has no `discarded` column).
-        reasoning: (episode_id, t, discarded, reasoning, reasoning_tokens) rows
-            (`core.store.episodes.reasoning_rows`).
-
-    Returns:
-        A copy with `reasoning` and `reasoning_tokens` columns.
-    """
-    out = steps.drop(columns=["reasoning", "reasoning_tokens"], errors="ignore")
-    extra = pd.DataFrame(list(reasoning), columns=["episode_id", "t", "discarded", "reasoning",
-                                                   "reasoning_tokens"])
-    if extra.empty:
-        return out.assign(reasoning=None, reasoning_tokens=0)
-    if "discarded" in out:
-        key = ["episode_id", "t", "discarded"]
-        out = out.assign(discarded=out["discarded"].astype(int))
-    else:  # a discarded turn and its re-ask share t: match them in key order
-        key = ["episode_id", "t", "_n"]
-        out = out.assign(_n=out.groupby(["episode_id", "t"]).cumcount())
-        extra = extra.assign(_n=extra["discarded"]).drop(columns="discarded")
-    merged = out.merge(extra, on=key, how="left", validate="one_to_one")
-    merged = merged.drop(columns=[c for c in ("_n",) if c in merged])
-    merged["reasoning_tokens"] = merged["reasoning_tokens"].fillna(0).astype(int)
-    return merged
-
-
-def steps_table(episodes: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
-    """steps.csv: one row per step, with its episode's run, model, arm, regime, question.
-
-    Args:
-        episodes: episode frame.
-        steps: step frame (without `reasoning` columns, they are left empty).
-
-    Returns:
-        The frame with exactly STEP_COLUMNS, ordered by episode and t.
-    """
-    if "reasoning" not in steps:
-        steps = with_reasoning(steps, ())
-    keys = episodes.loc[:, ["episode_id", "run", "model", "arm", "condition", "regime",
-                            "question_id"]]
-    merged = steps.merge(keys, on="episode_id", how="inner", validate="many_to_one")
-    merged = merged.sort_values(["episode_id", "t"], kind="stable")
-    return _nullable_ints(merged.loc[:, list(STEP_COLUMNS)])
-
-
 def table_frame(table: Table, version: str | None = None) -> pd.DataFrame:
     """A results table as a frame.
 

@@ -3,8 +3,9 @@
 `load_frames` reads almost nothing: the selection's `Fingerprint` (one aggregate
 query), its runs and its errored episodes. The error-free episodes (what success,
 cost and the grouping read), the decision table (Δ, I, hazard, dissociation: from
-lab.db's compact ``decisions`` table, never from steps) and the steps (judgment
-rates and the tables that need step detail) are each read on first use, through a
+lab.db's compact ``decisions`` table, never from steps), the leaving table's backup
+steps and, for callers that need step detail, the steps are each read on first use
+(judgment rates are counted by SQLite: `analysis.judgments`), through a
 fresh connection to the same file, bounded by the fingerprint's largest episode id
 so all parts describe the same episodes. A table served from the results cache
 (`analysis.cache`) reads none of them.
@@ -90,7 +91,6 @@ class Frames:
                                  else pd.DataFrame())
         self.selection = selection or Selection()
         self.source = source
-        self._observations: pd.DataFrame | None = None
         self._backup_steps: pd.DataFrame | None = None
         self._lock = threading.Lock()
 
@@ -137,28 +137,6 @@ class Frames:
                 self._backup_steps = self._read_steps(episodes,
                                                       BACKUP_STEPS_SQL if some else "0")
             return self._backup_steps
-
-    @property
-    def observations(self) -> pd.DataFrame:
-        """The steps that returned an observation, with the columns judgment rates read
-        (read on first use; the full steps when they are already in memory)."""
-        if self._steps is not None or self.source is None:
-            steps = self.steps
-            return steps.loc[steps["obs_index"].notna()]
-        episodes = self.episodes
-        with self._lock:
-            if self._observations is None:
-                from core.store.frames import observations_frame
-
-                src = self.source
-                db = src.connect()
-                try:
-                    obs = observations_frame(db, src.selection, src.fingerprint.max_id)
-                finally:
-                    db.conn.close()
-                self._observations = obs.loc[obs["episode_id"].isin(
-                    episodes["episode_id"])].reset_index(drop=True)
-            return self._observations
 
     @property
     def n_episodes(self) -> int:

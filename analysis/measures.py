@@ -3,7 +3,8 @@
 
 `load_frames` (`analysis.frames`) reads each part of the data only when a table
 needs it: success, cost and budgets read episodes; Δ, I, hazard and dissociation
-read lab.db's compact decision table; only step-level tables read steps. `compute`
+read lab.db's compact decision table; judgment rates are counted by SQLite
+(`analysis.judgments`); leaving reads only backup steps. `compute`
 serves every table it computed before for the same data and spec from the results
 cache (`analysis.cache`). The individual measures live in `analysis.success`,
 `analysis.delta`, `analysis.hazard` and `analysis.cost`; this module only wires them

@@ -303,7 +303,7 @@ def paired_matrices(pairs: Sequence[tuple[QuestionMatrix, QuestionMatrix, object
     batches: dict[tuple[object, tuple[str, ...], tuple[str, ...]], list[int]] = {}
     for i, (ma, mb, ref) in enumerate(pairs):
         common = tuple(sorted(set(ma.questions) & set(mb.questions)))
-        regimes = regime_order(set(ma.regimes) & set(mb.regimes))
+        regimes = regime_order(sorted(set(ma.regimes) & set(mb.regimes)))
         batches.setdefault((ref, common, regimes), []).append(i)
     out: list[tuple[tuple[str, Interval], ...]] = [()] * len(pairs)
     for (_, common, regimes), members in batches.items():
@@ -404,8 +404,8 @@ def paired_table(episodes: pd.DataFrame, reference: str = REFERENCE, n_boot: int
                 r.replicates)
 
     families: dict[tuple[object, ...], list[int]] = {}
-    for i, r in enumerate(raw):
-        families.setdefault(hypothesis(r), []).append(i)
+    for i, row in enumerate(raw):
+        families.setdefault(hypothesis(row), []).append(i)
     for idx in families.values():
         for i, p in zip(idx, holm([raw[i].p for i in idx])):
             adjusted[i] = p

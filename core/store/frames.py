@@ -68,14 +68,6 @@ LEFT JOIN probes rp ON rp.episode_id = s.episode_id AND rp.t = s.t AND rp.kind =
 """
 """Steps whose arm asked no judgment in-run take the replayed one (`lab replay judgments`,
 source "replay"); a judgment asked in-run is never replaced."""
-OBSERVATION_FRAME_SQL = """
-SELECT s.episode_id, s.t, s.action, s.obs_index, s.obs_failed, s.obs_source, s.obs_ref,
-       CASE WHEN s.judgment_source IS NULL THEN rp.judgment ELSE s.judgment END AS judgment,
-       s.stated_judgment
-""" + STEP_FRAME_SQL[STEP_FRAME_SQL.index("FROM steps"):]
-"""Only the steps that returned an observation, only what judgment rates read."""
-
-
 @dataclass(frozen=True)
 class Selection:
     """Which episodes analysis reads, and which dimensions its rows pool.
@@ -421,75 +413,6 @@ def steps_frame(db: Database, runs: Sequence[str] | None = None,
     where, args = _where(db, _selection(selection, runs, models), *extra)
     return _read_frame(db, STEP_FRAME_SQL + where + " ORDER BY s.episode_id, s.t, "
                        "s.discarded DESC", args)
-
-
-def observations_frame(db: Database, selection: Selection | None = None,
-                       upto: int | None = None):
-    """The steps that returned an observation (OBSERVATION_FRAME_SQL's columns).
-
-    Args:
-        db: an open lab.db.
-        selection: the filters.
-        upto: only steps of episodes with id <= upto.
-
-    Returns:
-        One row per observation, ordered by episode and t.
-    """
-    extra = ["s.obs_index IS NOT NULL"] + ([f"e.id <= {int(upto)}"] if upto is not None else [])
-    where, args = _where(db, selection or Selection(), *extra)
-    return _read_frame(db, OBSERVATION_FRAME_SQL + where + " ORDER BY s.episode_id, s.t, "
-                       "s.discarded DESC", args)
-
-
-_EXPORT_STEPS_SQL = """
-SELECT s.episode_id, e.cell_id, e.question_id, s.t, s.action, s.obs_index, s.obs_failed,
-       s.obs_source, s.judgment, s.judgment_source, s.stated_judgment, s.streak, s.forced,
-       s.reasoning, s.reasoning_tokens
-FROM steps s JOIN episodes e ON e.id = s.episode_id JOIN cells c ON c.id = e.cell_id
-JOIN runs r ON r.id = c.run_id
-"""
-
-
-def episode_chunks(db: Database, selection: Selection | None = None, rows: int = 50_000):
-    """The selection's episodes (errored ones included) as `episodes_frame` chunks.
-
-    Streams from one cursor, so memory does not grow with the database (lab export).
-
-    Args:
-        db: an open lab.db.
-        selection: the filters.
-        rows: episodes per chunk.
-
-    Yields:
-        DataFrames with the `episodes_frame` columns, in id order.
-    """
-    import pandas as pd
-
-    where, args = _where(db, selection or Selection())
-    for chunk in pd.read_sql_query(EPISODE_FRAME_SQL + where + " ORDER BY e.id", db.conn,
-                                   params=args, chunksize=rows):
-        yield _with_cells(db, chunk)
-
-
-def step_chunks(db: Database, selection: Selection | None = None, rows: int = 100_000):
-    """The selection's steps with their episode's run, model, arm, condition, regime and
-    question, thinking text included, in chunks (lab export's steps.csv).
-
-    Args:
-        db: an open lab.db.
-        selection: the filters.
-        rows: steps per chunk.
-
-    Yields:
-        DataFrames ordered by episode, t (a discarded turn before its re-ask).
-    """
-    import pandas as pd
-
-    where, args = _where(db, selection or Selection())
-    cells = _cells(db)
-    for chunk in pd.read_sql_query(_EXPORT_STEPS_SQL + where + " ORDER BY s.episode_id, s.t, "
-                                   "s.discarded DESC", db.conn, params=args, chunksize=rows):
-        yield chunk.merge(cells, on="cell_id", how="left", validate="many_to_one")
 
 
 @dataclass(frozen=True)
