@@ -31,7 +31,7 @@ from analysis.decisions import (
     errored_episodes,
 )
 from core.conditions import ARMS
-from core.store.frames import Fingerprint, Selection
+from core.store.frames import EPISODE_KEYS, Fingerprint, Selection
 
 DECISION_KEYS = ("arm", "condition_hash", "dataset", "question_set", "run", "seed",
                  "replicate", "amendment")
@@ -70,6 +70,8 @@ class Frames:
 
     Attributes:
         episodes: finished episodes without an error.
+        episode_keys: the same rows with only their key columns (`core.store.frames.
+            EPISODE_KEYS`), all grouping and the decision table need.
         steps: their steps.
         decisions: the decision table (`analysis.decisions.decision_table`), with the
             episodes' grouping columns.
@@ -92,6 +94,7 @@ class Frames:
         self.selection = selection or Selection()
         self.source = source
         self._backup_steps: pd.DataFrame | None = None
+        self._episode_keys: pd.DataFrame | None = None
         self._lock = threading.Lock()
 
     @property
@@ -103,9 +106,22 @@ class Frames:
             return self._episodes
 
     @property
+    def episode_keys(self) -> pd.DataFrame:
+        """The rows of `episodes` with only their key columns (`EPISODE_KEYS`: what
+        grouping and the decision table read), same values and dtypes; taken from
+        `episodes` when those are loaded, else read alone (three values per episode)."""
+        with self._lock:
+            if self._episode_keys is None:
+                if self._episodes is not None:
+                    self._episode_keys = episode_keys_of(self._episodes)
+                else:
+                    self._episode_keys = self._read_episode_keys()
+            return self._episode_keys
+
+    @property
     def decisions(self) -> pd.DataFrame:
         """The decision table with the episodes' columns (read on first use)."""
-        episodes = self.episodes
+        episodes = self.episode_keys
         with self._lock:
             if self._decisions is None:
                 self._decisions = self._read_decisions(episodes)
@@ -114,7 +130,7 @@ class Frames:
     @property
     def steps(self) -> pd.DataFrame:
         """Steps of the error-free episodes (read on first use)."""
-        episodes = self.episodes
+        episodes = self.episode_keys
         with self._lock:
             if self._steps is None:
                 self._steps = self._read_steps(episodes)
@@ -128,7 +144,7 @@ class Frames:
         if self._steps is not None or self.source is None:
             steps = self.steps
             return steps.loc[backup_step_mask(steps)].reset_index(drop=True)
-        episodes = self.episodes
+        episodes = self.episode_keys
         with self._lock:
             if self._backup_steps is None:
                 # a study without two-source arms reads no steps at all (the query would
@@ -161,6 +177,16 @@ class Frames:
             db.conn.close()
         return clean_episodes(with_keys(frame))[0]
 
+    def _read_episode_keys(self) -> pd.DataFrame:
+        from core.store.frames import episode_keys_frame
+
+        src = self._need_source()
+        db = src.connect()
+        try:
+            return with_keys(episode_keys_frame(db, src.selection, src.fingerprint.max_id))
+        finally:
+            db.conn.close()
+
     def _read_decisions(self, episodes: pd.DataFrame) -> pd.DataFrame:
         from core.store.frames import decisions_frame
 
@@ -185,6 +211,18 @@ class Frames:
         finally:
             db.conn.close()
         return steps.loc[steps["episode_id"].isin(episodes["episode_id"])].reset_index(drop=True)
+
+
+def episode_keys_of(episodes: pd.DataFrame) -> pd.DataFrame:
+    """The key columns (`EPISODE_KEYS`) an episode frame has, in that order.
+
+    Args:
+        episodes: an episode frame.
+
+    Returns:
+        Its rows with only those columns.
+    """
+    return episodes.loc[:, [c for c in EPISODE_KEYS if c in episodes]]
 
 
 def backup_step_mask(steps: pd.DataFrame) -> pd.Series:

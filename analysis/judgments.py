@@ -63,7 +63,7 @@ def frame_counts(frames: Frames, parts: int | None = None) -> JudgmentCounts:
     if src is None:
         return observation_counts(frames.steps)
     parts = parts or min(4, os.cpu_count() or 1)
-    ids = np.sort(frames.episodes["episode_id"].to_numpy(dtype=np.int64))
+    ids = np.sort(frames.episode_keys["episode_id"].to_numpy(dtype=np.int64))
     cuts = [int(ids[len(ids) * i // parts]) for i in range(1, parts) if len(ids)]
     ranges = list(zip([None, *cuts], [*cuts, src.fingerprint.max_id]))
 
@@ -201,13 +201,14 @@ def judgments_table(counts: JudgmentCounts, decisions: pd.DataFrame, episodes: p
                     grouping: Grouping | None = None) -> Table:
     """Judgment rates and the dissociation count of every group and regime family.
 
-    Signature: ``judgments_table(frame_counts(frames), frames.decisions, frames.episodes,
-    grouping)``.
+    Signature: ``judgments_table(frame_counts(frames), frames.decisions,
+    frames.episode_keys, grouping)``.
 
     Args:
         counts: the episodes' judgment counts (`frame_counts`).
         decisions: the decision table.
-        episodes: error-free episodes (they form the groups).
+        episodes: error-free episodes (they form the groups; their key columns,
+            `Frames.episode_keys`, suffice).
         grouping: what rows pool and the errored episodes they count.
 
     Returns:

@@ -24,7 +24,7 @@ from analysis.cost import cost_table, group_answer_actions
 from analysis.frames import Frames, frames_from, load_frames  # noqa: F401  (re-exported)
 from analysis.delta import delta_table
 from analysis.judgments import frame_counts, judgments_table
-from analysis.leaving import leaving_table
+from analysis.leaving import leaving_table, two_source_mask
 from analysis.hazard import hazard_table, index_table
 from analysis.lpm import HAZARD_BOOT
 from analysis.rows import Table
@@ -130,12 +130,17 @@ class _Part:
 
 _READS_DECISIONS = frozenset({"delta", "index", "hazard", "judgments", "leaving"})
 """Tables that read the decision table (the others never load it)."""
+_READS_EPISODES = frozenset({"success", "cost", "budgets"})
+"""Tables that read episode columns other than the keys (`Frames.episode_keys`)."""
 
 
 def _compute_one(frames: Frames, name: str, grouping: Grouping, n_boot: int,
                  hazard_boot: int, seed: int, lam: float, reference: str) -> _Part:
-    """One table name, reading only the frames it needs."""
-    ep = frames.episodes
+    """One table name, reading only the frames it needs (the tables that only group
+    episodes get their key columns, `Frames.episode_keys`, not the full episodes)."""
+    ep = frames.episodes if name in _READS_EPISODES else frames.episode_keys
+    if name == "leaving" and two_source_mask(ep).any():
+        ep = frames.episodes  # switching reads answered and answer_action
     dec = frames.decisions if name in _READS_DECISIONS else None
     tables: list[Table] = []
     curves: tuple = ()

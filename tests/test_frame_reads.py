@@ -78,3 +78,38 @@ def test_decisions_by_episode_ids_equal_the_joined_read(stored: Path, selection)
     assert len(want) and got.equals(want) and got.dtypes.equals(want.dtypes)
     assert F.decisions_frame(db, selection, episode_ids=ids[::-1]).equals(want)
     assert F.decisions_frame(db, episode_ids=ids[:0]).empty
+
+
+@pytest.fixture(scope="module")
+def with_errors(stored: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The stored grid with a few errored episodes, some in every seed and arm."""
+    path = tmp_path_factory.mktemp("errors") / "lab.db"
+    path.write_bytes(stored.read_bytes())
+    db = store.connect(path)
+    ids = [r[0] for r in db.conn.execute("SELECT id FROM episodes ORDER BY id")]
+    with db.conn:
+        db.conn.executemany("UPDATE episodes SET error = 'boom' WHERE id = ?",
+                            [(i,) for i in {*ids[1:40:7], *ids[::53]}])
+    return path
+
+
+@pytest.mark.parametrize("selection, upto", [
+    (F.Selection(), None), (F.Selection(), 40), (F.Selection(seeds=(1,)), None),
+    (F.Selection(models=("sim-own5",), conditions=("stated_rule",)), None),
+    (F.Selection(pool=("seeds", "runs")), None), (F.Selection(seeds=(99,)), None)],
+    ids=["all", "upto", "seed", "model-arm", "pooled", "none"])
+def test_episode_keys_are_the_key_columns_of_episodes(with_errors: Path, selection,
+                                                      upto) -> None:
+    from analysis.frames import episode_keys_of, load_frames
+
+    db = store.connect(with_errors)
+    episodes = F.episodes_frame(db, selection=selection, upto=upto)
+    if selection.seeds != (99,):
+        assert episodes["error"].notna().any() and episodes["error"].isna().any()
+    want = episodes.loc[episodes["error"].isna(), list(F.EPISODE_KEYS)].reset_index(drop=True)
+    assert_same(F.episode_keys_frame(db, selection, upto), want)
+    if upto is None:  # Frames: read alone, or taken from the loaded episodes
+        keys = load_frames(db, selection).episode_keys
+        assert_same(keys, episode_keys_of(load_frames(db, selection).episodes))
+        frames = load_frames(db, selection)
+        assert_same(episode_keys_of(frames.episodes), frames.episode_keys)

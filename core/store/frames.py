@@ -221,6 +221,64 @@ def episodes_frame(db: Database, runs: Sequence[str] | None = None,
     return _join_cells(frame, cells)
 
 
+EPISODE_KEYS = _FRAME_ORDER
+"""The columns `episode_keys_frame` reads: what tells episodes' groups apart."""
+
+
+def episode_keys_frame(db: Database, selection: Selection | None = None,
+                       upto: int | None = None):
+    """The error-free episodes' key columns (_FRAME_ORDER), as a DataFrame.
+
+    The rows of `episodes_frame` without an error, in its order, with its EPISODE_KEYS
+    columns, episode_id … question_id (every cell column, the dataset and the question) with
+    the same values and dtypes; only three values per episode are read (its id, cell
+    and question), the cell's columns are joined by position.
+
+    Signature: ``episode_keys_frame(db, Selection(seeds=(0,)), upto=fp.max_id)``.
+
+    Args:
+        db: an open lab.db.
+        selection: the filters (the `pool` field is not used here).
+        upto: only episodes with id <= upto (the state a `Fingerprint` recorded).
+
+    Returns:
+        One row per error-free episode, ordered by id.
+
+    Raises:
+        ConfigError: a condition in the selection that matches no stored arm.
+    """
+    import numpy as np
+    import pandas as pd
+
+    sel = selection or Selection()
+    where, args = _where(db, sel, *([f"e.id <= {int(upto)}"] if upto is not None else []))
+    joins = (" JOIN cells c ON c.id = e.cell_id JOIN runs r ON r.id = c.run_id"
+             if _filters_cells(sel) else "")
+    # errored rows are read too (a flag) so the dtypes are those of episodes_frame's read
+    cursor = db.conn.execute("SELECT e.id, e.cell_id, e.question_id, e.error IS NOT NULL "
+                             f"FROM episodes e{joins}{where} ORDER BY e.id", args)
+    fields = [("episode_id", "i8"), ("cell_id", "i8"), ("question_id", object), ("bad", "?")]
+    try:
+        rows = np.fromiter(cursor, dtype=np.dtype(fields))
+    except (TypeError, ValueError, OverflowError):  # a NULL id or question: the plain read
+        frame = episodes_frame(db, selection=sel, upto=upto)
+        return frame.loc[frame["error"].isna(), list(EPISODE_KEYS)].reset_index(drop=True)
+    cells = _cells(db)
+    names = ["episode_id", "cell_id", "dataset", "question_id"]
+    if not len(rows):
+        return _join_cells(pd.DataFrame(columns=names, dtype=object), cells)
+    keep = pd.Index(cells["cell_id"]).get_indexer(rows["cell_id"]) >= 0
+    rows = rows[keep & ~rows["bad"]]  # the join: an episode of no stored cell is no row
+    codes, questions = pd.factorize(rows["question_id"])
+    datasets = dict(db.conn.execute("SELECT id, dataset FROM questions").fetchall())
+    columns = {"episode_id": rows["episode_id"], "cell_id": rows["cell_id"],
+               "dataset": np.array([datasets.get(q, "") or "" for q in questions],
+                                   dtype=object)[codes],
+               "question_id": np.asarray(questions, dtype=object)[codes]}
+    return _join_cells(pd.DataFrame({c: pd.Series(columns[c]) for c in names}, columns=names),
+                       cells)
+
+
 def _filters_cells(sel: Selection) -> bool:
     """Whether the selection's WHERE clause names cells or runs (``c.``, ``r.``)."""
     return bool(sel.runs or sel.sets or sel.seeds or sel.models or sel.regimes
