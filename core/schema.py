@@ -495,7 +495,7 @@ def _decisions(db: Database) -> None:
         INSERT INTO analysis_state (id, changes) VALUES (1, 0);
         """
     )
-    derive_all(db.conn)
+    derive_all(db.conn, packs=False)  # decision_packs come with 0008, packed from these rows
     bump = "BEGIN UPDATE analysis_state SET changes = changes + 1 WHERE id = 1; END"
     for table in ("episodes", "steps", "decisions", "probes", "cells", "runs"):
         db.conn.execute(f"CREATE TRIGGER {table}_deleted_0007 AFTER DELETE ON {table} {bump}")
@@ -505,6 +505,32 @@ def _decisions(db: Database) -> None:
     db.conn.execute(f"CREATE TRIGGER probes_inserted_0007 AFTER INSERT ON probes {bump}")
 
 
-SCHEMA_VERSION = 7
+@MIGRATIONS(name="0008_decision_packs")
+def _decision_packs(db: Database) -> None:
+    """Each episode's decision points as one BLOB, so analysis reads one value per episode.
+
+    - decision_packs: per episode with decision points, ``n`` (its rows in
+      `decisions`) and ``words``: those rows in ``seq`` order, each two little-endian
+      int64 words (`core.store.decisions.PACKED_FIELDS`; the second also holds the
+      episode id above bit 23). Written with the rows in the same transaction
+      (episode store, `rederive`); backfilled here from `decisions`. `decisions`
+      stays (SQL queries read it); a reader uses the packs only when their ``n`` add
+      up to the rows of `decisions` in the range it reads.
+    """
+    from core.store.decisions import pack_all
+
+    db.conn.execute(
+        """
+        CREATE TABLE decision_packs (
+            episode_id INTEGER PRIMARY KEY REFERENCES episodes(id) ON DELETE CASCADE,
+            n INTEGER NOT NULL,              -- decision points (rows of decisions)
+            words BLOB NOT NULL              -- 2 little-endian int64 per point, seq order
+        )
+        """
+    )
+    pack_all(db.conn)
+
+
+SCHEMA_VERSION = 8
 """Number of migrations above (bump it with each one; a test checks the count); equals
 `PRAGMA user_version` of an up-to-date lab.db."""

@@ -1,7 +1,9 @@
 """The stored decision table and the other per-episode derivations analysis reads.
 
 `decisions` holds one row of integers per decision point (`core.decisions`), derived
-when an episode is stored, in the same transaction; `episodes.acting_input_tokens`
+when an episode is stored, in the same transaction; `decision_packs` holds the same rows
+of each episode packed into one BLOB (`PACKED_FIELDS`), which analysis reads in one
+value per episode instead of stepping a million rows; `episodes.acting_input_tokens`
 and `acting_output_tokens` hold the sums over its steps (the acting turns' tokens).
 `rederive` recomputes them from the stored steps, e.g. after judgment replay
 changes an episode's judgments.
@@ -14,6 +16,7 @@ it tells a results cache whether its numbers are still current.
 from __future__ import annotations
 
 import sqlite3
+import struct
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
@@ -40,6 +43,106 @@ _STEPS_SQL = (f"SELECT s.episode_id, c.budget, "
               "LEFT JOIN probes rp ON rp.episode_id = s.episode_id AND rp.t = s.t AND "
               "rp.kind = 'judgment' AND rp.error IS NULL AND s.discarded = 0")
 _N = len(STEP_FIELDS)
+
+PACKED_FIELDS = (("n_obs", 0, 0, 16), ("action", 0, 16, 16), ("design_run", 0, 32, 16),
+                 ("own_run", 0, 48, 15), ("stated_run", 1, 0, 16), ("answer", 1, 16, 1),
+                 ("final", 1, 17, 1), ("own_latest", 1, 18, 1), ("own_earlier", 1, 19, 1),
+                 ("stated_known", 1, 20, 1), ("stated_latest", 1, 21, 1),
+                 ("stated_earlier", 1, 22, 1))
+"""A decision point packed into two 64-bit words: (column, word, shift, bits); run
+lengths and actions below 32,768. ``stated_run`` is stored plus one (−1 → 0)."""
+PACKED_ID_SHIFT = 23
+"""Where a pack's words hold the episode id: word 1 above its 23 bits of fields (ids
+below 2**40), so a reader of many episodes' concatenated packs knows each row's episode."""
+PACKED_OFFSET = {"stated_run": 1}
+"""Added to a column before it is packed (and taken off when unpacked)."""
+PACK_INSERT_SQL = "INSERT INTO decision_packs (episode_id, n, words) VALUES (?, ?, ?)"
+
+
+def packed_words_sql(alias: str = "d") -> tuple[str, str]:
+    """The two packed words of a `decisions` row as SQL expressions (SQLite computes them).
+
+    Args:
+        alias: the table alias of `decisions` in the query.
+
+    Returns:
+        (word 0, word 1): OR of each column (plus its PACKED_OFFSET) shifted into place.
+    """
+    words: tuple[list[str], list[str]] = ([], [])
+    for name, word, shift, _ in PACKED_FIELDS:
+        column = f"{alias}.{name}" + (f" + {PACKED_OFFSET[name]}" if name in PACKED_OFFSET else "")
+        words[word].append(f"(({column}) << {shift})")
+    return " | ".join(words[0]), " | ".join(words[1])
+
+
+def pack_words_sql(alias: str = "d") -> tuple[str, str]:
+    """`packed_words_sql` with the episode id in word 1 (`PACKED_ID_SHIFT`): a pack's words."""
+    word0, word1 = packed_words_sql(alias)
+    return word0, f"{word1} | ({alias}.episode_id << {PACKED_ID_SHIFT})"
+
+
+_AT = {name: COLUMNS.index(name) for name, *_ in PACKED_FIELDS}
+
+
+def _signed64(value: int) -> int:
+    """An integer wrapped to a signed 64-bit one, as SQLite's shifts and ORs leave it."""
+    value &= (1 << 64) - 1
+    return value - (1 << 64) if value >> 63 else value
+
+
+def pack(episode_id: int, decisions: Sequence[Sequence[int]]) -> bytes:
+    """One episode's decision points as its `decision_packs.words`.
+
+    Args:
+        episode_id: the episode.
+        decisions: the COLUMNS values of each decision point, in ``seq`` order.
+
+    Returns:
+        Little-endian int64 pairs (`PACKED_FIELDS`, the id at `PACKED_ID_SHIFT`), the
+        same words `pack_words_sql` computes from the stored rows.
+    """
+    words: list[int] = []
+    for d in decisions:
+        pair = [0, episode_id << PACKED_ID_SHIFT]
+        for name, word, shift, _ in PACKED_FIELDS:
+            pair[word] |= (d[_AT[name]] + PACKED_OFFSET.get(name, 0)) << shift
+        words += (_signed64(pair[0]), _signed64(pair[1]))
+    return struct.pack(f"<{len(words)}q", *words)
+
+
+def pack_all(conn: sqlite3.Connection, chunk: int = 50_000) -> int:
+    """Write the `decision_packs` of every episode with stored decision points.
+
+    Runs inside the caller's transaction (migration 0008); SQLite computes the words
+    from the stored rows, read one range of ``chunk`` episode ids at a time.
+
+    Args:
+        conn: a connection in a write transaction, `decision_packs` empty.
+        chunk: episode ids per read.
+
+    Returns:
+        Packs written.
+    """
+    import itertools
+
+    import numpy as np
+
+    word0, word1 = pack_words_sql()
+    sql = (f"SELECT d.episode_id, {word0}, {word1} FROM decisions d "
+           "WHERE d.episode_id BETWEEN ? AND ? ORDER BY d.episode_id, d.seq")
+    top = conn.execute("SELECT COALESCE(max(episode_id), 0) FROM decisions").fetchone()[0]
+    written = 0
+    for lo in range(0, top + 1, chunk):
+        cursor = conn.execute(sql, (lo, lo + chunk - 1))
+        rows = np.fromiter(itertools.chain.from_iterable(cursor), dtype=np.int64).reshape(-1, 3)
+        if not len(rows):
+            continue
+        episodes, starts, counts = np.unique(rows[:, 0], return_index=True, return_counts=True)
+        words = rows[:, 1:].astype("<i8").tobytes()
+        conn.executemany(PACK_INSERT_SQL, ((int(e), int(n), words[16 * s:16 * (s + n)])
+                                           for e, s, n in zip(episodes, starts, counts)))
+        written += len(episodes)
+    return written
 
 
 def step_totals(steps: Sequence[Sequence[Any]]) -> tuple[int, ...]:
@@ -82,7 +185,11 @@ def store_derived(conn: sqlite3.Connection, episode_id: int, cell_id: int,
     """
     budget = conn.execute("SELECT budget FROM cells WHERE id = ?", (cell_id,)).fetchone()[0]
     rows = [tuple(getattr(s, f, None) for f in (*STEP_FIELDS, *_TOTAL_FIELDS)) for s in steps]
-    conn.executemany(INSERT_SQL, _decision_rows(episode_id, budget, rows))
+    decisions = _decision_rows(episode_id, budget, rows)
+    conn.executemany(INSERT_SQL, decisions)
+    if decisions:
+        conn.execute(PACK_INSERT_SQL, (episode_id, len(decisions),
+                                       pack(episode_id, [d[2:] for d in decisions])))
     conn.execute(_TOTALS_SQL, (*step_totals(rows), episode_id))
 
 
@@ -102,7 +209,8 @@ def _by_episode(rows: Iterable[tuple[Any, ...]]
         yield current, budget, steps
 
 
-def derive_all(conn: sqlite3.Connection, where: str = "", args: Sequence[Any] = ()) -> int:
+def derive_all(conn: sqlite3.Connection, where: str = "", args: Sequence[Any] = (),
+               packs: bool = True) -> int:
     """(Re)derive the decision points and acting tokens of stored episodes from their steps.
 
     Runs inside the caller's transaction (the migration's, or `rederive`'s); reads the
@@ -112,27 +220,40 @@ def derive_all(conn: sqlite3.Connection, where: str = "", args: Sequence[Any] = 
         conn: a connection in a write transaction.
         where: SQL condition on ``s``/``e``/``c`` selecting the episodes (default: all).
         args: its parameters.
+        packs: also (re)write the episodes' `decision_packs` (False only in migration
+            0007, before the table exists; 0008 packs what 0007 derived).
 
     Returns:
         Episodes processed.
     """
     clause = f" WHERE {where}" if where else ""
-    conn.execute(f"DELETE FROM decisions WHERE episode_id IN (SELECT e.id FROM episodes e "
-                 f"JOIN cells c ON c.id = e.cell_id JOIN steps s ON s.episode_id = e.id{clause})",
-                 tuple(args))
+    selected = (f"SELECT e.id FROM episodes e JOIN cells c ON c.id = e.cell_id "
+                f"JOIN steps s ON s.episode_id = e.id{clause}")
+    conn.execute(f"DELETE FROM decisions WHERE episode_id IN ({selected})", tuple(args))
+    if packs:
+        conn.execute(f"DELETE FROM decision_packs WHERE episode_id IN ({selected})", tuple(args))
     cursor = conn.execute(_STEPS_SQL + clause + " ORDER BY s.episode_id, s.t, s.discarded DESC",
                           tuple(args))
     n = 0
     batch: list[tuple[Any, ...]] = []
+    packed: list[tuple[int, int, bytes]] = []
     totals: list[tuple[int, ...]] = []
     for episode_id, budget, steps in _by_episode(cursor):
-        batch += _decision_rows(episode_id, budget, steps)
+        decisions = _decision_rows(episode_id, budget, steps)
+        batch += decisions
+        if packs and decisions:
+            packed.append((episode_id, len(decisions),
+                           pack(episode_id, [d[2:] for d in decisions])))
         totals.append((*step_totals(steps), episode_id))
         n += 1
         if len(batch) > 50_000:
             conn.executemany(INSERT_SQL, batch)
-            batch = []
+            if packed:
+                conn.executemany(PACK_INSERT_SQL, packed)
+            batch, packed = [], []
     conn.executemany(INSERT_SQL, batch)
+    if packed:
+        conn.executemany(PACK_INSERT_SQL, packed)
     conn.executemany(_TOTALS_SQL, totals)
     conn.execute(f"UPDATE episodes SET {', '.join(c + ' = 0' for c in TOTALS)} "
                  "WHERE acting_input_tokens IS NULL")

@@ -17,6 +17,8 @@ from sqlite_utils import Database
 
 from core.conditions import arm_label, parse_condition
 from core.errors import ConfigError
+from core.store.decisions import (PACKED_FIELDS, PACKED_ID_SHIFT, PACKED_OFFSET,
+                                  packed_words_sql)
 
 POOLABLE = ("runs", "seeds", "replicates", "sets")
 """Dimensions `Selection.pool` may merge into one row (never arm, model, budget, dataset)."""
@@ -523,11 +525,7 @@ def selection_runs(db: Database, selection: Selection, upto: int | None = None
     return tuple(sorted(str(r[0]) for r in rows))
 
 
-_PACKED_COLUMNS = """
-       d.n_obs | (d.action << 16) | (d.design_run << 32) | (d.own_run << 48),
-       (d.stated_run + 1) | (d.answer << 16) | (d.final << 17) | (d.own_latest << 18)
-           | (d.own_earlier << 19) | (d.stated_known << 20) | (d.stated_latest << 21)
-           | (d.stated_earlier << 22)"""
+_PACKED_COLUMNS = ", ".join(packed_words_sql("d"))
 _PACKED_SQL = f"""
 SELECT d.episode_id, {_PACKED_COLUMNS}
 FROM decisions d JOIN episodes e ON e.id = d.episode_id JOIN cells c ON c.id = e.cell_id
@@ -535,18 +533,49 @@ JOIN runs r ON r.id = c.run_id
 """
 """Decision rows packed into two integers each by SQLite: reading 3 values per row
 instead of 14 is what makes a million decisions load in well under a second."""
-_ID_SHIFT = 23
+_ID_SHIFT = PACKED_ID_SHIFT
 """Where `decisions_frame` with `episode_ids` packs the episode id into the second
 integer (above the 23 bits of flags and stated_run): 2 values per row."""
 _PACKED_BY_ID_SQL = (f"SELECT {_PACKED_COLUMNS} | (d.episode_id << {_ID_SHIFT}) FROM decisions d "
                      "WHERE d.episode_id BETWEEN ? AND ? ORDER BY d.episode_id, d.seq")
 """`decisions_frame` given the episodes: by id range, no join, the id in the second word."""
-_PACKED_FIELDS = (("n_obs", 0, 0, 16), ("action", 0, 16, 16), ("design_run", 0, 32, 16),
-                  ("own_run", 0, 48, 15), ("stated_run", 1, 0, 16), ("answer", 1, 16, 1),
-                  ("final", 1, 17, 1), ("own_latest", 1, 18, 1), ("own_earlier", 1, 19, 1),
-                  ("stated_known", 1, 20, 1), ("stated_latest", 1, 21, 1),
-                  ("stated_earlier", 1, 22, 1))
-"""(column, packed integer, shift, bits): run lengths and actions below 32,768."""
+_PACKS_SQL = ("SELECT COALESCE(sum(n), 0), CAST(group_concat(words, '') AS BLOB) "
+              "FROM decision_packs WHERE episode_id BETWEEN ? AND ?")
+"""Every pack of an id range as one value: SQLite concatenates the BLOBs (its text
+concatenation keeps their bytes); each row's words carry its episode id, so the order
+SQLite concatenates in does not matter."""
+_ROWS_IN_RANGE_SQL = "SELECT count(*) FROM decisions WHERE episode_id BETWEEN ? AND ?"
+"""An index range count (tens of ms for a million rows): the packs are used only when
+their ``n`` add up to it."""
+
+
+def _read_packs(db: Database, ids: Any) -> Any:
+    """The packed decisions of episodes `ids` (ascending, non-empty) from `decision_packs`.
+
+    Returns:
+        int64 array (episode_id, word 0, word 1) per decision point in episode and seq
+        order, or None when the packs of the id range do not hold every row of
+        `decisions` there (a database some writer left unpacked): read the rows then.
+    """
+    import numpy as np
+
+    span = (int(ids[0]), int(ids[-1]))
+    total = db.conn.execute(_ROWS_IN_RANGE_SQL, span).fetchone()[0]
+    n, blob = db.conn.execute(_PACKS_SQL, span).fetchone()
+    blob = blob or b""
+    if n != total or len(blob) != 16 * total:
+        return None
+    words = np.frombuffer(blob, dtype="<i8").astype(np.int64).reshape(-1, 2)
+    episode = words[:, 1] >> _ID_SHIFT
+    if not (episode[1:] >= episode[:-1]).all():
+        order = np.argsort(episode, kind="stable")
+        words, episode = words[order], episode[order]
+    at = np.minimum(np.searchsorted(ids, episode), len(ids) - 1)
+    keep = ids[at] == episode
+    if not keep.all():
+        words, episode = words[keep], episode[keep]
+    words[:, 1] &= (1 << _ID_SHIFT) - 1
+    return np.column_stack([episode, words])
 
 
 def decisions_frame(db: Database, selection: Selection | None = None, upto: int | None = None,
@@ -559,7 +588,9 @@ def decisions_frame(db: Database, selection: Selection | None = None, upto: int 
         upto: only episodes with id <= upto.
         episode_ids: when given (ascending), the episodes already selected (complete,
             within `selection` and `upto`): the decisions are read by id range without
-            joining episodes, cells and runs, and those of other episodes dropped here.
+            joining episodes, cells and runs, and those of other episodes dropped here;
+            one BLOB per episode from `decision_packs` when the packs hold every row
+            of `decisions` in the range, else the rows themselves.
 
     Returns:
         DataFrame with episode_id and the `core.decisions.COLUMNS` but ``t``, int64,
@@ -573,7 +604,11 @@ def decisions_frame(db: Database, selection: Selection | None = None, upto: int 
     ids = None if episode_ids is None else np.asarray(episode_ids, dtype=np.int64)
     if ids is not None and not (ids[1:] > ids[:-1]).all():
         ids = np.unique(ids)
-    if ids is not None and (not len(ids) or ids[-1] < 1 << (63 - _ID_SHIFT)):
+    from_packs = (None if ids is None or not len(ids) or ids[-1] >= 1 << (63 - _ID_SHIFT)
+                  else _read_packs(db, ids))
+    if from_packs is not None:
+        packed = from_packs
+    elif ids is not None and (not len(ids) or ids[-1] < 1 << (63 - _ID_SHIFT)):
         packed = np.zeros((0, 3), dtype=np.int64)
         if len(ids):
             cursor = db.conn.execute(_PACKED_BY_ID_SQL, (int(ids[0]), int(ids[-1])))
@@ -593,9 +628,10 @@ def decisions_frame(db: Database, selection: Selection | None = None, upto: int 
         flat = np.fromiter(itertools.chain.from_iterable(cursor), dtype=np.int64)
         packed = flat.reshape(-1, 3)
     out = {"episode_id": packed[:, 0]}
-    for name, which, shift, bits in _PACKED_FIELDS:
+    for name, which, shift, bits in PACKED_FIELDS:
         out[name] = (packed[:, 1 + which] >> shift) & ((1 << bits) - 1)
-    out["stated_run"] = out["stated_run"] - 1
+    for name, offset in PACKED_OFFSET.items():
+        out[name] = out[name] - offset
     return pd.DataFrame(out, copy=False)
 
 

@@ -1,0 +1,154 @@
+"""Issue 14: `decision_packs` (one BLOB of packed decision points per episode, migration
+0008) hold exactly the words SQLite packs from `decisions`, after storing, after judgment
+replay (`rederive`) and after the migration's backfill; `decisions_frame` reads them
+only when they cover the range, and gives the same frame as the row read either way."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import struct
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from core import store
+from core.conditions import parse_condition
+from core.demo_data import demo_questions
+from core.models.registry import builtin_models, make_client
+from core.regimes import ForeignPool, parse_regime
+from core.runner import CellSpec, run_questions
+from core.store import frames as F
+from core.store.decisions import pack_words_sql, rederive
+
+GRID = (("sim-own5", "none"), ("sim-stated-own3", "stated_judgment_rule:k=3"))
+REGIMES = ("clean", "persistent")
+
+
+@pytest.fixture(scope="module")
+def stored(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Sims of a plain and a stated-judgment arm, stored through the store."""
+    path = tmp_path_factory.mktemp("packs") / "lab.db"
+    db = store.connect(path)
+    store.insert_questions(db, demo_questions())
+    run_id = store.ensure_run(db, "p")
+    specs, pool = builtin_models(), ForeignPool(demo_questions())
+
+    async def go() -> None:
+        for (model, cond), regime in itertools.product(GRID, REGIMES):
+            cell = CellSpec(specs[model], parse_condition(cond), parse_regime(regime), None,
+                            8, 0)
+            cell_id = store.ensure_cell(db, run_id, cell.columns())
+            await run_questions(db, cell_id, cell, demo_questions()[:8], pool,
+                                make_client(cell.model))
+
+    asyncio.run(go())
+    db.conn.close()
+    return path
+
+
+@pytest.fixture()
+def db(stored: Path, tmp_path: Path):
+    """A fresh copy of the stored grid."""
+    path = tmp_path / "lab.db"
+    path.write_bytes(stored.read_bytes())
+    return store.connect(path)
+
+
+def sql_packs(db) -> dict[int, tuple[int, bytes]]:
+    """episode → (rows, words) as SQLite packs them from the stored `decisions` rows."""
+    word0, word1 = pack_words_sql()
+    rows = db.conn.execute(f"SELECT d.episode_id, {word0}, {word1} FROM decisions d "
+                           "ORDER BY d.episode_id, d.seq").fetchall()
+    out = {}
+    for episode, group in itertools.groupby(rows, key=lambda r: r[0]):
+        words = [w for r in group for w in r[1:]]
+        out[episode] = (len(words) // 2, struct.pack(f"<{len(words)}q", *words))
+    return out
+
+
+def stored_packs(db) -> dict[int, tuple[int, bytes]]:
+    return {r[0]: (r[1], r[2]) for r in
+            db.conn.execute("SELECT episode_id, n, words FROM decision_packs ORDER BY 1")}
+
+
+def complete_ids(db):
+    frame = F.episodes_frame(db)
+    return frame.loc[frame["error"].isna(), "episode_id"].to_numpy()
+
+
+def assert_pack_read_equals_row_read(db) -> pd.DataFrame:
+    ids = complete_ids(db)
+    assert F._read_packs(db, ids) is not None  # the packs are what is read
+    got = F.decisions_frame(db, episode_ids=ids)
+    want = F.decisions_frame(db, F.Selection())  # joined rows, never the packs
+    assert len(want) and list(got.columns) == list(want.columns)
+    assert got.dtypes.equals(want.dtypes) and got.equals(want)
+    return got
+
+
+def test_stored_packs_are_the_sql_words_and_read_as_the_rows(db) -> None:
+    assert stored_packs(db) == sql_packs(db)
+    frame = assert_pack_read_equals_row_read(db)
+    stated = frame["stated_run"]
+    assert (stated == -1).any() and (stated > 0).any()  # the stated arm's unknown runs
+
+
+def test_replayed_judgments_rederive_rows_and_packs_together(db) -> None:
+    conn = db.conn
+    ids = [r[0] for r in conn.execute(
+        "SELECT e.id FROM episodes e JOIN cells c ON c.id = e.cell_id WHERE c.condition = "
+        "'none' ORDER BY e.id LIMIT 6")]
+    before = stored_packs(db)
+    with conn:
+        for i, (eid, t) in enumerate(conn.execute(
+                f"SELECT episode_id, t FROM steps WHERE obs_index IS NOT NULL AND episode_id "
+                f"IN ({', '.join('?' * len(ids))})", ids).fetchall()):
+            conn.execute("UPDATE steps SET judgment_source = NULL WHERE episode_id = ? AND t = ?",
+                         (eid, t))
+            conn.execute("INSERT INTO probes (episode_id, t, kind, model, judgment, created_at) "
+                         "VALUES (?, ?, 'judgment', 'sim', ?, 'now')",
+                         (eid, t, ("USELESS", "USEFUL")[i % 3 == 0]))
+    assert rederive(db, ids) == len(ids)
+    after = stored_packs(db)
+    assert after == sql_packs(db)
+    assert any(after[i] != before[i] for i in ids)  # the replay changed decisions
+    assert {i: v for i, v in after.items() if i not in ids} == {
+        i: v for i, v in before.items() if i not in ids}
+    assert_pack_read_equals_row_read(db)
+
+
+def test_an_errored_episodes_rows_are_dropped_from_the_pack_read(db) -> None:
+    eid = db.conn.execute("SELECT episode_id FROM decision_packs ORDER BY episode_id "
+                          "LIMIT 1 OFFSET 3").fetchone()[0]
+    with db.conn:
+        db.conn.execute("UPDATE episodes SET error = 'boom' WHERE id = ?", (eid,))
+    frame = assert_pack_read_equals_row_read(db)
+    assert eid not in set(frame["episode_id"])
+
+
+def test_missing_packs_fall_back_to_the_rows(db) -> None:
+    ids = complete_ids(db)
+    want = F.decisions_frame(db, episode_ids=ids)
+    with db.conn:
+        db.conn.execute("DELETE FROM decision_packs WHERE episode_id IN "
+                        "(SELECT episode_id FROM decision_packs ORDER BY 1 LIMIT 2 OFFSET 5)")
+    assert F._read_packs(db, ids) is None
+    got = F.decisions_frame(db, episode_ids=ids)
+    assert got.equals(want) and got.dtypes.equals(want.dtypes)
+    assert F._read_packs(db, ids[:3]) is not None  # a range the packs still cover
+
+
+def test_the_migration_backfills_an_old_db(db, tmp_path: Path) -> None:
+    want = stored_packs(db)
+    path = Path(db.conn.execute("PRAGMA database_list").fetchone()[2])
+    with db.conn:
+        db.conn.execute("DROP TABLE decision_packs")
+        db.conn.execute("DELETE FROM _sqlite_migrations WHERE name = '0008_decision_packs'")
+    db.conn.execute("PRAGMA user_version = 7")
+    db.conn.close()
+    old = store.connect(path)
+    assert store.schema_version(old) == 8
+    assert stored_packs(old) == want == sql_packs(old)
+    assert_pack_read_equals_row_read(old)
