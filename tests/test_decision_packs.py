@@ -140,6 +140,18 @@ def test_missing_packs_fall_back_to_the_rows(db) -> None:
     assert F._read_packs(db, ids[:3]) is not None  # a range the packs still cover
 
 
+def test_packs_in_another_layout_fall_back_to_the_rows(db) -> None:
+    """Words without the episode id in word 1 (a writer of another layout; seen once on a
+    db a half-edited build had migrated) must never decode to an empty frame."""
+    ids = complete_ids(db)
+    want = F.decisions_frame(db, episode_ids=ids)
+    with db.conn:  # same counts and byte length, ids gone: only the layout is wrong
+        db.conn.execute("UPDATE decision_packs SET words = zeroblob(length(words))")
+    assert F._read_packs(db, ids) is None
+    got = F.decisions_frame(db, episode_ids=ids)
+    assert len(got) and got.equals(want) and got.dtypes.equals(want.dtypes)
+
+
 def test_the_migration_backfills_an_old_db(db, tmp_path: Path) -> None:
     want = stored_packs(db)
     path = Path(db.conn.execute("PRAGMA database_list").fetchone()[2])

@@ -570,6 +570,8 @@ def _read_packs(db: Database, ids: Any) -> Any:
     if not (episode[1:] >= episode[:-1]).all():
         order = np.argsort(episode, kind="stable")
         words, episode = words[order], episode[order]
+    if len(episode) and (episode[0] < span[0] or episode[-1] > span[1]):
+        return None  # words not in this layout (no id where it belongs): read the rows
     at = np.minimum(np.searchsorted(ids, episode), len(ids) - 1)
     keep = ids[at] == episode
     if not keep.all():
