@@ -95,6 +95,7 @@ class Frames:
         self.source = source
         self._backup_steps: pd.DataFrame | None = None
         self._episode_keys: pd.DataFrame | None = None
+        self._episode_columns: dict[tuple[str, ...], pd.DataFrame] = {}
         self._lock = threading.Lock()
 
     @property
@@ -117,6 +118,33 @@ class Frames:
                 else:
                     self._episode_keys = self._read_episode_keys()
             return self._episode_keys
+
+    def episode_columns(self, values: tuple[str, ...]) -> pd.DataFrame:
+        """The rows of `episodes` with their key columns and `values` (columns among
+        `core.store.frames.KEY_VALUES`), same values and dtypes: `episodes` itself when
+        those are loaded, else read with the keys (success reads ``correct`` this way
+        instead of the full frame: 0.3 s instead of 1.2 s at 198k episodes).
+
+        Args:
+            values: the non-key columns wanted.
+
+        Returns:
+            The frame (other columns may be present too).
+        """
+        with self._lock:
+            if self._episodes is not None:
+                return self._episodes
+            if values not in self._episode_columns:
+                src = self._need_source()
+                from core.store.frames import episode_keys_frame
+
+                db = src.connect()
+                try:
+                    self._episode_columns[values] = with_keys(episode_keys_frame(
+                        db, src.selection, src.fingerprint.max_id, values))
+                finally:
+                    db.conn.close()
+            return self._episode_columns[values]
 
     @property
     def decisions(self) -> pd.DataFrame:

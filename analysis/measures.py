@@ -130,7 +130,7 @@ class _Part:
 
 _READS_DECISIONS = frozenset({"delta", "index", "hazard", "judgments", "leaving"})
 """Tables that read the decision table (the others never load it)."""
-_READS_EPISODES = frozenset({"success", "cost", "budgets"})
+_READS_EPISODES = frozenset({"cost", "budgets"})
 """Tables that read episode columns other than the keys (`Frames.episode_keys`)."""
 
 
@@ -138,7 +138,10 @@ def _compute_one(frames: Frames, name: str, grouping: Grouping, n_boot: int,
                  hazard_boot: int, seed: int, lam: float, reference: str) -> _Part:
     """One table name, reading only the frames it needs (the tables that only group
     episodes get their key columns, `Frames.episode_keys`, not the full episodes)."""
-    ep = frames.episodes if name in _READS_EPISODES else frames.episode_keys
+    if name == "success":  # question, regime and correct: keys and one column
+        ep = frames.episode_columns(("correct",))
+    else:
+        ep = frames.episodes if name in _READS_EPISODES else frames.episode_keys
     if name == "leaving" and two_source_mask(ep).any():
         ep = frames.episodes  # switching reads answered and answer_action
     dec = frames.decisions if name in _READS_DECISIONS else None

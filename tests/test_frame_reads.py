@@ -113,3 +113,9 @@ def test_episode_keys_are_the_key_columns_of_episodes(with_errors: Path, selecti
         assert_same(keys, episode_keys_of(load_frames(db, selection).episodes))
         frames = load_frames(db, selection)
         assert_same(episode_keys_of(frames.episodes), frames.episode_keys)
+    values = ("correct", "tool_calls", "input_tokens")  # what success/cost read beside keys
+    want = episodes.loc[episodes["error"].isna(), [*F.EPISODE_KEYS, *values]]
+    assert_same(F.episode_keys_frame(db, selection, upto, values), want.reset_index(drop=True))
+    if upto is None:
+        got = load_frames(db, selection).episode_columns(("correct",))
+        assert_same(got, want.loc[:, [*F.EPISODE_KEYS, "correct"]].reset_index(drop=True))

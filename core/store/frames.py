@@ -227,8 +227,16 @@ EPISODE_KEYS = _FRAME_ORDER
 """The columns `episode_keys_frame` reads: what tells episodes' groups apart."""
 
 
+KEY_VALUES = ("answered", "correct", "em", "placeholder", "tool_calls", "extra_calls",
+              "format_failures", "forced_turns", "refused_calls", "input_tokens",
+              "output_tokens", "cache_read_tokens", "cache_write_tokens")
+"""Integer episode columns (NOT NULL, the same in every arm) `episode_keys_frame` can read
+beside the keys: a table that needs only these (success needs ``correct``) never reads
+the full episode frame."""
+
+
 def episode_keys_frame(db: Database, selection: Selection | None = None,
-                       upto: int | None = None):
+                       upto: int | None = None, values: Sequence[str] = ()):
     """The error-free episodes' key columns (_FRAME_ORDER), as a DataFrame.
 
     The rows of `episodes_frame` without an error, in its order, with its EPISODE_KEYS
@@ -242,31 +250,40 @@ def episode_keys_frame(db: Database, selection: Selection | None = None,
         db: an open lab.db.
         selection: the filters (the `pool` field is not used here).
         upto: only episodes with id <= upto (the state a `Fingerprint` recorded).
+        values: KEY_VALUES columns to read too, after the keys (int64, as in
+            `episodes_frame`).
 
     Returns:
         One row per error-free episode, ordered by id.
 
     Raises:
         ConfigError: a condition in the selection that matches no stored arm.
+        ValueError: a `values` column outside KEY_VALUES.
     """
     import numpy as np
     import pandas as pd
 
+    bad = [v for v in values if v not in KEY_VALUES]
+    if bad:
+        raise ValueError(f"episode_keys_frame reads no column {bad[0]!r}")
+    values = tuple(values)
     sel = selection or Selection()
     where, args = _where(db, sel, *([f"e.id <= {int(upto)}"] if upto is not None else []))
     joins = (" JOIN cells c ON c.id = e.cell_id JOIN runs r ON r.id = c.run_id"
              if _filters_cells(sel) else "")
     # errored rows are read too (a flag) so the dtypes are those of episodes_frame's read
-    cursor = db.conn.execute("SELECT e.id, e.cell_id, e.question_id, e.error IS NOT NULL "
-                             f"FROM episodes e{joins}{where} ORDER BY e.id", args)
-    fields = [("episode_id", "i8"), ("cell_id", "i8"), ("question_id", object), ("bad", "?")]
+    cursor = db.conn.execute("SELECT e.id, e.cell_id, e.question_id, e.error IS NOT NULL"
+                             + "".join(f", e.{v}" for v in values)
+                             + f" FROM episodes e{joins}{where} ORDER BY e.id", args)
+    fields = [("episode_id", "i8"), ("cell_id", "i8"), ("question_id", object), ("bad", "?"),
+              *((v, "i8") for v in values)]
     try:
         rows = np.fromiter(cursor, dtype=np.dtype(fields))
     except (TypeError, ValueError, OverflowError):  # a NULL id or question: the plain read
         frame = episodes_frame(db, selection=sel, upto=upto)
-        return frame.loc[frame["error"].isna(), list(EPISODE_KEYS)].reset_index(drop=True)
+        return frame.loc[frame["error"].isna(), [*EPISODE_KEYS, *values]].reset_index(drop=True)
     cells = _cells(db)
-    names = ["episode_id", "cell_id", "dataset", "question_id"]
+    names = ["episode_id", "cell_id", "dataset", "question_id", *values]
     if not len(rows):
         return _join_cells(pd.DataFrame(columns=names, dtype=object), cells)
     keep = pd.Index(cells["cell_id"]).get_indexer(rows["cell_id"]) >= 0
@@ -276,7 +293,8 @@ def episode_keys_frame(db: Database, selection: Selection | None = None,
     columns = {"episode_id": rows["episode_id"], "cell_id": rows["cell_id"],
                "dataset": np.array([datasets.get(q, "") or "" for q in questions],
                                    dtype=object)[codes],
-               "question_id": np.asarray(questions, dtype=object)[codes]}
+               "question_id": np.asarray(questions, dtype=object)[codes],
+               **{v: rows[v] for v in values}}
     return _join_cells(pd.DataFrame({c: pd.Series(columns[c]) for c in names}, columns=names),
                        cells)
 
