@@ -19,6 +19,7 @@ from core.demo_data import demo_questions
 from core.models.registry import builtin_models, make_client
 from core.regimes import ForeignPool, parse_regime
 from core.runner import CellSpec, run_questions
+from core.schema import SCHEMA_VERSION
 from core.store import frames as F
 from core.store.decisions import pack_words_sql, rederive
 
@@ -161,6 +162,6 @@ def test_the_migration_backfills_an_old_db(db, tmp_path: Path) -> None:
     db.conn.execute("PRAGMA user_version = 7")
     db.conn.close()
     old = store.connect(path)
-    assert store.schema_version(old) == 8
+    assert store.schema_version(old) == SCHEMA_VERSION
     assert stored_packs(old) == want == sql_packs(old)
     assert_pack_read_equals_row_read(old)

@@ -175,7 +175,10 @@ def _decision_rows(episode_id: int, budget: int, steps: Sequence[Sequence[Any]]
 
 def store_derived(conn: sqlite3.Connection, episode_id: int, cell_id: int,
                   steps: Sequence[Any]) -> None:
-    """Write an episode's decision points and acting tokens (inside the caller's transaction).
+    """Write an episode's decision points, judgment counts and acting tokens.
+
+    Inside the caller's transaction, after the episode's steps are written (its
+    `judgment_packs` row is counted from them by `core.store.judgment_counts.counts_sql`).
 
     Args:
         conn: the connection holding the write transaction that stored the episode.
@@ -191,6 +194,9 @@ def store_derived(conn: sqlite3.Connection, episode_id: int, cell_id: int,
         conn.execute(PACK_INSERT_SQL, (episode_id, len(decisions),
                                        pack(episode_id, [d[2:] for d in decisions])))
     conn.execute(_TOTALS_SQL, (*step_totals(rows), episode_id))
+    from core.store.judgment_counts import store_counts  # it reads frames, which read us
+
+    store_counts(conn, [episode_id])
 
 
 def _by_episode(rows: Iterable[tuple[Any, ...]]
@@ -220,8 +226,9 @@ def derive_all(conn: sqlite3.Connection, where: str = "", args: Sequence[Any] = 
         conn: a connection in a write transaction.
         where: SQL condition on ``s``/``e``/``c`` selecting the episodes (default: all).
         args: its parameters.
-        packs: also (re)write the episodes' `decision_packs` (False only in migration
-            0007, before the table exists; 0008 packs what 0007 derived).
+        packs: also (re)write the episodes' `decision_packs` and `judgment_packs`
+            (replayed judgments change the counts; False only in migration 0007, before
+            the tables exist; 0008 and 0009 fill them from what 0007 derived).
 
     Returns:
         Episodes processed.
@@ -235,6 +242,7 @@ def derive_all(conn: sqlite3.Connection, where: str = "", args: Sequence[Any] = 
     cursor = conn.execute(_STEPS_SQL + clause + " ORDER BY s.episode_id, s.t, s.discarded DESC",
                           tuple(args))
     n = 0
+    derived: list[int] = []
     batch: list[tuple[Any, ...]] = []
     packed: list[tuple[int, int, bytes]] = []
     totals: list[tuple[int, ...]] = []
@@ -245,6 +253,7 @@ def derive_all(conn: sqlite3.Connection, where: str = "", args: Sequence[Any] = 
             packed.append((episode_id, len(decisions),
                            pack(episode_id, [d[2:] for d in decisions])))
         totals.append((*step_totals(steps), episode_id))
+        derived.append(episode_id)
         n += 1
         if len(batch) > 50_000:
             conn.executemany(INSERT_SQL, batch)
@@ -257,6 +266,10 @@ def derive_all(conn: sqlite3.Connection, where: str = "", args: Sequence[Any] = 
     conn.executemany(_TOTALS_SQL, totals)
     conn.execute(f"UPDATE episodes SET {', '.join(c + ' = 0' for c in TOTALS)} "
                  "WHERE acting_input_tokens IS NULL")
+    if packs:
+        from core.store.judgment_counts import store_counts  # it reads frames, which read us
+
+        store_counts(conn, derived)
     return n
 
 

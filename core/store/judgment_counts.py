@@ -17,6 +17,8 @@ turn before its re-ask) showed.
 from __future__ import annotations
 
 import itertools
+import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -101,6 +103,125 @@ CROSS JOIN steps s ON s.episode_id = e.id {_REPLAY_JOIN if replayed else ""}
 """
 
 
+PACK_WORDS = 6
+"""A stored count (`judgment_packs.words`): little-endian int64 id, observations and
+the four packed sums, exactly one `counts_sql` row (zeros for an episode without an
+observation step)."""
+_PACK_INSERT_SQL = "INSERT OR REPLACE INTO judgment_packs (episode_id, words) VALUES (?, ?)"
+_STORED_SQL = ("SELECT count(*), count(j.episode_id), COALESCE(sum(j.episode_id), 0), "
+               "CAST(group_concat(j.words, '') AS BLOB) "
+               "FROM episodes e JOIN cells c ON c.id = e.cell_id JOIN runs r ON r.id = c.run_id "
+               "LEFT JOIN judgment_packs j ON j.episode_id = e.id")
+"""The selection's episodes, those with stored counts, the sum of their ids, and those
+counts as one BLOB (SQLite concatenates the BLOBs' bytes; each carries its id, so their
+order does not matter; the sum checks that they do)."""
+_UNSTORED_SQL = ("SELECT e.id FROM episodes e JOIN cells c ON c.id = e.cell_id "
+                 "JOIN runs r ON r.id = c.run_id LEFT JOIN judgment_packs j "
+                 "ON j.episode_id = e.id")
+_MAX_UNSTORED = 5_000
+"""Selected episodes without stored counts that are counted by id; more: count all."""
+_IDS_PER_QUERY = 500
+
+
+def _replayed(conn: sqlite3.Connection) -> bool:
+    """Whether lab.db holds a replayed judgment (else `counts_sql` leaves the join out)."""
+    return bool(conn.execute("SELECT EXISTS (SELECT 1 FROM probes WHERE kind = 'judgment' "
+                             "AND error IS NULL)").fetchone()[0])
+
+
+def _counted(conn: sqlite3.Connection, where: str, args: Sequence[Any], replayed: bool) -> Any:
+    """`counts_sql` rows (int64, one per episode with an observation) under `where`."""
+    import numpy as np
+
+    cursor = conn.execute(counts_sql(replayed) + where + " GROUP BY e.id ORDER BY e.id", args)
+    return np.fromiter(itertools.chain.from_iterable(cursor), dtype=np.int64).reshape(-1, 6)
+
+
+def _ids_clause(ids: Sequence[int]) -> str:
+    return f"e.id IN ({', '.join(str(int(i)) for i in ids)})"
+
+
+def _counted_ids(conn: sqlite3.Connection, ids: Sequence[int]) -> Any:
+    """`counts_sql` rows of the episodes `ids` (any order), a few hundred ids per query
+    (replayed judgments joined: the same counts whether lab.db holds any or not)."""
+    import numpy as np
+
+    parts = [np.zeros((0, PACK_WORDS), dtype=np.int64)]
+    for at in range(0, len(ids), _IDS_PER_QUERY):
+        clause = _ids_clause(ids[at:at + _IDS_PER_QUERY])
+        parts.append(_counted(conn, f" WHERE s.obs_index IS NOT NULL AND {clause}", (), True))
+    return np.concatenate(parts)
+
+
+def store_counts(conn: sqlite3.Connection, episode_ids: Sequence[int] | None = None) -> int:
+    """Write the `judgment_packs` of episodes from their stored steps (and probes).
+
+    Runs inside the caller's transaction (the episode store, `derive_all`, migration
+    0009): each row is the episode's `counts_sql` row, zeros where it has no
+    observation step, so the stored counts equal the query by construction.
+
+    Args:
+        conn: a connection in a write transaction.
+        episode_ids: the episodes (default: every stored episode, read by id range).
+
+    Returns:
+        Rows written.
+    """
+    import numpy as np
+
+    if episode_ids is None:
+        replayed = _replayed(conn)
+        top = conn.execute("SELECT COALESCE(max(id), 0) FROM episodes").fetchone()[0]
+        clauses = [f"e.id BETWEEN {lo} AND {lo + 49_999}" for lo in range(0, top + 1, 50_000)]
+    else:
+        replayed = True
+        ids = sorted({int(i) for i in episode_ids})
+        clauses = [_ids_clause(ids[at:at + _IDS_PER_QUERY])
+                   for at in range(0, len(ids), _IDS_PER_QUERY)]
+    size = 8 * PACK_WORDS
+    written = 0
+    for clause in clauses:
+        stored = np.fromiter((r[0] for r in conn.execute(
+            f"SELECT e.id FROM episodes e WHERE {clause} ORDER BY e.id")), dtype=np.int64)
+        if not len(stored):
+            continue
+        rows = np.zeros((len(stored), PACK_WORDS), dtype=np.int64)
+        rows[:, 0] = stored
+        got = _counted(conn, f" WHERE s.obs_index IS NOT NULL AND {clause}", (), replayed)
+        rows[np.searchsorted(stored, got[:, 0])] = got
+        words = rows.astype("<i8").tobytes()
+        conn.executemany(_PACK_INSERT_SQL, ((int(e), words[size * i:size * (i + 1)])
+                                            for i, e in enumerate(stored)))
+        written += len(stored)
+    return written
+
+
+def _stored(db: Database, where: str, args: Sequence[Any]) -> Any:
+    """The selection's stored counts (int64 rows as `counts_sql`'s, by id, zero rows
+    included), those of episodes without a stored row counted by id; None when too
+    many have none (or the table is missing, or its words are in another layout)."""
+    import numpy as np
+
+    if not db.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' "
+                           "AND name = 'judgment_packs'").fetchone():
+        return None
+    total, stored, id_sum, blob = db.conn.execute(_STORED_SQL + where, args).fetchone()
+    blob = blob or b""
+    if total - stored > _MAX_UNSTORED or len(blob) != 8 * PACK_WORDS * stored:
+        return None
+    rows = np.frombuffer(blob, dtype="<i8").astype(np.int64).reshape(-1, PACK_WORDS)
+    if int(rows[:, 0].sum()) != id_sum:
+        return None  # words in another layout (no id where it belongs)
+    if total > stored:
+        missing = [r[0] for r in db.conn.execute(
+            _UNSTORED_SQL + (where + " AND" if where else " WHERE") + " j.episode_id IS NULL",
+            args)]
+        rows = np.concatenate([rows, _counted_ids(db.conn, missing)])
+    if not (rows[1:, 0] > rows[:-1, 0]).all():
+        rows = rows[np.argsort(rows[:, 0], kind="stable")]
+    return rows
+
+
 @dataclass(frozen=True)
 class JudgmentCounts:
     """The COUNTS of each episode that has an observation step.
@@ -135,15 +256,16 @@ def judgment_counts(db: Database, selection: Selection | None = None,
     """
     import numpy as np
 
-    extra = ["s.obs_index IS NOT NULL", "e.error IS NULL"]
+    extra = ["e.error IS NULL"]
     extra += [f"e.id <= {int(upto)}"] if upto is not None else []
     extra += [f"e.id > {int(above)}"] if above is not None else []
     where, args = _where(db, selection or Selection(), *extra)
-    replayed = db.conn.execute("SELECT EXISTS (SELECT 1 FROM probes WHERE kind = 'judgment' "
-                               "AND error IS NULL)").fetchone()[0]
-    cursor = db.conn.execute(counts_sql(bool(replayed)) + where + " GROUP BY e.id ORDER BY e.id",
-                             args)
-    rows = np.fromiter(itertools.chain.from_iterable(cursor), dtype=np.int64).reshape(-1, 6)
+    rows = _stored(db, where, args)
+    if rows is None:
+        where, args = _where(db, selection or Selection(), "s.obs_index IS NOT NULL", *extra)
+        rows = _counted(db.conn, where, args, _replayed(db.conn))
+    else:
+        rows = rows[rows[:, 1] > 0]
     if len(rows) and rows[:, 1].max() >= _MAX_OBSERVATIONS:
         worst = int(rows[rows[:, 1].argmax(), 0])
         raise LabError(f"episode {worst} has {int(rows[:, 1].max())} observation steps; "
