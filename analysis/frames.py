@@ -119,6 +119,19 @@ class Frames:
                     self._episode_keys = self._read_episode_keys()
             return self._episode_keys
 
+    def release_episodes(self) -> None:
+        """Drop the full episode frame (and any keys-and-values frames), keeping the key
+        columns: what `analysis.measures.compute` does once no table left needs more, so
+        that the episodes and the decision table are not both held. A later use of
+        `episodes` reads them again."""
+        keys = self.episode_keys
+        with self._lock:
+            if self.source is None:
+                return  # built in memory: nothing to read them back from
+            self._episode_keys = keys.copy() if self._episodes is not None else keys
+            self._episodes = None
+            self._episode_columns.clear()
+
     def episode_columns(self, values: tuple[str, ...]) -> pd.DataFrame:
         """The rows of `episodes` with their key columns and `values` (columns among
         `core.store.frames.KEY_VALUES`), same values and dtypes: `episodes` itself when

@@ -103,19 +103,49 @@ def compute(frames: Frames, names: Sequence[str] = TABLES, n_boot: int = N_BOOT,
     curves: tuple = ()
     actions: tuple = ()
     counts: tuple[int, ...] = ()
+    keys = {n: cache.key(frames.source, n, spec) if cache and frames.source else ""
+            for n in names}
+    parts = {n: cache.get(keys[n]) if cache else None for n in names}
+    order = _memory_order([n for n in names if parts[n] is None], frames)
+    if any(n in _READS_EPISODES for n in order):
+        frames.episodes  # noqa: B018  (loaded first: success then reads it too)
+    for name in order:
+        if name == _RELEASE:
+            frames.release_episodes()
+            continue
+        parts[name] = _compute_one(frames, name, grouping, n_boot, hazard_boot, seed, lam,
+                                   reference)
+        if cache:
+            cache.put(keys[name], parts[name])
     for name in names:
-        key = cache.key(frames.source, name, spec) if cache and frames.source else ""
-        part = cache.get(key) if cache else None
-        if part is None:
-            part = _compute_one(frames, name, grouping, n_boot, hazard_boot, seed, lam,
-                                reference)
-            if cache:
-                cache.put(key, part)
+        part = parts[name]
+        assert part is not None
         tables += part.tables
         curves = part.curves or curves
         actions, counts = (part.actions, part.counts) if name == "cost" else (actions, counts)
     return Results(tuple(tables), curves, actions, counts, frames.errored, frames.runs,
                    grouping.pooled)
+
+
+def _memory_order(names: list[str], frames: Frames) -> list[str]:
+    """The tables to compute, in an order that bounds memory: those that read the full
+    episode frame first (success with them, reading the same frame), then `_RELEASE`
+    (the full episodes are dropped, their keys kept), then the decision tables; so the
+    full episodes and the decision table are never in memory together."""
+    if frames.source is None:
+        return names
+    full = [n for n in names if n in _READS_EPISODES]
+    if "leaving" in names and two_source_mask(frames.episode_keys).any():
+        full.append("leaving")  # switching reads answered and answer_action
+    if not full:
+        return names
+    first = [n for n in names if n == "success" or n in full]
+    rest = [n for n in names if n not in first]
+    return [*first, *([_RELEASE] if rest else []), *rest]
+
+
+_RELEASE = "<release episodes>"
+"""Marker in `_memory_order`'s list: drop the full episode frame here."""
 
 
 @dataclass(frozen=True)

@@ -119,3 +119,23 @@ def test_episode_keys_are_the_key_columns_of_episodes(with_errors: Path, selecti
     if upto is None:
         got = load_frames(db, selection).episode_columns(("correct",))
         assert_same(got, want.loc[:, [*F.EPISODE_KEYS, "correct"]].reset_index(drop=True))
+
+
+def test_all_tables_never_hold_the_episodes_and_the_decisions_together(stored: Path,
+                                                                       tmp_path: Path) -> None:
+    """`compute` runs the tables that read full episodes first, then releases them (keys
+    kept) before the decision tables: same tables as one at a time, bounded memory."""
+    import shutil
+
+    from analysis.measures import TABLES, compute, load_frames
+
+    path = tmp_path / "lab.db"
+    shutil.copy(stored, path)
+    db = store.connect(path)
+    frames = load_frames(db)
+    together = compute(frames, TABLES, 50, 20, 0)
+    assert frames._episodes is None and frames._decisions is not None
+    assert frames._episode_keys is not None
+    shutil.rmtree(f"{path}.results")  # cold again: each table alone, in a fresh Frames
+    alone = [t for name in TABLES for t in compute(load_frames(db), (name,), 50, 20, 0).tables]
+    assert [repr(t.rows) for t in together.tables] == [repr(t.rows) for t in alone]  # NaN-safe
