@@ -172,22 +172,27 @@ def store_counts(conn: sqlite3.Connection, episode_ids: Sequence[int] | None = N
     if episode_ids is None:
         replayed = _replayed(conn)
         top = conn.execute("SELECT COALESCE(max(id), 0) FROM episodes").fetchone()[0]
-        clauses = [f"e.id BETWEEN {lo} AND {lo + 49_999}" for lo in range(0, top + 1, 50_000)]
+        clauses: list[tuple[str, tuple[int, ...]]] = [
+            (f"e.id BETWEEN {lo} AND {lo + 49_999}", ()) for lo in range(0, top + 1, 50_000)]
     else:
         replayed = True
         ids = sorted({int(i) for i in episode_ids})
-        clauses = [_ids_clause(ids[at:at + _IDS_PER_QUERY])
-                   for at in range(0, len(ids), _IDS_PER_QUERY)]
+        # one episode (every stored episode): a parameter, so sqlite3's statement cache
+        # serves the same prepared query each time (a literal id re-prepared the long
+        # counting query per episode: ~0.15 ms of every episode stored)
+        clauses = ([("e.id = ?", (ids[0],))] if len(ids) == 1 else
+                   [(_ids_clause(ids[at:at + _IDS_PER_QUERY]), ())
+                    for at in range(0, len(ids), _IDS_PER_QUERY)])
     size = 8 * PACK_WORDS
     written = 0
-    for clause in clauses:
+    for clause, args in clauses:
         stored = np.fromiter((r[0] for r in conn.execute(
-            f"SELECT e.id FROM episodes e WHERE {clause} ORDER BY e.id")), dtype=np.int64)
+            f"SELECT e.id FROM episodes e WHERE {clause} ORDER BY e.id", args)), dtype=np.int64)
         if not len(stored):
             continue
         rows = np.zeros((len(stored), PACK_WORDS), dtype=np.int64)
         rows[:, 0] = stored
-        got = _counted(conn, f" WHERE s.obs_index IS NOT NULL AND {clause}", (), replayed)
+        got = _counted(conn, f" WHERE s.obs_index IS NOT NULL AND {clause}", args, replayed)
         rows[np.searchsorted(stored, got[:, 0])] = got
         words = rows.astype("<i8").tobytes()
         conn.executemany(_PACK_INSERT_SQL, ((int(e), words[size * i:size * (i + 1)])
