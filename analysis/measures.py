@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from analysis.arms import ArmKey, Grouping
 from analysis.blas import single_thread
@@ -129,7 +130,8 @@ def compute(frames: Frames, names: Sequence[str] = TABLES, n_boot: int = N_BOOT,
 
 def _memory_order(names: list[str], frames: Frames) -> list[str]:
     """The tables to compute, in an order that bounds memory: those that read the full
-    episode frame first (success with them, reading the same frame), then `_RELEASE`
+    episode frame first (success and budgets with them, reading the same frame), then
+    `_RELEASE`
     (the full episodes are dropped, their keys kept), then the decision tables; so the
     full episodes and the decision table are never in memory together."""
     if frames.source is None:
@@ -139,7 +141,7 @@ def _memory_order(names: list[str], frames: Frames) -> list[str]:
         full.append("leaving")  # switching reads answered and answer_action
     if not full:
         return names
-    first = [n for n in names if n == "success" or n in full]
+    first = [n for n in names if n in _READS_VALUES or n in full]
     rest = [n for n in names if n not in first]
     return [*first, *([_RELEASE] if rest else []), *rest]
 
@@ -160,7 +162,10 @@ class _Part:
 
 _READS_DECISIONS = frozenset({"delta", "index", "hazard", "judgments", "leaving"})
 """Tables that read the decision table (the others never load it)."""
-_READS_EPISODES = frozenset({"cost", "budgets"})
+_READS_VALUES = MappingProxyType({
+    "success": ("correct",), "budgets": ("answered", "answer_action", "correct", "tool_calls")})
+"""Tables that read the episodes' keys and only these columns (`Frames.episode_columns`)."""
+_READS_EPISODES = frozenset({"cost"})
 """Tables that read episode columns other than the keys (`Frames.episode_keys`)."""
 
 
@@ -168,8 +173,8 @@ def _compute_one(frames: Frames, name: str, grouping: Grouping, n_boot: int,
                  hazard_boot: int, seed: int, lam: float, reference: str) -> _Part:
     """One table name, reading only the frames it needs (the tables that only group
     episodes get their key columns, `Frames.episode_keys`, not the full episodes)."""
-    if name == "success":  # question, regime and correct: keys and one column
-        ep = frames.episode_columns(("correct",))
+    if name in _READS_VALUES:  # keys and a few integer columns, not the full frame
+        ep = frames.episode_columns(_READS_VALUES[name])
     else:
         ep = frames.episodes if name in _READS_EPISODES else frames.episode_keys
     if name == "leaving" and two_source_mask(ep).any():

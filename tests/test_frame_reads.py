@@ -113,7 +113,7 @@ def test_episode_keys_are_the_key_columns_of_episodes(with_errors: Path, selecti
         assert_same(keys, episode_keys_of(load_frames(db, selection).episodes))
         frames = load_frames(db, selection)
         assert_same(episode_keys_of(frames.episodes), frames.episode_keys)
-    values = ("correct", "tool_calls", "input_tokens")  # what success/cost read beside keys
+    values = ("correct", "tool_calls", "answer_action")  # success/budgets read beside keys
     want = episodes.loc[episodes["error"].isna(), [*F.EPISODE_KEYS, *values]]
     assert_same(F.episode_keys_frame(db, selection, upto, values), want.reset_index(drop=True))
     if upto is None:

@@ -229,10 +229,11 @@ EPISODE_KEYS = _FRAME_ORDER
 
 KEY_VALUES = ("answered", "correct", "em", "placeholder", "tool_calls", "extra_calls",
               "format_failures", "forced_turns", "refused_calls", "input_tokens",
-              "output_tokens", "cache_read_tokens", "cache_write_tokens")
+              "output_tokens", "cache_read_tokens", "cache_write_tokens", "answer_action")
 """Integer episode columns (NOT NULL, the same in every arm) `episode_keys_frame` can read
 beside the keys: a table that needs only these (success needs ``correct``) never reads
-the full episode frame."""
+the full episode frame. ``answer_action`` (NULL when unanswered) is float64 with NaN
+there, as in `episodes_frame`."""
 
 
 def episode_keys_frame(db: Database, selection: Selection | None = None,
@@ -273,7 +274,7 @@ def episode_keys_frame(db: Database, selection: Selection | None = None,
              if _filters_cells(sel) else "")
     # errored rows are read too (a flag) so the dtypes are those of episodes_frame's read
     cursor = db.conn.execute("SELECT e.id, e.cell_id, e.question_id, e.error IS NOT NULL"
-                             + "".join(f", e.{v}" for v in values)
+                             + "".join(f", {_value_sql(v)}" for v in values)
                              + f" FROM episodes e{joins}{where} ORDER BY e.id", args)
     fields = [("episode_id", "i8"), ("cell_id", "i8"), ("question_id", object), ("bad", "?"),
               *((v, "i8") for v in values)]
@@ -294,9 +295,25 @@ def episode_keys_frame(db: Database, selection: Selection | None = None,
                "dataset": np.array([datasets.get(q, "") or "" for q in questions],
                                    dtype=object)[codes],
                "question_id": np.asarray(questions, dtype=object)[codes],
-               **{v: rows[v] for v in values}}
+               **{v: _value(rows, v) for v in values}}
     return _join_cells(pd.DataFrame({c: pd.Series(columns[c]) for c in names}, columns=names),
                        cells)
+
+
+def _value_sql(column: str) -> str:
+    """How `episode_keys_frame` reads a KEY_VALUES column (an integer, never NULL)."""
+    return "COALESCE(e.answer_action + 1, 0)" if column == "answer_action" else f"e.{column}"
+
+
+def _value(rows: Any, column: str) -> Any:
+    """A KEY_VALUES column from `episode_keys_frame`'s rows, as `episodes_frame` has it."""
+    import numpy as np
+
+    if column != "answer_action":
+        return rows[column]
+    action = rows[column].astype(np.float64) - 1  # NaN where unanswered, as _read_episodes
+    action[rows[column] == 0] = np.nan
+    return action
 
 
 def _filters_cells(sel: Selection) -> bool:
