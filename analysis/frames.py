@@ -30,7 +30,7 @@ from analysis.decisions import (
     decisions_with_episodes,
     errored_episodes,
 )
-from core.conditions import ARMS
+from core.conditions import TWO_SOURCE_ARMS
 from core.store.frames import EPISODE_KEYS, Fingerprint, Selection
 
 DECISION_KEYS = ("arm", "condition_hash", "dataset", "question_set", "run", "seed",
@@ -38,8 +38,6 @@ DECISION_KEYS = ("arm", "condition_hash", "dataset", "question_set", "run", "see
 """Episode columns every decision row carries, so decisions group like episodes."""
 BACKUP_STEPS_SQL = "(s.tool_source = 'backup' OR s.action = 'backup_search')"
 """The steps `Frames.backup_steps` reads (SQL on STEP_FRAME_SQL's ``s``)."""
-TWO_SOURCE_CONDITIONS = tuple(name for name, arm in ARMS.items() if arm.two_source)
-"""Only these arms offer a backup source, so only their episodes can have backup steps."""
 _DECISION_EPISODE_COLS = ("run", "model", "condition", "budget", "regime", "seed",
                           "question_id")
 
@@ -190,7 +188,7 @@ class Frames:
             if self._backup_steps is None:
                 # a study without two-source arms reads no steps at all (the query would
                 # scan every step to find none: 0.3-1 s at 198k)
-                some = episodes["condition"].isin(TWO_SOURCE_CONDITIONS).any()
+                some = episodes["condition"].isin(TWO_SOURCE_ARMS).any()
                 self._backup_steps = self._read_steps(episodes,
                                                       BACKUP_STEPS_SQL if some else "0")
             return self._backup_steps

@@ -40,7 +40,7 @@ from analysis.delta import (
 )
 from analysis.rows import Row, Table, interval_row, make_row
 from analysis.stats import N_BOOT
-from core.conditions import ARMS
+from core.conditions import TWO_SOURCE_ARMS
 
 FAILING_PRIMARY = ("persistent", "plausible", "answerless")
 """Regimes whose primary never returns a usable page (the switching shares use these)."""
@@ -85,8 +85,7 @@ class Switching:
 
 def two_source_mask(frame: pd.DataFrame) -> pd.Series:
     """Rows (episodes or decisions) of two-source arms."""
-    names = {n for n, arm in ARMS.items() if arm.two_source}
-    return frame["condition"].isin(names)
+    return frame["condition"].isin(TWO_SOURCE_ARMS)
 
 
 def first_switches(steps: pd.DataFrame) -> pd.Series:

@@ -107,9 +107,9 @@ def compute(frames: Frames, names: Sequence[str] = TABLES, n_boot: int = N_BOOT,
     keys = {n: cache.key(frames.source, n, spec) if cache and frames.source else ""
             for n in names}
     parts = {n: cache.get(keys[n]) if cache else None for n in names}
-    order = _memory_order([n for n in names if parts[n] is None], frames)
-    if any(n in _READS_EPISODES for n in order):
-        frames.episodes  # noqa: B018  (loaded first: success then reads it too)
+    order, full = _memory_order([n for n in names if parts[n] is None], frames)
+    if full:
+        frames.episodes  # noqa: B018  (loaded first: success and budgets read it too)
     for name in order:
         if name == _RELEASE:
             frames.release_episodes()
@@ -128,22 +128,22 @@ def compute(frames: Frames, names: Sequence[str] = TABLES, n_boot: int = N_BOOT,
                    grouping.pooled)
 
 
-def _memory_order(names: list[str], frames: Frames) -> list[str]:
-    """The tables to compute, in an order that bounds memory: those that read the full
-    episode frame first (success and budgets with them, reading the same frame), then
-    `_RELEASE`
-    (the full episodes are dropped, their keys kept), then the decision tables; so the
-    full episodes and the decision table are never in memory together."""
+def _memory_order(names: list[str], frames: Frames) -> tuple[list[str], bool]:
+    """The tables to compute, in an order that bounds memory, and whether any of them
+    reads the full episode frame: those that do come first (success and budgets with
+    them, reading the same frame), then `_RELEASE` (the full episodes are dropped, their
+    keys kept), then the decision tables; so the full episodes and the decision table
+    are never in memory together."""
     if frames.source is None:
-        return names
+        return names, False
     full = [n for n in names if n in _READS_EPISODES]
     if "leaving" in names and two_source_mask(frames.episode_keys).any():
         full.append("leaving")  # switching reads answered and answer_action
     if not full:
-        return names
+        return names, False
     first = [n for n in names if n in _READS_VALUES or n in full]
     rest = [n for n in names if n not in first]
-    return [*first, *([_RELEASE] if rest else []), *rest]
+    return [*first, *([_RELEASE] if rest else []), *rest], True
 
 
 _RELEASE = "<release episodes>"

@@ -72,6 +72,8 @@ ARMS: Mapping[str, Arm] = MappingProxyType({
     "switch_rule": Arm(two_source=True, switch=True, knobs=("k", "backup_price")),
 })
 """Read-only table of arms."""
+TWO_SOURCE_ARMS = frozenset(name for name, arm in ARMS.items() if arm.two_source)
+"""Conditions that offer backup_search (the only ones with backup steps or leaving)."""
 
 
 @dataclass(frozen=True)
