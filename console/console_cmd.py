@@ -94,3 +94,7 @@ def console_cmd(ctx: click.Context, export_dir: Path) -> None:
         raise ConfigError("the console needs a terminal (stdout is not a tty); use `lab status`, "
                           "`lab tail` or `lab results` instead")
     open_console(Path(ctx.obj["db"]), Path(ctx.obj["config"]), export_dir)
+
+
+COMMANDS = (console_cmd,)
+"""The commands to register on the `lab` group."""

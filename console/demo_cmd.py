@@ -8,8 +8,10 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+from console.options import open_db
 from core import prereg, store
 from core.demo_set import DEMO_SET, ensure_demo_set
+from core.errors import LabError
 from core.models.registry import load_registry
 from core.regimes import MEAN6
 from core.registered_tests import validate_scope
@@ -163,3 +165,46 @@ def finish_demo(db_path: Path, config_path: Path, amendment: str, no_console: bo
         click.echo(f"demo tables: lab --db {db_path} results   (or `lab demo --no-console`)")
         return
     click.echo(summary(db_path, amendment, colour=is_tty("stdout")))
+
+
+class DemoInterrupted(LabError):
+    """`lab demo` stopped by Ctrl-C before its grid finished (exit 130)."""
+
+    exit_code = 130
+
+
+@click.command("demo")
+@click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True)
+@click.option("--no-console", is_flag=True, help="Print the tables even on a terminal.")
+@click.pass_context
+def demo(ctx: click.Context, workers: int, no_console: bool) -> None:
+    """Run the main job on the bundled demo data, from nothing, then open the console.
+
+    Creates lab.db, loads the demo questions, creates the demo question set,
+    freezes a demo amendment with registered tests, enqueues a sim grid (5 sim
+    policies × none and the three harness-enforced arms × the six mean6 regimes),
+    runs an embedded worker until done, then opens the console on a terminal or
+    prints the success, Δ and cost tables and the registered tests' outcomes.
+    Running it again reuses everything already stored.
+
+    \b
+    Example:
+      lab --db demo.db demo
+    """
+    try:
+        amendment = run_demo(Path(ctx.obj["db"]), Path(ctx.obj["config"]), workers=workers)
+    except KeyboardInterrupt:  # a second Ctrl-C stops the worker at once
+        amendment = ""
+    grids = [g for g in status(open_db(ctx)) if g.run == DEMO_RUN]
+    unfinished = sum(g.expected - g.stored - g.errored for g in grids)
+    if not amendment or unfinished:
+        raise DemoInterrupted(
+            f"the demo stopped before its grid finished ({unfinished} of "
+            f"{sum(g.expected for g in grids)} episodes not run; interrupted?): its tables "
+            f"would be partial, so none are shown; run `lab --db {ctx.obj['db']} demo` again "
+            f"to finish it")
+    finish_demo(Path(ctx.obj["db"]), Path(ctx.obj["config"]), amendment, no_console)
+
+
+COMMANDS = (demo,)
+"""The commands to register on the `lab` group."""

@@ -203,3 +203,7 @@ def serve(ctx: click.Context, model: str, dry_run: bool, port: int | None, host:
         proc.wait(30)
     finally:
         mark_stopped(db, sid)
+
+
+COMMANDS = (models, serve)
+"""The commands to register on the `lab` group."""

@@ -1,25 +1,26 @@
-"""Options every `lab` command shares, and the group that turns SQLite access errors into
-one line.
+"""Options every `lab` command shares, and the group that loads a command's module only
+when that command runs and turns SQLite access errors into one line.
 
 `--db` and `--config` are options of the `lab` group (`lab --db x status`) and, with the
 same meaning, of every subcommand (`lab status --db x`): `add_global_options` appends
-them to each command once the tree is built, so command modules need not repeat them.
+them to each command as it is loaded, so command modules need not repeat them.
 """
 
 from __future__ import annotations
 
+import importlib
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from click.core import ParameterSource
-from sqlite_utils import Database
 
-from core import store
 from core.errors import ConfigError
-from core.store.base import access_error
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 DB_HELP = "lab.db path (env LAB_DB)."
 CONFIG_HELP = "Model registry file (env LAB_CONFIG)."
@@ -52,6 +53,8 @@ def open_db(ctx: click.Context, create: bool = True) -> Database:
     Returns:
         The open database.
     """
+    from core import store  # here: `lab --help` and the group need no SQLite or pandas
+
     return store.connect(ctx.obj["db"], create=create)
 
 
@@ -80,12 +83,11 @@ def _walk(command: click.Command) -> Iterator[click.Command]:
             yield from _walk(sub)
 
 
-def add_global_options(group: click.Group) -> None:
-    """Give every command under `group` (not the group itself) --db and --config."""
-    for command in _walk(group):
-        if command is group or {p.name for p in command.params} & set(GLOBAL_NAMES):
-            continue
-        command.params.extend(_options())
+def add_global_options(command: click.Command) -> None:
+    """Give `command` and every command under it --db and --config (once)."""
+    for sub in _walk(command):
+        if not {p.name for p in sub.params} & set(GLOBAL_NAMES):
+            sub.params.extend(_options())
 
 
 def config_explicit(ctx: click.Context) -> bool:
@@ -95,7 +97,34 @@ def config_explicit(ctx: click.Context) -> bool:
 
 
 class LabGroup(click.Group):
-    """The `lab` group: an SQLite file that cannot be opened or written is one error line."""
+    """The `lab` group. Its commands live in modules imported only when the command runs
+    (or help lists it), so `lab results` does not pay for the worker's or the console's
+    imports; an SQLite file that cannot be opened or written is one error line.
+
+    Args:
+        modules: module name -> the names of the commands it holds in its ``COMMANDS``
+            tuple.
+        **kwargs: as `click.Group`.
+    """
+
+    def __init__(self, *args: Any, modules: Mapping[str, tuple[str, ...]] | None = None,
+                 **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.modules = {name: module for module, names in (modules or {}).items()
+                        for name in names}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        """Every command name, loaded or not, sorted."""
+        return sorted({*self.commands, *self.modules})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        """The command called `cmd_name`, importing its module on first use."""
+        if cmd_name not in self.commands and cmd_name in self.modules:
+            for command in importlib.import_module(self.modules[cmd_name]).COMMANDS:
+                if command.name not in self.commands:
+                    add_global_options(command)
+                    self.add_command(command)
+        return self.commands.get(cmd_name)
 
     def invoke(self, ctx: click.Context) -> Any:
         """Run the command; `sqlite3.OperationalError` (read-only, unable to open) becomes
@@ -106,4 +135,6 @@ class LabGroup(click.Group):
             text = str(exc)
             if "readonly" not in text and "unable to open" not in text:
                 raise
+            from core.store.base import access_error
+
             raise access_error((ctx.obj or {}).get("db", "lab.db"), exc) from None

@@ -350,3 +350,7 @@ def export(ctx: click.Context, file: Path | None, resamples: int) -> None:
         tmp.unlink(missing_ok=True)
         raise ConfigError(f"{file}: cannot write ({exc.strerror})") from None
     click.echo(f"wrote {file}")
+
+
+COMMANDS = (prereg_group,)
+"""The commands to register on the `lab` group."""

@@ -363,3 +363,7 @@ def _print_finished(db, episode_id: int, header: bool = True, after_t: int = 0) 
                                   "output_tokens", "reasoning_tokens", "end_reason", "error")}
     result = EpisodeResult(question_id=row["question_id"], **fields)
     click.echo("\n".join(summary_lines(result, row["gold"])))
+
+
+COMMANDS = (enqueue_cmd, worker_cmd, status_cmd, tail_cmd, *CONTROL_COMMANDS)
+"""The commands to register on the `lab` group."""

@@ -12,7 +12,7 @@ import click
 
 from console.options import open_db
 from core.models.registry import load_registry
-from core.probes import COMMANDS
+from core.probes import COMMANDS as PROBE_COMMANDS
 from core.store import jobs as ledger
 from jobs.replay import ReplayPlan, ReplayRequest, enqueue_replay, plan_replay, request_from
 
@@ -86,7 +86,7 @@ def _common(command):  # type: ignore[no-untyped-def]
 
 
 @click.command("replay")
-@click.argument("what", type=click.Choice(list(COMMANDS)))
+@click.argument("what", type=click.Choice(list(PROBE_COMMANDS)))
 @_common
 @click.option("--at", "at", default="every", show_default=True,
               help="Decision points: every, first-useless-5 (the first point where the "
@@ -133,5 +133,5 @@ def repair_cmd(ctx: click.Context, run_name: str, models: str | None, dry_run: b
     _run_request(ctx, request, dry_run, as_json)
 
 
-COMMANDS_OUT = (replay_cmd, repair_cmd)
+COMMANDS = (replay_cmd, repair_cmd)
 """The commands to register on the `lab` group."""

@@ -2,7 +2,10 @@
 
 
 class LabError(Exception):
-    """An error with a message a researcher can act on; the CLI prints it as one line."""
+    """An error with a message a researcher can act on; the CLI prints it as one line and
+    exits with `exit_code`."""
+
+    exit_code = 1
 
 
 class DataError(LabError):

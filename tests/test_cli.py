@@ -115,3 +115,38 @@ def test_every_command_has_help_with_example(capsys):
                  ["sets", "show"], ["try"], ["models"]):
         assert main([*args, "--help"]) == 0
         assert "Example:" in capsys.readouterr().out
+
+
+def test_command_modules_hold_exactly_the_commands_the_group_lists():
+    import importlib
+
+    from console.cli import COMMAND_MODULES, cli
+
+    for module, names in COMMAND_MODULES.items():
+        held = tuple(c.name for c in importlib.import_module(module).COMMANDS)
+        assert sorted(held) == sorted(names), module
+    listed = cli.list_commands(None)  # type: ignore[arg-type]
+    assert len(listed) == len(set(listed)) == sum(map(len, COMMAND_MODULES.values()))
+    for name in listed:  # every command, group and subcommand takes --db and --config
+        command = cli.get_command(None, name)  # type: ignore[arg-type]
+        stack = [command]
+        while stack:
+            cmd = stack.pop()
+            assert {"db", "config"} <= {p.name for p in cmd.params}, cmd.name
+            stack += list(getattr(cmd, "commands", {}).values())
+
+
+def test_a_results_command_loads_neither_the_worker_nor_the_console(db_path):
+    """Commands are imported when they run: `lab results` pays for the analysis only."""
+    assert main(["--db", str(db_path), "demo-set"]) == 0
+    assert main(["--db", str(db_path), "enqueue", "--models", "sim-own3", "--conditions", "none",
+                 "--regimes", "persistent", "--set", "demo"]) == 0
+    assert main(["--db", str(db_path), "worker", "--until-idle"]) == 0
+    heavy = ("console.try_cmd", "console.demo_cmd", "console.queue_cmd", "jobs.worker",
+             "core.runner", "textual", "httpx", "anthropic", "openai")
+    code = ("import sys; from console.cli import main; "
+            f"code = main(['--db', {str(db_path)!r}, 'results', 'success']); "
+            f"print(code, [m for m in {heavy!r} if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=Path(__file__).resolve().parents[1])
+    assert out.stdout.strip().splitlines()[-1] == "0 []", out.stdout + out.stderr

@@ -1,0 +1,241 @@
+"""`lab init`, `lab data import` and `lab sets`: lab.db, its datasets and question sets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from console.options import open_db
+from console.queue_cmd import plural
+from core import store
+from core.data import CLAIM_TYPE, TASK_FEVER, ids_hash, load_hotpotqa, sample_ids
+from core.demo_fever import DEMO_FEVER_DATASET
+from core.demo_set import ensure_demo_set, load_demo_questions
+from core.errors import ConfigError
+from core.fever import balanced_sample, load_fever
+from core.limits import DEFAULT_WARN_KB, oversized
+
+HELD_OUT_PREFIXES = ("test", "fresh")
+
+
+@click.command()
+@click.pass_context
+def init(ctx: click.Context) -> None:
+    """Create (or migrate) lab.db and load the bundled demo data. Idempotent.
+
+    \b
+    Example:
+      lab --db runs/lab.db init
+    """
+    db = open_db(ctx)
+    new = load_demo_questions(db)
+    click.echo(f"{ctx.obj['db']}: schema version {store.schema_version(db)}; "
+               f"demo questions added: {new}; datasets: "
+               + ", ".join(f"{k} ({v})" for k, v in store.datasets(db).items()))
+
+
+@click.group()
+def data() -> None:
+    """Import datasets into lab.db.
+
+    \b
+    Example:
+      lab data import hotpotqa hotpot_dev_distractor_v1.json
+    """
+
+
+@data.command("import")
+@click.argument("kind", type=click.Choice(["hotpotqa", "fever"]))
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option("--dataset", default=None,
+              help="Dataset name to store the questions under (default: KIND).")
+@click.option("--include-nei", is_flag=True,
+              help="fever: keep NOT ENOUGH INFO claims (skipped by default).")
+@click.option("--warn-kb", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_WARN_KB,
+              show_default=True, envvar="LAB_WARN_KB",
+              help="Warn about questions whose context text (question and pages) is larger "
+                   "than this many KB (env LAB_WARN_KB).")
+@click.pass_context
+def data_import(ctx: click.Context, kind: str, file: Path, dataset: str | None,
+                include_nei: bool, warn_kb: float) -> None:
+    """Validate FILE completely, then store every question in one transaction.
+
+    hotpotqa: FILE is the official HotpotQA JSON list or the Hugging Face column
+    format, as JSON or JSONL. fever: FILE is a folder holding claims.jsonl and
+    pages.json (format in README); SUPPORTS/REFUTES claims are kept, NOT ENOUGH
+    INFO claims skipped (and counted) unless --include-nei, and each claim's
+    knowledge base is its evidence pages plus 8 pages drawn from other claims.
+    A malformed file stores nothing. Questions whose context text is above
+    --warn-kb are stored with a warning; `lab enqueue` refuses them for a model
+    whose max_context they cannot fit.
+
+    \b
+    Example:
+      lab data import hotpotqa hotpot_dev_distractor_v1.json
+      lab data import fever fever_dev/
+    """
+    dataset = dataset or kind
+    if not file.exists():
+        raise ConfigError(f"{file}: no such file or directory")
+    noun, skipped = "question", ""
+    if kind == "fever":
+        read = load_fever(file, dataset=dataset, include_nei=include_nei)
+        questions, noun = list(read.questions), "claim"
+        skipped = f"; skipped {plural(read.skipped_nei, 'NOT ENOUGH INFO claim')}" + (
+            "" if include_nei else " (--include-nei keeps them)") + (
+            f" and {plural(read.skipped_no_text, 'claim')} without any evidence text"
+            if read.skipped_no_text else "")
+    elif include_nei:
+        raise ConfigError("--include-nei applies to `lab data import fever` only")
+    elif file.is_dir():
+        raise ConfigError(f"{file}: is a directory; hotpotqa imports one JSON or JSONL file")
+    else:
+        questions = load_hotpotqa(file, dataset=dataset)
+    db = open_db(ctx)
+    _check_task(db, dataset, questions)
+    new, same = store.insert_questions(db, questions)
+    click.echo(f"imported {plural(new, noun)} from {file} into dataset '{dataset}'"
+               + (f" ({same} already present)" if same else "") + skipped)
+    big = oversized(questions, warn_kb)
+    if big:
+        shown = ", ".join(f"{qid} ({n / 1024:,.0f} KB)" for qid, n in big[:3])
+        click.echo(f"warning: {plural(len(big), 'question')} above {warn_kb:g} KB of context "
+                   f"text: {shown}{' …' if len(big) > 3 else ''}; each call sends ≈ chars/4 "
+                   f"tokens of it (lab enqueue refuses models whose max_context it exceeds)",
+                   err=True)
+
+
+def _check_task(db, dataset: str, questions: list) -> None:
+    """Refuse to mix FEVER claims and HotpotQA questions in one dataset."""
+    stored = {kind == CLAIM_TYPE for kind, _ in store.dataset_labels(db, dataset).values()}
+    new = {q.task == TASK_FEVER for q in questions}
+    if len(stored | new) > 1:
+        raise ConfigError(f"dataset '{dataset}' would mix FEVER claims and HotpotQA questions; "
+                          f"import into another dataset with --dataset NAME")
+
+
+def _set_name(name: str) -> str:
+    if not name.strip() or any(c.isspace() or c in "/\\," for c in name):
+        raise ConfigError(f"set name {name!r}: use a non-empty name without spaces, '/', '\\' "
+                          f"or ',', e.g. dev100")
+    return name
+
+
+@click.group()
+def sets() -> None:
+    """Question sets: named, frozen, hashed samples of a dataset.
+
+    \b
+    Example:
+      lab sets create dev100 --dataset hotpotqa --n 100 --seed 1
+      lab sets list
+    """
+
+
+@sets.command("create")
+@click.argument("name")
+@click.option("--dataset", required=True, help="Dataset to draw from (e.g. hotpotqa, demo).")
+@click.option("--n", "n", type=click.IntRange(min=1), required=True, help="Number of questions.")
+@click.option("--seed", type=int, required=True, help="Sampling seed.")
+@click.option("--exclude", multiple=True,
+              help="Sets whose questions must not be drawn (repeatable or comma-separated).")
+@click.option("--held-out/--dev", "held_out", default=None,
+              help="Mark as held-out (default: names starting with test or fresh).")
+@click.pass_context
+def sets_create(ctx: click.Context, name: str, dataset: str, n: int, seed: int,
+                exclude: tuple[str, ...], held_out: bool | None) -> None:
+    """Sample N questions without replacement, disjoint from --exclude sets.
+
+    From a FEVER dataset the set is balanced: N/2 SUPPORTS and N/2 REFUTES claims
+    (N/3 of each label when NOT ENOUGH INFO was imported), each label drawn with the
+    seed from its own claims, then shuffled with the seed; N must divide evenly.
+
+    \b
+    Example:
+      lab sets create dev100 --dataset hotpotqa --n 100 --seed 1
+      lab sets create test300 --dataset hotpotqa --n 300 --seed 2 --exclude dev100,pilot
+      lab sets create fever292 --dataset fever --n 292 --seed 3
+    """
+    _set_name(name)
+    exclude = tuple(dict.fromkeys(p.strip() for e in exclude for p in e.split(",") if p.strip()))
+    db = open_db(ctx)
+    if dataset in ("demo", DEMO_FEVER_DATASET):
+        load_demo_questions(db)
+    rows = store.dataset_labels(db, dataset)
+    if not rows:
+        raise ConfigError(f"dataset '{dataset}' has no questions in lab.db; known: "
+                          + (", ".join(store.datasets(db)) or "none"))
+    excluded: set[str] = set()
+    for other in exclude:
+        excluded.update(store.question_set(db, other)["ids"])
+    claims = {qid: label for qid, (kind, label) in rows.items() if kind == CLAIM_TYPE}
+    if claims:  # FEVER: the same number of claims per label
+        ids = balanced_sample(claims, n, seed, excluded)
+    else:
+        ids = sample_ids(list(rows), n, seed, excluded)
+    if held_out is None:
+        held_out = name.startswith(HELD_OUT_PREFIXES)
+    digest = ids_hash(ids)
+    store.save_question_set(db, name, dataset, ids, seed, exclude, held_out, digest)
+    kind = "held-out" if held_out else "dev"
+    balance = ("" if not claims else " (" + ", ".join(
+        f"{sum(claims[i] == label for i in ids)} {label}" for label in sorted(set(claims.values())))
+        + ")")
+    click.echo(f"created {kind} set '{name}': {len(ids)} questions from {dataset}{balance}, "
+               f"sha256 {digest[:12]}")
+
+
+@sets.command("list")
+@click.pass_context
+def sets_list(ctx: click.Context) -> None:
+    """List question sets.
+
+    \b
+    Example:
+      lab sets list
+    """
+    rows = store.question_sets(open_db(ctx, create=False))
+    if not rows:
+        click.echo("no question sets (create one with `lab sets create`)")
+        return
+    click.echo(f"{'name':<16} {'dataset':<12} {'n':>5} {'seed':>6} {'kind':<9} sha256")
+    for r in rows:
+        kind = "held-out" if r["held_out"] else "dev"
+        click.echo(f"{r['name']:<16} {r['dataset']:<12} {r['n']:>5} {r['seed']:>6} {kind:<9} "
+                   f"{r['sha256'][:12]}")
+
+
+@sets.command("show")
+@click.argument("name")
+@click.option("--ids/--no-ids", default=True, help="Print the question ids.")
+@click.pass_context
+def sets_show(ctx: click.Context, name: str, ids: bool) -> None:
+    """Show one question set and its ids.
+
+    \b
+    Example:
+      lab sets show dev100
+    """
+    s = store.question_set(open_db(ctx, create=False), name)
+    kind = "held-out" if s["held_out"] else "dev"
+    click.echo(f"{s['name']}: {s['n']} questions from {s['dataset']} ({kind}), seed {s['seed']}, "
+               f"exclude {', '.join(s['exclude']) or '-'}, sha256 {s['sha256']}")
+    if ids:
+        click.echo("\n".join(s["ids"]))
+
+
+@click.command("demo-set", hidden=True)
+@click.pass_context
+def demo_set(ctx: click.Context) -> None:
+    """Load the demo questions and create the demo question set (used by tests).
+
+    \b
+    Example:
+      lab demo-set
+    """
+    ensure_demo_set(open_db(ctx))
+
+
+COMMANDS = (init, data, sets, demo_set)
+"""The commands to register on the `lab` group."""
