@@ -17,9 +17,10 @@ import numpy as np
 import pandas as pd
 
 from analysis.arms import ArmKey, Grouping
-from analysis.decisions import codes
+from analysis.decisions import codes, judgment_columns
 from analysis.lpm import sample_frame, sample_mask
-from analysis.stats import Interval, resample_weights, summarize
+from analysis.lpm_batch import CodedSample
+from analysis.stats import Interval, resample_weights, summarize_columns
 from core.regimes import FAILURE_REGIMES, MAIN_FAMILY
 
 
@@ -68,7 +69,7 @@ def failure_rows(decisions: pd.DataFrame, grouping: Grouping | None) -> FailureR
     present = [tuple(r for r in k.regimes if r in family_failure_regimes(k.family))
                for k in keys]
     kept = np.array([bool(p) for p in present], dtype=bool)
-    regime_codes, regime_values = pd.factorize(decisions["regime"])
+    regime_codes, regime_values = codes(decisions["regime"])
     pooled = np.array([[str(r) in p for r in regime_values] for p in present],
                       dtype=bool).reshape(len(keys), len(regime_values))
     mask = ~decisions["final"].to_numpy(dtype=bool) & (regime_codes >= 0)
@@ -136,9 +137,10 @@ def grouped_intervals(sums: list[np.ndarray],
             else:
                 parts = [stat(w) for w in resample_weights(n_q, n_boot, seed)]
                 boot = np.concatenate(parts) if parts else np.empty((0, *est.shape))
+        k = est.shape[1]
+        found = summarize_columns(est.reshape(-1), boot.reshape(len(boot), -1), n_q)
         for g, i in enumerate(members):
-            out[i] = tuple(summarize(float(est[g, k]), boot[:, g, k], n_q)
-                           for k in range(est.shape[1]))
+            out[i] = found[g * k:(g + 1) * k]
     return out
 
 
@@ -182,6 +184,55 @@ def group_samples(decisions: pd.DataFrame, fr: FailureRows, judgments: str
     Returns:
         One (sample, content) per group of `fr.keys`.
     """
+    rows, bounds = _sample_rows(decisions, fr, judgments)
+    frame = sample_frame(decisions, rows, judgments)
+    content = np.column_stack([
+        pd.factorize(col)[0] if col.dtype == object or isinstance(col.dtype, pd.StringDtype)
+        else col.to_numpy(dtype=float) for _, col in frame.items()]).astype(float)
+    return [(frame.iloc[bounds[g]:bounds[g + 1]].reset_index(drop=True),
+             content[bounds[g]:bounds[g + 1]].tobytes()) for g in range(len(fr.keys))]
+
+
+def coded_samples(decisions: pd.DataFrame, fr: FailureRows, judgments: str
+                  ) -> list[tuple[CodedSample, bytes]]:
+    """`group_samples` as integer-coded arrays (`analysis.lpm_batch.CodedSample`), each
+    with its content as bytes (equal exactly when the samples are).
+
+    Args:
+        decisions: the decision table.
+        fr: its failure rows.
+        judgments: "side_channel" or "stated".
+
+    Returns:
+        One (sample, content) per group of `fr.keys`.
+    """
+    rows, bounds = _sample_rows(decisions, fr, judgments)
+    run_col, _, earlier = judgment_columns(judgments)
+
+    def column(name: str) -> np.ndarray:
+        return decisions[name].to_numpy()[rows]
+
+    def text_rank(name: str) -> np.ndarray:
+        values = column(name)
+        found, values = codes(pd.Series(values, dtype=values.dtype))
+        labels = [str(v) for v in values]
+        rank = np.empty(len(labels), dtype=np.int64)
+        rank[sorted(range(len(labels)), key=labels.__getitem__)] = np.arange(len(labels))
+        return rank[found]
+
+    parts = (column("answer").astype(float), text_rank("action"), text_rank("regime"),
+             column(run_col).astype(float), column(earlier).astype(float),
+             text_rank("question_id"))
+    content = np.column_stack(parts).astype(float)
+    return [(CodedSample(*(c[bounds[g]:bounds[g + 1]] for c in parts)),
+             content[bounds[g]:bounds[g + 1]].tobytes()) for g in range(len(fr.keys))]
+
+
+def _sample_rows(decisions: pd.DataFrame, fr: FailureRows, judgments: str
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """The rows of every group's `analysis.lpm.hazard_sample`, group after group (each
+    in the table's order), and where each group's rows start (one more bound than
+    groups)."""
     regimes = sorted({r for rs in fr.regimes for r in rs})
     mask = np.zeros(len(decisions), dtype=bool)
     mask[fr.rows] = True
@@ -190,10 +241,5 @@ def group_samples(decisions: pd.DataFrame, fr: FailureRows, judgments: str
     group[fr.rows] = fr.group
     rows = np.flatnonzero(mask)
     order = np.argsort(group[rows], kind="stable")
-    frame = sample_frame(decisions, rows[order], judgments)
-    content = np.column_stack([
-        pd.factorize(col)[0] if col.dtype == object or isinstance(col.dtype, pd.StringDtype)
-        else col.to_numpy(dtype=float) for _, col in frame.items()]).astype(float)
     bounds = np.searchsorted(group[rows][order], np.arange(len(fr.keys) + 1))
-    return [(frame.iloc[bounds[g]:bounds[g + 1]].reset_index(drop=True),
-             content[bounds[g]:bounds[g + 1]].tobytes()) for g in range(len(fr.keys))]
+    return rows[order], bounds

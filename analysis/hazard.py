@@ -18,9 +18,10 @@ import pandas as pd
 
 from analysis.arms import Grouping
 from analysis.decisions import codes
-from analysis.failure_rows import cluster_counts, failure_rows, group_samples, grouped_intervals
+from analysis.failure_rows import cluster_counts, coded_samples, failure_rows, grouped_intervals
 from analysis.failure_rows import family_failure_regimes as family_failure_regimes
-from analysis.lpm import HAZARD_BOOT, HazardFit, fit_both
+from analysis.lpm import HAZARD_BOOT
+from analysis.lpm_batch import fit_samples
 from analysis.rows import Row, Table, interval_row
 from analysis.stats import N_BOOT, Interval, bootstrap_intervals, cluster_sums, safe_ratio
 from core.regimes import FAILURE_REGIMES
@@ -220,18 +221,17 @@ def hazard_table(decisions: pd.DataFrame, n_boot: int = N_BOOT,
     sums, _ = cluster_counts(decisions, fr, keep, j[keep], MAX_J + 1,
                              np.column_stack([np.ones_like(y[keep]), y[keep]]))
     curves = grouped_intervals(sums, _curve_statistic, n_boot, seed)
-    fits: dict[bytes, tuple[HazardFit, ...]] = {}  # groups with equal samples fit once
-    samples = group_samples(decisions, fr, "side_channel")
-    for g, (arm, regimes, (sample, content)) in enumerate(zip(fr.keys, fr.regimes, samples,
-                                                               strict=True)):
+    samples = coded_samples(decisions, fr, "side_channel")
+    distinct = {content: sample for sample, content in samples}  # equal samples fit once
+    fits = dict(zip(distinct, fit_samples(list(distinct.values()), "side_channel",
+                                          hazard_boot, seed), strict=True))
+    for g, (arm, regimes, (_, content)) in enumerate(zip(fr.keys, fr.regimes, samples,
+                                                          strict=True)):
         counts = sums[g].reshape(-1, MAX_J + 1, 2)[..., 0].sum(axis=0)
         for jj, (pt, n) in enumerate(zip(curves[g], counts)):
             rows.append(interval_row(arm, "hazard", pt, f"j={jj}", "decisions", int(n),
                                      regimes=regimes))
-        if content not in fits:
-            fits[content] = fit_both(sample, "side_channel", hazard_boot, seed)
-        both = fits[content]
-        for fit in both:
+        for fit in fits[content]:
             fe = fit.fixed_effects
             scope = "question FE" if fe else "pooled"
             detail = (f"{fit.n_decisions} decisions, {fit.share_earlier:.0%} with earlier useful"

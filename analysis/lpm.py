@@ -205,12 +205,25 @@ def _point_estimates(sample: pd.DataFrame, x: pd.DataFrame, within: bool
         by_q = sample["question_id"].to_numpy()
         x = x - x.groupby(by_q).transform("mean")
         y = y - pd.Series(y).groupby(by_q).transform("mean").to_numpy()
+    return point_estimates(x.to_numpy(), y, tuple(x.columns.get_loc(c) for c in COEFS))
+
+
+def point_estimates(x: np.ndarray, y: np.ndarray, cols: tuple[int, ...]
+                    ) -> tuple[float, float]:
+    """(β, γ) of `ols_params` on a design, NaN where not identified.
+
+    Args:
+        x: the design (n, p), already demeaned by question for fixed effects.
+        y: the outcomes (n,), likewise.
+        cols: the columns of run and earlier.
+
+    Returns:
+        (β, γ).
+    """
     # a rank-deficient design is expected (e.g. no earlier useful judgment); the
     # identification test below turns the affected coefficients into NaN
-    params = ols_params(x.to_numpy(), y)
-    cols = tuple(x.columns.get_loc(c) for c in COEFS)
-    xm = x.to_numpy()
-    _, ok = _identified((xm.T @ xm)[None], cols)
+    params = ols_params(x, y)
+    _, ok = _identified((x.T @ x)[None], cols)
     beta, gamma = (float(params[c]) if good else math.nan for c, good in zip(cols, ok[0]))
     return beta, gamma
 
@@ -413,14 +426,69 @@ def coefficient_intervals(g: np.ndarray, h: np.ndarray, cols: tuple[int, ...],
     Returns:
         One Interval per coefficient in `cols`.
     """
+    return intervals_many([(g, h, cols, estimates)], n_boot, seed)[0]
+
+
+def intervals_many(fits: Sequence[tuple[np.ndarray, np.ndarray, tuple[int, ...],
+                                        Sequence[float]]], n_boot: int, seed: int
+                   ) -> list[tuple[Interval, ...]]:
+    """`coefficient_intervals` of many fits, the Cholesky solves of fits with the same
+    number of coefficients in one vectorised pass (a matrix's solution does not depend
+    on the others in the stack; each fit's products and exact solves are its own).
+
+    Args:
+        fits: (g, h, cols, estimates) per fit, as `coefficient_intervals` takes them.
+        n_boot: resamples.
+        seed: bootstrap seed.
+
+    Returns:
+        Per fit, one Interval per coefficient in its `cols`.
+    """
+    out: list[tuple[Interval, ...]] = [()] * len(fits)
+    by_p: dict[int, list[int]] = {}
+    for i, (_, h, _, estimates) in enumerate(fits):
+        if n_boot > 0:  # resample_weights yields a batch
+            by_p.setdefault(h.shape[1], []).append(i)
+        else:
+            out[i] = tuple(summarize(e, np.empty(0), h.shape[0]) for e in estimates)
+    for members in by_p.values():
+        for start in range(0, len(members), _STACK):
+            chunk = members[start:start + _STACK]
+            products = [_resample_products(fits[i][0], fits[i][1], n_boot, seed)
+                        for i in chunk]
+            certain, coef = _spd_solve(np.concatenate([x for _, x, _ in products]),
+                                       np.concatenate([y for _, _, y in products]))
+            at = 0
+            for i, (batches, xtx, xty) in zip(chunk, products, strict=True):
+                rows = slice(at, at + len(xtx))
+                at += len(xtx)
+                out[i] = _intervals(*fits[i], batches, xtx, xty, certain[rows], coef[rows])
+    return out
+
+
+_STACK = 8
+"""Fits whose resamples `intervals_many` solves in one pass (8 × 1,000 matrices of 12²
+floats: ~10 MB per array of the factorisation)."""
+
+
+def _resample_products(g: np.ndarray, h: np.ndarray, n_boot: int, seed: int
+                       ) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
+    """The resample weight batches and every resample's X'X and X'y, by the matrix
+    products `lstsq_weighted` computes (batch by batch)."""
     n_q, p = h.shape
     flat = g.reshape(n_q, p * p)
     batches = list(resample_weights(n_q, n_boot, seed))
-    if not batches:
-        return tuple(summarize(e, np.empty(0), n_q) for e in estimates)
     xtx = np.concatenate([(w @ flat).reshape(-1, p, p) for w in batches])
     xty = np.concatenate([w @ h for w in batches])
-    certain, coef = _spd_solve(xtx, xty)
+    return batches, xtx, xty
+
+
+def _intervals(g: np.ndarray, h: np.ndarray, cols: tuple[int, ...], estimates: Sequence[float],
+               batches: list[np.ndarray], xtx: np.ndarray, xty: np.ndarray,
+               certain: np.ndarray, coef: np.ndarray) -> tuple[Interval, ...]:
+    """`coefficient_intervals` once the resamples' products and their `_spd_solve` are
+    known."""
+    n_q = h.shape[0]
     scale = float(np.abs(coef[certain]).max(initial=0.0))
     boot, exact, start = [], [], 0
     for w in batches:

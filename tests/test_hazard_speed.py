@@ -5,20 +5,24 @@ the last digit.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
 
 from analysis.arms import Grouping
-from analysis.failure_rows import failure_rows, group_samples
+from analysis.failure_rows import coded_samples, failure_rows, group_samples
 from analysis.hazard import hazard_curve, hazard_table, index_table, integration_index
 from analysis.lpm import (
     _spd_solve,
     coefficient_intervals,
+    fit_both,
     hazard_sample,
     lstsq_weighted,
     question_crossproducts,
 )
+from analysis.lpm_batch import fit_samples
 from analysis.stats import resample_weights, summarize
 from tests.test_measures import synthetic_hazard
 
@@ -111,3 +115,31 @@ def test_tables_equal_the_group_by_group_definitions() -> None:
         assert samples[arm][0].equals(hazard_sample(sub, "side_channel", regimes))
         checked += 1
     assert checked == len(fr.keys) == 4
+
+
+def test_coded_samples_fit_as_the_frames_do() -> None:
+    """The hazard table's integer-coded samples and batched fits give `fit_both`'s
+    numbers on each group's frame, to the last digit: actions whose text order is not
+    their numeric order (10 < 9 as text), a group where γ is not identified, and a
+    group with a failure regime but no decision after a useless result."""
+    dec = _decisions()
+    dec["action"] = np.where(dec["action"] >= 5, dec["action"] + 5, dec["action"])
+    extra = []
+    for model, change in (("m3", {"own_earlier": False}), ("m4", {"own_latest": False})):
+        d = dec.loc[dec["model"] == "m1"].copy()
+        d["model"] = model
+        for col, value in change.items():
+            d[col] = value
+        extra.append(d)
+    dec = pd.concat([dec, *extra], ignore_index=True)
+    fr = failure_rows(dec, Grouping())
+    frames = group_samples(dec, fr, "side_channel")
+    coded = coded_samples(dec, fr, "side_channel")
+    assert [c for _, c in frames] != [c for _, c in coded]  # the codes differ, the classes not
+    same = [[a == b for _, b in frames] for _, a in frames]
+    assert same == [[a == b for _, b in coded] for _, a in coded]
+    want = [fit_both(sample, "side_channel", 120, 0) for sample, _ in frames]
+    got = fit_samples([sample for sample, _ in coded], "side_channel", 120, 0)
+    assert repr(got) == repr(want)  # every digit, NaN where not identified
+    assert any(math.isnan(f.gamma.estimate) for f, _ in got if f.n_decisions)
+    assert any(f.n_decisions == 0 for f, _ in got)
