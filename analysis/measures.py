@@ -130,20 +130,22 @@ def compute(frames: Frames, names: Sequence[str] = TABLES, n_boot: int = N_BOOT,
 
 def _memory_order(names: list[str], frames: Frames) -> tuple[list[str], bool]:
     """The tables to compute, in an order that bounds memory, and whether any of them
-    reads the full episode frame: those that do come first (success and budgets with
-    them, reading the same frame), then `_RELEASE` (the full episodes are dropped, their
-    keys kept), then the decision tables; so the full episodes and the decision table
-    are never in memory together."""
+    reads the full episode frame: the tables that read episode columns come first (the
+    one reading the most columns first, so `Frames.episode_columns` serves the others
+    from its frame; all of them from the full frame when one needs it), then `_RELEASE`
+    (the episode columns are dropped, their keys kept), then the decision tables; so the
+    episodes' columns and the decision table are never in memory together."""
     if frames.source is None:
         return names, False
     full = [n for n in names if n in _READS_EPISODES]
     if "leaving" in names and two_source_mask(frames.episode_keys).any():
         full.append("leaving")  # switching reads answered and answer_action
-    if not full:
+    first = sorted((n for n in names if n in _READS_VALUES or n in full),
+                   key=lambda n: -len(_READS_VALUES.get(n, ())))
+    if not first:
         return names, False
-    first = [n for n in names if n in _READS_VALUES or n in full]
     rest = [n for n in names if n not in first]
-    return [*first, *([_RELEASE] if rest else []), *rest], True
+    return [*first, *([_RELEASE] if rest else []), *rest], bool(full)
 
 
 _RELEASE = "<release episodes>"
@@ -163,10 +165,17 @@ class _Part:
 _READS_DECISIONS = frozenset({"delta", "index", "hazard", "judgments", "leaving"})
 """Tables that read the decision table (the others never load it)."""
 _READS_VALUES = MappingProxyType({
-    "success": ("correct",), "budgets": ("answered", "answer_action", "correct", "tool_calls")})
-"""Tables that read the episodes' keys and only these columns (`Frames.episode_columns`)."""
-_READS_EPISODES = frozenset({"cost"})
-"""Tables that read episode columns other than the keys (`Frames.episode_keys`)."""
+    "success": ("correct",), "budgets": ("answered", "answer_action", "correct", "tool_calls"),
+    "cost": ("answered", "answer_action", "correct", "tool_calls", "extra_calls",
+             "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
+             "cost_usd", "acting_input_tokens", "acting_output_tokens", "discarded_turns",
+             "backup_calls", "primary_judgments")})
+"""Tables that read the episodes' keys and only these columns (`Frames.episode_columns`):
+cost reads `analysis.cost._COLUMNS`, the own-call columns (`own_call_column`), the
+backup calls and the acting tokens."""
+_READS_EPISODES: frozenset[str] = frozenset()
+"""Tables that read episode columns beyond KEY_VALUES (none now; leaving with two-source
+arms reads the full frame, `_memory_order`)."""
 
 
 def _compute_one(frames: Frames, name: str, grouping: Grouping, n_boot: int,

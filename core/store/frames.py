@@ -229,11 +229,15 @@ EPISODE_KEYS = _FRAME_ORDER
 
 KEY_VALUES = ("answered", "correct", "em", "placeholder", "tool_calls", "extra_calls",
               "format_failures", "forced_turns", "refused_calls", "input_tokens",
-              "output_tokens", "cache_read_tokens", "cache_write_tokens", "answer_action")
-"""Integer episode columns (NOT NULL, the same in every arm) `episode_keys_frame` can read
-beside the keys: a table that needs only these (success needs ``correct``) never reads
-the full episode frame. ``answer_action`` (NULL when unanswered) is float64 with NaN
-there, as in `episodes_frame`."""
+              "output_tokens", "cache_read_tokens", "cache_write_tokens", "answer_action",
+              "acting_input_tokens", "acting_output_tokens", "discarded_turns", "backup_calls",
+              "primary_judgments", "cost_usd")
+"""Episode columns `episode_keys_frame` can read beside the keys, with the values and
+dtypes `episodes_frame` gives them: a table that needs only these (success needs
+``correct``, cost its calls, tokens and dollars) never reads the full episode frame.
+The integers are int64 (``acting_*`` 0 where NULL; the arm-only counts 0 outside their
+arms, `_ARM_ONLY`); ``answer_action`` (NULL when unanswered) is float64 with NaN, and
+``cost_usd`` float64 (NaN where NULL), as in `episodes_frame`."""
 
 
 def episode_keys_frame(db: Database, selection: Selection | None = None,
@@ -243,7 +247,8 @@ def episode_keys_frame(db: Database, selection: Selection | None = None,
     The rows of `episodes_frame` without an error, in its order, with its EPISODE_KEYS
     columns, episode_id … question_id (every cell column, the dataset and the question) with
     the same values and dtypes; only three values per episode are read (its id, cell
-    and question), the cell's columns are joined by position.
+    and question) and, for `values`, one integer per `_EPISODE_WORDS` word holding some
+    (and ``cost_usd``); the cell's columns are joined by position.
 
     Signature: ``episode_keys_frame(db, Selection(seeds=(0,)), upto=fp.max_id)``.
 
@@ -251,7 +256,7 @@ def episode_keys_frame(db: Database, selection: Selection | None = None,
         db: an open lab.db.
         selection: the filters (the `pool` field is not used here).
         upto: only episodes with id <= upto (the state a `Fingerprint` recorded).
-        values: KEY_VALUES columns to read too, after the keys (int64, as in
+        values: KEY_VALUES columns to read too, after the keys (values and dtypes as in
             `episodes_frame`).
 
     Returns:
@@ -272,48 +277,81 @@ def episode_keys_frame(db: Database, selection: Selection | None = None,
     where, args = _where(db, sel, *([f"e.id <= {int(upto)}"] if upto is not None else []))
     joins = (" JOIN cells c ON c.id = e.cell_id JOIN runs r ON r.id = c.run_id"
              if _filters_cells(sel) else "")
+    # the values come in _EPISODE_WORDS' words, one integer each (word 1 holds cell_id);
     # errored rows are read too (a flag) so the dtypes are those of episodes_frame's read
-    cursor = db.conn.execute("SELECT e.id, e.cell_id, e.question_id, e.error IS NOT NULL"
-                             + "".join(f", {_value_sql(v)}" for v in values)
+    wanted = {"_answer_action" if v == "answer_action" else v for v in values}
+    words = [i for i, word in enumerate(_EPISODE_WORDS)
+             if i and any(name in wanted for _, name, _ in word)]
+    cursor = db.conn.execute("SELECT e.id, e.question_id, e.error IS NOT NULL"
+                             + ("" if 1 in words else ", e.cell_id")
+                             + "".join(f", {_word_sql(i)}" for i in words)
+                             + (", e.cost_usd" if "cost_usd" in values else "")
                              + f" FROM episodes e{joins}{where} ORDER BY e.id", args)
-    fields = [("episode_id", "i8"), ("cell_id", "i8"), ("question_id", object), ("bad", "?"),
-              *((v, "i8") for v in values)]
+    cell = [] if 1 in words else [("cell_id", "i8")]
+    fields = [("episode_id", "i8"), ("question_id", object), ("bad", "?"), *cell,
+              *((f"w{i}", "i8") for i in words),
+              *((("cost_usd", "f8"),) if "cost_usd" in values else ())]
     try:
         rows = np.fromiter(cursor, dtype=np.dtype(fields))
-    except (TypeError, ValueError, OverflowError):  # a NULL id or question: the plain read
-        frame = episodes_frame(db, selection=sel, upto=upto)
+    except (TypeError, ValueError, OverflowError):  # a NULL id or question, a value past
+        frame = episodes_frame(db, selection=sel, upto=upto)  # its bits: the plain read
         return frame.loc[frame["error"].isna(), [*EPISODE_KEYS, *values]].reset_index(drop=True)
     cells = _cells(db)
     names = ["episode_id", "cell_id", "dataset", "question_id", *values]
     if not len(rows):
         return _join_cells(pd.DataFrame(columns=names, dtype=object), cells)
-    keep = pd.Index(cells["cell_id"]).get_indexer(rows["cell_id"]) >= 0
-    rows = rows[keep & ~rows["bad"]]  # the join: an episode of no stored cell is no row
+    ints: dict[str, Any] = {} if 1 in words else {"cell_id": rows["cell_id"]}
+    for i in words:
+        ints.update(_unpack_word(_EPISODE_WORDS[i], rows[f"w{i}"]))
+    cell_at = pd.Index(cells["cell_id"]).get_indexer(ints["cell_id"])
+    keep = (cell_at >= 0) & ~rows["bad"]  # the join: an episode of no stored cell is no row
+    rows, condition = rows[keep], cells["condition"].to_numpy()[cell_at[keep]]
+    ints = {k: v[keep] for k, v in ints.items()}
+    if "cost_usd" in values:
+        ints["cost_usd"] = rows["cost_usd"]
     codes, questions = pd.factorize(rows["question_id"])
     datasets = dict(db.conn.execute("SELECT id, dataset FROM questions").fetchall())
-    columns = {"episode_id": rows["episode_id"], "cell_id": rows["cell_id"],
+    columns = {"episode_id": rows["episode_id"], "cell_id": ints["cell_id"],
                "dataset": np.array([datasets.get(q, "") or "" for q in questions],
                                    dtype=object)[codes],
                "question_id": np.asarray(questions, dtype=object)[codes],
-               **{v: _value(rows, v) for v in values}}
+               **{v: _value(ints, v, condition) for v in values}}
     return _join_cells(pd.DataFrame({c: pd.Series(columns[c]) for c in names}, columns=names),
                        cells)
 
 
-def _value_sql(column: str) -> str:
-    """How `episode_keys_frame` reads a KEY_VALUES column (an integer, never NULL)."""
-    return "COALESCE(e.answer_action + 1, 0)" if column == "answer_action" else f"e.{column}"
+def _word_sql(index: int) -> str:
+    """One of _EPISODE_WORDS as a SQL integer (a word's fields are below 2^63 together):
+    NULL when a field does not fit its bits, so `episode_keys_frame` reads plainly then."""
+    parts, fits, shift = [], [], 0
+    for expr, _, bits in _EPISODE_WORDS[index]:
+        parts.append(f"(({expr}) << {shift})" if shift else f"({expr})")
+        fits.append(f"({expr}) BETWEEN 0 AND {(1 << bits) - 1}")
+        shift += bits
+    return f"CASE WHEN {' AND '.join(fits)} THEN {' | '.join(parts)} END"
 
 
-def _value(rows: Any, column: str) -> Any:
-    """A KEY_VALUES column from `episode_keys_frame`'s rows, as `episodes_frame` has it."""
+def _value(ints: dict[str, Any], column: str, condition: Any) -> Any:
+    """A KEY_VALUES column from `episode_keys_frame`'s unpacked words, as `episodes_frame`
+    has it (`condition`: each row's cell condition, for the arm-only counts)."""
     import numpy as np
 
+    if column in dict(_ARM_ONLY):
+        return _arm_only(column, ints[column], condition)
     if column != "answer_action":
-        return rows[column]
-    action = rows[column].astype(np.float64) - 1  # NaN where unanswered, as _read_episodes
-    action[rows[column] == 0] = np.nan
+        return ints[column]
+    packed = ints["_answer_action"]  # answer_action + 1, 0 when unanswered
+    action = packed.astype(np.float64) - 1  # NaN where unanswered, as _read_episodes
+    action[packed == 0] = np.nan
     return action
+
+
+def _arm_only(column: str, values: Any, condition: Any) -> Any:
+    """An `_ARM_ONLY` count as EPISODE_FRAME_SQL reads it: `values` (int64) where the
+    episode's condition keeps that count, 0 for every other arm."""
+    import numpy as np
+
+    return np.where(np.isin(condition, dict(_ARM_ONLY)[column]), values, 0)
 
 
 def _filters_cells(sel: Selection) -> bool:
@@ -408,8 +446,8 @@ def _read_episodes(db: Database, where: str, args: Sequence[Any], cells: Any,
         keep = cell_at >= 0
         rows, cell_at, ints = rows[keep], cell_at[keep], {k: v[keep] for k, v in ints.items()}
     condition = cells["condition"].to_numpy()[cell_at]
-    for column, conditions in _ARM_ONLY:
-        ints[column] = np.where(np.isin(condition, conditions), ints[column], 0)
+    for column, _ in _ARM_ONLY:
+        ints[column] = _arm_only(column, ints[column], condition)
     action = ints["_answer_action"].astype(np.float64) - 1
     action[ints["_answer_action"] == 0] = np.nan
     # one string object per question (the same values), its dataset looked up once
@@ -431,10 +469,16 @@ def _unpack(words: Any) -> dict[str, Any]:
     packed = packed.reshape(len(words), len(_EPISODE_WORDS))
     out: dict[str, Any] = {}
     for i, word in enumerate(_EPISODE_WORDS):
-        shift = 0
-        for _, name, bits in word:
-            out[name] = (packed[:, i] >> shift) & ((1 << bits) - 1)
-            shift += bits
+        out.update(_unpack_word(word, packed[:, i]))
+    return out
+
+
+def _unpack_word(word: tuple[tuple[str, str, int], ...], packed: Any) -> dict[str, Any]:
+    """One _EPISODE_WORDS word's columns from its int64 values (lowest bits first)."""
+    out, shift = {}, 0
+    for _, name, bits in word:
+        out[name] = (packed >> shift) & ((1 << bits) - 1)
+        shift += bits
     return out
 
 
