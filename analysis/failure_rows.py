@@ -16,9 +16,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis.arms import ArmKey, Grouping
+from analysis.arms import GROUP_KEYS, ArmKey, Grouping, _addresses
 from analysis.decisions import codes, judgment_columns
-from analysis.lpm import sample_frame, sample_mask
+from analysis.lpm import after_useless, sample_frame
 from analysis.lpm_batch import CodedSample
 from analysis.stats import Interval, resample_weights, summarize_columns
 from core.regimes import FAILURE_REGIMES, MAIN_FAMILY
@@ -65,7 +65,7 @@ def failure_rows(decisions: pd.DataFrame, grouping: Grouping | None) -> FailureR
     Returns:
         The FailureRows (groups without a failure regime are left out).
     """
-    keys, group_codes = (grouping or Grouping()).codes(decisions, families=True)
+    keys, group_codes = _group_codes(decisions, grouping or Grouping())
     present = [tuple(r for r in k.regimes if r in family_failure_regimes(k.family))
                for k in keys]
     kept = np.array([bool(p) for p in present], dtype=bool)
@@ -80,17 +80,46 @@ def failure_rows(decisions: pd.DataFrame, grouping: Grouping | None) -> FailureR
                        tuple(p for p in present if p), rows, position[group_codes[rows]])
 
 
+def _group_codes(decisions: pd.DataFrame, grouping: Grouping
+                 ) -> tuple[list[ArmKey], np.ndarray]:
+    """``grouping.codes(decisions, families=True)`` from the first row of each run of
+    consecutive rows with the same grouping values.
+
+    A decision repeats its episode's grouping columns, so a run is typically one
+    episode: grouping a fifth of the rows gives the same groups and keys (a key reads
+    only the distinct values within its group), spread back over the runs. A boundary
+    is wherever a column's value may change: text columns are compared by object
+    identity (equal text in two objects only splits a run, which changes nothing).
+    """
+    n = len(decisions)
+    start = np.zeros(n, dtype=bool)
+    start[:1] = True
+    for column in (*GROUP_KEYS, "regime", "condition", "amendment"):
+        if column in decisions:
+            values = decisions[column].to_numpy()
+            if values.dtype == object:
+                values = _addresses(values)
+            start[1:] |= values[1:] != values[:-1]
+    first = np.flatnonzero(start)
+    if len(first) == n:
+        return grouping.codes(decisions, families=True)
+    keys, codes = grouping.codes(decisions.iloc[first], families=True)
+    return keys, codes[np.cumsum(start) - 1]
+
+
 def _question_codes(questions: np.ndarray, group: np.ndarray, n_groups: int
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Each row's question code within its group (the group's ids sorted, as
     `analysis.decisions.codes`), the questions per group, and each group's first
     question in a concatenation of all groups' questions."""
     q, uniq = codes(pd.Series(questions, dtype=object))
-    key = group * max(len(uniq), 1) + q
-    found, inverse = np.unique(key, return_inverse=True)
-    n_q = np.bincount(found // max(len(uniq), 1), minlength=n_groups)
+    width = max(len(uniq), 1)
+    key = group * width + q
+    present = np.bincount(key, minlength=n_groups * width) > 0  # np.unique, without a sort
+    inverse = (np.cumsum(present) - 1)[key]
+    n_q = present.reshape(n_groups, width).sum(axis=1)
     first = np.concatenate([[0], np.cumsum(n_q)[:-1]]).astype(np.int64)
-    return inverse.reshape(-1) - first[group], n_q, first
+    return inverse - first[group], n_q, first
 
 
 def _group_sums(cell: np.ndarray, values: np.ndarray, n_cells: int) -> np.ndarray:
@@ -124,10 +153,17 @@ def grouped_intervals(sums: list[np.ndarray],
     for i, s in enumerate(sums):
         by_size.setdefault(s.shape[0], []).append(i)
     for n_q, members in by_size.items():
-        flat = np.stack([sums[i] for i in members], axis=1).reshape(n_q, -1)
+        # integer counts: equal columns (groups alike, strata never reached) give equal
+        # products, so each distinct column is multiplied once
+        columns = np.stack([sums[i] for i in members], axis=1).reshape(n_q, -1).T
+        distinct: dict[bytes, int] = {}
+        spread = np.array([distinct.setdefault(c.tobytes(), len(distinct)) for c in columns],
+                          dtype=np.int64)
+        flat = np.ascontiguousarray(columns[np.unique(spread, return_index=True)[1]].T)
 
-        def stat(w: np.ndarray, flat: np.ndarray = flat, g: int = len(members)) -> np.ndarray:
-            return statistic((w @ flat).reshape(len(w), g, -1))
+        def stat(w: np.ndarray, flat: np.ndarray = flat, spread: np.ndarray = spread,
+                 g: int = len(members)) -> np.ndarray:
+            return statistic((w @ flat)[:, spread].reshape(len(w), g, -1))
 
         with np.errstate(divide="ignore", invalid="ignore"):
             est = stat(np.ones((1, n_q)))[0]
@@ -233,13 +269,8 @@ def _sample_rows(decisions: pd.DataFrame, fr: FailureRows, judgments: str
     """The rows of every group's `analysis.lpm.hazard_sample`, group after group (each
     in the table's order), and where each group's rows start (one more bound than
     groups)."""
-    regimes = sorted({r for rs in fr.regimes for r in rs})
-    mask = np.zeros(len(decisions), dtype=bool)
-    mask[fr.rows] = True
-    mask &= sample_mask(decisions, judgments, regimes)
-    group = np.full(len(decisions), -1, dtype=np.int64)
-    group[fr.rows] = fr.group
-    rows = np.flatnonzero(mask)
-    order = np.argsort(group[rows], kind="stable")
-    bounds = np.searchsorted(group[rows][order], np.arange(len(fr.keys) + 1))
+    kept = after_useless(decisions, fr.rows, judgments)  # fr.rows: the regimes, not final
+    rows, group = fr.rows[kept], fr.group[kept]
+    order = np.argsort(group, kind="stable")
+    bounds = np.searchsorted(group[order], np.arange(len(fr.keys) + 1))
     return rows[order], bounds

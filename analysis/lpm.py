@@ -82,10 +82,26 @@ def sample_mask(dec: pd.DataFrame, judgments: str = "side_channel",
     Returns:
         A boolean array, one per row.
     """
-    run_col, latest, _ = judgment_columns(judgments)
-    n_obs, run = dec["n_obs"].to_numpy(), dec[run_col].to_numpy()
     return (dec["regime"].isin(list(regimes)).to_numpy() & ~dec["final"].to_numpy(dtype=bool)
-            & dec[latest].to_numpy(dtype=bool) & (n_obs >= 1) & (n_obs <= LPM_T_MAX)
+            & after_useless(dec, slice(None), judgments))
+
+
+def after_useless(dec: pd.DataFrame, rows: np.ndarray | slice, judgments: str = "side_channel"
+                  ) -> np.ndarray:
+    """`sample_mask` less its regime and final-action tests, on the rows `rows` of `dec`:
+    after a result judged useless (run known), after 1–`LPM_T_MAX` results.
+
+    Args:
+        dec: decision table rows.
+        rows: positions in `dec` (or a slice).
+        judgments: "side_channel" or "stated".
+
+    Returns:
+        A boolean array, one per row taken.
+    """
+    run_col, latest, _ = judgment_columns(judgments)
+    n_obs, run = dec["n_obs"].to_numpy()[rows], dec[run_col].to_numpy()[rows]
+    return (dec[latest].to_numpy(dtype=bool)[rows] & (n_obs >= 1) & (n_obs <= LPM_T_MAX)
             & (run >= 0))
 
 
