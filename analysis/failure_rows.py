@@ -18,7 +18,7 @@ import pandas as pd
 
 from analysis.arms import GROUP_KEYS, ArmKey, Grouping, _addresses
 from analysis.decisions import codes, judgment_columns
-from analysis.lpm import after_useless, sample_frame
+from analysis.lpm import after_useless, distinct_columns, sample_frame
 from analysis.lpm_batch import CodedSample
 from analysis.stats import Interval, resample_weights, summarize_columns
 from core.regimes import FAILURE_REGIMES, MAIN_FAMILY
@@ -155,11 +155,8 @@ def grouped_intervals(sums: list[np.ndarray],
     for n_q, members in by_size.items():
         # integer counts: equal columns (groups alike, strata never reached) give equal
         # products, so each distinct column is multiplied once
-        columns = np.stack([sums[i] for i in members], axis=1).reshape(n_q, -1).T
-        distinct: dict[bytes, int] = {}
-        spread = np.array([distinct.setdefault(c.tobytes(), len(distinct)) for c in columns],
-                          dtype=np.int64)
-        flat = np.ascontiguousarray(columns[np.unique(spread, return_index=True)[1]].T)
+        flat, spread = distinct_columns(np.stack([sums[i] for i in members], axis=1
+                                                 ).reshape(n_q, -1))
 
         def stat(w: np.ndarray, flat: np.ndarray = flat, spread: np.ndarray = spread,
                  g: int = len(members)) -> np.ndarray:

@@ -494,9 +494,36 @@ def _resample_products(g: np.ndarray, h: np.ndarray, n_boot: int, seed: int
     n_q, p = h.shape
     flat = g.reshape(n_q, p * p)
     batches = list(resample_weights(n_q, n_boot, seed))
-    xtx = np.concatenate([(w @ flat).reshape(-1, p, p) for w in batches])
+    if _exact_products(flat, n_q):  # pooled X'X: many zero and repeated columns
+        columns, spread = distinct_columns(flat)
+        xtx = np.concatenate([(w @ columns)[:, spread].reshape(-1, p, p) for w in batches])
+    else:
+        xtx = np.concatenate([(w @ flat).reshape(-1, p, p) for w in batches])
     xty = np.concatenate([w @ h for w in batches])
     return batches, xtx, xty
+
+
+def _exact_products(a: np.ndarray, n_q: int) -> bool:
+    """Whether a resample's products with `a` are exact whatever the order of additions:
+    integer entries, and every partial sum (weights summing to `n_q`) below 2⁵³."""
+    return bool(np.array_equal(a, np.rint(a))
+                and n_q * float(np.abs(a).max(initial=0.0)) < 2.0 ** 53)
+
+
+def distinct_columns(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct columns of a matrix, and where each column is among them.
+
+    Args:
+        a: a (rows, k) matrix.
+
+    Returns:
+        (distinct columns in order of first occurrence (rows, d), index (k,) into them:
+        ``distinct[:, index]`` equals `a`).
+    """
+    found: dict[bytes, int] = {}
+    index = np.array([found.setdefault(c.tobytes(), len(found)) for c in a.T], dtype=np.int64)
+    first = np.unique(index, return_index=True)[1]
+    return np.ascontiguousarray(a[:, first]), index
 
 
 def _intervals(g: np.ndarray, h: np.ndarray, cols: tuple[int, ...], estimates: Sequence[float],
