@@ -18,7 +18,8 @@ import pandas as pd
 
 from analysis.arms import GROUP_KEYS, ArmKey, Grouping, _addresses
 from analysis.decisions import codes, judgment_columns
-from analysis.lpm import after_useless, distinct_columns, sample_frame
+from analysis.lpm import after_useless, sample_frame
+from analysis.lpm_boot import distinct_columns
 from analysis.lpm_batch import CodedSample
 from analysis.stats import Interval, resample_weights, summarize_columns
 from core.regimes import FAILURE_REGIMES, MAIN_FAMILY

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analysis.lpm import HazardFit, intervals_many, point_estimates
+from analysis.lpm import HazardFit, point_estimates
+from analysis.lpm_boot import intervals_many
 from analysis.stats import Interval
 
 

@@ -14,14 +14,8 @@ import pytest
 from analysis.arms import Grouping
 from analysis.failure_rows import coded_samples, failure_rows, group_samples
 from analysis.hazard import hazard_curve, hazard_table, index_table, integration_index
-from analysis.lpm import (
-    _spd_solve,
-    coefficient_intervals,
-    fit_both,
-    hazard_sample,
-    lstsq_weighted,
-    question_crossproducts,
-)
+from analysis.lpm import fit_both, hazard_sample, question_crossproducts
+from analysis.lpm_boot import _spd_solve, coefficient_intervals, lstsq_weighted
 from analysis.lpm_batch import fit_samples
 from analysis.stats import resample_weights, summarize
 from tests.test_measures import synthetic_hazard
