@@ -143,9 +143,9 @@ def intervals_many(fits: Sequence[tuple[np.ndarray, np.ndarray, tuple[int, ...],
     return out
 
 
-_STACK = 8
-"""Fits whose resamples `intervals_many` solves in one pass (8 × 1,000 matrices of 12²
-floats: ~10 MB per array of the factorisation)."""
+_STACK = 4
+"""Fits whose resamples `intervals_many` solves in one pass (4 × 1,000 matrices of 12²
+floats: ~5 MB per array of the factorisation; larger stacks were no faster)."""
 
 
 def _resample_products(g: np.ndarray, h: np.ndarray, n_boot: int, seed: int
