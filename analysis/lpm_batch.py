@@ -126,12 +126,10 @@ def _question_sums(z: np.ndarray, y: np.ndarray, q: np.ndarray, n_q: int
                    ) -> tuple[np.ndarray, np.ndarray]:
     """Per-question Σ z zᵀ (n_q, p, p) and Σ z·y (n_q, p): integer sums, exact."""
     p = z.shape[1]
-    upper, lower = np.triu_indices(p)
-    terms = np.concatenate([z[:, upper] * z[:, lower], z * y[:, None]], axis=1)
-    width = terms.shape[1]
-    cell = (q[:, None] * width + np.arange(width)).reshape(-1)
-    sums = np.bincount(cell, weights=terms.reshape(-1), minlength=n_q * width
-                       ).reshape(n_q, width)
     g = np.empty((n_q, p, p))
-    g[:, upper, lower] = g[:, lower, upper] = sums[:, :len(upper)]
-    return g, np.ascontiguousarray(sums[:, len(upper):])
+    for i in range(p):
+        for j in range(i, p):
+            g[:, i, j] = g[:, j, i] = np.bincount(q, weights=z[:, i] * z[:, j], minlength=n_q)
+    h = np.stack([np.bincount(q, weights=z[:, i] * y, minlength=n_q) for i in range(p)],
+                 axis=1)
+    return g, h

@@ -137,3 +137,24 @@ def test_coded_samples_fit_as_the_frames_do() -> None:
     assert repr(got) == repr(want)  # every digit, NaN where not identified
     assert any(math.isnan(f.gamma.estimate) for f, _ in got if f.n_decisions)
     assert any(f.n_decisions == 0 for f, _ in got)
+
+
+@pytest.mark.parametrize("pool", [(), ("seeds", "runs")])
+def test_failure_rows_group_as_grouping_codes(pool: tuple[str, ...]) -> None:
+    """Grouping one row per run of equal keys gives `Grouping.codes`' groups and keys,
+    also when equal text sits in distinct objects and groups interleave."""
+    dec = _decisions()
+    at = np.arange(len(dec))
+    regimes = np.array(["persistent", "recover_after_2", "plausible", "clean"], dtype=object)
+    dec["regime"] = pd.Series(regimes[at // 6 % 4], dtype=object)  # runs of six rows
+    dec["seed"] = np.where(at % 7 < 3, 0, 1)  # changes within those runs
+    dec["run"] = pd.Series(np.array(["r", "s"], dtype=object)[at // 5 % 2], dtype=object)
+    same_text = np.array(["".join(["m", "1"]), "".join(["m", "1"]), "m2"], dtype=object)
+    dec["model"] = pd.Series(same_text[np.where(dec["model"] == "m1", at // 3 % 2, 2)],
+                             dtype=object)
+    grouping = Grouping(pool)
+    keys, group = grouping.codes(dec, families=True)
+    fr = failure_rows(dec, grouping)
+    assert set(fr.keys) <= set(keys) and len(fr.keys) > 2
+    at = [keys.index(k) for k in fr.keys]
+    assert (np.asarray(at)[fr.group] == group[fr.rows]).all()
