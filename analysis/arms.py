@@ -128,14 +128,14 @@ def _families(frame: pd.DataFrame, split: bool) -> pd.Series:
     return frame["regime"].map(names).astype(object)
 
 
-def _addresses(values: np.ndarray) -> np.ndarray:
+def object_addresses(values: np.ndarray) -> np.ndarray:
     """The addresses of the objects an object array holds, as integers (a copy)."""
     values = np.ascontiguousarray(values)
     raw = (ctypes.c_size_t * len(values)).from_address(values.ctypes.data)
     return np.ctypeslib.as_array(raw).copy()
 
 
-def _factorize(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+def sorted_codes(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     """Codes and sorted distinct values of a column, missing values last (the order
     ``groupby(sort=True, dropna=False)`` gives its keys).
 
@@ -147,7 +147,7 @@ def _factorize(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     if array.dtype != object:
         codes, uniques = pd.factorize(array, sort=True, use_na_sentinel=False)
         return codes.astype(np.int64), np.asarray(uniques, dtype=object)
-    by_object, addresses = pd.factorize(_addresses(array))
+    by_object, addresses = pd.factorize(object_addresses(array))
     first = _first_rows(by_object, len(addresses))
     codes, uniques = pd.factorize(array[first], sort=True, use_na_sentinel=False)
     return codes.astype(np.int64)[by_object], np.asarray(uniques, dtype=object)
@@ -260,7 +260,7 @@ class Grouping:
         frame = with_keys(frame)
         cols = self.columns()
         pooled = [c for c in ("question_set", "run", "seed", "replicate") if c not in cols]
-        factors = {c: _factorize(frame[c]) for c in dict.fromkeys(
+        factors = {c: sorted_codes(frame[c]) for c in dict.fromkeys(
             [*cols, *pooled, "regime", "condition", "amendment"])}
         regime_codes, regimes = factors["regime"]
         names = [regime_family(str(r)) if families else "" for r in regimes]

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-# _factorize: `codes`' sorted codes, hashing a decision frame's shared string objects
+# sorted_codes: `codes`' sorted codes, hashing a decision frame's shared string objects
 # by identity (the frame's question ids and regimes are never missing)
-from analysis.arms import ArmKey, Grouping, _factorize
+from analysis.arms import ArmKey, Grouping, sorted_codes
 from analysis.decisions import codes, judgment_columns
 from analysis.rows import Row, Table, interval_row
 from analysis.stats import (
@@ -341,7 +341,7 @@ class _Window:
         """
         # each group's questions coded in sorted order, as `codes` codes a group's rows:
         # a question's code in its group is its rank among the (group, question) pairs
-        question, _ = _factorize(dec["question_id"])
+        question, _ = sorted_codes(dec["question_id"])
         width = int(question.max()) + 1 if len(question) else 1
         pair = group * width + question
         if n_groups * width <= _DENSE_PAIRS:
@@ -354,7 +354,7 @@ class _Window:
             pairs, local = np.unique(pair, return_inverse=True)
             starts = np.searchsorted(pairs // width, np.arange(n_groups + 1))
             local = local.reshape(-1) - starts[:-1][group]
-        regime, regimes = _factorize(dec["regime"])
+        regime, regimes = sorted_codes(dec["regime"])
         n_obs = dec["n_obs"].to_numpy()
         keep = (n_obs >= T_MIN) & (n_obs <= T_MAX) & ~dec["final"].to_numpy(dtype=bool)
         known = (dec["stated_known"].to_numpy(dtype=bool) if "stated_known" in dec

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis.arms import GROUP_KEYS, ArmKey, Grouping, _addresses
+from analysis.arms import GROUP_KEYS, ArmKey, Grouping, object_addresses
 from analysis.decisions import codes, judgment_columns
 from analysis.lpm import after_useless, sample_frame
 from analysis.lpm_boot import distinct_columns
@@ -99,7 +99,7 @@ def _group_codes(decisions: pd.DataFrame, grouping: Grouping
         if column in decisions:
             values = decisions[column].to_numpy()
             if values.dtype == object:
-                values = _addresses(values)
+                values = object_addresses(values)
             start[1:] |= values[1:] != values[:-1]
     first = np.flatnonzero(start)
     if len(first) == n:
