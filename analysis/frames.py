@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 import pandas as pd
@@ -31,7 +32,7 @@ from analysis.decisions import (
     errored_episodes,
 )
 from core.conditions import TWO_SOURCE_ARMS
-from core.store.frames import EPISODE_KEYS, Fingerprint, Selection
+from core.store.frames import EPISODE_KEYS, Fingerprint, PackSpan, Selection
 
 DECISION_KEYS = ("arm", "condition_hash", "dataset", "question_set", "run", "seed",
                  "replicate", "amendment")
@@ -94,6 +95,7 @@ class Frames:
         self._backup_steps: pd.DataFrame | None = None
         self._episode_keys: pd.DataFrame | None = None
         self._episode_columns: dict[tuple[str, ...], pd.DataFrame] = {}
+        self._packs: Future[PackSpan] | None = None
         self._lock = threading.Lock()
 
     @property
@@ -160,6 +162,24 @@ class Frames:
                 finally:
                     db.conn.close()
             return self._episode_columns[values]
+
+    def prefetch_decisions(self) -> None:
+        """Start reading the decision packs in a thread, for a later `decisions`.
+
+        The packs' two SQL statements run in SQLite with the GIL released, so they
+        overlap the episodes' keys, read in Python meanwhile (at 198k episodes ~0.25 s
+        of ~0.45 s). Only for an unfiltered selection, whose ids span lab.db's
+        episodes up to the fingerprint: a filtered one reads its own, narrower range
+        when `decisions` is asked for.
+        """
+        with self._lock:
+            src = self.source
+            if (src is None or self._decisions is not None or self._packs is not None
+                    or src.selection.filtered or not src.fingerprint.episodes):
+                return
+            pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="packs")
+            self._packs = pool.submit(_read_pack_span, src)
+            pool.shutdown(wait=False)  # the thread ends with its one read
 
     @property
     def decisions(self) -> pd.DataFrame:
@@ -234,10 +254,12 @@ class Frames:
         from core.store.frames import decisions_frame
 
         src = self._need_source()
+        packs = self._packs.result() if self._packs is not None else None
+        self._packs = None
         db = src.connect()
         try:
             ints = decisions_frame(db, src.selection, src.fingerprint.max_id,
-                                   episodes["episode_id"].to_numpy())
+                                   episodes["episode_id"].to_numpy(), packs)
         finally:
             db.conn.close()
         extra = tuple(c for c in DECISION_KEYS if c not in _DECISION_EPISODE_COLS)
@@ -254,6 +276,17 @@ class Frames:
         finally:
             db.conn.close()
         return steps.loc[steps["episode_id"].isin(episodes["episode_id"])].reset_index(drop=True)
+
+
+def _read_pack_span(src: FrameSource) -> PackSpan:
+    """Every decision pack up to the source's fingerprint (`Frames.prefetch_decisions`)."""
+    from core.store.frames import read_pack_span
+
+    db = src.connect()
+    try:
+        return read_pack_span(db, 0, src.fingerprint.max_id)
+    finally:
+        db.conn.close()
 
 
 def episode_keys_of(episodes: pd.DataFrame) -> pd.DataFrame:

@@ -108,6 +108,8 @@ def compute(frames: Frames, names: Sequence[str] = TABLES, n_boot: int = N_BOOT,
             for n in names}
     parts = {n: cache.get(keys[n]) if cache else None for n in names}
     order, full = _memory_order([n for n in names if parts[n] is None], frames)
+    if any(n in _READS_DECISIONS for n in order):
+        frames.prefetch_decisions()  # the packs' SQL runs while the episodes are read
     if full:
         frames.episodes  # noqa: B018  (loaded first: success and budgets read it too)
     for name in order:

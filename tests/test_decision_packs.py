@@ -165,3 +165,35 @@ def test_the_migration_backfills_an_old_db(db, tmp_path: Path) -> None:
     assert store.schema_version(old) == SCHEMA_VERSION
     assert stored_packs(old) == want == sql_packs(old)
     assert_pack_read_equals_row_read(old)
+
+
+def test_packs_read_ahead_for_a_wider_range_decode_as_the_rows(db) -> None:
+    """A PackSpan read for every id up to the last (what `prefetch_decisions` reads while
+    the keys load) gives the rows of exactly the ids asked for; one that does not cover
+    them is read again for their own range."""
+    ids = complete_ids(db)
+    want = F.decisions_frame(db, episode_ids=ids)
+    wide = F.read_pack_span(db, 0, int(ids[-1]) + 5)
+    got = F.decisions_frame(db, episode_ids=ids, packs=wide)
+    assert got.equals(want) and got.dtypes.equals(want.dtypes)
+    some = ids[3:9]
+    part = F.decisions_frame(db, episode_ids=some, packs=wide)
+    assert set(part["episode_id"]) == set(some)
+    narrow = F.read_pack_span(db, int(ids[0]), int(ids[2]))  # does not hold `ids`
+    assert F.decisions_frame(db, episode_ids=ids, packs=narrow).equals(want)
+
+
+def test_frames_prefetch_the_packs_only_for_an_unfiltered_selection(db) -> None:
+    from analysis.frames import load_frames
+
+    frames = load_frames(db)
+    frames.prefetch_decisions()
+    assert frames._packs is not None
+    prefetched = frames.decisions
+    assert frames._packs is None  # consumed
+    plain = load_frames(db).decisions
+    assert prefetched.equals(plain) and prefetched.dtypes.equals(plain.dtypes)
+    filtered = load_frames(db, models=["sim-own5"])
+    filtered.prefetch_decisions()
+    assert filtered._packs is None
+    assert set(filtered.decisions["model"]) == {"sim-own5"}

@@ -99,6 +99,12 @@ class Selection:
     regimes: tuple[str, ...] = ()
     pool: tuple[str, ...] = ()
 
+    @property
+    def filtered(self) -> bool:
+        """Whether any filter is set (the episodes are a subset of lab.db's)."""
+        return bool(self.runs or self.sets or self.seeds or self.models or self.conditions
+                    or self.regimes)
+
     def __post_init__(self) -> None:
         bad = [p for p in self.pool if p not in POOLABLE]
         if bad:
@@ -356,8 +362,7 @@ def _arm_only(column: str, values: Any, condition: Any) -> Any:
 
 def _filters_cells(sel: Selection) -> bool:
     """Whether the selection's WHERE clause names cells or runs (``c.``, ``r.``)."""
-    return bool(sel.runs or sel.sets or sel.seeds or sel.models or sel.regimes
-                or sel.conditions)
+    return sel.filtered
 
 
 _EPISODE_WORDS = (
@@ -628,8 +633,51 @@ _ROWS_IN_RANGE_SQL = "SELECT count(*) FROM decisions WHERE episode_id BETWEEN ? 
 their ``n`` add up to it."""
 
 
-def _read_packs(db: Database, ids: Any) -> Any:
+@dataclass(frozen=True)
+class PackSpan:
+    """The decision packs of an episode id range, as `_read_packs` checks and decodes them.
+
+    Attributes:
+        first: the range's first episode id.
+        last: its last episode id.
+        rows: rows of ``decisions`` in the range.
+        points: decision points the packs there hold (sum of their ``n``).
+        blob: the packs' words, concatenated in episode id order.
+    """
+
+    first: int
+    last: int
+    rows: int
+    points: int
+    blob: bytes
+
+
+def read_pack_span(db: Database, first: int, last: int) -> PackSpan:
+    """Read the decision packs of episode ids first..last (two SQL statements that run in
+    SQLite alone, releasing the GIL: `analysis.frames.Frames.prefetch_decisions` runs
+    them in a thread while the episodes' keys are read).
+
+    Args:
+        db: an open lab.db.
+        first: the first episode id.
+        last: the last episode id.
+
+    Returns:
+        The PackSpan.
+    """
+    span = (int(first), int(last))
+    total = db.conn.execute(_ROWS_IN_RANGE_SQL, span).fetchone()[0]
+    n, blob = db.conn.execute(_PACKS_SQL, span).fetchone()
+    return PackSpan(span[0], span[1], int(total), int(n), bytes(blob or b""))
+
+
+def _read_packs(db: Database, ids: Any, span: PackSpan | None = None) -> Any:
     """The packed decisions of episodes `ids` (ascending, non-empty) from `decision_packs`.
+
+    Args:
+        db: an open lab.db.
+        ids: the episode ids.
+        span: packs already read for a range holding every id (else read here).
 
     Returns:
         int64 array (episode_id, word 0, word 1) per decision point in episode and seq
@@ -638,18 +686,16 @@ def _read_packs(db: Database, ids: Any) -> Any:
     """
     import numpy as np
 
-    span = (int(ids[0]), int(ids[-1]))
-    total = db.conn.execute(_ROWS_IN_RANGE_SQL, span).fetchone()[0]
-    n, blob = db.conn.execute(_PACKS_SQL, span).fetchone()
-    blob = blob or b""
-    if n != total or len(blob) != 16 * total:
+    if span is None or not span.first <= ids[0] <= ids[-1] <= span.last:
+        span = read_pack_span(db, int(ids[0]), int(ids[-1]))
+    if span.points != span.rows or len(span.blob) != 16 * span.rows:
         return None
-    words = np.frombuffer(blob, dtype="<i8").astype(np.int64).reshape(-1, 2)
+    words = np.frombuffer(span.blob, dtype="<i8").astype(np.int64).reshape(-1, 2)
     episode = words[:, 1] >> _ID_SHIFT
     if not (episode[1:] >= episode[:-1]).all():
         order = np.argsort(episode, kind="stable")
         words, episode = words[order], episode[order]
-    if len(episode) and (episode[0] < span[0] or episode[-1] > span[1]):
+    if len(episode) and (episode[0] < span.first or episode[-1] > span.last):
         return None  # words not in this layout (no id where it belongs): read the rows
     at = np.minimum(np.searchsorted(ids, episode), len(ids) - 1)
     keep = ids[at] == episode
@@ -660,7 +706,7 @@ def _read_packs(db: Database, ids: Any) -> Any:
 
 
 def decisions_frame(db: Database, selection: Selection | None = None, upto: int | None = None,
-                    episode_ids: Any = None):
+                    episode_ids: Any = None, packs: PackSpan | None = None):
     """The stored decision points of the selection's complete episodes (integers only).
 
     Args:
@@ -672,6 +718,8 @@ def decisions_frame(db: Database, selection: Selection | None = None, upto: int 
             joining episodes, cells and runs, and those of other episodes dropped here;
             one BLOB per episode from `decision_packs` when the packs hold every row
             of `decisions` in the range, else the rows themselves.
+        packs: the packs of an id range holding every `episode_ids` already read
+            (`read_pack_span`); read here when None.
 
     Returns:
         DataFrame with episode_id and the `core.decisions.COLUMNS` but ``t``, int64,
@@ -686,7 +734,7 @@ def decisions_frame(db: Database, selection: Selection | None = None, upto: int 
     if ids is not None and not (ids[1:] > ids[:-1]).all():
         ids = np.unique(ids)
     from_packs = (None if ids is None or not len(ids) or ids[-1] >= 1 << (63 - _ID_SHIFT)
-                  else _read_packs(db, ids))
+                  else _read_packs(db, ids, packs))
     if from_packs is not None:
         packed = from_packs
     elif ids is not None and (not len(ids) or ids[-1] < 1 << (63 - _ID_SHIFT)):
