@@ -26,7 +26,7 @@ Two-source arms: a backup_search call is charged the arm's ``backup_price`` (def
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,15 +35,10 @@ import pandas as pd
 
 from analysis.arms import ArmKey, Grouping
 from analysis.dissociation import DISSOCIATION_RUN, dissociation
+from analysis.regime_boot import overall_intervals
 from analysis.rows import Row, Table, interval_row, make_row
-from analysis.stats import N_BOOT, Interval, bootstrap_intervals
-from analysis.success import (
-    MEAN6_LABEL,
-    QuestionMatrix,
-    resample_means,
-    group_question_matrices,
-    question_matrix,
-)
+from analysis.stats import N_BOOT, Interval
+from analysis.success import MEAN6_LABEL, QuestionMatrix, group_question_matrices, question_matrix
 from core.conditions import LAMBDA, Condition, condition_from_spec, parse_condition
 from core.regimes import MEAN6
 
@@ -303,13 +298,16 @@ def tpc(episodes: pd.DataFrame) -> float:
     if episodes.empty:
         return math.nan
     tin, tout = charged_tokens(episodes)
-    return _tpc(tin, tout, episodes["tool_calls"], episodes["correct"])
+    return _tpc(tin.to_numpy(), tout.to_numpy(), episodes["tool_calls"].to_numpy(),
+                episodes["correct"].to_numpy())
 
 
-def _tpc(tin: pd.Series, tout: pd.Series, tool_calls: pd.Series, correct: pd.Series) -> float:
+def _tpc(tin: np.ndarray, tout: np.ndarray, tool_calls: np.ndarray, correct: np.ndarray
+         ) -> float:
     """`tpc` from the charged tokens, tool calls and correctness of some episodes."""
-    cost = tout.sum() + TPC_INPUT * tin.sum() + TPC_CALL * tool_calls.sum()
-    right = correct.sum()
+    cost = (_column_sum(tout) + TPC_INPUT * _column_sum(tin)
+            + TPC_CALL * _column_sum(tool_calls))
+    right = _column_sum(correct)
     return float(cost / right) if right else math.inf
 
 
@@ -358,38 +356,77 @@ def stopping_cost(episodes: pd.DataFrame, lam: float = LAMBDA, n_boot: int = N_B
         The StoppingCost.
     """
     frame, values = _cost_frame(episodes, lam)
-    mats = [question_matrix(episodes, v) for v in values]
-    return _stopping_cost(frame, mats, lam, n_boot, seed)
+    mats = tuple(question_matrix(episodes, v) for v in values)
+    return _stopping_costs(frame, np.array([0, len(frame)]), [mats], lam, n_boot, seed)[0]
 
 
-def _stopping_cost(ep: pd.DataFrame, mats: list[QuestionMatrix], lam: float, n_boot: int,
-                   seed: int) -> StoppingCost:
-    """`stopping_cost` of one arm from its rows of `_cost_frame` and the question
-    matrices of its success, utility and utility with all calls."""
-    answered = ep.loc[ep["answered"].astype(bool)]
-    actions = answered["answer_action"].to_numpy(dtype=float)
-    final = (answered["answer_action"] >= answered["budget"]).to_numpy()
-    scope = MEAN6_LABEL if set(MEAN6) <= set(mats[0].regimes) else "all"
-    tool = ep["tool_calls"].astype(float)
-    own, measure = ep["own"].astype(float), ep["measure"].astype(float)
-    n_q = len(mats[0].questions)
+def _stopping_costs(frame: pd.DataFrame, bounds: np.ndarray,
+                    mats: Sequence[Sequence[QuestionMatrix]], lam: float, n_boot: int,
+                    seed: int) -> list[StoppingCost]:
+    """`stopping_cost` of every group from `_cost_frame` sorted by group (group g in rows
+    `bounds[g]` to `bounds[g + 1]`) and each group's question matrices of success,
+    utility and utility with all calls.
 
-    def stat(w: np.ndarray) -> np.ndarray:
-        return np.column_stack([resample_means(m, w, scope)[:, -1] for m in mats])
+    Each measure is the pandas reduction `stopping_cost` reads on the group's rows, in
+    their order (`_column_mean`, `_column_sum`); the intervals of all groups are
+    resampled together (`overall_intervals`).
+    """
+    scopes = [MEAN6_LABEL if set(MEAN6) <= set(m[0].regimes) else "all" for m in mats]
+    intervals = overall_intervals(mats, scopes, n_boot, seed)
+    answered_all = frame["answered"].to_numpy().astype(bool)
+    action_all = frame["answer_action"].to_numpy()
+    final_all = action_all >= frame["budget"].to_numpy()
+    cols = {c: frame[c].to_numpy() for c in ("input_tokens", "output_tokens", "cost_usd",
+                                             "tin", "tout", "tool_calls", "correct")}
+    floats = {c: frame[c].to_numpy().astype(float) for c in ("tool_calls", "own", "measure")}
+    caches = {c: frame[c].to_numpy() for c in ("cache_read_tokens", "cache_write_tokens")
+              if c in frame}
+    out = []
+    for g, ((success, utility, utility_all), scope) in enumerate(zip(intervals, scopes)):
+        part = slice(int(bounds[g]), int(bounds[g + 1]))
+        answered = answered_all[part]
+        actions = action_all[part][answered].astype(float)
+        final = final_all[part][answered]
+        n = part.stop - part.start
 
-    success, utility, utility_all = bootstrap_intervals(stat, n_q, n_boot, seed)
-    n = len(ep)
-    return StoppingCost(
-        n, len(answered), float(np.median(actions)) if len(actions) else math.nan,
-        float(final.mean()) if len(final) else math.nan,
-        float(tool.mean()) if n else math.nan, float(own.mean()) if n else math.nan,
-        float(measure.mean()) if n else math.nan, success, utility, utility_all,
-        float(ep["input_tokens"].mean()) if n else math.nan,
-        float(ep["output_tokens"].mean()) if n else math.nan,
-        _mean(ep, "cache_read_tokens"), _mean(ep, "cache_write_tokens"),
-        float(ep["cost_usd"].sum()),
-        _tpc(ep["tin"], ep["tout"], ep["tool_calls"], ep["correct"]) if n else math.nan,
-        "mean6" if scope == MEAN6_LABEL else "all regimes", lam)
+        def mean(values: np.ndarray, part: slice = part, n: int = n) -> float:
+            return _column_mean(values[part]) if n else math.nan
+
+        def cache(column: str, part: slice = part, n: int = n) -> float:
+            return (_column_mean(caches[column][part]) if column in caches else 0.0
+                    ) if n else math.nan
+
+        out.append(StoppingCost(
+            n, len(actions), float(np.median(actions)) if len(actions) else math.nan,
+            float(final.mean()) if len(final) else math.nan,
+            mean(floats["tool_calls"]), mean(floats["own"]), mean(floats["measure"]),
+            success, utility, utility_all, mean(cols["input_tokens"]),
+            mean(cols["output_tokens"]), cache("cache_read_tokens"),
+            cache("cache_write_tokens"), float(_column_sum(cols["cost_usd"][part])),
+            _tpc(*(cols[c][part] for c in ("tin", "tout", "tool_calls", "correct")))
+            if n else math.nan,
+            "mean6" if scope == MEAN6_LABEL else "all regimes", lam))
+    return out
+
+
+def _column_mean(values: np.ndarray) -> float:
+    """`pd.Series(values).mean()`: NaN skipped, the sum taken in float64 in row order."""
+    count = len(values)
+    if values.dtype.kind == "f":
+        missing = np.isnan(values)
+        if missing.any():
+            values = np.where(missing, 0.0, values)
+            count -= int(missing.sum())
+    return float(values.sum(dtype=np.float64) / np.float64(count)) if count else math.nan
+
+
+def _column_sum(values: np.ndarray) -> Any:
+    """`pd.Series(values).sum()`: NaN as 0, whole numbers summed as int64."""
+    if values.dtype.kind == "f":
+        missing = np.isnan(values)
+        return (np.where(missing, 0.0, values) if missing.any() else values).sum(
+            dtype=np.float64)
+    return values.sum(dtype=np.uint64 if values.dtype.kind == "u" else np.int64)
 
 
 def _mean(episodes: pd.DataFrame, column: str) -> float:
@@ -536,10 +573,8 @@ def cost_table(episodes: pd.DataFrame, lam: float = LAMBDA, n_boot: int = N_BOOT
     mats = group_question_matrices(episodes, code, len(arms), values)
     order = np.argsort(code, kind="stable")
     bounds = np.searchsorted(code[order], np.arange(len(arms) + 1))
-    frame = frame.iloc[order]
-    for g, arm in enumerate(arms):
-        c = _stopping_cost(frame.iloc[bounds[g]:bounds[g + 1]], list(mats[g]), lam, n_boot,
-                           seed)
+    costs = _stopping_costs(frame.iloc[order], bounds, mats, lam, n_boot, seed)
+    for arm, c in zip(arms, costs):
 
         def row(measure: str, value: float, n: int, unit: str = "episodes",
                 arm: ArmKey = arm) -> Row:
