@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.arms import ArmKey, Grouping
+from analysis.arms import ArmKey, Grouping, sorted_codes
 from analysis.dissociation import DISSOCIATION_RUN, dissociation
 from analysis.regime_boot import overall_intervals
 from analysis.rows import Row, Table, interval_row, make_row
@@ -170,9 +170,9 @@ def _own_calls(episodes: pd.DataFrame, conds: tuple[np.ndarray, list[Condition]]
 def _conditions(episodes: pd.DataFrame) -> tuple[np.ndarray, list[Condition]]:
     """Each episode's index among the distinct (spec, name) pairs, and their conditions
     (each parsed once)."""
-    names, name_values = pd.factorize(episodes["condition"], use_na_sentinel=False)
+    names, name_values = sorted_codes(episodes["condition"])
     if "condition_spec" in episodes:
-        specs, spec_values = pd.factorize(episodes["condition_spec"], use_na_sentinel=False)
+        specs, spec_values = sorted_codes(episodes["condition_spec"])
     else:
         specs, spec_values = np.zeros(len(episodes), dtype=np.int64), np.array([None])
     n_names = max(len(name_values), 1)
@@ -427,13 +427,6 @@ def _column_sum(values: np.ndarray) -> Any:
         return (np.where(missing, 0.0, values) if missing.any() else values).sum(
             dtype=np.float64)
     return values.sum(dtype=np.uint64 if values.dtype.kind == "u" else np.int64)
-
-
-def _mean(episodes: pd.DataFrame, column: str) -> float:
-    """Mean of a column (0 when the frame lacks it, NaN when empty)."""
-    if episodes.empty:
-        return math.nan
-    return float(episodes[column].mean()) if column in episodes else 0.0
 
 
 def answer_actions(episodes: pd.DataFrame) -> tuple[tuple[int, int], ...]:

@@ -6,7 +6,9 @@ A group's statistic is the overall mean (the last column of
 same number of questions resample with the same weights, so each weight batch is
 used once for all of them: every matrix keeps its own product with the batch (the
 same shapes as `resample_means`, so the same digits), and the divisions, the means
-over regimes and the percentiles run once for all matrices of the batch.
+over regimes and the percentiles run once for all matrices of the batch. Matrices
+equal to the last bit (an arm without own calls has the same utility with and
+without them) are resampled once: the same inputs give the same numbers.
 """
 
 from __future__ import annotations
@@ -47,7 +49,17 @@ def overall_intervals(groups: Sequence[Sequence[QuestionMatrix]], scopes: Sequen
             for g in members:
                 out[g] = _one_group(groups[g], scopes[g], n_boot, seed)
             continue
-        parts = [_Part(m, scopes[g]) for g in members for m in groups[g]]
+        column: dict[tuple[object, ...], int] = {}
+        parts: list[_Part] = []
+        where = []
+        for g in members:
+            for m in groups[g]:
+                key = (m.value.tobytes(), m.present.tobytes(), m.value.shape, m.regimes,
+                       scopes[g])
+                if key not in column:
+                    column[key] = len(parts)
+                    parts.append(_Part(m, scopes[g]))
+                where.append(column[key])
         with np.errstate(divide="ignore", invalid="ignore"):
             est = _overall(parts, np.ones((1, n_q)), n_q)[0]
             boot = [_overall(parts, w, n_q) for w in resample_weights(n_q, n_boot, seed)]
@@ -55,7 +67,7 @@ def overall_intervals(groups: Sequence[Sequence[QuestionMatrix]], scopes: Sequen
                                       n_q)
         start = 0
         for g in members:
-            out[g] = intervals[start:start + len(groups[g])]
+            out[g] = tuple(intervals[k] for k in where[start:start + len(groups[g])])
             start += len(groups[g])
     return out
 
@@ -87,9 +99,15 @@ class _Part:
 def _overall(parts: Sequence[_Part], w: np.ndarray, n_q: int) -> np.ndarray:
     """(b, parts): each part's overall mean under the weights `w`."""
     nums = [w @ p.product for p in parts]
-    dens = [np.broadcast_to(float(n_q), num.shape) if p.full else w @ p.present
-            for p, num in zip(parts, nums)]
-    per = safe_ratio(np.concatenate(nums, axis=1), np.concatenate(dens, axis=1))
+    if all(p.full for p in parts):
+        den: np.ndarray = np.array(float(n_q))
+    else:
+        den = np.concatenate([np.broadcast_to(float(n_q), num.shape) if p.full
+                              else w @ p.present for p, num in zip(parts, nums)], axis=1)
+    per = safe_ratio(np.concatenate(nums, axis=1), den)
+    width = parts[0].width
+    if all(p.width == width and p.cols == list(range(width)) for p in parts) and width:
+        return per.reshape(len(w), len(parts), width).mean(axis=2)
     starts = np.cumsum([0] + [p.width for p in parts])
     out = np.full((len(w), len(parts)), np.nan)
     by_width: dict[int, list[int]] = {}

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from analysis.arms import Grouping
+from analysis.arms import Grouping, sorted_codes
 from analysis.rows import Row, Table, interval_row
 from analysis.stats import N_BOOT, Interval, bootstrap_intervals, holm, noninferior, safe_ratio
 from core.regimes import MEAN6
@@ -133,7 +133,7 @@ def group_question_matrices(episodes: pd.DataFrame, code: np.ndarray, n_groups: 
 
 def _sorted_codes(values: pd.Series, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Distinct values as strings in sorted order, and each kept row's index among them."""
-    codes, uniques = pd.factorize(values, use_na_sentinel=False)
+    codes, uniques = sorted_codes(values)
     names = np.array([str(u) for u in uniques], dtype=object)
     merged, rank = np.unique(names, return_inverse=True)
     return merged, rank[codes[keep]]
