@@ -566,6 +566,38 @@ def _judgment_packs(db: Database) -> None:
                         f"WHEN {row}.kind = 'judgment' " + drop.format(row))
 
 
-SCHEMA_VERSION = 9
+@MIGRATIONS(name="0010_episode_packs")
+def _episode_packs(db: Database) -> None:
+    """Each episode's keys and integer values as one BLOB, so analysis reads a whole id
+    range in one value instead of one Python object per value per episode (issue 14).
+
+    - episode_packs: one row per stored episode (errored ones included, so a reader
+      checks coverage by counting rows): ``words`` is its
+      `core.store.episode_packs.PACK_SQL` row as little-endian 8-byte words: id,
+      cell_id, the error flag, the `EPISODE_WORDS` words 1.. (−1 where a field does
+      not fit its bits) and cost_usd as float64 (NaN where NULL). Written with the
+      episode and by `derive_all` in the same transaction, after the episode's totals;
+      backfilled here with the same function, so stored words equal a fresh computation.
+    - a trigger drops an episode's row when the episode is updated or deleted outside
+      those writers: a reader then reads the episodes' rows until they are repacked.
+    """
+    from core.store.episode_packs import store_packs
+
+    db.conn.execute(
+        """
+        CREATE TABLE episode_packs (
+            episode_id INTEGER PRIMARY KEY REFERENCES episodes(id) ON DELETE CASCADE,
+            words BLOB NOT NULL              -- little-endian 8-byte words: a PACK_SQL row
+        )
+        """
+    )
+    store_packs(db.conn)
+    for event in ("UPDATE", "DELETE"):
+        db.conn.execute(f"CREATE TRIGGER episodes_{event.lower()}_0010 AFTER {event} ON "
+                        "episodes BEGIN DELETE FROM episode_packs WHERE episode_id = OLD.id; "
+                        "END")
+
+
+SCHEMA_VERSION = 10
 """Number of migrations above (bump it with each one; a test checks the count); equals
 `PRAGMA user_version` of an up-to-date lab.db."""

@@ -24,6 +24,7 @@ from sqlite_utils import Database
 
 from core.decisions import COLUMNS, STEP_FIELDS, episode_decisions
 from core.store.base import write
+from core.store.episode_packs import store_packs
 
 INSERT_SQL = (f"INSERT INTO decisions (episode_id, seq, {', '.join(COLUMNS)}) "
               f"VALUES ({', '.join('?' * (len(COLUMNS) + 2))})")
@@ -194,6 +195,7 @@ def store_derived(conn: sqlite3.Connection, episode_id: int, cell_id: int,
         conn.execute(PACK_INSERT_SQL, (episode_id, len(decisions),
                                        pack(episode_id, [d[2:] for d in decisions])))
     conn.execute(_TOTALS_SQL, (*step_totals(rows), episode_id))
+    store_packs(conn, [episode_id])  # after the totals: that update drops the episode's pack
     from core.store.judgment_counts import store_counts  # it reads frames, which read us
 
     store_counts(conn, [episode_id])
@@ -226,9 +228,10 @@ def derive_all(conn: sqlite3.Connection, where: str = "", args: Sequence[Any] = 
         conn: a connection in a write transaction.
         where: SQL condition on ``s``/``e``/``c`` selecting the episodes (default: all).
         args: its parameters.
-        packs: also (re)write the episodes' `decision_packs` and `judgment_packs`
-            (replayed judgments change the counts; False only in migration 0007, before
-            the tables exist; 0008 and 0009 fill them from what 0007 derived).
+        packs: also (re)write the episodes' `decision_packs`, `judgment_packs` and
+            `episode_packs` (replayed judgments change the counts; False only in
+            migration 0007, before the tables exist; 0008-0010 fill them from what 0007
+            derived).
 
     Returns:
         Episodes processed.
@@ -263,10 +266,13 @@ def derive_all(conn: sqlite3.Connection, where: str = "", args: Sequence[Any] = 
     conn.executemany(INSERT_SQL, batch)
     if packed:
         conn.executemany(PACK_INSERT_SQL, packed)
+    unset = [r[0] for r in conn.execute("SELECT id FROM episodes "
+                                        "WHERE acting_input_tokens IS NULL")] if packs else []
     conn.executemany(_TOTALS_SQL, totals)
     conn.execute(f"UPDATE episodes SET {', '.join(c + ' = 0' for c in TOTALS)} "
                  "WHERE acting_input_tokens IS NULL")
     if packs:
+        store_packs(conn, [*derived, *unset])  # the updates above dropped their packs
         from core.store.judgment_counts import store_counts  # it reads frames, which read us
 
         store_counts(conn, derived)

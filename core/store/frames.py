@@ -9,6 +9,7 @@ A `Selection` says which episodes to read; its filters become the SQL WHERE clau
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -19,6 +20,9 @@ from core.conditions import arm_label, parse_condition
 from core.errors import ConfigError
 from core.store.decisions import (PACKED_FIELDS, PACKED_ID_SHIFT, PACKED_OFFSET,
                                   packed_words_sql)
+from core.store.episode_packs import COST_AT, NO_WORD, PACK_WORDS, WORD_AT
+from core.store.episode_packs import EPISODE_WORDS as _EPISODE_WORDS
+from core.store.episode_packs import word_sql as _word_sql
 
 POOLABLE = ("runs", "seeds", "replicates", "sets")
 """Dimensions `Selection.pool` may merge into one row (never arm, model, budget, dataset)."""
@@ -288,20 +292,23 @@ def episode_keys_frame(db: Database, selection: Selection | None = None,
     wanted = {"_answer_action" if v == "answer_action" else v for v in values}
     words = [i for i, word in enumerate(_EPISODE_WORDS)
              if i and any(name in wanted for _, name, _ in word)]
-    cursor = db.conn.execute("SELECT e.id, e.question_id, e.error IS NOT NULL"
-                             + ("" if 1 in words else ", e.cell_id")
-                             + "".join(f", {_word_sql(i)}" for i in words)
-                             + (", e.cost_usd" if "cost_usd" in values else "")
-                             + f" FROM episodes e{joins}{where} ORDER BY e.id", args)
     cell = [] if 1 in words else [("cell_id", "i8")]
-    fields = [("episode_id", "i8"), ("question_id", object), ("bad", "?"), *cell,
-              *((f"w{i}", "i8") for i in words),
-              *((("cost_usd", "f8"),) if "cost_usd" in values else ())]
-    try:
-        rows = np.fromiter(cursor, dtype=np.dtype(fields))
-    except (TypeError, ValueError, OverflowError):  # a NULL id or question, a value past
-        frame = episodes_frame(db, selection=sel, upto=upto)  # its bits: the plain read
-        return frame.loc[frame["error"].isna(), [*EPISODE_KEYS, *values]].reset_index(drop=True)
+    fields = np.dtype([("episode_id", "i8"), ("question_id", object), ("bad", "?"), *cell,
+                       *((f"w{i}", "i8") for i in words),
+                       *((("cost_usd", "f8"),) if "cost_usd" in values else ())])
+    rows = None if sel.filtered else _read_key_packs(db, upto, fields)
+    if rows is None:  # a filtered selection, or episodes some writer left unpacked
+        cursor = db.conn.execute("SELECT e.id, e.question_id, e.error IS NOT NULL"
+                                 + ("" if 1 in words else ", e.cell_id")
+                                 + "".join(f", {_word_sql(i)}" for i in words)
+                                 + (", e.cost_usd" if "cost_usd" in values else "")
+                                 + f" FROM episodes e{joins}{where} ORDER BY e.id", args)
+        try:
+            rows = np.fromiter(cursor, dtype=fields)
+        except (TypeError, ValueError, OverflowError):  # a NULL id or question, a value
+            frame = episodes_frame(db, selection=sel, upto=upto)  # past its bits: plainly
+            return frame.loc[frame["error"].isna(),
+                             [*EPISODE_KEYS, *values]].reset_index(drop=True)
     cells = _cells(db)
     names = ["episode_id", "cell_id", "dataset", "question_id", *values]
     if not len(rows):
@@ -326,15 +333,67 @@ def episode_keys_frame(db: Database, selection: Selection | None = None,
                        cells)
 
 
-def _word_sql(index: int) -> str:
-    """One of _EPISODE_WORDS as a SQL integer (a word's fields are below 2^63 together):
-    NULL when a field does not fit its bits, so `episode_keys_frame` reads plainly then."""
-    parts, fits, shift = [], [], 0
-    for expr, _, bits in _EPISODE_WORDS[index]:
-        parts.append(f"(({expr}) << {shift})" if shift else f"({expr})")
-        fits.append(f"({expr}) BETWEEN 0 AND {(1 << bits) - 1}")
-        shift += bits
-    return f"CASE WHEN {' AND '.join(fits)} THEN {' | '.join(parts)} END"
+_KEY_PACKS_SQL = ("SELECT count(*), CAST(group_concat(words, '') AS BLOB), "
+                  "group_concat(question_id, char(31)) FROM (SELECT p.words, e.question_id "
+                  "FROM episodes e JOIN episode_packs p ON p.episode_id = e.id "
+                  "WHERE e.id <= ? ORDER BY e.id)")
+"""Every episode pack up to an id with its question, in id order, as one BLOB and one
+text (question ids joined by the unit separator, U+001F)."""
+_EPISODES_UPTO_SQL = "SELECT count(*) FROM episodes WHERE id <= ?"
+"""The packs are used only when every episode in the range has one."""
+
+
+def _read_key_packs(db: Database, upto: int | None, fields: Any) -> Any:
+    """`episode_keys_frame`'s rows of every episode (errored ones included) up to `upto`
+    from `episode_packs`: one BLOB and one text for the whole range, not a Python
+    object per value.
+
+    Args:
+        db: an open lab.db.
+        upto: the last episode id (None: all).
+        fields: the structured dtype of the row read (episode_id, question_id, bad,
+            cell_id unless word 1 is read, ``w{i}`` per `_EPISODE_WORDS` word i, and
+            cost_usd when read).
+
+    Returns:
+        The rows (the same values the row read gives), or None when an episode in the
+        range has no pack, a question id holds the separator, the words are not in this
+        layout, or a word read did not fit (the caller reads the rows then).
+    """
+    import numpy as np
+
+    last = (1 << 63) - 1 if upto is None else int(upto)
+    try:
+        total = db.conn.execute(_EPISODES_UPTO_SQL, (last,)).fetchone()[0]
+        n, blob, questions = db.conn.execute(_KEY_PACKS_SQL, (last,)).fetchone()
+    except sqlite3.OperationalError:  # no episode_packs table (a database being migrated)
+        return None
+    if n != total:
+        return None
+    if not n:
+        return np.zeros(0, dtype=fields)
+    blob = bytes(blob)
+    pieces = questions.split("\x1f") if isinstance(questions, str) else []
+    if len(blob) != 8 * PACK_WORDS * n or len(pieces) != n:
+        return None
+    packs = np.frombuffer(blob, dtype="<i8").reshape(n, PACK_WORDS)
+    if not (packs[1:, 0] > packs[:-1, 0]).all():
+        return None  # not in id order: not this layout
+    rows = np.empty(n, dtype=fields)
+    rows["episode_id"] = packs[:, 0]
+    rows["question_id"] = pieces
+    rows["bad"] = packs[:, 2] != 0
+    for name in fields.names:
+        if name == "cell_id":
+            rows[name] = packs[:, 1]
+        elif name.startswith("w"):
+            word = packs[:, WORD_AT[int(name[1:])]]
+            if (word == NO_WORD).any():
+                return None
+            rows[name] = word
+        elif name == "cost_usd":
+            rows[name] = np.frombuffer(blob, dtype="<f8").reshape(n, PACK_WORDS)[:, COST_AT]
+    return rows
 
 
 def _value(ints: dict[str, Any], column: str, condition: Any) -> Any:
@@ -365,25 +424,6 @@ def _filters_cells(sel: Selection) -> bool:
     return sel.filtered
 
 
-_EPISODE_WORDS = (
-    (("e.id", "episode_id", 62),),
-    (("e.cell_id", "cell_id", 48), ("COALESCE(e.answer_action + 1, 0)", "_answer_action", 15)),
-    (("e.answered", "answered", 16), ("e.correct", "correct", 16), ("e.em", "em", 16),
-     ("e.placeholder", "placeholder", 15)),
-    (("e.tool_calls", "tool_calls", 16), ("e.extra_calls", "extra_calls", 16),
-     ("e.format_failures", "format_failures", 16), ("e.forced_turns", "forced_turns", 15)),
-    (("e.refused_calls", "refused_calls", 16),
-     ("COALESCE(e.discarded_turns, 0)", "discarded_turns", 16),
-     ("COALESCE(e.backup_calls, 0)", "backup_calls", 16),
-     ("COALESCE(e.primary_judgments, 0)", "primary_judgments", 15)),
-    (("e.input_tokens", "input_tokens", 32), ("e.output_tokens", "output_tokens", 31)),
-    (("e.cache_read_tokens", "cache_read_tokens", 32),
-     ("e.cache_write_tokens", "cache_write_tokens", 31)),
-    (("COALESCE(e.acting_input_tokens, 0)", "acting_input_tokens", 32),
-     ("COALESCE(e.acting_output_tokens, 0)", "acting_output_tokens", 31)),
-)
-"""EPISODE_FRAME_SQL's integer columns packed into 64-bit words: (SQL, column, bits),
-lowest bits first (``_answer_action``: answer_action + 1, 0 when NULL)."""
 _EPISODE_VALUES = ("f1", "cost_usd", "question_id", "answer", "end_reason", "error",
                    "started_at", "finished_at")
 """EPISODE_FRAME_SQL's columns read as they are, after the packed words."""
