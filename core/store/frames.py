@@ -309,16 +309,18 @@ def episode_keys_frame(db: Database, selection: Selection | None = None,
             frame = episodes_frame(db, selection=sel, upto=upto)  # past its bits: plainly
             return frame.loc[frame["error"].isna(),
                              [*EPISODE_KEYS, *values]].reset_index(drop=True)
+        rows = {name: rows[name] for name in fields.names}
     cells = _cells(db)
     names = ["episode_id", "cell_id", "dataset", "question_id", *values]
-    if not len(rows):
+    if not len(rows["episode_id"]):
         return _join_cells(pd.DataFrame(columns=names, dtype=object), cells)
     ints: dict[str, Any] = {} if 1 in words else {"cell_id": rows["cell_id"]}
     for i in words:
         ints.update(_unpack_word(_EPISODE_WORDS[i], rows[f"w{i}"]))
     cell_at = pd.Index(cells["cell_id"]).get_indexer(ints["cell_id"])
     keep = (cell_at >= 0) & ~rows["bad"]  # the join: an episode of no stored cell is no row
-    rows, condition = rows[keep], cells["condition"].to_numpy()[cell_at[keep]]
+    rows = {k: rows[k][keep] for k in ("episode_id", "question_id", "cost_usd") if k in rows}
+    condition = cells["condition"].to_numpy()[cell_at[keep]]
     ints = {k: v[keep] for k, v in ints.items()}
     if "cost_usd" in values:
         ints["cost_usd"] = rows["cost_usd"]
@@ -333,17 +335,15 @@ def episode_keys_frame(db: Database, selection: Selection | None = None,
                        cells)
 
 
-_KEY_PACKS_SQL = ("SELECT count(*), CAST(group_concat(words, '') AS BLOB), "
+_KEY_PACKS_SQL = ("SELECT count(*), count(words), CAST(group_concat(words, '') AS BLOB), "
                   "group_concat(question_id, char(31)) FROM (SELECT p.words, e.question_id "
-                  "FROM episodes e JOIN episode_packs p ON p.episode_id = e.id "
+                  "FROM episodes e LEFT JOIN episode_packs p ON p.episode_id = e.id "
                   "WHERE e.id <= ? ORDER BY e.id)")
-"""Every episode pack up to an id with its question, in id order, as one BLOB and one
-text (question ids joined by the unit separator, U+001F)."""
-_EPISODES_UPTO_SQL = "SELECT count(*) FROM episodes WHERE id <= ?"
-"""The packs are used only when every episode in the range has one."""
+"""The episodes up to an id, those with a pack, and those packs with the questions, in id
+order, as one BLOB and one text (question ids joined by the unit separator, U+001F)."""
 
 
-def _read_key_packs(db: Database, upto: int | None, fields: Any) -> Any:
+def _read_key_packs(db: Database, upto: int | None, fields: Any) -> dict[str, Any] | None:
     """`episode_keys_frame`'s rows of every episode (errored ones included) up to `upto`
     from `episode_packs`: one BLOB and one text for the whole range, not a Python
     object per value.
@@ -356,22 +356,21 @@ def _read_key_packs(db: Database, upto: int | None, fields: Any) -> Any:
             cost_usd when read).
 
     Returns:
-        The rows (the same values the row read gives), or None when an episode in the
-        range has no pack, a question id holds the separator, the words are not in this
-        layout, or a word read did not fit (the caller reads the rows then).
+        The columns of `fields` (the same values the row read gives), or None when an
+        episode in the range has no pack, a question id holds the separator, the words
+        are not in this layout, or a word read did not fit (the caller reads the rows).
     """
     import numpy as np
 
     last = (1 << 63) - 1 if upto is None else int(upto)
     try:
-        total = db.conn.execute(_EPISODES_UPTO_SQL, (last,)).fetchone()[0]
-        n, blob, questions = db.conn.execute(_KEY_PACKS_SQL, (last,)).fetchone()
+        total, n, blob, questions = db.conn.execute(_KEY_PACKS_SQL, (last,)).fetchone()
     except sqlite3.OperationalError:  # no episode_packs table (a database being migrated)
         return None
     if n != total:
         return None
     if not n:
-        return np.zeros(0, dtype=fields)
+        return {name: np.zeros(0, dtype=fields[name]) for name in fields.names}
     blob = bytes(blob)
     pieces = questions.split("\x1f") if isinstance(questions, str) else []
     if len(blob) != 8 * PACK_WORDS * n or len(pieces) != n:
@@ -379,10 +378,8 @@ def _read_key_packs(db: Database, upto: int | None, fields: Any) -> Any:
     packs = np.frombuffer(blob, dtype="<i8").reshape(n, PACK_WORDS)
     if not (packs[1:, 0] > packs[:-1, 0]).all():
         return None  # not in id order: not this layout
-    rows = np.empty(n, dtype=fields)
-    rows["episode_id"] = packs[:, 0]
-    rows["question_id"] = pieces
-    rows["bad"] = packs[:, 2] != 0
+    rows = {"episode_id": packs[:, 0], "question_id": np.array(pieces, dtype=object),
+            "bad": packs[:, 2] != 0}
     for name in fields.names:
         if name == "cell_id":
             rows[name] = packs[:, 1]
