@@ -12,8 +12,12 @@ together, a second call of the same command (served from the results cache), ``l
 export``, and the console's Results first frame (the worker the screen runs:
 load_frames + compute of its first tab + rendering).
 
+Each figure is measured ``--repeat`` times (default 3, all figures of a size once per
+round) and printed as the median with the range: on a shared 2-core machine one cold run
+of a table moves by ±0.5 s.
+
 Usage: python bench/scale.py [--cache-dir DIR] [--hotpotqa FILE] [--sizes 20000,50000]
-       [--workers 2] [--build-only]
+       [--workers 2] [--repeat 3] [--build-only]
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import json
 import os
 import shutil
 import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -255,6 +260,8 @@ def main() -> None:
     parser.add_argument("--hotpotqa", type=Path, default=DEFAULT_HOTPOTQA)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)))
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="rounds per size; each figure is their median (and range)")
     parser.add_argument("--build-only", action="store_true")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
     args = parser.parse_args()
@@ -269,9 +276,15 @@ def main() -> None:
     results = {}
     for path in paths.values():
         n = sqlite3.connect(path).execute("SELECT count(*) FROM episodes").fetchone()[0]
-        results[n] = measure(path)
-        for what, seconds, rss in results[n]:
-            print(f"{n:>8,} episodes  {what:<26} {seconds:6.2f} s  {rss:6.0f} MB", flush=True)
+        rounds = [measure(path) for _ in range(max(1, args.repeat))]
+        results[n] = []
+        for i, (what, _, _) in enumerate(rounds[0]):
+            seconds = [r[i][1] for r in rounds]
+            rss = max(r[i][2] for r in rounds)
+            results[n].append((what, statistics.median(seconds), rss, min(seconds),
+                               max(seconds)))
+            print(f"{n:>8,} episodes  {what:<26} {statistics.median(seconds):6.2f} s "
+                  f"({min(seconds):.2f}–{max(seconds):.2f})  {rss:6.0f} MB", flush=True)
     if args.json:
         args.json.write_text(json.dumps({str(k): v for k, v in results.items()}, indent=1))
 
