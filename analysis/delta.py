@@ -29,12 +29,15 @@ from analysis.stats import (
     resample_weights,
     safe_ratio,
     summarize,
+    summarize_columns,
 )
 from core.regimes import MAIN_FAMILY
 
 T_MIN, T_MAX = 3, 6
 STRATA = ("t", "question_action", "regime_action", "action")
 DESIGN_A, DESIGN_B = "persistent", "late_onset_from_3"
+_ROWS = 32
+"""Resamples whose MH terms are computed together (a few hundred KB per temporary)."""
 _DENSE_PAIRS = 1 << 24
 """Up to this many (group, question) pairs, questions are coded through a dense table."""
 
@@ -236,8 +239,16 @@ class _Stratified:
         self.n = len(counts)
 
     def __call__(self, wts: np.ndarray) -> np.ndarray:
-        b, n = wts.shape[0], self.n_active
         totals = wts.astype(self.dense.dtype) @ self.dense
+        out = np.empty((wts.shape[0], self.n))
+        # the MH terms row block by row block: each block's temporaries stay in cache
+        for lo in range(0, wts.shape[0], _ROWS):
+            self._mh(totals[lo:lo + _ROWS], out[lo:lo + _ROWS])
+        return out
+
+    def _mh(self, totals: np.ndarray, out: np.ndarray) -> None:
+        """Each contrast's MH risk difference from resampled totals, into `out`."""
+        b, n = totals.shape[0], self.n_active
         n_a, y_a, n_b, y_b = (totals[:, self.cuts[k]:self.cuts[k + 1]] for k in range(4))
         n_a, n_b = n_a.astype(np.float64), n_b.astype(np.float64)
         y_a, y_b = self._spread(y_a, 0, b), self._spread(y_b, 1, b)
@@ -253,13 +264,10 @@ class _Stratified:
         np.subtract(y_a, y_b, out=y_a)
         np.multiply(w[:, :n], y_a, out=wd[:, :n])
         np.nan_to_num(wd, copy=False, nan=0.0)
-        out = np.empty((b, self.n))
         for items, n_s, take in self.classes:
             shape = (b, len(items), n_s)
             out[:, items] = safe_ratio(np.take(wd, take, axis=1).reshape(shape).sum(axis=-1),
                                        np.take(w, take, axis=1).reshape(shape).sum(axis=-1))
-        return out
-
 
     def _spread(self, answers: np.ndarray, kind: int, b: int) -> np.ndarray:
         out = np.zeros((b, self.n_active))
@@ -288,7 +296,7 @@ def _same_questions(items: Sequence[Counts], n_q: int, n_boot: int,
         est = statistic(np.ones((1, n_q)))[0]
         parts = [statistic(w) for w in resample_weights(n_q, n_boot, seed)]
     boot = np.vstack(parts) if parts else np.empty((0, len(items)))
-    return [summarize(float(est[i]), boot[:, i], n_q) for i in range(len(items))]
+    return list(summarize_columns(est, boot, n_q))
 
 
 @dataclass(frozen=True)
