@@ -304,12 +304,12 @@ def episode_keys_frame(db: Database, selection: Selection | None = None,
                                  + (", e.cost_usd" if "cost_usd" in values else "")
                                  + f" FROM episodes e{joins}{where} ORDER BY e.id", args)
         try:
-            rows = np.fromiter(cursor, dtype=fields)
+            read = np.fromiter(cursor, dtype=fields)
         except (TypeError, ValueError, OverflowError):  # a NULL id or question, a value
             frame = episodes_frame(db, selection=sel, upto=upto)  # past its bits: plainly
             return frame.loc[frame["error"].isna(),
                              [*EPISODE_KEYS, *values]].reset_index(drop=True)
-        rows = {name: rows[name] for name in fields.names}
+        rows = {name: read[name] for name in fields.names or ()}
     cells = _cells(db)
     names = ["episode_id", "cell_id", "dataset", "question_id", *values]
     if not len(rows["episode_id"]):
