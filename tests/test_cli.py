@@ -150,3 +150,16 @@ def test_a_results_command_loads_neither_the_worker_nor_the_console(db_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=Path(__file__).resolve().parents[1])
     assert out.stdout.strip().splitlines()[-1] == "0 []", out.stdout + out.stderr
+
+
+def test_try_on_a_stated_arm_prints_the_streak_the_next_thought_states(db_path):
+    """The stated judgment of an observation is read from the next step's thought, after
+    the observation's step was emitted: `lab try` prints that step once it is known."""
+    code, out, err = lab("try", "--model", "sim-own5", "--condition", "stated_judgment_rule",
+                         "--regime", "persistent", "--question", "demo-001", db=db_path)
+    assert code == 0, err
+    streaks = [int(line.rsplit("streak: ", 1)[1]) for line in out.splitlines()
+               if "streak: " in line]
+    assert streaks[:3] == [1, 2, 3], out
+    steps = [int(line.split()[2]) for line in out.splitlines() if line.startswith("── step")]
+    assert steps == sorted(steps) and len(steps) >= 4
