@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 
 import click
 
@@ -12,7 +11,6 @@ from console.render import step_lines, summary_lines
 from core import store
 from core.conditions import parse_condition
 from core.demo_set import load_demo_questions
-from core.episode import Step
 from core.errors import ConfigError, LabError
 from core.kb import ref_title
 from core.models.registry import load_registry, make_client, resolve_model
@@ -24,34 +22,6 @@ from jobs.grid import resolve_rate
 class EpisodeFailed(LabError):
     """`lab try`: the episode ran but ended in an error (exit 1 after printing it)."""
 
-
-class StepPrinter:
-    """Prints each step as it completes. On a stated-judgment arm an observation's step
-    is printed when the next step arrives: its stated judgment, and so the rule's streak,
-    is read from that step's thought (`core.react`), after the observation was emitted.
-
-    Args:
-        title_of: maps an obs_ref to its page title.
-        hold: hold observation steps until the next step (stated-judgment arms).
-    """
-
-    def __init__(self, title_of: Callable[[str], str], hold: bool) -> None:
-        self.title_of, self.hold = title_of, hold
-        self.held: Step | None = None
-
-    def __call__(self, step: Step) -> None:
-        """Print any held step, then `step` (or hold it)."""
-        self.flush()
-        if self.hold and step.obs_index is not None:
-            self.held = step
-        else:
-            click.echo("\n".join(step_lines(step, self.title_of)))
-
-    def flush(self) -> None:
-        """Print the held step, if any."""
-        if self.held is not None:
-            step, self.held = self.held, None
-            click.echo("\n".join(step_lines(step, self.title_of)))
 
 
 @click.command("try")
@@ -103,9 +73,8 @@ def try_(ctx: click.Context, model: str, condition: str, regime: str, question: 
     click.echo(f"{spec.name} · {cond.name} · {reg.name} · budget {budget} · seed {seed}")
     click.echo(f"question {q.id}: {q.question}")
     setup = setup_for(cell, q, ForeignPool(pool_questions), client)
-    printer = StepPrinter(title_of, hold=cond.arm.rule == "stated")
-    result = asyncio.run(run_one(setup, client, on_step=printer))
-    printer.flush()
+    result = asyncio.run(run_one(setup, client, on_step=lambda s: click.echo(
+        "\n".join(step_lines(s, title_of)))))
     click.echo("\n".join(summary_lines(result, q.answer)))
     if result.error:
         raise EpisodeFailed(f"the episode ended in an error: {result.error}")

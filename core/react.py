@@ -142,6 +142,8 @@ class _Run:
         ]
         self.streak = 0
         self.forced_next = False
+        self.holds = setup.condition.arm.rule == "stated"
+        self.held: Step | None = None
 
     def account(self, gen: Generation) -> None:
         r = self.result
@@ -153,8 +155,22 @@ class _Run:
         r.cost_usd += gen.cost_usd
 
     def emit(self, step: Step) -> None:
+        """Record a step and pass it to `on_step`. On a stated-judgment arm an
+        observation's step is passed on when the next step is emitted (or the episode
+        ends): its stated judgment, and the rule's streak, come from the next thought."""
         self.result.steps.append(step)
-        if self.on_step is not None:
+        if self.on_step is None:
+            return
+        self.release()
+        if self.holds and step.obs_index is not None:
+            self.held = step
+        else:
+            self.on_step(step)
+
+    def release(self) -> None:
+        """Pass a held step to `on_step`."""
+        if self.held is not None and self.on_step is not None:
+            step, self.held = self.held, None
             self.on_step(step)
 
     def observe(self, step: Step) -> str:
@@ -364,7 +380,9 @@ async def run_episode(setup: EpisodeSetup, session: ModelSession,
     Args:
         setup: question, condition, regime, budget, seed and the foreign pool.
         session: the model session for this episode.
-        on_step: called with each step as soon as it is complete (live tail).
+        on_step: called with each step as soon as it is complete (live tail); on a
+            stated-judgment arm an observation's step once the next step has stated
+            its judgment (read from that step's thought), or at the end.
         view: the EpisodeView the session was started with; the loop appends each
             observation's design label to it.
 
@@ -385,6 +403,7 @@ async def run_episode(setup: EpisodeSetup, session: ModelSession,
         except ModelError as exc:
             result = run.result
             result.end_reason, result.error = "error", f"{exc.reason}: {exc}"
+        run.release()
     result.prompts = used.hashes()
     result.wall_ms = (time.perf_counter() - start) * 1000
     result.finished_at = utc_now()

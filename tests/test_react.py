@@ -170,3 +170,20 @@ def test_condition_spec_hash_changes_with_knobs():
     assert a.spec_hash() != b.spec_hash()
     assert Condition("none").spec_hash() == Condition("none", k=4).spec_hash()  # k not a knob
     assert a.to_json() == '{"judge":false,"k":5,"name":"enforced_rule"}'
+
+
+def test_on_step_sees_a_stated_arms_streak_once_the_next_thought_states_it():
+    """On stated_judgment_rule the streak of an observation's step is set when the next
+    thought is read; `on_step` (live tail, `lab try`) must see it set, in step order."""
+    nxt = "Thought: This page is not relevant to the question.\nAction: search\nAction Input: X"
+    pool = make_pool()
+    setup = EpisodeSetup(question=pool[0], condition=parse_condition("stated_judgment_rule:k=5"),
+                         regime=parse_regime("persistent"), budget=8, seed=0,
+                         pool=ForeignPool(pool))
+    view = EpisodeView(question=pool[0], seed=0, budget=8)
+    seen: list[tuple[int, int]] = []
+    client = ScriptedClient(acts=[SEARCH, nxt, nxt, FINISH])
+    result = asyncio.run(run_episode(setup, client.start(view), view=view,
+                                     on_step=lambda s: seen.append((s.t, s.streak))))
+    assert seen == [(s.t, s.streak) for s in result.steps]  # all passed on, in order
+    assert [streak for _, streak in seen[:2]] == [1, 2]
