@@ -17,6 +17,7 @@ from core.data import Question
 from core.errors import ConfigError, LabError
 from core.kb import ref_title
 from core.models.registry import load_registry
+from core.regimes import MEAN6
 from core.store import jobs as ledger
 from core.store.base import check_writable
 from jobs.control import control, enqueue_grid, status
@@ -47,6 +48,13 @@ def split_conditions(text: str) -> tuple[str, ...]:
     return tuple(out)
 
 
+def split_regimes(text: str) -> tuple[str, ...]:
+    """Regime names from a comma list, ``mean6`` expanded to `core.regimes.MEAN6` (each
+    name once, in the order given)."""
+    names = [r for name in _split(text) for r in (MEAN6 if name == "mean6" else (name,))]
+    return tuple(dict.fromkeys(names))
+
+
 def _ints(text: str, what: str) -> tuple[int, ...]:
     try:
         return tuple(int(p) for p in _split(text))
@@ -65,7 +73,9 @@ def settings_for(ctx: click.Context, **kw: object) -> WorkerSettings:
               help="Comma-separated model names (a name given twice is queued once).")
 @click.option("--conditions", required=True,
               help="Comma-separated conditions with knobs, e.g. none,enforced_rule:k=7,judge=true.")
-@click.option("--regimes", required=True, help="Comma-separated regimes.")
+@click.option("--regimes", required=True,
+              help="Comma-separated regimes; mean6 stands for the six of the paper's mean ("
+                   + ", ".join(MEAN6) + ").")
 @click.option("--set", "question_set", required=True, help="Question set name.")
 @click.option("--budget", "--budgets", "budget", default="8", show_default=True,
               help="Budget(s), comma-separated, e.g. --budgets 8,16.")
@@ -90,7 +100,7 @@ def enqueue_cmd(ctx: click.Context, models: str, conditions: str, regimes: str,
           --regimes clean,persistent --set dev100 --seeds 0,1 --run pilot --dry-run
     """
     request = GridRequest(models=_split(models), conditions=split_conditions(conditions),
-                          regimes=_split(regimes), question_set=question_set,
+                          regimes=split_regimes(regimes), question_set=question_set,
                           budgets=_ints(budget, "--budget"), seeds=_ints(seeds, "--seeds"),
                           replicate=replicate, run=run_name, amendment=amendment,
                           priority=priority)

@@ -163,3 +163,15 @@ def test_try_on_a_stated_arm_prints_the_streak_the_next_thought_states(db_path):
     assert streaks[:3] == [1, 2, 3], out
     steps = [int(line.split()[2]) for line in out.splitlines() if line.startswith("── step")]
     assert steps == sorted(steps) and len(steps) >= 4
+
+
+def test_enqueue_takes_mean6_for_the_six_regimes(db_path, capsys):
+    from core.regimes import MEAN6
+
+    assert main(["--db", str(db_path), "demo-set"]) == 0
+    capsys.readouterr()
+    assert main(["--db", str(db_path), "enqueue", "--models", "sim-own5", "--conditions",
+                 "none", "--regimes", "mean6,clean,plausible", "--set", "demo", "--dry-run",
+                 "--json"]) == 0
+    request = json.loads(capsys.readouterr().out)["request"]
+    assert request["regimes"] == [*MEAN6, "plausible"]  # clean once, in the order given
