@@ -49,10 +49,9 @@ def split_conditions(text: str) -> tuple[str, ...]:
 
 
 def split_regimes(text: str) -> tuple[str, ...]:
-    """Regime names from a comma list, ``mean6`` expanded to `core.regimes.MEAN6` (each
-    name once, in the order given)."""
-    names = [r for name in _split(text) for r in (MEAN6 if name == "mean6" else (name,))]
-    return tuple(dict.fromkeys(names))
+    """Regime names from a comma list, ``mean6`` expanded to `core.regimes.MEAN6` (a
+    name given twice is left to the grid, which queues it once with a note)."""
+    return tuple(r for name in _split(text) for r in (MEAN6 if name == "mean6" else (name,)))
 
 
 def _ints(text: str, what: str) -> tuple[int, ...]:
