@@ -139,9 +139,10 @@ def _memory_order(names: list[str], frames: Frames) -> tuple[list[str], bool]:
     episodes' columns and the decision table are never in memory together."""
     if frames.source is None:
         return names, False
-    full = [n for n in names if n in _READS_EPISODES]
-    if "leaving" in names and two_source_mask(frames.episode_keys).any():
-        full.append("leaving")  # switching reads answered and answer_action
+    # only leaving with two-source arms reads the full frame (switching reads answered
+    # and answer_action)
+    full = ["leaving"] if "leaving" in names and two_source_mask(frames.episode_keys).any() \
+        else []
     first = sorted((n for n in names if n in _READS_VALUES or n in full),
                    key=lambda n: -len(_READS_VALUES.get(n, ())))
     if not first:
@@ -175,9 +176,6 @@ _READS_VALUES = MappingProxyType({
 """Tables that read the episodes' keys and only these columns (`Frames.episode_columns`):
 cost reads `analysis.cost._COLUMNS`, the own-call columns (`own_call_column`), the
 backup calls and the acting tokens."""
-_READS_EPISODES: frozenset[str] = frozenset()
-"""Tables that read episode columns beyond KEY_VALUES (none now; leaving with two-source
-arms reads the full frame, `_memory_order`)."""
 
 
 def _compute_one(frames: Frames, name: str, grouping: Grouping, n_boot: int,
@@ -187,7 +185,7 @@ def _compute_one(frames: Frames, name: str, grouping: Grouping, n_boot: int,
     if name in _READS_VALUES:  # keys and a few integer columns, not the full frame
         ep = frames.episode_columns(_READS_VALUES[name])
     else:
-        ep = frames.episodes if name in _READS_EPISODES else frames.episode_keys
+        ep = frames.episode_keys
     if name == "leaving" and two_source_mask(ep).any():
         ep = frames.episodes  # switching reads answered and answer_action
     dec = frames.decisions if name in _READS_DECISIONS else None

@@ -21,8 +21,8 @@ from core.errors import ConfigError
 from core.store.decisions import (PACKED_FIELDS, PACKED_ID_SHIFT, PACKED_OFFSET,
                                   packed_words_sql)
 from core.store.episode_packs import COST_AT, NO_WORD, PACK_WORDS, WORD_AT
-from core.store.episode_packs import EPISODE_WORDS as _EPISODE_WORDS
-from core.store.episode_packs import word_sql as _word_sql
+from core.store.episode_packs import EPISODE_WORDS
+from core.store.episode_packs import word_sql
 
 POOLABLE = ("runs", "seeds", "replicates", "sets")
 """Dimensions `Selection.pool` may merge into one row (never arm, model, budget, dataset)."""
@@ -227,7 +227,7 @@ def episodes_frame(db: Database, runs: Sequence[str] | None = None,
     sel = _selection(selection, runs, models)
     where, args = _where(db, sel, *extra)
     cells = _cells(db)
-    frame = _read_episodes(db, where, args, cells, _filters_cells(sel))
+    frame = _read_episodes(db, where, args, cells, sel.filtered)
     if frame is None:
         frame = _read_frame(db, EPISODE_FRAME_SQL + where + " ORDER BY e.id", args)
     return _join_cells(frame, cells)
@@ -257,7 +257,7 @@ def episode_keys_frame(db: Database, selection: Selection | None = None,
     The rows of `episodes_frame` without an error, in its order, with its EPISODE_KEYS
     columns, episode_id … question_id (every cell column, the dataset and the question) with
     the same values and dtypes; only three values per episode are read (its id, cell
-    and question) and, for `values`, one integer per `_EPISODE_WORDS` word holding some
+    and question) and, for `values`, one integer per `EPISODE_WORDS` word holding some
     (and ``cost_usd``); the cell's columns are joined by position.
 
     Signature: ``episode_keys_frame(db, Selection(seeds=(0,)), upto=fp.max_id)``.
@@ -286,11 +286,11 @@ def episode_keys_frame(db: Database, selection: Selection | None = None,
     sel = selection or Selection()
     where, args = _where(db, sel, *([f"e.id <= {int(upto)}"] if upto is not None else []))
     joins = (" JOIN cells c ON c.id = e.cell_id JOIN runs r ON r.id = c.run_id"
-             if _filters_cells(sel) else "")
-    # the values come in _EPISODE_WORDS' words, one integer each (word 1 holds cell_id);
+             if sel.filtered else "")
+    # the values come in EPISODE_WORDS' words, one integer each (word 1 holds cell_id);
     # errored rows are read too (a flag) so the dtypes are those of episodes_frame's read
     wanted = {"_answer_action" if v == "answer_action" else v for v in values}
-    words = [i for i, word in enumerate(_EPISODE_WORDS)
+    words = [i for i, word in enumerate(EPISODE_WORDS)
              if i and any(name in wanted for _, name, _ in word)]
     cell = [] if 1 in words else [("cell_id", "i8")]
     fields = np.dtype([("episode_id", "i8"), ("question_id", object), ("bad", "?"), *cell,
@@ -300,7 +300,7 @@ def episode_keys_frame(db: Database, selection: Selection | None = None,
     if rows is None:  # a filtered selection, or episodes some writer left unpacked
         cursor = db.conn.execute("SELECT e.id, e.question_id, e.error IS NOT NULL"
                                  + ("" if 1 in words else ", e.cell_id")
-                                 + "".join(f", {_word_sql(i)}" for i in words)
+                                 + "".join(f", {word_sql(i)}" for i in words)
                                  + (", e.cost_usd" if "cost_usd" in values else "")
                                  + f" FROM episodes e{joins}{where} ORDER BY e.id", args)
         try:
@@ -316,7 +316,7 @@ def episode_keys_frame(db: Database, selection: Selection | None = None,
         return _join_cells(pd.DataFrame(columns=names, dtype=object), cells)
     ints: dict[str, Any] = {} if 1 in words else {"cell_id": rows["cell_id"]}
     for i in words:
-        ints.update(_unpack_word(_EPISODE_WORDS[i], rows[f"w{i}"]))
+        ints.update(_unpack_word(EPISODE_WORDS[i], rows[f"w{i}"]))
     cell_at = pd.Index(cells["cell_id"]).get_indexer(ints["cell_id"])
     keep = (cell_at >= 0) & ~rows["bad"]  # the join: an episode of no stored cell is no row
     rows = {k: rows[k][keep] for k in ("episode_id", "question_id", "cost_usd") if k in rows}
@@ -352,7 +352,7 @@ def _read_key_packs(db: Database, upto: int | None, fields: Any) -> dict[str, An
         db: an open lab.db.
         upto: the last episode id (None: all).
         fields: the structured dtype of the row read (episode_id, question_id, bad,
-            cell_id unless word 1 is read, ``w{i}`` per `_EPISODE_WORDS` word i, and
+            cell_id unless word 1 is read, ``w{i}`` per `EPISODE_WORDS` word i, and
             cost_usd when read).
 
     Returns:
@@ -416,11 +416,6 @@ def _arm_only(column: str, values: Any, condition: Any) -> Any:
     return np.where(np.isin(condition, dict(_ARM_ONLY)[column]), values, 0)
 
 
-def _filters_cells(sel: Selection) -> bool:
-    """Whether the selection's WHERE clause names cells or runs (``c.``, ``r.``)."""
-    return sel.filtered
-
-
 _EPISODE_VALUES = ("f1", "cost_usd", "question_id", "answer", "end_reason", "error",
                    "started_at", "finished_at")
 """EPISODE_FRAME_SQL's columns read as they are, after the packed words."""
@@ -434,7 +429,7 @@ def _episode_sql(joined: bool) -> str:
     """The packed read: the words in hex (NULL when a value does not fit its bits), then
     _EPISODE_VALUES; joined with cells and runs only when the WHERE clause needs them."""
     words, every, narrow, wide = [], [], [], []
-    for word in _EPISODE_WORDS:
+    for word in EPISODE_WORDS:
         parts, shift = [], 0
         for expr, _, bits in word:
             every.append(expr)
@@ -504,19 +499,19 @@ def _read_episodes(db: Database, where: str, args: Sequence[Any], cells: Any,
 
 
 def _unpack(words: Any) -> dict[str, Any]:
-    """_EPISODE_WORDS' columns from the hex texts (int64 arrays)."""
+    """EPISODE_WORDS' columns from the hex texts (int64 arrays)."""
     import numpy as np
 
     packed = np.frombuffer(bytes.fromhex("".join(words)), dtype=">u8").astype(np.int64)
-    packed = packed.reshape(len(words), len(_EPISODE_WORDS))
+    packed = packed.reshape(len(words), len(EPISODE_WORDS))
     out: dict[str, Any] = {}
-    for i, word in enumerate(_EPISODE_WORDS):
+    for i, word in enumerate(EPISODE_WORDS):
         out.update(_unpack_word(word, packed[:, i]))
     return out
 
 
 def _unpack_word(word: tuple[tuple[str, str, int], ...], packed: Any) -> dict[str, Any]:
-    """One _EPISODE_WORDS word's columns from its int64 values (lowest bits first)."""
+    """One EPISODE_WORDS word's columns from its int64 values (lowest bits first)."""
     out, shift = {}, 0
     for _, name, bits in word:
         out[name] = (packed >> shift) & ((1 << bits) - 1)
