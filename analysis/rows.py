@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from analysis.arms import ArmKey
@@ -99,9 +99,12 @@ class Row:
                       self.condition_hash, self.condition, self.amendment)
 
     def as_dict(self) -> dict[str, Any]:
-        """The row as a plain dict in ROW_FIELDS order; NaN and infinities become None."""
-        values = asdict(self)
-        out = {key: values[key] for key in ROW_FIELDS}
+        """The row as a plain dict in ROW_FIELDS order; NaN and infinities become None.
+
+        Every field holds a scalar, so reading the attributes gives what
+        ``dataclasses.asdict`` gives, without its deep copies (a tenth of the time of
+        a JSON table at paper scale)."""
+        out = {key: getattr(self, key) for key in ROW_FIELDS}
         for key, value in out.items():
             if isinstance(value, float) and not math.isfinite(value):
                 out[key] = None

@@ -321,3 +321,19 @@ def test_row_fields_name_every_row_attribute_in_csv_order():
 
     assert sorted(ROW_FIELDS) == sorted(f.name for f in fields(Row))
     assert list(Row("m", "none", 8, "success").as_dict()) == list(ROW_FIELDS)
+
+
+def test_row_as_dict_is_asdict_with_non_finite_floats_as_none():
+    import math
+    from dataclasses import asdict
+
+    from analysis.rows import ROW_FIELDS, Row
+
+    row = Row("m", "none", None, "beta", "pooled", 0.25, -math.inf, math.nan, 7, "decisions",
+              math.inf, 0.5, "d", "r1", "none", "abc", "hotpotqa", "dev", "0", "1",
+              "persistent", 2, "a1")
+    expected = {k: (None if isinstance(v, float) and not math.isfinite(v) else v)
+                for k, v in asdict(row).items()}
+    got = row.as_dict()
+    assert got == expected and list(got) == list(ROW_FIELDS)
+    assert got["ci_low"] is None and got["p"] is None and got["budget"] is None
