@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import os
 import re
 from pathlib import Path
 
@@ -40,3 +41,14 @@ def single_thread() -> int:
             setter(1)
             done += 1
     return done
+
+
+def worker_threads() -> int:
+    """Threads for analysis work that runs in numpy or SQLite with the GIL released:
+    one per CPU core this process may use, at most 4 (each runs single-threaded BLAS,
+    so a product's numbers do not depend on the count)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(4, cores))

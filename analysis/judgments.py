@@ -11,13 +11,13 @@ the decision table, one pass for all groups. The definitions are those of
 
 from __future__ import annotations
 
-import os
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pandas as pd
 
 from analysis.arms import ArmKey, Grouping
+from analysis.blas import worker_threads
 from analysis.cost import JUDGMENT_MEASURES, JudgmentRates, Rate
 from analysis.decisions import judgment_columns
 from analysis.dissociation import DISSOCIATION_REGIME, DISSOCIATION_RUN
@@ -62,7 +62,7 @@ def frame_counts(frames: Frames, parts: int | None = None) -> JudgmentCounts:
     src = frames.source
     if src is None:
         return observation_counts(frames.steps)
-    parts = parts or min(4, os.cpu_count() or 1)
+    parts = parts or worker_threads()
     ids = np.sort(frames.episode_keys["episode_id"].to_numpy(dtype=np.int64))
     cuts = [int(ids[len(ids) * i // parts]) for i in range(1, parts) if len(ids)]
     ranges = list(zip([None, *cuts], [*cuts, src.fingerprint.max_id]))

@@ -4,7 +4,9 @@ The hazard table fits one sample per group, pooled and with question fixed effec
 `analysis.lpm.fit_both` does that from a DataFrame: dummies, a pandas group-by for the
 within transformation and a text factorisation of the questions per fit. Here a sample
 is a few arrays whose categories are already integer codes, and the fits' bootstrap
-solves run together (`analysis.lpm.intervals_many`).
+bootstraps (`analysis.lpm_boot`) run on a few threads: numpy's LAPACK and BLAS calls
+release the GIL, and each call is single-threaded, so its numbers do not depend on
+which thread runs it.
 
 Same numbers to the last digit: the design, its within-question version and the
 per-question cross-products hold small integers or sums of them (0/1 dummies and
@@ -17,12 +19,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 
+from analysis.blas import worker_threads
 from analysis.lpm import HazardFit, point_estimates
-from analysis.lpm_boot import intervals_many
+from analysis.lpm_boot import coefficient_intervals
 from analysis.stats import Interval
 
 
@@ -50,7 +54,8 @@ class CodedSample:
 
 def fit_samples(samples: Sequence[CodedSample], judgments: str, n_boot: int, seed: int
                 ) -> list[tuple[HazardFit, HazardFit]]:
-    """`analysis.lpm.fit_both` of every sample (pooled, with question fixed effects).
+    """`analysis.lpm.fit_both` of every sample (pooled, with question fixed effects),
+    samples fitted on `analysis.blas.worker_threads` threads.
 
     Args:
         samples: the samples.
@@ -59,28 +64,32 @@ def fit_samples(samples: Sequence[CodedSample], judgments: str, n_boot: int, see
         seed: bootstrap seed.
 
     Returns:
-        One (pooled fit, fit with question fixed effects) per sample.
+        One (pooled fit, fit with question fixed effects) per sample, in their order.
     """
-    jobs: list[tuple[np.ndarray, np.ndarray, tuple[int, ...], tuple[float, float]]] = []
-    for s in samples:
-        if len(s.answer):
-            jobs += _fit_inputs(s)
-    found = iter(intervals_many(jobs, n_boot, seed))
-    out: list[tuple[HazardFit, HazardFit]] = []
-    for s in samples:
-        n = len(s.answer)
-        if not n:
-            nan = Interval(math.nan)
-            out.append((HazardFit(nan, nan, False, judgments, 0, math.nan),
-                        HazardFit(nan, nan, True, judgments, 0, math.nan)))
-            continue
-        share = float(s.earlier.sum() / n)  # pandas' mean: an exact sum of 0/1, divided
-        both = []
-        for fe in (False, True):
-            beta, gamma = next(found)
-            both.append(HazardFit(beta, gamma, fe, judgments, n, share))
-        out.append((both[0], both[1]))
-    return out
+    def fit(s: CodedSample) -> tuple[HazardFit, HazardFit]:
+        return _fit_both(s, judgments, n_boot, seed)
+
+    threads = min(worker_threads(), len(samples))
+    if threads <= 1:
+        return [fit(s) for s in samples]
+    with ThreadPoolExecutor(threads, thread_name_prefix="lpm") as pool:
+        return list(pool.map(fit, samples))
+
+
+def _fit_both(s: CodedSample, judgments: str, n_boot: int, seed: int
+              ) -> tuple[HazardFit, HazardFit]:
+    """`fit_samples` of one sample."""
+    n = len(s.answer)
+    if not n:
+        nan = Interval(math.nan)
+        return (HazardFit(nan, nan, False, judgments, 0, math.nan),
+                HazardFit(nan, nan, True, judgments, 0, math.nan))
+    share = float(s.earlier.sum() / n)  # pandas' mean: an exact sum of 0/1, divided
+    fits = []
+    for fe, (g, h, cols, estimates) in zip((False, True), _fit_inputs(s), strict=True):
+        beta, gamma = coefficient_intervals(g, h, cols, estimates, n_boot, seed)
+        fits.append(HazardFit(beta, gamma, fe, judgments, n, share))
+    return fits[0], fits[1]
 
 
 def _fit_inputs(s: CodedSample

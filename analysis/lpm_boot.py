@@ -10,15 +10,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from analysis.stats import LEVEL, Interval, resample_weights, summarize
+from analysis.stats import Interval, resample_weights, summarize
 
 _RTOL = 1e-10
 """Relative eigenvalue cut-off for rank tests and pseudo-inverses of X'X."""
 _CERTAIN = 1e-6
-"""Lower bound on λ_min/λ_max above which a resample's X'X is full rank beyond doubt."""
-_WINDOW = 1e-6
-"""Relative distance (to the largest coefficient) within which a fast solution may lie
-from `np.linalg.solve`'s when X'X passes `_CERTAIN` (condition ≤ 10⁶: errors ~1e-9)."""
+"""Lower bound on λ_min/tr(X'X) above which a resample's X'X is full rank beyond doubt."""
 
 
 def identified(xtx: np.ndarray, cols: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
@@ -80,17 +77,14 @@ def coefficient_intervals(g: np.ndarray, h: np.ndarray, cols: tuple[int, ...],
                           estimates: Sequence[float], n_boot: int, seed: int
                           ) -> tuple[Interval, ...]:
     """Question-cluster bootstrap intervals of the coefficients `cols`, exactly those of
-    `summarize` over `lstsq_weighted` on every resample, without solving every resample
-    exactly.
+    `summarize` over `lstsq_weighted` on every resample, with fewer steps per resample.
 
-    A percentile interval reads only a few order statistics of the resamples, and the
-    count of defined ones. Each resample's X'X and X'y come from the same matrix
-    products as `lstsq_weighted`; a batch whose every X'X is full rank beyond doubt
-    (`_spd_solve`) is solved by a vectorised Cholesky factorisation, any other batch by
-    `lstsq_weighted` itself. Resamples whose approximate coefficient lies near one of
-    the order statistics the percentiles read are then solved exactly as
-    `lstsq_weighted` solves them (`np.linalg.solve`, matrix by matrix), so those order
-    statistics, hence the interval, are the exact ones.
+    Each resample's X'X and X'y come from the same matrix products as
+    `lstsq_weighted`. A batch whose every X'X is full rank beyond doubt
+    (`_certainly_full_rank`) is solved by one `np.linalg.solve` over the batch, which
+    is what `lstsq_weighted` does for such a batch after its eigenvalue rank test (a
+    matrix's solution does not depend on the others in the stack); any other batch
+    goes through `lstsq_weighted` itself.
 
     Args:
         g: per-question X'X, (questions, p, p).
@@ -103,49 +97,12 @@ def coefficient_intervals(g: np.ndarray, h: np.ndarray, cols: tuple[int, ...],
     Returns:
         One Interval per coefficient in `cols`.
     """
-    return intervals_many([(g, h, cols, estimates)], n_boot, seed)[0]
-
-
-def intervals_many(fits: Sequence[tuple[np.ndarray, np.ndarray, tuple[int, ...],
-                                        Sequence[float]]], n_boot: int, seed: int
-                   ) -> list[tuple[Interval, ...]]:
-    """`coefficient_intervals` of many fits, the Cholesky solves of fits with the same
-    number of coefficients in one vectorised pass (a matrix's solution does not depend
-    on the others in the stack; each fit's products and exact solves are its own).
-
-    Args:
-        fits: (g, h, cols, estimates) per fit, as `coefficient_intervals` takes them.
-        n_boot: resamples.
-        seed: bootstrap seed.
-
-    Returns:
-        Per fit, one Interval per coefficient in its `cols`.
-    """
-    out: list[tuple[Interval, ...]] = [()] * len(fits)
-    by_p: dict[int, list[int]] = {}
-    for i, (_, h, _, estimates) in enumerate(fits):
-        if n_boot > 0:  # resample_weights yields a batch
-            by_p.setdefault(h.shape[1], []).append(i)
-        else:
-            out[i] = tuple(summarize(e, np.empty(0), h.shape[0]) for e in estimates)
-    for members in by_p.values():
-        for start in range(0, len(members), _STACK):
-            chunk = members[start:start + _STACK]
-            products = [_resample_products(fits[i][0], fits[i][1], n_boot, seed)
-                        for i in chunk]
-            certain, coef = _spd_solve(np.concatenate([x for _, x, _ in products]),
-                                       np.concatenate([y for _, _, y in products]))
-            at = 0
-            for i, (batches, xtx, xty) in zip(chunk, products, strict=True):
-                rows = slice(at, at + len(xtx))
-                at += len(xtx)
-                out[i] = _intervals(*fits[i], batches, xtx, xty, certain[rows], coef[rows])
-    return out
-
-
-_STACK = 4
-"""Fits whose resamples `intervals_many` solves in one pass (4 × 1,000 matrices of 12²
-floats: ~5 MB per array of the factorisation; larger stacks were no faster)."""
+    n_q = h.shape[0]
+    if n_boot <= 0:  # resample_weights yields no batch
+        return tuple(summarize(e, np.empty(0), n_q) for e in estimates)
+    batches, xtx, xty = _resample_products(g, h, n_boot, seed)
+    values = _solve_resamples(g, h, cols, batches, xtx, xty)
+    return tuple(summarize(e, values[:, k], n_q) for k, e in enumerate(estimates))
 
 
 def _resample_products(g: np.ndarray, h: np.ndarray, n_boot: int, seed: int
@@ -187,88 +144,53 @@ def distinct_columns(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.ascontiguousarray(a[:, first]), index
 
 
-def _intervals(g: np.ndarray, h: np.ndarray, cols: tuple[int, ...], estimates: Sequence[float],
-               batches: list[np.ndarray], xtx: np.ndarray, xty: np.ndarray,
-               certain: np.ndarray, coef: np.ndarray) -> tuple[Interval, ...]:
-    """`coefficient_intervals` once the resamples' products and their `_spd_solve` are
-    known."""
-    n_q = h.shape[0]
-    scale = float(np.abs(coef[certain]).max(initial=0.0))
-    boot, exact, start = [], [], 0
+def _solve_resamples(g: np.ndarray, h: np.ndarray, cols: tuple[int, ...],
+                     batches: list[np.ndarray], xtx: np.ndarray, xty: np.ndarray
+                     ) -> np.ndarray:
+    """`lstsq_weighted` of every batch, (resamples, len(cols)), given the batches'
+    products: one `np.linalg.solve` over every resample when all are full rank beyond
+    doubt, else batch by batch."""
+    chosen = list(cols)
+    if _certainly_full_rank(xtx):
+        return np.linalg.solve(xtx, xty[..., None])[:, chosen, 0]
+    out, start = [], 0
     for w in batches:
         rows = slice(start, start + len(w))
         start += len(w)
-        if certain[rows].all():
-            boot.append(coef[rows][:, list(cols)])
-            exact.append(np.zeros(len(w), dtype=bool))
+        if _certainly_full_rank(xtx[rows]):
+            out.append(np.linalg.solve(xtx[rows], xty[rows][..., None])[:, chosen, 0])
         else:
-            boot.append(lstsq_weighted(g, h, w, cols))
-            exact.append(np.ones(len(w), dtype=bool))
-    values, solved = np.vstack(boot), np.concatenate(exact)
-    near = np.zeros(len(values), dtype=bool)
-    for k in range(len(cols)):
-        near |= _near_order_statistics(values[:, k], _WINDOW * scale) & ~solved
-    if near.any():
-        values[near] = np.linalg.solve(xtx[near], xty[near][..., None])[:, list(cols), 0]
-    return tuple(summarize(e, values[:, k], n_q) for k, e in enumerate(estimates))
+            out.append(lstsq_weighted(g, h, w, cols))
+    return np.vstack(out)
 
 
-def _near_order_statistics(values: np.ndarray, tolerance: float) -> np.ndarray:
-    """Rows whose value lies within 2·`tolerance` of an order statistic that
-    `summarize`'s percentiles read (with a rank of margin on each side).
+def _certainly_full_rank(xtx: np.ndarray) -> bool:
+    """Whether every matrix of a stack of X'X is full rank beyond doubt: far from the
+    cut-off of `identified`, so that its eigenvalue test would find each full rank.
 
-    If every value is within `tolerance` of its exact counterpart, replacing these rows
-    by their exact values gives exactly the exact order statistics at those ranks: a
-    row outside the window lies on the same side of them approximately and exactly.
-    """
-    defined = ~np.isnan(values)
-    n = int(defined.sum())
-    if n == 0:
-        return defined
-    tail = (1 - LEVEL) / 2
-    pos = np.floor(np.array([tail, 1 - tail]) * (n - 1)).astype(np.int64)
-    ranks = np.unique(np.clip((pos[:, None] + np.arange(-1, 3)).ravel(), 0, n - 1))
-    stats = np.partition(values[defined], ranks)[ranks]
-    with np.errstate(invalid="ignore"):
-        return (np.abs(values[:, None] - stats[None, :]) <= 2 * tolerance).any(axis=1)
-
-
-def _spd_solve(xtx: np.ndarray, xty: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Vectorised Cholesky solve of a stack of X'X b = X'y, and which X'X are full rank
-    beyond doubt.
-
-    λ_min ≥ 1/tr(X'X⁻¹) and λ_max ≤ tr(X'X), so when 1/(tr X'X · tr X'X⁻¹) exceeds
-    `_CERTAIN` (far above `_RTOL`, the cut-off of `identified`), X'X is full rank and
-    well conditioned (condition number ≤ 1/`_CERTAIN`): the solution here is then within
-    a relative `_WINDOW` of `np.linalg.solve`'s. The stack is the last axis, so every
-    step is one elementwise operation over all matrices.
+    A Cholesky factorisation of X'X − c·I with c = `_CERTAIN` · tr(X'X) succeeds only
+    where λ_min(X'X) > c (up to rounding of order p·ε·tr(X'X), which is backward
+    stable), and λ_max ≤ tr(X'X); so λ_min/λ_max exceeds about `_CERTAIN`, far above
+    `_RTOL`. One LAPACK call covers the stack; it fails as a whole when any matrix
+    fails.
 
     Args:
         xtx: (b, p, p) symmetric positive semi-definite matrices.
-        xty: (b, p) right-hand sides.
 
     Returns:
-        (certainly full rank, (b,), solutions (b, p); meaningless where not certain).
+        True when every matrix passes.
     """
-    a, rhs = np.ascontiguousarray(np.moveaxis(xtx, 0, -1)), np.ascontiguousarray(xty.T)
-    p = a.shape[0]
-    low, inv = np.zeros_like(a), np.zeros_like(a)
-    z, coef = np.zeros_like(rhs), np.zeros_like(rhs)
-    ok = np.ones(a.shape[-1], dtype=bool)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        for j in range(p):  # Cholesky a = low · lowᵀ, column by column
-            d = a[j, j] - np.square(low[j, :j]).sum(axis=0)
-            ok &= d > 0
-            low[j, j] = np.sqrt(np.where(d > 0, d, 1.0))
-            low[j + 1:, j] = (a[j + 1:, j] - (low[j + 1:, :j] * low[j, :j]).sum(axis=1)
-                              ) / low[j, j]
-        for i in range(p):  # inv = low⁻¹ (lower triangular) and low · z = rhs, row by row
-            row = -(low[i, :i, None] * inv[:i, :i + 1]).sum(axis=0)
-            row[i] += 1.0
-            inv[i, :i + 1] = row / low[i, i]
-            z[i] = (rhs[i] - (low[i, :i] * z[:i]).sum(axis=0)) / low[i, i]
-        for i in reversed(range(p)):  # lowᵀ · coef = z
-            coef[i] = (z[i] - (low[i + 1:, i] * coef[i + 1:]).sum(axis=0)) / low[i, i]
-        bound = 1.0 / (np.trace(a) * np.square(inv).sum(axis=(0, 1)))
-        certain = ok & (bound > _CERTAIN) & np.isfinite(coef).all(axis=0)
-    return certain, coef.T
+    if not len(xtx):
+        return True
+    b, p = xtx.shape[:2]
+    shifted = xtx.reshape(b, p * p).copy()
+    diagonal = shifted[:, ::p + 1]  # a view of each matrix's diagonal
+    shift = _CERTAIN * diagonal.sum(axis=1)
+    if not (np.isfinite(shift).all() and (shift > 0).all()):
+        return False
+    diagonal -= shift[:, None]
+    try:
+        np.linalg.cholesky(shifted.reshape(b, p, p))
+    except np.linalg.LinAlgError:
+        return False
+    return True

@@ -15,7 +15,7 @@ from analysis.arms import Grouping
 from analysis.failure_rows import coded_samples, failure_rows, group_samples
 from analysis.hazard import hazard_curve, hazard_table, index_table, integration_index
 from analysis.lpm import fit_both, hazard_sample, question_crossproducts
-from analysis.lpm_boot import _spd_solve, coefficient_intervals, lstsq_weighted
+from analysis.lpm_boot import _certainly_full_rank, coefficient_intervals, lstsq_weighted
 from analysis.lpm_batch import fit_samples
 from analysis.stats import resample_weights, summarize
 from tests.test_measures import synthetic_hazard
@@ -51,7 +51,7 @@ def test_rank_deficient_resamples_take_the_exact_path() -> None:
     assert want[1].n_boot < 400  # the case this test is about did occur
 
 
-def test_spd_solve_flags_singular_and_ill_conditioned_matrices() -> None:
+def test_full_rank_certificate_refuses_singular_and_ill_conditioned_matrices() -> None:
     rng = np.random.default_rng(0)
     x = rng.normal(size=(50, 4))
     good = x.T @ x
@@ -59,9 +59,10 @@ def test_spd_solve_flags_singular_and_ill_conditioned_matrices() -> None:
     singular[:, 3] = singular[:, 2]
     singular[3, :] = singular[2, :]
     scaled = np.diag([1.0, 1.0, 1.0, 1e-4]) @ good @ np.diag([1.0, 1.0, 1.0, 1e-4])
-    certain, coef = _spd_solve(np.stack([good, singular, scaled]), np.ones((3, 4)))
-    assert certain.tolist() == [True, False, False]
-    assert coef[0] == pytest.approx(np.linalg.solve(good, np.ones(4)), rel=1e-12)
+    assert _certainly_full_rank(np.stack([good, good * 1e6]))
+    for bad in (singular, scaled, np.zeros((4, 4))):
+        assert not _certainly_full_rank(np.stack([good, bad]))
+    assert _certainly_full_rank(np.empty((0, 4, 4)))
 
 
 def _decisions() -> pd.DataFrame:
@@ -137,6 +138,21 @@ def test_coded_samples_fit_as_the_frames_do() -> None:
     assert repr(got) == repr(want)  # every digit, NaN where not identified
     assert any(math.isnan(f.gamma.estimate) for f, _ in got if f.n_decisions)
     assert any(f.n_decisions == 0 for f, _ in got)
+
+
+def test_samples_fitted_on_threads_equal_one_by_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`fit_samples` on several threads gives the numbers, in the order, of fitting
+    the samples on one thread."""
+    import analysis.lpm_batch as lpm_batch
+
+    dec = _decisions()
+    coded = [s for s, _ in coded_samples(dec, failure_rows(dec, Grouping()), "side_channel")]
+    coded = coded + coded[::-1]
+    monkeypatch.setattr(lpm_batch, "worker_threads", lambda: 3)
+    threaded = fit_samples(coded, "side_channel", 150, 2)
+    monkeypatch.setattr(lpm_batch, "worker_threads", lambda: 1)
+    assert repr(threaded) == repr(fit_samples(coded, "side_channel", 150, 2))
+    assert repr(threaded[0]) == repr(threaded[-1]) != repr(threaded[1])
 
 
 @pytest.mark.parametrize("pool", [(), ("seeds", "runs")])
