@@ -237,3 +237,50 @@ def test_episodes_record_the_prompt_files_they_used(db_path):
     (sha,) = db.conn.execute("SELECT prompts_sha256 FROM episodes WHERE id = ?", (eid,)
                              ).fetchone()
     assert sha == result.prompts_sha256 and prompt_set(db, sha) == result.prompts
+
+
+def test_errored_episodes_are_read_through_their_partial_index(db_path):
+    """Migration 0011: the errored episodes' read (every analysis makes it) uses the
+    index of errored episodes instead of scanning every episode."""
+    from core.store.frames import episodes_frame
+
+    db = store.connect(db_path)
+    seen: list[str] = []
+    db.conn.set_trace_callback(seen.append)
+    episodes_frame(db, upto=10, errored=True)
+    db.conn.set_trace_callback(None)
+    sql = [s for s in seen if "e.error IS NOT NULL" in s][-1]
+    plan = " ".join(row[-1] for row in db.conn.execute("EXPLAIN QUERY PLAN " + sql))
+    assert "episodes_errored" in plan, plan
+
+
+def test_selection_runs_are_the_runs_of_the_matching_episodes(db_path):
+    """`selection_runs` asks each run for one matching episode; it names exactly the
+    distinct runs of the episodes the selection and the id bound keep."""
+    from core.store.frames import _FROM, Selection, _where, selection_runs
+
+    db = store.connect(db_path)
+    pool = make_pool(3)
+    store.insert_questions(db, pool)
+    for run, model, regime in (("a", "sim-own5", "persistent"), ("b", "sim-clock4", "clean"),
+                               ("c", "sim-own5", "clean")):
+        cell = CellSpec(builtin_models()[model], parse_condition("none"), parse_regime(regime),
+                        None, 8, 0)
+        cell_id = store.ensure_cell(db, store.ensure_run(db, run), cell.columns())
+        asyncio.run(run_questions(db, cell_id, cell, pool, ForeignPool(pool),
+                                  make_client(cell.model)))
+    store.ensure_run(db, "empty")
+
+    def distinct(sel: Selection, upto: int | None) -> tuple[str, ...]:
+        where, args = _where(db, sel, *([f"e.id <= {upto}"] if upto is not None else []))
+        return tuple(sorted(r[0] for r in db.conn.execute(f"SELECT DISTINCT r.name {_FROM}{where}",
+                                                          args)))
+
+    checked = set()
+    for sel in (Selection(), Selection(models=("sim-own5",)), Selection(regimes=("clean",)),
+                Selection(runs=("b", "empty")), Selection(models=("sim-clock4",), runs=("a",))):
+        for upto in (None, 3, 4, 7, 0):
+            got = selection_runs(db, sel, upto)
+            assert got == distinct(sel, upto)
+            checked.add(got)
+    assert {("a", "b", "c"), ("a", "c"), ("b", "c"), ("b",), ("a",), ()} <= checked

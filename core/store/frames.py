@@ -634,10 +634,16 @@ def fingerprint(db: Database, selection: Selection) -> Fingerprint:
 
 def selection_runs(db: Database, selection: Selection, upto: int | None = None
                    ) -> tuple[str, ...]:
-    """Names of the runs with episodes in the selection, sorted."""
+    """Names of the runs with episodes in the selection, sorted.
+
+    Each run is asked whether one episode of it matches (an index lookup per cell of
+    the run), instead of listing the run of every episode: 0.05 s -> under 1 ms at
+    198,000 episodes.
+    """
     extra = [f"e.id <= {int(upto)}"] if upto is not None else []
-    where, args = _where(db, selection, *extra)
-    rows = db.conn.execute(f"SELECT DISTINCT r.name {_FROM}{where}", args).fetchall()
+    where, args = _where(db, selection, *extra, "r.id = o.id")
+    rows = db.conn.execute(f"SELECT o.name FROM runs o WHERE EXISTS (SELECT 1 {_FROM}{where})",
+                           args).fetchall()
     return tuple(sorted(str(r[0]) for r in rows))
 
 
