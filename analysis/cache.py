@@ -14,6 +14,10 @@ it falls in) and lab.db's change counter (any update or delete). So the console
 and repeated CLI calls never recompute unchanged numbers, and a stored episode
 invalidates exactly the selections that contain it. Delete the folder at any time
 to drop the cache.
+
+The hazard table's LPM fits are also kept by the content of each group's sample
+(`shared_key`, `analysis.hazard.sample_key`), for any selection and data state: new
+episodes refit only the groups whose samples they change.
 """
 
 from __future__ import annotations
@@ -70,6 +74,25 @@ class ResultsCache:
                    "state": asdict(source.fingerprint), "table": name, "spec": spec}
         text = json.dumps(payload, sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()
+
+    def shared_key(self, name: str, spec: dict[str, Any]) -> str:
+        """The file stem of values that hold for any selection and data state (the
+        hazard table's LPM fits by sample content): the version, schema, code hash,
+        `name` and `spec` only.
+
+        Args:
+            name: what is stored.
+            spec: the parameters the values depend on.
+
+        Returns:
+            The key.
+        """
+        from core.prereg import project_version
+        from core.schema import SCHEMA_VERSION
+
+        payload = {"version": project_version(), "schema": SCHEMA_VERSION, "code": code_hash(),
+                   "shared": name, "spec": spec}
+        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
     def get(self, key: str) -> Any | None:
         """The cached value, or None when absent or unreadable (then it is recomputed)."""

@@ -10,7 +10,8 @@ per-question sums.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import hashlib
+from collections.abc import MutableMapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,7 +21,7 @@ from analysis.arms import Grouping
 from analysis.decisions import codes
 from analysis.failure_rows import cluster_counts, coded_samples, failure_rows, grouped_intervals
 from analysis.failure_rows import family_failure_regimes as family_failure_regimes
-from analysis.lpm import HAZARD_BOOT
+from analysis.lpm import HAZARD_BOOT, HazardFit
 from analysis.lpm_batch import fit_samples
 from analysis.rows import Row, Table, interval_row
 from analysis.stats import N_BOOT, Interval, bootstrap_intervals, cluster_sums, safe_ratio
@@ -155,6 +156,20 @@ def _curve_statistic(c: np.ndarray) -> np.ndarray:
     return safe_ratio(c[..., 1], c[..., 0])
 
 
+def sample_key(content: bytes) -> bytes:
+    """The key of a group's hazard sample among fits (`hazard_table`'s `fitted`): the
+    sha256 of its content (`analysis.failure_rows.coded_samples`), which determines
+    the fit exactly (equal contents are the same arrays, fitted by the same steps).
+
+    Args:
+        content: the sample's content as bytes.
+
+    Returns:
+        32 bytes.
+    """
+    return hashlib.sha256(content).digest()
+
+
 def index_table(decisions: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0,
                 grouping: Grouping | None = None) -> Table:
     """Integration index I with its components for every group and regime family.
@@ -199,7 +214,9 @@ def index_table(decisions: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0,
 
 def hazard_table(decisions: pd.DataFrame, n_boot: int = N_BOOT,
                  hazard_boot: int = HAZARD_BOOT, seed: int = 0,
-                 grouping: Grouping | None = None) -> Table:
+                 grouping: Grouping | None = None,
+                 fitted: MutableMapping[bytes, tuple[HazardFit, HazardFit]] | None = None
+                 ) -> Table:
     """Hazard curve (j = 0…7) and the LPM's β and γ, pooled and with question FE, for
     every group and regime family.
 
@@ -209,6 +226,12 @@ def hazard_table(decisions: pd.DataFrame, n_boot: int = N_BOOT,
         hazard_boot: resamples for the LPM.
         seed: bootstrap seed.
         grouping: what rows pool and the errored episodes they count.
+        fitted: fits already made with this `hazard_boot` and `seed`, by `sample_key`
+            of their sample: a group whose sample is among them is not fitted again,
+            and the fits made here are added, those used again moved to the end, so
+            the mapping's order is from least to most recently used
+            (`analysis.measures` keeps it in the results cache, so new episodes refit
+            only the groups they change).
 
     Returns:
         Table "hazard" (groups without a failure regime have no row).
@@ -222,16 +245,21 @@ def hazard_table(decisions: pd.DataFrame, n_boot: int = N_BOOT,
                              np.column_stack([np.ones_like(y[keep]), y[keep]]))
     curves = grouped_intervals(sums, _curve_statistic, n_boot, seed)
     samples = coded_samples(decisions, fr, "side_channel")
-    distinct = {content: sample for sample, content in samples}  # equal samples fit once
-    fits = dict(zip(distinct, fit_samples(list(distinct.values()), "side_channel",
-                                          hazard_boot, seed), strict=True))
+    known = {} if fitted is None else fitted
+    distinct = {sample_key(content): sample for sample, content in samples}  # equal
+    todo = [k for k in distinct if k not in known]  # samples fit once
+    for k in distinct.keys() - set(todo):
+        known[k] = known.pop(k)  # fits used again become the newest
+    known.update(zip(todo, fit_samples([distinct[k] for k in todo], "side_channel",
+                                       hazard_boot, seed), strict=True))
+    fits = {k: known[k] for k in distinct}
     for g, (arm, regimes, (_, content)) in enumerate(zip(fr.keys, fr.regimes, samples,
                                                           strict=True)):
         counts = sums[g].reshape(-1, MAX_J + 1, 2)[..., 0].sum(axis=0)
         for jj, (pt, n) in enumerate(zip(curves[g], counts)):
             rows.append(interval_row(arm, "hazard", pt, f"j={jj}", "decisions", int(n),
                                      regimes=regimes))
-        for fit in fits[content]:
+        for fit in fits[sample_key(content)]:
             fe = fit.fixed_effects
             scope = "question FE" if fe else "pooled"
             detail = (f"{fit.n_decisions} decisions, {fit.share_earlier:.0%} with earlier useful"

@@ -117,7 +117,7 @@ def compute(frames: Frames, names: Sequence[str] = TABLES, n_boot: int = N_BOOT,
             frames.release_episodes()
             continue
         parts[name] = _compute_one(frames, name, grouping, n_boot, hazard_boot, seed, lam,
-                                   reference)
+                                   reference, cache)
         if cache:
             cache.put(keys[name], parts[name])
     for name in names:
@@ -165,6 +165,9 @@ class _Part:
     counts: tuple[int, ...] = ()
 
 
+FITS_KEPT = 4096
+"""Hazard-model fits the results cache keeps across selections (the most recently
+used; ~0.4 KB each)."""
 _READS_DECISIONS = frozenset({"delta", "index", "hazard", "judgments", "leaving"})
 """Tables that read the decision table (the others never load it)."""
 _READS_VALUES = MappingProxyType({
@@ -179,9 +182,11 @@ backup calls and the acting tokens."""
 
 
 def _compute_one(frames: Frames, name: str, grouping: Grouping, n_boot: int,
-                 hazard_boot: int, seed: int, lam: float, reference: str) -> _Part:
+                 hazard_boot: int, seed: int, lam: float, reference: str,
+                 cache: ResultsCache | None = None) -> _Part:
     """One table name, reading only the frames it needs (the tables that only group
-    episodes get their key columns, `Frames.episode_keys`, not the full episodes)."""
+    episodes get their key columns, `Frames.episode_keys`, not the full episodes); the
+    hazard table's fits of unchanged group samples come from `cache`."""
     if name in _READS_VALUES:  # keys and a few integer columns, not the full frame
         ep = frames.episode_columns(_READS_VALUES[name])
     else:
@@ -201,7 +206,13 @@ def _compute_one(frames: Frames, name: str, grouping: Grouping, n_boot: int,
     elif name == "index":
         tables.append(index_table(dec, n_boot, seed, grouping))
     elif name == "hazard":
-        table = hazard_table(dec, n_boot, hazard_boot, seed, grouping)
+        key = cache.shared_key("hazard fits", {"hazard_boot": hazard_boot, "seed": seed}
+                               ) if cache else ""
+        fitted = cache.get(key) if cache else None
+        fitted = fitted if isinstance(fitted, dict) else {}
+        table = hazard_table(dec, n_boot, hazard_boot, seed, grouping, fitted)
+        if cache:
+            cache.put(key, dict(list(fitted.items())[-FITS_KEPT:]))
         tables.append(table)
         curves = _curves(table)
     elif name == "cost":

@@ -174,3 +174,24 @@ def test_failure_rows_group_as_grouping_codes(pool: tuple[str, ...]) -> None:
     assert set(fr.keys) <= set(keys) and len(fr.keys) > 2
     at = [keys.index(k) for k in fr.keys]
     assert (np.asarray(at)[fr.group] == group[fr.rows]).all()
+
+
+def test_hazard_table_reuses_given_fits_and_orders_them_by_last_use() -> None:
+    from dataclasses import replace
+
+    from analysis.stats import Interval
+
+    dec = _decisions()
+    fitted: dict = {}
+    first = hazard_table(dec, 60, 40, 0, fitted=fitted)
+    keys = list(fitted)
+    assert len(keys) > 1
+    marked = tuple(replace(f, beta=Interval(123.0)) for f in fitted[keys[0]])
+    fitted = {b"other": None, keys[0]: marked, **{k: fitted[k] for k in reversed(keys[1:])}}
+    again = hazard_table(dec, 60, 40, 0, fitted=fitted)
+    betas = [r.estimate for r in again.rows if r.measure == "beta"]
+    assert betas.count(123.0) == 2 and len(betas) == 2 * len(keys)  # given, not refitted
+    assert repr([r for r in again.rows if r.measure != "beta"]) == repr(
+        [r for r in first.rows if r.measure != "beta"])
+    assert list(fitted)[0] == b"other" and set(list(fitted)[1:]) == set(keys)
+    assert repr(hazard_table(dec, 60, 40, 0).rows) == repr(first.rows)

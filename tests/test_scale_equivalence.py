@@ -169,3 +169,41 @@ def test_ols_params_match_statsmodels() -> None:
             warnings.simplefilter("ignore")
             want = sm.OLS(y, x).fit().params
         assert np.array_equal(ols_params(x, y), want)
+
+
+def test_hazard_fits_are_kept_by_sample_and_new_episodes_refit_only_what_they_change(
+        stored: tuple[Path, dict], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The results cache keeps the hazard model's fits by each group's sample: a new
+    episode invalidates the table, and the recomputation fits only samples it has not
+    fitted before, with the same numbers."""
+    import analysis.hazard as hazard
+    from analysis.cache import ResultsCache
+    from analysis.measures import FITS_KEPT
+    from core.episode import EpisodeResult
+    from core.store import cell_hash
+
+    path = _copy(stored[0], tmp_path)
+    db = store.connect(path)
+    real, fitted = hazard.fit_samples, []
+
+    def counting(samples, *args, **kwargs):  # type: ignore[no-untyped-def]
+        fitted.append(len(samples))
+        return real(samples, *args, **kwargs)
+
+    monkeypatch.setattr(hazard, "fit_samples", counting)
+    first = compute(load_frames(db), ("hazard",), 50, 20, 0).tables[0].dicts()
+    assert len(fitted) == 1 and fitted[0] > 1
+    cache = ResultsCache(path)
+    key = cache.shared_key("hazard fits", {"hazard_boot": 20, "seed": 0})
+    memo = cache.get(key)
+    assert isinstance(memo, dict) and len(memo) == fitted[0] <= FITS_KEPT
+    memo.pop(next(iter(memo)))  # one group's fit forgotten
+    cache.put(key, memo)
+
+    cell = dict(stored[1]["cells"][0]["columns"], spec_hash=cell_hash({"tag": "new"}))
+    cell_id = store.ensure_cell(db, store.ensure_run(db, "r-new"), cell)
+    store.write_episodes(db, [(cell_id, EpisodeResult("q-new", end_reason="budget"), None)])
+    again = compute(load_frames(db), ("hazard",), 50, 20, 0).tables[0].dicts()
+    assert fitted == [fitted[0], 1]  # the table was recomputed; one sample fitted again
+    assert again == first
+    assert compute(load_frames(db), ("hazard",), 50, 21, 0).tables and fitted[-1] == fitted[0]
