@@ -66,7 +66,7 @@ class ResultsCache:
 
     def key(self, source: FrameSource, name: str, spec: dict[str, Any]) -> str:
         """The file stem of one table computed on one selection's data with one spec."""
-        from core.prereg import project_version
+        from core.version import project_version
         from core.schema import SCHEMA_VERSION
 
         payload = {"version": project_version(), "schema": SCHEMA_VERSION, "code": code_hash(),
@@ -87,7 +87,7 @@ class ResultsCache:
         Returns:
             The key.
         """
-        from core.prereg import project_version
+        from core.version import project_version
         from core.schema import SCHEMA_VERSION
 
         payload = {"version": project_version(), "schema": SCHEMA_VERSION, "code": code_hash(),

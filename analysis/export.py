@@ -27,7 +27,7 @@ from analysis.measures import TABLES, compute, load_frames
 from analysis.rows import ROW_FIELDS, Table
 from analysis.stats import N_BOOT
 from core.errors import ConfigError
-from core.prereg import project_version
+from core.version import project_version
 from core.store.export_rows import episode_rows, step_rows
 from core.store.frames import Selection
 

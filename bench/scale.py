@@ -150,7 +150,7 @@ def subset(full: Path, path: Path, episodes: int) -> None:
 def databases(cache: Path, hotpotqa: Path, workers: int, sizes: tuple[int, ...]
               ) -> dict[int, Path]:
     """The cached databases per size, built when missing."""
-    from core.prereg import project_version
+    from core.version import project_version
 
     cache.mkdir(parents=True, exist_ok=True)
     full = cache / f"scale-{project_version()}-198k.db"

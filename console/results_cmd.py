@@ -193,7 +193,7 @@ def results(ctx: click.Context, table: str, runs: tuple[str, ...], sets: tuple[s
 def row_provenance(row: dict[str, object], provenance: list[dict[str, object]]
                    ) -> dict[str, object]:
     """The version and provenance text of one JSON/CSV row (its own runs only)."""
-    from core.prereg import project_version
+    from core.version import project_version
 
     runs = str(row.get("runs") or "").split(",")
     label = "; ".join(f"{p['run']}: {p['amendment'] or 'exploratory'}"

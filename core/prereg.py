@@ -11,10 +11,8 @@ and the pins.
 from __future__ import annotations
 
 import difflib
-import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from sqlite_utils import Database
@@ -28,6 +26,7 @@ from core.episode import utc_now
 from core.errors import LabError, StoreError
 from core.models.registry import ModelSpec
 from core.regimes import parse_regime
+from core.version import project_version as project_version
 from core.registered_tests import (
     arm_matches,
     scope_condition_hashes,
@@ -43,16 +42,6 @@ FROZEN_FIELDS = ("frozen_at", "prev_sha256", "pins", "version", "data_existed")
 
 class GateError(LabError):
     """An enqueue refused by the pre-registration (draft, out of scope, changed pin)."""
-
-
-@functools.lru_cache(maxsize=1)
-def project_version() -> str:
-    """The installed lab version (read once per process: reading package metadata costs
-    ~4 ms, and every exported row or JSON row records it)."""
-    try:
-        return version("lab")
-    except PackageNotFoundError:
-        return "unknown"
 
 
 def entry_hash(row: Mapping[str, Any]) -> str:

@@ -22,7 +22,7 @@ from core.conditions import parse_condition
 from core.demo_data import demo_questions
 from core.errors import LabError
 from core.models.registry import builtin_models, make_client
-from core.prereg import project_version
+from core.version import project_version
 from core.regimes import ForeignPool, parse_regime, regime_family
 from core.runner import CellSpec, run_questions
 

@@ -143,7 +143,8 @@ def test_a_results_command_loads_neither_the_worker_nor_the_console(db_path):
                  "--regimes", "persistent", "--set", "demo"]) == 0
     assert main(["--db", str(db_path), "worker", "--until-idle"]) == 0
     heavy = ("console.try_cmd", "console.demo_cmd", "console.queue_cmd", "jobs.worker",
-             "core.runner", "textual", "httpx", "anthropic", "openai")
+             "core.runner", "core.prereg", "core.models.registry", "asyncio", "textual",
+             "httpx", "anthropic", "openai")
     code = ("import sys; from console.cli import main; "
             f"code = main(['--db', {str(db_path)!r}, 'results', 'success']); "
             f"print(code, [m for m in {heavy!r} if m in sys.modules])")
