@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import ctypes
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -153,6 +153,28 @@ def sorted_codes(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     return codes.astype(np.int64)[by_object], np.asarray(uniques, dtype=object)
 
 
+def _run_starts(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
+    """The first row of each run of rows holding the same values in `columns`: the same
+    objects in an object column, equal values in another (a NaN starts a run of its
+    own: runs are only ever cut too often, never joined wrongly).
+
+    Args:
+        frame: the rows.
+        columns: the columns compared.
+
+    Returns:
+        Row positions, ascending, starting with 0 (empty for an empty frame).
+    """
+    n = len(frame)
+    change = np.zeros(max(n - 1, 0), dtype=bool)
+    for column in columns:
+        values = frame[column].to_numpy()
+        if values.dtype == object:
+            values = object_addresses(values)
+        change |= values[1:] != values[:-1]
+    return np.flatnonzero(np.concatenate(([n > 0], change)))
+
+
 def _first_rows(codes: np.ndarray, n: int) -> np.ndarray:
     """The first row holding each of the codes 0…n-1 (each occurs)."""
     first = np.empty(n, dtype=np.int64)
@@ -258,10 +280,27 @@ class Grouping:
         if frame.empty:
             return [], np.zeros(0, dtype=np.int64)
         frame = with_keys(frame)
+        starts = _run_starts(frame, self._factor_columns())
+        if len(starts) * 4 > len(frame):
+            return self._codes_of(frame, families)
+        # rows come in runs holding the same values (a cell's episodes, an episode's
+        # decisions): the groups of the runs' first rows, each spread over its run
+        keys, codes = self._codes_of(frame.iloc[starts], families)
+        return keys, np.repeat(codes, np.diff(np.append(starts, len(frame))))
+
+    def _factor_columns(self) -> list[str]:
+        """The columns `codes` reads: the grouping columns, those pooled, the regime,
+        the condition and the amendment."""
         cols = self.columns()
         pooled = [c for c in ("question_set", "run", "seed", "replicate") if c not in cols]
-        factors = {c: sorted_codes(frame[c]) for c in dict.fromkeys(
-            [*cols, *pooled, "regime", "condition", "amendment"])}
+        return list(dict.fromkeys([*cols, *pooled, "regime", "condition", "amendment"]))
+
+    def _codes_of(self, frame: pd.DataFrame, families: bool
+                  ) -> tuple[list[ArmKey], np.ndarray]:
+        """`codes` computed row by row (on a frame with every grouping column)."""
+        cols = self.columns()
+        pooled = [c for c in ("question_set", "run", "seed", "replicate") if c not in cols]
+        factors = {c: sorted_codes(frame[c]) for c in self._factor_columns()}
         regime_codes, regimes = factors["regime"]
         names = [regime_family(str(r)) if families else "" for r in regimes]
         family_codes, family_names = pd.factorize(np.asarray(names, dtype=object), sort=True)

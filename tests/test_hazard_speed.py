@@ -195,3 +195,33 @@ def test_hazard_table_reuses_given_fits_and_orders_them_by_last_use() -> None:
         [r for r in first.rows if r.measure != "beta"])
     assert list(fitted)[0] == b"other" and set(list(fitted)[1:]) == set(keys)
     assert repr(hazard_table(dec, 60, 40, 0).rows) == repr(first.rows)
+
+
+@pytest.mark.parametrize("pool", [(), ("seeds", "runs"), ("sets",)])
+def test_grouping_codes_by_runs_equal_row_by_row(pool: tuple[str, ...]) -> None:
+    """`Grouping.codes` groups the first row of each run of equal keys and spreads it
+    over the run: the keys and codes of grouping every row, also with equal text in
+    distinct objects, missing amendments and seeds, and runs that interleave."""
+    from analysis.arms import _run_starts, with_keys
+
+    dec = _decisions().sort_values(["model", "regime"], kind="stable").reset_index(drop=True)
+    for column in ("model", "regime", "arm", "condition", "condition_hash", "dataset"):
+        one: dict = {}  # one object per text, as frames read from lab.db hold them
+        dec[column] = pd.Series([one.setdefault(v, v) for v in dec[column]], dtype=object)
+    at = np.arange(len(dec))
+    dec.loc[at % 97 == 5, "model"] = "".join(["m", "1"])  # equal text, another object
+    dec["seed"] = at // 40 % 3
+    dec["amendment"] = pd.Series(np.array(["a1", None], dtype=object)[at // 25 % 2],
+                                 dtype=object)
+    dec["run"] = pd.Series(np.array(["r0", "r1"], dtype=object)[at // 30 % 2], dtype=object)
+    dec["question_set"] = pd.Series(np.array(["s1", "s2"], dtype=object)[at // 90 % 2],
+                                    dtype=object)
+    grouping = Grouping(pool)
+    assert len(_run_starts(dec, grouping._factor_columns())) * 4 <= len(dec)  # the run path
+    with_nan = dec.assign(replicate=np.where(at % 50 == 7, np.nan, 0.0))  # runs cut
+    for frame in (dec, with_nan):
+        for families in (False, True):
+            keys, codes = grouping.codes(frame, families)
+            want_keys, want_codes = grouping._codes_of(with_keys(frame), families)
+            assert repr(keys) == repr(want_keys) and codes.tolist() == want_codes.tolist()
+            assert len(keys) > 2

@@ -326,8 +326,12 @@ def episode_keys_frame(db: Database, selection: Selection | None = None,
         ints["cost_usd"] = rows["cost_usd"]
     codes, questions = pd.factorize(rows["question_id"])
     datasets = dict(db.conn.execute("SELECT id, dataset FROM questions").fetchall())
+    # one object per dataset name (SQLite gives each row its own): equal names are the
+    # same object on every row, as the cells' columns are, so grouping hashes them once
+    one: dict[str, str] = {}
     columns = {"episode_id": rows["episode_id"], "cell_id": ints["cell_id"],
-               "dataset": np.array([datasets.get(q, "") or "" for q in questions],
+               "dataset": np.array([one.setdefault(d, d) for d in
+                                    (datasets.get(q, "") or "" for q in questions)],
                                    dtype=object)[codes],
                "question_id": np.asarray(questions, dtype=object)[codes],
                **{v: _value(ints, v, condition) for v in values}}
