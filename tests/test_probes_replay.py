@@ -166,7 +166,8 @@ def test_repair_changes_only_the_placeholder_answers(sim_run):
     fixed, n = repaired_frames(db, raw)
     assert n == 2
     cols = ["answer", "correct", "f1", "em", "placeholder"]
-    changed = raw.episodes[cols].fillna(-1).ne(fixed.episodes[cols].fillna(-1)).any(axis=1)
+    changed = (raw.episodes[cols].astype(object).fillna(-1)
+               .ne(fixed.episodes[cols].astype(object).fillna(-1)).any(axis=1))
     assert set(raw.episodes.loc[changed, "episode_id"]) <= set(ids)
     assert not fixed.episodes.set_index("episode_id").loc[ids, "placeholder"].any()
     r = lab(sim_run, "results", "success", "--repaired", "--format", "json", "--resamples", "10")
