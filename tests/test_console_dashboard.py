@@ -113,6 +113,13 @@ async def test_dashboard_reloads_when_workers_commit(lab_db: Path) -> None:
 @pytest.mark.parametrize("size", [(80, 24), (120, 40)])
 def test_snapshot(snap_compare, lab_db: Path, size: tuple[int, int]) -> None:
     async def loaded(pilot) -> None:
+        # the spend table fills in a worker of its own, which a poll can restart after
+        # the others finished (CI once saw it empty under load): wait for its rows
+        for _ in range(100):
+            await settle(pilot)
+            if pilot.app.screen.query_one("#spend", DataTable).row_count:
+                break
+            await pilot.pause(0.05)
         await settle(pilot)
 
     assert snap_compare(console_app(lab_db), terminal_size=size, run_before=loaded)
