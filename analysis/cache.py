@@ -66,8 +66,8 @@ class ResultsCache:
 
     def key(self, source: FrameSource, name: str, spec: dict[str, Any]) -> str:
         """The file stem of one table computed on one selection's data with one spec."""
-        from core.version import project_version
         from core.schema import SCHEMA_VERSION
+        from core.version import project_version
 
         payload = {"version": project_version(), "schema": SCHEMA_VERSION, "code": code_hash(),
                    "selection": asdict(source.selection),
@@ -87,8 +87,8 @@ class ResultsCache:
         Returns:
             The key.
         """
-        from core.version import project_version
         from core.schema import SCHEMA_VERSION
+        from core.version import project_version
 
         payload = {"version": project_version(), "schema": SCHEMA_VERSION, "code": code_hash(),
                    "shared": name, "spec": spec}

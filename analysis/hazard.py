@@ -247,9 +247,11 @@ def hazard_table(decisions: pd.DataFrame, n_boot: int = N_BOOT,
     samples = coded_samples(decisions, fr, "side_channel")
     known = {} if fitted is None else fitted
     distinct = {sample_key(content): sample for sample, content in samples}  # equal
-    todo = [k for k in distinct if k not in known]  # samples fit once
-    for k in distinct.keys() - set(todo):
-        known[k] = known.pop(k)  # fits used again become the newest
+    # samples fit once; fits used again become the newest, in the groups' order
+    todo = [k for k in distinct if k not in known]
+    for k in distinct:
+        if k in known:
+            known[k] = known.pop(k)
     known.update(zip(todo, fit_samples([distinct[k] for k in todo], "side_channel",
                                        hazard_boot, seed), strict=True))
     fits = {k: known[k] for k in distinct}
