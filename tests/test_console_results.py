@@ -202,6 +202,9 @@ async def test_delta_drilldown_opens_the_trajectory_at_that_step(lab_db: Path) -
         await pilot.press("enter")
         await _settle(pilot)
         assert screen._body() == "results-drill"
+        screen.post_message(DbChanged())  # a worker committed: the list stays on show
+        await _settle(pilot)
+        assert screen._body() == "results-drill"
         table = screen.query_one("#results-drill-table")
         assert table.row_count == 25
         assert "(a) s = t" in _text(screen, "#results-drill-head")

@@ -303,8 +303,13 @@ class ResultsScreen(LabScreen):
         self._show_view()
 
     def on_db_changed(self, message: DbChanged) -> None:
-        """New data: keep the numbers on show, mark them stale when episodes were added."""
+        """New data: keep the numbers on show, mark them stale when episodes were added.
+
+        The base screen's handler (a reload) is not run: it showed the table again,
+        which threw a reader out of a Δ cell's decision list whenever a worker
+        committed."""
         message.stop()
+        message.prevent_default()
         self._check_stale()
 
     def _connect(self):  # type: ignore[no-untyped-def]
