@@ -246,7 +246,8 @@ def hazard_table(decisions: pd.DataFrame, n_boot: int = N_BOOT,
     curves = grouped_intervals(sums, _curve_statistic, n_boot, seed)
     samples = coded_samples(decisions, fr, "side_channel")
     known = {} if fitted is None else fitted
-    distinct = {sample_key(content): sample for sample, content in samples}  # equal
+    keys = [sample_key(content) for _, content in samples]
+    distinct = {k: sample for k, (sample, _) in zip(keys, samples, strict=True)}  # equal
     # samples fit once; fits used again become the newest, in the groups' order
     todo = [k for k in distinct if k not in known]
     for k in distinct:
@@ -254,14 +255,12 @@ def hazard_table(decisions: pd.DataFrame, n_boot: int = N_BOOT,
             known[k] = known.pop(k)
     known.update(zip(todo, fit_samples([distinct[k] for k in todo], "side_channel",
                                        hazard_boot, seed), strict=True))
-    fits = {k: known[k] for k in distinct}
-    for g, (arm, regimes, (_, content)) in enumerate(zip(fr.keys, fr.regimes, samples,
-                                                          strict=True)):
+    for g, (arm, regimes, key) in enumerate(zip(fr.keys, fr.regimes, keys, strict=True)):
         counts = sums[g].reshape(-1, MAX_J + 1, 2)[..., 0].sum(axis=0)
         for jj, (pt, n) in enumerate(zip(curves[g], counts)):
             rows.append(interval_row(arm, "hazard", pt, f"j={jj}", "decisions", int(n),
                                      regimes=regimes))
-        for fit in fits[sample_key(content)]:
+        for fit in known[key]:
             fe = fit.fixed_effects
             scope = "question FE" if fe else "pooled"
             detail = (f"{fit.n_decisions} decisions, {fit.share_earlier:.0%} with earlier useful"

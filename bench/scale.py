@@ -16,7 +16,7 @@ load_frames + compute of its first tab + rendering).
 Commands run as an installed lab runs them: with Python's compiled-module cache. lab's
 modules are byte-compiled first, and ``PYTHONDONTWRITEBYTECODE`` is dropped from the
 commands' environment (set, as in some sandboxes, it makes every call compile lab's
-modules from source again, ~0.15 s here).
+modules from source again).
 
 Each figure is measured ``--repeat`` times (default 3, all figures of a size once per
 round) and printed as the median with the range: on a shared 2-core machine one cold run

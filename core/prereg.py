@@ -26,7 +26,7 @@ from core.episode import utc_now
 from core.errors import LabError, StoreError
 from core.models.registry import ModelSpec
 from core.regimes import parse_regime
-from core.version import project_version as project_version
+from core.version import project_version
 from core.registered_tests import (
     arm_matches,
     scope_condition_hashes,

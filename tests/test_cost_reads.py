@@ -4,7 +4,6 @@ grid with stated-judgment, two-source and switch arms, a measuring arm and dolla
 
 from __future__ import annotations
 
-import asyncio
 import shutil
 from pathlib import Path
 
@@ -16,13 +15,9 @@ from analysis.arms import Grouping
 from analysis.frames import load_frames
 from analysis.measures import _READS_VALUES, _compute_one, compute
 from core import store
-from core.conditions import parse_condition
-from core.demo_data import demo_questions
-from core.models.registry import builtin_models, make_client
-from core.regimes import ForeignPool, parse_regime
-from core.runner import CellSpec, run_questions
 from core.store import frames as F
 from tests.scale_fixture import results_json
+from tests.helpers import store_sim_grid
 
 COST = _READS_VALUES["cost"]
 ARMS = (("sim-backup-own3", "two_source"), ("sim-backup-own3", "switch_rule:k=3"),
@@ -35,19 +30,7 @@ def stored(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A small grid of every arm kind cost treats apart, priced, with a few errors."""
     path = tmp_path_factory.mktemp("cost") / "lab.db"
     db = store.connect(path)
-    store.insert_questions(db, demo_questions())
-    run_id = store.ensure_run(db, "cost")
-    specs, pool = builtin_models(), ForeignPool(demo_questions())
-
-    async def go() -> None:
-        for (model, cond), regime in ((a, r) for a in ARMS for r in ("clean", "persistent")):
-            cell = CellSpec(specs[model], parse_condition(cond), parse_regime(regime), None,
-                            8, 0)
-            cell_id = store.ensure_cell(db, run_id, cell.columns())
-            await run_questions(db, cell_id, cell, demo_questions()[:6], pool,
-                                make_client(cell.model))
-
-    asyncio.run(go())
+    store_sim_grid(db, "cost", ARMS, ("clean", "persistent"), 6)
     rng = np.random.default_rng(7)
     ids = [r[0] for r in db.conn.execute("SELECT id FROM episodes ORDER BY id")]
     with db.conn:  # dollars of a priced model; arm-only counts stored on every arm

@@ -5,7 +5,6 @@ only when they cover the range, and gives the same frame as the row read either 
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import struct
 from pathlib import Path
@@ -14,14 +13,10 @@ import pandas as pd
 import pytest
 
 from core import store
-from core.conditions import parse_condition
-from core.demo_data import demo_questions
-from core.models.registry import builtin_models, make_client
-from core.regimes import ForeignPool, parse_regime
-from core.runner import CellSpec, run_questions
 from core.schema import SCHEMA_VERSION
 from core.store import frames as F
 from core.store.decisions import pack_words_sql, rederive
+from tests.helpers import store_sim_grid, undo_migration
 
 GRID = (("sim-own5", "none"), ("sim-stated-own3", "stated_judgment_rule:k=3"))
 REGIMES = ("clean", "persistent")
@@ -32,19 +27,7 @@ def stored(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Sims of a plain and a stated-judgment arm, stored through the store."""
     path = tmp_path_factory.mktemp("packs") / "lab.db"
     db = store.connect(path)
-    store.insert_questions(db, demo_questions())
-    run_id = store.ensure_run(db, "p")
-    specs, pool = builtin_models(), ForeignPool(demo_questions())
-
-    async def go() -> None:
-        for (model, cond), regime in itertools.product(GRID, REGIMES):
-            cell = CellSpec(specs[model], parse_condition(cond), parse_regime(regime), None,
-                            8, 0)
-            cell_id = store.ensure_cell(db, run_id, cell.columns())
-            await run_questions(db, cell_id, cell, demo_questions()[:8], pool,
-                                make_client(cell.model))
-
-    asyncio.run(go())
+    store_sim_grid(db, "p", GRID, REGIMES, 8)
     db.conn.close()
     return path
 
@@ -155,13 +138,7 @@ def test_packs_in_another_layout_fall_back_to_the_rows(db) -> None:
 
 def test_the_migration_backfills_an_old_db(db, tmp_path: Path) -> None:
     want = stored_packs(db)
-    path = Path(db.conn.execute("PRAGMA database_list").fetchone()[2])
-    with db.conn:
-        db.conn.execute("DROP TABLE decision_packs")
-        db.conn.execute("DELETE FROM _sqlite_migrations WHERE name = '0008_decision_packs'")
-    db.conn.execute("PRAGMA user_version = 7")
-    db.conn.close()
-    old = store.connect(path)
+    old = store.connect(undo_migration(db, "0008_decision_packs", "decision_packs"))
     assert store.schema_version(old) == SCHEMA_VERSION
     assert stored_packs(old) == want == sql_packs(old)
     assert_pack_read_equals_row_read(old)

@@ -24,6 +24,7 @@ from core.store import frames as F
 from core.store.decisions import rederive
 from core.store.frames import KEY_VALUES
 from tests.test_cost_reads import COST, assert_same, stored  # noqa: F401  (the fixture)
+from tests.helpers import undo_migration
 
 READS = {"keys": (), "correct": ("correct",), "cost": COST, "all": KEY_VALUES}
 
@@ -178,16 +179,7 @@ def test_rederive_keeps_the_packs_exact(db) -> None:
 
 def test_the_migration_backfills_a_version_9_db(db) -> None:
     want = packs(db)
-    path = Path(db.conn.execute("PRAGMA database_list").fetchone()[2])
-    with db.conn:
-        db.conn.execute("DROP TABLE episode_packs")
-        for (name,) in db.conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger' "
-                                       "AND name LIKE '%_0010'").fetchall():
-            db.conn.execute(f"DROP TRIGGER {name}")
-        db.conn.execute("DELETE FROM _sqlite_migrations WHERE name = '0010_episode_packs'")
-    db.conn.execute("PRAGMA user_version = 9")
-    db.conn.close()
-    old = store.connect(path)
+    old = store.connect(undo_migration(db, "0010_episode_packs", "episode_packs"))
     assert store.schema_version(old) == SCHEMA_VERSION
     assert packs(old) == want == fresh(old)
     with old.conn:  # the migration's trigger is in place

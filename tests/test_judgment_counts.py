@@ -25,6 +25,7 @@ from core.regimes import ForeignPool, parse_regime
 from core.runner import CellSpec, run_questions
 from core.store.frames import Selection, episodes_frame, steps_frame
 from core.store.judgment_counts import COUNTS, counts_sql, judgment_counts
+from tests.helpers import store_sim_grid
 
 GRID = (("sim-own5", "none"), ("sim-stated-own3", "stated_judgment_rule:k=3"),
         ("sim-own3", "none"))
@@ -81,21 +82,7 @@ def _edit(db) -> None:
 def db(tmp_path_factory: pytest.TempPathFactory):
     """Sims of plain and stated arms over three regimes, then `_edit`."""
     db = store.connect(tmp_path_factory.mktemp("judgments") / "lab.db")
-    store.insert_questions(db, demo_questions())
-    questions = demo_questions()[:8]
-    run_id = store.ensure_run(db, "j")
-    specs = builtin_models()
-    pool = ForeignPool(demo_questions())
-
-    async def go() -> None:
-        for model, cond in GRID:
-            for regime in REGIMES:
-                cell = CellSpec(specs[model], parse_condition(cond), parse_regime(regime),
-                                None, 8, 0)
-                cell_id = store.ensure_cell(db, run_id, cell.columns())
-                await run_questions(db, cell_id, cell, questions, pool, make_client(cell.model))
-
-    asyncio.run(go())
+    store_sim_grid(db, "j", GRID, REGIMES, 8)
     _edit(db)
     return db
 

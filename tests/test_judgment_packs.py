@@ -7,43 +7,25 @@ judgments, a discarded turn before its re-ask, repeated pages, an errored episod
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from core import store
-from core.conditions import parse_condition
-from core.demo_data import demo_questions
-from core.models.registry import builtin_models, make_client
-from core.regimes import ForeignPool, parse_regime
-from core.runner import CellSpec, run_questions
 from core.schema import SCHEMA_VERSION
 from core.store import judgment_counts as J
 from core.store.decisions import rederive
 from core.store.frames import Selection, _where
 from test_judgment_counts import GRID, REGIMES, _edit
+from tests.helpers import store_sim_grid, undo_migration
 
 
 @pytest.fixture(scope="module")
 def edited(tmp_path_factory: pytest.TempPathFactory):
     """test_judgment_counts' lab.db: sims of plain and stated arms, then its `_edit`."""
     db = store.connect(tmp_path_factory.mktemp("jpacks") / "lab.db")
-    store.insert_questions(db, demo_questions())
-    run_id = store.ensure_run(db, "j")
-    specs, pool = builtin_models(), ForeignPool(demo_questions())
-
-    async def go() -> None:
-        for model, cond in GRID:
-            for regime in REGIMES:
-                cell = CellSpec(specs[model], parse_condition(cond), parse_regime(regime),
-                                None, 8, 0)
-                cell_id = store.ensure_cell(db, run_id, cell.columns())
-                await run_questions(db, cell_id, cell, demo_questions()[:8], pool,
-                                    make_client(cell.model))
-
-    asyncio.run(go())
+    store_sim_grid(db, "j", GRID, REGIMES, 8)
     _edit(db)
     return db
 
@@ -167,16 +149,7 @@ def test_missing_rows_fall_back_to_the_steps(db, monkeypatch: pytest.MonkeyPatch
 def test_the_migration_backfills_an_old_db(db) -> None:
     rederive(db, all_ids(db))
     want = stored_rows(db)
-    path = Path(db.conn.execute("PRAGMA database_list").fetchone()[2])
-    with db.conn:
-        db.conn.execute("DROP TABLE judgment_packs")
-        for (name,) in db.conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger' "
-                                       "AND name LIKE '%_0009'").fetchall():
-            db.conn.execute(f"DROP TRIGGER {name}")
-        db.conn.execute("DELETE FROM _sqlite_migrations WHERE name = '0009_judgment_packs'")
-    db.conn.execute("PRAGMA user_version = 8")
-    db.conn.close()
-    old = store.connect(path)
+    old = store.connect(undo_migration(db, "0009_judgment_packs", "judgment_packs"))
     assert store.schema_version(old) == SCHEMA_VERSION
     assert stored_rows(old) == want == sql_rows(old)
     assert_same(J.judgment_counts(old), step_query(old))
