@@ -19,7 +19,6 @@ import pandas as pd
 
 from analysis.decisions import codes, judgment_columns
 from analysis.lpm_boot import coefficient_intervals, identified
-from analysis.lpm_boot import lstsq_weighted as lstsq_weighted
 from analysis.stats import Interval, cluster_sums
 from core.regimes import FAILURE_REGIMES
 

@@ -19,13 +19,8 @@ from analysis.cost import judgment_rates, stopping_cost, tpc
 from analysis.decisions import decision_table, run_lengths
 from analysis.delta import design_contrast, time_matched_contrast
 from analysis.hazard import hazard_curve, integration_index
-from analysis.lpm import (
-    fit_statsmodels,
-    hazard_model,
-    hazard_sample,
-    lstsq_weighted,
-    question_crossproducts,
-)
+from analysis.lpm import fit_statsmodels, hazard_model, hazard_sample, question_crossproducts
+from analysis.lpm_boot import lstsq_weighted
 from analysis.measures import TABLES, compute, frames_from
 from analysis.plots import answer_action_chart, hazard_chart
 from analysis.success import paired_success, success_by_regime
