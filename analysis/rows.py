@@ -21,8 +21,8 @@ from core.regimes import regime_family
 
 ROW_FIELDS = ("model", "arm", "condition", "condition_hash", "budget", "dataset",
               "question_set", "runs", "amendment", "seeds", "replicates", "regimes", "measure",
-              "scope", "estimate", "ci_low", "ci_high", "n", "unit", "p", "p_holm", "detail",
-              "errored")
+              "scope", "estimate", "ci_low", "ci_high", "n", "unit", "p", "p_holm", "holm_m",
+              "judgments", "detail", "errored")
 """Column order of every results CSV."""
 
 
@@ -41,8 +41,13 @@ class Row:
         ci_high: upper 95% bound.
         n: size behind the estimate, in `unit`.
         unit: "questions", "decisions", "episodes", "judgments" or "".
-        p: one-sided p (share of resampled differences <= 0), when relevant.
-        p_holm: Holm-adjusted p across models, when relevant.
+        p: bootstrap p of the row's test (`analysis.stats.bootstrap_p`), when relevant.
+        p_holm: Holm-adjusted p within the row's family (README "Multiplicity"); set
+            whenever `p` is.
+        holm_m: size of that family (the p values adjusted together); 0 without p.
+        judgments: where the row's judgments came from, with counts ("side_channel
+            1,204", "replay 96", "both: side_channel 1,108, replay 96"); "" for
+            measures that read no judgments.
         detail: short free text (group sizes, components, flags).
         runs: the run, or the runs pooled into the row, comma-separated.
         arm: arm label with every non-default knob (`enforced_rule:k=7`).
@@ -69,6 +74,8 @@ class Row:
     unit: str = ""
     p: float = math.nan
     p_holm: float = math.nan
+    holm_m: int = 0
+    judgments: str = ""
     detail: str = ""
     runs: str = ""
     arm: str = ""
@@ -99,7 +106,9 @@ class Row:
                       self.condition_hash, self.condition, self.amendment)
 
     def as_dict(self) -> dict[str, Any]:
-        """The row as a plain dict in ROW_FIELDS order; NaN and infinities become None.
+        """The row as a plain dict in ROW_FIELDS order; NaN (undefined) becomes None and
+        an infinity the string "inf" / "-inf" (a defined, unbounded value such as the
+        TPC of a turn that gained nothing), so JSON and CSV never confuse the two.
 
         Every field holds a scalar, so reading the attributes gives what
         ``dataclasses.asdict`` gives, without its deep copies (a tenth of the time of
@@ -107,7 +116,7 @@ class Row:
         out = {key: getattr(self, key) for key in ROW_FIELDS}
         for key, value in out.items():
             if isinstance(value, float) and not math.isfinite(value):
-                out[key] = None
+                out[key] = None if math.isnan(value) else ("inf" if value > 0 else "-inf")
         return out
 
 
@@ -138,10 +147,10 @@ def make_row(arm: ArmKey | tuple[str, str, int], measure: str, scope: str = "",
     """
     if not isinstance(arm, ArmKey):
         return Row(arm[0], arm[1], arm[2], measure, scope, estimate, ci_low, ci_high, n, unit,
-                   p, math.nan, detail, runs)
+                   p, math.nan, 0, "", detail, runs)
     covered = arm.regimes if regimes is None else tuple(regimes)
     return Row(arm.model, arm.condition, arm.budget, measure, scope, estimate, ci_low, ci_high,
-               n, unit, p, math.nan, detail, runs or arm.runs, arm.arm, arm.condition_hash,
+               n, unit, p, math.nan, 0, "", detail, runs or arm.runs, arm.arm, arm.condition_hash,
                arm.dataset, arm.question_set, arm.seeds, arm.replicates, ",".join(covered),
                arm.errored_in(covered), arm.amendment)
 

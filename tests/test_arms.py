@@ -323,17 +323,20 @@ def test_row_fields_name_every_row_attribute_in_csv_order():
     assert list(Row("m", "none", 8, "success").as_dict()) == list(ROW_FIELDS)
 
 
-def test_row_as_dict_is_asdict_with_non_finite_floats_as_none():
+def test_row_as_dict_is_asdict_with_nan_as_none_and_infinities_as_text():
+    """NaN (undefined) is None; ±inf (defined, unbounded, e.g. a TPC) is "inf"/"-inf"."""
     import math
     from dataclasses import asdict
 
     from analysis.rows import ROW_FIELDS, Row
 
     row = Row("m", "none", None, "beta", "pooled", 0.25, -math.inf, math.nan, 7, "decisions",
-              math.inf, 0.5, "d", "r1", "none", "abc", "hotpotqa", "dev", "0", "1",
-              "persistent", 2, "a1")
-    expected = {k: (None if isinstance(v, float) and not math.isfinite(v) else v)
+              math.inf, 0.5, 3, "side_channel 7", "d", "r1", "none", "abc", "hotpotqa", "dev",
+              "0", "1", "persistent", 2, "a1")
+    expected = {k: ((None if math.isnan(v) else ("inf" if v > 0 else "-inf"))
+                    if isinstance(v, float) and not math.isfinite(v) else v)
                 for k, v in asdict(row).items()}
     got = row.as_dict()
     assert got == expected and list(got) == list(ROW_FIELDS)
-    assert got["ci_low"] is None and got["p"] is None and got["budget"] is None
+    assert got["ci_low"] == "-inf" and got["p"] == "inf" and got["ci_high"] is None
+    assert got["budget"] is None and got["holm_m"] == 3
