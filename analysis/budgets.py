@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.arms import ArmKey, Grouping, regime_order
-from analysis.rows import Row, Table, interval_row
+from analysis.rows import Row, Table, interval_row, with_holm
 from analysis.stats import N_BOOT, Interval, bootstrap_intervals, safe_ratio
 
 MEASURES = ("success", "answered", "median_action", "final_share", "tool_calls")
@@ -276,9 +276,10 @@ def budget_table(episodes: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0,
     notes = ("Each arm at two action budgets, paired by question (only questions both "
              "budgets ran in the regime); measure@N is the value at budget N, measure_diff "
              "the larger budget minus the smaller with a 95% question bootstrap (both budgets "
-             "resampled together) and p = share of resampled differences ≤ 0. success: share "
+             "resampled together), p = share of resampled differences ≤ 0 (at least "
+             "1/(resamples+1)) and p_holm across models (holm_m). success: share "
              "correct; answered: share that answered; median_action: median answering action "
              "(1-based); final_share: share of answers at the budget's final action; "
              "tool_calls: mean search and lookup calls. Groups with one budget have no rows.",)
     return Table("budgets", "Budget scaling: each arm at two budgets, paired by question",
-                 tuple(rows), notes, "long", pooled=grouping.pooled)
+                 with_holm(rows), notes, "long", pooled=grouping.pooled)

@@ -24,7 +24,7 @@ from analysis.dissociation import dissociation
 from analysis.hazard import integration_index
 from analysis.leaving import leave_delta, switching
 from analysis.outcome_data import TestData, Unit, families
-from analysis.stats import Interval, holm
+from analysis.stats import Interval, bootstrap_p, holm
 from analysis.success import paired_success
 from core.conditions import LAMBDA
 from core.registered_tests import DEFAULT_BUDGET, bound_rule, named_conditions, named_regimes
@@ -46,9 +46,13 @@ class Part:
         estimate: the point estimate (NaN when undefined).
         ci_low: 95% lower bound (NaN when the kind has none).
         ci_high: 95% upper bound.
-        p: one-sided p (paired_diff only; NaN otherwise).
-        p_adjusted: Holm-adjusted p (NaN unless Holm applied).
+        p: the bootstrap p of the test's alternative (paired_diff only; NaN
+            otherwise), `analysis.stats.bootstrap_p`.
+        p_adjusted: Holm-adjusted p within the part's family (its dataset and
+            question set, across models), set whenever `p` is; equal to `p` under
+            ``"correction": "none"``.
         detail: counts behind the number, as text.
+        holm_m: the family's size (1 under ``"correction": "none"``; 0 without p).
     """
 
     unit: Unit
@@ -60,6 +64,7 @@ class Part:
     p: float = math.nan
     p_adjusted: float = math.nan
     detail: str = ""
+    holm_m: int = 0
 
 
 def _budget(test: Mapping[str, Any]) -> int:
@@ -107,34 +112,53 @@ def _paired(data: TestData, test: Mapping[str, Any], unit: Unit, regime: str, n_
     return None, f"{regime} not run by both arms"
 
 
+def holm_families(units: Sequence[Unit], ps: Sequence[float], correction: str = "holm"
+                  ) -> list[tuple[float, int]]:
+    """Holm-adjusted p and family size of each unit's p: one family per dataset and
+    question set, across models (the paper: "Holm correction is applied across models
+    within each hypothesis"). NaN p values are left out of their family.
+
+    Args:
+        units: the parts' units, aligned with `ps`.
+        ps: raw p values (NaN where undefined).
+        correction: "holm", or "none" (each p is its own family of one).
+
+    Returns:
+        (adjusted p, family size) per unit; (NaN, 0) where p is NaN.
+    """
+    out: list[tuple[float, int]] = [(math.nan, 0)] * len(ps)
+    families: dict[tuple[str, str], list[int]] = {}
+    for i, (u, p) in enumerate(zip(units, ps)):
+        if not math.isnan(p):
+            families.setdefault((u.dataset, u.question_set), []).append(i)
+    for idx in families.values():
+        adjusted = holm([ps[i] for i in idx]) if correction == "holm" else [ps[i] for i in idx]
+        m = len(idx) if correction == "holm" else 1
+        for i, q in zip(idx, adjusted):
+            out[i] = (q, m)
+    return out
+
+
 def paired_diff(data: TestData, test: Mapping[str, Any], units: Sequence[Unit], n_boot: int,
                 seed: int) -> list[Part]:
-    """a − b per unit: a one-sided p (Holm across units) or a threshold on the interval."""
+    """a − b per unit: the bootstrap p of the test's alternative (`bootstrap_p`; Holm
+    across models per dataset and set) below alpha, or a threshold on the interval."""
     regime = test.get("regime") or "mean6"
     found = [(u, *_paired(data, test, u, regime, n_boot, seed)) for u in units]
     if "on" in test:
         return [_decide(u, regime, iv, test["on"], test["op"], test["threshold"], detail)
                 for u, iv, detail in found]
     alt = test.get("alternative", "greater")
-    ps = []
-    for _, iv, _ in found:
-        if iv is None or math.isnan(iv.p):
-            ps.append(math.nan)
-            continue
-        share_le0 = iv.p
-        p = share_le0 if alt == "greater" else (1 - share_le0 if alt == "less" else
-                                                min(1.0, 2 * min(share_le0, 1 - share_le0)))
-        ps.append(max(p, 1.0 / max(iv.n_boot, 1)))
-    defined = sum(not math.isnan(p) for p in ps)
-    adjusted = holm(ps) if test.get("correction", "holm") == "holm" and defined > 1 else ps
+    ps = [math.nan if iv is None else bootstrap_p(iv, alt) for _, iv, _ in found]
+    adjusted = holm_families([u for u, _, _ in found], ps, test.get("correction", "holm"))
     alpha = float(test.get("alpha", 0.05))
     out = []
-    for (u, iv, detail), p, q in zip(found, ps, adjusted):
+    for (u, iv, detail), p, (q, m) in zip(found, ps, adjusted):
         if iv is None or math.isnan(p):
             out.append(Part(u, regime, NA, detail=detail))
             continue
         out.append(Part(u, regime, "pass" if q < alpha else "fail", iv.estimate, iv.low,
-                        iv.high, p, q if q != p else math.nan, detail))
+                        iv.high, p, q, detail, m))
     return out
 
 

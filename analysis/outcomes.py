@@ -88,7 +88,8 @@ class Outcome:
                        "question_set": p.unit.question_set, "what": p.what,
                        "verdict": p.verdict, "estimate": _num(p.estimate),
                        "ci_low": _num(p.ci_low), "ci_high": _num(p.ci_high),
-                       "p": _num(p.p), "p_holm": _num(p.p_adjusted), "detail": p.detail}
+                       "p": _num(p.p), "p_holm": _num(p.p_adjusted), "holm_m": p.holm_m,
+                       "detail": p.detail}
                       for p in self.parts],
         }
 
@@ -183,8 +184,8 @@ def _part_text(p: Part, several_units: bool) -> str:
     if math.isnan(p.estimate):
         return f"{head}: – ({p.detail})"
     ci = "" if math.isnan(p.ci_low) else f" [{_fmt(p.ci_low)}, {_fmt(p.ci_high)}]"
-    pv = "" if math.isnan(p.p) else f" p={p.p:.3f}" + (
-        "" if math.isnan(p.p_adjusted) else f" (Holm {p.p_adjusted:.3f})")
+    pv = "" if math.isnan(p.p) else f" p={p.p:.4f}" + (
+        "" if p.holm_m <= 1 else f" (Holm {p.p_adjusted:.4f}, m={p.holm_m})")
     mark = {"pass": "", "fail": " ✗", NA: " n.a."}[p.verdict]
     return f"{head} {_fmt(p.estimate)}{ci}{pv}{mark}" + (f" ({p.detail})" if p.detail else "")
 

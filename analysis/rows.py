@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from analysis.arms import ArmKey
-from analysis.stats import Interval
+from analysis.stats import Interval, bootstrap_p
 from core.regimes import regime_family
 
 ROW_FIELDS = ("model", "arm", "condition", "condition_hash", "budget", "dataset",
@@ -170,7 +170,7 @@ def interval_row(arm: ArmKey | tuple[str, str, int], measure: str, interval: Int
         n: size (default: the interval's cluster count).
         detail: free text.
         runs: runs (default: the group's).
-        with_p: copy the interval's one-sided p.
+        with_p: give the row the p of "difference > 0" (`bootstrap_p`, "greater").
         regimes: regimes the estimate covers (default: every regime of the group).
 
     Returns:
@@ -178,7 +178,41 @@ def interval_row(arm: ArmKey | tuple[str, str, int], measure: str, interval: Int
     """
     return make_row(arm, measure, scope, interval.estimate, interval.n if n is None else n,
                     unit, detail, runs, regimes, interval.low, interval.high,
-                    interval.p if with_p else math.nan)
+                    bootstrap_p(interval, "greater") if with_p else math.nan)
+
+
+def holm_family(row: Row) -> tuple[object, ...]:
+    """The hypothesis a row's p tests, the same for every model: measure, arm (label
+    and condition hash), budget, dataset, question set, scope, the regimes it covers,
+    seed(s) and replicate(s). Rows that share it form one Holm family, across models
+    (the paper: "across models within each hypothesis"). Runs are not in the key: a
+    grid's models may have been enqueued as runs of their own, and two runs of one
+    model in a family only make it stricter."""
+    return (row.measure, row.label, row.condition_hash, row.budget, row.dataset,
+            row.question_set, row.scope, row.regimes, row.seeds, row.replicates)
+
+
+def with_holm(rows: Sequence[Row]) -> tuple[Row, ...]:
+    """The rows with `p_holm` and `holm_m` set wherever `p` is: Holm within each
+    `holm_family` (README "Multiplicity"); a family of one keeps its p.
+
+    Args:
+        rows: a table's rows.
+
+    Returns:
+        The rows in the same order.
+    """
+    from analysis.stats import holm
+
+    families: dict[tuple[object, ...], list[int]] = {}
+    for i, row in enumerate(rows):
+        if not math.isnan(row.p):
+            families.setdefault(holm_family(row), []).append(i)
+    out = list(rows)
+    for idx in families.values():
+        for i, q in zip(idx, holm([rows[i].p for i in idx])):
+            out[i] = replace(rows[i], p_holm=q, holm_m=len(idx))
+    return tuple(out)
 
 
 @dataclass(frozen=True)

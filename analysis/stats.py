@@ -38,8 +38,10 @@ class Interval:
         low: lower percentile bound (NaN when undefined).
         high: upper percentile bound.
         n: number of clusters (questions) the estimate rests on.
-        p: one-sided p, the share of resampled values <= 0 (NaN unless asked for).
+        p: the share of resampled values <= 0 (NaN unless asked for); a test's p is
+            `bootstrap_p`, which also reads `p_ge`.
         n_boot: resamples in which the statistic was defined.
+        p_ge: the share of resampled values >= 0 (NaN unless asked for).
     """
 
     estimate: float
@@ -48,6 +50,7 @@ class Interval:
     n: int = 0
     p: float = math.nan
     n_boot: int = 0
+    p_ge: float = math.nan
 
     @property
     def defined(self) -> bool:
@@ -174,7 +177,8 @@ def percentile_interval(boot: np.ndarray, level: float = LEVEL) -> tuple[float, 
 
 
 def one_sided_p(boot: np.ndarray) -> float:
-    """One-sided p for "greater than 0": the share of resampled values <= 0.
+    """The share of resampled values <= 0 (the raw count behind "greater" in
+    `bootstrap_p`).
 
     Args:
         boot: resampled values (NaN resamples are ignored).
@@ -184,6 +188,42 @@ def one_sided_p(boot: np.ndarray) -> float:
     """
     vals = boot[~np.isnan(boot)]
     return float(np.mean(vals <= 0)) if vals.size else math.nan
+
+
+ALTERNATIVES = ("greater", "less", "two-sided")
+
+
+def bootstrap_p(interval: Interval, alternative: str = "greater") -> float:
+    """The p of a bootstrap test of a difference against 0, the one p of lab (tables
+    and registered tests alike).
+
+    With B resamples in which the difference is defined, L the share of resampled
+    differences <= 0 and G the share >= 0:
+
+    - greater (H1: difference > 0): p = L
+    - less (H1: difference < 0): p = G
+    - two-sided: p = min(1, 2·min(L, G))
+
+    each floored at 1/(B + 1). A resampled difference of exactly 0 counts against
+    the hypothesis in every direction, so identical arms (every difference 0) give
+    p = 1 whatever the alternative, and ties never make evidence.
+
+    Args:
+        interval: a difference's Interval computed with its shares (``with_p``).
+        alternative: "greater", "less" or "two-sided".
+
+    Returns:
+        The p, NaN when no resample is defined or the shares were not computed.
+    """
+    if alternative not in ALTERNATIVES:
+        raise ValueError(f"alternative must be one of {', '.join(ALTERNATIVES)}, "
+                         f"not {alternative!r}")
+    le, ge = interval.p, interval.p_ge
+    if interval.n_boot <= 0 or math.isnan(le) or (alternative != "greater" and math.isnan(ge)):
+        return math.nan
+    share = le if alternative == "greater" else ge if alternative == "less" else min(
+        1.0, 2 * min(le, ge))
+    return max(share, 1.0 / (interval.n_boot + 1))
 
 
 def summarize(estimate: float, boot: np.ndarray, n: int, with_p: bool = False,
@@ -204,7 +244,8 @@ def summarize(estimate: float, boot: np.ndarray, n: int, with_p: bool = False,
         return Interval(math.nan, n=n)
     low, high = percentile_interval(boot, level)
     p = one_sided_p(boot) if with_p else math.nan
-    return Interval(float(estimate), low, high, n, p, int(np.sum(~np.isnan(boot))))
+    p_ge = one_sided_p(-boot) if with_p else math.nan
+    return Interval(float(estimate), low, high, n, p, int(np.sum(~np.isnan(boot))), p_ge)
 
 
 def bootstrap_intervals(statistic: Statistic, n_clusters: int, n_boot: int = N_BOOT,
@@ -253,9 +294,10 @@ def summarize_columns(estimates: np.ndarray, boot: np.ndarray, n: int, with_p: b
         tail = (1 - level) / 2 * 100
         low, high = np.percentile(vals, [tail, 100 - tail], axis=0)
         p = np.mean(vals <= 0, axis=0).tolist() if with_p else [math.nan] * len(full)
+        p_ge = np.mean(vals >= 0, axis=0).tolist() if with_p else [math.nan] * len(full)
         for j, k in enumerate(full):
             out[k] = Interval(float(est[k]), float(low[j]), float(high[j]), n, p[j],
-                              boot.shape[0])
+                              boot.shape[0], p_ge[j])
     return tuple(iv if iv is not None else summarize(float(est[k]), boot[:, k], n, with_p,
                                                      level)
                  for k, iv in enumerate(out))

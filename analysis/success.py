@@ -8,16 +8,15 @@ and a paired difference resamples the same questions for both arms.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from analysis.arms import Grouping, sorted_codes
-from analysis.rows import Row, Table, interval_row
-from analysis.stats import N_BOOT, Interval, bootstrap_intervals, holm, noninferior, safe_ratio
+from analysis.rows import Row, Table, interval_row, with_holm
+from analysis.stats import N_BOOT, Interval, bootstrap_intervals, noninferior, safe_ratio
 from core.regimes import MEAN6
 
 MEAN6_LABEL = "mean6"
@@ -365,9 +364,9 @@ def paired_table(episodes: pd.DataFrame, reference: str = REFERENCE, n_boot: int
 
     An arm is paired only with the reference arm (label exactly `reference`) of the
     same model, budget, dataset, question set(s), run(s), seed(s) and replicate(s).
-    Holm adjusts p across models for each (arm, budget, scope, what
-    the row covers) hypothesis; detail says whether non-inferiority at `margin` holds
-    (lower bound > margin).
+    Holm adjusts p across models within each `analysis.rows.holm_family` (arm ×
+    budget × dataset × set × scope × what the row covers); detail says whether
+    non-inferiority at `margin` holds (lower bound > margin).
 
     Args:
         episodes: error-free episodes.
@@ -397,22 +396,11 @@ def paired_table(episodes: pd.DataFrame, reference: str = REFERENCE, n_boot: int
             covers = _covers(scope, sorted(set(arm.regimes) & set(ref_key.regimes)))
             raw.append(interval_row(arm, f"success − {reference}", iv, scope, detail=detail,
                                     with_p=True, regimes=covers))
-    adjusted: dict[int, float] = {}
-
-    def hypothesis(r: Row) -> tuple[object, ...]:
-        return (r.label, r.budget, r.scope, r.dataset, r.question_set, r.runs, r.seeds,
-                r.replicates)
-
-    families: dict[tuple[object, ...], list[int]] = {}
-    for i, row in enumerate(raw):
-        families.setdefault(hypothesis(row), []).append(i)
-    for idx in families.values():
-        for i, p in zip(idx, holm([raw[i].p for i in idx])):
-            adjusted[i] = p
-    rows = tuple(replace(r, p_holm=adjusted.get(i, math.nan)) for i, r in enumerate(raw))
+    rows = with_holm(raw)
     notes = ((f"Arm − {reference} on the same questions, within the same model, budget, "
              "dataset, question set(s), run(s), seed(s) and replicate(s); p = share of "
-             "resampled differences ≤ 0 (one-sided); p_holm: Holm across models; NI: "
+             "resampled differences ≤ 0 (one-sided), at least 1/(resamples+1); p_holm: Holm "
+             "across models within arm × budget × dataset × set × scope (holm_m); NI: "
              f"non-inferiority (lower bound > {margin:+.2f})."),)
     return Table("paired", f"Paired success differences against '{reference}'", rows, notes,
                  "wide", (MEAN6_LABEL,), pooled=grouping.pooled)

@@ -137,9 +137,61 @@ def test_paired_diff_p_value_verdicts_with_holm():
     assert got.verdict == "partial"
     p1, p2 = got.parts
     assert (p1.verdict, p2.verdict) == ("pass", "fail")
-    assert p1.p == pytest.approx(1 / 200) and p1.p_adjusted == pytest.approx(2 / 200)
+    # p floored at 1/(resamples + 1); Holm across the two models of one dataset and set
+    assert p1.p == pytest.approx(1 / 201) and p1.p_adjusted == pytest.approx(2 / 201)
+    assert p2.p == 1 and p2.p_adjusted == 1 and (p1.holm_m, p2.holm_m) == (2, 2)
     assert one(f, {**test, "models": ["m2"]}).verdict == "fail"  # not "n.a.": it has data
     assert one(f, {**test, "models": ["m3"]}).verdict == "n.a."
+
+
+@pytest.mark.parametrize("alternative", ["greater", "less", "two-sided"])
+@pytest.mark.parametrize("right", [0, 17, 40])
+def test_identical_arms_never_pass_in_any_direction(alternative: str, right: int):
+    """Every difference is 0, so every resampled difference ties at 0: ties count
+    against the hypothesis, p = 1, whatever the alternative (it was 1/n_boot for
+    "less" and two-sided when ties counted for the hypothesis)."""
+    b = Builder()
+    success_pair(b, "m1", right, right, n=40)
+    success_pair(b, "m2", right, right, n=40)
+    test = {"id": "H", "kind": "paired_diff", "metric": "success", "regime": "persistent",
+            "a": "enforced_rule", "b": "none", "alternative": alternative,
+            "models": ["m1", "m2"]}
+    got = one(b.frames(), test)
+    assert got.verdict == "fail"
+    assert [(p.p, p.p_adjusted, p.holm_m) for p in got.parts] == [(1.0, 1.0, 2)] * 2
+
+
+def test_one_worse_question_of_40_is_no_evidence_that_a_is_below_b():
+    """a is wrong where b is right on one question of 40, tied on 39: "less" reads the
+    share of resampled differences ≥ 0 (resamples without that question tie at 0),
+    about (39/40)^40 ≈ 0.36, not 1/(resamples + 1)."""
+    b = Builder()
+    success_pair(b, "m1", 0, 1, n=40)
+    test = {"id": "H", "kind": "paired_diff", "metric": "success", "regime": "persistent",
+            "a": "enforced_rule", "b": "none", "models": ["m1"]}
+    less = one(b.frames(), {**test, "alternative": "less"})
+    (part,) = less.parts
+    assert less.verdict == "fail" and part.estimate == pytest.approx(-1 / 40)
+    assert 0.25 < part.p < 0.5 and part.p_adjusted == part.p and part.holm_m == 1
+    two = one(b.frames(), {**test, "alternative": "two-sided"})
+    assert two.verdict == "fail" and two.parts[0].p == pytest.approx(min(1, 2 * part.p))
+    assert one(b.frames(), {**test, "alternative": "greater"}).parts[0].p == 1
+
+
+def test_holm_family_is_one_dataset_and_set_across_models():
+    """Two models on two question sets: each set is its own family of two (the
+    paper's "across models within each hypothesis"), not one family of four."""
+    b = Builder()
+    for qset in ("s", "s2"):
+        success_pair(b, "m1", 8, 0, n=8, qset=qset)
+        success_pair(b, "m2", 8, 0, n=8, qset=qset)
+    test = {"id": "H", "kind": "paired_diff", "metric": "success", "regime": "persistent",
+            "a": "enforced_rule", "b": "none", "models": ["m1", "m2"]}
+    got = one(b.frames(), test)
+    assert len(got.parts) == 4
+    assert all(p.holm_m == 2 and p.p_adjusted == pytest.approx(2 / 201) for p in got.parts)
+    none = one(b.frames(), {**test, "correction": "none"})
+    assert all(p.holm_m == 1 and p.p_adjusted == p.p for p in none.parts)
 
 
 def test_only_the_amendments_own_runs_count():

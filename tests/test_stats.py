@@ -121,3 +121,35 @@ def test_cluster_sums_by_cluster_and_stratum():
     # rows (cluster, stratum, value): (0,1,2) (0,1,3) (1,0,5) -> [[0, 5], [5, 0]]
     out = cluster_sums(np.array([0, 0, 1]), np.array([1, 1, 0]), np.array([2.0, 3.0, 5.0]), 2, 2)
     assert out[..., 0].tolist() == [[0.0, 5.0], [5.0, 0.0]]
+
+
+def test_bootstrap_p_counts_ties_against_every_alternative():
+    """greater = share ≤ 0, less = share ≥ 0, two-sided = min(1, 2·min(both)), floored
+    at 1/(B + 1); resampled differences of exactly 0 never count as evidence."""
+    from analysis.stats import bootstrap_p, summarize
+
+    boot = np.array([-1.0, 0.0, 0.0, 1.0, 2.0, 3.0, np.nan])
+    iv = summarize(0.5, boot, 10, with_p=True)
+    assert (iv.n_boot, iv.p, iv.p_ge) == (6, 3 / 6, 5 / 6)
+    assert bootstrap_p(iv, "greater") == 3 / 6
+    assert bootstrap_p(iv, "less") == 5 / 6
+    assert bootstrap_p(iv, "two-sided") == 1.0
+    zeros = summarize(0.0, np.zeros(99), 10, with_p=True)
+    assert [bootstrap_p(zeros, a) for a in ("greater", "less", "two-sided")] == [1.0] * 3
+    positive = summarize(1.0, np.ones(99), 10, with_p=True)
+    assert bootstrap_p(positive, "greater") == 1 / 100       # the floor, not 0
+    assert bootstrap_p(positive, "two-sided") == 1 / 100
+    assert bootstrap_p(positive, "less") == 1.0
+    with pytest.raises(ValueError):
+        bootstrap_p(positive, "lesser")
+    assert np.isnan(bootstrap_p(summarize(1.0, np.ones(9), 10), "greater"))  # no shares
+
+
+def test_summarize_columns_gives_both_shares_like_summarize():
+    from analysis.stats import summarize, summarize_columns
+
+    rng = np.random.default_rng(0)
+    boot = rng.integers(-2, 3, size=(200, 3)).astype(float)
+    got = summarize_columns(np.array([0.1, 0.0, -0.2]), boot, 7, with_p=True)
+    for k, iv in enumerate(got):
+        assert iv == summarize([0.1, 0.0, -0.2][k], boot[:, k], 7, with_p=True)

@@ -1,0 +1,56 @@
+"""One Holm family in tables and registered tests (issue 20 §2): across models within
+arm × budget × dataset × question set × scope, `p_holm` and `holm_m` wherever `p` is."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+from statsmodels.stats.multitest import multipletests
+
+from analysis.rows import holm_family, with_holm
+from analysis.success import paired_table
+from tests.test_group_matrices import episodes
+
+
+def test_paired_table_adjusts_across_models_within_each_family():
+    table = paired_table(episodes(seed=3), n_boot=200)
+    families: dict[tuple, list] = {}
+    for r in table.rows:
+        assert math.isnan(r.p) == math.isnan(r.p_holm) and (r.holm_m > 0) != math.isnan(r.p)
+        if not math.isnan(r.p):
+            families.setdefault(holm_family(r), []).append(r)
+    assert max(len(f) for f in families.values()) == 3  # three models, one family
+    for rows in families.values():
+        assert {r.holm_m for r in rows} == {len(rows)}
+        assert len({r.model for r in rows}) == len(rows)
+        want = multipletests([r.p for r in rows], method="holm")[1]
+        assert [r.p_holm for r in rows] == pytest.approx(list(want))
+
+
+def test_a_family_of_one_keeps_its_p_and_says_so():
+    table = paired_table(episodes(seed=3).query("model == 'm1'"), n_boot=200)
+    assert table.rows and all(r.p_holm == r.p and r.holm_m == 1 for r in table.rows
+                              if not math.isnan(r.p))
+
+
+def test_identical_arms_give_p_one_in_the_table():
+    ep = episodes(seed=5).query("condition == 'none'")
+    twin = ep.assign(condition="enforced_rule:k=3", episode_id=ep["episode_id"] + 10_000)
+    rows = paired_table(pd.concat([ep, twin], ignore_index=True), n_boot=200).rows
+    assert rows and all(r.estimate == 0 and r.p == 1 and r.p_holm == 1 for r in rows
+                        if not math.isnan(r.estimate))
+
+
+def test_with_holm_leaves_rows_without_p_alone():
+    from analysis.rows import Row
+
+    rows = (Row("m1", "none", 8, "x", "s", 0.1), Row("m2", "none", 8, "x", "s", 0.2, p=0.01),
+            Row("m3", "none", 8, "x", "s", 0.3, p=0.04), Row("m1", "none", 8, "x", "t", p=0.5))
+    got = with_holm(rows)
+    assert math.isnan(got[0].p_holm) and got[0].holm_m == 0
+    assert (got[1].p_holm, got[1].holm_m) == (0.02, 2)
+    assert (got[2].p_holm, got[2].holm_m) == (0.04, 2)
+    assert (got[3].p_holm, got[3].holm_m) == (0.5, 1)
+    assert with_holm(()) == ()
