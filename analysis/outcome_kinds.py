@@ -25,14 +25,27 @@ from analysis.hazard import integration_index
 from analysis.leaving import leave_delta, switching
 from analysis.outcome_data import TestData, Unit, families
 from analysis.stats import Interval, bootstrap_p, holm
-from analysis.success import paired_success
+from analysis.success import paired_regime_mean, paired_success
 from core.conditions import LAMBDA
+from core.regimes import MEAN3
 from core.registered_tests import DEFAULT_BUDGET, bound_rule, named_conditions, named_regimes
 
 Z95 = 1.959963984540054
 OPS: Mapping[str, Callable[[float, float], bool]] = MappingProxyType({
     "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq})
 NA = "n.a."
+REPORTED = "reported"
+"""The verdict of a descriptive part: its number is reported, no verdict is drawn."""
+NOT_RUN = "not run by both arms"
+MISSING_DATA = ("no episodes of", "no decisions of", NOT_RUN, "no data", "not run at budget")
+"""How a part's detail begins (or, for NOT_RUN, contains) when it is n.a. for want of
+data, as against a number the data leave undefined (`missing_data`)."""
+
+
+def missing_data(detail: str) -> bool:
+    """Whether an n.a. part's detail says data were missing (an arm, regime, budget or
+    run absent), not that the data leave the number undefined."""
+    return any(m in detail for m in MISSING_DATA)
 
 
 @dataclass(frozen=True)
@@ -85,7 +98,7 @@ def _decide(unit: Unit, what: str, iv: Interval | None, on: str, op: str, thresh
 
 def _metric_frame(ep: pd.DataFrame, metric: str, lam: float) -> pd.DataFrame:
     """Episodes with `correct` replaced by the metric's per-episode value."""
-    if metric in ("mean6", "success") or ep.empty:
+    if metric in ("mean6", "mean3", "success") or ep.empty:
         return ep
     out = ep.copy()
     if metric in ("utility", "utility_all"):
@@ -98,18 +111,25 @@ def _metric_frame(ep: pd.DataFrame, metric: str, lam: float) -> pd.DataFrame:
 
 def _paired(data: TestData, test: Mapping[str, Any], unit: Unit, regime: str, n_boot: int,
             seed: int) -> tuple[Interval | None, str]:
-    """a − b on one regime (or mean6) in one unit, paired by question."""
+    """a − b on one regime (or mean6 / mean3) in one unit, paired by question."""
     lam = float(test.get("lam", LAMBDA))
     a = _metric_frame(data.arm(unit, test["a"], _budget(test)), test["metric"], lam)
     b = _metric_frame(data.arm(unit, test["b"], _budget(test)), test["metric"], lam)
     if a.empty or b.empty:
         missing = " and ".join(c for c, f in ((test["a"], a), (test["b"], b)) if f.empty)
         return None, f"no episodes of {missing}"
+    if regime == "mean3":
+        return paired_regime_mean(a, b, MEAN3, n_boot, seed)
     for name, iv in paired_success(a, b, n_boot, seed):
         if name == regime or (regime == "mean6" and name.startswith("mean6")):
             n = iv.n
             return (iv if iv.defined else None), f"{n} questions"
-    return None, f"{regime} not run by both arms"
+    return None, f"{regime} {NOT_RUN}"
+
+
+def _scope(test: Mapping[str, Any]) -> str:
+    """The regime a paired test reads: its `regime`, mean3 for metric mean3, or mean6."""
+    return test.get("regime") or ("mean3" if test["metric"] == "mean3" else "mean6")
 
 
 def holm_families(units: Sequence[Unit], ps: Sequence[float], correction: str = "holm"
@@ -143,7 +163,7 @@ def paired_diff(data: TestData, test: Mapping[str, Any], units: Sequence[Unit], 
                 seed: int) -> list[Part]:
     """a − b per unit: the bootstrap p of the test's alternative (`bootstrap_p`; Holm
     across models per dataset and set) below alpha, or a threshold on the interval."""
-    regime = test.get("regime") or "mean6"
+    regime = _scope(test)
     found = [(u, *_paired(data, test, u, regime, n_boot, seed)) for u in units]
     if "on" in test:
         return [_decide(u, regime, iv, test["on"], test["op"], test["threshold"], detail)
@@ -165,7 +185,7 @@ def paired_diff(data: TestData, test: Mapping[str, Any], units: Sequence[Unit], 
 def noninferiority(data: TestData, test: Mapping[str, Any], units: Sequence[Unit],
                    n_boot: int, seed: int) -> list[Part]:
     """95% lower bound of a − b above the margin, per unit and regime."""
-    regimes = named_regimes(test) or ["mean6"]
+    regimes = named_regimes(test) or [_scope(test)]
     return [_decide(u, r, iv, "ci_low", ">", test["margin"], detail)
             for u in units for r in regimes
             for iv, detail in [_paired(data, test, u, r, n_boot, seed)]]
@@ -245,23 +265,45 @@ def answers(data: TestData, test: Mapping[str, Any], units: Sequence[Unit]) -> l
 
 def budget_contrast(data: TestData, test: Mapping[str, Any], units: Sequence[Unit]
                     ) -> list[Part]:
-    """metric at budgets[0] − metric at budgets[1] (|…| when absolute) `op` threshold."""
+    """metric at budgets[0] − metric at budgets[1] (|…| when absolute) `op` threshold, on
+    the same regimes at both budgets: the test's regime(s), or every regime both
+    budgets ran, one part per regime family (the part names the regimes)."""
     hi, lo = test["budgets"]
     conditions = named_conditions(test)
     out = []
     for u in units:
         for c in conditions:
-            slices_hi = dict(_episode_slices(test, data.arm(u, c, hi)))
-            slices_lo = dict(_episode_slices(test, data.arm(u, c, lo)))
-            for fam in sorted(set(slices_hi) | set(slices_lo)):
-                empty = data.episodes.iloc[0:0]
-                v_hi, d_hi = _answer_value(slices_hi.get(fam, empty), test, test["metric"])
-                v_lo, d_lo = _answer_value(slices_lo.get(fam, empty), test, test["metric"])
+            ep_hi, ep_lo = data.arm(u, c, hi), data.arm(u, c, lo)
+            ran_hi, ran_lo = set(ep_hi["regime"].astype(str)), set(ep_lo["regime"].astype(str))
+            prefix = c if len(conditions) > 1 else ""
+            named = named_regimes(test)
+            if named:
+                absent = [(r, b) for r in named for b, ran in ((hi, ran_hi), (lo, ran_lo))
+                          if r not in ran]
+                if absent:
+                    out.append(Part(u, prefix, NA, detail=f"{absent[0][0]} not run at budget "
+                                                          f"{absent[0][1]}"))
+                    continue
+                slices = [("", tuple(named))]
+            else:
+                common = sorted(ran_hi & ran_lo)
+                if not common:
+                    out.append(Part(u, prefix, NA, detail=f"no regime run at both {hi} and {lo}"
+                                    if len(ep_hi) and len(ep_lo) else f"no episodes of {c}"))
+                    continue
+                fams = families(common)
+                slices = [(f if len(fams) > 1 else "", rs) for f, rs in fams]
+            for fam, regimes in slices:
+                v_hi, d_hi = _answer_value(ep_hi.loc[ep_hi["regime"].isin(regimes)], test,
+                                           test["metric"])
+                v_lo, d_lo = _answer_value(ep_lo.loc[ep_lo["regime"].isin(regimes)], test,
+                                           test["metric"])
                 diff = v_hi - v_lo
                 if test.get("absolute"):
                     diff = abs(diff)
-                what = " ".join(x for x in (c if len(conditions) > 1 else "", fam) if x)
-                detail = f"{hi}: {v_hi:.3g} ({d_hi}); {lo}: {v_lo:.3g} ({d_lo})"
+                what = " ".join(x for x in (prefix, fam) if x)
+                detail = (f"{hi}: {v_hi:.3g} ({d_hi}); {lo}: {v_lo:.3g} ({d_lo}); regimes at "
+                          f"both: {', '.join(regimes)}")
                 iv = None if math.isnan(diff) else Interval(diff)
                 out.append(_decide(u, what, iv, "estimate", test["op"], test["threshold"],
                                    detail))
@@ -295,9 +337,9 @@ def dissociation_parts(data: TestData, test: Mapping[str, Any], units: Sequence[
             d = dissociation(dec, test.get("judgments", "side_channel"), test.get("k", 5),
                              test.get("regime", "persistent"))
             detail = f"{d.answered}/{d.questions} answered after a run of {d.k} in {d.regime}"
-            if d.questions < test.get("min_questions", 1):
+            if 0 < d.questions < test.get("min_questions", 1):
                 iv = wilson(d.answered, d.questions)
-                out.append(Part(u, what, NA, iv.estimate, iv.low, iv.high,
+                out.append(Part(u, what, REPORTED, iv.estimate, iv.low, iv.high,
                                 detail=detail + f"; descriptive (< {test['min_questions']})"))
                 continue
             out.append(_decide(u, what, wilson(d.answered, d.questions) if d.questions else None,

@@ -15,7 +15,14 @@ fail or are n.a. The test is
 - ``fail``: no part passes and at least one fails;
 - ``partial``: some parts pass and some fail;
 - ``n.a.``: no part has data, or every part with data passes but some have none
-  (a pass is never claimed on missing data).
+  (a pass is never claimed on missing data);
+- ``reported``: a descriptive test (``"descriptive": true``, the paper's "reported"
+  rows) or part (a dissociation below its ``min_questions``): the number is shown,
+  no verdict is drawn, and such parts never count towards pass or fail.
+
+A stored test whose numbers cannot mean anything (alpha outside (0, 1), a NaN
+threshold: `core.registered_tests.check_numbers`, e.g. frozen by an older version)
+is n.a. with the reason, never pass.
 
 A ``classify`` test's verdict is instead the label of the first of its ordered
 ``outcomes`` whose condition holds (the same for every unit), or the units'
@@ -27,17 +34,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from analysis import outcome_kinds as kinds
 from analysis.measures import Frames
 from analysis.outcome_data import TestData, Unit
-from analysis.outcome_kinds import NA, Part
-from core.errors import LabError
-from core.registered_tests import bound_rule, inherit, named_conditions
+from analysis.outcome_kinds import NA, REPORTED, Part
+from core.errors import ConfigError, LabError
+from core.registered_tests import bound_rule, check_numbers, inherit, named_conditions, subtests
 
-VERDICTS = ("pass", "fail", "partial", NA)
+VERDICTS = ("pass", "fail", "partial", NA, REPORTED)
 
 
 @dataclass(frozen=True)
@@ -106,6 +113,10 @@ def _fmt(x: float, signed: bool = True) -> str:
 
 def verdict(parts: Sequence[Part]) -> str:
     """Combine part verdicts (see the module docstring)."""
+    decided = [p for p in parts if p.verdict != REPORTED]
+    if parts and not decided:
+        return REPORTED
+    parts = decided
     passed = sum(p.verdict == "pass" for p in parts)
     failed = sum(p.verdict == "fail" for p in parts)
     if passed and failed:
@@ -177,26 +188,31 @@ def prediction_text(test: Mapping[str, Any]) -> str:
     return " / ".join(labels) + " (first that holds)"
 
 
-def _part_text(p: Part, several_units: bool) -> str:
+def _part_text(p: Part, several_units: bool, classify: bool = False) -> str:
     head = " ".join(x for x in (p.unit.text(several_units), p.what) if x)
-    if p.verdict not in ("pass", "fail", NA):  # a classify label
-        return f"{head}: {p.verdict}" + (f" ({p.detail})" if p.detail else "")
+    if classify or p.verdict not in ("pass", "fail", NA, REPORTED):  # a classify label
+        shown = p.detail if p.detail not in ("", "else") else ""
+        return f"{head}: {p.verdict}" + (f" ({shown})" if shown else "")
     if math.isnan(p.estimate):
         return f"{head}: – ({p.detail})"
     ci = "" if math.isnan(p.ci_low) else f" [{_fmt(p.ci_low)}, {_fmt(p.ci_high)}]"
     pv = "" if math.isnan(p.p) else f" p={p.p:.4f}" + (
         "" if p.holm_m <= 1 else f" (Holm {p.p_adjusted:.4f}, m={p.holm_m})")
-    mark = {"pass": "", "fail": " ✗", NA: " n.a."}[p.verdict]
+    mark = {"pass": "", "fail": " ✗", NA: " n.a.", REPORTED: " (reported)"}[p.verdict]
     return f"{head} {_fmt(p.estimate)}{ci}{pv}{mark}" + (f" ({p.detail})" if p.detail else "")
 
 
-def numbers_text(parts: Sequence[Part]) -> str:
-    """The parts as one line: a tally, then each part's number."""
+def numbers_text(parts: Sequence[Part], classify: bool = False) -> str:
+    """The parts as one line: a tally, then each part's number (a classify test: each
+    unit's label, and why where it is n.a.)."""
     units = {p.unit for p in parts}
     several = len({(u.dataset, u.question_set) for u in units}) > 1
+    if classify:
+        return "; ".join(_part_text(p, several, True) for p in parts)
     decided = [p for p in parts if p.verdict in ("pass", "fail", NA)]
+    shown = [p for p in parts if p.verdict != REPORTED]
     tally = (f"{sum(p.verdict == 'pass' for p in decided)}/{len(decided)}: "
-             if decided and len(decided) == len(parts) else "")
+             if decided and len(decided) == len(shown) else "")
     return tally + "; ".join(_part_text(p, several) for p in parts)
 
 
@@ -223,12 +239,15 @@ def _parts(data: TestData, test: Mapping[str, Any], units: Sequence[Unit], n_boo
 
 
 def _holds(data: TestData, sub: Mapping[str, Any], unit: Unit, n_boot: int,
-           seed: int) -> bool | None:
-    """Whether a sub-test passes for one unit (None: n.a.)."""
+           seed: int) -> tuple[bool | None, str]:
+    """Whether a sub-test passes for one unit (None: n.a., with the reason)."""
     parts = _parts(data, sub, [unit], n_boot, seed)
-    if any(p.verdict == NA for p in parts) or not parts:
-        return None
-    return all(p.verdict == "pass" for p in parts)
+    if not parts:
+        return None, "no data"
+    na = next((p for p in parts if p.verdict == NA), None)
+    if na is not None:
+        return None, na.detail
+    return all(p.verdict == "pass" for p in parts), ""
 
 
 def _classify(data: TestData, test: Mapping[str, Any], units: Sequence[Unit], n_boot: int,
@@ -242,9 +261,11 @@ def _classify(data: TestData, test: Mapping[str, Any], units: Sequence[Unit], n_
             if subs is None:
                 label, why = o["label"], "else"
                 break
-            held = [_holds(data, inherit(test, s), unit, n_boot, seed) for s in subs]
+            results = [_holds(data, inherit(test, s), unit, n_boot, seed) for s in subs]
+            held = [h for h, _ in results]
             if any(h is None for h in held):
-                label, why = NA, f"cannot evaluate a condition of '{o['label']}'"
+                reason = next(r for h, r in results if h is None)
+                label, why = NA, f"cannot evaluate a condition of '{o['label']}': {reason}"
                 break
             if (all(held) if "all" in o else any(held)):
                 label, why = o["label"], ""
@@ -279,9 +300,19 @@ def evaluate_test(amendment: Mapping[str, Any], test: Mapping[str, Any], frames:
     models = test.get("models") or (amendment.get("scope") or {}).get("models", [])
     units = data.units(models)
     try:
-        parts = _parts(data, test, units, n_boot, seed)
-    except LabError as exc:
-        parts = [Part(units[0] if units else Unit("", "", ""), "", NA, detail=str(exc))]
+        for t in (test, *subtests(test)):
+            check_numbers(t, str(test["id"]))
+    except ConfigError as exc:
+        parts = [Part(units[0] if units else Unit("", "", ""), "", NA,
+                      detail=f"not evaluated: {exc}")]
+    else:
+        try:
+            parts = _parts(data, test, units, n_boot, seed)
+        except LabError as exc:
+            parts = [Part(units[0] if units else Unit("", "", ""), "", NA, detail=str(exc))]
+        if test.get("descriptive"):
+            parts = [replace(p, verdict=REPORTED) if p.verdict in ("pass", "fail") else p
+                     for p in parts]
     used = data.used_episodes()
     after = None
     if amendment.get("frozen_at") and len(used):
@@ -293,7 +324,7 @@ def evaluate_test(amendment: Mapping[str, Any], test: Mapping[str, Any], frames:
         one.estimate if one else math.nan, one.ci_low if one else math.nan,
         one.ci_high if one else math.nan, len(used),
         tuple(sorted(str(r) for r in used["run"].unique())), after, tuple(parts),
-        numbers_text(parts))
+        numbers_text(parts, test["kind"] == "classify"))
 
 
 def evaluate(amendment: Mapping[str, Any], frames: Frames, n_boot: int = 2000,

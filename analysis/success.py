@@ -256,6 +256,38 @@ def paired_success(a: pd.DataFrame, b: pd.DataFrame, n_boot: int = N_BOOT, seed:
     return paired_matrices([(question_matrix(a), question_matrix(b), 0)], n_boot, seed)[0]
 
 
+def paired_regime_mean(a: pd.DataFrame, b: pd.DataFrame, regimes: Sequence[str],
+                       n_boot: int = N_BOOT, seed: int = 0) -> tuple[Interval | None, str]:
+    """Arm A minus arm B, each the equal-weight mean of its success over `regimes`
+    (e.g. the paper's mean3), paired by question: only questions both arms ran, each
+    resample drawing the same questions for both. With `regimes` = the six mean6
+    regimes this is `paired_success`'s mean6.
+
+    Args:
+        a: error-free episodes of arm A.
+        b: error-free episodes of arm B.
+        regimes: the regimes averaged; each must have been run by both arms.
+        n_boot: question-level resamples.
+        seed: bootstrap seed.
+
+    Returns:
+        (Interval with both shares for `analysis.stats.bootstrap_p`, "n questions"),
+        or (None, why) when a regime is missing from either arm.
+    """
+    ma, mb = question_matrix(a), question_matrix(b)
+    missing = [r for r in regimes if r not in ma.regimes or r not in mb.regimes]
+    if missing:
+        return None, f"{missing[0]} not run by both arms"
+    common = tuple(sorted(set(ma.questions) & set(mb.questions)))
+    ma, mb = restrict(ma, common, regimes), restrict(mb, common, regimes)
+
+    def stat(w: np.ndarray) -> np.ndarray:
+        return resample_means(ma, w, "all")[:, -1] - resample_means(mb, w, "all")[:, -1]
+
+    iv = bootstrap_intervals(stat, len(common), n_boot, seed, with_p=True)[0]
+    return (iv if iv.defined else None), f"{len(common)} questions"
+
+
 def paired_differences(pairs: Sequence[tuple[pd.DataFrame, pd.DataFrame]],
                        n_boot: int = N_BOOT, seed: int = 0
                        ) -> list[tuple[tuple[str, Interval], ...]]:

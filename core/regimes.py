@@ -29,6 +29,8 @@ MEAN6 = (
     "late_onset_from_3",
 )
 FAILURE_REGIMES = MEAN6[1:]
+MEAN3 = ("clean", "persistent", "recover_after_2")
+"""The three regimes of the paper's 16-action runs (Table 16), averaged as mean3."""
 MAIN_FAMILY = "main"
 
 

@@ -8,6 +8,7 @@ data); the arm matching both sides share is `arm_matches`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from types import MappingProxyType
@@ -17,11 +18,15 @@ from core.conditions import Condition, parse_condition
 from core.errors import ConfigError, LabError
 from core.regimes import parse_regime
 
-METRICS = ("mean6", "success", "utility", "utility_all", "tool_calls")
+METRICS = ("mean6", "mean3", "success", "utility", "utility_all", "tool_calls")
 """Episode-level metrics a paired test can compare (success needs a regime).
 
-utility = correct − λ·tool calls; utility_all = correct − λ·(tool calls + the
-condition's own judgment calls) (`analysis.cost.charged_calls`)."""
+mean6 / mean3: success averaged with equal weight over the six mean6 regimes / the
+three regimes of the paper's 16-action runs (clean, persistent, recover_after_2;
+Table 16). utility = correct − λ·tool calls (Table 6's cost-adjusted success);
+utility_all = correct − λ·(tool calls + the condition's own judgment calls)
+(`analysis.cost.charged_calls`). utility, utility_all and tool_calls average mean6
+unless the test names a regime."""
 LEAVING_METRICS = ("switched_by_4", "ever_switched", "median_first_switch", "answered_first",
                    "backup_first_share", "leave_delta")
 """What a `leaving` test reads (`analysis.leaving`; two-source arms, paper A13–A14)."""
@@ -33,8 +38,11 @@ DEFAULT_BUDGET = 8
 
 _COMMON = MappingProxyType({
     "id": str, "kind": str, "models": list, "note": str, "prediction": str,
-    "budget": int, "datasets": list, "question_sets": list, "runs": list})
-"""Fields every kind takes: the scoping fields narrow the amendment's data."""
+    "budget": int, "datasets": list, "question_sets": list, "runs": list,
+    "descriptive": bool})
+"""Fields every kind takes: the scoping fields narrow the amendment's data;
+``descriptive: true`` reports the test's numbers without a verdict (the paper's
+"reported" rows)."""
 _ARM = MappingProxyType({"condition": str, "conditions": list})
 _BOUND = MappingProxyType({"bound": str, "on": str, "op": str, "comparison": str,
                            "threshold": float, "regimes": list})
@@ -220,6 +228,53 @@ def _check_kind_rules(test: Mapping[str, Any], kind: str, label: str) -> None:
             raise ConfigError(f"{label}: {key} must be ≥ 1, got {test[key]}")
 
 
+_SHARES = ("useless_on_failed", "useless_on_real")
+"""Fields that are shares, so in [0, 1] (also `value` of answered_share and the
+threshold of dissociation and of a share-valued leaving metric)."""
+_SHARE_LEAVING = ("switched_by_4", "ever_switched", "answered_first", "backup_first_share")
+
+
+def check_numbers(test: Mapping[str, Any], label: str) -> None:
+    """Refuse a number that cannot mean anything: alpha outside (0, 1), a threshold,
+    margin, value or λ that is NaN or infinite, a share outside [0, 1], κ outside
+    [−1, 1], a negative λ, an action beyond the budget.
+
+    Called when a test is saved and again before a stored test is evaluated (an
+    amendment frozen by an older version is then n.a. with this reason, never pass).
+
+    Raises:
+        ConfigError: one line naming the test, the field and the allowed range.
+    """
+    for key in ("threshold", "margin", "value", "alpha", "lam", "kappa", *_SHARES):
+        if key in test and _type_ok(test[key], float) and not math.isfinite(test[key]):
+            raise ConfigError(f"{label}: {key} must be a finite number, got {test[key]!r}")
+    if "alpha" in test and not 0 < test["alpha"] < 1:
+        raise ConfigError(f"{label}: alpha must be in (0, 1), e.g. 0.05, got {test['alpha']!r}")
+    if "lam" in test and test["lam"] < 0:
+        raise ConfigError(f"{label}: lam (price per call) must be ≥ 0, got {test['lam']!r}")
+    kind = test.get("kind")
+    shares = [k for k in _SHARES if k in test]
+    if kind == "answered_share":
+        shares.append("value")
+    if kind == "dissociation" or (kind == "leaving" and test.get("metric") in _SHARE_LEAVING):
+        shares.append("threshold")
+    for key in shares:
+        if not 0 <= test[key] <= 1:
+            raise ConfigError(f"{label}: {key} is a share and must be in [0, 1], "
+                              f"got {test[key]!r}")
+    if "kappa" in test and not -1 <= test["kappa"] <= 1:
+        raise ConfigError(f"{label}: kappa must be in [-1, 1], got {test['kappa']!r}")
+    budgets = named_budgets(test) if kind != "classify" else []
+    for key in ("at_action", "k"):
+        if key in test and _type_ok(test[key], int) and any(test[key] > b for b in budgets):
+            raise ConfigError(f"{label}: {key} {test[key]} is beyond the budget of "
+                              f"{max(budgets)} actions")
+    if kind == "median_action" and _type_ok(test.get("value"), float) and any(
+            not 1 <= test["value"] <= b for b in budgets):
+        raise ConfigError(f"{label}: value (an answering action) must be within 1…"
+                          f"{max(budgets)}, got {test['value']!r}")
+
+
 def _check_outcomes(test: Mapping[str, Any], label: str) -> None:
     outcomes = test["outcomes"]
     if len(outcomes) < 2:
@@ -248,7 +303,8 @@ def _check_outcomes(test: Mapping[str, Any], label: str) -> None:
         if not isinstance(conds, list) or not conds:
             raise ConfigError(f"{where}: 'all'/'any' must be a non-empty list of tests")
         for j, sub in enumerate(conds):
-            validate_test(sub, f"{where}.{'all' if 'all' in o else 'any'}[{j}]", nested=True)
+            validate_test(inherit(test, sub) if isinstance(sub, dict) else sub,
+                          f"{where}.{'all' if 'all' in o else 'any'}[{j}]", nested=True)
 
 
 def validate_test(test: Any, where: str, nested: bool = False) -> dict[str, Any]:
@@ -273,7 +329,7 @@ def validate_test(test: Any, where: str, nested: bool = False) -> dict[str, Any]
         raise ConfigError(f"{label}: unknown kind {kind!r}; one of: {', '.join(allowed_kinds)}")
     allowed = _fields(kind)
     if nested:  # a condition reads its parent's units and data
-        for key in ("models", "runs", "datasets", "question_sets"):
+        for key in ("models", "runs", "datasets", "question_sets", "descriptive"):
             del allowed[key]
     for key in test:  # unknown fields first: a typo should be named as such
         if key not in allowed:
@@ -288,6 +344,7 @@ def validate_test(test: Any, where: str, nested: bool = False) -> dict[str, Any]
     _check_choices(test, label)
     _check_names(test, label)
     _check_kind_rules(test, kind, label)
+    check_numbers(test, label)
     if kind == "classify":
         _check_outcomes(test, label)
     return test
@@ -327,6 +384,9 @@ def validate_tests(tests: Any, scope: Mapping[str, Any] | None = None) -> list[d
     Raises:
         ConfigError: the first problem, naming the test.
     """
+    if isinstance(tests, dict):
+        raise ConfigError("registered tests must be a JSON list of test objects; this holds "
+                          "one object: wrap it in [ ]")
     if not isinstance(tests, list):
         raise ConfigError("registered tests must be a JSON list of test objects")
     seen: set[str] = set()

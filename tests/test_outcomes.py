@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from analysis.measures import frames_from, load_frames
-from analysis.outcomes import evaluate, prediction_text
+from analysis.outcomes import VERDICTS, evaluate, prediction_text
 from console.cli import main
 from core.demo_set import ensure_demo_set
 from core import prereg, store
@@ -153,7 +153,21 @@ def _as_governed(frames, amendment):
     return frames_from(pd.concat(eps, ignore_index=True), pd.concat(steps, ignore_index=True))
 
 
-def test_paper_tables_4_and_5_register_freeze_and_evaluate_on_sims(db_path):
+def _na_reasons(outcome) -> list[str]:
+    """The details of an outcome's n.a. parts (a classify part says which condition
+    could not be evaluated and why)."""
+    return [p.detail for p in outcome.parts if p.verdict == "n.a."]
+
+
+def test_paper_tables_4_and_5_as_the_paper_ran_them(db_path):
+    """Both fixtures register, freeze and evaluate on a sim study with the paper's
+    design (arms, regimes, budgets, seeds and runs each amendment governs), and no test
+    of the paper is n.a. for want of data that design has: a fixture that drifts from
+    the design (a regime the 16-action runs lacked, a run or seed it names) fails here.
+    Parts may still be n.a. where the sims' behaviour leaves a number undefined."""
+    from analysis.outcome_kinds import missing_data
+    from core.regimes import MEAN3
+
     docs = [json.loads((FIXTURES / f"paper_table{n}.json").read_text()) for n in (4, 5)]
     db = store.connect(db_path)
     ensure_demo_set(db)
@@ -167,42 +181,74 @@ def test_paper_tables_4_and_5_register_freeze_and_evaluate_on_sims(db_path):
                                             a["scope"]), models)
     sims = tuple(sorted({m for d in docs for m in d["models"]} - set(STAND_INS)))
     settings = WorkerSettings(db_path=db_path)
-    enqueue_grid(db, settings, GridRequest(
-        models=sims, conditions=SIM_CONDITIONS, regimes=(*REGIMES, "recover_after_4",
-                                                         "recover_after_5"),
-        question_set="test300", run="sims"), models)
-    enqueue_grid(db, settings, GridRequest(
-        models=sims, conditions=("none", "budget", "enforced_rule", "combo"),
-        regimes=tuple(REGIMES), budgets=(16,), question_set="test300", run="sims16"), models)
+    replicate = ("none", "budget", "enforced_rule", "combo")
+
+    def grid(**kw):
+        enqueue_grid(db, settings, GridRequest(question_set="test300", **kw), models)
+
+    grid(models=sims, conditions=SIM_CONDITIONS,
+         regimes=(*REGIMES, "recover_after_4", "recover_after_5"), run="sims")
+    grid(models=sims, conditions=replicate, regimes=MEAN3, budgets=(16,), run="sims16")
+    grid(models=sims, conditions=replicate, regimes=tuple(REGIMES), seeds=(1,), run="seed1")
+    grid(models=sims, conditions=replicate, regimes=tuple(REGIMES), seeds=(2,),
+         run="third-run")
     for run, (stand_in, conditions, new_arms) in STAND_INS.items():  # A13, A14, A19
         for who, arms in ((sims, new_arms), ((stand_in,), conditions)):
-            enqueue_grid(db, settings, GridRequest(
-                models=who, conditions=arms, regimes=tuple(REGIMES), question_set="test300",
-                run=run), models)
-    run_worker(settings, until_idle=True)
-    # the unaided two-source arm's own judgments are replayed, as in the paper (D.5)
-    assert main(["--db", str(db_path), "replay", "judgments", "--run", "two-source"]) == 0
+            grid(models=who, conditions=arms, regimes=tuple(REGIMES), run=run)
     run_worker(settings, until_idle=True)
     frames = load_frames(db)
     assert frames.errored == 0
-    verdicts, numbers = [], {}
+    outcomes, numbers = {}, {}
     for row in rows.amendments(db):
         got = evaluate(row, _as_governed(frames, row), n_boot=100)
         assert [o.id for o in got] == [t["id"] for t in row["tests"]]
         for o in got:
             if o.kind != "classify":
-                assert o.verdict in ("pass", "fail", "partial", "n.a."), (o.id, o.verdict)
+                assert o.verdict in VERDICTS, (o.id, o.verdict)
             json.dumps(o.to_dict())
-            verdicts.append(o.verdict)
+            assert not [r for r in _na_reasons(o) if missing_data(r)], (row["title"], o.id,
+                                                                        o.numbers)
+            outcomes[(row["title"].split(":")[0], o.id)] = o
             numbers[o.id] = o.numbers
-    decided = [v for v in verdicts if v != "n.a."]
-    assert len(verdicts) == 73 and len(decided) >= 45, verdicts
+    assert len(outcomes) == 83
+    decided = [o for o in outcomes.values() if o.verdict != "n.a."]
+    assert len(decided) >= 60, [k for k, o in outcomes.items() if o.verdict == "n.a."]
+    # the paper's "reported" rows carry numbers and no verdict
+    for key in (("Orig.", "H5"), ("A3", "H8"), ("A11", "PP2-permit"), ("A12", "J1"),
+                ("A13", "S4"), ("A18", "T2-32B"), ("A20", "H2-none"), ("A20", "H3-utility-rule")):
+        assert outcomes[key].verdict == "reported", (key, outcomes[key].numbers)
+    # the third run has all four replication tests; the 16-action runs only mean3
+    assert {k[1] for k in outcomes if k[1].startswith("13d-")} == {
+        "13d-Rp1", "13d-Rp2-rule", "13d-Rp2-none", "13d-Rp3", "13d-Rp4-rule", "13d-Rp4-budget"}
+    assert outcomes[("A13", "13d-Rp1")].runs == ("third-run",)
+    assert outcomes[("A10", "Rp1")].runs == ("seed1",)
+    assert outcomes[("A9", "A9x")].verdict in ("pass", "fail"), numbers["A9x"]
+    assert numbers["A9x"] in ("sim-hazard-own: pass", "sim-hazard-own: fail")
     # the sim that switches after 3 own useless judgments switches by action 4 and leaves
     # by the backup; the paper's sims never switch on their own
     assert "sim-backup-own3: switches" in numbers["S1–S3"]
     assert "sim-backup-own3: prefers evidence" in numbers["A14"]
     assert "sim-own5: prefers answering" in numbers["A14"]
     assert "sim-never: does not abandon" in numbers["S1–S3"]
+
+
+def test_paper_fixture_tests_are_encoded_as_the_paper_ran_them():
+    """C compares cost-adjusted success on tool calls (Table 6's first number; utility_all
+    flips all four verdicts on the paper's numbers); C4 and A9x read persistent; the
+    16-action I reads persistent and recover_after_2 (Table 16); not_expressible lists
+    only what lab cannot express."""
+    docs = {n: json.loads((FIXTURES / f"paper_table{n}.json").read_text()) for n in (4, 5)}
+    tests = {(a["doc"], t["id"]): t for d in docs.values() for a in d["amendments"]
+             for t in a["tests"]}
+    assert tests[("A12", "C-utility")]["metric"] == "utility"
+    subs = [s for o in tests[("A6", "C4")]["outcomes"] for s in o.get("all", [])]
+    assert subs and all(s["regime"] == "persistent" for s in subs)
+    for key in (("A5", "D4"), ("A6", "C3-16")):
+        assert tests[key]["regimes"] == ["persistent", "recover_after_2"], key
+    a5 = next(a for a in docs[4]["amendments"] if a["doc"] == "A5")
+    assert a5["scope"]["regimes"] == ["clean", "persistent", "recover_after_2"]
+    assert tests[("A18", "T2")]["models"] == ["sim-own5", "sim-clock6", "sim-never"]
+    assert [e["id"] for e in docs[5]["not_expressible"]] == ["16b", "E1 (applicability)"]
 
 
 def test_another_amendments_runs_are_not_counted(governed, db_path):

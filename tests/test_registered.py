@@ -8,6 +8,7 @@ paper; the frames go through the real pipeline (`frames_from`, the decision tabl
 from __future__ import annotations
 
 import itertools
+import re
 
 import pandas as pd
 import pytest
@@ -322,6 +323,121 @@ def test_budget_contrasts():
     assert one(f, median).estimate == pytest.approx(6.0)  # 12 − 6
 
 
+def test_budget_contrast_compares_the_same_regimes_at_both_budgets():
+    """Six regimes at 8, three at 16 (the paper's design): the contrast reads only the
+    regimes both budgets ran, names them, and is not n.a. for a family label."""
+    b = Builder()
+    for regime in MAIN:
+        b.add(cond="budget", regime=regime, q="q1", obs="x" * 8, tool_calls=2)
+    for regime in ("clean", "persistent", "recover_after_2"):
+        b.add(cond="budget", regime=regime, q="q1", obs="x" * 16, budget=16, tool_calls=5)
+    f = b.frames()
+    calls = {"id": "B", "kind": "budget_contrast", "condition": "budget", "metric": "tool_calls",
+             "budgets": [16, 8], "op": ">=", "threshold": 3, "models": ["m1"]}
+    got = one(f, calls)
+    assert got.verdict == "pass" and got.estimate == pytest.approx(3.0)
+    assert "regimes at both: clean, persistent, recover_after_2" in got.numbers
+    named = one(f, {**calls, "regime": "recover_after_1"})
+    assert named.verdict == "n.a." and "recover_after_1 not run at budget 16" in named.numbers
+
+
+def test_mean3_is_the_equal_weight_mean_of_the_three_16_action_regimes():
+    b = Builder()
+    right = {"clean": (2, 0), "persistent": (1, 1), "recover_after_2": (2, 1),
+             "recover_after_1": (0, 2)}  # recover_after_1 is not in mean3
+    for regime, (a_right, b_right) in right.items():
+        for i in range(2):
+            b.add(cond="enforced_rule", regime=regime, q=f"q{i}", correct=int(i < a_right),
+                  obs="x" * 7, answer_at=8)
+            b.add(cond="none", regime=regime, q=f"q{i}", correct=int(i < b_right),
+                  obs="x" * 7, answer_at=8)
+    test = {"id": "M3", "kind": "paired_diff", "metric": "mean3", "a": "enforced_rule",
+            "b": "none", "on": "estimate", "op": ">", "threshold": 0, "models": ["m1"]}
+    got = one(b.frames(), test)
+    # (1 − 0 + 0.5 − 0.5 + 1 − 0.5) / 3 = 0.5
+    assert got.verdict == "pass" and got.estimate == pytest.approx(0.5)
+    b.episodes = [e for e in b.episodes if e["regime"] != "recover_after_2"]
+    assert "recover_after_2 not run by both arms" in one(b.frames(), test).numbers
+
+
+def test_a_descriptive_test_reports_its_numbers_without_a_verdict():
+    b = Builder()
+    success_pair(b, "m1", 8, 0, n=8)
+    test = {"id": "R", "kind": "paired_diff", "metric": "success", "regime": "persistent",
+            "a": "enforced_rule", "b": "none", "alternative": "two-sided", "descriptive": True,
+            "models": ["m1"]}
+    got = one(b.frames(), test)
+    assert got.verdict == "reported" and got.estimate == 1 and got.parts[0].p < 0.05
+    assert "(reported)" in got.numbers
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("alpha", 5, "alpha must be in (0, 1)"), ("alpha", -1, "alpha must be in (0, 1)"),
+    ("alpha", 0, "alpha must be in (0, 1)"), ("alpha", float("nan"), "finite"),
+    ("lam", -0.1, "lam (price per call) must be ≥ 0"), ("lam", float("inf"), "finite")])
+def test_a_paired_test_with_a_meaningless_number_is_refused(field, value, message):
+    test = {"id": "H", "kind": "paired_diff", "metric": "mean6", "a": "enforced_rule",
+            "b": "none", field: value}
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        validate_tests([test], SCOPE)
+
+
+@pytest.mark.parametrize("test, message", [
+    ({"kind": "delta_bound", "condition": "none", "on": "ci_high", "op": "<",
+      "threshold": float("nan")}, "threshold must be a finite number"),
+    ({"kind": "delta_bound", "condition": "none", "on": "ci_high", "op": "<",
+      "threshold": float("-inf")}, "threshold must be a finite number"),
+    ({"kind": "noninferiority", "metric": "mean6", "a": "combo", "b": "budget",
+      "margin": float("inf")}, "margin must be a finite number"),
+    ({"kind": "answered_share", "condition": "budget", "op": ">", "value": 1.5},
+     "value is a share and must be in [0, 1]"),
+    ({"kind": "dissociation", "condition": "none", "op": "<", "threshold": 10},
+     "threshold is a share"),
+    ({"kind": "judgment_validity", "condition": "none", "useless_on_failed": 80},
+     "useless_on_failed is a share"),
+    ({"kind": "judgment_validity", "condition": "none", "kappa": 2}, "kappa must be in [-1, 1]"),
+    ({"kind": "answered_share", "condition": "budget", "op": ">", "value": 0.5,
+      "at_action": 9}, "at_action 9 is beyond the budget of 8 actions"),
+    ({"kind": "median_action", "condition": "budget", "op": ">=", "value": 12},
+     "value (an answering action) must be within 1…8"),
+    ({"kind": "dissociation", "condition": "none", "op": "<", "threshold": 0.1,
+      "min_questions": 0}, "min_questions must be ≥ 1"),
+    ({"kind": "classify", "outcomes": [{"label": "x", "all": [
+        {"kind": "answered_share", "condition": "budget", "op": ">", "value": -0.1}]},
+        {"label": "y"}]}, "value is a share"),
+])
+def test_a_test_with_a_number_that_cannot_mean_anything_is_refused(test, message):
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        validate_tests([{"id": "T", **test}], SCOPE)
+
+
+def test_at_action_16_is_within_a_16_action_budget():
+    test = {"id": "T", "kind": "answered_share", "condition": "budget", "op": ">",
+            "value": 0.5, "at_action": 16, "budget": 16}
+    assert validate_tests([test], SCOPE)
+    nested = {"id": "C", "kind": "classify", "budget": 16, "outcomes": [
+        {"label": "x", "all": [{k: v for k, v in test.items() if k not in ("id", "budget")}]},
+        {"label": "y"}]}
+    assert validate_tests([nested], SCOPE)
+
+
+def test_a_tests_file_with_one_object_says_so():
+    with pytest.raises(ConfigError, match=re.escape("this holds one object: wrap it in [ ]")):
+        validate_tests({"id": "H", "kind": "paired_diff"}, SCOPE)
+
+
+def test_a_frozen_test_with_a_meaningless_alpha_is_na_never_pass():
+    """An amendment stored by an older version, before alpha was checked: the test has
+    an effect of +1 on every question and alpha 5 would pass it; it is n.a. instead."""
+    b = Builder()
+    success_pair(b, "m1", 8, 0, n=8)
+    test = {"id": "H", "kind": "paired_diff", "metric": "success", "regime": "persistent",
+            "a": "enforced_rule", "b": "none", "alpha": 5, "models": ["m1"]}
+    stored = {"id": "A1", "scope": SCOPE, "frozen_at": FROZEN, "tests": [test]}
+    got = evaluate_test(stored, test, b.frames(), n_boot=200)
+    assert got.verdict == "n.a." and "alpha must be in (0, 1)" in got.numbers
+
+
 def test_dissociation_share_and_bound():
     b = Builder()
     # both reach five useless judgments at the decision after observation 5 (action 6);
@@ -337,7 +453,7 @@ def test_dissociation_share_and_bound():
     assert "1/2 answered" in got.numbers
     assert got.ci_high == pytest.approx(wilson(1, 2).high) and got.ci_high > 0.6
     assert one(f, {**test, "on": "ci_high"}).verdict == "fail"
-    assert one(f, {**test, "min_questions": 3}).verdict == "n.a."
+    assert one(f, {**test, "min_questions": 3}).verdict == "reported"  # descriptive below 3
 
 
 def test_judgment_validity_and_kappa():
