@@ -8,16 +8,26 @@ refused or discarded, before the budget's last action), the observations seen th
 where the arm asked none), and the answer-now branch stored at that point (its
 correctness and verbalized confidence; NaN where no branch is stored). Pure: frames
 in, arrays out.
+
+Estimates over several regimes average them: `RegimeCells` lays episodes out by
+question × regime, a regime's value is the mean over its questions (each question the
+mean of its episodes there), and the estimate is the equal-weight mean of the regimes'
+values, as mean6 is (`analysis.success`); episodes of different regimes are never
+pooled into one mean.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+from analysis.arms import regime_order
 from analysis.decisions import run_lengths
+from analysis.stats import N_BOOT, Interval, bootstrap_intervals, safe_ratio
+from analysis.success import QuestionMatrix, restrict
 
 
 @dataclass(frozen=True)
@@ -146,3 +156,150 @@ def question_means(values: np.ndarray, questions: np.ndarray) -> np.ndarray:
     """Mean of per-episode values per question (the bootstrap's clusters), sorted by id."""
     frame = pd.DataFrame({"q": questions, "v": values})
     return frame.groupby("q", sort=True)["v"].mean().to_numpy()
+
+
+@dataclass(frozen=True)
+class RegimeCells:
+    """Where each episode falls in a question × regime grid.
+
+    Attributes:
+        questions: (Q,) question ids, sorted (the bootstrap's clusters).
+        regimes: (R,) regimes, in `analysis.arms.regime_order`.
+        cell: (E,) each episode's cell, question index · R + regime index.
+        count: (Q, R) episodes per cell (0: the question did not run there).
+    """
+
+    questions: tuple[str, ...]
+    regimes: tuple[str, ...]
+    cell: np.ndarray
+    count: np.ndarray
+
+    def means(self, values: np.ndarray) -> np.ndarray:
+        """Per-cell means of per-episode values.
+
+        Args:
+            values: (E,) or (K, E) per-episode values (K quantities at once).
+
+        Returns:
+            (Q, R) or (K, Q, R) means, 0 in empty cells.
+        """
+        v = np.atleast_2d(np.asarray(values, dtype=float))
+        n_q, n_r = self.count.shape
+        size = n_q * n_r
+        flat = (np.arange(v.shape[0])[:, None] * size + self.cell[None, :]).ravel()
+        sums = np.bincount(flat, weights=v.ravel(), minlength=v.shape[0] * size)
+        out = sums.reshape(-1, n_q, n_r) / np.maximum(self.count, 1)
+        return out[0] if np.ndim(values) == 1 else out
+
+    def matrix(self, values: np.ndarray) -> QuestionMatrix:
+        """The question matrix of per-episode values (for the question bootstrap)."""
+        return QuestionMatrix(self.questions, self.regimes, self.means(values), self.count > 0)
+
+    def average(self, values: np.ndarray) -> np.ndarray:
+        """Equal-weight mean over the regimes of each regime's mean over its questions.
+
+        Args:
+            values: (E,) or (K, E) per-episode values.
+
+        Returns:
+            A float, or (K,) for (K, E) values.
+        """
+        present = self.count > 0
+        per_regime = (self.means(values) * present).sum(axis=-2) / np.maximum(
+            present.sum(axis=0), 1)
+        return per_regime.mean(axis=-1)
+
+
+def regime_cells(questions: np.ndarray, regimes: np.ndarray) -> RegimeCells:
+    """The question × regime grid of episodes.
+
+    Args:
+        questions: (E,) each episode's question.
+        regimes: (E,) each episode's regime.
+
+    Returns:
+        The RegimeCells.
+    """
+    q_names, q_idx = np.unique(np.asarray(questions).astype(str), return_inverse=True)
+    order = regime_order(str(r) for r in regimes)
+    r_idx = pd.Index(order).get_indexer(np.asarray(regimes).astype(str))
+    cell = q_idx.reshape(-1) * len(order) + r_idx
+    count = np.bincount(cell, minlength=len(q_names) * len(order)).reshape(len(q_names),
+                                                                           len(order))
+    return RegimeCells(tuple(q_names.tolist()), order, cell, count)
+
+
+def regime_mean_intervals(matrices: Sequence[QuestionMatrix],
+                          pairs: Sequence[tuple[int, int]] = (), n_boot: int = N_BOOT,
+                          seed: int = 0) -> tuple[Interval, ...]:
+    """Means over regimes, and differences of them, from one set of question resamples.
+
+    Each matrix's estimate is the equal-weight mean over its regimes of each regime's
+    mean over its questions (questions weighted by how often a resample drew them);
+    a pair (i, j) is matrix i's minus matrix j's in the same resample, so a
+    difference is paired by question.
+
+    Args:
+        matrices: question matrices on the same questions and regimes (`restrict`).
+        pairs: (i, j) indices into `matrices`.
+        n_boot: question-level resamples.
+        seed: bootstrap seed.
+
+    Returns:
+        One Interval per matrix, then one per pair (with p: share of resampled
+        differences ≤ 0); NaN in a resample that drew no question of some regime.
+    """
+    k, n_r = len(matrices), len(matrices[0].regimes)
+    value = np.concatenate([m.value * m.present for m in matrices], axis=1)
+    present = np.concatenate([m.present for m in matrices], axis=1).astype(float)
+    full = bool(present.all())
+
+    def stat(w: np.ndarray) -> np.ndarray:
+        den = w.sum(axis=1, keepdims=True) if full else w @ present
+        per = safe_ratio(w @ value, den).reshape(len(w), k, n_r).mean(axis=2)
+        return np.column_stack([per, *(per[:, i] - per[:, j] for i, j in pairs)])
+
+    return bootstrap_intervals(stat, len(matrices[0].questions), n_boot, seed, with_p=True)
+
+
+def paired_regime_differences(a: Sequence[QuestionMatrix], b: Sequence[QuestionMatrix],
+                              n_boot: int = N_BOOT, seed: int = 0
+                              ) -> tuple[list[Interval], list[Interval], list[Interval],
+                                         tuple[str, ...]]:
+    """Means over regimes of A's and B's matrices and A[i] − B[i], on the questions and
+    regimes both have, every resample drawing the same questions for all of them.
+
+    Args:
+        a: per-question, per-regime values of A (e.g. one per λ), on the same questions
+            and regimes.
+        b: those of B, as many.
+        n_boot: question-level resamples.
+        seed: bootstrap seed.
+
+    Returns:
+        (A's means, B's means, the differences A[i] − B[i], the regimes covered).
+    """
+    common = tuple(sorted(set(a[0].questions) & set(b[0].questions)))
+    regimes = regime_order(set(a[0].regimes) & set(b[0].regimes))
+    ms = [restrict(m, common, regimes) for m in (*a, *b)]
+    k = len(a)
+    ivs = regime_mean_intervals(ms, [(i, k + i) for i in range(k)], n_boot, seed)
+    return list(ivs[:k]), list(ivs[k:2 * k]), list(ivs[2 * k:]), regimes
+
+
+def own_runs_matrix(episodes: pd.DataFrame, regimes: Sequence[str], lam: float
+                    ) -> QuestionMatrix:
+    """An arm's own runs in `regimes`: success − λ · tool calls per question and regime.
+
+    Args:
+        episodes: the arm's error-free episodes.
+        regimes: the regimes kept.
+        lam: price per tool call.
+
+    Returns:
+        The QuestionMatrix.
+    """
+    sub = episodes.loc[episodes["regime"].astype(str).isin(regimes)]
+    cells = regime_cells(sub["question_id"].to_numpy(), sub["regime"].to_numpy())
+    return cells.matrix(sub["correct"].to_numpy(dtype=float)
+                        - lam * sub["tool_calls"].to_numpy(dtype=float))

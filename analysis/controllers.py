@@ -20,6 +20,10 @@ of the answer state + 500·tool calls), abstention accuracy (share of abstention
 where committing would have been wrong), ECE (10 equal-width bins) overall and by
 depth t (observations seen), and AURC of the risk–coverage curve over all matched
 answer states.
+
+Groups split by regime family (the main regimes never pool with plausible); within a
+family a group's estimates pool its regimes that have answer-now branches with a
+stated confidence, and every row lists those regimes.
 """
 
 from __future__ import annotations
@@ -29,13 +33,13 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis.arms import Grouping
+from analysis.arms import Grouping, regime_order
 from analysis.branches import Branches, build_branches, question_means
 from analysis.calibration import (RiskCoverage, calibration_split, ece, fit_isotonic,
                                   risk_coverage)
 from analysis.decisions import arm_groups
 from analysis.policies import LAMBDAS
-from analysis.rows import Table, interval_row, make_row
+from analysis.rows import Table, interval_row, make_row, with_holm
 from analysis.stats import N_BOOT, cluster_mean, paired_difference
 
 TAU_HI = 0.8
@@ -96,6 +100,17 @@ def run_controller(b: Branches, confidence: np.ndarray, tau_hi: float = TAU_HI,
                              np.where(abstained, 1.0 - branch, 0.0))
 
 
+def _with_confidence(group: pd.DataFrame, steps: pd.DataFrame, probes: pd.DataFrame
+                     ) -> tuple[Branches, tuple[str, ...]]:
+    """The group's branches in its regimes with a stated-confidence branch, and those
+    regimes (none: the group is left out)."""
+    b = build_branches(group, steps, probes)
+    regime = group["regime"].astype(str).to_numpy()
+    stated = (b.has_branch & ~np.isnan(b.confidence)).any(axis=1)
+    keep = pd.Series(regime).isin(pd.unique(regime[stated])).to_numpy()
+    return b.take(keep), regime_order(regime[keep])
+
+
 def _depth_ece(b: Branches, confidence: np.ndarray) -> dict[int, tuple[float, int]]:
     mask = b.has_branch & ~np.isnan(confidence)
     out = {}
@@ -127,10 +142,9 @@ def controller_table(episodes: pd.DataFrame, steps: pd.DataFrame, probes: pd.Dat
     """
     rows = []
     skipped = 0
-    for arm, group in arm_groups(episodes, grouping):
-        b = build_branches(group, steps, probes)
-        stated = b.has_branch & ~np.isnan(b.confidence)
-        if not stated.any():
+    for arm, group in arm_groups(episodes, grouping, families=True):
+        b, covers = _with_confidence(group, steps, probes)
+        if not covers:
             skipped += 1
             continue
         cal = calibration_split(b.question_id, seed=split_seed)
@@ -138,8 +152,8 @@ def controller_table(episodes: pd.DataFrame, steps: pd.DataFrame, probes: pd.Dat
         fit_mask = fit.has_branch & ~np.isnan(fit.confidence)
         iso = fit_isotonic(fit.confidence[fit_mask], fit.correct[fit_mask])
         if not len(ev.episode_id) or not fit_mask.any():
-            rows.append(make_row(arm, "controller", "", detail="too few questions to split "
-                                 "into calibration and evaluation sets"))
+            rows.append(make_row(arm, "controller", "", regimes=covers, detail="too few "
+                                 "questions to split into calibration and evaluation sets"))
             continue
         split = (f"isotonic fitted on {len(np.unique(fit.question_id))} questions, evaluated "
                  f"on {len(np.unique(ev.question_id))} others")
@@ -151,7 +165,8 @@ def controller_table(episodes: pd.DataFrame, steps: pd.DataFrame, probes: pd.Dat
             n = len(out.action)
             per_q[name] = question_means(out.correct, q)
             rows.append(interval_row(arm, "success", cluster_mean(per_q[name], n_boot, seed),
-                                     name, detail=f"τ_hi={tau_hi:g}, τ_lo={tau_lo:g}; {split}"))
+                                     name, detail=f"τ_hi={tau_hi:g}, τ_lo={tau_lo:g}; {split}",
+                                     regimes=covers))
             committed = out.action == "commit"
             abstained = out.action == "abstain"
             for measure, value, size in (
@@ -165,33 +180,38 @@ def controller_table(episodes: pd.DataFrame, steps: pd.DataFrame, probes: pd.Dat
                      if abstained.any() else np.nan, int(abstained.sum())),
                     ("tpc", out.cost.sum() / out.correct.sum() if out.correct.sum()
                      else np.inf, n)):
-                rows.append(make_row(arm, measure, name, float(value), size, "episodes"))
+                rows.append(make_row(arm, measure, name, float(value), size, "episodes",
+                                     regimes=covers))
             for lam in LAMBDAS:
                 rows.append(make_row(arm, "utility", f"{name} @ λ={lam:g}",
                                      float(np.mean(out.correct - lam * out.calls)), n,
-                                     "episodes"))
+                                     "episodes", regimes=covers))
             mask = ev.has_branch & ~np.isnan(conf)
             rows.append(make_row(arm, "ece", name, ece(conf[mask], ev.correct[mask]),
-                                 int(mask.sum()), "answer states", detail="10 equal-width bins"))
+                                 int(mask.sum()), "answer states", detail="10 equal-width bins",
+                                 regimes=covers))
             for depth, (value, size) in _depth_ece(ev, conf).items():
                 rows.append(make_row(arm, "ece", f"{name}, t={depth}", value, size,
-                                     "answer states"))
+                                     "answer states", regimes=covers))
             rc = risk_coverage(conf[mask], ev.correct[mask])
             rows.append(make_row(arm, "aurc", name, rc.aurc, int(mask.sum()), "answer states",
-                                 detail="matched answer states, all depths"))
+                                 detail="matched answer states, all depths", regimes=covers))
         rows.append(interval_row(arm, "success_diff", paired_difference(
-            per_q["isotonic"], per_q["raw"], n_boot, seed), "isotonic − raw", with_p=True))
+            per_q["isotonic"], per_q["raw"], n_boot, seed), "isotonic − raw", with_p=True,
+            regimes=covers))
     notes = [f"Commit at confidence ≥ {tau_hi:g}, abstain ≤ {tau_lo:g}, else retrieve; escalate "
              "when the recorded trajectory has no further decision point. Every controller "
              "reads the same answer states (matched trajectory replay).",
              "Isotonic calibration is fitted on a calibration split of questions and "
              "evaluated on the disjoint rest; ECE uses 10 equal-width bins (by depth t = "
-             "observations seen); TPC = Σ(output + 0.25·input tokens + 500·calls) / Σ correct."]
+             "observations seen); TPC = Σ(output + 0.25·input tokens + 500·calls) / Σ correct.",
+             "One row group per regime family (the main regimes never pool with plausible), "
+             "over its regimes with answer-now branches (regimes column)."]
     if skipped:
         notes.append(f"{skipped} groups have no answer-now branches with a stated confidence "
                      f"(lab replay answer-now --run R) and are left out.")
     return Table("controllers", "Confidence-gated controllers (commit / retrieve / abstain / "
-                 "escalate) on raw and isotonic-calibrated confidence", tuple(rows),
+                 "escalate) on raw and isotonic-calibrated confidence", with_holm(rows),
                  tuple(notes), pooled=(grouping or Grouping()).pooled)
 
 
@@ -208,12 +228,15 @@ def chart_curves(episodes: pd.DataFrame, steps: pd.DataFrame, probes: pd.DataFra
         bins: equal-width confidence bins of the reliability diagram.
 
     Returns:
-        (group label "model arm", risk–coverage over every answer state with a stated
-        confidence, mean confidence per non-empty bin, accuracy per non-empty bin).
+        (group label "model arm", plus the regime family when several are shown;
+        risk–coverage over every answer state with a stated confidence; mean confidence
+        per non-empty bin; accuracy per non-empty bin).
     """
     out = []
-    for _arm, group in arm_groups(episodes, grouping):
-        b = build_branches(group, steps, probes)
+    groups = list(arm_groups(episodes, grouping, families=True))
+    split = len({arm.family for arm, _ in groups}) > 1
+    for arm, group in groups:
+        b, _ = _with_confidence(group, steps, probes)
         mask = b.has_branch & ~np.isnan(b.confidence)
         if not mask.any():
             continue
@@ -222,6 +245,6 @@ def chart_curves(episodes: pd.DataFrame, steps: pd.DataFrame, probes: pd.DataFra
         used = np.unique(edges)
         mean_conf = np.array([conf[edges == i].mean() for i in used])
         accuracy = np.array([correct[edges == i].mean() for i in used])
-        label = f"{group['model'].iloc[0]} {group['arm'].iloc[0]}"
+        label = f"{arm.model} {arm.arm}" + (f" {arm.family}" if split else "")
         out.append((label, risk_coverage(conf, correct), mean_conf, accuracy))
     return out

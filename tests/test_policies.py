@@ -44,10 +44,14 @@ def test_best_policy_is_the_known_one_and_regret_is_exact():
     assert by["own 3"].calls.tolist() == [7.0] * 10  # never fires: the agent's own outcome
     table = policy_table(episodes, steps, probes, n_boot=50)
     got = {(r.measure, r.scope): r for r in table.rows}
-    regret = got[("regret", "λ=0.05")]
+    regret = got[("regret", "λ=0.05 · best on own branches")]
     assert regret.estimate == pytest.approx((1 - 0.05 * 3) - (1 - 0.05 * 7))
     assert regret.detail == "cap 3 − agent"
-    assert got[("best_utility", "λ=0.02")].detail == "cap 3"
+    assert got[("best_utility", "λ=0.02 · best on own branches")].detail == "cap 3"
+    # the arm is the unaided one: Table 17's regret of `none` is the same number
+    unaided = got[("regret", "λ=0.05 · best on none")]
+    assert unaided.estimate == pytest.approx(regret.estimate)
+    assert unaided.detail == "cap 3 on none 0.850 − own runs 0.650"
 
 
 def test_policy_without_its_branches_is_not_eligible():
@@ -66,8 +70,11 @@ def test_would_stopping_have_paid_at_the_first_five_useless_point():
     assert mask.all() and now.tolist() == [1.0] * 10 and cont.tolist() == [0.0] * 10
     assert extra.tolist() == [2.0] * 10  # 7 calls made, 5 at the point
     table = policy_table(episodes, steps, probes, n_boot=50)
-    (paid,) = [r for r in table.rows if r.measure == "stop_paid"]
-    assert paid.estimate == 1.0 and "answering better on 10, continuing on 0" in paid.detail
+    unaided, own = [r for r in table.rows if r.measure == "stop_paid"]
+    assert unaided.scope == "own 5: answer now − continue · none"
+    for paid in (unaided, own):
+        assert paid.estimate == 1.0 and "answering better on 10, continuing on 0" in paid.detail
+        assert paid.regimes == "persistent" and paid.n == 10
     no_branches = policy_table(episodes, steps, probes.iloc[0:0], n_boot=10)
     assert not no_branches.rows and "no answer-now branches" in no_branches.notes[-1]
 
