@@ -19,6 +19,7 @@ import httpx
 from console.options import open_db
 from core.errors import ConfigError, LabError
 from core.models.anthropic import API_KEY_ENV, DEFAULT_BASE_URL
+from core.models.endpoint_url import parse_endpoint, redact_endpoint
 from core.models.registry import ModelSpec, load_registry, resolve_model
 from core.store.servers import mark_stopped, record_server
 
@@ -31,14 +32,21 @@ def server_root(endpoint: str) -> str:
 
 
 def check_endpoint(endpoint: str, model: str, timeout_s: float) -> str:
-    """One line on an OpenAI-compatible endpoint: GET /v1/models and vLLM's /health."""
+    """One line on an OpenAI-compatible endpoint: GET /v1/models and vLLM's /health.
+
+    Credentials in `endpoint` (user:password@, an api_key query) go with both requests;
+    the line returned never repeats the URL.
+    """
+    address = parse_endpoint(endpoint)
+    auth = {"authorization": address.basic_auth} if address.basic_auth else {}
     try:
-        with httpx.Client(timeout=timeout_s) as http:
-            r = http.get(endpoint.rstrip("/") + "/models")
+        with httpx.Client(timeout=timeout_s, headers=auth,
+                          params=address.query) as http:
+            r = http.get(address.base.rstrip("/") + "/models")
             if r.status_code != 200:
                 return f"unreachable (GET /models: HTTP {r.status_code})"
             served = [m.get("id") for m in r.json().get("data", []) if isinstance(m, dict)]
-            health = http.get(server_root(endpoint) + "/health").status_code
+            health = http.get(server_root(address.base) + "/health").status_code
     except (httpx.HTTPError, ValueError, AttributeError) as exc:
         return f"unreachable ({type(exc).__name__})"
     state = "ok" if model in served else f"ok, but serves {', '.join(map(str, served)) or '-'}"
@@ -50,10 +58,13 @@ def check_anthropic(spec: ModelSpec, timeout_s: float) -> str:
     key = os.environ.get(API_KEY_ENV)
     if not key:
         return f"{API_KEY_ENV} is not set"
-    base = str(spec.params.get("base_url") or DEFAULT_BASE_URL).rstrip("/")
+    address = parse_endpoint(str(spec.params.get("base_url") or DEFAULT_BASE_URL))
+    headers = {"x-api-key": key, "anthropic-version": ANTHROPIC_VERSION}
+    if address.basic_auth:
+        headers["authorization"] = address.basic_auth
     try:
-        r = httpx.get(f"{base}/v1/models", timeout=timeout_s,
-                      headers={"x-api-key": key, "anthropic-version": ANTHROPIC_VERSION})
+        r = httpx.get(f"{address.base.rstrip('/')}/v1/models", timeout=timeout_s,
+                      headers=headers, params=address.query)
     except httpx.HTTPError as exc:
         return f"unreachable ({type(exc).__name__})"
     if r.status_code in (401, 403):
@@ -81,10 +92,12 @@ def models(ctx: click.Context, check_api: bool, timeout_s: float) -> None:
         click.echo(f"{name:<22} {spec.backend:<10} {detail}")
         if spec.backend == "openai":
             for endpoint in spec.params.get("endpoints", []):
-                click.echo(f"  {endpoint}  {check_endpoint(endpoint, str(detail), timeout_s)}")
+                click.echo(f"  {redact_endpoint(endpoint)}  "
+                           f"{check_endpoint(endpoint, str(detail), timeout_s)}")
         elif spec.backend == "anthropic":
             state = check_anthropic(spec, timeout_s) if check_api else "not checked (--check-api)"
-            click.echo(f"  {spec.params.get('base_url') or DEFAULT_BASE_URL}  {state}")
+            click.echo(f"  {redact_endpoint(spec.params.get('base_url') or DEFAULT_BASE_URL)}  "
+                       f"{state}")
 
 
 def vllm_command(spec: ModelSpec, host: str, port: int, executable: str = "vllm") -> list[str]:
@@ -186,9 +199,10 @@ def serve(ctx: click.Context, model: str, dry_run: bool, port: int | None, host:
     flags = {"host": host, "port": port, "prefix_caching": True, "generation_config": "vllm",
              "max_model_len": spec.params.get("max_context"),
              "tensor_parallel_size": spec.params.get("tensor_parallel_size")}
-    # The registry's spelling of this endpoint, so episodes' `server` values join.
-    endpoint = next((e for e in spec.params.get("endpoints", []) if urlsplit(e).port == port),
-                    f"{root}/v1")
+    # The registry's spelling of this endpoint, redacted as episodes' `server` values
+    # are, so they join.
+    endpoint = redact_endpoint(next((e for e in spec.params.get("endpoints", [])
+                                     if urlsplit(e).port == port), f"{root}/v1"))
     sid = record_server(db, model=spec.name, served_model=str(spec.params["model"]),
                         endpoint=endpoint, version=version, command=cmd, flags=flags,
                         pid=proc.pid)

@@ -22,7 +22,12 @@ from tests.servers import AnthropicApp, Fault, LoopbackServer, tool_responder
 from tests.servers.drive import drive
 
 KEY = "sk-ant-loopback-0123456789abcdef"
-FAST = {"timeout_s": 0.5, "max_retries": 2, "backoff_s": 0.01, "backoff_max_s": 0.05}
+# No call may time out on a loaded machine (retries come only from injected faults), so
+# the server's call counts are exact. Only the hang faults need a timeout to fire: the
+# server then holds the call until the test ends. With every call hanging, a short
+# timeout races nothing; with one hanging call, the others get 3 s each.
+FAST = {"timeout_s": 30.0, "max_retries": 2, "backoff_s": 0.01, "backoff_max_s": 0.05}
+HANG_TIMEOUT_S = {"always": 1.0, "once": 3.0}
 PRICES = {"input": 1.0, "output": 5.0, "cache_write": 1.25, "cache_read": 0.10}
 
 
@@ -38,7 +43,7 @@ def app() -> AnthropicApp:
 
 @pytest.fixture
 def server(app: AnthropicApp) -> Iterator[LoopbackServer]:
-    with LoopbackServer(app, hang_s=5) as srv:
+    with LoopbackServer(app, hang_s=120) as srv:  # a hang lasts until the test ends
         yield srv
 
 
@@ -152,7 +157,7 @@ FAULTS = [
 ]
 
 
-@pytest.mark.timeout(10)
+@pytest.mark.timeout(60)
 @pytest.mark.parametrize("fault, times, reason", FAULTS,
                          ids=[f"{f.kind}{f.status if f.kind == 'status' else ''}-"
                               f"{'always' if t is None else t}" for f, t, _ in FAULTS])
@@ -163,18 +168,27 @@ def test_episodes_through_fault(app, server, db_path, fault, times, reason):
     else:
         app.script.push(fault, times)
     start = time.perf_counter()
-    stored, rows = drive(spec_for(server.url), db_path, n=5)
+    hang = ({"timeout_s": HANG_TIMEOUT_S["always" if times is None else "once"],
+             "concurrency": 5} if fault.kind == "hang" else {})
+    stored, rows = drive(spec_for(server.url, **hang), db_path, n=5)
     assert stored == 5 and len(rows) == 5
     if reason is None:
         assert all(r["end_reason"] == "finish" for r in rows), rows[0]["error"]
     else:
         assert all(r["error"].startswith(f"{reason}: ") for r in rows), rows[0]["error"]
-        assert app.calls == (5 if reason == "context_overflow" else 15)
+    if reason == "context_overflow":
+        assert app.calls == 5  # never retried
+    elif reason == "timeout":
+        # every attempt timed out; one may do so before its request reached the server
+        assert all("gave up after 3 attempts" in r["error"] for r in rows)
+        assert 5 <= app.calls <= 15
+    elif reason is not None:
+        assert app.calls == 15 and all("gave up after 3 attempts" in r["error"] for r in rows)
     if fault.retry_after == 0.2:
         assert time.perf_counter() - start >= 0.2
 
 
-@pytest.mark.timeout(10)
+@pytest.mark.timeout(60)
 def test_api_key_sent_but_never_in_errors_or_db(app, server, db_path):
     app.script.always = Fault("status", status=401, message="invalid x-api-key {api_key}")
     _, rows = drive(spec_for(server.url), db_path, n=2)

@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any
 from core.errors import ConfigError
 from core.models.base import EpisodeView, Generation, Message
 from core.models.cost import Prices
+from core.models.endpoint_url import parse_endpoint, scrub_client_logs
 from core.models.reasoning import estimate_reasoning_tokens
 from core.models.retry import (MalformedResponse, RetryPolicy, call_with_retries,
                                reading_reply)
@@ -194,8 +195,12 @@ class AnthropicClient:
         self.sampling = dict(sampling) if isinstance(sampling, Mapping) else {}
         self.thinking = bool(params.get("thinking", False))
         self.thinking_budget = int(params.get("thinking_budget", 0)) if self.thinking else 0
-        self.base_url = str(params.get("base_url") or DEFAULT_BASE_URL)
-        self.secrets = (key,)
+        # credentials in base_url go into the requests only; base_url is the redacted form
+        self.address = parse_endpoint(str(params.get("base_url") or DEFAULT_BASE_URL))
+        self.base_url = self.address.public
+        self.secrets = (key, *self.address.secrets)
+        if self.address.secrets or self.address.basic_auth:
+            scrub_client_logs()
         self._api: anthropic.AsyncAnthropic | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -208,9 +213,15 @@ class AnthropicClient:
             # An explicit http_client: the SDK's own one closes itself on garbage
             # collection through the running loop, which fails noisily when that loop
             # is a later one than the client's.
+            basic = self.address.basic_auth
             self._api = anthropic.AsyncAnthropic(
-                api_key=self.secrets[0], base_url=self.base_url, max_retries=0,
+                api_key=self.secrets[0], base_url=self.address.base, max_retries=0,
                 timeout=self.policy.timeout_s,
+                default_query=dict(self.address.query_params) or None,
+                # userinfo (a proxy's basic auth) takes the authorization header, where
+                # this SDK puts the key; the key then goes as x-api-key, which the API reads
+                default_headers={"authorization": basic, "x-api-key": self.secrets[0]}
+                if basic else None,
                 http_client=anthropic.DefaultAsyncHttpxClient(
                     limits=http_limits(self.concurrency),
                     timeout=self.policy.timeout_s))

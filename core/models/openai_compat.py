@@ -43,6 +43,7 @@ import httpx
 from core.errors import ConfigError, ModelError
 from core.models.base import EpisodeView, Generation, Message
 from core.models.cost import Prices
+from core.models.endpoint_url import parse_endpoint, scrub_client_logs
 from core.models.reasoning import estimate_reasoning_tokens, split_reasoning
 from core.models.retry import LOG, RetryPolicy, StatusFailure, call_with_retries, reading_reply
 from core.models.transport import Response, StreamPool
@@ -66,29 +67,43 @@ class Endpoint:
     Plain-http endpoints use `core.models.transport.StreamPool`, https ones httpx;
     either is made per event loop (connections belong to the loop that opened them,
     so a worker running each job under its own `asyncio.run` gets fresh ones).
+    Credentials in the URL go into the requests only (`core.models.endpoint_url`):
+    userinfo as a basic `authorization` header, the query string on every request;
+    `url` is the redacted form, the one stored, printed and logged.
 
     Args:
         url: the base URL, e.g. "http://127.0.0.1:8000/v1".
         key: the bearer token ("EMPTY" when the server has none).
         timeout_s: read timeout of one call (connect: at most 5 s).
+
+    Raises:
+        ConfigError: the URL has userinfo and `key` is a real token (both would be
+            the `authorization` header).
     """
 
     def __init__(self, url: str, key: str, timeout_s: float, transport: str = "stream") -> None:
-        self.url = url
+        self.address = parse_endpoint(url)
+        self.url = self.address.public
         self.transport = transport
         self.key = key
+        basic = self.address.basic_auth
+        if basic is not None and key != "EMPTY":
+            raise ConfigError(f"endpoint {self.url}: has user:password@ and {API_KEY_ENV} is "
+                              f"set; both would be the authorization header, so use one")
+        self.secrets = self.address.secrets
+        if self.secrets:
+            scrub_client_logs()
         self.outstanding = 0
         self.episodes = 0
         self.down_until = 0.0
         self.timeout_s = timeout_s
         self.connect_s = min(5.0, timeout_s)
-        parts = urlsplit(url)
+        parts = urlsplit(self.address.base)
         self.plain = parts.scheme == "http"
         self.host, self.port = parts.hostname or "127.0.0.1", parts.port or 80
-        self.authority = parts.netloc.rpartition("@")[2]
-        self.prefix = parts.path.rstrip("/")
-        self.headers = {"authorization": f"Bearer {key}", "content-type": "application/json",
-                        "accept": "application/json"}
+        self.authority = parts.netloc
+        self.headers = {"authorization": basic or f"Bearer {key}",
+                        "content-type": "application/json", "accept": "application/json"}
         self._header_lines = "".join(f"{k}: {v}\r\n" for k, v in self.headers.items()).encode()
         self._conns: StreamPool | httpx.AsyncClient | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -102,7 +117,9 @@ class Endpoint:
                 # the SDK's annotations name its own httpx fork (httpx2); it accepts
                 # httpx's client and timeout at run time
                 self._conns = openai.AsyncOpenAI(  # type: ignore[assignment]
-                    base_url=self.url, api_key=self.key, max_retries=0,
+                    base_url=self.address.base, api_key=self.key, max_retries=0,
+                    default_query=dict(self.address.query_params) or None,
+                    default_headers={"authorization": self.headers["authorization"]},
                     timeout=httpx.Timeout(self.timeout_s, connect=self.connect_s),  # type: ignore[arg-type]
                     http_client=httpx.AsyncClient(limits=_LIMITS))  # type: ignore[arg-type]
             elif self.plain and self.transport == "stream":
@@ -122,9 +139,9 @@ class Endpoint:
         """
         conns = self._for_loop()
         if isinstance(conns, StreamPool):
-            return await conns.post(f"{self.prefix}/{path}", self._header_lines, body,
+            return await conns.post(self.address.target(path), self._header_lines, body,
                                     self.connect_s, self.timeout_s)
-        resp = await conns.post(f"{self.url.rstrip('/')}/{path}", content=body)
+        resp = await conns.post(self.address.request_url(path), content=body)
         return resp.status_code, resp.headers, resp.content
 
     async def sdk_chat(self, body: dict[str, Any]) -> tuple[int, Mapping[str, str], Any]:
@@ -184,7 +201,7 @@ class OpenAIClient:
         sampling = params.get("sampling")
         self.sampling: dict[str, Any] = dict(sampling) if isinstance(sampling, Mapping) else {}
         key = os.environ.get(API_KEY_ENV) or "EMPTY"
-        self.secrets = (key,) if key != "EMPTY" else ()
+        self.secrets: tuple[str, ...] = (key,) if key != "EMPTY" else ()
         transport = str(params.get("transport", "stream"))
         if transport not in TRANSPORTS:
             raise ConfigError(f"model '{name}': transport must be one of {', '.join(TRANSPORTS)}, "
@@ -195,6 +212,7 @@ class OpenAIClient:
                               f"endpoints = [\"http://127.0.0.1:8000/v1\"]")
         self.endpoints = [Endpoint(url, key, self.policy.timeout_s, transport)
                           for url in endpoints]
+        self.secrets += tuple(s for e in self.endpoints for s in e.secrets)
 
     def pick(self, avoid: Endpoint | None = None) -> Endpoint:
         """The endpoint with the fewest outstanding requests (ties: fewest episodes).

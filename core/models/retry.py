@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 import httpx
 
 from core.errors import ModelError
+from core.models.endpoint_url import scrub_urls
 
 T = TypeVar("T")
 LOG = logging.getLogger("lab.models")
@@ -120,11 +121,12 @@ def reading_reply() -> Iterator[None]:
 
 
 def redact(text: str, secrets: Sequence[str]) -> str:
-    """`text` with every secret (of 8+ characters) replaced by ***."""
+    """`text` with every secret (of 8+ characters) replaced by ***, and any URL in it
+    stripped of userinfo and credential query parameters (`scrub_urls`)."""
     for secret in secrets:
         if secret and len(secret) >= 8:
             text = text.replace(secret, "***")
-    return text
+    return scrub_urls(text)
 
 
 def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:

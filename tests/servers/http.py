@@ -30,6 +30,8 @@ class Request:
     path: str
     headers: dict[str, str]
     body: bytes
+    query: str = ""
+    """The query string of the request target ("" when none)."""
 
     def json(self) -> Any:
         """The body parsed as JSON."""
@@ -70,7 +72,8 @@ async def _read_request(reader: asyncio.StreamReader) -> Request | None:
         headers[k.strip().lower()] = v.strip()
     n = int(headers.get("content-length", "0") or 0)
     body = await reader.readexactly(n) if n else b""
-    return Request(method.upper(), path.split("?", 1)[0], headers, body)
+    path, _, query = path.partition("?")
+    return Request(method.upper(), path, headers, body, query)
 
 
 def _encode(reply: Reply) -> bytes:
