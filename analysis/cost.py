@@ -47,9 +47,16 @@ TPC_INPUT, TPC_CALL = 0.25, 500.0
 
 @dataclass(frozen=True)
 class Rate:
-    """k of n, with the share (NaN when n = 0)."""
+    """k of n, with the share (NaN when n = 0).
 
-    k: int
+    Attributes:
+        k: the count; for a dissociation, questions answered with each question's
+            seeds averaged (``analysis.dissociation``), fractional only when a
+            question's seeds disagree.
+        n: the total (judgments, or questions for a dissociation).
+    """
+
+    k: float
     n: int
 
     @property
@@ -107,9 +114,18 @@ class StoppingCost:
     lam: float
 
 
-def _condition(spec: str | None, name: str) -> Condition:
-    """The episode's condition: from its stored spec, else from its name or arm label."""
+def parse_condition_of(spec: str | None, name: str) -> Condition:
+    """An episode's condition: from its stored spec, else from its name or arm label.
+
+    Args:
+        spec: the cell's condition spec JSON, or None / "" where none is stored.
+        name: the condition name or arm label (``enforced_rule:k=7``).
+
+    Returns:
+        The Condition.
+    """
     return condition_from_spec(spec) if isinstance(spec, str) and spec else parse_condition(name)
+
 
 
 def needs_judgment_calls(condition: Condition) -> bool:
@@ -177,7 +193,7 @@ def _conditions(episodes: pd.DataFrame) -> tuple[np.ndarray, list[Condition]]:
         specs, spec_values = np.zeros(len(episodes), dtype=np.int64), np.array([None])
     n_names = max(len(name_values), 1)
     codes, pairs = pd.factorize(specs.astype(np.int64) * n_names + names)
-    conditions = [_condition(spec_values[spec], name_values[name])
+    conditions = [parse_condition_of(spec_values[spec], name_values[name])
                   for spec, name in (divmod(int(p), n_names) for p in pairs)]
     return codes.astype(np.int64), conditions
 
@@ -486,8 +502,9 @@ class JudgmentRates:
         useful_distractor_repeat: USEFUL on a real distractor page seen before.
         stated_useless_on_failed: stated "useless" among failed observations with a
             stated judgment.
-        dissociation: in ``persistent``, episodes whose own side-channel useless run
-            reached 5 (n) and that answered at any decision from then on (k)
+        dissociation: in ``persistent``, questions whose own side-channel useless run
+            reached 5 (n) and, of those, the ones that answered at any decision from
+            then on (k; a question's seeds averaged, so k may be fractional)
             (``analysis.dissociation``, paper A12 J1 / F5).
         stated_dissociation: the same from stated judgments (paper A18 T2).
     """
@@ -598,7 +615,8 @@ def cost_table(episodes: pd.DataFrame, lam: float = LAMBDA, n_boot: int = N_BOOT
              "ran); tokens are means per episode (cache reads and writes are part of tok.in); "
              "dollars are totals; TPC = Σ(output + "
              "0.25·input + 500·tool calls)/Σ correct, without the tokens of judgments that "
-             "only measure."),)
+             "only measure; inf when no episode is correct (over-searching §3.2), empty "
+             "only without episodes."),)
     return Table("cost", "Stopping and cost", tuple(rows), notes, "wide", ("utility",),
                  (("answered", "d"), ("median action", ".1f"), ("final share", ".2f"),
                   ("tool calls", ".2f"), ("own calls", ".2f"), ("measurement calls", ".2f"),

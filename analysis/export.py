@@ -9,6 +9,13 @@ written to a temporary name and renamed, so a failed export leaves no half-writt
 CSV. Column names are stable and documented in README. Every row carries its
 provenance: run(s), amendment (or "exploratory"), arm label, condition hash and the
 project version that wrote the file.
+
+The two files alone recompute the cost table's TPC and the refused turns (issue 20
+§7): an episode's charged tokens are its input/output_tokens when measurement_calls
+is 0, else the sum of its steps' input/output_tokens (the acting turns only,
+``analysis.cost.charged_tokens``); TPC = Σ(output + 0.25·input + 500·tool_calls) /
+Σ correct over a row's error-free episodes, inf when none is correct. refused_calls
+is the episode's count of steps with refused = 1.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ import pandas as pd
 from sqlite_utils import Database
 
 from analysis.arms import EXPLORATORY
+from analysis.cost import measurement_calls, own_call_column, own_calls, parse_condition_of
 from analysis.measures import TABLES, compute, load_frames
 from analysis.rows import ROW_FIELDS, Table
 from analysis.stats import N_BOOT
@@ -34,12 +42,15 @@ from core.store.frames import Selection
 EPISODE_COLUMNS = ("episode_id", "run", "amendment", "model", "arm", "condition",
                    "condition_hash", "regime", "budget", "dataset", "question_set", "seed",
                    "replicate", "question_id", "answered", "answer_action", "correct", "f1",
-                   "tool_calls", "extra_calls", "input_tokens", "output_tokens", "cost_usd",
-                   "error", "version")
+                   "tool_calls", "extra_calls", "own_calls", "measurement_calls",
+                   "refused_calls", "input_tokens", "output_tokens", "cost_usd", "error",
+                   "version")
 STEP_COLUMNS = ("episode_id", "run", "model", "arm", "condition", "regime", "question_id", "t",
                 "action", "obs_index", "obs_failed", "obs_source", "judgment",
-                "judgment_source", "stated_judgment", "streak", "forced", "reasoning",
-                "reasoning_tokens")
+                "judgment_source", "stated_judgment", "streak", "forced", "refused",
+                "discarded", "input_tokens", "output_tokens", "reasoning", "reasoning_tokens")
+"""steps.csv: one row per stored turn, a turn the stated-judgment rule discarded
+(``discarded`` = 1) included; input/output_tokens are that turn's acting call."""
 TABLE_COLUMNS = (*ROW_FIELDS, "version")
 """Columns of every results-table CSV: the Row fields, then the project version."""
 _INTS = ("answer_action", "obs_index", "obs_failed")
@@ -66,8 +77,15 @@ def episodes_table(episodes: pd.DataFrame, version: str | None = None) -> pd.Dat
     """
     out = episodes.assign(
         amendment=episodes["amendment"].where(episodes["amendment"].notna(), EXPLORATORY),
+        own_calls=own_calls(episodes), measurement_calls=measurement_calls(episodes),
         version=version or project_version())
     return _nullable_ints(out.loc[:, list(EPISODE_COLUMNS)])
+
+
+def own_calls_column(spec: str | None, condition: str) -> str | None:
+    """The stored column holding the calls a cell's condition itself needs
+    (``analysis.cost.own_call_column``), for `core.store.export_rows.episode_rows`."""
+    return own_call_column(parse_condition_of(spec, condition))
 
 
 def table_frame(table: Table, version: str | None = None) -> pd.DataFrame:
@@ -120,8 +138,8 @@ def write_rows_csvs(db: Database, directory: Path, selection: Selection | None =
     """
     selection = selection or Selection()
     version = version or project_version()
-    return (_write_rows(episode_rows(db, selection, version, EXPLORATORY), EPISODE_COLUMNS,
-                        directory / "episodes.csv"),
+    return (_write_rows(episode_rows(db, selection, version, EXPLORATORY, own_calls_column),
+                        EPISODE_COLUMNS, directory / "episodes.csv"),
             _write_rows(step_rows(db, selection), STEP_COLUMNS, directory / "steps.csv"))
 
 

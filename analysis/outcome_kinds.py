@@ -310,8 +310,9 @@ def budget_contrast(data: TestData, test: Mapping[str, Any], units: Sequence[Uni
     return out
 
 
-def wilson(k: int, n: int) -> Interval:
-    """k/n with its Wilson 95% interval (NaN when n = 0)."""
+def wilson(k: float, n: int) -> Interval:
+    """k/n with its Wilson 95% interval (NaN when n = 0); k may be fractional (a
+    question whose seeds disagree counts the share of them that answered)."""
     if n == 0:
         return Interval(math.nan)
     p = k / n
@@ -323,7 +324,8 @@ def wilson(k: int, n: int) -> Interval:
 
 def dissociation_parts(data: TestData, test: Mapping[str, Any], units: Sequence[Unit]
                        ) -> list[Part]:
-    """Share of episodes answered once the own useless run reached k (Wilson interval)."""
+    """Share of questions answered once the own useless run reached k, a question's seeds
+    averaged (`analysis.dissociation`; Wilson interval on the question counts)."""
     conditions = named_conditions(test)
     on = test.get("on", "estimate")
     out = []
@@ -336,7 +338,8 @@ def dissociation_parts(data: TestData, test: Mapping[str, Any], units: Sequence[
                 continue
             d = dissociation(dec, test.get("judgments", "side_channel"), test.get("k", 5),
                              test.get("regime", "persistent"))
-            detail = f"{d.answered}/{d.questions} answered after a run of {d.k} in {d.regime}"
+            detail = (f"{d.answered:g}/{d.questions} questions answered after a run of {d.k} "
+                      f"in {d.regime}")
             if 0 < d.questions < test.get("min_questions", 1):
                 iv = wilson(d.answered, d.questions)
                 out.append(Part(u, what, REPORTED, iv.estimate, iv.low, iv.high,

@@ -140,7 +140,7 @@ def test_validate_measures_command_on_a_small_set(tmp_path):
     db = store.connect(db_path)
     questions = demo_questions()
     store.insert_questions(db, questions)
-    ids = [q.id for q in questions[:20]]
+    ids = [q.id for q in questions[:40]]  # enough for I of the time hazard to be > 0
     store.save_question_set(db, "small", "demo", ids, 1, (), False, ids_hash(ids))
     r = invoke(validate_measures_cmd, ["--set", "small", "--seeds", "2", "--resamples", "200",
                                        "--format", "json"], db_path)
@@ -148,7 +148,7 @@ def test_validate_measures_command_on_a_small_set(tmp_path):
     rows = json.loads(r.stdout)
     passed = {x["model"]: x["detail"] for x in rows if x["measure"] == "passed"}
     assert len(passed) == 13 and set(passed.values()) == {"yes"}  # 11 + 2 two-source sims
-    assert store.count(store.connect(db_path), "episodes") == 13 * 5 * 20 * 2
+    assert store.count(store.connect(db_path), "episodes") == 13 * 5 * 40 * 2
 
 
 def test_cli_table_names_match_analysis():

@@ -1,6 +1,6 @@
 """The paper's definitions on hand-built step frames: stated runs with unknown points
 (A18), decision points after format failures and refused forced turns, dissociation
-(A12/F5/T2) and the calls charged to an arm.
+(A12/F5/T2: questions, each question's seeds averaged) and the calls charged to an arm.
 
 A step is written as a compact string per episode: each character is one action,
 ``U``/``F``/``-`` a search whose observation is judged USELESS/USEFUL/not at all (side
@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from analysis.cost import charged_calls, measurement_calls
 from analysis.decisions import decision_table
 from analysis.delta import time_matched_contrast
-from analysis.dissociation import dissociation
+from analysis.dissociation import dissociation, group_dissociations
 from core.errors import LabError
 
 _JUDG = {"U": "USELESS", "F": "USEFUL", "-": None}
@@ -137,11 +138,46 @@ def test_dissociation_counts_answers_at_any_later_action():
     assert (clean.questions, clean.answered) == (1, 1)
 
 
-def test_dissociation_counts_each_seed_as_its_own_episode():
-    d = table([{"acts": "UUUUUA", "q": "q1", "seed": 0},
-               {"acts": "UUUUUU", "q": "q1", "seed": 1}])
+def test_dissociation_counts_questions_with_their_seeds_averaged():
+    d = table([{"acts": "UUUUUA", "q": "q1", "seed": 0},    # q1: one of two seeds answers
+               {"acts": "UUUUUUUU", "q": "q1", "seed": 1},
+               {"acts": "UUUUUA", "q": "q2", "seed": 0},    # q2: both seeds answer
+               {"acts": "UUUUUUA", "q": "q2", "seed": 1},
+               {"acts": "UUUUUUUU", "q": "q3", "seed": 0},  # q3: reaches 5, never answers
+               {"acts": "UUUA", "q": "q3", "seed": 1},      # q3 seed 1: run 3 only, left out
+               {"acts": "UUA", "q": "q4", "seed": 0}])      # q4: never reaches 5
     r = dissociation(d)
-    assert (r.questions, r.answered) == (2, 1)
+    # 3 questions reached 5 (not 6 episodes): 0.5 + 1 + 0 answered, share = mean of shares
+    assert (r.questions, r.answered) == (3, 1.5)
+    assert (r.episodes, r.episodes_answered) == (5, 3)
+    assert r.share == pytest.approx(0.5)  # episodes would say 3/5
+    assert r.counts == "1.5/3 questions (3/5 episodes)"
+    whole = dissociation(table([{"acts": "UUUUUA", "q": "q1", "seed": s} for s in (0, 1)]))
+    assert whole.answered == 1 and isinstance(whole.answered, int)
+    assert whole.counts == "1/1 questions (2/2 episodes)"
+
+
+def test_dissociation_with_one_episode_per_question_is_the_papers_count():
+    d = table([{"acts": "UUUUUA"}, {"acts": "UUUUUUUU"}, {"acts": "UUUUUUUA"}])
+    r = dissociation(d)
+    assert (r.questions, r.answered, r.episodes, r.episodes_answered) == (3, 2, 3, 2)
+    assert r.counts == "2/3 questions"
+
+
+def test_group_dissociations_equal_dissociation_of_each_group():
+    specs = [{"acts": a, "q": f"q{i % 3}", "seed": i // 3, "condition": c}
+             for i, a in enumerate(("UUUUUA", "UUUUUUUU", "UUUUUUA", "UFUUUUUA", "UUUUUU",
+                                    "UUUUUA", "UUUUUUUU", "UUA"))
+             for c in ("none", "permit")]
+    specs[1] = {**specs[1], "acts": "UUUUUUUU"}  # the arms differ in one episode
+    d = table(specs)
+    groups = (d["condition"] == "permit").to_numpy().astype(np.int64)
+    groups[d["question_id"].to_numpy() == "q2"] = -1  # rows in no group
+    got = group_dissociations(d, groups, 2)
+    for g, cond in enumerate(("none", "permit")):
+        mine = d.loc[(d["condition"] == cond) & (d["question_id"] != "q2")]
+        assert got[g] == dissociation(mine), cond
+    assert got[0] != got[1] and got[0].questions == 2
 
 
 def test_dissociation_from_stated_judgments_skips_unknown_runs():

@@ -5,6 +5,9 @@ The reference below is the pandas export as it was before streaming (read_sql_qu
 chunks joined with the cells frame, written with DataFrame.to_csv), frozen here with its
 own SQL so later changes to core.store.frames cannot move it. Its chunks are tiny, so
 every chunk-boundary and all-NULL-chunk case of pandas' dtype inference is exercised.
+Since issue 20 §7 it also reads the per-step tokens, refused and discarded flags and the
+episodes' refused calls, and splits extra calls with `analysis.cost.own_calls` (the
+definition the cost table uses).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import pandas as pd
 import pytest
 
 from analysis.arms import EXPLORATORY
+from analysis.cost import measurement_calls, own_calls
 from analysis.export import EPISODE_COLUMNS, STEP_COLUMNS, export, write_rows_csvs
 from core import store
 from core.conditions import arm_label, parse_condition
@@ -36,6 +40,7 @@ FROM cells c JOIN runs r ON r.id = c.run_id
 _EPISODES = """
 SELECT e.id AS episode_id, e.cell_id, COALESCE(q.dataset, '') AS dataset, e.question_id,
        e.answered, e.answer_action, e.correct, e.f1, e.tool_calls, e.extra_calls,
+       e.discarded_turns, e.primary_judgments, e.refused_calls,
        e.input_tokens, e.output_tokens, e.cost_usd, e.error
 FROM episodes e JOIN cells c ON c.id = e.cell_id JOIN runs r ON r.id = c.run_id
 LEFT JOIN questions q ON q.id = e.question_id
@@ -43,7 +48,8 @@ LEFT JOIN questions q ON q.id = e.question_id
 _STEPS = """
 SELECT s.episode_id, e.cell_id, e.question_id, s.t, s.action, s.obs_index, s.obs_failed,
        s.obs_source, s.judgment, s.judgment_source, s.stated_judgment, s.streak, s.forced,
-       s.reasoning, s.reasoning_tokens
+       s.refused, s.discarded, s.input_tokens, s.output_tokens, s.reasoning,
+       s.reasoning_tokens
 FROM steps s JOIN episodes e ON e.id = s.episode_id JOIN cells c ON c.id = e.cell_id
 JOIN runs r ON r.id = c.run_id
 """
@@ -77,7 +83,8 @@ def _pandas_csvs(db: Any, directory: Path, selection: Selection, version: str,
                 frame = chunk.merge(cells, on="cell_id", how="left", validate="many_to_one")
                 if name == "episodes.csv":
                     frame = frame.assign(amendment=frame["amendment"].where(
-                        frame["amendment"].notna(), EXPLORATORY), version=version)
+                        frame["amendment"].notna(), EXPLORATORY), version=version,
+                        own_calls=own_calls(frame), measurement_calls=measurement_calls(frame))
                 frame = _nullable_ints(frame.loc[:, list(columns)])
                 frame.to_csv(fh, index=False, header=header)
                 header = False

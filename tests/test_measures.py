@@ -387,8 +387,8 @@ def test_validate_measures_separates_simulated_policies(tmp_path):
     from core import store
 
     db = store.connect(tmp_path / "lab.db")
-    questions = demo_questions()[:30]
-    store.insert_questions(db, demo_questions())
+    questions = demo_questions()  # 60: I of the time hazard is > 0 with room to spare
+    store.insert_questions(db, questions)
     v = validate_measures(db, questions, seeds=(0,), n_boot=300)
     by = {c.model: c for c in v.checks}
     assert v.passed, v.failures()
@@ -402,6 +402,10 @@ def test_validate_measures_separates_simulated_policies(tmp_path):
     # a clock scores I > 0 (why Δ exists); I is undefined when stopping precedes 4 failures
     assert by["sim-clock6"].index.index.estimate == pytest.approx(0.5)
     assert not by["sim-clock4"].index.index.defined
+    # I is checked too, against Table 7 (> 0, ≈ 0 or undefined)
+    assert by["sim-clock6"].expected == ("positive", "zero", "zero")
+    assert by["sim-design3"].expected == ("undefined", "positive", "positive")
+    assert by["sim-hazard-time"].index.index.low > 0
     again = validate_measures(db, questions, seeds=(0,), n_boot=300)
     assert again.new_episodes == 0 and again.episodes == v.episodes  # episodes reused
 
@@ -416,4 +420,9 @@ def test_separation_rule():
     assert separates(Interval(0.02, 0.01, 0.03), "zero")             # |estimate| <= 0.05
     assert separates(Interval(-0.08, -0.20, 0.04), "zero")           # interval covers 0
     assert not separates(Interval(0.20, 0.10, 0.30), "zero")
-    assert separates(Interval(math.nan), "zero")                     # e.g. I for sim-clock4
+    # an undefined value is never ≈ 0 (I of sim-clock4 must be undefined, not ≈ 0)
+    assert not separates(Interval(math.nan), "zero")
+    assert separates(Interval(math.nan), "undefined")
+    assert not separates(Interval(0.0, 0.0, 0.0), "undefined")
+    with pytest.raises(ValueError, match="unknown expectation"):
+        separates(Interval(0.0, 0.0, 0.0), "negative")

@@ -450,7 +450,7 @@ def test_dissociation_share_and_bound():
             "threshold": 0.6, "models": ["m1"]}
     got = one(f, test)
     assert got.verdict == "pass" and got.estimate == pytest.approx(0.5)
-    assert "1/2 answered" in got.numbers
+    assert "1/2 questions answered" in got.numbers
     assert got.ci_high == pytest.approx(wilson(1, 2).high) and got.ci_high > 0.6
     assert one(f, {**test, "on": "ci_high"}).verdict == "fail"
     assert one(f, {**test, "min_questions": 3}).verdict == "reported"  # descriptive below 3

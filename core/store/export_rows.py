@@ -8,11 +8,18 @@ memory does not grow with the database.
 Values come out as Python objects the stdlib ``csv`` writer formats exactly as pandas'
 ``to_csv`` formatted the old frames: NULL as an empty cell, ints as ints (booleans
 0/1), REAL columns through ``repr`` (pandas' shortest round-trip float text).
+
+Each episode row also splits its extra calls into the calls its condition needs
+(``own_calls``) and the ones that only measure (``measurement_calls``); which stored
+column holds the own calls depends on the condition, which this layer does not
+interpret: the caller passes `OwnCallColumn` (``analysis.cost.own_call_column`` of
+each cell's condition). With the per-step tokens in steps.csv, that is all TPC and
+the refused turns need (README "Results and export").
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from sqlite_utils import Database
@@ -33,15 +40,25 @@ FROM cells c JOIN runs r ON r.id = c.run_id
 
 _EPISODES_SQL = """
 SELECT e.id, e.cell_id, COALESCE(q.dataset, ''), e.question_id, e.answered,
-       e.answer_action, e.correct, e.f1, e.tool_calls, e.extra_calls, e.input_tokens,
-       e.output_tokens, e.cost_usd, e.error
+       e.answer_action, e.correct, e.f1, e.tool_calls, e.extra_calls,
+       COALESCE(e.discarded_turns, 0), COALESCE(e.primary_judgments, 0), e.refused_calls,
+       e.input_tokens, e.output_tokens, e.cost_usd, e.error
 """ + _FROM + "LEFT JOIN questions q ON q.id = e.question_id\n"
-"""After the cell id and the dataset, the episode's own columns in EPISODE_COLUMNS order."""
+"""After the cell id and the dataset, the episode's own columns in EPISODE_COLUMNS order,
+with the columns an own-call count may come from (`OWN_CALL_SOURCES`) in place of
+own_calls and measurement_calls."""
+OWN_CALL_SOURCES = ("extra_calls", "discarded_turns", "primary_judgments")
+"""The episode columns `OwnCallColumn` may name, in `_EPISODES_SQL` order."""
+
+OwnCallColumn = Callable[[str | None, str], str | None]
+"""(condition spec JSON, condition name) → the column of OWN_CALL_SOURCES holding the
+calls that condition itself needs, or None (``analysis.cost.own_call_column``)."""
 
 _STEPS_SQL = """
 SELECT s.episode_id, e.cell_id, e.question_id, s.t, s.action, s.obs_index, s.obs_failed,
        s.obs_source, s.judgment, s.judgment_source, s.stated_judgment, s.streak, s.forced,
-       s.reasoning, s.reasoning_tokens
+       s.refused, s.discarded, s.input_tokens, s.output_tokens, s.reasoning,
+       s.reasoning_tokens
 FROM steps s JOIN episodes e ON e.id = s.episode_id JOIN cells c ON c.id = e.cell_id
 JOIN runs r ON r.id = c.run_id
 """
@@ -75,8 +92,23 @@ def _batches(db: Database, sql: str, args: list[Any]) -> Iterator[list[tuple[Any
         cursor.close()
 
 
+def _own_sources(db: Database, own_column: OwnCallColumn) -> dict[int, int | None]:
+    """cell id → index into OWN_CALL_SOURCES of its own calls' column (None: no own
+    calls), asked once per distinct (spec, condition)."""
+    asked: dict[tuple[str | None, str], int | None] = {}
+    out = {}
+    for cell_id, condition, spec in db.conn.execute(
+            "SELECT id, condition, condition_spec FROM cells"):
+        key = (spec, condition)
+        if key not in asked:
+            column = own_column(spec, condition)
+            asked[key] = None if column is None else OWN_CALL_SOURCES.index(column)
+        out[cell_id] = asked[key]
+    return out
+
+
 def episode_rows(db: Database, selection: Selection | None, version: str,
-                 exploratory: str) -> Iterator[tuple[Any, ...]]:
+                 exploratory: str, own_column: OwnCallColumn) -> Iterator[tuple[Any, ...]]:
     """The selection's episodes (errored ones included) as episodes.csv rows, by id.
 
     Args:
@@ -84,18 +116,27 @@ def episode_rows(db: Database, selection: Selection | None, version: str,
         selection: the filters (default: everything).
         version: the project version recorded on every row.
         exploratory: the amendment column of a run no amendment governs.
+        own_column: which stored column holds the calls a cell's condition needs
+            (``own_calls``; the rest of ``extra_calls`` is ``measurement_calls``).
 
     Yields:
         Tuples in `analysis.export.EPISODE_COLUMNS` order.
+
+    Raises:
+        ValueError: `own_column` names a column outside OWN_CALL_SOURCES.
     """
     where, args = _where(db, selection or Selection())
     cells = _cells(db, exploratory)
+    sources = _own_sources(db, own_column)
     heads = {cid: c[:8] for cid, c in cells.items()}
     tails = {cid: c[8:] for cid, c in cells.items()}
     for rows in _batches(db, _EPISODES_SQL + where + " ORDER BY e.id", args):
         for r in rows:
             cid = r[1]
-            yield (r[0], *heads[cid], r[2], *tails[cid], *r[3:], version)
+            source = sources[cid]
+            own = 0 if source is None else r[9 + source]
+            yield (r[0], *heads[cid], r[2], *tails[cid], *r[3:10], own, r[9] - own, *r[12:],
+                   version)
 
 
 def step_rows(db: Database, selection: Selection | None = None) -> Iterator[tuple[Any, ...]]:
