@@ -13,6 +13,10 @@ Grouping (`arm_groups`, `analysis.arms`): a row of any table covers one model ×
 question set × run × seed × replicate; runs, seeds, replicates and sets are merged
 only when asked (`pool`). Errored episodes leave every measure but are counted on
 their row (`errored_episodes`).
+
+Where a decision's judgments came from: ``own_replayed`` says that the side-channel
+judgment of its latest observation was replayed (`lab replay judgments`) rather than
+asked in-run; `judgment_sources` turns counts of each into a row's ``judgments`` text.
 """
 
 from __future__ import annotations
@@ -37,6 +41,11 @@ _DECISION_ORDER = ("episode_id", "n_obs", "action", "answer", "design_run", "own
                    "stated_earlier")
 _FLAGS = frozenset({"own_latest", "own_earlier", "stated_known", "stated_latest",
                     "stated_earlier"})
+REPLAYED = "own_replayed"
+"""Decision column: the latest observation's side-channel judgment was replayed."""
+_OBS_BITS = 20
+"""A decision's (episode, n_obs) as one int64 key: episode << 20 | n_obs (runs and
+observation counts stay below 32,768, `core.store.decisions.PACKED_FIELDS`)."""
 
 
 def errored_episodes(episodes: pd.DataFrame) -> pd.DataFrame:
@@ -116,7 +125,8 @@ def decision_table(episodes: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
         DataFrame with one row per decision point: the episode's arm, run, regime,
         seed and question, ``n_obs``, ``action``, ``final``, ``answer`` (0/1),
         ``design_run``, ``own_run``, ``own_latest``, ``own_earlier``, ``stated_run``
-        (−1 when unknown), ``stated_known``, ``stated_latest``, ``stated_earlier``.
+        (−1 when unknown), ``stated_known``, ``stated_latest``, ``stated_earlier``,
+        ``own_replayed`` (the steps' ``judgment_source`` says "replay").
     """
     ep = episodes.loc[:, list(_EPISODE_COLS)]
     st = steps.loc[steps["episode_id"].isin(ep["episode_id"])]
@@ -130,7 +140,63 @@ def decision_table(episodes: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
                                                              int(budgets[episode_id]))]
     ints = pd.DataFrame(rows, columns=["episode_id", *COLUMNS]) if rows else pd.DataFrame(
         {c: np.zeros(0, dtype=np.int64) for c in ("episode_id", *COLUMNS)})
+    ints[REPLAYED] = replayed_mask(ints, replayed_steps(st))
     return decisions_with_episodes(ints, ep, _EPISODE_COLS[1:])
+
+
+def replayed_steps(steps: pd.DataFrame) -> np.ndarray:
+    """The (episode, obs_index) of the observations whose judgment a step frame took from a
+    replay (``judgment_source`` "replay", `core.store.frames.STEP_FRAME_SQL`).
+
+    Args:
+        steps: a step frame (without ``judgment_source``: none was replayed).
+
+    Returns:
+        int64 array (rows × 2), the layout of `core.store.probes.replayed_observations`.
+    """
+    if "judgment_source" not in steps or not len(steps):
+        return np.zeros((0, 2), dtype=np.int64)
+    hit = (steps["judgment_source"] == "replay").to_numpy(dtype=bool) \
+        & steps["obs_index"].notna().to_numpy()
+    if "discarded" in steps:
+        hit &= ~steps["discarded"].fillna(False).to_numpy(dtype=bool)
+    return np.column_stack([steps["episode_id"].to_numpy()[hit],
+                            steps["obs_index"].to_numpy()[hit]]).astype(np.int64)
+
+
+def replayed_mask(ints: pd.DataFrame, replayed: np.ndarray) -> np.ndarray:
+    """Which decisions follow an observation whose judgment was replayed.
+
+    Args:
+        ints: decision rows with ``episode_id`` and ``n_obs``.
+        replayed: (episode, obs_index) pairs (`replayed_steps`,
+            `core.store.probes.replayed_observations`).
+
+    Returns:
+        A boolean array, one per row.
+    """
+    if not len(replayed) or not len(ints):
+        return np.zeros(len(ints), dtype=bool)
+    key = (ints["episode_id"].to_numpy(np.int64) << _OBS_BITS) | ints["n_obs"].to_numpy(np.int64)
+    return np.isin(key, (replayed[:, 0] << _OBS_BITS) | replayed[:, 1])
+
+
+def judgment_sources(side_channel: int, replay: int) -> str:
+    """A row's ``judgments`` text: where the side-channel judgments it read came from.
+
+    Args:
+        side_channel: judgments (or decisions, in the row's unit) asked in-run.
+        replay: those replayed by `lab replay judgments`.
+
+    Returns:
+        "side_channel 1,204", "replay 96", "both: side_channel 1,108, replay 96", or ""
+        when both are 0.
+    """
+    if side_channel and replay:
+        return f"both: side_channel {side_channel:,}, replay {replay:,}"
+    if replay:
+        return f"replay {replay:,}"
+    return f"side_channel {side_channel:,}" if side_channel else ""
 
 
 def decisions_with_episodes(ints: pd.DataFrame, episodes: pd.DataFrame,
@@ -139,7 +205,8 @@ def decisions_with_episodes(ints: pd.DataFrame, episodes: pd.DataFrame,
 
     Args:
         ints: ``episode_id`` and the `core.decisions.COLUMNS` (integers), ordered by
-            episode and step (from lab.db's ``decisions`` or `episode_decisions`).
+            episode and step (from lab.db's ``decisions`` or `episode_decisions`), and
+            optionally ``own_replayed`` (`replayed_mask`; all False without it).
         episodes: the episode frame, ordered by ``episode_id``; decisions of episodes
             not in it are dropped.
         columns: episode columns copied onto each decision (after the decision's own).
@@ -147,7 +214,8 @@ def decisions_with_episodes(ints: pd.DataFrame, episodes: pd.DataFrame,
 
     Returns:
         One row per decision point: episode_id, n_obs, action, answer, the runs and
-        flags (flags as bool), the episode `columns`, ``final`` (bool), then `after`.
+        flags (flags as bool), ``own_replayed`` (bool), the episode `columns`, ``final``
+        (bool), then `after`.
     """
     ids = episodes["episode_id"].to_numpy()
     dec_ids = ints["episode_id"].to_numpy()
@@ -160,6 +228,8 @@ def decisions_with_episodes(ints: pd.DataFrame, episodes: pd.DataFrame,
     for c in _DECISION_ORDER[1:]:
         values = ints[c].to_numpy()
         data[c] = values.astype(bool) if c in _FLAGS else values.astype(np.int64)
+    data[REPLAYED] = (ints[REPLAYED].to_numpy(dtype=bool) if REPLAYED in ints
+                      else np.zeros(len(ints), dtype=bool))
     for c in columns:
         data[c] = _taken(episodes[c], pos)
     data["final"] = ints["final"].to_numpy().astype(bool)

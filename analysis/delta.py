@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -20,7 +20,7 @@ import pandas as pd
 # sorted_codes: `codes`' sorted codes, hashing a decision frame's shared string objects
 # by identity (the frame's question ids and regimes are never missing)
 from analysis.arms import ArmKey, Grouping, sorted_codes
-from analysis.decisions import codes, judgment_columns
+from analysis.decisions import REPLAYED, codes, judgment_columns, judgment_sources
 from analysis.rows import Row, Table, interval_row
 from analysis.stats import (
     N_BOOT,
@@ -317,6 +317,8 @@ class _Window:
         own_run: failed run, side-channel judgments.
         stated_run: failed run, stated judgments.
         stated_known: the stated run is known.
+        replayed: the latest side-channel judgment was replayed, not asked in-run
+            (`analysis.decisions.REPLAYED`).
     """
 
     q: np.ndarray
@@ -329,6 +331,7 @@ class _Window:
     own_run: np.ndarray
     stated_run: np.ndarray
     stated_known: np.ndarray
+    replayed: np.ndarray
 
     @classmethod
     def of(cls, dec: pd.DataFrame) -> _Window:
@@ -367,18 +370,50 @@ class _Window:
         keep = (n_obs >= T_MIN) & (n_obs <= T_MAX) & ~dec["final"].to_numpy(dtype=bool)
         known = (dec["stated_known"].to_numpy(dtype=bool) if "stated_known" in dec
                  else np.ones(len(dec), dtype=bool))
+        replayed = (dec[REPLAYED].to_numpy(dtype=bool) if REPLAYED in dec
+                    else np.zeros(len(dec), dtype=bool))
         rows = np.flatnonzero(keep)
         rows = rows[np.argsort(group[rows], kind="stable")]
         bounds = np.searchsorted(group[rows], np.arange(n_groups + 1))
         columns = (local, n_obs, dec["action"].to_numpy(), dec["answer"].to_numpy(dtype=float),
-                   regime, dec["own_run"].to_numpy(), dec["stated_run"].to_numpy(), known)
+                   regime, dec["own_run"].to_numpy(), dec["stated_run"].to_numpy(), known,
+                   replayed)
         windows = []
         for g in range(n_groups):
             at = rows[bounds[g]:bounds[g + 1]]
-            q, n, action, answer, r, own, stated, k = (c[at] for c in columns)
+            q, n, action, answer, r, own, stated, k, rp = (c[at] for c in columns)
             windows.append(cls(q, int(starts[g + 1] - starts[g]), n, action, answer, r, regimes,
-                               own, stated, k))
+                               own, stated, k, rp))
         return windows
+
+    def groups(self, judgments: str) -> tuple[np.ndarray, np.ndarray]:
+        """Membership in Δ's groups (a) s = t and (b) 1 ≤ s ≤ t − 2.
+
+        Args:
+            judgments: "side_channel" (recorded or replayed) or "stated".
+
+        Returns:
+            (in_a, in_b), boolean per decision.
+
+        Raises:
+            ValueError: for an unknown `judgments`.
+        """
+        judgment_columns(judgments)  # raises for an unknown source
+        s = self.own_run if judgments == "side_channel" else self.stated_run
+        in_a, in_b = s == self.n_obs, (s >= 1) & (s <= self.n_obs - 2)
+        if judgments == "stated":  # A18: an unknown stated run is left out
+            in_a, in_b = in_a & self.stated_known, in_b & self.stated_known
+        return in_a, in_b
+
+    def sources(self, judgments: str) -> str:
+        """The ``judgments`` text of a Δ row: its decisions in (a) or (b) by where their
+        latest side-channel judgment came from ("" for stated judgments)."""
+        if judgments != "side_channel":
+            return ""
+        in_a, in_b = self.groups(judgments)
+        used = in_a | in_b
+        replayed = int(np.count_nonzero(self.replayed[used]))
+        return judgment_sources(int(np.count_nonzero(used)) - replayed, replayed)
 
     def in_regime(self, name: str) -> np.ndarray:
         """Whether each decision is in regime `name`."""
@@ -454,11 +489,7 @@ def time_matched_counts(dec: pd.DataFrame | _Window, judgments: str = "side_chan
         ValueError: for an unknown `strata` or `judgments`.
     """
     w = dec if isinstance(dec, _Window) else _Window.of(dec)
-    judgment_columns(judgments)  # raises for an unknown source
-    s = w.own_run if judgments == "side_channel" else w.stated_run
-    in_a, in_b = s == w.n_obs, (s >= 1) & (s <= w.n_obs - 2)
-    if judgments == "stated":  # A18: an unknown stated run is left out
-        in_a, in_b = in_a & w.stated_known, in_b & w.stated_known
+    in_a, in_b = w.groups(judgments)
     modes = {"t": ("t", False), "question_action": ("action", True),
              "regime_action": ("regime_action", False)}
     if strata not in modes:
@@ -534,26 +565,31 @@ def delta_table(decisions: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0,
     grouping = grouping or Grouping()
     # every group's contrasts are counted first, then resampled together
     items: list[Counts] = []
-    labels: list[tuple[ArmKey, str, str, list[str] | None]] = []
+    labels: list[tuple[ArmKey, str, str, list[str] | None, str]] = []
     keys, group = grouping.codes(decisions, families=True)
     for arm, window in zip(keys, _Window.split(decisions, group, len(keys))):
+        sources = {j: window.sources(j) for j in ("side_channel", "stated")}
         for measure, judg, strata, scope in VARIANTS:
             items.append(time_matched_counts(window, judg, strata))
-            labels.append((arm, measure, scope, None))
+            labels.append((arm, measure, scope, None, sources[judg]))
         if arm.family != MAIN_FAMILY:
             continue
         items.append(_design(window))
         labels.append((arm, "design", "persistent − late_onset_from_3",
-                       [r for r in arm.regimes if r in (DESIGN_A, DESIGN_B)]))
+                       [r for r in arm.regimes if r in (DESIGN_A, DESIGN_B)], ""))
     rows: list[Row] = [
-        interval_row(arm, measure, c.interval, scope, "decisions", c.n_a + c.n_b, c.detail,
-                     regimes=regimes)
-        for (arm, measure, scope, regimes), c in zip(labels, contrasts(items, n_boot, seed))]
+        replace(interval_row(arm, measure, c.interval, scope, "decisions", c.n_a + c.n_b,
+                             c.detail, regimes=regimes), judgments=sources)
+        for (arm, measure, scope, regimes, sources), c in zip(labels,
+                                                               contrasts(items, n_boot, seed))]
     notes = (
         ("Δ: P(answer | every result so far judged useless) − P(answer | latest useless, an "
         "earlier one not; run 1…t−2), decisions after 3–6 results, final action excluded, "
         "Mantel–Haenszel weights n_a·n_b/(n_a+n_b); 95% question-cluster bootstrap."),
         "detail: answers/decisions in (a) and (b); – : the two groups never meet in a stratum.",
+        ("judgments (side-channel variants): the decisions in (a) and (b) by where the "
+         "judgment of their latest result came from: side_channel (asked in-run) or replay "
+         "(lab replay judgments)."),
     )
     return Table("delta", "Time-matched contrast Δ and design-label contrast", tuple(rows),
                  notes, pooled=grouping.pooled)

@@ -26,10 +26,12 @@ from sqlite_utils import Database
 
 from analysis.arms import with_keys
 from analysis.decisions import (
+    REPLAYED,
     clean_episodes,
     decision_table,
     decisions_with_episodes,
     errored_episodes,
+    replayed_mask,
 )
 from core.conditions import TWO_SOURCE_ARMS
 from core.store.frames import EPISODE_KEYS, Fingerprint, PackSpan, Selection
@@ -252,6 +254,7 @@ class Frames:
 
     def _read_decisions(self, episodes: pd.DataFrame) -> pd.DataFrame:
         from core.store.frames import decisions_frame
+        from core.store.probes import replayed_observations
 
         src = self._need_source()
         packs = self._packs.result() if self._packs is not None else None
@@ -260,6 +263,8 @@ class Frames:
         try:
             ints = decisions_frame(db, src.selection, src.fingerprint.max_id,
                                    episodes["episode_id"].to_numpy(), packs)
+            ints[REPLAYED] = replayed_mask(ints, replayed_observations(
+                db, src.fingerprint.max_id))
         finally:
             db.conn.close()
         extra = tuple(c for c in DECISION_KEYS if c not in _DECISION_EPISODE_COLS)

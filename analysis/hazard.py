@@ -12,22 +12,26 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import MutableMapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 
 from analysis.arms import Grouping
-from analysis.decisions import codes
-from analysis.failure_rows import cluster_counts, coded_samples, failure_rows, grouped_intervals
+from analysis.decisions import REPLAYED, codes, judgment_sources
+from analysis.failure_rows import (FailureRows, cluster_counts, coded_samples, failure_rows,
+                                   grouped_intervals)
 from analysis.failure_rows import family_failure_regimes as family_failure_regimes
-from analysis.lpm import HAZARD_BOOT, HazardFit
+from analysis.lpm import HAZARD_BOOT, HazardFit, after_useless
 from analysis.lpm_batch import fit_samples
 from analysis.rows import Row, Table, interval_row
 from analysis.stats import N_BOOT, Interval, bootstrap_intervals, cluster_sums, safe_ratio
 from core.regimes import FAILURE_REGIMES
 
 MAX_J = 7
+GAMMA_MIN_SHARE = 0.05
+"""Below this share of decisions with an earlier useful judgment, a γ row's detail warns
+that γ is barely identified (a handful of decisions carry it)."""
 
 
 @dataclass(frozen=True)
@@ -170,6 +174,35 @@ def sample_key(content: bytes) -> bytes:
     return hashlib.sha256(content).digest()
 
 
+def gamma_warning(fit: HazardFit) -> str:
+    """The warning a γ row's detail carries when few of its decisions have an earlier
+    useful judgment (γ then rests on those few; "" otherwise or without decisions).
+
+    Args:
+        fit: the hazard fit.
+
+    Returns:
+        e.g. "; warning: γ barely identified (1.2% < 5%)", or "".
+    """
+    if not fit.n_decisions or fit.share_earlier >= GAMMA_MIN_SHARE:
+        return ""
+    return f"; warning: γ barely identified ({fit.share_earlier:.1%} < {GAMMA_MIN_SHARE:.0%})"
+
+
+def _fit_sources(decisions: pd.DataFrame, fr: FailureRows) -> list[str]:
+    """Each group's ``judgments`` text for β/γ: the decisions the model is fitted on
+    (after a result judged useless, `analysis.lpm.after_useless`) by where the judgment
+    of their latest result came from."""
+    kept = after_useless(decisions, fr.rows, "side_channel")
+    group = fr.group[kept]
+    n = np.bincount(group, minlength=len(fr.keys))
+    replayed: np.ndarray = np.zeros(len(fr.keys))
+    if REPLAYED in decisions:
+        flags = decisions[REPLAYED].to_numpy(dtype=bool)[fr.rows[kept]]
+        replayed = np.bincount(group, weights=flags, minlength=len(fr.keys))
+    return [judgment_sources(int(a) - int(b), int(b)) for a, b in zip(n, replayed)]
+
+
 def index_table(decisions: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0,
                 grouping: Grouping | None = None) -> Table:
     """Integration index I with its components for every group and regime family.
@@ -255,6 +288,7 @@ def hazard_table(decisions: pd.DataFrame, n_boot: int = N_BOOT,
             known[k] = known.pop(k)
     known.update(zip(todo, fit_samples([distinct[k] for k in todo], "side_channel",
                                        hazard_boot, seed), strict=True))
+    sources = _fit_sources(decisions, fr)
     for g, (arm, regimes, key) in enumerate(zip(fr.keys, fr.regimes, keys, strict=True)):
         counts = sums[g].reshape(-1, MAX_J + 1, 2)[..., 0].sum(axis=0)
         for jj, (pt, n) in enumerate(zip(curves[g], counts)):
@@ -265,14 +299,20 @@ def hazard_table(decisions: pd.DataFrame, n_boot: int = N_BOOT,
             scope = "question FE" if fe else "pooled"
             detail = (f"{fit.n_decisions} decisions, {fit.share_earlier:.0%} with earlier useful"
                       if fit.n_decisions else "no decision after a result judged useless")
-            rows += [interval_row(arm, "beta", fit.beta, scope, "decisions", fit.n_decisions,
-                                  detail, regimes=regimes),
-                     interval_row(arm, "gamma", fit.gamma, scope, "decisions", fit.n_decisions,
-                                  detail, regimes=regimes)]
+            rows += [replace(interval_row(arm, "beta", fit.beta, scope, "decisions",
+                                          fit.n_decisions, detail, regimes=regimes),
+                             judgments=sources[g]),
+                     replace(interval_row(arm, "gamma", fit.gamma, scope, "decisions",
+                                          fit.n_decisions, detail + gamma_warning(fit),
+                                          regimes=regimes),
+                             judgments=sources[g])]
     notes = (("hazard: P(answer) after j consecutive failed observations, failure regimes "
              "(the five of mean6, or another regime on its own line), final action excluded."),
              ("beta/gamma: LPM answer ~ action + regime + β·run + γ·earlier useful on decisions "
              "after a result judged useless (side channel), 1–6 results, failure regimes; "
-             f"{hazard_boot} question-cluster resamples. Exploratory."))
+             f"{hazard_boot} question-cluster resamples. Exploratory. judgments: those "
+             "decisions by where the judgment of their latest result came from (side_channel: "
+             f"in-run; replay: lab replay judgments); γ warns below {GAMMA_MIN_SHARE:.0%} "
+             "with an earlier useful judgment."))
     return Table("hazard", "Stopping hazard and hazard model", tuple(rows), notes,
                  pooled=(grouping or Grouping()).pooled)

@@ -12,6 +12,7 @@ the decision table, one pass for all groups. The definitions are those of
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -19,8 +20,8 @@ import pandas as pd
 from analysis.arms import ArmKey, Grouping
 from analysis.blas import worker_threads
 from analysis.cost import JUDGMENT_MEASURES, JudgmentRates, Rate
-from analysis.decisions import judgment_columns
-from analysis.dissociation import DISSOCIATION_REGIME, DISSOCIATION_RUN
+from analysis.decisions import REPLAYED, judgment_columns, judgment_sources
+from analysis.dissociation import DISSOCIATION_REGIME, DISSOCIATION_RUN, group_dissociations
 from analysis.frames import Frames
 from analysis.rows import Row, Table, make_row
 from core.store.judgment_counts import COUNTS, JudgmentCounts, judgment_counts
@@ -38,10 +39,16 @@ _RATES = (("useless_on_failed", "useless_failed", "judged_failed"),
 """(JudgmentRates field, k counter, n counter) of the rates counted on observations."""
 _NOTES = (("Side-channel judgments on observations (real: not failed by design; gold/"
            "distractor: real search results, first or repeated page in the episode)."),
-          ("answered after 5 own (stated) useless: in persistent, among episodes whose own "
-           "side-channel (stated) useless run reached 5, the share that answered at any "
-           "later action, the final one included (k/n in detail; each seed's episode of a "
-           "question counts once; a stated run is unknown after a silent observation)."))
+          ("answered after 5 own (stated) useless: in persistent, among questions whose own "
+           "side-channel (stated) useless run reached 5 in some episode, the share that "
+           "answered at any later action, the final one included (k/n questions in detail; "
+           "a question's seeds are averaged, so k may be fractional; a stated run is "
+           "unknown after a silent observation)."),
+          ("judgments (side-channel measures): each n split by where its judgments came "
+           "from: side_channel (asked in-run) or replay (lab replay judgments); for "
+           "'answered after 5 own useless', the questions whose run reached 5, by the "
+           "judgment that made it reach 5 (a question reached by both, runs pooled, "
+           "counts under both)."))
 
 
 def frame_counts(frames: Frames, parts: int | None = None) -> JudgmentCounts:
@@ -76,8 +83,12 @@ def frame_counts(frames: Frames, parts: int | None = None) -> JudgmentCounts:
 
     with ThreadPoolExecutor(len(ranges)) as pool:
         done = list(pool.map(count, ranges))
+    replayed = None
+    if any(d.replayed is not None for d in done):
+        replayed = np.concatenate([np.zeros_like(d.counts) if d.replayed is None else d.replayed
+                                   for d in done])
     return JudgmentCounts(np.concatenate([d.episode_ids for d in done]),
-                          np.concatenate([d.counts for d in done]))
+                          np.concatenate([d.counts for d in done]), replayed)
 
 
 def observation_counts(steps: pd.DataFrame) -> JudgmentCounts:
@@ -91,10 +102,22 @@ def observation_counts(steps: pd.DataFrame) -> JudgmentCounts:
             episode, t order (a discarded turn before its re-ask).
 
     Returns:
-        The JudgmentCounts of the episodes that have an observation step.
+        The JudgmentCounts of the episodes that have an observation step (with the
+        replayed ones where ``judgment_source`` says "replay").
     """
     obs = steps.loc[steps["obs_index"].notna()]
-    judgment = obs["judgment"]
+    ids, counts = _observation_counts(obs, obs["judgment"])
+    replayed = None
+    if "judgment_source" in obs and (obs["judgment_source"] == "replay").any():
+        _, replayed = _observation_counts(obs, obs["judgment"].where(
+            obs["judgment_source"] == "replay"))
+    return JudgmentCounts(ids, counts, replayed)
+
+
+def _observation_counts(obs: pd.DataFrame, judgment: pd.Series
+                        ) -> tuple[np.ndarray, np.ndarray]:
+    """`observation_counts` of observation steps with the given judgments: (episode ids,
+    counts)."""
     judged = judgment.notna().to_numpy()
     useless = (judgment == "USELESS").to_numpy()
     useful = (judgment == "USEFUL").to_numpy()
@@ -123,7 +146,7 @@ def observation_counts(steps: pd.DataFrame) -> JudgmentCounts:
     counts = np.zeros((len(ids), len(COUNTS)), dtype=np.int64)
     for j, name in enumerate(COUNTS):
         counts[:, j] = np.bincount(inverse, weights=masks[name], minlength=len(ids))
-    return JudgmentCounts(ids, counts)
+    return ids, counts
 
 
 def _episode_groups(episodes: pd.DataFrame, codes: np.ndarray, ids: np.ndarray) -> np.ndarray:
@@ -138,30 +161,37 @@ def _episode_groups(episodes: pd.DataFrame, codes: np.ndarray, ids: np.ndarray) 
 
 def _dissociations(decisions: pd.DataFrame, episodes: pd.DataFrame, codes: np.ndarray,
                    groups: int) -> dict[str, list[Rate]]:
-    """`analysis.dissociation.dissociation` of every group at once (k = DISSOCIATION_RUN
-    in DISSOCIATION_REGIME): per judgment source, the Rate (answered of reached) of
-    each group."""
-    rows = (decisions["regime"] == DISSOCIATION_REGIME).to_numpy()
+    """`analysis.dissociation.group_dissociations` of every group at once (k =
+    DISSOCIATION_RUN in DISSOCIATION_REGIME): per judgment source, the Rate (questions
+    answered, seeds averaged, of questions that reached the run) of each group."""
+    rows = _episode_groups(episodes, codes, decisions["episode_id"].to_numpy(dtype=np.int64))
+    return {j: [Rate(d.answered, d.questions)
+                for d in group_dissociations(decisions, rows, groups, j)]
+            for j in ("side_channel", "stated")}
 
-    def column(name: str) -> np.ndarray:
-        return decisions[name].to_numpy()[rows]
 
-    action = column("action").astype(np.int64)
-    answer = column("answer").astype(bool)
-    episode, inverse = np.unique(column("episode_id").astype(np.int64), return_inverse=True)
+def _dissociation_sources(decisions: pd.DataFrame, episodes: pd.DataFrame,
+                          codes: np.ndarray, groups: int) -> list[str]:
+    """Each group's ``judgments`` text of the side-channel dissociation, in its unit
+    (questions): the questions in DISSOCIATION_REGIME whose own useless run reached
+    DISSOCIATION_RUN, by where the judgment that made an episode reach the run (at its
+    first such decision) came from. A question whose episodes reached it by both (runs
+    pooled) counts under both, so the two counts may add up to more than n."""
+    rows = ((decisions["regime"] == DISSOCIATION_REGIME).to_numpy()
+            & (decisions[judgment_columns("side_channel")[0]].to_numpy() >= DISSOCIATION_RUN))
+    episode, first = np.unique(decisions["episode_id"].to_numpy(dtype=np.int64)[rows],
+                               return_index=True)  # rows are in episode, step order
+    replayed = (decisions[REPLAYED].to_numpy(dtype=bool)[rows][first] if REPLAYED in decisions
+                else np.zeros(len(episode), dtype=bool))
+    question = decisions["question_id"].astype(str).to_numpy()[rows][first]
     group = _episode_groups(episodes, codes, episode)
-    never = np.iinfo(np.int64).max
-    out: dict[str, list[Rate]] = {}
-    for judgments in ("side_channel", "stated"):
-        reached = column(judgment_columns(judgments)[0]) >= DISSOCIATION_RUN
-        first = np.full(len(episode), never, dtype=np.int64)
-        np.minimum.at(first, inverse[reached], action[reached])
-        answered = np.zeros(len(episode), dtype=bool)
-        answered[inverse[answer & (action >= first[inverse])]] = True
-        keep = (group >= 0) & (first < never)
-        k = np.bincount(group[keep & answered], minlength=groups)
-        n = np.bincount(group[keep], minlength=groups)
-        out[judgments] = [Rate(int(a), int(b)) for a, b in zip(k, n)]
+    keep = group >= 0
+    out = []
+    for g in range(groups):
+        mine = keep & (group == g)
+        side = len(set(question[mine & ~replayed]))
+        replay = len(set(question[mine & replayed]))
+        out.append(judgment_sources(side, replay))
     return out
 
 
@@ -179,21 +209,41 @@ def group_rates(counts: JudgmentCounts, decisions: pd.DataFrame, episodes: pd.Da
         (group, JudgmentRates) in table order; the same rates as
         `analysis.cost.judgment_rates` of each group's steps and decisions.
     """
+    return [(key, rates) for key, rates, _ in _group_rates(counts, decisions, episodes,
+                                                            grouping)]
+
+
+def _group_rates(counts: JudgmentCounts, decisions: pd.DataFrame, episodes: pd.DataFrame,
+                 grouping: Grouping | None = None
+                 ) -> list[tuple[ArmKey, JudgmentRates, dict[str, str]]]:
+    """`group_rates`, each group with the ``judgments`` text of its side-channel measures
+    (by JudgmentRates attribute; the n of each split by where its judgments came from)."""
     keys, codes = (grouping or Grouping()).codes(episodes, families=True)
     if not keys:
         return []
     group = _episode_groups(episodes, codes, np.asarray(counts.episode_ids, dtype=np.int64))
     keep = group >= 0
-    sums = np.zeros((len(keys), len(COUNTS)), dtype=np.int64)
-    np.add.at(sums, group[keep], np.asarray(counts.counts)[keep])
+
+    def summed(values: np.ndarray | None) -> np.ndarray:
+        sums = np.zeros((len(keys), len(COUNTS)), dtype=np.int64)
+        if values is not None:
+            np.add.at(sums, group[keep], np.asarray(values)[keep])
+        return sums
+
+    sums, replayed = summed(counts.counts), summed(counts.replayed)
     dissociated = _dissociations(decisions, episodes, codes, len(keys))
+    dissociation_sources = _dissociation_sources(decisions, episodes, codes, len(keys))
     out = []
     for i, key in enumerate(keys):
         c = dict(zip(COUNTS, (int(v) for v in sums[i])))
+        r = dict(zip(COUNTS, (int(v) for v in replayed[i])))
         rates = {field: Rate(c[k], c[n]) for field, k, n in _RATES}
+        sources = {field: judgment_sources(c[n] - r[n], r[n]) for field, _, n in _RATES
+                   if not field.startswith("stated")}
+        sources["dissociation"] = dissociation_sources[i]
         out.append((key, JudgmentRates(
             **rates, dissociation=dissociated["side_channel"][i],
-            stated_dissociation=dissociated["stated"][i])))
+            stated_dissociation=dissociated["stated"][i]), sources))
     return out
 
 
@@ -216,11 +266,12 @@ def judgments_table(counts: JudgmentCounts, decisions: pd.DataFrame, episodes: p
     """
     grouping = grouping or Grouping()
     rows: list[Row] = []
-    for arm, rates in group_rates(counts, decisions, episodes, grouping):
+    for arm, rates, sources in _group_rates(counts, decisions, episodes, grouping):
         for attr, label in JUDGMENT_MEASURES:
             r: Rate = getattr(rates, attr)
-            unit = "episodes" if attr.endswith("dissociation") else "judgments"
-            rows.append(make_row(arm, label, "", r.share, r.n, unit, f"{r.k}/{r.n}"))
+            unit = "questions" if attr.endswith("dissociation") else "judgments"
+            rows.append(replace(make_row(arm, label, "", r.share, r.n, unit, f"{r.k:g}/{r.n}"),
+                                judgments=sources.get(attr, "")))
     return Table("judgments", "Judgment rates and dissociation", tuple(rows), _NOTES, "wide",
                  (), (), tuple((label, short) for (_, label), short in zip(JUDGMENT_MEASURES,
                                                                            _SHORT)),

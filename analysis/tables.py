@@ -271,6 +271,36 @@ def header_lines(table: Table) -> list[str]:
     return lines
 
 
+def judgment_lines(table: Table) -> list[str]:
+    """Where each group's side-channel judgments came from (the rows' ``judgments``).
+
+    One line per group that read judgments: the text its rows share, or, where its
+    measures count different judgments (the judgments table), the text of the row with
+    the largest n and that row's measure (every row's is in the CSV and JSON).
+
+    Args:
+        table: a results table.
+
+    Returns:
+        A heading and one line per group, or none when no row read judgments.
+    """
+    by_group: dict[object, list[Row]] = {}
+    for r in table.rows:
+        if r.judgments:
+            by_group.setdefault(r.key(), []).append(r)
+    if not by_group:
+        return []
+    varying, _ = _columns(table.rows, _by_scope(table))
+    lines = ["judgments (side_channel: asked in-run; replay: lab replay judgments):"]
+    for rows in by_group.values():
+        top = max(rows, key=lambda r: r.n)
+        label = " · ".join(_arm_cells(top, varying))
+        several = len({r.judgments for r in rows}) > 1
+        lines.append(f"  {label}: {top.judgments}" + (f" ({top.measure}; each row's in the "
+                                                      "CSV/JSON)" if several else ""))
+    return lines
+
+
 def warning_lines(table: Table) -> list[str]:
     """A warning under a table whose rows left errored episodes out.
 
@@ -295,14 +325,16 @@ def render_table(table: Table) -> str:
         table: a results table.
 
     Returns:
-        Title, what the rows cover and pool, the aligned table (or "no data"), a
-        warning when a row left errored episodes out, and the notes.
+        Title, what the rows cover and pool, the aligned table (or "no data"), where
+        each group's judgments came from, a warning when a row left errored episodes
+        out, and the notes.
     """
     out = [table.title, "=" * len(table.title)] + header_lines(table)
     if not table.rows:
         out.append("(no data for this selection)")
     else:
         out += render_wide(table) if table.layout == "wide" else render_long(table)
+    out += judgment_lines(table)
     out += warning_lines(table)
     out += [textwrap.fill(n, width=NOTE_WIDTH, initial_indent="  ", subsequent_indent="  ")
             for n in table.notes]

@@ -51,12 +51,20 @@ def _run_request(ctx: click.Context, request: ReplayRequest, dry_run: bool,
 def _plan_text(plan: ReplayPlan, grid_id: int | None, jobs: int, dry_run: bool) -> str:
     what = KIND_WORDS[plan.request.kind]
     at = "" if plan.request.kind == "repair" else f" at {plan.request.at.text}"
+    run = plan.request.run
+    if plan.request.kind == "judgment" and not plan.request.refresh:
+        recorded = f"recorded in-run by the side channel ({plan.recorded:,}; --refresh asks " \
+                   f"them again), "
+        kept = f"{plan.recorded:,} recorded in-run by the side channel: not asked again, " \
+               f"--refresh asks them; "
+    else:
+        recorded = kept = ""
     if plan.calls == 0:
-        return (f"nothing to queue: all {plan.stored} {what}{at} of run {plan.request.run} "
-                f"are already stored or queued")
+        return (f"nothing to queue for run {run}: its {what}{at} are {recorded}already "
+                f"stored ({plan.stored:,}) or queued")
     head = "would queue" if dry_run else f"grid {grid_id}: queued {jobs} jobs,"
     lines = [f"{head} {plan.calls:,} {what}{at} on {plan.episodes:,} episodes of run "
-             f"{plan.request.run} ({plan.stored:,} already stored)"]
+             f"{run} ({kept}{plan.stored:,} already stored)"]
     for model, est in plan.summary()["per_model"].items():
         lines.append(f"  {model}: {est['calls']:,} calls, ≈ {est['input_tokens']:,.0f} input "
                      f"tokens, ≈ {est['output_tokens']:,.0f} output tokens, ≈ "
@@ -91,24 +99,31 @@ def _common(command):  # type: ignore[no-untyped-def]
 @click.option("--at", "at", default="every", show_default=True,
               help="Decision points: every, first-useless-5 (the first point where the "
                    "agent's judgments reach five USELESS in a row) or t=3,5.")
+@click.option("--refresh", is_flag=True,
+              help="Judgments only: ask also where the episode recorded its own judgment "
+                   "in-run (judge = true, rule arms, sims); a replayed judgment already "
+                   "stored is still never asked twice.")
 @click.pass_context
 def replay_cmd(ctx: click.Context, what: str, run_name: str, models: str | None,
-               dry_run: bool, as_json: bool, priority: int, batch: bool, at: str) -> None:
+               dry_run: bool, as_json: bool, priority: int, batch: bool, at: str,
+               refresh: bool) -> None:
     """Probe recorded trajectories: side-channel judgments, beliefs or answer-now branches.
 
     Forks the history exactly as the agent saw it at each chosen decision point, asks
     one question and stores the reply in the `probes` table (source = replay);
     nothing is written back into the trajectory. Probes run as queue jobs (`lab
-    worker`); already stored probes are never asked again.
+    worker`); already stored probes are never asked again, and judgments are asked
+    only where the episode recorded none in-run (--refresh: there too).
 
     \b
     Example:
       lab replay judgments --run pilot --dry-run
+      lab replay judgments --run pilot --refresh --dry-run
       lab replay answer-now --run pilot --models qwen3-8b --at every
       lab replay beliefs --run pilot --at t=3,5
       lab replay answer-now --run pilot --models claude-sonnet --batch
     """
-    request = request_from(what, run_name, at, _models(models), batch, priority)
+    request = request_from(what, run_name, at, _models(models), batch, priority, refresh)
     _run_request(ctx, request, dry_run, as_json)
 
 

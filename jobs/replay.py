@@ -6,7 +6,9 @@ probes still missing (calls, tokens and dollars first), then store jobs of kind
 taken by the same workers, leased, heartbeated, retried and reconciled the same
 way. A replay job probes only what is not stored yet, and a probe is unique per
 (episode, t, kind), so a second call (or a job re-run after kill -9) stores nothing
-twice.
+twice. Judgments are not asked where the episode recorded its own (the side channel,
+in-run: a `judge = true` arm, a rule arm, a sim) unless `refresh` says so: on a paid
+API a second copy of a judgment is money for nothing (issue 20 §6).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import asyncio
 import json
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sqlite_utils import Database
@@ -30,7 +32,7 @@ from core.runner import CallGate, GatedSession
 from core.probes import (COMMANDS, PROBE_MAX_TOKENS, At, ProbeRecord, RecordedEpisode,
                          messages_for, parse_at, probe_points, record_of, run_probe,
                          select_points, view_at)
-from core.errors import StoreError
+from core.errors import ConfigError, StoreError
 from core.store import jobs as ledger
 from core.store import probes as rows
 
@@ -59,6 +61,9 @@ class ReplayRequest:
         models: only the episodes of these models (default: all of the run's).
         batch: Claude: send through the Message Batches API.
         priority: queue priority.
+        refresh: judgments only: ask also where the episode recorded its own judgment
+            in-run (by default those steps are left alone). A replayed judgment already
+            stored is never asked again either way.
     """
 
     run: str
@@ -67,11 +72,15 @@ class ReplayRequest:
     models: tuple[str, ...] = ()
     batch: bool = False
     priority: int = 0
+    refresh: bool = False
 
     def params(self) -> str:
-        """The job's params JSON (also what tells two requests' jobs apart)."""
-        return json.dumps({"kind": self.kind, "at": self.at.text, "batch": self.batch},
-                          sort_keys=True)
+        """The job's params JSON (also what tells two requests' jobs apart); ``refresh``
+        appears only when set, so the params of other jobs read as before."""
+        out: dict[str, Any] = {"kind": self.kind, "at": self.at.text, "batch": self.batch}
+        if self.refresh:
+            out["refresh"] = True
+        return json.dumps(out, sort_keys=True)
 
 
 @dataclass
@@ -94,6 +103,8 @@ class ReplayPlan:
     cells: list[ReplayCellPlan] = field(default_factory=list)
     episodes: int = 0
     stored: int = 0
+    recorded: int = 0
+    """Judgment points left alone because the episode recorded its own judgment there."""
     dollars: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -114,6 +125,7 @@ class ReplayPlan:
             m["dollars"] = round(self.dollars.get(model, 0.0), 4)
         return {"run": self.request.run, "kind": self.request.kind, "at": self.request.at.text,
                 "episodes": self.episodes, "calls": self.calls, "already_stored": self.stored,
+                "already_recorded": self.recorded, "refresh": self.request.refresh,
                 "cells": sum(1 for c in self.cells if c.calls), "per_model": per,
                 "batch": self.request.batch}
 
@@ -134,18 +146,22 @@ def plan_replay(db: Database, request: ReplayRequest, registry: Mapping[str, Mod
         StoreError: an unknown run or model, or a run with no finished episode.
     """
     out = ReplayPlan(request)
-    params = request.params()
     for cell in rows.run_cells(db, request.run, request.models):
-        pending = rows.pending_replay(db, cell["cell_id"], params)
+        pending = set().union(*(rows.pending_replay(db, cell["cell_id"], p)
+                                for p in _covering_params(request)))
         qids = [q for q in cell["question_ids"] if q not in pending]
         eids = rows.cell_episodes(db, cell["cell_id"], qids)
         by_eid = dict(zip(eids, rows.episode_question_ids(db, eids)))
         targets = _targets(db, request, eids)
         done = rows.probed(db, eids, request.kind)
+        recorded = _recorded(db, request.kind, request.refresh, eids)
         calls = tok_in = 0
         need: set[str] = set()
         for eid, points in targets.items():
             for t, tokens in points:
+                if (eid, t) in recorded:
+                    out.recorded += 1
+                    continue
                 if (eid, t) in done:
                     out.stored += 1
                     continue
@@ -161,6 +177,23 @@ def plan_replay(db: Database, request: ReplayRequest, registry: Mapping[str, Mod
         out.cells.append(ReplayCellPlan(cell["cell_id"], cell["model"], sorted(need), calls,
                                         tok_in, tok_out))
     return out
+
+
+def _covering_params(request: ReplayRequest) -> list[str]:
+    """The params of queued jobs that already cover a request's probes: its own, and for
+    judgments without `refresh` also those of a `refresh` job (which asks a superset)."""
+    params = [request.params()]
+    if request.kind == "judgment" and not request.refresh:
+        params.append(replace(request, refresh=True).params())
+    return params
+
+
+def _recorded(db: Database, kind: str, refresh: bool, eids: list[int]) -> set[tuple[int, int]]:
+    """(episode, t) points not to ask: for judgments without `refresh`, the steps whose
+    judgment the episode recorded in-run (none for other kinds)."""
+    if kind != "judgment" or refresh:
+        return set()
+    return rows.recorded_judgments(db, eids)
 
 
 def _discount(request: ReplayRequest, spec: ModelSpec) -> float:
@@ -346,11 +379,13 @@ async def replay_questions(db: Database, job: Mapping[str, Any], client: ModelCl
 
 
 def _todo(db: Database, job: Mapping[str, Any]) -> tuple[list[tuple[RecordedEpisode, int]], str]:
-    """A replay job's (episode, t) probes not stored yet, and their kind."""
+    """A replay job's (episode, t) probes not stored yet (judgments: nor recorded by the
+    episode in-run, unless the job's params say refresh), and their kind."""
     params = json.loads(job["params"])
     kind, at = params["kind"], parse_at(params["at"])
     eids = rows.cell_episodes(db, job["cell_id"], job["question_ids"])
-    done = rows.probed(db, eids, kind)
+    # stored probes, and (judgments, unless refresh) the episode's own in-run judgments
+    skip = rows.probed(db, eids, kind) | _recorded(db, kind, bool(params.get("refresh")), eids)
     judged = rows.judgments(db, eids) if at.mode not in ("every", "t") else {}
     todo: list[tuple[RecordedEpisode, int]] = []
     for eid in eids:
@@ -359,7 +394,7 @@ def _todo(db: Database, job: Mapping[str, Any]) -> tuple[list[tuple[RecordedEpis
             points = [ep.answer_action] if ep.placeholder and ep.answer_action else []
         else:
             points = probe_points(ep, at, judged.get(eid))
-        todo += [(ep, t) for t in points if (eid, t) not in done]
+        todo += [(ep, t) for t in points if (eid, t) not in skip]
     return todo, kind
 
 
@@ -481,12 +516,17 @@ def _rederive(db: Database, episode_ids: list[int]) -> None:
 
 
 def request_from(command: str, run: str, at: str, models: tuple[str, ...] = (),
-                 batch: bool = False, priority: int = 0) -> ReplayRequest:
+                 batch: bool = False, priority: int = 0, refresh: bool = False
+                 ) -> ReplayRequest:
     """A ReplayRequest from `lab replay COMMAND` options (`repair` for `lab repair`).
 
     Raises:
-        ConfigError: a bad --at.
+        ConfigError: a bad --at, or --refresh with anything but judgments.
     """
     kind = "repair" if command == "repair" else COMMANDS[command]
-    return ReplayRequest(run, kind, parse_at(at), models, batch, priority)
+    if refresh and kind != "judgment":
+        raise ConfigError(f"--refresh applies to `lab replay judgments` only (an episode "
+                          f"records no {command} of its own); drop it, e.g. `lab replay "
+                          f"{command} --run {run}`")
+    return ReplayRequest(run, kind, parse_at(at), models, batch, priority, refresh)
 

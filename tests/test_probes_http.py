@@ -28,15 +28,15 @@ def server(app: OpenAIApp) -> Iterator[LoopbackServer]:
         yield srv
 
 
-def _job(db, kind: str) -> dict[str, Any]:
+def _job(db, kind: str, refresh: bool = False) -> dict[str, Any]:
     cell_id, qid = db.conn.execute("SELECT cell_id, question_id FROM episodes").fetchone()
     return {"id": 1, "cell_id": cell_id, "question_ids": [qid],
-            "params": ReplayRequest("r", kind).params()}
+            "params": ReplayRequest("r", kind, refresh=refresh).params()}
 
 
-def _replay(db, server, kind: str, concurrency: int = 4) -> int:
+def _replay(db, server, kind: str, concurrency: int = 4, refresh: bool = False) -> int:
     client = make_client(spec_for(server.url))
-    return asyncio.run(replay_questions(db, _job(db, kind), client, concurrency))
+    return asyncio.run(replay_questions(db, _job(db, kind, refresh), client, concurrency))
 
 
 def test_judgment_forks_sent_are_the_recorded_history_and_replay_is_idempotent(
@@ -45,7 +45,8 @@ def test_judgment_forks_sent_are_the_recorded_history_and_replay_is_idempotent(
                                 [SEARCH] * 4 + [FINISH], judgments=["USEFUL"] * 4)
     ep = probe_rows.recorded_episode(db, eid)
     points = decision_points(ep)
-    assert _replay(db, server, "judgment") == len(points) == 4
+    assert _replay(db, server, "judgment") == 0 and app.calls == 0  # judged in-run already
+    assert _replay(db, server, "judgment", refresh=True) == len(points) == 4
     assert app.calls == 4
     sent = sorted(([(m["role"], m["content"]) for m in body["messages"]] for body in
                    app.requests), key=len)
@@ -57,7 +58,7 @@ def test_judgment_forks_sent_are_the_recorded_history_and_replay_is_idempotent(
     assert [r["judgment"] for r in rows] == ["USELESS"] * 4  # the server's, not the run's
     assert db.conn.execute("SELECT count(*) FROM probes WHERE source = 'replay' AND error "
                            "IS NULL").fetchone()[0] == 4
-    assert _replay(db, server, "judgment") == 0 and app.calls == 4  # nothing asked twice
+    assert _replay(db, server, "judgment", refresh=True) == 0 and app.calls == 4  # not twice
 
 
 def test_a_5xx_and_refused_burst_is_retried_then_recorded(app, server, db_path):

@@ -76,7 +76,11 @@ def test_answer_now_plans_runs_on_the_queue_and_is_idempotent(sim_run):
 
 
 def test_replayed_judgments_equal_the_in_run_ones_for_sims(sim_run):
+    # sims record their judgments in-run: replay asks them again only on --refresh
     r = lab(sim_run, "replay", "judgments", "--run", "pilot", "--models", "sim-own5")
+    assert r.exit_code == 0 and "nothing to queue" in r.output, r.output
+    r = lab(sim_run, "replay", "judgments", "--run", "pilot", "--models", "sim-own5",
+            "--refresh")
     assert r.exit_code == 0, r.output
     assert lab(sim_run, "worker", "--until-idle").exit_code == 0
     n = _count(sim_run, "SELECT count(*) FROM probes WHERE kind = 'judgment'")

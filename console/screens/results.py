@@ -582,6 +582,9 @@ class ResultsScreen(LabScreen):
             return
         widget = self.query_one("#results-grid", DataTable)
         text = cell_summary(grid, widget.cursor_row, max(widget.cursor_column - 1, 0))
+        row = grid.cell(widget.cursor_row, max(widget.cursor_column - 1, 0))
+        if row is not None and row.judgments:
+            text += f"\njudgments of these decisions' latest results: {row.judgments}"
         legend = ("\n+ answers more when every result so far was judged useless; − less; "
                   "* 95% CI excludes 0; – undefined; · not run; v: next variant")
         self.query_one("#results-cell", Static).update(text + legend)

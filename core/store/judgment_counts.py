@@ -12,6 +12,10 @@ where the arm asked none in-run. A real search result is a judged, not failed
 ``search`` observation from ``gold`` or ``distractor``; it is a repeat when it shows a
 page (``obs_ref``) that an earlier observation step of the episode (by t, a discarded
 turn before its re-ask) showed.
+
+The same counts over the replayed judgments alone (`JudgmentCounts.replayed`) tell how
+many of each count's judgments came from a replay rather than the side channel in-run;
+they are counted from the steps of the episodes that have a replayed judgment only.
 """
 
 from __future__ import annotations
@@ -62,6 +66,10 @@ _REPLAY_JOIN = ("LEFT JOIN probes rp ON rp.episode_id = s.episode_id AND rp.t = 
                 "AND rp.kind = 'judgment' AND rp.error IS NULL AND s.discarded = 0")
 _IN_RUN_JUDGMENT = "(CASE WHEN s.judgment_source IS NOT NULL THEN s.judgment END)"
 """The same when lab.db holds no replayed judgment (no probe to join)."""
+_ONLY_REPLAYED_JUDGMENT = "(CASE WHEN s.judgment_source IS NULL THEN rp.judgment END)"
+"""A step's replayed judgment, where analysis reads it (none for an in-run judgment)."""
+_HAS_REPLAYED = ("e.id IN (SELECT episode_id FROM probes WHERE kind = 'judgment' "
+                 "AND error IS NULL)")
 
 
 def _pages(judgment: str, source: str) -> str:
@@ -73,7 +81,7 @@ def _pages(judgment: str, source: str) -> str:
             f"WHEN 'USEFUL' THEN 65537 ELSE 1 END) << (32 * {_EARLIER_SAME_PAGE}) END), 0)")
 
 
-def counts_sql(replayed: bool = True) -> str:
+def counts_sql(replayed: bool = True, only_replayed: bool = False) -> str:
     """The per-episode counting query, before its WHERE clause.
 
     One row per episode with an observation: id, observations, then four sums whose
@@ -85,11 +93,15 @@ def counts_sql(replayed: bool = True) -> str:
     Args:
         replayed: join the replayed judgments (probes); without any in lab.db the
             join is left out (same counts, fewer lookups).
+        only_replayed: count only the judgments read from a replay (the stated
+            counters still count every stated judgment).
 
     Returns:
         The SQL (aliases e, c, r, s as `core.store.frames._where` expects).
     """
-    judgment = _REPLAYED_JUDGMENT if replayed else _IN_RUN_JUDGMENT
+    judgment = (_ONLY_REPLAYED_JUDGMENT if only_replayed else
+                _REPLAYED_JUDGMENT if replayed else _IN_RUN_JUDGMENT)
+    replayed = replayed or only_replayed
     return f"""
 SELECT e.id, COUNT(*),
     SUM((CASE {judgment} WHEN 'USELESS' THEN 65537 ELSE {judgment} IS NOT NULL END)
@@ -129,11 +141,13 @@ def _replayed(conn: sqlite3.Connection) -> bool:
                              "AND error IS NULL)").fetchone()[0])
 
 
-def _counted(conn: sqlite3.Connection, where: str, args: Sequence[Any], replayed: bool) -> Any:
+def _counted(conn: sqlite3.Connection, where: str, args: Sequence[Any], replayed: bool,
+             only_replayed: bool = False) -> Any:
     """`counts_sql` rows (int64, one per episode with an observation) under `where`."""
     import numpy as np
 
-    cursor = conn.execute(counts_sql(replayed) + where + " GROUP BY e.id ORDER BY e.id", args)
+    cursor = conn.execute(counts_sql(replayed, only_replayed) + where
+                          + " GROUP BY e.id ORDER BY e.id", args)
     return np.fromiter(itertools.chain.from_iterable(cursor), dtype=np.int64).reshape(-1, 6)
 
 
@@ -234,10 +248,15 @@ class JudgmentCounts:
     Attributes:
         episode_ids: episode ids, int64, one per row of `counts`.
         counts: integer array (episodes × len(COUNTS)), columns in COUNTS order.
+        replayed: the same counts of the judgments read from a replay (`lab replay
+            judgments`) alone, same shape; None when none was replayed (the judgments
+            all came from the side channel in-run). Its stated counters are not
+            restricted.
     """
 
     episode_ids: Any
     counts: Any
+    replayed: Any = None
 
 
 def judgment_counts(db: Database, selection: Selection | None = None,
@@ -252,7 +271,7 @@ def judgment_counts(db: Database, selection: Selection | None = None,
 
     Returns:
         The JudgmentCounts, ordered by episode id (episodes without an observation
-        step have no row: all their counts are 0).
+        step have no row: all their counts are 0), with the replayed ones.
 
     Raises:
         ConfigError: a condition in the selection that matches no stored arm.
@@ -275,7 +294,23 @@ def judgment_counts(db: Database, selection: Selection | None = None,
         worst = int(rows[rows[:, 1].argmax(), 0])
         raise LabError(f"episode {worst} has {int(rows[:, 1].max())} observation steps; "
                        f"judgment counts support fewer than {_MAX_OBSERVATIONS}")
+    ids = rows[:, 0].copy()
+    replayed = None
+    if _replayed(db.conn):
+        where, args = _where(db, selection or Selection(), "s.obs_index IS NOT NULL", *extra,
+                             _HAS_REPLAYED)
+        got = _counted(db.conn, where, args, True, only_replayed=True)
+        got = got[np.isin(got[:, 0], ids)]
+        replayed = np.zeros((len(ids), len(COUNTS)), dtype=np.int32)
+        replayed[np.searchsorted(ids, got[:, 0])] = _unpacked(got)
+    return JudgmentCounts(ids, _unpacked(rows), replayed)
+
+
+def _unpacked(rows: Any) -> Any:
+    """The COUNTS (int32, episodes × len(COUNTS)) of `counts_sql` rows."""
+    import numpy as np
+
     counts = np.empty((len(rows), len(COUNTS)), dtype=np.int32)
     for i in range(len(COUNTS)):
         counts[:, i] = (rows[:, 2 + i // 4] >> (_LANE * (i % 4))) & ((1 << _LANE) - 1)
-    return JudgmentCounts(rows[:, 0].copy(), counts)
+    return counts

@@ -178,6 +178,50 @@ def judgments(db: Database, episode_ids: Sequence[int]) -> dict[int, dict[int, s
     return out
 
 
+def recorded_judgments(db: Database, episode_ids: Sequence[int]) -> set[tuple[int, int]]:
+    """(episode, t) steps whose judgment the episode recorded itself (the side channel,
+    ``steps.judgment_source`` set), asked whatever the reply was: `lab replay judgments`
+    does not ask these again unless told to (``--refresh``)."""
+    out: set[tuple[int, int]] = set()
+    for chunk in _chunks(list(episode_ids)):
+        out.update(db.conn.execute(
+            f"SELECT episode_id, t FROM steps WHERE judgment_source IS NOT NULL AND "
+            f"discarded = 0 AND episode_id IN ({', '.join('?' * len(chunk))})",
+            chunk).fetchall())
+    return out
+
+
+REPLAYED_OBSERVATIONS_SQL = (
+    "SELECT s.episode_id, s.obs_index FROM probes p JOIN steps s ON s.episode_id = "
+    "p.episode_id AND s.t = p.t AND s.discarded = 0 WHERE p.kind = 'judgment' AND p.error "
+    "IS NULL AND s.judgment_source IS NULL AND s.obs_index IS NOT NULL")
+"""Observations whose judgment analysis reads from a replay (the step asked none in-run:
+the same rule as `core.store.frames.STEP_FRAME_SQL`)."""
+
+
+def replayed_observations(db: Database, upto: int | None = None):
+    """The observations whose side-channel judgment came from `lab replay judgments`.
+
+    Args:
+        db: an open lab.db.
+        upto: only episodes with id <= upto.
+
+    Returns:
+        int64 array (rows × 2): episode id and ``obs_index`` of each such observation
+        (every other judged observation was judged in-run, by the side channel).
+    """
+    import itertools
+
+    import numpy as np
+
+    sql: str = REPLAYED_OBSERVATIONS_SQL
+    args: tuple[int, ...] = ()
+    if upto is not None:
+        sql, args = sql + " AND p.episode_id <= ?", (int(upto),)
+    cursor = db.conn.execute(sql, args)
+    return np.fromiter(itertools.chain.from_iterable(cursor), dtype=np.int64).reshape(-1, 2)
+
+
 PROBE_FRAME_SQL = ("SELECT p.episode_id, p.t, p.kind, p.model AS probe_model, p.source, "
                    "p.judgment, p.answer, p.em, p.f1, p.correct, p.placeholder, p.confidence, "
                    "p.p_continue, p.p_answer_now, p.prefer, p.parse_ok, p.input_tokens AS "

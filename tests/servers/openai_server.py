@@ -2,6 +2,8 @@
 
 Routes: POST /v1/chat/completions, GET /v1/models, GET /health, GET /version, GET /stats
 (calls so far, calls being answered now and their peak; /stats/reset also restarts the peak).
+`side_channel_calls` counts the calls that ask the side-channel question (in-run or
+replayed judgments), as the server saw them.
 Chat replies come from a responder (default: plain ReAct text that searches then
 finishes; "USELESS" to side-channel questions) after `delay_s`, at most
 `max_concurrent` calls being served at once (the rest queue, like a GPU batch), and
@@ -92,6 +94,7 @@ class OpenAIApp:
         self.script = Script()
         self.requests: list[dict[str, Any]] = []
         self.calls = 0
+        self.side_channel_calls = 0
         self.active = 0
         self.peak = 0
         self._ids = itertools.count(1)
@@ -120,6 +123,8 @@ class OpenAIApp:
         body = req.json()
         with self._lock:
             self.calls += 1
+            messages = body.get("messages") or [{}]
+            self.side_channel_calls += SIDE_CHANNEL_MARK in _text(messages[-1].get("content"))
             if self.record:
                 self.requests.append(body)
         fault = self.script.next()
