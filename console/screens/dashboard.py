@@ -72,6 +72,7 @@ def check_endpoints(config_path, check: bool) -> list[Endpoint]:
     """The registry's endpoints, each checked over HTTP when `check` (call from a worker)."""
     from console.models_cmd import check_endpoint
     from core.models.anthropic import DEFAULT_BASE_URL
+    from core.models.endpoint_url import redact_endpoint
     from core.models.registry import load_registry
 
     out = []
@@ -80,10 +81,10 @@ def check_endpoints(config_path, check: bool) -> list[Endpoint]:
             for url in spec.params.get("endpoints", []):
                 health = (check_endpoint(url, str(spec.params.get("model")), CHECK_TIMEOUT_S)
                           if check else "not checked (h checks)")
-                out.append(Endpoint(name, "vLLM", url, health))
+                out.append(Endpoint(name, "vLLM", redact_endpoint(url), health))
         elif spec.backend == "anthropic":
-            out.append(Endpoint(name, "Claude", str(spec.params.get("base_url")
-                                                    or DEFAULT_BASE_URL),
+            out.append(Endpoint(name, "Claude", redact_endpoint(str(
+                spec.params.get("base_url") or DEFAULT_BASE_URL)),
                                 "not checked here (lab models --check-api)"))
     return out
 
