@@ -19,6 +19,7 @@ from core.kb import ref_title
 from core.models.registry import load_registry
 from core.regimes import MEAN6
 from core.store import jobs as ledger
+from core.store import monitor
 from core.store.base import check_writable
 from jobs.control import control, enqueue_grid, status
 from jobs.grid import GridRequest, plan
@@ -179,10 +180,20 @@ def status_cmd(ctx: click.Context, as_json: bool) -> None:
     """
     db = open_db(ctx, create=False)
     grids = status(db)
+    now = time.time()
+    lease_s = settings_for(ctx).lease_s
+    workers = monitor.workers(db, lease_s, now=now)
+    live = monitor.live_rows(db, now=now, limit=-1)
     if as_json:
+        states = {w.id: w.state for w in workers}
         click.echo(json.dumps({"grids": [g.to_dict() for g in grids],
                                "jobs": ledger.job_states(db),
-                               "workers": ledger.workers(db)}, indent=2))
+                               "workers": [w | {"state": states.get(w["id"], w["state"])}
+                                           for w in ledger.workers(db)],
+                               "live": [{"id": r.id, "cell_id": r.cell_id,
+                                         "question_id": r.question_id, "worker": r.worker,
+                                         "state": r.state, "why": r.why} for r in live]},
+                              indent=2))
         return
     if not grids:
         click.echo("nothing queued yet (lab enqueue …)")
@@ -199,11 +210,16 @@ def status_cmd(ctx: click.Context, as_json: bool) -> None:
         click.echo(f"    {g.errored} errored, {g.running} running; jobs: {jobs or '-'}")
         if g.retry:
             click.echo(f"    retry errored: {g.retry}")
-    now = time.time()
-    for w in ledger.workers(db):
-        if w["state"] != "stopped" and now - w["heartbeat_at"] < 30:
-            click.echo(f"worker {w['id']}: {w['state']}, heartbeat "
-                       f"{now - w['heartbeat_at']:.0f}s ago")
+    lost = [r for r in live if r.state == "lost"]
+    if lost:
+        whys = sorted({r.why or "" for r in lost})
+        click.echo(f"{plural(len(lost), 'live episode')} of lost workers, not running (removed "
+                   f"by the next worker's reconcile): {'; '.join(whys[:3])}"
+                   + (f"; … {len(whys) - 3} more" if len(whys) > 3 else ""))
+    for w in workers:
+        if w.state != "stopped" and w.age_s < 30:
+            shown = "lost (process gone)" if w.state == "lost" else w.state
+            click.echo(f"worker {w.id}: {shown}, heartbeat {w.age_s:.0f}s ago")
 
 
 def _target(action: str, run_name: str | None, grid: int | None,
@@ -294,8 +310,10 @@ def tail_cmd(ctx: click.Context, episode: int | None, follow: bool,
              timeout: float | None) -> None:
     """Print the steps of a running episode as they are committed.
 
-    EPISODE is a live episode id (see `lab status --json`); by default the newest.
-    A finished episode id prints its stored steps.
+    EPISODE is a live episode id (see `lab status --json`); by default the newest
+    running one. A finished episode id prints its stored steps. An episode whose
+    worker died or stopped is lost: the tail says so in one line and stops (exit 1
+    for an EPISODE asked for; --follow moves on to the next running one).
 
     \b
     Example:
@@ -304,7 +322,7 @@ def tail_cmd(ctx: click.Context, episode: int | None, follow: bool,
     db = open_db(ctx, create=False)
     deadline = None if timeout is None else time.monotonic() + timeout
     while True:
-        live_id = episode if episode is not None else ledger.newest_live(db)
+        live_id = episode if episode is not None else monitor.newest_running(db)
         if live_id is None:
             if not follow or (deadline and time.monotonic() > deadline):
                 raise ConfigError("no running episode to tail (use --follow to wait for one)")
@@ -315,7 +333,11 @@ def tail_cmd(ctx: click.Context, episode: int | None, follow: bool,
             _print_finished(db, episode)
             return
         if info is not None:
-            _tail_one(db, live_id, info, deadline)
+            ended = _tail_one(db, live_id, info, deadline)
+            if ended == "lost" and episode is not None:
+                ctx.exit(1)  # the episode asked for will never finish
+            if ended == "timeout":
+                return
         if not follow or episode is not None:
             return
 
@@ -335,7 +357,9 @@ def title_resolver(db) -> Callable[[str], str]:
     return lambda ref: ref_title(ref, question_of)
 
 
-def _tail_one(db, live_id: int, info: dict, deadline: float | None) -> None:
+def _tail_one(db, live_id: int, info: dict, deadline: float | None) -> str:
+    """Print a live episode's steps until it ends; returns "stored", "ended", "lost" or
+    "timeout". A dead or stopped worker's episode ends the tail at once with one line."""
     click.echo(f"live episode {live_id}: {info['label']} · question {info['question_id']}")
     title_of = title_resolver(db)
     seen = 0
@@ -343,14 +367,28 @@ def _tail_one(db, live_id: int, info: dict, deadline: float | None) -> None:
         for step in store.live_steps(db, live_id, after_t=seen):
             click.echo("\n".join(step_lines(step, title_of)))
             seen = step.t
-        if ledger.live_info(db, live_id) is None:
+        now = ledger.live_info(db, live_id)
+        rows = monitor.live_rows(db, live_id=live_id) if _same_live(now, info) else []
+        if rows and rows[0].state == "lost":
+            click.echo(f"live episode {live_id} is lost: {rows[0].why}; it was not stored "
+                       f"(its job runs the question again)")
+            return "lost"
+        if not rows:  # stored, or ended without a record
             row = ledger.finished_episode(db, info["cell_id"], info["question_id"])
             if row is not None:
                 _print_finished(db, row, header=False, after_t=seen)
-            return
+                return "stored"
+            click.echo(f"live episode {live_id} ended without being stored")
+            return "ended"
         if deadline and time.monotonic() > deadline:
-            return
+            return "timeout"
         time.sleep(0.1)
+
+
+def _same_live(now: dict | None, then: dict) -> bool:
+    """The live row is still the episode first shown (ids are reused once rows go)."""
+    return (now is not None and now["cell_id"] == then["cell_id"]
+            and now["question_id"] == then["question_id"])
 
 
 def _print_finished(db, episode_id: int, header: bool = True, after_t: int = 0) -> None:

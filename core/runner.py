@@ -114,10 +114,12 @@ class LiveBuffer:
     episodes, which are then run again (never a partial one).
     """
 
-    def __init__(self, db: Database, cell_id: int, label: str) -> None:
+    def __init__(self, db: Database, cell_id: int, label: str,
+                 worker: str | None = None) -> None:
         self.db = db
         self.cell_id = cell_id
         self.label = label
+        self.worker = worker  # owner of the live rows (host:pid; None: this process)
         self._ids: dict[int, int] = {}  # token → live_episodes id, once inserted
         self._new: list[tuple[int, str]] = []
         self._steps: list[tuple[int, Step]] = []
@@ -154,7 +156,8 @@ class LiveBuffer:
         with store.write(db):
             for token, qid in new:
                 if token not in ended:
-                    self._ids[token] = store.live_start(db, self.cell_id, qid, self.label)
+                    self._ids[token] = store.live_start(db, self.cell_id, qid, self.label,
+                                                        self.worker)
             # an ended episode's live row goes: skip its steps
             write_live_steps(db, [(self._ids[token], step) for token, step in steps
                                   if token in self._ids and token not in ended])
@@ -173,7 +176,8 @@ async def run_questions(db: Database, cell_id: int, cell: CellSpec,
                         live_first: int = 0, slots: asyncio.Semaphore | None = None,
                         gate: CallGate | None = None,
                         on_admitted: Callable[[], None] | None = None,
-                        close_client: bool = True, flush_s: float = 0.1) -> int:
+                        close_client: bool = True, flush_s: float = 0.1,
+                        worker: str | None = None) -> int:
     """Run a cell's missing episodes for `questions` and store them.
 
     Episodes run concurrently up to the model's concurrency (or hold one of `slots`,
@@ -204,6 +208,8 @@ async def run_questions(db: Database, cell_id: int, cell: CellSpec,
             client is shared by later jobs).
         flush_s: with `live`, how often the live tables and finished episodes are
             committed (the live tail shows a step at most this late).
+        worker: the worker (host:pid) that owns the live rows, whose job lease they
+            live under (None: this process).
 
     Returns:
         Number of episodes stored.
@@ -245,7 +251,7 @@ async def run_questions(db: Database, cell_id: int, cell: CellSpec,
             live_id = None
             if sampled is not None:
                 with store.write(db):
-                    live_id = store.live_start(db, cell_id, q.id, label)
+                    live_id = store.live_start(db, cell_id, q.id, label, worker)
                     write_live_steps(db, [(live_id, step) for step in sampled])
             done.append((cell_id, result, live_id))
             if len(done) >= batch:
@@ -253,7 +259,7 @@ async def run_questions(db: Database, cell_id: int, cell: CellSpec,
                 done.clear()
                 stored += sum(i is not None for i in store.write_episodes(db, items))
 
-    buffer = LiveBuffer(db, cell_id, label) if live else None
+    buffer = LiveBuffer(db, cell_id, label, worker) if live else None
 
     async def flusher() -> None:
         nonlocal stored

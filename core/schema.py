@@ -606,6 +606,20 @@ def _errored_episodes_index(db: Database) -> None:
     db.conn.execute("CREATE INDEX IF NOT EXISTS episodes_errored ON episodes(id) WHERE error IS NOT NULL")
 
 
-SCHEMA_VERSION = 11
+@MIGRATIONS(name="0012_live_owner")
+def _live_owner(db: Database) -> None:
+    """Live rows belong to a worker (issue 25): indexes for the reconcile that removes
+    those of dead workers, and the rows written before any had an owner dropped (no
+    reader can tell whether one of them still runs; kill -9 left them for good)."""
+    for sql in (
+            "DELETE FROM live_steps WHERE live_id IN "
+            "(SELECT id FROM live_episodes WHERE worker IS NULL)",
+            "DELETE FROM live_episodes WHERE worker IS NULL",
+            "CREATE INDEX IF NOT EXISTS live_episodes_worker ON live_episodes(worker)",
+            "CREATE INDEX IF NOT EXISTS live_episodes_pair ON live_episodes(cell_id, question_id)"):
+        db.conn.execute(sql)
+
+
+SCHEMA_VERSION = 12
 """Number of migrations above (bump it with each one; a test checks the count); equals
 `PRAGMA user_version` of an up-to-date lab.db."""

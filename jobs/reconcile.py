@@ -1,10 +1,9 @@
-"""Re-enqueue jobs that Huey lost: dead workers' jobs, expired leases, lost messages."""
+"""Re-enqueue jobs that Huey lost (dead workers' jobs, expired leases, lost messages) and
+remove the live rows of episodes that no longer run (issue 25)."""
 
 from __future__ import annotations
 
 import logging
-import os
-import socket
 import time
 from datetime import datetime
 
@@ -13,6 +12,8 @@ from huey.api import TaskWrapper
 from sqlite_utils import Database
 
 from core.store import jobs as ledger
+from core.store.episodes import remove_stale_live
+from core.store.monitor import pid_alive, process_gone
 from jobs.queue import enqueue_job, pending_job_ids
 
 GRACE_S = 2.0
@@ -21,34 +22,13 @@ GRACE_S = 2.0
 log = logging.getLogger("lab.worker")
 
 
-def pid_alive(pid: int) -> bool:
-    """Whether a process with this pid runs on this host (a zombie counts as dead)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process: alive
-        return True
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rpartition(b")")[2].split()[0] != b"Z"
-    except (OSError, IndexError):
-        return True  # no /proc (not Linux): trust kill(pid, 0)
-
-
 def dead_workers(workers: set[str], host: str | None = None) -> list[str]:
     """Worker ids ("host:pid") of this host whose process no longer exists.
 
     A worker on another host, or with an id that is not host:pid, is never judged
     dead here: its jobs wait for their lease to expire.
     """
-    host = socket.gethostname() if host is None else host
-    out = []
-    for worker in sorted(workers):
-        name, _, pid = worker.rpartition(":")
-        if name == host and pid.isdigit() and int(pid) != os.getpid() and not pid_alive(int(pid)):
-            out.append(worker)
-    return out
+    return [w for w in sorted(workers) if process_gone(w, host, pid_alive)]
 
 
 def recover_dead(db: Database) -> list[int]:
@@ -63,16 +43,31 @@ def recover_dead(db: Database) -> list[int]:
     return out
 
 
+def reconcile_live(db: Database, now: float | None = None) -> dict[int, str]:
+    """Remove leftover live rows: a dead, stopped or lease-less worker's, or a stored episode's.
+
+    Returns:
+        The removed rows: live id → why.
+    """
+    removed = remove_stale_live(db, now=now)
+    if removed:
+        log.info("removed %d leftover live row(s): %s", len(removed),
+                 "; ".join(sorted(set(removed.values()))))
+    return removed
+
+
 def reconcile(db: Database, huey: SqliteHuey, task: TaskWrapper) -> list[int]:
     """Make every queued job runnable again; returns the job ids re-enqueued.
 
     Jobs of a worker on this host whose process is gone become queued at once,
     jobs whose lease expired (their worker died elsewhere or hung) too; queued
     jobs with no pending message (the message was taken by a worker that died, or
-    an enqueue was interrupted) get a new one. A duplicate message is harmless: a
+    an enqueue was interrupted) get a new one. Then the live rows of episodes that
+    no longer run go (`reconcile_live`). A duplicate message is harmless: a
     job runs only under its lease and episodes are unique per (cell, question).
     """
     revived = set(recover_dead(db)) | set(ledger.expired(db))
+    reconcile_live(db)
     pending = pending_job_ids(huey)
     now = time.time()
     out = []

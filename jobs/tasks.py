@@ -172,7 +172,7 @@ async def _run(db: Database, job: dict, settings: WorkerSettings, res: Resources
                             live_first=0 if live else 1,
                             slots=res.episode_slots(cell.model, client, settings),
                             gate=res.gate(cell.model, client), on_admitted=on_admitted,
-                            close_client=not shared)
+                            close_client=not shared, worker=settings.worker_id)
     finally:
         if stop.reason is None:
             stop.reason = ""

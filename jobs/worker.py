@@ -4,7 +4,8 @@ Huey's workers take jobs and hand them to the process's episode engine
 (`jobs.engine`), which keeps up to the model's concurrency episodes in flight across
 jobs. SIGINT and SIGTERM both stop gracefully: the worker marks itself "stopping",
 its running jobs stop starting episodes, store the ones in flight and release their
-lease (back to queued), and the consumer joins its workers. `--type process`
+lease (back to queued), the consumer joins its workers and the worker's live rows
+that are left (episodes cut off by the drain timeout) are removed. `--type process`
 children die with the consumer (`jobs.child`).
 """
 
@@ -22,6 +23,7 @@ from huey.consumer import Consumer, ConsumerStopped
 
 from core import store
 from core.store import jobs as ledger
+from core.store.episodes import remove_live
 from jobs.child import start_child, stop_child
 from jobs.engine import Engine
 from jobs.queue import make_huey
@@ -139,5 +141,8 @@ def run_worker(settings: WorkerSettings, workers: int = 1, until_idle: bool = Fa
             engine.drain(shutdown_timeout)
             engine.close()
         finally:
+            # episodes still in flight after the drain (hung calls) run no more: their
+            # live rows must not say "running" (issue 25)
+            remove_live(db, settings.worker_id)
             ledger.worker_heartbeat(db, settings.worker_id, "stopped")
             db.conn.close()

@@ -7,9 +7,11 @@ with exactly the expected episodes, each complete, none duplicated.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -53,7 +55,16 @@ def _finish(db: Path, config: Path, log: Path, worker_type: str = "thread") -> N
     assert out.returncode == 0, out.stderr[-2000:]
 
 
+def _live_rows(db: Path) -> int:
+    conn = sqlite3.connect(db)
+    try:
+        return conn.execute("SELECT count(*) FROM live_episodes").fetchone()[0]
+    finally:
+        conn.close()
+
+
 def _assert_complete(db: Path, log: Path) -> None:
+    assert _live_rows(db) == 0  # no ghost "running" episode once the grid is done (issue 25)
     census = episode_census(db)
     assert census["episodes"] == EXPECTED, census
     assert census["distinct"] == EXPECTED and census["broken"] == 0, census
@@ -82,6 +93,11 @@ def test_kill_9_at_random_moments_then_restart(grid, worker_type):
     partial = episode_census(db)
     assert partial["broken"] == 0 and partial["episodes"] == partial["distinct"]
     assert partial["episodes"] < EXPECTED  # the kills really interrupted the grid
+    # the killed workers' live rows are left, but nothing reads them as running
+    status = run_lab(db, config, "status", "--json")
+    assert status.returncode == 0, status.stderr
+    assert all(g["running"] == 0 for g in json.loads(status.stdout)["grids"])
+    assert all(r["state"] == "lost" for r in json.loads(status.stdout)["live"])
     _finish(db, config, log, worker_type)
     _assert_complete(db, log)
 
@@ -96,6 +112,7 @@ def test_sigterm_releases_jobs_then_restart_completes(grid):
     assert time.monotonic() - started < 20
     census = episode_census(db)
     assert "running" not in census["jobs"], census  # released, not left under a lease
+    assert _live_rows(db) == 0  # a graceful stop leaves no live row
     assert census["episodes"] < EXPECTED and census["broken"] == 0
     _finish(db, config, log)  # lease 30 s would block a retake: released jobs need none
     _assert_complete(db, log)

@@ -2,7 +2,8 @@
 
 Follows the newest running episode (`f` toggles): it stays on one episode until
 that episode is stored, shows its outcome, then moves to the newest running one.
-`o` lists the running episodes to pick one (Enter opens it, follow goes off).
+`o` lists the running episodes to pick one (Enter opens it, follow goes off); a
+dead or stopped worker's leftover rows are marked lost there, and never followed.
 While shown, the screen checks `PRAGMA data_version` every 0.2 s on its own
 read-only connection and reads only the steps after the last one it showed, so a
 committed step appears well within half a second.
@@ -53,6 +54,8 @@ class Update:
     steps: list[tuple[Step, str]] = field(default_factory=list)
     outcome: dict | None = None
     idle: bool = False
+    lost: str | None = None
+    """Why the shown episode is lost (its worker died or gave up its job), if it is."""
 
 
 def _question(db, qid: str) -> str:
@@ -89,7 +92,7 @@ def read_update(db, current: Episode | None, seen_t: int, finished: bool, follow
     if target is None and follow and (current is None or finished):
         # live ids are reused once rows are deleted: after the shown episode is stored,
         # any live row is a new episode
-        target = ledger.newest_live(db)
+        target = monitor.newest_running(db)  # never a dead worker's leftover row
     if target is not None:
         info = ledger.live_info(db, target)
         if info is None:
@@ -111,10 +114,16 @@ def _same(info: dict | None, ep: Episode) -> bool:
 
 
 def _steps_of(db, ep: Episode, seen_t: int, switched: bool = False) -> Update:
-    running = _same(ledger.live_info(db, ep.live_id), ep)
-    steps = store.live_steps(db, ep.live_id, after_t=seen_t) if running else []
-    if running:
+    present = _same(ledger.live_info(db, ep.live_id), ep)
+    rows = monitor.live_rows(db, live_id=ep.live_id) if present else []
+    lost = rows[0].why if rows and rows[0].state == "lost" else None
+    steps = store.live_steps(db, ep.live_id, after_t=seen_t) if rows else []
+    if rows and lost is None:  # running
         return Update(ep if switched else None, switched, [(s, _title(db, s)) for s in steps])
+    if lost is not None:  # a dead or stopped worker's leftover: it will never be stored
+        return Update(ep if switched else None, switched, [(s, _title(db, s)) for s in steps],
+                      outcome={"end_reason": f"LOST: {lost}; not stored (its job runs the "
+                                             f"question again)"}, lost=lost)
     # stored (or dropped): the finished episode's rows are the record now
     episode_id = (ledger.finished_episode(db, ep.cell_id, ep.question_id)
                   if ep.cell_id is not None else None)
@@ -220,13 +229,15 @@ class LiveScreen(LabScreen):
         self.episode: Episode | None = None
         self.seen_t = 0
         self.finished = False
+        self.lost: str | None = None
         self.shown_at: dict[tuple[int | None, str, int], float] = {}
         """(cell, question, t) → time.monotonic() when the step was put on screen (bench)."""
         self._pick_id: int | None = None
         self._pick_filter = ""
         self._version = DataVersion(self.lab.db_path)
         self.query_one("#live-pick", DataTable).add_columns("live", "model / arm / regime",
-                                                            "question", "steps", "worker")
+                                                            "question", "steps", "worker",
+                                                            "state")
         self._head()
         self.set_interval(POLL_S, self._tick)
 
@@ -261,6 +272,7 @@ class LiveScreen(LabScreen):
         log = self.query_one("#live-log", RichLog)
         if update.switched and update.episode is not None:
             self.episode, self.seen_t, self.finished = update.episode, 0, False
+            self.lost = None
             log.clear()
         for step, title in update.steps:
             if step.t <= self.seen_t:
@@ -271,6 +283,7 @@ class LiveScreen(LabScreen):
                 key = (self.episode.cell_id, self.episode.question_id, step.t)
                 self.shown_at[key] = time.monotonic()
         if update.outcome is not None and not self.finished:
+            self.lost = update.lost
             log.write(outcome_text(update.outcome))
             self.finished = True
             if self.follow:
@@ -285,7 +298,7 @@ class LiveScreen(LabScreen):
             text.append("episodes appear here as workers run them (lab worker) · " + mode)
         else:
             e = self.episode
-            state = "✓ stored" if self.finished else "● running"
+            state = ("✗ lost" if self.lost else "✓ stored") if self.finished else "● running"
             text.append(f"live {e.live_id} · {e.label} · question {e.question_id} · {state}",
                         style="bold")
             worker = f" · worker {e.worker}" if e.worker else ""
@@ -325,7 +338,8 @@ class LiveScreen(LabScreen):
         table.clear()
         needle = self._pick_filter.lower()
         for r in rows:
-            cells = (str(r.id), r.label, r.question_id, str(r.steps), r.worker or "-")
+            state = "● running" if r.state == "running" else "✗ lost"
+            cells = (str(r.id), r.label, r.question_id, str(r.steps), r.worker or "-", state)
             if not needle or needle in " ".join(cells).lower():
                 table.add_row(*cells, key=str(r.id))
         if table.row_count == 0:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import os
+import socket
+from collections.abc import Callable, Sequence
 from dataclasses import MISSING, fields
 from typing import Any
 
@@ -13,6 +15,7 @@ from core.episode import EpisodeResult, Step, utc_now
 from core.errors import StoreError
 from core.store.base import write
 from core.store.decisions import store_derived
+from core.store.monitor import pid_alive, stale_live_ids
 
 
 _EPISODE_COLS = ("answered", "answer", "answer_action", "em", "f1", "correct", "placeholder",
@@ -104,7 +107,13 @@ def prompt_set(db: Database, sha256: str) -> dict[str, str]:
 
 def live_start(db: Database, cell_id: int | None, question_id: str, label: str,
                worker: str | None = None) -> int:
-    """Register a running episode so other processes can tail it."""
+    """Register a running episode so other processes can tail it.
+
+    Args:
+        worker: the worker (host:pid) that runs it; default this process. Its row is
+            a leftover once that worker is gone (see `remove_stale_live`).
+    """
+    worker = f"{socket.gethostname()}:{os.getpid()}" if worker is None else worker
     with write(db):
         cur = db.conn.execute(
             "INSERT INTO live_episodes (cell_id, question_id, label, worker, started_at) "
@@ -114,7 +123,9 @@ def live_start(db: Database, cell_id: int | None, question_id: str, label: str,
 
 _LIVE_FIELDS = tuple((f.name, f.default) for f in fields(Step))
 """(name, default) of every Step field; MISSING for the required ones."""
-_LIVE_SQL = "INSERT OR REPLACE INTO live_steps (live_id, t, step) VALUES (?, ?, ?)"
+# a row a reconcile removed (its worker looked lost) takes no more steps
+_LIVE_SQL = ("INSERT OR REPLACE INTO live_steps (live_id, t, step) SELECT ?, ?, ? "
+             "WHERE EXISTS (SELECT 1 FROM live_episodes WHERE id = ?)")
 
 
 def live_step_json(step: Step) -> str:
@@ -136,7 +147,7 @@ def live_step(db: Database, live_id: int, step: Step) -> None:
 def write_live_steps(db: Database, items: Sequence[tuple[int, Step]]) -> None:
     """Commit steps of running episodes, (live id, step) each, in one transaction."""
     with write(db):
-        db.conn.executemany(_LIVE_SQL, [(live_id, step.t, live_step_json(step))
+        db.conn.executemany(_LIVE_SQL, [(live_id, step.t, live_step_json(step), live_id)
                                         for live_id, step in items])
 
 
@@ -144,6 +155,38 @@ def live_end(db: Database, live_id: int) -> None:
     """Forget a running episode that ended without being stored (e.g. a dry try)."""
     with write(db):
         db.conn.execute("DELETE FROM live_episodes WHERE id = ?", (live_id,))
+
+
+def remove_live(db: Database, worker: str) -> int:
+    """Remove the live rows of one worker (it stops: none of its episodes runs on)."""
+    with write(db):
+        ids = [r[0] for r in db.conn.execute("SELECT id FROM live_episodes WHERE worker = ?",
+                                             (worker,))]
+        _delete_live(db, ids)
+    return len(ids)
+
+
+def remove_stale_live(db: Database, now: float | None = None, host: str | None = None,
+                      alive: Callable[[int], bool] = pid_alive) -> dict[int, str]:
+    """Remove the live rows that no longer stand for a running episode.
+
+    Those of a dead or stopped worker, of one whose job lease expired or was
+    released, and of episodes already stored (`monitor.stale_live_ids`), judged and
+    removed in one write transaction.
+
+    Returns:
+        The removed rows: live id → why.
+    """
+    with write(db):
+        stale = stale_live_ids(db, now=now, host=host, alive=alive)
+        _delete_live(db, list(stale))
+    return stale
+
+
+def _delete_live(db: Database, ids: Sequence[int]) -> None:
+    # steps first: the cascade only runs with foreign keys on
+    db.conn.executemany("DELETE FROM live_steps WHERE live_id = ?", [(i,) for i in ids])
+    db.conn.executemany("DELETE FROM live_episodes WHERE id = ?", [(i,) for i in ids])
 
 
 def live_steps(db: Database, live_id: int, after_t: int = 0) -> list[Step]:

@@ -18,6 +18,7 @@ from core.episode import utc_now
 from core.errors import StoreError
 from core.store.base import write
 from core.store.episodes import COMPLETE
+from core.store.monitor import live_counts
 
 ACTIVE = ("queued", "running", "paused")
 TARGETS = ("run", "grid", "job")
@@ -300,9 +301,8 @@ def grid_progress(db: Database, now: float | None = None) -> list[dict[str, Any]
                   ("queued", "running", "paused", "done", "failed", "cancelled")},
             stale=sum(j["state"] == "running" and now - (j["heartbeat_at"] or 0) > STALE_AFTER_S
                       for j in jobs),
-            running=db.conn.execute(
-                f"SELECT count(*) FROM live_episodes WHERE cell_id IN "
-                f"({', '.join('?' * len(cells)) or 'NULL'})", cells).fetchone()[0])
+            # a dead or stopped worker's leftover live rows are not running (issue 25)
+            running=live_counts(db, cells, now=now)["running"])
     return grids
 
 

@@ -1,13 +1,17 @@
 """What the console's dashboard reads: queue, workers, throughput, spend, servers, events.
 
 Every function takes an injectable `now` (seconds since the epoch) so that tests and
-snapshots can freeze the clock. Reads only; cheap on a 100,000-episode lab.db
+snapshots can freeze the clock, and those that judge whether a worker still lives an
+injectable `alive` (pid → bool) and `host`. Reads only; cheap on a 100,000-episode lab.db
 (aggregates over indexed or small tables, one scan of `episodes` for spend).
 """
 
 from __future__ import annotations
 
+import os
+import socket
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -93,13 +97,45 @@ def queue_counts(db: Database, window_s: float = 60.0, now: float | None = None)
     return QueueCounts(jobs, int(total), int(errored or 0), int(recent or 0) / window_s)
 
 
-def workers(db: Database, lease_s: float, now: float | None = None) -> list[WorkerRow]:
-    """Worker rows, newest heartbeat first; a silent "running" worker shows as "lost".
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this pid runs on this host (a zombie counts as dead)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: alive
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rpartition(b")")[2].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return True  # no /proc (not Linux): trust kill(pid, 0)
+
+
+def process_gone(worker: str | None, host: str | None = None,
+                 alive: Callable[[int], bool] = pid_alive) -> bool:
+    """Whether `worker` ("host:pid") names a process of this host that no longer exists.
+
+    A worker of another host, or an id that is not host:pid, is never judged gone
+    here: only its lease can tell.
+    """
+    if not worker:
+        return False
+    host = socket.gethostname() if host is None else host
+    name, _, pid = worker.rpartition(":")
+    return name == host and pid.isdigit() and int(pid) != os.getpid() and not alive(int(pid))
+
+
+def workers(db: Database, lease_s: float, now: float | None = None, host: str | None = None,
+            alive: Callable[[int], bool] = pid_alive) -> list[WorkerRow]:
+    """Worker rows, newest heartbeat first; a dead or silent "running" worker shows as "lost".
 
     Args:
         lease_s: a worker whose heartbeat is older than this no longer holds its jobs
             (any other worker re-takes them), so it is shown as lost.
         now: the clock (default: time.time()).
+        host, alive: this host's name and the pid check (tests inject both); a worker
+            of this host whose process is gone is lost at once.
     """
     now = time.time() if now is None else now
     held = dict(db.conn.execute(
@@ -108,7 +144,7 @@ def workers(db: Database, lease_s: float, now: float | None = None) -> list[Work
     for wid, state, beat in db.conn.execute(
             "SELECT id, state, heartbeat_at FROM workers ORDER BY heartbeat_at DESC, id"):
         age = max(0.0, now - float(beat))
-        if state != "stopped" and age > lease_s:
+        if state != "stopped" and (age > lease_s or process_gone(str(wid), host, alive)):
             state = "lost"
         out.append(WorkerRow(str(wid), str(state), age, int(held.get(wid, 0))))
     return out
@@ -206,7 +242,15 @@ def job_rows(db: Database, grid_id: int) -> list[JobRow]:
 
 @dataclass(frozen=True)
 class LiveRow:
-    """A running episode that other processes can tail."""
+    """An episode in the live tables that other processes can tail.
+
+    Attributes:
+        worker: the worker (host:pid) that runs it.
+        state: "running", or "lost" when its worker died, stopped or no longer holds
+            the episode's job under a live lease (the row is a leftover that the next
+            reconcile removes; the episode itself runs again in a retaken job).
+        why: for a lost row, one line saying why.
+    """
 
     id: int
     cell_id: int | None
@@ -215,13 +259,108 @@ class LiveRow:
     worker: str | None
     started_at: str
     steps: int
+    state: str = "running"
+    why: str | None = None
 
 
-def running_episodes(db: Database, limit: int = 200) -> list[LiveRow]:
-    """Running episodes (the live tables), newest first, with their committed step count."""
-    rows = db.conn.execute(
-        "SELECT l.id, l.cell_id, l.question_id, l.label, l.worker, l.started_at, "
-        "(SELECT count(*) FROM live_steps s WHERE s.live_id = l.id) "
-        "FROM live_episodes l ORDER BY l.id DESC LIMIT ?", (limit,))
-    return [LiveRow(int(i), None if c is None else int(c), str(q), str(lb), w, str(at), int(n))
-            for i, c, q, lb, w, at, n in rows]
+_LIVE_SQL = (
+    "SELECT l.id, l.cell_id, l.question_id, l.label, l.worker, l.started_at, "
+    "(SELECT count(*) FROM live_steps s WHERE s.live_id = l.id), "
+    # stored: an episode of the pair finished after this row started (the row's own, or
+    # another worker's run of the same question: either way this one is not awaited)
+    "EXISTS (SELECT 1 FROM episodes e WHERE e.cell_id = l.cell_id AND "
+    "e.question_id = l.question_id AND e.finished_at > l.started_at), "
+    "w.state, "
+    # held: a running job of its worker holds the pair under a lease not yet expired
+    "EXISTS (SELECT 1 FROM jobs j, json_each(j.question_ids) q WHERE j.cell_id = l.cell_id "
+    "AND j.state = 'running' AND j.worker = l.worker AND j.lease_until >= :now "
+    "AND q.value = l.question_id) "
+    "FROM live_episodes l LEFT JOIN workers w ON w.id = l.worker {where} "
+    "ORDER BY l.id DESC LIMIT :limit")
+
+
+def _lost_why(worker: str | None, worker_state: str | None, held: bool, host: str | None,
+              alive: Callable[[int], bool]) -> str | None:
+    """Why a live row that is not stored is a leftover, or None while it may still run."""
+    if worker is None:
+        return "no worker recorded"
+    if process_gone(worker, host, alive):
+        return f"worker {worker} is gone"
+    if worker_state is None:  # not a `lab worker` (a test, a one-off run): its pid tells
+        return None
+    if worker_state in ("stopped", "lost"):
+        return f"worker {worker} {worker_state}"
+    if not held:
+        return f"worker {worker} no longer holds its job (lease expired or released)"
+    return None
+
+
+def live_rows(db: Database, now: float | None = None, host: str | None = None,
+              alive: Callable[[int], bool] = pid_alive, limit: int = 200,
+              live_id: int | None = None) -> list[LiveRow]:
+    """The live tables' episodes, newest first, each running or lost; stored ones left out.
+
+    A row belongs to the worker that wrote it and to the lease of the job it runs
+    under: it is lost when that worker's process is gone (this host), the worker
+    stopped or was found lost, or no running job of the worker holds the episode's
+    question under an unexpired lease. A row whose episode is already stored is a
+    leftover too and is not returned at all.
+
+    Args:
+        now: the clock (default: time.time()).
+        host, alive: this host's name and the pid check (tests inject both).
+        limit: at most this many rows.
+        live_id: only this row.
+    """
+    now = time.time() if now is None else now
+    where = "" if live_id is None else "WHERE l.id = :live_id"
+    out = []
+    for i, c, q, lb, w, at, n, stored, wstate, held in db.conn.execute(
+            _LIVE_SQL.format(where=where), {"now": now, "limit": limit, "live_id": live_id}):
+        if stored:
+            continue
+        why = _lost_why(w, wstate, bool(held), host, alive)
+        out.append(LiveRow(int(i), None if c is None else int(c), str(q), str(lb), w, str(at),
+                           int(n), "running" if why is None else "lost", why))
+    return out
+
+
+def stale_live_ids(db: Database, now: float | None = None, host: str | None = None,
+                   alive: Callable[[int], bool] = pid_alive) -> dict[int, str]:
+    """Live rows that no longer stand for a running episode: id → why (stored, or lost)."""
+    now = time.time() if now is None else now
+    out = {}
+    for i, _, _, _, w, _, _, stored, wstate, held in db.conn.execute(
+            _LIVE_SQL.format(where=""), {"now": now, "limit": -1, "live_id": None}):
+        why = "episode stored" if stored else _lost_why(w, wstate, bool(held), host, alive)
+        if why is not None:
+            out[int(i)] = why
+    return out
+
+
+def running_episodes(db: Database, limit: int = 200, now: float | None = None,
+                     host: str | None = None,
+                     alive: Callable[[int], bool] = pid_alive) -> list[LiveRow]:
+    """Running episodes (the live tables), newest first, with their committed step count;
+    rows of a lost worker come with state "lost" (see `live_rows`)."""
+    return live_rows(db, now=now, host=host, alive=alive, limit=limit)
+
+
+def newest_running(db: Database, now: float | None = None, host: str | None = None,
+                   alive: Callable[[int], bool] = pid_alive) -> int | None:
+    """Id of the most recently started episode that is running (not lost), or None."""
+    rows = [r for r in live_rows(db, now=now, host=host, alive=alive, limit=-1)
+            if r.state == "running"]
+    return rows[0].id if rows else None
+
+
+def live_counts(db: Database, cell_ids: list[int] | None = None, now: float | None = None,
+                host: str | None = None,
+                alive: Callable[[int], bool] = pid_alive) -> dict[str, int]:
+    """Live rows by state ("running", "lost"), of the given cells or all of them."""
+    out = {"running": 0, "lost": 0}
+    wanted = None if cell_ids is None else set(cell_ids)
+    for r in live_rows(db, now=now, host=host, alive=alive, limit=-1):
+        if wanted is None or r.cell_id in wanted:
+            out[r.state] += 1
+    return out
