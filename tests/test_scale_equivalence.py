@@ -1,9 +1,12 @@
-"""Issue 14: the fast analysis path gives the same numbers, to the last digit, as the
-path that read every step into pandas (fixture computed before the change, same seeds).
+"""Issue 14: the fast analysis path gives the same numbers as the path that read every
+step into pandas (fixture computed before the change, same seeds; recomputed for issue
+20's definitions: p floored at 1/(B+1), holm_m, judgments, dissociation by question, the
+γ warning), every text and count identical and floats to 1e-12 relative.
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -39,7 +42,25 @@ def test_every_table_identical_to_the_reference(stored: tuple[Path, dict],
     assert [len(t) for t in got["tables"]] == [len(t) for t in want["tables"]]
     for g_table, w_table in zip(got["tables"], want["tables"]):
         for g, w in zip(g_table, w_table):
-            assert g == w, (g["table"], g["model"], g["arm"], g["measure"], g["scope"])
+            assert _same(g, w), (g["table"], g["model"], g["arm"], g["measure"], g["scope"],
+                                 {k: (g.get(k), w.get(k)) for k in set(g) | set(w)
+                                  if g.get(k) != w.get(k)})
+
+
+def _same(got: dict, want: dict) -> bool:
+    """Rows equal field by field; floats to 1e-12 relative (numpy's BLAS build changes
+    the last bits of the hazard fits' solves and of a few sums between machines and
+    versions; every text, count and label must be identical)."""
+    if got.keys() != want.keys():
+        return False
+    for key, g in got.items():
+        w = want[key]
+        if isinstance(g, float) and isinstance(w, float):
+            if not math.isclose(g, w, rel_tol=1e-12, abs_tol=1e-12):
+                return False
+        elif g != w:
+            return False
+    return True
 
 
 def test_stored_decisions_equal_the_definition_and_rederive(stored: tuple[Path, dict]) -> None:
