@@ -20,6 +20,7 @@ from core.data import Question
 from core.episode import EpisodeResult, Step
 from core.models.base import EpisodeView, ModelClient
 from core.models.registry import ModelSpec
+from core.models.retry import call_stop
 from core.react import EpisodeSetup, run_episode
 from core.regimes import ForeignPool, Regime
 from core.store.episodes import write_live_steps
@@ -83,8 +84,16 @@ class GatedSession:
         self.gate = gate
 
     async def generate(self, messages: Sequence[Any], **kw: Any) -> Any:
-        """The session's generate, inside a slot of the gate."""
-        slot = await self.gate.acquire()
+        """The session's generate, inside a slot of the gate.
+
+        Raises:
+            ModelError: reason "interrupted": the worker is stopping (no slot is
+                waited for), or stopped while this call waited for one.
+        """
+        stop = call_stop()
+        stop.check("call slot")
+        async with stop.scope("call slot", None):
+            slot = await self.gate.acquire()
         try:
             return await self.session.generate(messages, **kw)
         finally:
@@ -229,6 +238,9 @@ async def run_questions(db: Database, cell_id: int, cell: CellSpec,
 
     async def one(q: Question) -> None:
         nonlocal stored, started
+        if should_stop is not None and should_stop():  # stopping: wait for no slot either
+            admit()
+            return
         async with limit:
             admit()
             if should_stop is not None and should_stop():

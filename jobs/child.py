@@ -8,9 +8,12 @@ child, as it starts:
 - asks the kernel to send it SIGTERM when the consumer dies
   (`prctl(PR_SET_PDEATHSIG)` on Linux, through ctypes), and also watches its parent
   pid from a thread (other systems, and a parent that died before the prctl);
-- handles SIGTERM itself: its loop ends, its engine starts no more episodes,
-  stores the ones in flight for up to `drain_s`, releases its jobs and the process
-  exits; a hard exit follows `hard_s` later whatever happens.
+- handles SIGTERM itself (the consumer forwards its SIGTERM or SIGINT): its engine
+  starts no more episodes, model calls or retries, its loop ends, calls in flight get
+  the grace to answer and are then cut (their episodes stored errored,
+  "interrupted"), its jobs are released and the process exits; a hard exit follows
+  `grace_s + STOP_MARGIN_S` after the signal whatever happens. A second SIGTERM cuts
+  the calls at once.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import time
 from typing import Any
 
 from jobs.engine import Engine
+from jobs.settings import STOP_MARGIN_S
 
 log = logging.getLogger("lab.worker")
 
@@ -46,13 +50,14 @@ def set_parent_death_signal(signum: int = signal.SIGTERM) -> bool:
         return False
 
 
-def start_child(parent: int, engine: Engine | None, hard_s: float = 8.0) -> threading.Event:
+def start_child(parent: int, engine: Engine | None, grace_s: float = 5.0) -> threading.Event:
     """Set up a freshly forked child of the consumer (call from its main thread).
 
     Args:
         parent: pid of the consumer that forked it.
         engine: a worker child's engine (stopped on SIGTERM; None for Huey's scheduler).
-        hard_s: after SIGTERM, exit after this long no matter what.
+        grace_s: after SIGTERM, calls in flight may answer for this long; the child
+            exits `grace_s + STOP_MARGIN_S` after it no matter what.
 
     Returns:
         Set once SIGTERM arrived: the child's loop must end (Huey swallows a
@@ -62,12 +67,15 @@ def start_child(parent: int, engine: Engine | None, hard_s: float = 8.0) -> thre
     stopping = threading.Event()
 
     def on_term(signum: int, frame: Any) -> None:
-        if stopping.is_set():
+        if stopping.is_set():  # a second SIGTERM: cut the calls in flight now
+            if engine is not None:
+                engine.cut()
             return
         stopping.set()
         if engine is not None:
             engine.stop()
-        threading.Thread(target=_hard_exit, args=(hard_s,), daemon=True).start()
+        threading.Thread(target=_hard_exit, args=(grace_s + STOP_MARGIN_S,), daemon=True,
+                         name="lab-hard-exit").start()
 
     signal.signal(signal.SIGTERM, on_term)
     set_parent_death_signal(signal.SIGTERM)
@@ -76,9 +84,9 @@ def start_child(parent: int, engine: Engine | None, hard_s: float = 8.0) -> thre
     return stopping
 
 
-def stop_child(engine: Engine, drain_s: float = 3.0) -> None:
-    """Huey's shutdown hook in a child: drain the engine, release what is left, close."""
-    engine.drain(drain_s)
+def stop_child(engine: Engine, grace_s: float = 5.0) -> None:
+    """Huey's shutdown hook in a child: drain the engine (calls get the grace), release, close."""
+    engine.drain(grace_s)
     engine.close()
 
 

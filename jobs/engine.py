@@ -23,6 +23,8 @@ import os
 import threading
 from pathlib import Path
 
+from sqlite_utils import Database
+
 from core import store
 from core.models.base import ModelClient
 from core.models.registry import ModelSpec, make_client
@@ -94,16 +96,20 @@ class Engine:
         self._thread: threading.Thread | None = None
         self._jobs: dict[concurrent.futures.Future[str], int] = {}
         self._res: _Shared | None = None
-        self._db = None
+        self._stopped_in: int | None = None  # pid of the process that stopped this engine
+        self._db: Database | None = None
+        self._abandoned: set[concurrent.futures.Future[str]] = set()
 
     def _start(self) -> asyncio.AbstractEventLoop:
         with self._lock:
             if self._loop is None or self._pid != os.getpid():  # first use, or a forked child
                 self._pid = os.getpid()
-                self._jobs = {}
+                self._jobs, self._abandoned = {}, set()
                 self._loop = asyncio.new_event_loop()
                 self._db = store.connect(self.settings.db_path)
                 self._res = _Shared(self.pools, self.settings.db_path)
+                if self._stopped_in == self._pid:  # a job taken just as the stop came
+                    self._res.stop.request()
                 self._thread = threading.Thread(target=self._loop.run_forever,
                                                 name="lab-engine", daemon=True)
                 self._thread.start()
@@ -118,15 +124,19 @@ class Engine:
         """
         loop = self._start()
         admitted = threading.Event()
-        assert self._res is not None
-        fut = asyncio.run_coroutine_threadsafe(
-            run_job(self._db, job, self.settings, self._res,
-                    lambda: loop.call_soon_threadsafe(admitted.set)), loop)
+        res, db = self._res, self._db
+        assert res is not None and db is not None
+
+        def on_admitted() -> None:
+            loop.call_soon_threadsafe(admitted.set)
+
+        fut = asyncio.run_coroutine_threadsafe(run_job(db, job, self.settings, res, on_admitted),
+                                               loop)
         with self._lock:
             self._jobs[fut] = job["id"]
         fut.add_done_callback(self._forget)
         while not admitted.wait(0.05):
-            if fut.done():
+            if fut.done() or res.stopping:  # stopping: the drain settles the job
                 break
         return fut.result() if fut.done() else HANDED_OFF
 
@@ -142,23 +152,48 @@ class Engine:
             return len(self._jobs) if self._pid == os.getpid() else 0
 
     def stop(self) -> None:
-        """Start no more episodes: the jobs store the ones in flight and release their lease."""
-        if self._res is not None:
-            self._res.stopping = True
+        """Start no more episodes, model calls or retries (safe from a signal handler).
 
-    def drain(self, timeout: float) -> bool:
+        The jobs store the episodes that end and release their lease.
+        """
+        # no lock: a signal handler calls this, maybe while its thread holds the lock
+        self._stopped_in = os.getpid()
+        res = self._res
+        if res is not None:
+            res.stop.request()
+
+    def cut(self) -> None:
+        """End the model calls in flight now: their episodes are stored errored (interrupted).
+
+        Safe from a signal handler (takes no lock).
+        """
+        self.stop()
+        loop, res, mine = self._loop, self._res, self._pid == os.getpid()
+        if loop is not None and res is not None and mine:
+            res.stop.request()
+            loop.call_soon_threadsafe(res.stop.cut)
+
+    def drain(self, grace: float, settle: float = 1.5) -> bool:
         """Stop, then wait until the jobs this engine holds have ended; whether they all did.
 
-        A job still running after `timeout` is released (back to queued) so that
+        Calls in flight get `grace` seconds to answer; then they are cut (`cut`) and
+        the jobs get `settle` more seconds to store their episodes and release their
+        lease. A job still running after that is released (back to queued) so that
         another worker can take it at once; its episodes in flight are lost.
         """
         self.stop()
         with self._lock:
             if self._pid != os.getpid():
                 return True
-            jobs = dict(self._jobs)
-        done, late = concurrent.futures.wait(list(jobs), timeout=timeout)
+            jobs = {f: j for f, j in self._jobs.items() if f not in self._abandoned}
+        done, late = concurrent.futures.wait(list(jobs), timeout=grace)
         if late:
+            log.warning("stopping: cutting the model calls of %d job(s) still running after "
+                        "the %.1f s grace", len(late), grace)
+            self.cut()
+            done, late = concurrent.futures.wait(list(late), timeout=settle)
+        if late:
+            self._abandoned |= late
             db = store.connect(self.settings.db_path)
             try:
                 for fut in late:
@@ -168,20 +203,34 @@ class Engine:
                 db.conn.close()
         return not late
 
-    def close(self, timeout: float = 10.0) -> None:
-        """Close clients and lock files and stop the loop thread (after `drain`)."""
+    def close(self, timeout: float = 1.0) -> None:
+        """Close clients and lock files and stop the loop thread (after `drain`).
+
+        Episodes a drain gave up on (calls outside any `CallStop` scope, such as a
+        sim's latency) are cancelled first: they drop their live rows and call slots.
+        """
         with self._lock:
             loop, res, thread = self._loop, self._res, self._thread
             mine = self._pid == os.getpid()
             self._loop = None
         if loop is None or not mine or thread is None:
             return
-        if res is not None:
-            try:
-                asyncio.run_coroutine_threadsafe(res.close(), loop).result(timeout)
-            except (TimeoutError, concurrent.futures.TimeoutError):
-                log.warning("engine: closing clients timed out")
+        try:
+            asyncio.run_coroutine_threadsafe(_shut_down(res, timeout / 2), loop).result(timeout)
+        except (TimeoutError, concurrent.futures.TimeoutError):
+            log.warning("engine: closing clients timed out")
         loop.call_soon_threadsafe(loop.stop)
         thread.join(timeout)
         if self._db is not None:
             self._db.conn.close()
+
+
+async def _shut_down(res: _Shared | None, wait_s: float) -> None:
+    """Cancel the tasks still running on this loop (for up to `wait_s`), then close clients."""
+    tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+    for task in tasks:
+        task.cancel()
+    if tasks:
+        await asyncio.wait(tasks, timeout=wait_s)
+    if res is not None:
+        await res.close()

@@ -8,6 +8,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 
+STOP_MARGIN_S = 3.0
+"""After its grace, how long a stopping worker process (parent or child) may take to
+store and release what it holds before it exits regardless (`os._exit`)."""
+
+
 def default_worker_id() -> str:
     """host:pid of this process."""
     return f"{socket.gethostname()}:{os.getpid()}"
@@ -35,6 +40,9 @@ class WorkerSettings:
         max_attempts: a job that raised this many times is marked failed.
         worker_id: name of this worker (host:pid).
         worker_type: "thread" or "process".
+        grace_s: on SIGTERM/SIGINT, how long model calls in flight may still answer
+            before they are cut (their episodes stored errored, "interrupted"); the
+            worker process and its children exit within grace_s + 3 s.
     """
 
     db_path: Path
@@ -46,3 +54,4 @@ class WorkerSettings:
     max_attempts: int = 3
     worker_id: str = field(default_factory=default_worker_id)
     worker_type: str = "thread"
+    grace_s: float = 5.0

@@ -19,6 +19,7 @@ from core.data import Question
 from core.errors import ConfigError, LabError
 from core.models.base import ModelClient
 from core.models.registry import ModelSpec, load_registry, make_client, resolve_model
+from core.models.retry import CALL_STOP, CallStop
 from core.regimes import ForeignPool, parse_regime
 from core.runner import CallGate, CellSpec, run_questions
 from core.store import jobs as ledger
@@ -125,8 +126,14 @@ class Resources:
 
     def __init__(self, pools: PoolCache | None = None) -> None:
         self.pools = pools
-        self.stopping = False
-        """Set when the worker process stops: no job starts another episode."""
+        self.stop = CallStop()
+        """The worker process's stop: once requested no job starts another episode
+        and no model call or retry starts; its cut ends the calls in flight."""
+
+    @property
+    def stopping(self) -> bool:
+        """Whether the worker process is stopping."""
+        return self.stop.requested
 
     def client(self, model: ModelSpec) -> tuple[ModelClient, bool]:
         """(client for the model, whether it is shared and must stay open)."""
@@ -150,6 +157,7 @@ async def _run(db: Database, job: dict, settings: WorkerSettings, res: Resources
     # them down, so only the first episode of each job is tailed (lab tail, console Live)
     live = cell.model.backend != "sim" or bool(cell.model.params.get("latency_ms"))
     stop = _Stop()
+    CALL_STOP.set(res.stop)  # this task's context: every call of the job sees the stop
     beat = asyncio.create_task(_heartbeat(db, job["id"], settings, stop, res))
     try:
         if job.get("kind", "episodes") == "replay":  # probes of stored episodes (issue 12)
@@ -274,7 +282,8 @@ async def run_job(db: Database, job: dict, settings: WorkerSettings, res: Resour
     # errored episodes stay for `lab retry --errored`; only questions with no new record
     # (complete or errored) keep the job open
     missing = ledger.unsettled_questions(db, job["cell_id"], job["question_ids"], mark)
-    if stop.reason == "worker stopping" or missing:
+    if stop.reason == "worker stopping" or res.stopping or missing:
+        # a stop's interrupted episodes are errored records: the released job re-runs them
         released = ledger.finish(db, job_id, settings.worker_id, "queued")
         return "released" if released else "lost"
     return "done" if ledger.finish(db, job_id, settings.worker_id, "done") else "lost"

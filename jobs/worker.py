@@ -1,12 +1,22 @@
-"""`lab worker`: a Huey consumer that runs jobs, reconciles the ledger and stops cleanly.
+"""`lab worker`: a Huey consumer that runs jobs, reconciles the ledger and stops in bounded time.
 
 Huey's workers take jobs and hand them to the process's episode engine
 (`jobs.engine`), which keeps up to the model's concurrency episodes in flight across
-jobs. SIGINT and SIGTERM both stop gracefully: the worker marks itself "stopping",
-its running jobs stop starting episodes, store the ones in flight and release their
-lease (back to queued), the consumer joins its workers and the worker's live rows
-that are left (episodes cut off by the drain timeout) are removed. `--type process`
-children die with the consumer (`jobs.child`).
+jobs. SIGINT and SIGTERM both stop the worker, parent and children alike, within
+`grace_s + STOP_MARGIN_S` seconds whatever the model does (issue 25 §3):
+
+- at once no episode, model call or retry starts (`core.models.retry.CallStop`), and
+  a `--type process` consumer forwards SIGTERM to its children (`jobs.child`), which
+  stop the same way;
+- calls in flight get `grace_s` to answer; then they are cut, and their episodes are
+  stored errored with reason "interrupted" (re-run like any errored episode);
+- the jobs release their lease (back to queued: the next worker re-runs their
+  unfinished and interrupted questions), the worker's live rows that are left are
+  removed, and the process exits;
+- should any of that hang, the worker exits anyway `grace_s + STOP_MARGIN_S` after the
+  signal (`os._exit`), SIGKILLing children that are still alive.
+
+A second signal cuts the calls in flight at once instead of after the grace.
 """
 
 from __future__ import annotations
@@ -28,13 +38,17 @@ from jobs.child import start_child, stop_child
 from jobs.engine import Engine
 from jobs.queue import make_huey
 from jobs.reconcile import reconcile
-from jobs.settings import WorkerSettings
+from jobs.settings import STOP_MARGIN_S, WorkerSettings
 
 log = logging.getLogger("lab.worker")
 
+JOIN_MARGIN_S = 2.5
+"""After the grace, how long the consumer waits for its workers before it SIGKILLs
+process children (they exit on their own `STOP_MARGIN_S` after the grace)."""
+
 
 class LabConsumer(Consumer):
-    """Huey's consumer with lab's signal handling: both signals request a graceful stop.
+    """Huey's consumer with lab's signal handling: both signals stop it in bounded time.
 
     With `--type process`, every child it forks (the workers and Huey's scheduler)
     dies with it and stops on SIGTERM (`jobs.child`); a worker child drains its
@@ -42,15 +56,22 @@ class LabConsumer(Consumer):
 
     Args:
         huey: the Huey instance.
-        engine: the engine whose copy each forked worker child runs.
+        engine: the engine of this process (thread workers) and whose copy each
+            forked worker child runs.
+        grace_s: how long calls in flight may still answer after a stop.
         **kw: Huey's Consumer options.
     """
 
     stop_signal: int | None = None
 
-    def __init__(self, huey: Any, engine: Engine | None = None, **kw: Any) -> None:
+    def __init__(self, huey: Any, engine: Engine | None = None, grace_s: float = 5.0,
+                 **kw: Any) -> None:
         self.lab_engine = engine
+        self.lab_grace = grace_s
         self.lab_parent = os.getpid()
+        self.stopped_at: float | None = None
+        self.exited = threading.Event()  # set once run_worker is done: no hard exit
+        self._told_children = False
         super().__init__(huey, **kw)
 
     def _create_process(self, process: Any, name: str) -> Any:
@@ -58,9 +79,10 @@ class LabConsumer(Consumer):
             engine = self.lab_engine if name.startswith("Worker") else None
             initialize, shutdown, loop = process.initialize, process.shutdown, process.loop
             stopping: list[threading.Event] = []
+            grace = self.lab_grace
 
             def child_initialize() -> None:
-                stopping.append(start_child(self.lab_parent, engine))
+                stopping.append(start_child(self.lab_parent, engine, grace))
                 initialize()
 
             def child_loop(now: Any = None) -> None:
@@ -73,7 +95,7 @@ class LabConsumer(Consumer):
                     shutdown()
                 finally:
                     if engine is not None:
-                        stop_child(engine)
+                        stop_child(engine, grace)
 
             process.initialize, process.shutdown = child_initialize, child_shutdown
             process.loop = child_loop
@@ -84,9 +106,64 @@ class LabConsumer(Consumer):
             signal.signal(signum, self._lab_signal)
 
     def _lab_signal(self, signum: int, frame: Any) -> None:
-        if self.stop_signal is not None:  # a second signal: stop now
-            raise KeyboardInterrupt
+        if self.stop_signal is not None:  # a second signal: cut the calls in flight now
+            if self.lab_engine is not None:
+                self.lab_engine.cut()
+            self._signal_children(signal.SIGTERM)  # a child's second SIGTERM cuts too
+            return
         self.stop_signal = signum
+        self.begin_stop()
+        threading.Thread(target=self._hard_exit, daemon=True, name="lab-hard-exit",
+                         args=(self.lab_grace + STOP_MARGIN_S,)).start()
+
+    def begin_stop(self) -> None:
+        """Start no new job, episode, call or retry; tell process children to stop (once)."""
+        if self.stopped_at is None:
+            self.stopped_at = time.monotonic()
+        if self.lab_engine is not None:
+            self.lab_engine.stop()
+        self.stop_flag.set()
+        if not self._told_children:
+            self._told_children = True
+            self._signal_children(signal.SIGTERM)
+
+    def _procs(self) -> list[Any]:
+        return [p for _, p in self.worker_threads] + [self.scheduler]
+
+    def _signal_children(self, signum: int) -> None:
+        if self.worker_type != "process":
+            return
+        for proc in self._procs():
+            if proc.pid is not None:
+                try:
+                    os.kill(proc.pid, signum)
+                except ProcessLookupError:
+                    pass
+
+    def join_within(self, seconds: float) -> bool:
+        """Join Huey's workers and scheduler for up to `seconds`; SIGKILL process children left.
+
+        Returns:
+            Whether they all ended on their own.
+        """
+        deadline = time.monotonic() + seconds
+        procs = self._procs()
+        for proc in procs:
+            proc.join(max(0.0, deadline - time.monotonic()))
+        late = [p for p in procs if p.is_alive()]
+        if late and self.worker_type == "process":
+            log.warning("stopping: killing %d worker child(ren) still running", len(late))
+            self._signal_children(signal.SIGKILL)
+            for proc in late:
+                proc.join(1.0)
+        return not late
+
+    def _hard_exit(self, after: float) -> None:
+        if self.exited.wait(after):
+            return
+        log.error("worker: still stopping %.1f s after the signal: exiting now", after)
+        self._signal_children(signal.SIGKILL)
+        os._exit(1)
 
 
 def is_idle(db: Any, huey: Any) -> bool:
@@ -96,25 +173,29 @@ def is_idle(db: Any, huey: Any) -> bool:
 
 
 def run_worker(settings: WorkerSettings, workers: int = 1, until_idle: bool = False,
-               on_tick: Callable[[], None] | None = None, shutdown_timeout: float = 120.0) -> None:
+               on_tick: Callable[[], None] | None = None,
+               shutdown_timeout: float | None = None) -> None:
     """Run a consumer until a signal (or, with until_idle, until no work is left).
 
     Args:
-        settings: lab.db, registry, concurrency, lease and worker identity.
+        settings: lab.db, registry, concurrency, lease, grace and worker identity.
         workers: Huey worker threads or processes.
         until_idle: stop once the ledger has no queued or running job.
         on_tick: called about every 0.1 s from the main thread (progress bars).
-        shutdown_timeout: how long a graceful stop waits for running jobs.
+        shutdown_timeout: the grace of a stop (None: `settings.grace_s`).
     """
+    grace = settings.grace_s if shutdown_timeout is None else shutdown_timeout
     db = store.connect(settings.db_path)
     engine = Engine(settings)
     huey, task = make_huey(settings, engine)
     ledger.register_worker(db, settings.worker_id)
     reconcile(db, huey, task)
-    consumer = LabConsumer(huey, engine, workers=workers, worker_type=settings.worker_type,
-                           initial_delay=0.05, backoff=1.15, max_delay=0.5, periodic=False,
-                           check_worker_health=True, health_check_interval=1.0,
-                           shutdown_timeout=shutdown_timeout)
+    consumer = LabConsumer(huey, engine, grace_s=grace, workers=workers,
+                           worker_type=settings.worker_type, initial_delay=0.05, backoff=1.15,
+                           max_delay=0.5, periodic=False, check_worker_health=True,
+                           health_check_interval=1.0,
+                           # only Huey's own stop reads it; lab stops through _stop
+                           shutdown_timeout=grace + JOIN_MARGIN_S)
     consumer.start()
     last = tick = time.monotonic()
     try:
@@ -134,15 +215,31 @@ def run_worker(settings: WorkerSettings, workers: int = 1, until_idle: bool = Fa
     except ConsumerStopped:
         pass
     finally:
-        ledger.worker_heartbeat(db, settings.worker_id, "stopping")
-        engine.stop()  # thread workers: this process's jobs start no more episodes
         try:
-            consumer.stop(graceful=True)
-            engine.drain(shutdown_timeout)
-            engine.close()
+            _stop(db, consumer, engine, settings, grace)
         finally:
-            # episodes still in flight after the drain (hung calls) run no more: their
-            # live rows must not say "running" (issue 25)
-            remove_live(db, settings.worker_id)
-            ledger.worker_heartbeat(db, settings.worker_id, "stopped")
-            db.conn.close()
+            consumer.exited.set()
+
+
+def _stop(db: Any, consumer: LabConsumer, engine: Engine, settings: WorkerSettings,
+          grace: float) -> None:
+    """Stop within the grace (and margin): drain, join, release what is left, clean up."""
+    consumer.begin_stop()
+    ledger.worker_heartbeat(db, settings.worker_id, "stopping")
+    started = consumer.stopped_at if consumer.stopped_at is not None else time.monotonic()
+    try:
+        engine.drain(grace)  # thread workers: calls in flight get the grace, then are cut
+        consumer.join_within(max(0.0, started + grace + JOIN_MARGIN_S - time.monotonic()))
+        engine.drain(0.5, settle=0.5)  # a job a Huey thread took as the stop came
+        engine.close()
+    finally:
+        # jobs of children killed at the deadline, and episodes still in flight after
+        # the drain (hung calls), run no more: queue the jobs again, and their live rows
+        # must not say "running" (issue 25)
+        released = ledger.release_worker_jobs(db, settings.worker_id,
+                                              "worker stopped before its episodes ended")
+        if released:
+            log.warning("stopping: re-queued jobs %s", released)
+        remove_live(db, settings.worker_id)
+        ledger.worker_heartbeat(db, settings.worker_id, "stopped")
+        db.conn.close()

@@ -6,19 +6,25 @@ response. `classify` turns any of them into a `ModelError` with a short reason;
 `call_with_retries` retries the retryable ones with exponential backoff and jitter,
 waits at least what a 429/529 `retry-after` header asks, bounds every attempt by a
 hard timeout, and logs each retry. Secrets are scrubbed from every message.
+
+A worker that stops (SIGTERM/SIGINT) stops its calls through a `CallStop` (issue 25
+§3): once requested no call or retry starts, and once cut every attempt (or call-slot
+wait) still in flight ends at once; either way the call raises ModelError with reason
+"interrupted", which the episode records as its error (retried like any other).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import email.utils
 import json
 import logging
 import random
 import re
 import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -39,6 +45,82 @@ llama.cpp ("… exceed context window …") and Anthropic ("prompt is too long")
 
 RETRY_AFTER_CAP_S = 120.0
 """Longest wait a retry-after header may impose before one retry."""
+
+INTERRUPTED = "interrupted"
+"""The reason of a call that a stopping worker did not start, or cut off."""
+
+
+class CallStop:
+    """The stop of a worker's model calls: requested, then cut (issue 25 §3).
+
+    `request` (from any thread) lets no call or retry start: the next one raises
+    ModelError(reason "interrupted"). `cut` (in the event loop's thread, after the
+    grace period) ends every attempt or slot wait in flight inside a `scope` the
+    same way. Calls find the stop of the job they serve through `CALL_STOP`.
+    """
+
+    def __init__(self) -> None:
+        self.requested = False
+        self.cut_off = False
+        self._scopes: set[asyncio.Timeout] = set()
+
+    def request(self) -> None:
+        """No call or retry starts from now on (safe from a signal handler or thread)."""
+        self.requested = True
+
+    def check(self, where: str) -> None:
+        """Raise the interruption if the stop was requested (before a call or a retry).
+
+        Raises:
+            ModelError: reason "interrupted", when the stop was requested.
+        """
+        if self.requested:
+            raise interrupted(where, "the worker is stopping: call not started")
+
+    def cut(self) -> None:
+        """End every scope in flight now (call in the event loop's thread)."""
+        self.requested = self.cut_off = True
+        now = asyncio.get_running_loop().time()
+        for scope in list(self._scopes):
+            scope.reschedule(now)
+
+    @contextlib.asynccontextmanager
+    async def scope(self, where: str, timeout_s: float | None) -> AsyncIterator[None]:
+        """Bound a call (or a wait) by `timeout_s` and by the cut.
+
+        Raises:
+            TimeoutError: `timeout_s` passed (no cut).
+            ModelError: reason "interrupted", when the cut ended it.
+        """
+        try:
+            async with asyncio.timeout(timeout_s) as scope:
+                if self.cut_off:
+                    scope.reschedule(asyncio.get_running_loop().time())
+                self._scopes.add(scope)
+                try:
+                    yield
+                finally:
+                    self._scopes.discard(scope)
+        except TimeoutError:
+            if self.cut_off:
+                raise interrupted(where, "the worker stopped: call cut off") from None
+            raise
+
+
+CALL_STOP: contextvars.ContextVar[CallStop | None] = contextvars.ContextVar(
+    "lab_call_stop", default=None)
+"""The CallStop of the job whose calls run in this context (set by the worker's job;
+tasks inherit it). None: calls are never stopped (lab try, tests)."""
+
+
+def call_stop() -> CallStop:
+    """The CallStop of this context (a fresh one, never requested, when none is set)."""
+    return CALL_STOP.get() or CallStop()
+
+
+def interrupted(where: str, why: str) -> ModelError:
+    """The ModelError of a call a stopping worker did not start or cut off."""
+    return ModelError(f"{where}: {why}", INTERRUPTED, retryable=True)
 
 
 @dataclass(frozen=True)
@@ -240,17 +322,26 @@ async def call_with_retries(call: Callable[[], Awaitable[T]], policy: RetryPolic
 
     Raises:
         ModelError: a final error, or the last retryable one once retries are spent;
-            the message says how many attempts were made.
+            the message says how many attempts were made. Reason "interrupted" when
+            the context's `CallStop` was requested before an attempt or a retry, or
+            cut the attempt off.
     """
     handled = (*errors, *_HANDLED)
+    stop = call_stop()
     attempt = 0
     while True:
+        place = where if isinstance(where, str) else where()
+        stop.check(redact(place, secrets))  # a stopping worker starts no call and no retry
         try:
-            async with asyncio.timeout(policy.timeout_s):
+            async with stop.scope(redact(place, secrets), policy.timeout_s):
                 return await call()
         except handled as exc:
-            err = classify(exc, where if isinstance(where, str) else where())
+            if isinstance(exc, ModelError) and exc.reason == INTERRUPTED:
+                raise
+            err = classify(exc, place)
         err.args = (redact(str(err), secrets),)
+        if stop.requested:  # failed after the stop: no retry
+            raise interrupted(str(err), f"not retried ({err.reason}): the worker is stopping")
         if not err.retryable:
             raise ModelError(str(err), err.reason, retryable=False) from None
         if attempt >= policy.max_retries:
@@ -267,5 +358,6 @@ async def call_with_retries(call: Callable[[], Awaitable[T]], policy: RetryPolic
         LOG.warning("retry %d/%d in %.2fs: %s: %s", attempt + 1, policy.max_retries, wait,
                     err.reason, err)
         attempt += 1
-        await asyncio.sleep(wait)
+        async with stop.scope(redact(place, secrets), None):  # the cut ends the backoff too
+            await asyncio.sleep(wait)
 
