@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import csv
 import os
+import tempfile
 from collections.abc import Iterable, Sequence
 from typing import Any
 from pathlib import Path
@@ -150,6 +151,30 @@ def _write(frame: pd.DataFrame, path: Path) -> Path:
     return path
 
 
+def export_folder(directory: Path) -> Path:
+    """`directory`, created with its missing parents, once it is known to be writable:
+    checked before any table is computed or file written.
+
+    Raises:
+        ConfigError: it, or a folder above it, is a file; it cannot be created; or no
+            file can be written in it (one line naming the folder and the reason).
+    """
+    hint = "give a folder you can write to, e.g. lab export results/"
+    for path in (directory, *directory.parents):
+        if path.exists() and not path.is_dir():
+            where = "exists" if path == directory else f"is inside {path}, which exists"
+            raise ConfigError(f"{directory}: {where} and is not a directory; {hint}")
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=directory):
+            pass
+    except OSError as exc:
+        verb = "cannot write into" if directory.is_dir() else "cannot create"
+        raise ConfigError(f"{directory}: {verb} the folder ({exc.strerror or exc}); "
+                          f"{hint}") from None
+    return directory
+
+
 def export(db: Database, directory: Path, selection: Selection | None = None,
            n_boot: int = N_BOOT, hazard_boot: int = 1000, seed: int = 0) -> tuple[Path, ...]:
     """Write episodes.csv, steps.csv and one CSV per results table into `directory`.
@@ -167,13 +192,9 @@ def export(db: Database, directory: Path, selection: Selection | None = None,
         The paths written, in order.
 
     Raises:
-        ConfigError: when `directory` exists and is not a folder.
+        ConfigError: `directory` cannot be a folder written to (`export_folder`).
     """
-    directory = Path(directory)
-    if directory.exists() and not directory.is_dir():
-        raise ConfigError(f"{directory}: exists and is not a directory; give a folder, "
-                          "e.g. lab export results/")
-    directory.mkdir(parents=True, exist_ok=True)
+    directory = export_folder(Path(directory))
     selection = selection or Selection()
     version = project_version()
     results = compute(load_frames(db, selection), TABLES, n_boot, hazard_boot, seed)

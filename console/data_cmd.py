@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from console.options import open_db
+from console.options import bounded, open_db
 from console.queue_cmd import plural
 from core import store
 from core.data import CLAIM_TYPE, TASK_FEVER, ids_hash, load_hotpotqa, sample_ids
@@ -136,8 +136,8 @@ def sets() -> None:
 @sets.command("create")
 @click.argument("name")
 @click.option("--dataset", required=True, help="Dataset to draw from (e.g. hotpotqa, demo).")
-@click.option("--n", "n", type=click.IntRange(min=1), required=True, help="Number of questions.")
-@click.option("--seed", type=int, required=True, help="Sampling seed.")
+@click.option("--n", "n", type=bounded(1), required=True, help="Number of questions.")
+@click.option("--seed", type=bounded(None), required=True, help="Sampling seed.")
 @click.option("--exclude", multiple=True,
               help="Sets whose questions must not be drawn (repeatable or comma-separated).")
 @click.option("--held-out/--dev", "held_out", default=None,

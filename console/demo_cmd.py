@@ -15,9 +15,10 @@ from core.errors import LabError
 from core.models.registry import load_registry
 from core.regimes import MEAN6
 from core.registered_tests import validate_scope
+from core.store import jobs as ledger
 from core.store import prereg as prereg_rows
 from jobs.control import enqueue_grid, status
-from jobs.grid import GridRequest
+from jobs.grid import GridPlan, GridRequest
 from jobs.settings import WorkerSettings
 from jobs.worker import run_worker
 
@@ -85,13 +86,9 @@ def run_demo(db_path: Path, config_path: Path, workers: int = 2) -> str:
     click.echo(f"demo amendment {amendment} is frozen: {len(DEMO_TESTS)} registered tests")
     settings = WorkerSettings(db_path=db_path, config_path=config_path)
     plan, grid_id, njobs = enqueue_grid(db, settings, demo_request(amendment), models)
-    total = len(plan.cells) * len(plan.question_ids)
-    if grid_id is None:
-        click.echo(f"demo: all {total} episodes of {len(plan.cells)} cells already stored")
-    else:
-        click.echo(f"demo grid {grid_id}: {len(plan.cells)} cells; {plan.episodes} new "
-                   f"episodes in {njobs} jobs")
-    remaining = sum(g.expected - g.stored for g in status(db) if g.run == DEMO_RUN)
+    stored = stored_episodes(db, plan)
+    click.echo(progress_line(plan, grid_id, njobs, stored))
+    remaining = len(plan.cells) * len(plan.question_ids) - stored
     if remaining == 0:
         return amendment
     console = Console(stderr=True)
@@ -106,6 +103,30 @@ def run_demo(db_path: Path, config_path: Path, workers: int = 2) -> str:
         run_worker(settings, workers=workers, until_idle=True, on_tick=tick)
         tick()
     return amendment
+
+
+def stored_episodes(db, plan: GridPlan) -> int:
+    """Episodes of the plan's cells and questions stored complete so far."""
+    cells = store.cell_ids_by_hash(db, plan.request.run)
+    ids = set(plan.question_ids)
+    hashes = (cp.cell.columns()["spec_hash"] for cp in plan.cells)
+    return sum(len(ledger.stored_questions(db, cells[h]) & ids) for h in hashes if h in cells)
+
+
+def progress_line(plan: GridPlan, grid_id: int | None, njobs: int, stored: int) -> str:
+    """What a (re)started demo says: how many episodes are stored, queued earlier and new."""
+    total = len(plan.cells) * len(plan.question_ids)
+    earlier = total - stored - plan.episodes  # held by jobs of an earlier, unfinished demo
+    if stored == total:
+        return f"demo: all {total:,} episodes of {len(plan.cells)} cells already stored"
+    parts = [f"{stored:,} of {total:,} episodes already stored"] if stored else []
+    if earlier:
+        parts.append(f"{earlier:,} queued by an earlier run of the demo")
+    if grid_id is not None:
+        parts.append(f"{plan.episodes} new episodes in {njobs} jobs")
+    head = f"demo grid {grid_id}" if grid_id is not None else "demo"
+    return (f"{head}: {len(plan.cells)} cells; " + "; ".join(parts)
+            + f"; running the {total - stored:,} that remain")
 
 
 MAIN_DELTA = "own judgments, by t"

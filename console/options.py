@@ -17,14 +17,59 @@ from typing import TYPE_CHECKING, Any
 import click
 from click.core import ParameterSource
 
-from core.errors import ConfigError
+from core.errors import ConfigError, StoreError
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
 
 DB_HELP = "lab.db path (env LAB_DB)."
+INT64_MAX = 2**63 - 1
+"""The largest integer SQLite stores: every integer option is bounded by it."""
+MAX_RESAMPLES = 100_000
+"""Bootstrap resamples `--resamples` takes at most (the paper uses 2,000)."""
 CONFIG_HELP = "Model registry file (env LAB_CONFIG)."
 GLOBAL_NAMES = ("db", "config")
+
+
+def bounded(lo: int | None = 0, hi: int = INT64_MAX) -> click.IntRange:
+    """An integer option type bounded to what lab.db stores (and to `lo`…`hi`): a value
+    beyond is one `error:` line naming the option, never an SQLite overflow.
+
+    Args:
+        lo: the smallest value (None: -2**63).
+        hi: the largest value.
+    """
+    return click.IntRange(-INT64_MAX - 1 if lo is None else lo, hi)
+
+
+class IntList(click.ParamType):
+    """Comma-separated integers, each within `lo`…`hi` (`--seeds 0,1`, `--budgets 8,16`);
+    the value is a tuple.
+
+    Args:
+        lo, hi: the bounds of every integer.
+        example: a right input, shown in the error.
+    """
+
+    name = "ints"
+
+    def __init__(self, lo: int = 0, hi: int = INT64_MAX, example: str = "0,1") -> None:
+        self.lo, self.hi, self.example = lo, hi, example
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> tuple[int, ...]:
+        """The tuple of integers, or a one-line failure naming the option and the value."""
+        if isinstance(value, tuple):
+            return value
+        parts = [p.strip() for p in str(value).split(",") if p.strip()]
+        try:
+            out = tuple(int(p) for p in parts)
+        except ValueError:
+            out = ()
+        if not parts or len(out) != len(parts) or any(not self.lo <= v <= self.hi for v in out):
+            self.fail(f"{value!r}: give comma-separated integers from {self.lo:,} to "
+                      f"{self.hi:,}, e.g. {self.example}", param, ctx)
+        return out
 
 
 def check_config(path: Path, explicit: bool) -> None:
@@ -127,14 +172,37 @@ class LabGroup(click.Group):
         return self.commands.get(cmd_name)
 
     def invoke(self, ctx: click.Context) -> Any:
-        """Run the command; `sqlite3.OperationalError` (read-only, unable to open) becomes
-        a StoreError naming --db."""
+        """Run the command; an SQLite file that cannot be opened or written (read-only,
+        unable to open, disk full, I/O error: lab.db or the queue file beside it) and an
+        integer SQLite cannot store become one StoreError/ConfigError line."""
         try:
             return super().invoke(ctx)
         except sqlite3.OperationalError as exc:
-            text = str(exc)
-            if "readonly" not in text and "unable to open" not in text:
+            error = storage_error((ctx.obj or {}).get("db", "lab.db"), exc)
+            if error is exc:
                 raise
-            from core.store.base import access_error
+            raise error from None
+        except OverflowError as exc:
+            if "SQLite INTEGER" not in str(exc):
+                raise
+            raise ConfigError(f"a number is too large to store ({exc}); integers must be "
+                              f"at most {INT64_MAX:,}") from None
 
-            raise access_error((ctx.obj or {}).get("db", "lab.db"), exc) from None
+
+DISK_ERRORS = ("database or disk is full", "disk I/O error")
+
+
+def storage_error(db: Path | str, exc: sqlite3.OperationalError) -> Exception:
+    """The one-line error for an SQLite failure of lab.db or its queue file (Huey's
+    storage raises the same `sqlite3.OperationalError`); anything else is returned as
+    is, to be raised with its traceback (a bug, not bad input)."""
+    text = str(exc)
+    if any(d in text for d in DISK_ERRORS):
+        return StoreError(f"{db} (or its queue file beside it): {text}; free disk space, "
+                          f"then run the command again (a write that failed was rolled "
+                          f"back: nothing stored is lost or half-written)")
+    if "readonly" in text or "unable to open" in text:
+        from core.store.base import access_error
+
+        return access_error(db, exc)
+    return exc

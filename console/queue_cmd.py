@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from console.options import open_db
+from console.options import IntList, bounded, open_db
 from console.render import step_lines, summary_lines
 from core import store
 from core.data import Question
@@ -22,7 +22,7 @@ from core.store import jobs as ledger
 from core.store import monitor
 from core.store.base import check_writable
 from jobs.control import control, enqueue_grid, status
-from jobs.grid import GridRequest, plan
+from jobs.grid import MAX_BUDGET, GridRequest, plan
 from jobs.retry import retry
 from jobs.settings import WorkerSettings
 from jobs.worker import run_worker
@@ -55,13 +55,6 @@ def split_regimes(text: str) -> tuple[str, ...]:
     return tuple(r for name in _split(text) for r in (MEAN6 if name == "mean6" else (name,)))
 
 
-def _ints(text: str, what: str) -> tuple[int, ...]:
-    try:
-        return tuple(int(p) for p in _split(text))
-    except ValueError:
-        raise ConfigError(f"{what} must be comma-separated integers, got '{text}'") from None
-
-
 def settings_for(ctx: click.Context, **kw: object) -> WorkerSettings:
     """WorkerSettings from the global options plus overrides."""
     return WorkerSettings(db_path=Path(ctx.obj["db"]), config_path=Path(ctx.obj["config"]),
@@ -77,18 +70,22 @@ def settings_for(ctx: click.Context, **kw: object) -> WorkerSettings:
               help="Comma-separated regimes; mean6 stands for the six of the paper's mean ("
                    + ", ".join(MEAN6) + ").")
 @click.option("--set", "question_set", required=True, help="Question set name.")
-@click.option("--budget", "--budgets", "budget", default="8", show_default=True,
-              help="Budget(s), comma-separated, e.g. --budgets 8,16.")
-@click.option("--seeds", default="0", show_default=True, help="Seeds, comma-separated.")
-@click.option("--replicate", type=int, default=0, show_default=True)
+@click.option("--budget", "--budgets", "budget", type=IntList(1, MAX_BUDGET, "8,16"), default="8",
+              show_default=True, help=f"Budget(s), comma-separated, each 1 to {MAX_BUDGET}, "
+                                      f"e.g. --budgets 8,16.")
+@click.option("--seeds", type=IntList(), default="0", show_default=True,
+              help="Seeds, comma-separated.")
+@click.option("--replicate", type=bounded(), default=0, show_default=True)
 @click.option("--run", "run_name", default="default", show_default=True, help="Run name.")
 @click.option("--amendment", default=None, help="Governing pre-registration amendment.")
-@click.option("--priority", type=int, default=0, show_default=True)
-@click.option("--dry-run", is_flag=True, help="Only print what would be queued.")
+@click.option("--priority", type=bounded(None), default=0, show_default=True)
+@click.option("--dry-run", is_flag=True,
+              help="Only print what would be queued (every check of a real enqueue runs).")
 @click.option("--json", "as_json", is_flag=True, help="Print the counts as JSON.")
 @click.pass_context
 def enqueue_cmd(ctx: click.Context, models: str, conditions: str, regimes: str,
-                question_set: str, budget: str, seeds: str, replicate: int, run_name: str,
+                question_set: str, budget: tuple[int, ...], seeds: tuple[int, ...],
+                replicate: int, run_name: str,
                 amendment: str | None, priority: int, dry_run: bool, as_json: bool) -> None:
     """Queue a grid: models × conditions × regimes × set × budgets × seeds.
 
@@ -101,7 +98,7 @@ def enqueue_cmd(ctx: click.Context, models: str, conditions: str, regimes: str,
     """
     request = GridRequest(models=_split(models), conditions=split_conditions(conditions),
                           regimes=split_regimes(regimes), question_set=question_set,
-                          budgets=_ints(budget, "--budget"), seeds=_ints(seeds, "--seeds"),
+                          budgets=budget, seeds=seeds,
                           replicate=replicate, run=run_name, amendment=amendment,
                           priority=priority)
     db = open_db(ctx)
@@ -144,17 +141,26 @@ def enqueue_cmd(ctx: click.Context, models: str, conditions: str, regimes: str,
 @click.option("--until-idle", is_flag=True, help="Exit when no queued or running job is left.")
 @click.option("--lease", type=click.FloatRange(min=1), default=60.0, show_default=True,
               help="Job lease in seconds (a dead worker's jobs are retaken after it).")
+@click.option("--grace", type=click.FloatRange(min=0), default=5.0, show_default=True,
+              metavar="SECONDS",
+              help="On SIGINT/SIGTERM, how long model calls in flight may still answer; then "
+                   "they are cut (episodes stored errored: interrupted) and the worker exits "
+                   "within SECONDS + 3 s.")
 @click.pass_context
 def worker_cmd(ctx: click.Context, workers: int, concurrency: int, worker_type: str,
-               until_idle: bool, lease: float) -> None:
-    """Run jobs from the queue. SIGINT/SIGTERM stop gracefully (jobs are released).
+               until_idle: bool, lease: float, grace: float) -> None:
+    """Run jobs from the queue. SIGINT/SIGTERM stop in bounded time (jobs are released).
+
+    After a signal no model call or retry starts; calls in flight get --grace seconds,
+    then their episodes are stored errored (interrupted, re-run by the next worker or
+    `lab retry --errored`); the worker and its children exit within grace + 3 s.
 
     \b
     Example:
       lab worker --workers 2 --concurrency 64 --until-idle
     """
     settings = settings_for(ctx, concurrency=concurrency, worker_type=worker_type,
-                            lease_s=lease, heartbeat_s=min(1.0, lease / 4))
+                            lease_s=lease, heartbeat_s=min(1.0, lease / 4), grace_s=grace)
     db = store.connect(settings.db_path)
     check_writable(db, settings.db_path)  # a read-only lab.db: one line, before any banner
     db.conn.close()
@@ -172,7 +178,8 @@ def _bar(done: int, total: int, width: int = 24) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_context
 def status_cmd(ctx: click.Context, as_json: bool) -> None:
-    """Progress per run and grid: episodes stored/errored/running, rate and ETA.
+    """Progress per run and grid: episodes stored/errored/running, rate and ETA; a grid of
+    `lab replay`/`lab repair` jobs counts its probes (stored/expected/errored, ETA).
 
     \b
     Example:
@@ -205,9 +212,11 @@ def status_cmd(ctx: click.Context, as_json: bool) -> None:
             jobs += f" ({g.stale} stale (worker lost?))"
         eta = "-" if g.eta_s is None else f"{g.eta_s:.0f}s"
         bar = f"{_bar(g.stored, g.expected, 16)} " if tty else ""
-        click.echo(f"grid {g.grid:<3} {g.run:<12} {bar}{g.stored}/{g.expected} episodes, "
+        unit = "episodes" if g.unit == "episodes" else f"{g.kind} probes"
+        click.echo(f"grid {g.grid:<3} {g.run:<12} {bar}{g.stored}/{g.expected} {unit}, "
                    f"{g.rate:.1f}/s, ETA {eta}")
-        click.echo(f"    {g.errored} errored, {g.running} running; jobs: {jobs or '-'}")
+        running = f"{g.running} running; " if g.unit == "episodes" else ""
+        click.echo(f"    {g.errored} errored, {running}jobs: {jobs or '-'}")
         if g.retry:
             click.echo(f"    retry errored: {g.retry}")
     lost = [r for r in live if r.state == "lost"]
@@ -237,9 +246,9 @@ def _target_options(action: str) -> Callable[[Callable[..., None]], Callable[...
         click.option("--run", "run_name", default=None,
                      help=f"{action.capitalize()} every job of this run (a --run name of "
                           f"lab enqueue)."),
-        click.option("--grid", type=int, default=None,
+        click.option("--grid", type=bounded(1), default=None,
                      help=f"{action.capitalize()} every job of this grid id (lab status)."),
-        click.option("--job", type=int, default=None,
+        click.option("--job", type=bounded(1), default=None,
                      help=f"{action.capitalize()} this one job id (lab status --json)."),
     )
 
@@ -273,7 +282,8 @@ def _control_command(action: str) -> click.Command:
 @click.pass_context
 def retry_cmd(ctx: click.Context, run_name: str | None, grid: int | None, job: int | None,
               errored_only: bool) -> None:
-    """Queue again failed/cancelled jobs and errored episodes of a run, grid or job.
+    """Queue again failed/cancelled jobs and errored episodes (and errored probes of
+    `lab replay`/`lab repair` jobs) of a run, grid or job.
 
     An errored episode (refused connection, 5xx after retries, context overflow)
     keeps its record; its question is queued again in a new job of the same grid.
@@ -293,7 +303,9 @@ def retry_cmd(ctx: click.Context, run_name: str | None, grid: int | None, job: i
     for amendment, dev_id, _ in result.deviations:
         click.echo(f"deviation {dev_id} logged on {amendment} (lab prereg show {amendment})")
     click.echo(f"retry {target} {value}: {result.errored} errored episode(s) in "
-               f"{len(result.created)} new job(s)"
+               f"{len(result.created) - len(result.probe_jobs)} new job(s)"
+               + (f", {result.errored_probes} errored probe(s) in "
+                  f"{len(result.probe_jobs)} new replay job(s)" if result.replay else "")
                + ("" if errored_only else f", {len(result.reopened)} failed/cancelled job(s) "
                                           f"re-opened"))
 

@@ -10,7 +10,7 @@ import json
 
 import click
 
-from console.options import open_db
+from console.options import bounded, open_db
 from core.models.registry import load_registry
 from core.probes import COMMANDS as PROBE_COMMANDS
 from core.store import jobs as ledger
@@ -32,7 +32,8 @@ def _run_request(ctx: click.Context, request: ReplayRequest, dry_run: bool,
     db = open_db(ctx)
     registry = load_registry(ctx.obj["config"])
     if dry_run:
-        plan, grid_id, jobs = plan_replay(db, request, registry), None, []
+        jobs: list[int] = []
+        plan, grid_id = plan_replay(db, request, registry), None
     else:
         plan, grid_id, jobs = enqueue_replay(db, request, registry)
         if jobs:
@@ -82,7 +83,7 @@ def _common(command):  # type: ignore[no-untyped-def]
                      help="Comma-separated models whose episodes to probe (default: all)."),
         click.option("--dry-run", is_flag=True, help="Print calls, tokens and dollars only."),
         click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON."),
-        click.option("--priority", type=int, default=0, show_default=True),
+        click.option("--priority", type=bounded(None), default=0, show_default=True),
         click.option("--batch", is_flag=True,
                      help="Claude models: send the probes through the Message Batches API "
                           "(half price; results arrive within 24 h, stored as each batch "

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import click
 from sqlite_utils import Database
 
-from console.options import open_db
+from console.options import INT64_MAX, MAX_RESAMPLES, bounded, open_db
 from core import store
 from core.errors import ConfigError, StoreError
 from core.store import prereg as prereg_rows
@@ -61,10 +61,13 @@ def _conditions(text: str | None) -> tuple[str, ...]:
 
 def _seeds(text: str | None) -> tuple[int, ...]:
     try:
-        return tuple(int(s) for s in _names(text, "--seeds", "0,1"))
+        seeds = tuple(int(s) for s in _names(text, "--seeds", "0,1"))
+        if all(0 <= s <= INT64_MAX for s in seeds):
+            return seeds
     except ValueError:
-        raise ConfigError(f"--seeds takes comma-separated integers, e.g. --seeds 0,1; got "
-                          f"'{text}'") from None
+        pass
+    raise ConfigError(f"--seeds takes comma-separated integers from 0 to {INT64_MAX:,}, "
+                      f"e.g. --seeds 0,1; got '{text}'")
 
 
 def selection_options(command: Callable[..., None]) -> Callable[..., None]:
@@ -138,9 +141,9 @@ def _rows_out(dicts: list[dict[str, object]], fmt: str) -> str:
 @selection_options
 @click.option("--repaired", is_flag=True, help="Use repaired answers (SPEC §8.5) where stored.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
-@click.option("--resamples", type=click.IntRange(min=0), default=2000, show_default=True,
+@click.option("--resamples", type=bounded(0, MAX_RESAMPLES), default=2000, show_default=True,
               help="Question-level bootstrap resamples (the hazard model uses at most 1,000).")
-@click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
+@click.option("--seed", type=bounded(), default=0, show_default=True, help="Bootstrap seed.")
 @click.pass_context
 def results(ctx: click.Context, table: str, runs: tuple[str, ...], sets: tuple[str, ...],
             seeds: str | None, models: str | None, conditions: str | None,
@@ -224,7 +227,7 @@ def provenance_lines(provenance: list[dict[str, object]]) -> list[str]:
                    "each measure compared with the paper's Table 7 (±0.05); about 8 "
                    "minutes on two cores the first time (165,000 episodes, 0.5 GB).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
-@click.option("--resamples", type=click.IntRange(min=0), default=2000, show_default=True)
+@click.option("--resamples", type=bounded(0, MAX_RESAMPLES), default=2000, show_default=True)
 @click.pass_context
 def validate_measures_cmd(ctx: click.Context, set_name: str | None, seeds: int,
                           paper_scale: bool, fmt: str, resamples: int) -> None:
@@ -303,7 +306,7 @@ def validate_measures_cmd(ctx: click.Context, set_name: str | None, seeds: int,
 @click.command("export")
 @click.argument("directory", type=click.Path(path_type=Path))
 @selection_options
-@click.option("--resamples", type=click.IntRange(min=0), default=2000, show_default=True)
+@click.option("--resamples", type=bounded(0, MAX_RESAMPLES), default=2000, show_default=True)
 @click.pass_context
 def export_cmd(ctx: click.Context, directory: Path, runs: tuple[str, ...],
                sets: tuple[str, ...], seeds: str | None, models: str | None,

@@ -94,6 +94,11 @@ class GridStatus:
     """The command that re-runs the grid's errored episodes (None when there are none)."""
     stale: int = 0
     """Running jobs whose heartbeat is older than `ledger.STALE_AFTER_S` (worker lost?)."""
+    unit: str = "episodes"
+    """What expected/stored/errored/rate count: "episodes", or "probes" for a grid of
+    `lab replay`/`lab repair` jobs."""
+    kind: str | None = None
+    """A probes grid's probe kind (judgment, belief, answer_now, repair)."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict."""
@@ -104,7 +109,8 @@ def status(db: Database, now: float | None = None) -> list[GridStatus]:
     """Per grid: episodes expected/stored/errored/running, job states, rate and ETA.
 
     stored: pairs with a complete episode; errored: pairs whose episodes all errored
-    (with `retry`, the command that re-runs them).
+    (with `retry`, the command that re-runs them). A replay grid counts its probes
+    instead (unit "probes"): stored, errored and the rate and ETA of its probes.
     """
     now = time.time() if now is None else now
     out = []
@@ -117,11 +123,13 @@ def status(db: Database, now: float | None = None) -> list[GridStatus]:
             span = max(now - first, 1.0)
         rate = len(recent) / span if recent else 0.0
         left = g["expected"] - g["stored"] - g["errored"]  # errored pairs wait for a retry
+        if not left and any(g["jobs"][s] for s in ("queued", "running")):
+            left = g["errored"]  # … which is queued: they are what remains
         eta = left / rate if rate > 0 and left > 0 else (0.0 if left == 0 else None)
         if g["stale"]:
             eta = None  # a lost worker's jobs wait for recovery: no honest ETA
         out.append(GridStatus(g["grid"], g["run"], g["cells"], g["expected"], g["stored"],
                               g["errored"], g["running"], g["jobs"], rate, eta,
                               f"lab retry --grid {g['grid']} --errored" if g["errored"]
-                              else None, g["stale"]))
+                              else None, g["stale"], g["unit"], g["kind"]))
     return out

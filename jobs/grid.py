@@ -25,6 +25,10 @@ from core.runner import CellSpec
 from core.store import jobs as ledger
 
 JOB_SIZE = 50
+MAX_BUDGET = 64
+"""The largest action budget a cell may have (the paper's grids use 8 and 16)."""
+INT64_MAX = 2**63 - 1
+"""The largest integer SQLite stores (seeds, replicate, priority are stored)."""
 
 
 @dataclass(frozen=True)
@@ -204,9 +208,7 @@ def expand(request: GridRequest, models: Mapping[str, ModelSpec],
     specs = [resolve_model(models, m) for m in request.models]
     conditions = [parse_condition(c) for c in request.conditions]
     regimes = [parse_regime(r) for r in request.regimes]
-    for b in request.budgets:
-        if b < 1:
-            raise ConfigError(f"budget must be >= 1, got {b}")
+    check_numbers(request)
     return [CellSpec(m, resolve_rate(db, m.name, c), r, request.question_set, b, s,
                      request.replicate)
             for m, c, r, b, s in product(specs, conditions, regimes, request.budgets,
@@ -218,14 +220,69 @@ def _max_calls(cell: CellSpec) -> int:
     return cell.budget + (cell.budget - 1 if judge else 0)
 
 
-def plan(db: Database, request: GridRequest, models: Mapping[str, ModelSpec]) -> GridPlan:
-    """What enqueueing `request` would store and run, without writing anything."""
+def check_run_name(name: str) -> str:
+    """A run name that can be shown and typed: not empty, no control characters.
+
+    Raises:
+        ConfigError: naming the bad name and an example.
+    """
+    if not name.strip():
+        raise ConfigError(f"run name {name!r}: give a non-empty name, e.g. --run pilot")
+    bad = next((c for c in name if not c.isprintable()), None)
+    if bad is not None:
+        raise ConfigError(f"run name {name!r} holds the control character {bad!r}; use "
+                          f"printable characters, e.g. --run pilot")
+    return name
+
+
+def check_numbers(request: GridRequest) -> None:
+    """Refuse budgets outside 1…MAX_BUDGET and seeds, replicate or priority SQLite cannot
+    store (seeds and replicate are ≥ 0).
+
+    Raises:
+        ConfigError: naming the option and the value.
+    """
+    for b in request.budgets:
+        if not 1 <= b <= MAX_BUDGET:
+            raise ConfigError(f"--budget {b}: a budget is 1 to {MAX_BUDGET} actions, e.g. "
+                              f"--budgets 8,16")
+    for option, values, lo in (("--seeds", request.seeds, 0),
+                               ("--replicate", (request.replicate,), 0),
+                               ("--priority", (request.priority,), -INT64_MAX - 1)):
+        for v in values:
+            if not lo <= v <= INT64_MAX:
+                raise ConfigError(f"{option} {v}: give an integer from {lo:,} to "
+                                  f"{INT64_MAX:,}")
+
+
+def check_request(db: Database, request: GridRequest, models: Mapping[str, ModelSpec]
+                  ) -> tuple[GridRequest, tuple[str, ...], list[CellSpec], list[str], str]:
+    """Every check an enqueue makes before it writes, for `lab enqueue` and its
+    `--dry-run` alike (`plan` runs it; `enqueue` runs `plan` in its transaction).
+
+    Returns:
+        (the de-duplicated request, its notes, the cells, the set's question ids, the
+        mode: "governed" or "exploratory").
+
+    Raises:
+        ConfigError, StoreError, GateError: the first refusal, in one line.
+    """
+    check_run_name(request.run)
+    check_numbers(request)
     request, notes = deduplicate(request)
     ids = store.question_set(db, request.question_set)["ids"]
     cells = expand(request, models, db)
     check_context(db, cells, ids)
     mode = prereg.gate(db, request.amendment, cells, models)
-    out = GridPlan(request, question_ids=list(ids), mode=mode, notes=notes)
+    ledger.check_run_amendment(db, request.run, request.amendment)
+    return request, notes, cells, list(ids), mode
+
+
+def plan(db: Database, request: GridRequest, models: Mapping[str, ModelSpec]) -> GridPlan:
+    """What enqueueing `request` would store and run, without writing anything (every
+    check of a real enqueue runs: `check_request`)."""
+    request, notes, cells, ids, mode = check_request(db, request, models)
+    out = GridPlan(request, question_ids=ids, mode=mode, notes=notes)
     stored_cells = store.cell_ids_by_hash(db, request.run)
     for cell in cells:
         done: set[str] = set()

@@ -31,7 +31,7 @@ from core.models.registry import ModelSpec
 from core.runner import CallGate, GatedSession
 from core.probes import (COMMANDS, PROBE_MAX_TOKENS, At, ProbeRecord, RecordedEpisode,
                          messages_for, parse_at, probe_points, record_of, run_probe,
-                         select_points, view_at)
+                         view_at)
 from core.errors import ConfigError, StoreError
 from core.store import jobs as ledger
 from core.store import probes as rows
@@ -206,17 +206,8 @@ def _discount(request: ReplayRequest, spec: ModelSpec) -> float:
 
 def _targets(db: Database, request: ReplayRequest, eids: list[int]
              ) -> dict[int, list[tuple[int, int]]]:
-    """Per episode, the (t, history tokens) to probe."""
-    if request.kind == "repair":
-        return {e: [p] for e, p in rows.placeholder_episodes(db, eids).items()}
-    points = rows.episode_points(db, eids)
-    judged = rows.judgments(db, eids) if request.at.mode != "every" and request.at.mode != "t" \
-        else {}
-    out = {}
-    for eid, pts in points.items():
-        chosen = set(select_points([t for t, _ in pts], request.at, judged.get(eid)))
-        out[eid] = [(t, tok) for t, tok in pts if t in chosen]
-    return out
+    """Per episode, the (t, history tokens) to probe (`lab status` counts the same)."""
+    return rows.probe_targets(db, request.kind, request.at, eids)
 
 
 def enqueue_replay(db: Database, request: ReplayRequest, registry: Mapping[str, ModelSpec]

@@ -1,7 +1,8 @@
 """`lab retry`: queue again what did not produce a complete episode (SPEC §11).
 
-Two things can be retried for a run, a grid or a job: jobs that failed or were
-cancelled (re-opened), and errored episodes — pairs (cell, question) whose every
+Three things can be retried for a run, a grid or a job: jobs that failed or were
+cancelled (re-opened), errored probes of replay jobs (new replay jobs of the same
+request ask exactly those again), and errored episodes — pairs (cell, question) whose every
 episode ended in a model error (refused connection, 5xx after retries, context
 overflow). Those get new jobs in the same grid, through the normal ledger; their
 errored records stay. A cell whose model changed in the registry only by a larger
@@ -23,6 +24,7 @@ from core.conditions import arm_label
 from core.errors import ConfigError, LabError
 from core.models.registry import ModelSpec, load_registry
 from core.store import jobs as ledger
+from core.store import probes as probe_rows
 from core.store.prereg import add_deviation
 from jobs.grid import JOB_SIZE
 from jobs.queue import enqueue_job, make_huey
@@ -39,7 +41,8 @@ class RetryResult:
 
     Attributes:
         reopened: failed or cancelled jobs queued again.
-        created: new jobs holding errored questions.
+        created: new jobs holding errored questions (episode jobs, then replay jobs
+            for errored probes).
         errored: errored (cell, question) pairs queued again.
         notes: one line per cell that took a new model spec.
         deviations: (amendment id, deviation id, text) logged for governed runs.
@@ -50,6 +53,12 @@ class RetryResult:
     errored: int
     notes: tuple[str, ...] = ()
     deviations: tuple[tuple[str, int, str], ...] = ()
+    probe_jobs: tuple[int, ...] = ()
+    """Of `created`, the replay jobs that ask errored probes again."""
+    errored_probes: int = 0
+    """Errored probes those replay jobs ask again."""
+    replay: bool = False
+    """Whether the run, grid or job retried has replay jobs at all."""
 
     @property
     def jobs(self) -> list[int]:
@@ -81,6 +90,36 @@ def errored_groups(db: Database, jobs: Sequence[dict[str, Any]]
                 taken.add((cell_id, q))
                 out.setdefault((job["grid_id"], cell_id, job["priority"]), []).append(q)
     return out
+
+
+def errored_probe_groups(db: Database, jobs: Sequence[dict[str, Any]]
+                         ) -> tuple[dict[tuple[int, int, int, str], list[str]], int]:
+    """Questions of the given replay jobs whose probes errored, not already held by an
+    active replay job of the same request.
+
+    Args:
+        jobs: replay jobs rows with question_ids decoded (ledger.jobs_rows).
+
+    Returns:
+        (question ids by (grid id, cell id, priority, params), errored probes in all).
+    """
+    out: dict[tuple[int, int, int, str], list[str]] = {}
+    taken: set[tuple[int, str, str]] = set()
+    pending: dict[tuple[int, str], set[str]] = {}
+    n = 0
+    for job in jobs:
+        cell_id, params = job["cell_id"], job["params"]
+        key = (cell_id, params)
+        if key not in pending:
+            pending[key] = probe_rows.pending_replay(db, cell_id, params)
+        kind = json.loads(params)["kind"]
+        for q, count in probe_rows.errored_probe_questions(db, cell_id, job["question_ids"],
+                                                          kind).items():
+            if q not in pending[key] and (cell_id, params, q) not in taken:
+                taken.add((cell_id, params, q))
+                out.setdefault((job["grid_id"], cell_id, job["priority"], params), []).append(q)
+                n += count
+    return out, n
 
 
 def _larger(old: Any, new: Any) -> bool:
@@ -158,11 +197,20 @@ def retry(db: Database, settings: WorkerSettings, target: str, value: str | int,
         if not errored_only:
             reopened = ledger.transition(db, ids, ("failed", "cancelled"), "queued")
             ledger.reset_attempts(db, reopened)
-        groups = errored_groups(db, ledger.jobs_rows(db, ids))
+        rows = ledger.jobs_rows(db, ids)
+        replay = [j for j in rows if j["kind"] == "replay"]
+        groups = errored_groups(db, [j for j in rows if j["kind"] != "replay"])
         created: list[int] = []
         for (grid_id, cell_id, priority), qids in groups.items():
             chunks = [qids[i:i + JOB_SIZE] for i in range(0, len(qids), JOB_SIZE)]
             created += ledger.insert_jobs(db, grid_id, cell_id, chunks, priority)
+        probe_groups, n_probes = errored_probe_groups(db, replay)
+        probe_jobs: list[int] = []
+        for (grid_id, cell_id, priority, params), qids in probe_groups.items():
+            chunks = [qids[i:i + JOB_SIZE] for i in range(0, len(qids), JOB_SIZE)]
+            probe_jobs += probe_rows.insert_replay_jobs(db, grid_id, cell_id, chunks, params,
+                                                        priority)
+        created += probe_jobs
         cells = {j["cell_id"] for j in ledger.jobs_rows(db, reopened)} | {c for _, c, _ in groups}
         for cell_id in sorted(cells):
             changed = respec(db, cell_id, models)
@@ -172,12 +220,15 @@ def retry(db: Database, settings: WorkerSettings, target: str, value: str | int,
                     deviations.append(changed[1])
         n_errored = sum(len(q) for q in groups.values())
         ledger.log_event(db, "retry", f"{target} {value}: {len(reopened)} failed/cancelled jobs "
-                         f"re-opened, {n_errored} errored episodes in {len(created)} new jobs"
+                         f"re-opened, {n_errored} errored episodes in "
+                         f"{len(created) - len(probe_jobs)} new jobs"
+                         + (f", {n_probes} errored probes in {len(probe_jobs)} new replay jobs"
+                            if replay else "")
                          + (" (--errored)" if errored_only else ""))
     result = RetryResult(tuple(reopened), tuple(created), n_errored, tuple(notes),
-                         tuple(deviations))
+                         tuple(deviations), tuple(probe_jobs), n_probes, bool(replay))
     if result.jobs:
         huey, task = make_huey(settings)
         for job_id in result.jobs:
-            enqueue_job(huey, task, job_id, ledger.job(db, job_id)["priority"])
+            enqueue_job(huey, task, job_id, (ledger.job(db, job_id) or {}).get("priority", 0))
     return result

@@ -435,3 +435,111 @@ def test_enqueue_refuses_a_question_beyond_max_context(db, tmp_path, capsys):
                          "real,sim-own5", "--conditions", "none", "--regimes", "clean",
                          "--set", "d", "--dry-run")
     assert code == 0, err
+
+
+# --- integers SQLite cannot store, bounds (issue 25 §5) -----------------------------------
+
+BIG = str(2**63)
+ENQUEUE = ("enqueue", "--models", "sim-own5", "--conditions", "none", "--regimes", "clean",
+           "--set", "d")
+
+
+@pytest.mark.parametrize("args, words", [
+    ((*ENQUEUE, "--seeds", f"0,{BIG}"), ("--seeds", BIG)),
+    ((*ENQUEUE, "--replicate", BIG), ("--replicate", BIG)),
+    ((*ENQUEUE, "--priority", BIG), ("--priority", BIG)),
+    ((*ENQUEUE, "--budgets", BIG), ("--budget", BIG)),
+    ((*ENQUEUE, "--budgets", "8,65"), ("--budget", "1 to 64")),
+    ((*ENQUEUE, "--run", ""), ("run name", "non-empty")),
+    ((*ENQUEUE, "--run", "a\x07b"), ("run name", "control character")),
+    (("sets", "create", "e", "--dataset", "demo", "--n", "1", "--seed", BIG), ("--seed", BIG)),
+    (("retry", "--job", BIG), ("--job", BIG)),
+    (("retry", "--grid", BIG, "--errored"), ("--grid", BIG)),
+    (("replay", "answer-now", "--run", "x", "--priority", BIG), ("--priority", BIG)),
+    (("results", "--seeds", BIG), ("--seeds", BIG)),
+    (("results", "--resamples", "100001"), ("--resamples", "100001")),
+    (("export", "out", "--resamples", "100001"), ("--resamples", "100001")),
+    (("validate-measures", "--resamples", "100001"), ("--resamples", "100001")),
+])
+def test_numbers_beyond_bounds_are_one_line(db, capsys, args, words):
+    before = dump_hash(db)
+    one_error(*lab(capsys, "--db", db, *args)[::2], *words)
+    assert dump_hash(db) == before
+
+
+# --- lab export into a folder it cannot write ----------------------------------------------
+
+@pytest.fixture(scope="module")
+def with_episodes(template: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The template with one cell's three sim episodes stored."""
+    path = tmp_path_factory.mktemp("episodes") / "lab.db"
+    shutil.copy(template, path)
+    for args in (ENQUEUE, ("worker", "--until-idle")):
+        assert main(["--db", str(path), *args]) == 0
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    return path
+
+
+@pytest.mark.parametrize("where, words", [
+    ("file", ("exists and is not a directory",)),
+    ("file/sub", ("is inside", "not a directory")),
+])
+def test_export_into_a_file_shadowed_folder_is_one_line(with_episodes, tmp_path, capsys,
+                                                         where, words):
+    (tmp_path / "file").write_text("x", encoding="utf-8")
+    target = tmp_path / where
+    one_error(*lab(capsys, "--db", with_episodes, "export", target, "--resamples", "5")[::2],
+              str(target), *words)
+    assert (tmp_path / "file").read_text(encoding="utf-8") == "x"
+
+
+@pytest.mark.parametrize("sub", ["", "missing/deeper"])
+def test_export_into_an_unwritable_folder_is_one_line(with_episodes, shared_dir, sub):
+    shared_dir.chmod(0o555)  # like a read-only mount
+    target = shared_dir / sub if sub else shared_dir
+    result = _lab_readonly(with_episodes, "export", str(target), "--resamples", "5")
+    verb = "cannot create" if sub else "cannot write into"
+    one_error(result.returncode, result.stderr, str(target), verb)
+    assert list(shared_dir.iterdir()) == []
+
+
+# --- a full disk ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text", ["database or disk is full", "disk I/O error"])
+def test_a_full_disk_while_enqueueing_is_one_line_and_writes_nothing(db, capsys,
+                                                                     monkeypatch, text):
+    from core.store import jobs as ledger
+
+    def full(*_a, **_k):
+        raise sqlite3.OperationalError(text)
+
+    monkeypatch.setattr(ledger, "insert_jobs", full)  # mid-transaction: the grid row is in
+    before = dump_hash(db)
+    one_error(*lab(capsys, "--db", db, *ENQUEUE)[::2], str(db), text, "free disk space")
+    assert dump_hash(db) == before  # rolled back: no grid without its jobs
+
+
+def test_a_full_disk_in_the_queue_file_is_one_line(db, capsys, monkeypatch):
+    import jobs.control
+
+    def full(*_a, **_k):  # what Huey's SqliteStorage raises on a full disk
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(jobs.control, "enqueue_job", full)
+    one_error(*lab(capsys, "--db", db, *ENQUEUE)[::2], "queue file", "database or disk is full")
+    # the grid and its jobs are whole in lab.db; any worker's reconcile queues them
+    conn = sqlite3.connect(db)
+    assert conn.execute("SELECT count(*) FROM jobs WHERE state = 'queued'").fetchone()[0] == 1
+    conn.close()
+
+
+def test_a_disk_io_error_on_a_read_is_one_line(db, capsys, monkeypatch):
+    import jobs.control
+
+    def broken(*_a, **_k):
+        raise sqlite3.OperationalError("disk I/O error")
+
+    monkeypatch.setattr(jobs.control.ledger, "grid_progress", broken)
+    one_error(*lab(capsys, "--db", db, "status")[::2], "disk I/O error")

@@ -30,3 +30,31 @@ def test_demo_from_nothing_then_reuse(tmp_path):
     assert "already stored" in again.stdout
     status = run_lab(db, config, "status", "--json")
     assert '"stored": 7200' in status.stdout
+
+
+def test_a_resumed_demo_says_what_is_stored_and_what_remains(tmp_path, monkeypatch, capsys):
+    from console import demo_cmd
+    from core import store
+    from core.store import jobs as ledger
+    from jobs.tasks import execute_job
+
+    db_path, config = tmp_path / "lab.db", tmp_path / "lab.toml"
+    config.write_text("")
+
+    def first_jobs(settings, **_kw):  # an interrupted first demo: three jobs ran
+        jobs = ledger.select_jobs(store.connect(db_path), "run", demo_cmd.DEMO_RUN)
+        for job_id in jobs[:3]:
+            assert execute_job(settings, job_id) == "done"
+
+    monkeypatch.setattr(demo_cmd, "run_worker", first_jobs)
+    demo_cmd.run_demo(db_path, config)
+    out = capsys.readouterr().out
+    assert "7200 new episodes in 240 jobs; running the 7,200 that remain" in out
+    stored = store.count(store.connect(db_path), "episodes")
+    assert 0 < stored < 7200
+    monkeypatch.setattr(demo_cmd, "run_worker", lambda settings, **_kw: None)
+    demo_cmd.run_demo(db_path, config)
+    out = capsys.readouterr().out
+    assert f"{stored:,} of 7,200 episodes already stored" in out, out
+    assert f"{7200 - stored:,} queued by an earlier run of the demo" in out
+    assert f"running the {7200 - stored:,} that remain" in out and "all 7" not in out

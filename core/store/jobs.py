@@ -30,6 +30,20 @@ def _rows(db: Database, sql: str, args: Sequence[Any] = ()) -> list[dict[str, An
     return [dict(zip(cols, r)) for r in cur.fetchall()]
 
 
+def check_run_amendment(db: Database, run: str, amendment_id: str | None) -> None:
+    """Refuse, before anything is written, an enqueue into a run started under another
+    amendment (`core.store.runs.ensure_run` refuses the same when it writes).
+
+    Raises:
+        StoreError: the run exists under another amendment (or none).
+    """
+    row = db.conn.execute("SELECT amendment_id FROM runs WHERE name = ?", (run,)).fetchone()
+    if row is not None and row[0] != amendment_id:
+        owner = f"amendment {row[0]}" if row[0] else "no amendment (exploratory)"
+        raise StoreError(f"run '{run}' was started under {owner}; use another --run name for "
+                         f"this enqueue")
+
+
 def create_grid(db: Database, run_id: int, spec: dict[str, Any]) -> int:
     """Record one enqueue request; returns the grid id."""
     with write(db):
@@ -271,18 +285,22 @@ heartbeats and some slack for a busy machine)."""
 
 
 def grid_progress(db: Database, now: float | None = None) -> list[dict[str, Any]]:
-    """Per grid: run, expected/stored/errored pairs and job states.
+    """Per grid: run, expected/stored/errored pairs (probes for a replay grid) and job
+    states.
 
     "stored" counts pairs with a complete episode; "errored" pairs whose episodes
     all errored (what `lab retry --errored` would re-run); "stale" running jobs
-    whose heartbeat is older than STALE_AFTER_S at `now`.
+    whose heartbeat is older than STALE_AFTER_S at `now`. "unit" is "episodes", or
+    "probes" for a grid of `lab replay`/`lab repair` jobs: its expected, stored,
+    errored and finished count the probes its jobs ask (`core.store.probes.
+    replay_progress`), "kind" says which, and "running" is 0 (probes have no live rows).
     """
     now = time.time() if now is None else now
     grids = _rows(db, "SELECT g.id AS grid, r.name AS run, g.created_at FROM grids g "
                       "JOIN runs r ON r.id = g.run_id ORDER BY g.id")
     for g in grids:
-        jobs = _rows(db, "SELECT cell_id, question_ids, state, heartbeat_at FROM jobs "
-                         "WHERE grid_id = ?", (g["grid"],))
+        jobs = _rows(db, "SELECT cell_id, question_ids, state, heartbeat_at, kind, params "
+                     "FROM jobs WHERE grid_id = ?", (g["grid"],))
         pairs = {(j["cell_id"], q) for j in jobs for q in json.loads(j["question_ids"])}
         cells = sorted({c for c, _ in pairs})
         complete: dict[tuple[int, str], str] = {}
@@ -302,7 +320,15 @@ def grid_progress(db: Database, now: float | None = None) -> list[dict[str, Any]
             stale=sum(j["state"] == "running" and now - (j["heartbeat_at"] or 0) > STALE_AFTER_S
                       for j in jobs),
             # a dead or stopped worker's leftover live rows are not running (issue 25)
-            running=live_counts(db, cells, now=now)["running"])
+            running=live_counts(db, cells, now=now)["running"], unit="episodes", kind=None)
+        replay = [j for j in jobs if j["kind"] == "replay"]
+        if replay:  # a replay grid's work is its probes, not the episodes they read
+            from core.store.probes import replay_progress
+
+            probes = replay_progress(db, replay)
+            g.update(expected=probes["expected"], stored=probes["stored"],
+                     errored=probes["errored"], finished=probes["finished"], running=0,
+                     unit="probes", kind=probes["kind"])
     return grids
 
 

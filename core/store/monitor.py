@@ -34,6 +34,12 @@ class QueueCounts:
     episodes: int
     errored: int
     rate: float = 0.0
+    probes: int = 0
+    """Complete probes stored (`lab replay`/`lab repair`)."""
+    probes_errored: int = 0
+    """Probes stored with an error (`lab retry --errored` asks them again)."""
+    probe_rate: float = 0.0
+    """Probes stored per second over the last `window_s`."""
 
 
 @dataclass(frozen=True)
@@ -87,14 +93,20 @@ def _last_line(text: str | None) -> str:
 
 def queue_counts(db: Database, window_s: float = 60.0, now: float | None = None) -> QueueCounts:
     """Jobs per state (every state present, zeros included), episode counts and the
-    episodes/s over the last `window_s` seconds, in one scan of `episodes`."""
+    episodes/s over the last `window_s` seconds, in one scan of `episodes`; the same
+    for probes (complete, errored, per second) in one scan of `probes`."""
     now = time.time() if now is None else now
     jobs = dict.fromkeys(JOB_STATES, 0)
     jobs.update(db.conn.execute("SELECT state, count(*) FROM jobs GROUP BY state").fetchall())
     total, errored, recent = db.conn.execute(
         "SELECT count(*), count(error), count(CASE WHEN finished_at >= ? THEN 1 END) "
         "FROM episodes", (_iso(now - window_s),)).fetchone()
-    return QueueCounts(jobs, int(total), int(errored or 0), int(recent or 0) / window_s)
+    probes, probes_errored, probes_recent = db.conn.execute(
+        "SELECT count(*) - count(error), count(error), count(CASE WHEN created_at >= ? AND "
+        "error IS NULL THEN 1 END) FROM probes", (_iso(now - window_s),)).fetchone()
+    return QueueCounts(jobs, int(total), int(errored or 0), int(recent or 0) / window_s,
+                       int(probes or 0), int(probes_errored or 0),
+                       int(probes_recent or 0) / window_s)
 
 
 def pid_alive(pid: int) -> bool:
@@ -203,9 +215,11 @@ class JobRow:
         state: the ledger state.
         model, condition_spec, regime, seed, budget: the job's cell (condition as
             stored JSON: the caller labels it with `core.conditions.arm_label`).
-        expected: questions in the job.
-        stored: of those, episodes stored (errored included).
-        errored: of those, episodes stored with an error.
+        expected: questions in the job (a replay job: the probes it asks).
+        stored: of those, episodes stored (errored included); a replay job: probes
+            stored (errored included).
+        errored: of those, episodes stored with an error; a replay job: probes stored
+            with an error.
         attempts: times a worker took it.
         last_error: the last line of its last error, if any.
     """
@@ -222,10 +236,15 @@ class JobRow:
     errored: int
     attempts: int
     last_error: str | None
+    unit: str = "episodes"
+    """"episodes", or "probes" for a `lab replay`/`lab repair` job."""
+    kind: str | None = None
+    """A replay job's probe kind."""
 
 
 def job_rows(db: Database, grid_id: int) -> list[JobRow]:
-    """The jobs of one grid with their cell and how many of their episodes are stored."""
+    """The jobs of one grid with their cell and how many of their episodes are stored (a
+    replay job: how many of its probes are stored or errored, unit "probes")."""
     rows = db.conn.execute(
         "SELECT j.id, j.state, c.model, c.condition_spec, c.regime, c.seed, c.budget, "
         "json_array_length(j.question_ids), "
@@ -233,11 +252,23 @@ def job_rows(db: Database, grid_id: int) -> list[JobRow]:
         " ON e.cell_id = j.cell_id AND e.question_id = q.value), "
         "(SELECT count(*) FROM json_each(j.question_ids) q JOIN episodes e "
         " ON e.cell_id = j.cell_id AND e.question_id = q.value WHERE e.error IS NOT NULL), "
-        "j.attempts, j.last_error FROM jobs j JOIN cells c ON c.id = j.cell_id "
-        "WHERE j.grid_id = ? ORDER BY j.id", (grid_id,))
-    return [JobRow(int(i), str(st), str(m), str(cs), str(r), int(sd), int(b), int(n), int(s),
-                   int(e), int(a), _last_line(err) if err else None)
-            for i, st, m, cs, r, sd, b, n, s, e, a, err in rows]
+        "j.attempts, j.last_error, j.kind, j.params, j.cell_id, j.question_ids "
+        "FROM jobs j JOIN cells c ON c.id = j.cell_id WHERE j.grid_id = ? ORDER BY j.id",
+        (grid_id,)).fetchall()
+    out = []
+    for i, st, m, cs, r, sd, b, n, s, e, a, err, kind, params, cell_id, qids in rows:
+        unit, probe_kind = "episodes", None
+        if kind == "replay":  # its work is probes, not the episodes they read
+            from core.store.probes import replay_progress  # probes imports this module
+
+            p = replay_progress(db, [{"cell_id": cell_id, "question_ids": qids,
+                                      "params": params}])
+            n, s, e = p["expected"], p["stored"] + p["errored"], p["errored"]
+            unit, probe_kind = "probes", p["kind"]
+        out.append(JobRow(int(i), str(st), str(m), str(cs), str(r), int(sd), int(b), int(n),
+                          int(s), int(e), int(a), _last_line(err) if err else None, unit,
+                          probe_kind))
+    return out
 
 
 @dataclass(frozen=True)

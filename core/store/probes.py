@@ -16,7 +16,7 @@ from sqlite_utils import Database
 
 from core.conditions import Condition
 from core.errors import StoreError
-from core.probes import ProbeRecord, RecordedEpisode
+from core.probes import At, ProbeRecord, RecordedEpisode, parse_at, select_points
 from core.regimes import parse_regime
 from core.store.base import write
 from core.store.episodes import COMPLETE, episode_steps
@@ -305,6 +305,95 @@ def placeholder_episodes(db: Database, episode_ids: Sequence[int]) -> dict[int, 
                 f"({', '.join('?' * len(chunk))})", chunk):
             out[eid] = (int(action), int(tokens))
     return out
+
+
+def probe_targets(db: Database, kind: str, at: At, episode_ids: Sequence[int]
+                  ) -> dict[int, list[tuple[int, int]]]:
+    """Per episode, the (t, history tokens) a replay of `kind` at `at` probes (stored or
+    not): the finish action of a placeholder answer for repair, else the decision points
+    `at` selects.
+
+    Returns:
+        {episode: [(t, estimated history tokens), ...]}.
+    """
+    eids = list(episode_ids)
+    if kind == "repair":
+        return {e: [p] for e, p in placeholder_episodes(db, eids).items()}
+    points = episode_points(db, eids)
+    judged = judgments(db, eids) if at.mode not in ("every", "t") else {}
+    out = {}
+    for eid, pts in points.items():
+        chosen = set(select_points([t for t, _ in pts], at, judged.get(eid)))
+        out[eid] = [(t, tok) for t, tok in pts if t in chosen]
+    return out
+
+
+def replay_progress(db: Database, jobs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Probe progress of a replay grid's jobs: what `lab status` shows for it.
+
+    The expected probes are every point the jobs' requests select on their episodes
+    (without judgments the episodes recorded in-run, unless ``refresh``), stored or not.
+
+    Args:
+        db: an open lab.db.
+        jobs: the grid's replay jobs rows (cell_id, question_ids as JSON or a list,
+            params).
+
+    Returns:
+        {"kind", "expected", "stored" (complete probes), "errored" (probes whose last
+        call failed: what `lab retry --errored` asks again), "finished" (the complete
+        probes' created_at, sorted)}.
+    """
+    targets: set[tuple[int, int]] = set()
+    kinds: set[str] = set()
+    by_params: dict[str, set[int]] = {}
+    for job in jobs:
+        qids = job["question_ids"]
+        qids = json.loads(qids) if isinstance(qids, str) else qids
+        by_params.setdefault(job["params"], set()).update(
+            cell_episodes(db, job["cell_id"], qids))
+    for params, eids in by_params.items():
+        p = json.loads(params)
+        kinds.add(p["kind"])
+        ordered = sorted(eids)
+        skip = (recorded_judgments(db, ordered)
+                if p["kind"] == "judgment" and not p.get("refresh") else set())
+        for eid, points in probe_targets(db, p["kind"], parse_at(p["at"]), ordered).items():
+            targets.update((eid, t) for t, _ in points if (eid, t) not in skip)
+    finished: list[str] = []
+    errored = 0
+    kind = next(iter(kinds)) if len(kinds) == 1 else ",".join(sorted(kinds))
+    probed_eids = sorted({e for e, _ in targets})
+    for k in kinds:
+        for chunk in _chunks(probed_eids):
+            for eid, t, error, created in db.conn.execute(
+                    f"SELECT episode_id, t, error, created_at FROM probes WHERE kind = ? AND "
+                    f"episode_id IN ({', '.join('?' * len(chunk))})", (k, *chunk)):
+                if (eid, t) not in targets:
+                    continue
+                if error is None:
+                    finished.append(str(created))
+                else:
+                    errored += 1
+    return {"kind": kind, "expected": len(targets), "stored": len(finished),
+            "errored": errored, "finished": sorted(finished)}
+
+
+def errored_probe_questions(db: Database, cell_id: int, question_ids: Sequence[str],
+                            kind: str) -> dict[str, int]:
+    """Questions (of `question_ids`, in that order) of a cell whose episode has probes of
+    `kind` stored with an error (no complete one replaced them), with how many:
+    `lab retry --errored` queues them again."""
+    eids = cell_episodes(db, cell_id, question_ids)
+    bad: dict[int, int] = {}
+    for chunk in _chunks(eids):
+        bad.update(db.conn.execute(
+            f"SELECT episode_id, count(*) FROM probes WHERE kind = ? AND error IS NOT NULL AND "
+            f"episode_id IN ({', '.join('?' * len(chunk))}) GROUP BY episode_id",
+            (kind, *chunk)).fetchall())
+    qid_of = dict(zip(eids, episode_question_ids(db, eids)))
+    errored = {qid_of[e]: int(n) for e, n in bad.items()}
+    return {q: errored[q] for q in question_ids if q in errored}
 
 
 def pending_replay(db: Database, cell_id: int, params: str) -> set[str]:
