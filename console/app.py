@@ -1,10 +1,18 @@
 """The Textual lab console (SPEC §14): one app, seven screens on the digit keys.
 
 `make_app(db_path, config)` is the only way the CLI and the tests build it. The app
-owns nothing but its settings and a poller: every second (unless paused with `p`)
-a thread worker reads `PRAGMA data_version` on its own read connection and, when
-another process committed, posts `DbChanged` to the screen on show. Screens read
-lab.db only in thread workers, through core/jobs/analysis functions.
+owns nothing but its settings, a poller and two facts about lab.db:
+
+- `changes`, a counter of what changed lab.db: every second (unless paused with `p`)
+  a thread worker reads `PRAGMA data_version` on its own read connection and, when a
+  commit happened, bumps it and posts `DbChanged` to the screen on show; every write
+  the console makes bumps it too. A screen shown again re-reads when it moved
+  (`LabScreen.on_screen_resume`), so no screen shows old numbers as current.
+- `read_only`, why lab.db cannot be written (None while it can): checked at start
+  with a write that is rolled back, and set by any write that fails that way. The
+  header then says READ-ONLY and the screens' write keys say why they do nothing.
+
+Screens read lab.db only in thread workers, through core/jobs/analysis functions.
 """
 
 from __future__ import annotations
@@ -21,8 +29,12 @@ from textual.reactive import reactive
 
 from console.messages import DbChanged
 from console.screens import SCREENS, ScreenInfo
+from console.screens.base import LabScreen, is_read_only_error
 from console.screens.help import HelpScreen
 from console.watch import DataVersion
+from core import store
+from core.errors import LabError
+from core.store.base import check_writable
 
 
 @dataclass(frozen=True)
@@ -72,16 +84,56 @@ class LabApp(App[None]):
         super().__init__()
         self.config = config
         self._version = DataVersion(config.db_path)
+        self.changes = 0
+        """How many changes to lab.db the console has seen (commits and its own writes)."""
+        self.read_only: str | None = None
+        """Why lab.db cannot be written, or None while it can."""
 
     def on_mount(self) -> None:
-        """Show the first screen and start polling lab.db for changes."""
+        """Show the first screen, check that lab.db is writable, poll it for changes."""
         self.sub_title = str(self.config.db_path)
         self.switch_mode(self.config.first_screen)
+        self._check_writable()
         self.set_interval(self.config.poll_s, self._poll)
 
     def watch_paused(self, paused: bool) -> None:
         """Say in the header that the refresh is paused (a word, not only a colour)."""
         self.sub_title = f"{self.config.db_path}" + ("  ‖ PAUSED (p resumes)" if paused else "")
+        if isinstance(self.screen, LabScreen):
+            self.screen.show_header()
+
+    @work(thread=True, exclusive=True, group="writable")
+    def _check_writable(self) -> None:
+        """A write that is rolled back: refused on a read-only file, directory or mount."""
+        try:
+            db = store.connect(self.config.db_path)
+            try:
+                check_writable(db, self.config.db_path)
+            finally:
+                db.conn.close()
+        except LabError as exc:
+            if is_read_only_error(exc):
+                self.call_from_thread(self.set_read_only, str(exc))
+            else:  # locked for a minute, unreadable …: say it, stay writable
+                self.call_from_thread(self.notify, str(exc), severity="warning")
+
+    def set_read_only(self, reason: str) -> None:
+        """From now on lab.db is read-only: say so in the header, dim the write keys.
+
+        Args:
+            reason: why (the store's one line: which file, what to do).
+        """
+        if self.read_only is not None:
+            return
+        self.read_only = reason
+        self.title = "lab · READ-ONLY"
+        self.notify(f"read-only console: {reason}", title="READ-ONLY", severity="warning",
+                    timeout=15)
+        self.screen.refresh_bindings()
+
+    def note_write(self) -> None:
+        """The console committed to lab.db: every other screen re-reads when shown."""
+        self.changes += 1
 
     def _poll(self) -> None:
         if not self.paused:
@@ -93,11 +145,23 @@ class LabApp(App[None]):
             self.call_from_thread(self._notify_changed)
 
     def _notify_changed(self) -> None:
+        self.changes += 1
         self.screen.post_message(DbChanged())
 
     def on_unmount(self) -> None:
         """Close the poller's connection."""
         self._version.close()
+
+    async def action_quit(self) -> None:
+        """q / ctrl+q / the palette's Quit: quit, unless a screen holds unsaved text (that
+        screen is shown and asks save / discard / stay; `guard_quit`)."""
+        stacks = getattr(self, "_screen_stacks", None) or {"": self.screen_stack}
+        for stack in list(stacks.values()):  # every mode's screens, shown or not
+            for screen in list(stack):
+                guard = getattr(screen, "guard_quit", None)
+                if guard is not None and guard():
+                    return
+        self.exit()
 
     def action_show(self, mode: str) -> None:
         """Switch to the screen registered as `mode`."""

@@ -1,4 +1,5 @@
-"""Enqueue screen (3): live preview, refusals before anything is queued, queueing.
+"""Enqueue screen (3): live preview, refusals before anything is queued, queueing only
+after a confirmation that names the run and says episodes, calls, tokens and dollars.
 
 Pilot tests on a real lab.db: a dev set, a held-out set, a frozen amendment A1
 governing the held-out set and a draft A2. Queueing is checked in the jobs ledger.
@@ -17,10 +18,11 @@ import prompts
 from console.app import ConsoleConfig, make_app
 from core.demo_set import ensure_demo_set
 from console.screens.enqueue import EnqueueScreen
+from console.widgets.confirm import Confirm
 from core import prereg, store
 from core.data import ids_hash
 from core.models.registry import load_registry
-from tests.console_fixture import wait_workers
+from tests.console_fixture import FIXED_TS, wait_workers
 
 SCOPE = {"models": ["sim-own5", "sim-never"], "conditions": ["none", "enforced_rule:k=7"],
          "regimes": ["clean", "persistent"], "question_sets": ["test20"], "budgets": [8]}
@@ -32,6 +34,26 @@ base_url = "http://127.0.0.1:9"
 sampling = "default"
 price_per_mtok = { input = 1.0, output = 5.0, cache_write = 1.25, cache_read = 0.10 }
 """
+
+
+GOVERNED_CONFIRM = """\
+Queue this grid in run confirm (governed by A1)?
+Episodes: 160 new in 8 jobs, 8 cells (0 already stored/queued)
+Calls:    ≤ 2,400 (160 episodes simulated, free)
+Tokens:   none (sims only)
+Dollars:  $0.00 (sims only)
+Grid:     2 models × 2 arms × 2 regimes, set test20, budget 8, seed 0
+y = queue 160 episodes    n / escape = no, do nothing"""
+PRICED_CONFIRM = """\
+Queue this grid in run pilot (EXPLORATORY, no amendment)?
+Episodes: 10 new in 1 job, 1 cell (0 already stored/queued)
+Calls:    ≤ 80
+Tokens:   ≈ 63,120
+Dollars:  ≈ $0.08
+  claude-x: ≤ 80 calls, ≈ 63,120 tokens, ≈ $0.08
+Grid:     1 model × 1 arm × 1 regime, set dev10, budget 8, seed 0
+y = queue 10 episodes (≈ $0.08)    n / escape = no, do nothing"""
+"""What the enqueue confirmation says: run, amendment, episodes, calls, tokens, dollars."""
 
 
 @pytest.fixture
@@ -56,7 +78,8 @@ def lab_db(tmp_path: Path) -> Path:
 def app_on(db: Path, config: Path = Path("lab.toml")):
     """The console on the Enqueue screen, previews without a debounce pause."""
     return make_app(db, ConsoleConfig(db_path=db, config_path=config, first_screen="enqueue",
-                                      extra={"preview_debounce_s": 0.01}))
+                                      extra={"preview_debounce_s": 0.01},
+                                      clock=lambda: FIXED_TS))  # the header's read time
 
 
 async def settle(pilot) -> None:
@@ -198,6 +221,16 @@ async def test_amendment_fills_its_scope_and_queues_governed_jobs(lab_db: Path) 
         assert "governed by A1" in text and "cells     8" in text and "160 new" in text
         await pilot.press("ctrl+s")
         await settle(pilot)
+        dialog = pilot.app.screen
+        assert isinstance(dialog, Confirm)
+        assert dialog.text == GOVERNED_CONFIRM
+        await pilot.press("n")  # declined: nothing is queued
+        await settle(pilot)
+        assert pilot.app.screen is screen and ledger(lab_db)[0] == 0
+        await pilot.press("ctrl+s")
+        await settle(pilot)
+        await pilot.press("y")
+        await settle(pilot)
         assert any("grid 1: queued 8 jobs, 160 episodes" in n.message
                    for n in pilot.app._notifications)
         assert "nothing to queue" in preview(screen)  # re-planned: all queued now
@@ -217,6 +250,12 @@ async def test_queue_button_queues_exploratory_jobs(lab_db: Path) -> None:
         button.focus()
         await pilot.press("enter")
         await settle(pilot)
+        assert isinstance(pilot.app.screen, Confirm)
+        assert pilot.app.screen.text.startswith(
+            "Queue this grid in run pilot (EXPLORATORY, no amendment)?\n"
+            "Episodes: 20 new in 2 jobs, 2 cells (0 already stored/queued)\n")
+        await pilot.press("y")
+        await settle(pilot)
     assert ledger(lab_db) == (2, 20, [("pilot", None)])
 
 
@@ -232,6 +271,15 @@ async def test_real_model_preview_shows_tokens_and_dollars(lab_db: Path, tmp_pat
         text = preview(screen)
         assert "claude-x" in text and "input tokens" in text
         assert "tokens    ≈" in text and "dollars   ≈ $" in text
+        await pilot.press("ctrl+s")  # a priced model: the dollars are asked about first
+        await settle(pilot)
+        dialog = pilot.app.screen
+        assert isinstance(dialog, Confirm)
+        assert dialog.text == PRICED_CONFIRM
+        await pilot.press("escape")
+        await settle(pilot)
+        assert pilot.app.screen is screen
+    assert ledger(lab_db)[0] == 0
 
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 40)])

@@ -1,5 +1,6 @@
 """Jobs (key 4): runs → grids → jobs on a real ledger; pause, resume, cancel and retry
-on the selected node, each only after `y` (and nothing on `n`); snapshots."""
+on the selected node, each only after `y` (and nothing on `n`) on a dialog that names
+the action, the target and how many jobs and episodes it moves; snapshots."""
 
 from __future__ import annotations
 
@@ -13,6 +14,29 @@ from console.widgets.confirm import Confirm
 from core import store
 from core.store import jobs as ledger
 from tests.console_fixture import build, console_app, freeze_times, settle
+
+
+RUN_DIALOGS = {
+    "P": "Pause run fixture (1 grid)?\n"
+         "Jobs paused: 16 (16 queued, 0 running; running ones stop at their next heartbeat)\n"
+         "Episodes: 480 of 480 not stored yet; they wait until u resumes them\n"
+         "y = pause 16 jobs    n / escape = no, do nothing",
+    "u": "Resume run fixture (1 grid)?\n"
+         "Jobs queued again: 16 (paused)\n"
+         "Episodes: 480 of 480 not stored yet\n"
+         "y = resume 16 jobs    n / escape = no, do nothing",
+    "x": "Cancel run fixture (1 grid)?\n"
+         "Jobs cancelled: 16 (16 queued, 0 running, 0 paused; running ones stop at their next "
+         "heartbeat, stored episodes stay)\n"
+         "Episodes: 480 of 480 not stored yet; they will not run (t retries them later)\n"
+         "y = cancel 16 jobs    n / escape = no, do nothing",
+    "t": "Retry run fixture (1 grid)?\n"
+         "Jobs queued again: 16 (0 failed, 16 cancelled)\n"
+         "Errored episodes re-run as new jobs: 0\n"
+         "Episodes: 480 of 480 not stored yet\n"
+         "y = retry 16 jobs + 0 errored episodes    n / escape = no, do nothing",
+}
+"""What each confirmation on the run says: the action, the run, jobs and episodes moved."""
 
 
 @pytest.fixture(scope="session")
@@ -105,6 +129,7 @@ async def test_pause_resume_cancel_retry_behind_confirmation(lab_db: Path) -> No
             await pilot.press(key)
             await pilot.pause()
             assert isinstance(app.screen, Confirm), key
+            assert app.screen.text == RUN_DIALOGS[key]
             await pilot.press("y")
             await settle(pilot)
             assert _states(lab_db) == expected, key
@@ -120,12 +145,23 @@ async def test_action_on_one_job_and_error_line(lab_db: Path) -> None:
         await pilot.press("j", "l")
         await settle(pilot)
         await pilot.press("j")  # job 1
-        await pilot.press("x", "y")
+        await pilot.press("x")
+        await pilot.pause()
+        assert app.screen.text == (
+            "Cancel job 1 of grid 1 (sim-never · none · clean · seed 0)?\n"
+            "Jobs cancelled: 1 (1 queued, 0 running, 0 paused; running ones stop at their "
+            "next heartbeat, stored episodes stay)\n"
+            "Episodes: 50 of 50 not stored yet; they will not run (t retries them later)\n"
+            "y = cancel 1 job    n / escape = no, do nothing")
+        await pilot.press("y")
         await settle(pilot)
         assert _states(lab_db) == {"cancelled": 1, "queued": 15}
         assert "cancelled" in _labels(app)[2]
-        await pilot.press("u", "y")  # resume: job 1 is cancelled, not paused → 0 jobs
+        await pilot.press("u")  # resume: job 1 is cancelled, not paused → nothing to ask
         await settle(pilot)
+        assert not isinstance(app.screen, Confirm)
+        assert any("Resume job 1 of grid 1 (sim-never · none · clean · seed 0): no job to "
+                   "resume" in str(n.message) for n in app._notifications)
         assert _states(lab_db) == {"cancelled": 1, "queued": 15}
         # the grid vanishing under the console: the library's one-line error is shown
         conn = store.connect(lab_db).conn

@@ -1,5 +1,8 @@
 """Pre-registration screen (2): freeze, edit a draft, deviations, outcomes, verify, diffs.
 
+The editor never loses text: q, escape and shift+tab-then-q with unsaved text keep it
+and ask (save / discard / stay); a deviation is logged only after its confirmation.
+
 Pilot tests on a lab.db filled through the real pipeline: a frozen amendment A1
 whose grid ran through the queue with an in-process worker, a draft A2. The
 database is built once per module and copied into each test's directory.
@@ -12,12 +15,13 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from textual.widgets import Input, Markdown, OptionList, Static, TextArea
+from textual.widgets import Input, Markdown, OptionList, Static, TabbedContent, TextArea
 
 import prompts
 from console.app import ConsoleConfig, make_app
 from core.demo_set import ensure_demo_set
 from console.screens.prereg import PreregScreen
+from console.widgets.confirm import Choose, Confirm
 from console.widgets.prereg_modals import FreezeConfirm, TitlePrompt
 from core import prereg, store
 from core.data import ids_hash
@@ -27,7 +31,7 @@ from jobs.control import enqueue_grid
 from jobs.grid import GridRequest
 from jobs.settings import WorkerSettings
 from jobs.worker import run_worker
-from tests.console_fixture import wait_workers
+from tests.console_fixture import FIXED_TS, wait_workers
 
 SCOPE = {"models": ["sim-never", "sim-own5"], "conditions": ["none", "enforced_rule"],
          "regimes": ["clean", "persistent"], "question_sets": ["test20"], "budgets": [8]}
@@ -95,7 +99,8 @@ def own_prompts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def app_on(db: Path):
     """The console opened on the Pre-registration screen, with few resamples."""
     return make_app(db, ConsoleConfig(db_path=db, first_screen="prereg",
-                                      extra={"resamples": 200}))
+                                      extra={"resamples": 200},
+                                      clock=lambda: FIXED_TS))  # the header's read time
 
 
 async def settle(pilot) -> None:
@@ -232,16 +237,169 @@ async def test_good_edit_is_saved(lab_db: Path) -> None:
     assert row["scope"]["conditions"] == DRAFT_SCOPE["conditions"]
 
 
+async def type_into_body(pilot, text: str) -> None:
+    """Type (key by key, as a person would) at the end of the focused body."""
+    body = pilot.app.screen.query_one("#editor-body", TextArea)
+    assert pilot.app.screen.focused is body
+    body.move_cursor(body.document.end)
+    await pilot.press(*text)
+    await pilot.pause()
+
+
+BODY = "A draft: **not** frozen yet."
+
+
 @pytest.mark.asyncio
-async def test_escape_leaves_the_editor_without_saving(lab_db: Path) -> None:
+async def test_unsaved_editor_q_escape_and_shift_tab_q_keep_the_text_and_ask(
+        lab_db: Path) -> None:
     async with app_on(lab_db).run_test(size=(80, 24)) as pilot:
         await settle(pilot)
         screen = await open_editor(pilot, "A2")
-        screen.query_one("#editor-body", TextArea).text = "never saved"
+        await type_into_body(pilot, "Typedbyhand")
+        body = screen.query_one("#editor-body", TextArea)
+        assert body.text == BODY + "Typedbyhand"
+        # q in a text field is a letter, never quit
+        await pilot.press("q")
+        await pilot.pause()
+        assert pilot.app.return_code is None and body.text.endswith("Typedbyhandq")
+        # shift+tab stays in the editor (Title), where q is a letter too
+        await pilot.press("shift+tab")
+        await pilot.pause()
+        assert screen.focused is screen.query_one("#editor-title", Input)
+        await pilot.press("q")
+        await settle(pilot)
+        assert pilot.app.return_code is None and pilot.app.screen is screen
+        assert screen.query_one("#editor-title", Input).value == "Knob variant: k=7q"
+        # q with the focus outside the fields (a click on the list) asks, never quits
+        screen.query_one("#prereg-list", OptionList).focus()
+        await pilot.press("q")
+        await settle(pilot)
+        dialog = pilot.app.screen
+        assert isinstance(dialog, Choose) and pilot.app.return_code is None
+        assert dialog.text == (
+            "Draft A2 has unsaved changes: title, body.\n"
+            "Leave the editor? s saves them to the draft (it stays a draft) and leaves; "
+            "d throws them away for good and leaves.\n"
+            "s = save    d = discard    n / escape = keep editing")
+        await pilot.press("n")  # stay
+        await settle(pilot)
+        assert pilot.app.screen is screen and screen.query_one("#prereg-right").current \
+            == "prereg-editor"
+        assert body.text == BODY + "Typedbyhandq"
+        # escape asks too; escape on the dialog stays
+        body.focus()
         await pilot.press("escape")
         await settle(pilot)
+        assert isinstance(pilot.app.screen, Choose)
+        await pilot.press("escape")
+        await settle(pilot)
+        assert pilot.app.screen is screen and body.text == BODY + "Typedbyhandq"
+        # d discards, and says so
+        await pilot.press("escape")
+        await settle(pilot)
+        await pilot.press("d")
+        await settle(pilot)
         assert screen.query_one("#prereg-right").current == "prereg-view"
-    assert amendment(lab_db, "A2")["body"] == "A draft: **not** frozen yet."
+        assert any("unsaved title, body discarded" in n.message
+                   for n in pilot.app._notifications)
+        # outside the editor q quits, as everywhere
+        await pilot.press("q")
+        await pilot.pause()
+        assert pilot.app.return_code == 0
+    assert amendment(lab_db, "A2")["body"] == BODY
+
+
+@pytest.mark.asyncio
+async def test_escape_then_s_saves_and_leaves(lab_db: Path) -> None:
+    async with app_on(lab_db).run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        screen = await open_editor(pilot, "A2")
+        await type_into_body(pilot, "Kept")
+        await pilot.press("escape")
+        await settle(pilot)
+        assert isinstance(pilot.app.screen, Choose)
+        await pilot.press("s")
+        await settle(pilot)
+        assert pilot.app.screen is screen
+        assert screen.query_one("#prereg-right").current == "prereg-view"
+    assert amendment(lab_db, "A2")["body"] == BODY + "Kept"
+
+
+@pytest.mark.asyncio
+async def test_clean_editor_leaves_without_asking(lab_db: Path) -> None:
+    async with app_on(lab_db).run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        screen = await open_editor(pilot, "A2")
+        await pilot.press("escape")
+        await settle(pilot)
+        assert pilot.app.screen is screen
+        assert screen.query_one("#prereg-right").current == "prereg-view"
+        await open_editor(pilot, "A2")
+        screen.query_one("#prereg-list", OptionList).focus()
+        await pilot.press("q")  # q in the editor leaves it, never quits
+        await settle(pilot)
+        assert pilot.app.return_code is None
+        assert screen.query_one("#prereg-right").current == "prereg-view"
+
+
+@pytest.mark.asyncio
+async def test_tab_cycles_title_body_tests_scope_and_marks_modified_tabs(
+        lab_db: Path) -> None:
+    async with app_on(lab_db).run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        screen = await open_editor(pilot, "A2")
+        tabs = screen.query_one("#editor-tabs", TabbedContent)
+
+        def where() -> tuple[str | None, str]:
+            return screen.focused.id if screen.focused else None, tabs.active
+
+        assert where() == ("editor-body", "editor-tab-body")
+        seen = []
+        for _ in range(4):
+            await pilot.press("tab")
+            await settle(pilot)
+            seen.append(where()[0])
+        assert seen == ["editor-tests", "editor-scope", "editor-title", "editor-body"]
+        await pilot.press("shift+tab", "shift+tab")
+        await settle(pilot)
+        assert where() == ("editor-scope", "editor-tab-scope")
+        labels = [str(tabs.get_tab(f"editor-tab-{n}").label) for n in ("body", "tests", "scope")]
+        assert labels == ["Body", "Tests (JSON)", "Scope (JSON)"]
+        await pilot.press("tab")  # title
+        await pilot.press("tab")  # body
+        await settle(pilot)
+        await type_into_body(pilot, "x")
+        await settle(pilot)
+        assert str(tabs.get_tab("editor-tab-body").label) == "Body *"
+        assert str(tabs.get_tab("editor-tab-tests").label) == "Tests (JSON)"
+        assert "* unsaved: body (ctrl+s saves)" in text_of(screen, "#editor-head")
+        await pilot.press("backspace")
+        await settle(pilot)
+        assert str(tabs.get_tab("editor-tab-body").label) == "Body"
+        assert text_of(screen, "#editor-head") == "Editing draft A2"
+
+
+@pytest.mark.asyncio
+async def test_quit_from_another_screen_asks_first_then_saves_and_quits(lab_db: Path) -> None:
+    """q on another screen: unsaved text brings the editor back and asks before quitting."""
+    async with app_on(lab_db).run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        screen = await open_editor(pilot, "A2")
+        assert screen.guard_quit() is False  # nothing typed: nothing holds the quit
+        await type_into_body(pilot, "Late")
+        screen.query_one("#prereg-list", OptionList).focus()  # digits type in the fields
+        await pilot.press("1")
+        await settle(pilot)
+        assert pilot.app.screen is not screen
+        await pilot.press("q")  # the app's quit asks the editor first
+        await settle(pilot)
+        assert pilot.app.return_code is None
+        assert isinstance(pilot.app.screen, Choose)
+        assert pilot.app.screen_stack[-2] is screen
+        await pilot.press("s")
+        await settle(pilot)
+        assert pilot.app.return_code == 0
+    assert amendment(lab_db, "A2")["body"] == BODY + "Late"
 
 
 @pytest.mark.asyncio
@@ -268,8 +426,25 @@ async def test_add_deviation(lab_db: Path) -> None:
         await select(pilot, "A1")
         await pilot.press("d")
         await settle(pilot)
-        pilot.app.screen.query_one("#prereg-dev-input", Input).value = "judge prompt fixed"
+        screen = pilot.app.screen
+        screen.query_one("#prereg-dev-input", Input).value = "judge prompt fixed"
         await pilot.press("enter")
+        await settle(pilot)
+        dialog = pilot.app.screen
+        assert isinstance(dialog, Confirm)
+        assert dialog.text == (
+            "Log this deviation on frozen amendment A1 for good?\n"
+            "«judge prompt fixed»\n"
+            "A deviation is appended to A1's record and can never be edited or removed.\n"
+            "y = log it    n / escape = no, do nothing")
+        await pilot.press("n")  # not logged; the text stays in the input
+        await settle(pilot)
+        assert pilot.app.screen is screen
+        assert "judge prompt fixed" not in text_of(screen, "#prereg-devs")
+        assert screen.query_one("#prereg-dev-input", Input).value == "judge prompt fixed"
+        await pilot.press("enter")
+        await settle(pilot)
+        await pilot.press("y")
         await settle(pilot)
         assert "judge prompt fixed" in text_of(pilot.app.screen, "#prereg-devs")
         await select(pilot, "A2")

@@ -31,7 +31,7 @@ from jobs.settings import WorkerSettings
 from jobs.worker import run_worker
 from core.models.registry import load_registry
 from tests.test_console_trajectories import build_fixture
-from tests.console_fixture import wait_workers
+from tests.console_fixture import FIXED_TS, wait_workers
 
 
 @pytest.fixture(scope="session")
@@ -51,7 +51,7 @@ def lab_db(built: Path, tmp_path: Path) -> Path:
 def _app(db: Path):
     rel = Path(db.name) if db.parent == Path.cwd() else db
     return make_app(rel, ConsoleConfig(db_path=rel, first_screen="results",
-                                       export_dir=Path("exports")))
+                                       export_dir=Path("exports"), clock=lambda: FIXED_TS))
 
 
 async def _settle(pilot) -> None:

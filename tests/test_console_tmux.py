@@ -1,7 +1,8 @@
 """End to end in tmux: the real `lab` process on a fresh lab.db (answer the confirmation),
 a sim grid queued from the Enqueue screen (3) with keys only, a worker started in another
-tmux window, steps arriving on Live (5), Jobs (4), Results (7), export (e), quit (q).
-Skipped where tmux is missing.
+tmux window, steps arriving on Live (5), Jobs (4), the Dashboard (1) shown again with the
+worker's episodes and no `r`, Results (7), export (e), quit (q). Skipped where tmux is
+missing.
 """
 
 from __future__ import annotations
@@ -78,6 +79,7 @@ def test_console_end_to_end_in_tmux(tmp_path: Path) -> None:
         tmux.wait("lab.db does not exist; create it? [y/N]")
         tmux.keys("console", "y", "Enter")
         tmux.wait("Workers")  # the dashboard
+        tmux.wait("0 stored")
         assert (tmp_path / "lab.db").exists()
         # a 2-question dev set, named to come first in the Enqueue screen's set list
         subprocess.run([sys.executable, "-m", "console.cli", "sets", "create", "a-tiny",
@@ -105,6 +107,8 @@ def test_console_end_to_end_in_tmux(tmp_path: Path) -> None:
             raise AssertionError("could not type the run name:\n" + tmux.screen())
         assert "zz-slow" in screen and "persistent" in screen and "2 new" in screen
         tmux.keys("console", "C-s")
+        if "y = queue" in tmux.wait("2 episodes"):  # the confirmation names what is queued
+            tmux.keys("console", "y")
         tmux.wait("queued 1 job, 2 episodes")
         tmux.start("shell", f"{lab} worker --concurrency 1 --until-idle; sleep 60", tmp_path)
         tmux.keys("console", "Escape")  # leave the run-name input: digits switch screens again
@@ -117,8 +121,12 @@ def test_console_end_to_end_in_tmux(tmp_path: Path) -> None:
         tmux.keys("console", "4")
         tmux.wait("run e2e")
         tmux.wait("2/2", timeout=30)  # the worker stored both episodes
+        # the Dashboard read lab.db before anything was queued; shown again, it re-reads
+        tmux.keys("console", "1")
+        dash = tmux.wait("2 stored", timeout=10)
+        assert "no worker has run yet" not in dash
         tmux.keys("console", "7")
-        tmux.wait("zz-slow", timeout=30)
+        tmux.wait("zz-slow  none", timeout=30)  # the Success table (1 lists zz-slow too)
         tmux.keys("console", "e")
         tmux.wait("wrote", timeout=30)
         assert list((tmp_path / "lab-exports").glob("*.csv"))

@@ -28,7 +28,7 @@ from jobs.control import enqueue_grid
 from jobs.grid import GridRequest
 from jobs.settings import WorkerSettings
 from jobs.worker import run_worker
-from tests.console_fixture import wait_workers
+from tests.console_fixture import FIXED_TS, wait_workers
 
 FIXED_ISO = "2025-01-02T03:04:05.000000+00:00"
 GRID = GridRequest(models=("sim-never", "sim-own5"), conditions=("none", "enforced_rule:k=2"),
@@ -79,7 +79,8 @@ def lab_db(built: Path, tmp_path: Path) -> Path:
 def _app(db: Path):
     """The console on `db`, named relative to the test's directory (the header shows it)."""
     rel = Path(db.name) if db.parent == Path.cwd() else db
-    return make_app(rel, ConsoleConfig(db_path=rel, first_screen="trajectories"))
+    return make_app(rel, ConsoleConfig(db_path=rel, first_screen="trajectories",
+                                       clock=lambda: FIXED_TS))  # the header's read time
 
 
 async def _settle(pilot) -> None:

@@ -1,37 +1,80 @@
-"""What every console screen shares: the settings, refresh on change, the header/footer."""
+"""What every console screen shares: the settings, fresh data, the header, read-only.
+
+Fresh data (SPEC §14): the app counts changes to lab.db (`LabApp.changes`: commits the
+poll saw through `PRAGMA data_version`, plus every write the console made). A screen
+remembers the count at its last read; when it is shown again and the count moved, it
+re-reads (it gets a `DbChanged`, so a screen that only marks its numbers stale, like
+Results, does that instead). The header says when the screen last read: "read
+03:04:05 UTC".
+
+Read-only: every write a screen makes goes through `_write_db`, which refuses at once
+when the app knows lab.db is read-only and turns any SQLite error into a `StoreError`
+(a toast, never a crash); a read-only error also switches the whole console to
+read-only. A screen's `WRITE_ACTIONS` are shown dimmed then, and their keys say why.
+"""
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
-from typing import TYPE_CHECKING
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from sqlite_utils import Database
+from textual import events
+from textual.binding import Binding
 from textual.screen import Screen
 
 from core import store
+from core.errors import LabError, StoreError
+from core.store.base import access_error
 
 from console.messages import DbChanged
 
 if TYPE_CHECKING:
-    from console.app import ConsoleConfig
+    from console.app import ConsoleConfig, LabApp
+
+
+def read_stamp(ts: float) -> str:
+    """`read 03:04:05 UTC` for a read at `ts` (UTC, like the dashboard's events)."""
+    return "read " + time.strftime("%H:%M:%S", time.gmtime(ts)) + " UTC"
+
+
+def is_read_only_error(exc: BaseException) -> bool:
+    """Whether an error says lab.db cannot be written (file, directory or mount)."""
+    text = str(exc)
+    return "readonly" in text or "read-only" in text
 
 
 class LabScreen(Screen[None]):
-    """A screen that reloads its data when lab.db changes.
+    """A screen that re-reads lab.db when it changed and refuses writes when read-only.
 
     Subclasses implement `reload()`, which must start a thread worker
     (`@work(thread=True, exclusive=True)`) that reads through core/jobs/analysis and
-    hands its result back with `call_from_thread` or a message. `reload()` runs on
-    mount, on `DbChanged` while the screen is shown, and on `r`.
+    hands its result back with `call_from_thread` or a message. `reload()` runs (via
+    `refresh_data`) on mount, on `DbChanged` while the screen is shown, when the screen
+    is shown again after lab.db changed, and on `r`. Writes go through `_write_db`.
     """
 
     BINDINGS = [("r", "reload", "Reload")]
+    WRITE_ACTIONS: ClassVar[frozenset[str]] = frozenset()
+    """Actions that write lab.db: dimmed, and refused with the reason, when read-only."""
+
+    _read_changes: int | None = None
+    read_at: float | None = None
+    """When this screen last started reading lab.db (the injected clock's seconds)."""
 
     @property
     def lab(self) -> ConsoleConfig:
         """The console's settings."""
-        return self.app.config  # type: ignore[attr-defined,no-any-return]
+        return self.lab_app.config
+
+    @property
+    def lab_app(self) -> LabApp:
+        """The app, typed."""
+        return self.app  # type: ignore[return-value]
 
     @contextlib.contextmanager
     def _db(self) -> Iterator[Database]:
@@ -42,18 +85,113 @@ class LabScreen(Screen[None]):
         finally:
             db.conn.close()
 
-    def on_mount(self) -> None:
-        """Load once when first shown."""
+    @contextlib.contextmanager
+    def _write_db(self, what: str) -> Iterator[Database]:
+        """lab.db for one write (from a worker thread); every failure is a `LabError`.
+
+        Args:
+            what: the write in a few words ("pause grid 3"), for the error line.
+
+        Raises:
+            StoreError: lab.db is read-only (refused before opening it), or SQLite
+                refused the write (read-only file or mount, locked, corrupt …).
+        """
+        reason = self.lab_app.read_only
+        if reason is not None:
+            raise StoreError(f"{what}: refused, the console is read-only: {reason}")
+        try:
+            with self._db() as db:
+                yield db
+        except sqlite3.OperationalError as exc:
+            error = access_error(self.lab.db_path, exc)
+            if is_read_only_error(exc):
+                self._on_ui(self.lab_app.set_read_only, str(error))
+            raise StoreError(f"{what} failed: {error}") from None
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{what} failed: {self.lab.db_path}: {exc}") from None
+        except LabError as exc:
+            if is_read_only_error(exc):
+                self._on_ui(self.lab_app.set_read_only, str(exc))
+            raise
+        self._on_ui(self._wrote)
+
+    def _on_ui(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Run `fn` on the app's thread (from a worker thread, or directly on it)."""
+        if threading.get_ident() == self.app._thread_id:
+            fn(*args)
+        else:
+            self.app.call_from_thread(fn, *args)
+
+    def _wrote(self) -> None:
+        """The console committed: every screen re-reads when next shown; this one is
+        re-read by the write's own handler, so it counts as read now."""
+        self.lab_app.note_write()
+        self._stamp()
+
+    # ---- fresh data ----------------------------------------------------------------
+
+    def _stamp(self) -> None:
+        self._read_changes = self.lab_app.changes
+        self.read_at = self.lab.clock()
+        self.show_header()
+
+    def refresh_data(self) -> None:
+        """Re-read now and remember that this screen has seen every change so far."""
+        self._stamp()
         self.reload()
 
+    def show_header(self) -> None:
+        """The header's second part: lab.db, when this screen read it, paused or not."""
+        parts = [str(self.lab.db_path)]
+        if self.read_at is not None:
+            parts.append(read_stamp(self.read_at))
+        line = " · ".join(parts)
+        if self.lab_app.paused:
+            line += "  ‖ PAUSED (p resumes)"
+        self.sub_title = line
+
+    def on_mount(self) -> None:
+        """Load once when first shown."""
+        self.refresh_data()
+
+    def on_screen_resume(self, event: events.ScreenResume) -> None:
+        """Shown again: re-read when lab.db changed since this screen's last read."""
+        self.show_header()
+        self.refresh_bindings()  # read-only may have begun while another screen was shown
+        if self._read_changes is not None and self._read_changes != self.lab_app.changes:
+            self.post_message(DbChanged())
+
     def on_db_changed(self, message: DbChanged) -> None:
-        """Reload when another process committed to lab.db."""
+        """Reload when lab.db changed (another process, or this console elsewhere)."""
         message.stop()
-        self.reload()
+        self.refresh_data()
 
     def action_reload(self) -> None:
         """Reload now."""
-        self.reload()
+        self.refresh_data()
 
     def reload(self) -> None:
         """Start loading this screen's data (override)."""
+
+    # ---- read-only -------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Write actions are shown dimmed (and do nothing) while lab.db is read-only."""
+        if action in self.WRITE_ACTIONS and self.lab_app.read_only is not None:
+            return None
+        return True
+
+    def on_key(self, event: events.Key) -> None:
+        """A write key on a read-only console says why it does nothing."""
+        reason = self.lab_app.read_only
+        if reason is None:
+            return
+        for entry in self.BINDINGS:
+            binding = entry if isinstance(entry, Binding) else Binding(*entry)
+            action = binding.action.split("(", 1)[0]
+            if event.key in binding.key.split(",") and action in self.WRITE_ACTIONS:
+                event.stop()
+                event.prevent_default()
+                self.notify(f"{binding.description}: not possible, the console is "
+                            f"read-only: {reason}", severity="warning", timeout=8)
+                return

@@ -26,8 +26,9 @@ from console.queue_cmd import plural
 from console.screens.base import LabScreen
 from console.widgets.footer import LabFooter
 from console.widgets.enqueue_checklist import EnqueueChecklist
-from console.widgets.enqueue_preview import (build_request, nothing_text, preview_text,
-                                             refusal_text)
+from console.widgets.confirm import Confirm
+from console.widgets.enqueue_preview import (build_request, confirm_text, nothing_text,
+                                             preview_text, refusal_text)
 from core import store
 from core.conditions import ARMS
 from core.errors import LabError
@@ -57,6 +58,7 @@ class EnqueueScreen(LabScreen):
     """Pick amendment, models, conditions, regimes, set, budget, seeds; preview; queue."""
 
     CSS_PATH = "enqueue.tcss"
+    WRITE_ACTIONS = frozenset({"queue"})
     AUTO_FOCUS = "#enq-amendment"
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
     BINDINGS = [
@@ -71,6 +73,7 @@ class EnqueueScreen(LabScreen):
         self._token = 0
         self._timer: Timer | None = None
         self._ready: GridRequest | None = None
+        self._ready_summary: dict[str, Any] | None = None
         self._filling = False
         self._applied_amendment: object = None
 
@@ -248,6 +251,7 @@ class EnqueueScreen(LabScreen):
     @work(thread=True, exclusive=True, group="enqueue-preview")
     def _plan(self, token: int, request: GridRequest) -> None:
         ready: GridRequest | None = None
+        shown: dict[str, Any] | None = None
         try:
             registry = load_registry(self.lab.config_path)
             with self._db() as db:
@@ -258,15 +262,16 @@ class EnqueueScreen(LabScreen):
             text = refusal_text(str(exc), gate=False)
         else:
             if summary["new_episodes"]:
-                text, ready = preview_text(summary), request
+                text, ready, shown = preview_text(summary), request, summary
             else:
                 text = nothing_text(summary)
-        self.app.call_from_thread(self._show_preview, token, text, ready)
+        self.app.call_from_thread(self._show_preview, token, text, ready, shown)
 
-    def _show_preview(self, token: int, text: Text, ready: GridRequest | None) -> None:
+    def _show_preview(self, token: int, text: Text, ready: GridRequest | None,
+                      summary: dict[str, Any] | None = None) -> None:
         if token != self._token:
             return  # the form changed since: a newer plan is on its way
-        self._ready = ready
+        self._ready, self._ready_summary = ready, summary
         self.query_one("#enq-preview-text", Static).update(text)
         self.query_one("#enq-queue", Button).disabled = ready is None
 
@@ -288,20 +293,28 @@ class EnqueueScreen(LabScreen):
             self.action_queue()
 
     def action_queue(self) -> None:
-        """Queue the previewed grid (refused ones never get here: the button is off)."""
-        if self._ready is None:
+        """Show what the previewed grid costs (episodes, calls, tokens, dollars); `y`
+        queues it (refused ones never get here: the button is off)."""
+        request, summary = self._ready, self._ready_summary
+        if request is None or summary is None:
             self.notify("nothing to queue: the preview shows why (or is still planning)",
                         severity="warning")
             return
-        self.query_one("#enq-queue", Button).disabled = True
-        self._queue(self._ready)
+        question, detail, yes = confirm_text(summary)
+
+        def answered(queue_it: bool | None) -> None:
+            if queue_it:
+                self.query_one("#enq-queue", Button).disabled = True
+                self._queue(request)
+
+        self.app.push_screen(Confirm(question, detail, yes), answered)
 
     @work(thread=True, group="enqueue-write")
     def _queue(self, request: GridRequest) -> None:
         settings = WorkerSettings(db_path=self.lab.db_path, config_path=self.lab.config_path)
         try:
             registry = load_registry(self.lab.config_path)
-            with self._db() as db:
+            with self._write_db("queue the grid") as db:
                 grid_plan, grid_id, njobs = enqueue_grid(db, settings, request, registry)
         except LabError as exc:
             self.app.call_from_thread(self.notify, str(exc), severity="error")

@@ -22,6 +22,7 @@ from textual.widgets.tree import TreeNode
 from console.screens.base import LabScreen
 from console.widgets.footer import LabFooter
 from console.widgets.confirm import Confirm
+from console.widgets.jobs_confirm import act_prompt, nothing_text
 from core import store
 from core.conditions import arm_label
 from core.errors import LabError
@@ -31,13 +32,6 @@ from jobs.retry import retry
 from jobs.settings import WorkerSettings
 
 BAR = 16
-ACTIONS = MappingProxyType({
-    "cancel": "cancel the queued, running and paused jobs of",
-    "pause": "pause the queued and running jobs of",
-    "resume": "queue again the paused jobs of",
-    "retry": "queue again the failed and cancelled jobs and the errored episodes of",
-    "retry_errored": "re-run only the errored episodes of",
-})
 
 
 def bar(done: int, total: int, width: int = BAR) -> str:
@@ -128,6 +122,7 @@ class JobsScreen(LabScreen):
     """Runs → grids → jobs with pause, resume, cancel and retry."""
 
     CSS_PATH = "jobs.tcss"
+    WRITE_ACTIONS = frozenset({"act"})
     BINDINGS = [
         Binding("r", "reload", "Reload"),
         Binding("P", "act('pause')", "Pause", key_display="P"),
@@ -250,36 +245,52 @@ class JobsScreen(LabScreen):
         node = self.query_one(Tree).cursor_node
         return None if node is None or node.data is None else node.data
 
+    def _scope(self, kind: str, value: int | str
+               ) -> tuple[list[GridStatus], monitor.JobRow | None]:
+        """The target's grids (a job's: its grid) and the job, from the last read."""
+        grids = self._jobs_data.grids
+        if kind == "run":
+            return [g for g in grids if g.run == value], None
+        if kind == "grid":
+            return [g for g in grids if g.grid == value], None
+        for grid_id, jobs in self._jobs_data.jobs.items():
+            job = next((j for j in jobs if j.id == value), None)
+            if job is not None:
+                return [g for g in grids if g.grid == grid_id], job
+        return [], None
+
     def action_act(self, action: str) -> None:
-        """Ask y/n, then pause/resume/cancel/retry the selected run, grid or job."""
+        """Say what pause/resume/cancel/retry would change on the selected run, grid or
+        job (how many jobs and episodes); `y` does it, `n`/escape does nothing."""
         target = self._target()
         if target is None:
             self.notify("select a run, grid or job first", severity="warning")
             return
         kind, value = target
-        verb = action.replace("_", " ").capitalize()
-        question = f"{verb}: {ACTIONS[action]} {kind} {value}?"
+        prompt = act_prompt(action, kind, value, *self._scope(kind, value))
+        if prompt.empty:
+            self.notify(nothing_text(action, prompt), severity="warning")
+            return
 
         def answered(yes: bool | None) -> None:
             if yes:
                 self._control(action, kind, value)
 
-        self.app.push_screen(Confirm(question), answered)
+        self.app.push_screen(Confirm(prompt.question, prompt.detail, prompt.yes), answered)
 
     @work(thread=True, group="jobs-control")
     def _control(self, action: str, kind: str, value: int | str) -> None:
-        db = store.connect(self.lab.db_path)
         try:
-            settings = WorkerSettings(db_path=self.lab.db_path, config_path=self.lab.config_path)
-            if action == "retry_errored":
-                moved = retry(db, settings, kind, value, errored_only=True).jobs
-            else:
-                moved = control(db, settings, action, kind, value)
+            with self._write_db(f"{action.replace('_', ' ')} {kind} {value}") as db:
+                settings = WorkerSettings(db_path=self.lab.db_path,
+                                          config_path=self.lab.config_path)
+                if action == "retry_errored":
+                    moved = retry(db, settings, kind, value, errored_only=True).jobs
+                else:
+                    moved = control(db, settings, action, kind, value)
         except LabError as exc:
             self.app.call_from_thread(self.notify, str(exc), severity="error")
             return
-        finally:
-            db.conn.close()
         self.app.call_from_thread(self.notify, f"{action.replace('_', ' ')}: {len(moved)} "
                                   f"job(s) of {kind} {value}")
         self.app.call_from_thread(self.reload)

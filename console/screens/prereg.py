@@ -11,6 +11,7 @@ while the person reads a confirmation.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from rich.text import Text
@@ -24,6 +25,7 @@ from textual.widgets import (ContentSwitcher, Header, Input, Markdown, OptionLis
 from textual.widgets.option_list import Option
 
 from console.screens.base import LabScreen
+from console.widgets.confirm import Choose, Confirm
 from console.widgets.footer import LabFooter
 from console.widgets.prereg_editor import PreregEditor
 from console.widgets.prereg_modals import FreezeConfirm, TitlePrompt
@@ -41,6 +43,7 @@ class PreregScreen(LabScreen):
     """Amendments with state and hash; view, edit, freeze, deviations, outcomes, verify."""
 
     CSS_PATH = "prereg.tcss"
+    WRITE_ACTIONS = frozenset({"new", "edit", "freeze", "deviation", "save"})
     AUTO_FOCUS = "#prereg-list"
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
     BINDINGS = [
@@ -56,6 +59,9 @@ class PreregScreen(LabScreen):
         Binding("k", "cursor(-1)", "Up", show=False),
         Binding("escape", "back", "Back"),
         Binding("ctrl+s", "save", "Save draft", show=False),
+        # only while the editor is open (check_action): q leaves it, asking if unsaved,
+        # and never reaches the app's quit; outside the editor q quits as everywhere
+        Binding("q", "leave_editor", "Leave editor", show=False),
     ]
 
     def __init__(self) -> None:
@@ -65,6 +71,7 @@ class PreregScreen(LabScreen):
         self._selected: str | None = None
         self._filter = ""
         self._edit_after_load: str | None = None
+        self._after_save: Callable[[], object] | None = None
         self._outcomes_for: str | None = None
         self._outcomes_text = Text()
         self._verify: Text = Text("verify: not run yet (v recomputes the hash chain and pins)")
@@ -308,7 +315,7 @@ class PreregScreen(LabScreen):
     @work(thread=True, group="prereg-write")
     def _create(self, title: str) -> None:
         try:
-            with self._db() as db:
+            with self._write_db("create a draft") as db:
                 amendment_id = prereg.create(db, title)
         except LabError as exc:
             self._error(str(exc))
@@ -345,6 +352,65 @@ class PreregScreen(LabScreen):
     def _close_editor(self) -> None:
         self.query_one("#prereg-right", ContentSwitcher).current = "prereg-view"
         self.query_one("#prereg-list", OptionList).focus()
+        self._after_leaving()
+
+    def _after_leaving(self) -> None:
+        """Run what was waiting for the editor to close (quit after "save")."""
+        then, self._after_save = self._after_save, None
+        if then is not None:
+            then()
+
+    def unsaved(self) -> list[str]:
+        """The draft fields typed in the open editor and not saved (empty: none)."""
+        return self.query_one(PreregEditor).unsaved() if self._editing_safe() else []
+
+    def _leave_editor(self, then: Callable[[], object] | None = None) -> None:
+        """Close the editor; with unsaved text ask first: save, discard or stay.
+
+        Args:
+            then: run once the editor is closed (saved or discarded); not on "stay"
+                or when the save is refused (the text stays, with the error line).
+        """
+        editor = self.query_one(PreregEditor)
+        unsaved = editor.unsaved()
+        if not unsaved:
+            self._after_save = then
+            self._close_editor()
+            return
+
+        def answered(choice: str | None) -> None:
+            if choice == "save":
+                self._after_save = then
+                editor.request_save()
+            elif choice == "discard":
+                self.notify(f"{editor.amendment_id}: unsaved {', '.join(unsaved)} discarded")
+                self._after_save = then
+                self._close_editor()
+
+        self.app.push_screen(Choose(
+            f"Draft {editor.amendment_id} has unsaved changes: {', '.join(unsaved)}.",
+            "Leave the editor? s saves them to the draft (it stays a draft) and leaves; "
+            "d throws them away for good and leaves.",
+            [("s", "save", "save"), ("d", "discard", "discard"),
+             ("n", "stay", "keep editing")], default="stay"), answered)
+
+    def guard_quit(self) -> bool:
+        """Before the app quits: True when unsaved editor text holds the quit.
+
+        The screen is then shown and asks save / discard / stay; save (once stored)
+        or discard quits, stay keeps editing. False: nothing to lose, quit.
+        """
+        if not self.unsaved():
+            return False
+        if self.app.screen is not self:
+            self.app.switch_mode("prereg")
+        self._leave_editor(then=self.app.exit)
+        return True
+
+    def action_leave_editor(self) -> None:
+        """q inside the editor: leave it like escape (asking if unsaved), never quit."""
+        if self._editing():
+            self._leave_editor()
 
     def action_save(self) -> None:
         """Save the draft being edited (ctrl+s)."""
@@ -359,13 +425,18 @@ class PreregScreen(LabScreen):
             return
         self._save(message.amendment_id, message.fields)
 
+    def _refused(self, message: str) -> None:
+        """The library refused the save: the text stays, nothing waits on the editor."""
+        self._after_save = None
+        self.query_one(PreregEditor).show_error(message)
+
     @work(thread=True, group="prereg-write")
     def _save(self, amendment_id: str, fields: dict[str, Any]) -> None:
         try:
-            with self._db() as db:
+            with self._write_db(f"save {amendment_id}") as db:
                 prereg.edit(db, amendment_id, **fields)
         except LabError as exc:
-            self.app.call_from_thread(self.query_one(PreregEditor).show_error, str(exc))
+            self.app.call_from_thread(self._refused, str(exc))
             return
         self.app.call_from_thread(self._saved, amendment_id, sorted(fields))
 
@@ -410,7 +481,7 @@ class PreregScreen(LabScreen):
     @work(thread=True, group="prereg-write")
     def _freeze(self, amendment_id: str) -> None:
         try:
-            with self._db() as db:
+            with self._write_db(f"freeze {amendment_id}") as db:
                 frozen = prereg.freeze(db, amendment_id, load_registry(self.lab.config_path))
         except LabError as exc:
             self._error(str(exc))
@@ -446,15 +517,28 @@ class PreregScreen(LabScreen):
                 self.notify("a deviation needs a non-empty text", severity="error")
                 return
             if self._selected is not None:
-                self._add_deviation(self._selected, event.value.strip())
+                self._confirm_deviation(self._selected, event.value.strip())
         elif event.input.id == "prereg-filter":
             event.stop()
             self.query_one("#prereg-list", OptionList).focus()
 
+    def _confirm_deviation(self, amendment_id: str, text: str) -> None:
+        """A deviation is appended for good: show it and ask before logging it."""
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._add_deviation(amendment_id, text)
+            else:
+                self.query_one("#prereg-dev-input", Input).focus()  # the text stays
+
+        self.app.push_screen(Confirm(
+            f"Log this deviation on frozen amendment {amendment_id} for good?",
+            f"«{text}»\nA deviation is appended to {amendment_id}'s record and can never be "
+            f"edited or removed.", yes="log it"), answered)
+
     @work(thread=True, group="prereg-write")
     def _add_deviation(self, amendment_id: str, text: str) -> None:
         try:
-            with self._db() as db:
+            with self._write_db(f"log a deviation on {amendment_id}") as db:
                 dev = rows.add_deviation(db, amendment_id, text)
         except LabError as exc:
             self._error(str(exc))
@@ -501,8 +585,7 @@ class PreregScreen(LabScreen):
     def action_back(self) -> None:
         """Escape: leave the editor, close an input, or go back to the document."""
         if self._editing():
-            self._close_editor()
-            self.notify("edit cancelled: nothing saved")
+            self._leave_editor()
             return
         for selector in ("#prereg-dev-input", "#prereg-filter"):
             if self.query_one(selector, Input).has_class("-open"):
@@ -513,12 +596,12 @@ class PreregScreen(LabScreen):
         self.query_one("#prereg-view", TabbedContent).active = "tab-doc"
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Outside the editor the list keys work; inside it only save and back."""
+        """Outside the editor the list keys work; inside it only save, back and q (leave)."""
         if self._editing_safe():
-            return action in ("save", "back", "reload")
-        if action == "save":
-            return False
-        return True
+            return action in ("save", "back", "reload", "leave_editor")
+        if action in ("save", "leave_editor"):
+            return False  # q falls through to the app: quit
+        return super().check_action(action, parameters)  # write keys dimmed when read-only
 
     def _editing_safe(self) -> bool:
         try:

@@ -256,7 +256,7 @@ class ResultsScreen(LabScreen):
             return
         event.input.remove_class("shown")
         self._forget()
-        self.reload()
+        self.refresh_data()
 
     def action_back(self) -> None:
         """Close the selection input, or go back from the decision list to the grid."""
@@ -282,7 +282,7 @@ class ResultsScreen(LabScreen):
     def action_reload(self) -> None:
         """Recompute from lab.db now."""
         self._forget()
-        self.reload()
+        self.refresh_data()
 
     def _forget(self) -> None:
         """Drop what was computed; results of computations still running are ignored."""
@@ -307,7 +307,8 @@ class ResultsScreen(LabScreen):
 
         The base screen's handler (a reload) is not run: it showed the table again,
         which threw a reader out of a Δ cell's decision list whenever a worker
-        committed."""
+        committed. The same holds when the screen is shown again after a change: the
+        header keeps the time the numbers were read, and the line says they are stale."""
         message.stop()
         message.prevent_default()
         self._check_stale()

@@ -64,6 +64,14 @@ def _count(n: float) -> str:
     return f"{n:,.0f}"
 
 
+def _ints(values: Sequence[int]) -> str:
+    return ",".join(map(str, values))
+
+
+def _counted(n: int, noun: str) -> str:
+    return f"{_count(n)} {noun}{'' if n == 1 else 's'}"
+
+
 def preview_text(summary: Mapping[str, Any]) -> Text:
     """What `lab enqueue --dry-run` says, as lines: cells, episodes, jobs, calls, tokens, $."""
     mode = summary["mode"]
@@ -126,3 +134,39 @@ def refusal_text(message: str, gate: bool) -> Text:
                style="bold red")
     out.append(message + "\n")
     return out
+
+
+def confirm_text(summary: Mapping[str, Any]) -> tuple[str, str, str]:
+    """The confirmation before a grid is queued: what, for which run, and what it costs.
+
+    Returns:
+        (question, detail, the `y` label): the run and its amendment (or EXPLORATORY);
+        cells, new episodes, jobs, model calls, tokens and dollars (per priced model
+        too); the grid's axes.
+    """
+    request = summary["request"]
+    governed = (f"governed by {request['amendment']}" if summary["mode"] == "governed"
+                else "EXPLORATORY, no amendment")
+    question = f"Queue this grid in run {request['run']} ({governed})?"
+    estimate: Mapping[str, Mapping[str, float]] = summary["estimate"]
+    tokens = sum(e["input_tokens"] + e["output_tokens"] for e in estimate.values())
+    dollars = sum(e["dollars"] for e in estimate.values())
+    episodes = summary["new_episodes"]
+    lines = [f"Episodes: {_count(episodes)} new in {_counted(summary['jobs'], 'job')}, "
+             f"{_counted(summary['cells'], 'cell')} "
+             f"({_count(summary['already_stored_or_queued'])} already stored/queued)",
+             f"Calls:    ≤ {_count(summary['max_model_calls'])}"
+             + (f" ({_count(summary['sim_episodes'])} episodes simulated, free)"
+                if summary["sim_episodes"] else ""),
+             f"Tokens:   ≈ {_count(tokens)}" if estimate else "Tokens:   none (sims only)",
+             f"Dollars:  ≈ ${dollars:,.2f}" if estimate else "Dollars:  $0.00 (sims only)"]
+    lines += [f"  {model}: ≤ {_count(est['calls'])} calls, ≈ "
+              f"{_count(est['input_tokens'] + est['output_tokens'])} tokens, ≈ "
+              f"${est['dollars']:,.2f}" for model, est in estimate.items()]
+    lines.append(f"Grid:     {_counted(len(request['models']), 'model')} × "
+                 f"{_counted(len(request['conditions']), 'arm')} × "
+                 f"{_counted(len(request['regimes']), 'regime')}, set "
+                 f"{request['question_set']}, budget {_ints(request['budgets'])}, "
+                 f"seed {_ints(request['seeds'])}")
+    yes = f"queue {_count(episodes)} episodes" + (f" (≈ ${dollars:,.2f})" if estimate else "")
+    return question, "\n".join(lines), yes
