@@ -259,8 +259,13 @@ def test_leaving_registered_test_kind(sim_db):
         "regimes": ["clean", "persistent", "recover_after_2"]}}
     out = evaluate_test(amendment, switches, load_frames(sim_db), n_boot=100)
     assert out.verdict == "pass", out
-    never = dict(switches, threshold=1.01)
+    never = dict(switches, op=">", threshold=1.0)  # a share is never above 1
     assert evaluate_test(amendment, never, load_frames(sim_db),
                          n_boot=100).verdict == "fail"
+    beyond = dict(switches, threshold=1.01)  # a share threshold above 1 means nothing
+    with pytest.raises(ConfigError, match=r"threshold is a share and must be in \[0, 1\]"):
+        validate_test(beyond, "test S1")
+    assert "not evaluated" in evaluate_test(amendment, beyond, load_frames(sim_db),
+                                            n_boot=100).numbers
     with pytest.raises(ConfigError, match="unknown metric 'switched'"):
         validate_test({**switches, "metric": "switched"}, "test S1")
