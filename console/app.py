@@ -18,19 +18,21 @@ Screens read lab.db only in thread workers, through core/jobs/analysis functions
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from textual import work
+from textual import events, work
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.reactive import reactive
+from textual.screen import Screen
+from textual.widgets import Input, SelectionList, TextArea
 
 from console.messages import DbChanged
 from console.screens import SCREENS, ScreenInfo
 from console.screens.base import LabScreen, is_read_only_error
-from console.screens.help import HelpScreen
+from console.screens.help import EVERYWHERE, HelpScreen, workflow
 from console.watch import DataVersion
 from core import store
 from core.errors import LabError
@@ -127,6 +129,8 @@ class LabApp(App[None]):
             return
         self.read_only = reason
         self.title = "lab · READ-ONLY"
+        if isinstance(self.screen, LabScreen):
+            self.screen.show_header()
         self.notify(f"read-only console: {reason}", title="READ-ONLY", severity="warning",
                     timeout=15)
         self.screen.refresh_bindings()
@@ -163,31 +167,56 @@ class LabApp(App[None]):
                     return
         self.exit()
 
+    def typing(self) -> bool:
+        """Whether a text field has focus: then 1–7, p and ? are text, not keys."""
+        return isinstance(self.focused, (Input, TextArea))
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The digit keys switch screens only while no text field has focus (escape
+        leaves the field first), so `4` typed in a run name stays in the name."""
+        if action == "show" and self.typing():
+            return False
+        return True
+
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        """A checklist shows its cursor as soon as it has focus (not at the first arrow)."""
+        widget = event.widget
+        if isinstance(widget, SelectionList) and widget.highlighted is None \
+                and widget.option_count:
+            widget.highlighted = 0
+
     def action_show(self, mode: str) -> None:
         """Switch to the screen registered as `mode`."""
         self.switch_mode(mode)
 
     def action_help(self) -> None:
-        """Show every key binding of the app and the current screen."""
-        own = {b.key for b in self.BINDINGS if isinstance(b, Binding)}
-        ranked: list[tuple[int, str, str, str]] = []
+        """`?`: this screen's cheat sheet: its workflow, its keys, then the few keys that
+        work everywhere (not every binding Textual has)."""
+        screen = self.screen
+        if not isinstance(screen, LabScreen):
+            return
+        keys: list[tuple[str, str, str]] = []
+        seen: set[str] = set()
         for active in self.active_bindings.values():
             binding, node = active.binding, active.node
-            if not binding.description:
+            if not binding.description or binding.action in seen:
                 continue
-            if node is self.screen:
-                rank, where = 0, "this screen"
-            elif node is self:
-                if binding.key not in own:  # Textual's own (copy, …), not lab's
-                    continue
-                rank, where = 1, "everywhere"
+            if not _lab_binding(node, binding):
+                continue  # Textual's own (copy, focus …), not lab's
+            if node is screen:
+                where = "this screen"
+            elif node is not self:
+                where = "focused list/table"
             else:
-                rank, where = 2, "focused list/table"
-            ranked.append((rank, binding.key_display or self.get_key_display(binding),
-                           binding.description, where))
-        keys = [(k, d, w) for _, k, d, w in sorted(ranked)]
-        title = self.screen.__class__.__name__.removesuffix("Screen")
-        self.push_screen(HelpScreen(title, keys))
+                continue  # the app's keys are listed below (EVERYWHERE)
+            if binding.action == "leave_editor":
+                continue
+            seen.add(binding.action)
+            keys.append((binding.key_display or self.get_key_display(binding),
+                         binding.description, where))
+        keys.extend((key, what, "everywhere") for key, what in EVERYWHERE)
+        mode = type(screen).__module__.rsplit(".", 1)[-1]
+        self.push_screen(HelpScreen(screen.screen_name(), workflow(mode), keys))
 
     def action_toggle_pause(self) -> None:
         """Pause or resume the automatic refresh."""
@@ -195,9 +224,13 @@ class LabApp(App[None]):
         self.notify("refresh paused (p resumes)" if self.paused else "refresh resumed",
                     timeout=2)
 
-    def get_system_commands(self, screen):  # type: ignore[no-untyped-def]
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         """The command palette: every screen and every action of the current screen."""
         yield from super().get_system_commands(screen)
+        yield SystemCommand("Help", "This screen's workflow and keys (?)", self.action_help)
+        yield SystemCommand("Resume refresh" if self.paused else "Pause refresh",
+                            "Stop or restart re-reading lab.db every second (p)",
+                            self.action_toggle_pause)
         for i, info in enumerate(SCREENS, start=1):
             yield SystemCommand(f"{i} {info.title}", info.help,
                                 lambda m=info.mode: self.action_show(m))
@@ -206,6 +239,17 @@ class LabApp(App[None]):
                 yield SystemCommand(f"{screen.__class__.__name__.removesuffix('Screen')}: "
                                     f"{binding.description}", f"key {binding.key}",
                                     lambda a=binding.action: self.run_action(a, screen))
+
+
+def _lab_binding(node: object, binding: Binding) -> bool:
+    """Whether `binding` is declared by one of lab's classes (not inherited from Textual)."""
+    for cls in type(node).__mro__:
+        if not cls.__module__.startswith("console."):
+            continue
+        for entry in vars(cls).get("BINDINGS", ()):
+            if (entry.action if isinstance(entry, Binding) else entry[1]) == binding.action:
+                return True
+    return False
 
 
 def make_app(db_path: Path | str, config: ConsoleConfig | None = None) -> LabApp:

@@ -140,8 +140,23 @@ class LabScreen(Screen[None]):
         self._stamp()
         self.reload()
 
+    def screen_name(self) -> str:
+        """`4 Jobs`: this screen's digit key and title (its module is its mode)."""
+        from console.screens import SCREENS
+
+        mode = type(self).__module__.rsplit(".", 1)[-1]
+        for i, info in enumerate(SCREENS, start=1):
+            if info.mode == mode:
+                return f"{i} {info.title}"
+        return type(self).__name__.removesuffix("Screen")
+
     def show_header(self) -> None:
-        """The header's second part: lab.db, when this screen read it, paused or not."""
+        """The header: `lab · 4 Jobs` (READ-ONLY when so), then lab.db, when this screen
+        read it, paused or not, so a glance or a capture says where and how fresh."""
+        title = f"lab · {self.screen_name()}"
+        if self.lab_app.read_only is not None:
+            title += " · READ-ONLY"
+        self.title = title
         parts = [str(self.lab.db_path)]
         if self.read_at is not None:
             parts.append(read_stamp(self.read_at))

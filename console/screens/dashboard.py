@@ -36,6 +36,8 @@ class DashboardData:
     workers: list[monitor.WorkerRow]
     servers: list[dict]
     events: list[monitor.Event]
+    reasons: tuple[monitor.ErrorReason, ...] = ()
+    """Errored episodes and probes by reason (`monitor.errored_by_reason`)."""
 
 
 @dataclass(frozen=True)
@@ -54,7 +56,8 @@ def read_dashboard(db_path, lease_s: float, now: float) -> DashboardData:
     try:
         queue = monitor.queue_counts(db, now=now)
         return DashboardData(queue, queue.rate, monitor.workers(db, lease_s, now=now),
-                             monitor.servers(db), monitor.recent_events(db, limit=12))
+                             monitor.servers(db), monitor.recent_events(db, limit=12),
+                             tuple(monitor.errored_by_reason(db)))
     finally:
         db.conn.close()
 
@@ -191,6 +194,15 @@ class DashboardScreen(LabScreen):
                     else " (excluded from analysis)\n")
         text.append("rate      ", style="bold")
         text.append(f"{data.rate:,.1f} episodes/s over the last 60 s")
+        if q.probes or q.probes_errored:
+            text.append("\nprobes    ", style="bold")
+            text.append(f"{q.probes:,} stored, ")
+            text.append(f"{q.probes_errored:,} errored", style="bold red" if q.probes_errored
+                        else "")
+            text.append(f", {q.probe_rate:,.1f}/s")
+        for r in data.reasons[:5]:
+            text.append(f"\n✗ {r.count:,} {r.unit} {r.reason}: ", style="bold red")
+            text.append(r.example.removeprefix(r.reason + ": "), style="red")
         self.query_one("#queue-text", Static).update(text)
 
         workers = self.query_one("#workers", DataTable)

@@ -66,6 +66,8 @@ class EnqueueScreen(LabScreen):
         Binding("m", "mean6", "mean6 regimes"),
         Binding("escape", "back", "Back to top"),
     ]
+    FOOTER_KEYS = ("queue", "mean6", "back")
+    """The footer's keys, most essential first (LabFooter keeps these and ? q)."""
 
     def __init__(self) -> None:
         super().__init__()

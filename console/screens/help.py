@@ -1,4 +1,4 @@
-"""`?`: every binding of the screen underneath and of the app."""
+"""`?`: the cheat sheet of the screen underneath: its workflow first, then its keys."""
 
 from __future__ import annotations
 
@@ -6,28 +6,61 @@ from collections.abc import Sequence
 
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
-EVERYWHERE = (("1 … 7", "switch screen"), ("ctrl+p", "command palette"),
-              ("escape", "back / close"))
+EVERYWHERE = (("1 … 7", "switch screen (not while typing)"),
+              ("?", "this help"), ("p", "Pause refresh"), ("q", "Quit"),
+              ("ctrl+p", "command palette"),
+              ("escape", "back / close / leave a field"))
+"""The keys that work on every screen (the app's), last in every cheat sheet."""
+
+WORKFLOW = {
+    "dashboard": "Watch the queue, workers, throughput, endpoints and spend; h checks the "
+                 "endpoints, r re-reads now. Queue work on 3, steer it on 4.",
+    "prereg": "n drafts an amendment, e edits it (ctrl+s saves), f freezes it before any "
+              "held-out run; d logs a deviation, o shows outcomes, v verifies the chain.",
+    "enqueue": "Pick an amendment and a set, tick models, conditions and regimes (space), "
+               "set budgets, seeds and run name; the preview shows cost and refusals; "
+               "ctrl+s queues after a y.",
+    "jobs": "Runs → grids → jobs (enter/l opens, h closes): P pauses, u resumes, x cancels, "
+            "t retries, E re-queues errored probes; / filters, escape clears.",
+    "live": "Follows the newest running episode's steps as they are committed (f toggles); "
+            "o picks another episode, / filters the running ones.",
+    "trajectories": "/ filters episodes (model= arm= regime= outcome=), enter opens one, "
+                    "←/→ step through it, m shows its matched arms, n loads older ones.",
+    "results": "[ and ] switch tables, / selects runs, models and conditions, v changes the "
+               "Δ variant, R repaired, e exports CSVs; r re-reads when it says stale.",
+}
+"""Each screen's workflow in a sentence or two (by mode), the first line of its help."""
+
+
+def workflow(mode: str) -> str:
+    """The workflow line of the screen registered as `mode` ("" when none)."""
+    return WORKFLOW.get(mode, "")
 
 
 class HelpScreen(ModalScreen[None]):
-    """A modal table of keys (key, action, where), given by the app when `?` is pressed."""
+    """An opaque panel over the screen: title, workflow, then the key table."""
 
     BINDINGS = [Binding("escape", "dismiss", "Back"), Binding("q", "dismiss", "Back"),
                 Binding("question_mark", "dismiss", "Back", key_display="?")]
 
-    def __init__(self, title: str, keys: Sequence[tuple[str, str, str]]) -> None:
+    def __init__(self, title: str, workflow: str,
+                 keys: Sequence[tuple[str, str, str]]) -> None:
         super().__init__()
         self._title = title
+        self._workflow = workflow
         self._keys = keys
 
     def compose(self) -> ComposeResult:
-        """A title and the key table."""
-        yield Static(f"Keys — {self._title}   (escape closes)", id="help-title")
-        yield DataTable(id="help-keys", cursor_type="row", zebra_stripes=True)
+        """The panel: a title, the workflow line, the key table."""
+        with Vertical(id="help-panel"):
+            yield Static(f"Help — {self._title}   (escape closes)", id="help-title",
+                         markup=False)
+            yield Static(self._workflow, id="help-workflow", markup=False)
+            yield DataTable(id="help-keys", cursor_type="row", zebra_stripes=True)
 
     def on_mount(self) -> None:
         """Fill the table."""
@@ -35,5 +68,3 @@ class HelpScreen(ModalScreen[None]):
         table.add_columns("key", "action", "where")
         for row in self._keys:
             table.add_row(*row)
-        for key, desc in EVERYWHERE:
-            table.add_row(key, desc, "everywhere")

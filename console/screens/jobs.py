@@ -59,6 +59,10 @@ class JobsData:
 
     grids: list[GridStatus]
     jobs: dict[int, list[monitor.JobRow]] = field(default_factory=dict)
+    job_errors: dict[int, monitor.JobErrors] = field(default_factory=dict)
+    """Episode jobs of the expanded grids: complete and errored questions, newest error."""
+    grid_errors: dict[int, str] = field(default_factory=dict)
+    """Grid id → its newest error line that still stands."""
 
 
 def read_jobs(db_path, expanded: set[int], now: float) -> JobsData:
@@ -66,18 +70,28 @@ def read_jobs(db_path, expanded: set[int], now: float) -> JobsData:
     db = store.connect(db_path)
     try:
         grids = status(db, now=now)
-        return JobsData(grids, {g: monitor.job_rows(db, g) for g in expanded})
+        errors = {j: e for g in expanded for j, e in monitor.job_errors(db, g).items()}
+        return JobsData(grids, {g: monitor.job_rows(db, g) for g in expanded}, errors,
+                        monitor.grid_last_errors(db))
     finally:
         db.conn.close()
 
 
-def grid_label(g: GridStatus) -> Text:
-    """One grid: bar, stored/expected, errored, running, rate, ETA and job states."""
+def grid_label(g: GridStatus, last_error: str | None = None) -> Text:
+    """One grid: bar, stored/expected (a replay grid: its probes), errored, running, rate,
+    ETA (none while nothing is queued or running but some jobs are paused), job states and
+    its newest error line."""
     jobs = " ".join(f"{k} {v}" for k, v in g.jobs.items() if v) or "no jobs"
-    text = Text(f"grid {g.grid}  {bar(g.stored, g.expected)} {g.stored}/{g.expected}  ")
+    probes = g.unit == "probes"
+    what = f" {g.kind} probes" if probes and g.kind else (" probes" if probes else "")
+    text = Text(f"grid {g.grid}  {bar(g.stored, g.expected)} {g.stored}/{g.expected}{what}  ")
     if g.errored:
         text.append(f"✗ {g.errored} errored  ", style="bold red")
-    text.append(f"{g.running} running  {g.rate:.1f}/s  {eta_text(g.eta_s)}  [{jobs}]")
+    paused = g.jobs.get("paused") and not (g.jobs.get("queued") or g.jobs.get("running"))
+    eta = "paused, no ETA" if paused else eta_text(g.eta_s)
+    text.append(("" if probes else f"{g.running} running  ") + f"{g.rate:.1f}/s  {eta}  [{jobs}]")
+    if last_error and g.errored:
+        text.append(f"  last error: {last_error}", style="red")  # Tree shows one line
     return text
 
 
@@ -103,18 +117,25 @@ STATE_STYLE = MappingProxyType({"failed": "bold red", "running": "bold", "paused
                                 "cancelled": "dim", "done": ""})
 
 
-def job_label(j: monitor.JobRow) -> Text:
-    """One job: state, cell, stored/expected, errored, attempts, last error."""
+def job_label(j: monitor.JobRow, errors: monitor.JobErrors | None = None) -> Text:
+    """One job: state, cell, complete/expected (errored questions apart, so a re-queued
+    job shows 0/n until it runs; a replay job: its probes), errored, attempts, last error."""
+    done, errored, last = j.stored - j.errored, j.errored, None
+    if errors is not None:
+        done, errored, last = errors.complete, errors.errored, errors.last_error
     text = Text(f"job {j.id:<4} ")
     text.append(f"{STATE_MARK.get(j.state, '')} {j.state:<9}", style=STATE_STYLE.get(j.state, ""))
-    text.append(f" {j.stored:>2}/{j.expected:<2}  {j.model} · {arm_label(j.condition_spec)} · "
-                f"{j.regime} · seed {j.seed}")
-    if j.errored:
-        text.append(f"  ✗ {j.errored} errored", style="bold red")
+    what = f" {j.kind} probes" if j.unit == "probes" else ""
+    text.append(f" {done:>2}/{j.expected:<2}{what}  {j.model} · "
+                f"{arm_label(j.condition_spec)} · {j.regime} · seed {j.seed}")
+    if errored:
+        text.append(f"  ✗ {errored} errored", style="bold red")
     if j.attempts > 1:
         text.append(f"  attempt {j.attempts}")
     if j.last_error and j.state in ("failed", "queued"):
         text.append(f"  last error: {j.last_error}", style="red")
+    elif last:
+        text.append(f"  last error: {last}", style="red")
     return text
 
 
@@ -137,6 +158,9 @@ class JobsScreen(LabScreen):
         Binding("l", "expand(True)", "Expand", show=False),
         Binding("h", "expand(False)", "Collapse", show=False),
     ]
+    FOOTER_KEYS = ("act('pause')", "act('resume')", "act('cancel')", "act('retry')",
+                   "act('retry_errored')", "filter")
+    """The footer's keys, most essential first (LabFooter keeps these and ? q)."""
 
     def compose(self) -> ComposeResult:
         """Header, a filter line (hidden), the tree, a help line, footer."""
@@ -178,18 +202,21 @@ class JobsScreen(LabScreen):
         wanted: set[tuple[str, int | str]] = set()
         for name, grids in runs.items():
             jobs_of = {g.grid: data.jobs.get(g.grid, []) for g in grids}
-            job_hits = {g: [j for j in js if self._matches(job_label(j).plain)]
+            job_hits = {g: [j for j in js
+                            if self._matches(job_label(j, data.job_errors.get(j.id)).plain)]
                         for g, js in jobs_of.items()}
             if not (self._matches(name) or any(job_hits.values())):
                 continue
             run_node = self._node(tree.root, ("run", name), run_label(name, grids), True)
             wanted.add(("run", name))
             for g in grids:
-                grid_node = self._node(run_node, ("grid", g.grid), grid_label(g), True)
+                grid_node = self._node(run_node, ("grid", g.grid),
+                                       grid_label(g, data.grid_errors.get(g.grid)), True)
                 wanted.add(("grid", g.grid))
                 shown = jobs_of[g.grid] if self._matches(name) else job_hits[g.grid]
                 for j in shown:
-                    self._node(grid_node, ("job", j.id), job_label(j), False)
+                    self._node(grid_node, ("job", j.id),
+                               job_label(j, data.job_errors.get(j.id)), False)
                     wanted.add(("job", j.id))
         for key in [k for k in self._tree_keys if k not in wanted]:
             if key in self._tree_keys:

@@ -212,6 +212,8 @@ class LiveScreen(LabScreen):
         Binding("j", "scroll(1)", "Down", show=False),
         Binding("k", "scroll(-1)", "Up", show=False),
     ]
+    FOOTER_KEYS = ("toggle_follow", "pick", "filter")
+    """The footer's keys, most essential first (LabFooter keeps these and ? q)."""
 
     def compose(self) -> ComposeResult:
         """Header, the episode line, the steps, the pick list (hidden), footer."""

@@ -47,8 +47,8 @@ class PreregScreen(LabScreen):
     AUTO_FOCUS = "#prereg-list"
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
     BINDINGS = [
-        Binding("n", "new", "New draft"),
-        Binding("e", "edit", "Edit draft"),
+        Binding("n", "new", "New"),
+        Binding("e", "edit", "Edit"),
         Binding("f", "freeze", "Freeze"),
         Binding("d", "deviation", "Deviation"),
         Binding("o", "outcomes", "Outcomes"),
@@ -63,6 +63,8 @@ class PreregScreen(LabScreen):
         # and never reaches the app's quit; outside the editor q quits as everywhere
         Binding("q", "leave_editor", "Leave editor", show=False),
     ]
+    FOOTER_KEYS = ("new", "edit", "freeze", "verify", "deviation", "outcomes", "save")
+    """The footer's keys, most essential first (LabFooter keeps these and ? q)."""
 
     def __init__(self) -> None:
         super().__init__()

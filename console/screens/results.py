@@ -108,7 +108,7 @@ class ResultsScreen(LabScreen):
         Binding("right_square_bracket", "tab(1)", "Next table", key_display="]"),
         Binding("left_square_bracket", "tab(-1)", "Prev table", key_display="["),
         Binding("v", "variant", "Δ variant"),
-        Binding("e", "export", "Export CSV"),
+        Binding("e", "export", "Export"),
         Binding("R", "repaired", "Repaired"),
         Binding("slash", "select", "Selection", key_display="/"),
         Binding("escape", "back", "Back"),
@@ -117,6 +117,8 @@ class ResultsScreen(LabScreen):
         Binding("h", "cursor(0, -1)", "Left", show=False),
         Binding("l", "cursor(0, 1)", "Right", show=False),
     ]
+    FOOTER_KEYS = ("select", "tab(1)", "variant", "export", "select_cursor", "tab(-1)")
+    """The footer's keys, most essential first (LabFooter keeps these and ? q)."""
 
     @dataclass
     class Provenance(Message):

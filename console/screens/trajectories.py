@@ -51,6 +51,8 @@ class TrajectoriesScreen(LabScreen):
         Binding("j", "cursor(1)", "Down", show=False),
         Binding("k", "cursor(-1)", "Up", show=False),
     ]
+    FOOTER_KEYS = ("filter", "select_cursor", "step(-1)", "step(1)", "matched", "back")
+    """The footer's keys, most essential first (LabFooter keeps these and ? q)."""
 
     @dataclass
     class Listed(Message):

@@ -1,20 +1,113 @@
-"""The key bar at the bottom of every screen."""
+"""The key bar at the bottom of every screen: the keys that matter most, always fitting."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+
+from rich.cells import cell_len
+from textual import events
+from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.widgets import Footer
+from textual.widgets._footer import FooterKey
+
+APP_KEYS = ("help", "quit")
+"""The app's keys every footer keeps (after the screen's most essential ones)."""
+
+
+def key_width(key: str, description: str) -> int:
+    """Cells a footer key takes: ` key description ` (Footer's padding)."""
+    return cell_len(key) + 2 + (cell_len(description) + 1 if description else 0)
+
+
+def rank_keys(entries: Sequence[tuple[str, str, str]], ranked: Iterable[str],
+              width: int) -> list[int]:
+    """Which footer keys fit in `width` cells, most useful first.
+
+    Args:
+        entries: (action, key display, description) of every key the footer could show,
+            in binding order.
+        ranked: the screen's actions from most to least essential (`FOOTER_KEYS`).
+        width: cells available.
+
+    Returns:
+        Indexes into `entries` to show, in display order: the screen's ranked keys in
+        rank order, then its other keys in binding order, then `?` and `q`. The ranked
+        keys and `?`/`q` are taken first, so the least useful ones are the ones cut.
+    """
+    ranked = list(ranked)
+    by_action = {action: i for i, (action, _, _) in enumerate(entries)}
+    top = [by_action[a] for a in ranked if a in by_action and a not in APP_KEYS]
+    app = [by_action[a] for a in APP_KEYS if a in by_action]
+    rest = [i for i, (a, _, _) in enumerate(entries)
+            if i not in top and a not in APP_KEYS]
+    chosen: set[int] = set()
+    used = 0
+    essential = top[:2] + app + top[2:]
+    for i in essential + rest:
+        cost = key_width(entries[i][1], entries[i][2])
+        if used + cost <= width:
+            chosen.add(i)
+            used += cost
+    return [i for i in top + rest + app if i in chosen]
 
 
 class LabFooter(Footer):
-    """Textual's Footer, without its growth over a long session.
+    """Textual's Footer, ranked to fit and without its growth over a long session.
 
-    Footer rebuilds its keys whenever the bindings change (every screen switch), and each
-    key binds to the footer's ``compact`` reactive. Textual drops a watcher of a removed
-    widget only when the watched value next changes, which ``compact`` never does, so
-    every switch kept ~15 dead keys alive (the soak's console grew 0.2 MB/s). After each
-    rebuild this re-checks the watchers, which drops the removed keys' (public API:
-    `mutate_reactive`; the live keys see their value unchanged).
+    Ranked: Footer shows every key in binding order and the terminal cuts the last ones
+    (at 80 columns `? Help` and `q Quit` went first). This one shows the screen's
+    `FOOTER_KEYS` (its actions, most essential first) and the app's `?`/`q`, then the
+    screen's other keys while they fit; the rest are in `?` and the palette. It is
+    rebuilt when the bindings change and when the terminal is resized.
+
+    Leak-free: Footer rebuilds its keys whenever the bindings change (every screen
+    switch), and each key binds to the footer's ``compact`` reactive. Textual drops a
+    watcher of a removed widget only when the watched value next changes, which
+    ``compact`` never does, so every switch kept ~15 dead keys alive (the soak's console
+    grew 0.2 MB/s). After each rebuild this re-checks the watchers, which drops the
+    removed keys' (public API: `mutate_reactive`; the live keys see their value unchanged).
     """
+
+    def compose(self) -> ComposeResult:
+        """The ranked keys that fit, then the palette key on the right."""
+        if not self._bindings_ready:
+            return
+        active = self.screen.active_bindings
+        seen: dict[str, tuple[Binding, bool, str]] = {}
+        for _node, binding, enabled, tooltip in active.values():
+            if binding.show and binding.action not in seen:
+                seen[binding.action] = (binding, enabled, tooltip)
+        keys = [(action, self.app.get_key_display(b), b.description)
+                for action, (b, _, _) in seen.items()]
+        palette = active.get(self.app.COMMAND_PALETTE_BINDING)
+        width = self.size.width or self.app.size.width
+        if palette is not None and self.show_command_palette:
+            width -= key_width(self.app.get_key_display(palette[1]),
+                               palette[1].description) + 2  # its border and padding
+        ranked = getattr(self.screen, "FOOTER_KEYS", ())
+        for i in rank_keys(keys, ranked, width):
+            binding, enabled, tooltip = seen[keys[i][0]]
+            yield FooterKey(binding.key, keys[i][1], binding.description, binding.action,
+                            disabled=not enabled,
+                            tooltip=tooltip).data_bind(compact=Footer.compact)
+        if palette is not None and self.show_command_palette and \
+                self.app.ENABLE_COMMAND_PALETTE:
+            _node, binding, enabled, tooltip = palette
+            yield FooterKey(binding.key, self.app.get_key_display(binding),
+                            binding.description, binding.action,
+                            classes="-command-palette", disabled=not enabled,
+                            tooltip=binding.tooltip or binding.description)
+
+    def on_resize(self, event: events.Resize) -> None:
+        """Another width fits other keys."""
+        if self._bindings_ready:
+            self.call_after_refresh(self.recompose)
+
+    def text(self) -> str:
+        """The keys as shown, `r Reload  ? Help …` (for tests and captures)."""
+        return "  ".join(f"{k.key_display} {k.description}".strip()
+                         for k in self.query(FooterKey))
 
     async def recompose(self) -> None:
         """Rebuild the keys, then release the ones just removed."""

@@ -395,3 +395,153 @@ def live_counts(db: Database, cell_ids: list[int] | None = None, now: float | No
         if wanted is None or r.cell_id in wanted:
             out[r.state] += 1
     return out
+
+
+# --- errors where the researcher looks (issue 22 §7) ---------------------------------
+
+_NOT_REPLAY = "coalesce(j.kind, '') != 'replay'"
+_STILL_ERRORED = ("e.error IS NOT NULL AND NOT EXISTS (SELECT 1 FROM episodes c WHERE "
+                  "c.cell_id = e.cell_id AND c.question_id = e.question_id AND c.error IS NULL)")
+_MADE_CALLS = ("(e.input_tokens + e.output_tokens + e.cache_read_tokens + "
+               "e.cache_write_tokens > 0 OR e.cost_usd > 0)")
+
+
+@dataclass(frozen=True)
+class JobErrors:
+    """What one episode job's questions came to (pairs, not records: a pair errored
+    twice counts once).
+
+    Attributes:
+        complete: questions with a complete episode.
+        errored: questions whose every episode errored (what `lab retry --errored` re-runs).
+        last_error: the last line of the newest error among those, or None.
+    """
+
+    complete: int
+    errored: int
+    last_error: str | None
+
+
+def job_errors(db: Database, grid_id: int) -> dict[int, JobErrors]:
+    """Per episode job of the grid (replay jobs left out): complete and errored
+    questions and the newest error line (see `JobErrors`)."""
+    rows = db.conn.execute(
+        "SELECT j.id, "
+        "(SELECT count(*) FROM json_each(j.question_ids) q WHERE EXISTS (SELECT 1 FROM "
+        " episodes c WHERE c.cell_id = j.cell_id AND c.question_id = q.value AND "
+        " c.error IS NULL)), "
+        "(SELECT count(DISTINCT e.question_id) FROM json_each(j.question_ids) q JOIN episodes e "
+        f" ON e.cell_id = j.cell_id AND e.question_id = q.value WHERE {_STILL_ERRORED}), "
+        "(SELECT e.error FROM json_each(j.question_ids) q JOIN episodes e "
+        f" ON e.cell_id = j.cell_id AND e.question_id = q.value WHERE {_STILL_ERRORED} "
+        "  ORDER BY e.id DESC LIMIT 1) "
+        f"FROM jobs j WHERE j.grid_id = ? AND {_NOT_REPLAY} ORDER BY j.id", (grid_id,))
+    return {int(i): JobErrors(int(c), int(e), _last_line(err) if err else None)
+            for i, c, e, err in rows}
+
+
+def grid_last_errors(db: Database) -> dict[int, str]:
+    """Grid id → the last line of its newest error that still stands: an episode of a
+    question with no complete episode, or (a replay grid) a probe stored with an error.
+    Grids without one are left out. Starts from the errored records (few), not the jobs."""
+    out: dict[int, tuple[str, str]] = {}
+    for gid, _, err in db.conn.execute(
+            "SELECT j.grid_id, max(e.id), e.error FROM episodes e JOIN jobs j ON "
+            f"j.cell_id = e.cell_id AND {_NOT_REPLAY} WHERE {_STILL_ERRORED} AND EXISTS "
+            "(SELECT 1 FROM json_each(j.question_ids) q WHERE q.value = e.question_id) "
+            "GROUP BY j.grid_id"):
+        out[int(gid)] = ("", _last_line(err))
+    for gid, at, err in db.conn.execute(
+            "SELECT j.grid_id, max(p.created_at), p.error FROM probes p "
+            "JOIN episodes e ON e.id = p.episode_id JOIN jobs j ON j.cell_id = e.cell_id AND "
+            "j.kind = 'replay' AND p.kind = json_extract(j.params, '$.kind') "
+            "WHERE p.error IS NOT NULL AND EXISTS (SELECT 1 FROM json_each(j.question_ids) q "
+            "WHERE q.value = e.question_id) GROUP BY j.grid_id"):
+        if int(gid) not in out or str(at) > out[int(gid)][0]:
+            out[int(gid)] = (str(at), _last_line(err))
+    return {g: line for g, (_, line) in out.items()}
+
+
+def error_reason(text: str | None) -> str:
+    """A short reason for grouping error texts: the tag before the first ':' of the first
+    line when it is one word (the model errors' reason: connection, timeout, auth,
+    context_overflow …), else the first line up to 40 characters."""
+    first = (text or "").strip().splitlines()[0] if (text or "").strip() else ""
+    tag, sep, _ = first.partition(":")
+    if sep and tag and len(tag) <= 32 and " " not in tag.strip():
+        return tag.strip()
+    return first[:40] or "(no error text)"
+
+
+@dataclass(frozen=True)
+class ErrorReason:
+    """Errored records with one reason.
+
+    Attributes:
+        unit: "episodes" or "probes".
+        reason: see `error_reason`.
+        count: errored records with this reason (every record, as `QueueCounts.errored`).
+        example: the last line of the newest of them.
+    """
+
+    unit: str
+    reason: str
+    count: int
+    example: str
+
+
+def errored_by_reason(db: Database) -> list[ErrorReason]:
+    """Errored episodes and probes grouped by `error_reason`, most frequent first (an
+    episodes reason before a probes one on a tie). Reads only the errored records."""
+    groups: dict[tuple[str, str], list] = {}
+    for unit, sql in (("episodes", "SELECT error FROM episodes WHERE error IS NOT NULL "
+                                   "ORDER BY id"),
+                      ("probes", "SELECT error FROM probes WHERE error IS NOT NULL "
+                                 "ORDER BY created_at")):
+        for (err,) in db.conn.execute(sql):
+            g = groups.setdefault((unit, error_reason(err)), [0, ""])
+            g[0] += 1
+            g[1] = err
+    rows = [ErrorReason(u, r, n, _last_line(ex)) for (u, r), (n, ex) in groups.items()]
+    return sorted(rows, key=lambda x: (-x.count, x.unit != "episodes", x.reason))
+
+
+@dataclass(frozen=True)
+class SpendCounted:
+    """`spend` with errored episodes counted only where they made calls.
+
+    Attributes:
+        rows: one per model; `episodes` are the complete ones plus the errored ones that
+            used tokens or dollars (a refused connection costs nothing and is not spend).
+        errored_with_calls: errored episodes counted in `rows` (their tokens are spent).
+        errored_without_calls: errored episodes left out (no call answered).
+    """
+
+    rows: list[Spend]
+    errored_with_calls: int
+    errored_without_calls: int
+
+
+def spend_counted(db: Database) -> SpendCounted:
+    """Tokens and dollars per model of complete episodes and of errored episodes that
+    made calls; errored ones without a call are only counted (see `SpendCounted`)."""
+    rows = db.conn.execute(
+        "SELECT c.model, count(*), sum(e.input_tokens), sum(e.output_tokens), "
+        "sum(e.cache_read_tokens), sum(e.cache_write_tokens), sum(e.cost_usd) "
+        f"FROM episodes e JOIN cells c ON c.id = e.cell_id WHERE e.error IS NULL OR "
+        f"{_MADE_CALLS} GROUP BY c.model ORDER BY c.model")
+    spent = [Spend(str(m), int(n), int(i or 0), int(o or 0), int(cr or 0), int(cw or 0),
+                   float(d or 0.0)) for m, n, i, o, cr, cw, d in rows]
+    with_calls, without = db.conn.execute(
+        f"SELECT count(CASE WHEN {_MADE_CALLS} THEN 1 END), "
+        f"count(CASE WHEN NOT {_MADE_CALLS} THEN 1 END) FROM episodes e "
+        "WHERE e.error IS NOT NULL").fetchone()
+    return SpendCounted(spent, int(with_calls or 0), int(without or 0))
+
+
+def collapse_stopped(rows: list[WorkerRow], older_than_s: float = 3600.0
+                     ) -> tuple[list[WorkerRow], int]:
+    """The workers to list one by one, and how many stopped workers older than
+    `older_than_s` (heartbeat) were folded away (the Dashboard shows them as one line)."""
+    old = [w for w in rows if w.state == "stopped" and w.age_s > older_than_s]
+    return [w for w in rows if w not in old], len(old)

@@ -1,0 +1,143 @@
+"""Typing and keys (issue 22 §5): digits typed in a field stay text, the footer keeps
+each screen's essential keys at 80 columns, `?` is the screen's cheat sheet, the palette
+finds Help and Pause refresh, and the header names the screen."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from textual.widgets import Input, SelectionList, Static
+
+from console.screens import SCREENS
+from console.screens.help import HelpScreen, workflow
+from console.widgets.footer import LabFooter, rank_keys
+from tests.console_fixture import build, console_app, settle
+
+ESSENTIAL = {
+    "dashboard": ["r Reload", "h Check endpoints"],
+    "prereg": ["n New", "e Edit", "f Freeze", "v Verify"],
+    "enqueue": ["^s Queue it", "m mean6 regimes"],
+    "jobs": ["P Pause", "u Resume", "x Cancel", "t Retry", "/ Filter"],
+    "live": ["f Follow on/off", "o Pick episode", "/ Filter"],
+    "trajectories": ["/ Filter"],
+    "results": ["/ Selection", "] Next table", "e Export"],
+}
+"""What each screen's footer must show at 80 columns (besides ? Help and q Quit)."""
+
+
+@pytest.fixture
+def lab_db(tmp_path: Path) -> Path:
+    """A lab.db with a run sim grid."""
+    return build(tmp_path / "lab.db", run=True)
+
+
+@pytest.mark.asyncio
+async def test_a_digit_typed_in_a_field_is_text_and_escape_then_digit_navigates(
+        lab_db: Path) -> None:
+    app = console_app(lab_db, first_screen="enqueue")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        run = app.screen.query_one("#enq-run", Input)
+        run.focus()
+        await pilot.pause()
+        await pilot.press("end", "4", "p", "question_mark")
+        await settle(pilot)
+        assert app.current_mode == "enqueue" and run.value.endswith("4p?")
+        assert not app.paused and not isinstance(app.screen, HelpScreen)
+        assert app.check_action("show", ("jobs",)) is False  # the key is text here
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.focused, Input)
+        await pilot.press("4")
+        await settle(pilot)
+        assert app.current_mode == "jobs"
+
+
+@pytest.mark.asyncio
+async def test_a_checklist_shows_its_cursor_when_focused(lab_db: Path) -> None:
+    app = console_app(lab_db, first_screen="enqueue")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        models = app.screen.query_one("#enq-models", SelectionList)
+        models.focus()
+        await pilot.pause()
+        assert models.highlighted == 0  # before any arrow key
+
+
+@pytest.mark.asyncio
+async def test_footer_at_80_columns_keeps_each_screens_essential_keys(lab_db: Path) -> None:
+    app = console_app(lab_db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        for i, info in enumerate(SCREENS, start=1):
+            await pilot.press(str(i))
+            await settle(pilot)
+            await pilot.pause()
+            footer = app.screen.query_one(LabFooter)
+            text = footer.text()
+            for key in [*ESSENTIAL[info.mode], "? Help", "q Quit", "^p palette"]:
+                assert key in text, (info.mode, text)
+            # and it is what is on screen: every key lies inside the 80 columns
+            assert max(k.region.right for k in footer.children) <= 80, (info.mode, text)
+
+
+def test_rank_keys_cuts_the_least_useful_first() -> None:
+    entries = [("reload", "r", "Reload"), ("a", "a", "Alpha"), ("b", "b", "Beta"),
+               ("help", "?", "Help"), ("quit", "q", "Quit")]
+    assert rank_keys(entries, ("b", "a"), 200) == [2, 1, 0, 3, 4]
+    assert rank_keys(entries, ("b",), 24) == [2, 3, 4]  # b 7 + ? 7 + q 7 = 21 cells
+
+
+@pytest.mark.asyncio
+async def test_help_is_the_screens_cheat_sheet_workflow_first(lab_db: Path) -> None:
+    app = console_app(lab_db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("4")
+        await settle(pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        title = str(app.screen.query_one("#help-title", Static).render())
+        line = str(app.screen.query_one("#help-workflow", Static).render())
+        assert "4 Jobs" in title
+        assert line == workflow("jobs") and line.startswith("Runs → grids → jobs")
+        table = app.screen.query_one("DataTable")
+        rows = [tuple(str(c) for c in table.get_row_at(i)) for i in range(table.row_count)]
+        assert rows[0][2] == "this screen"  # the screen's keys first, then everywhere
+        assert {"copy", "Copy selected text"}.isdisjoint({r[1] for r in rows})  # not Textual's
+        await pilot.press("escape")
+        await pilot.press("7")
+        await settle(pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        line = str(app.screen.query_one("#help-workflow", Static).render())
+        assert line == workflow("results")
+
+
+@pytest.mark.asyncio
+async def test_palette_finds_help_and_pause_refresh(lab_db: Path) -> None:
+    app = console_app(lab_db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        commands = {c.title: c for c in app.get_system_commands(app.screen)}
+        assert "Help" in commands and "Pause refresh" in commands
+        commands["Pause refresh"].callback()
+        assert app.paused
+        assert "Resume refresh" in {c.title for c in app.get_system_commands(app.screen)}
+        commands["Help"].callback()
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+
+
+@pytest.mark.asyncio
+async def test_header_names_the_screen(lab_db: Path) -> None:
+    app = console_app(lab_db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        for i, info in enumerate(SCREENS, start=1):
+            await pilot.press(str(i))
+            await settle(pilot)
+            assert app.screen.title == f"lab · {i} {info.title}"
+            assert app.screen.sub_title.startswith("lab.db · read ")
+        app.set_read_only("lab.db: read-only file")
+        await pilot.pause()
+        assert app.screen.title == "lab · 7 Results · READ-ONLY"
