@@ -104,3 +104,8 @@ def summary_lines(result: EpisodeResult, gold: str) -> list[str]:
               f"{result.output_tokens} out"
               + (f" ({result.reasoning_tokens} reasoning)" if result.reasoning_tokens else ""))
     return [head, counts]
+
+
+def plural(n: int, noun: str) -> str:
+    """`1 cell`, `2 cells`."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"

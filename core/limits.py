@@ -68,3 +68,7 @@ def too_long(questions: Iterable[Question], system_prompt: str,
         if tokens > max_context:
             out.append(TooLong(q.id, tokens, max_context))
     return out
+
+INT64_MAX = 2**63 - 1
+"""The largest integer SQLite stores: seeds, replicates, priorities and job ids above it
+are refused with one line."""

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from analysis.export import EPISODE_COLUMNS, STEP_COLUMNS, TABLE_COLUMNS
 from analysis.rows import ROW_FIELDS
-from console.results_cmd import export_cmd, results, validate_measures_cmd
+from console.cli.results import export_cmd, results, validate_measures_cmd
 from core import store
 from core.conditions import parse_condition
 from core.data import ids_hash
@@ -153,6 +153,6 @@ def test_validate_measures_command_on_a_small_set(tmp_path):
 
 def test_cli_table_names_match_analysis():
     from analysis.measures import TABLES as ANALYSIS_TABLES
-    from console.results_cmd import TABLES as CLI_TABLES
+    from console.cli.results import TABLES as CLI_TABLES
 
     assert CLI_TABLES == ANALYSIS_TABLES

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from analysis.arms import Grouping, regime_order
 from analysis.decisions import arm_groups, errored_episodes
-from console.results_cmd import export_cmd, results
+from console.cli.results import export_cmd, results
 from core import store
 from core.conditions import parse_condition
 from core.demo_data import demo_questions

@@ -142,7 +142,7 @@ def test_a_results_command_loads_neither_the_worker_nor_the_console(db_path):
     assert main(["--db", str(db_path), "enqueue", "--models", "sim-own3", "--conditions", "none",
                  "--regimes", "persistent", "--set", "demo"]) == 0
     assert main(["--db", str(db_path), "worker", "--until-idle"]) == 0
-    heavy = ("console.try_cmd", "console.demo_cmd", "console.queue_cmd", "jobs.worker",
+    heavy = ("console.cli.try_episode", "console.cli.demo", "console.cli.queue", "jobs.worker",
              "core.runner", "core.prereg", "core.models.registry", "asyncio", "textual",
              "httpx", "anthropic", "openai")
     code = ("import sys; from console.cli import main; "

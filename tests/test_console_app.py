@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from console import console_cmd
+from console.cli import console as console_cmd
 from console.app import LabApp
 from console.cli import cli
 from console.screens import SCREENS

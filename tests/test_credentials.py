@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from analysis.export import export
-from console.models_cmd import models
+from console.cli.models import models
 from core import store
 from core.errors import ConfigError
 from core.models.endpoint_url import parse_endpoint, redact_endpoint, scrub_urls

@@ -33,7 +33,7 @@ def test_demo_from_nothing_then_reuse(tmp_path):
 
 
 def test_a_resumed_demo_says_what_is_stored_and_what_remains(tmp_path, monkeypatch, capsys):
-    from console import demo_cmd
+    from console.cli import demo as demo_cmd
     from core import store
     from core.store import jobs as ledger
     from jobs.tasks import execute_job

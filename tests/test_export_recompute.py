@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from console.results_cmd import export_cmd, results
+from console.cli.results import export_cmd, results
 from core import store
 from core.conditions import parse_condition
 from core.demo_data import demo_questions

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from console.models_cmd import models, serve
+from console.cli.models import models, serve
 from core import store
 from core.errors import ConfigError, LabError
 from core.store.servers import servers

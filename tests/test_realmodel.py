@@ -24,7 +24,7 @@ import httpx
 import pytest
 from click.testing import CliRunner
 
-from console.models_cmd import models
+from console.cli.models import models
 from core.demo_data import demo_questions
 from core.errors import ModelError
 from core.models.base import EpisodeView

@@ -21,7 +21,7 @@ from analysis.stats import Interval
 from analysis.validate import (EXPECTED, MEASURES, PAPER_DATASET, PAPER_TABLE7, PaperComparison,
                                paper_comparisons, paper_decisions, paper_scale_questions,
                                seed_estimates)
-from console.results_cmd import validate_measures_cmd
+from console.cli.results import validate_measures_cmd
 from core import store
 from core.data import ids_hash
 from core.demo_data import demo_questions

@@ -73,7 +73,7 @@ def read_spend(db_path) -> list[monitor.Spend]:
 
 def check_endpoints(config_path, check: bool) -> list[Endpoint]:
     """The registry's endpoints, each checked over HTTP when `check` (call from a worker)."""
-    from console.models_cmd import check_endpoint
+    from core.models.serving import check_endpoint
     from core.models.anthropic import DEFAULT_BASE_URL
     from core.models.endpoint_url import redact_endpoint
     from core.models.registry import load_registry

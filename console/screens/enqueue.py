@@ -22,7 +22,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.timer import Timer
 from textual.widgets import Button, Header, Input, Label, Select, SelectionList, Static
 
-from console.queue_cmd import plural
+from console.render import plural
 from console.screens.base import LabScreen
 from console.widgets.footer import LabFooter
 from console.widgets.enqueue_checklist import EnqueueChecklist

@@ -69,7 +69,7 @@ def _question(db, qid: str) -> str:
 def _title(db, step: Step) -> str:
     if not step.obs_ref:
         return ""
-    from console.queue_cmd import title_resolver
+    from core.store.questions import title_resolver
 
     try:
         return title_resolver(db)(step.obs_ref)

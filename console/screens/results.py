@@ -68,7 +68,7 @@ def parse_selection(text: str) -> tuple[str, Selection]:
     Raises:
         ConfigError: an unknown key, a word without `=`, or what `lab results` refuses.
     """
-    from console.results_cmd import selection_from
+    from core.store.selection import selection_from
 
     values: dict[str, str] = {}
     for word in text.split():
@@ -474,7 +474,7 @@ class ResultsScreen(LabScreen):
     @work(thread=True, exclusive=True, group="results-export")
     def _export(self, computed: Computed) -> None:
         from analysis.rows import ROW_FIELDS
-        from console.results_cmd import EXTRA_FIELDS, row_provenance
+        from analysis.provenance import EXTRA_FIELDS, row_provenance
         from core.store import prereg as prereg_rows
 
         directory = Path(self.lab.export_dir)

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from sqlite_utils import Database
 
 from core.data import Question, question_from_record, question_to_record
 from core.episode import utc_now
-from core.errors import StoreError
+from core.errors import LabError, StoreError
+from core.kb import ref_title
 from core.store.base import write
 
 
@@ -142,8 +143,6 @@ def question_sets(db: Database) -> list[dict[str, Any]]:
     return [dict(zip(cols, r)) for r in cur]
 
 
-
-
 def useless_rate(db: Database, model: str) -> tuple[float | None, int]:
     """Share of the model's side-channel judgments that said USELESS on dev question sets.
 
@@ -158,3 +157,18 @@ def useless_rate(db: Database, model: str) -> tuple[float | None, int]:
         "AND s.judgment IS NOT NULL", (model,)).fetchone()
     n = int(row[0] or 0)
     return (float(row[1]) / n if n else None), n
+
+
+def title_resolver(db) -> Callable[[str], str]:
+    """Map an obs_ref ("question_id#paragraph") to the page title, loading questions lazily."""
+    cache: dict[str, Question] = {}
+
+    def question_of(qid: str) -> Question | None:
+        if qid not in cache:
+            try:
+                (cache[qid],) = load_questions(db, ids=[qid])
+            except LabError:
+                return None
+        return cache[qid]
+
+    return lambda ref: ref_title(ref, question_of)

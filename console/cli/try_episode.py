@@ -6,7 +6,7 @@ import asyncio
 
 import click
 
-from console.options import open_db
+from console.cli.options import open_db
 from console.render import step_lines, summary_lines
 from core import store
 from core.conditions import parse_condition

@@ -18,13 +18,12 @@ import click
 from click.core import ParameterSource
 
 from core.errors import ConfigError, StoreError
+from core.limits import INT64_MAX
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
 
 DB_HELP = "lab.db path (env LAB_DB)."
-INT64_MAX = 2**63 - 1
-"""The largest integer SQLite stores: every integer option is bounded by it."""
 MAX_RESAMPLES = 100_000
 """Bootstrap resamples `--resamples` takes at most (the paper uses 2,000)."""
 CONFIG_HELP = "Model registry file (env LAB_CONFIG)."

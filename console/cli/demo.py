@@ -8,7 +8,7 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from console.options import open_db
+from console.cli.options import open_db
 from core import prereg, store
 from core.demo_set import DEMO_SET, ensure_demo_set
 from core.errors import LabError
@@ -147,7 +147,7 @@ def summary(db_path: Path, amendment: str, colour: bool = False) -> str:
     from analysis.measures import compute, load_frames
     from analysis.outcomes import evaluate
     from analysis.tables import render_results
-    from console.prereg_cmd import outcome_lines
+    from console.cli.prereg import outcome_lines
 
     db = store.connect(db_path)
     try:
@@ -176,7 +176,7 @@ def summary(db_path: Path, amendment: str, colour: bool = False) -> str:
 
 def finish_demo(db_path: Path, config_path: Path, amendment: str, no_console: bool) -> None:
     """Open the console on the demo's results (a terminal), or print the summary."""
-    from console.console_cmd import is_tty
+    from console.cli.console import is_tty
 
     if is_tty("stdout") and is_tty("stdin") and not no_console:
         from console.app import ConsoleConfig, make_app

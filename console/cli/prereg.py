@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from console.options import open_db
+from console.cli.options import open_db
 from core import prereg
 from core.errors import ConfigError
 from core.models.registry import load_registry

@@ -1,7 +1,7 @@
 """`lab results`, `lab validate-measures` and `lab export` (SPEC §13, §15).
 
 Thin commands: they read options, call `analysis`, and print. Registered on the
-`lab` group by console/cli.py.
+`lab` group by console/cli/__init__.py.
 """
 
 from __future__ import annotations
@@ -17,11 +17,13 @@ from typing import TYPE_CHECKING
 import click
 from sqlite_utils import Database
 
-from console.options import INT64_MAX, MAX_RESAMPLES, bounded, open_db
+from console.cli.options import MAX_RESAMPLES, bounded, open_db
 from core import store
 from core.errors import ConfigError, StoreError
 from core.store import prereg as prereg_rows
 from core.store.frames import Selection, check_selection
+from core.store.selection import selection_from
+from analysis.provenance import EXTRA_FIELDS, provenance_lines, row_provenance
 
 if TYPE_CHECKING:
     from analysis.measures import Frames
@@ -33,41 +35,8 @@ checks they agree)."""
 PROBE_TABLES = ("policies", "controllers")
 """analysis.probe_tables.PROBE_TABLES: tables on answer-now branches (`lab replay answer-now`)."""
 FORMATS = ("table", "csv", "json")
-EXTRA_FIELDS = ("version", "provenance")
-"""Columns a JSON/CSV row adds to the Row fields: project version and run provenance."""
 NO_REPAIRED = ("note: no repaired answers stored yet (answer repair, SPEC §8.5, is not run in "
                "this lab.db); showing raw results")
-
-
-def _names(text: str | None, option: str, example: str) -> tuple[str, ...]:
-    if text is None:
-        return ()
-    names = tuple(m.strip() for m in text.split(",") if m.strip())
-    if not names:
-        raise ConfigError(f"{option} needs at least one name, e.g. {option} {example}")
-    return names
-
-
-def _conditions(text: str | None) -> tuple[str, ...]:
-    """Arm labels or bare names; a label's own commas (`x:k=7,judge=true`) stay inside it."""
-    out: list[str] = []
-    for part in _names(text, "--conditions", "none,enforced_rule:k=7"):
-        if out and "=" in part and ":" not in part:
-            out[-1] += "," + part
-        else:
-            out.append(part)
-    return tuple(out)
-
-
-def _seeds(text: str | None) -> tuple[int, ...]:
-    try:
-        seeds = tuple(int(s) for s in _names(text, "--seeds", "0,1"))
-        if all(0 <= s <= INT64_MAX for s in seeds):
-            return seeds
-    except ValueError:
-        pass
-    raise ConfigError(f"--seeds takes comma-separated integers from 0 to {INT64_MAX:,}, "
-                      f"e.g. --seeds 0,1; got '{text}'")
 
 
 def selection_options(command: Callable[..., None]) -> Callable[..., None]:
@@ -90,21 +59,6 @@ def selection_options(command: Callable[..., None]) -> Callable[..., None]:
     for option in reversed(options):
         command = option(command)
     return command
-
-
-def selection_from(runs: tuple[str, ...], sets: tuple[str, ...], seeds: str | None,
-                   models: str | None, conditions: str | None, regimes: str | None,
-                   pool: str | None) -> Selection:
-    """A Selection from the command-line options.
-
-    Raises:
-        ConfigError: an empty list, a seed that is not an integer or an unknown --pool.
-    """
-    set_names = tuple(n for s in sets for n in _names(s, "--set", "dev100"))
-    return Selection(tuple(runs), set_names, _seeds(seeds),
-                     _names(models, "--models", "sim-own5,sim-clock6"),
-                     _conditions(conditions), _names(regimes, "--regimes", "persistent,clean"),
-                     _names(pool, "--pool", "seeds,runs"))
 
 
 def _frames(db: Database, selection: Selection, path: Path) -> Frames:
@@ -136,15 +90,29 @@ def _rows_out(dicts: list[dict[str, object]], fmt: str) -> str:
 
 
 @click.command("results")
+
+
 @click.argument("table", required=False, default="all",
                 type=click.Choice([*TABLES, *PROBE_TABLES, "all"]))
 @selection_options
+
+
 @click.option("--repaired", is_flag=True, help="Use repaired answers (SPEC §8.5) where stored.")
+
+
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+
+
 @click.option("--resamples", type=bounded(0, MAX_RESAMPLES), default=2000, show_default=True,
               help="Question-level bootstrap resamples (the hazard model uses at most 1,000).")
+
+
 @click.option("--seed", type=bounded(), default=0, show_default=True, help="Bootstrap seed.")
+
+
 @click.pass_context
+
+
 def results(ctx: click.Context, table: str, runs: tuple[str, ...], sets: tuple[str, ...],
             seeds: str | None, models: str | None, conditions: str | None,
             regimes: str | None, pool: str | None, repaired: bool, fmt: str, resamples: int,
@@ -193,42 +161,32 @@ def results(ctx: click.Context, table: str, runs: tuple[str, ...], sets: tuple[s
                           for d in t.dicts()], fmt))
 
 
-def row_provenance(row: dict[str, object], provenance: list[dict[str, object]]
-                   ) -> dict[str, object]:
-    """The version and provenance text of one JSON/CSV row (its own runs only)."""
-    from core.version import project_version
-
-    runs = str(row.get("runs") or "").split(",")
-    label = "; ".join(f"{p['run']}: {p['amendment'] or 'exploratory'}"
-                      + (f" ({len(p['deviations'])} deviations)"  # type: ignore[arg-type]
-                         if p["deviations"] else "")
-                      for p in provenance if p["run"] in runs)
-    return {"version": project_version(), "provenance": label}
-
-
-def provenance_lines(provenance: list[dict[str, object]]) -> list[str]:
-    """One line per run (governed by an amendment, or exploratory) and its deviations."""
-    lines = []
-    for p in provenance:
-        state = f"governed by {p['amendment']}" if p["amendment"] else \
-            "EXPLORATORY (no governing amendment)"
-        lines.append(f"run {p['run']}: {state}")
-        lines += [f"  {d}" for d in p["deviations"]]  # type: ignore[attr-defined]
-    return lines
-
-
 @click.command("validate-measures")
+
+
 @click.option("--set", "set_name", default=None,
               help="Question set to run (default: the bundled demo questions).")
+
+
 @click.option("--seeds", type=click.IntRange(min=1), default=3, show_default=True,
               help="Simulations per question (seeds 0 … N−1).")
+
+
 @click.option("--paper-scale", is_flag=True,
               help="Table 7's scale: 300 questions × 10 seeds, the eleven Table 7 sims only, "
                    "each measure compared with the paper's Table 7 (±0.05); about 8 "
                    "minutes on two cores the first time (165,000 episodes, 0.5 GB).")
+
+
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+
+
 @click.option("--resamples", type=bounded(0, MAX_RESAMPLES), default=2000, show_default=True)
+
+
 @click.pass_context
+
+
 def validate_measures_cmd(ctx: click.Context, set_name: str | None, seeds: int,
                           paper_scale: bool, fmt: str, resamples: int) -> None:
     """Check that the stopping measures separate simulated policies (SPEC §13.7).
@@ -304,10 +262,18 @@ def validate_measures_cmd(ctx: click.Context, set_name: str | None, seeds: int,
 
 
 @click.command("export")
+
+
 @click.argument("directory", type=click.Path(path_type=Path))
 @selection_options
+
+
 @click.option("--resamples", type=bounded(0, MAX_RESAMPLES), default=2000, show_default=True)
+
+
 @click.pass_context
+
+
 def export_cmd(ctx: click.Context, directory: Path, runs: tuple[str, ...],
                sets: tuple[str, ...], seeds: str | None, models: str | None,
                conditions: str | None, regimes: str | None, pool: str | None,
@@ -330,7 +296,6 @@ def export_cmd(ctx: click.Context, directory: Path, runs: tuple[str, ...],
     _frames(db, selection, ctx.obj["db"])
     paths = export(db, directory, selection, resamples, min(resamples, 1000))
     click.echo(f"wrote {len(paths)} files to {directory}: " + ", ".join(p.name for p in paths))
-
 
 COMMANDS = (results, validate_measures_cmd, export_cmd)
 """The commands to register on the `lab` group."""

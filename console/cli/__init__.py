@@ -12,20 +12,20 @@ from pathlib import Path
 
 import click
 
-from console.options import CONFIG_HELP, DB_HELP, LabGroup, check_config, config_explicit
+from console.cli.options import CONFIG_HELP, DB_HELP, LabGroup, check_config, config_explicit
 from core.errors import LabError
 
 COMMAND_MODULES = {
-    "console.data_cmd": ("init", "data", "sets", "demo-set"),
-    "console.try_cmd": ("try",),
-    "console.demo_cmd": ("demo",),
-    "console.queue_cmd": ("enqueue", "worker", "status", "tail", "cancel", "pause", "resume",
+    "console.cli.data": ("init", "data", "sets", "demo-set"),
+    "console.cli.try_episode": ("try",),
+    "console.cli.demo": ("demo",),
+    "console.cli.queue": ("enqueue", "worker", "status", "tail", "cancel", "pause", "resume",
                           "retry"),
-    "console.prereg_cmd": ("prereg",),
-    "console.results_cmd": ("results", "validate-measures", "export"),
-    "console.replay_cmd": ("replay", "repair"),
-    "console.models_cmd": ("models", "serve"),
-    "console.console_cmd": ("console",),
+    "console.cli.prereg": ("prereg",),
+    "console.cli.results": ("results", "validate-measures", "export"),
+    "console.cli.replay": ("replay", "repair"),
+    "console.cli.models": ("models", "serve"),
+    "console.cli.console": ("console",),
 }
 """Module -> the `lab` commands in its COMMANDS tuple (tests check the two agree)."""
 
@@ -52,7 +52,7 @@ def cli(ctx: click.Context, db: Path, config: Path) -> None:
     ctx.obj.update(db=db, config=config)
     check_config(config, explicit=config_explicit(ctx))
     if ctx.invoked_subcommand is None:  # the console on a terminal; help otherwise
-        from console.console_cmd import open_from_group
+        from console.cli.console import open_from_group
 
         open_from_group(ctx)
 

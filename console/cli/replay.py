@@ -10,7 +10,7 @@ import json
 
 import click
 
-from console.options import bounded, open_db
+from console.cli.options import bounded, open_db
 from core.models.registry import load_registry
 from core.probes import COMMANDS as PROBE_COMMANDS
 from core.store import jobs as ledger
@@ -26,7 +26,7 @@ def _models(text: str | None) -> tuple[str, ...]:
 
 def _run_request(ctx: click.Context, request: ReplayRequest, dry_run: bool,
                  as_json: bool) -> None:
-    from console.queue_cmd import settings_for
+    from console.cli.queue import settings_for
     from jobs.queue import enqueue_job, make_huey
 
     db = open_db(ctx)

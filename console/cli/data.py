@@ -6,8 +6,8 @@ from pathlib import Path
 
 import click
 
-from console.options import bounded, open_db
-from console.queue_cmd import plural
+from console.cli.options import bounded, open_db
+from console.render import plural
 from core import store
 from core.data import CLAIM_TYPE, TASK_FEVER, ids_hash, load_hotpotqa, sample_ids
 from core.demo_fever import DEMO_FEVER_DATASET

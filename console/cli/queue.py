@@ -10,27 +10,21 @@ from pathlib import Path
 
 import click
 
-from console.options import IntList, bounded, open_db
-from console.render import step_lines, summary_lines
+from console.cli.options import IntList, bounded, open_db
+from console.render import plural, step_lines, summary_lines
 from core import store
-from core.data import Question
-from core.errors import ConfigError, LabError
-from core.kb import ref_title
+from core.errors import ConfigError
 from core.models.registry import load_registry
 from core.regimes import MEAN6
 from core.store import jobs as ledger
 from core.store import monitor
 from core.store.base import check_writable
+from core.store.questions import title_resolver
 from jobs.control import control, enqueue_grid, status
 from jobs.grid import MAX_BUDGET, GridRequest, plan
 from jobs.retry import retry
 from jobs.settings import WorkerSettings
 from jobs.worker import run_worker
-
-
-def plural(n: int, noun: str) -> str:
-    """`1 cell`, `2 cells`."""
-    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def _split(text: str) -> tuple[str, ...]:
@@ -62,27 +56,55 @@ def settings_for(ctx: click.Context, **kw: object) -> WorkerSettings:
 
 
 @click.command("enqueue")
+
+
 @click.option("--models", required=True,
               help="Comma-separated model names (a name given twice is queued once).")
+
+
 @click.option("--conditions", required=True,
               help="Comma-separated conditions with knobs, e.g. none,enforced_rule:k=7,judge=true.")
+
+
 @click.option("--regimes", required=True,
               help="Comma-separated regimes; mean6 stands for the six of the paper's mean ("
                    + ", ".join(MEAN6) + ").")
+
+
 @click.option("--set", "question_set", required=True, help="Question set name.")
+
+
 @click.option("--budget", "--budgets", "budget", type=IntList(1, MAX_BUDGET, "8,16"), default="8",
               show_default=True, help=f"Budget(s), comma-separated, each 1 to {MAX_BUDGET}, "
                                       f"e.g. --budgets 8,16.")
+
+
 @click.option("--seeds", type=IntList(), default="0", show_default=True,
               help="Seeds, comma-separated.")
+
+
 @click.option("--replicate", type=bounded(), default=0, show_default=True)
+
+
 @click.option("--run", "run_name", default="default", show_default=True, help="Run name.")
+
+
 @click.option("--amendment", default=None, help="Governing pre-registration amendment.")
+
+
 @click.option("--priority", type=bounded(None), default=0, show_default=True)
+
+
 @click.option("--dry-run", is_flag=True,
               help="Only print what would be queued (every check of a real enqueue runs).")
+
+
 @click.option("--json", "as_json", is_flag=True, help="Print the counts as JSON.")
+
+
 @click.pass_context
+
+
 def enqueue_cmd(ctx: click.Context, models: str, conditions: str, regimes: str,
                 question_set: str, budget: tuple[int, ...], seeds: tuple[int, ...],
                 replicate: int, run_name: str,
@@ -132,21 +154,37 @@ def enqueue_cmd(ctx: click.Context, models: str, conditions: str, regimes: str,
 
 
 @click.command("worker")
+
+
 @click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
               help="Huey workers (threads or processes).")
+
+
 @click.option("--concurrency", type=click.IntRange(min=1), default=256, show_default=True,
               help="Concurrent episodes per job (the model's own limit also applies).")
+
+
 @click.option("--type", "worker_type", type=click.Choice(["thread", "process"]),
               default="thread", show_default=True)
+
+
 @click.option("--until-idle", is_flag=True, help="Exit when no queued or running job is left.")
+
+
 @click.option("--lease", type=click.FloatRange(min=1), default=60.0, show_default=True,
               help="Job lease in seconds (a dead worker's jobs are retaken after it).")
+
+
 @click.option("--grace", type=click.FloatRange(min=0), default=5.0, show_default=True,
               metavar="SECONDS",
               help="On SIGINT/SIGTERM, how long model calls in flight may still answer; then "
                    "they are cut (episodes stored errored: interrupted) and the worker exits "
                    "within SECONDS + 3 s.")
+
+
 @click.pass_context
+
+
 def worker_cmd(ctx: click.Context, workers: int, concurrency: int, worker_type: str,
                until_idle: bool, lease: float, grace: float) -> None:
     """Run jobs from the queue. SIGINT/SIGTERM stop in bounded time (jobs are released).
@@ -175,8 +213,14 @@ def _bar(done: int, total: int, width: int = 24) -> str:
 
 
 @click.command("status")
+
+
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+
+
 @click.pass_context
+
+
 def status_cmd(ctx: click.Context, as_json: bool) -> None:
     """Progress per run and grid: episodes stored/errored/running, rate and ETA; a grid of
     `lab replay`/`lab repair` jobs counts its probes (stored/expected/errored, ETA).
@@ -277,9 +321,15 @@ def _control_command(action: str) -> click.Command:
 
 @click.command("retry")
 @_target_options("retry")
+
+
 @click.option("--errored", "errored_only", is_flag=True,
               help="Only the errored episodes (leave failed/cancelled jobs as they are).")
+
+
 @click.pass_context
+
+
 def retry_cmd(ctx: click.Context, run_name: str | None, grid: int | None, job: int | None,
               errored_only: bool) -> None:
     """Queue again failed/cancelled jobs and errored episodes (and errored probes of
@@ -309,15 +359,24 @@ def retry_cmd(ctx: click.Context, run_name: str | None, grid: int | None, job: i
                + ("" if errored_only else f", {len(result.reopened)} failed/cancelled job(s) "
                                           f"re-opened"))
 
-
 CONTROL_COMMANDS = (*(_control_command(a) for a in ("cancel", "pause", "resume")), retry_cmd)
 
 
 @click.command("tail")
+
+
 @click.argument("episode", type=int, required=False)
+
+
 @click.option("--follow", "-f", is_flag=True, help="Keep following newer live episodes.")
+
+
 @click.option("--timeout", type=float, default=None, help="Give up after this many seconds.")
+
+
 @click.pass_context
+
+
 def tail_cmd(ctx: click.Context, episode: int | None, follow: bool,
              timeout: float | None) -> None:
     """Print the steps of a running episode as they are committed.
@@ -352,21 +411,6 @@ def tail_cmd(ctx: click.Context, episode: int | None, follow: bool,
                 return
         if not follow or episode is not None:
             return
-
-
-def title_resolver(db) -> Callable[[str], str]:
-    """Map an obs_ref ("question_id#paragraph") to the page title, loading questions lazily."""
-    cache: dict[str, Question] = {}
-
-    def question_of(qid: str) -> Question | None:
-        if qid not in cache:
-            try:
-                (cache[qid],) = store.load_questions(db, ids=[qid])
-            except LabError:
-                return None
-        return cache[qid]
-
-    return lambda ref: ref_title(ref, question_of)
 
 
 def _tail_one(db, live_id: int, info: dict, deadline: float | None) -> str:
@@ -422,7 +466,6 @@ def _print_finished(db, episode_id: int, header: bool = True, after_t: int = 0) 
                                   "output_tokens", "reasoning_tokens", "end_reason", "error")}
     result = EpisodeResult(question_id=row["question_id"], **fields)
     click.echo("\n".join(summary_lines(result, row["gold"])))
-
 
 COMMANDS = (enqueue_cmd, worker_cmd, status_cmd, tail_cmd, *CONTROL_COMMANDS)
 """The commands to register on the `lab` group."""
