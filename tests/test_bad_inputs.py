@@ -20,7 +20,7 @@ import pytest
 
 from console.cli import main
 from core.data import Paragraph, question_to_record
-from tests.helpers import make_question
+from tests.helpers.builders import make_question
 
 
 def dump_hash(path: Path) -> str:

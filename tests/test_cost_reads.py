@@ -17,7 +17,7 @@ from analysis.measures import _READS_VALUES, _compute_one, compute
 from core import store
 from core.store import frames as F
 from tests.scale_fixture import results_json
-from tests.helpers import store_sim_grid
+from tests.helpers.builders import store_sim_grid
 
 COST = _READS_VALUES["cost"]
 ARMS = (("sim-backup-own3", "two_source"), ("sim-backup-own3", "switch_rule:k=3"),

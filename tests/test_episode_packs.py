@@ -24,7 +24,7 @@ from core.store import frames as F
 from core.store.decisions import rederive
 from core.store.frames import KEY_VALUES
 from tests.test_cost_reads import COST, assert_same, stored  # noqa: F401  (the fixture)
-from tests.helpers import undo_migration
+from tests.helpers.builders import undo_migration
 
 READS = {"keys": (), "correct": ("correct",), "cost": COST, "all": KEY_VALUES}
 

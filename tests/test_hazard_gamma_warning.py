@@ -13,7 +13,7 @@ from analysis.lpm import HazardFit
 from analysis.measures import compute, load_frames
 from analysis.stats import UNDEFINED
 from core import store
-from tests.helpers import store_sim_grid
+from tests.helpers.builders import store_sim_grid
 
 WARNING = "warning: γ barely identified"
 

@@ -25,7 +25,7 @@ from core.regimes import ForeignPool, parse_regime
 from core.runner import CellSpec, run_questions
 from core.store.frames import Selection, episodes_frame, steps_frame
 from core.store.judgment_counts import COUNTS, counts_sql, judgment_counts
-from tests.helpers import store_sim_grid
+from tests.helpers.builders import store_sim_grid
 
 GRID = (("sim-own5", "none"), ("sim-stated-own3", "stated_judgment_rule:k=3"),
         ("sim-own3", "none"))

@@ -18,7 +18,7 @@ from core.store import judgment_counts as J
 from core.store.decisions import rederive
 from core.store.frames import Selection, _where
 from test_judgment_counts import GRID, REGIMES, _edit
-from tests.helpers import store_sim_grid, undo_migration
+from tests.helpers.builders import store_sim_grid, undo_migration
 
 
 @pytest.fixture(scope="module")

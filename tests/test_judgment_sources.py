@@ -21,7 +21,7 @@ from analysis.rows import Row
 from core import store
 from core.store.decisions import rederive
 from core.store.frames import Selection, episodes_frame, steps_frame
-from tests.helpers import store_sim_grid
+from tests.helpers.builders import store_sim_grid
 
 GRID = (("sim-own5", "none"), ("sim-own3", "none"))
 REGIMES = ("persistent", "late_onset_from_3", "clean")

@@ -23,7 +23,7 @@ from core.models.scripted import ScriptedClient
 from core.react import EpisodeSetup, run_episode
 from core.regimes import ForeignPool, parse_regime
 from core.runner import CellSpec, run_questions
-from tests.helpers import make_pool
+from tests.helpers.builders import make_pool
 
 SEARCH = "Thought: look it up\nAction: search\nAction Input: Vellmore Quartet"
 BACKUP = "Thought: try the other copy\nAction: backup_search\nAction Input: Vellmore Quartet"

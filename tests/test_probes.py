@@ -16,7 +16,7 @@ from core.probes import (At, decision_points, messages_for, parse_at, parse_beli
 from core.regimes import ForeignPool, parse_regime
 from core.runner import CellSpec, run_questions
 from core.store import probes as probe_rows
-from tests.helpers import make_pool
+from tests.helpers.builders import make_pool
 
 SEARCH = "Thought: I need the band.\nAction: search\nAction Input: Vellmore Quartet"
 LOOKUP = "Thought: look it up.\nAction: lookup\nAction Input: founded"

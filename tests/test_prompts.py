@@ -19,7 +19,7 @@ from core.models.scripted import ScriptedClient
 from core.regimes import ForeignPool, parse_regime
 from core.runner import CellSpec, run_questions
 from core.store.episodes import prompt_set
-from tests.helpers import make_pool
+from tests.helpers.builders import make_pool
 
 FINISH = "Thought: I know it\nAction: finish\nAction Input: Lake 1"
 

@@ -18,7 +18,7 @@ from core.models.registry import builtin_models, make_client
 from core.regimes import ForeignPool, parse_regime
 from core.runner import CellSpec, run_one, run_questions, setup_for
 from core.schema import SCHEMA_VERSION
-from tests.helpers import make_pool
+from tests.helpers.builders import make_pool
 
 FIXED_TABLES = {"questions", "question_sets", "amendments", "deviations", "runs", "cells", "jobs",
                 "episodes", "steps"}
