@@ -20,7 +20,12 @@ from core.models.registry import ModelSpec, make_client
 from tests.servers import Fault, LoopbackServer, OpenAIApp
 from tests.servers.drive import drive
 
-FAST = {"timeout_s": 0.5, "max_retries": 2, "backoff_s": 0.01, "backoff_max_s": 0.05}
+# No call may time out on a loaded machine (retries come only from injected faults), so
+# the server's call counts are exact. Only the hang faults need a timeout to fire: the
+# server then holds the call until the test ends. With every call hanging, a short
+# timeout races nothing; with one hanging call, the others get 3 s each.
+FAST = {"timeout_s": 30.0, "max_retries": 2, "backoff_s": 0.01, "backoff_max_s": 0.05}
+HANG_TIMEOUT_S = {"always": 1.0, "once": 3.0}
 
 
 def spec_for(*urls: str, **extra: Any) -> ModelSpec:
@@ -37,7 +42,7 @@ def app() -> OpenAIApp:
 
 @pytest.fixture
 def server(app: OpenAIApp) -> Iterator[LoopbackServer]:
-    with LoopbackServer(app, hang_s=5) as srv:
+    with LoopbackServer(app, hang_s=120) as srv:  # a hang lasts until the test ends
         yield srv
 
 
@@ -108,7 +113,7 @@ FAULTS = [
 ]
 
 
-@pytest.mark.timeout(10)
+@pytest.mark.timeout(60)
 @pytest.mark.parametrize("fault, times, reason", FAULTS,
                          ids=[f"{f.kind}{f.status if f.kind == 'status' else ''}-"
                               f"{'always' if t is None else t}" for f, t, _ in FAULTS])
@@ -119,7 +124,9 @@ def test_episodes_through_fault(app, server, fault, times, reason, db_path):
         app.script.push(fault, times)
     n = 6
     start = time.perf_counter()
-    stored, rows = drive(spec_for(server.url), db_path, n=n)
+    hang = ({"timeout_s": HANG_TIMEOUT_S["always" if times is None else "once"],
+             "concurrency": n} if fault.kind == "hang" else {})
+    stored, rows = drive(spec_for(server.url, **hang), db_path, n=n)
     assert stored == n and len(rows) == n  # nothing dropped, nothing crashed
     if reason is None:
         assert all(r["end_reason"] == "finish" and r["error"] is None for r in rows)
@@ -128,13 +135,17 @@ def test_episodes_through_fault(app, server, fault, times, reason, db_path):
         assert all(r["error"].startswith(f"{reason}: ") for r in rows), rows[0]["error"]
     if reason == "context_overflow":
         assert app.calls == n  # never retried
+    elif reason == "timeout":
+        # every attempt timed out; one may do so before its request reached the server
+        assert all("gave up after 3 attempts" in r["error"] for r in rows)
+        assert n <= app.calls <= n * 3
     elif reason is not None:
         assert app.calls == n * 3 and "gave up after 3 attempts" in rows[0]["error"]
     if fault.retry_after == 0.2:
         assert time.perf_counter() - start >= 0.2  # the retry waited as asked
 
 
-@pytest.mark.timeout(10)
+@pytest.mark.timeout(60)
 def test_connection_refused_is_retried_then_recorded(db_path):
     with LoopbackServer(OpenAIApp()) as srv:
         url = srv.url
@@ -143,7 +154,7 @@ def test_connection_refused_is_retried_then_recorded(db_path):
     assert all(r["error"].startswith("connection: ") for r in rows)
 
 
-@pytest.mark.timeout(10)
+@pytest.mark.timeout(60)
 def test_retries_are_logged(app, server, caplog, db_path):
     app.script.push(Fault("status", status=503), 1)
     with caplog.at_level(logging.WARNING, logger="lab.models"):
@@ -152,7 +163,7 @@ def test_retries_are_logged(app, server, caplog, db_path):
                for r in caplog.records)
 
 
-@pytest.mark.timeout(10)
+@pytest.mark.timeout(60)
 def test_api_key_never_in_errors(app, server, monkeypatch, db_path):
     secret = "vllm-secret-key-123456"
     monkeypatch.setenv("VLLM_API_KEY", secret)
@@ -161,7 +172,7 @@ def test_api_key_never_in_errors(app, server, monkeypatch, db_path):
     assert secret not in rows[0]["error"] and "***" in rows[0]["error"]
 
 
-@pytest.mark.timeout(10)
+@pytest.mark.timeout(60)
 def test_episode_and_its_forks_stay_on_one_endpoint_and_load_spreads(db_path):
     apps = [OpenAIApp(delay_s=0.02), OpenAIApp(delay_s=0.02)]
     with LoopbackServer(apps[0]) as a, LoopbackServer(apps[1]) as b:
@@ -190,7 +201,7 @@ def test_pick_prefers_fewest_outstanding_then_fewest_episodes():
     assert client.pick() is b
 
 
-@pytest.mark.timeout(10)
+@pytest.mark.timeout(60)
 def test_context_overflow_raises_without_retry(app, server):
     app.script.always = Fault("context")
     session = make_client(spec_for(server.url)).start(EpisodeView(demo_questions()[0], 0, 4))
@@ -201,7 +212,7 @@ def test_context_overflow_raises_without_retry(app, server):
     assert "maximum context length" in str(info.value) and app.calls == 1
 
 
-@pytest.mark.timeout(10)
+@pytest.mark.timeout(60)
 @pytest.mark.parametrize("fault, reason", [
     (None, None), (Fault("status", status=503), "server_error"), (Fault("hang"), "timeout"),
     (Fault("reset"), "connection"), (Fault("malformed"), "bad_response"),
@@ -209,7 +220,8 @@ def test_context_overflow_raises_without_retry(app, server):
 def test_https_path_through_httpx_behaves_the_same(app, server, fault, reason):
     """https endpoints go through httpx instead of the stream pool: same results."""
     app.script.always = fault
-    client = make_client(spec_for(server.url))
+    hang = {"timeout_s": HANG_TIMEOUT_S["always"]} if reason == "timeout" else {}
+    client = make_client(spec_for(server.url, **hang))
     client.endpoints[0].plain = False  # take the httpx branch against the loopback server
     session = client.start(EpisodeView(demo_questions()[0], 0, 4))
     call = session.generate([{"role": "user", "content": "Question: x"}], kind="act",
@@ -227,9 +239,11 @@ async def _raw_server(handler) -> tuple[asyncio.AbstractServer, int]:
     return srv, srv.sockets[0].getsockname()[1]
 
 
-@pytest.mark.timeout(10)
+@pytest.mark.timeout(60)
 def test_stream_pool_reads_chunked_bodies_and_replaces_stale_connections():
     from core.models.transport import StreamPool
+
+    closed = asyncio.Event()
 
     async def handler(reader, writer):  # answers once per connection, chunked, then closes
         while (await reader.readline()) not in (b"\r\n", b""):
@@ -239,13 +253,15 @@ def test_stream_pool_reads_chunked_bodies_and_replaces_stale_connections():
         await writer.drain()
         await asyncio.sleep(0.05)
         writer.close()
+        await writer.wait_closed()
+        closed.set()
 
     async def main():
         srv, port = await _raw_server(handler)
         pool = StreamPool("127.0.0.1", port)
-        first = await pool.post("/x", b"", b"", 1.0, 1.0)
-        await asyncio.sleep(0.2)  # the server has closed the kept-alive connection
-        second = await pool.post("/x", b"", b"", 1.0, 1.0)
+        first = await pool.post("/x", b"", b"", 30.0, 30.0)
+        await closed.wait()  # the server has closed the kept-alive connection
+        second = await pool.post("/x", b"", b"", 30.0, 30.0)
         srv.close()
         return first, second
 
@@ -273,7 +289,7 @@ def test_registry_validates_backend_fields(tmp_path, table, message):
         load_registry(path)
 
 
-@pytest.mark.timeout(10)
+@pytest.mark.timeout(60)
 def test_dead_endpoint_is_avoided_and_its_episodes_move(db_path, caplog):
     with LoopbackServer(OpenAIApp()) as srv:
         dead = srv.url

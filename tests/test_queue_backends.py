@@ -17,7 +17,7 @@ model = "loopback-model"
 endpoints = ["{openai}/v1"]
 sampling = {{ temperature = 0.7, top_p = 0.8, top_k = 20, min_p = 0.0 }}
 concurrency = 8
-timeout_s = 5
+timeout_s = 30
 backoff_s = 0.01
 
 [models.claude-loop]
@@ -27,7 +27,7 @@ base_url = "{anthropic}"
 sampling = "default"
 price_per_mtok = {{ input = 1.0, output = 5.0, cache_write = 1.25, cache_read = 0.10 }}
 concurrency = 4
-timeout_s = 5
+timeout_s = 30
 backoff_s = 0.01
 """
 

@@ -25,7 +25,8 @@ from tests.servers import AnthropicApp, LoopbackServer, OpenAIApp, tool_responde
 from tests.servers.drive import drive
 
 THOUGHTS = "Secret plan: Vellmore is probably a decoy, search twice then answer."
-FAST = {"timeout_s": 2.0, "max_retries": 1, "backoff_s": 0.01, "backoff_max_s": 0.05}
+# no call may time out on a loaded machine: retries come only from injected faults
+FAST = {"timeout_s": 30.0, "max_retries": 1, "backoff_s": 0.01, "backoff_max_s": 0.05}
 KEY = "sk-ant-loopback-thinking"
 
 
@@ -180,7 +181,7 @@ def test_lab_try_shows_a_truncated_reasoning_line(openai_app, openai_server, db_
     config = tmp_path / "lab.toml"
     config.write_text(f'[models.qwen-think]\nbackend = "openai"\nmodel = "m"\n'
                       f'endpoints = ["{openai_server.url}/v1"]\nthinking = true\n'
-                      f'thinking_budget = 256\ntimeout_s = 2\n', encoding="utf-8")
+                      f'thinking_budget = 256\ntimeout_s = 30\n', encoding="utf-8")
     code = main(["--db", str(db_path), "--config", str(config), "try", "--model", "qwen-think",
                  "--condition", "none", "--regime", "clean", "--question", "demo-001",
                  "--budget", "3"])
