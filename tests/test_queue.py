@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -13,11 +12,13 @@ from core import store
 from core.errors import ConfigError, LabError
 from core.models.registry import load_registry
 from core.store import jobs as ledger
+from core.store import monitor
 from jobs.control import control, enqueue_grid, status
 from jobs.grid import GridRequest, plan
 from jobs.settings import WorkerSettings, queue_path
 from jobs.tasks import execute_job
 from jobs.worker import run_worker
+from tests.helpers.waiting import wait_until
 from tests.queue_helpers import write_registry
 
 
@@ -102,8 +103,11 @@ def test_expired_lease_while_first_worker_runs_duplicates_nothing(lab, tmp_path)
     results = {}
     ta = threading.Thread(target=lambda: results.__setitem__("A", execute_job(a, job_id)))
     ta.start()
-    time.sleep(0.6)
-    assert ledger.expired(db) == [job_id]  # what any worker's reconcile does
+    held = wait_until(lambda: (j := ledger.job(db, job_id))["worker"] == "A" and j,
+                      "worker A to take the lease")
+    # what any worker's reconcile does once A's lease has run out (the clock injected:
+    # A's 50 slow episodes are still running, however loaded the machine)
+    assert ledger.expired(db, now=held["lease_until"] + 1) == [job_id]
     results["B"] = execute_job(b, job_id)
     ta.join()
     assert results["B"] == "done" and results["A"] == "lost"
@@ -140,9 +144,9 @@ def test_cancel_stops_a_running_job_and_retry_finishes_it(lab, tmp_path):
     out = {}
     t = threading.Thread(target=lambda: out.__setitem__("r", execute_job(s, job_id)))
     t.start()
-    time.sleep(0.5)
+    wait_until(lambda: store.count(db, "episodes"), "the job's first stored episode")
     control(db, s, "cancel", "job", job_id)
-    t.join(timeout=20)
+    t.join(timeout=60)
     assert out["r"] == "cancelled"
     stored = store.count(db, "episodes")
     assert 0 < stored < 50
@@ -195,8 +199,8 @@ latency_ms = 60
     t = threading.Thread(target=lambda: asyncio.run(run_questions(
         worker_db, cell_id, cell, questions, pool, make_client(cell.model), live=True)))
     t.start()
-    time.sleep(0.3)
-    code = main(["--db", str(settings.db_path), "tail", "--timeout", "20"])
+    wait_until(lambda: monitor.newest_running(db), "the live episode")
+    code = main(["--db", str(settings.db_path), "tail", "--timeout", "60"])
     t.join()
     out = capsys.readouterr().out
     assert code == 0
