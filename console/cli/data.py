@@ -9,14 +9,11 @@ import click
 from console.cli.options import bounded, open_db
 from console.render import plural
 from core import store
-from core.data import CLAIM_TYPE, TASK_FEVER, ids_hash, load_hotpotqa, sample_ids
+from core.data_import import read_data_file, store_data_file
 from core.demo_fever import DEMO_FEVER_DATASET
 from core.demo_set import ensure_demo_set, load_demo_questions
-from core.errors import ConfigError
-from core.fever import balanced_sample, load_fever
 from core.limits import DEFAULT_WARN_KB, oversized
-
-HELD_OUT_PREFIXES = ("test", "fresh")
+from core.question_sets import check_set_name, draw_set, save_set
 
 
 @click.command()
@@ -75,51 +72,22 @@ def data_import(ctx: click.Context, kind: str, file: Path, dataset: str | None,
       lab data import hotpotqa hotpot_dev_distractor_v1.json
       lab data import fever fever_dev/
     """
-    dataset = dataset or kind
-    if not file.exists():
-        raise ConfigError(f"{file}: no such file or directory")
-    noun, skipped = "question", ""
-    if kind == "fever":
-        read = load_fever(file, dataset=dataset, include_nei=include_nei)
-        questions, noun = list(read.questions), "claim"
-        skipped = f"; skipped {plural(read.skipped_nei, 'NOT ENOUGH INFO claim')}" + (
-            "" if include_nei else " (--include-nei keeps them)") + (
-            f" and {plural(read.skipped_no_text, 'claim')} without any evidence text"
-            if read.skipped_no_text else "")
-    elif include_nei:
-        raise ConfigError("--include-nei applies to `lab data import fever` only")
-    elif file.is_dir():
-        raise ConfigError(f"{file}: is a directory; hotpotqa imports one JSON or JSONL file")
-    else:
-        questions = load_hotpotqa(file, dataset=dataset)
-    db = open_db(ctx)
-    _check_task(db, dataset, questions)
-    new, same = store.insert_questions(db, questions)
-    click.echo(f"imported {plural(new, noun)} from {file} into dataset '{dataset}'"
+    read = read_data_file(kind, file, dataset, include_nei)
+    skipped = "" if kind != "fever" else (
+        f"; skipped {plural(read.skipped_nei, 'NOT ENOUGH INFO claim')}"
+        + ("" if include_nei else " (--include-nei keeps them)")
+        + (f" and {plural(read.skipped_no_text, 'claim')} without any evidence text"
+           if read.skipped_no_text else ""))
+    new, same = store_data_file(open_db(ctx), read)
+    click.echo(f"imported {plural(new, read.noun)} from {file} into dataset '{read.dataset}'"
                + (f" ({same} already present)" if same else "") + skipped)
-    big = oversized(questions, warn_kb)
+    big = oversized(read.questions, warn_kb)
     if big:
         shown = ", ".join(f"{qid} ({n / 1024:,.0f} KB)" for qid, n in big[:3])
         click.echo(f"warning: {plural(len(big), 'question')} above {warn_kb:g} KB of context "
                    f"text: {shown}{' …' if len(big) > 3 else ''}; each call sends ≈ chars/4 "
                    f"tokens of it (lab enqueue refuses models whose max_context it exceeds)",
                    err=True)
-
-
-def _check_task(db, dataset: str, questions: list) -> None:
-    """Refuse to mix FEVER claims and HotpotQA questions in one dataset."""
-    stored = {kind == CLAIM_TYPE for kind, _ in store.dataset_labels(db, dataset).values()}
-    new = {q.task == TASK_FEVER for q in questions}
-    if len(stored | new) > 1:
-        raise ConfigError(f"dataset '{dataset}' would mix FEVER claims and HotpotQA questions; "
-                          f"import into another dataset with --dataset NAME")
-
-
-def _set_name(name: str) -> str:
-    if not name.strip() or any(c.isspace() or c in "/\\," for c in name):
-        raise ConfigError(f"set name {name!r}: use a non-empty name without spaces, '/', '\\' "
-                          f"or ',', e.g. dev100")
-    return name
 
 
 @click.group()
@@ -157,33 +125,14 @@ def sets_create(ctx: click.Context, name: str, dataset: str, n: int, seed: int,
       lab sets create test300 --dataset hotpotqa --n 300 --seed 2 --exclude dev100,pilot
       lab sets create fever292 --dataset fever --n 292 --seed 3
     """
-    _set_name(name)
-    exclude = tuple(dict.fromkeys(p.strip() for e in exclude for p in e.split(",") if p.strip()))
+    check_set_name(name)
     db = open_db(ctx)
     if dataset in ("demo", DEMO_FEVER_DATASET):
         load_demo_questions(db)
-    rows = store.dataset_labels(db, dataset)
-    if not rows:
-        raise ConfigError(f"dataset '{dataset}' has no questions in lab.db; known: "
-                          + (", ".join(store.datasets(db)) or "none"))
-    excluded: set[str] = set()
-    for other in exclude:
-        excluded.update(store.question_set(db, other)["ids"])
-    claims = {qid: label for qid, (kind, label) in rows.items() if kind == CLAIM_TYPE}
-    if claims:  # FEVER: the same number of claims per label
-        ids = balanced_sample(claims, n, seed, excluded)
-    else:
-        ids = sample_ids(list(rows), n, seed, excluded)
-    if held_out is None:
-        held_out = name.startswith(HELD_OUT_PREFIXES)
-    digest = ids_hash(ids)
-    store.save_question_set(db, name, dataset, ids, seed, exclude, held_out, digest)
-    kind = "held-out" if held_out else "dev"
-    balance = ("" if not claims else " (" + ", ".join(
-        f"{sum(claims[i] == label for i in ids)} {label}" for label in sorted(set(claims.values())))
-        + ")")
-    click.echo(f"created {kind} set '{name}': {len(ids)} questions from {dataset}{balance}, "
-               f"sha256 {digest[:12]}")
+    draft = draw_set(db, name, dataset, n, seed, exclude, held_out)
+    save_set(db, draft)
+    click.echo(f"created {draft.kind} set '{name}': {len(draft.ids)} questions from "
+               f"{dataset}{draft.balance()}, sha256 {draft.sha256[:12]}")
 
 
 @sets.command("list")
