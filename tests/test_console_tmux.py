@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.waiting import PATIENCE_S
 from tests.queue_helpers import ROOT
 
 # One slow sim whose name sorts after every built-in sim, so `End` reaches it in the list.
@@ -41,7 +42,7 @@ class Tmux:
 
     def run(self, *args: str) -> str:
         out = subprocess.run(["tmux", "-S", self.socket, *args], capture_output=True,
-                             text=True, env=self.env, timeout=10)
+                             text=True, env=self.env, timeout=60)
         return out.stdout
 
     def start(self, window: str, command: str, cwd: Path) -> None:
@@ -57,7 +58,7 @@ class Tmux:
     def screen(self, window: str = "console") -> str:
         return self.run("capture-pane", "-p", "-t", f"e2e:{window}")
 
-    def wait(self, text: str, window: str = "console", timeout: float = 20.0) -> str:
+    def wait(self, text: str, window: str = "console", timeout: float = PATIENCE_S) -> str:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             screen = self.screen(window)
@@ -99,7 +100,7 @@ def test_console_end_to_end_in_tmux(tmp_path: Path) -> None:
             time.sleep(0.3)
             tmux.keys("console", "-l", "e2e")
             try:
-                screen = tmux.wait("run       e2e\n", timeout=5)
+                screen = tmux.wait("run       e2e\n", timeout=20)
                 break
             except AssertionError:
                 continue
@@ -120,15 +121,15 @@ def test_console_end_to_end_in_tmux(tmp_path: Path) -> None:
         assert "FAILED" in later and "useless streak" in later
         tmux.keys("console", "4")
         tmux.wait("run e2e")
-        tmux.wait("2/2", timeout=30)  # the worker stored both episodes
+        tmux.wait("2/2")  # the worker stored both episodes
         # the Dashboard read lab.db before anything was queued; shown again, it re-reads
         tmux.keys("console", "1")
-        dash = tmux.wait("2 stored", timeout=10)
+        dash = tmux.wait("2 stored")
         assert "no worker has run yet" not in dash
         tmux.keys("console", "7")
-        tmux.wait("zz-slow  none", timeout=30)  # the Success table (1 lists zz-slow too)
+        tmux.wait("zz-slow  none")  # the Success table (1 lists zz-slow too)
         tmux.keys("console", "e")
-        tmux.wait("wrote", timeout=30)
+        tmux.wait("wrote")
         assert list((tmp_path / "lab-exports").glob("*.csv"))
         tmux.keys("console", "q")
         tmux.wait("LAB-EXIT=0")

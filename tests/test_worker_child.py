@@ -64,8 +64,10 @@ def busy_worker(tmp_path: Path):
     out = run_lab(db, config, "enqueue", "--models", "sim-slow", "--conditions", "none",
                   "--regimes", "clean,persistent", "--set", "demo", "--seeds", "0,1,2")
     assert out.returncode == 0, out.stderr
+    # an hour's lease: a later worker that waited for it instead of seeing the holder dead
+    # would time out, so no test needs to time how fast the jobs are retaken
     proc = start_lab(db, config, "worker", "--type", "process", "--workers", "2",
-                     "--lease", "60", log=tmp_path / "worker.log")
+                     "--lease", "3600", log=tmp_path / "worker.log")
     try:
         assert _wait(lambda: episode_census(db)["episodes"] > 0, 60), "the worker stored nothing"
         kids = _children(proc.pid)
@@ -82,22 +84,20 @@ def test_kill_9_of_the_consumer_ends_its_children(busy_worker):
     db, config, proc, kids = busy_worker
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(10)
-    assert _wait(lambda: not any(_alive(k) for k in kids), 6), \
+    assert _wait(lambda: not any(_alive(k) for k in kids), 60), \
         [k for k in kids if _alive(k)]
     assert not any(_holds(k, db) for k in kids)
-    # the jobs of the dead worker are retaken at once, not after the 60 s lease
-    started = time.monotonic()
-    out = run_lab(db, config, "worker", "--until-idle", "--workers", "2", timeout=120)
+    # the jobs of the dead worker are retaken at once, not after the hour's lease
+    out = run_lab(db, config, "worker", "--until-idle", "--workers", "2", timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     census = episode_census(db)
     assert census["episodes"] == census["distinct"] == 2 * 3 * 60 and census["broken"] == 0
-    assert time.monotonic() - started < 50
 
 
 def test_sigterm_to_a_child_ends_it(busy_worker):
     _, _, proc, kids = busy_worker
     for kid in kids:
         os.kill(kid, signal.SIGTERM)
-    assert _wait(lambda: not any(_alive(k) for k in kids), 10), \
+    assert _wait(lambda: not any(_alive(k) for k in kids), 60), \
         [k for k in kids if _alive(k)]
     assert proc.poll() is None  # the consumer lives on (and replaces its workers)

@@ -18,6 +18,7 @@ import pytest
 
 from core.demo_data import demo_questions
 from jobs.slots import CallSlots
+from tests.helpers.waiting import async_until
 from tests.queue_helpers import ROOT, run_lab, start_lab
 from tests.servers import LoopbackServer, OpenAIApp, react_responder
 
@@ -46,8 +47,31 @@ def _enqueue(db: Path, config: Path, *extra: str) -> None:
     assert out.returncode == 0, out.stderr
 
 
+class FillGate(OpenAIApp):
+    """Holds the first calls until `cap` wait at once (or 60 s pass), then lets them all
+    in together: the cap is reached however slowly a loaded machine sends the calls;
+    later calls pass at once."""
+
+    def __init__(self, cap: int, **kw) -> None:
+        super().__init__(**kw)
+        self.cap, self.waiting = cap, 0
+        self.full: asyncio.Event | None = None  # made on the server's loop
+
+    async def _answer(self, body, fault):
+        if self.full is None:
+            self.full = asyncio.Event()
+        self.waiting += 1
+        if self.waiting >= self.cap:
+            self.full.set()
+        try:
+            await asyncio.wait_for(self.full.wait(), 60)
+        except TimeoutError:
+            pass  # the cap was never reached: `peak` says so below
+        return await super()._answer(body, fault)
+
+
 def test_two_worker_processes_never_exceed_the_models_concurrency(tmp_path):
-    app = OpenAIApp(delay_s=0.05, responder=react_responder(2), record=False)
+    app = FillGate(6, delay_s=0.05, responder=react_responder(2), record=False)
     with LoopbackServer(app) as server:
         db, config = _lab(tmp_path, server.url, concurrency=6)
         _enqueue(db, config, "--seeds", "0,1")  # 120 episodes, 4 jobs, ~360 calls
@@ -55,7 +79,7 @@ def test_two_worker_processes_never_exceed_the_models_concurrency(tmp_path):
         workers = [start_lab(db, config, "worker", "--until-idle", "--workers", "2",
                              "--type", kind, log=log) for kind in ("thread", "process")]
         for w in workers:
-            assert w.wait(timeout=90) == 0, log.read_text()[-2000:]
+            assert w.wait(timeout=240) == 0, log.read_text()[-2000:]
     conn = sqlite3.connect(db)
     n, distinct, errors = conn.execute("SELECT count(*), count(DISTINCT cell_id || question_id), "
                                        "sum(error IS NOT NULL) FROM episodes").fetchone()
@@ -68,22 +92,38 @@ def test_a_jobs_straggler_does_not_hold_back_the_next_job(tmp_path):
     slow_question = "demo-007"  # in the first job (questions 1–50); the second has 51–60
     (text,) = [q.question for q in demo_questions() if q.id == slow_question]
 
+    second_job = [f"demo-{i:03d}" for i in range(51, 61)]
+
+    def second_job_stored() -> bool:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
+        try:
+            return conn.execute("SELECT count(*) FROM episodes WHERE question_id IN "
+                                f"({','.join('?' * 10)})", second_job).fetchone()[0] == 10
+        finally:
+            conn.close()
+
     class Straggler(OpenAIApp):
+        """The straggler's calls answer once the next job is stored; a worker that held
+        that job back would leave them waiting 60 s, and the order below would fail."""
+
         async def _answer(self, body, fault):
             if any(text in str(m.get("content")) for m in body["messages"][:2]):
-                await asyncio.sleep(1.5)
+                try:
+                    await async_until(second_job_stored, "the second job", timeout=60,
+                                      poll_s=0.05)
+                except AssertionError:
+                    pass
             return await super()._answer(body, fault)
 
     app = Straggler(delay_s=0.01, responder=react_responder(1), record=False)
     with LoopbackServer(app) as server:
         db, config = _lab(tmp_path, server.url, concurrency=16)
         _enqueue(db, config)  # 60 questions: jobs of 50 and 10
-        out = run_lab(db, config, "worker", "--until-idle", "--workers", "1", timeout=90)
+        out = run_lab(db, config, "worker", "--until-idle", "--workers", "1", timeout=240)
         assert out.returncode == 0, out.stderr[-2000:]
     conn = sqlite3.connect(db)
     rows = dict(conn.execute("SELECT question_id, finished_at FROM episodes"))
     assert len(rows) == 60
-    second_job = [f"demo-{i:03d}" for i in range(51, 61)]
     assert app.calls >= 60 * 2
     # every question of the second job ended while the first job's straggler still ran
     assert max(rows[q] for q in second_job) < rows[slow_question]
@@ -119,7 +159,7 @@ def test_call_slots_are_shared_by_processes_and_freed_when_one_dies(tmp_path):
                 async with asyncio.timeout(0.3):
                     await slots.acquire()
             holder.kill()  # kill -9: the kernel drops its locks
-            async with asyncio.timeout(5):
+            async with asyncio.timeout(60):
                 got = [await slots.acquire() for _ in range(3)]
             slots.close()
             return len(set(got))
