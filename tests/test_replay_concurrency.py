@@ -11,8 +11,9 @@ import json
 import sqlite3
 from pathlib import Path
 
+from tests.helpers.gates import FillGate
 from tests.queue_helpers import run_lab, start_lab
-from tests.servers import LoopbackServer, OpenAIApp, react_responder
+from tests.servers import LoopbackServer, react_responder
 
 REGISTRY = """
 [models.loop]
@@ -27,7 +28,7 @@ sampling = {{ temperature = 0.0 }}
 
 
 def test_replay_jobs_of_two_workers_never_exceed_the_models_concurrency(tmp_path: Path):
-    app = OpenAIApp(delay_s=0.05, responder=react_responder(1), record=False)
+    app = FillGate(6, delay_s=0.05, responder=react_responder(1), record=False)
     with LoopbackServer(app) as server:
         db, config = tmp_path / "lab.db", tmp_path / "lab.toml"
         config.write_text(REGISTRY.format(url=server.url, concurrency=6))
@@ -41,12 +42,13 @@ def test_replay_jobs_of_two_workers_never_exceed_the_models_concurrency(tmp_path
         assert plan.returncode == 0, plan.stderr
         planned = json.loads(plan.stdout)["calls"]
         assert planned >= 120 and json.loads(plan.stdout)["jobs"] >= 4  # jobs of ≤ 50 questions
-        app.calls = app.peak = 0
+        app.calls = app.peak = app.waiting = 0
+        app.full = None  # the replay's calls fill the cap anew
         log = tmp_path / "worker.log"
         workers = [start_lab(db, config, "worker", "--until-idle", "--workers", "2",
                              "--type", kind, log=log) for kind in ("thread", "process")]
         for w in workers:
-            assert w.wait(timeout=90) == 0, log.read_text()[-2000:]
+            assert w.wait(timeout=240) == 0, log.read_text()[-2000:]
     conn = sqlite3.connect(db)
     n, distinct, errors = conn.execute(
         "SELECT count(*), count(DISTINCT episode_id || '|' || t), sum(error IS NOT NULL) "

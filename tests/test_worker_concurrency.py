@@ -18,6 +18,7 @@ import pytest
 
 from core.demo_data import demo_questions
 from jobs.slots import CallSlots
+from tests.helpers.gates import FillGate
 from tests.helpers.waiting import async_until
 from tests.queue_helpers import ROOT, run_lab, start_lab
 from tests.servers import LoopbackServer, OpenAIApp, react_responder
@@ -45,29 +46,6 @@ def _enqueue(db: Path, config: Path, *extra: str) -> None:
     out = run_lab(db, config, "enqueue", "--models", "loop", "--conditions", "none",
                   "--regimes", "clean", "--set", "demo", "--budget", "4", *extra)
     assert out.returncode == 0, out.stderr
-
-
-class FillGate(OpenAIApp):
-    """Holds the first calls until `cap` wait at once (or 60 s pass), then lets them all
-    in together: the cap is reached however slowly a loaded machine sends the calls;
-    later calls pass at once."""
-
-    def __init__(self, cap: int, **kw) -> None:
-        super().__init__(**kw)
-        self.cap, self.waiting = cap, 0
-        self.full: asyncio.Event | None = None  # made on the server's loop
-
-    async def _answer(self, body, fault):
-        if self.full is None:
-            self.full = asyncio.Event()
-        self.waiting += 1
-        if self.waiting >= self.cap:
-            self.full.set()
-        try:
-            await asyncio.wait_for(self.full.wait(), 60)
-        except TimeoutError:
-            pass  # the cap was never reached: `peak` says so below
-        return await super()._answer(body, fault)
 
 
 def test_two_worker_processes_never_exceed_the_models_concurrency(tmp_path):
