@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
+import threading
 
-from tests.servers.http import LoopbackServer
+from tests.servers.http import LoopbackServer, Reply, Request
 from tests.servers.openai_server import OpenAIApp, react_responder
 
 
@@ -23,18 +23,25 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--max-concurrent", type=int, default=None)
     parser.add_argument("--searches", type=int, default=1,
                         help="search turns before the finish turn")
-    parser.add_argument("--exit-after", type=float, default=None,
-                        help="stop serving after this many seconds (tests of `lab serve`)")
+    parser.add_argument("--exit-after-version", action="store_true",
+                        help="stop serving once GET /version was asked: the last request "
+                             "`lab serve` makes before it records the server (its tests)")
     args, _ = parser.parse_known_args(argv)
     app = OpenAIApp(model=args.model, delay_s=args.delay, max_concurrent=args.max_concurrent,
                     responder=react_responder(args.searches), record=False)
-    server = LoopbackServer(app, port=args.port)
-    if args.exit_after is None:
-        server.run_forever()
-    else:
-        server.start()
-        time.sleep(args.exit_after)
-        server.stop()
+    if not args.exit_after_version:
+        LoopbackServer(app, port=args.port).run_forever()
+        return
+    asked = threading.Event()
+
+    async def watch(req: Request) -> Reply:
+        if req.path == "/version":
+            asked.set()
+        return await app(req)
+
+    server = LoopbackServer(watch, port=args.port).start()
+    asked.wait(600)
+    server.stop()
 
 
 if __name__ == "__main__":
