@@ -25,7 +25,7 @@ two hazard policies' slopes are not given in the paper (ours: 0.06 per action, 0
 per useless judgment), so their rows test those choices as much as the measures.
 
 The two-source sims run under "two_source" instead and are checked on leaving Δ
-(`analysis.leaving`): the sim that switches to backup_search after its own k useless
+(`analysis.measures.leaving`): the sim that switches to backup_search after its own k useless
 judgments must come out > 0, the one that switches at a fixed action ≈ 0.
 """
 
@@ -38,12 +38,12 @@ from dataclasses import dataclass, replace
 import pandas as pd
 from sqlite_utils import Database
 
-from analysis.decisions import clean_episodes, decision_table
-from analysis.delta import Contrast, design_contrast, time_matched_contrast
-from analysis.hazard import IntegrationIndex, integration_index
-from analysis.leaving import leave_delta
-from analysis.rows import Row, Table, interval_row, make_row
-from analysis.stats import N_BOOT, Interval
+from analysis.measures.decisions import clean_episodes, decision_table
+from analysis.measures.delta import Contrast, design_contrast, time_matched_contrast
+from analysis.measures.hazard import IntegrationIndex, integration_index
+from analysis.measures.leaving import leave_delta
+from analysis.tables.rows import Row, Table, interval_row, make_row
+from analysis.stats.bootstrap import N_BOOT, Interval
 from core.data import Question
 from core.errors import ConfigError, LabError
 from core.regimes import FAILURE_REGIMES
@@ -241,7 +241,7 @@ class ProbeCheck:
         model: the sim's name.
         built_with: the simple policy it was built with (PROBE_EXPECTED).
         recovered: the simple policy that reproduces its episodes
-            (`analysis.policies.recovered_policy`), with the share it reproduces.
+            (`analysis.replay.policies.recovered_policy`), with the share it reproduces.
         ece_raw: ECE of its verbalized confidence on the evaluation split.
         ece_isotonic: ECE after isotonic calibration fitted on the calibration split.
         n: answer states evaluated.
@@ -453,7 +453,7 @@ def paper_decisions(db: Database, questions: Sequence[Question], seeds: Sequence
         Decision-table rows (error-free episodes, condition CONDITION, budget BUDGET,
         the five failure regimes).
     """
-    from analysis.measures import load_frames
+    from analysis.measures.compute import load_frames
     from core.store.frames import Selection
 
     frames = load_frames(db, Selection(runs=(RUN,), seeds=tuple(seeds), models=tuple(names),
@@ -503,9 +503,9 @@ def _probe_checks(db: Database, eps: pd.DataFrame, steps: pd.DataFrame, names: S
     """Policy recovery and isotonic calibration on the sims' answer-now branches."""
     import numpy as np
 
-    from analysis.branches import build_branches
-    from analysis.calibration import calibration_split, ece, fit_isotonic
-    from analysis.policies import policies, recovered_policy
+    from analysis.replay.branches import build_branches
+    from analysis.replay.calibration import calibration_split, ece, fit_isotonic
+    from analysis.replay.policies import policies, recovered_policy
     from core.store.probes import probes_frame
 
     chosen = eps.loc[eps["model"].isin(list(names))]

@@ -1,10 +1,10 @@
 """The hazard table's LPM fits when no two groups share a sample (issue 14's caveat).
 
-`analysis.hazard.hazard_table` fits each distinct group sample once. In the
+`analysis.measures.hazard.hazard_table` fits each distinct group sample once. In the
 paper-scale study of `bench/scale.py` the simulated agents make many groups'
 decisions identical, so few samples are fitted; with real models every group's sample
 differs. This script reads that study's decision table (cached by `bench/scale.py`)
-and times `analysis.lpm_batch.fit_samples` on the distinct samples (what the table
+and times `analysis.stats.lpm_batch.fit_samples` on the distinct samples (what the table
 does here) and on every group's sample (what it would do with real models), one BLAS
 thread as `lab results` uses, and prints both with the samples' counts.
 
@@ -27,12 +27,12 @@ DEFAULT_DB = Path.home() / ".cache" / "lab-bench" / "scale-0.1.0-198k.db"
 
 def main() -> None:
     """Time the fits of the distinct samples and of all samples."""
-    from analysis.arms import Grouping
-    from analysis.blas import single_thread
-    from analysis.failure_rows import coded_samples, failure_rows
-    from analysis.lpm import HAZARD_BOOT
-    from analysis.lpm_batch import fit_samples
-    from analysis.measures import load_frames
+    from analysis.measures.arms import Grouping
+    from analysis.stats.blas import single_thread
+    from analysis.measures.failure_rows import coded_samples, failure_rows
+    from analysis.stats.lpm import HAZARD_BOOT
+    from analysis.stats.lpm_batch import fit_samples
+    from analysis.measures.compute import load_frames
     from core import store
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

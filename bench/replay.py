@@ -9,7 +9,7 @@
 2. Tables: sim episodes with answer-now branches at t = 1…5 are stored and replayed
    in a temporary lab.db, then tiled (new episode and question ids) to 20,000 episodes
    with 5 branches each; `lab results policies` and `controllers` are timed on them
-   (`analysis.policies.policy_table`, `analysis.controllers.controller_table`, the
+   (`analysis.replay.policies.policy_table`, `analysis.replay.controllers.controller_table`, the
    CLI's 2,000 resamples; target ≤ 10 s each).
 
 Usage: python bench/replay.py [--concurrency 128] [--episodes 1920] [--delay 0.1]
@@ -96,7 +96,7 @@ def throughput(tmp: Path, url: str, concurrency: int, episodes: int, delay: floa
 
 def _sim_frames(tmp: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Episodes, steps and answer-now probes (t = 1…5) of a small sim grid."""
-    from analysis.frames import load_frames
+    from analysis.measures.frames import load_frames
     from core.store.probes import probes_frame
 
     db_path, config = tmp / "sims.db", tmp / "sims.toml"
@@ -124,8 +124,8 @@ def _tile(frame: pd.DataFrame, copy: int, stride: int, questions: bool) -> pd.Da
 
 def tables(tmp: Path, n_episodes: int, n_boot: int) -> dict[str, float]:
     """Seconds each table takes on `n_episodes` tiled episodes with 5 branches each."""
-    from analysis.controllers import controller_table
-    from analysis.policies import policy_table
+    from analysis.replay.controllers import controller_table
+    from analysis.replay.policies import policy_table
 
     eps, steps, probes = _sim_frames(tmp)
     probes = probes.loc[probes["episode_id"].isin(eps["episode_id"])]

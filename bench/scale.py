@@ -180,8 +180,8 @@ def databases(cache: Path, hotpotqa: Path, workers: int, sizes: tuple[int, ...]
 _FIRST_FRAME = """
 import sys, time
 t0 = time.perf_counter()
-from analysis.measures import compute, load_frames
-from analysis.tables import render_table
+from analysis.measures.compute import compute, load_frames
+from analysis.tables.text import render_table
 from console.screens.results import HAZARD_BOOT, N_BOOT, SEED
 from console.widgets.results_view import VIEWS, display_tables, view_tables
 from core import store
@@ -203,7 +203,7 @@ render it. Prints its seconds (and the imports' seconds, paid once per console).
 
 
 _EVERY_SAMPLE = """
-import analysis.hazard as hazard
+import analysis.measures.hazard as hazard
 from console.cli import main
 coded = hazard.coded_samples
 def every(decisions, rows, judgments):  # each group's sample unlike any other
@@ -245,8 +245,8 @@ def _lab(path: Path, *args: str) -> list[str]:
 
 def measure(path: Path) -> list[tuple[str, float, float]]:
     """(what, seconds, peak RSS MB) for one database."""
-    from analysis.cache import SUFFIX
-    from analysis.measures import TABLES
+    from analysis.tables.cache import SUFFIX
+    from analysis.measures.compute import TABLES
 
     cache = Path(f"{path}{SUFFIX}")
 

@@ -222,7 +222,7 @@ def update_stated_run(run: int, judgment: str | None) -> int:
 
     This is the running count a harness can act on (SPEC §8.2). The analysis is
     stricter (paper A18): after a thought with no explicit judgment the run is
-    unknown until the next useful one (``analysis.decisions``).
+    unknown until the next useful one (``analysis.measures.decisions``).
     """
     if judgment is None:
         return run

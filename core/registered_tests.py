@@ -25,11 +25,11 @@ mean6 / mean3: success averaged with equal weight over the six mean6 regimes / t
 three regimes of the paper's 16-action runs (clean, persistent, recover_after_2;
 Table 16). utility = correct − λ·tool calls (Table 6's cost-adjusted success);
 utility_all = correct − λ·(tool calls + the condition's own judgment calls)
-(`analysis.cost.charged_calls`). utility, utility_all and tool_calls average mean6
+(`analysis.measures.cost.charged_calls`). utility, utility_all and tool_calls average mean6
 unless the test names a regime."""
 LEAVING_METRICS = ("switched_by_4", "ever_switched", "median_first_switch", "answered_first",
                    "backup_first_share", "leave_delta")
-"""What a `leaving` test reads (`analysis.leaving`; two-source arms, paper A13–A14)."""
+"""What a `leaving` test reads (`analysis.measures.leaving`; two-source arms, paper A13–A14)."""
 BUDGET_METRICS = ("median_action", "tool_calls", "answered_share")
 """What a `budget_contrast` compares between two budgets."""
 OPS = ("<", "<=", ">", ">=", "==")

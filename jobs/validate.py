@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from sqlite_utils import Database
 
 from analysis import validate as measures
-from analysis.stats import N_BOOT
+from analysis.stats.bootstrap import N_BOOT
 from core import store
 from core.conditions import parse_condition
 from core.data import Question

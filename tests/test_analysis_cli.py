@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from analysis.export import EPISODE_COLUMNS, STEP_COLUMNS, TABLE_COLUMNS
-from analysis.rows import ROW_FIELDS
+from analysis.tables.export import EPISODE_COLUMNS, STEP_COLUMNS, TABLE_COLUMNS
+from analysis.tables.rows import ROW_FIELDS
 from console.cli.results import export_cmd, results, validate_measures_cmd
 from core import store
 from core.conditions import parse_condition
@@ -152,7 +152,7 @@ def test_validate_measures_command_on_a_small_set(tmp_path):
 
 
 def test_cli_table_names_match_analysis():
-    from analysis.measures import TABLES as ANALYSIS_TABLES
+    from analysis.measures.compute import TABLES as ANALYSIS_TABLES
     from console.cli.results import TABLES as CLI_TABLES
 
     assert CLI_TABLES == ANALYSIS_TABLES

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.budgets import budget_pairs, budget_table, weighted_median
+from analysis.measures.budgets import budget_pairs, budget_table, weighted_median
 from console.cli import main
 from core.demo_set import ensure_demo_set
 from core import prereg, store

@@ -12,7 +12,7 @@ import random
 
 import numpy as np
 
-from analysis.calibration import calibration_split
+from analysis.replay.calibration import calibration_split
 from core.canonical import (canonical_hash, canonical_json, keyed_int, keyed_rng,
                             keyed_uniform, sha256_hex)
 from core.conditions import parse_condition

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from analysis.drilldown import cell_decisions, select, source_of
-from analysis.measures import compute, load_frames
+from analysis.measures.drilldown import cell_decisions, select, source_of
+from analysis.measures.compute import compute, load_frames
 from console.app import ConsoleConfig, make_app
 from console.cli import cli
 from console.messages import DbChanged

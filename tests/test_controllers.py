@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.branches import Branches
-from analysis.calibration import calibration_split, ece, fit_isotonic, risk_coverage
-from analysis.controllers import controller_table, run_controller
+from analysis.replay.branches import Branches
+from analysis.replay.calibration import calibration_split, ece, fit_isotonic, risk_coverage
+from analysis.replay.controllers import controller_table, run_controller
 
 # 20 answer states: confidence and correctness (the hand computation is in each test)
 CONF = np.array([0.05, 0.15, 0.15, 0.25, 0.35, 0.45, 0.45, 0.55, 0.55, 0.65,

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from analysis.export import export
+from analysis.tables.export import export
 from console.cli.models import models
 from core import store
 from core.errors import ConfigError

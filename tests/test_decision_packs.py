@@ -161,7 +161,7 @@ def test_packs_read_ahead_for_a_wider_range_decode_as_the_rows(db) -> None:
 
 
 def test_frames_prefetch_the_packs_only_for_an_unfiltered_selection(db) -> None:
-    from analysis.frames import load_frames
+    from analysis.measures.frames import load_frames
 
     frames = load_frames(db)
     frames.prefetch_decisions()

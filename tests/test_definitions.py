@@ -17,10 +17,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.cost import charged_calls, measurement_calls
-from analysis.decisions import decision_table
-from analysis.delta import time_matched_contrast
-from analysis.dissociation import dissociation, group_dissociations
+from analysis.measures.cost import charged_calls, measurement_calls
+from analysis.measures.decisions import decision_table
+from analysis.measures.delta import time_matched_contrast
+from analysis.measures.dissociation import dissociation, group_dissociations
 from core.errors import LabError
 
 _JUDG = {"U": "USELESS", "F": "USEFUL", "-": None}

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from analysis.delta import Counts, contrasts
-from analysis.stats import (
+from analysis.measures.delta import Counts, contrasts
+from analysis.stats.bootstrap import (
     bootstrap_intervals,
     cluster_sums,
     mh_risk_difference,

@@ -6,7 +6,7 @@ chunks joined with the cells frame, written with DataFrame.to_csv), frozen here 
 own SQL so later changes to core.store.frames cannot move it. Its chunks are tiny, so
 every chunk-boundary and all-NULL-chunk case of pandas' dtype inference is exercised.
 Since issue 20 §7 it also reads the per-step tokens, refused and discarded flags and the
-episodes' refused calls, and splits extra calls with `analysis.cost.own_calls` (the
+episodes' refused calls, and splits extra calls with `analysis.measures.cost.own_calls` (the
 definition the cost table uses).
 """
 
@@ -20,9 +20,9 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from analysis.arms import EXPLORATORY
-from analysis.cost import measurement_calls, own_calls
-from analysis.export import EPISODE_COLUMNS, STEP_COLUMNS, export, write_rows_csvs
+from analysis.measures.arms import EXPLORATORY
+from analysis.measures.cost import measurement_calls, own_calls
+from analysis.tables.export import EPISODE_COLUMNS, STEP_COLUMNS, export, write_rows_csvs
 from core import store
 from core.conditions import arm_label, parse_condition
 from core.demo_data import demo_questions
@@ -181,7 +181,7 @@ def test_the_csvs_hold_the_awkward_values(odd_db, tmp_path) -> None:
 
 def test_export_writes_the_streamed_csvs_and_nothing_half_written(odd_db, tmp_path,
                                                                   monkeypatch) -> None:
-    import analysis.export as ex
+    import analysis.tables.export as ex
 
     out = tmp_path / "out"
     paths = export(odd_db, out, n_boot=5, hazard_boot=5)

@@ -100,7 +100,7 @@ def with_errors(stored: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     ids=["all", "upto", "seed", "model-arm", "pooled", "none"])
 def test_episode_keys_are_the_key_columns_of_episodes(with_errors: Path, selection,
                                                       upto) -> None:
-    from analysis.frames import episode_keys_of, load_frames
+    from analysis.measures.frames import episode_keys_of, load_frames
 
     db = store.connect(with_errors)
     episodes = F.episodes_frame(db, selection=selection, upto=upto)
@@ -127,7 +127,7 @@ def test_all_tables_never_hold_the_episodes_and_the_decisions_together(stored: P
     kept) before the decision tables: same tables as one at a time, bounded memory."""
     import shutil
 
-    from analysis.measures import TABLES, compute, load_frames
+    from analysis.measures.compute import TABLES, compute, load_frames
 
     path = tmp_path / "lab.db"
     shutil.copy(stored, path)

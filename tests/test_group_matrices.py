@@ -8,11 +8,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.arms import Grouping
-from analysis.cost import answer_actions, cost_table, group_answer_actions, stopping_cost
-from analysis.decisions import arm_groups
-from analysis.stats import bootstrap, resample_weights, summarize, summarize_columns
-from analysis.success import (
+from analysis.measures.arms import Grouping
+from analysis.measures.cost import answer_actions, cost_table, group_answer_actions, stopping_cost
+from analysis.measures.decisions import arm_groups
+from analysis.stats.bootstrap import bootstrap, resample_weights, summarize, summarize_columns
+from analysis.measures.success import (
     group_question_matrices,
     paired_success,
     paired_table,
@@ -89,7 +89,7 @@ def test_summarize_columns_equal_summarize_per_column():
 
 
 def test_success_and_paired_tables_equal_per_group_functions():
-    from analysis.stats import bootstrap_p
+    from analysis.stats.bootstrap import bootstrap_p
 
     ep = episodes(seed=3)
     groups = list(arm_groups(ep, Grouping()))

@@ -8,10 +8,10 @@ import math
 
 import pytest
 
-from analysis.hazard import GAMMA_MIN_SHARE, gamma_warning
-from analysis.lpm import HazardFit
-from analysis.measures import compute, load_frames
-from analysis.stats import UNDEFINED
+from analysis.measures.hazard import GAMMA_MIN_SHARE, gamma_warning
+from analysis.stats.lpm import HazardFit
+from analysis.measures.compute import compute, load_frames
+from analysis.stats.bootstrap import UNDEFINED
 from core import store
 from tests.helpers.builders import store_sim_grid
 

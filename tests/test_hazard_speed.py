@@ -11,13 +11,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.arms import Grouping
-from analysis.failure_rows import coded_samples, failure_rows, group_samples
-from analysis.hazard import hazard_curve, hazard_table, index_table, integration_index
-from analysis.lpm import fit_both, hazard_sample, question_crossproducts
-from analysis.lpm_boot import _certainly_full_rank, coefficient_intervals, lstsq_weighted
-from analysis.lpm_batch import fit_samples
-from analysis.stats import resample_weights, summarize
+from analysis.measures.arms import Grouping
+from analysis.measures.failure_rows import coded_samples, failure_rows, group_samples
+from analysis.measures.hazard import hazard_curve, hazard_table, index_table, integration_index
+from analysis.stats.lpm import fit_both, hazard_sample, question_crossproducts
+from analysis.stats.lpm_boot import _certainly_full_rank, coefficient_intervals, lstsq_weighted
+from analysis.stats.lpm_batch import fit_samples
+from analysis.stats.bootstrap import resample_weights, summarize
 from tests.test_measures import synthetic_hazard
 
 
@@ -143,7 +143,7 @@ def test_coded_samples_fit_as_the_frames_do() -> None:
 def test_samples_fitted_on_threads_equal_one_by_one(monkeypatch: pytest.MonkeyPatch) -> None:
     """`fit_samples` on several threads gives the numbers, in the order, of fitting
     the samples on one thread."""
-    import analysis.lpm_batch as lpm_batch
+    import analysis.stats.lpm_batch as lpm_batch
 
     dec = _decisions()
     coded = [s for s, _ in coded_samples(dec, failure_rows(dec, Grouping()), "side_channel")]
@@ -179,7 +179,7 @@ def test_failure_rows_group_as_grouping_codes(pool: tuple[str, ...]) -> None:
 def test_hazard_table_reuses_given_fits_and_orders_them_by_last_use() -> None:
     from dataclasses import replace
 
-    from analysis.stats import Interval
+    from analysis.stats.bootstrap import Interval
 
     dec = _decisions()
     fitted: dict = {}
@@ -202,7 +202,7 @@ def test_grouping_codes_by_runs_equal_row_by_row(pool: tuple[str, ...]) -> None:
     """`Grouping.codes` groups the first row of each run of equal keys and spreads it
     over the run: the keys and codes of grouping every row, also with equal text in
     distinct objects, missing amendments and seeds, and runs that interleave."""
-    from analysis.arms import _run_starts, with_keys
+    from analysis.measures.arms import _run_starts, with_keys
 
     dec = _decisions().sort_values(["model", "regime"], kind="stable").reset_index(drop=True)
     for column in ("model", "regime", "arm", "condition", "condition_hash", "dataset"):

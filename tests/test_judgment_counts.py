@@ -1,5 +1,5 @@
 """Issue 14: the judgments table from SQL counts equals the per-group pandas rates
-(`analysis.cost.judgment_rates`) on a small lab.db with repeated pages, replayed and
+(`analysis.measures.cost.judgment_rates`) on a small lab.db with repeated pages, replayed and
 stated judgments, a discarded turn, distractors and an errored episode."""
 
 from __future__ import annotations
@@ -11,11 +11,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.arms import Grouping
-from analysis.cost import JUDGMENT_MEASURES, judgment_rates
-from analysis.decisions import arm_groups
-from analysis.judgments import frame_counts, group_rates, judgments_table, observation_counts
-from analysis.measures import compute, frames_from, load_frames
+from analysis.measures.arms import Grouping
+from analysis.measures.cost import JUDGMENT_MEASURES, judgment_rates
+from analysis.measures.decisions import arm_groups
+from analysis.measures.judgments import (
+    frame_counts,
+    group_rates,
+    judgments_table,
+    observation_counts,
+)
+from analysis.measures.compute import compute, frames_from, load_frames
 from core import store
 from core.conditions import parse_condition
 from core.demo_data import demo_questions

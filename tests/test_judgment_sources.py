@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from analysis.decisions import judgment_sources
-from analysis.measures import compute, frames_from, load_frames
-from analysis.rows import Row
+from analysis.measures.decisions import judgment_sources
+from analysis.measures.compute import compute, frames_from, load_frames
+from analysis.tables.rows import Row
 from core import store
 from core.store.decisions import rederive
 from core.store.frames import Selection, episodes_frame, steps_frame
@@ -132,7 +132,7 @@ def test_judgment_sources_text() -> None:
 
 
 def test_the_text_tables_say_where_each_groups_judgments_came_from(study) -> None:
-    from analysis.tables import render_table
+    from analysis.tables.text import render_table
 
     db, _ = study
     results = compute(load_frames(db), TABLES, n_boot=20, hazard_boot=20)

@@ -15,16 +15,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.cost import judgment_rates, stopping_cost, tpc
-from analysis.decisions import decision_table, run_lengths
-from analysis.delta import design_contrast, time_matched_contrast
-from analysis.hazard import hazard_curve, integration_index
-from analysis.lpm import fit_statsmodels, hazard_model, hazard_sample, question_crossproducts
-from analysis.lpm_boot import lstsq_weighted
-from analysis.measures import TABLES, compute, frames_from
-from analysis.plots import answer_action_chart, hazard_chart
-from analysis.success import paired_success, success_by_regime
-from analysis.tables import fmt_interval, render_results
+from analysis.measures.cost import judgment_rates, stopping_cost, tpc
+from analysis.measures.decisions import decision_table, run_lengths
+from analysis.measures.delta import design_contrast, time_matched_contrast
+from analysis.measures.hazard import hazard_curve, integration_index
+from analysis.stats.lpm import fit_statsmodels, hazard_model, hazard_sample, question_crossproducts
+from analysis.stats.lpm_boot import lstsq_weighted
+from analysis.measures.compute import TABLES, compute, frames_from
+from analysis.tables.plots import answer_action_chart, hazard_chart
+from analysis.measures.success import paired_success, success_by_regime
+from analysis.tables.text import fmt_interval, render_results
 from jobs.validate import validate_measures
 from core.demo_data import demo_questions
 
@@ -353,7 +353,7 @@ def test_judgment_rates_first_repeat_and_dissociation():
     assert rates.useful_distractor_first.share == 0.0
     assert rates.useless_on_failed.share == 1.0 and rates.useless_on_real.share == 1 / 3
     # dissociation (persistent): three episodes reach a run of 5; two answer at a later
-    # action (analysis.dissociation); no stated judgments, so no stated run reaches 5
+    # action (analysis.measures.dissociation); no stated judgments, so no stated run reaches 5
     assert (rates.dissociation.k, rates.dissociation.n) == (2, 3)
     assert (rates.stated_dissociation.k, rates.stated_dissociation.n) == (0, 0)
 
@@ -411,7 +411,7 @@ def test_validate_measures_separates_simulated_policies(tmp_path):
 
 
 def test_separation_rule():
-    from analysis.stats import Interval
+    from analysis.stats.bootstrap import Interval
     from analysis.validate import separates
 
     assert separates(Interval(0.30, 0.01, 0.50), "positive")

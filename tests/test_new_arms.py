@@ -9,10 +9,10 @@ import pandas as pd
 import pytest
 
 import prompts
-from analysis.cost import charged_cost, measurement_calls, own_calls
-from analysis.decisions import decision_table
-from analysis.leaving import leave_delta, switching
-from analysis.measures import compute, load_frames
+from analysis.measures.cost import charged_cost, measurement_calls, own_calls
+from analysis.measures.decisions import decision_table
+from analysis.measures.leaving import leave_delta, switching
+from analysis.measures.compute import compute, load_frames
 from console.cli import main
 from core import store
 from core.conditions import parse_condition
@@ -246,7 +246,7 @@ def test_arm_labels_and_knobs():
 
 
 def test_leaving_registered_test_kind(sim_db):
-    from analysis.outcomes import evaluate_test
+    from analysis.prereg.outcomes import evaluate_test
     from core.errors import ConfigError
     from core.registered_tests import validate_test
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis.measures import frames_from, load_frames
-from analysis.outcomes import VERDICTS, evaluate, prediction_text
+from analysis.measures.compute import frames_from, load_frames
+from analysis.prereg.outcomes import VERDICTS, evaluate, prediction_text
 from console.cli import main
 from core.demo_set import ensure_demo_set
 from core import prereg, store
@@ -165,7 +165,7 @@ def test_paper_tables_4_and_5_as_the_paper_ran_them(db_path):
     of the paper is n.a. for want of data that design has: a fixture that drifts from
     the design (a regime the 16-action runs lacked, a run or seed it names) fails here.
     Parts may still be n.a. where the sims' behaviour leaves a number undefined."""
-    from analysis.outcome_kinds import missing_data
+    from analysis.prereg.outcome_kinds import missing_data
     from core.regimes import MEAN3
 
     docs = [json.loads((FIXTURES / f"paper_table{n}.json").read_text()) for n in (4, 5)]

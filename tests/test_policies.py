@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.branches import build_branches
-from analysis.policies import best_policy, policies, policy_table, stopping_paid
+from analysis.replay.branches import build_branches
+from analysis.replay.policies import best_policy, policies, policy_table, stopping_paid
 
 
 def _fixture(n: int = 10, judgments=("USELESS", "USELESS", "USEFUL", "USEFUL", "USEFUL",

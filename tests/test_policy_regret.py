@@ -31,9 +31,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.branches import regime_cells
-from analysis.controllers import controller_table
-from analysis.policies import MEAN4, group_policies, policies, policy_table
+from analysis.replay.branches import regime_cells
+from analysis.replay.controllers import controller_table
+from analysis.replay.policies import MEAN4, group_policies, policies, policy_table
 from core.regimes import regime_family
 
 NONE_BRANCHES = {

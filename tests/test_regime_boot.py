@@ -8,11 +8,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.arms import Grouping
-from analysis.cost import _column_mean, _column_sum
-from analysis.regime_boot import overall_intervals
-from analysis.stats import bootstrap_intervals
-from analysis.success import QuestionMatrix, group_question_matrices, resample_means
+from analysis.measures.arms import Grouping
+from analysis.measures.cost import _column_mean, _column_sum
+from analysis.stats.regime_boot import overall_intervals
+from analysis.stats.bootstrap import bootstrap_intervals
+from analysis.measures.success import QuestionMatrix, group_question_matrices, resample_means
 from core.regimes import MEAN6
 
 REGIMES = (*MEAN6, "plausible")

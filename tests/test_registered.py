@@ -13,9 +13,9 @@ import re
 import pandas as pd
 import pytest
 
-from analysis.measures import frames_from
-from analysis.outcome_kinds import cohen_kappa, wilson
-from analysis.outcomes import evaluate, evaluate_test, verdict
+from analysis.measures.compute import frames_from
+from analysis.prereg.outcome_kinds import cohen_kappa, wilson
+from analysis.prereg.outcomes import evaluate, evaluate_test, verdict
 from core.conditions import parse_condition
 from core.errors import ConfigError
 from core.registered_tests import validate_tests
@@ -539,8 +539,8 @@ def test_classify_conditions_inherit_the_budget_and_may_span_two():
 
 
 def test_verdict_rules():
-    from analysis.outcome_data import Unit
-    from analysis.outcome_kinds import Part
+    from analysis.prereg.outcome_data import Unit
+    from analysis.prereg.outcome_kinds import Part
 
     u = Unit("m", "d", "s")
 

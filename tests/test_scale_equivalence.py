@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.measures import compute, load_frames
+from analysis.measures.compute import compute, load_frames
 from core import store
 from core.store.frames import Selection
 from tests.scale_fixture import (HAZARD_BOOT, N_BOOT, NAMES, POOLS, load_fixture, results_json,
@@ -66,8 +66,8 @@ def _same(got: dict, want: dict) -> bool:
 def test_stored_decisions_equal_the_definition_and_rederive(stored: tuple[Path, dict]) -> None:
     """lab.db's decisions (written with each episode) equal `decision_table` on the steps,
     and recomputing them (judgment replay, the migration's backfill) changes nothing."""
-    from analysis.decisions import decision_table
-    from analysis.measures import frames_from
+    from analysis.measures.decisions import decision_table
+    from analysis.measures.compute import frames_from
     from core.store.decisions import rederive
     from core.store.frames import episodes_frame, steps_frame
 
@@ -91,7 +91,7 @@ def test_holm_matches_statsmodels() -> None:
     import numpy as np
     from statsmodels.stats.multitest import multipletests
 
-    from analysis.stats import holm
+    from analysis.stats.bootstrap import holm
 
     rng = np.random.default_rng(3)
     for n in range(1, 9):
@@ -116,8 +116,8 @@ def _copy(path: Path, tmp_path: Path) -> Path:
 
 def test_results_cache_serves_unchanged_numbers_and_new_episodes_invalidate(
         stored: tuple[Path, dict], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import analysis.measures as measures
-    from analysis.cache import SUFFIX
+    import analysis.measures.compute as measures
+    from analysis.tables.cache import SUFFIX
     from core.episode import EpisodeResult
     from core.store import cell_hash
 
@@ -158,7 +158,7 @@ def test_results_cache_serves_unchanged_numbers_and_new_episodes_invalidate(
 def test_export_streams_the_same_rows(stored: tuple[Path, dict], tmp_path: Path) -> None:
     import pandas as pd
 
-    from analysis.export import episodes_table, export
+    from analysis.tables.export import episodes_table, export
     from core.store.frames import episodes_frame
 
     db = store.connect(stored[0])
@@ -177,7 +177,7 @@ def test_ols_params_match_statsmodels() -> None:
     import numpy as np
     import statsmodels.api as sm
 
-    from analysis.lpm import ols_params
+    from analysis.stats.lpm import ols_params
 
     rng = np.random.default_rng(5)
     for trial in range(60):
@@ -197,9 +197,9 @@ def test_hazard_fits_are_kept_by_sample_and_new_episodes_refit_only_what_they_ch
     """The results cache keeps the hazard model's fits by each group's sample: a new
     episode invalidates the table, and the recomputation fits only samples it has not
     fitted before, with the same numbers."""
-    import analysis.hazard as hazard
-    from analysis.cache import ResultsCache
-    from analysis.measures import FITS_KEPT
+    import analysis.measures.hazard as hazard
+    from analysis.tables.cache import ResultsCache
+    from analysis.measures.compute import FITS_KEPT
     from core.episode import EpisodeResult
     from core.store import cell_hash
 

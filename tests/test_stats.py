@@ -1,4 +1,5 @@
-"""analysis.stats: bootstrap, paired differences, MH risk difference, Holm, non-inferiority."""
+"""analysis.stats.bootstrap: bootstrap, paired differences, MH risk difference, Holm,
+non-inferiority."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ import numpy as np
 import pytest
 from statsmodels.stats.multitest import multipletests
 
-from analysis import stats
-from analysis.stats import (
+from analysis.stats import bootstrap as stats
+from analysis.stats.bootstrap import (
     Interval,
     bootstrap_intervals,
     cluster_mean,
@@ -126,7 +127,7 @@ def test_cluster_sums_by_cluster_and_stratum():
 def test_bootstrap_p_counts_ties_against_every_alternative():
     """greater = share ≤ 0, less = share ≥ 0, two-sided = min(1, 2·min(both)), floored
     at 1/(B + 1); resampled differences of exactly 0 never count as evidence."""
-    from analysis.stats import bootstrap_p, summarize
+    from analysis.stats.bootstrap import bootstrap_p, summarize
 
     boot = np.array([-1.0, 0.0, 0.0, 1.0, 2.0, 3.0, np.nan])
     iv = summarize(0.5, boot, 10, with_p=True)
@@ -146,7 +147,7 @@ def test_bootstrap_p_counts_ties_against_every_alternative():
 
 
 def test_summarize_columns_gives_both_shares_like_summarize():
-    from analysis.stats import summarize, summarize_columns
+    from analysis.stats.bootstrap import summarize, summarize_columns
 
     rng = np.random.default_rng(0)
     boot = rng.integers(-2, 3, size=(200, 3)).astype(float)

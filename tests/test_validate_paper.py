@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 import analysis.validate as validate
-from analysis.stats import Interval
+from analysis.stats.bootstrap import Interval
 from analysis.validate import (EXPECTED, MEASURES, PAPER_DATASET, PAPER_TABLE7, PaperComparison,
                                paper_comparisons, paper_decisions, paper_scale_questions,
                                seed_estimates)
@@ -51,8 +51,8 @@ def test_expectations_come_from_table7() -> None:
 
 
 def test_a_policy_check_fails_on_the_measure_that_is_off() -> None:
-    from analysis.delta import Contrast
-    from analysis.hazard import IntegrationIndex
+    from analysis.measures.delta import Contrast
+    from analysis.measures.hazard import IntegrationIndex
     from analysis.validate import PolicyCheck
 
     def contrast(iv: Interval) -> Contrast:

@@ -144,9 +144,9 @@ def summary(db_path: Path, amendment: str, colour: bool = False) -> str:
     """
     from dataclasses import replace
 
-    from analysis.measures import compute, load_frames
-    from analysis.outcomes import evaluate
-    from analysis.tables import render_results
+    from analysis.measures.compute import compute, load_frames
+    from analysis.prereg.outcomes import evaluate
+    from analysis.tables.text import render_results
     from console.cli.prereg import outcome_lines
 
     db = store.connect(db_path)

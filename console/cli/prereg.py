@@ -300,7 +300,7 @@ def outcomes(ctx: click.Context, amendment_id: str | None, resamples: int, fmt: 
       lab prereg outcomes A2
       lab prereg outcomes A2 --format json
     """
-    from analysis.prereg_doc import amendment_outcomes
+    from analysis.prereg.document import amendment_outcomes
 
     db = open_db(ctx, create=False)
     ids = [amendment_id] if amendment_id else [
@@ -336,7 +336,7 @@ def export(ctx: click.Context, file: Path | None, resamples: int) -> None:
     """
     if file is not None and not file.parent.is_dir():
         raise ConfigError(f"{file}: directory {file.parent} does not exist")
-    from analysis.prereg_doc import document_markdown
+    from analysis.prereg.document import document_markdown
 
     text = document_markdown(open_db(ctx, create=False), resamples)
     if file is None:

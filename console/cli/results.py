@@ -23,17 +23,18 @@ from core.errors import ConfigError, StoreError
 from core.store import prereg as prereg_rows
 from core.store.frames import Selection, check_selection
 from core.store.selection import selection_from
-from analysis.provenance import EXTRA_FIELDS, provenance_lines, row_provenance
+from analysis.tables.provenance import EXTRA_FIELDS, provenance_lines, row_provenance
 
 if TYPE_CHECKING:
-    from analysis.measures import Frames
+    from analysis.measures.compute import Frames
 
 TABLES = ("success", "delta", "index", "hazard", "cost", "judgments", "budgets", "leaving")
-"""analysis.measures.TABLES, spelled out so `lab --help` need not import pandas (a test
+"""analysis.measures.compute.TABLES, spelled out so `lab --help` need not import pandas (a test
 checks they agree)."""
 
 PROBE_TABLES = ("policies", "controllers")
-"""analysis.probe_tables.PROBE_TABLES: tables on answer-now branches (`lab replay answer-now`)."""
+"""analysis.replay.probe_tables.PROBE_TABLES: tables on answer-now branches (`lab replay
+answer-now`)."""
 FORMATS = ("table", "csv", "json")
 NO_REPAIRED = ("note: no repaired answers stored yet (answer repair, SPEC §8.5, is not run in "
                "this lab.db); showing raw results")
@@ -63,7 +64,7 @@ def selection_options(command: Callable[..., None]) -> Callable[..., None]:
 
 def _frames(db: Database, selection: Selection, path: Path) -> Frames:
     """Load the selection, or explain in one line why it is empty or names unknown values."""
-    from analysis.measures import load_frames
+    from analysis.measures.compute import load_frames
 
     if not store.count(db, "episodes"):
         raise StoreError(f"no finished episodes in {path}; run `lab demo`, or `lab enqueue` "
@@ -77,7 +78,7 @@ def _frames(db: Database, selection: Selection, path: Path) -> Frames:
 
 
 def _rows_out(dicts: list[dict[str, object]], fmt: str) -> str:
-    from analysis.rows import ROW_FIELDS
+    from analysis.tables.rows import ROW_FIELDS
 
     if fmt == "json":
         return json.dumps(dicts, ensure_ascii=False, indent=1)
@@ -132,21 +133,21 @@ def results(ctx: click.Context, table: str, runs: tuple[str, ...], sets: tuple[s
       lab results success --conditions none,enforced_rule:k=7 --pool seeds
       lab results success --format json > success.json
     """
-    from analysis.measures import compute
-    from analysis.tables import render_results
+    from analysis.measures.compute import compute
+    from analysis.tables.text import render_results
 
     db = open_db(ctx, create=False)
     selection = selection_from(runs, sets, seeds, models, conditions, regimes, pool)
     frames = _frames(db, selection, ctx.obj["db"])
     note = ""
     if repaired:
-        from analysis.repairs import repaired_frames
+        from analysis.measures.repairs import repaired_frames
         frames, n_repaired = repaired_frames(db, frames)
         note = (f"note: repaired answers (lab repair) replace the raw ones of {n_repaired} "
                 f"episodes; raw results are primary" if n_repaired else NO_REPAIRED)
         click.echo(note, err=True)
     if table in PROBE_TABLES:
-        from analysis.probe_tables import probe_results
+        from analysis.replay.probe_tables import probe_results
         res = probe_results(db, frames, table, resamples, seed)
     else:
         res = compute(frames, TABLES if table == "all" else (table,), resamples,
@@ -210,7 +211,7 @@ def validate_measures_cmd(ctx: click.Context, set_name: str | None, seeds: int,
     """
     from dataclasses import replace
 
-    from analysis.tables import render_table
+    from analysis.tables.text import render_table
     from analysis.validate import (PAPER_QUESTIONS, PAPER_SEEDS, PAPER_TABLE7,
                                    ValidationFailed, n_cells, paper_comparisons,
                                    paper_decisions, paper_scale_questions, paper_table,
@@ -289,7 +290,7 @@ def export_cmd(ctx: click.Context, directory: Path, runs: tuple[str, ...],
       lab export results/
       lab export results/main --run main --models qwen3-8b --pool seeds
     """
-    from analysis.export import export
+    from analysis.tables.export import export
 
     db = open_db(ctx, create=False)
     selection = selection_from(runs, sets, seeds, models, conditions, regimes, pool)

@@ -23,6 +23,7 @@ from console.screens.base import LabScreen
 from console.widgets.footer import LabFooter
 from console.widgets.confirm import Confirm
 from console.widgets.jobs_confirm import act_prompt, nothing_text
+from console.widgets.traj_render import short_regime
 from core import store
 from core.conditions import arm_label
 from core.errors import LabError
@@ -118,24 +119,66 @@ STATE_STYLE = MappingProxyType({"failed": "bold red", "running": "bold", "paused
 
 
 def job_label(j: monitor.JobRow, errors: monitor.JobErrors | None = None) -> Text:
-    """One job: state, cell, complete/expected (errored questions apart, so a re-queued
-    job shows 0/n until it runs; a replay job: its probes), errored, attempts, last error."""
-    done, errored, last = j.stored - j.errored, j.errored, None
-    if errors is not None:
-        done, errored, last = errors.complete, errors.errored, errors.last_error
+    """One job, what tells it apart first: id, state, complete/expected (errored questions
+    apart, so a re-queued job shows 0/n until it runs; a replay job: its probes), errored,
+    seed, then the cell (regime short: `job_detail` spells it out), attempts and the last
+    error (for a wide terminal; at 80 columns the detail line shows it)."""
+    done, errored, last = _progress(j, errors)
     text = Text(f"job {j.id:<4} ")
     text.append(f"{STATE_MARK.get(j.state, '')} {j.state:<9}", style=STATE_STYLE.get(j.state, ""))
     what = f" {j.kind} probes" if j.unit == "probes" else ""
-    text.append(f" {done:>2}/{j.expected:<2}{what}  {j.model} · "
-                f"{arm_label(j.condition_spec)} · {j.regime} · seed {j.seed}")
+    text.append(f" {done:>2}/{j.expected:<2}{what}")
     if errored:
-        text.append(f"  ✗ {errored} errored", style="bold red")
+        text.append(f" ✗{errored}", style="bold red")
+    text.append(f"  seed {j.seed}  {j.model} · {arm_label(j.condition_spec)} · "
+                f"{short_regime(j.regime)}")
     if j.attempts > 1:
         text.append(f"  attempt {j.attempts}")
-    if j.last_error and j.state in ("failed", "queued"):
-        text.append(f"  last error: {j.last_error}", style="red")
-    elif last:
+    if last:
         text.append(f"  last error: {last}", style="red")
+    return text
+
+
+def _progress(j: monitor.JobRow, errors: monitor.JobErrors | None
+              ) -> tuple[int, int, str | None]:
+    """(complete, errored, last error line to show) of a job."""
+    done, errored, last = j.stored - j.errored, j.errored, None
+    if errors is not None:
+        done, errored, last = errors.complete, errors.errored, errors.last_error
+    if j.last_error and j.state in ("failed", "queued"):
+        last = j.last_error
+    return done, errored, last
+
+
+def job_detail(j: monitor.JobRow, errors: monitor.JobErrors | None = None) -> Text:
+    """The highlighted job in full under the tree: its whole cell, progress, attempts and
+    last error, wrapped (the row itself is cut at 80 columns)."""
+    done, errored, last = _progress(j, errors)
+    unit = f"{j.kind} probes" if j.unit == "probes" else j.unit
+    text = Text(f"job {j.id} · {j.state} · {j.model} · {arm_label(j.condition_spec)} · "
+                f"{j.regime} · seed {j.seed} · budget {j.budget} · {done}/{j.expected} "
+                f"{unit} complete", style="bold")
+    if errored:
+        text.append(f" · ✗ {errored} errored", style="bold red")
+    if j.attempts > 1:
+        text.append(f" · attempt {j.attempts}")
+    if last:
+        text.append(f"\nlast error: {last}", style="red")
+    return text
+
+
+def grid_detail(g: GridStatus, last_error: str | None = None) -> Text:
+    """The highlighted grid in full under the tree: progress, job states, last error."""
+    jobs = ", ".join(f"{v} {k}" for k, v in g.jobs.items() if v) or "no jobs"
+    unit = f"{g.kind} probes" if g.unit == "probes" and g.kind else g.unit
+    text = Text(f"grid {g.grid} of run {g.run} · {g.cells} cell(s) · {g.stored}/{g.expected} "
+                f"{unit} stored · jobs: {jobs}", style="bold")
+    if g.errored:
+        text.append(f" · ✗ {g.errored} errored", style="bold red")
+        if g.retry:
+            text.append(f" ({g.retry})")
+    if last_error and g.errored:
+        text.append(f"\nlast error: {last_error}", style="red")
     return text
 
 

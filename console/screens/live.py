@@ -14,6 +14,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+from rich.console import Group
+from rich.padding import Padding
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -137,56 +139,83 @@ def _steps_of(db, ep: Episode, seen_t: int, switched: bool = False) -> Update:
                   outcome=ledger.episode_row(db, episode_id))
 
 
-def step_text(step: Step, title: str) -> Text:
-    """One step as lines: action, thought, observation, judgment, streak, flags, tokens."""
-    text = Text()
-    text.append(f"step {step.t} ", style="bold")
+Part = tuple[int, Text]
+"""One line of a step as (indent, text): wrapped, its continuation lines keep the indent."""
+
+
+def step_parts(step: Step, title: str) -> list[Part]:
+    """One step as indented lines: action, thought, observation, judgment, streak, flags,
+    tokens (nothing is clipped but the step's raw text and the page shown)."""
+    head = Text()
+    head.append(f"step {step.t} ", style="bold")
     if step.format_failure:
-        text.append("✗ FORMAT FAILURE ", style="bold red")
-        text.append(" ".join((step.raw or "").split())[:160])
+        head.append("✗ FORMAT FAILURE ", style="bold red")
+        head.append(" ".join((step.raw or "").split())[:160])
     else:
-        text.append(f"▸ {step.action}[{step.argument or ''}]", style="bold")
+        head.append(f"▸ {step.action}[{step.argument or ''}]", style="bold")
         if step.tool_source:
-            text.append(f" ({step.tool_source})")
+            head.append(f" ({step.tool_source})")
     for flag, word in ((step.forced, "FORCED"), (step.refused, "REFUSED (not executed)"),
                        (step.discarded, "DISCARDED (re-asked)")):
         if flag:
-            text.append(f"  [{word}]", style="bold yellow")
-    text.append(f"   tokens {step.input_tokens:,} in / {step.output_tokens:,} out", style="dim")
+            head.append(f"  [{word}]", style="bold yellow")
+    head.append(f"   tokens {step.input_tokens:,} in / {step.output_tokens:,} out", style="dim")
+    parts: list[Part] = [(0, head)]
     if step.decision:
-        text.append(f"\n  decision: {step.decision}")
+        parts.append((2, Text(f"decision: {step.decision}")))
     if step.reasoning:
-        text.append("\n" + reasoning_line(step), style="dim")
+        parts.append((2, Text(reasoning_line(step).strip(), style="dim")))
     if step.thought:
-        text.append(f"\n  thought: {' '.join(step.thought.split())}")
+        parts.append((2, Text(f"thought: {' '.join(step.thought.split())}")))
     if step.obs_index is not None:
+        obs = Text(f"obs {step.obs_index} ")
         if step.obs_failed:
-            text.append(f"\n  obs {step.obs_index} ")
-            text.append(f"✗ FAILED → {step.obs_source}: {title or '?'}", style="bold red")
+            obs.append(f"✗ FAILED → {step.obs_source}: {title or '?'}", style="bold red")
         else:
-            text.append(f"\n  obs {step.obs_index} ✓ real ({step.obs_source})")
+            obs.append(f"✓ real ({step.obs_source})")
+        parts.append((2, obs))
         if step.shown:
-            text.append(f"\n    {' '.join(step.shown.split())[:300]}", style="dim")
+            parts.append((4, Text(" ".join(step.shown.split())[:300], style="dim")))
     verdict = step.judgment or (f"unparsed {step.judgment_raw!r}" if step.judgment_raw else None)
-    parts = []
+    words = []
     if verdict:
-        parts.append(f"judgment {verdict}" + (f" ({step.judgment_source})"
+        words.append(f"judgment {verdict}" + (f" ({step.judgment_source})"
                                               if step.judgment_source else ""))
     if step.stated_judgment:
-        parts.append(f"stated {step.stated_judgment}")
+        words.append(f"stated {step.stated_judgment}")
     if step.rule_signal:
-        parts.append(f"rule signal {step.rule_signal}")
-    parts.append(f"useless streak {step.streak}")
-    text.append("\n  " + " · ".join(parts))
-    return text
+        words.append(f"rule signal {step.rule_signal}")
+    words.append(f"useless streak {step.streak}")
+    parts.append((2, Text(" · ".join(words))))
+    return parts
 
 
-def outcome_text(row: dict) -> Text:
-    """The stored outcome of the episode shown."""
+def joined(parts: list[Part]) -> Text:
+    """The lines as one Text, each indented (for tests and plain output)."""
+    out = Text()
+    for i, (indent, text) in enumerate(parts):
+        out.append(("\n" if i else "") + " " * indent)
+        out.append_text(text)
+    return out
+
+
+def indented(parts: list[Part]) -> Group:
+    """The lines as a renderable that wraps each under its own indent (a hanging indent),
+    so a wrapped thought or page continues under its first word, never at column 1."""
+    return Group(*(Padding(text, (0, 0, 0, indent), expand=False) for indent, text in parts))
+
+
+def step_text(step: Step, title: str) -> Text:
+    """One step as text: action, thought, observation, judgment, streak, flags, tokens."""
+    return joined(step_parts(step, title))
+
+
+def outcome_parts(row: dict) -> list[Part]:
+    """The stored outcome of the episode shown, as indented lines."""
     if row.get("error"):
-        return Text(f"══ ERRORED: {row['error']}", style="bold red")
+        return [(0, Text(f"══ ERRORED: {row['error']}", style="bold red"))]
     if "answered" not in row:
-        return Text(f"══ {row['end_reason']}", style="bold")
+        return [(0, Text(f"══ {row['end_reason']}", style="bold"))]
     if row["answered"]:
         verdict = "✓ correct" if row["correct"] else "✗ incorrect"
         head = (f"══ answered {row['answer']!r} at action {row['answer_action']} · gold "
@@ -194,9 +223,15 @@ def outcome_text(row: dict) -> Text:
     else:
         head = (f"══ unanswered ({row['end_reason']}) · gold {row.get('gold')!r} · "
                 "✗ incorrect")
-    return Text(head + f"\n   forced turns {row['forced_turns']}, refused "
-                       f"{row['refused_calls']}, tokens {row['input_tokens']:,} in / "
-                       f"{row['output_tokens']:,} out", style="bold")
+    return [(0, Text(head, style="bold")),
+            (3, Text(f"forced turns {row['forced_turns']}, refused {row['refused_calls']}, "
+                     f"tokens {row['input_tokens']:,} in / {row['output_tokens']:,} out",
+                     style="bold"))]
+
+
+def outcome_text(row: dict) -> Text:
+    """The stored outcome of the episode shown."""
+    return joined(outcome_parts(row))
 
 
 class LiveScreen(LabScreen):
@@ -219,7 +254,9 @@ class LiveScreen(LabScreen):
         """Header, the episode line, the steps, the pick list (hidden), footer."""
         yield Header()
         yield Static("", id="live-head")
-        yield RichLog(id="live-log", wrap=True, markup=False, auto_scroll=True)
+        # min_width 0: RichLog renders at least 78 columns by default, wider than its
+        # content at 80 (padding and scrollbar), which cut letters at every wrap
+        yield RichLog(id="live-log", wrap=True, markup=False, auto_scroll=True, min_width=0)
         yield Input(placeholder="filter running episodes: model, arm, regime, question",
                     id="live-filter", classes="hidden")
         yield DataTable(id="live-pick", cursor_type="row", classes="hidden")
@@ -279,14 +316,14 @@ class LiveScreen(LabScreen):
         for step, title in update.steps:
             if step.t <= self.seen_t:
                 continue
-            log.write(step_text(step, title))
+            log.write(indented(step_parts(step, title)))
             self.seen_t = step.t
             if self.episode is not None:
                 key = (self.episode.cell_id, self.episode.question_id, step.t)
                 self.shown_at[key] = time.monotonic()
         if update.outcome is not None and not self.finished:
             self.lost = update.lost
-            log.write(outcome_text(update.outcome))
+            log.write(indented(outcome_parts(update.outcome)))
             self.finished = True
             if self.follow:
                 self._poll(check=False)  # move on to the newest running episode

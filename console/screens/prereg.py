@@ -4,7 +4,7 @@ The list shows every amendment with its state and short hash; the right side has
 the selected one's document (Markdown), the outcomes of its registered tests, its
 deviations, and its pins with what changed since the freeze (unified diffs of
 prompt files) plus the last `verify` report. Everything is read and written in
-thread workers through core.prereg, core.store.prereg and analysis.outcomes, the
+thread workers through core.prereg, core.store.prereg and analysis.prereg.outcomes, the
 same functions as `lab prereg …`; a write is one short transaction, never held
 while the person reads a confirmation.
 """
@@ -255,8 +255,8 @@ class PreregScreen(LabScreen):
 
     @work(thread=True, exclusive=True, group="prereg-outcomes")
     def _compute_outcomes(self, amendment_id: str, n_boot: int) -> None:
-        from analysis.measures import load_frames
-        from analysis.outcomes import evaluate
+        from analysis.measures.compute import load_frames
+        from analysis.prereg.outcomes import evaluate
 
         try:
             with self._db() as db:

@@ -3,7 +3,7 @@ with its drill-down into decision points, the hazard chart, and CSV export.
 
 A tab per view (`[`/`]` or the arrows on the tabs): Success (with paired
 differences), Δ grid, I, Hazard (β/γ and the curve), Answering, Cost. Every number
-comes from `analysis.measures.compute` in a thread worker with the CLI's defaults
+comes from `analysis.measures.compute.compute` in a thread worker with the CLI's defaults
 (2,000 question-level resamples, hazard model 1,000, seed 0), so the screen shows
 what `lab results` prints for the same selection. On the Δ grid, Enter lists the
 cell's decisions in groups (a) and (b); Enter on one opens that trajectory at that
@@ -38,8 +38,8 @@ from core.store import trajectories as traj
 from core.store.frames import Selection
 
 if TYPE_CHECKING:
-    from analysis.drilldown import CellDecisions
-    from analysis.measures import Frames, Results
+    from analysis.measures.drilldown import CellDecisions
+    from analysis.measures.compute import Frames, Results
     from console.widgets.results_view import Grid
 
 VIEW_IDS = ("success", "delta", "index", "hazard", "answering", "cost", "policies",
@@ -48,7 +48,7 @@ VIEW_LABELS = ("Success", "Δ grid", "I", "Hazard", "Answering", "Cost", "Polici
                "Controllers")
 N_BOOT, HAZARD_BOOT, SEED = 2000, 1000, 0
 PROBE_VIEWS = ("policies", "controllers")
-"""Views whose table reads answer-now branches (`analysis.probe_tables`)."""
+"""Views whose table reads answer-now branches (`analysis.replay.probe_tables`)."""
 """The CLI's defaults (`lab results`): the screen shows the same numbers."""
 SELECTION_KEYS = ("run", "set", "seeds", "models", "conditions", "regimes", "pool")
 """What `/` accepts: the options of `lab results` (`--run`, `--set`, … `--pool`)."""
@@ -351,9 +351,9 @@ class ResultsScreen(LabScreen):
 
     @work(thread=True, exclusive=True, group="results-compute")
     def _compute(self, view: str, width: int, height: int, generation: int) -> None:
-        from analysis.measures import compute, load_frames
+        from analysis.measures.compute import compute, load_frames
         from core.store.frames import check_selection
-        from analysis.tables import render_table
+        from analysis.tables.text import render_table
         from console.widgets.results_view import VIEWS, display_tables, view_tables
 
         started = time.monotonic()
@@ -401,9 +401,9 @@ class ResultsScreen(LabScreen):
             (results, charts: risk–coverage and reliability for controllers, the note
             saying how many repaired answers replace raw ones when `repaired` is on).
         """
-        from analysis.measures import compute
-        from analysis.probe_tables import probe_results
-        from analysis.repairs import repaired_frames
+        from analysis.measures.compute import compute
+        from analysis.replay.probe_tables import probe_results
+        from analysis.measures.repairs import repaired_frames
 
         db = self._connect()
         try:
@@ -425,9 +425,9 @@ class ResultsScreen(LabScreen):
     @staticmethod
     def _controller_charts(db: Any, frames: Frames, width: int, height: int
                            ) -> tuple[str, ...]:
-        from analysis.arms import Grouping
-        from analysis.controllers import chart_curves
-        from analysis.plots import line_chart
+        from analysis.measures.arms import Grouping
+        from analysis.replay.controllers import chart_curves
+        from analysis.tables.plots import line_chart
         from console.widgets.results_view import controller_series
         from core.store.probes import probes_frame
 
@@ -446,7 +446,7 @@ class ResultsScreen(LabScreen):
 
     @staticmethod
     def _charts(view: str, results: Results, width: int, height: int) -> tuple[str, ...]:
-        from analysis.plots import line_chart
+        from analysis.tables.plots import line_chart
         from console.widgets.results_view import answer_series, hazard_series
 
         w, h = max(width - 4, 40), max(min(height - 4, 20), 10)
@@ -463,7 +463,7 @@ class ResultsScreen(LabScreen):
 
     @work(thread=True, exclusive=True, group="results-drill")
     def _drill_cell(self, keys: dict[str, Any], measure: str, scope: str, title: str) -> None:
-        from analysis.drilldown import cell_decisions, select, source_of
+        from analysis.measures.drilldown import cell_decisions, select, source_of
 
         frames = self._frames
         if frames is None:
@@ -473,8 +473,8 @@ class ResultsScreen(LabScreen):
 
     @work(thread=True, exclusive=True, group="results-export")
     def _export(self, computed: Computed) -> None:
-        from analysis.rows import ROW_FIELDS
-        from analysis.provenance import EXTRA_FIELDS, row_provenance
+        from analysis.tables.rows import ROW_FIELDS
+        from analysis.tables.provenance import EXTRA_FIELDS, row_provenance
         from core.store import prereg as prereg_rows
 
         directory = Path(self.lab.export_dir)

@@ -1,6 +1,6 @@
 """Text for the Pre-registration screen: amendment documents, pins, outcomes, diffs.
 
-Pure functions from the rows that core.prereg / core.store.prereg / analysis.outcomes
+Pure functions from the rows that core.prereg / core.store.prereg / analysis.prereg.outcomes
 return to Markdown strings and Rich `Text`; no lab.db, no statistics. Every state
 and verdict is a word and a sign, never a colour alone (16 colours, NO_COLOR).
 """
@@ -111,7 +111,7 @@ def outcome_text(outcomes: Sequence[Any]) -> Text:
     """Registered-test outcomes: verdict (sign, word, colour), prediction, numbers, data used.
 
     Args:
-        outcomes: analysis.outcomes.Outcome objects.
+        outcomes: analysis.prereg.outcomes.Outcome objects.
     """
     out = Text()
     if not outcomes:

@@ -11,8 +11,8 @@ from dataclasses import dataclass, replace
 
 from rich.text import Text
 
-from analysis.rows import Row, Table
-from analysis.tables import DASH, fmt_interval, fmt_number
+from analysis.tables.rows import Row, Table
+from analysis.tables.text import DASH, fmt_interval, fmt_number
 
 VIEWS: tuple[tuple[str, str, str], ...] = (
     ("success", "Success", "success"),
@@ -24,7 +24,7 @@ VIEWS: tuple[tuple[str, str, str], ...] = (
     ("policies", "Policies", "policies"),
     ("controllers", "Controllers", "controllers"),
 )
-"""(view id, tab label, the `analysis.measures` table it needs)."""
+"""(view id, tab label, the `analysis.measures.compute` table it needs)."""
 ANSWERING = ("answered", "median action", "final share")
 """Cost-table measures shown on the Answering view."""
 
@@ -34,7 +34,7 @@ def view_tables(view: str, tables: Sequence[Table]) -> tuple[Table, ...]:
 
     Args:
         view: a view id of VIEWS.
-        tables: the tables `analysis.measures.compute` returned for the view.
+        tables: the tables `analysis.measures.compute.compute` returned for the view.
 
     Returns:
         The tables; the Answering view keeps only the answering measures of "cost".
@@ -185,7 +185,7 @@ _KEY_FIELDS = ("budget", "dataset", "question_set", "runs", "seeds", "replicates
 
 
 def group_labels(keys: Sequence[object]) -> list[str]:
-    """A chart label per group (`analysis.arms.ArmKey`): the arm, plus what differs.
+    """A chart label per group (`analysis.measures.arms.ArmKey`): the arm, plus what differs.
 
     Args:
         keys: the groups.
@@ -203,7 +203,7 @@ Series = tuple[str, list[int], list[float]]
 
 
 def hazard_series(curves: Sequence[tuple[object, Sequence[float]]]) -> dict[str, list[Series]]:
-    """Hazard curves per model for `analysis.plots.line_chart`.
+    """Hazard curves per model for `analysis.tables.plots.line_chart`.
 
     Args:
         curves: `Results.hazard_curves`: (group, P(answer) at j = 0, 1, …).
@@ -243,7 +243,7 @@ Curve = tuple[str, list[float], list[float]]
 
 def controller_series(curves: Sequence[tuple[str, object, Sequence[float], Sequence[float]]]
                       ) -> tuple[list[Curve], list[Curve]]:
-    """The risk–coverage and reliability series of `analysis.controllers.chart_curves`.
+    """The risk–coverage and reliability series of `analysis.replay.controllers.chart_curves`.
 
     Returns:
         (risk against coverage per group, accuracy against mean confidence per group

@@ -30,7 +30,7 @@ LEGEND = ("✗ failed obs  ✓ real obs  ⏎ answer  ! forced  ⊘ refused  ? fo
 
 
 def short_regime(name: str) -> str:
-    """The paper's short regime names (rec2, late3, pers.), as `analysis.tables` prints
+    """The paper's short regime names (rec2, late3, pers.), as `analysis.tables.text` prints
     them; spelled out here because importing analysis pulls in pandas (0.7 s)."""
     m = re.fullmatch(r"(recover_after|late_onset_from)_(\d+)", name)
     if m:

@@ -12,7 +12,7 @@ Values come out as Python objects the stdlib ``csv`` writer formats exactly as p
 Each episode row also splits its extra calls into the calls its condition needs
 (``own_calls``) and the ones that only measure (``measurement_calls``); which stored
 column holds the own calls depends on the condition, which this layer does not
-interpret: the caller passes `OwnCallColumn` (``analysis.cost.own_call_column`` of
+interpret: the caller passes `OwnCallColumn` (``analysis.measures.cost.own_call_column`` of
 each cell's condition). With the per-step tokens in steps.csv, that is all TPC and
 the refused turns need (README "Results and export").
 """
@@ -52,7 +52,7 @@ OWN_CALL_SOURCES = ("extra_calls", "discarded_turns", "primary_judgments")
 
 OwnCallColumn = Callable[[str | None, str], str | None]
 """(condition spec JSON, condition name) → the column of OWN_CALL_SOURCES holding the
-calls that condition itself needs, or None (``analysis.cost.own_call_column``)."""
+calls that condition itself needs, or None (``analysis.measures.cost.own_call_column``)."""
 
 _STEPS_SQL = """
 SELECT s.episode_id, e.cell_id, e.question_id, s.t, s.action, s.obs_index, s.obs_failed,
@@ -120,7 +120,7 @@ def episode_rows(db: Database, selection: Selection | None, version: str,
             (``own_calls``; the rest of ``extra_calls`` is ``measurement_calls``).
 
     Yields:
-        Tuples in `analysis.export.EPISODE_COLUMNS` order.
+        Tuples in `analysis.tables.export.EPISODE_COLUMNS` order.
 
     Raises:
         ValueError: `own_column` names a column outside OWN_CALL_SOURCES.
@@ -148,7 +148,7 @@ def step_rows(db: Database, selection: Selection | None = None) -> Iterator[tupl
         selection: the filters (default: everything).
 
     Yields:
-        Tuples in `analysis.export.STEP_COLUMNS` order.
+        Tuples in `analysis.tables.export.STEP_COLUMNS` order.
     """
     where, args = _where(db, selection or Selection())
     keys = {cid: (c[0], c[2], c[3], c[4], c[6]) for cid, c in _cells(db, "").items()}

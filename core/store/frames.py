@@ -20,6 +20,7 @@ from core.conditions import arm_label, parse_condition
 from core.errors import ConfigError
 from core.store.decisions import (PACKED_FIELDS, PACKED_ID_SHIFT, PACKED_OFFSET,
                                   packed_words_sql)
+from core.store.derived import require_layout
 from core.store.episode_packs import COST_AT, NO_WORD, PACK_WORDS, WORD_AT
 from core.store.episode_packs import EPISODE_WORDS
 from core.store.episode_packs import word_sql
@@ -210,7 +211,7 @@ def episodes_frame(db: Database, runs: Sequence[str] | None = None,
         selection: the filters (the `pool` field is not used here).
         upto: only episodes with id <= upto (the state a `Fingerprint` recorded).
         errored: only errored episodes whose (cell, question) has no complete
-            episode (`analysis.decisions.errored_episodes`).
+            episode (`analysis.measures.decisions.errored_episodes`).
 
     Returns:
         One row per episode, ordered by id, with the `arm` label column added.
@@ -363,9 +364,13 @@ def _read_key_packs(db: Database, upto: int | None, fields: Any) -> dict[str, An
         The columns of `fields` (the same values the row read gives), or None when an
         episode in the range has no pack, a question id holds the separator, the words
         are not in this layout, or a word read did not fit (the caller reads the rows).
+
+    Raises:
+        StoreError: lab.db records another layout for the packs (`require_layout`).
     """
     import numpy as np
 
+    require_layout(db, "episode_packs")
     last = (1 << 63) - 1 if upto is None else int(upto)
     try:
         total, n, blob, questions = db.conn.execute(_KEY_PACKS_SQL, (last,)).fetchone()
@@ -696,7 +701,7 @@ class PackSpan:
 
 def read_pack_span(db: Database, first: int, last: int) -> PackSpan:
     """Read the decision packs of episode ids first..last (two SQL statements that run in
-    SQLite alone, releasing the GIL: `analysis.frames.Frames.prefetch_decisions` runs
+    SQLite alone, releasing the GIL: `analysis.measures.frames.Frames.prefetch_decisions` runs
     them in a thread while the episodes' keys are read).
 
     Args:
@@ -725,9 +730,13 @@ def _read_packs(db: Database, ids: Any, span: PackSpan | None = None) -> Any:
         int64 array (episode_id, word 0, word 1) per decision point in episode and seq
         order, or None when the packs of the id range do not hold every row of
         `decisions` there (a database some writer left unpacked): read the rows then.
+
+    Raises:
+        StoreError: lab.db records another layout for the packs (`require_layout`).
     """
     import numpy as np
 
+    require_layout(db, "decision_packs")
     if span is None or not span.first <= ids[0] <= ids[-1] <= span.last:
         span = read_pack_span(db, int(ids[0]), int(ids[-1]))
     if span.points != span.rows or len(span.blob) != 16 * span.rows:

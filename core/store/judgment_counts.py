@@ -1,6 +1,6 @@
 """Per-episode counts of judged observations, aggregated by SQLite (issue 14).
 
-The judgments table (`analysis.judgments`) reads every observation step of the
+The judgments table (`analysis.measures.judgments`) reads every observation step of the
 selection's error-free episodes, but only as counts k of n. Reading the steps into
 pandas (a million rows at paper scale) cost seconds and the largest frame in memory;
 here SQLite sums them per episode and returns a few integers per episode.
@@ -30,6 +30,7 @@ from sqlite_utils import Database
 
 from core.errors import LabError
 from core.store.frames import Selection, _where
+from core.store.derived import require_layout
 
 COUNTS = ("judged_failed", "useless_failed", "judged_real", "useless_real",
           "gold_first", "useful_gold_first", "gold_repeat", "useful_gold_repeat",
@@ -119,6 +120,15 @@ PACK_WORDS = 6
 """A stored count (`judgment_packs.words`): little-endian int64 id, observations and
 the four packed sums, exactly one `counts_sql` row (zeros for an episode without an
 observation step)."""
+LAYOUT_VERSION = 1
+"""Bump when the stored counts change meaning without changing `layout_text` (which
+covers the counting query, the counters and their lanes)."""
+
+
+def layout_text() -> str:
+    """What identifies the layout of `judgment_packs` (fingerprinted by
+    `core.store.derived`): the counting query, the counters, lanes and words."""
+    return repr((counts_sql(), COUNTS, _LANE, PACK_WORDS))
 _PACK_INSERT_SQL = "INSERT OR REPLACE INTO judgment_packs (episode_id, words) VALUES (?, ?)"
 _STORED_SQL = ("SELECT count(*), count(j.episode_id), COALESCE(sum(j.episode_id), 0), "
                "CAST(group_concat(j.words, '') AS BLOB) "
@@ -218,9 +228,14 @@ def store_counts(conn: sqlite3.Connection, episode_ids: Sequence[int] | None = N
 def _stored(db: Database, where: str, args: Sequence[Any]) -> Any:
     """The selection's stored counts (int64 rows as `counts_sql`'s, by id, zero rows
     included), those of episodes without a stored row counted by id; None when too
-    many have none (or the table is missing, or its words are in another layout)."""
+    many have none (or the table is missing, or its words are in another layout).
+
+    Raises:
+        StoreError: lab.db records another layout for the counts (`require_layout`).
+    """
     import numpy as np
 
+    require_layout(db, "judgment_packs")
     if not db.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' "
                            "AND name = 'judgment_packs'").fetchone():
         return None

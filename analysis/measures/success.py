@@ -1,0 +1,438 @@
+"""Success per regime and mean6, and paired differences between arms (SPEC §5.3, §13.1).
+
+A question's success in a regime is the mean of `correct` over its episodes there
+(seeds and replicates); a regime's success is the mean over its questions; mean6
+is the equal-weight mean of the six mean6 regimes. Intervals resample questions,
+and a paired difference resamples the same questions for both arms.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from analysis.measures.arms import Grouping, sorted_codes
+from analysis.tables.rows import Row, Table, interval_row, with_holm
+from analysis.stats.bootstrap import N_BOOT, Interval, bootstrap_intervals, noninferior, safe_ratio
+from core.regimes import MEAN6
+
+MEAN6_LABEL = "mean6"
+REFERENCE = "none"
+
+
+@dataclass(frozen=True)
+class QuestionMatrix:
+    """Per-question, per-regime means of one episode column.
+
+    Attributes:
+        questions: question ids (rows).
+        regimes: regime names (columns), mean6 regimes first in SPEC order.
+        value: (questions, regimes) means; 0 where absent.
+        present: (questions, regimes) whether the question ran in the regime.
+    """
+
+    questions: tuple[str, ...]
+    regimes: tuple[str, ...]
+    value: np.ndarray
+    present: np.ndarray
+
+
+def regime_order(regimes: Sequence[str]) -> tuple[str, ...]:
+    """Order regimes for tables.
+
+    Args:
+        regimes: regime names (any order, repeats allowed).
+
+    Returns:
+        The mean6 regimes present in SPEC order, then any others sorted.
+    """
+    present = set(regimes)
+    return tuple(r for r in MEAN6 if r in present) + tuple(sorted(present - set(MEAN6)))
+
+
+def question_matrix(episodes: pd.DataFrame, column: pd.Series | str = "correct",
+                    questions: Sequence[str] | None = None,
+                    regimes: Sequence[str] | None = None) -> QuestionMatrix:
+    """Average an episode column by question and regime.
+
+    Args:
+        episodes: episodes of one arm.
+        column: a column name or a Series aligned with `episodes`.
+        questions: row order (default: the arm's questions, sorted).
+        regimes: column order (default: `regime_order` of the arm's regimes).
+
+    Returns:
+        The QuestionMatrix.
+    """
+    values = episodes[column] if isinstance(column, str) else column
+    frame = pd.DataFrame({"q": episodes["question_id"].astype(str).to_numpy(),
+                          "r": episodes["regime"].astype(str).to_numpy(),
+                          "v": np.asarray(values, dtype=float)})
+    means = frame.groupby(["q", "r"])["v"].mean().unstack("r")
+    qs = tuple(sorted(means.index)) if questions is None else tuple(questions)
+    rs = regime_order(list(means.columns)) if regimes is None else tuple(regimes)
+    means = means.reindex(index=list(qs), columns=list(rs))
+    present = means.notna().to_numpy()
+    return QuestionMatrix(qs, rs, np.nan_to_num(means.to_numpy(dtype=float)), present)
+
+
+def group_question_matrices(episodes: pd.DataFrame, code: np.ndarray, n_groups: int,
+                            columns: Sequence[pd.Series | np.ndarray]
+                            ) -> list[tuple[QuestionMatrix, ...]]:
+    """`question_matrix` of several columns for every group, in one grouped pass.
+
+    One groupby over (group, question, regime) averages each cell's episodes in
+    their frame order, the arithmetic `question_matrix` applies to a group's own
+    frame, so every matrix equals `question_matrix(group episodes, column)` to the
+    last digit.
+
+    Args:
+        episodes: episodes of every group.
+        code: group code per episode (`analysis.measures.arms.Grouping.codes`; -1: in no group).
+        n_groups: number of groups.
+        columns: value columns aligned with `episodes`.
+
+    Returns:
+        Per group, one QuestionMatrix per column (questions sorted, regimes in
+        `regime_order`).
+    """
+    keep = code >= 0
+    q_names, q_code = _sorted_codes(episodes["question_id"], keep)
+    r_names, r_code = _sorted_codes(episodes["regime"], keep)
+    n_q, n_r = len(q_names), len(r_names)
+    cell = (code[keep] * n_q + q_code) * n_r + r_code
+    frame = pd.DataFrame({i: np.asarray(c, dtype=float)[keep] for i, c in enumerate(columns)})
+    means = frame.groupby(cell, sort=True).mean()
+    cells = means.index.to_numpy(dtype=np.int64)
+    values = means.to_numpy(dtype=float)
+    c_group, rest = np.divmod(cells, n_q * n_r)
+    c_q, c_r = np.divmod(rest, n_r)
+    bounds = np.searchsorted(c_group, np.arange(n_groups + 1))
+    all_regimes = regime_order(r_names.tolist())
+    rank = {r: i for i, r in enumerate(all_regimes)}
+    r_rank = np.array([rank[r] for r in r_names.tolist()], dtype=np.int64)
+    out: list[tuple[QuestionMatrix, ...]] = []
+    for g in range(n_groups):
+        part = slice(bounds[g], bounds[g + 1])
+        qs, qi = np.unique(c_q[part], return_inverse=True)
+        rs, ri = np.unique(r_rank[c_r[part]], return_inverse=True)
+        order = tuple(all_regimes[k] for k in rs)
+        questions = tuple(q_names[qs].tolist())
+        mats = []
+        for j in range(values.shape[1]):
+            grid = np.full((len(qs), len(rs)), np.nan)
+            grid[qi, ri] = values[part, j]
+            mats.append(QuestionMatrix(questions, order, np.nan_to_num(grid), ~np.isnan(grid)))
+        out.append(tuple(mats))
+    return out
+
+
+def _sorted_codes(values: pd.Series, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct values as strings in sorted order, and each kept row's index among them."""
+    codes, uniques = sorted_codes(values)
+    names = np.array([str(u) for u in uniques], dtype=object)
+    merged, rank = np.unique(names, return_inverse=True)
+    return merged, rank[codes[keep]]
+
+
+def restrict(m: QuestionMatrix, questions: Sequence[str], regimes: Sequence[str]
+             ) -> QuestionMatrix:
+    """The matrix on other questions and regimes (0 and absent where `m` has none).
+
+    Args:
+        m: a question matrix.
+        questions: row order.
+        regimes: column order.
+
+    Returns:
+        The QuestionMatrix `question_matrix` would give with these questions and regimes.
+    """
+    qi = pd.Index(m.questions).get_indexer(list(questions))
+    ri = pd.Index(m.regimes).get_indexer(list(regimes))
+    value = np.zeros((len(qi), len(ri)))
+    present = np.zeros((len(qi), len(ri)), dtype=bool)
+    rows, cols = np.flatnonzero(qi >= 0), np.flatnonzero(ri >= 0)
+    value[np.ix_(rows, cols)] = m.value[np.ix_(qi[rows], ri[cols])]
+    present[np.ix_(rows, cols)] = m.present[np.ix_(qi[rows], ri[cols])]
+    return QuestionMatrix(tuple(questions), tuple(regimes), value, present)
+
+
+def regime_means(m: QuestionMatrix, weights: np.ndarray, scope: str = MEAN6_LABEL
+                 ) -> np.ndarray:
+    """Per-regime means and their overall mean under question weights.
+
+    Args:
+        m: the question matrix.
+        weights: (b, questions) resample counts.
+        scope: "mean6" (NaN unless all six mean6 regimes are present) or "all"
+            (equal-weight mean of every regime present).
+
+    Returns:
+        (b, regimes + 1) array: one column per regime, then the overall mean.
+    """
+    return _regime_means(m, weights, scope, weights @ m.present.astype(float))
+
+
+def resample_means(m: QuestionMatrix, weights: np.ndarray, scope: str = MEAN6_LABEL
+                   ) -> np.ndarray:
+    """`regime_means` under resample counts: whole numbers, each row summing to the
+    number of questions (every batch of `analysis.stats.bootstrap.resample_weights`, and the
+    all-ones row of the point estimate).
+
+    A regime's weight total ``weights @ present`` is then a sum of whole numbers,
+    exact in any order, and where every question ran in the regime it is that row
+    sum, the number of questions: one product per batch instead of two, the same
+    numbers to the last digit.
+
+    Args:
+        m: the question matrix.
+        weights: (b, questions) resample counts.
+        scope: as for `regime_means`.
+
+    Returns:
+        `regime_means(m, weights, scope)`.
+    """
+    if not m.present.all():
+        return regime_means(m, weights, scope)
+    return _regime_means(m, weights, scope, np.array(float(len(m.questions))))
+
+
+def _regime_means(m: QuestionMatrix, weights: np.ndarray, scope: str, den: np.ndarray
+                  ) -> np.ndarray:
+    """`regime_means` given each regime's weight total `den` (broadcast to the means)."""
+    num = weights @ (m.value * m.present)
+    per = safe_ratio(num, den)
+    if scope == MEAN6_LABEL:
+        cols = [m.regimes.index(r) for r in MEAN6 if r in m.regimes]
+        overall = per[:, cols].mean(axis=1) if len(cols) == len(MEAN6) else np.full(
+            len(per), np.nan)
+    else:
+        overall = per.mean(axis=1) if per.shape[1] else np.full(len(per), np.nan)
+    return np.column_stack([per, overall])
+
+
+def success_by_regime(episodes: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0
+                      ) -> tuple[tuple[str, Interval], ...]:
+    """Success per regime and mean6 for one arm.
+
+    Args:
+        episodes: error-free episodes of one arm.
+        n_boot: question-level resamples.
+        seed: bootstrap seed.
+
+    Returns:
+        ((regime, Interval), …, ("mean6", Interval)); mean6 is NaN unless the arm ran
+        all six mean6 regimes.
+    """
+    return _regime_intervals(question_matrix(episodes), n_boot, seed)
+
+
+def _regime_intervals(m: QuestionMatrix, n_boot: int, seed: int
+                      ) -> tuple[tuple[str, Interval], ...]:
+    """`success_by_regime` from the arm's question matrix."""
+    res = bootstrap_intervals(lambda w: resample_means(m, w), len(m.questions), n_boot, seed)
+    return tuple(zip((*m.regimes, MEAN6_LABEL), res))
+
+
+def paired_success(a: pd.DataFrame, b: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0
+                   ) -> tuple[tuple[str, Interval], ...]:
+    """Success of arm A minus arm B per regime and mean6, paired by question.
+
+    Only questions both arms ran are used; each resample draws the same questions
+    for both arms. p is the share of resampled differences <= 0 (one-sided, A > B).
+
+    Args:
+        a: error-free episodes of arm A.
+        b: error-free episodes of arm B.
+        n_boot: question-level resamples.
+        seed: bootstrap seed.
+
+    Returns:
+        ((regime, Interval), …, ("mean6", Interval)) over the regimes both ran.
+    """
+    return paired_matrices([(question_matrix(a), question_matrix(b), 0)], n_boot, seed)[0]
+
+
+def paired_regime_mean(a: pd.DataFrame, b: pd.DataFrame, regimes: Sequence[str],
+                       n_boot: int = N_BOOT, seed: int = 0) -> tuple[Interval | None, str]:
+    """Arm A minus arm B, each the equal-weight mean of its success over `regimes`
+    (e.g. the paper's mean3), paired by question: only questions both arms ran, each
+    resample drawing the same questions for both. With `regimes` = the six mean6
+    regimes this is `paired_success`'s mean6.
+
+    Args:
+        a: error-free episodes of arm A.
+        b: error-free episodes of arm B.
+        regimes: the regimes averaged; each must have been run by both arms.
+        n_boot: question-level resamples.
+        seed: bootstrap seed.
+
+    Returns:
+        (Interval with both shares for `analysis.stats.bootstrap.bootstrap_p`, "n questions"),
+        or (None, why) when a regime is missing from either arm.
+    """
+    ma, mb = question_matrix(a), question_matrix(b)
+    missing = [r for r in regimes if r not in ma.regimes or r not in mb.regimes]
+    if missing:
+        return None, f"{missing[0]} not run by both arms"
+    common = tuple(sorted(set(ma.questions) & set(mb.questions)))
+    ma, mb = restrict(ma, common, regimes), restrict(mb, common, regimes)
+
+    def stat(w: np.ndarray) -> np.ndarray:
+        return resample_means(ma, w, "all")[:, -1] - resample_means(mb, w, "all")[:, -1]
+
+    iv = bootstrap_intervals(stat, len(common), n_boot, seed, with_p=True)[0]
+    return (iv if iv.defined else None), f"{len(common)} questions"
+
+
+def paired_differences(pairs: Sequence[tuple[pd.DataFrame, pd.DataFrame]],
+                       n_boot: int = N_BOOT, seed: int = 0
+                       ) -> list[tuple[tuple[str, Interval], ...]]:
+    """`paired_success` of many (arm, reference) pairs, the pairs that share a reference
+    (the same frame object) resampled together (`paired_matrices`).
+
+    Args:
+        pairs: (arm episodes, reference episodes) per pair.
+        n_boot: question-level resamples.
+        seed: bootstrap seed.
+
+    Returns:
+        One `paired_success` result per pair, in order.
+    """
+    refs: dict[int, QuestionMatrix] = {}
+    for _, b in pairs:
+        if id(b) not in refs:
+            refs[id(b)] = question_matrix(b)
+    return paired_matrices([(question_matrix(a), refs[id(b)], id(b)) for a, b in pairs],
+                           n_boot, seed)
+
+
+def paired_matrices(pairs: Sequence[tuple[QuestionMatrix, QuestionMatrix, object]],
+                    n_boot: int = N_BOOT, seed: int = 0
+                    ) -> list[tuple[tuple[str, Interval], ...]]:
+    """`paired_success` from question matrices: each pair on the questions both ran
+    (sorted) and the regimes both ran (`regime_order`).
+
+    Pairs with the same reference, questions and regimes see the same resample
+    weights anyway (they depend only on the number of questions and the seed); here
+    each weight batch is used once for all of them and the reference's means are
+    computed once per batch, so the numbers are those of `paired_success`, pair by
+    pair, to the last digit.
+
+    Args:
+        pairs: (arm matrix, reference matrix, reference identity) per pair; the
+            identity (any hashable) tells which pairs share a reference.
+        n_boot: question-level resamples.
+        seed: bootstrap seed.
+
+    Returns:
+        One ((regime, Interval), …, ("mean6", Interval)) per pair, in order.
+    """
+    batches: dict[tuple[object, tuple[str, ...], tuple[str, ...]], list[int]] = {}
+    for i, (ma, mb, ref) in enumerate(pairs):
+        common = tuple(sorted(set(ma.questions) & set(mb.questions)))
+        regimes = regime_order(sorted(set(ma.regimes) & set(mb.regimes)))
+        batches.setdefault((ref, common, regimes), []).append(i)
+    out: list[tuple[tuple[str, Interval], ...]] = [()] * len(pairs)
+    for (_, common, regimes), members in batches.items():
+        mb = restrict(pairs[members[0]][1], common, regimes)
+        mas = [restrict(pairs[i][0], common, regimes) for i in members]
+
+        def stat(w: np.ndarray, mb: QuestionMatrix = mb,
+                 mas: list[QuestionMatrix] = mas) -> np.ndarray:
+            ref = resample_means(mb, w)
+            return np.column_stack([resample_means(ma, w) - ref for ma in mas])
+
+        res = bootstrap_intervals(stat, len(common), n_boot, seed, with_p=True)
+        width = len(regimes) + 1
+        for k, i in enumerate(members):
+            out[i] = tuple(zip((*regimes, MEAN6_LABEL), res[k * width:(k + 1) * width]))
+    return out
+
+
+def _covers(scope: str, regimes: Sequence[str]) -> tuple[str, ...]:
+    """The regimes behind a success row: its regime, or the mean6 ones for mean6."""
+    return tuple(r for r in MEAN6 if r in regimes) if scope == MEAN6_LABEL else (scope,)
+
+
+def success_table(episodes: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0,
+                  grouping: Grouping | None = None) -> Table:
+    """Success per regime and mean6 for every group (wide: one line per group).
+
+    Each regime is its own column, so no estimate pools regimes; mean6 covers the six
+    mean6 regimes only.
+
+    Args:
+        episodes: error-free episodes.
+        n_boot: question-level resamples.
+        seed: bootstrap seed.
+        grouping: what rows pool and the errored episodes they count.
+
+    Returns:
+        Table "success".
+    """
+    grouping = grouping or Grouping()
+    rows: list[Row] = []
+    keys, code = grouping.codes(episodes)
+    mats = group_question_matrices(episodes, code, len(keys), [episodes["correct"]])
+    for arm, (m,) in zip(keys, mats):
+        for regime, iv in _regime_intervals(m, n_boot, seed):
+            rows.append(interval_row(arm, "success", iv, regime,
+                                     regimes=_covers(regime, arm.regimes)))
+    notes = (("Share of questions answered correctly (F1 ≥ threshold), raw; mean6 = equal-weight "
+             "mean of clean, persistent, recover_after_1–3, late_onset_from_3 (– if one is "
+             "missing); 95% question bootstrap."),)
+    return Table("success", "Success per regime and mean6", tuple(rows), notes, "wide",
+                 (MEAN6_LABEL,), pooled=grouping.pooled)
+
+
+def paired_table(episodes: pd.DataFrame, reference: str = REFERENCE, n_boot: int = N_BOOT,
+                 seed: int = 0, grouping: Grouping | None = None,
+                 margin: float = -0.05) -> Table:
+    """Every arm minus the `reference` arm of the same group, paired by question.
+
+    An arm is paired only with the reference arm (label exactly `reference`) of the
+    same model, budget, dataset, question set(s), run(s), seed(s) and replicate(s).
+    Holm adjusts p across models within each `analysis.tables.rows.holm_family` (arm ×
+    budget × dataset × set × scope × what the row covers); detail says whether
+    non-inferiority at `margin` holds (lower bound > margin).
+
+    Args:
+        episodes: error-free episodes.
+        reference: the comparator's arm label (default "none", not "none:judge=true").
+        n_boot: question-level resamples.
+        seed: bootstrap seed.
+        grouping: what rows pool and the errored episodes they count.
+        margin: non-inferiority margin.
+
+    Returns:
+        Table "paired" (empty when no group has `reference` and another arm).
+    """
+    grouping = grouping or Grouping()
+    arms, code = grouping.codes(episodes)
+    mats = [m for (m,) in group_question_matrices(episodes, code, len(arms),
+                                                  [episodes["correct"]])]
+    refs = {k.pair_key(): i for i, k in enumerate(arms) if k.arm == reference}
+    pairs = [(arm, i, refs[arm.pair_key()]) for i, arm in enumerate(arms)
+             if arm.arm != reference and arm.pair_key() in refs]
+    differences = paired_matrices([(mats[i], mats[r], r) for _, i, r in pairs], n_boot, seed)
+    raw: list[Row] = []
+    for (arm, _, r), intervals in zip(pairs, differences):
+        ref_key = arms[r]
+        for scope, iv in intervals:
+            ni = noninferior(iv, margin)
+            detail = "" if ni is None else f"NI({margin:+.2f}) {'yes' if ni else 'no'}"
+            covers = _covers(scope, sorted(set(arm.regimes) & set(ref_key.regimes)))
+            raw.append(interval_row(arm, f"success − {reference}", iv, scope, detail=detail,
+                                    with_p=True, regimes=covers))
+    rows = with_holm(raw)
+    notes = ((f"Arm − {reference} on the same questions, within the same model, budget, "
+             "dataset, question set(s), run(s), seed(s) and replicate(s); p = share of "
+             "resampled differences ≤ 0 (one-sided), at least 1/(resamples+1); p_holm: Holm "
+             "across models within arm × budget × dataset × set × scope (holm_m); NI: "
+             f"non-inferiority (lower bound > {margin:+.2f})."),)
+    return Table("paired", f"Paired success differences against '{reference}'", rows, notes,
+                 "wide", (MEAN6_LABEL,), pooled=grouping.pooled)

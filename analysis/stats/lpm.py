@@ -1,0 +1,361 @@
+"""The hazard linear probability model (SPEC §13.4, paper App. C.2; exploratory).
+
+answer ~ α_action + α_regime + β·run + γ·earlier useful (+ question fixed effects) on
+every decision after a result judged useless, after 1–6 results, in the five failure
+regimes, the final action excluded. statsmodels gives the point estimates; the
+question-cluster bootstrap (`analysis.stats.lpm_boot`) solves each resample from
+per-question cross-products X'X and X'y (a resample that draws a question k times adds
+its block k times), in batches, with no loop over rows.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from analysis.measures.decisions import codes, judgment_columns
+from analysis.stats.lpm_boot import coefficient_intervals, identified
+from analysis.stats.bootstrap import Interval, cluster_sums
+from core.regimes import FAILURE_REGIMES
+
+HAZARD_BOOT = 1000
+LPM_T_MAX = 6
+COEFS = ("run", "earlier")
+
+
+@dataclass(frozen=True)
+class HazardFit:
+    """β (run of useless judgments) and γ (earlier useful) of the hazard LPM.
+
+    Attributes:
+        beta: change in P(answer) per additional consecutive useless judgment.
+        gamma: change in P(answer) after an earlier result judged not useless.
+        fixed_effects: whether question fixed effects were included.
+        judgments: "side_channel" or "stated".
+        n_decisions: decisions in the fit.
+        share_earlier: share of them with an earlier useful judgment.
+    """
+
+    beta: Interval
+    gamma: Interval
+    fixed_effects: bool
+    judgments: str
+    n_decisions: int
+    share_earlier: float
+
+
+def hazard_sample(dec: pd.DataFrame, judgments: str = "side_channel",
+                  regimes: Sequence[str] = FAILURE_REGIMES) -> pd.DataFrame:
+    """The LPM's decisions: after a result judged useless, 1–6 results, failure regimes.
+
+    Args:
+        dec: decision table rows of one arm.
+        judgments: "side_channel" or "stated".
+        regimes: the failure regimes fitted (default: the main family's five; another
+            family's table passes its own regime, never a mix of families).
+
+    Returns:
+        DataFrame with answer, action, regime, run, earlier (0/1) and question_id.
+    """
+    return sample_frame(dec, np.flatnonzero(sample_mask(dec, judgments, regimes)), judgments)
+
+
+def sample_mask(dec: pd.DataFrame, judgments: str = "side_channel",
+                regimes: Sequence[str] = FAILURE_REGIMES) -> np.ndarray:
+    """Which rows of `dec` `hazard_sample` keeps (a stated run can be unknown (−1): left out).
+
+    Args:
+        dec: decision table rows.
+        judgments: "side_channel" or "stated".
+        regimes: the failure regimes fitted.
+
+    Returns:
+        A boolean array, one per row.
+    """
+    return (dec["regime"].isin(list(regimes)).to_numpy() & ~dec["final"].to_numpy(dtype=bool)
+            & after_useless(dec, slice(None), judgments))
+
+
+def after_useless(dec: pd.DataFrame, rows: np.ndarray | slice, judgments: str = "side_channel"
+                  ) -> np.ndarray:
+    """`sample_mask` less its regime and final-action tests, on the rows `rows` of `dec`:
+    after a result judged useless (run known), after 1–`LPM_T_MAX` results.
+
+    Args:
+        dec: decision table rows.
+        rows: positions in `dec` (or a slice).
+        judgments: "side_channel" or "stated".
+
+    Returns:
+        A boolean array, one per row taken.
+    """
+    run_col, latest, _ = judgment_columns(judgments)
+    n_obs, run = dec["n_obs"].to_numpy()[rows], dec[run_col].to_numpy()[rows]
+    return (dec[latest].to_numpy(dtype=bool)[rows] & (n_obs >= 1) & (n_obs <= LPM_T_MAX)
+            & (run >= 0))
+
+
+def sample_frame(dec: pd.DataFrame, rows: np.ndarray, judgments: str = "side_channel"
+                 ) -> pd.DataFrame:
+    """`hazard_sample`'s frame on the rows (positions in `dec`) `sample_mask` kept,
+    reading only the columns it needs.
+
+    Args:
+        dec: decision table rows.
+        rows: positions of the kept rows, in order.
+        judgments: "side_channel" or "stated".
+
+    Returns:
+        DataFrame with answer, action, regime, run, earlier (0/1) and question_id.
+    """
+    run_col, _, earlier = judgment_columns(judgments)
+
+    def column(name: str) -> pd.Series:
+        return dec[name].take(rows)
+
+    return pd.DataFrame({
+        "answer": column("answer").to_numpy(dtype=float),
+        "action": column("action").to_numpy(), "regime": column("regime").astype(str).to_numpy(),
+        "run": column(run_col).to_numpy(dtype=float),
+        "earlier": column(earlier).to_numpy(dtype=float),
+        "question_id": column("question_id").astype(str).to_numpy(),
+    })
+
+
+def _dummies(values: pd.Series, prefix: str) -> pd.DataFrame:
+    """``pd.get_dummies(values.astype(str), prefix=prefix, drop_first=True, dtype=float)``,
+    built from integer codes: the same columns (the values' text sorted, the first
+    dropped), names and floats, without converting every row to text."""
+    codes, uniques = pd.factorize(values)
+    labels = [str(u) for u in uniques]
+    order = sorted(range(len(labels)), key=labels.__getitem__)
+    rank = np.empty(len(labels), dtype=np.int64)
+    rank[order] = np.arange(len(labels))
+    out = (rank[codes][:, None] == np.arange(1, len(labels))[None, :]).astype(float)
+    return pd.DataFrame(out, index=values.index,
+                        columns=[f"{prefix}_{labels[i]}" for i in order[1:]])
+
+
+def design_matrix(sample: pd.DataFrame, fixed_effects: bool = False,
+                  intercept: bool = True) -> pd.DataFrame:
+    """Regressors of the LPM: [const], action and regime dummies, run, earlier[, question].
+
+    Args:
+        sample: `hazard_sample` output.
+        fixed_effects: add question dummies (first question dropped).
+        intercept: include a constant column.
+
+    Returns:
+        The design as a float DataFrame (the coefficient names are its columns).
+    """
+    parts = [_dummies(sample["action"], "action"), _dummies(sample["regime"], "regime"),
+             sample[list(COEFS)].astype(float)]
+    if fixed_effects:
+        parts.append(_dummies(sample["question_id"], "q"))
+    x = pd.concat(parts, axis=1)
+    if intercept:
+        x.insert(0, "const", 1.0)
+    return x
+
+
+def fit_statsmodels(sample: pd.DataFrame, fixed_effects: bool = False,
+                    dummies: bool = False) -> tuple[float, float]:
+    """Point estimates (β, γ) of statsmodels OLS on the full sample (`ols_params`).
+
+    With question fixed effects the default fit is the within estimator: y and the
+    regressors demeaned by question (identical to question dummies by
+    Frisch–Waugh–Lovell, and far cheaper with hundreds of questions).
+
+    Args:
+        sample: `hazard_sample` output.
+        fixed_effects: include question fixed effects.
+        dummies: fit the fixed effects as explicit question dummies instead.
+
+    Returns:
+        (β, γ); NaN for a coefficient that is not identified (e.g. no decision with
+        an earlier useful judgment, so run is collinear with the action).
+    """
+    if sample.empty:
+        return math.nan, math.nan
+    if fixed_effects and not dummies:
+        return _point_estimates(sample, design_matrix(sample, intercept=False), True)
+    return _point_estimates(sample, design_matrix(sample, fixed_effects), False)
+
+
+def _point_estimates(sample: pd.DataFrame, x: pd.DataFrame, within: bool
+                     ) -> tuple[float, float]:
+    """`fit_statsmodels` on a design already built (demeaned by question when `within`)."""
+    y = sample["answer"].to_numpy(dtype=float)
+    if within:
+        by_q = sample["question_id"].to_numpy()
+        x = x - x.groupby(by_q).transform("mean")
+        y = y - pd.Series(y).groupby(by_q).transform("mean").to_numpy()
+    return point_estimates(x.to_numpy(), y, tuple(x.columns.get_loc(c) for c in COEFS))
+
+
+def point_estimates(x: np.ndarray, y: np.ndarray, cols: tuple[int, ...]
+                    ) -> tuple[float, float]:
+    """(β, γ) of `ols_params` on a design, NaN where not identified.
+
+    Args:
+        x: the design (n, p), already demeaned by question for fixed effects.
+        y: the outcomes (n,), likewise.
+        cols: the columns of run and earlier.
+
+    Returns:
+        (β, γ).
+    """
+    # a rank-deficient design is expected (e.g. no earlier useful judgment); the
+    # identification test below turns the affected coefficients into NaN
+    params = ols_params(x, y)
+    _, ok = identified((x.T @ x)[None], cols)
+    beta, gamma = (float(params[c]) if good else math.nan for c, good in zip(cols, ok[0]))
+    return beta, gamma
+
+
+def ols_params(x: np.ndarray, y: np.ndarray, rcond: float = 1e-15) -> np.ndarray:
+    """statsmodels' ``OLS(y, x).fit().params`` (method "pinv"), the same arithmetic.
+
+    statsmodels computes the pseudo-inverse by SVD, inverting singular values above
+    ``rcond`` × the largest (``statsmodels.tools.tools.pinv_extended``), then
+    params = pinv(x) · y. Doing exactly that here gives the same digits without
+    importing statsmodels, which pulls in scipy.stats (1.5–7 s in a fresh process).
+
+    Args:
+        x: design matrix (n, p).
+        y: outcomes (n,).
+        rcond: relative cut-off for small singular values.
+
+    Returns:
+        The p coefficients.
+    """
+    x = np.asarray(x).conjugate()
+    u, s, vt = np.linalg.svd(x, False)
+    cutoff = rcond * np.maximum.reduce(s)
+    for i in range(min(vt.shape[1], u.shape[0])):
+        s[i] = 1.0 / s[i] if s[i] > cutoff else 0.0
+    pinv = np.dot(np.transpose(vt), np.multiply(s[:, np.newaxis], np.transpose(u)))
+    return np.dot(pinv, y)
+
+
+def question_crossproducts(sample: pd.DataFrame, fixed_effects: bool = False
+                           ) -> tuple[np.ndarray, np.ndarray, tuple[int, ...]]:
+    """Per-question X'X and X'y of the LPM, within-question when `fixed_effects`.
+
+    With fixed effects each question's block is demeaned (X'X − s s'/n), which is
+    what a resample that draws the question k times contributes k times.
+
+    Args:
+        sample: `hazard_sample` output.
+        fixed_effects: within-question (fixed effects) version.
+
+    Returns:
+        (G of shape (questions, p, p), h of shape (questions, p), indices of run and
+        earlier among the p columns).
+    """
+    return _crossproducts(sample, design_matrix(sample, intercept=not fixed_effects),
+                          fixed_effects)
+
+
+def _crossproducts(sample: pd.DataFrame, x: pd.DataFrame, fixed_effects: bool
+                   ) -> tuple[np.ndarray, np.ndarray, tuple[int, ...]]:
+    """`question_crossproducts` on the design without question dummies, already built."""
+    z, y = x.to_numpy(), sample["answer"].to_numpy(dtype=float)
+    q, uniq = codes(sample["question_id"])
+    n_q, p = len(uniq), z.shape[1]
+    zero = np.zeros_like(q)
+    outer = (z[:, :, None] * z[:, None, :]).reshape(len(z), p * p)
+    g = cluster_sums(q, zero, outer, n_q, 1)[:, 0, :].reshape(n_q, p, p)
+    h = cluster_sums(q, zero, z * y[:, None], n_q, 1)[:, 0, :]
+    if fixed_effects:
+        n = cluster_sums(q, zero, np.ones(len(z)), n_q, 1)[:, 0, 0]
+        s = cluster_sums(q, zero, z, n_q, 1)[:, 0, :]
+        sy = cluster_sums(q, zero, y, n_q, 1)[:, 0, 0]
+        g = g - s[:, :, None] * s[:, None, :] / n[:, None, None]
+        h = h - s * (sy / n)[:, None]
+    return g, h, tuple(x.columns.get_loc(c) for c in COEFS)
+
+
+def hazard_model(dec: pd.DataFrame, judgments: str = "side_channel",
+                 fixed_effects: bool = False, n_boot: int = HAZARD_BOOT,
+                 seed: int = 0, regimes: Sequence[str] = FAILURE_REGIMES) -> HazardFit:
+    """The hazard LPM answer ~ action + regime + β·run + γ·earlier [+ question] (SPEC §13.4).
+
+    statsmodels gives the point estimates; the question-cluster bootstrap solves
+    each resample from per-question cross-products (identical on the full sample).
+
+    Args:
+        dec: decision table rows of one arm.
+        judgments: "side_channel" or "stated".
+        fixed_effects: include question fixed effects.
+        n_boot: resamples (SPEC: 1,000).
+        seed: bootstrap seed.
+        regimes: the failure regimes fitted (`hazard_sample`).
+
+    Returns:
+        The HazardFit (NaN coefficients where not identified).
+    """
+    return fit_hazard(hazard_sample(dec, judgments, regimes), judgments, fixed_effects, n_boot,
+                      seed)
+
+
+def fit_hazard(sample: pd.DataFrame, judgments: str = "side_channel",
+               fixed_effects: bool = False, n_boot: int = HAZARD_BOOT, seed: int = 0
+               ) -> HazardFit:
+    """`hazard_model` on a `hazard_sample` already drawn (the hazard table fits the same
+    sample with and without question fixed effects).
+
+    Args:
+        sample: `hazard_sample` output.
+        judgments: the judgment source the sample was drawn with.
+        fixed_effects: include question fixed effects.
+        n_boot: resamples.
+        seed: bootstrap seed.
+
+    Returns:
+        The HazardFit.
+    """
+    n = len(sample)
+    share = float(sample["earlier"].mean()) if n else math.nan
+    if n == 0:
+        nan = Interval(math.nan)
+        return HazardFit(nan, nan, fixed_effects, judgments, 0, share)
+    return _fit(sample, design_matrix(sample, intercept=not fixed_effects), judgments,
+                fixed_effects, n_boot, seed)
+
+
+def fit_both(sample: pd.DataFrame, judgments: str = "side_channel",
+             n_boot: int = HAZARD_BOOT, seed: int = 0) -> tuple[HazardFit, HazardFit]:
+    """`fit_hazard` pooled and with question fixed effects, building the design once.
+
+    Args:
+        sample: `hazard_sample` output.
+        judgments: the judgment source the sample was drawn with.
+        n_boot: resamples.
+        seed: bootstrap seed.
+
+    Returns:
+        (pooled fit, fit with question fixed effects).
+    """
+    if sample.empty:
+        return (fit_hazard(sample, judgments, False, n_boot, seed),
+                fit_hazard(sample, judgments, True, n_boot, seed))
+    x = design_matrix(sample)  # the design without intercept is the same less "const"
+    return (_fit(sample, x, judgments, False, n_boot, seed),
+            _fit(sample, x.drop(columns="const"), judgments, True, n_boot, seed))
+
+
+def _fit(sample: pd.DataFrame, x: pd.DataFrame, judgments: str, fixed_effects: bool,
+         n_boot: int, seed: int) -> HazardFit:
+    """`fit_hazard` on a non-empty sample and its design, already built (one design serves
+    the point estimates, within-question with fixed effects, and the cross-products)."""
+    n = len(sample)
+    share = float(sample["earlier"].mean())
+    beta, gamma = _point_estimates(sample, x, fixed_effects)
+    g, h, cols = _crossproducts(sample, x, fixed_effects)
+    beta_i, gamma_i = coefficient_intervals(g, h, cols, (beta, gamma), n_boot, seed)
+    return HazardFit(beta_i, gamma_i, fixed_effects, judgments, n, share)

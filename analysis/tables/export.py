@@ -1,0 +1,206 @@
+"""Tidy CSV export (SPEC §13.8): episodes, steps and one CSV per results table.
+
+episodes.csv and steps.csv are streamed row by row from one SQLite cursor
+(`core.store.export_rows`) through the stdlib csv writer, so an export's memory does not
+grow with the database; the results tables come from `compute` (and its cache).
+
+UTF-8 with a header row; booleans as 0/1; missing values as empty cells. Each file is
+written to a temporary name and renamed, so a failed export leaves no half-written
+CSV. Column names are stable and documented in README. Every row carries its
+provenance: run(s), amendment (or "exploratory"), arm label, condition hash and the
+project version that wrote the file.
+
+The two files alone recompute the cost table's TPC and the refused turns (issue 20
+§7): an episode's charged tokens are its input/output_tokens when measurement_calls
+is 0, else the sum of its steps' input/output_tokens (the acting turns only,
+``analysis.measures.cost.charged_tokens``); TPC = Σ(output + 0.25·input + 500·tool_calls) /
+Σ correct over a row's error-free episodes, inf when none is correct. refused_calls
+is the episode's count of steps with refused = 1.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import tempfile
+from collections.abc import Iterable, Sequence
+from typing import Any
+from pathlib import Path
+
+import pandas as pd
+from sqlite_utils import Database
+
+from analysis.measures.arms import EXPLORATORY
+from analysis.measures.cost import measurement_calls, own_call_column, own_calls, parse_condition_of
+from analysis.measures.compute import TABLES, compute, load_frames
+from analysis.tables.rows import ROW_FIELDS, Table
+from analysis.stats.bootstrap import N_BOOT
+from core.errors import ConfigError
+from core.version import project_version
+from core.store.export_rows import episode_rows, step_rows
+from core.store.frames import Selection
+
+EPISODE_COLUMNS = ("episode_id", "run", "amendment", "model", "arm", "condition",
+                   "condition_hash", "regime", "budget", "dataset", "question_set", "seed",
+                   "replicate", "question_id", "answered", "answer_action", "correct", "f1",
+                   "tool_calls", "extra_calls", "own_calls", "measurement_calls",
+                   "refused_calls", "input_tokens", "output_tokens", "cost_usd", "error",
+                   "version")
+STEP_COLUMNS = ("episode_id", "run", "model", "arm", "condition", "regime", "question_id", "t",
+                "action", "obs_index", "obs_failed", "obs_source", "judgment",
+                "judgment_source", "stated_judgment", "streak", "forced", "refused",
+                "discarded", "input_tokens", "output_tokens", "reasoning", "reasoning_tokens")
+"""steps.csv: one row per stored turn, a turn the stated-judgment rule discarded
+(``discarded`` = 1) included; input/output_tokens are that turn's acting call."""
+TABLE_COLUMNS = (*ROW_FIELDS, "version")
+"""Columns of every results-table CSV: the Row fields, then the project version."""
+_INTS = ("answer_action", "obs_index", "obs_failed")
+
+
+def _nullable_ints(frame: pd.DataFrame) -> pd.DataFrame:
+    out = frame.copy()
+    for col in _INTS:
+        if col in out:
+            out[col] = out[col].astype("Int64")
+    return out
+
+
+def episodes_table(episodes: pd.DataFrame, version: str | None = None) -> pd.DataFrame:
+    """episodes.csv: one row per finished episode (errored ones included, with `error`).
+
+    Args:
+        episodes: `core.store.episodes_frame` output.
+        version: project version recorded on every row (default: the installed one).
+
+    Returns:
+        The frame with exactly EPISODE_COLUMNS; amendment is "exploratory" for runs
+        no amendment governs.
+    """
+    out = episodes.assign(
+        amendment=episodes["amendment"].where(episodes["amendment"].notna(), EXPLORATORY),
+        own_calls=own_calls(episodes), measurement_calls=measurement_calls(episodes),
+        version=version or project_version())
+    return _nullable_ints(out.loc[:, list(EPISODE_COLUMNS)])
+
+
+def own_calls_column(spec: str | None, condition: str) -> str | None:
+    """The stored column holding the calls a cell's condition itself needs
+    (``analysis.measures.cost.own_call_column``), for `core.store.export_rows.episode_rows`."""
+    return own_call_column(parse_condition_of(spec, condition))
+
+
+def table_frame(table: Table, version: str | None = None) -> pd.DataFrame:
+    """A results table as a frame.
+
+    Args:
+        table: a results table.
+        version: project version recorded on every row (default: the installed one).
+
+    Returns:
+        One row per Row, with exactly the TABLE_COLUMNS columns.
+    """
+    version = version or project_version()
+    rows = [r.as_dict() | {"version": version} for r in table.rows]
+    return pd.DataFrame(rows, columns=list(TABLE_COLUMNS))
+
+
+def _write_rows(rows: Iterable[Sequence[Any]], columns: Sequence[str], path: Path) -> Path:
+    """Write a CSV row by row (constant memory), under a temporary name, then rename.
+
+    The stdlib writer with pandas' `to_csv` dialect (minimal quoting, os.linesep): the
+    bytes are those the old DataFrame path wrote (tests/test_export_stream.py).
+    """
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        with tmp.open("w", encoding="utf-8", newline="") as fh:
+            writer = csv.writer(fh, lineterminator=os.linesep)
+            writer.writerow(columns)
+            writer.writerows(rows)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    os.replace(tmp, path)
+    return path
+
+
+def write_rows_csvs(db: Database, directory: Path, selection: Selection | None = None,
+                    version: str | None = None) -> tuple[Path, Path]:
+    """Stream episodes.csv and steps.csv into `directory` (constant memory).
+
+    Args:
+        db: an open lab.db.
+        directory: an existing folder.
+        selection: the filters (default: everything).
+        version: project version recorded on every episode row (default: the installed
+            one).
+
+    Returns:
+        The two paths, episodes.csv first.
+    """
+    selection = selection or Selection()
+    version = version or project_version()
+    return (_write_rows(episode_rows(db, selection, version, EXPLORATORY, own_calls_column),
+                        EPISODE_COLUMNS, directory / "episodes.csv"),
+            _write_rows(step_rows(db, selection), STEP_COLUMNS, directory / "steps.csv"))
+
+
+def _write(frame: pd.DataFrame, path: Path) -> Path:
+    tmp = path.with_name(f".{path.name}.tmp")
+    frame.to_csv(tmp, index=False, encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+def export_folder(directory: Path) -> Path:
+    """`directory`, created with its missing parents, once it is known to be writable:
+    checked before any table is computed or file written.
+
+    Raises:
+        ConfigError: it, or a folder above it, is a file; it cannot be created; or no
+            file can be written in it (one line naming the folder and the reason).
+    """
+    hint = "give a folder you can write to, e.g. lab export results/"
+    for path in (directory, *directory.parents):
+        if path.exists() and not path.is_dir():
+            where = "exists" if path == directory else f"is inside {path}, which exists"
+            raise ConfigError(f"{directory}: {where} and is not a directory; {hint}")
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=directory):
+            pass
+    except OSError as exc:
+        verb = "cannot write into" if directory.is_dir() else "cannot create"
+        raise ConfigError(f"{directory}: {verb} the folder ({exc.strerror or exc}); "
+                          f"{hint}") from None
+    return directory
+
+
+def export(db: Database, directory: Path, selection: Selection | None = None,
+           n_boot: int = N_BOOT, hazard_boot: int = 1000, seed: int = 0) -> tuple[Path, ...]:
+    """Write episodes.csv, steps.csv and one CSV per results table into `directory`.
+
+    Args:
+        db: an open lab.db.
+        directory: target folder (created if missing).
+        selection: filters and pooling, as for `lab results` (default: everything,
+            nothing pooled).
+        n_boot: resamples for the results tables.
+        hazard_boot: resamples for the hazard model.
+        seed: bootstrap seed.
+
+    Returns:
+        The paths written, in order.
+
+    Raises:
+        ConfigError: `directory` cannot be a folder written to (`export_folder`).
+    """
+    directory = export_folder(Path(directory))
+    selection = selection or Selection()
+    version = project_version()
+    results = compute(load_frames(db, selection), TABLES, n_boot, hazard_boot, seed)
+    written = list(write_rows_csvs(db, directory, selection, version))
+    for table in results.tables:
+        written.append(_write(table_frame(table, version), directory / f"{table.name}.csv"))
+    from analysis.replay.probe_tables import export_probes
+    written += export_probes(db, directory, selection, version, n_boot, seed)
+    return tuple(written)

@@ -1,0 +1,403 @@
+"""Aligned text tables in the paper's conventions: ``+0.33 [+0.25, +0.41]``, "–" when
+undefined, "∞" for an infinite estimate. Only formatting: no statistics here.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import textwrap
+from collections.abc import Sequence
+from dataclasses import replace
+
+from analysis.measures.arms import ArmKey
+from analysis.measures.compute import Results
+from analysis.tables.rows import Row, Table
+from core.regimes import FAILURE_REGIMES, MEAN6
+
+DASH = "–"
+NOTE_WIDTH = 100
+UNSIGNED = frozenset({"success", "h45", "h12", "hazard"})
+"""Measures that are probabilities, printed without a sign."""
+_REGIME_SHORT = (("persistent", "pers."), ("clean", "clean"), ("plausible", "plaus."),
+                 ("answerless", "answerl."))
+
+
+def _clean(x: float) -> float:
+    return 0.0 if abs(x) < 1e-12 else x
+
+
+def fmt_number(x: float | None, spec: str = ".2f", signed: bool = False) -> str:
+    """Format one number; "–" for None/NaN, "∞" for infinity.
+
+    Args:
+        x: the number.
+        spec: format spec, e.g. ".2f" or "d".
+        signed: always print the sign (differences).
+
+    Returns:
+        The text.
+    """
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return DASH
+    if isinstance(x, float) and math.isinf(x):
+        return "∞" if x > 0 else "−∞"
+    if spec.endswith("d"):
+        return format(round(x), ("+" if signed else "") + spec)
+    return format(_clean(float(x)), ("+" if signed else "") + spec)
+
+
+def fmt_interval(estimate: float, low: float, high: float, digits: int = 2,
+                 signed: bool = True) -> str:
+    """``+0.33 [+0.25, +0.41]``; the estimate alone when no interval; "–" when undefined.
+
+    Args:
+        estimate: point estimate.
+        low: lower bound.
+        high: upper bound.
+        digits: decimals.
+        signed: print signs (differences) or not (probabilities).
+
+    Returns:
+        The text.
+    """
+    spec = f".{digits}f"
+    est = fmt_number(estimate, spec, signed)
+    if est == DASH or low is None or high is None or math.isnan(low) or math.isnan(high):
+        return est
+    return f"{est} [{fmt_number(low, spec, signed)}, {fmt_number(high, spec, signed)}]"
+
+
+def short_regime(name: str) -> str:
+    """Paper-style short regime name.
+
+    Args:
+        name: regime name, e.g. "recover_after_2".
+
+    Returns:
+        The short form (rec2, late3, pers., …), or the name itself.
+    """
+    for long, short in _REGIME_SHORT:
+        if name == long:
+            return short
+    m = re.fullmatch(r"recover_after_(\d+)", name)
+    if m:
+        return f"rec{m.group(1)}"
+    m = re.fullmatch(r"late_onset_from_(\d+)", name)
+    return f"late{m.group(1)}" if m else name
+
+
+def align(header: Sequence[str], body: Sequence[Sequence[str]],
+          right: Sequence[int]) -> list[str]:
+    """Align columns: numbers (the `right` columns) right, text left.
+
+    Args:
+        header: column names.
+        body: rows of cells.
+        right: indices of right-aligned columns.
+
+    Returns:
+        Lines: header, a rule, then the rows.
+    """
+    widths = [max(len(str(c)) for c in col) for col in zip(header, *body)]
+
+    def line(cells: Sequence[str]) -> str:
+        out = [c.rjust(w) if i in right else c.ljust(w)
+               for i, (c, w) in enumerate(zip(cells, widths))]
+        return "  ".join(out).rstrip()
+
+    return [line(header), "  ".join("─" * w for w in widths), *map(line, body)]
+
+
+def _signed(measure: str) -> bool:
+    return measure not in UNSIGNED and "@" not in measure  # "success@8": a level
+
+
+def regimes_text(regimes: str) -> str:
+    """What a row's comma-separated regimes read as in a table.
+
+    Args:
+        regimes: `Row.regimes`.
+
+    Returns:
+        "mean6 (6)", "mean6 failure (5)", or the short names joined by "+".
+    """
+    names = tuple(r for r in regimes.split(",") if r)
+    if set(names) == set(MEAN6):
+        return "mean6 (6)"
+    if set(names) == set(FAILURE_REGIMES):
+        return "mean6 failure (5)"
+    return "+".join(short_regime(r) for r in names) or DASH
+
+
+_DIMENSIONS = (("budget", "budget"), ("dataset", "dataset"), ("question_set", "set"),
+               ("runs", "run"), ("seeds", "seed"), ("replicates", "rep"))
+"""(Row attribute, column header) of what a row covers besides model and arm."""
+
+
+def _columns(rows: Sequence[Row], by_scope: bool) -> tuple[list[tuple[str, str]], list[str]]:
+    """The covering dimensions that vary among rows (columns), and the constant ones as
+    header text (e.g. "dataset demo", "seed 0")."""
+    varying, constant = [], []
+    for attr, header in _DIMENSIONS:
+        values = {str(getattr(r, attr)) for r in rows}
+        if len(values) > 1:
+            varying.append((attr, header))
+        elif attr != "budget" and values != {""}:
+            constant.append(f"{header} {values.pop()}")
+    if not by_scope and len({regimes_text(r.regimes) for r in rows}) > 1:
+        varying.append(("regimes", "regimes"))
+    return varying, constant
+
+
+def _arm_cells(r: Row, varying: Sequence[tuple[str, str]]) -> list[str]:
+    cells = [r.model, r.label]
+    for attr, _ in varying:
+        cells.append(regimes_text(r.regimes) if attr == "regimes" else str(getattr(r, attr)))
+    return cells
+
+
+def _wide_cell(table: Table, r: Row | None, column: str, formats: dict[str, str],
+               by_scope: bool) -> str:
+    if r is None:
+        return DASH
+    if math.isnan(r.estimate) and r.detail and not r.unit and column not in table.ci_columns:
+        return r.detail  # a text cell, e.g. "expected: positive"
+    if column in table.ci_columns:
+        text = fmt_interval(r.estimate, r.ci_low, r.ci_high, 2, _signed(r.measure))
+        if not math.isnan(r.p):
+            text += f" p={fmt_number(r.p, '.3f')}"
+        if not math.isnan(r.p_holm):
+            text += f" Holm {fmt_number(r.p_holm, '.3f')}"
+        return text
+    spec = formats.get(column, ".3f" if by_scope else ".2f")
+    return fmt_number(r.estimate, spec, _signed(r.measure) and by_scope)
+
+
+def _line_errored(rows: Sequence[Row], by_scope: bool) -> int:
+    """Errored episodes of one line: per-regime rows add up; rows of one group share."""
+    singles = [r for r in rows if "," not in r.regimes]
+    if by_scope and singles:
+        return sum(r.errored for r in singles)
+    return max(r.errored for r in rows)
+
+
+def _by_scope(table: Table) -> bool:
+    return table.layout == "wide" and len({r.measure for r in table.rows}) == 1
+
+
+def render_wide(table: Table) -> list[str]:
+    """One line per group (model × arm × what it covers), one column per measure (or per
+    scope when one measure).
+
+    Args:
+        table: a results table.
+
+    Returns:
+        The aligned lines (header, rule, rows).
+    """
+    rows = table.rows
+    by_scope = _by_scope(table)
+    key = (lambda r: r.scope) if by_scope else (lambda r: r.measure)
+    columns = list(dict.fromkeys(key(r) for r in rows))
+    varying, _ = _columns(rows, by_scope)
+    errored = any(r.errored for r in rows)
+    formats = dict(table.formats)
+    lines: dict[object, dict[str, Row]] = {}
+    for r in rows:
+        # one line per group; per-regime columns (by_scope) never pool regimes themselves
+        group = replace(r.key(), family="") if by_scope else r.key()
+        lines.setdefault(group, {})[key(r)] = r
+    header = ["model", "arm"] + [h for _, h in varying]
+    names = dict(table.headers)
+    header += [short_regime(c) if by_scope else names.get(c, c) for c in columns]
+    header += ["errored"] if errored else []
+    body = []
+    for cells in lines.values():
+        first = next(iter(cells.values()))
+        line = _arm_cells(first, varying)
+        for c in columns:
+            line.append(_wide_cell(table, cells.get(c), c, formats, by_scope))
+        if errored:
+            line.append(str(_line_errored(list(cells.values()), by_scope)))
+        body.append(line)
+    n_text = 2 + len(varying)
+    return align(header, body, range(n_text, len(header)))
+
+
+def render_long(table: Table) -> list[str]:
+    """One line per row: group, measure, scope, estimate [CI], n, detail (, errored).
+
+    Args:
+        table: a results table.
+
+    Returns:
+        The aligned lines (header, rule, rows).
+    """
+    varying, _ = _columns(table.rows, False)
+    errored = any(r.errored for r in table.rows)
+    header = ["model", "arm"] + [h for _, h in varying] + [
+        "measure", "scope", "estimate [95% CI]", "n", "detail"] + (["errored"] if errored else [])
+    body = [_arm_cells(r, varying) + [
+        r.measure, r.scope, fmt_interval(r.estimate, r.ci_low, r.ci_high, 2, _signed(r.measure)),
+        str(r.n), r.detail] + ([str(r.errored)] if errored else []) for r in table.rows]
+    n_idx = header.index("n")
+    right = (n_idx - 1, n_idx) + ((len(header) - 1,) if errored else ())
+    return align(header, body, right)
+
+
+def header_lines(table: Table) -> list[str]:
+    """What every row of the table covers and pools, printed under its title.
+
+    Args:
+        table: a results table.
+
+    Returns:
+        Lines: the constant dimensions and regimes ("covers: …"), and what was pooled.
+    """
+    if not table.rows:
+        return []
+    by_scope = _by_scope(table)
+    varying, constant = _columns(table.rows, by_scope)
+    if not by_scope and "regimes" not in {a for a, _ in varying}:
+        constant.append(f"regimes {regimes_text(table.rows[0].regimes)}")
+    lines = [f"covers: {' · '.join(constant)}"] if constant else []
+    split = ("model × arm × budget × dataset × question set × run × seed × replicate"
+             + ("" if by_scope else " × regime family"))
+    if table.pooled:
+        lines.append(f"pooled: {table.pooled} (each row lists the values it covers)")
+    else:
+        lines.append(f"pooled: nothing (one row per {split})")
+    return lines
+
+
+def judgment_lines(table: Table) -> list[str]:
+    """Where each group's side-channel judgments came from (the rows' ``judgments``).
+
+    One line per group that read judgments: the text its rows share, or, where its
+    measures count different judgments (the judgments table), the text of the row with
+    the largest n and that row's measure (every row's is in the CSV and JSON).
+
+    Args:
+        table: a results table.
+
+    Returns:
+        A heading and one line per group, or none when no row read judgments.
+    """
+    by_group: dict[object, list[Row]] = {}
+    for r in table.rows:
+        if r.judgments:
+            by_group.setdefault(r.key(), []).append(r)
+    if not by_group:
+        return []
+    varying, _ = _columns(table.rows, _by_scope(table))
+    lines = ["judgments (side_channel: asked in-run; replay: lab replay judgments):"]
+    for rows in by_group.values():
+        top = max(rows, key=lambda r: r.n)
+        label = " · ".join(_arm_cells(top, varying))
+        several = len({r.judgments for r in rows}) > 1
+        lines.append(f"  {label}: {top.judgments}" + (f" ({top.measure}; each row's in the "
+                                                      "CSV/JSON)" if several else ""))
+    return lines
+
+
+def warning_lines(table: Table) -> list[str]:
+    """A warning under a table whose rows left errored episodes out.
+
+    Args:
+        table: a results table.
+
+    Returns:
+        One line, or none when every row's errored count is 0.
+    """
+    hit = [r for r in table.rows if r.errored]
+    if not hit:
+        return []
+    groups = {r.key() for r in hit}
+    return [f"  warning: {len(groups)} row group(s) leave out errored episodes that have no "
+            "complete retry (errored column); `lab status` shows how to retry them"]
+
+
+def render_table(table: Table) -> str:
+    """The table as aligned text with its title and notes.
+
+    Args:
+        table: a results table.
+
+    Returns:
+        Title, what the rows cover and pool, the aligned table (or "no data"), where
+        each group's judgments came from, a warning when a row left errored episodes
+        out, and the notes.
+    """
+    out = [table.title, "=" * len(table.title)] + header_lines(table)
+    if not table.rows:
+        out.append("(no data for this selection)")
+    else:
+        out += render_wide(table) if table.layout == "wide" else render_long(table)
+    out += judgment_lines(table)
+    out += warning_lines(table)
+    out += [textwrap.fill(n, width=NOTE_WIDTH, initial_indent="  ", subsequent_indent="  ")
+            for n in table.notes]
+    return "\n".join(out)
+
+
+def chart_label(arm: ArmKey, others: Sequence[ArmKey]) -> str:
+    """A chart legend label: the arm label plus every dimension that tells it apart.
+
+    Args:
+        arm: the group.
+        others: every group in the same chart.
+
+    Returns:
+        E.g. "enforced_rule:k=7", or "none seed=1 plausible".
+    """
+    label = arm.arm
+    for attr, prefix in (("budget", "@"), ("dataset", "dataset="), ("question_set", "set="),
+                         ("runs", "run="), ("seeds", "seed="), ("replicates", "rep=")):
+        if len({getattr(o, attr) for o in others}) > 1:
+            label += f" {prefix}{getattr(arm, attr)}"
+    if len({o.family for o in others}) > 1:
+        label += f" {arm.family}"
+    return label
+
+
+def _by_model(items: Sequence[tuple[ArmKey, object]]) -> dict[str, list]:
+    arms = [arm for arm, _ in items]
+    out: dict[str, list] = {}
+    for arm, value in items:
+        out.setdefault(arm.model, []).append((chart_label(arm, arms), value))
+    return out
+
+
+def render_results(results: Results, charts: bool = True, colorless: bool = True) -> str:
+    """Every table of `results` as text, with the hazard and answering-action charts.
+
+    Args:
+        results: computed results.
+        charts: add the plotext charts (one per model) after the hazard and cost tables.
+        colorless: strip ANSI colours from the charts.
+
+    Returns:
+        The report.
+    """
+    from analysis.tables.plots import answer_action_chart, hazard_chart
+
+    head = f"runs: {', '.join(results.runs) or DASH}"
+    if results.errored:
+        head += (f"; {results.errored} episode(s) ended in an error with no complete retry "
+                 "and are left out (each table counts them per row; see `lab status`)")
+    parts = [head]
+    for table in results.tables:
+        parts.append(render_table(table))
+        if charts and table.name == "hazard":
+            for model, curves in _by_model(results.hazard_curves).items():
+                parts.append(hazard_chart(curves, f"{model}: P(answer) after j consecutive "
+                                                  "failed observations", colorless))
+        if charts and table.name == "cost":
+            n_of = dict(zip((a for a, _ in results.answer_actions), results.episodes_per_arm))
+            items = [(a, (c, n_of[a])) for a, c in results.answer_actions]
+            for model, entries in _by_model(items).items():
+                parts.append(answer_action_chart(
+                    [(label, v[0]) for label, v in entries], [v[1] for _, v in entries],
+                    f"{model}: share of episodes answering at each action", colorless))
+    return "\n\n".join(parts)
