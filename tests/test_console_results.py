@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from analysis.measures.delta import DESIGN_A, DESIGN_B
 from analysis.measures.drilldown import cell_decisions, select, source_of
 from analysis.measures.compute import compute, load_frames
 from console.app import ConsoleConfig, make_app
@@ -70,15 +71,20 @@ def test_drilldown_counts_equal_every_delta_row(lab_db: Path) -> None:
     frames = load_frames(store.connect(lab_db))
     table = compute(frames, ("delta",), n_boot=50).table("delta")
     assert table is not None and len(table.rows) >= 8
-    nonempty = 0
+    nonempty, sources = 0, [0, 0]  # rows with points: [judgment splits, design splits]
     for row in table.rows:
         d = cell_decisions(select(frames.decisions, row.as_dict()),
                            source_of(row.measure, row.scope))
         assert d.detail == row.detail, (row.model, row.arm, row.scope)
         assert len(d.a) + len(d.b) == row.n
-        assert all(p.t == p.s for p in d.a) if d.source != "design" else True
+        if d.source == "design":  # the design contrast splits by regime
+            assert {p.regime for p in d.a} <= {DESIGN_A} and {p.regime for p in d.b} <= {DESIGN_B}
+        else:  # a: every observation so far useless; b: an earlier useful one
+            assert all(p.t == p.s for p in d.a) and all(1 <= p.s <= p.t - 2 for p in d.b)
         nonempty += bool(d.a or d.b)
+        sources[d.source == "design"] += bool(d.a or d.b)
     assert nonempty >= 4
+    assert all(sources), sources  # both kinds of split were checked on real points
 
 
 def test_selection_parsing() -> None:

@@ -119,7 +119,8 @@ def test_failed_observations_are_labelled_and_drawn_identically_across_condition
     assert [s.obs_ref for s in a.steps] == [s.obs_ref for s in b.steps]
     assert not a.steps[0].obs_ref.startswith("q1#")
     c = run(ScriptedClient(acts=[SEARCH] * 8), "none", "recover_after_2", seed=4, pool=pool)
-    assert [s.obs_ref for s in c.steps[:2]] != [s.obs_ref for s in a.steps[:2]] or True
+    # another seed draws other foreign pages (the draw is seeded, so this is fixed)
+    assert [s.obs_ref for s in c.steps[:2]] != [s.obs_ref for s in a.steps[:2]]
 
 
 def test_plausible_draws_own_distractors():
