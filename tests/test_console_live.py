@@ -8,6 +8,7 @@ import shutil
 import sqlite3
 import subprocess
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -176,6 +177,49 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     conn.close()
     return path
+
+
+@pytest.mark.asyncio
+async def test_wrapped_lines_lose_nothing_and_keep_their_indent(built: Path,
+                                                                tmp_path: Path) -> None:
+    """At 80 columns every letter of a wrapped thought or page is on screen (RichLog's
+    default 78-column minimum once cut one or two at each wrap), and a wrapped line
+    continues under its own indent, not at column 1."""
+    shutil.copy(built, tmp_path / "lab.db")
+    db = store.connect(tmp_path / "lab.db")
+    (live,) = db.conn.execute("SELECT id FROM live_episodes").fetchone()
+    last = store.live_steps(db, live, after_t=0)[-1]
+    page = ("Lerrstead: Lerrstead is a town in the province of Faessmarch. It lies on the "
+            "banks of the Nerra River. Lerrstead has a population of 16,800. It was first "
+            "recorded in 1079. A weekly market is held in its old square.")
+    thought = ("The last result is not relevant: it does not mention what I need. I will "
+               "search for Drilell Ensemble, whose founder is the person I am after.")
+    store.live_step(db, live, replace(last, t=last.t + 1, thought=thought, shown=page,
+                                      obs_index=(last.obs_index or 0) + 1))
+    db.conn.close()
+    app = console_app(tmp_path / "lab.db")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("5")
+        await settle(pilot)
+        await pilot.pause(0.3)
+        await settle(pilot)
+        log = app.screen.query_one("#live-log", RichLog)
+        width = log.scrollable_content_region.width
+        lines = [strip.text.rstrip() for strip in log.lines]
+        assert lines and max(len(line) for line in lines) <= width < 78
+        assert log.virtual_size.width <= width  # nothing hidden to the right
+        words = " ".join(" ".join(lines).split())
+        assert f"thought: {thought}" in words and page in words
+        wrapped = 0
+        for above, line in zip(lines, lines[1:]):
+            if above.startswith("  thought:") and not line.lstrip().startswith(
+                    ("obs", "judgment", "step")):
+                assert line.startswith("  ") and not line.startswith("   "), line
+                wrapped += 1
+            if above.startswith("    ") and not line.lstrip().startswith(("judgment", "step")):
+                assert line.startswith("    ") and not line.startswith("     "), line
+                wrapped += 1
+        assert wrapped >= 3  # thoughts and pages did wrap at this width
 
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 40)])

@@ -201,7 +201,9 @@ def joined(parts: list[Part]) -> Text:
 
 def indented(parts: list[Part]) -> Group:
     """The lines as a renderable that wraps each under its own indent (a hanging indent),
-    so a wrapped thought or page continues under its first word, never at column 1."""
+    so a wrapped thought or page continues under its first word, never at column 1.
+    Written with `expand=True`: a Padding measures no wider than the app's console, so
+    RichLog would otherwise wrap at that width instead of its own."""
     return Group(*(Padding(text, (0, 0, 0, indent), expand=False) for indent, text in parts))
 
 
@@ -316,14 +318,14 @@ class LiveScreen(LabScreen):
         for step, title in update.steps:
             if step.t <= self.seen_t:
                 continue
-            log.write(indented(step_parts(step, title)))
+            log.write(indented(step_parts(step, title)), expand=True)
             self.seen_t = step.t
             if self.episode is not None:
                 key = (self.episode.cell_id, self.episode.question_id, step.t)
                 self.shown_at[key] = time.monotonic()
         if update.outcome is not None and not self.finished:
             self.lost = update.lost
-            log.write(indented(outcome_parts(update.outcome)))
+            log.write(indented(outcome_parts(update.outcome)), expand=True)
             self.finished = True
             if self.follow:
                 self._poll(check=False)  # move on to the newest running episode
