@@ -27,7 +27,10 @@ from core.demo_data import demo_questions
 from core.errors import DataError
 
 ROOT = Path(__file__).resolve().parents[1]
-REAL_SAMPLE = ROOT.parent / "shared" / "data" / "hotpotqa" / "dev_distractor_sample.json"
+DEV_FORMAT = Path(__file__).parent / "data" / "hotpotqa" / "dev_distractor_small.json"
+"""Three invented questions written by hand in the official dev distractor file's own
+layout: one JSON line, 24-hex ids, 10 paragraphs, sentences after the first starting
+with a space, UTF-8 text, a yes/no comparison."""
 
 
 # --------------------------------------------------------------------------- fixtures
@@ -539,12 +542,22 @@ def test_demo_survives_file_round_trip(tmp_path: Path, demo: list[Question]) -> 
     assert load_hotpotqa(path, dataset="demo") == demo
 
 
-# --------------------------------------------------------------------------- real sample
+# --------------------------------------------------------------------------- dev file format
 
 
-@pytest.mark.skipif(not REAL_SAMPLE.exists(), reason="shared HotpotQA dev sample not present")
-def test_real_dev_sample_loads() -> None:
-    questions = load_hotpotqa(REAL_SAMPLE)
-    assert len(questions) == 400
+def test_dev_distractor_format_loads_exactly() -> None:
+    questions = load_hotpotqa(DEV_FORMAT)
+    assert [q.id for q in questions] == ["5c1f0a9e4b7d2e83a1f06b5d", "5c1f0a9e4b7d2e83a1f06b5e",
+                                         "5c1f0a9e4b7d2e83a1f06b5f"]
     assert all(len(q.paragraphs) == 10 for q in questions)
-    assert all(1 <= len(q.gold_titles) <= 2 for q in questions)
+    assert all(len(q.gold_titles) == 2 and q.level == "hard" for q in questions)
+    assert [(q.type, q.answer) for q in questions] == [
+        ("bridge", "Lake Orrin"), ("comparison", "yes"), ("bridge", "Sélune Press")]
+    # sentences are kept as written (the leading space included); facts point into them
+    pages = {p.title: p.sentences for p in questions[0].paragraphs}
+    assert pages["Ada Brun"][0] == "Ada Brun (1931–2004) was a violinist and teacher."
+    assert pages["Ada Brun"][2] == " Brun was born in Lake Orrin."
+    assert questions[0].supporting_facts == (("Vellmore Quartet", 1), ("Ada Brun", 2))
+    assert questions[2].supporting_facts[-1] == ("The Salt Ledger", 2)
+    assert questions == load_hotpotqa(DEV_FORMAT, dataset="hotpotqa")  # the default name
+    assert {q.dataset for q in load_hotpotqa(DEV_FORMAT, dataset="dev")} == {"dev"}

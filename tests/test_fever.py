@@ -263,14 +263,39 @@ def test_results_keep_datasets_apart(db_path, capsys):
     assert by_dataset == {("demo", "hp6"), (DEMO_FEVER_DATASET, "fv6")}
 
 
-SHARED_FEVER = Path(__file__).resolve().parents[2] / "shared" / "data" / "fever"
+DEV_FORMAT = Path(__file__).parent / "data" / "fever"
+"""15 invented claims written by hand in FEVER 1.0 dev's own layout (claims.jsonl with
+verifiable, source_split and gold_evidence_sentence; pages.json of partial pages in
+FEVER's tokens): lines pages.json lacks, a gold sentence whose page is unknown, one
+among a page's unplaced sentences, one on no page at all, a claim outside paper_dev
+without sentence annotations, two NOT ENOUGH INFO claims."""
 
 
-@pytest.mark.skipif(not (SHARED_FEVER / "claims.jsonl").exists(),
-                    reason="shared FEVER dev sample not present")
-def test_shared_dev_sample_imports_142_and_skips_100(db_path, capsys):
-    assert main(["--db", str(db_path), "data", "import", "fever", str(SHARED_FEVER)]) == 0
+def _fact(q, i: int = 0) -> tuple[str, str]:
+    title, line = q.supporting_facts[i]
+    (page,) = [p for p in q.paragraphs if p.title == title]
+    return title, page.sentences[line]
+
+
+def test_dev_format_sample_imports_13_and_skips_2(db_path, capsys):
+    assert main(["--db", str(db_path), "data", "import", "fever", str(DEV_FORMAT)]) == 0
     out = capsys.readouterr().out
-    assert "imported 142 claims" in out and "skipped 100 NOT ENOUGH INFO claims" in out
-    questions = store.load_questions(store.connect(db_path), dataset="fever")
-    assert all(len(q.paragraphs) == 1 + N_OTHER_PAGES and q.supporting_facts for q in questions)
+    assert "imported 13 claims" in out and "skipped 2 NOT ENOUGH INFO claims" in out
+    questions = {q.id: q for q in store.load_questions(store.connect(db_path), dataset="fever")}
+    assert len(questions) == 13
+    for q in questions.values():  # its evidence pages and N_OTHER_PAGES others
+        assert q.supporting_facts
+        assert len(q.paragraphs) == len({t for t, _ in q.supporting_facts}) + N_OTHER_PAGES
+    assert _fact(questions["1201"]) == ("Ada Brun", "Ada Brun ( 1931 -- 2004 ) was a violinist "
+                                                    "and teacher .")
+    assert _fact(questions["1201"], 1) == ("Ada Brun", "Brun was born in Lake Orrin .")
+    assert _fact(questions["1202"]) == ("Vellmore Quartet", "The Vellmore Quartet is a string "
+                                                            "quartet from Harlow Bay .")
+    assert _fact(questions["1203"]) == ("Harlow Bay (town)",
+                                        "Harlow Bay is a port town on the east coast .")
+    assert _fact(questions["1204"]) == ("Skerry Isles", "The Skerry Isles are a group of small "
+                                                        "islands off the east coast .")
+    assert _fact(questions["1205"]) == ("Sallow cycle", "It was first played in 1949 at the "
+                                                        "`` Omsby Rooms '' .")
+    assert _fact(questions["1206"])[0] == "Sallow cycle"  # outside paper_dev: gold text only
+    assert {q.answer for q in questions.values()} == {"SUPPORTS", "REFUTES"}
