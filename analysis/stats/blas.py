@@ -9,38 +9,26 @@ numbers do not change, only the time.
 
 from __future__ import annotations
 
-import ctypes
 import functools
 import os
-import re
-from pathlib import Path
 
-_SETTERS = ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads",
-            "openblas_set_num_threads64_", "openblas_set_num_threads")
+from threadpoolctl import threadpool_info, threadpool_limits
 
 
 @functools.lru_cache(maxsize=1)
 def single_thread() -> int:
-    """Set every OpenBLAS this process has loaded to one thread (once per process).
+    """Set every BLAS library this process has loaded to one thread (once per process).
+
+    Uses threadpoolctl, which finds OpenBLAS, MKL or BLIS wherever numpy loaded it; the
+    limit stays for the life of the process.
 
     Returns:
-        How many libraries were set (0 where /proc is missing or no OpenBLAS is loaded;
-        then nothing changes).
+        How many BLAS libraries were set (0 when none is loaded; then nothing changes).
     """
-    maps = Path("/proc/self/maps")
-    if not maps.exists():
-        return 0
-    done = 0
-    for path in sorted(set(re.findall(r"(/\S*openblas\S*\.so\S*)", maps.read_text()))):
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError:
-            continue
-        setter = next((getattr(lib, s) for s in _SETTERS if hasattr(lib, s)), None)
-        if setter is not None:
-            setter(1)
-            done += 1
-    return done
+    found = [info for info in threadpool_info() if info.get("user_api") == "blas"]
+    if found:
+        threadpool_limits(limits=1, user_api="blas")
+    return len(found)
 
 
 def worker_threads() -> int:

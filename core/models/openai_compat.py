@@ -61,6 +61,20 @@ API_KEY_ENV = "VLLM_API_KEY"
 Usage = tuple[int, int, int, int | None]
 """(prompt, completion, cached prompt, reasoning tokens or None when not reported)."""
 
+def _openai_sdk() -> Any:
+    """The openai package, needed only by a model whose transport is "sdk".
+
+    Raises:
+        ConfigError: it is not installed (it is an optional extra, `lab[sdk]`).
+    """
+    try:
+        import openai
+    except ImportError:
+        raise ConfigError('transport = "sdk" needs the openai package: '
+                          "pip install -e '.[sdk]' (or use the default transport)") from None
+    return openai
+
+
 class Endpoint:
     """One server of a model: its load counters and its connections.
 
@@ -112,16 +126,16 @@ class Endpoint:
         loop = asyncio.get_running_loop()
         if self._conns is None or self._loop is not loop:
             if self.transport == "sdk":
-                import openai  # only for the "sdk" transport (bench/concurrency.py compares)
+                openai = _openai_sdk()
 
                 # the SDK's annotations name its own httpx fork (httpx2); it accepts
                 # httpx's client and timeout at run time
-                self._conns = openai.AsyncOpenAI(  # type: ignore[assignment]
+                self._conns = openai.AsyncOpenAI(
                     base_url=self.address.base, api_key=self.key, max_retries=0,
                     default_query=dict(self.address.query_params) or None,
                     default_headers={"authorization": self.headers["authorization"]},
-                    timeout=httpx.Timeout(self.timeout_s, connect=self.connect_s),  # type: ignore[arg-type]
-                    http_client=httpx.AsyncClient(limits=_LIMITS))  # type: ignore[arg-type]
+                    timeout=httpx.Timeout(self.timeout_s, connect=self.connect_s),
+                    http_client=httpx.AsyncClient(limits=_LIMITS))
             elif self.plain and self.transport == "stream":
                 self._conns = StreamPool(self.host, self.port, authority=self.authority)
             else:
@@ -150,8 +164,7 @@ class Endpoint:
         Raises:
             httpx.HTTPError: the connection failed or timed out (mapped from the SDK's).
         """
-        import openai
-
+        openai = _openai_sdk()
         known = {"model", "messages", "max_tokens", "stop", "temperature", "top_p", "seed",
                  "presence_penalty", "frequency_penalty"}
         args = {k: v for k, v in body.items() if k in known}
