@@ -5,6 +5,7 @@ the action, the target and how many jobs and episodes it moves; snapshots."""
 from __future__ import annotations
 
 import shutil
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -171,6 +172,73 @@ async def test_action_on_one_job_and_error_line(lab_db: Path) -> None:
         assert any("no jobs for job 1" in str(n.message) for n in app._notifications)
 
 
+ERROR = ("connection: local at http://127.0.0.1:9/v1: connection failed "
+         "(ConnectionRefusedError) after 3 retries over 12 s")
+
+
+@pytest.fixture(scope="session")
+def errored(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The fixture grid run, then job 1's episodes turned into refused connections."""
+    path = build(tmp_path_factory.mktemp("jobs-errored") / "lab.db")
+    freeze_times(path)
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute("UPDATE episodes SET error = ?, input_tokens = 0, output_tokens = 0 "
+                     "WHERE cell_id = (SELECT cell_id FROM jobs WHERE id = 1) AND question_id "
+                     "IN (SELECT q.value FROM jobs j, json_each(j.question_ids) q "
+                     "WHERE j.id = 1)", (ERROR,))
+    conn.close()
+    return path
+
+
+def test_job_rows_show_the_seed_before_the_cell() -> None:
+    """At 80 columns the tree cuts a job's row (after 8 columns of guides): what tells two
+    jobs apart (id, state, progress, seed) comes first; the cell's regime is short."""
+    from console.screens.jobs import job_label
+    from core.store.monitor import JobRow
+
+    spec = '{"name": "random_rule", "k": 3, "rate": 0.5}'
+    row = JobRow(12, "running", "sim-hazard-own-with-a-long-name", spec, "late_onset_from_3",
+                 7, 8, 50, 44, 6, 2, None)
+    label = job_label(row).plain
+    assert label.index("seed 7") + len("seed 7") <= 80 - 8 - 2
+    assert "✗6 errored" in label and "late3" in label and "attempt 2" in label
+
+
+@pytest.mark.asyncio
+async def test_detail_line_and_a_requeued_job(errored: Path, tmp_path: Path) -> None:
+    """The highlighted job in full under the tree (its cell, progress and last error,
+    wrapped at 80 columns); errored questions queued again show 0/n until they run."""
+    from core.store.monitor import job_errors
+    from jobs.retry import retry
+    from jobs.settings import WorkerSettings
+
+    shutil.copy(errored, tmp_path / "lab.db")
+    lab_db = tmp_path / "lab.db"
+    app = console_app(lab_db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _open(pilot)
+        await pilot.press("j", "l")
+        await settle(pilot)
+        hint = app.screen.query_one("#jobs-hint")
+        assert "grid 1 of run fixture" in str(hint.render())
+        await pilot.press("j")  # job 1
+        await settle(pilot)
+        lines = [line.text.rstrip() for line in hint.render_lines(hint.region.reset_offset)]
+        text = " ".join(" ".join(lines).split())
+        n = job_errors(store.connect(lab_db), 1)[1].errored
+        assert f"job 1 · done · sim-never · none · clean · seed 0 · budget 8 · 0/{n}" in text
+        assert f"✗ {n} errored" in text and f"last error: {ERROR}" in text
+        assert max(len(line) for line in lines) <= 80
+        db = store.connect(lab_db)
+        new = retry(db, WorkerSettings(db_path=lab_db), "grid", 1, errored_only=True).created
+        db.conn.close()
+        await pilot.press("r")
+        await settle(pilot)
+        (label,) = [lb for lb in _labels(app) if lb.startswith(f"job {new[0]} ")]
+        assert "queued" in label and f" 0/{n}" in label
+
+
 @pytest.mark.parametrize("size", [(80, 24), (120, 40)])
 def test_snapshot(snap_compare, lab_db: Path, size: tuple[int, int]) -> None:
     async def opened(pilot) -> None:
@@ -179,3 +247,18 @@ def test_snapshot(snap_compare, lab_db: Path, size: tuple[int, int]) -> None:
         await settle(pilot)
 
     assert snap_compare(console_app(lab_db), terminal_size=size, run_before=opened)
+
+
+def test_snapshot_worked_80x24(snap_compare, errored: Path, tmp_path: Path) -> None:
+    """After a worker ran the grid: progress, job 1's errored questions, its detail line."""
+    shutil.copy(errored, tmp_path / "lab.db")
+
+    async def opened(pilot) -> None:
+        await _open(pilot)
+        await pilot.press("j", "l")
+        await settle(pilot)
+        await pilot.press("j")
+        await settle(pilot)
+
+    assert snap_compare(console_app(tmp_path / "lab.db"), terminal_size=(80, 24),
+                        run_before=opened)

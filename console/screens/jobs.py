@@ -129,7 +129,7 @@ def job_label(j: monitor.JobRow, errors: monitor.JobErrors | None = None) -> Tex
     what = f" {j.kind} probes" if j.unit == "probes" else ""
     text.append(f" {done:>2}/{j.expected:<2}{what}")
     if errored:
-        text.append(f" ✗{errored}", style="bold red")
+        text.append(f" ✗{errored} errored", style="bold red")
     text.append(f"  seed {j.seed}  {j.model} · {arm_label(j.condition_spec)} · "
                 f"{short_regime(j.regime)}")
     if j.attempts > 1:
@@ -266,20 +266,42 @@ class JobsScreen(LabScreen):
                 self._drop(self._tree_keys[key])
         if tree.cursor_line < 0 and tree.root.children:
             tree.cursor_line = 0  # actions apply at once to the first run
-        if not runs:
-            self.query_one("#jobs-hint", Static).update(
-                "nothing queued yet: enqueue a grid (key 3 or lab enqueue …)")
+        self._show_detail()
+
+    def _show_detail(self) -> None:
+        """The line under the tree: the highlighted node in full (its whole cell and
+        last error, wrapped), so nothing cut off a row at 80 columns is out of reach."""
+        hint = self.query_one("#jobs-hint", Static)
+        data = self._jobs_data
+        if not data.grids:
+            hint.update("nothing queued yet: enqueue a grid (key 3 or lab enqueue …)")
+            return
+        target = self._target()
+        kind, value = target if target is not None else ("", 0)
+        grids, job = self._scope(kind, value) if target is not None else ([], None)
+        if job is not None:
+            hint.update(job_detail(job, data.job_errors.get(job.id)))
+        elif kind == "grid" and grids:
+            text = grid_detail(grids[0], data.grid_errors.get(grids[0].grid))
+            text.append("\nenter/l opens its jobs · P u x t E act on it (y/n)", style="dim")
+            hint.update(text)
         else:
-            self.query_one("#jobs-hint", Static).update(
-                "enter/l opens a grid · P pause · u resume · x cancel · t retry · "
-                "E errored (y/n)")
+            hint.update(Text(f"run {value}: enter/l opens a grid · P pause · u resume · "
+                             "x cancel · t retry · E errored (y/n)" if kind == "run" else
+                             "enter/l opens a grid · P pause · u resume · x cancel · "
+                             "t retry · E errored (y/n)"))
+
+    def on_tree_node_highlighted(self, event: Tree.NodeHighlighted) -> None:
+        """Show the highlighted node in full under the tree."""
+        self._show_detail()
 
     def _drop(self, node: TreeNode) -> None:
         """Remove a node and forget it and its descendants."""
         stack = [node]
         while stack:
             n = stack.pop()
-            self._tree_keys.pop(n.data, None)
+            if n.data is not None:
+                self._tree_keys.pop(n.data, None)
             stack.extend(n.children)
         node.remove()
 
