@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from sqlite_utils import Database
 
 from core import store
-from core.data import CLAIM_TYPE, ids_hash, sample_ids
+from core.data import CLAIM_TYPE, TASK_FEVER, TASK_HOTPOTQA, ids_hash, sample_ids
 from core.errors import ConfigError, StoreError
 from core.fever import balanced_sample
 from core.limits import INT64_MAX
@@ -60,6 +61,48 @@ class SetDraft:
         if not self.labels:
             return ""
         return " (" + ", ".join(f"{n} {label}" for label, n in self.labels) + ")"
+
+
+@dataclass(frozen=True)
+class DatasetInfo:
+    """One dataset in lab.db, for choosing what to draw a set from.
+
+    Attributes:
+        name: the dataset name.
+        task: "hotpotqa" or "fever".
+        questions: questions (or claims) stored.
+        sets: question sets drawn from it.
+        unused: its questions in no set yet (what a set excluding every other can draw).
+    """
+
+    name: str
+    task: str
+    questions: int
+    sets: int
+    unused: int
+
+
+def overview(db: Database) -> tuple[list[DatasetInfo], list[dict[str, Any]]]:
+    """Every dataset and every question set (without id lists), for listing.
+
+    Args:
+        db: an open lab.db (only read).
+
+    Returns:
+        (datasets by name, sets by name as `store.question_sets` gives them).
+    """
+    sets = store.question_sets(db)
+    used: dict[str, set[str]] = {}
+    for s in sets:
+        used.setdefault(s["dataset"], set()).update(store.question_set(db, s["name"])["ids"])
+    infos = []
+    for name, count in store.datasets(db).items():
+        rows = store.dataset_labels(db, name)
+        task = TASK_FEVER if any(kind == CLAIM_TYPE for kind, _ in rows.values()) \
+            else TASK_HOTPOTQA
+        infos.append(DatasetInfo(name, task, count, sum(s["dataset"] == name for s in sets),
+                                 len(rows.keys() - used.get(name, set()))))
+    return infos, sets
 
 
 def check_set_name(name: str) -> str:

@@ -7,6 +7,8 @@ worker plans the grid with `jobs.grid.plan` — the pre-registration gate includ
 exactly like `lab enqueue --dry-run` — and the preview shows cells, episodes,
 calls, tokens and dollars, or the refusal in words. `ctrl+s` (or the Queue
 button) queues it through `jobs.control.enqueue_grid`, one short transaction.
+`s` opens the Sets view (console/screens/sets.py) to import data or create a
+question set; back here, the set just created is picked and planned.
 """
 
 from __future__ import annotations
@@ -64,9 +66,10 @@ class EnqueueScreen(LabScreen):
     BINDINGS = [
         Binding("ctrl+s", "queue", "Queue it"),
         Binding("m", "mean6", "mean6 regimes"),
+        Binding("s", "sets", "Sets"),
         Binding("escape", "back", "Back to top"),
     ]
-    FOOTER_KEYS = ("queue", "mean6", "back")
+    FOOTER_KEYS = ("queue", "mean6", "sets", "back")
     """The footer's keys, most essential first (LabFooter keeps these and ? q)."""
 
     def __init__(self) -> None:
@@ -78,6 +81,8 @@ class EnqueueScreen(LabScreen):
         self._ready_summary: dict[str, Any] | None = None
         self._filling = False
         self._applied_amendment: object = None
+        self._want_set: str | None = None
+        """A set created on the Sets view: picked at the next fill."""
 
     def compose(self) -> ComposeResult:
         """Header, the form, the preview, footer."""
@@ -146,6 +151,8 @@ class EnqueueScreen(LabScreen):
         self._applied_amendment = amendment.value
         sets = self.query_one("#enq-set", Select)
         keep_set = sets.value
+        if self._want_set is not None and self._want_set in {s["name"] for s in choices.sets}:
+            keep_set, self._want_set = self._want_set, None
         sets.set_options([(f"{s['name']}  {s['n']} q, {s['dataset']}"
                            + (", HELD-OUT" if s["held_out"] else ", dev"), s["name"])
                           for s in choices.sets])
@@ -327,6 +334,19 @@ class EnqueueScreen(LabScreen):
                    "nothing to queue: every episode is already stored or queued")
         self.app.call_from_thread(self.notify, message)
         self.app.call_from_thread(self._changed)
+
+    def action_sets(self) -> None:
+        """`s`: the Sets view (import a data file, create a question set); a set created
+        there is picked here when it closes, and this screen re-reads on the way back."""
+        from console.screens.sets import SetsScreen
+
+        view = SetsScreen()
+
+        def closed(_: None) -> None:
+            if view.created is not None:
+                self._want_set = view.created
+
+        self.app.push_screen(view, closed)
 
     def action_back(self) -> None:
         """Escape: back to the top of the form."""

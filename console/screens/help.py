@@ -23,7 +23,11 @@ WORKFLOW = {
               "held-out run; d logs a deviation, o shows outcomes, v verifies the chain.",
     "enqueue": "Pick an amendment and a set, tick models, conditions and regimes (space), "
                "set budgets, seeds and run name; the preview shows cost and refusals; "
-               "ctrl+s queues after a y.",
+               "ctrl+s queues after a y. s opens Sets to import data or create a set.",
+    "sets": "Import data with i (a HotpotQA file or a FEVER folder: validated, then y "
+            "stores it), create a question set with c (name, dataset, n, seed, sets to "
+            "exclude, dev or held-out: drawn, then y stores it); escape goes back to "
+            "Enqueue with the new set picked.",
     "jobs": "Runs → grids → jobs (enter/l opens, h closes): P pauses, u resumes, x cancels, "
             "t retries, E re-queues errored probes; / filters, escape clears.",
     "live": "Follows the newest running episode's steps as they are committed (f toggles); "

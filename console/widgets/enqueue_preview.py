@@ -50,8 +50,8 @@ def build_request(*, models: Sequence[str], conditions: Sequence[str], knobs: st
         ConfigError: no question set, an empty run name, or bad budget/seeds.
     """
     if not question_set:
-        raise ConfigError("pick a question set (none exists yet: lab sets create NAME "
-                          "--dataset D --n N --seed S)")
+        raise ConfigError("pick a question set (none exists yet: s opens Sets, where c "
+                          "creates one)")
     if not run.strip():
         raise ConfigError("give the run a name, e.g. pilot")
     merged = tuple(dict.fromkeys([*conditions, *knob_variants(knobs)]))
