@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from analysis.tables.export import EPISODE_COLUMNS, STEP_COLUMNS, TABLE_COLUMNS
+from analysis.tables.csv_files import TABLE_COLUMNS
+from analysis.tables.export import EPISODE_COLUMNS, STEP_COLUMNS
 from analysis.tables.rows import ROW_FIELDS
 from console.cli.results import export_cmd, results, validate_measures_cmd
 from core import store

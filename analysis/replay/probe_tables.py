@@ -50,14 +50,14 @@ def export_probes(db: Database, directory: Path, selection: Selection, version: 
     Returns:
         The paths written.
     """
-    from analysis.tables.export import _write, table_frame
+    from analysis.tables.csv_files import table_frame, write_frame
     from analysis.measures.compute import load_frames
 
     probes = probes_frame(db, selection)
-    written = [_write(probes.loc[:, list(EXPORT_COLUMNS)], directory / "probes.csv")]
+    written = [write_frame(probes.loc[:, list(EXPORT_COLUMNS)], directory / "probes.csv")]
     if (probes["kind"] == "answer_now").any():
         frames = load_frames(db, selection)
         for name in PROBE_TABLES:
             (table,) = probe_results(db, frames, name, n_boot, seed).tables
-            written.append(_write(table_frame(table, version), directory / f"{name}.csv"))
+            written.append(write_frame(table_frame(table, version), directory / f"{name}.csv"))
     return written

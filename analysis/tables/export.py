@@ -20,11 +20,7 @@ is the episode's count of steps with refused = 1.
 
 from __future__ import annotations
 
-import csv
-import os
 import tempfile
-from collections.abc import Iterable, Sequence
-from typing import Any
 from pathlib import Path
 
 import pandas as pd
@@ -33,7 +29,11 @@ from sqlite_utils import Database
 from analysis.measures.arms import EXPLORATORY
 from analysis.measures.cost import measurement_calls, own_call_column, own_calls, parse_condition_of
 from analysis.measures.compute import TABLES, compute, load_frames
-from analysis.tables.rows import ROW_FIELDS, Table
+from analysis.tables.csv_files import (
+    table_frame,
+    write_frame,
+    write_rows_atomic,
+)
 from analysis.stats.bootstrap import N_BOOT
 from core.errors import ConfigError
 from core.version import project_version
@@ -52,8 +52,6 @@ STEP_COLUMNS = ("episode_id", "run", "model", "arm", "condition", "regime", "que
                 "discarded", "input_tokens", "output_tokens", "reasoning", "reasoning_tokens")
 """steps.csv: one row per stored turn, a turn the stated-judgment rule discarded
 (``discarded`` = 1) included; input/output_tokens are that turn's acting call."""
-TABLE_COLUMNS = (*ROW_FIELDS, "version")
-"""Columns of every results-table CSV: the Row fields, then the project version."""
 _INTS = ("answer_action", "obs_index", "obs_failed")
 
 
@@ -89,40 +87,6 @@ def own_calls_column(spec: str | None, condition: str) -> str | None:
     return own_call_column(parse_condition_of(spec, condition))
 
 
-def table_frame(table: Table, version: str | None = None) -> pd.DataFrame:
-    """A results table as a frame.
-
-    Args:
-        table: a results table.
-        version: project version recorded on every row (default: the installed one).
-
-    Returns:
-        One row per Row, with exactly the TABLE_COLUMNS columns.
-    """
-    version = version or project_version()
-    rows = [r.as_dict() | {"version": version} for r in table.rows]
-    return pd.DataFrame(rows, columns=list(TABLE_COLUMNS))
-
-
-def _write_rows(rows: Iterable[Sequence[Any]], columns: Sequence[str], path: Path) -> Path:
-    """Write a CSV row by row (constant memory), under a temporary name, then rename.
-
-    The stdlib writer with pandas' `to_csv` dialect (minimal quoting, os.linesep): the
-    bytes are those the old DataFrame path wrote (tests/test_export_stream.py).
-    """
-    tmp = path.with_name(f".{path.name}.tmp")
-    try:
-        with tmp.open("w", encoding="utf-8", newline="") as fh:
-            writer = csv.writer(fh, lineterminator=os.linesep)
-            writer.writerow(columns)
-            writer.writerows(rows)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    os.replace(tmp, path)
-    return path
-
-
 def write_rows_csvs(db: Database, directory: Path, selection: Selection | None = None,
                     version: str | None = None) -> tuple[Path, Path]:
     """Stream episodes.csv and steps.csv into `directory` (constant memory).
@@ -139,16 +103,9 @@ def write_rows_csvs(db: Database, directory: Path, selection: Selection | None =
     """
     selection = selection or Selection()
     version = version or project_version()
-    return (_write_rows(episode_rows(db, selection, version, EXPLORATORY, own_calls_column),
+    return (write_rows_atomic(episode_rows(db, selection, version, EXPLORATORY, own_calls_column),
                         EPISODE_COLUMNS, directory / "episodes.csv"),
-            _write_rows(step_rows(db, selection), STEP_COLUMNS, directory / "steps.csv"))
-
-
-def _write(frame: pd.DataFrame, path: Path) -> Path:
-    tmp = path.with_name(f".{path.name}.tmp")
-    frame.to_csv(tmp, index=False, encoding="utf-8")
-    os.replace(tmp, path)
-    return path
+            write_rows_atomic(step_rows(db, selection), STEP_COLUMNS, directory / "steps.csv"))
 
 
 def export_folder(directory: Path) -> Path:
@@ -200,7 +157,8 @@ def export(db: Database, directory: Path, selection: Selection | None = None,
     results = compute(load_frames(db, selection), TABLES, n_boot, hazard_boot, seed)
     written = list(write_rows_csvs(db, directory, selection, version))
     for table in results.tables:
-        written.append(_write(table_frame(table, version), directory / f"{table.name}.csv"))
+        written.append(write_frame(table_frame(table, version), directory / f"{table.name}.csv"))
     from analysis.replay.probe_tables import export_probes
+
     written += export_probes(db, directory, selection, version, n_boot, seed)
     return tuple(written)

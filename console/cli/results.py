@@ -6,8 +6,6 @@ Thin commands: they read options, call `analysis`, and print. Registered on the
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import sys
 from collections.abc import Callable
@@ -23,7 +21,7 @@ from core.errors import ConfigError, StoreError
 from core.store import prereg as prereg_rows
 from core.store.frames import Selection, check_selection
 from core.store.selection import selection_from
-from analysis.tables.provenance import EXTRA_FIELDS, provenance_lines, row_provenance
+from analysis.tables.provenance import provenance_lines, row_provenance
 
 if TYPE_CHECKING:
     from analysis.measures.compute import Frames
@@ -78,16 +76,10 @@ def _frames(db: Database, selection: Selection, path: Path) -> Frames:
 
 
 def _rows_out(dicts: list[dict[str, object]], fmt: str) -> str:
-    from analysis.tables.rows import ROW_FIELDS
+    from analysis.tables.csv_files import results_csv
 
-    if fmt == "json":
-        return json.dumps(dicts, ensure_ascii=False, indent=1)
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=["table", *ROW_FIELDS, *EXTRA_FIELDS],
-                            lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(dicts)
-    return buf.getvalue().rstrip("\n")
+    return json.dumps(dicts, ensure_ascii=False, indent=1) if fmt == "json" else \
+        results_csv(dicts)
 
 
 @click.command("results")

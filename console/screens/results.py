@@ -13,9 +13,6 @@ are, marked stale, until `r` recomputes them.
 
 from __future__ import annotations
 
-import csv
-import io
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -473,8 +470,8 @@ class ResultsScreen(LabScreen):
 
     @work(thread=True, exclusive=True, group="results-export")
     def _export(self, computed: Computed) -> None:
-        from analysis.tables.rows import ROW_FIELDS
-        from analysis.tables.provenance import EXTRA_FIELDS, row_provenance
+        from analysis.tables.csv_files import results_csv, write_text_atomic
+        from analysis.tables.provenance import row_provenance
         from core.store import prereg as prereg_rows
 
         directory = Path(self.lab.export_dir)
@@ -488,17 +485,11 @@ class ResultsScreen(LabScreen):
                 provenance = prereg_rows.run_provenance(db, frames.runs if frames else ())
             finally:
                 db.conn.close()
-            buf = io.StringIO()
-            writer = csv.DictWriter(buf, fieldnames=["table", *ROW_FIELDS, *EXTRA_FIELDS],
-                                    lineterminator="\n")
-            writer.writeheader()
-            writer.writerows(d | row_provenance(d, provenance) for t in computed.tables
-                             for d in t.dicts())
+            text = results_csv(d | row_provenance(d, provenance) for t in computed.tables
+                               for d in t.dicts())
             directory.mkdir(parents=True, exist_ok=True)
             path = directory / f"results-{computed.view}-{time.strftime('%Y%m%d-%H%M%S')}.csv"
-            tmp = path.with_name(f".{path.name}.tmp")
-            tmp.write_text(buf.getvalue(), encoding="utf-8")
-            os.replace(tmp, path)
+            write_text_atomic(path, text + "\n")
         except (LabError, OSError) as exc:
             self.post_message(self.Failed(f"export failed: {exc}"))
             return

@@ -1,0 +1,91 @@
+"""The one place results become CSV: `lab results --format csv`, the Results screen's
+export and `lab export` all write through these functions.
+
+Every file is written under a temporary name and renamed, so a failed write leaves no
+half-written CSV.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from analysis.tables.provenance import EXTRA_FIELDS
+from analysis.tables.rows import ROW_FIELDS, Table
+from core.version import project_version
+
+TABLE_COLUMNS = (*ROW_FIELDS, "version")
+"""Columns of every results-table CSV: the Row fields, then the project version."""
+RESULTS_COLUMNS = ("table", *ROW_FIELDS, *EXTRA_FIELDS)
+"""Columns of `lab results --format csv` and the Results screen's export: the table's
+name, the Row fields, the project version and the rows' provenance."""
+
+
+def results_csv(rows: Iterable[Mapping[str, object]]) -> str:
+    """Results rows (`Row.as_dict` plus table, version and provenance) as CSV text, with
+    a header and no trailing newline."""
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=list(RESULTS_COLUMNS), lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return buf.getvalue().rstrip("\n")
+
+
+def write_text_atomic(path: Path, text: str) -> Path:
+    """Write `text` to `path` under a temporary name, then rename."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    os.replace(tmp, path)
+    return path
+
+
+def table_frame(table: Table, version: str | None = None) -> pd.DataFrame:
+    """A results table as a frame.
+
+    Args:
+        table: a results table.
+        version: project version recorded on every row (default: the installed one).
+
+    Returns:
+        One row per Row, with exactly the TABLE_COLUMNS columns.
+    """
+    version = version or project_version()
+    rows = [r.as_dict() | {"version": version} for r in table.rows]
+    return pd.DataFrame(rows, columns=list(TABLE_COLUMNS))
+
+
+def write_rows_atomic(rows: Iterable[Sequence[Any]], columns: Sequence[str], path: Path) -> Path:
+    """Write a CSV row by row (constant memory), under a temporary name, then rename.
+
+    The stdlib writer with pandas' `to_csv` dialect (minimal quoting, os.linesep): the
+    bytes are those the old DataFrame path wrote (tests/test_export_stream.py).
+    """
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        with tmp.open("w", encoding="utf-8", newline="") as fh:
+            writer = csv.writer(fh, lineterminator=os.linesep)
+            writer.writerow(columns)
+            writer.writerows(rows)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    os.replace(tmp, path)
+    return path
+
+
+def write_frame(frame: pd.DataFrame, path: Path) -> Path:
+    """Write a frame as CSV under a temporary name, then rename (no half-written file)."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    frame.to_csv(tmp, index=False, encoding="utf-8")
+    os.replace(tmp, path)
+    return path
