@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,10 +14,16 @@ from core.errors import StoreError
 from core.schema import MIGRATIONS, SCHEMA_VERSION
 
 BUSY_TIMEOUT_MS = 60_000
+LOG = logging.getLogger("lab.store")
 
 
 def connect(path: Path | str, create: bool = True) -> Database:
     """Open lab.db (creating and migrating it as needed).
+
+    After a schema upgrade, and whenever a derived table's recorded layout differs from
+    this code's, the derived tables are rebuilt from the stored data
+    (`core.store.derived`), one warning line logged when lab.db held episodes; a
+    read-only lab.db is left as it is (its readers refuse the stale tables).
 
     Args:
         path: the database file.
@@ -51,6 +58,9 @@ def connect(path: Path | str, create: bool = True) -> Database:
             with write(db):
                 MIGRATIONS.apply(db)
                 conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                _rederive(db, path, everything=True)  # migrations never derive (STYLE §18)
+        else:
+            _rederive(db, path)
         conn.execute("PRAGMA foreign_keys = ON")
     except sqlite3.OperationalError as exc:
         conn.close()
@@ -59,6 +69,23 @@ def connect(path: Path | str, create: bool = True) -> Database:
         conn.close()
         raise StoreError(f"{path}: not a usable lab database ({exc})") from None
     return db
+
+
+def _rederive(db: Database, path: Path, everything: bool = False) -> None:
+    """Rebuild stale derived tables (all of them when `everything`), logging one line when
+    episodes were rederived; skipped on a read-only lab.db."""
+    from core.store.derived import rederive_stale, stale_tables
+
+    if not everything and not stale_tables(db.conn):
+        return
+    try:
+        done = rederive_stale(db, everything)
+    except sqlite3.OperationalError as exc:
+        if "readonly" in str(exc) or "read-only" in str(exc):
+            return  # nothing may be written: readers refuse the stale tables
+        raise
+    if done.tables and done.episodes:
+        LOG.warning(done.line(path))
 
 
 def access_error(path: Path | str, exc: sqlite3.OperationalError) -> StoreError:

@@ -9,7 +9,7 @@ and `acting_output_tokens` hold the sums over its steps (the acting turns' token
 changes an episode's judgments.
 
 `analysis_state.changes` counts every change that is not a new episode (triggers,
-migration 0005): together with the count and largest id of the selection's episodes
+migration 0007): together with the count and largest id of the selection's episodes
 it tells a results cache whether its numbers are still current.
 """
 
@@ -58,6 +58,25 @@ below 2**40), so a reader of many episodes' concatenated packs knows each row's 
 PACKED_OFFSET = {"stated_run": 1}
 """Added to a column before it is packed (and taken off when unpacked)."""
 PACK_INSERT_SQL = "INSERT INTO decision_packs (episode_id, n, words) VALUES (?, ?, ?)"
+DECISIONS_LAYOUT_VERSION = 1
+"""Bump when the rows of `decisions` or the episodes' TOTALS change meaning without
+changing `decisions_layout_text` (e.g. a definition in `core.decisions`): every lab.db
+then rederives them on open (`core.store.derived`)."""
+PACKS_LAYOUT_VERSION = 1
+"""Bump when `pack` or the packs' decoding changes meaning without changing
+`packs_layout_text`."""
+
+
+def decisions_layout_text() -> str:
+    """What identifies the layout of `decisions` and the TOTALS (fingerprinted by
+    `core.store.derived`): their columns and the step fields they are derived from."""
+    return repr((COLUMNS, STEP_FIELDS, TOTALS, _TOTAL_FIELDS, _STEPS_SQL))
+
+
+def packs_layout_text() -> str:
+    """What identifies the layout of `decision_packs`: the fields' words, shifts and
+    widths, the id's place and the offsets."""
+    return repr((PACKED_FIELDS, PACKED_ID_SHIFT, PACKED_OFFSET))
 
 
 def packed_words_sql(alias: str = "d") -> tuple[str, str]:
@@ -230,8 +249,7 @@ def derive_all(conn: sqlite3.Connection, where: str = "", args: Sequence[Any] = 
         args: its parameters.
         packs: also (re)write the episodes' `decision_packs`, `judgment_packs` and
             `episode_packs` (replayed judgments change the counts; False only in
-            migration 0007, before the tables exist; 0008-0010 fill them from what 0007
-            derived).
+            `core.store.derived.rederive_stale`, which rebuilds each of them whole).
 
     Returns:
         Episodes processed.

@@ -59,11 +59,26 @@ def word_sql(index: int) -> str:
     return f"CASE WHEN {' AND '.join(fits)} THEN {' | '.join(parts)} END"
 
 
-PACK_SQL = ("SELECT e.id, e.cell_id, e.error IS NOT NULL, "
+def pack_sql() -> str:
+    """An episode's pack as SQLite computes it from the current `EPISODE_WORDS`, before
+    the WHERE clause: id, cell_id, the error flag, EPISODE_WORDS 1.. (word 0 is the id)
+    and cost_usd."""
+    return ("SELECT e.id, e.cell_id, e.error IS NOT NULL, "
             + ", ".join(word_sql(i) for i in range(1, len(EPISODE_WORDS)))
             + ", e.cost_usd FROM episodes e")
-"""An episode's pack as SQLite computes it, before the WHERE clause: id, cell_id, the
-error flag, EPISODE_WORDS 1.. (word 0 is the id) and cost_usd."""
+
+
+PACK_SQL = pack_sql()
+"""`pack_sql()` of this layout (what `store_packs` writes)."""
+LAYOUT_VERSION = 1
+"""Bump when `pack` or a reader's decoding changes meaning without changing `pack_sql()`
+(the layout's fingerprint, `layout_text`, follows EPISODE_WORDS by itself)."""
+
+
+def layout_text() -> str:
+    """What identifies the packs' layout (`core.store.derived` fingerprints it): the
+    packing query, from the current EPISODE_WORDS, and the cost word's place."""
+    return f"{pack_sql()}\ncost word {2 + len(EPISODE_WORDS)} float64 little-endian"
 WORD_AT = {i: 2 + i for i in range(1, len(EPISODE_WORDS))}
 """Where a pack holds EPISODE_WORDS word i (0: id, 1: cell_id, 2: error flag)."""
 COST_AT = 2 + len(EPISODE_WORDS)

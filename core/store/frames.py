@@ -775,12 +775,17 @@ def decisions_frame(db: Database, selection: Selection | None = None, upto: int 
     Returns:
         DataFrame with episode_id and the `core.decisions.COLUMNS` but ``t``, int64,
         ordered by episode and step (``stated_run`` −1 where unknown).
+
+    Raises:
+        StoreError: lab.db records another layout for the decisions or their packs
+            (`core.store.derived.require_layout`).
     """
     import itertools
 
     import numpy as np
     import pandas as pd
 
+    require_layout(db, "decisions")
     ids = None if episode_ids is None else np.asarray(episode_ids, dtype=np.int64)
     if ids is not None and not (ids[1:] > ids[:-1]).all():
         ids = np.unique(ids)
