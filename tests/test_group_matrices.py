@@ -5,7 +5,6 @@ the answer actions against the per-group functions they replace."""
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from analysis.measures.arms import Grouping
@@ -22,32 +21,12 @@ from analysis.measures.success import (
     success_by_regime,
     success_table,
 )
-from core.regimes import MEAN6
-
-REGIMES = (*MEAN6, "plausible")
-
-
-def episodes(n: int = 900, seed: int = 0) -> pd.DataFrame:
-    """Random episodes of three models × three arms, some cells missing."""
-    rng = np.random.default_rng(seed)
-    conditions = np.array(["none", "enforced_rule:k=3", "none:judge=true"])
-    answered = rng.random(n) < 0.8
-    frame = pd.DataFrame({
-        "episode_id": np.arange(n), "model": rng.choice(["m1", "m2", "m3"], n),
-        "condition": conditions[rng.integers(0, 3, n)], "budget": 8,
-        "regime": np.array(REGIMES)[rng.integers(0, len(REGIMES), n)],
-        "seed": rng.integers(0, 2, n), "question_id": rng.integers(0, 12, n).astype(str),
-        "correct": rng.integers(0, 2, n), "answered": answered.astype(int),
-        "answer_action": np.where(answered, rng.integers(1, 9, n), np.nan),
-        "tool_calls": rng.integers(0, 9, n), "extra_calls": rng.integers(0, 5, n),
-        "input_tokens": rng.integers(100, 5000, n), "output_tokens": rng.integers(10, 500, n),
-        "cost_usd": rng.random(n) / 7})
-    return frame.sample(frac=1, random_state=seed).reset_index(drop=True)
+from tests.helpers.synthetic import random_episodes
 
 
 @pytest.mark.parametrize("pool", [(), ("seeds",)])
 def test_group_matrices_equal_each_groups_own(pool):
-    ep = episodes()
+    ep = random_episodes()
     value = ep["correct"] - 0.05 * ep["tool_calls"] + ep["cost_usd"]
     value[::17] = np.nan  # a cell whose episodes are all undefined is absent
     keys, code = Grouping(pool).codes(ep)
@@ -62,7 +41,7 @@ def test_group_matrices_equal_each_groups_own(pool):
 
 
 def test_resample_means_equal_regime_means_bit_for_bit():
-    ep = episodes(seed=1)
+    ep = random_episodes(seed=1)
     m = question_matrix(ep, ep["correct"] - 0.05 * ep["tool_calls"])
     assert m.present.all()
     for w in [np.ones((1, len(m.questions))), *resample_weights(len(m.questions), 600, 3)]:
@@ -91,7 +70,7 @@ def test_summarize_columns_equal_summarize_per_column():
 def test_success_and_paired_tables_equal_per_group_functions():
     from analysis.stats.bootstrap import bootstrap_p
 
-    ep = episodes(seed=3)
+    ep = random_episodes(seed=3)
     groups = list(arm_groups(ep, Grouping()))
     want = [(a.model, a.arm, r, iv.estimate, iv.low, iv.high) for a, sub in groups
             for r, iv in success_by_regime(sub, 200, 0)]
@@ -108,7 +87,7 @@ def test_success_and_paired_tables_equal_per_group_functions():
 
 
 def test_cost_table_and_answer_actions_equal_per_group_functions():
-    ep = episodes(seed=4)
+    ep = random_episodes(seed=4)
     grouping = Grouping()
     groups = list(arm_groups(ep, grouping, families=True))
     rows = cost_table(ep, 0.05, 100, 0, grouping).rows

@@ -18,7 +18,7 @@ from analysis.stats.lpm import fit_both, hazard_sample, question_crossproducts
 from analysis.stats.lpm_boot import _certainly_full_rank, coefficient_intervals, lstsq_weighted
 from analysis.stats.lpm_batch import fit_samples
 from analysis.stats.bootstrap import resample_weights, summarize
-from tests.test_measures import synthetic_hazard
+from tests.helpers.synthetic import synthetic_hazard
 
 
 def _reference(g: np.ndarray, h: np.ndarray, cols: tuple[int, ...],

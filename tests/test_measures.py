@@ -27,6 +27,7 @@ from analysis.measures.success import paired_success, success_by_regime
 from analysis.tables.text import fmt_interval, render_results
 from jobs.validate import validate_measures
 from core.demo_data import demo_questions
+from tests.helpers.synthetic import synthetic_hazard
 
 _JUDG = {"U": "USELESS", "F": "USEFUL", "-": None}
 _STATED = {"u": "useless", "f": "useful", "-": None}
@@ -219,27 +220,6 @@ def test_integration_index_components():
 
 
 # --- hazard model ------------------------------------------------------------------
-
-
-def synthetic_hazard(beta: float, gamma: float, n_q: int = 400, per_q: int = 30,
-                     seed: int = 1) -> pd.DataFrame:
-    """Decisions after a useless result with P(answer) linear in run and earlier useful."""
-    rng = np.random.default_rng(seed)
-    regimes = ["persistent", "recover_after_1", "recover_after_2", "recover_after_3",
-               "late_onset_from_3"]
-    n = n_q * per_q
-    q = np.repeat(np.arange(n_q), per_q)
-    n_obs = rng.integers(1, 7, n)
-    earlier = (n_obs >= 2) & (rng.random(n) < 0.4)
-    run = np.where(earlier, rng.integers(1, np.maximum(n_obs, 2)), n_obs)
-    regime = rng.integers(0, 5, n)
-    u = rng.uniform(-0.03, 0.03, n_q)[q]
-    p = 0.02 + 0.01 * (n_obs - 1) + 0.01 * regime + beta * run + gamma * earlier + u
-    return pd.DataFrame({
-        "question_id": [f"q{i}" for i in q], "regime": np.array(regimes)[regime],
-        "n_obs": n_obs, "action": n_obs + 1, "final": False, "own_latest": True,
-        "own_run": run, "own_earlier": earlier, "answer": (rng.random(n) < p).astype(int),
-        "model": "m", "condition": "none", "budget": 8})
 
 
 @pytest.mark.parametrize("fe", [False, True])
