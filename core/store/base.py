@@ -56,9 +56,11 @@ def connect(path: Path | str, create: bool = True) -> Database:
         conn.execute("PRAGMA synchronous = NORMAL")
         if version < SCHEMA_VERSION:  # before foreign keys go on: a rebuild must not cascade
             with write(db):
+                # read again under the lock: another process may have just upgraded it
+                upgrade = conn.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION
                 MIGRATIONS.apply(db)
                 conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-                _rederive(db, path, everything=True)  # migrations never derive (STYLE §18)
+                _rederive(db, path, everything=upgrade)  # migrations never derive (STYLE §18)
         else:
             _rederive(db, path)
         conn.execute("PRAGMA foreign_keys = ON")
