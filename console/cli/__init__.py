@@ -23,6 +23,7 @@ COMMAND_MODULES = {
                           "retry"),
     "console.cli.prereg": ("prereg",),
     "console.cli.results": ("results", "validate-measures", "export"),
+    "console.cli.figures": ("figures",),
     "console.cli.replay": ("replay", "repair"),
     "console.cli.models": ("models", "serve"),
     "console.cli.console": ("console",),

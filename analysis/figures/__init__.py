@@ -1,0 +1,115 @@
+"""Publication figures from the results tables (`lab figures`, `lab report`; issue 24).
+
+Every figure reads the rows `lab results … --format json` prints (`analysis.figures.study`)
+and draws them with matplotlib (`analysis.figures.style`: Agg, DejaVu Sans, Okabe–Ito
+colours with markers and line styles, deterministic SVG/PDF). One module per family:
+success, forest (Δ, design contrast, hazard slopes), hazard, actions (budgets), leaving,
+replay (controllers, calibration, Table 17). A figure whose rows are absent from the
+selection is skipped with one line saying why, never drawn empty.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from analysis.figures import actions, forest, hazard, leaving, replay, success
+from analysis.figures.base import Drawn, FigureDef, Skipped
+from analysis.figures.study import StudyRows, provenance_record
+from analysis.figures.style import STYLES, Style, save, styled, svg_text
+
+FIGURES: tuple[FigureDef, ...] = (*success.FIGURES, *forest.FIGURES[:1], *hazard.FIGURES,
+                                  *forest.FIGURES[1:], *actions.FIGURES, *leaving.FIGURES,
+                                  *replay.FIGURES)
+"""Every figure, in the order the report shows them."""
+
+
+@dataclass(frozen=True)
+class Written:
+    """What `write_figures` wrote and left out.
+
+    Attributes:
+        paths: the figure files and their sidecars, in order.
+        skipped: (figure name, reason) for each figure the selection cannot feed.
+    """
+
+    paths: tuple[Path, ...]
+    skipped: tuple[tuple[str, str], ...]
+
+
+def figures_for(tables: Sequence[str]) -> tuple[FigureDef, ...]:
+    """The figures that read any of `tables` (all of them when `tables` is empty)."""
+    return tuple(f for f in FIGURES if not tables or set(f.tables) & set(tables))
+
+
+def sidecar(fig: FigureDef, drawn: Drawn, study: StudyRows, files: Sequence[str]) -> str:
+    """The sidecar JSON of a drawn figure: its rows exactly and their provenance."""
+    return json.dumps({"figure": fig.name, "title": fig.title, "tables": list(fig.tables),
+                       "note": drawn.note, "files": list(files), "rows": drawn.rows,
+                       "provenance": provenance_record(study, drawn.rows)},
+                      ensure_ascii=False, indent=1) + "\n"
+
+
+def write_figures(study: StudyRows, directory: Path, formats: Sequence[str] = ("png",),
+                  style: Style = STYLES["paper"], figures: Sequence[FigureDef] = FIGURES
+                  ) -> Written:
+    """Draw every figure the study's rows feed into `directory` (created if missing):
+    NAME.FORMAT for each format and NAME.json, its sidecar.
+
+    Args:
+        study: the results rows (`study_rows`).
+        directory: the output folder.
+        formats: among "png", "svg", "pdf".
+        style: `STYLES["paper"]` or `STYLES["talk"]`.
+        figures: which figures (default all).
+
+    Returns:
+        The paths written and the figures skipped with their reasons.
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    paths: list[Path] = []
+    skipped: list[tuple[str, str]] = []
+    with styled(style):
+        for fig in figures:
+            drawn = fig.build(study, style)
+            if isinstance(drawn, Skipped):
+                skipped.append((fig.name, drawn.reason))
+                continue
+            files = save(drawn.figure, directory / fig.name, tuple(formats), style)
+            side = directory / f"{fig.name}.json"
+            side.write_text(sidecar(fig, drawn, study, [p.name for p in files]),
+                            encoding="utf-8")
+            paths += [*files, side]
+    return Written(tuple(paths), tuple(skipped))
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """A figure drawn as SVG text for the report, or why it was skipped.
+
+    Attributes:
+        figure: the figure.
+        svg: its SVG text ("" when skipped).
+        rows: the rows drawn.
+        note: what it shows, or the reason it was skipped.
+    """
+
+    figure: FigureDef
+    svg: str
+    rows: list
+    note: str
+
+
+def render_svgs(study: StudyRows, style: Style = STYLES["paper"]) -> list[Rendered]:
+    """Every figure as SVG text (skipped ones with their reason), for the report."""
+    out = []
+    with styled(style):
+        for fig in FIGURES:
+            drawn = fig.build(study, style)
+            if isinstance(drawn, Skipped):
+                out.append(Rendered(fig, "", [], drawn.reason))
+            else:
+                out.append(Rendered(fig, svg_text(drawn.figure), drawn.rows, drawn.note))
+    return out

@@ -1,0 +1,142 @@
+"""Figures from the tables on answer-now branches (`lab replay answer-now`; matched
+trajectory replay, Figures 3–5 of that paper; the lab paper's Table 17):
+
+- risk–coverage operating points of the confidence-gated controller on raw and on
+  isotonic-calibrated confidence (risk = 1 − accuracy of committed answers), an arrow
+  from raw to isotonic per group (table "controllers");
+- calibration by depth: ECE (10 equal-width bins) by observations seen t, raw against
+  isotonic (table "controllers"). The tables hold ECE, not the binned confidences, so
+  this stands in for a reliability diagram;
+- the regret heat map of Table 17: each model × arm's utility distance from the best
+  simple stopping policy chosen on the unaided runs, per λ (table "policies").
+
+The second seed's OA–cost sweep gets its figure when its table exists.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+from matplotlib.colors import TwoSlopeNorm
+
+from analysis.figures.base import (Drawn, FigureDef, Skipped, group_key, labeller, ordered,
+                                   pick, value)
+from analysis.figures.study import StudyRows
+from analysis.figures.style import NEUTRAL, Style, new_figure, series_style
+
+KINDS = ("raw", "isotonic")
+
+
+def risk_coverage(study: StudyRows, style: Style) -> Drawn | Skipped:
+    """Operating points (coverage, risk) per group, raw → isotonic."""
+    rows = [r for r in pick(study, "controllers", ("coverage", "committed_accuracy"))
+            if r["scope"] in KINDS]
+    if not rows:
+        return Skipped("no controllers rows (no answer-now branches with a stated confidence; "
+                       "run `lab replay answer-now --run R`)")
+    label = labeller(rows)
+    fig, (ax,) = new_figure(style, height=style.panel_height * 1.6)
+    for i, key in enumerate(ordered(group_key(r) for r in rows)):
+        st = series_style(i)
+        points = []
+        for kind in KINDS:
+            cov = next((r for r in rows if group_key(r) == key and r["scope"] == kind
+                        and r["measure"] == "coverage"), None)
+            acc = next((r for r in rows if group_key(r) == key and r["scope"] == kind
+                        and r["measure"] == "committed_accuracy"), None)
+            if cov and acc:
+                points.append((value(cov["estimate"]), 1.0 - value(acc["estimate"])))
+        if not points:
+            continue
+        ax.plot([p[0] for p in points], [p[1] for p in points], color=st["color"],
+                linestyle=st["linestyle"], linewidth=0.8)
+        first = next(r for r in rows if group_key(r) == key)
+        ax.plot(*points[0], marker="o", color=st["color"], linestyle="none",
+                label=f"{label(first)}: raw (o) → isotonic (s)")
+        if len(points) > 1:
+            ax.plot(*points[1], marker="s", color=st["color"], linestyle="none",
+                    markerfacecolor="white")
+    ax.set_xlim(-0.03, 1.03)
+    ax.set_ylim(-0.03, 1.03)
+    ax.set_xlabel("coverage (share of episodes committed)")
+    ax.set_ylabel("risk (1 − committed accuracy)")
+    ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False)
+    return Drawn(fig, rows, "controller operating points, raw (circles) and isotonic "
+                            "(squares) confidence")
+
+
+_DEPTH = re.compile(r"(raw|isotonic), t=(\d+)$")
+
+
+def ece_by_depth(study: StudyRows, style: Style) -> Drawn | Skipped:
+    """ECE by depth t, raw (solid) against isotonic (dashed), one line pair per group."""
+    rows = [r for r in pick(study, "controllers", ("ece",)) if _DEPTH.match(str(r["scope"]))]
+    if not rows:
+        return Skipped("no ECE-by-depth rows (no answer-now branches with a stated "
+                       "confidence; run `lab replay answer-now --run R`)")
+    label = labeller(rows)
+    fig, (ax,) = new_figure(style, height=style.panel_height * 1.4)
+    for i, key in enumerate(ordered(group_key(r) for r in rows)):
+        st = series_style(i)
+        for kind, line, face in (("raw", "-", st["color"]), ("isotonic", "--", "white")):
+            part = [(int(m.group(2)), value(r["estimate"])) for r in rows
+                    if group_key(r) == key and (m := _DEPTH.match(str(r["scope"])))
+                    and m.group(1) == kind]
+            if not part:
+                continue
+            part.sort()
+            first = next(r for r in rows if group_key(r) == key)
+            ax.plot([p[0] for p in part], [p[1] for p in part], color=st["color"],
+                    linestyle=line, marker=st["marker"], markerfacecolor=face,
+                    label=f"{label(first)} ({kind})")
+    ax.set_xlabel("t: observations seen")
+    ax.set_ylabel("ECE (10 bins)")
+    ax.set_ylim(bottom=0)
+    ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False)
+    return Drawn(fig, rows, "calibration error by depth, raw (solid) and isotonic (dashed)")
+
+
+_LAMBDA = re.compile(r"λ=([0-9.]+) · best on (.+)$")
+
+
+def regret_heatmap(study: StudyRows, style: Style) -> Drawn | Skipped:
+    """Table 17: regret (best policy on the unaided runs − the arm), model × arm by λ."""
+    rows = [r for r in pick(study, "policies", ("regret",))
+            if (m := _LAMBDA.match(str(r["scope"]))) and m.group(2) != "own branches"]
+    if not rows:
+        return Skipped("no Table 17 regret rows (needs answer-now branches on unaided "
+                       "`none` runs; run `lab replay answer-now --run R`)")
+    label = labeller(rows)
+    lams = sorted({float(_LAMBDA.match(r["scope"]).group(1)) for r in rows})  # type: ignore[union-attr]
+    names = ordered(label(r) for r in rows)
+    grid = np.full((len(names), len(lams)), np.nan)
+    for r in rows:
+        lam = float(_LAMBDA.match(r["scope"]).group(1))  # type: ignore[union-attr]
+        grid[names.index(label(r)), lams.index(lam)] = value(r["estimate"])
+    height = max(style.panel_height, 0.3 * len(names) * style.font_size / 8 + 1.0)
+    fig, (ax,) = new_figure(style, height=height)
+    finite = grid[np.isfinite(grid)]
+    span = float(max(1e-6, np.abs(finite).max())) if finite.size else 1.0
+    image = ax.imshow(np.ma.masked_invalid(grid), cmap="PuOr_r", aspect="auto",
+                      norm=TwoSlopeNorm(0.0, -span, span), interpolation="nearest")
+    for (i, j), v in np.ndenumerate(grid):
+        text = "n.a." if not np.isfinite(v) else f"{v:+.3f}"
+        ax.text(j, i, text, ha="center", va="center", fontsize="small",
+                color="white" if np.isfinite(v) and abs(v) > 0.6 * span else "black")
+    ax.set_xticks(range(len(lams)), [f"λ={lam:g}" for lam in lams])
+    ax.set_yticks(range(len(names)), names)
+    ax.grid(False)
+    ax.set_title("regret: best simple policy on the unaided runs − arm (positive: the "
+                 "policy does better)", loc="left", fontsize="small")
+    cbar = fig.colorbar(image, ax=ax)
+    cbar.ax.set_ylabel("regret", color=NEUTRAL)
+    return Drawn(fig, rows, "Table 17 regret by model × arm and λ (numbers in the cells)")
+
+
+FIGURES = (FigureDef("risk_coverage", "Risk–coverage: controllers on raw vs isotonic "
+                     "confidence", ("controllers",), risk_coverage),
+           FigureDef("ece_by_depth", "Calibration (ECE) by depth, raw vs isotonic",
+                     ("controllers",), ece_by_depth),
+           FigureDef("regret_heatmap", "Table 17: regret from the best simple stopping "
+                     "policy", ("policies",), regret_heatmap))

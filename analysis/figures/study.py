@@ -1,0 +1,159 @@
+"""The rows every figure and the report draw: exactly what `lab results … --format json`
+prints for the same selection, resamples and seed (each table's `Table.dicts()` plus the
+version and provenance fields of `row_provenance`), with the study's provenance.
+
+`lab results` computes the tables with ``compute(frames, names, resamples,
+min(resamples, 1000), seed)`` and the probe tables with `probe_results`; `study_rows`
+does the same, so a figure's sidecar rows equal the table's JSON rows (tests/test_figures.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sqlite_utils import Database
+
+from analysis.tables.provenance import row_provenance
+from analysis.tables.rows import Table
+from core.store import prereg as prereg_rows
+from core.store.frames import Selection
+
+RowDict = dict[str, Any]
+"""One results row as `lab results --format json` prints it."""
+
+
+@dataclass(frozen=True)
+class StudyRows:
+    """Every results table of a selection, as tables and as JSON rows.
+
+    Attributes:
+        tables: the computed tables (their titles and notes), in `lab results` order.
+        rows: table name -> its JSON rows (`Table.dicts()` plus version and provenance).
+        provenance: per run, its amendment and deviations (`run_provenance`).
+        runs: runs in the selection.
+        errored: errored episodes left out (no complete retry).
+        pooled: what rows pool ("" when nothing).
+        n_episodes: finished episodes in the selection.
+        selection: the filters.
+        resamples: question-level bootstrap resamples.
+        seed: bootstrap seed.
+        amendments: the governing amendments' frozen records (id, frozen_at, hashes).
+    """
+
+    tables: tuple[Table, ...]
+    rows: dict[str, list[RowDict]]
+    provenance: list[dict[str, Any]]
+    runs: tuple[str, ...]
+    errored: int
+    pooled: str
+    n_episodes: int
+    selection: Selection
+    resamples: int
+    seed: int
+    amendments: list[dict[str, Any]] = field(default_factory=list)
+
+    def table_rows(self, name: str) -> list[RowDict]:
+        """The JSON rows of table `name` ([] when it was not computed or is empty)."""
+        return self.rows.get(name, [])
+
+
+def study_rows(db: Database, selection: Selection, resamples: int, seed: int = 0,
+               probe_tables: bool = True) -> StudyRows:
+    """Compute every results table of `selection` as `lab results` does.
+
+    Args:
+        db: an open lab.db.
+        selection: filters and pooling.
+        resamples: question-level bootstrap resamples (the hazard model uses at most
+            1,000, as in `lab results`).
+        seed: bootstrap seed.
+        probe_tables: also compute the tables on answer-now branches (policies,
+            controllers) when lab.db holds any.
+
+    Returns:
+        The StudyRows.
+    """
+    from analysis.measures.compute import TABLES, compute, load_frames
+
+    frames = load_frames(db, selection)
+    res = compute(frames, TABLES, resamples, min(resamples, 1000), seed)
+    tables = list(res.tables)
+    if probe_tables:
+        from analysis.replay.probe_tables import PROBE_TABLES, probe_results
+        from core.store.probes import probe_counts
+
+        if probe_counts(db).get("answer_now"):
+            for name in PROBE_TABLES:
+                tables += probe_results(db, frames, name, resamples, seed).tables
+    provenance = prereg_rows.run_provenance(db, res.runs)
+    rows: dict[str, list[RowDict]] = {}
+    for table in tables:
+        rows[table.name] = [d | row_provenance(d, provenance) for d in table.dicts()]
+    ids = sorted({str(p["amendment"]) for p in provenance if p["amendment"]})
+    amendments = []
+    for a in ids:
+        record = prereg_rows.amendment(db, a)
+        amendments.append({k: record.get(k) for k in ("id", "title", "state", "frozen_at",
+                                                       "content_sha256", "prev_sha256")})
+    return StudyRows(tuple(tables), rows, provenance, res.runs, res.errored, res.pooled,
+                     frames.n_episodes, selection, resamples, seed, amendments)
+
+
+def git_commit(start: Path | None = None) -> str:
+    """The checkout's commit (with "+dirty" when files changed), or "unknown" outside a
+    git checkout or without git."""
+    where = start or Path(__file__).resolve().parent
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=where, capture_output=True,
+                              text=True, timeout=10, check=False)
+        if head.returncode != 0:
+            return "unknown"
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               cwd=where, capture_output=True, text=True, timeout=30,
+                               check=False)
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+
+
+def rows_sha256(rows: list[RowDict]) -> str:
+    """sha256 of rows as canonical JSON (sorted keys, no spaces)."""
+    text = json.dumps(rows, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def provenance_record(study: StudyRows, rows: list[RowDict]) -> dict[str, Any]:
+    """What a figure's sidecar says about where its rows came from.
+
+    Args:
+        study: the study the rows belong to.
+        rows: the rows drawn.
+
+    Returns:
+        Runs with their amendments and deviations, the amendments' freeze times and
+        hashes, the rows' condition hashes, the selection, resamples and seed, the lab
+        version and git commit, and the sha256 of the rows.
+    """
+    from dataclasses import asdict
+
+    from core.version import project_version
+
+    runs = sorted({r for row in rows for r in str(row.get("runs") or "").split(",") if r})
+    return {
+        "lab_version": project_version(),
+        "git_commit": git_commit(),
+        "runs": [p for p in study.provenance if p["run"] in runs],
+        "amendments": study.amendments,
+        "condition_hashes": sorted({str(r["condition_hash"]) for r in rows
+                                    if r.get("condition_hash")}),
+        "selection": {k: list(v) if isinstance(v, tuple) else v
+                      for k, v in asdict(study.selection).items()},
+        "resamples": study.resamples,
+        "seed": study.seed,
+        "rows_sha256": rows_sha256(rows),
+    }

@@ -1,0 +1,130 @@
+"""How every figure looks and how it is saved: the headless Agg backend, DejaVu Sans (it
+ships with matplotlib, so a bare machine has it), the Okabe–Ito colour-blind-safe
+palette paired with a marker and a line style per series (readable in greyscale), and
+byte-deterministic SVG/PDF (fixed ``svg.hashsalt``, no dates in the metadata).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # headless: no display, no GUI toolkit
+
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442",
+           "#000000")
+"""Okabe & Ito (2008), colour-blind safe; yellow late, as it is faint on white."""
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+LINESTYLES = ("-", "--", ":", "-.", (0, (5, 1)), (0, (3, 1, 1, 1, 1, 1)), (0, (1, 3)),
+              (0, (8, 2, 1, 2)))
+NEUTRAL = "#555555"
+"""Reference lines (no effect, diagonal)."""
+CREATOR = "lab figures"
+FORMATS = ("png", "svg", "pdf")
+
+
+@dataclass(frozen=True)
+class Style:
+    """A named set of sizes: `paper` for a two-column page, `talk` for slides.
+
+    Attributes:
+        name: "paper" or "talk".
+        width: figure width in inches.
+        panel_height: height of one panel row in inches.
+        font_size: base font size in points.
+        line_width: line width in points.
+        marker_size: marker size in points.
+        dpi: PNG resolution.
+    """
+
+    name: str
+    width: float
+    panel_height: float
+    font_size: float
+    line_width: float
+    marker_size: float
+    dpi: int
+
+
+STYLES = {"paper": Style("paper", 6.75, 2.2, 8.0, 1.0, 4.0, 200),
+          "talk": Style("talk", 10.0, 3.4, 14.0, 2.0, 7.0, 120)}
+
+
+def series_style(i: int) -> dict[str, object]:
+    """Colour, marker and line style of the i-th series (cycling; the marker and line
+    style tell series apart in greyscale)."""
+    return {"color": PALETTE[i % len(PALETTE)], "marker": MARKERS[i % len(MARKERS)],
+            "linestyle": LINESTYLES[i % len(LINESTYLES)]}
+
+
+@contextmanager
+def styled(style: Style) -> Iterator[None]:
+    """matplotlib settings of `style`, restored afterwards."""
+    with matplotlib.rc_context({
+        "font.family": "DejaVu Sans", "font.size": style.font_size,
+        "axes.titlesize": style.font_size, "axes.labelsize": style.font_size,
+        "xtick.labelsize": style.font_size * 0.9, "ytick.labelsize": style.font_size * 0.9,
+        "legend.fontsize": style.font_size * 0.85, "lines.linewidth": style.line_width,
+        "lines.markersize": style.marker_size, "axes.spines.top": False,
+        "axes.spines.right": False, "axes.grid": True, "grid.color": "#dddddd",
+        "grid.linewidth": 0.5, "svg.hashsalt": "lab", "svg.fonttype": "path",
+        "pdf.fonttype": 42, "path.simplify": False, "savefig.bbox": "standard",
+    }):
+        yield
+
+
+def new_figure(style: Style, rows: int = 1, cols: int = 1, height: float | None = None,
+               sharex: bool = False, sharey: bool = False) -> tuple[Figure, list]:
+    """A figure of `rows` × `cols` panels sized by `style`; the axes as a flat list."""
+    fig, axes = plt.subplots(rows, cols, figsize=(style.width, height or
+                                                   style.panel_height * rows),
+                             squeeze=False, sharex=sharex, sharey=sharey)
+    return fig, [ax for row in axes for ax in row]
+
+
+def save(fig: Figure, stem: Path, formats: tuple[str, ...], style: Style) -> list[Path]:
+    """Write `fig` as stem.<format> for each format, byte-deterministically; close it.
+
+    Args:
+        fig: the figure.
+        stem: path without suffix.
+        formats: among FORMATS.
+        style: its style (PNG resolution).
+
+    Returns:
+        The paths written.
+    """
+    metadata = {"svg": {"Date": None, "Creator": CREATOR},
+                "pdf": {"CreationDate": None, "ModDate": None, "Creator": CREATOR,
+                        "Producer": CREATOR},
+                "png": {"Software": CREATOR}}
+    written = []
+    try:
+        fig.tight_layout()
+        for fmt in formats:
+            path = stem.with_suffix(f".{fmt}")
+            fig.savefig(path, format=fmt, metadata=metadata[fmt], dpi=style.dpi)
+            written.append(path)
+    finally:
+        plt.close(fig)
+    return written
+
+
+def svg_text(fig: Figure) -> str:
+    """`fig` as SVG text (deterministic, as `save`), closed afterwards."""
+    import io
+
+    buf = io.StringIO()
+    try:
+        fig.tight_layout()
+        fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": CREATOR})
+    finally:
+        plt.close(fig)
+    return buf.getvalue()

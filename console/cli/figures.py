@@ -1,0 +1,86 @@
+"""`lab figures DIR`: publication figures from the results tables (issue 24).
+
+A thin command: it reads the options, computes the rows `lab results --format json`
+prints (`analysis.figures.study`), and writes the figures with their sidecars
+(`analysis.figures.write_figures`). Registered on the `lab` group by console/cli/__init__.py.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from console.cli.options import MAX_RESAMPLES, bounded, open_db
+from console.cli.results import PROBE_TABLES, TABLES, _frames, selection_options
+from core.errors import ConfigError
+from core.store.selection import selection_from
+
+FIGURE_FORMATS = ("png", "svg", "pdf")
+
+
+def parse_formats(text: str) -> tuple[str, ...]:
+    """"png,svg" -> ("png", "svg"); one line naming a format that is not offered."""
+    formats = tuple(dict.fromkeys(f.strip().lower() for f in text.split(",") if f.strip()))
+    bad = [f for f in formats if f not in FIGURE_FORMATS]
+    if bad or not formats:
+        raise ConfigError(f"--format {text!r}: choose from {', '.join(FIGURE_FORMATS)}, "
+                          "comma-separated, e.g. --format png,svg")
+    return formats
+
+
+@click.command("figures")
+@click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
+@selection_options
+@click.option("--format", "fmt", default="png,svg,pdf", show_default=True,
+              help="Comma-separated formats among png, svg, pdf.")
+@click.option("--style", type=click.Choice(("paper", "talk")), default="paper",
+              show_default=True, help="paper: two-column page sizes; talk: slides.")
+@click.option("--table", "tables", multiple=True,
+              type=click.Choice([*TABLES, *PROBE_TABLES]),
+              help="Only the figures of this results table (repeatable; default all).")
+@click.option("--resamples", type=bounded(0, MAX_RESAMPLES), default=2000, show_default=True,
+              help="Question-level bootstrap resamples (as `lab results`).")
+@click.option("--seed", type=bounded(), default=0, show_default=True, help="Bootstrap seed.")
+@click.pass_context
+def figures_cmd(ctx: click.Context, directory: Path, runs: tuple[str, ...],
+                sets: tuple[str, ...], seeds: str | None, models: str | None,
+                conditions: str | None, regimes: str | None, pool: str | None, fmt: str,
+                style: str, tables: tuple[str, ...], resamples: int, seed: int) -> None:
+    """Write the paper's figures, each with a sidecar .json of the rows it drew.
+
+    Figures: success per regime, Δ and design contrast (forest), hazard by useless-run
+    length, hazard slopes, median answering action under two budgets, leaving (two-
+    source arms), controllers' risk–coverage and ECE by depth, Table 17's regret heat
+    map. Each NAME.json holds exactly the rows drawn (those of `lab results TABLE
+    --format json` with the same filters, --resamples and --seed) and their provenance
+    (runs, amendments and hashes, lab version, git commit). A figure whose rows the
+    selection lacks is skipped with one line saying why. Filters and --pool as for
+    `lab results`.
+
+    \b
+    Example:
+      lab figures figs/
+      lab figures figs/ --run main --models qwen3-8b --format pdf --style talk
+    """
+    from analysis.figures import figures_for, write_figures
+    from analysis.figures.study import study_rows
+    from analysis.figures.style import STYLES
+    from analysis.tables.export import export_folder
+
+    formats = parse_formats(fmt)
+    db = open_db(ctx, create=False)
+    selection = selection_from(runs, sets, seeds, models, conditions, regimes, pool)
+    _frames(db, selection, ctx.obj["db"])
+    directory = export_folder(directory)
+    study = study_rows(db, selection, resamples, seed,
+                       probe_tables=not tables or bool(set(tables) & set(PROBE_TABLES)))
+    written = write_figures(study, directory, formats, STYLES[style], figures_for(tables))
+    for name, reason in written.skipped:
+        click.echo(f"skipped {name}: {reason}", err=True)
+    drawn = sum(1 for p in written.paths if p.suffix == ".json")
+    click.echo(f"wrote {drawn} figures ({', '.join(formats)} + .json) to {directory}")
+
+
+COMMANDS = (figures_cmd,)
+"""The commands to register on the `lab` group."""
