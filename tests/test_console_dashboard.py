@@ -5,6 +5,7 @@ spend, endpoints (checked in a worker), events; snapshots at 80×24 and 120×40.
 from __future__ import annotations
 
 import shutil
+import sqlite3
 import time
 from pathlib import Path
 
@@ -110,7 +111,80 @@ async def test_dashboard_reloads_when_workers_commit(lab_db: Path) -> None:
         assert "cancel" in [r[1] for r in _cells(app.screen.query_one("#events", DataTable))]
 
 
-@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+LONG_MODEL = "org-with-a-long-name/a-model-with-an-even-longer-name-v2"
+
+
+@pytest.mark.asyncio
+async def test_spend_counts_errored_with_calls_and_keeps_dollars_visible(lab_db: Path) -> None:
+    """Errored episodes are spend only where calls were made, and the title says so;
+    `$` comes right after the model, whose long name is cut, so it is never off-screen."""
+    conn = sqlite3.connect(lab_db)
+    with conn:
+        conn.execute("UPDATE cells SET model = ? WHERE model = 'sim-own5'", (LONG_MODEL,))
+        ids = [r[0] for r in conn.execute("SELECT id FROM episodes ORDER BY id LIMIT 5")]
+        conn.execute(f"UPDATE episodes SET error = 'timeout: no answer', input_tokens = 0, "
+                     f"output_tokens = 0, cost_usd = 0 WHERE id IN ({ids[0]}, {ids[1]})")
+        conn.execute(f"UPDATE episodes SET error = 'http_5xx: 502', cost_usd = 0.5 WHERE id IN "
+                     f"({ids[2]}, {ids[3]}, {ids[4]})")
+    conn.close()
+    app = console_app(lab_db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        for _ in range(100):
+            await settle(pilot)
+            if app.screen.query_one("#spend", DataTable).row_count:
+                break
+            await pilot.pause(0.05)
+        title = str(app.screen.query_one("#spend-title", Static).render())
+        assert title == ("Spend so far (complete episodes + 3 errored that made calls); "
+                         "2 errored without a call are not spend")
+        table = app.screen.query_one("#spend", DataTable)
+        assert [str(c.label) for c in table.columns.values()][:2] == ["model", "$"]
+        rows = _cells(table)
+        assert sum(int(r[2].replace(",", "")) for r in rows) == 478
+        model = next(r for r in rows if r[0].startswith("org-with"))
+        assert len(model[0]) == 24 and model[0].endswith("…")
+        assert sum(float(r[1]) for r in rows) == pytest.approx(1.5)  # errored with calls
+        dollars_end = sum(c.get_render_width(table) for c in list(table.columns.values())[:2])
+        assert dollars_end <= table.scrollable_content_region.width
+
+
+def test_stopped_workers_older_than_an_hour_are_one_line(lab_db: Path) -> None:
+    from console.screens.dashboard import read_dashboard
+
+    db = store.connect(lab_db)
+    for i in range(5):
+        ledger.register_worker(db, f"old:{i}")
+        ledger.worker_heartbeat(db, f"old:{i}", state="stopped")
+    db.conn.close()
+    now = time.time() + 2 * 3600
+    data = read_dashboard(lab_db, 60.0, now)
+    assert data.stopped_old == 6 and not data.workers  # the fixture's worker is old too
+    data = read_dashboard(lab_db, 60.0, time.time() + 60)
+    assert data.stopped_old == 1 and len(data.workers) == 5
+
+
+@pytest.mark.asyncio
+async def test_wide_dashboard_gives_events_a_column_and_wraps_them(lab_db: Path) -> None:
+    db = store.connect(lab_db)
+    detail = "a detail of many words " * 12
+    with db.conn:
+        db.conn.execute("INSERT INTO events (at, kind, detail) VALUES (?, 'retry', ?)",
+                        ("2025-01-02T03:04:06.000000+00:00", detail.strip()))
+    db.conn.close()
+    app = console_app(lab_db)
+    async with app.run_test(size=(200, 60)) as pilot:
+        await settle(pilot)
+        assert app.screen.query_one("#dash").has_class("wide")
+        left, right = app.screen.query_one("#dash-left"), app.screen.query_one("#dash-right")
+        assert right.region.x > left.region.x and right.region.y == left.region.y
+        events = app.screen.query_one("#events", DataTable)
+        assert events.virtual_size.width <= events.scrollable_content_region.width
+        first = events.get_row_at(0)
+        assert str(first[2]) == detail.strip() and events.rows[events._row_locations
+                                                               .get_key(0)].height > 1
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 60)])
 def test_snapshot(snap_compare, lab_db: Path, size: tuple[int, int]) -> None:
     async def loaded(pilot) -> None:
         # the spend table fills in a worker of its own, which a poll can restart after

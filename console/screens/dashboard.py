@@ -2,7 +2,9 @@
 
 Everything is read in thread workers through `core.store.monitor`; the endpoint
 check (HTTP, up to a couple of seconds) runs in its own worker, on mount and on `h`,
-so the screen never waits for a server.
+so the screen never waits for a server. At 80 columns the panels stack; from
+`WIDE` columns the events take a column of their own, as tall as the screen, their
+details wrapped rather than cut.
 """
 
 from __future__ import annotations
@@ -25,6 +27,10 @@ from core.store import monitor
 
 CHECK_TIMEOUT_S = 2.0
 WIDE = 160
+EVENTS = 40
+"""Events read: a tall wide terminal shows them all, a narrow one scrolls."""
+MODEL_WIDTH = 24
+"""A longer model name is cut with "…" in the spend table, so `$` always shows."""
 
 
 @dataclass(frozen=True)
@@ -38,6 +44,8 @@ class DashboardData:
     events: list[monitor.Event]
     reasons: tuple[monitor.ErrorReason, ...] = ()
     """Errored episodes and probes by reason (`monitor.errored_by_reason`)."""
+    stopped_old: int = 0
+    """Stopped workers silent for over an hour, shown as one line (`collapse_stopped`)."""
 
 
 @dataclass(frozen=True)
@@ -55,20 +63,38 @@ def read_dashboard(db_path, lease_s: float, now: float) -> DashboardData:
     db = store.connect(db_path)
     try:
         queue = monitor.queue_counts(db, now=now)
-        return DashboardData(queue, queue.rate, monitor.workers(db, lease_s, now=now),
-                             monitor.servers(db), monitor.recent_events(db, limit=12),
-                             tuple(monitor.errored_by_reason(db)))
+        workers, stopped_old = monitor.collapse_stopped(monitor.workers(db, lease_s, now=now))
+        return DashboardData(queue, queue.rate, workers, monitor.servers(db),
+                             monitor.recent_events(db, limit=EVENTS),
+                             tuple(monitor.errored_by_reason(db)), stopped_old)
     finally:
         db.conn.close()
 
 
-def read_spend(db_path) -> list[monitor.Spend]:
-    """Spend per model: one scan of every episode, so read apart (call from a worker)."""
+def read_spend(db_path) -> monitor.SpendCounted:
+    """Spend per model, errored episodes only where they made calls: one scan of every
+    episode, so read apart (call from a worker)."""
     db = store.connect(db_path)
     try:
-        return monitor.spend(db)
+        return monitor.spend_counted(db)
     finally:
         db.conn.close()
+
+
+def spend_title(spent: monitor.SpendCounted) -> str:
+    """What the spend table counts, errored episodes included only where calls were made."""
+    title = "Spend so far (complete episodes"
+    if spent.errored_with_calls:
+        title += f" + {spent.errored_with_calls:,} errored that made calls"
+    title += ")"
+    if spent.errored_without_calls:
+        title += f"; {spent.errored_without_calls:,} errored without a call are not spend"
+    return title
+
+
+def clip(text: str, width: int) -> str:
+    """`text` cut to `width` characters, "…" marking the cut."""
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def check_endpoints(config_path, check: bool) -> list[Endpoint]:
@@ -115,6 +141,8 @@ class DashboardScreen(LabScreen):
     """Queue counts, workers, throughput, endpoints, spend and recent events."""
 
     CSS_PATH = "dashboard.tcss"
+    _events: tuple[monitor.Event, ...] = ()
+    _detail_width = 0
     BINDINGS = [Binding("r", "reload", "Reload"),
                 Binding("h", "check_endpoints", "Check endpoints")]
 
@@ -122,19 +150,21 @@ class DashboardScreen(LabScreen):
         """Header, the six panels, footer."""
         yield Header()
         with VerticalScroll(id="dash"):
-            with Vertical(id="dash-queue", classes="panel"):
-                yield Static("Queue", classes="panel-title")
-                yield Static("reading lab.db …", id="queue-text")
-            with Vertical(classes="panel"):
-                yield Static("Workers", classes="panel-title")
-                yield DataTable(id="workers", cursor_type="row", show_cursor=False)
-            with Vertical(classes="panel"):
-                yield Static("Spend so far (stored episodes)", classes="panel-title")
-                yield DataTable(id="spend", cursor_type="row", show_cursor=False)
-            with Vertical(classes="panel"):
-                yield Static("Endpoints", classes="panel-title")
-                yield DataTable(id="endpoints", cursor_type="row", show_cursor=False)
-            with Vertical(classes="panel"):
+            with Vertical(id="dash-left"):
+                with Vertical(id="dash-queue", classes="panel"):
+                    yield Static("Queue", classes="panel-title")
+                    yield Static("reading lab.db …", id="queue-text")
+                with Vertical(classes="panel"):
+                    yield Static("Workers", classes="panel-title")
+                    yield DataTable(id="workers", cursor_type="row", show_cursor=False)
+                with Vertical(classes="panel"):
+                    yield Static("Spend so far (complete episodes)", id="spend-title",
+                                 classes="panel-title")
+                    yield DataTable(id="spend", cursor_type="row", show_cursor=False)
+                with Vertical(classes="panel"):
+                    yield Static("Endpoints", classes="panel-title")
+                    yield DataTable(id="endpoints", cursor_type="row", show_cursor=False)
+            with Vertical(id="dash-right", classes="panel"):
                 yield Static("Recent events", classes="panel-title")
                 yield DataTable(id="events", cursor_type="row", show_cursor=False)
         yield LabFooter()
@@ -143,18 +173,22 @@ class DashboardScreen(LabScreen):
         """Set the tables' columns and check endpoints (LabScreen.on_mount then loads)."""
         self.query_one("#workers", DataTable).add_columns("worker", "state", "heartbeat",
                                                            "jobs held")
-        self.query_one("#spend", DataTable).add_columns(
-            "model", "episodes", "input tok", "output tok", "cache read", "cache write", "$")
+        self.query_one("#spend", DataTable).add_columns(  # $ second: never cut off
+            "model", "$", "episodes", "in tok", "out tok", "cache rd", "cache wr")
         self.query_one("#endpoints", DataTable).add_columns("model", "kind", "endpoint",
                                                              "health / server")
-        self.query_one("#events", DataTable).add_columns("at (UTC)", "event", "detail")
         self._endpoints: list[Endpoint] = []
         self._servers: list[dict] = []
         self._check(self.lab.check_endpoints)
 
     def on_resize(self, event: events.Resize) -> None:
-        """Two columns of panels on a wide terminal."""
-        self.query_one("#dash").set_class(event.size.width >= WIDE, "wide")
+        """On a wide terminal the events get a column of their own; their details wrap
+        at the width they have."""
+        wide = event.size.width >= WIDE
+        self.query_one("#dash").set_class(wide, "wide")
+        self._detail_width = max(24, (event.size.width // 2 if wide else event.size.width)
+                                 - 14 - 9 - 12)  # time and kind columns, paddings, scrollbar
+        self._render_events()
 
     def reload(self) -> None:
         """Re-read the queue, workers, servers and events, and (apart, slower) spend."""
@@ -211,29 +245,44 @@ class DashboardScreen(LabScreen):
             state = Text(STATE_MARK.get(w.state, w.state),
                          style="bold red" if w.state == "lost" else "")
             workers.add_row(w.id, state, _ago(w.age_s), str(w.jobs))
-        if not data.workers:
+        if data.stopped_old:
+            workers.add_row(f"{data.stopped_old} more", STATE_MARK["stopped"], "over 1h ago",
+                            "0")
+        if not data.workers and not data.stopped_old:
             workers.add_row("no worker has run yet", "-", "-", "-")
 
         self._servers = data.servers
         self._render_endpoints()
 
-        table = self.query_one("#events", DataTable)
-        table.clear()
-        for e in data.events:
-            style = "bold red" if e.kind == "failed" else ""
-            table.add_row(_short_time(e.at), Text(e.kind, style=style), e.detail)
-        if not data.events:
-            table.add_row("-", "-", "no events yet (enqueue, freeze, pause, retry …)")
+        self._events = tuple(data.events)
+        self._render_events()
 
-    def _show_spend(self, rows: list[monitor.Spend]) -> None:
+    def _render_events(self) -> None:
+        """The events, each detail wrapped in its column (a row as tall as it needs)."""
+        table = self.query_one("#events", DataTable)
+        table.clear(columns=True)
+        width = self._detail_width or 40
+        table.add_column("at (UTC)", key="at")
+        table.add_column("event", key="event")
+        table.add_column("detail", key="detail", width=width)
+        for e in self._events:
+            style = "bold red" if e.kind == "failed" else ""
+            table.add_row(_short_time(e.at), Text(e.kind, style=style), Text(e.detail),
+                          height=None)
+        if not self._events:
+            table.add_row("-", "-", "no events yet (enqueue, freeze, pause, retry …)",
+                          height=None)
+
+    def _show_spend(self, spent: monitor.SpendCounted) -> None:
+        self.query_one("#spend-title", Static).update(spend_title(spent))
         spend = self.query_one("#spend", DataTable)
         spend.clear()
-        for s in rows:
-            spend.add_row(s.model, f"{s.episodes:,}", f"{s.input_tokens:,}",
-                          f"{s.output_tokens:,}", f"{s.cache_read_tokens:,}",
-                          f"{s.cache_write_tokens:,}", f"{s.dollars:,.2f}")
-        if not rows:
-            spend.add_row("no episodes yet", "0", "0", "0", "0", "0", "0.00")
+        for s in spent.rows:
+            spend.add_row(clip(s.model, MODEL_WIDTH), f"{s.dollars:,.2f}", f"{s.episodes:,}",
+                          f"{s.input_tokens:,}", f"{s.output_tokens:,}",
+                          f"{s.cache_read_tokens:,}", f"{s.cache_write_tokens:,}")
+        if not spent.rows:
+            spend.add_row("no episodes yet", "0.00", "0", "0", "0", "0", "0")
 
     def _show_endpoints(self, endpoints: list[Endpoint]) -> None:
         self._endpoints = endpoints
