@@ -3,7 +3,6 @@ line on stderr, a non-zero exit and an unchanged database (`.dump` sha256)."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -21,31 +20,7 @@ import pytest
 from console.cli import main
 from core.data import Paragraph, question_to_record
 from tests.helpers.builders import make_question
-
-
-def dump_hash(path: Path) -> str:
-    """sha256 of the database's SQL dump, read without writing to it."""
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
-        return hashlib.sha256("\n".join(conn.iterdump()).encode()).hexdigest()
-    finally:
-        conn.close()
-
-
-def lab(capsys: pytest.CaptureFixture[str], *args: object) -> tuple[int, str, str]:
-    """Run `lab ARGS` in-process through `main`; (exit code, stdout, stderr)."""
-    code = main([str(a) for a in args])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def one_error(code: int, err: str, *words: str) -> None:
-    """A refusal: non-zero exit, exactly one stderr line, naming `words`."""
-    assert code != 0, err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), err
-    for word in words:
-        assert word in lines[0], (word, lines[0])
+from tests.helpers.cli import dump_hash, lab, one_error
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from console.cli import main
-from tests.test_bad_inputs import dump_hash, lab, one_error
+from tests.helpers.cli import dump_hash, lab, one_error
 
 BASE = ("enqueue", "--models", "sim-own5", "--conditions", "none", "--regimes", "clean",
         "--set", "d")
