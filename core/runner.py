@@ -61,7 +61,7 @@ def setup_for(cell: CellSpec, question: Question, pool: ForeignPool,
     return EpisodeSetup(question=question, condition=cell.condition, regime=cell.regime,
                         budget=cell.budget, seed=cell.seed, pool=pool,
                         always_judge=bool(getattr(client, "always_judge", False)),
-                        prompt_format=str(cell.model.params.get("prompt_format", "react")))
+                        prompt_format=cell.model.prompt_format)
 
 
 class CallGate(Protocol):

@@ -160,7 +160,7 @@ def check_context(db: Database, cells: Sequence[CellSpec], ids: Sequence[str]) -
     checked: set[tuple[str, str]] = set()
     questions: list | None = None
     for cell in cells:
-        max_context = cell.model.params.get("max_context")
+        max_context = cell.model.max_context
         if cell.model.backend == "sim" or not max_context:
             continue
         system = cell.condition.system_prompt(cell.budget)

@@ -26,7 +26,6 @@ import prompts
 from core import store
 from core.episode import prompt_set_sha256
 from core.models.base import ModelClient
-from core.models.cost import Prices
 from core.models.registry import ModelSpec
 from core.runner import CallGate, GatedSession
 from core.probes import (COMMANDS, PROBE_MAX_TOKENS, At, ProbeRecord, RecordedEpisode,
@@ -172,8 +171,8 @@ def plan_replay(db: Database, request: ReplayRequest, registry: Mapping[str, Mod
         tok_out = calls * EXPECTED_OUTPUT[request.kind]
         spec = registry.get(cell["model"])
         if spec is not None:
-            out.dollars[cell["model"]] = out.dollars.get(cell["model"], 0.0) + Prices.from_params(
-                spec.params).dollars(tok_in, tok_out) * _discount(request, spec)
+            out.dollars[cell["model"]] = out.dollars.get(cell["model"], 0.0) + spec.prices.dollars(
+                tok_in, tok_out) * _discount(request, spec)
         out.cells.append(ReplayCellPlan(cell["cell_id"], cell["model"], sorted(need), calls,
                                         tok_in, tok_out))
     return out

@@ -20,6 +20,7 @@ from core.errors import ConfigError, LabError
 from core.models.base import ModelClient
 from core.models.registry import ModelSpec, load_registry, make_client, resolve_model
 from core.models.retry import CALL_STOP, CallStop
+from core.models.sim import SimSpec
 from core.regimes import ForeignPool, parse_regime
 from core.runner import CallGate, CellSpec, run_questions
 from core.store import jobs as ledger
@@ -155,7 +156,8 @@ async def _run(db: Database, job: dict, settings: WorkerSettings, res: Resources
     client, shared = res.client(cell.model)
     # instant sims finish an episode in a millisecond: live rows for every one would slow
     # them down, so only the first episode of each job is tailed (lab tail, console Live)
-    live = cell.model.backend != "sim" or bool(cell.model.params.get("latency_ms"))
+    config = cell.model.config
+    live = not isinstance(config, SimSpec) or bool(config.latency_ms)
     stop = _Stop()
     CALL_STOP.set(res.stop)  # this task's context: every call of the job sees the stop
     beat = asyncio.create_task(_heartbeat(db, job["id"], settings, stop, res))

@@ -13,9 +13,10 @@ import click
 
 from console.cli.options import open_db
 from core.errors import ConfigError
-from core.models.anthropic import DEFAULT_BASE_URL
 from core.models.endpoint_url import redact_endpoint
 from core.models.registry import load_registry, resolve_model
+from core.models.sim import SimSpec
+from core.models.specs import AnthropicSpec, OpenAISpec
 from core.models.serving import (
     check_anthropic,
     check_endpoint,
@@ -51,16 +52,16 @@ def models(ctx: click.Context, check_api: bool, timeout_s: float) -> None:
       lab --config lab.toml models --check-api
     """
     for name, spec in sorted(load_registry(ctx.obj["config"]).items()):
-        detail = spec.params.get("model") or spec.params.get("policy")
+        config = spec.config
+        detail = config.policy if isinstance(config, SimSpec) else config.model
         click.echo(f"{name:<22} {spec.backend:<10} {detail}")
-        if spec.backend == "openai":
-            for endpoint in spec.params.get("endpoints", []):
+        if isinstance(config, OpenAISpec):
+            for endpoint in config.endpoints:
                 click.echo(f"  {redact_endpoint(endpoint)}  "
-                           f"{check_endpoint(endpoint, str(detail), timeout_s)}")
-        elif spec.backend == "anthropic":
+                           f"{check_endpoint(endpoint, config.model, timeout_s)}")
+        elif isinstance(config, AnthropicSpec):
             state = check_anthropic(spec, timeout_s) if check_api else "not checked (--check-api)"
-            click.echo(f"  {redact_endpoint(spec.params.get('base_url') or DEFAULT_BASE_URL)}  "
-                       f"{state}")
+            click.echo(f"  {redact_endpoint(config.base_url)}  {state}")
 
 
 @click.command("serve")
@@ -105,7 +106,11 @@ def serve(ctx: click.Context, model: str, dry_run: bool, port: int | None, host:
       lab --config lab.toml serve qwen3-8b --port 8000 --detach
     """
     spec = resolve_model(load_registry(ctx.obj["config"]), model)
-    port = port or default_port(spec.params)
+    config = spec.config
+    if not isinstance(config, OpenAISpec):
+        vllm_command(spec, host, 8000, executable)  # raises: vLLM serves openai models only
+        return
+    port = port or default_port(config)
     cmd = vllm_command(spec, host, port, executable)
     if dry_run:
         click.echo(shlex.join(cmd))
@@ -122,13 +127,13 @@ def serve(ctx: click.Context, model: str, dry_run: bool, port: int | None, host:
     wait_healthy(proc, root, wait_s, log)
     version = server_version(root)
     flags = {"host": host, "port": port, "prefix_caching": True, "generation_config": "vllm",
-             "max_model_len": spec.params.get("max_context"),
-             "tensor_parallel_size": spec.params.get("tensor_parallel_size")}
+             "max_model_len": config.max_context,
+             "tensor_parallel_size": config.tensor_parallel_size}
     # The registry's spelling of this endpoint, redacted as episodes' `server` values
     # are, so they join.
-    endpoint = redact_endpoint(next((e for e in spec.params.get("endpoints", [])
-                                     if urlsplit(e).port == port), f"{root}/v1"))
-    sid = record_server(db, model=spec.name, served_model=str(spec.params["model"]),
+    endpoint = redact_endpoint(next((e for e in config.endpoints if urlsplit(e).port == port),
+                                    f"{root}/v1"))
+    sid = record_server(db, model=spec.name, served_model=config.model,
                         endpoint=endpoint, version=version, command=cmd, flags=flags,
                         pid=proc.pid)
     click.echo(f"serving {spec.name} at {endpoint} (vLLM {version or 'unknown version'}, "

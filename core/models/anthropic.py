@@ -45,17 +45,17 @@ from typing import TYPE_CHECKING, Any
 
 from core.errors import ConfigError
 from core.models.base import EpisodeView, Generation, Message
-from core.models.cost import Prices
 from core.models.endpoint_url import parse_endpoint, scrub_client_logs
 from core.models.reasoning import estimate_reasoning_tokens
-from core.models.retry import (MalformedResponse, RetryPolicy, call_with_retries,
+from core.models.specs import DEFAULT_ANTHROPIC_URL, AnthropicSpec
+from core.models.retry import (MalformedResponse, call_with_retries,
                                reading_reply)
 
 if TYPE_CHECKING:
     import anthropic
 
 API_KEY_ENV = "ANTHROPIC_API_KEY"
-DEFAULT_BASE_URL = "https://api.anthropic.com"
+DEFAULT_BASE_URL = DEFAULT_ANTHROPIC_URL
 
 
 def _tool(name: str, description: str, key: str, what: str) -> dict[str, Any]:
@@ -171,8 +171,7 @@ class AnthropicClient:
 
     Args:
         name: registry name.
-        params: the registry entry (model, sampling, thinking, thinking_budget, base_url,
-            timeout_s, max_retries, backoff_s, backoff_max_s, price_per_mtok, concurrency).
+        spec: the registry entry, typed (`core.models.specs.AnthropicSpec`).
         concurrency: concurrent episodes allowed.
 
     Raises:
@@ -181,22 +180,21 @@ class AnthropicClient:
 
     always_judge = False
 
-    def __init__(self, name: str, params: Mapping[str, Any], concurrency: int) -> None:
+    def __init__(self, name: str, spec: AnthropicSpec, concurrency: int) -> None:
         key = os.environ.get(API_KEY_ENV, "")
         if not key:
             raise ConfigError(f"model '{name}': {API_KEY_ENV} is not set; export it in the "
                               f"environment (it is never read from lab.toml)")
         self.name = name
-        self.model = str(params["model"])
+        self.model = spec.model
         self.concurrency = concurrency
-        self.policy = RetryPolicy.from_params(params)
-        self.prices = Prices.from_params(params)
-        sampling = params.get("sampling")
-        self.sampling = dict(sampling) if isinstance(sampling, Mapping) else {}
-        self.thinking = bool(params.get("thinking", False))
-        self.thinking_budget = int(params.get("thinking_budget", 0)) if self.thinking else 0
+        self.policy = spec.retry
+        self.prices = spec.prices
+        self.sampling = dict(spec.sampling)
+        self.thinking = spec.thinking
+        self.thinking_budget = spec.thinking_budget
         # credentials in base_url go into the requests only; base_url is the redacted form
-        self.address = parse_endpoint(str(params.get("base_url") or DEFAULT_BASE_URL))
+        self.address = parse_endpoint(spec.base_url)
         self.base_url = self.address.public
         self.secrets = (key, *self.address.secrets)
         if self.address.secrets or self.address.basic_auth:

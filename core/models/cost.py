@@ -101,7 +101,7 @@ def estimate_cost(spec: ModelSpec, episodes: int, budget: int, *, judge: bool = 
         {"calls", "input_tokens", "output_tokens", "cache_read_tokens",
         "cache_write_tokens", "dollars"} for all episodes together.
     """
-    prices = Prices.from_params(spec.params)
+    prices = spec.prices
     system = len(prompts.load("system")) // 4
     pair = assume.action + assume.observation
     calls = inp = out = read = write = 0

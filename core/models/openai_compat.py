@@ -42,10 +42,10 @@ import httpx
 
 from core.errors import ConfigError, ModelError
 from core.models.base import EpisodeView, Generation, Message
-from core.models.cost import Prices
 from core.models.endpoint_url import parse_endpoint, scrub_client_logs
 from core.models.reasoning import estimate_reasoning_tokens, split_reasoning
-from core.models.retry import LOG, RetryPolicy, StatusFailure, call_with_retries, reading_reply
+from core.models.retry import LOG, StatusFailure, call_with_retries, reading_reply
+from core.models.specs import OpenAISpec
 from core.models.transport import Response, StreamPool
 
 DOWN_S = 30.0
@@ -196,30 +196,28 @@ class OpenAIClient:
 
     Args:
         name: registry name.
-        params: the registry entry (model, endpoints, sampling, thinking, timeout_s,
-            max_retries, backoff_s, backoff_max_s, price_per_mtok, concurrency).
+        spec: the registry entry, typed (`core.models.specs.OpenAISpec`).
         concurrency: concurrent episodes allowed.
     """
 
     always_judge = False
 
-    def __init__(self, name: str, params: Mapping[str, Any], concurrency: int) -> None:
+    def __init__(self, name: str, spec: OpenAISpec, concurrency: int) -> None:
         self.name = name
-        self.model = str(params["model"])
+        self.model = spec.model
         self.concurrency = concurrency
-        self.policy = RetryPolicy.from_params(params)
-        self.prices = Prices.from_params(params)
-        self.thinking = bool(params.get("thinking", False))
-        self.thinking_budget = int(params.get("thinking_budget", 0)) if self.thinking else 0
-        sampling = params.get("sampling")
-        self.sampling: dict[str, Any] = dict(sampling) if isinstance(sampling, Mapping) else {}
+        self.policy = spec.retry
+        self.prices = spec.prices
+        self.thinking = spec.thinking
+        self.thinking_budget = spec.thinking_budget
+        self.sampling: dict[str, Any] = dict(spec.sampling)
         key = os.environ.get(API_KEY_ENV) or "EMPTY"
         self.secrets: tuple[str, ...] = (key,) if key != "EMPTY" else ()
-        transport = str(params.get("transport", "stream"))
+        transport = spec.transport
         if transport not in TRANSPORTS:
             raise ConfigError(f"model '{name}': transport must be one of {', '.join(TRANSPORTS)}, "
                               f"got {transport!r}")
-        endpoints = params.get("endpoints") or []
+        endpoints = spec.endpoints
         if not endpoints:
             raise ConfigError(f"model '{name}': endpoints is empty; e.g. "
                               f"endpoints = [\"http://127.0.0.1:8000/v1\"]")

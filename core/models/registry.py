@@ -6,6 +6,7 @@ it is served rather than what it is) is hashed into every cell.
 
 from __future__ import annotations
 
+import functools
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -17,6 +18,8 @@ from core.canonical import canonical_json, sha256_hex
 from core.errors import ConfigError
 from core.models.base import ModelClient
 from core.models.sim import BUILTIN_SIMS, POLICIES, SimClient, SimSpec
+from core.models.cost import Prices
+from core.models.specs import AnthropicSpec, OpenAISpec, ServedSpec, spec_of
 from core.prompt_set import PROMPT_FORMATS
 
 BACKENDS = ("openai", "anthropic", "sim")
@@ -59,6 +62,26 @@ class ModelSpec:
     name: str
     backend: str
     params: Mapping[str, Any] = field(default_factory=dict)
+
+    @functools.cached_property
+    def config(self) -> OpenAISpec | AnthropicSpec | SimSpec:
+        """The table typed, parsed once (`core.models.specs`): what readers use."""
+        return spec_of(self.backend, self.params)
+
+    @property
+    def prices(self) -> Prices:
+        """Dollars per million tokens (0 for sims and unpriced models)."""
+        return self.config.prices if isinstance(self.config, ServedSpec) else Prices()
+
+    @property
+    def max_context(self) -> int | None:
+        """The context window in tokens, when the registry gives it (never for sims)."""
+        return self.config.max_context if isinstance(self.config, ServedSpec) else None
+
+    @property
+    def prompt_format(self) -> str:
+        """"react", or "search_r1" for an OpenAI-compatible model that asks for it."""
+        return self.config.prompt_format if isinstance(self.config, OpenAISpec) else "react"
 
     @property
     def concurrency(self) -> int:
@@ -275,14 +298,14 @@ def make_client(spec: ModelSpec) -> ModelClient:
         ConfigError: an unknown backend, or an anthropic model without
             ANTHROPIC_API_KEY in the environment.
     """
-    if spec.backend == "sim":
-        params = {k: v for k, v in spec.params.items() if k != "concurrency"}
-        return SimClient(spec.name, SimSpec(**params), spec.concurrency)
-    if spec.backend == "openai":
+    config = spec.config
+    if isinstance(config, SimSpec):
+        return SimClient(spec.name, config, spec.concurrency)
+    if isinstance(config, OpenAISpec):
         from core.models.openai_compat import OpenAIClient
-        return OpenAIClient(spec.name, spec.params, spec.concurrency)
-    if spec.backend == "anthropic":
+        return OpenAIClient(spec.name, config, spec.concurrency)
+    if isinstance(config, AnthropicSpec):
         from core.models.anthropic import AnthropicClient
-        return AnthropicClient(spec.name, spec.params, spec.concurrency)
+        return AnthropicClient(spec.name, config, spec.concurrency)
     raise ConfigError(f"model '{spec.name}': unknown backend '{spec.backend}' "
                       f"(one of: {', '.join(BACKENDS)})")

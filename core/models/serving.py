@@ -9,9 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import time
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
@@ -20,6 +18,7 @@ from core.errors import ConfigError, LabError
 from core.models.anthropic import API_KEY_ENV, DEFAULT_BASE_URL
 from core.models.endpoint_url import parse_endpoint
 from core.models.registry import ModelSpec
+from core.models.specs import AnthropicSpec, OpenAISpec
 
 ANTHROPIC_VERSION = "2023-06-01"
 
@@ -56,7 +55,8 @@ def check_anthropic(spec: ModelSpec, timeout_s: float) -> str:
     key = os.environ.get(API_KEY_ENV)
     if not key:
         return f"{API_KEY_ENV} is not set"
-    address = parse_endpoint(str(spec.params.get("base_url") or DEFAULT_BASE_URL))
+    base_url = spec.config.base_url if isinstance(spec.config, AnthropicSpec) else DEFAULT_BASE_URL
+    address = parse_endpoint(base_url)
     headers = {"x-api-key": key, "anthropic-version": ANTHROPIC_VERSION}
     if address.basic_auth:
         headers["authorization"] = address.basic_auth
@@ -80,23 +80,22 @@ def vllm_command(spec: ModelSpec, host: str, port: int, executable: str = "vllm"
     Raises:
         ConfigError: the model is not served by vLLM (backend other than openai).
     """
-    if spec.backend != "openai":
+    config = spec.config
+    if not isinstance(config, OpenAISpec):
         raise ConfigError(f"model '{spec.name}' has backend '{spec.backend}'; lab serve starts "
                           f"vLLM for backend = \"openai\" models only")
-    p = spec.params
-    cmd = [executable, "serve", str(p["model"]), "--host", host, "--port", str(port),
+    cmd = [executable, "serve", config.model, "--host", host, "--port", str(port),
            "--enable-prefix-caching", "--generation-config", "vllm"]
-    if "max_context" in p:
-        cmd += ["--max-model-len", str(p["max_context"])]
-    if "tensor_parallel_size" in p:
-        cmd += ["--tensor-parallel-size", str(p["tensor_parallel_size"])]
+    if config.max_context is not None:
+        cmd += ["--max-model-len", str(config.max_context)]
+    if config.tensor_parallel_size is not None:
+        cmd += ["--tensor-parallel-size", str(config.tensor_parallel_size)]
     return cmd
 
 
-def default_port(spec: Mapping[str, Any]) -> int:
+def default_port(config: OpenAISpec) -> int:
     """The port of the model's first endpoint, else vLLM's default 8000."""
-    endpoints = spec.get("endpoints") or []
-    return (urlsplit(endpoints[0]).port or 8000) if endpoints else 8000
+    return (urlsplit(config.endpoints[0]).port or 8000) if config.endpoints else 8000
 
 
 def wait_healthy(proc: subprocess.Popen[bytes], root: str, wait_s: float, log: Path) -> None:
