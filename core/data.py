@@ -55,6 +55,11 @@ class Question:
         level: HotpotQA level or "".
         paragraphs: the knowledge base, in the file's order.
         supporting_facts: (title, sentence index) pairs.
+        aliases: other accepted answers (MuSiQue's `answer_aliases`), scored like
+            `answer` where a scorer takes several references (`lab traces`).
+        supporting_paragraphs: indices of the supporting paragraphs where the dataset
+            marks paragraphs rather than titles (MuSiQue's `is_supporting`); empty:
+            the titles of the supporting facts mark them.
     """
 
     id: str
@@ -65,6 +70,8 @@ class Question:
     level: str
     paragraphs: tuple[Paragraph, ...]
     supporting_facts: tuple[tuple[str, int], ...]
+    aliases: tuple[str, ...] = ()
+    supporting_paragraphs: tuple[int, ...] = ()
 
     @property
     def task(self) -> str:
@@ -93,9 +100,11 @@ def question_to_record(q: Question) -> dict[str, Any]:
     Returns:
         A dict with keys `_id`, `question`, `answer`, `type`, `level`,
         `supporting_facts` (`[[title, sent_id], ...]`) and `context`
-        (`[[title, [sentence, ...]], ...]`).
+        (`[[title, [sentence, ...]], ...]`); `answer_aliases` and
+        `supporting_paragraphs` only when the question has them (MuSiQue), so every
+        other record reads as before.
     """
-    return {
+    record: dict[str, Any] = {
         "_id": q.id,
         "question": q.question,
         "answer": q.answer,
@@ -104,6 +113,11 @@ def question_to_record(q: Question) -> dict[str, Any]:
         "supporting_facts": [[title, sent_id] for title, sent_id in q.supporting_facts],
         "context": [[p.title, list(p.sentences)] for p in q.paragraphs],
     }
+    if q.aliases:
+        record["answer_aliases"] = list(q.aliases)
+    if q.supporting_paragraphs:
+        record["supporting_paragraphs"] = list(q.supporting_paragraphs)
+    return record
 
 
 def question_from_record(record: Any, dataset: str) -> Question:
@@ -135,8 +149,22 @@ def question_from_record(record: Any, dataset: str) -> Question:
     for i, (title, _) in enumerate(facts):
         if title not in titles:
             raise DataError(f"supporting_facts[{i}] names title {title!r} not in context")
+    aliases = _check_aliases(record.get("answer_aliases", []))
+    marked = record.get("supporting_paragraphs", [])
+    if not isinstance(marked, list) or not all(
+            _is_sent_id(i) and i < len(paragraphs) for i in marked):
+        raise DataError(f"supporting_paragraphs must be a list of paragraph indices "
+                        f"0..{len(paragraphs) - 1}")
     return Question(id=qid, dataset=dataset, question=question, answer=answer, type=qtype,
-                    level=level, paragraphs=paragraphs, supporting_facts=facts)
+                    level=level, paragraphs=paragraphs, supporting_facts=facts,
+                    aliases=aliases, supporting_paragraphs=tuple(marked))
+
+
+def _check_aliases(value: Any) -> tuple[str, ...]:
+    """`answer_aliases`: a list of strings (empty ones dropped)."""
+    if not isinstance(value, list) or not all(isinstance(a, str) for a in value):
+        raise DataError("answer_aliases must be a list of strings")
+    return tuple(a for a in value if a.strip())
 
 
 def _json_type(value: Any) -> str:
@@ -333,6 +361,95 @@ def load_hotpotqa(path: Path, dataset: str = "hotpotqa") -> list[Question]:
         first_seen[q.id] = i
         questions.append(q)
     return questions
+
+
+@dataclass(frozen=True)
+class MusiqueFile:
+    """A validated MuSiQue file: its answerable questions and the unanswerable ones skipped."""
+
+    questions: tuple[Question, ...]
+    skipped_unanswerable: int
+
+
+def load_musique(path: Path, dataset: str = "musique") -> MusiqueFile:
+    """Read and strictly validate a MuSiQue file (the answerable dev JSONL, or a JSON list).
+
+    Each record has `id`, `question`, `answer`, `answer_aliases` (a list, may be empty)
+    and `paragraphs`: `[{"idx", "title", "paragraph_text", "is_supporting"}, ...]`.
+    A paragraph becomes a one-sentence page; the supporting paragraphs are marked by
+    index (`Question.supporting_paragraphs`, MuSiQue titles may repeat) and by title
+    in the supporting facts (for the ReAct side). A record with `answerable: false`
+    (the full MuSiQue files) is skipped and counted. The hop type (the id's prefix,
+    e.g. "2hop") is stored as the question's type.
+
+    Args:
+        path: the file (`.jsonl`, or JSON holding a list).
+        dataset: the dataset name stamped on every question.
+
+    Returns:
+        The questions in file order, and how many unanswerable records were skipped.
+
+    Raises:
+        DataError: one line naming the file, the record index (0-based) and the field.
+    """
+    path = Path(path)
+    records = _read_records(path)
+    questions: list[Question] = []
+    first_seen: dict[str, int] = {}
+    skipped = 0
+    for i, record in enumerate(records):
+        try:
+            if isinstance(record, dict) and record.get("answerable", True) is False:
+                skipped += 1
+                continue
+            q = _musique_question(record, dataset)
+        except DataError as exc:
+            raise DataError(f"{path}: record {i}: {exc}") from None
+        if q.id in first_seen:
+            raise DataError(
+                f"{path}: record {i}: duplicate id {q.id!r} (first at record {first_seen[q.id]})")
+        first_seen[q.id] = i
+        questions.append(q)
+    if not questions:
+        raise DataError(f"{path}: no answerable records ({skipped} with answerable false)")
+    return MusiqueFile(tuple(questions), skipped)
+
+
+def _musique_question(record: Any, dataset: str) -> Question:
+    """One MuSiQue record as a Question (errors name the field only)."""
+    if not isinstance(record, dict):
+        raise DataError(f"must be a JSON object, got {_json_type(record)}")
+    qid = _non_empty(_require(record, "id"), "id")
+    question = _check_text(record, "question")
+    answer = _check_text(record, "answer")
+    aliases = _check_aliases(record.get("answer_aliases", []))
+    paras = _require(record, "paragraphs")
+    if not isinstance(paras, list) or not paras:
+        raise DataError("paragraphs must be a non-empty list of objects")
+    pages: list[Paragraph] = []
+    supporting: list[int] = []
+    for j, para in enumerate(paras):
+        where = f"paragraphs[{j}]"
+        if not isinstance(para, dict):
+            raise DataError(f"{where} must be an object, got {_json_type(para)}")
+        title = _non_empty(para.get("title"), f"{where}.title")
+        text = para.get("paragraph_text")
+        if not isinstance(text, str):
+            raise DataError(f"{where}.paragraph_text must be a string")
+        flag = para.get("is_supporting", False)
+        if not isinstance(flag, bool):
+            raise DataError(f"{where}.is_supporting must be true or false")
+        pages.append(Paragraph(title=title, sentences=(text,)))
+        if flag:
+            supporting.append(j)
+    if not supporting:
+        raise DataError("no paragraph has is_supporting true (an answerable record names its "
+                        "supporting paragraphs)")
+    facts = tuple(dict.fromkeys((pages[j].title, 0) for j in supporting))
+    hops = qid.split("__", 1)[0] if "__" in qid else ""
+    return Question(id=qid, dataset=dataset, question=question, answer=answer, type=hops,
+                    level="", paragraphs=tuple(pages), supporting_facts=facts,
+                    aliases=aliases, supporting_paragraphs=tuple(supporting))
 
 
 def read_data_text(path: Path) -> str:

@@ -15,12 +15,13 @@ from pathlib import Path
 from sqlite_utils import Database
 
 from core import store
-from core.data import CLAIM_TYPE, TASK_FEVER, Question, load_hotpotqa
+from core.data import CLAIM_TYPE, TASK_FEVER, Question, load_hotpotqa, load_musique
 from core.errors import ConfigError
 from core.fever import load_fever
 
-KINDS = ("hotpotqa", "fever")
-"""What `lab data import KIND` reads: a HotpotQA JSON/JSONL file, or a FEVER folder."""
+KINDS = ("hotpotqa", "fever", "musique")
+"""What `lab data import KIND` reads: a HotpotQA JSON/JSONL file, a FEVER folder, or a
+MuSiQue JSONL file (issue 21)."""
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,7 @@ class DataFile:
         include_nei: FEVER: NOT ENOUGH INFO claims were kept.
         skipped_nei: FEVER: NOT ENOUGH INFO claims skipped.
         skipped_no_text: FEVER: claims skipped for having no evidence text at all.
+        skipped_unanswerable: MuSiQue: records with `answerable: false` skipped.
     """
 
     kind: str
@@ -44,6 +46,7 @@ class DataFile:
     include_nei: bool = False
     skipped_nei: int = 0
     skipped_no_text: int = 0
+    skipped_unanswerable: int = 0
 
     @property
     def noun(self) -> str:
@@ -57,7 +60,8 @@ def read_data_file(kind: str, path: Path | str, dataset: str | None = None,
 
     Args:
         kind: "hotpotqa" (the official JSON list or the Hugging Face column format,
-            JSON or JSONL) or "fever" (a folder holding claims.jsonl and pages.json).
+            JSON or JSONL), "fever" (a folder holding claims.jsonl and pages.json) or
+            "musique" (the answerable dev JSONL).
         path: the file or folder (`~` is expanded).
         dataset: the dataset name to store under (default: `kind`).
         include_nei: FEVER only: keep NOT ENOUGH INFO claims.
@@ -83,7 +87,11 @@ def read_data_file(kind: str, path: Path | str, dataset: str | None = None,
     if include_nei:
         raise ConfigError("--include-nei applies to `lab data import fever` only")
     if path.is_dir():
-        raise ConfigError(f"{path}: is a directory; hotpotqa imports one JSON or JSONL file")
+        raise ConfigError(f"{path}: is a directory; {kind} imports one JSON or JSONL file")
+    if kind == "musique":
+        mus = load_musique(path, dataset=dataset)
+        return DataFile(kind, path, dataset, mus.questions,
+                        skipped_unanswerable=mus.skipped_unanswerable)
     return DataFile(kind, path, dataset, tuple(load_hotpotqa(path, dataset=dataset)))
 
 

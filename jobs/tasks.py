@@ -172,6 +172,16 @@ async def _run(db: Database, job: dict, settings: WorkerSettings, res: Resources
                                    slots=res.episode_slots(cell.model, client, settings),
                                    gate=res.gate(cell.model, client), on_admitted=on_admitted)
             return stop
+        if job.get("kind") == "traces":  # depth-wise answer states (issue 21)
+            from jobs.traces import collect_questions, judge_spec
+            judge = judge_spec(load_registry(settings.config_path), job)
+            await collect_questions(db, job, client, settings.concurrency,
+                                    lambda: stop.reason is not None or res.stopping,
+                                    close_client=not shared,
+                                    judge=res.client(judge)[0] if judge is not None else None,
+                                    slots=res.episode_slots(cell.model, client, settings),
+                                    gate=res.gate(cell.model, client), on_admitted=on_admitted)
+            return stop
         loaded = _loaded_set(db, cell, res.pools)
         questions = _job_questions(db, job, loaded)
         pool = loaded.pool if loaded is not None else ForeignPool(
@@ -283,7 +293,11 @@ async def run_job(db: Database, job: dict, settings: WorkerSettings, res: Resour
         return "lost"
     # errored episodes stay for `lab retry --errored`; only questions with no new record
     # (complete or errored) keep the job open
-    missing = ledger.unsettled_questions(db, job["cell_id"], job["question_ids"], mark)
+    if job.get("kind") == "traces":  # its work is states: a question lacking a depth's row
+        from core.store.traces import unsettled_trace_questions
+        missing = unsettled_trace_questions(db, job["cell_id"], job["question_ids"])
+    else:
+        missing = ledger.unsettled_questions(db, job["cell_id"], job["question_ids"], mark)
     if stop.reason == "worker stopping" or res.stopping or missing:
         # a stop's interrupted episodes are errored records: the released job re-runs them
         released = ledger.finish(db, job_id, settings.worker_id, "queued")

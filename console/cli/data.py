@@ -43,7 +43,7 @@ def data() -> None:
 
 
 @data.command("import")
-@click.argument("kind", type=click.Choice(["hotpotqa", "fever"]))
+@click.argument("kind", type=click.Choice(["hotpotqa", "fever", "musique"]))
 @click.argument("file", type=click.Path(path_type=Path))
 @click.option("--dataset", default=None,
               help="Dataset name to store the questions under (default: KIND).")
@@ -63,6 +63,8 @@ def data_import(ctx: click.Context, kind: str, file: Path, dataset: str | None,
     pages.json (format in README); SUPPORTS/REFUTES claims are kept, NOT ENOUGH
     INFO claims skipped (and counted) unless --include-nei, and each claim's
     knowledge base is its evidence pages plus 8 pages drawn from other claims.
+    musique: FILE is MuSiQue's answerable dev JSONL (paragraphs with is_supporting,
+    answer, answer_aliases); records marked answerable false are skipped and counted.
     A malformed file stores nothing. Questions whose context text is above
     --warn-kb are stored with a warning; `lab enqueue` refuses them for a model
     whose max_context they cannot fit.
@@ -71,13 +73,16 @@ def data_import(ctx: click.Context, kind: str, file: Path, dataset: str | None,
     Example:
       lab data import hotpotqa hotpot_dev_distractor_v1.json
       lab data import fever fever_dev/
+      lab data import musique musique_ans_v1.0_dev.jsonl
     """
     read = read_data_file(kind, file, dataset, include_nei)
     skipped = "" if kind != "fever" else (
         f"; skipped {plural(read.skipped_nei, 'NOT ENOUGH INFO claim')}"
         + ("" if include_nei else " (--include-nei keeps them)")
         + (f" and {plural(read.skipped_no_text, 'claim')} without any evidence text"
-           if read.skipped_no_text else ""))
+           if read.skipped_no_text else "")) + (
+        f"; skipped {plural(read.skipped_unanswerable, 'unanswerable record')}"
+        if read.skipped_unanswerable else "")
     new, same = store_data_file(open_db(ctx), read)
     click.echo(f"imported {plural(new, read.noun)} from {file} into dataset '{read.dataset}'"
                + (f" ({same} already present)" if same else "") + skipped)

@@ -256,7 +256,7 @@ def status_cmd(ctx: click.Context, as_json: bool) -> None:
             jobs += f" ({g.stale} stale (worker lost?))"
         eta = "-" if g.eta_s is None else f"{g.eta_s:.0f}s"
         bar = f"{_bar(g.stored, g.expected, 16)} " if tty else ""
-        unit = "episodes" if g.unit == "episodes" else f"{g.kind} probes"
+        unit = "episodes" if g.unit == "episodes" else f"{g.kind} {g.unit}"
         click.echo(f"grid {g.grid:<3} {g.run:<12} {bar}{g.stored}/{g.expected} {unit}, "
                    f"{g.rate:.1f}/s, ETA {eta}")
         running = f"{g.running} running; " if g.unit == "episodes" else ""

@@ -294,6 +294,8 @@ def grid_progress(db: Database, now: float | None = None) -> list[dict[str, Any]
     "probes" for a grid of `lab replay`/`lab repair` jobs: its expected, stored,
     errored and finished count the probes its jobs ask (`core.store.probes.
     replay_progress`), "kind" says which, and "running" is 0 (probes have no live rows).
+    A grid of `lab traces collect` jobs counts its answer states the same way (unit
+    "states", kind "trace": `core.store.traces.trace_progress`).
     """
     now = time.time() if now is None else now
     grids = _rows(db, "SELECT g.id AS grid, r.name AS run, g.created_at FROM grids g "
@@ -329,6 +331,14 @@ def grid_progress(db: Database, now: float | None = None) -> list[dict[str, Any]
             g.update(expected=probes["expected"], stored=probes["stored"],
                      errored=probes["errored"], finished=probes["finished"], running=0,
                      unit="probes", kind=probes["kind"])
+        traces = [j for j in jobs if j["kind"] == "traces"]
+        if traces:  # a trace grid's work is its answer states (issue 21)
+            from core.store.traces import trace_progress
+
+            states = trace_progress(db, traces)
+            g.update(expected=states["expected"], stored=states["stored"],
+                     errored=states["errored"], finished=states["finished"], running=0,
+                     unit="states", kind=states["kind"])
     return grids
 
 

@@ -265,6 +265,12 @@ def job_rows(db: Database, grid_id: int) -> list[JobRow]:
                                       "params": params}])
             n, s, e = p["expected"], p["stored"] + p["errored"], p["errored"]
             unit, probe_kind = "probes", p["kind"]
+        elif kind == "traces":  # its work is answer states (issue 21)
+            from core.store.traces import trace_progress
+
+            p = trace_progress(db, [{"cell_id": cell_id, "question_ids": qids}])
+            n, s, e = p["expected"], p["stored"] + p["errored"], p["errored"]
+            unit, probe_kind = "states", p["kind"]
         out.append(JobRow(int(i), str(st), str(m), str(cs), str(r), int(sd), int(b), int(n),
                           int(s), int(e), int(a), _last_line(err) if err else None, unit,
                           probe_kind))

@@ -169,3 +169,101 @@ def load_traces(db: Database, runs: Sequence[str] = (), sets: Sequence[str] = ()
         frame[column] = frame[column].astype("Int64")
     frame["confidence"] = frame["confidence"].astype("float64")
     return frame
+
+
+# --- trace jobs on the ledger (jobs.kind = 'traces') ---------------------------------
+
+TRACE_CONDITION = "traces"
+"""The `condition` of a trace cell: a cell that holds no episodes, only the trace jobs of
+one (run, model, question set) on the job ledger."""
+
+
+def insert_trace_jobs(db: Database, grid_id: int, cell_id: int, chunks: Sequence[Sequence[str]],
+                      params: str, priority: int = 0) -> list[int]:
+    """Queued trace jobs (jobs.kind = 'traces') for a trace cell, one per chunk of questions."""
+    now = utc_now()
+    ids = []
+    with write(db):
+        for chunk in chunks:
+            cur = db.conn.execute(
+                "INSERT INTO jobs (grid_id, cell_id, question_ids, state, priority, created_at, "
+                "updated_at, kind, params) VALUES (?, ?, ?, 'queued', ?, ?, ?, 'traces', ?)",
+                (grid_id, cell_id, json.dumps(list(chunk)), priority, now, now, params))
+            ids.append(int(cur.lastrowid or 0))
+    return ids
+
+
+def pending_trace_questions(db: Database, cell_id: int) -> set[str]:
+    """Questions of a trace cell held by queued, running or paused trace jobs."""
+    out: set[str] = set()
+    for (ids,) in db.conn.execute(
+            "SELECT question_ids FROM jobs WHERE cell_id = ? AND kind = 'traces' "
+            "AND state IN ('queued', 'running', 'paused')", (cell_id,)):
+        out.update(json.loads(ids))
+    return out
+
+
+def trace_cell(db: Database, cell_id: int) -> dict[str, Any]:
+    """A trace cell's run name, model, model spec and question set."""
+    row = db.conn.execute(
+        "SELECT r.name, c.model, c.model_spec, c.question_set FROM cells c JOIN runs r "
+        "ON r.id = c.run_id WHERE c.id = ?", (cell_id,)).fetchone()
+    if row is None:
+        raise KeyError(cell_id)
+    return {"run": row[0], "model": row[1], "model_spec": row[2], "question_set": row[3]}
+
+
+def unsettled_trace_questions(db: Database, cell_id: int, question_ids: Sequence[str]
+                              ) -> set[str]:
+    """Questions of a trace job with a depth that has no row (complete or errored) yet.
+
+    A trace job that ran to its end leaves none: each state got a complete row or an
+    errored one (which the next `lab traces collect` asks again).
+    """
+    cell = trace_cell(db, cell_id)
+    have: dict[str, int] = {}
+    for i in range(0, len(question_ids), 500):
+        chunk = list(question_ids[i:i + 500])
+        for qid, n in db.conn.execute(
+                f"SELECT question_id, count(*) FROM traces WHERE run = ? AND model = ? AND "
+                f"question_id IN ({', '.join('?' * len(chunk))}) GROUP BY question_id",
+                (cell["run"], cell["model"], *chunk)):
+            have[qid] = int(n)
+    return {q for q in question_ids if have.get(q, 0) < len(DEPTHS)}
+
+
+def trace_progress(db: Database, jobs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """State progress of a trace grid's jobs: what `lab status` shows for it.
+
+    Args:
+        db: an open lab.db.
+        jobs: the grid's trace jobs rows (cell_id, question_ids as JSON or a list).
+
+    Returns:
+        {"kind": "trace", "expected" (questions × 4 depths), "stored" (complete
+        states), "errored" (states whose last call failed: the next collect asks them
+        again), "finished" (the complete states' created_at, sorted)}.
+    """
+    wanted: dict[int, set[str]] = {}
+    for job in jobs:
+        qids = job["question_ids"]
+        wanted.setdefault(job["cell_id"], set()).update(
+            json.loads(qids) if isinstance(qids, str) else qids)
+    expected = errored = 0
+    finished: list[str] = []
+    for cell_id, qids in wanted.items():
+        cell = trace_cell(db, cell_id)
+        expected += len(qids) * len(DEPTHS)
+        ordered = sorted(qids)
+        for i in range(0, len(ordered), 500):
+            chunk = ordered[i:i + 500]
+            for error, created in db.conn.execute(
+                    f"SELECT error, created_at FROM traces WHERE run = ? AND model = ? AND "
+                    f"question_id IN ({', '.join('?' * len(chunk))})",
+                    (cell["run"], cell["model"], *chunk)):
+                if error is None:
+                    finished.append(created)
+                else:
+                    errored += 1
+    return {"kind": "trace", "expected": expected, "stored": len(finished), "errored": errored,
+            "finished": sorted(finished)}

@@ -1,0 +1,117 @@
+"""`lab traces collect`: the second seed's depth-wise answer states as queue work (issue 21).
+
+Thin command: validate, store the evidence plans, plan the missing states (calls,
+tokens, dollars), then store trace jobs in the ledger and put them on the queue;
+`lab worker` runs them like episodes.
+"""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from console.cli.options import bounded, open_db
+from console.render import plural
+from core.models.registry import load_registry
+from core.plans import DEFAULT_SIMILARITY, SIMILARITIES
+from core.scoring import DEFAULT_THRESHOLD
+from core.store import jobs as ledger
+from jobs.traces import TracePlan, TraceRequest, enqueue_traces, plan_traces
+
+
+@click.group()
+def traces() -> None:
+    """The second seed's protocol: fixed evidence plans and answer states at depths 0-3.
+
+    \b
+    Example:
+      lab traces collect --set musique-dev --models qwen3-8b --dry-run
+    """
+
+
+@traces.command("collect")
+@click.option("--set", "question_set", required=True, help="Question set to ask.")
+@click.option("--models", required=True, help="Comma-separated answering models.")
+@click.option("--run", "run_name", default=None,
+              help="Run to store the states under (default: traces-SET).")
+@click.option("--judge", default=None,
+              help="A registry model that also labels each parsed answer (the seed's judge "
+                   "prompt); its label is stored beside the dataset scorer's.")
+@click.option("--similarity", type=click.Choice(SIMILARITIES), default=DEFAULT_SIMILARITY,
+              show_default=True, help="Lexical similarity that ranks the distractors.")
+@click.option("--threshold", type=float, default=DEFAULT_THRESHOLD, show_default=True,
+              help="F1 at or above which a HotpotQA/MuSiQue answer is correct.")
+@click.option("--priority", type=bounded(None), default=0, show_default=True)
+@click.option("--dry-run", is_flag=True, help="Print questions, calls and tokens only.")
+@click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
+@click.pass_context
+def collect(ctx: click.Context, question_set: str, models: str, run_name: str | None,
+            judge: str | None, similarity: str, threshold: float, priority: int,
+            dry_run: bool, as_json: bool) -> None:
+    """Ask each model every question of --set at depths 0-3 for {"answer", "confidence"}.
+
+    Each question's fixed evidence plan (supporting passages interleaved with ranked
+    distractors, cut into three slices) is made once and stored; depth t shows
+    slices 1..t. States are stored in the `traces` table, one per (run, model,
+    question, depth); a reply that is not the required JSON is stored as missing
+    (parsed 0). Only missing (or errored) states are asked: running it again
+    queues nothing new. Run the jobs with `lab worker --until-idle`.
+
+    \b
+    Example:
+      lab traces collect --set musique-dev --models qwen3-8b,llama-8b --dry-run
+      lab traces collect --set hotpot-dev --models qwen3-8b --judge qwen3-32b
+    """
+    from console.cli.queue import settings_for
+    from jobs.queue import enqueue_job, make_huey
+
+    names = tuple(m.strip() for m in models.split(",") if m.strip())
+    request = TraceRequest(question_set, names, run_name, judge, similarity, threshold, priority)
+    db = open_db(ctx)
+    registry = load_registry(ctx.obj["config"])
+    jobs: list[int] = []
+    grid_id = None
+    if dry_run:
+        plan, _ = plan_traces(db, request, registry)
+    else:
+        plan, grid_id, jobs = enqueue_traces(db, request, registry)
+        if jobs:
+            huey, task = make_huey(settings_for(ctx))
+            for job_id in jobs:
+                enqueue_job(huey, task, job_id, priority)
+            ledger.log_event(db, "traces", f"grid {grid_id} run {request.run_name}: "
+                                           f"{len(jobs)} trace jobs, {plan.calls} calls")
+    if as_json:
+        click.echo(json.dumps(plan.summary() | {"grid": grid_id, "jobs": len(jobs),
+                                                "dry_run": dry_run}, indent=2))
+        return
+    click.echo(plan_text(plan, grid_id, len(jobs), dry_run))
+
+
+def plan_text(plan: TracePlan, grid_id: int | None, jobs: int, dry_run: bool) -> str:
+    """What a collect (or its dry run) says it does."""
+    s = plan.summary()
+    shape = (f"{plural(s['questions'], 'question')} × {plural(s['models'], 'model')} × "
+             f"{s['depths']} depths = {s['states']:,} states")
+    if plan.calls == 0:
+        return (f"nothing to queue for run {s['run']}: {shape}, all already stored "
+                f"({s['already_stored']:,}) or queued")
+    head = "would ask" if dry_run else f"grid {grid_id}: queued {jobs} jobs to ask"
+    lines = [f"{head} {plan.calls:,} states of run {s['run']} ({shape}; "
+             f"{s['already_stored']:,} already stored; evidence plans: "
+             f"{s['new_plans']:,} {'to make' if dry_run else 'made'}, {s['similarity']})"]
+    for model, est in s["per_model"].items():
+        lines.append(f"  {model}: {est['calls']:,} calls, ≈ {est['input_tokens']:,} input "
+                     f"tokens, ≈ {est['output_tokens']:,} output tokens, ≈ "
+                     f"${est['dollars']:,.2f}")
+    if plan.request.judge:
+        lines.append(f"  judge {plan.request.judge}: up to {s['max_judge_calls']:,} calls "
+                     f"(one per parsed answer, retried when unparseable)")
+    if not dry_run:
+        lines.append("run them with `lab worker --until-idle`")
+    return "\n".join(lines)
+
+
+COMMANDS = (traces,)
+"""The commands to register on the `lab` group."""

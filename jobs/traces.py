@@ -1,0 +1,420 @@
+"""Trace collection as queue work: the second seed's depth-wise answer states (issue 21).
+
+`lab traces collect --set S --models M` validates the request, makes (and stores) each
+question's fixed evidence plan (`core.plans`), plans the states still missing (every
+question × model × depth 0–3 without a complete row: calls, tokens, dollars), then
+stores jobs of kind "traces" in the same ledger as episode and replay jobs: one
+job per ≤ 50 questions of a (run, model), taken by the same workers, leased,
+heartbeated, retried and reconciled the same way. A job asks only the states not
+stored yet, and a state is unique per (run, model, question, depth), so a second
+call (or a job re-run after kill -9) stores nothing twice; a state whose call failed
+is stored with its error and asked again by the next collect.
+
+Jobs need a cell (jobs.cell_id): each (run, model, question set) gets a trace cell
+(condition "traces", no episodes) that records the model's spec, so a worker refuses
+a registry model changed since the collect, as it does for episodes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlite_utils import Database
+
+import prompts
+from core import store
+from core.canonical import canonical_hash
+from core.conditions import Condition
+from core.data import Question
+from core.episode import prompt_set_sha256
+from core.errors import ConfigError, StoreError
+from core.models.base import ModelClient
+from core.models.cost import Prices
+from core.models.registry import ModelSpec, resolve_model
+from core.plans import DEFAULT_SIMILARITY, SIMILARITIES, EvidencePlan, build_plan
+from core.regimes import parse_regime
+from core.runner import CallGate, GatedSession
+from core.scoring import DEFAULT_THRESHOLD
+from core.store import jobs as ledger
+from core.store import plans as plan_rows
+from core.store import traces as rows
+from core.store.traces import DEPTHS, TRACE_CONDITION, TraceRecord
+from core.traces import EXPECTED_OUTPUT_TOKENS, ask_state, estimate_prompt_tokens, state_view
+from jobs.grid import INT64_MAX, check_run_name
+
+JOB_SIZE = 50
+MAX_RETRIEVALS = len(DEPTHS) - 1
+"""The budget a trace cell records: three retrievals (depths 1–3)."""
+
+
+@dataclass(frozen=True)
+class TraceRequest:
+    """One `lab traces collect`.
+
+    Attributes:
+        question_set: the question set whose questions are asked.
+        models: the answering models (registry names).
+        run: the run the states are stored under (default: "traces-<set>").
+        judge: an LLM judge model whose label is stored beside the scorer's.
+        similarity: the distractor similarity term of the evidence plans.
+        threshold: F1 at or above which a HotpotQA/MuSiQue answer is correct.
+        priority: queue priority.
+    """
+
+    question_set: str
+    models: tuple[str, ...]
+    run: str | None = None
+    judge: str | None = None
+    similarity: str = DEFAULT_SIMILARITY
+    threshold: float = DEFAULT_THRESHOLD
+    priority: int = 0
+
+    @property
+    def run_name(self) -> str:
+        """The run's name."""
+        return self.run or f"traces-{self.question_set}"
+
+    def params(self) -> str:
+        """A trace job's params JSON."""
+        return json.dumps({"kind": "traces", "similarity": self.similarity, "judge": self.judge,
+                           "threshold": self.threshold}, sort_keys=True)
+
+
+@dataclass
+class ModelPlan:
+    """The states one model still needs."""
+
+    model: ModelSpec
+    question_ids: list[str]
+    calls: int
+    stored: int
+    input_tokens: int
+    output_tokens: int
+    dollars: float
+
+
+@dataclass
+class TracePlan:
+    """What a trace request would queue and cost."""
+
+    request: TraceRequest
+    questions: int = 0
+    models: list[ModelPlan] = field(default_factory=list)
+    new_plans: int = 0
+    judge_calls: int = 0
+
+    @property
+    def calls(self) -> int:
+        """Answer calls of the missing states."""
+        return sum(m.calls for m in self.models)
+
+    def summary(self) -> dict[str, Any]:
+        """JSON-ready summary."""
+        return {
+            "run": self.request.run_name, "set": self.request.question_set,
+            "questions": self.questions, "models": len(self.models), "depths": len(DEPTHS),
+            "states": self.questions * len(self.models) * len(DEPTHS), "calls": self.calls,
+            "judge": self.request.judge, "max_judge_calls": self.judge_calls,
+            "similarity": self.request.similarity, "new_plans": self.new_plans,
+            "already_stored": sum(m.stored for m in self.models),
+            "per_model": {m.model.name: {"calls": m.calls, "input_tokens": m.input_tokens,
+                                         "output_tokens": m.output_tokens,
+                                         "dollars": round(m.dollars, 4)} for m in self.models},
+        }
+
+
+def check_request(db: Database, request: TraceRequest, registry: Mapping[str, ModelSpec]
+                  ) -> tuple[list[ModelSpec], ModelSpec | None, list[str]]:
+    """Every check a collect makes before it writes, for the real run and `--dry-run` alike.
+
+    Returns:
+        (the models, de-duplicated in order; the judge or None; the set's question ids).
+
+    Raises:
+        ConfigError, StoreError: the first refusal, in one line.
+    """
+    if not request.models:
+        raise ConfigError("give at least one model, e.g. --models qwen3-8b")
+    check_run_name(request.run_name)
+    check_numbers_priority(request.priority)
+    if request.similarity not in SIMILARITIES:
+        raise ConfigError(f"--similarity {request.similarity}: choose one of "
+                          f"{', '.join(SIMILARITIES)}")
+    if not 0 < request.threshold <= 1:
+        raise ConfigError(f"--threshold {request.threshold}: an F1 threshold is in (0, 1], "
+                          f"e.g. --threshold 0.6")
+    models = [resolve_model(registry, m) for m in dict.fromkeys(request.models)]
+    judge = resolve_model(registry, request.judge) if request.judge else None
+    ids = list(store.question_set(db, request.question_set)["ids"])
+    ledger.check_run_amendment(db, request.run_name, None)
+    _check_run_cells(db, request.run_name)
+    return models, judge, ids
+
+
+def check_numbers_priority(priority: int) -> None:
+    """Refuse a priority SQLite cannot store (as `lab enqueue` does).
+
+    Raises:
+        ConfigError: naming the value.
+    """
+    if not -INT64_MAX - 1 <= priority <= INT64_MAX:
+        raise ConfigError(f"--priority {priority}: give an integer from {-INT64_MAX - 1:,} to "
+                          f"{INT64_MAX:,}")
+
+
+def _check_run_cells(db: Database, run: str) -> None:
+    """Refuse a run that holds episode cells: a trace run holds trace cells only."""
+    row = db.conn.execute(
+        "SELECT count(*) FROM cells c JOIN runs r ON r.id = c.run_id WHERE r.name = ? AND "
+        "c.condition != ?", (run, TRACE_CONDITION)).fetchone()
+    if row[0]:
+        raise StoreError(f"run '{run}' holds episodes of `lab enqueue`; collect traces under "
+                         f"another run name, e.g. --run traces-{run}")
+
+
+def trace_cell_columns(model: ModelSpec, question_set: str) -> dict[str, Any]:
+    """The `cells` row of a trace cell (no episodes: it carries trace jobs)."""
+    spec = {"kind": TRACE_CONDITION, "model": model.spec(), "question_set": question_set}
+    regime = parse_regime("clean")
+    return {
+        "model": model.name, "model_spec": model.to_json(), "condition": TRACE_CONDITION,
+        "condition_spec": Condition(name="none").to_json(),
+        "condition_hash": canonical_hash({"kind": TRACE_CONDITION}),
+        "regime": regime.name, "regime_hash": regime.spec_hash(), "question_set": question_set,
+        "budget": MAX_RETRIEVALS, "seed": 0, "replicate": 0, "spec_hash": canonical_hash(spec),
+    }
+
+
+def plan_traces(db: Database, request: TraceRequest, registry: Mapping[str, ModelSpec],
+                store_plans: bool = False) -> tuple[TracePlan, dict[str, EvidencePlan]]:
+    """The states a request still needs, with calls, tokens and dollars.
+
+    Args:
+        db: an open lab.db.
+        request: the request.
+        registry: models by name.
+        store_plans: store the evidence plans not stored yet (the real collect; a dry
+            run builds them in memory only).
+
+    Returns:
+        (the plan, the evidence plans by question id).
+    """
+    models, judge, ids = check_request(db, request, registry)
+    questions = store.load_questions(db, ids=ids)
+    plans: dict[str, EvidencePlan] = {}
+    new = 0
+    if store_plans:
+        plans, new = plan_rows.ensure_plans(db, questions, request.similarity, build_plan)
+    else:
+        by_dataset: dict[str, list[Question]] = {}
+        for q in questions:
+            by_dataset.setdefault(q.dataset, []).append(q)
+        for dataset, qs in by_dataset.items():
+            stored = plan_rows.load_plans(db, dataset, [q.id for q in qs], request.similarity)
+            for q in qs:
+                plans[q.id] = stored.get(q.id) or build_plan(q, request.similarity)
+                new += int(q.id not in stored)
+    out = TracePlan(request, questions=len(questions), new_plans=new)
+    cells = store.cell_ids_by_hash(db, request.run_name)
+    for model in models:
+        cell_id = cells.get(trace_cell_columns(model, request.question_set)["spec_hash"])
+        pending = rows.pending_trace_questions(db, cell_id) if cell_id is not None else set()
+        done = rows.stored_states(db, request.run_name, model.name, ids)
+        need: list[str] = []
+        calls = tok_in = kept = 0
+        for q in questions:
+            depths = [d for d in DEPTHS if (q.id, d) not in done]
+            kept += len(DEPTHS) - len(depths)
+            if not depths or q.id in pending:
+                continue
+            need.append(q.id)
+            calls += len(depths)
+            tok_in += estimate_prompt_tokens(q, plans[q.id], depths)
+        tok_out = calls * EXPECTED_OUTPUT_TOKENS
+        dollars = 0.0 if model.backend == "sim" else Prices.from_params(model.params).dollars(
+            tok_in, tok_out)
+        out.models.append(ModelPlan(model, need, calls, kept, tok_in, tok_out, dollars))
+    out.judge_calls = out.calls if judge is not None else 0
+    return out, plans
+
+
+def enqueue_traces(db: Database, request: TraceRequest, registry: Mapping[str, ModelSpec]
+                   ) -> tuple[TracePlan, int | None, list[int]]:
+    """Store the evidence plans and the request's trace jobs in one transaction.
+
+    Returns:
+        (plan, grid id or None when nothing is missing, job ids); the caller puts the
+        jobs on the Huey queue (any worker's reconcile re-enqueues one left out).
+    """
+    with store.write(db):
+        plan, _ = plan_traces(db, request, registry, store_plans=True)
+        if plan.calls == 0:
+            return plan, None, []
+        run_id = store.ensure_run(db, request.run_name)
+        grid_id = ledger.create_grid(db, run_id, {"traces": json.loads(request.params()),
+                                                  "set": request.question_set,
+                                                  "models": [m.model.name for m in plan.models]})
+        jobs: list[int] = []
+        for mp in plan.models:
+            if not mp.calls:
+                continue
+            cell_id = store.ensure_cell(db, run_id, trace_cell_columns(mp.model,
+                                                                       request.question_set))
+            chunks = [mp.question_ids[i:i + JOB_SIZE]
+                      for i in range(0, len(mp.question_ids), JOB_SIZE)]
+            jobs += rows.insert_trace_jobs(db, grid_id, cell_id, chunks, request.params(),
+                                           request.priority)
+    return plan, grid_id, jobs
+
+
+async def collect_questions(db: Database, job: Mapping[str, Any], client: ModelClient,
+                            concurrency: int, should_stop: Callable[[], bool] | None = None,
+                            close_client: bool = True, judge: ModelClient | None = None,
+                            slots: asyncio.Semaphore | None = None,
+                            gate: CallGate | None = None,
+                            on_admitted: Callable[[], None] | None = None,
+                            flush_s: float = 0.1, batch: int = 256) -> int:
+    """Ask a trace job's missing states and store them in small batched transactions.
+
+    Finished states are committed together every `flush_s` (or once `batch` have
+    gathered): a kill -9 loses at most the states of the last `flush_s` and the calls
+    in flight, which a resumed job asks again (a state is unique per run, model,
+    question and depth, so nothing is stored twice).
+
+    Args:
+        db: an open lab.db.
+        job: the jobs row (params: similarity, judge, threshold).
+        client: the model's client.
+        concurrency: bound on concurrent states when `slots` is not given.
+        should_stop: checked before each state; True: start no more.
+        close_client: close the clients at the end (False: the worker shares them).
+        judge: the judge model's client (params judge), or None.
+        slots: the worker's slots for the model, shared with its other jobs.
+        gate: the host-wide cap on the model's calls in flight.
+        on_admitted: called once every state has taken a slot or been passed over.
+        flush_s: how often finished states are committed.
+        batch: at most this many states wait for a write.
+
+    Returns:
+        States stored.
+    """
+    admitted_once = False
+
+    def admitted() -> None:
+        nonlocal admitted_once
+        if not admitted_once and on_admitted is not None:
+            admitted_once = True
+            on_admitted()
+
+    try:
+        todo, cell, params, questions, plans = _todo(db, job)
+    except BaseException:
+        admitted()
+        raise
+    limit = slots or asyncio.Semaphore(max(1, min(client.concurrency, concurrency)))
+    finished: list[TraceRecord] = []
+    stored = started = 0
+
+    def flush() -> None:
+        nonlocal stored
+        if finished:
+            items = finished[:]
+            finished.clear()
+            stored += rows.write_traces(db, items)
+
+    async def one(qid: str, depth: int) -> None:
+        nonlocal started
+        async with limit:
+            started += 1
+            if started == len(todo):
+                admitted()
+            if should_stop is not None and should_stop():
+                return
+            finished.append(await _ask(client, judge, gate, cell, params, questions[qid],
+                                       plans[qid], depth))
+            if len(finished) >= batch:
+                flush()
+
+    async def flusher() -> None:
+        while True:
+            await asyncio.sleep(flush_s)
+            flush()
+
+    if not todo:
+        admitted()
+    tasks = [asyncio.ensure_future(one(q, d)) for q, d in todo]
+    flushing = asyncio.ensure_future(flusher()) if todo else None
+    try:
+        await asyncio.gather(*tasks)
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+    finally:
+        admitted()  # stopped by an error: never leave the worker waiting
+        if flushing is not None:
+            flushing.cancel()
+        try:
+            flush()
+        finally:
+            if close_client:
+                for c in (client, judge):
+                    close = getattr(c, "close", None)
+                    if close is not None:
+                        await close()
+    return stored
+
+
+async def _ask(client: ModelClient, judge: ModelClient | None, gate: CallGate | None,
+               cell: Mapping[str, Any], params: Mapping[str, Any], question: Question,
+               plan: EvidencePlan, depth: int) -> TraceRecord:
+    """One state, asked with fresh sessions, recorded with the prompt files it used."""
+    view = state_view(question, plan, depth)
+    with prompts.recording() as used:
+        session = client.start(view)
+        judged = judge.start(view) if judge is not None else None
+        res = await ask_state(session if gate is None else GatedSession(session, gate),
+                              question, plan, depth, float(params["threshold"]), judged)
+    files = used.hashes()
+    return TraceRecord(
+        run=cell["run"], model=cell["model"], dataset=question.dataset,
+        set_name=cell["question_set"] or "", question_id=question.id, depth=depth,
+        plan_sha256=plan.sha256, answer=res.parsed.answer if res.parsed else None,
+        confidence=res.parsed.confidence if res.parsed else None, parsed=res.parsed is not None,
+        correct=res.correct, f1=res.f1, judge_correct=res.judge_correct,
+        judge_model=params.get("judge") if res.parsed is not None and judge is not None else None,
+        prompt_tokens=res.prompt_tokens, completion_tokens=res.completion_tokens,
+        latency_ms=res.latency_ms, raw=res.raw, error=res.error,
+        prompts_sha256=prompt_set_sha256(files) if files else None, prompt_files=files)
+
+
+def _todo(db: Database, job: Mapping[str, Any]
+          ) -> tuple[list[tuple[str, int]], dict[str, Any], dict[str, Any], dict[str, Question],
+                     dict[str, EvidencePlan]]:
+    """A trace job's (question, depth) states not stored complete yet, with what asking
+    them needs: the cell, the params, the questions and their evidence plans."""
+    params = json.loads(job["params"])
+    cell = rows.trace_cell(db, job["cell_id"])
+    qids = list(job["question_ids"])
+    done = rows.stored_states(db, cell["run"], cell["model"], qids)
+    todo = [(q, d) for q in qids for d in DEPTHS if (q, d) not in done]
+    need = sorted({q for q, _ in todo})
+    questions = {q.id: q for q in store.load_questions(db, ids=need)} if need else {}
+    plans, _ = plan_rows.ensure_plans(db, list(questions.values()), params["similarity"],
+                                      build_plan)
+    return todo, cell, params, questions, plans
+
+
+def judge_spec(registry: Mapping[str, ModelSpec], job: Mapping[str, Any]) -> ModelSpec | None:
+    """The judge model a trace job's params name, or None.
+
+    Raises:
+        ConfigError: the judge is no longer in the registry.
+    """
+    name = json.loads(job["params"]).get("judge")
+    return resolve_model(registry, name) if name else None
