@@ -335,3 +335,71 @@ def test_snapshot_episode_120x40(lab_db: Path, snap_compare) -> None:
 def test_snapshot_matched_120x40(lab_db: Path, snap_compare) -> None:
     assert snap_compare(_app(lab_db), terminal_size=(120, 40),
                         run_before=_matched_snapshot(lab_db))
+
+
+@pytest.mark.asyncio
+async def test_resizing_lays_out_matched_arms_again(lab_db: Path) -> None:
+    app = _app(lab_db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _settle(pilot)
+        screen = app.screen
+        eid = _episode(lab_db, model="sim-never", condition="none", regime="persistent",
+                       question_id="demo-003")
+        screen.open_episode(eid, 3, back_to=None)
+        await _settle(pilot)
+        await pilot.press("m")
+        await _settle(pilot)
+        table = screen.query_one("#traj-m-table")
+
+        def widths() -> list[int]:
+            return [c.width for c in list(table.columns.values())[1:]]
+
+        assert widths() == [(120 - 8) // 2 - 2] * 2
+        await pilot.press("down")  # the cursor stays where the person put it
+        assert table.cursor_row == 3
+        await pilot.resize_terminal(80, 24)
+        await _settle(pilot)
+        assert widths() == [(80 - 8) // 2 - 2] * 2
+        assert table.cursor_row == 3 and screen.view == "traj-matched"
+        assert all(len(str(c)) <= 34 for c in table.get_row("3")[1:])
+        await pilot.press("1")  # resized while another screen is shown
+        await _settle(pilot)
+        await pilot.resize_terminal(100, 30)
+        await _settle(pilot)
+        await pilot.press("6")
+        await _settle(pilot)
+        assert app.screen is screen and widths() == [(100 - 8) // 2 - 2] * 2
+
+
+@pytest.mark.asyncio
+async def test_escape_from_a_trajectory_opened_from_results_returns_to_results(
+        lab_db: Path) -> None:
+    rel = Path(lab_db.name) if lab_db.parent == Path.cwd() else lab_db
+    app = make_app(rel, ConsoleConfig(db_path=rel, first_screen="results",
+                                      clock=lambda: FIXED_TS))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _settle(pilot)
+        results = app.screen
+        await pilot.press("right_square_bracket")  # the Δ grid
+        await _settle(pilot)
+        await pilot.press("j", "enter")  # a cell's decisions
+        await _settle(pilot)
+        await pilot.press("enter")  # the first one's trajectory
+        await _settle(pilot)
+        screen = app.screen
+        assert app.current_mode == "trajectories" and screen.view == "traj-episode"
+        assert "escape returns to Results" in str(screen.query_one("#traj-status").render())
+        await pilot.press("m")  # matched arms and back: still the episode first
+        await _settle(pilot)
+        await pilot.press("escape")
+        assert screen.view == "traj-episode" and app.current_mode == "trajectories"
+        await pilot.press("escape")
+        await _settle(pilot)
+        assert app.current_mode == "results" and app.screen is results
+        assert results._body() == "results-drill"  # where the person left it
+        await pilot.press("6")  # the trajectory list's own escape is untouched
+        await _settle(pilot)
+        assert "episodes · filter" in str(screen.query_one("#traj-status").render())
+        await pilot.press("escape")
+        await _settle(pilot)
+        assert app.current_mode == "trajectories" and screen.view == "traj-list"

@@ -5,7 +5,9 @@ Three views in one screen: the filterable list (`/` filters, Enter opens), one
 episode (←/→ or h/l step through it; `m` opens matched arms), and matched arms
 (the same model, regime, seed, budget, question set and question under every arm,
 aligned by action; the first divergence is marked ≠ and highlighted). `escape` goes
-back one view. Every read runs in a thread worker through core.store.trajectories.
+back one view; an episode opened from the Results drill-down goes back to Results.
+Matched arms are laid out again when the terminal is resized. Every read runs in a
+thread worker through core.store.trajectories.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
@@ -89,7 +91,11 @@ class TrajectoriesScreen(LabScreen):
         self._detail: traj.EpisodeDetail | None = None
         self._step = 0
         self._matched: list[traj.EpisodeDetail] = []
+        self._divergence: int | None = None
         self._pending: tuple[int, int | None] | None = None
+        self._back_to: str | None = None
+        """The screen (mode) that opened the episode on show; escape returns there."""
+        self._list_status = "loading episodes…"
 
     def compose(self) -> ComposeResult:
         """Filter line, the three views, footer."""
@@ -178,6 +184,10 @@ class TrajectoriesScreen(LabScreen):
             self._show(self.view)
         elif self.view == MATCHED and self._detail is not None:
             self._show(EPISODE)
+        elif self.view == EPISODE and self._back_to is not None:
+            mode, self._back_to = self._back_to, None
+            self._status(self._list_status)
+            self.app.switch_mode(mode)
         elif self.view != LIST:
             self._show(LIST)
 
@@ -196,6 +206,8 @@ class TrajectoriesScreen(LabScreen):
         """Open the selected episode."""
         row = self._selected()
         if row is not None:
+            self._back_to = None
+            self._status(self._list_status)
             self._open(row.id, None)
 
     @on(DataTable.RowSelected, f"#{LIST}")
@@ -221,13 +233,16 @@ class TrajectoriesScreen(LabScreen):
         if self._rows:
             self._load(replace(self.filter, before_id=self._rows[-1].id), append=True)
 
-    def open_episode(self, episode_id: int, step: int | None = None) -> None:
+    def open_episode(self, episode_id: int, step: int | None = None,
+                     back_to: str | None = "results") -> None:
         """Open an episode at an action (used by the Results drill-down).
 
         Args:
             episode_id: the episode.
             step: the action t to show first (default: the first).
+            back_to: the mode escape returns to from the episode (None: this list).
         """
+        self._back_to = back_to
         if not self.is_mounted:
             self._pending = (episode_id, step)
             return
@@ -309,8 +324,13 @@ class TrajectoriesScreen(LabScreen):
             table.move_cursor(row=index)
         what = self.filter.describe() or "all episodes"
         more = "; n: older" if len(rows) < message.total else ""
-        self.query_one("#traj-status", Static).update(
-            f"{len(rows)} of {message.total} episodes · filter: {what} · / filters{more}")
+        self._list_status = (f"{len(rows)} of {message.total} episodes · filter: {what} · "
+                             f"/ filters{more}")
+        if self._back_to is None or self.view == LIST:
+            self._status(self._list_status)
+
+    def _status(self, text: str) -> None:
+        self.query_one("#traj-status", Static).update(text)
 
     def on_trajectories_screen_opened(self, message: Opened) -> None:
         """Show the episode at the requested action."""
@@ -322,6 +342,9 @@ class TrajectoriesScreen(LabScreen):
         self._step = index
         self.query_one("#traj-head", Static).update(render.episode_head(d, self.size.width))
         self._render_step()
+        if self._back_to is not None:
+            self._status(f"episode {d.row.id}, opened from {self._back_to.title()} · "
+                         f"escape returns to {self._back_to.title()}")
         self._show(EPISODE)
 
     def _render_step(self) -> None:
@@ -339,8 +362,27 @@ class TrajectoriesScreen(LabScreen):
 
     def on_trajectories_screen_matched(self, message: Matched) -> None:
         """Show matched arms side by side, aligned by action."""
-        details, div = message.details, message.divergence
-        self._matched = details
+        self._matched, self._divergence = message.details, message.divergence
+        self._layout_matched(self.size.width, None)
+        self._show(MATCHED)
+
+    def on_resize(self, event: events.Resize) -> None:
+        """Another terminal size: lay out the episode head and matched arms again."""
+        if self.view == MATCHED and self._matched:
+            table = self.query_one("#traj-m-table", DataTable)
+            self._layout_matched(event.size.width, table.cursor_row)
+        if self._detail is not None:
+            self.query_one("#traj-head", Static).update(
+                render.episode_head(self._detail, event.size.width))
+
+    def _layout_matched(self, screen_width: int, cursor: int | None) -> None:
+        """Fill the matched-arms head and table for `screen_width` columns.
+
+        Args:
+            screen_width: the width to share among the arms' columns.
+            cursor: the row to keep the cursor on (None: the first divergence).
+        """
+        details, div = self._matched, self._divergence
         head = Text()
         first = details[0].row
         head.append(f"matched arms · {first.model} · {first.regime} · seed {first.seed} · "
@@ -357,7 +399,7 @@ class TrajectoriesScreen(LabScreen):
         self.query_one("#traj-m-head", Static).update(head)
         table = self.query_one("#traj-m-table", DataTable)
         table.clear(columns=True)
-        width = max((self.size.width - 8) // max(len(details), 1) - 2, 12)
+        width = max((screen_width - 8) // max(len(details), 1) - 2, 12)
         table.add_column("t", key="t")
         runs = {d.row.run for d in details}
         for i, d in enumerate(details):
@@ -377,10 +419,11 @@ class TrajectoriesScreen(LabScreen):
             outcome.append(Text(render.OUTCOME_MARK[d.row.outcome],
                                 style=render.OUTCOME_STYLE[d.row.outcome]))
         table.add_row(*outcome, key="outcome")
-        if div is not None:
+        if cursor is not None:
+            table.move_cursor(row=cursor)
+        elif div is not None:
             table.move_cursor(row=div - 1)
         self._render_matched_detail(table.cursor_row)
-        self._show(MATCHED)
 
     @on(DataTable.RowHighlighted, "#traj-m-table")
     def _matched_row(self, event: DataTable.RowHighlighted) -> None:
