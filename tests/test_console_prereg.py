@@ -515,3 +515,49 @@ def test_snapshot(lab_db: Path, snap_compare, size: tuple[int, int]) -> None:
         await select(pilot, "A1")
 
     assert snap_compare(app_on(Path("lab.db")), terminal_size=size, run_before=show_a1)
+
+
+@pytest.mark.asyncio
+async def test_each_part_of_a_multi_part_test_has_its_own_line(lab_db: Path) -> None:
+    """H2 covers both models: a line per model with its own sign and number, then the
+    tally; H1 (one model) keeps its one numbers line."""
+    async with app_on(lab_db).run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await select(pilot, "A1")
+        await pilot.press("o")
+        await settle(pilot)
+        text = text_of(pilot.app.screen, "#prereg-outcomes")
+    lines = text.splitlines()
+    h2 = lines[next(i for i, line in enumerate(lines) if line.startswith("H2")):]
+    parts = [line.strip() for line in h2[1:3]]
+    assert [p.split()[1] for p in parts] == ["sim-never", "sim-own5"], text
+    assert all(p[0] in "✓✗–" and p.count("[") == 1 for p in parts), text  # sign, number, CI
+    assert h2[3].strip().endswith("parts pass") and h2[3].strip()[0].isdigit(), text
+    h1 = lines[next(i for i, line in enumerate(lines) if line.startswith("H1")):]
+    assert "sim-never" in h1[1] and "episodes from" in h1[2], text
+
+
+def test_parts_text_names_dataset_and_set_when_a_test_covers_several() -> None:
+    from types import SimpleNamespace as NS
+
+    from console.widgets.prereg_render import parts_text
+
+    class Unit(NS):
+        def text(self, several: bool) -> str:
+            return f"{self.model} ({self.dataset}/{self.question_set})" if several else \
+                self.model
+
+    nan = float("nan")
+
+    def part(model: str, qset: str, verdict: str, estimate: float, detail: str = ""):
+        return NS(unit=Unit(model=model, dataset="hotpotqa", question_set=qset),
+                  what="persistent", verdict=verdict, estimate=estimate, ci_low=estimate - .1,
+                  ci_high=estimate + .1, p=nan, p_adjusted=nan, holm_m=0, detail=detail)
+
+    text = parts_text([part("m1", "test300", "pass", 0.25), part("m1", "fresh300", "fail", -0.05),
+                       part("m2", "test300", "n.a.", nan, "no episodes")]).plain
+    assert text.splitlines() == [
+        "       ✓ m1 (hotpotqa/test300) persistent +0.250 [+0.150, +0.350]",
+        "       ✗ m1 (hotpotqa/fresh300) persistent -0.050 [-0.150, +0.050]",
+        "       – m2 (hotpotqa/test300) persistent: n.a. (no episodes)",
+        "       1 of 3 parts pass"]

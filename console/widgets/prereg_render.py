@@ -8,6 +8,7 @@ and verdict is a word and a sign, never a colour alone (16 colours, NO_COLOR).
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
@@ -123,10 +124,63 @@ def outcome_text(outcomes: Sequence[Any]) -> Text:
         out.append(f"{o.id:<6} ", style="bold")
         out.append_text(verdict_text(o.verdict))
         out.append(f"  {o.prediction}\n")
-        if o.numbers:
+        parts = list(getattr(o, "parts", ()))
+        if len(parts) > 1:  # a multi-part test: one line per part, then its tally
+            out.append_text(parts_text(parts, o.kind == "classify"))
+        elif o.numbers:
             out.append(f"       {o.numbers}\n")
         runs = ", ".join(o.runs) if o.runs else "no runs"
         out.append(f"       {o.n_episodes} episodes from {runs} ({after})\n\n")
+    return out
+
+
+PART_MARK: Mapping[str, tuple[str, str]] = MappingProxyType({
+    "pass": ("✓", "green"), "fail": ("✗", "red"), "n.a.": ("–", "dim"),
+    "reported": ("·", "dim"),
+})
+"""A part's verdict as a sign (its word is in the line when it is not pass or fail)."""
+
+
+def _num(x: float | None, signed: bool = True) -> str:
+    if x is None or math.isnan(x):
+        return "–"
+    return f"{x:+.3f}" if signed else f"{x:.3f}"
+
+
+def parts_text(parts: Sequence[Any], classify: bool = False) -> Text:
+    """Each part of a multi-part registered test on its own line (model, and dataset/set
+    when the test covers several; what else tells it apart; its number, interval and
+    p, or its label), then how many of the decided parts pass.
+
+    Args:
+        parts: analysis.prereg.outcomes Part objects (unit, what, verdict, estimate,
+            ci_low, ci_high, p, p_adjusted, holm_m, detail).
+        classify: a `classify` test: each part's verdict is the label that held.
+    """
+    several = len({(p.unit.dataset, p.unit.question_set) for p in parts}) > 1
+    out = Text()
+    for p in parts:
+        head = " ".join(x for x in (p.unit.text(several), p.what) if x)
+        mark, style = PART_MARK.get(p.verdict, ("•", "bold"))
+        out.append(f"       {mark} ", style=style)
+        if classify or p.verdict not in PART_MARK:
+            shown = p.detail if p.detail not in ("", "else") else ""
+            out.append(f"{head}: {p.verdict}" + (f" ({shown})" if shown else "") + "\n")
+            continue
+        if math.isnan(p.estimate):
+            out.append(f"{head}: {p.verdict} ({p.detail})\n" if p.detail else
+                       f"{head}: {p.verdict}\n")
+            continue
+        ci = "" if math.isnan(p.ci_low) else f" [{_num(p.ci_low)}, {_num(p.ci_high)}]"
+        pv = "" if math.isnan(p.p) else f" p={p.p:.4f}" + (
+            "" if p.holm_m <= 1 else f" (Holm {p.p_adjusted:.4f}, m={p.holm_m})")
+        word = "" if p.verdict in ("pass", "fail") else f" {p.verdict}"
+        out.append(f"{head} {_num(p.estimate)}{ci}{pv}{word}"
+                   + (f" ({p.detail})" if p.detail else "") + "\n")
+    decided = [p for p in parts if p.verdict in ("pass", "fail", "n.a.")]
+    if not classify and decided:
+        passed = sum(p.verdict == "pass" for p in decided)
+        out.append(f"       {passed} of {len(decided)} parts pass\n")
     return out
 
 
