@@ -245,7 +245,8 @@ class EnqueueScreen(LabScreen):
             budget=self.query_one("#enq-budget", Input).value,
             seeds=self.query_one("#enq-seeds", Input).value,
             run=self.query_one("#enq-run", Input).value,
-            amendment=amendment if amendment != EXPLORATORY else None)
+            amendment=amendment if isinstance(amendment, str) and amendment != EXPLORATORY
+            else None)
 
     def _start_preview(self) -> None:
         self._timer = None
