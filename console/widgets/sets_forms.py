@@ -25,6 +25,10 @@ from core.limits import INT64_MAX
 from core.question_sets import check_set_name, split_names
 
 AUTO, DEV, HELD_OUT = "auto", "dev", "held-out"
+FORMATS = {"hotpotqa": "a JSON or JSONL file",
+           "fever": "a folder with claims.jsonl, pages.json",
+           "musique": "an answerable JSONL file"}
+"""What each `lab data import` kind reads, for the form's format list (core.data_import.KINDS)."""
 KIND_CHOICES = ((f"{AUTO}: held-out when named test…/fresh…", AUTO), (DEV, DEV),
                 (HELD_OUT, HELD_OUT))
 
@@ -211,9 +215,8 @@ class ImportForm(_Form):
             yield Static("Import a data file — validated whole, stored in one transaction",
                          classes="form-title", markup=False)
             yield self.row("format", Select(
-                [("hotpotqa: a JSON or JSONL file", "hotpotqa"),
-                 ("fever: a folder with claims.jsonl, pages.json", "fever")],
-                value=r.kind if r else "hotpotqa", allow_blank=False, id="imp-kind",
+                [(f"{kind}: {FORMATS.get(kind, 'a data file')}", kind) for kind in KINDS],
+                value=r.kind if r else KINDS[0], allow_blank=False, id="imp-kind",
                 compact=True))
             yield self.row("path", Input(r.path if r else "",
                                          placeholder="e.g. ~/data/hotpot_dev_distractor_v1.json",

@@ -51,6 +51,9 @@ def import_confirm(data: DataFile, already: int, big: Sequence[tuple[str, int]]
                      + ("" if data.include_nei else " (tick NEI to keep them)")
                      + (f", {plural(data.skipped_no_text, 'claim')} without evidence text"
                         if data.skipped_no_text else ""))
+    unanswerable = int(getattr(data, "skipped_unanswerable", 0))  # MuSiQue
+    if unanswerable:
+        lines.append(f"Skipped:   {plural(unanswerable, 'unanswerable record')}")
     if big:
         shown = ", ".join(f"{qid} ({chars / 1024:,.0f} KB)" for qid, chars in big[:3])
         lines.append(f"Warning:   {plural(len(big), 'question')} above {DEFAULT_WARN_KB:g} KB "
