@@ -8,7 +8,6 @@ import asyncio
 import time
 from collections.abc import Iterator
 from datetime import UTC
-from typing import Any
 
 import pytest
 
@@ -18,17 +17,11 @@ from core.models.anthropic import ToolUse, build_request, react_text
 from core.models.base import EpisodeView
 from core.models.registry import ModelSpec, make_client
 from core.parser import parse_action
+from tests.helpers.backends import ANTHROPIC_KEY as KEY
+from tests.helpers.backends import HANG_TIMEOUT_S, anthropic_spec
 from tests.servers import AnthropicApp, Fault, LoopbackServer, tool_responder
 from tests.servers.drive import drive
 
-KEY = "sk-ant-loopback-0123456789abcdef"
-# No call may time out on a loaded machine (retries come only from injected faults), so
-# the server's call counts are exact. Only the hang faults need a timeout to fire: the
-# server then holds the call until the test ends. With every call hanging, a short
-# timeout races nothing; with one hanging call, the others get 3 s each.
-FAST = {"timeout_s": 30.0, "max_retries": 2, "backoff_s": 0.01, "backoff_max_s": 0.05}
-HANG_TIMEOUT_S = {"always": 1.0, "once": 3.0}
-PRICES = {"input": 1.0, "output": 5.0, "cache_write": 1.25, "cache_read": 0.10}
 
 
 @pytest.fixture(autouse=True)
@@ -47,14 +40,8 @@ def server(app: AnthropicApp) -> Iterator[LoopbackServer]:
         yield srv
 
 
-def spec_for(url: str, **extra: Any) -> ModelSpec:
-    params = {"model": "claude-loopback", "base_url": url, "sampling": "default",
-              "price_per_mtok": PRICES, "concurrency": 4, **FAST, **extra}
-    return ModelSpec("claude-test", "anthropic", params)
-
-
 def test_episode_round_trips_tool_use_and_caches(app, server, db_path):
-    stored, rows = drive(spec_for(server.url), db_path, n=2, budget=6)
+    stored, rows = drive(anthropic_spec(server.url), db_path, n=2, budget=6)
     assert stored == 2
     r = rows[0]
     assert r["end_reason"] == "finish" and r["error"] is None, r["error"]
@@ -71,7 +58,7 @@ def test_episode_round_trips_tool_use_and_caches(app, server, db_path):
 
 
 def test_breakpoint_on_newest_stable_block_and_fork_prefix_matches(app, server, db_path):
-    drive(spec_for(server.url), db_path, n=1, budget=6)
+    drive(anthropic_spec(server.url), db_path, n=1, budget=6)
     act1, judge1, act2 = app.requests[:3]
     marked = [[(i, j) for i, t in enumerate(b["messages"]) for j, blk in enumerate(t["content"])
                if "cache_control" in blk] for b in (act1, judge1, act2)]
@@ -91,12 +78,12 @@ def test_breakpoint_on_newest_stable_block_and_fork_prefix_matches(app, server, 
 
 
 def test_sampling_table_is_sent(app, server, db_path):
-    drive(spec_for(server.url, sampling={"temperature": 0.3, "top_p": 0.9}), db_path, n=1)
+    drive(anthropic_spec(server.url, sampling={"temperature": 0.3, "top_p": 0.9}), db_path, n=1)
     assert app.requests[0]["temperature"] == 0.3 and app.requests[0]["top_p"] == 0.9
 
 
 def test_cost_from_prices_including_cache_tokens(app, server):
-    session = make_client(spec_for(server.url)).start(EpisodeView(demo_questions()[0], 0, 4))
+    session = make_client(anthropic_spec(server.url)).start(EpisodeView(demo_questions()[0], 0, 4))
     msgs = [{"role": "system", "content": "s" * 800}, {"role": "user", "content": "Question: x"}]
     first = asyncio.run(session.generate(msgs, kind="act", max_tokens=64))
     second = asyncio.run(session.generate(msgs, kind="act", max_tokens=64))
@@ -138,7 +125,7 @@ def test_build_request_merges_roles_and_keeps_duplicate_calls_apart():
 def test_text_reply_without_tool_use_passes_through(server, app, db_path):
     app.responder = lambda body: [{"type": "text", "text": (
         "Thought: I know it.\nAction: finish\nAction Input: Lake Orrin")}]
-    _, rows = drive(spec_for(server.url), db_path, n=1)
+    _, rows = drive(anthropic_spec(server.url), db_path, n=1)
     assert rows[0]["answer"] == "Lake Orrin" and rows[0]["end_reason"] == "finish"
 
 
@@ -170,7 +157,7 @@ def test_episodes_through_fault(app, server, db_path, fault, times, reason):
     start = time.perf_counter()
     hang = ({"timeout_s": HANG_TIMEOUT_S["always" if times is None else "once"],
              "concurrency": 5} if fault.kind == "hang" else {})
-    stored, rows = drive(spec_for(server.url, **hang), db_path, n=5)
+    stored, rows = drive(anthropic_spec(server.url, **hang), db_path, n=5)
     assert stored == 5 and len(rows) == 5
     if reason is None:
         assert all(r["end_reason"] == "finish" for r in rows), rows[0]["error"]
@@ -191,7 +178,7 @@ def test_episodes_through_fault(app, server, db_path, fault, times, reason):
 @pytest.mark.timeout(60)
 def test_api_key_sent_but_never_in_errors_or_db(app, server, db_path):
     app.script.always = Fault("status", status=401, message="invalid x-api-key {api_key}")
-    _, rows = drive(spec_for(server.url), db_path, n=2)
+    _, rows = drive(anthropic_spec(server.url), db_path, n=2)
     assert KEY in (app.headers[0].get("x-api-key"), app.headers[0].get("authorization", "")[7:])
     assert rows[0]["error"].startswith("auth: ") and app.calls == 2  # not retried
     assert KEY not in rows[0]["error"] and "***" in rows[0]["error"]
@@ -202,7 +189,7 @@ def test_api_key_sent_but_never_in_errors_or_db(app, server, db_path):
 def test_missing_key_is_a_config_error(monkeypatch):
     monkeypatch.delenv("ANTHROPIC_API_KEY")
     with pytest.raises(ConfigError, match="ANTHROPIC_API_KEY is not set"):
-        make_client(spec_for("http://127.0.0.1:9"))
+        make_client(anthropic_spec("http://127.0.0.1:9"))
 
 
 def test_registry_accepts_base_url_and_refuses_a_bad_one(tmp_path):
@@ -218,7 +205,7 @@ def test_registry_accepts_base_url_and_refuses_a_bad_one(tmp_path):
 
 def test_estimate_cost_for_claude_cells():
     from core.models.cost import Assumptions, estimate_cost
-    spec = spec_for("http://127.0.0.1:9")
+    spec = anthropic_spec("http://127.0.0.1:9")
     one = estimate_cost(spec, 1, 8)
     assert one["calls"] == 8 and one["output_tokens"] == 8 * 60
     assert one["cache_read_tokens"] == 0  # an 8-turn episode stays under 4,096 tokens

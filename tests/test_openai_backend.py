@@ -8,7 +8,6 @@ import asyncio
 import logging
 import time
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
@@ -18,22 +17,10 @@ from core.models.base import EpisodeView
 from core.models.openai_compat import OpenAIClient, split_reasoning
 from core.models.registry import ModelSpec, make_client
 from core.models.specs import spec_of
+from tests.helpers.backends import FAST, HANG_TIMEOUT_S, openai_spec
 from tests.servers import Fault, LoopbackServer, OpenAIApp
 from tests.servers.drive import drive
 
-# No call may time out on a loaded machine (retries come only from injected faults), so
-# the server's call counts are exact. Only the hang faults need a timeout to fire: the
-# server then holds the call until the test ends. With every call hanging, a short
-# timeout races nothing; with one hanging call, the others get 3 s each.
-FAST = {"timeout_s": 30.0, "max_retries": 2, "backoff_s": 0.01, "backoff_max_s": 0.05}
-HANG_TIMEOUT_S = {"always": 1.0, "once": 3.0}
-
-
-def spec_for(*urls: str, **extra: Any) -> ModelSpec:
-    params = {"model": "loopback-model", "endpoints": [f"{u}/v1" for u in urls],
-              "sampling": {"temperature": 0.7, "top_p": 0.8, "top_k": 20, "min_p": 0.0},
-              "thinking": False, "concurrency": 4, **FAST, **extra}
-    return ModelSpec("vllm-test", "openai", params)
 
 
 @pytest.fixture
@@ -48,7 +35,7 @@ def server(app: OpenAIApp) -> Iterator[LoopbackServer]:
 
 
 def test_request_sends_every_sampling_parameter_and_stop(app, server, db_path):
-    stored, rows = drive(spec_for(server.url, thinking=True), db_path, n=1)
+    stored, rows = drive(openai_spec(server.url, thinking=True), db_path, n=1)
     assert stored == 1 and rows[0]["end_reason"] == "finish"
     act, judge = app.requests[0], app.requests[1]
     assert act["temperature"] == 0.7 and act["top_p"] == 0.8
@@ -73,7 +60,7 @@ def test_default_sampling_sends_none(app, server, db_path):
 
 def test_usage_cost_and_reasoning_kept_apart(server, app):
     app.reasoning = "Let me think about Vellmore."
-    client = make_client(spec_for(server.url, price_per_mtok={"input": 1.0, "output": 2.0}))
+    client = make_client(openai_spec(server.url, price_per_mtok={"input": 1.0, "output": 2.0}))
     session = client.start(EpisodeView(demo_questions()[0], 0, 4))
     msgs = [{"role": "system", "content": "s" * 400}, {"role": "user", "content": "Question: x"}]
     gen = asyncio.run(session.generate(msgs, kind="act", max_tokens=64))
@@ -127,7 +114,7 @@ def test_episodes_through_fault(app, server, fault, times, reason, db_path):
     start = time.perf_counter()
     hang = ({"timeout_s": HANG_TIMEOUT_S["always" if times is None else "once"],
              "concurrency": n} if fault.kind == "hang" else {})
-    stored, rows = drive(spec_for(server.url, **hang), db_path, n=n)
+    stored, rows = drive(openai_spec(server.url, **hang), db_path, n=n)
     assert stored == n and len(rows) == n  # nothing dropped, nothing crashed
     if reason is None:
         assert all(r["end_reason"] == "finish" and r["error"] is None for r in rows)
@@ -150,7 +137,7 @@ def test_episodes_through_fault(app, server, fault, times, reason, db_path):
 def test_connection_refused_is_retried_then_recorded(db_path):
     with LoopbackServer(OpenAIApp()) as srv:
         url = srv.url
-    stored, rows = drive(spec_for(url), db_path, n=3)
+    stored, rows = drive(openai_spec(url), db_path, n=3)
     assert stored == 3
     assert all(r["error"].startswith("connection: ") for r in rows)
 
@@ -159,7 +146,7 @@ def test_connection_refused_is_retried_then_recorded(db_path):
 def test_retries_are_logged(app, server, caplog, db_path):
     app.script.push(Fault("status", status=503), 1)
     with caplog.at_level(logging.WARNING, logger="lab.models"):
-        drive(spec_for(server.url), db_path, n=1)
+        drive(openai_spec(server.url), db_path, n=1)
     assert any("retry 1/2" in r.getMessage() and "HTTP 503" in r.getMessage()
                for r in caplog.records)
 
@@ -169,7 +156,7 @@ def test_api_key_never_in_errors(app, server, monkeypatch, db_path):
     secret = "vllm-secret-key-123456"
     monkeypatch.setenv("VLLM_API_KEY", secret)
     app.script.always = Fault("status", status=500, message="denied for key {api_key}")
-    _, rows = drive(spec_for(server.url), db_path, n=1)
+    _, rows = drive(openai_spec(server.url), db_path, n=1)
     assert secret not in rows[0]["error"] and "***" in rows[0]["error"]
 
 
@@ -177,7 +164,7 @@ def test_api_key_never_in_errors(app, server, monkeypatch, db_path):
 def test_episode_and_its_forks_stay_on_one_endpoint_and_load_spreads(db_path):
     apps = [OpenAIApp(delay_s=0.02), OpenAIApp(delay_s=0.02)]
     with LoopbackServer(apps[0]) as a, LoopbackServer(apps[1]) as b:
-        stored, rows = drive(spec_for(a.url, b.url, concurrency=8), db_path, n=8)
+        stored, rows = drive(openai_spec(a.url, b.url, concurrency=8), db_path, n=8)
     assert stored == 8 and all(r["end_reason"] == "finish" for r in rows)
     seen = [{r["messages"][1]["content"] for r in app.requests} for app in apps]
     assert not seen[0] & seen[1]  # no question's calls on both servers
@@ -205,7 +192,7 @@ def test_pick_prefers_fewest_outstanding_then_fewest_episodes():
 @pytest.mark.timeout(60)
 def test_context_overflow_raises_without_retry(app, server):
     app.script.always = Fault("context")
-    session = make_client(spec_for(server.url)).start(EpisodeView(demo_questions()[0], 0, 4))
+    session = make_client(openai_spec(server.url)).start(EpisodeView(demo_questions()[0], 0, 4))
     with pytest.raises(ModelError) as info:
         asyncio.run(session.generate([{"role": "user", "content": "x"}], kind="act",
                                      max_tokens=8))
@@ -222,7 +209,7 @@ def test_https_path_through_httpx_behaves_the_same(app, server, fault, reason):
     """https endpoints go through httpx instead of the stream pool: same results."""
     app.script.always = fault
     hang = {"timeout_s": HANG_TIMEOUT_S["always"]} if reason == "timeout" else {}
-    client = make_client(spec_for(server.url, **hang))
+    client = make_client(openai_spec(server.url, **hang))
     client.endpoints[0].plain = False  # take the httpx branch against the loopback server
     session = client.start(EpisodeView(demo_questions()[0], 0, 4))
     call = session.generate([{"role": "user", "content": "Question: x"}], kind="act",
@@ -296,7 +283,7 @@ def test_dead_endpoint_is_avoided_and_its_episodes_move(db_path, caplog):
         dead = srv.url
     app = OpenAIApp()
     with LoopbackServer(app) as live, caplog.at_level(logging.WARNING, logger="lab.models"):
-        stored, rows = drive(spec_for(dead, live.url, concurrency=4), db_path, n=8)
+        stored, rows = drive(openai_spec(dead, live.url, concurrency=4), db_path, n=8)
     assert stored == 8 and all(r["end_reason"] == "finish" for r in rows), rows[0]["error"]
     assert any("moving an episode" in r.getMessage() for r in caplog.records)
     assert len({r["messages"][1]["content"] for r in app.requests}) == 8  # all served live

@@ -2,40 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
-from core import store
-from core.conditions import parse_condition
 from core.errors import ConfigError
-from core.models.registry import builtin_models
-from core.models.scripted import ScriptedClient
 from core.probes import (At, decision_points, messages_for, parse_at, parse_belief,
                          parse_confidence, probe_points, read_reply, history_at)
-from core.regimes import ForeignPool, parse_regime
-from core.runner import CellSpec, run_questions
 from core.store import probes as probe_rows
-from tests.helpers.builders import make_pool
-
-SEARCH = "Thought: I need the band.\nAction: search\nAction Input: Vellmore Quartet"
-LOOKUP = "Thought: look it up.\nAction: lookup\nAction Input: founded"
-GARBLED = "I am not sure what to do."
-FINISH = "Thought: done.\nAction: finish\nAction Input: Lake Orrin"
-
-
-def _stored(db_path, condition: str, regime: str, acts, judgments=(), budget: int = 8):
-    """Run one scripted episode into a fresh lab.db; returns (db, episode id, client)."""
-    db = store.connect(db_path)
-    pool = make_pool(3)
-    store.insert_questions(db, pool)
-    cell = CellSpec(builtin_models()["sim-own5"], parse_condition(condition),
-                    parse_regime(regime), None, budget, 0)
-    cell_id = store.ensure_cell(db, store.ensure_run(db, "r"), cell.columns())
-    client = ScriptedClient(acts=acts, judgments=judgments)
-    asyncio.run(run_questions(db, cell_id, cell, pool[:1], ForeignPool(pool), client))
-    (eid,) = [r[0] for r in db.conn.execute("SELECT id FROM episodes")]
-    return db, eid, client
+from tests.helpers.probes import FINISH, GARBLED, LOOKUP, SEARCH, scripted_episode
 
 
 @pytest.mark.parametrize("condition,regime", [
@@ -44,7 +17,7 @@ def _stored(db_path, condition: str, regime: str, acts, judgments=(), budget: in
 ])
 def test_rebuilt_history_equals_what_the_agent_and_its_judge_fork_saw(db_path, condition, regime):
     acts = [SEARCH, GARBLED, LOOKUP, SEARCH, SEARCH, SEARCH, SEARCH, FINISH]
-    db, eid, client = _stored(db_path, condition, regime, acts,
+    db, eid, client = scripted_episode(db_path, condition, regime, acts,
                               judgments=["USELESS", "USEFUL", "USELESS", "USELESS"] * 3)
     ep = probe_rows.recorded_episode(db, eid)
     forks = [m for kind, m in client.calls if kind == "judge"]
@@ -64,7 +37,7 @@ def test_rebuilt_history_equals_what_the_agent_and_its_judge_fork_saw(db_path, c
 
 
 def test_answer_now_fork_is_the_forced_turn_plus_the_confidence_line(db_path):
-    db, eid, client = _stored(db_path, "enforced_rule:k=2", "persistent",
+    db, eid, client = scripted_episode(db_path, "enforced_rule:k=2", "persistent",
                               [SEARCH, SEARCH, FINISH], judgments=["USELESS", "USELESS"])
     ep = probe_rows.recorded_episode(db, eid)
     forced_call = [m for kind, m in client.calls if kind == "act"][2]
@@ -81,7 +54,7 @@ def test_parse_at_and_probe_points(db_path):
     for bad in ("t=", "t=0", "t=a", "sometimes"):
         with pytest.raises(ConfigError, match="--at"):
             parse_at(bad)
-    db, eid, _ = _stored(db_path, "none:judge=true", "persistent", [SEARCH] * 8,
+    db, eid, _ = scripted_episode(db_path, "none:judge=true", "persistent", [SEARCH] * 8,
                          judgments=["USELESS"] * 8)
     ep = probe_rows.recorded_episode(db, eid)
     assert decision_points(ep) == [1, 2, 3, 4, 5, 6, 7]
@@ -109,7 +82,7 @@ def test_confidence_and_belief_parse_strictly_never_coerced():
 
 
 def test_read_reply_scores_answer_now_and_keeps_missing_missing(db_path):
-    db, eid, _ = _stored(db_path, "none:judge=true", "clean", [SEARCH, FINISH])
+    db, eid, _ = scripted_episode(db_path, "none:judge=true", "clean", [SEARCH, FINISH])
     ep = probe_rows.recorded_episode(db, eid)
     right = read_reply(ep, 1, "answer_now", "Thought: ok\nAction: finish\nAction Input: Lake 1\n"
                        "Confidence: 70", "m")
@@ -124,7 +97,7 @@ def test_read_reply_scores_answer_now_and_keeps_missing_missing(db_path):
 
 
 def test_write_probes_is_idempotent_and_replaces_only_errors(db_path):
-    db, eid, _ = _stored(db_path, "none:judge=true", "clean", [SEARCH, FINISH])
+    db, eid, _ = scripted_episode(db_path, "none:judge=true", "clean", [SEARCH, FINISH])
     ep = probe_rows.recorded_episode(db, eid)
     first = read_reply(ep, 1, "judgment", "USELESS", "m")
     failed = read_reply(ep, 1, "belief", "", "m")

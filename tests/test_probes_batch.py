@@ -15,8 +15,10 @@ from core.probes import decision_points, messages_for
 from core.store import probes as probe_rows
 from jobs.replay import ReplayRequest, custom_id, replay_batched, replay_questions
 from tests.servers import AnthropicApp, LoopbackServer
-from tests.test_anthropic_backend import KEY, PRICES, spec_for
-from tests.test_probes import FINISH, SEARCH, _stored
+from tests.helpers.backends import ANTHROPIC_KEY as KEY
+from tests.helpers.backends import ANTHROPIC_PRICES as PRICES
+from tests.helpers.backends import anthropic_spec
+from tests.helpers.probes import FINISH, SEARCH, scripted_episode
 
 
 def _says(text: str):
@@ -53,14 +55,14 @@ def _count(db, where: str = "1") -> int:
 
 
 def test_batch_partial_results_stored_and_the_rest_asked_again(app, server, db_path):
-    db, eid, _ = _stored(db_path, "none", "persistent", [SEARCH] * 4 + [FINISH])
+    db, eid, _ = scripted_episode(db_path, "none", "persistent", [SEARCH] * 4 + [FINISH])
     ep = probe_rows.recorded_episode(db, eid)
     points = decision_points(ep)
     assert len(points) == 4
     app.batch_polls = 2
     app.batch_outcomes = {custom_id(eid, points[0], "answer_now"): "errored",
                           custom_id(eid, points[1], "answer_now"): "expired"}
-    client = make_client(spec_for(server.url))
+    client = make_client(anthropic_spec(server.url))
     todo = [(ep, t) for t in points]
     # one round: two of four stored, the other two stored with their error
     n = asyncio.run(replay_batched(db, _job(db, "answer_now"), client, todo, "answer_now",
@@ -102,11 +104,11 @@ def test_batch_partial_results_stored_and_the_rest_asked_again(app, server, db_p
 
 def test_a_resumed_job_polls_the_batch_it_submitted_instead_of_paying_again(
         app, server, db_path):
-    db, eid, _ = _stored(db_path, "none", "persistent", [SEARCH] * 3 + [FINISH])
+    db, eid, _ = scripted_episode(db_path, "none", "persistent", [SEARCH] * 3 + [FINISH])
     ep = probe_rows.recorded_episode(db, eid)
     todo = [(ep, t) for t in decision_points(ep)]
     app.batch_polls = 10**6  # never ends while the first worker polls
-    client = make_client(spec_for(server.url))
+    client = make_client(anthropic_spec(server.url))
     polls = []
 
     def stop_after_two() -> bool:
@@ -137,7 +139,7 @@ def test_batch_flag_is_ignored_by_other_backends_and_halves_only_claude_in_the_p
     assert _discount(request, builtin_models()["sim-own5"]) == 1.0
     assert _discount(ReplayRequest("r", "answer_now"),
                      ModelSpec("c", "anthropic", {"price_per_mtok": PRICES})) == 1.0
-    db, eid, _ = _stored(db_path, "none", "persistent", [SEARCH] * 2 + [FINISH])
+    db, eid, _ = scripted_episode(db_path, "none", "persistent", [SEARCH] * 2 + [FINISH])
     from core.models.sim import SimClient  # noqa: F401  (a sim takes the direct path)
     client = make_client(builtin_models()["sim-own5"])
     assert asyncio.run(replay_questions(db, _job(db, "judgment"), client, 4)) == 2

@@ -13,8 +13,8 @@ from core.probes import decision_points, messages_for
 from core.store import probes as probe_rows
 from jobs.replay import ReplayRequest, replay_questions
 from tests.servers import Fault, LoopbackServer, OpenAIApp
-from tests.test_openai_backend import spec_for
-from tests.test_probes import FINISH, SEARCH, _stored
+from tests.helpers.backends import openai_spec
+from tests.helpers.probes import FINISH, SEARCH, scripted_episode
 
 
 @pytest.fixture
@@ -35,13 +35,13 @@ def _job(db, kind: str, refresh: bool = False) -> dict[str, Any]:
 
 
 def _replay(db, server, kind: str, concurrency: int = 4, refresh: bool = False) -> int:
-    client = make_client(spec_for(server.url))
+    client = make_client(openai_spec(server.url))
     return asyncio.run(replay_questions(db, _job(db, kind, refresh), client, concurrency))
 
 
 def test_judgment_forks_sent_are_the_recorded_history_and_replay_is_idempotent(
         app, server, db_path):
-    db, eid, scripted = _stored(db_path, "none:judge=true", "persistent",
+    db, eid, scripted = scripted_episode(db_path, "none:judge=true", "persistent",
                                 [SEARCH] * 4 + [FINISH], judgments=["USEFUL"] * 4)
     ep = probe_rows.recorded_episode(db, eid)
     points = decision_points(ep)
@@ -62,7 +62,7 @@ def test_judgment_forks_sent_are_the_recorded_history_and_replay_is_idempotent(
 
 
 def test_a_5xx_and_refused_burst_is_retried_then_recorded(app, server, db_path):
-    db, eid, _ = _stored(db_path, "none", "persistent", [SEARCH] * 3 + [FINISH])
+    db, eid, _ = scripted_episode(db_path, "none", "persistent", [SEARCH] * 3 + [FINISH])
     app.script.push(Fault("status", status=503)).push(Fault("reset"))
     assert _replay(db, server, "answer_now", concurrency=1) == 3
     assert app.calls == 3 + 2  # the first probe's two failed attempts were retried

@@ -185,9 +185,9 @@ def test_an_arm_without_judgments_gets_delta_after_judgment_replay(db_path):
     from core.models.scripted import ScriptedClient
     from core.store.frames import steps_frame
     from jobs.replay import ReplayRequest, replay_questions
-    from tests.test_probes import FINISH, SEARCH, _stored
+    from tests.helpers.probes import FINISH, SEARCH, scripted_episode
 
-    db, eid, _ = _stored(db_path, "none", "persistent", [SEARCH] * 6 + [FINISH])
+    db, eid, _ = scripted_episode(db_path, "none", "persistent", [SEARCH] * 6 + [FINISH])
     assert steps_frame(db)["judgment"].isna().all()
     before = load_frames(db).decisions
     assert (before["own_run"] == 0).all()
