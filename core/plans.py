@@ -13,7 +13,7 @@ seed's s is the cosine of BAAI/bge-m3 embeddings. No embedding model is on the b
 so lab's s is lexical and the plan records which: ``tfidf`` (the only one today) is
 the cosine of TF-IDF vectors of normalised tokens (`core.scoring.normalize_answer`),
 raw term counts times smoothed idf = ln((1 + n) / (1 + df)) + 1 over the question's
-own passages and the question (n documents), L2-normalised — scikit-learn's
+distractors and the question (n documents), L2-normalised — scikit-learn's
 `TfidfVectorizer` defaults, written with numpy here (scikit-learn is no dependency).
 
 Supporting passages: HotpotQA and FEVER by the titles of the supporting facts;
@@ -227,7 +227,7 @@ def build_plan(question: Question, similarity: str = DEFAULT_SIMILARITY) -> Evid
             order.append((ranked[k][0], False, ranked[k][1]))
     passages = tuple(
         PlanPassage(i, question.paragraphs[i].title, supporting, 1 + (n % SLICES),
-                    None if score is None or math.isnan(score) else score,
+                    None if score is None or math.isnan(score) else round(score, 6),
                     _text_sha(question.paragraphs[i]))
         for n, (i, supporting, score) in enumerate(order))
     return EvidencePlan(question.id, question.dataset, similarity, passages)

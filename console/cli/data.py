@@ -80,9 +80,9 @@ def data_import(ctx: click.Context, kind: str, file: Path, dataset: str | None,
         f"; skipped {plural(read.skipped_nei, 'NOT ENOUGH INFO claim')}"
         + ("" if include_nei else " (--include-nei keeps them)")
         + (f" and {plural(read.skipped_no_text, 'claim')} without any evidence text"
-           if read.skipped_no_text else "")) + (
-        f"; skipped {plural(read.skipped_unanswerable, 'unanswerable record')}"
-        if read.skipped_unanswerable else "")
+           if read.skipped_no_text else ""))
+    if read.skipped_unanswerable:
+        skipped += f"; skipped {plural(read.skipped_unanswerable, 'unanswerable record')}"
     new, same = store_data_file(open_db(ctx), read)
     click.echo(f"imported {plural(new, read.noun)} from {file} into dataset '{read.dataset}'"
                + (f" ({same} already present)" if same else "") + skipped)

@@ -1,0 +1,261 @@
+"""`lab traces collect` against a loopback OpenAI-compatible server (issue 21 item 3).
+
+The server answers the seed's JSON by depth (it counts the passages the prompt shows):
+depth 0 a wrong answer, depths 1 and 3 the gold answer, depth 2 text that is not JSON.
+Calls are counted server side. Collection stores 4 states per question through the
+real queue and workers, asks nothing on a second run, stores the depth-2 replies as
+missing (never coerced), labels answers with a judge model when asked, and a worker
+killed with kill -9 loses and duplicates no state once another worker resumes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import sqlite3
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from core import store
+from core.store.traces import TRACE_COLUMNS, load_traces
+from core.traces import parse_answer, parse_judge
+from tests.helpers.cli import dump_hash, lab, one_error
+from tests.helpers.queue import run_lab, start_lab
+from tests.servers import Fault, LoopbackServer, OpenAIApp
+
+REGISTRY = """
+[models.loop]
+backend = "openai"
+model = "loopback-model"
+endpoints = ["{url}/v1"]
+concurrency = {slots}
+timeout_s = 60
+max_retries = {retries}
+backoff_s = 0.05
+
+[models.judge]
+backend = "openai"
+model = "loopback-judge"
+endpoints = ["{url}/v1"]
+concurrency = 4
+timeout_s = 60
+"""
+PASSAGE = re.compile(r"^\[\d+\] ", re.MULTILINE)
+DEPTH_OF = {0: 0, 4: 1, 7: 2, 10: 3}
+"""Passages shown → depth, for the demo questions' 10 pages (slices of 4, 3 and 3)."""
+
+
+class TraceServer:
+    """A responder answering by depth, and counting answer and judge calls."""
+
+    def __init__(self, golds: dict[str, str]) -> None:
+        self.golds = golds
+        self.answers = 0
+        self.judged = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, messages: Sequence[dict[str, Any]]) -> str:
+        system, user = messages[0]["content"], messages[-1]["content"]
+        if "boolean field: correct" in system:
+            with self._lock:
+                self.judged += 1
+            return json.dumps({"correct": "Predicted answer: unknown" not in user})
+        with self._lock:
+            self.answers += 1
+        question = user.split("Question: ", 1)[1].split("\n", 1)[0]
+        depth = DEPTH_OF[len(PASSAGE.findall(user))]
+        if depth == 2:
+            return "I believe the answer is probably the first one."
+        answer = "unknown" if depth == 0 else self.golds[question]
+        return json.dumps({"answer": answer, "confidence": 20 + 20 * depth})
+
+
+def _golds(db_path: Path) -> dict[str, str]:
+    db = store.connect(db_path)
+    try:
+        return {q.question: q.answer for q in store.load_questions(db, dataset="demo")}
+    finally:
+        db.conn.close()
+
+
+def _query(db: Path, sql: str) -> list[tuple]:
+    conn = sqlite3.connect(db)
+    try:
+        return conn.execute(sql).fetchall()
+    finally:
+        conn.close()
+
+
+@pytest.fixture
+def served(tmp_path: Path, capsys):
+    """(db, config, responder, app) with the demo set d6 and a loopback server."""
+    db, config = tmp_path / "lab.db", tmp_path / "lab.toml"
+    assert lab(capsys, "--db", db, "init")[0] == 0
+    assert lab(capsys, "--db", db, "sets", "create", "d6", "--dataset", "demo", "--n", "6",
+               "--seed", "3")[0] == 0
+    responder = TraceServer(_golds(db))
+    app = OpenAIApp(responder=responder, record=False)
+    with LoopbackServer(app) as server:
+        config.write_text(REGISTRY.format(url=server.url, slots=4, retries=2))
+        yield db, config, responder, app
+
+
+def test_collect_stores_four_states_per_question_and_is_idempotent(served, capsys):
+    db, config, responder, app = served
+    before = dump_hash(db)
+    code, out, err = lab(capsys, "--db", db, "--config", config, "traces", "collect", "--set",
+                         "d6", "--models", "loop", "--dry-run", "--json")
+    assert code == 0, err
+    plan = json.loads(out)
+    assert (plan["questions"], plan["models"], plan["depths"], plan["calls"]) == (6, 1, 4, 24)
+    assert plan["per_model"]["loop"]["input_tokens"] > 0 and plan["jobs"] == 0
+    assert dump_hash(db) == before and app.calls == 0  # a dry run writes and asks nothing
+    code, out, err = lab(capsys, "--db", db, "--config", config, "traces", "collect", "--set",
+                         "d6", "--models", "loop")
+    assert code == 0 and "queued 1 jobs to ask 24 states" in out, err
+    code, out, _ = lab(capsys, "--db", db, "--config", config, "status")
+    assert "0/24 trace states" in out
+    assert lab(capsys, "--db", db, "--config", config, "worker", "--until-idle")[0] == 0
+    assert responder.answers == app.calls == 24 and responder.judged == 0
+    code, out, _ = lab(capsys, "--db", db, "--config", config, "status")
+    assert "24/24 trace states" in out and "done 1" in out
+
+    frame = load_traces(store.connect(db), runs=["traces-d6"])
+    assert list(frame.columns) == list(TRACE_COLUMNS) and len(frame) == 24
+    assert (frame.groupby("question_id")["depth"].apply(sorted) == [[0, 1, 2, 3]] * 6).all()
+    assert set(frame["set_name"]) == {"d6"} and set(frame["model"]) == {"loop"}
+    assert frame["error"].isna().all() and (frame["prompt_tokens"] > 0).all()
+    by_depth = frame.groupby("depth")
+    assert by_depth["parsed"].sum().to_dict() == {0: 6, 1: 6, 2: 0, 3: 6}
+    missing = frame[frame["depth"] == 2]
+    assert missing["answer"].isna().all() and missing["confidence"].isna().all()
+    assert missing["correct"].isna().all()  # never coerced, never scored
+    assert by_depth["correct"].sum().to_dict() == {0: 0, 1: 6, 2: 0, 3: 6}
+    assert frame.loc[frame["depth"] == 3, "confidence"].eq(80.0).all()
+    # one plan per question, the one every state records
+    plans = dict(_query(db, "SELECT question_id, plan_sha256 FROM evidence_plans"))
+    assert len(plans) == 6 and all(plans[r.question_id] == r.plan_sha256
+                                   for r in frame.itertuples())
+    raw = _query(db, "SELECT raw FROM traces WHERE depth = 2 LIMIT 1")[0][0]
+    assert raw.startswith("I believe")  # the reply itself is kept for audit
+
+    # idempotent: nothing queued, no call made
+    code, out, _ = lab(capsys, "--db", db, "--config", config, "traces", "collect", "--set",
+                       "d6", "--models", "loop")
+    assert code == 0 and "nothing to queue" in out
+    assert lab(capsys, "--db", db, "--config", config, "worker", "--until-idle")[0] == 0
+    assert app.calls == 24
+    assert _query(db, "SELECT count(*), count(DISTINCT question_id || depth) FROM traces") == [
+        (24, 24)]
+
+
+def test_judge_labels_are_stored_beside_the_scorer(served, capsys):
+    db, config, responder, app = served
+    code, _, err = lab(capsys, "--db", db, "--config", config, "traces", "collect", "--set",
+                       "d6", "--models", "loop", "--judge", "judge", "--run", "judged")
+    assert code == 0, err
+    assert lab(capsys, "--db", db, "--config", config, "worker", "--until-idle")[0] == 0
+    assert responder.answers == 24 and responder.judged == 18  # one per parsed answer
+    rows = _query(db, "SELECT depth, correct, judge_correct, judge_model FROM traces "
+                      "WHERE run = 'judged'")
+    assert {(d, c, j, m) for d, c, j, m in rows} == {
+        (0, 0, 0, "judge"), (1, 1, 1, "judge"), (2, None, None, None), (3, 1, 1, "judge")}
+
+
+def test_a_failed_call_is_stored_errored_and_asked_again(tmp_path, capsys):
+    db, config = tmp_path / "lab.db", tmp_path / "lab.toml"
+    assert lab(capsys, "--db", db, "init")[0] == 0
+    assert lab(capsys, "--db", db, "sets", "create", "d2", "--dataset", "demo", "--n", "2",
+               "--seed", "5")[0] == 0
+    responder = TraceServer(_golds(db))
+    app = OpenAIApp(responder=responder, record=False)
+    app.script.push(Fault("status", status=503), times=1)
+    with LoopbackServer(app) as server:
+        config.write_text(REGISTRY.format(url=server.url, slots=1, retries=0))
+        for _ in range(2):
+            assert lab(capsys, "--db", db, "--config", config, "traces", "collect", "--set",
+                       "d2", "--models", "loop")[0] == 0
+            assert lab(capsys, "--db", db, "--config", config, "worker", "--until-idle")[0] == 0
+            if _query(db, "SELECT count(*) FROM traces WHERE error IS NOT NULL")[0][0]:
+                assert app.calls == 8 and responder.answers == 7
+        assert app.calls == 9  # the second collect asked the errored state only
+    assert _query(db, "SELECT count(*), count(error) FROM traces") == [(8, 0)]
+
+
+def test_refusals_are_one_line_and_write_nothing(served, capsys):
+    db, config, _, app = served
+    before = dump_hash(db)
+    for args, words in (
+            (("--models", "nope"), ("unknown model 'nope'",)),
+            (("--models", "loop", "--judge", "nope"), ("unknown model 'nope'",)),
+            (("--models", "loop", "--threshold", "0"), ("--threshold",)),
+            (("--models", "loop", "--run", " "), ("run name",)),
+            (("--models", "loop", "--set", "missing"), ("missing",))):
+        full = ["--set", "d6", *args] if "--set" not in args else list(args)
+        for dry in ((), ("--dry-run",)):
+            code, _, err = lab(capsys, "--db", db, "--config", config, "traces", "collect",
+                               *full, *dry)
+            one_error(code, err, *words)
+    assert dump_hash(db) == before and app.calls == 0
+
+
+def test_an_episode_run_is_not_reused_for_traces(served, capsys):
+    db, config, _, _ = served
+    assert lab(capsys, "--db", db, "enqueue", "--models", "sim-own5", "--conditions", "none",
+               "--regimes", "clean", "--set", "d6", "--run", "pilot")[0] == 0
+    code, _, err = lab(capsys, "--db", db, "--config", config, "traces", "collect", "--set",
+                       "d6", "--models", "loop", "--run", "pilot")
+    one_error(code, err, "run 'pilot'", "another run name")
+
+
+def test_parsing_is_strict():
+    assert parse_answer('{"answer": "Paris", "confidence": 85}').confidence == 85.0
+    assert parse_answer('```json\n{"answer": "Paris", "confidence": 0}\n```').answer == "Paris"
+    for bad in ('{"answer": "Paris", "confidence": "85"}', '{"answer": "", "confidence": 5}',
+                '{"answer": "Paris", "confidence": 101}', '{"answer": "P", "confidence": true}',
+                '{"answer": "P", "confidence": 5, "why": "x"}', '{"answer": "P"}',
+                'Paris (85%)', '', '{"answer": "P", "confidence": NaN}'):
+        assert parse_answer(bad) is None, bad
+    assert parse_judge('{"correct": true}') is True
+    assert parse_judge('{"correct": "true"}') is None and parse_judge("yes") is None
+
+
+def test_kill_minus_9_mid_collection_loses_and_duplicates_no_state(tmp_path, capsys):
+    db, config = tmp_path / "lab.db", tmp_path / "lab.toml"
+    assert lab(capsys, "--db", db, "init")[0] == 0
+    assert lab(capsys, "--db", db, "sets", "create", "d10", "--dataset", "demo", "--n", "10",
+               "--seed", "7")[0] == 0
+    responder = TraceServer(_golds(db))
+    app = OpenAIApp(responder=responder, record=False, delay_s=0.2)
+    with LoopbackServer(app) as server:
+        config.write_text(REGISTRY.format(url=server.url, slots=2, retries=2))
+        out = run_lab(db, config, "traces", "collect", "--set", "d10", "--models", "loop")
+        assert out.returncode == 0, out.stderr
+        worker = start_lab(db, config, "worker", "--concurrency", "2", log=tmp_path / "w.log")
+        deadline = time.monotonic() + 120
+        while (_query(db, "SELECT count(*) FROM traces")[0][0] == 0
+               and time.monotonic() < deadline):
+            time.sleep(0.05)
+        os.killpg(worker.pid, signal.SIGKILL)
+        worker.wait()
+        mid = _query(db, "SELECT count(*) FROM traces")[0][0]
+        assert 0 < mid < 40
+        conn = sqlite3.connect(db)
+        with conn:  # the dead worker's lease: expire it now instead of waiting
+            conn.execute("UPDATE jobs SET lease_until = 0 WHERE state = 'running'")
+        conn.close()
+        done = run_lab(db, config, "worker", "--until-idle", "--concurrency", "4")
+        assert done.returncode == 0, done.stderr
+    assert _query(db, "SELECT count(*), count(DISTINCT question_id || '|' || depth), "
+                      "count(error) FROM traces") == [(40, 40, 0)]
+    assert _query(db, "SELECT min(n), max(n) FROM (SELECT count(*) AS n FROM traces "
+                      "GROUP BY question_id)") == [(4, 4)]
+    assert _query(db, "SELECT state, count(*) FROM jobs GROUP BY state") == [("done", 1)]
+    assert app.calls >= 40  # the calls in flight at the kill were asked again
