@@ -262,6 +262,34 @@ class ProbeCheck:
 
 
 @dataclass(frozen=True)
+class TraceCheck:
+    """The second seed's depth-zero map on the trace sim (issue 21).
+
+    Attributes:
+        ece_raw: held-out ECE of the sim's over-stated confidence at depth 0.
+        ece_cal: the same through the isotonic map fitted on the calibration split's
+            depth-zero records.
+        n: test questions.
+    """
+
+    ece_raw: float
+    ece_cal: float
+    n: int
+
+    @property
+    def passed(self) -> bool:
+        """The calibrated map lowers held-out ECE at depth 0."""
+        return self.ece_cal < self.ece_raw
+
+
+def trace_check() -> TraceCheck:
+    """Run the trace sim (300 questions, no database) and compare depth-0 ECE."""
+    from analysis.replay.trace_sim import depth_zero_ece
+
+    return TraceCheck(*depth_zero_ece())
+
+
+@dataclass(frozen=True)
 class Validation:
     """Outcome of `validate_measures`.
 
@@ -284,14 +312,15 @@ class Validation:
     new_episodes: int
     leaving: tuple[LeavingCheck, ...] = ()
     probes: tuple[ProbeCheck, ...] = ()
+    trace: TraceCheck | None = None
     paper: tuple[PaperComparison, ...] = ()
 
     @property
     def passed(self) -> bool:
         """Every policy separates as expected (and, at paper scale, lies within
         ±PAPER_TOLERANCE of Table 7)."""
-        every: tuple[PolicyCheck | LeavingCheck | ProbeCheck, ...] = (
-            *self.checks, *self.leaving, *self.probes)
+        every: tuple[PolicyCheck | LeavingCheck | ProbeCheck | TraceCheck, ...] = (
+            *self.checks, *self.leaving, *self.probes, *((self.trace,) if self.trace else ()))
         return all(c.passed for c in every) and all(c.within for c in self.paper)
 
     def failures(self) -> tuple[str, ...]:
@@ -300,6 +329,8 @@ class Validation:
         return (tuple(f"{c.model} ({', '.join(c.failed)})" for c in self.checks if not c.passed)
                 + tuple(c.model for c in self.leaving if not c.passed)
                 + tuple(f"{c.model} (answer-now)" for c in self.probes if not c.passed)
+                + (("sim-trace (depth-0 map)",) if self.trace and not self.trace.passed
+                   else ())
                 + tuple(f"{c.model} {c.measure} vs Table 7" for c in self.paper
                         if not c.within))
 
@@ -407,7 +438,7 @@ def compute_validation(db: Database, eps: pd.DataFrame, steps: pd.DataFrame,
     probed = [m for m in names if m in built]
     probe_checks = _probe_checks(db, eps, steps, probed, built, seed) if probed else ()
     return Validation(tuple(checks), n_questions, tuple(seeds), len(eps), new_episodes,
-                      tuple(leaves), probe_checks)
+                      tuple(leaves), probe_checks, trace=trace_check())
 
 
 def paper_scale_questions(base: Sequence[Question], n: int = PAPER_QUESTIONS
@@ -554,6 +585,14 @@ def validation_table(v: Validation) -> Table:
                  Row(lc.model, LEAVING_CONDITION, BUDGET, "expected", detail=lc.expected),
                  Row(lc.model, LEAVING_CONDITION, BUDGET, "passed",
                      detail="yes" if lc.passed else "NO")]
+    if v.trace:
+        arm = ("sim-trace", "traces", 3)
+        rows += [make_row(arm, "ece_raw", "depth 0, test split", v.trace.ece_raw, v.trace.n,
+                          "answer states"),
+                 make_row(arm, "ece_isotonic", "depth 0, test split", v.trace.ece_cal,
+                          v.trace.n, "answer states"),
+                 Row("sim-trace", "traces", 3, "passed", "depth-0 map",
+                     detail="yes" if v.trace.passed else "NO")]
     for pc in v.probes:
         arm = (pc.model, CONDITION, BUDGET)
         name, share = pc.recovered or ("none", math.nan)
@@ -582,7 +621,11 @@ def validation_table(v: Validation) -> Table:
               f"{', '.join(m for m, _ in PROBE_EXPECTED)}): isotonic calibration fitted on "
               "half the questions must lower the ECE of the sims' over-confident verbalized "
               "confidence on the other half, and the simple policy that reproduces each "
-              "sim's episodes must be the one it was built with.") if v.probes else "")
+              "sim's episodes must be the one it was built with.") if v.probes else "",
+             ("sim-trace (the second seed's traces, analysis.replay.trace_sim: confidence "
+              "over-states the chance of a right answer by 0.25): the isotonic map fitted on "
+              "the calibration split's depth-zero records must lower held-out ECE at depth "
+              "0.") if v.trace else "")
     return Table("validate", "Measures on simulated policies (SPEC §13.7)", tuple(rows),
                  tuple(n for n in notes if n),
                  "wide", ("I", "design", "delta", "leave_delta"), (),

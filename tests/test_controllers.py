@@ -1,4 +1,8 @@
-"""Calibration and confidence-gated controllers (issue 12): numbers computed by hand."""
+"""Calibration and confidence-gated controllers (issues 12, 21): numbers computed by hand.
+
+The controller is the second seed's π (its Eq. 1): commit at κ ≥ τ_hi; retrieve while
+budget remains; at budget 0 abstain at κ ≤ τ_lo, else escalate.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,8 @@ import pytest
 
 from analysis.replay.branches import Branches
 from analysis.replay.calibration import calibration_split, ece, fit_isotonic, risk_coverage
-from analysis.replay.controllers import controller_table, run_controller
+from analysis.replay.controllers import Gate, controller_table, pi, replay, run_controller
+from core.errors import ConfigError
 
 # 20 answer states: confidence and correctness (the hand computation is in each test)
 CONF = np.array([0.05, 0.15, 0.15, 0.25, 0.35, 0.45, 0.45, 0.55, 0.55, 0.65,
@@ -67,16 +72,16 @@ def _branches(n_episodes: int, seed: int = 0) -> tuple[pd.DataFrame, pd.DataFram
     return pd.DataFrame(ep), pd.DataFrame(st), pd.DataFrame(pr)
 
 
-def test_isotonic_fit_only_on_the_calibration_split_and_a_leak_would_change_it():
+def test_isotonic_fit_only_on_depth_zero_of_the_calibration_split_and_a_leak_would_change_it():
     episodes, steps, probes = _branches(400)
     table = controller_table(episodes, steps, probes, n_boot=50)
     got = {(r.measure, r.scope): r.estimate for r in table.rows}
     assert got[("ece", "isotonic")] < got[("ece", "raw")]
-    # refit by hand on the calibration questions only: same number
+    # refit by hand on the calibration questions' first decision points (t=1): same number
     cal = calibration_split(episodes["question_id"].to_numpy())
     cal_q = set(episodes.loc[cal, "question_id"])
     qs = probes["episode_id"].map(episodes.set_index("episode_id")["question_id"])
-    fit = probes.loc[qs.isin(cal_q)]
+    fit = probes.loc[qs.isin(cal_q) & (probes["t"] == 1)]
     ev = probes.loc[~qs.isin(cal_q)]
     iso = fit_isotonic(fit["confidence"].to_numpy(), fit["correct"].to_numpy())
     honest = ece(iso.predict(ev["confidence"].to_numpy()), ev["correct"].to_numpy())
@@ -85,22 +90,69 @@ def test_isotonic_fit_only_on_the_calibration_split_and_a_leak_would_change_it()
     leaked = ece(leaky.predict(ev["confidence"].to_numpy()), ev["correct"].to_numpy())
     assert leaked != pytest.approx(honest)
     assert 0.3 < cal.mean() < 0.7 and not (set(ev.episode_id) & set(fit.episode_id))
+    # --fit-depths all: every calibration point
+    every = controller_table(episodes, steps, probes, n_boot=50, fit_depths="all")
+    iso_all = fit_isotonic(*(probes.loc[qs.isin(cal_q), c].to_numpy()
+                             for c in ("confidence", "correct")))
+    got_all = {(r.measure, r.scope): r.estimate for r in every.rows}
+    assert got_all[("ece", "isotonic")] == pytest.approx(
+        ece(iso_all.predict(ev["confidence"].to_numpy()), ev["correct"].to_numpy()))
+    success = next(r for r in table.rows if r.measure == "success" and r.scope == "raw")
+    assert "τ_lo=0.3, τ_hi=0.7, budget 3" in success.detail
+    assert all("τ_lo=0.3, τ_hi=0.7, budget 3" in r.detail for r in table.rows
+               if r.measure in ("coverage", "abstain", "escalate", "retrievals"))
 
 
-def test_controller_commits_abstains_retrieves_and_escalates():
-    valid = np.ones((4, 3), dtype=bool)
+def test_pi_on_five_traces_by_hand():
+    """Five depth 0–3 traces under (τ_lo, τ_hi) = (0.3, 0.7), budget 3 (b_t = 3 − t)."""
+    kappa = np.array([
+        [0.80, 0.10, 0.10, 0.10],  # t=0: 0.80 ≥ 0.7 → commit at once, 0 retrievals
+        [0.50, 0.69, 0.70, 0.95],  # 0.50, 0.69 < 0.7 → retrieve twice; 0.70 ≥ 0.7 → commit at 2
+        [0.10, 0.20, 0.05, 0.30],  # ≤ τ_lo at b > 0 only retrieves; t=3, b=0, 0.30 ≤ 0.3 → abstain
+        [0.10, 0.50, 0.60, 0.50],  # t=3, b=0, 0.3 < 0.50 < 0.7 → escalate
+        [0.40, np.nan, 0.20, 0.31],  # NaN at b > 0 retrieves; t=3: 0.31 > τ_lo → escalate
+    ])
+    gate = Gate()
+    r = replay(kappa, np.full(5, 4), gate)
+    assert r.action.tolist() == ["commit", "commit", "abstain", "escalate", "escalate"]
+    assert r.stop.tolist() == [0, 2, 3, 3, 3]
+    # abstention only at budget 0: with budget 1 trace 3 abstains at t=1 (b=0, 0.20 ≤ 0.3)
+    # and trace 4 escalates at t=1 (0.50); trace 2 reaches no commit (0.69 < 0.7 at b=0)
+    r1 = replay(kappa, np.full(5, 4), Gate(max_retrievals=1))
+    assert r1.action.tolist() == ["commit", "escalate", "abstain", "escalate", "escalate"]
+    assert r1.stop.tolist() == [0, 1, 1, 1, 1]
+    # budget 0: π acts on depth 0 alone; 0.10 ≤ 0.3 abstains, 0.40/0.50 escalate
+    r0 = replay(kappa, np.full(5, 4), Gate(max_retrievals=0))
+    assert r0.action.tolist() == ["commit", "escalate", "abstain", "abstain", "escalate"]
+    # the elementwise rule itself, at its boundaries
+    assert pi(np.array([0.7, 0.69, 0.3, 0.3, 0.31, np.nan, np.nan]),
+              np.array([0, 1, 1, 0, 0, 1, 0]), gate).tolist() == [
+        "commit", "retrieve", "retrieve", "abstain", "escalate", "retrieve", "escalate"]
+    with pytest.raises(ConfigError):
+        Gate(tau_hi=1.5)
+
+
+def test_controller_on_react_branches_uses_pi_with_the_next_point_as_retrieval():
+    valid = np.ones((5, 3), dtype=bool)
     conf = np.array([[0.5, 0.9, 0.9],    # retrieve, then commit at the 2nd point
-                     [0.1, 0.9, 0.9],    # abstain at once
-                     [0.5, np.nan, 0.5],  # never sure: escalate at the last point
-                     [0.95, 0.1, 0.1]])  # commit at once
-    correct = np.array([[0, 1, 1], [0, 1, 1], [1, 1, 0], [0, 1, 1]], dtype=float)
-    n_obs = np.tile(np.array([1, 2, 3]), (4, 1))
-    b = Branches(np.arange(4), np.array(["a", "b", "c", "d"]), valid, n_obs, n_obs,
-                 np.zeros((4, 3), dtype=int), correct, conf, np.full((4, 3), 10.0),
-                 np.zeros(4), np.full(4, 3.0), np.full(4, 4))
-    out = run_controller(b, conf, 0.8, 0.2)
-    assert out.action.tolist() == ["commit", "abstain", "escalate", "commit"]
-    assert out.correct.tolist() == [1, 0, 0, 0]
-    assert out.calls.tolist() == [2, 1, 3, 1]
-    assert out.abstained_wrong.tolist() == [0, 1, 0, 0]  # its branch there was wrong
-    assert out.cost.tolist() == [10 + 1000, 10 + 500, 10 + 1500, 10 + 500]
+                     [0.1, 0.9, 0.9],    # low at b > 0 only retrieves: commit at the 2nd
+                     [0.5, np.nan, 0.5],  # last point, b = 0, 0.5 → escalate
+                     [0.95, 0.1, 0.1],   # commit at once
+                     [0.1, 0.2, 0.25]])  # last point, b = 0, 0.25 ≤ 0.3 → abstain
+    correct = np.array([[0, 1, 1], [0, 1, 1], [1, 1, 0], [0, 1, 1], [1, 1, 0]], dtype=float)
+    n_obs = np.tile(np.array([1, 2, 3]), (5, 1))
+    b = Branches(np.arange(5), np.array(["a", "b", "c", "d", "e"]), valid, n_obs, n_obs,
+                 np.zeros((5, 3), dtype=int), correct, conf, np.full((5, 3), 10.0),
+                 np.zeros(5), np.full(5, 3.0), np.full(5, 4))
+    out = run_controller(b, conf, Gate())
+    assert out.action.tolist() == ["commit", "commit", "escalate", "commit", "abstain"]
+    assert out.correct.tolist() == [1, 1, 0, 0, 0]
+    assert out.calls.tolist() == [2, 2, 3, 1, 3]
+    assert out.retrievals.tolist() == [1, 1, 2, 0, 2]
+    assert out.abstained_wrong.tolist() == [0, 0, 0, 0, 1]  # its branch there was wrong
+    assert out.cost.tolist() == [10 + 1000, 10 + 1000, 10 + 1500, 10 + 500, 10 + 1500]
+    # a budget of one retrieval: the 5th abstains at its 2nd point (0.2), the 3rd escalates
+    # there (no confidence), the 2nd commits there (0.9)
+    one = run_controller(b, conf, Gate(max_retrievals=1))
+    assert one.action.tolist() == ["commit", "commit", "escalate", "commit", "abstain"]
+    assert one.calls.tolist() == [2, 2, 2, 1, 2]

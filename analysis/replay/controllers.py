@@ -1,25 +1,31 @@
-"""Confidence-gated controllers on matched answer states (issue 12; matched-trajectory replay).
+"""Confidence-gated controllers on matched answer states: the second seed's π (its Eq. 1).
 
-Every controller walks the same recorded decision points of each episode (the same
-trajectory prefix, evidence and budget for all of them) and reads the verbalized
-confidence of the answer-now branch stored there:
+Every controller here, on the seed's depth-0…3 traces (`analysis.replay.seed_tables`)
+and on the answer-now branches of ReAct trajectories (this module), is the same π:
+with confidence κ at the current state and remaining retrieval budget b,
 
-- commit when confidence ≥ τ_hi (credited with that branch's answer),
-- abstain when confidence ≤ τ_lo,
-- otherwise retrieve (go on to the next recorded decision point); a missing
-  confidence also retrieves;
-- escalate when the recorded trajectory has no further decision point (budget spent
-  or the agent stopped).
+- commit when κ ≥ τ_hi (credited with that state's answer),
+- retrieve when κ < τ_hi and b > 0 (go on to the next state),
+- abstain when κ ≤ τ_lo and b = 0,
+- escalate otherwise (τ_lo < κ < τ_hi at b = 0).
 
-It runs on raw confidence and on isotonic-calibrated confidence. The isotonic map
-is fitted on a calibration split of questions and everything is evaluated on the
-disjoint rest (never in-sample). Reported per group: success, coverage, accuracy of
-committed answers, abstain and escalate rates, tool calls, utility at the λ grid,
-TPC (over-searching §3.2: Σ cost / Σ correct with cost = output + 0.25·input tokens
-of the answer state + 500·tool calls), abstention accuracy (share of abstentions
-where committing would have been wrong), ECE (10 equal-width bins) overall and by
-depth t (observations seen), and AURC of the risk–coverage curve over all matched
-answer states.
+Defaults (τ_lo, τ_hi) = (0.3, 0.7) and at most 3 retrievals (`Gate`); every row says
+which were used. A missing confidence is never a number: it retrieves while budget
+remains and escalates at b = 0. On ReAct branches a trajectory's next recorded
+decision point is the "retrieval", and the budget at a point is the smaller of the
+retrievals left and the recorded points left after it (a trajectory that ends spends
+its budget).
+
+It runs on raw confidence and on isotonic-calibrated confidence. The isotonic map is
+fitted on the depth-zero records (here: each episode's first decision point; `--fit-depths
+all` for every point) of a calibration split of questions, frozen, and everything is
+evaluated on the disjoint rest (never in-sample). Reported per group: success,
+coverage, accuracy of committed answers, abstain and escalate rates, tool calls,
+utility at the λ grid, TPC (over-searching §3.2: Σ cost / Σ correct with cost =
+output + 0.25·input tokens of the answer state + 500·tool calls), abstention accuracy
+(share of abstentions where committing would have been wrong), ECE (10 equal-width
+bins) overall and by depth t (observations seen), and AURC of the risk–coverage
+curve over all matched answer states.
 
 Groups split by regime family (the main regimes never pool with plausible); within a
 family a group's estimates pool its regimes that have answer-now branches with a
@@ -41,11 +47,109 @@ from analysis.measures.decisions import arm_groups
 from analysis.replay.policies import LAMBDAS
 from analysis.tables.rows import Table, interval_row, make_row, with_holm
 from analysis.stats.bootstrap import N_BOOT, cluster_mean, paired_difference
+from core.errors import ConfigError
 
-TAU_HI = 0.8
-TAU_LO = 0.2
+TAU_HI = 0.7
+TAU_LO = 0.3
+MAX_RETRIEVALS = 3
+FIT_DEPTHS = ("0", "all")
+"""Which records fit the isotonic map: depth zero only (the seed's §4.1) or every depth."""
 SEARCH_COST = 500.0
 """TPC's cost of one tool call in tokens (over-searching §3.2, μ = 500)."""
+
+
+@dataclass(frozen=True)
+class Gate:
+    """The controller's parameters (the seed's §4.2).
+
+    Attributes:
+        tau_lo: abstain at or below this once the budget is spent.
+        tau_hi: commit at or above this.
+        max_retrievals: the retrieval budget at the first state.
+    """
+
+    tau_lo: float = TAU_LO
+    tau_hi: float = TAU_HI
+    max_retrievals: int = MAX_RETRIEVALS
+
+    def __post_init__(self) -> None:
+        if not (0.0 <= self.tau_lo <= 1.0 and 0.0 <= self.tau_hi <= 1.0):
+            raise ConfigError(f"thresholds must lie in [0, 1]: τ_lo={self.tau_lo:g}, "
+                              f"τ_hi={self.tau_hi:g} (e.g. --tau-lo 0.3 --tau-hi 0.7)")
+        if self.max_retrievals < 0:
+            raise ConfigError(f"--max-retrievals must be ≥ 0, not {self.max_retrievals}")
+
+    @property
+    def text(self) -> str:
+        """What every row says about the controller, e.g. "τ_lo=0.3, τ_hi=0.7, budget 3"."""
+        return f"τ_lo={self.tau_lo:g}, τ_hi={self.tau_hi:g}, budget {self.max_retrievals}"
+
+
+COMMIT, RETRIEVE, ABSTAIN, ESCALATE = "commit", "retrieve", "abstain", "escalate"
+
+
+def pi(kappa: np.ndarray, budget: np.ndarray, gate: Gate) -> np.ndarray:
+    """The seed's Eq. 1, elementwise.
+
+    Args:
+        kappa: confidence in [0, 1] (NaN: none stated).
+        budget: remaining retrievals b (broadcast with `kappa`).
+        gate: thresholds.
+
+    Returns:
+        "commit", "retrieve", "abstain" or "escalate" per element.
+    """
+    k = np.asarray(kappa, dtype=float)
+    b = np.broadcast_to(np.asarray(budget), k.shape)
+    with np.errstate(invalid="ignore"):
+        commit = k >= gate.tau_hi
+        low = k <= gate.tau_lo
+    return np.where(commit, COMMIT, np.where(b > 0, RETRIEVE,
+                                             np.where(low, ABSTAIN, ESCALATE)))
+
+
+@dataclass(frozen=True)
+class Replay:
+    """Where π stopped on each trajectory.
+
+    Attributes:
+        stop: (N,) index of the state it acted on (= retrievals made).
+        action: (N,) "commit", "abstain" or "escalate".
+    """
+
+    stop: np.ndarray
+    action: np.ndarray
+
+
+def replay(kappa: np.ndarray, n_states: np.ndarray, gate: Gate) -> Replay:
+    """Walk π along each trajectory from its first state until it stops.
+
+    The budget at state t is min(max_retrievals, n_states − 1) − t: a retrieval reveals
+    the next state, and a trajectory with no further state has spent its budget.
+
+    Args:
+        kappa: (N, T) confidence at each state (NaN: none stated, or no state).
+        n_states: (N,) states each trajectory has (≥ 1).
+        gate: thresholds and budget.
+
+    Returns:
+        The Replay.
+    """
+    k = np.asarray(kappa, dtype=float)
+    n = np.asarray(n_states, dtype=np.int64)
+    limit = np.minimum(gate.max_retrievals, np.maximum(n - 1, 0))
+    stop = np.full(len(k), -1, dtype=np.int64)
+    action = np.full(len(k), ESCALATE, dtype=object)
+    for t in range(k.shape[1] if k.ndim == 2 else 0):
+        live = (stop < 0) & (t <= limit)
+        if not live.any():
+            break
+        act = pi(k[:, t], limit - t, gate)
+        done = live & (act != RETRIEVE)
+        stop[done] = t
+        action[done] = act[done]
+    stop = np.where(stop < 0, limit, stop)  # no state at all: escalate at the first
+    return Replay(stop, action.astype(str))
 
 
 @dataclass(frozen=True)
@@ -58,6 +162,7 @@ class ControllerOutcome:
         calls: tool calls made before it acted.
         cost: TPC cost of the answer state it acted on plus 500 per call.
         abstained_wrong: 1 where it abstained and the branch there was wrong.
+        retrievals: recorded points it moved past (its retrievals).
     """
 
     action: np.ndarray
@@ -65,39 +170,36 @@ class ControllerOutcome:
     calls: np.ndarray
     cost: np.ndarray
     abstained_wrong: np.ndarray
+    retrievals: np.ndarray
 
 
-def run_controller(b: Branches, confidence: np.ndarray, tau_hi: float = TAU_HI,
-                   tau_lo: float = TAU_LO) -> ControllerOutcome:
-    """Replay the controller on every episode's recorded decision points.
+def run_controller(b: Branches, confidence: np.ndarray, gate: Gate | None = None
+                   ) -> ControllerOutcome:
+    """Replay π on every episode's recorded decision points (the next point is the
+    retrieval).
 
     Args:
         b: the episodes' decision points and branches.
         confidence: (E, P) the confidence it reads (raw or calibrated).
-        tau_hi: commit threshold.
-        tau_lo: abstain threshold.
+        gate: thresholds and budget (default (0.3, 0.7), 3 retrievals).
 
     Returns:
         The per-episode outcome.
     """
+    gate = gate or Gate()
     usable = b.has_branch & ~np.isnan(confidence)
-    conf = np.where(usable, confidence, 0.5 * (tau_hi + tau_lo))
-    commit = usable & (conf >= tau_hi)
-    abstain = usable & (conf <= tau_lo) & ~commit
-    acts = commit | abstain
-    first = np.where(acts.any(axis=1), acts.argmax(axis=1), -1)
-    last = np.where(b.valid.any(axis=1), b.valid.shape[1] - 1 - b.valid[:, ::-1].argmax(axis=1),
-                    0)
-    rows = np.arange(len(first))
-    at = np.where(first >= 0, first, last)
-    committed = (first >= 0) & commit[rows, np.maximum(first, 0)]
-    abstained = (first >= 0) & ~committed
+    kappa = np.where(usable, confidence, np.nan)
+    n_points = b.valid.sum(axis=1)
+    r = replay(kappa, np.maximum(n_points, 1), gate)
+    rows = np.arange(len(r.stop))
+    at = r.stop
+    committed = r.action == COMMIT
+    abstained = r.action == ABSTAIN
     branch = np.nan_to_num(b.correct[rows, at])
-    action = np.where(committed, "commit", np.where(abstained, "abstain", "escalate"))
     calls = b.n_obs[rows, at].astype(float)
     cost = np.nan_to_num(b.cost[rows, at]) + SEARCH_COST * calls
-    return ControllerOutcome(action, np.where(committed, branch, 0.0), calls, cost,
-                             np.where(abstained, 1.0 - branch, 0.0))
+    return ControllerOutcome(r.action, np.where(committed, branch, 0.0), calls, cost,
+                             np.where(abstained, 1.0 - branch, 0.0), at.astype(float))
 
 
 def _with_confidence(group: pd.DataFrame, steps: pd.DataFrame, probes: pd.DataFrame
@@ -122,7 +224,7 @@ def _depth_ece(b: Branches, confidence: np.ndarray) -> dict[int, tuple[float, in
 
 def controller_table(episodes: pd.DataFrame, steps: pd.DataFrame, probes: pd.DataFrame,
                      n_boot: int = N_BOOT, seed: int = 0, grouping: Grouping | None = None,
-                     tau_hi: float = TAU_HI, tau_lo: float = TAU_LO, split_seed: int = 0
+                     gate: Gate | None = None, split_seed: int = 0, fit_depths: str = "0"
                      ) -> Table:
     """The controllers table (raw and isotonic-calibrated confidence) per group.
 
@@ -133,13 +235,18 @@ def controller_table(episodes: pd.DataFrame, steps: pd.DataFrame, probes: pd.Dat
         n_boot: question-level resamples.
         seed: bootstrap seed.
         grouping: pooling and errored episodes.
-        tau_hi: commit threshold.
-        tau_lo: abstain threshold.
+        gate: π's thresholds and budget (default (0.3, 0.7), 3 retrievals).
         split_seed: seed of the calibration/evaluation split of questions.
+        fit_depths: "0" fits the isotonic map on each calibration episode's first
+            decision point (the seed's depth zero), "all" on every point.
 
     Returns:
         Table "controllers" (long layout).
     """
+    gate = gate or Gate()
+    if fit_depths not in FIT_DEPTHS:
+        raise ConfigError(f"--fit-depths must be one of {', '.join(FIT_DEPTHS)}, not "
+                          f"{fit_depths!r}")
     rows = []
     skipped = 0
     for arm, group in arm_groups(episodes, grouping, families=True):
@@ -150,22 +257,26 @@ def controller_table(episodes: pd.DataFrame, steps: pd.DataFrame, probes: pd.Dat
         cal = calibration_split(b.question_id, seed=split_seed)
         fit, ev = b.take(cal), b.take(~cal)
         fit_mask = fit.has_branch & ~np.isnan(fit.confidence)
+        if fit_depths == "0":
+            fit_mask[:, 1:] = False
         iso = fit_isotonic(fit.confidence[fit_mask], fit.correct[fit_mask])
         if not len(ev.episode_id) or not fit_mask.any():
             rows.append(make_row(arm, "controller", "", regimes=covers, detail="too few "
                                  "questions to split into calibration and evaluation sets"))
             continue
-        split = (f"isotonic fitted on {len(np.unique(fit.question_id))} questions, evaluated "
-                 f"on {len(np.unique(ev.question_id))} others")
+        split = (f"isotonic fitted on {int(fit_mask.sum())} "
+                 f"{'first-point' if fit_depths == '0' else 'answer'} states of "
+                 f"{len(np.unique(fit.question_id))} questions (split seed {split_seed}), "
+                 f"evaluated on {len(np.unique(ev.question_id))} others")
         confs = {"raw": ev.confidence, "isotonic": iso.predict(ev.confidence)}
         q = ev.question_id
         per_q = {}
         for name, conf in confs.items():
-            out = run_controller(ev, conf, tau_hi, tau_lo)
+            out = run_controller(ev, conf, gate)
             n = len(out.action)
             per_q[name] = question_means(out.correct, q)
             rows.append(interval_row(arm, "success", cluster_mean(per_q[name], n_boot, seed),
-                                     name, detail=f"τ_hi={tau_hi:g}, τ_lo={tau_lo:g}; {split}",
+                                     name, detail=f"{gate.text}; {split}",
                                      regimes=covers))
             committed = out.action == "commit"
             abstained = out.action == "abstain"
@@ -176,12 +287,13 @@ def controller_table(episodes: pd.DataFrame, steps: pd.DataFrame, probes: pd.Dat
                     ("abstain", abstained.mean(), n),
                     ("escalate", (out.action == "escalate").mean(), n),
                     ("calls", out.calls.mean(), n),
+                    ("retrievals", out.retrievals.mean(), n),
                     ("abstention_accuracy", out.abstained_wrong[abstained].mean()
                      if abstained.any() else np.nan, int(abstained.sum())),
                     ("tpc", out.cost.sum() / out.correct.sum() if out.correct.sum()
                      else np.inf, n)):
                 rows.append(make_row(arm, measure, name, float(value), size, "episodes",
-                                     regimes=covers))
+                                     detail=gate.text, regimes=covers))
             for lam in LAMBDAS:
                 rows.append(make_row(arm, "utility", f"{name} @ λ={lam:g}",
                                      float(np.mean(out.correct - lam * out.calls)), n,
@@ -199,12 +311,17 @@ def controller_table(episodes: pd.DataFrame, steps: pd.DataFrame, probes: pd.Dat
         rows.append(interval_row(arm, "success_diff", paired_difference(
             per_q["isotonic"], per_q["raw"], n_boot, seed), "isotonic − raw", with_p=True,
             regimes=covers))
-    notes = [f"Commit at confidence ≥ {tau_hi:g}, abstain ≤ {tau_lo:g}, else retrieve; escalate "
-             "when the recorded trajectory has no further decision point. Every controller "
-             "reads the same answer states (matched trajectory replay).",
-             "Isotonic calibration is fitted on a calibration split of questions and "
-             "evaluated on the disjoint rest; ECE uses 10 equal-width bins (by depth t = "
-             "observations seen); TPC = Σ(output + 0.25·input tokens + 500·calls) / Σ correct.",
+    notes = [f"The second seed's π (Eq. 1): commit at confidence ≥ τ_hi = {gate.tau_hi:g}; "
+             f"else retrieve (go on to the next recorded decision point) while budget "
+             f"remains (at most {gate.max_retrievals}, and no more than the points recorded); "
+             f"once it is spent, abstain at ≤ τ_lo = {gate.tau_lo:g}, else escalate. Every "
+             "controller reads the same answer states (matched trajectory replay).",
+             "Isotonic calibration is fitted on "
+             + ("each calibration episode's first decision point (the seed's depth zero)"
+                if fit_depths == "0" else "every answer state") + " of a calibration split of "
+             "questions, frozen, and evaluated on the disjoint rest; ECE uses 10 equal-width "
+             "bins (by depth t = observations seen); TPC = Σ(output + 0.25·input tokens + "
+             "500·calls) / Σ correct.",
              "One row group per regime family (the main regimes never pool with plausible), "
              "over its regimes with answer-now branches (regimes column)."]
     if skipped:

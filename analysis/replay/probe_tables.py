@@ -1,4 +1,5 @@
-"""`lab results policies|controllers`: the tables that read answer-now branches (issue 12)."""
+"""`lab results policies|controllers`: the tables that read answer-now branches (issue 12);
+`lab results trace_*`: the second seed's tables on stored traces (issue 21)."""
 
 from __future__ import annotations
 
@@ -7,16 +8,21 @@ from pathlib import Path
 from sqlite_utils import Database
 
 from analysis.measures.arms import Grouping
-from analysis.replay.controllers import controller_table
+from analysis.replay.controllers import Gate, controller_table
 from analysis.measures.compute import Frames, Results
 from analysis.replay.policies import policy_table
+from analysis.replay.seed_tables import TRACE_TABLES, TraceSettings, trace_tables
+from analysis.tables.rows import Table
+from core.errors import StoreError
 from core.store.frames import Selection
 from core.store.probes import EXPORT_COLUMNS, probes_frame
 
 PROBE_TABLES = ("policies", "controllers")
+__all__ = ["PROBE_TABLES", "TRACE_TABLES", "probe_results", "trace_results", "export_probes"]
 
 
-def probe_results(db: Database, frames: Frames, name: str, n_boot: int, seed: int = 0
+def probe_results(db: Database, frames: Frames, name: str, n_boot: int, seed: int = 0,
+                  gate: Gate | None = None, fit_depths: str = "0", split_seed: int = 0
                   ) -> Results:
     """One of PROBE_TABLES on the frames' episodes and their stored answer-now branches.
 
@@ -26,6 +32,9 @@ def probe_results(db: Database, frames: Frames, name: str, n_boot: int, seed: in
         name: "policies" or "controllers".
         n_boot: question-level resamples.
         seed: bootstrap seed.
+        gate: the controllers' π thresholds and budget (default (0.3, 0.7), 3).
+        fit_depths: the controllers' isotonic fit: "0" (first point) or "all".
+        split_seed: the controllers' calibration split seed.
 
     Returns:
         Results holding the one table.
@@ -37,15 +46,55 @@ def probe_results(db: Database, frames: Frames, name: str, n_boot: int, seed: in
         raise ValueError(f"unknown probe table {name!r}; choose from {', '.join(PROBE_TABLES)}")
     grouping = Grouping(frames.selection.pool, frames.errored_episodes)
     probes = probes_frame(db, frames.selection, kinds=("answer_now",))
-    build = policy_table if name == "policies" else controller_table
-    table = build(frames.episodes, frames.steps, probes, n_boot, seed, grouping)
+    if name == "policies":
+        table = policy_table(frames.episodes, frames.steps, probes, n_boot, seed, grouping)
+    else:
+        table = controller_table(frames.episodes, frames.steps, probes, n_boot, seed, grouping,
+                                 gate, split_seed, fit_depths)
     return Results((table,), (), (), (), frames.errored, frames.runs, grouping.pooled)
+
+
+def question_texts(db: Database, question_ids: list[str]) -> dict[str, str] | None:
+    """Question id → text for the Adaptive proxy, or None when one is not in lab.db."""
+    from core.store.questions import load_questions
+
+    try:
+        return {q.id: q.question for q in load_questions(db, ids=question_ids)}
+    except StoreError:
+        return None
+
+
+def trace_results(db: Database, names: tuple[str, ...], selection: Selection,
+                  settings: TraceSettings | None = None, n_boot: int = 2000, seed: int = 0
+                  ) -> tuple[Table, ...]:
+    """The named TRACE_TABLES on the stored traces of the selection's runs, sets, models.
+
+    Args:
+        db: an open lab.db.
+        names: tables from TRACE_TABLES.
+        selection: filters (runs, sets, models are read).
+        settings: π, split, fit and label.
+        n_boot: question resamples.
+        seed: bootstrap seed.
+
+    Returns:
+        The tables.
+
+    Raises:
+        ConfigError: no traces match (`trace_tables`).
+    """
+    from core.store.traces import load_traces
+
+    frame = load_traces(db, runs=selection.runs, sets=selection.sets, models=selection.models)
+    ids = sorted(map(str, frame["question_id"].unique())) if len(frame) else []
+    return trace_tables(frame, names, question_texts(db, ids), settings, n_boot, seed)
 
 
 def export_probes(db: Database, directory: Path, selection: Selection, version: str,
                   n_boot: int, seed: int = 0) -> list[Path]:
-    """probes.csv (every complete probe of the selection) and, where answer-now branches
-    exist, policies.csv and controllers.csv (`lab export`).
+    """probes.csv (every complete probe of the selection); where answer-now branches
+    exist, policies.csv and controllers.csv; where traces are stored, one CSV per
+    TRACE_TABLES table (`lab export`; the default π, split and fit).
 
     Returns:
         The paths written.
@@ -60,4 +109,14 @@ def export_probes(db: Database, directory: Path, selection: Selection, version: 
         for name in PROBE_TABLES:
             (table,) = probe_results(db, frames, name, n_boot, seed).tables
             written.append(write_frame(table_frame(table, version), directory / f"{name}.csv"))
+    if _has_traces(db):
+        for table in trace_results(db, TRACE_TABLES, selection, None, n_boot, seed):
+            written.append(write_frame(table_frame(table, version),
+                                       directory / f"{table.name}.csv"))
     return written
+
+
+def _has_traces(db: Database) -> bool:
+    """Whether lab.db stores any trace (`lab traces collect`)."""
+    return "traces" in db.table_names() and bool(
+        db.conn.execute("SELECT 1 FROM traces LIMIT 1").fetchone())

@@ -25,6 +25,7 @@ from analysis.tables.provenance import provenance_lines, row_provenance
 
 if TYPE_CHECKING:
     from analysis.measures.compute import Frames
+    from analysis.replay.controllers import Gate
 
 TABLES = ("success", "delta", "index", "hazard", "cost", "judgments", "budgets", "leaving")
 """analysis.measures.compute.TABLES, spelled out so `lab --help` need not import pandas (a test
@@ -33,6 +34,10 @@ checks they agree)."""
 PROBE_TABLES = ("policies", "controllers")
 """analysis.replay.probe_tables.PROBE_TABLES: tables on answer-now branches (`lab replay
 answer-now`)."""
+TRACE_TABLES = ("trace_table1", "trace_table2", "trace_table3", "trace_sweeps",
+                "trace_calibration")
+"""analysis.replay.seed_tables.TRACE_TABLES: the second seed's tables on stored traces (`lab
+traces collect`)."""
 FORMATS = ("table", "csv", "json")
 NO_REPAIRED = ("note: no repaired answers stored yet (answer repair, SPEC §8.5, is not run in "
                "this lab.db); showing raw results")
@@ -86,7 +91,7 @@ def _rows_out(dicts: list[dict[str, object]], fmt: str) -> str:
 
 
 @click.argument("table", required=False, default="all",
-                type=click.Choice([*TABLES, *PROBE_TABLES, "all"]))
+                type=click.Choice([*TABLES, *PROBE_TABLES, *TRACE_TABLES, "all"]))
 @selection_options
 
 
@@ -103,13 +108,39 @@ def _rows_out(dicts: list[dict[str, object]], fmt: str) -> str:
 @click.option("--seed", type=bounded(), default=0, show_default=True, help="Bootstrap seed.")
 
 
+@click.option("--tau-lo", type=click.FloatRange(0, 1), default=0.3, show_default=True,
+              help="controllers, trace_*: abstain at or below this once the budget is spent.")
+
+
+@click.option("--tau-hi", type=click.FloatRange(0, 1), default=0.7, show_default=True,
+              help="controllers, trace_*: commit at or above this confidence.")
+
+
+@click.option("--max-retrievals", type=click.IntRange(0, 100), default=3, show_default=True,
+              help="controllers, trace_*: retrieval budget (the seed's π, Eq. 1).")
+
+
+@click.option("--fit-depths", type=click.Choice(["0", "all"]), default="0", show_default=True,
+              help="controllers, trace_*: fit the isotonic map on depth-zero records (the "
+                   "seed) or on every depth.")
+
+
+@click.option("--split-seed", type=bounded(), default=0, show_default=True,
+              help="controllers, trace_*: seed of the calibration/test split of questions.")
+
+
+@click.option("--judge", is_flag=True,
+              help="trace_*: read the LLM judge's labels instead of the dataset scorer's.")
+
+
 @click.pass_context
 
 
 def results(ctx: click.Context, table: str, runs: tuple[str, ...], sets: tuple[str, ...],
             seeds: str | None, models: str | None, conditions: str | None,
             regimes: str | None, pool: str | None, repaired: bool, fmt: str, resamples: int,
-            seed: int) -> None:
+            seed: int, tau_lo: float, tau_hi: float, max_retrievals: int, fit_depths: str,
+            split_seed: int, judge: bool) -> None:
     """Print results tables: success, delta, index, hazard, cost, judgments or all.
 
     One row per model × arm (its full spec: enforced_rule:k=7 and enforced_rule are
@@ -124,12 +155,24 @@ def results(ctx: click.Context, table: str, runs: tuple[str, ...], sets: tuple[s
       lab results delta --run main --models qwen3-8b,llama-3.1-8b
       lab results success --conditions none,enforced_rule:k=7 --pool seeds
       lab results success --format json > success.json
+      lab results trace_table1 --set hotpot-test --tau-hi 0.8 --max-retrievals 2
+
+    controllers and the trace_* tables (the second seed's Tables 1–3, sweeps and
+    calibration record on `lab traces collect` traces) gate with the seed's π: commit
+    at confidence ≥ --tau-hi, else retrieve while budget remains, then abstain at ≤
+    --tau-lo or escalate; every row names the thresholds it used.
     """
     from analysis.measures.compute import compute
+    from analysis.replay.controllers import Gate
     from analysis.tables.text import render_results
 
     db = open_db(ctx, create=False)
     selection = selection_from(runs, sets, seeds, models, conditions, regimes, pool)
+    gate = Gate(tau_lo, tau_hi, max_retrievals)
+    if table in TRACE_TABLES:
+        _trace_results(db, table, selection, gate, fit_depths, split_seed, judge, fmt,
+                       resamples, seed)
+        return
     frames = _frames(db, selection, ctx.obj["db"])
     note = ""
     if repaired:
@@ -140,7 +183,7 @@ def results(ctx: click.Context, table: str, runs: tuple[str, ...], sets: tuple[s
         click.echo(note, err=True)
     if table in PROBE_TABLES:
         from analysis.replay.probe_tables import probe_results
-        res = probe_results(db, frames, table, resamples, seed)
+        res = probe_results(db, frames, table, resamples, seed, gate, fit_depths, split_seed)
     else:
         res = compute(frames, TABLES if table == "all" else (table,), resamples,
                       min(resamples, 1000), seed)
@@ -152,6 +195,27 @@ def results(ctx: click.Context, table: str, runs: tuple[str, ...], sets: tuple[s
         return
     click.echo(_rows_out([d | row_provenance(d, provenance) for t in res.tables
                           for d in t.dicts()], fmt))
+
+
+def _trace_results(db: Database, table: str, selection: Selection, gate: Gate,
+                   fit_depths: str, split_seed: int, judge: bool, fmt: str, resamples: int,
+                   seed: int) -> None:
+    """Print one of TRACE_TABLES (with the seed's charts under trace_sweeps)."""
+    from analysis.replay.probe_tables import trace_results
+    from analysis.replay.seed_charts import sweep_charts
+    from analysis.replay.seed_tables import TraceSettings
+    from analysis.tables.text import render_table
+
+    settings = TraceSettings(gate, fit_depths, split_seed,
+                             "judge_correct" if judge else "correct")
+    (res,) = trace_results(db, (table,), selection, settings, resamples, seed)
+    if fmt != "table":
+        click.echo(_rows_out(res.dicts(), fmt))
+        return
+    parts = [render_table(res)]
+    if table == "trace_sweeps":
+        parts += sweep_charts(res, colorless=not sys.stdout.isatty())
+    click.echo("\n\n".join(parts))
 
 
 @click.command("validate-measures")
