@@ -24,9 +24,11 @@ except ImportError:
 traces_store = pytest.importorskip("core.store.traces")
 
 
-def _store_sim(path: Path) -> None:
+def _store_sim(path: Path, plan_of: dict[str, str] | None = None) -> None:
     db = store.connect(path)
     frame = sim_traces(9)
+    for qid, sha in (plan_of or {}).items():
+        frame.loc[frame["question_id"] == qid, "plan_sha256"] = sha
     records = [traces_store.TraceRecord(
         run=r.run, model=r.model, dataset=r.dataset, set_name=r.set_name,
         question_id=r.question_id, depth=int(r.depth), plan_sha256=r.plan_sha256,
@@ -91,3 +93,19 @@ def test_export_writes_the_trace_tables(tmp_path: Path):
         rows = list(csv.DictReader(f))
     assert sum(r["measure"] == "split" for r in rows) == 9
     assert sum(r["measure"] == "fit_record" for r in rows) > 0
+
+
+def test_a_stored_plan_with_an_empty_third_slice_removes_that_transition(tmp_path: Path):
+    from core.plans import EvidencePlan, PlanPassage
+    from core.store.plans import save_plans
+
+    path = tmp_path / "lab.db"
+    plan = EvidencePlan("hotpotqa-q2", "hotpotqa", "tfidf", (
+        PlanPassage(0, "A", True, 1, None, "a" * 64), PlanPassage(3, "B", False, 2, 0.5, "b" * 64)))
+    save_plans(store.connect(path), [plan])
+    _store_sim(path, {"hotpotqa-q2": plan.sha256})
+    code, out = _invoke(path, "trace_table3", "--format", "json", "--resamples", "0",
+                        "--split-seed", "7")
+    assert code == 0, out
+    n = {(r["arm"], r["measure"]): r["n"] for r in json.loads(out)}
+    assert n[("all", "helpful")] == 9 - 1 and n[("2→3", "helpful")] == 2  # q2's 2 → 3 is out

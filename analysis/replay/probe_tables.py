@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 from sqlite_utils import Database
 
 from analysis.measures.arms import Grouping
@@ -87,7 +88,27 @@ def trace_results(db: Database, names: tuple[str, ...], selection: Selection,
 
     frame = load_traces(db, runs=selection.runs, sets=selection.sets, models=selection.models)
     ids = sorted(map(str, frame["question_id"].unique())) if len(frame) else []
+    frame = with_new_evidence(db, frame)
     return trace_tables(frame, names, question_texts(db, ids), settings, n_boot, seed)
+
+
+def with_new_evidence(db: Database, frame: pd.DataFrame) -> pd.DataFrame:
+    """The traces with a ``new_evidence`` column: 1 where the state's depth revealed a
+    non-empty slice of its stored plan (by plan_sha256), 0 where that slice is empty
+    (a copied state, no transition in Table 3), missing where the plan is not stored."""
+    from core.plans import SIMILARITIES
+    from core.store.plans import load_plans
+
+    sizes: dict[str, tuple[int, ...]] = {}
+    for dataset, rows in frame.groupby("dataset"):
+        qids = sorted(map(str, rows["question_id"].unique()))
+        for similarity in SIMILARITIES:
+            for plan in load_plans(db, str(dataset), qids, similarity).values():
+                sizes[plan.sha256] = tuple(len(plan.slice_passages(k)) for k in (1, 2, 3))
+    depth = frame["depth"].to_numpy()
+    new = [None if sha not in sizes else int(d > 0 and sizes[sha][d - 1] > 0)
+           for sha, d in zip(frame["plan_sha256"], depth)]
+    return frame.assign(new_evidence=pd.array(new, dtype="Int64"))
 
 
 def export_probes(db: Database, directory: Path, selection: Selection, version: str,

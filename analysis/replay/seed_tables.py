@@ -315,8 +315,8 @@ def table3(fits: Sequence[ModelFit], settings: TraceSettings, n_boot: int = N_BO
                                 question_set="+".join(sorted({s for f in fits
                                                               for s in f.sets.split("+")}))))
     notes = ("Adjacent states t → t+1 of the test traces whose next evidence slice is "
-             "non-empty (a state copied from the one before is not a transition; the "
-             "traces' new_evidence column says which), regardless of any policy; "
+             "non-empty (a depth whose slice of the stored plan is empty is not a "
+             "transition; without a stored plan every step counts), regardless of any policy; "
              "helpful = wrong → correct, harmful = correct → wrong, net = helpful − "
              "harmful, as shares of the transitions (n); 95% CIs resample questions.",)
     return Table("trace_table3", "Second seed Table 3: adjacent retrieval transitions",
