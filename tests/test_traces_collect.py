@@ -129,6 +129,11 @@ def test_collect_stores_four_states_per_question_and_is_idempotent(served, capsy
 
     frame = load_traces(store.connect(db), runs=["traces-d6"])
     assert list(frame.columns) == list(TRACE_COLUMNS) and len(frame) == 24
+    flagged = load_traces(store.connect(db), sets=["d6"], models=["loop"], new_evidence=True)
+    assert list(flagged.columns) == [*TRACE_COLUMNS, "new_evidence"]
+    assert flagged.groupby("depth")["new_evidence"].all().to_dict() == {
+        0: False, 1: True, 2: True, 3: True}
+    assert load_traces(store.connect(db), runs=["other"]).empty
     assert (frame.groupby("question_id")["depth"].apply(sorted) == [[0, 1, 2, 3]] * 6).all()
     assert set(frame["set_name"]) == {"d6"} and set(frame["model"]) == {"loop"}
     assert frame["error"].isna().all() and (frame["prompt_tokens"] > 0).all()
@@ -259,3 +264,18 @@ def test_kill_minus_9_mid_collection_loses_and_duplicates_no_state(tmp_path, cap
                       "GROUP BY question_id)") == [(4, 4)]
     assert _query(db, "SELECT state, count(*) FROM jobs GROUP BY state") == [("done", 1)]
     assert app.calls >= 40  # the calls in flight at the kill were asked again
+
+
+def test_new_evidence_is_false_where_a_short_plan_has_no_next_slice(db_path):
+    from core.data import Paragraph, Question
+    from core.plans import build_plan
+    from core.store import plans as plan_rows
+    from core.store.traces import TraceRecord, write_traces
+
+    q = Question("s1", "t", "q", "a", "", "", (Paragraph("A", ("x",)), Paragraph("B", ("y",))),
+                 (("A", 0),))
+    db = store.connect(db_path)
+    plan = plan_rows.ensure_plans(db, [q], "tfidf", build_plan)[0]["s1"]
+    write_traces(db, [TraceRecord("r", "m", "t", "s", "s1", d, plan.sha256) for d in range(4)])
+    frame = load_traces(db, new_evidence=True)
+    assert frame["new_evidence"].tolist() == [False, True, True, False]

@@ -136,7 +136,7 @@ def _in(column: str, values: Sequence[str]) -> tuple[str, list[str]]:
 
 
 def load_traces(db: Database, runs: Sequence[str] = (), sets: Sequence[str] = (),
-                models: Sequence[str] = ()) -> pd.DataFrame:
+                models: Sequence[str] = (), new_evidence: bool = False) -> pd.DataFrame:
     """Stored trace states, one row per (run, model, question, depth), errored ones included.
 
     Args:
@@ -144,12 +144,16 @@ def load_traces(db: Database, runs: Sequence[str] = (), sets: Sequence[str] = ()
         runs: only these runs (default: all).
         sets: only these question sets (default: all).
         models: only these models (default: all).
+        new_evidence: add a boolean `new_evidence` column: the state's depth revealed
+            a non-empty slice of its plan (False at depth 0; a plan of fewer than three
+            passages shows at depth 3 what depth 2 showed, the seed's "copied" states).
 
     Returns:
-        A frame with exactly TRACE_COLUMNS, ordered by run, model, question, depth.
-        `answer`/`confidence` are NULL (NaN) where the reply did not parse (`parsed`
-        0) or the call failed (`error` set); `correct`/`judge_correct` are nullable
-        integers (pandas "Int64"), `confidence` is the stated 0–100 value.
+        A frame with exactly TRACE_COLUMNS (and `new_evidence` when asked), ordered by
+        run, model, question, depth. `answer`/`confidence` are NULL (NaN) where the
+        reply did not parse (`parsed` 0) or the call failed (`error` set);
+        `correct`/`judge_correct` are nullable integers (pandas "Int64"), `confidence`
+        is the stated 0–100 value.
     """
     where: list[str] = []
     args: list[str] = []
@@ -168,7 +172,24 @@ def load_traces(db: Database, runs: Sequence[str] = (), sets: Sequence[str] = ()
     for column in ("correct", "judge_correct"):
         frame[column] = frame[column].astype("Int64")
     frame["confidence"] = frame["confidence"].astype("float64")
+    if new_evidence:
+        slices = _plan_slices(db, sorted(set(frame["plan_sha256"])))
+        frame["new_evidence"] = [d > 0 and d in slices.get(sha, ()) for sha, d in
+                                 zip(frame["plan_sha256"], frame["depth"])]
+        frame["new_evidence"] = frame["new_evidence"].astype(bool)
     return frame
+
+
+def _plan_slices(db: Database, shas: Sequence[str]) -> dict[str, set[int]]:
+    """plan_sha256 → the slice numbers that hold at least one passage."""
+    out: dict[str, set[int]] = {}
+    for i in range(0, len(shas), 500):
+        chunk = list(shas[i:i + 500])
+        for sha, plan in db.conn.execute(
+                f"SELECT plan_sha256, plan FROM evidence_plans WHERE plan_sha256 IN "
+                f"({', '.join('?' * len(chunk))})", chunk):
+            out[sha] = {int(p["slice"]) for p in json.loads(plan)["passages"]}
+    return out
 
 
 # --- trace jobs on the ledger (jobs.kind = 'traces') ---------------------------------
