@@ -20,6 +20,7 @@ simulated backend may read; real backends read only the messages.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import re
 from collections.abc import Sequence
@@ -44,6 +45,7 @@ JUDGE_ATTEMPTS = 3
 EXPECTED_OUTPUT_TOKENS = 30
 """Output tokens a JSON answer is expected to take (for `--dry-run` estimates)."""
 _JSON_RE = re.compile(r"\{.*\}", re.DOTALL)
+LOG = logging.getLogger("lab.traces")
 
 
 @dataclass(frozen=True)
@@ -189,11 +191,15 @@ async def ask_judge(session: ModelSession, question: Question, answer: str,
     for _ in range(attempts):
         try:
             gen = await session.generate(messages, kind=JUDGE_KIND, max_tokens=JUDGE_MAX_TOKENS)
-        except ModelError:
+        except ModelError as exc:  # the state stands; its judge label stays NULL, said once
+            LOG.warning("judge of question %s failed (%s: %s); judge_correct left NULL",
+                        question.id, exc.reason, exc)
             return None
         label = parse_judge(gen.text)
         if label is not None:
             return label
+    LOG.warning("judge of question %s: no parseable {\"correct\": …} in %d replies; "
+                "judge_correct left NULL", question.id, attempts)
     return None
 
 
