@@ -21,7 +21,7 @@ from sqlite_utils import Database
 from analysis.tables.provenance import row_provenance
 from analysis.tables.rows import Table
 from core.store import prereg as prereg_rows
-from core.store.frames import Selection
+from core.store.selection import Selection
 
 RowDict = dict[str, Any]
 """One results row as `lab results --format json` prints it."""

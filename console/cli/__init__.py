@@ -24,6 +24,7 @@ COMMAND_MODULES = {
     "console.cli.prereg": ("prereg",),
     "console.cli.results": ("results", "validate-measures", "export"),
     "console.cli.figures": ("figures",),
+    "console.cli.report": ("report",),
     "console.cli.replay": ("replay", "repair"),
     "console.cli.traces": ("traces",),
     "console.cli.models": ("models", "serve"),

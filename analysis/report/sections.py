@@ -1,0 +1,163 @@
+"""The report's sections as HTML fragments: what the study covers and pools, the
+errored records, the pre-registration with its outcomes, and the figures."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from html import escape
+from typing import Any
+
+from analysis.figures import Rendered
+from analysis.figures.study import StudyRows
+from analysis.report.svg import inline_svg
+
+
+def facts(pairs: list[tuple[str, str]]) -> str:
+    """A definition list of (term, already-escaped HTML) pairs."""
+    return '<dl class="facts">' + "".join(f"<dt>{escape(k)}</dt><dd>{v}</dd>"
+                                          for k, v in pairs) + "</dl>"
+
+
+def _distinct(study: StudyRows, field: str) -> list[str]:
+    values: dict[str, None] = {}
+    for rows in study.rows.values():
+        for r in rows:
+            for v in str(r.get(field) or "").split(","):
+                if v:
+                    values[v] = None
+    return list(values)
+
+
+def covers(study: StudyRows, version: str, commit: str, db_name: str) -> str:
+    """Where the numbers come from: lab version and commit, the selection, what the rows
+    cover and pool, each run's amendment and deviations."""
+    selection = {k: v for k, v in asdict(study.selection).items() if v}
+    runs = []
+    for p in study.provenance:
+        state = (f"governed by <code>{escape(str(p['amendment']))}</code>" if p["amendment"]
+                 else "<strong>exploratory</strong> (no governing amendment)")
+        devs = "".join(f"<li>{escape(str(d))}</li>" for d in p["deviations"])
+        runs.append(f"<li><code>{escape(str(p['run']))}</code>: {state}"
+                    + (f"<ul>{devs}</ul>" if devs else "") + "</li>")
+    models, arms = _distinct(study, "model"), _distinct(study, "arm")
+    pairs = [
+        ("lab version", escape(version)),
+        ("git commit", f'<span class="hash">{escape(commit)}</span>'),
+        ("database", f"<code>{escape(db_name)}</code>"),
+        ("selection", escape(json.dumps(selection, ensure_ascii=False)) if selection
+         else "everything in lab.db"),
+        ("pooled", escape(study.pooled) if study.pooled else
+         "nothing: every run, seed, replicate and question set has its own rows"),
+        ("episodes", f"{study.n_episodes:,} finished (errored ones left out of every "
+                     f"estimate: {study.errored:,} without a complete retry)"),
+        ("models", escape(", ".join(models))),
+        ("arms", escape(", ".join(arms))),
+        ("regimes", escape(", ".join(_distinct(study, "regimes")))),
+        ("datasets", escape(", ".join(_distinct(study, "dataset")))),
+        ("question sets", escape(", ".join(_distinct(study, "question_set")) or "(none named)")),
+        ("seeds", escape(", ".join(_distinct(study, "seeds")))),
+        ("bootstrap", f"{study.resamples:,} question-level resamples (hazard model: "
+                      f"{min(study.resamples, 1000):,}), seed {study.seed}"),
+    ]
+    return (facts(pairs) + "<h3>Runs</h3><ul>" + "".join(runs) + "</ul>")
+
+
+def errored(reasons: list[Any]) -> str:
+    """Errored episodes and probes in lab.db by reason (`errored_by_reason`)."""
+    if not reasons:
+        return "<p>No errored episodes or probes in lab.db.</p>"
+    rows = "".join(f"<tr><td>{escape(r.unit)}</td><td>{escape(r.reason)}</td>"
+                   f'<td class="num">{r.count:,}</td><td>{escape(r.example)}</td></tr>'
+                   for r in reasons)
+    return ('<div class="scroll"><table class="sortable" data-table="errored"><thead><tr>'
+            '<th scope="col">unit</th><th scope="col">reason</th><th scope="col" '
+            'class="num">count</th><th scope="col">last example</th></tr></thead><tbody>'
+            + rows + "</tbody></table></div><p class=\"note\">Counts cover all of lab.db; "
+            "each results row's <code>errored</code> column counts its own group's.</p>")
+
+
+def _verdict_class(verdict: str) -> str:
+    low = verdict.lower()
+    if low.startswith("supported") or low == "pass":
+        return "verdict-supported"
+    if low.startswith("not") or low.startswith("fail"):
+        return "verdict-not"
+    return ""
+
+
+def prereg(amendments: list[dict[str, Any]], deviations: dict[str, list[dict[str, Any]]],
+           outcomes: list[Any]) -> str:
+    """Every amendment (state, freeze time, hashes, tests, deviations) and every frozen
+    amendment's registered tests with their outcome on the runs they govern."""
+    if not amendments:
+        return ("<p>No pre-registration in lab.db: every run is exploratory "
+                "(<code>lab prereg new</code> drafts one).</p>")
+    frozen = sum(1 for a in amendments if a["state"] == "frozen")
+    out = [f"<p>{len(amendments)} entries, {frozen} frozen. Hashes are sha256; each frozen "
+           "entry's hash covers its content, its pins and the previous frozen entry's "
+           "hash.</p>"]
+    for a in amendments:
+        out.append(f"<h3>{escape(str(a['id']))}: {escape(str(a['title']))}</h3>")
+        if a["state"] == "frozen":
+            out.append(facts([
+                ("frozen", f"{escape(str(a['frozen_at']))} (lab {escape(str(a['version']))})"),
+                ("sha256", f'<span class="hash">{escape(str(a["content_sha256"]))}</span>'),
+                ("previous", f'<span class="hash">{escape(str(a["prev_sha256"]))}</span>'),
+                ("data at freeze", escape("; ".join(
+                    f"run {d['run']} cell {d['cell']} ({d['episodes']} episodes)"
+                    for d in a["data_existed"])) if a["data_existed"] else "none")]))
+        else:
+            out.append('<p class="warn">Draft: not frozen, so nothing is registered yet.</p>')
+        body = str(a["body"] or "").strip()
+        out.append(f"<pre>{escape(body) or '(no body)'}</pre>" if body else
+                   '<p class="muted">(no body)</p>')
+        out.append(f"<p class=\"muted\">Scope: <code>{escape(json.dumps(a['scope']))}</code></p>")
+        if a["tests"]:
+            out.append('<div class="scroll"><table><thead><tr><th scope="col">test</th>'
+                       '<th scope="col">rule</th></tr></thead><tbody>' + "".join(
+                           f"<tr><td>{escape(str(t['id']))}</td><td><code>"
+                           f"{escape(json.dumps({k: v for k, v in t.items() if k != 'id'}))}"
+                           "</code></td></tr>" for t in a["tests"]) + "</tbody></table></div>")
+        for d in deviations.get(str(a["id"]), []):
+            out.append(f"<p class=\"warn\"><strong>Deviation {escape(str(d['id']))}</strong> "
+                       f"({escape(str(d['created_at'])[:19])}): {escape(str(d['text']))}</p>")
+    if outcomes:
+        out.append("<h3>Outcomes of the registered tests</h3>")
+        rows = []
+        for o in outcomes:
+            after = {True: "all", False: "no", None: "–"}[o.after_freeze]
+            rows.append(
+                f"<tr><td>{escape(o.amendment)}</td><td>{escape(o.id)}</td>"
+                f"<td>{escape(o.prediction)}</td>"
+                f'<td class="{_verdict_class(o.verdict)}">{escape(o.verdict)}</td>'
+                f"<td>{escape(o.numbers)}</td><td>{escape(', '.join(o.runs) or '–')}</td>"
+                f'<td class="num">{escape(after)} ({o.n_episodes:,})</td></tr>')
+        out.append('<div class="scroll"><table class="sortable" data-table="outcomes"><thead>'
+                   '<tr><th scope="col">amendment</th><th scope="col">test</th>'
+                   '<th scope="col">prediction</th><th scope="col">verdict</th>'
+                   '<th scope="col">numbers</th><th scope="col">runs</th>'
+                   '<th scope="col" class="num">episodes after freeze</th></tr></thead><tbody>'
+                   + "".join(rows) + "</tbody></table></div>")
+    return "\n".join(out)
+
+
+def figures(rendered: list[Rendered]) -> str:
+    """Every figure inline as SVG with its caption; the skipped ones listed with why."""
+    out = []
+    skipped = []
+    for i, r in enumerate(rendered):
+        if not r.svg:
+            skipped.append(f"<li><strong>{escape(r.figure.title)}</strong>: "
+                           f"{escape(r.note)}</li>")
+            continue
+        out.append(f'<figure id="figure-{escape(r.figure.name)}">'
+                   + inline_svg(r.svg, f"f{i}-", r.figure.title)
+                   + f"<figcaption><strong>{escape(r.figure.title)}.</strong> "
+                   f"{escape(r.note)} ({len(r.rows)} rows of table "
+                   f"{escape(', '.join(r.figure.tables))}; <code>lab figures</code> writes "
+                   "them with a sidecar .json of these rows.)</figcaption></figure>")
+    if skipped:
+        out.append("<p>Not drawn, for lack of rows in this selection:</p><ul>"
+                   + "".join(skipped) + "</ul>")
+    return "\n".join(out)

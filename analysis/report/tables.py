@@ -1,0 +1,108 @@
+"""Results tables as HTML: one `<table class="sortable">` per results table, one `<tr>` per
+JSON row in `lab results --format json` order.
+
+Every numeric cell shows a rounded number and carries the exact JSON value in
+``data-v`` (Python's ``repr`` of the float, "" for undefined, "inf"/"-inf"), so a reader
+sorts on exact values and a test compares them with `lab results --format json`; each
+column's header names its field in ``data-f``. Fields that are the same on every row of a table (the
+dataset, set, runs, seeds, replicates, regimes) are given once above it instead of in
+every row, so the file grows with the number of groups, not episodes.
+"""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any
+
+from analysis.figures.study import RowDict
+from analysis.tables.rows import Table
+
+COLUMNS = ("model", "arm", "budget", "dataset", "question_set", "runs", "seeds",
+           "replicates", "regimes", "measure", "scope", "estimate", "ci_low", "ci_high", "n",
+           "unit", "p", "p_holm", "holm_m", "judgments", "errored", "detail")
+"""Columns a table can show, in order; the row's remaining fields (condition, its hash,
+amendment, version, provenance) are in the report's covers."""
+OPTIONAL = ("dataset", "question_set", "runs", "seeds", "replicates", "regimes", "p",
+            "p_holm", "holm_m", "judgments", "detail")
+"""Shown only when they vary (or, for p, judgments and detail, when any row has one)."""
+NUMERIC = ("budget", "estimate", "ci_low", "ci_high", "n", "p", "p_holm", "holm_m", "errored")
+HEADERS = {"question_set": "set", "ci_low": "95% low", "ci_high": "95% high",
+           "p_holm": "p (Holm)", "holm_m": "Holm m"}
+NUM_CLASS = ' class="num"'
+EXACT = ("estimate", "ci_low", "ci_high", "p", "p_holm")
+"""Cells whose display is rounded: their exact value is in data-v."""
+
+
+def fmt(value: Any, field: str) -> str:
+    """A cell's display text: 3 decimals for estimates, 4 for p, "n.a." for undefined."""
+    if value is None:
+        return "n.a."
+    if value in ("inf", "-inf"):
+        return "∞" if value == "inf" else "−∞"
+    if isinstance(value, float):
+        return f"{value:.4f}" if field in ("p", "p_holm") else f"{value:.3f}"
+    return str(value)
+
+
+def exact(value: Any) -> str:
+    """The exact JSON value as text: repr of a float, "" for None."""
+    if value is None:
+        return ""
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def shown_columns(rows: list[RowDict]) -> tuple[list[str], dict[str, Any]]:
+    """(columns shown per row, fields constant over the table with their value)."""
+    cols, constant = [], {}
+    for c in COLUMNS:
+        values = {exact(r.get(c)) for r in rows}
+        if c in OPTIONAL and len(values) <= 1:
+            if values and next(iter(values)) not in ("", "0"):
+                constant[c] = rows[0].get(c)
+            continue
+        cols.append(c)
+    return cols, constant
+
+
+def numeric_css(name: str, rows: list[RowDict]) -> str:
+    """CSS right-aligning table `name`'s numeric columns (one rule per table in the
+    page's head, instead of a class on each of its thousands of cells)."""
+    if not rows:
+        return ""
+    cols, _ = shown_columns(rows)
+    cells = [f'table[data-table="{name}"] td:nth-child({i + 1})'
+             for i, c in enumerate(cols) if c in NUMERIC]
+    return (",\n".join(cells) + " { text-align: right; font-variant-numeric: tabular-nums; }"
+            if cells else "")
+
+
+def table_html(table: Table, rows: list[RowDict]) -> str:
+    """One results table: its title, notes, constant fields and the sortable table
+    (numeric columns are right-aligned by `numeric_css`)."""
+    out = [f'<section class="results" id="table-{escape(table.name)}">',
+           f"<h3>{escape(table.name)}: {escape(table.title)}</h3>"]
+    if not rows:
+        out.append('<p class="note">No rows in this selection.</p></section>')
+        return "\n".join(out)
+    cols, constant = shown_columns(rows)
+    if constant:
+        out.append('<p class="note">Every row: ' + "; ".join(
+            f"{escape(HEADERS.get(k, k))} {escape(fmt(v, k))}" for k, v in constant.items())
+            + ".</p>")
+    head = "".join(f'<th scope="col" data-f="{c}"{NUM_CLASS if c in NUMERIC else ""}>'
+                   f"{escape(HEADERS.get(c, c))}</th>" for c in cols)
+    out.append(f'<div class="scroll"><table class="sortable" data-table="{escape(table.name)}">'
+               f"<thead><tr>{head}</tr></thead><tbody>")
+    body = []
+    for r in rows:
+        cells = []
+        for c in cols:
+            v = r.get(c)
+            data = f' data-v="{escape(exact(v))}"' if c in EXACT else ""
+            cells.append(f"<td{data}>{escape(fmt(v, c))}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    out.append("\n".join(body))
+    out.append("</tbody></table></div>")
+    out += [f'<p class="note">{escape(n)}</p>' for n in table.notes]
+    out.append("</section>")
+    return "\n".join(out)
