@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from core import store
+from core.store import monitor
 from core.store.traces import TRACE_COLUMNS, load_traces
 from core.traces import parse_answer, parse_judge
 from tests.helpers.cli import dump_hash, lab, one_error
@@ -126,6 +127,11 @@ def test_collect_stores_four_states_per_question_and_is_idempotent(served, capsy
     assert responder.answers == app.calls == 24 and responder.judged == 0
     code, out, _ = lab(capsys, "--db", db, "--config", config, "status")
     assert "24/24 trace states" in out and "done 1" in out
+    opened = store.connect(db)
+    (job,) = monitor.job_rows(opened, 1)  # the console's Jobs view
+    assert (job.unit, job.kind, job.expected, job.stored, job.errored) == ("states", "trace",
+                                                                         24, 24, 0)
+    assert monitor.job_errors(opened, 1) == {}  # no episodes to count for a trace job
 
     frame = load_traces(store.connect(db), runs=["traces-d6"])
     assert list(frame.columns) == list(TRACE_COLUMNS) and len(frame) == 24

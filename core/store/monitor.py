@@ -405,7 +405,8 @@ def live_counts(db: Database, cell_ids: list[int] | None = None, now: float | No
 
 # --- errors where the researcher looks (issue 22 §7) ---------------------------------
 
-_NOT_REPLAY = "coalesce(j.kind, '') != 'replay'"
+_NOT_REPLAY = "coalesce(j.kind, '') NOT IN ('replay', 'traces')"
+"""Episode jobs only: replay and trace jobs count their probes and states (`job_rows`)."""
 _STILL_ERRORED = ("e.error IS NOT NULL AND NOT EXISTS (SELECT 1 FROM episodes c WHERE "
                   "c.cell_id = e.cell_id AND c.question_id = e.question_id AND c.error IS NULL)")
 _MADE_CALLS = ("(e.input_tokens + e.output_tokens + e.cache_read_tokens + "
@@ -429,7 +430,7 @@ class JobErrors:
 
 
 def job_errors(db: Database, grid_id: int) -> dict[int, JobErrors]:
-    """Per episode job of the grid (replay jobs left out): complete and errored
+    """Per episode job of the grid (replay and trace jobs left out): complete and errored
     questions and the newest error line (see `JobErrors`)."""
     rows = db.conn.execute(
         "SELECT j.id, "
