@@ -34,7 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.queue_helpers import episode_census  # noqa: E402
+from tests.helpers.queue import episode_census  # noqa: E402
 
 REGISTRY = """
 [models.soak-own]

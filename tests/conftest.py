@@ -19,3 +19,20 @@ def _no_user_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 def db_path(tmp_path: Path) -> Path:
     """Path of a fresh lab.db in the test's temporary directory."""
     return tmp_path / "lab.db"
+
+
+@pytest.fixture(scope="session")
+def trajectories_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The Trajectories and Results screens' lab.db, built once per session: copy it."""
+    from tests.helpers.trajectories import build_trajectories_db
+
+    return build_trajectories_db(tmp_path_factory.mktemp("traj") / "lab.db")
+
+
+@pytest.fixture(scope="session")
+def cost_grid(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The cost tables' priced grid of every arm kind, built once per session: copy it
+    before changing it."""
+    from tests.helpers.cost_grid import build_cost_grid
+
+    return build_cost_grid(tmp_path_factory.mktemp("cost") / "lab.db")

@@ -24,7 +24,7 @@ import pytest
 
 from core.errors import ModelError
 from core.models.retry import CALL_STOP, CallStop, RetryPolicy, call_with_retries
-from tests.queue_helpers import run_lab, start_lab
+from tests.helpers.queue import run_lab, start_lab
 from tests.servers import Fault, LoopbackServer, OpenAIApp, Reply, Request, react_responder
 
 GRACE_S = 1.0

@@ -14,8 +14,8 @@ from console.cli import cli
 from console.screens import SCREENS
 from console.screens.help import HelpScreen
 from core import store
-from tests.console_fixture import build, console_app, settle
-from tests.queue_helpers import run_lab
+from tests.helpers.console import build, console_app, settle
+from tests.helpers.queue import run_lab
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from core.store import jobs as ledger
 from core.store import monitor
 from jobs.control import control
 from jobs.settings import WorkerSettings
-from tests.console_fixture import FIXED_TS, build, console_app, freeze_times, settle
+from tests.helpers.console import FIXED_TS, build, console_app, freeze_times, settle
 
 
 @pytest.fixture(scope="session")

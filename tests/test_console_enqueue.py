@@ -22,7 +22,7 @@ from console.widgets.confirm import Confirm
 from core import prereg, store
 from core.data import ids_hash
 from core.models.registry import load_registry
-from tests.console_fixture import FIXED_TS, wait_workers
+from tests.helpers.console import FIXED_TS, wait_workers
 
 SCOPE = {"models": ["sim-own5", "sim-never"], "conditions": ["none", "enforced_rule:k=7"],
          "regimes": ["clean", "persistent"], "question_sets": ["test20"], "budgets": [8]}

@@ -12,7 +12,7 @@ from textual.widgets import Tree
 
 from core import store
 from core.store import monitor
-from tests.console_fixture import build, console_app, freeze_times, settle
+from tests.helpers.console import build, console_app, freeze_times, settle
 
 ERR = "connection: local at http://127.0.0.1:9/v1: connection failed (ConnectionRefusedError)"
 

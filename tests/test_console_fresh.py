@@ -23,7 +23,7 @@ from jobs.control import enqueue_grid
 from jobs.grid import GridRequest
 from jobs.settings import WorkerSettings
 from jobs.worker import run_worker
-from tests.console_fixture import FIXED_TS, SMALL_GRID, build, console_app, settle
+from tests.helpers.console import FIXED_TS, SMALL_GRID, build, console_app, settle
 
 NO_POLL = 3600.0
 SCOPE = {"models": ["sim-never"], "conditions": ["none"], "regimes": ["clean"],

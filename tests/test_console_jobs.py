@@ -14,7 +14,7 @@ from textual.widgets import Tree
 from console.widgets.confirm import Confirm
 from core import store
 from core.store import jobs as ledger
-from tests.console_fixture import build, console_app, freeze_times, settle
+from tests.helpers.console import build, console_app, freeze_times, settle
 
 
 RUN_DIALOGS = {

@@ -12,7 +12,7 @@ from textual.widgets import Input, SelectionList, Static
 from console.screens import SCREENS
 from console.screens.help import HelpScreen, workflow
 from console.widgets.footer import LabFooter, rank_keys
-from tests.console_fixture import build, console_app, settle
+from tests.helpers.console import build, console_app, settle
 
 ESSENTIAL = {
     "dashboard": ["r Reload", "h Check endpoints"],

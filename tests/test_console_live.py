@@ -23,8 +23,8 @@ from jobs.control import enqueue_grid
 from jobs.grid import GridRequest
 from jobs.settings import WorkerSettings
 from jobs.worker import run_worker
-from tests.console_fixture import FIXED_ISO, build, console_app, freeze_times, settle
-from tests.queue_helpers import start_lab, write_registry
+from tests.helpers.console import FIXED_ISO, build, console_app, freeze_times, settle
+from tests.helpers.queue import start_lab, write_registry
 
 
 def _slow_grid(tmp_path: Path, latency: float) -> tuple[Path, WorkerSettings]:

@@ -22,7 +22,7 @@ from jobs.control import enqueue_grid
 from jobs.grid import GridRequest
 from jobs.settings import WorkerSettings
 from jobs.worker import run_worker
-from tests.console_fixture import wait_workers
+from tests.helpers.console import wait_workers
 
 GRIDS = (GridRequest(models=("sim-stated",), conditions=("stated_judgment_rule:k=2",),
                      regimes=("persistent",), question_set="s3", run="stated"),

@@ -31,7 +31,7 @@ from jobs.control import enqueue_grid
 from jobs.grid import GridRequest
 from jobs.settings import WorkerSettings
 from jobs.worker import run_worker
-from tests.console_fixture import FIXED_TS, wait_workers
+from tests.helpers.console import FIXED_TS, wait_workers
 
 SCOPE = {"models": ["sim-never", "sim-own5"], "conditions": ["none", "enforced_rule"],
          "regimes": ["clean", "persistent"], "question_sets": ["test20"], "budgets": [8]}

@@ -29,7 +29,7 @@ from core.models.registry import load_registry
 from core.store import jobs as ledger
 from core.store import prereg as rows
 from jobs.grid import GridRequest
-from tests.console_fixture import build, console_app, freeze_times, settle
+from tests.helpers.console import build, console_app, freeze_times, settle
 
 SCOPE = {"models": ["sim-never"], "conditions": ["none"], "regimes": ["clean"],
          "question_sets": ["demo"], "budgets": [8]}

@@ -31,21 +31,14 @@ from jobs.grid import GridRequest
 from jobs.settings import WorkerSettings
 from jobs.worker import run_worker
 from core.models.registry import load_registry
-from tests.test_console_trajectories import build_fixture
-from tests.console_fixture import FIXED_TS, wait_workers
-
-
-@pytest.fixture(scope="session")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The fixture lab.db, built once per session."""
-    return build_fixture(tmp_path_factory.mktemp("results") / "lab.db")
+from tests.helpers.console import FIXED_TS, wait_workers
 
 
 @pytest.fixture
-def lab_db(built: Path, tmp_path: Path) -> Path:
+def lab_db(trajectories_db: Path, tmp_path: Path) -> Path:
     """A private copy of the fixture lab.db in the test's directory (the cwd)."""
     target = tmp_path / "lab.db"
-    shutil.copy(built, target)
+    shutil.copy(trajectories_db, target)
     return target
 
 

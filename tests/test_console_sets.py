@@ -26,7 +26,7 @@ from core import store
 from core.data import ids_hash
 from core.demo_set import ensure_demo_set
 from core.question_sets import draw_set
-from tests.console_fixture import console_app, settle
+from tests.helpers.console import console_app, settle
 
 CREATE_CONFIRM = """\
 Create held-out question set test8 from dataset demo?

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.waiting import PATIENCE_S
-from tests.queue_helpers import ROOT
+from tests.helpers.queue import ROOT
 
 # One slow sim whose name sorts after every built-in sim, so `End` reaches it in the list.
 REGISTRY = """

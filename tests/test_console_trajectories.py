@@ -16,63 +16,19 @@ import pytest
 
 from console.app import ConsoleConfig, make_app
 from core import store
-from core.data import ids_hash
-from core.demo_data import demo_questions
 from core.errors import ConfigError
 from core.models.registry import load_registry, make_client, resolve_model
 from core.conditions import parse_condition
 from core.regimes import ForeignPool, parse_regime
 from core.runner import CellSpec, run_one, setup_for
 from core.store import trajectories as traj
-from jobs.control import enqueue_grid
-from jobs.grid import GridRequest
-from jobs.settings import WorkerSettings
-from jobs.worker import run_worker
-from tests.console_fixture import FIXED_TS, wait_workers
-
-FIXED_ISO = "2025-01-02T03:04:05.000000+00:00"
-GRID = GridRequest(models=("sim-never", "sim-own5"), conditions=("none", "enforced_rule:k=2"),
-                   regimes=("persistent", "recover_after_2", "clean"), question_set="traj6",
-                   run="traj")
-
-
-def build_fixture(path: Path) -> Path:
-    """A small lab.db filled through the real queue, every timestamp frozen."""
-    db = store.connect(path)
-    questions = demo_questions()
-    store.insert_questions(db, questions)
-    ids = [q.id for q in questions][:6]
-    store.save_question_set(db, "traj6", "demo", ids, 0, [], False, ids_hash(ids))
-    settings = WorkerSettings(db_path=path, worker_id="fixture-host:1")
-    enqueue_grid(db, settings, GRID, load_registry(None))
-    run_worker(settings, until_idle=True)
-    db.conn.close()
-    conn = sqlite3.connect(path)
-    with conn:
-        for table, cols in (("questions", ("imported_at",)), ("question_sets", ("created_at",)),
-                            ("runs", ("created_at",)), ("cells", ("created_at",)),
-                            ("grids", ("created_at",)), ("jobs", ("created_at", "updated_at")),
-                            ("events", ("at",)), ("episodes", ("started_at", "finished_at"))):
-            conn.execute(f"UPDATE {table} SET " + ", ".join(f"{c} = ?" for c in cols),
-                         (FIXED_ISO,) * len(cols))
-        conn.execute("UPDATE episodes SET wall_ms = 1.0")
-        conn.execute("UPDATE steps SET latency_ms = 0")
-    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    conn.close()
-    return path
-
-
-@pytest.fixture(scope="session")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The fixture lab.db, built once per session."""
-    return build_fixture(tmp_path_factory.mktemp("traj") / "lab.db")
-
+from tests.helpers.console import FIXED_TS, wait_workers
 
 @pytest.fixture
-def lab_db(built: Path, tmp_path: Path) -> Path:
+def lab_db(trajectories_db: Path, tmp_path: Path) -> Path:
     """A private copy of the fixture lab.db."""
     target = tmp_path / "lab.db"
-    shutil.copy(built, target)
+    shutil.copy(trajectories_db, target)
     return target
 
 

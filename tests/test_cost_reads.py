@@ -13,46 +13,16 @@ import pytest
 
 from analysis.measures.arms import Grouping
 from analysis.measures.frames import load_frames
-from analysis.measures.compute import _READS_VALUES, _compute_one, compute
+from analysis.measures.compute import _compute_one, compute
 from core import store
 from core.store import frames as F
-from tests.scale_fixture import results_json
-from tests.helpers.builders import store_sim_grid
+from tests.helpers.scale import results_json
+from tests.helpers.cost_grid import COST, assert_same
 
-COST = _READS_VALUES["cost"]
-ARMS = (("sim-backup-own3", "two_source"), ("sim-backup-own3", "switch_rule:k=3"),
-        ("sim-stated", "stated_judgment_rule:k=3"), ("sim-own5", "none:judge=true"),
-        ("sim-own5", "enforced_rule:k=3"))
-
-
-@pytest.fixture(scope="module")
-def stored(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A small grid of every arm kind cost treats apart, priced, with a few errors."""
-    path = tmp_path_factory.mktemp("cost") / "lab.db"
-    db = store.connect(path)
-    store_sim_grid(db, "cost", ARMS, ("clean", "persistent"), 6)
-    rng = np.random.default_rng(7)
-    ids = [r[0] for r in db.conn.execute("SELECT id FROM episodes ORDER BY id")]
-    with db.conn:  # dollars of a priced model; arm-only counts stored on every arm
-        db.conn.executemany(
-            "UPDATE episodes SET cost_usd = ?, discarded_turns = COALESCE(discarded_turns, 0)"
-            " + ?, backup_calls = COALESCE(backup_calls, 0) + ?, primary_judgments = "
-            "COALESCE(primary_judgments, 0) + ? WHERE id = ?",
-            [(float(rng.random() / 50), int(rng.integers(1, 3)), int(rng.integers(1, 3)),
-              int(rng.integers(1, 3)), i) for i in ids])
-        db.conn.execute(f"UPDATE episodes SET acting_input_tokens = NULL, acting_output_tokens"
-                        f" = NULL WHERE id IN ({ids[2]}, {ids[9]})")
-        db.conn.execute(f"UPDATE episodes SET error = 'boom' WHERE id IN ({ids[4]}, {ids[30]})")
-        db.conn.execute("UPDATE episodes SET answered = 0, answer = NULL, answer_action = NULL "
-                        f"WHERE id IN ({ids[5]}, {ids[21]}, {ids[40]})")
-    db.conn.close()
-    return path
-
-
-def assert_same(got: pd.DataFrame, want: pd.DataFrame) -> None:
-    assert list(got.columns) == list(want.columns)
-    assert got.dtypes.equals(want.dtypes), got.dtypes[got.dtypes != want.dtypes]
-    assert got.equals(want)
+@pytest.fixture
+def stored(cost_grid: Path) -> Path:
+    """The cost grid, built once per session (tests that change it copy it)."""
+    return cost_grid
 
 
 @pytest.mark.parametrize("selection, upto", [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from tests.queue_helpers import run_lab
+from tests.helpers.queue import run_lab
 
 
 def test_demo_from_nothing_then_reuse(tmp_path):

@@ -23,7 +23,7 @@ from core.store import episode_packs as P
 from core.store import frames as F
 from core.store.decisions import rederive
 from core.store.frames import KEY_VALUES
-from tests.test_cost_reads import COST, assert_same, stored  # noqa: F401  (the fixture)
+from tests.helpers.cost_grid import COST, assert_same
 from tests.helpers.builders import undo_migration
 
 READS = {"keys": (), "correct": ("correct",), "cost": COST, "all": KEY_VALUES}
@@ -44,10 +44,10 @@ def all_ids(db) -> list[int]:
 
 
 @pytest.fixture()
-def db(stored: Path, tmp_path: Path):  # noqa: F811
+def db(cost_grid: Path, tmp_path: Path):
     """test_cost_reads' grid (its direct updates dropped the packs), repacked by `rederive`."""
     path = tmp_path / "lab.db"
-    shutil.copy(stored, path)
+    shutil.copy(cost_grid, path)
     db = store.connect(path)
     assert packs(db) == {}  # the fixture's UPDATEs dropped every pack
     rederive(db, all_ids(db))

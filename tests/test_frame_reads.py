@@ -10,7 +10,7 @@ import pytest
 
 from core import store
 from core.store import frames as F
-from tests.scale_fixture import load_fixture, write_rows
+from tests.helpers.scale import load_fixture, write_rows
 
 
 @pytest.fixture(scope="module")

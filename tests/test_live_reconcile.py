@@ -35,7 +35,7 @@ from jobs.queue import make_huey
 from jobs.reconcile import reconcile
 from jobs.settings import WorkerSettings
 from jobs.worker import run_worker
-from tests.queue_helpers import run_lab, write_registry
+from tests.helpers.queue import run_lab, write_registry
 
 HOST = "labhost"
 NOW = 1_000_000.0

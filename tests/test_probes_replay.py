@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from console.cli import cli
-from tests.queue_helpers import run_lab, start_lab, write_registry
+from tests.helpers.queue import run_lab, start_lab, write_registry
 
 
 def lab(db: Path, *args: str):

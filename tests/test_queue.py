@@ -19,7 +19,7 @@ from jobs.settings import WorkerSettings, queue_path
 from jobs.tasks import execute_job
 from jobs.worker import run_worker
 from tests.helpers.waiting import wait_until
-from tests.queue_helpers import write_registry
+from tests.helpers.queue import write_registry
 
 
 @pytest.fixture

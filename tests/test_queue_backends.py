@@ -7,7 +7,7 @@ import json
 import os
 import sqlite3
 
-from tests.queue_helpers import run_lab
+from tests.helpers.queue import run_lab
 from tests.servers import AnthropicApp, LoopbackServer, OpenAIApp
 
 REGISTRY = """

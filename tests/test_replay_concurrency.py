@@ -12,7 +12,7 @@ import sqlite3
 from pathlib import Path
 
 from tests.helpers.gates import FillGate
-from tests.queue_helpers import run_lab, start_lab
+from tests.helpers.queue import run_lab, start_lab
 from tests.servers import LoopbackServer, react_responder
 
 REGISTRY = """

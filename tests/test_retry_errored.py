@@ -257,7 +257,7 @@ def test_retry_refuses_a_model_changed_in_more_than_max_context(lab, db_path, tm
 
 def test_a_bug_in_lab_fails_the_job_with_its_traceback_at_once(lab, db_path, tmp_path,
                                                                 monkeypatch):
-    from tests.queue_helpers import write_registry
+    from tests.helpers.queue import write_registry
 
     config = write_registry(tmp_path, latency=2)  # slow sims write live rows
     settings = settings_for(db_path, config)

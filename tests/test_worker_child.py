@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.queue_helpers import episode_census, run_lab, start_lab, write_registry
+from tests.helpers.queue import episode_census, run_lab, start_lab, write_registry
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
 

@@ -20,7 +20,7 @@ from core.demo_data import demo_questions
 from jobs.slots import CallSlots
 from tests.helpers.gates import FillGate
 from tests.helpers.waiting import async_until
-from tests.queue_helpers import ROOT, run_lab, start_lab
+from tests.helpers.queue import ROOT, run_lab, start_lab
 from tests.servers import LoopbackServer, OpenAIApp, react_responder
 
 REGISTRY = """

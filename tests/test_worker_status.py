@@ -16,7 +16,7 @@ from jobs.grid import GridRequest
 from jobs.queue import make_huey
 from jobs.reconcile import dead_workers, reconcile
 from jobs.settings import WorkerSettings
-from tests.queue_helpers import run_lab, write_registry
+from tests.helpers.queue import run_lab, write_registry
 
 
 def _dead_pid() -> int:

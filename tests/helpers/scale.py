@@ -8,7 +8,7 @@ changes to the sims or the episode loop: the test writes the same rows through t
 store's write path and must get the same numbers.
 
 Regenerate (only when the definitions of a measure change on purpose):
-``python tests/scale_fixture.py``.
+``python -m tests.helpers.scale``.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from itertools import product
 from pathlib import Path
 from typing import Any
 
-FIXTURE = Path(__file__).parent / "fixtures" / "scale_equivalence.json.gz"
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "scale_equivalence.json.gz"
 MODELS = ("sim-own5", "sim-clock6", "sim-hazard-own", "sim-design3")
 CONDITIONS = ("none", "enforced_rule:k=3", "stated_rule", "none:judge=true")
 EXTRA_REGIMES = ("plausible",)
@@ -172,5 +172,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
     main()
