@@ -53,6 +53,26 @@ KINDS = ("clean", "persistent", "recover_after", "late_onset_from", "plausible",
 DEFAULT_LATE_ONSET = 3
 MAX_RECOVER_AFTER = 5
 
+
+def regime_sort_key(name: str) -> tuple[int, int] | None:
+    """Where a regime name goes in the canonical order of tables and lists: clean,
+    persistent, recover_after_1…5, late_onset_from_k, plausible, answerless (`KINDS`,
+    then the parameter); None for a name that is not a regime (mean6, a variant …).
+
+    Args:
+        name: a regime name, e.g. "recover_after_2".
+
+    Returns:
+        A sort key, or None.
+    """
+    if name in KINDS and name not in ("recover_after", "late_onset_from"):
+        return KINDS.index(name), 0
+    if name == "late_onset":
+        return KINDS.index("late_onset_from"), DEFAULT_LATE_ONSET
+    m = _PARAM_NAME.fullmatch(name)
+    return (KINDS.index(m.group(1)), int(m.group(2))) if m else None
+
+
 _VALID_NAMES = (
     "clean, persistent, recover_after_1..recover_after_5, late_onset_from_<k> (k >= 1), "
     "late_onset (= late_onset_from_3), plausible, answerless"

@@ -12,6 +12,7 @@ from dataclasses import replace
 
 from analysis.measures.arms import ArmKey
 from analysis.measures.compute import Results
+from analysis.tables.fit import abbreviation_lines, blocks, canonical_columns, wrap_line
 from analysis.tables.rows import Row, Table
 from core.regimes import FAILURE_REGIMES, MEAN6
 
@@ -109,6 +110,30 @@ def align(header: Sequence[str], body: Sequence[Sequence[str]],
     return [line(header), "  ".join("─" * w for w in widths), *map(line, body)]
 
 
+def align_fit(header: Sequence[str], body: Sequence[Sequence[str]], right: Sequence[int],
+              keys: int, width: int | None) -> list[str]:
+    """`align`, split into blocks of columns no wider than `width` when it is given, each
+    block repeating the `keys` first columns (model, arm …), a blank line between blocks.
+
+    Args:
+        header: column names.
+        body: rows of cells.
+        right: indices of right-aligned columns.
+        keys: leading columns every block repeats.
+        width: the widest a line may be (None: one block).
+
+    Returns:
+        The lines.
+    """
+    widths = [max(len(str(c)) for c in col) for col in zip(header, *body)]
+    out: list[str] = []
+    for cols in blocks(widths, keys, width):
+        out += ([""] if out else []) + align(
+            [header[i] for i in cols], [[row[i] for i in cols] for row in body],
+            [k for k, i in enumerate(cols) if i in right])
+    return out
+
+
 def _signed(measure: str) -> bool:
     return measure not in UNSIGNED and "@" not in measure  # "success@8": a level
 
@@ -127,7 +152,7 @@ def regimes_text(regimes: str) -> str:
         return "mean6 (6)"
     if set(names) == set(FAILURE_REGIMES):
         return "mean6 failure (5)"
-    return "+".join(short_regime(r) for r in names) or DASH
+    return "+".join(short_regime(r) for r in canonical_columns(names)) or DASH
 
 
 _DIMENSIONS = (("budget", "budget"), ("dataset", "dataset"), ("question_set", "set"),
@@ -186,20 +211,23 @@ def _by_scope(table: Table) -> bool:
     return table.layout == "wide" and len({r.measure for r in table.rows}) == 1
 
 
-def render_wide(table: Table) -> list[str]:
+def render_wide(table: Table, width: int | None = None) -> list[str]:
     """One line per group (model × arm × what it covers), one column per measure (or per
-    scope when one measure).
+    scope when one measure, regimes in the canonical order and mean6 after them).
 
     Args:
         table: a results table.
+        width: split the columns into blocks no wider than this (None: one block).
 
     Returns:
-        The aligned lines (header, rule, rows).
+        The aligned lines (header, rule, rows; per block).
     """
     rows = table.rows
     by_scope = _by_scope(table)
     key = (lambda r: r.scope) if by_scope else (lambda r: r.measure)
     columns = list(dict.fromkeys(key(r) for r in rows))
+    if by_scope:
+        columns = canonical_columns(columns)
     varying, _ = _columns(rows, by_scope)
     errored = any(r.errored for r in rows)
     formats = dict(table.formats)
@@ -222,28 +250,38 @@ def render_wide(table: Table) -> list[str]:
             line.append(str(_line_errored(list(cells.values()), by_scope)))
         body.append(line)
     n_text = 2 + len(varying)
-    return align(header, body, range(n_text, len(header)))
+    return align_fit(header, body, range(n_text, len(header)), 2, width)
 
 
-def render_long(table: Table) -> list[str]:
-    """One line per row: group, measure, scope, estimate [CI], n, detail (, errored).
+def _constant_kind(table: Table) -> tuple[str, str] | None:
+    """(measure, scope) shared by every row of a long table of several rows, else None:
+    then the covers line names them once instead of two columns repeating them."""
+    kinds = {(r.measure, r.scope) for r in table.rows}
+    return next(iter(kinds)) if len(kinds) == 1 and len(table.rows) > 1 else None
+
+
+def render_long(table: Table, width: int | None = None) -> list[str]:
+    """One line per row: group, measure, scope, estimate [CI], n, detail (, errored);
+    measure and scope only when they differ between rows (`header_lines` says them).
 
     Args:
         table: a results table.
+        width: split the columns into blocks no wider than this (None: one block).
 
     Returns:
-        The aligned lines (header, rule, rows).
+        The aligned lines (header, rule, rows; per block).
     """
     varying, _ = _columns(table.rows, False)
     errored = any(r.errored for r in table.rows)
-    header = ["model", "arm"] + [h for _, h in varying] + [
-        "measure", "scope", "estimate [95% CI]", "n", "detail"] + (["errored"] if errored else [])
-    body = [_arm_cells(r, varying) + [
-        r.measure, r.scope, fmt_interval(r.estimate, r.ci_low, r.ci_high, 2, _signed(r.measure)),
+    kind = [] if _constant_kind(table) else ["measure", "scope"]
+    header = ["model", "arm"] + [h for _, h in varying] + kind + [
+        "estimate [95% CI]", "n", "detail"] + (["errored"] if errored else [])
+    body = [_arm_cells(r, varying) + ([r.measure, r.scope] if kind else []) + [
+        fmt_interval(r.estimate, r.ci_low, r.ci_high, 2, _signed(r.measure)),
         str(r.n), r.detail] + ([str(r.errored)] if errored else []) for r in table.rows]
     n_idx = header.index("n")
     right = (n_idx - 1, n_idx) + ((len(header) - 1,) if errored else ())
-    return align(header, body, right)
+    return align_fit(header, body, right, 2, width)
 
 
 def header_lines(table: Table) -> list[str]:
@@ -261,6 +299,9 @@ def header_lines(table: Table) -> list[str]:
     varying, constant = _columns(table.rows, by_scope)
     if not by_scope and "regimes" not in {a for a, _ in varying}:
         constant.append(f"regimes {regimes_text(table.rows[0].regimes)}")
+    kind = _constant_kind(table) if table.layout != "wide" else None
+    if kind is not None:
+        constant += [f"measure {kind[0]}", f"scope {kind[1]}"]
     lines = [f"covers: {' · '.join(constant)}"] if constant else []
     split = ("model × arm × budget × dataset × question set × run × seed × replicate"
              + ("" if by_scope else " × regime family"))
@@ -318,25 +359,56 @@ def warning_lines(table: Table) -> list[str]:
             "complete retry (errored column); `lab status` shows how to retry them"]
 
 
-def render_table(table: Table) -> str:
-    """The table as aligned text with its title and notes.
+def abbreviations(table: Table) -> list[tuple[str, str]]:
+    """(short, full) of every short name the table's text shows: regime columns and
+    regime lists (pers., rec2, late3 …), measure headers (med.act, c.read …), `rep`.
 
     Args:
         table: a results table.
 
     Returns:
-        Title, what the rows cover and pool, the aligned table (or "no data"), where
-        each group's judgments came from, a warning when a row left errored episodes
-        out, and the notes.
+        The pairs, in the order they appear (a name that is not short is left out
+        later, by `fit.abbreviation_lines`).
     """
-    out = [table.title, "=" * len(table.title)] + header_lines(table)
+    rows = table.rows
+    by_scope = _by_scope(table)
+    regimes = [g for r in rows for g in r.regimes.split(",") if g]
+    if by_scope:
+        regimes += [r.scope for r in rows]
+    pairs = [(short_regime(g), g) for g in canonical_columns(list(dict.fromkeys(regimes)))]
+    if table.layout == "wide" and not by_scope:
+        names = dict(table.headers)
+        pairs += [(names[m], m) for m in dict.fromkeys(r.measure for r in rows) if m in names]
+    if any(str(r.replicates) for r in rows):
+        pairs.append(("rep", "replicate"))
+    return pairs
+
+
+def render_table(table: Table, width: int | None = None) -> str:
+    """The table as aligned text with its title and notes.
+
+    Args:
+        table: a results table.
+        width: fit every line in this many columns: wide tables split into blocks that
+            repeat model and arm, text wrapped (None: one block, text at `NOTE_WIDTH`).
+
+    Returns:
+        Title, what the rows cover and pool, the aligned table (or "no data"), the
+        abbreviations it uses, where each group's judgments came from, a warning when a
+        row left errored episodes out, and the notes.
+    """
+    text_width = min(width or NOTE_WIDTH, NOTE_WIDTH)
+    out = [table.title, "=" * len(table.title)]
+    out += [w for line in header_lines(table) for w in wrap_line(line, text_width)]
     if not table.rows:
         out.append("(no data for this selection)")
     else:
-        out += render_wide(table) if table.layout == "wide" else render_long(table)
-    out += judgment_lines(table)
-    out += warning_lines(table)
-    out += [textwrap.fill(n, width=NOTE_WIDTH, initial_indent="  ", subsequent_indent="  ")
+        out += render_wide(table, width) if table.layout == "wide" else \
+            render_long(table, width)
+        out += abbreviation_lines(abbreviations(table), text_width)
+    out += [w for line in judgment_lines(table) for w in wrap_line(line, text_width)]
+    out += [w for line in warning_lines(table) for w in wrap_line(line, text_width)]
+    out += [textwrap.fill(n, width=text_width, initial_indent="  ", subsequent_indent="  ")
             for n in table.notes]
     return "\n".join(out)
 
@@ -369,13 +441,15 @@ def _by_model(items: Sequence[tuple[ArmKey, object]]) -> dict[str, list]:
     return out
 
 
-def render_results(results: Results, charts: bool = True, colorless: bool = True) -> str:
+def render_results(results: Results, charts: bool = True, colorless: bool = True,
+                   width: int | None = None) -> str:
     """Every table of `results` as text, with the hazard and answering-action charts.
 
     Args:
         results: computed results.
         charts: add the plotext charts (one per model) after the hazard and cost tables.
         colorless: strip ANSI colours from the charts.
+        width: fit the tables in this many columns (`render_table`).
 
     Returns:
         The report.
@@ -386,9 +460,9 @@ def render_results(results: Results, charts: bool = True, colorless: bool = True
     if results.errored:
         head += (f"; {results.errored} episode(s) ended in an error with no complete retry "
                  "and are left out (each table counts them per row; see `lab status`)")
-    parts = [head]
+    parts = ["\n".join(wrap_line(head, min(width or NOTE_WIDTH, NOTE_WIDTH)))]
     for table in results.tables:
-        parts.append(render_table(table))
+        parts.append(render_table(table, width))
         if charts and table.name == "hazard":
             for model, curves in _by_model(results.hazard_curves).items():
                 parts.append(hazard_chart(curves, f"{model}: P(answer) after j consecutive "

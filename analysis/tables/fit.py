@@ -1,0 +1,102 @@
+"""Text tables that fit a width and say what their short names mean: regime columns in
+the canonical order, a wide table split into blocks that each repeat the row's key
+columns (model, arm …), and the abbreviations of a table's headers spelled out under
+it. Only layout: `analysis.tables.text` calls these with cells already formatted.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Iterable, Sequence
+
+from core.regimes import regime_sort_key
+
+GAP = 2
+"""Spaces between two columns (`analysis.tables.text.align`)."""
+
+
+def canonical_columns(columns: Sequence[str]) -> list[str]:
+    """Per-regime columns in the canonical order (clean, persistent, rec1–5, late,
+    plausible, answerless), other columns (mean6, a variant …) after them in their order.
+
+    Args:
+        columns: column keys (regime names or not), in the order the rows gave them.
+
+    Returns:
+        The same keys, reordered.
+    """
+    def key(item: tuple[int, str]) -> tuple[int, tuple[int, int], int]:
+        index, name = item
+        regime = regime_sort_key(name)
+        return (0, regime, 0) if regime is not None else (1, (0, 0), index)
+
+    return [name for _, name in sorted(enumerate(columns), key=key)]
+
+
+def blocks(widths: Sequence[int], keys: int, width: int | None) -> list[list[int]]:
+    """Column indexes of each block when the table is wider than `width`: every block
+    starts with the `keys` first columns and takes as many of the others as fit (at
+    least one, so a single wide column makes a block of its own).
+
+    Args:
+        widths: each column's width.
+        keys: how many leading columns every block repeats.
+        width: the widest a line may be; None keeps one block.
+
+    Returns:
+        Lists of column indexes, the first holding every column when all fit.
+    """
+    every = list(range(len(widths)))
+    if width is None or sum(widths) + GAP * (len(widths) - 1) <= width:
+        return [every]
+    head = every[:keys]
+    used = sum(widths[:keys]) + GAP * (keys - 1)
+    out: list[list[int]] = []
+    block: list[int] = []
+    taken = used
+    for i in every[keys:]:
+        if block and taken + GAP + widths[i] > width:
+            out.append(head + block)
+            block, taken = [], used
+        block.append(i)
+        taken += GAP + widths[i]
+    if block:
+        out.append(head + block)
+    return out
+
+
+def abbreviation_lines(pairs: Iterable[tuple[str, str]], width: int) -> list[str]:
+    """`  abbreviations: pers. = persistent, med.act = median action, …`, wrapped.
+
+    Args:
+        pairs: (short, long) names used in the table; repeats and identical pairs are
+            left out.
+        width: the widest a line may be.
+
+    Returns:
+        The wrapped lines, or none when nothing is abbreviated.
+    """
+    seen = dict.fromkeys((s, long) for s, long in pairs if s != long)
+    if not seen:
+        return []
+    text = "abbreviations: " + ", ".join(f"{s} = {long}" for s, long in seen)
+    return textwrap.wrap(text, width=width, initial_indent="  ", subsequent_indent="  ",
+                         break_long_words=False, break_on_hyphens=False)
+
+
+def wrap_line(line: str, width: int) -> list[str]:
+    """One line of text wrapped to `width`, continuation lines under its indent + 2.
+
+    Args:
+        line: the line.
+        width: the widest a line may be.
+
+    Returns:
+        The lines (the line itself when it fits).
+    """
+    if len(line) <= width:
+        return [line]
+    indent = " " * (len(line) - len(line.lstrip()))
+    return textwrap.wrap(line.strip(), width=width, initial_indent=indent,
+                         subsequent_indent=indent + "  ", break_long_words=False,
+                         break_on_hyphens=False)
