@@ -485,7 +485,7 @@ def paper_decisions(db: Database, questions: Sequence[Question], seeds: Sequence
         the five failure regimes).
     """
     from analysis.measures.compute import load_frames
-    from core.store.frames import Selection
+    from core.store.selection import Selection
 
     frames = load_frames(db, Selection(runs=(RUN,), seeds=tuple(seeds), models=tuple(names),
                                        conditions=(CONDITION,), regimes=FAILURE_REGIMES))

@@ -185,7 +185,7 @@ from analysis.tables.text import render_table
 from console.screens.results import HAZARD_BOOT, N_BOOT, SEED
 from console.widgets.results_view import VIEWS, display_tables, view_tables
 from core import store
-from core.store.frames import Selection, check_selection
+from core.store.selection import Selection, check_selection
 t1 = time.perf_counter()
 db = store.connect(sys.argv[1])
 check_selection(db, Selection())

@@ -25,7 +25,7 @@ from console.screens.results import parse_selection
 from console.screens.trajectories import TrajectoriesScreen
 from core import store
 from core.errors import ConfigError
-from core.store.frames import Selection
+from core.store.selection import Selection
 from jobs.control import enqueue_grid
 from jobs.grid import GridRequest
 from jobs.settings import WorkerSettings

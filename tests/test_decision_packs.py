@@ -15,6 +15,7 @@ import pytest
 from core import store
 from core.schema import SCHEMA_VERSION
 from core.store import frames as F
+from core.store.packs import read_pack_span
 from core.store.decisions import pack_words_sql, rederive
 from tests.helpers.builders import store_sim_grid, undo_migration
 
@@ -64,7 +65,7 @@ def complete_ids(db):
 
 def assert_pack_read_equals_row_read(db) -> pd.DataFrame:
     ids = complete_ids(db)
-    assert F._read_packs(db, ids) is not None  # the packs are what is read
+    assert F.read_packs(db, ids) is not None  # the packs are what is read
     got = F.decisions_frame(db, episode_ids=ids)
     want = F.decisions_frame(db, F.Selection())  # joined rows, never the packs
     assert len(want) and list(got.columns) == list(want.columns)
@@ -118,10 +119,10 @@ def test_missing_packs_fall_back_to_the_rows(db) -> None:
     with db.conn:
         db.conn.execute("DELETE FROM decision_packs WHERE episode_id IN "
                         "(SELECT episode_id FROM decision_packs ORDER BY 1 LIMIT 2 OFFSET 5)")
-    assert F._read_packs(db, ids) is None
+    assert F.read_packs(db, ids) is None
     got = F.decisions_frame(db, episode_ids=ids)
     assert got.equals(want) and got.dtypes.equals(want.dtypes)
-    assert F._read_packs(db, ids[:3]) is not None  # a range the packs still cover
+    assert F.read_packs(db, ids[:3]) is not None  # a range the packs still cover
 
 
 def test_packs_in_another_layout_fall_back_to_the_rows(db) -> None:
@@ -131,7 +132,7 @@ def test_packs_in_another_layout_fall_back_to_the_rows(db) -> None:
     want = F.decisions_frame(db, episode_ids=ids)
     with db.conn:  # same counts and byte length, ids gone: only the layout is wrong
         db.conn.execute("UPDATE decision_packs SET words = zeroblob(length(words))")
-    assert F._read_packs(db, ids) is None
+    assert F.read_packs(db, ids) is None
     got = F.decisions_frame(db, episode_ids=ids)
     assert len(got) and got.equals(want) and got.dtypes.equals(want.dtypes)
 
@@ -150,13 +151,13 @@ def test_packs_read_ahead_for_a_wider_range_decode_as_the_rows(db) -> None:
     them is read again for their own range."""
     ids = complete_ids(db)
     want = F.decisions_frame(db, episode_ids=ids)
-    wide = F.read_pack_span(db, 0, int(ids[-1]) + 5)
+    wide = read_pack_span(db, 0, int(ids[-1]) + 5)
     got = F.decisions_frame(db, episode_ids=ids, packs=wide)
     assert got.equals(want) and got.dtypes.equals(want.dtypes)
     some = ids[3:9]
     part = F.decisions_frame(db, episode_ids=some, packs=wide)
     assert set(part["episode_id"]) == set(some)
-    narrow = F.read_pack_span(db, int(ids[0]), int(ids[2]))  # does not hold `ids`
+    narrow = read_pack_span(db, int(ids[0]), int(ids[2]))  # does not hold `ids`
     assert F.decisions_frame(db, episode_ids=ids, packs=narrow).equals(want)
 
 

@@ -57,24 +57,24 @@ def db(cost_grid: Path, tmp_path: Path):
 def rows_read(db, monkeypatch: pytest.MonkeyPatch, *args, **kwargs):
     """episode_keys_frame as it reads without packs (the reference)."""
     with monkeypatch.context() as m:
-        m.setattr(F, "_read_key_packs", lambda *a: None)
+        m.setattr(F, "read_key_packs", lambda *a: None)
         return F.episode_keys_frame(db, *args, **kwargs)
 
 
 def read_packs(db, upto, values) -> np.ndarray | None:
-    """_read_key_packs for episode_keys_frame's row layout of `values`."""
+    """read_key_packs for episode_keys_frame's row layout of `values`."""
     probe: dict = {}
 
     def spy(db_, upto_, fields):
         probe["rows"] = real(db_, upto_, fields)
         return probe["rows"]
 
-    real = F._read_key_packs
-    F._read_key_packs = spy
+    real = F.read_key_packs
+    F.read_key_packs = spy
     try:
         F.episode_keys_frame(db, upto=upto, values=values)
     finally:
-        F._read_key_packs = real
+        F.read_key_packs = real
     return probe.get("rows")
 
 

@@ -29,7 +29,7 @@ from core.demo_data import demo_questions
 from core.models.registry import builtin_models, make_client
 from core.regimes import ForeignPool, parse_regime
 from core.runner import CellSpec, run_questions
-from core.store.frames import Selection, _where
+from core.store.selection import Selection, where_clause
 
 _CELLS = """
 SELECT c.id AS cell_id, r.name AS run, r.amendment_id AS amendment, c.model, c.condition,
@@ -67,7 +67,7 @@ def _nullable_ints(frame: pd.DataFrame) -> pd.DataFrame:
 def _pandas_csvs(db: Any, directory: Path, selection: Selection, version: str,
                  rows: int = 3) -> tuple[bytes, bytes]:
     """The old pandas export of episodes.csv and steps.csv (the reference)."""
-    where, args = _where(db, selection)
+    where, args = where_clause(db, selection)
     cells = pd.read_sql_query(_CELLS, db.conn)
     cells.insert(5, "arm", cells["condition_spec"].map(arm_label).astype(object))
     out = []

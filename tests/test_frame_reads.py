@@ -10,6 +10,7 @@ import pytest
 
 from core import store
 from core.store import frames as F
+from core.store.selection import where_clause
 from tests.helpers.scale import load_fixture, write_rows
 
 
@@ -23,7 +24,7 @@ def stored(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def plain_episodes(db, selection: F.Selection | None = None, **extra) -> pd.DataFrame:
     """The reference: every column read through Python rows, joined by a merge."""
     clauses = [f"e.id <= {extra['upto']}"] if "upto" in extra else []
-    where, args = F._where(db, selection or F.Selection(), *clauses)
+    where, args = where_clause(db, selection or F.Selection(), *clauses)
     frame = F._read_frame(db, F.EPISODE_FRAME_SQL + where + " ORDER BY e.id", args)
     frame = frame.merge(F._cells(db), on="cell_id", how="left", validate="many_to_one")
     rest = [c for c in frame.columns if c not in F._FRAME_ORDER and c not in F._cells(db)]

@@ -28,7 +28,8 @@ from core.errors import LabError
 from core.models.registry import builtin_models, make_client
 from core.regimes import ForeignPool, parse_regime
 from core.runner import CellSpec, run_questions
-from core.store.frames import Selection, episodes_frame, steps_frame
+from core.store.frames import episodes_frame, steps_frame
+from core.store.selection import Selection
 from core.store.judgment_counts import COUNTS, counts_sql, judgment_counts
 from tests.helpers.builders import store_sim_grid
 

@@ -16,7 +16,7 @@ from core import store
 from core.schema import SCHEMA_VERSION
 from core.store import judgment_counts as J
 from core.store.decisions import rederive
-from core.store.frames import Selection, _where
+from core.store.selection import Selection, where_clause
 from test_judgment_counts import GRID, REGIMES, _edit
 from tests.helpers.builders import store_sim_grid, undo_migration
 
@@ -62,7 +62,7 @@ def step_query(db, selection: Selection | None = None, upto: int | None = None
     """The counts `judgment_counts` gave before the packs: SQLite over the steps."""
     extra = ["s.obs_index IS NOT NULL", "e.error IS NULL"]
     extra += [f"e.id <= {upto}"] if upto is not None else []
-    where, args = _where(db, selection or Selection(), *extra)
+    where, args = where_clause(db, selection or Selection(), *extra)
     rows = np.array(db.conn.execute(J.counts_sql(True) + where + " GROUP BY e.id ORDER BY e.id",
                                     args).fetchall(), dtype=np.int64).reshape(-1, 6)
     counts = np.array([[(r[2 + i // 4] >> (16 * (i % 4))) & 0xFFFF for i in range(len(J.COUNTS))]
@@ -137,7 +137,7 @@ def test_missing_rows_fall_back_to_the_steps(db, monkeypatch: pytest.MonkeyPatch
                         "(SELECT episode_id FROM judgment_packs ORDER BY 1 LIMIT 3 OFFSET 4)")
     assert_same(J.judgment_counts(db), want)  # counted by id
     monkeypatch.setattr(J, "_MAX_UNSTORED", 1)
-    where, args = _where(db, Selection(), "e.error IS NULL")
+    where, args = where_clause(db, Selection(), "e.error IS NULL")
     assert J._stored(db, where, args) is None
     assert_same(J.judgment_counts(db), want)  # counted over the steps
     with db.conn:  # same byte lengths, ids gone: another layout

@@ -20,7 +20,8 @@ from analysis.measures.compute import compute, frames_from, load_frames
 from analysis.tables.rows import Row
 from core import store
 from core.store.decisions import rederive
-from core.store.frames import Selection, episodes_frame, steps_frame
+from core.store.frames import episodes_frame, steps_frame
+from core.store.selection import Selection
 from tests.helpers.builders import store_sim_grid
 
 GRID = (("sim-own5", "none"), ("sim-own3", "none"))

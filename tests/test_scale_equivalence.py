@@ -13,7 +13,7 @@ import pytest
 
 from analysis.measures.compute import compute, load_frames
 from core import store
-from core.store.frames import Selection
+from core.store.selection import Selection
 from tests.helpers.scale import (HAZARD_BOOT, N_BOOT, NAMES, POOLS, load_fixture, results_json,
                                  write_rows)
 

@@ -19,7 +19,7 @@ from core import store
 try:  # where Selection lives moved (issue 23); either place reads the same
     from core.store.selection import Selection
 except ImportError:
-    from core.store.frames import Selection  # type: ignore[attr-defined,no-redef]
+    from core.store.frames import Selection  # type: ignore[attr-defined, no-redef]
 
 traces_store = pytest.importorskip("core.store.traces")
 

@@ -257,7 +257,7 @@ def test_errored_episodes_are_read_through_their_partial_index(db_path):
 def test_selection_runs_are_the_runs_of_the_matching_episodes(db_path):
     """`selection_runs` asks each run for one matching episode; it names exactly the
     distinct runs of the episodes the selection and the id bound keep."""
-    from core.store.frames import _FROM, Selection, _where, selection_runs
+    from core.store.selection import EPISODES_FROM, Selection, where_clause, selection_runs
 
     db = store.connect(db_path)
     pool = make_pool(3)
@@ -272,9 +272,9 @@ def test_selection_runs_are_the_runs_of_the_matching_episodes(db_path):
     store.ensure_run(db, "empty")
 
     def distinct(sel: Selection, upto: int | None) -> tuple[str, ...]:
-        where, args = _where(db, sel, *([f"e.id <= {upto}"] if upto is not None else []))
-        return tuple(sorted(r[0] for r in db.conn.execute(f"SELECT DISTINCT r.name {_FROM}{where}",
-                                                          args)))
+        where, args = where_clause(db, sel, *([f"e.id <= {upto}"] if upto is not None else []))
+        sql = f"SELECT DISTINCT r.name {EPISODES_FROM}{where}"
+        return tuple(sorted(r[0] for r in db.conn.execute(sql, args)))
 
     checked = set()
     for sel in (Selection(), Selection(models=("sim-own5",)), Selection(regimes=("clean",)),

@@ -34,7 +34,9 @@ from analysis.measures.decisions import (
     replayed_mask,
 )
 from core.conditions import TWO_SOURCE_ARMS
-from core.store.frames import EPISODE_KEYS, Fingerprint, PackSpan, Selection
+from core.store.frames import EPISODE_KEYS
+from core.store.packs import PackSpan
+from core.store.selection import Fingerprint, Selection
 
 DECISION_KEYS = ("arm", "condition_hash", "dataset", "question_set", "run", "seed",
                  "replicate", "amendment")
@@ -285,7 +287,7 @@ class Frames:
 
 def _read_pack_span(src: FrameSource) -> PackSpan:
     """Every decision pack up to the source's fingerprint (`Frames.prefetch_decisions`)."""
-    from core.store.frames import read_pack_span
+    from core.store.packs import read_pack_span
 
     db = src.connect()
     try:
@@ -377,7 +379,8 @@ def load_frames(db: Database, selection: Selection | None = None,
     Raises:
         ConfigError: a condition in the selection that matches no stored arm.
     """
-    from core.store.frames import episodes_frame, fingerprint, selection_runs, steps_frame
+    from core.store.frames import episodes_frame, steps_frame
+    from core.store.selection import fingerprint, selection_runs
 
     sel = selection or Selection()
     if runs:

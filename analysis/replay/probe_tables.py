@@ -15,7 +15,7 @@ from analysis.replay.policies import policy_table
 from analysis.replay.seed_tables import TRACE_TABLES, TraceSettings, trace_tables
 from analysis.tables.rows import Table
 from core.errors import StoreError
-from core.store.frames import Selection
+from core.store.selection import Selection
 from core.store.probes import EXPORT_COLUMNS, probes_frame
 
 PROBE_TABLES = ("policies", "controllers")

@@ -38,7 +38,7 @@ from analysis.stats.bootstrap import N_BOOT
 from core.errors import ConfigError
 from core.version import project_version
 from core.store.export_rows import episode_rows, step_rows
-from core.store.frames import Selection
+from core.store.selection import Selection
 
 EPISODE_COLUMNS = ("episode_id", "run", "amendment", "model", "arm", "condition",
                    "condition_hash", "regime", "budget", "dataset", "question_set", "seed",

@@ -19,7 +19,7 @@ from console.cli.options import MAX_RESAMPLES, bounded, open_db
 from core import store
 from core.errors import ConfigError, StoreError
 from core.store import prereg as prereg_rows
-from core.store.frames import Selection, check_selection
+from core.store.selection import Selection, check_selection
 from core.store.selection import selection_from
 from analysis.tables.provenance import provenance_lines, row_provenance
 

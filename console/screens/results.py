@@ -32,7 +32,7 @@ from console.widgets.footer import LabFooter
 from core import store
 from core.errors import ConfigError, LabError
 from core.store import trajectories as traj
-from core.store.frames import Selection
+from core.store.selection import Selection
 
 if TYPE_CHECKING:
     from analysis.measures.drilldown import CellDecisions
@@ -349,7 +349,7 @@ class ResultsScreen(LabScreen):
     @work(thread=True, exclusive=True, group="results-compute")
     def _compute(self, view: str, width: int, height: int, generation: int) -> None:
         from analysis.measures.compute import compute, load_frames
-        from core.store.frames import check_selection
+        from core.store.selection import check_selection
         from analysis.tables.text import render_table
         from console.widgets.results_view import VIEWS, display_tables, view_tables
 

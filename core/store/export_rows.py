@@ -25,7 +25,7 @@ from typing import Any
 from sqlite_utils import Database
 
 from core.conditions import arm_label
-from core.store.frames import Selection, _where
+from core.store.selection import Selection, where_clause
 
 _FROM = """
 FROM episodes e JOIN cells c ON c.id = e.cell_id JOIN runs r ON r.id = c.run_id
@@ -125,7 +125,7 @@ def episode_rows(db: Database, selection: Selection | None, version: str,
     Raises:
         ValueError: `own_column` names a column outside OWN_CALL_SOURCES.
     """
-    where, args = _where(db, selection or Selection())
+    where, args = where_clause(db, selection or Selection())
     cells = _cells(db, exploratory)
     sources = _own_sources(db, own_column)
     heads = {cid: c[:8] for cid, c in cells.items()}
@@ -150,7 +150,7 @@ def step_rows(db: Database, selection: Selection | None = None) -> Iterator[tupl
     Yields:
         Tuples in `analysis.tables.export.STEP_COLUMNS` order.
     """
-    where, args = _where(db, selection or Selection())
+    where, args = where_clause(db, selection or Selection())
     keys = {cid: (c[0], c[2], c[3], c[4], c[6]) for cid, c in _cells(db, "").items()}
     sql = _STEPS_SQL + where + " ORDER BY s.episode_id, s.t, s.discarded DESC"
     for rows in _batches(db, sql, args):

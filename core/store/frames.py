@@ -9,24 +9,27 @@ A `Selection` says which episodes to read; its filters become the SQL WHERE clau
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlite_utils import Database
 
-from core.conditions import arm_label, parse_condition
-from core.errors import ConfigError
-from core.store.decisions import (PACKED_FIELDS, PACKED_ID_SHIFT, PACKED_OFFSET,
-                                  packed_words_sql)
+from core.conditions import arm_label
+from core.store.decisions import (PACKED_FIELDS, PACKED_ID_SHIFT, PACKED_OFFSET)
 from core.store.derived import require_layout
-from core.store.episode_packs import COST_AT, NO_WORD, PACK_WORDS, WORD_AT
+from core.store.packs import (
+    PACKED_BY_ID_SQL,
+    PACKED_SQL,
+    PackSpan,
+    read_key_packs,
+    read_packs,
+    unpack_word,
+    unpack_words,
+)
+from core.store.selection import Selection, where_clause, with_filters
 from core.store.episode_packs import EPISODE_WORDS
 from core.store.episode_packs import word_sql
 
-POOLABLE = ("runs", "seeds", "replicates", "sets")
-"""Dimensions `Selection.pool` may merge into one row (never arm, model, budget, dataset)."""
 
 CELL_FRAME_SQL = """
 SELECT c.id AS cell_id, r.name AS run, r.amendment_id AS amendment, c.model, c.condition,
@@ -75,128 +78,6 @@ LEFT JOIN probes rp ON rp.episode_id = s.episode_id AND rp.t = s.t AND rp.kind =
 """
 """Steps whose arm asked no judgment in-run take the replayed one (`lab replay judgments`,
 source "replay"); a judgment asked in-run is never replaced."""
-@dataclass(frozen=True)
-class Selection:
-    """Which episodes analysis reads, and which dimensions its rows pool.
-
-    Every filter is a tuple; empty means "all".
-
-    Attributes:
-        runs: run names.
-        sets: question set names.
-        seeds: seeds.
-        models: model names.
-        conditions: arm labels (``enforced_rule:k=7``: exactly that arm) or bare
-            condition names (``enforced_rule``: every arm of that condition).
-        regimes: regime names.
-        pool: dimensions merged into one row, among POOLABLE ("runs", "seeds",
-            "replicates", "sets"); by default rows split on all of them.
-
-    Raises:
-        ConfigError: a `pool` entry that is not in POOLABLE.
-    """
-
-    runs: tuple[str, ...] = ()
-    sets: tuple[str, ...] = ()
-    seeds: tuple[int, ...] = ()
-    models: tuple[str, ...] = ()
-    conditions: tuple[str, ...] = ()
-    regimes: tuple[str, ...] = ()
-    pool: tuple[str, ...] = ()
-
-    @property
-    def filtered(self) -> bool:
-        """Whether any filter is set (the episodes are a subset of lab.db's)."""
-        return bool(self.runs or self.sets or self.seeds or self.models or self.conditions
-                    or self.regimes)
-
-    def __post_init__(self) -> None:
-        bad = [p for p in self.pool if p not in POOLABLE]
-        if bad:
-            raise ConfigError(f"cannot pool '{bad[0]}'; choose from {', '.join(POOLABLE)} "
-                              "(e.g. --pool seeds,runs)")
-
-
-def _in(column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
-    return f"{column} IN ({', '.join('?' * len(values))})", list(values)
-
-
-def arm_labels(db: Database) -> dict[str, tuple[str, str]]:
-    """Every stored arm: condition_hash → (condition name, arm label).
-
-    Args:
-        db: an open lab.db.
-
-    Returns:
-        The mapping, one label computed per distinct condition spec.
-    """
-    rows = db.conn.execute(
-        "SELECT DISTINCT condition_hash, condition, condition_spec FROM cells").fetchall()
-    return {h: (name, arm_label(spec)) for h, name, spec in rows}
-
-
-def _canonical_label(text: str) -> str:
-    """The label of an arm as the user typed it (knob order and spelling normalised)."""
-    try:
-        return parse_condition(text).label()
-    except ConfigError:
-        return text
-
-
-def condition_hashes(db: Database, conditions: Sequence[str]) -> list[str]:
-    """The condition hashes a `--conditions` list selects.
-
-    Args:
-        db: an open lab.db.
-        conditions: arm labels (``enforced_rule:k=7``) or bare names (``enforced_rule``,
-            every arm of that condition).
-
-    Returns:
-        The matching stored condition hashes.
-
-    Raises:
-        ConfigError: an entry that matches no stored arm (the message lists them).
-    """
-    arms = arm_labels(db)
-    out: list[str] = []
-    for text in conditions:
-        if ":" in text:
-            label = _canonical_label(text)
-            hits = [h for h, (_, lab) in arms.items() if lab in (text, label)]
-        else:
-            hits = [h for h, (name, _) in arms.items() if name == text]
-        if not hits:
-            known = sorted({lab for _, lab in arms.values()})
-            raise ConfigError(f"no arm '{text}' in lab.db; arms: {', '.join(known) or 'none'} "
-                              "(a bare name selects every arm of that condition)")
-        out += hits
-    return out
-
-
-def _where(db: Database, sel: Selection, *extra: str) -> tuple[str, list[Any]]:
-    clauses, args = list(extra), []
-    for column, values in (("r.name", sel.runs), ("c.question_set", sel.sets),
-                           ("c.seed", sel.seeds), ("c.model", sel.models),
-                           ("c.regime", sel.regimes)):
-        if values:
-            clause, vals = _in(column, values)
-            clauses.append(clause)
-            args += vals
-    if sel.conditions:
-        clause, vals = _in("c.condition_hash", condition_hashes(db, sel.conditions))
-        clauses.append(clause)
-        args += vals
-    return (" WHERE " + " AND ".join(clauses)) if clauses else "", args
-
-
-def _selection(selection: Selection | None, runs: Sequence[str] | None,
-               models: Sequence[str] | None) -> Selection:
-    sel = selection or Selection()
-    if runs:
-        sel = replace(sel, runs=tuple(runs))
-    if models:
-        sel = replace(sel, models=tuple(models))
-    return sel
 
 
 def episodes_frame(db: Database, runs: Sequence[str] | None = None,
@@ -225,8 +106,8 @@ def episodes_frame(db: Database, runs: Sequence[str] | None = None,
                      "x.cell_id = e.cell_id AND x.question_id = e.question_id AND "
                      "x.error IS NULL"
                      + (f" AND x.id <= {int(upto)})" if upto is not None else ")"))
-    sel = _selection(selection, runs, models)
-    where, args = _where(db, sel, *extra)
+    sel = with_filters(selection, runs, models)
+    where, args = where_clause(db, sel, *extra)
     cells = _cells(db)
     frame = _read_episodes(db, where, args, cells, sel.filtered)
     if frame is None:
@@ -285,7 +166,7 @@ def episode_keys_frame(db: Database, selection: Selection | None = None,
         raise ValueError(f"episode_keys_frame reads no column {bad[0]!r}")
     values = tuple(values)
     sel = selection or Selection()
-    where, args = _where(db, sel, *([f"e.id <= {int(upto)}"] if upto is not None else []))
+    where, args = where_clause(db, sel, *([f"e.id <= {int(upto)}"] if upto is not None else []))
     joins = (" JOIN cells c ON c.id = e.cell_id JOIN runs r ON r.id = c.run_id"
              if sel.filtered else "")
     # the values come in EPISODE_WORDS' words, one integer each (word 1 holds cell_id);
@@ -297,7 +178,7 @@ def episode_keys_frame(db: Database, selection: Selection | None = None,
     fields = np.dtype([("episode_id", "i8"), ("question_id", object), ("bad", "?"), *cell,
                        *((f"w{i}", "i8") for i in words),
                        *((("cost_usd", "f8"),) if "cost_usd" in values else ())])
-    rows = None if sel.filtered else _read_key_packs(db, upto, fields)
+    rows = None if sel.filtered else read_key_packs(db, upto, fields)
     if rows is None:  # a filtered selection, or episodes some writer left unpacked
         cursor = db.conn.execute("SELECT e.id, e.question_id, e.error IS NOT NULL"
                                  + ("" if 1 in words else ", e.cell_id")
@@ -317,7 +198,7 @@ def episode_keys_frame(db: Database, selection: Selection | None = None,
         return _join_cells(pd.DataFrame(columns=names, dtype=object), cells)
     ints: dict[str, Any] = {} if 1 in words else {"cell_id": rows["cell_id"]}
     for i in words:
-        ints.update(_unpack_word(EPISODE_WORDS[i], rows[f"w{i}"]))
+        ints.update(unpack_word(EPISODE_WORDS[i], rows[f"w{i}"]))
     cell_at = pd.Index(cells["cell_id"]).get_indexer(ints["cell_id"])
     keep = (cell_at >= 0) & ~rows["bad"]  # the join: an episode of no stored cell is no row
     rows = {k: rows[k][keep] for k in ("episode_id", "question_id", "cost_usd") if k in rows}
@@ -338,68 +219,6 @@ def episode_keys_frame(db: Database, selection: Selection | None = None,
                **{v: _value(ints, v, condition) for v in values}}
     return _join_cells(pd.DataFrame({c: pd.Series(columns[c]) for c in names}, columns=names),
                        cells)
-
-
-_KEY_PACKS_SQL = ("SELECT count(*), count(words), CAST(group_concat(words, '') AS BLOB), "
-                  "group_concat(question_id, char(31)) FROM (SELECT p.words, e.question_id "
-                  "FROM episodes e LEFT JOIN episode_packs p ON p.episode_id = e.id "
-                  "WHERE e.id <= ? ORDER BY e.id)")
-"""The episodes up to an id, those with a pack, and those packs with the questions, in id
-order, as one BLOB and one text (question ids joined by the unit separator, U+001F)."""
-
-
-def _read_key_packs(db: Database, upto: int | None, fields: Any) -> dict[str, Any] | None:
-    """`episode_keys_frame`'s rows of every episode (errored ones included) up to `upto`
-    from `episode_packs`: one BLOB and one text for the whole range, not a Python
-    object per value.
-
-    Args:
-        db: an open lab.db.
-        upto: the last episode id (None: all).
-        fields: the structured dtype of the row read (episode_id, question_id, bad,
-            cell_id unless word 1 is read, ``w{i}`` per `EPISODE_WORDS` word i, and
-            cost_usd when read).
-
-    Returns:
-        The columns of `fields` (the same values the row read gives), or None when an
-        episode in the range has no pack, a question id holds the separator, the words
-        are not in this layout, or a word read did not fit (the caller reads the rows).
-
-    Raises:
-        StoreError: lab.db records another layout for the packs (`require_layout`).
-    """
-    import numpy as np
-
-    require_layout(db, "episode_packs")
-    last = (1 << 63) - 1 if upto is None else int(upto)
-    try:
-        total, n, blob, questions = db.conn.execute(_KEY_PACKS_SQL, (last,)).fetchone()
-    except sqlite3.OperationalError:  # no episode_packs table (a database being migrated)
-        return None
-    if n != total:
-        return None
-    if not n:
-        return {name: np.zeros(0, dtype=fields[name]) for name in fields.names}
-    blob = bytes(blob)
-    pieces = questions.split("\x1f") if isinstance(questions, str) else []
-    if len(blob) != 8 * PACK_WORDS * n or len(pieces) != n:
-        return None
-    packs = np.frombuffer(blob, dtype="<i8").reshape(n, PACK_WORDS)
-    if not (packs[1:, 0] > packs[:-1, 0]).all():
-        return None  # not in id order: not this layout
-    rows = {"episode_id": packs[:, 0], "question_id": np.array(pieces, dtype=object),
-            "bad": packs[:, 2] != 0}
-    for name in fields.names:
-        if name == "cell_id":
-            rows[name] = packs[:, 1]
-        elif name.startswith("w"):
-            word = packs[:, WORD_AT[int(name[1:])]]
-            if (word == NO_WORD).any():
-                return None
-            rows[name] = word
-        elif name == "cost_usd":
-            rows[name] = np.frombuffer(blob, dtype="<f8").reshape(n, PACK_WORDS)[:, COST_AT]
-    return rows
 
 
 def _value(ints: dict[str, Any], column: str, condition: Any) -> Any:
@@ -486,7 +305,7 @@ def _read_episodes(db: Database, where: str, args: Sequence[Any], cells: Any,
         return None
     if not len(rows) or any(w is None for w in rows["words"]):
         return None
-    ints = _unpack(rows["words"])
+    ints = unpack_words(rows["words"])
     cell_at = pd.Index(cells["cell_id"]).get_indexer(ints["cell_id"])
     if (cell_at < 0).any():  # the join: an episode of no stored cell and run is no row
         keep = cell_at >= 0
@@ -505,27 +324,6 @@ def _read_episodes(db: Database, where: str, args: Sequence[Any], cells: Any,
                **{v: rows[v].copy() for v in _EPISODE_VALUES if v != "question_id"}}
     return pd.DataFrame({c: pd.Series(columns[c] if c in columns else ints[c])
                          for c in names}, columns=names)
-
-
-def _unpack(words: Any) -> dict[str, Any]:
-    """EPISODE_WORDS' columns from the hex texts (int64 arrays)."""
-    import numpy as np
-
-    packed = np.frombuffer(bytes.fromhex("".join(words)), dtype=">u8").astype(np.int64)
-    packed = packed.reshape(len(words), len(EPISODE_WORDS))
-    out: dict[str, Any] = {}
-    for i, word in enumerate(EPISODE_WORDS):
-        out.update(_unpack_word(word, packed[:, i]))
-    return out
-
-
-def _unpack_word(word: tuple[tuple[str, str, int], ...], packed: Any) -> dict[str, Any]:
-    """One EPISODE_WORDS word's columns from its int64 values (lowest bits first)."""
-    out, shift = {}, 0
-    for _, name, bits in word:
-        out[name] = (packed >> shift) & ((1 << bits) - 1)
-        shift += bits
-    return out
 
 
 def _read_frame(db: Database, sql: str, args: Sequence[Any]) -> Any:
@@ -595,165 +393,9 @@ def steps_frame(db: Database, runs: Sequence[str] | None = None,
         One row per step, ordered by episode and t.
     """
     extra = [*where] + ([f"e.id <= {int(upto)}"] if upto is not None else [])
-    where, args = _where(db, _selection(selection, runs, models), *extra)
+    where, args = where_clause(db, with_filters(selection, runs, models), *extra)
     return _read_frame(db, STEP_FRAME_SQL + where + " ORDER BY s.episode_id, s.t, "
                        "s.discarded DESC", args)
-
-
-@dataclass(frozen=True)
-class Fingerprint:
-    """The state of lab.db a selection's results depend on.
-
-    New episodes only ever get larger ids, and every other change (an update or
-    delete of episodes, steps, decisions, probes, cells or runs) bumps
-    ``analysis_state.changes`` (triggers, migration 0007); so equal fingerprints
-    mean equal data, and an episode stored outside the selection leaves the
-    selection's fingerprint alone.
-
-    Attributes:
-        episodes: the selection's episodes (errored ones included).
-        max_id: the largest of their ids (0 when none).
-        changes: lab.db's change counter.
-    """
-
-    episodes: int
-    max_id: int
-    changes: int
-
-
-_FROM = ("FROM episodes e JOIN cells c ON c.id = e.cell_id JOIN runs r ON r.id = c.run_id")
-
-
-def fingerprint(db: Database, selection: Selection) -> Fingerprint:
-    """The selection's `Fingerprint` (one aggregate query and the change counter).
-
-    Args:
-        db: an open lab.db.
-        selection: the filters.
-
-    Returns:
-        The Fingerprint.
-    """
-    where, args = _where(db, selection)
-    count, max_id = db.conn.execute(f"SELECT count(*), COALESCE(max(e.id), 0) {_FROM}{where}",
-                                    args).fetchone()
-    row = db.conn.execute("SELECT changes FROM analysis_state WHERE id = 1").fetchone()
-    return Fingerprint(int(count), int(max_id), int(row[0]) if row else 0)
-
-
-def selection_runs(db: Database, selection: Selection, upto: int | None = None
-                   ) -> tuple[str, ...]:
-    """Names of the runs with episodes in the selection, sorted.
-
-    Each run is asked whether one episode of it matches (an index lookup per cell of
-    the run), instead of listing the run of every episode: 0.05 s -> under 1 ms at
-    198,000 episodes.
-    """
-    extra = [f"e.id <= {int(upto)}"] if upto is not None else []
-    where, args = _where(db, selection, *extra, "r.id = o.id")
-    rows = db.conn.execute(f"SELECT o.name FROM runs o WHERE EXISTS (SELECT 1 {_FROM}{where})",
-                           args).fetchall()
-    return tuple(sorted(str(r[0]) for r in rows))
-
-
-_PACKED_COLUMNS = ", ".join(packed_words_sql("d"))
-_PACKED_SQL = f"""
-SELECT d.episode_id, {_PACKED_COLUMNS}
-FROM decisions d JOIN episodes e ON e.id = d.episode_id JOIN cells c ON c.id = e.cell_id
-JOIN runs r ON r.id = c.run_id
-"""
-"""Decision rows packed into two integers each by SQLite: reading 3 values per row
-instead of 14 is what makes a million decisions load in well under a second."""
-_ID_SHIFT = PACKED_ID_SHIFT
-"""Where `decisions_frame` with `episode_ids` packs the episode id into the second
-integer (above the 23 bits of flags and stated_run): 2 values per row."""
-_PACKED_BY_ID_SQL = (f"SELECT {_PACKED_COLUMNS} | (d.episode_id << {_ID_SHIFT}) FROM decisions d "
-                     "WHERE d.episode_id BETWEEN ? AND ? ORDER BY d.episode_id, d.seq")
-"""`decisions_frame` given the episodes: by id range, no join, the id in the second word."""
-_PACKS_SQL = ("SELECT COALESCE(sum(n), 0), CAST(group_concat(words, '') AS BLOB) "
-              "FROM decision_packs WHERE episode_id BETWEEN ? AND ?")
-"""Every pack of an id range as one value: SQLite concatenates the BLOBs (its text
-concatenation keeps their bytes); each row's words carry its episode id, so the order
-SQLite concatenates in does not matter."""
-_ROWS_IN_RANGE_SQL = "SELECT count(*) FROM decisions WHERE episode_id BETWEEN ? AND ?"
-"""An index range count (tens of ms for a million rows): the packs are used only when
-their ``n`` add up to it."""
-
-
-@dataclass(frozen=True)
-class PackSpan:
-    """The decision packs of an episode id range, as `_read_packs` checks and decodes them.
-
-    Attributes:
-        first: the range's first episode id.
-        last: its last episode id.
-        rows: rows of ``decisions`` in the range.
-        points: decision points the packs there hold (sum of their ``n``).
-        blob: the packs' words, concatenated in episode id order.
-    """
-
-    first: int
-    last: int
-    rows: int
-    points: int
-    blob: bytes
-
-
-def read_pack_span(db: Database, first: int, last: int) -> PackSpan:
-    """Read the decision packs of episode ids first..last (two SQL statements that run in
-    SQLite alone, releasing the GIL: `analysis.measures.frames.Frames.prefetch_decisions` runs
-    them in a thread while the episodes' keys are read).
-
-    Args:
-        db: an open lab.db.
-        first: the first episode id.
-        last: the last episode id.
-
-    Returns:
-        The PackSpan.
-    """
-    span = (int(first), int(last))
-    total = db.conn.execute(_ROWS_IN_RANGE_SQL, span).fetchone()[0]
-    n, blob = db.conn.execute(_PACKS_SQL, span).fetchone()
-    return PackSpan(span[0], span[1], int(total), int(n), bytes(blob or b""))
-
-
-def _read_packs(db: Database, ids: Any, span: PackSpan | None = None) -> Any:
-    """The packed decisions of episodes `ids` (ascending, non-empty) from `decision_packs`.
-
-    Args:
-        db: an open lab.db.
-        ids: the episode ids.
-        span: packs already read for a range holding every id (else read here).
-
-    Returns:
-        int64 array (episode_id, word 0, word 1) per decision point in episode and seq
-        order, or None when the packs of the id range do not hold every row of
-        `decisions` there (a database some writer left unpacked): read the rows then.
-
-    Raises:
-        StoreError: lab.db records another layout for the packs (`require_layout`).
-    """
-    import numpy as np
-
-    require_layout(db, "decision_packs")
-    if span is None or not span.first <= ids[0] <= ids[-1] <= span.last:
-        span = read_pack_span(db, int(ids[0]), int(ids[-1]))
-    if span.points != span.rows or len(span.blob) != 16 * span.rows:
-        return None
-    words = np.frombuffer(span.blob, dtype="<i8").astype(np.int64).reshape(-1, 2)
-    episode = words[:, 1] >> _ID_SHIFT
-    if not (episode[1:] >= episode[:-1]).all():
-        order = np.argsort(episode, kind="stable")
-        words, episode = words[order], episode[order]
-    if len(episode) and (episode[0] < span.first or episode[-1] > span.last):
-        return None  # words not in this layout (no id where it belongs): read the rows
-    at = np.minimum(np.searchsorted(ids, episode), len(ids) - 1)
-    keep = ids[at] == episode
-    if not keep.all():
-        words, episode = words[keep], episode[keep]
-    words[:, 1] &= (1 << _ID_SHIFT) - 1
-    return np.column_stack([episode, words])
 
 
 def decisions_frame(db: Database, selection: Selection | None = None, upto: int | None = None,
@@ -789,27 +431,27 @@ def decisions_frame(db: Database, selection: Selection | None = None, upto: int 
     ids = None if episode_ids is None else np.asarray(episode_ids, dtype=np.int64)
     if ids is not None and not (ids[1:] > ids[:-1]).all():
         ids = np.unique(ids)
-    from_packs = (None if ids is None or not len(ids) or ids[-1] >= 1 << (63 - _ID_SHIFT)
-                  else _read_packs(db, ids, packs))
+    from_packs = (None if ids is None or not len(ids) or ids[-1] >= 1 << (63 - PACKED_ID_SHIFT)
+                  else read_packs(db, ids, packs))
     if from_packs is not None:
         packed = from_packs
-    elif ids is not None and (not len(ids) or ids[-1] < 1 << (63 - _ID_SHIFT)):
+    elif ids is not None and (not len(ids) or ids[-1] < 1 << (63 - PACKED_ID_SHIFT)):
         packed = np.zeros((0, 3), dtype=np.int64)
         if len(ids):
-            cursor = db.conn.execute(_PACKED_BY_ID_SQL, (int(ids[0]), int(ids[-1])))
+            cursor = db.conn.execute(PACKED_BY_ID_SQL, (int(ids[0]), int(ids[-1])))
             pairs = np.fromiter(itertools.chain.from_iterable(cursor), dtype=np.int64)
             pairs = pairs.reshape(-1, 2)
-            episode = pairs[:, 1] >> _ID_SHIFT
+            episode = pairs[:, 1] >> PACKED_ID_SHIFT
             at = np.minimum(np.searchsorted(ids, episode), len(ids) - 1)
             keep = ids[at] == episode
             if not keep.all():
                 pairs, episode = pairs[keep], episode[keep]
-            pairs[:, 1] &= (1 << _ID_SHIFT) - 1
+            pairs[:, 1] &= (1 << PACKED_ID_SHIFT) - 1
             packed = np.column_stack([episode, pairs])
     else:
         extra = ["e.error IS NULL"] + ([f"e.id <= {int(upto)}"] if upto is not None else [])
-        where, args = _where(db, selection or Selection(), *extra)
-        cursor = db.conn.execute(_PACKED_SQL + where + " ORDER BY d.episode_id, d.seq", args)
+        where, args = where_clause(db, selection or Selection(), *extra)
+        cursor = db.conn.execute(PACKED_SQL + where + " ORDER BY d.episode_id, d.seq", args)
         flat = np.fromiter(itertools.chain.from_iterable(cursor), dtype=np.int64)
         packed = flat.reshape(-1, 3)
     out = {"episode_id": packed[:, 0]}
@@ -820,38 +462,3 @@ def decisions_frame(db: Database, selection: Selection | None = None, upto: int 
     return pd.DataFrame(out, copy=False)
 
 
-def check_selection(db: Database, selection: Selection) -> None:
-    """Refuse a selection naming something lab.db does not hold.
-
-    Args:
-        db: an open lab.db.
-        selection: the filters.
-
-    Raises:
-        ConfigError: one line naming the first unknown value and listing the known ones.
-    """
-    def known(sql: str) -> list[Any]:
-        return [r[0] for r in db.conn.execute(sql).fetchall()]
-
-    checks = (
-        ("run named", "runs", selection.runs, "SELECT DISTINCT r.name FROM runs r JOIN cells c "
-         "ON c.run_id = r.id JOIN episodes e ON e.cell_id = c.id ORDER BY r.name"),
-        ("question set", "sets", selection.sets, "SELECT DISTINCT c.question_set FROM cells c "
-         "JOIN episodes e ON e.cell_id = c.id WHERE c.question_set IS NOT NULL ORDER BY 1"),
-        ("seed", "seeds", selection.seeds, "SELECT DISTINCT c.seed FROM cells c JOIN episodes e "
-         "ON e.cell_id = c.id ORDER BY 1"),
-        ("episodes of model", "models", selection.models, "SELECT DISTINCT c.model FROM cells c "
-         "JOIN episodes e ON e.cell_id = c.id ORDER BY 1"),
-        ("regime", "regimes", selection.regimes, "SELECT DISTINCT c.regime FROM cells c "
-         "JOIN episodes e ON e.cell_id = c.id ORDER BY 1"),
-    )
-    for what, plural, wanted, sql in checks:
-        if not wanted:  # nothing asked: no query (each one joins every episode)
-            continue
-        have = known(sql)
-        missing = [v for v in wanted if v not in have]
-        if missing:
-            raise ConfigError(f"no {what} '{missing[0]}' in lab.db; {plural}: "
-                              f"{', '.join(map(str, have)) or 'none'}")
-    if selection.conditions:
-        condition_hashes(db, selection.conditions)

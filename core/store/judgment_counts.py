@@ -29,7 +29,7 @@ from typing import Any
 from sqlite_utils import Database
 
 from core.errors import LabError
-from core.store.frames import Selection, _where
+from core.store.selection import Selection, where_clause
 from core.store.derived import require_layout
 
 COUNTS = ("judged_failed", "useless_failed", "judged_real", "useless_real",
@@ -298,10 +298,10 @@ def judgment_counts(db: Database, selection: Selection | None = None,
     extra = ["e.error IS NULL"]
     extra += [f"e.id <= {int(upto)}"] if upto is not None else []
     extra += [f"e.id > {int(above)}"] if above is not None else []
-    where, args = _where(db, selection or Selection(), *extra)
+    where, args = where_clause(db, selection or Selection(), *extra)
     rows = _stored(db, where, args)
     if rows is None:
-        where, args = _where(db, selection or Selection(), "s.obs_index IS NOT NULL", *extra)
+        where, args = where_clause(db, selection or Selection(), "s.obs_index IS NOT NULL", *extra)
         rows = _counted(db.conn, where, args, _replayed(db.conn))
     else:
         rows = rows[rows[:, 1] > 0]
@@ -312,7 +312,7 @@ def judgment_counts(db: Database, selection: Selection | None = None,
     ids = rows[:, 0].copy()
     replayed = None
     if _replayed(db.conn):
-        where, args = _where(db, selection or Selection(), "s.obs_index IS NOT NULL", *extra,
+        where, args = where_clause(db, selection or Selection(), "s.obs_index IS NOT NULL", *extra,
                              _HAS_REPLAYED)
         got = _counted(db.conn, where, args, True, only_replayed=True)
         got = got[np.isin(got[:, 0], ids)]

@@ -20,7 +20,7 @@ from core.probes import At, ProbeRecord, RecordedEpisode, parse_at, select_point
 from core.regimes import parse_regime
 from core.store.base import write
 from core.store.episodes import COMPLETE, episode_steps
-from core.store.frames import Selection, _selection, _where
+from core.store.selection import Selection, with_filters, where_clause
 from core.store.trajectories import _questions, observation_text
 
 PROBE_COLUMNS = ("episode_id", "t", "kind", "model", "source", "judgment", "answer", "em",
@@ -244,7 +244,7 @@ def probes_frame(db: Database, selection: Selection | None = None,
     """
     import pandas as pd
 
-    where, args = _where(db, _selection(selection, None, None))
+    where, args = where_clause(db, with_filters(selection, None, None))
     clauses = ["p.error IS NULL"]
     if kinds:
         clauses.append(f"p.kind IN ({', '.join('?' * len(kinds))})")

@@ -1,0 +1,208 @@
+"""Packed shadow tables read back: the episode key packs and the decision packs
+(`core.store.episode_packs`, `core.store.decisions`), checked against the layout this lab
+writes (`core.store.derived`) and decoded into numpy columns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import sqlite3
+
+from sqlite_utils import Database
+
+from core.store.decisions import PACKED_ID_SHIFT, packed_words_sql
+from core.store.derived import require_layout
+from core.store.episode_packs import COST_AT, EPISODE_WORDS, NO_WORD, PACK_WORDS, WORD_AT
+
+_KEY_PACKS_SQL = ("SELECT count(*), count(words), CAST(group_concat(words, '') AS BLOB), "
+                  "group_concat(question_id, char(31)) FROM (SELECT p.words, e.question_id "
+                  "FROM episodes e LEFT JOIN episode_packs p ON p.episode_id = e.id "
+                  "WHERE e.id <= ? ORDER BY e.id)")
+"""The episodes up to an id, those with a pack, and those packs with the questions, in id
+order, as one BLOB and one text (question ids joined by the unit separator, U+001F)."""
+
+
+def read_key_packs(db: Database, upto: int | None, fields: Any) -> dict[str, Any] | None:
+    """`episode_keys_frame`'s rows of every episode (errored ones included) up to `upto`
+    from `episode_packs`: one BLOB and one text for the whole range, not a Python
+    object per value.
+
+    Args:
+        db: an open lab.db.
+        upto: the last episode id (None: all).
+        fields: the structured dtype of the row read (episode_id, question_id, bad,
+            cell_id unless word 1 is read, ``w{i}`` per `EPISODE_WORDS` word i, and
+            cost_usd when read).
+
+    Returns:
+        The columns of `fields` (the same values the row read gives), or None when an
+        episode in the range has no pack, a question id holds the separator, the words
+        are not in this layout, or a word read did not fit (the caller reads the rows).
+
+    Raises:
+        StoreError: lab.db records another layout for the packs (`require_layout`).
+    """
+    import numpy as np
+
+    require_layout(db, "episode_packs")
+    last = (1 << 63) - 1 if upto is None else int(upto)
+    try:
+        total, n, blob, questions = db.conn.execute(_KEY_PACKS_SQL, (last,)).fetchone()
+    except sqlite3.OperationalError:  # no episode_packs table (a database being migrated)
+        return None
+    if n != total:
+        return None
+    if not n:
+        return {name: np.zeros(0, dtype=fields[name]) for name in fields.names}
+    blob = bytes(blob)
+    pieces = questions.split("\x1f") if isinstance(questions, str) else []
+    if len(blob) != 8 * PACK_WORDS * n or len(pieces) != n:
+        return None
+    packs = np.frombuffer(blob, dtype="<i8").reshape(n, PACK_WORDS)
+    if not (packs[1:, 0] > packs[:-1, 0]).all():
+        return None  # not in id order: not this layout
+    rows = {"episode_id": packs[:, 0], "question_id": np.array(pieces, dtype=object),
+            "bad": packs[:, 2] != 0}
+    for name in fields.names:
+        if name == "cell_id":
+            rows[name] = packs[:, 1]
+        elif name.startswith("w"):
+            word = packs[:, WORD_AT[int(name[1:])]]
+            if (word == NO_WORD).any():
+                return None
+            rows[name] = word
+        elif name == "cost_usd":
+            rows[name] = np.frombuffer(blob, dtype="<f8").reshape(n, PACK_WORDS)[:, COST_AT]
+    return rows
+
+
+def unpack_words(words: Any) -> dict[str, Any]:
+    """EPISODE_WORDS' columns from the hex texts (int64 arrays)."""
+    import numpy as np
+
+    packed = np.frombuffer(bytes.fromhex("".join(words)), dtype=">u8").astype(np.int64)
+    packed = packed.reshape(len(words), len(EPISODE_WORDS))
+    out: dict[str, Any] = {}
+    for i, word in enumerate(EPISODE_WORDS):
+        out.update(unpack_word(word, packed[:, i]))
+    return out
+
+
+def unpack_word(word: tuple[tuple[str, str, int], ...], packed: Any) -> dict[str, Any]:
+    """One EPISODE_WORDS word's columns from its int64 values (lowest bits first)."""
+    out, shift = {}, 0
+    for _, name, bits in word:
+        out[name] = (packed >> shift) & ((1 << bits) - 1)
+        shift += bits
+    return out
+
+
+_PACKED_COLUMNS = ", ".join(packed_words_sql("d"))
+
+
+PACKED_SQL = f"""
+SELECT d.episode_id, {_PACKED_COLUMNS}
+FROM decisions d JOIN episodes e ON e.id = d.episode_id JOIN cells c ON c.id = e.cell_id
+JOIN runs r ON r.id = c.run_id
+"""
+"""Decision rows packed into two integers each by SQLite: reading 3 values per row
+instead of 14 is what makes a million decisions load in well under a second."""
+
+
+_ID_SHIFT = PACKED_ID_SHIFT
+"""Where `decisions_frame` with `episode_ids` packs the episode id into the second
+integer (above the 23 bits of flags and stated_run): 2 values per row."""
+
+
+PACKED_BY_ID_SQL = (f"SELECT {_PACKED_COLUMNS} | (d.episode_id << {_ID_SHIFT}) FROM decisions d "
+                     "WHERE d.episode_id BETWEEN ? AND ? ORDER BY d.episode_id, d.seq")
+"""`decisions_frame` given the episodes: by id range, no join, the id in the second word."""
+
+
+_PACKS_SQL = ("SELECT COALESCE(sum(n), 0), CAST(group_concat(words, '') AS BLOB) "
+              "FROM decision_packs WHERE episode_id BETWEEN ? AND ?")
+"""Every pack of an id range as one value: SQLite concatenates the BLOBs (its text
+concatenation keeps their bytes); each row's words carry its episode id, so the order
+SQLite concatenates in does not matter."""
+
+
+_ROWS_IN_RANGE_SQL = "SELECT count(*) FROM decisions WHERE episode_id BETWEEN ? AND ?"
+"""An index range count (tens of ms for a million rows): the packs are used only when
+their ``n`` add up to it."""
+
+
+@dataclass(frozen=True)
+class PackSpan:
+    """The decision packs of an episode id range, as `read_packs` checks and decodes them.
+
+    Attributes:
+        first: the range's first episode id.
+        last: its last episode id.
+        rows: rows of ``decisions`` in the range.
+        points: decision points the packs there hold (sum of their ``n``).
+        blob: the packs' words, concatenated in episode id order.
+    """
+
+    first: int
+    last: int
+    rows: int
+    points: int
+    blob: bytes
+
+
+def read_pack_span(db: Database, first: int, last: int) -> PackSpan:
+    """Read the decision packs of episode ids first..last (two SQL statements that run in
+    SQLite alone, releasing the GIL: `analysis.measures.frames.Frames.prefetch_decisions` runs
+    them in a thread while the episodes' keys are read).
+
+    Args:
+        db: an open lab.db.
+        first: the first episode id.
+        last: the last episode id.
+
+    Returns:
+        The PackSpan.
+    """
+    span = (int(first), int(last))
+    total = db.conn.execute(_ROWS_IN_RANGE_SQL, span).fetchone()[0]
+    n, blob = db.conn.execute(_PACKS_SQL, span).fetchone()
+    return PackSpan(span[0], span[1], int(total), int(n), bytes(blob or b""))
+
+
+def read_packs(db: Database, ids: Any, span: PackSpan | None = None) -> Any:
+    """The packed decisions of episodes `ids` (ascending, non-empty) from `decision_packs`.
+
+    Args:
+        db: an open lab.db.
+        ids: the episode ids.
+        span: packs already read for a range holding every id (else read here).
+
+    Returns:
+        int64 array (episode_id, word 0, word 1) per decision point in episode and seq
+        order, or None when the packs of the id range do not hold every row of
+        `decisions` there (a database some writer left unpacked): read the rows then.
+
+    Raises:
+        StoreError: lab.db records another layout for the packs (`require_layout`).
+    """
+    import numpy as np
+
+    require_layout(db, "decision_packs")
+    if span is None or not span.first <= ids[0] <= ids[-1] <= span.last:
+        span = read_pack_span(db, int(ids[0]), int(ids[-1]))
+    if span.points != span.rows or len(span.blob) != 16 * span.rows:
+        return None
+    words = np.frombuffer(span.blob, dtype="<i8").astype(np.int64).reshape(-1, 2)
+    episode = words[:, 1] >> _ID_SHIFT
+    if not (episode[1:] >= episode[:-1]).all():
+        order = np.argsort(episode, kind="stable")
+        words, episode = words[order], episode[order]
+    if len(episode) and (episode[0] < span.first or episode[-1] > span.last):
+        return None  # words not in this layout (no id where it belongs): read the rows
+    at = np.minimum(np.searchsorted(ids, episode), len(ids) - 1)
+    keep = ids[at] == episode
+    if not keep.all():
+        words, episode = words[keep], episode[keep]
+    words[:, 1] &= (1 << _ID_SHIFT) - 1
+    return np.column_stack([episode, words])
