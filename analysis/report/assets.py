@@ -23,9 +23,9 @@ code, .hash { font-family: "DejaVu Sans Mono", Menlo, Consolas, monospace; font-
 .scroll { overflow-x: auto; margin: .4rem 0 1rem; border: 1px solid var(--rule); }
 table { border-collapse: collapse; font-size: .8rem; width: 100%; }
 th, td { padding: .2rem .45rem; border-bottom: 1px solid var(--rule); text-align: left;
-         vertical-align: top; white-space: nowrap; }
+         vertical-align: top; }
+th { white-space: nowrap; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
-td.detail { white-space: normal; min-width: 12rem; }
 thead th { background: var(--band); position: sticky; top: 0; }
 tbody tr:nth-child(even) { background: #fafbfc; }
 th[aria-sort] { cursor: pointer; }
@@ -33,6 +33,7 @@ th[aria-sort="ascending"]::after { content: " \\25B2"; }
 th[aria-sort="descending"]::after { content: " \\25BC"; }
 figure { margin: 1rem 0 2rem; }
 figure svg { max-width: 100%; height: auto; display: block; }
+figure svg * { stroke-linejoin: round; stroke-linecap: butt; }
 .verdict-supported { color: #00663c; font-weight: bold; }
 .verdict-not { color: #a33c00; font-weight: bold; }
 .warn { background: #fff4e0; border-left: 4px solid #E69F00; padding: .4rem .7rem; }

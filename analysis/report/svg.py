@@ -8,6 +8,9 @@ _ID = re.compile(r'\bid="([^"]+)"')
 _REF = re.compile(r'(url\(#|href="#)([^")]+)')
 _PROLOGUE = re.compile(r"\A\s*<\?xml[^>]*\?>\s*(<!DOCTYPE[^>]*>\s*)?", re.S)
 _METADATA = re.compile(r"\s*<metadata>.*?</metadata>", re.S)
+_STYLE = re.compile(r"<style[^>]*>.*?</style>", re.S)
+"""matplotlib's `*{stroke-linejoin: round; stroke-linecap: butt}`: inline it would style
+the whole page once per figure; the page's CSS holds it once, scoped to figures."""
 _NEWLINE = re.compile(r"[ \t]*\n\s*")
 _GAP = re.compile(r">\s+<")
 
@@ -28,7 +31,7 @@ def inline_svg(svg: str, prefix: str, title: str) -> str:
     """
     from html import escape
 
-    body = _METADATA.sub("", _PROLOGUE.sub("", svg, count=1), count=1)
+    body = _STYLE.sub("", _METADATA.sub("", _PROLOGUE.sub("", svg, count=1), count=1))
     used = {m.group(2) for m in _REF.finditer(body)}
     # matplotlib names every group; only referenced ids are kept (a third of the bytes
     # of a large figure), and the indentation between tags and inside paths goes

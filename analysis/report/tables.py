@@ -34,11 +34,14 @@ EXACT = ("estimate", "ci_low", "ci_high", "p", "p_holm")
 
 
 def fmt(value: Any, field: str) -> str:
-    """A cell's display text: 3 decimals for estimates, 4 for p, "n.a." for undefined."""
+    """A cell's display text: 3 decimals for estimates, 4 for p, "n.a." for undefined,
+    lists with a space after each comma."""
     if value is None:
         return "n.a."
     if value in ("inf", "-inf"):
         return "∞" if value == "inf" else "−∞"
+    if field in ("regimes", "runs", "seeds", "replicates") and isinstance(value, str):
+        return value.replace(",", ", ")  # lets a long list wrap
     if isinstance(value, float):
         return f"{value:.4f}" if field in ("p", "p_holm") else f"{value:.3f}"
     return str(value)
@@ -72,8 +75,8 @@ def numeric_css(name: str, rows: list[RowDict]) -> str:
     cols, _ = shown_columns(rows)
     cells = [f'table[data-table="{name}"] td:nth-child({i + 1})'
              for i, c in enumerate(cols) if c in NUMERIC]
-    return (",\n".join(cells) + " { text-align: right; font-variant-numeric: tabular-nums; }"
-            if cells else "")
+    rule = " { text-align: right; white-space: nowrap; font-variant-numeric: tabular-nums; }"
+    return ",\n".join(cells) + rule if cells else ""
 
 
 def table_html(table: Table, rows: list[RowDict]) -> str:
