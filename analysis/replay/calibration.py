@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from scipy.optimize import isotonic_regression
+
 from core.canonical import keyed_uniform
 
 N_BINS = 10
@@ -38,7 +40,8 @@ class Isotonic:
 
 
 def fit_isotonic(confidence: np.ndarray, correct: np.ndarray) -> Isotonic:
-    """Pool-adjacent-violators fit of correct ~ confidence (non-decreasing).
+    """Pool-adjacent-violators fit of correct ~ confidence (non-decreasing), by
+    `scipy.optimize.isotonic_regression`.
 
     Args:
         confidence: stated confidences in [0, 1] (NaN rows are dropped).
@@ -54,24 +57,10 @@ def fit_isotonic(confidence: np.ndarray, correct: np.ndarray) -> Isotonic:
     if not len(c):
         return Isotonic(np.zeros(0), np.zeros(0))
     xs, inverse = np.unique(c, return_inverse=True)
-    sums = np.bincount(inverse, weights=y)
     counts = np.bincount(inverse).astype(float)
-    values: list[float] = []
-    weights: list[float] = []
-    sizes: list[int] = []
-    for s, w in zip(sums, counts):
-        values.append(s / w)
-        weights.append(w)
-        sizes.append(1)
-        while len(values) > 1 and values[-2] > values[-1]:
-            w2 = weights[-2] + weights[-1]
-            v2 = (values[-2] * weights[-2] + values[-1] * weights[-1]) / w2
-            n2 = sizes[-2] + sizes[-1]
-            del values[-2:], weights[-2:], sizes[-2:]
-            values.append(v2)
-            weights.append(w2)
-            sizes.append(n2)
-    fitted = np.repeat(values, sizes)
+    means = np.bincount(inverse, weights=y) / counts
+    # scipy's pool-adjacent-violators on the distinct confidences, weighted by their counts
+    fitted = isotonic_regression(means, weights=counts, increasing=True).x
     return Isotonic(xs, fitted)
 
 

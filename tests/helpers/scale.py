@@ -138,7 +138,7 @@ def generate() -> dict[str, Any]:
     from analysis.measures.compute import compute, load_frames
     from core import store
     from core.episode import EpisodeResult
-    from core.store.frames import Selection
+    from core.store.selection import Selection
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "lab.db"

@@ -1,0 +1,41 @@
+"""Every third-party import of lab's packages is declared in pyproject.toml, and every
+declared runtime dependency is imported by them (test-only ones live in the extras)."""
+
+from __future__ import annotations
+
+import ast
+import re
+import sys
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("console", "jobs", "analysis", "core", "prompts")
+DISTRIBUTION = {"sqlite_utils": "sqlite-utils"}
+"""Import name -> distribution name, where they differ."""
+
+
+def _third_party_imports() -> set[str]:
+    found: set[str] = set()
+    for pkg in PACKAGES:
+        for path in (ROOT / pkg).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.Import):
+                    found.update(a.name.split(".")[0] for a in node.names)
+                elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                    found.add(node.module.split(".")[0])
+    return {DISTRIBUTION.get(n, n) for n in found
+            if n not in sys.stdlib_module_names and n not in PACKAGES and n != "__future__"}
+
+
+def _names(requirements: list[str]) -> set[str]:
+    return {re.split(r"[<>=\[ ;]", r, maxsplit=1)[0].lower() for r in requirements}
+
+
+def test_every_import_is_declared_and_every_dependency_used():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    runtime = _names(project["dependencies"])
+    optional = set().union(*(_names(v) for v in project["optional-dependencies"].values()))
+    imported = _third_party_imports()
+    assert imported - runtime - optional == set(), "imported but not declared"
+    assert runtime - imported == set(), "declared as a runtime dependency but never imported"
