@@ -14,6 +14,7 @@ from console.cli import cli
 from console.screens import SCREENS
 from console.screens.help import HelpScreen
 from core import store
+from tests.helpers.waiting import pause_until
 from tests.helpers.console import build, console_app, settle
 from tests.helpers.queue import run_lab
 
@@ -85,8 +86,8 @@ async def test_pause_stops_refresh_and_says_so(lab_db: Path) -> None:
         await pilot.pause(0.3)
         assert reloads == []  # paused: no re-read on commits
         await pilot.press("p")
-        await pilot.pause(0.3)
-        assert not app.paused and app.sub_title == "lab.db" and reloads
+        await pause_until(pilot, lambda: reloads, "a re-read once refresh resumes")
+        assert not app.paused and app.sub_title == "lab.db"
 
 
 @pytest.mark.asyncio

@@ -17,6 +17,7 @@ from core.store import jobs as ledger
 from core.store import monitor
 from jobs.control import control
 from jobs.settings import WorkerSettings
+from tests.helpers.waiting import PATIENCE_S
 from tests.helpers.console import FIXED_TS, build, console_app, freeze_times, settle
 
 
@@ -103,12 +104,15 @@ async def test_dashboard_reloads_when_workers_commit(lab_db: Path) -> None:
         await settle(pilot)
         db = store.connect(lab_db)
         control(db, WorkerSettings(db_path=lab_db), "cancel", "job", 1)
-        for _ in range(40):
-            await pilot.pause(0.05)
+
+        async def cancel_shown() -> bool:
             await settle(pilot)
-            if "cancel" in [r[1] for r in _cells(app.screen.query_one("#events", DataTable))]:
-                break
-        assert "cancel" in [r[1] for r in _cells(app.screen.query_one("#events", DataTable))]
+            return "cancel" in [r[1] for r in _cells(app.screen.query_one("#events", DataTable))]
+
+        deadline = time.monotonic() + PATIENCE_S
+        while not await cancel_shown():
+            assert time.monotonic() < deadline, "the cancel never reached the Dashboard"
+            await pilot.pause(0.05)
 
 
 LONG_MODEL = "org-with-a-long-name/a-model-with-an-even-longer-name-v2"
@@ -189,11 +193,12 @@ def test_snapshot(snap_compare, lab_db: Path, size: tuple[int, int]) -> None:
     async def loaded(pilot) -> None:
         # the spend table fills in a worker of its own, which a poll can restart after
         # the others finished (CI once saw it empty under load): wait for its rows
-        for _ in range(100):
-            await settle(pilot)
-            if pilot.app.screen.query_one("#spend", DataTable).row_count:
-                break
+        deadline = time.monotonic() + PATIENCE_S
+        await settle(pilot)
+        while not pilot.app.screen.query_one("#spend", DataTable).row_count:
+            assert time.monotonic() < deadline, "the spend table never filled"
             await pilot.pause(0.05)
+            await settle(pilot)
         await settle(pilot)
 
     assert snap_compare(console_app(lab_db), terminal_size=size, run_before=loaded)

@@ -8,6 +8,7 @@ import shutil
 import sqlite3
 import subprocess
 import threading
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from jobs.control import enqueue_grid
 from jobs.grid import GridRequest
 from jobs.settings import WorkerSettings
 from jobs.worker import run_worker
+from tests.helpers.waiting import PATIENCE_S, pause_until
 from tests.helpers.console import FIXED_ISO, build, console_app, freeze_times, settle
 from tests.helpers.queue import start_lab, write_registry
 
@@ -55,7 +57,9 @@ def _log_text(app) -> str:
 
 @pytest.mark.asyncio
 async def test_follow_a_slow_sim_while_a_worker_runs_it(tmp_path: Path) -> None:
-    db_path, settings = _slow_grid(tmp_path, latency=60)
+    # 300 ms a step: the screen's 0.2 s poll sees several steps of each episode even
+    # when a loaded machine slows it down a few times over
+    db_path, settings = _slow_grid(tmp_path, latency=300)
     app = console_app(db_path, config_path=settings.config_path)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("5")
@@ -65,14 +69,15 @@ async def test_follow_a_slow_sim_while_a_worker_runs_it(tmp_path: Path) -> None:
         worker = _worker(db_path, settings)
         screen = app.screen
         seen: list[tuple[str | None, int]] = []
-        for _ in range(300):  # steps arrive one by one as the worker commits them
+        deadline = time.monotonic() + PATIENCE_S
+        while time.monotonic() < deadline:  # steps arrive one by one as the worker commits
             await pilot.pause(0.05)
             state = (screen.episode.question_id if screen.episode else None, screen.seen_t)
             if not seen or seen[-1] != state:
                 seen.append(state)
             if len({s[0] for s in seen if s[0]}) >= 2 and screen.finished:
                 break
-        worker.wait(timeout=60)
+        worker.wait(timeout=PATIENCE_S)
         await settle(pilot)
         assert max(t for _, t in seen) >= 2
         # more than one intermediate state: the steps were shown while the episode ran
@@ -93,10 +98,8 @@ async def test_pick_an_episode_and_toggle_follow(tmp_path: Path) -> None:
     try:
         async with app.run_test(size=(80, 24)) as pilot:
             await pilot.press("5")
-            for _ in range(100):
-                await pilot.pause(0.05)
-                if app.screen.episode is not None:
-                    break
+            await pause_until(pilot, lambda: app.screen.episode is not None,
+                              "the worker's first live episode")
             await pilot.press("o")
             await settle(pilot)
             table = app.screen.query_one("#live-pick", DataTable)
@@ -114,7 +117,7 @@ async def test_pick_an_episode_and_toggle_follow(tmp_path: Path) -> None:
         from jobs.control import control
 
         control(db, settings, "cancel", "run", "slow")
-        worker.wait(timeout=60)
+        worker.wait(timeout=PATIENCE_S)
 
 
 def test_instant_sims_leave_one_tailable_episode_per_job(tmp_path: Path) -> None:
