@@ -148,7 +148,9 @@ def test_validate_measures_command_on_a_small_set(tmp_path):
     assert r.exit_code == 0, r.output
     rows = json.loads(r.stdout)
     passed = {x["model"]: x["detail"] for x in rows if x["measure"] == "passed"}
-    assert len(passed) == 13 and set(passed.values()) == {"yes"}  # 11 + 2 two-source sims
+    # 11 + 2 two-source sims + the trace sim's depth-zero calibration check
+    assert len(passed) == 14 and set(passed.values()) == {"yes"}
+    assert passed["sim-trace"] == "yes"
     assert store.count(store.connect(db_path), "episodes") == 13 * 5 * 40 * 2
 
 
