@@ -52,6 +52,15 @@ class ConsoleConfig:
         lease_s: a worker silent for longer than this is shown as lost.
         clock: seconds since the epoch (tests and snapshots freeze it).
         check_endpoints: check the registry's endpoints when the dashboard opens.
+        n_boot: question-level resamples of Results' intervals (`lab results
+            --resamples`'s default, so the screen shows the same numbers).
+        hazard_boot: cluster resamples of Results' hazard model (`lab results` uses
+            min(resamples, 1000)).
+        seed: the bootstrap seed of Results (`lab results --seed`).
+        outcome_resamples: resamples of the registered tests' outcomes on
+            Pre-registration (`lab prereg outcomes --resamples`).
+        preview_debounce_s: how long Enqueue waits after a change before it previews.
+        extra: settings not typed yet (being replaced by the fields above).
     """
 
     db_path: Path
@@ -62,6 +71,11 @@ class ConsoleConfig:
     lease_s: float = 60.0
     clock: Callable[[], float] = time.time
     check_endpoints: bool = True
+    n_boot: int = 2000
+    hazard_boot: int = 1000
+    seed: int = 0
+    outcome_resamples: int = 2000
+    preview_debounce_s: float = 0.3
     extra: dict[str, object] = field(default_factory=dict)
 
 

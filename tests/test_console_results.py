@@ -2,7 +2,8 @@
 export equal to `lab results delta --format csv`, charts, selection, stale marker.
 
 Runs on the Trajectories fixture (two sims × none / enforced_rule:k=2 × three regimes
-through the real queue). The screen computes with the CLI's defaults (2,000 resamples).
+through the real queue). The screen computes with 200 resamples here (ConsoleConfig's
+n_boot; the researcher's default is the CLI's 2,000), the CLI comparisons likewise.
 """
 
 from __future__ import annotations
@@ -42,10 +43,15 @@ def lab_db(trajectories_db: Path, tmp_path: Path) -> Path:
     return target
 
 
+RESAMPLES = 200
+"""Resamples of the screen's and the CLI's intervals in these tests (fast, same numbers)."""
+
+
 def _app(db: Path):
     rel = Path(db.name) if db.parent == Path.cwd() else db
     return make_app(rel, ConsoleConfig(db_path=rel, first_screen="results",
-                                       export_dir=Path("exports"), clock=lambda: FIXED_TS))
+                                       export_dir=Path("exports"), clock=lambda: FIXED_TS,
+                                       n_boot=RESAMPLES, hazard_boot=RESAMPLES))
 
 
 async def _settle(pilot) -> None:
@@ -226,7 +232,7 @@ async def test_delta_drilldown_opens_the_trajectory_at_that_step(lab_db: Path) -
 @pytest.mark.asyncio
 async def test_export_equals_lab_results_delta_csv(lab_db: Path) -> None:
     app = _app(lab_db)
-    async with app.run_test(size=(80, 24)) as pilot:
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
         await _settle(pilot)
         await pilot.press("slash")
         for ch in "models=sim-own5":
@@ -237,15 +243,104 @@ async def test_export_equals_lab_results_delta_csv(lab_db: Path) -> None:
         await _settle(pilot)
         await pilot.press("e")
         await _settle(pilot)
-        (path,) = Path("exports").glob("results-delta-*.csv")
-        assert any(str(path) in str(n.message) for n in app._notifications)
+        (path,) = Path("exports").glob("delta-*.csv")
+        (note,) = [n for n in app._notifications if n.title == "export"]
+        assert note.message == f"{path.name}\nwritten in exports/"
+        await pilot.pause()
+        toast = app.screen.query_one("Toast")
+        lines = [line.text.strip("▌ ") for line in toast.render_lines(toast.region.reset_offset)]
+        assert path.name in lines  # whole on one line of the toast, never cut mid-word
+        longest = "controllers-20250102-030405.csv"  # the longest view's name fits too
+        assert len(longest) <= toast.content_region.width
     cli_out = CliRunner().invoke(cli, ["--db", "lab.db", "results", "delta", "--format", "csv",
-                                       "--models", "sim-own5"])
+                                       "--models", "sim-own5", "--resamples", str(RESAMPLES)])
     assert cli_out.exit_code == 0, cli_out.output
     exported = list(csv.DictReader(path.open(encoding="utf-8")))
     printed = list(csv.DictReader(io.StringIO(cli_out.output)))
     assert exported == printed and len(exported) == 10
     assert {r["model"] for r in exported} == {"sim-own5"}
+
+
+def _header_order(text: str, title: str) -> list[str]:
+    """The column names of the first header line under `title` ("model  arm  clean …")."""
+    after = text.split(title, 1)[1]
+    header = next(line for line in after.splitlines() if line.startswith("model"))
+    return header.split()
+
+
+@pytest.mark.asyncio
+async def test_regime_columns_in_canonical_order_in_cli_and_console(lab_db: Path) -> None:
+    """A model that ran only persistent comes first (sim-clock4): its row once put pers.
+    and mean6 before clean. Both the CLI and the console keep the canonical order
+    (clean, persistent, rec1–5, late, plausible, answerless, mean6 last), and say what
+    the short names mean under the table."""
+    db = store.connect(lab_db)
+    settings = WorkerSettings(db_path=lab_db, worker_id="test:2")
+    enqueue_grid(db, settings, GridRequest(models=("sim-clock4",), conditions=("none",),
+                                           regimes=("persistent",), question_set="traj6",
+                                           run="traj"), load_registry(None))
+    run_worker(settings, until_idle=True)
+    db.conn.close()
+    cli_out = CliRunner().invoke(cli, ["--db", "lab.db", "results", "success",
+                                       "--resamples", str(RESAMPLES)])
+    assert cli_out.exit_code == 0, cli_out.output
+    title = "Success per regime and mean6"
+    assert _header_order(cli_out.output, title) == ["model", "arm", "clean", "pers.", "rec2",
+                                                    "mean6"]
+    assert "pers. = persistent, rec2 = recover_after_2" in cli_out.output
+    app = _app(lab_db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _settle(pilot)
+        text = _text(app.screen, "#results-text")
+        assert _header_order(text, title) == ["model", "arm", "clean", "pers.", "rec2", "mean6"]
+
+
+@pytest.mark.asyncio
+async def test_tables_fit_the_width_and_repeat_model_and_arm(lab_db: Path) -> None:
+    """At 80 columns a wide table (Cost) is split into blocks that each start with model
+    and arm, so no line is wider than the view and nothing scrolls out of sight; at 160
+    columns the same table takes fewer blocks (fitted again on resize, not recomputed)."""
+    from console.screens.results import text_width
+
+    app = _app(lab_db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _settle(pilot)
+        while app.screen.view != "cost":
+            await pilot.press("right_square_bracket")
+            await _settle(pilot)
+        text = _text(app.screen, "#results-text")
+        assert max(len(line) for line in text.splitlines()) <= text_width(80)
+        narrow = [line for line in text.splitlines() if line.startswith("model  ")]
+        assert len(narrow) >= 2 and all(line.split()[:2] == ["model", "arm"] for line in narrow)
+        assert "med.act = median action" in " ".join(text.split())
+        seconds = app.screen._computed["cost"].seconds
+        await pilot.resize_terminal(160, 40)
+        await _settle(pilot)
+        text = _text(app.screen, "#results-text")
+        wide = [line for line in text.splitlines() if line.startswith("model  ")]
+        assert len(wide) < len(narrow)
+        assert max(len(line) for line in text.splitlines()) <= text_width(160)
+        assert app.screen._computed["cost"].seconds == seconds  # fitted, not recomputed
+
+
+@pytest.mark.asyncio
+async def test_delta_grid_labels_are_short_and_pinned(lab_db: Path) -> None:
+    """The Δ grid's row label is the model first, at most LABEL_WIDTH wide, pinned while
+    the arms scroll; the line under the grid names the row's full cover."""
+    from console.widgets.results_view import LABEL_WIDTH
+
+    app = _app(lab_db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _settle(pilot)
+        await pilot.press("right_square_bracket")
+        await _settle(pilot)
+        grid = app.screen.query_one("#results-grid")
+        assert grid.fixed_columns == 1
+        labels = [str(grid.get_row_at(i)[0]) for i in range(grid.row_count)]
+        assert all(len(label) <= LABEL_WIDTH for label in labels)
+        assert labels[0].startswith("sim-never")
+        cell = _text(app.screen, "#results-cell")
+        assert cell.startswith(app.screen._grid.covers[0] + " × ")
 
 
 @pytest.mark.asyncio

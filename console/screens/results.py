@@ -3,23 +3,26 @@ with its drill-down into decision points, the hazard chart, and CSV export.
 
 A tab per view (`[`/`]` or the arrows on the tabs): Success (with paired
 differences), Δ grid, I, Hazard (β/γ and the curve), Answering, Cost. Every number
-comes from `analysis.measures.compute.compute` in a thread worker with the CLI's defaults
-(2,000 question-level resamples, hazard model 1,000, seed 0), so the screen shows
-what `lab results` prints for the same selection. On the Δ grid, Enter lists the
-cell's decisions in groups (a) and (b); Enter on one opens that trajectory at that
-action on the Trajectories screen. When new episodes arrive the numbers stay as they
-are, marked stale, until `r` recomputes them.
+comes from `analysis.measures.compute.compute` in a thread worker with the console's
+`n_boot`/`hazard_boot`/`seed` (by default the CLI's: 2,000 question-level resamples,
+hazard model 1,000, seed 0), so the screen shows what `lab results` prints for the
+same selection. Tables fit the screen's width: a wide one is split into blocks that
+each repeat model and arm, so they never scroll out of sight; the Δ grid keeps its
+short row labels pinned (the full cover is in the line under it). On the Δ grid,
+Enter lists the cell's decisions in groups (a) and (b); Enter on one opens that
+trajectory at that action on the Trajectories screen. When new episodes arrive the
+numbers stay as they are, marked stale, until `r` recomputes them.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
@@ -35,6 +38,8 @@ from core.store import trajectories as traj
 from core.store.selection import Selection
 
 if TYPE_CHECKING:
+    from sqlite_utils import Database
+
     from analysis.measures.drilldown import CellDecisions
     from analysis.measures.compute import Frames, Results
     from console.widgets.results_view import Grid
@@ -44,9 +49,9 @@ VIEW_IDS = ("success", "delta", "index", "hazard", "answering", "cost", "policie
 VIEW_LABELS = ("Success", "Δ grid", "I", "Hazard", "Answering", "Cost", "Policies",
                "Controllers")
 N_BOOT, HAZARD_BOOT, SEED = 2000, 1000, 0
+"""The CLI's defaults (`lab results`), also `ConsoleConfig`'s: the same numbers."""
 PROBE_VIEWS = ("policies", "controllers")
 """Views whose table reads answer-now branches (`analysis.replay.probe_tables`)."""
-"""The CLI's defaults (`lab results`): the screen shows the same numbers."""
 SELECTION_KEYS = ("run", "set", "seeds", "models", "conditions", "regimes", "pool")
 """What `/` accepts: the options of `lab results` (`--run`, `--set`, … `--pool`)."""
 _SINGULAR = {"runs": "run", "sets": "set", "seed": "seeds", "model": "models",
@@ -95,7 +100,15 @@ class Computed:
     charts: tuple[str, ...]
     results: Results
     seconds: float
+    note: str = ""
+    """A line shown above the tables (repaired answers)."""
+    width: int = 0
+    """The width `text` was fitted to (shown at another, it is fitted again)."""
 
+
+def text_width(screen_width: int) -> int:
+    """Columns a table may take on the text view (its padding and scrollbar apart)."""
+    return max(screen_width - 4, 40)
 
 class ResultsScreen(LabScreen):
     """Results tables, the Δ grid and its drill-down, charts, export."""
@@ -187,7 +200,7 @@ class ResultsScreen(LabScreen):
                 yield Static(id="results-chart", markup=False)
                 yield Static(id="results-text", markup=False)
             with Vertical(id="results-delta"):
-                yield GridTable(id="results-grid", cursor_type="cell")
+                yield GridTable(id="results-grid", cursor_type="cell", fixed_columns=1)
                 yield Static(id="results-cell", markup=False)
             with Vertical(id="results-drill"):
                 yield Static(id="results-drill-head", markup=False)
@@ -312,7 +325,7 @@ class ResultsScreen(LabScreen):
         message.prevent_default()
         self._check_stale()
 
-    def _connect(self):  # type: ignore[no-untyped-def]
+    def _connect(self) -> Database:
         return store.connect(self.lab.db_path)
 
     @work(thread=True, exclusive=True, group="results-provenance")
@@ -350,8 +363,7 @@ class ResultsScreen(LabScreen):
     def _compute(self, view: str, width: int, height: int, generation: int) -> None:
         from analysis.measures.compute import compute, load_frames
         from core.store.selection import check_selection
-        from analysis.tables.text import render_table
-        from console.widgets.results_view import VIEWS, display_tables, view_tables
+        from console.widgets.results_view import VIEWS, view_tables, view_text
 
         started = time.monotonic()
         db = self._connect()
@@ -381,13 +393,12 @@ class ResultsScreen(LabScreen):
             note = ""
             shared = next((c for c in self._computed.values() if c.results.table(name)), None)
             results = shared.results if shared else compute(
-                frames, (name,), N_BOOT, HAZARD_BOOT, SEED)
+                frames, (name,), self.lab.n_boot, self.lab.hazard_boot, self.lab.seed)
         tables = view_tables(view, [t for t in results.tables])
-        text = "\n\n".join(render_table(t) for t in display_tables(view, tables))
-        if note:
-            text = f"{note}\n\n{text}"
+        text = view_text(view, tables, note, text_width(width))
         charts = charts or self._charts(view, results, width, height)
-        computed = Computed(view, tables, text, charts, results, time.monotonic() - started)
+        computed = Computed(view, tables, text, charts, results, time.monotonic() - started,
+                            note, text_width(width))
         self.post_message(self.Ready(computed, fingerprint, generation))
 
     def _probe_compute(self, name: str, frames: Frames, width: int, height: int
@@ -411,8 +422,9 @@ class ResultsScreen(LabScreen):
                         f"raw results are primary (R: back to raw)" if n else
                         "no repaired answers stored (lab repair --run R); raw answers shown")
             if name not in PROBE_VIEWS:
-                return compute(frames, (name,), N_BOOT, HAZARD_BOOT, SEED), (), note
-            results = probe_results(db, frames, name, N_BOOT, SEED)
+                return compute(frames, (name,), self.lab.n_boot, self.lab.hazard_boot,
+                               self.lab.seed), (), note
+            results = probe_results(db, frames, name, self.lab.n_boot, self.lab.seed)
             charts = self._controller_charts(db, frames, width, height) \
                 if name == "controllers" else ()
         finally:
@@ -488,7 +500,8 @@ class ResultsScreen(LabScreen):
             text = results_csv(d | row_provenance(d, provenance) for t in computed.tables
                                for d in t.dicts())
             directory.mkdir(parents=True, exist_ok=True)
-            path = directory / f"results-{computed.view}-{time.strftime('%Y%m%d-%H%M%S')}.csv"
+            # short enough to sit whole on one line of the toast at 80 columns
+            path = directory / f"{computed.view}-{time.strftime('%Y%m%d-%H%M%S')}.csv"
             write_text_atomic(path, text + "\n")
         except (LabError, OSError) as exc:
             self.post_message(self.Failed(f"export failed: {exc}"))
@@ -509,12 +522,14 @@ class ResultsScreen(LabScreen):
         computed = self._computed.get(self.view)
         if computed is None:
             self.query_one("#results-status", Static).update(
-                f"computing {self.view}… ({N_BOOT} question-level resamples, as lab results)")
+                f"computing {self.view}… ({self.lab.n_boot} question-level resamples"
+                f"{', as lab results' if self.lab.n_boot == N_BOOT else ''})")
             self._switch("results-text-view")
             self.query_one("#results-text", Static).update("")
             self.query_one("#results-chart", Static).display = False
             self._compute(self.view, self.size.width, self.size.height, self._generation)
             return
+        computed = self._fitted(computed)
         self._status(computed)
         if self.view == "delta":
             self._show_grid(computed)
@@ -529,11 +544,31 @@ class ResultsScreen(LabScreen):
         widget.update(chart)
         widget.display = bool(computed.charts)
 
+    def _fitted(self, computed: Computed) -> Computed:
+        """The view's text fitted to the screen's width now (fitted again after a resize;
+        only formatting, no computing)."""
+        from console.widgets.results_view import view_text
+
+        width = text_width(self.size.width)
+        if computed.width == width or not self.size.width:
+            return computed
+        computed = replace(computed, text=view_text(computed.view, computed.tables,
+                                                    computed.note, width), width=width)
+        self._computed[computed.view] = computed
+        return computed
+
+    def on_resize(self, event: events.Resize) -> None:
+        """Fit the table shown to the new width."""
+        if self.view in self._computed and self._body() == "results-text-view":
+            self._show_view()
+
     def _status(self, computed: Computed) -> None:
         frames = self._frames
         errored = frames.errored if frames else 0
         sel = self.selection_text or "everything, nothing pooled"
-        line = Text(f"{sel} · {N_BOOT} resamples, seed {SEED} (as lab results) · e exports")
+        same = (self.lab.n_boot, self.lab.seed) == (N_BOOT, SEED)
+        line = Text(f"{sel} · {self.lab.n_boot} resamples, seed {self.lab.seed}"
+                    f"{' (as lab results)' if same else ''} · e exports")
         if self.repaired:
             line.append("  · repaired answers (R: raw)", style="bold cyan")
         if errored:
@@ -599,7 +634,8 @@ class ResultsScreen(LabScreen):
         row = grid.cell(line, arm) if arm >= 0 else None
         if row is None:
             return
-        title = f"{grid.lines[line]} × {grid.arms[arm]} · {grid.measure}: {grid.scope}"
+        title = (f"{(grid.covers or grid.lines)[line]} × {grid.arms[arm]} · {grid.measure}: "
+                 f"{grid.scope}")
         self._drill_cell(row.as_dict(), grid.measure, grid.scope, title)
 
     @on(DataTable.RowSelected, "#results-drill-table")
@@ -680,7 +716,9 @@ class ResultsScreen(LabScreen):
 
     def on_results_screen_exported(self, message: Exported) -> None:
         """Tell where the CSV went."""
-        self.notify(f"wrote {message.path}", title="export", timeout=15)
+        path = message.path
+        self.notify(f"{path.name}\nwritten in {path.parent}/", title="export", timeout=15,
+                    markup=False)
 
     def on_results_screen_failed(self, message: Failed) -> None:
         """Show an error in one line."""

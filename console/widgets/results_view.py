@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from rich.text import Text
 
@@ -69,6 +70,25 @@ def display_tables(view: str, tables: Sequence[Table]) -> tuple[Table, ...]:
                  for t in tables)
 
 
+def view_text(view: str, tables: Sequence[Table], note: str, width: int) -> str:
+    """What a view prints: its tables fitted to `width` (a wide one split into blocks that
+    each repeat model and arm, so neither scrolls out of sight), after the note.
+
+    Args:
+        view: a view id of VIEWS.
+        tables: the view's tables (`view_tables`).
+        note: a line above the tables ("" for none).
+        width: columns available.
+
+    Returns:
+        The text.
+    """
+    from analysis.tables.text import render_table
+
+    text = "\n\n".join(render_table(t, width) for t in display_tables(view, tables))
+    return f"{note}\n\n{text}" if note else text
+
+
 def arm_of(row: Row) -> str:
     """The row's arm label (full spec), falling back to the bare condition name."""
     return str(getattr(row, "arm", "") or row.condition)
@@ -79,16 +99,22 @@ _GROUP_FIELDS = ("model", "budget", "dataset", "question_set", "runs", "seeds", 
 """What tells the lines of the Δ grid apart (the arm is the column)."""
 
 
+LABEL_WIDTH = 26
+"""The widest a Δ grid's row label is (the model first): the arms stay in view at 80
+columns, and the full cover is in the line under the grid."""
+
+
 @dataclass(frozen=True)
 class Grid:
     """Δ as a grid: one line per model (and whatever else splits rows), one column per arm.
 
     Attributes:
-        lines: line labels (model, plus the fields that differ between lines).
+        lines: short line labels (model, then the values that differ between lines).
         arms: column labels (arm labels).
         cells: (line index, arm index, row) for every computed cell.
         measure: the Δ-table measure shown ("delta" or "design").
         scope: the variant shown (e.g. "own judgments, by t").
+        covers: each line in full (model · run … · regimes …), for the detail line.
     """
 
     lines: tuple[str, ...]
@@ -96,6 +122,7 @@ class Grid:
     cells: tuple[tuple[int, int, Row], ...]
     measure: str
     scope: str
+    covers: tuple[str, ...] = ()
 
     def cell(self, line: int, arm: int) -> Row | None:
         """The row behind a cell, or None when that arm did not run on that line."""
@@ -118,20 +145,32 @@ def delta_grid(table: Table, measure: str, scope: str) -> Grid:
     Returns:
         The Grid.
     """
+    from analysis.tables.text import regimes_text
+
     rows = [r for r in table.rows if r.measure == measure and r.scope == scope]
     keys = [tuple(getattr(r, f, "") for f in _GROUP_FIELDS) for r in rows]
     varying = [i for i, _ in enumerate(_GROUP_FIELDS) if len({k[i] for k in keys}) > 1]
     names = [f for i, f in enumerate(_GROUP_FIELDS) if i in varying and f != "model"]
 
-    def label(k: tuple[object, ...]) -> str:
+    def value(f: str, k: tuple[object, ...]) -> str:
+        v = k[_GROUP_FIELDS.index(f)]
+        return regimes_text(str(v)) if f == "regimes" else str(v)
+
+    def cover(k: tuple[object, ...]) -> str:
         extra = [f"{f.rstrip('s') if f != 'regimes' else 'regimes'} {k[_GROUP_FIELDS.index(f)]}"
                  for f in names]
         return " · ".join([str(k[0]), *extra])
 
-    lines = list(dict.fromkeys(label(k) for k in keys))
+    def label(k: tuple[object, ...]) -> str:
+        text = " · ".join([str(k[0]), *(value(f, k) for f in names)])
+        return text if len(text) <= LABEL_WIDTH else text[: LABEL_WIDTH - 1] + "…"
+
+    covers = list(dict.fromkeys(cover(k) for k in keys))
+    labels = {cover(k): label(k) for k in keys}
     arms = sorted(dict.fromkeys(arm_of(r) for r in rows), key=lambda a: (a != "none", a))
-    cells = tuple((lines.index(label(k)), arms.index(arm_of(r)), r) for k, r in zip(keys, rows))
-    return Grid(tuple(lines), tuple(arms), cells, measure, scope)
+    cells = tuple((covers.index(cover(k)), arms.index(arm_of(r)), r) for k, r in zip(keys, rows))
+    return Grid(tuple(labels[c] for c in covers), tuple(arms), cells, measure, scope,
+                tuple(covers))
 
 
 def excludes_zero(row: Row) -> bool:
@@ -171,7 +210,7 @@ def cell_summary(grid: Grid, line: int, arm: int) -> str:
     if not grid.lines or not grid.arms:
         return "no Δ rows for this selection"
     row = grid.cell(line, arm)
-    where = f"{grid.lines[line]} × {grid.arms[arm]}"
+    where = f"{(grid.covers or grid.lines)[line]} × {grid.arms[arm]}"
     if row is None:
         return f"{where}: this arm did not run here"
     what = "Δ" if grid.measure == "delta" else "design contrast"
@@ -241,7 +280,7 @@ def answer_series(actions: Sequence[tuple[object, Sequence[tuple[int, int]]]],
 Curve = tuple[str, list[float], list[float]]
 
 
-def controller_series(curves: Sequence[tuple[str, object, Sequence[float], Sequence[float]]]
+def controller_series(curves: Sequence[tuple[str, Any, Any, Any]]
                       ) -> tuple[list[Curve], list[Curve]]:
     """The risk–coverage and reliability series of `analysis.replay.controllers.chart_curves`.
 
@@ -252,7 +291,6 @@ def controller_series(curves: Sequence[tuple[str, object, Sequence[float], Seque
     risk: list[Curve] = []
     reliability: list[Curve] = [("perfect", [0.0, 1.0], [0.0, 1.0])]
     for label, rc, conf, acc in curves:
-        risk.append((label, [float(x) for x in rc.coverage],  # type: ignore[attr-defined]
-                     [float(y) for y in rc.risk]))  # type: ignore[attr-defined]
+        risk.append((label, [float(x) for x in rc.coverage], [float(y) for y in rc.risk]))
         reliability.append((label, [float(x) for x in conf], [float(y) for y in acc]))
     return risk, reliability
