@@ -25,11 +25,38 @@ def test_demo_from_nothing_then_reuse(tmp_path):
     for test in ("D1", "D2", "D3"):  # the registered tests hold on the new grid
         assert re.search(rf"A1\s+{test}\s+pass", out), test
     assert "lab` opens the console" in out
+    _fits_and_defines(out)
     again = run_lab(db, config, "demo", timeout=300)
     assert again.returncode == 0, again.stderr[-2000:]
     assert "already stored" in again.stdout
     status = run_lab(db, config, "status", "--json")
     assert '"stored": 7200' in status.stdout
+
+
+def _fits_and_defines(out: str) -> None:
+    """Without a terminal every line fits 100 columns (wide tables split into blocks that
+    repeat model and arm), each sim is named with its policy on one line, and every
+    abbreviation the tables use is defined under them."""
+    from console.cli.demo import DEMO_MODELS, policy_text
+    from core.models.sim import BUILTIN_SIMS
+
+    long = [line for line in out.splitlines() if len(line) > 100]
+    assert not long, long
+    lines = out.splitlines()
+    for model in DEMO_MODELS:
+        assert any(line.split()[:1] == [model] and policy_text(BUILTIN_SIMS[model]) in line
+                   for line in lines), model
+    text = " ".join(out.split())
+    for short, full in (("pers.", "persistent"), ("rec1", "recover_after_1"),
+                        ("late3", "late_onset_from_3"), ("med.act", "median action"),
+                        ("c.read", "cache read tokens"), ("tok.in", "input tokens"),
+                        ("util.all", "utility (all calls)"), ("rep", "replicate")):
+        assert f"{short} = {full}" in text, short
+    success = out.split("Success per regime and mean6")[1].split("Paired success")[0]
+    headers = [line.split() for line in success.splitlines() if line.startswith("model")]
+    assert headers[0][:8] == ["model", "arm", "clean", "pers.", "rec1", "rec2", "rec3",
+                              "late3"] and headers[-1][-1] == "mean6"
+    assert all(h[:2] == ["model", "arm"] for h in headers)
 
 
 def test_a_resumed_demo_says_what_is_stored_and_what_remains(tmp_path, monkeypatch, capsys):
@@ -48,13 +75,15 @@ def test_a_resumed_demo_says_what_is_stored_and_what_remains(tmp_path, monkeypat
 
     monkeypatch.setattr(demo_cmd, "run_worker", first_jobs)
     demo_cmd.run_demo(db_path, config)
-    out = capsys.readouterr().out
+    out = " ".join(capsys.readouterr().out.split())  # a line wraps at 100 columns
     assert "7200 new episodes in 240 jobs; running the 7,200 that remain" in out
     stored = store.count(store.connect(db_path), "episodes")
     assert 0 < stored < 7200
     monkeypatch.setattr(demo_cmd, "run_worker", lambda settings, **_kw: None)
     demo_cmd.run_demo(db_path, config)
-    out = capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert all(len(line) <= 100 for line in printed.splitlines()), printed
+    out = " ".join(printed.split())
     assert f"{stored:,} of 7,200 episodes already stored" in out, out
     assert f"{7200 - stored:,} queued by an earlier run of the demo" in out
     assert f"running the {7200 - stored:,} that remain" in out and "all 7" not in out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import click
@@ -13,6 +14,7 @@ from core import prereg, store
 from core.demo_set import DEMO_SET, ensure_demo_set
 from core.errors import LabError
 from core.models.registry import load_registry
+from core.models.sim import BUILTIN_SIMS, SimSpec
 from core.regimes import MEAN6
 from core.registered_tests import validate_scope
 from core.store import jobs as ledger
@@ -26,6 +28,8 @@ DEMO_RUN = "demo"
 DEMO_MODELS = ("sim-never", "sim-deadline", "sim-clock6", "sim-own5", "sim-hazard-own")
 DEMO_CONDITIONS = ("none", "enforced_rule:k=3", "lexical_rule:k=3", "random_rule:k=3,rate=0.5")
 """Only arms the harness enforces: the sims never read prompts (see SIMS_NOTE)."""
+WIDTH = 100
+"""Every line `lab demo` prints fits this many columns (tables split, text wrapped)."""
 SIMS_NOTE = ("The simulated agents do not read prompts: each judges an observation from its "
              "design label (failed → USELESS w.p. 0.99, real → 0.45) and stops by its policy, "
              "so only arms the harness enforces change what they do (here with k = 3, so that "
@@ -52,6 +56,31 @@ DEMO_TESTS = (
     {"id": "D3", "kind": "delta_bound", "condition": "enforced_rule:k=3", "bound": "lower",
      "threshold": 0.0, "models": ["sim-never", "sim-deadline"]},
 )
+
+
+def policy_text(spec: SimSpec) -> str:
+    """What a sim's stopping policy does, in a few words (from its parameters)."""
+    texts = {
+        "never": "never stops on its own: searches until the budget forces an answer",
+        "deadline": "answers at the last action of its budget",
+        "clock": f"answers at action {spec.c}, whatever it judged",
+        "hazard_time": f"answers at action t with probability {spec.hazard_slope:g}·(t − 1)",
+        "own_count": f"answers after {spec.k} of its own USELESS judgments in a row",
+        "design_count": f"answers after {spec.k} failed observations in a row (design labels)",
+        "hazard_own": f"answers with probability {spec.hazard_slope:g} × its current run of "
+                      "own USELESS judgments",
+    }
+    return texts[spec.policy]
+
+
+def sims_lines(models: tuple[str, ...] = DEMO_MODELS) -> list[str]:
+    """The demo's sims, one line each with its policy, under what they all share."""
+    width = max(len(m) for m in models)
+    return (textwrap.wrap(SIMS_NOTE, WIDTH)
+            + ["", f"The {len(models)} simulated agents (policies) in the tables below:"]
+            + [f"  {m:<{width}}  {policy_text(BUILTIN_SIMS[m])}" for m in models]
+            + ["  every sim also answers after a real observation it judged useful, "
+               f"w.p. {BUILTIN_SIMS[models[0]].p_answer_useful:g}"])
 
 
 def ensure_demo_amendment(db, models) -> str:
@@ -125,8 +154,9 @@ def progress_line(plan: GridPlan, grid_id: int | None, njobs: int, stored: int) 
     if grid_id is not None:
         parts.append(f"{plan.episodes} new episodes in {njobs} jobs")
     head = f"demo grid {grid_id}" if grid_id is not None else "demo"
-    return (f"{head}: {len(plan.cells)} cells; " + "; ".join(parts)
-            + f"; running the {total - stored:,} that remain")
+    return "\n".join(textwrap.wrap(f"{head}: {len(plan.cells)} cells; " + "; ".join(parts)
+                                   + f"; running the {total - stored:,} that remain", WIDTH,
+                                   subsequent_indent="  ", break_on_hyphens=False))
 
 
 MAIN_DELTA = "own judgments, by t"
@@ -146,6 +176,7 @@ def summary(db_path: Path, amendment: str, colour: bool = False) -> str:
 
     from analysis.measures.compute import compute, load_frames
     from analysis.prereg.outcomes import evaluate
+    from analysis.tables.fit import wrap_line
     from analysis.tables.text import render_results
     from console.cli.prereg import outcome_lines
 
@@ -163,15 +194,15 @@ def summary(db_path: Path, amendment: str, colour: bool = False) -> str:
                                          "`lab results delta` or the console's Results (7).",))
             tables.append(table)
         text = render_results(replace(results, tables=tuple(tables)), charts=False,
-                              colorless=not colour)
+                              colorless=not colour, width=WIDTH)
         outcomes = outcome_lines(evaluate(prereg_rows.amendment(db, amendment), frames))
     finally:
         db.conn.close()
-    return "\n".join([SIMS_NOTE, "", text, "",
+    return "\n".join([*sims_lines(), "", text, "",
                       f"Registered tests of {amendment} (frozen before the demo runs)",
-                      *outcomes,
+                      *(w for line in outcomes for w in wrap_line(line, WIDTH)),
                       "", "Charts (hazard, answering action) and every table: `lab` opens the "
-                      "console on this lab.db (7 = Results)."])
+                      "console (7 = Results)."])
 
 
 def finish_demo(db_path: Path, config_path: Path, amendment: str, no_console: bool) -> None:
