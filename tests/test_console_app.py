@@ -176,3 +176,28 @@ async def test_switching_screens_for_long_keeps_no_dead_footer_keys(lab_db: Path
             await pilot.press(str(1 + i % 4))
             await settle(pilot)
         assert footer_keys() <= before
+
+
+@pytest.mark.asyncio
+async def test_footer_rebuilds_only_when_its_keys_change(lab_db: Path) -> None:
+    """A screen's first show asked the footer for eight rebuilds of the same keys (a third
+    of the visit); it rebuilds only when what it shows changes (here: a wider terminal)."""
+    from textual.widgets._footer import FooterKey
+
+    from console.widgets.footer import LabFooter
+
+    app = console_app(lab_db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("4")
+        await settle(pilot)
+        footer = app.screen.query_one(LabFooter)
+        keys = list(footer.query(FooterKey))
+        assert keys
+        await footer.recompose()
+        await pilot.pause()
+        assert list(footer.query(FooterKey)) == keys  # the same widgets: nothing rebuilt
+        await pilot.resize_terminal(160, 24)
+        await settle(pilot)
+        await pilot.pause(0.1)
+        wider = list(footer.query(FooterKey))
+        assert len(wider) > len(keys) and "Reload" in footer.text()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import NamedTuple
 
 from rich.cells import cell_len
 from textual import events
@@ -52,6 +53,18 @@ def rank_keys(entries: Sequence[tuple[str, str, str]], ranked: Iterable[str],
     return [i for i in top + rest + app if i in chosen]
 
 
+class Planned(NamedTuple):
+    """One key the footer shows (what `FooterKey` is built from)."""
+
+    key: str
+    display: str
+    description: str
+    action: str
+    enabled: bool
+    tooltip: str
+    palette: bool
+
+
 class LabFooter(Footer):
     """Textual's Footer, ranked to fit and without its growth over a long session.
 
@@ -69,10 +82,12 @@ class LabFooter(Footer):
     removed keys' (public API: `mutate_reactive`; the live keys see their value unchanged).
     """
 
-    def compose(self) -> ComposeResult:
-        """The ranked keys that fit, then the palette key on the right."""
+    _planned: tuple[Planned, ...] | None = None
+
+    def _plan(self) -> tuple[Planned, ...]:
+        """The keys to show: the ranked ones that fit, then the palette key."""
         if not self._bindings_ready:
-            return
+            return ()
         active = self.screen.active_bindings
         seen: dict[str, tuple[Binding, bool, str]] = {}
         for _node, binding, enabled, tooltip in active.values():
@@ -86,18 +101,27 @@ class LabFooter(Footer):
             width -= key_width(self.app.get_key_display(palette[1]),
                                palette[1].description) + 2  # its border and padding
         ranked = getattr(self.screen, "FOOTER_KEYS", ())
+        out = []
         for i in rank_keys(keys, ranked, width):
             binding, enabled, tooltip = seen[keys[i][0]]
-            yield FooterKey(binding.key, keys[i][1], binding.description, binding.action,
-                            disabled=not enabled,
-                            tooltip=tooltip).data_bind(compact=Footer.compact)
+            out.append(Planned(binding.key, keys[i][1], binding.description, binding.action,
+                               enabled, str(tooltip or ""), False))
         if palette is not None and self.show_command_palette and \
                 self.app.ENABLE_COMMAND_PALETTE:
-            _node, binding, enabled, tooltip = palette
-            yield FooterKey(binding.key, self.app.get_key_display(binding),
-                            binding.description, binding.action,
-                            classes="-command-palette", disabled=not enabled,
-                            tooltip=binding.tooltip or binding.description)
+            _node, binding, enabled, _tooltip = palette
+            out.append(Planned(binding.key, self.app.get_key_display(binding),
+                               binding.description, binding.action, enabled,
+                               binding.tooltip or binding.description, True))
+        return tuple(out)
+
+    def compose(self) -> ComposeResult:
+        """The ranked keys that fit, then the palette key on the right."""
+        self._planned = plan = self._plan()
+        for key in plan:
+            widget = FooterKey(key.key, key.display, key.description, key.action,
+                               classes="-command-palette" if key.palette else "",
+                               disabled=not key.enabled, tooltip=key.tooltip)
+            yield widget if key.palette else widget.data_bind(compact=Footer.compact)
 
     def on_resize(self, event: events.Resize) -> None:
         """Another width fits other keys."""
@@ -110,6 +134,9 @@ class LabFooter(Footer):
                          for k in self.query(FooterKey))
 
     async def recompose(self) -> None:
-        """Rebuild the keys, then release the ones just removed."""
+        """Rebuild the keys when they changed (a screen's first show asked for eight
+        rebuilds of the same keys, a third of its time), then release the removed ones."""
+        if self._planned is not None and self._plan() == self._planned:
+            return
         await super().recompose()
         self.mutate_reactive(Footer.compact)
