@@ -26,6 +26,11 @@ def test_blocks_repeat_the_key_columns() -> None:
     assert blocks(widths, 2, 200) == [[0, 1, 2, 3, 4]]
     assert blocks(widths, 2, 100) == [[0, 1, 2, 3], [0, 1, 4]]
     assert blocks([10, 20, 90], 2, 60) == [[0, 1, 2]]  # one wide column: a block of its own
+    # an interval and its p and Holm stay in one block
+    assert blocks([10, 20, 30, 20, 5, 5], 2, 70) == [[0, 1, 2], [0, 1, 3, 4, 5]]
+    assert blocks([10, 20, 30, 20, 5, 5], 2, 70, [(3, 4, 5)]) == [[0, 1, 2], [0, 1, 3, 4, 5]]
+    assert blocks([10, 20, 20, 14, 5, 5], 2, 70) == [[0, 1, 2, 3], [0, 1, 4, 5]]
+    assert blocks([10, 20, 20, 14, 5, 5], 2, 70, [(3, 4, 5)]) == [[0, 1, 2], [0, 1, 3, 4, 5]]
     header = ["model", "arm", "a", "b"]
     body = [["m" * 10, "x" * 20, "1" * 30, "2" * 30]]
     lines = align_fit(header, body, (2, 3), 2, 70)

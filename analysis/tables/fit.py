@@ -33,15 +33,18 @@ def canonical_columns(columns: Sequence[str]) -> list[str]:
     return [name for _, name in sorted(enumerate(columns), key=key)]
 
 
-def blocks(widths: Sequence[int], keys: int, width: int | None) -> list[list[int]]:
+def blocks(widths: Sequence[int], keys: int, width: int | None,
+           together: Sequence[Sequence[int]] = ()) -> list[list[int]]:
     """Column indexes of each block when the table is wider than `width`: every block
     starts with the `keys` first columns and takes as many of the others as fit (at
-    least one, so a single wide column makes a block of its own).
+    least one group, so a single wide column makes a block of its own).
 
     Args:
         widths: each column's width.
         keys: how many leading columns every block repeats.
         width: the widest a line may be; None keeps one block.
+        together: groups of column indexes never split between blocks (an interval
+            and its p), in order; columns in none are groups of one.
 
     Returns:
         Lists of column indexes, the first holding every column when all fit.
@@ -49,17 +52,21 @@ def blocks(widths: Sequence[int], keys: int, width: int | None) -> list[list[int
     every = list(range(len(widths)))
     if width is None or sum(widths) + GAP * (len(widths) - 1) <= width:
         return [every]
+    grouped = {i: list(g) for g in together for i in g[:1]}
+    inside = {i for g in together for i in g}
+    groups = [grouped.get(i, [i]) for i in every[keys:] if i in grouped or i not in inside]
     head = every[:keys]
     used = sum(widths[:keys]) + GAP * (keys - 1)
     out: list[list[int]] = []
     block: list[int] = []
     taken = used
-    for i in every[keys:]:
-        if block and taken + GAP + widths[i] > width:
+    for group in groups:
+        size = sum(GAP + widths[i] for i in group)
+        if block and taken + size > width:
             out.append(head + block)
             block, taken = [], used
-        block.append(i)
-        taken += GAP + widths[i]
+        block += group
+        taken += size
     if block:
         out.append(head + block)
     return out

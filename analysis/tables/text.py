@@ -111,7 +111,8 @@ def align(header: Sequence[str], body: Sequence[Sequence[str]],
 
 
 def align_fit(header: Sequence[str], body: Sequence[Sequence[str]], right: Sequence[int],
-              keys: int, width: int | None) -> list[str]:
+              keys: int, width: int | None,
+              together: Sequence[Sequence[int]] = ()) -> list[str]:
     """`align`, split into blocks of columns no wider than `width` when it is given, each
     block repeating the `keys` first columns (model, arm …), a blank line between blocks.
 
@@ -121,13 +122,14 @@ def align_fit(header: Sequence[str], body: Sequence[Sequence[str]], right: Seque
         right: indices of right-aligned columns.
         keys: leading columns every block repeats.
         width: the widest a line may be (None: one block).
+        together: groups of columns kept in one block (an interval and its p).
 
     Returns:
         The lines.
     """
     widths = [max(len(str(c)) for c in col) for col in zip(header, *body)]
     out: list[str] = []
-    for cols in blocks(widths, keys, width):
+    for cols in blocks(widths, keys, width, together):
         out += ([""] if out else []) + align(
             [header[i] for i in cols], [[row[i] for i in cols] for row in body],
             [k for k, i in enumerate(cols) if i in right])
@@ -188,13 +190,8 @@ def _wide_cell(table: Table, r: Row | None, column: str, formats: dict[str, str]
         return DASH
     if math.isnan(r.estimate) and r.detail and not r.unit and column not in table.ci_columns:
         return r.detail  # a text cell, e.g. "expected: positive"
-    if column in table.ci_columns:
-        text = fmt_interval(r.estimate, r.ci_low, r.ci_high, 2, _signed(r.measure))
-        if not math.isnan(r.p):
-            text += f" p={fmt_number(r.p, '.3f')}"
-        if not math.isnan(r.p_holm):
-            text += f" Holm {fmt_number(r.p_holm, '.3f')}"
-        return text
+    if column in table.ci_columns:  # p and Holm have columns of their own (`_p_columns`)
+        return fmt_interval(r.estimate, r.ci_low, r.ci_high, 2, _signed(r.measure))
     spec = formats.get(column, ".3f" if by_scope else ".2f")
     return fmt_number(r.estimate, spec, _signed(r.measure) and by_scope)
 
@@ -209,6 +206,15 @@ def _line_errored(rows: Sequence[Row], by_scope: bool) -> int:
 
 def _by_scope(table: Table) -> bool:
     return table.layout == "wide" and len({r.measure for r in table.rows}) == 1
+
+
+def _p_columns(table: Table, column: str, rows: Sequence[Row]) -> list[str]:
+    """"p" and/or "Holm" when a row of this interval column has them (printed beside the
+    interval, not in its cell, so no cell is wider than a narrow terminal needs)."""
+    if column not in table.ci_columns:
+        return []
+    return [name for name, attr in (("p", "p"), ("Holm", "p_holm"))
+            if any(not math.isnan(getattr(r, attr)) for r in rows)]
 
 
 def render_wide(table: Table, width: int | None = None) -> list[str]:
@@ -238,19 +244,28 @@ def render_wide(table: Table, width: int | None = None) -> list[str]:
         lines.setdefault(group, {})[key(r)] = r
     header = ["model", "arm"] + [h for _, h in varying]
     names = dict(table.headers)
-    header += [short_regime(c) if by_scope else names.get(c, c) for c in columns]
+    p_cols = {c: _p_columns(table, c, [r for r in rows if key(r) == c]) for c in columns}
+    several = sum(bool(v) for v in p_cols.values()) > 1
+    together = []
+    for c in columns:
+        head = short_regime(c) if by_scope else names.get(c, c)
+        together.append(range(len(header), len(header) + 1 + len(p_cols[c])))
+        header += [head] + [f"{p} {head}" if several else p for p in p_cols[c]]
     header += ["errored"] if errored else []
     body = []
     for cells in lines.values():
         first = next(iter(cells.values()))
         line = _arm_cells(first, varying)
         for c in columns:
-            line.append(_wide_cell(table, cells.get(c), c, formats, by_scope))
+            r = cells.get(c)
+            line.append(_wide_cell(table, r, c, formats, by_scope))
+            line += [DASH if r is None else fmt_number(r.p if p == "p" else r.p_holm, ".3f")
+                     for p in p_cols[c]]
         if errored:
             line.append(str(_line_errored(list(cells.values()), by_scope)))
         body.append(line)
     n_text = 2 + len(varying)
-    return align_fit(header, body, range(n_text, len(header)), 2, width)
+    return align_fit(header, body, range(n_text, len(header)), 2, width, together)
 
 
 def _constant_kind(table: Table) -> tuple[str, str] | None:
