@@ -257,10 +257,10 @@ def render_wide(table: Table, width: int | None = None) -> list[str]:
         first = next(iter(cells.values()))
         line = _arm_cells(first, varying)
         for c in columns:
-            r = cells.get(c)
-            line.append(_wide_cell(table, r, c, formats, by_scope))
-            line += [DASH if r is None else fmt_number(r.p if p == "p" else r.p_holm, ".3f")
-                     for p in p_cols[c]]
+            cell = cells.get(c)
+            line.append(_wide_cell(table, cell, c, formats, by_scope))
+            line += [DASH if cell is None else
+                     fmt_number(cell.p if p == "p" else cell.p_holm, ".3f") for p in p_cols[c]]
         if errored:
             line.append(str(_line_errored(list(cells.values()), by_scope)))
         body.append(line)
