@@ -14,6 +14,7 @@ from sqlite_utils import Database
 from core.errors import LabError
 from core.models.registry import ModelSpec
 from core.store import jobs as ledger
+from core.store import progress
 from jobs.grid import GridPlan, GridRequest, enqueue
 from jobs.queue import enqueue_job, make_huey
 from jobs.retry import retry
@@ -93,7 +94,8 @@ class GridStatus:
     retry: str | None = None
     """The command that re-runs the grid's errored episodes (None when there are none)."""
     stale: int = 0
-    """Running jobs whose heartbeat is older than `ledger.STALE_AFTER_S` (worker lost?)."""
+    """Running jobs whose heartbeat is older than `core.store.progress.STALE_AFTER_S`
+    (worker lost?)."""
     unit: str = "episodes"
     """What expected/stored/errored/rate count: "episodes", or "probes" for a grid of
     `lab replay`/`lab repair` jobs."""
@@ -114,7 +116,7 @@ def status(db: Database, now: float | None = None) -> list[GridStatus]:
     """
     now = time.time() if now is None else now
     out = []
-    for g in ledger.grid_progress(db, now):
+    for g in progress.grid_progress(db, now):
         recent = [f for f in g["finished"]
                   if now - datetime.fromisoformat(f).timestamp() <= RATE_WINDOW_S]
         span = RATE_WINDOW_S

@@ -516,5 +516,5 @@ def test_a_disk_io_error_on_a_read_is_one_line(db, capsys, monkeypatch):
     def broken(*_a, **_k):
         raise sqlite3.OperationalError("disk I/O error")
 
-    monkeypatch.setattr(jobs.control.ledger, "grid_progress", broken)
+    monkeypatch.setattr(jobs.control.progress, "grid_progress", broken)
     one_error(*lab(capsys, "--db", db, "status")[::2], "disk I/O error")

@@ -10,7 +10,7 @@ from textual.widgets import Static
 
 from console.widgets.confirm import Choose, Confirm
 from console.widgets.jobs_confirm import act_prompt, nothing_text
-from core.store.monitor import JobRow
+from core.store.progress import JobRow
 from jobs.control import GridStatus
 
 

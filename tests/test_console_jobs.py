@@ -195,7 +195,7 @@ def test_job_rows_show_the_seed_before_the_cell() -> None:
     """At 80 columns the tree cuts a job's row (after 8 columns of guides): what tells two
     jobs apart (id, state, progress, seed) comes first; the cell's regime is short."""
     from console.screens.jobs import job_label
-    from core.store.monitor import JobRow
+    from core.store.progress import JobRow
 
     spec = '{"name": "random_rule", "k": 3, "rate": 0.5}'
     row = JobRow(12, "running", "sim-hazard-own-with-a-long-name", spec, "late_onset_from_3",

@@ -1,5 +1,5 @@
 """Derived tables record their layout; a pack of another layout is refused or rederived,
-never decoded as garbage (issue 23 §2, `core.store.derived`)."""
+never decoded as garbage (issue 23 §2, `core.store.layouts`, `core.store.derived`)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from core.errors import StoreError
 from core.store import decisions as D
 from core.store import episode_packs as P
 from core.store import frames as F
-from core.store.derived import TABLES, code_layout, recorded_layouts, require_layout
+from core.store.layouts import TABLES, code_layout, recorded_layouts, require_layout
 from core.store.judgment_counts import judgment_counts
 from tests.golden_study import GRID, build_study
 

@@ -30,7 +30,8 @@ from core.regimes import ForeignPool, parse_regime
 from core.runner import CellSpec, run_questions
 from core.store.frames import episodes_frame, steps_frame
 from core.store.selection import Selection
-from core.store.judgment_counts import COUNTS, counts_sql, judgment_counts
+from core.store.judgment_counts import COUNTS, judgment_counts
+from core.store.judgment_packs import counts_sql
 from tests.helpers.builders import store_sim_grid
 
 GRID = (("sim-own5", "none"), ("sim-stated-own3", "stated_judgment_rule:k=3"),

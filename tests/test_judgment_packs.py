@@ -16,6 +16,7 @@ from core import store
 from core.schema import SCHEMA_VERSION
 from core.store import judgment_counts as J
 from core.store.decisions import rederive
+from core.store.judgment_packs import counts_sql
 from core.store.selection import Selection, where_clause
 from test_judgment_counts import GRID, REGIMES, _edit
 from tests.helpers.builders import store_sim_grid, undo_migration
@@ -52,7 +53,7 @@ def sql_rows(db) -> dict[int, tuple[int, ...]]:
     """episode → its `counts_sql` row (every episode, errored ones too; zeros without an
     observation step)."""
     rows = {e: (e, 0, 0, 0, 0, 0) for e in all_ids(db)}
-    cursor = db.conn.execute(J.counts_sql(True) + " WHERE s.obs_index IS NOT NULL GROUP BY e.id")
+    cursor = db.conn.execute(counts_sql(True) + " WHERE s.obs_index IS NOT NULL GROUP BY e.id")
     rows.update({r[0]: tuple(r) for r in cursor})
     return rows
 
@@ -63,7 +64,7 @@ def step_query(db, selection: Selection | None = None, upto: int | None = None
     extra = ["s.obs_index IS NOT NULL", "e.error IS NULL"]
     extra += [f"e.id <= {upto}"] if upto is not None else []
     where, args = where_clause(db, selection or Selection(), *extra)
-    rows = np.array(db.conn.execute(J.counts_sql(True) + where + " GROUP BY e.id ORDER BY e.id",
+    rows = np.array(db.conn.execute(counts_sql(True) + where + " GROUP BY e.id ORDER BY e.id",
                                     args).fetchall(), dtype=np.int64).reshape(-1, 6)
     counts = np.array([[(r[2 + i // 4] >> (16 * (i % 4))) & 0xFFFF for i in range(len(J.COUNTS))]
                        for r in rows], dtype=np.int32).reshape(-1, len(J.COUNTS))

@@ -84,10 +84,7 @@ def test_no_import_cycles():
     """No two modules import each other at run time, directly or around a loop (a lazy
     import inside a function counts; one made only for type checkers does not)."""
     cycles = _cycles(_graph(runtime_only=True))
-    # Left: core.store's derived-data loop (connect -> rederive -> the builders -> frames
-    # -> the layout check in derived). Splitting the layout check from the rebuild ends
-    # it; until then no other cycle may appear, and none may reach outside core.store.
-    assert [c for c in cycles if not all(m.startswith("core.store") for m in c)] == []
+    assert cycles == []
 
 
 def test_no_screen_or_widget_imports_the_command_line():

@@ -12,7 +12,7 @@ import pytest
 
 from console.cli import main
 from core import store
-from core.store import monitor
+from core.store import monitor, progress
 from jobs.control import status
 
 
@@ -61,7 +61,7 @@ def test_status_counts_probes_of_a_replay_grid_while_queued(replayed, capsys):
     code, out, _ = lab(capsys, db, "status")
     assert code == 0
     assert f"0/{calls} answer_now probes" in out and "ETA -" in out
-    rows = monitor.job_rows(conn, grid)  # the console's Jobs tree
+    rows = progress.job_rows(conn, grid)  # the console's Jobs tree
     assert {r.unit for r in rows} == {"probes"} and sum(r.expected for r in rows) == calls
     assert sum(r.stored for r in rows) == 0
     counts = monitor.queue_counts(conn)  # the console's Dashboard
@@ -80,7 +80,7 @@ def test_errored_probes_are_counted_and_retried(replayed, capsys):
     assert g.retry == f"lab retry --grid {grid} --errored"
     code, out, _ = lab(capsys, db, "status")
     assert f"{calls - 2}/{calls} answer_now probes" in out and "2 errored" in out
-    assert sum(r.errored for r in monitor.job_rows(conn, grid)) == 2
+    assert sum(r.errored for r in progress.job_rows(conn, grid)) == 2
     assert monitor.queue_counts(conn).probes_errored == 2
     code, out, err = lab(capsys, db, "retry", "--grid", str(grid), "--errored")
     assert code == 0, err

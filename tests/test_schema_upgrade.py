@@ -22,7 +22,7 @@ from sqlite_utils import Database
 
 from core import store
 from core.schema import MIGRATIONS, SCHEMA_VERSION, STEPS
-from core.store.derived import TABLES, code_layout, recorded_layouts
+from core.store.layouts import TABLES, code_layout, recorded_layouts
 from tests.golden_study import GRID, REGIMES, build_study, results_all
 
 BASE_TABLES = ("questions", "prompt_sets", "runs", "cells")

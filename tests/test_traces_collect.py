@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from core import store
-from core.store import monitor
+from core.store import monitor, progress
 from core.store.traces import TRACE_COLUMNS, load_traces
 from core.traces import parse_answer, parse_judge
 from tests.helpers.cli import dump_hash, lab, one_error
@@ -128,7 +128,7 @@ def test_collect_stores_four_states_per_question_and_is_idempotent(served, capsy
     code, out, _ = lab(capsys, "--db", db, "--config", config, "status")
     assert "24/24 trace states" in out and "done 1" in out
     opened = store.connect(db)
-    (job,) = monitor.job_rows(opened, 1)  # the console's Jobs view
+    (job,) = progress.job_rows(opened, 1)  # the console's Jobs view
     assert (job.unit, job.kind, job.expected, job.stored, job.errored) == ("states", "trace",
                                                                          24, 24, 0)
     assert monitor.job_errors(opened, 1) == {}  # no episodes to count for a trace job

@@ -2,7 +2,7 @@
 cancel and retry on the selected node, each behind a one-key confirmation.
 
 Grid progress comes from `jobs.control.status`; a grid's jobs are read (through
-`core.store.monitor.job_rows`) only once the grid is expanded, so a ledger of
+`core.store.progress.job_rows`) only once the grid is expanded, so a ledger of
 thousands of jobs costs nothing until someone looks at it. Actions call
 `jobs.control.control`, the same function as `lab pause|resume|cancel|retry`.
 """
@@ -27,7 +27,7 @@ from console.widgets.traj_render import short_regime
 from core import store
 from core.conditions import arm_label
 from core.errors import LabError
-from core.store import monitor
+from core.store import monitor, progress
 from jobs.control import GridStatus, control, status
 from jobs.retry import retry
 from jobs.settings import WorkerSettings
@@ -59,7 +59,7 @@ class JobsData:
     """One read: every grid's status, and the jobs of the expanded grids."""
 
     grids: list[GridStatus]
-    jobs: dict[int, list[monitor.JobRow]] = field(default_factory=dict)
+    jobs: dict[int, list[progress.JobRow]] = field(default_factory=dict)
     job_errors: dict[int, monitor.JobErrors] = field(default_factory=dict)
     """Episode jobs of the expanded grids: complete and errored questions, newest error."""
     grid_errors: dict[int, str] = field(default_factory=dict)
@@ -72,7 +72,7 @@ def read_jobs(db_path, expanded: set[int], now: float) -> JobsData:
     try:
         grids = status(db, now=now)
         errors = {j: e for g in expanded for j, e in monitor.job_errors(db, g).items()}
-        return JobsData(grids, {g: monitor.job_rows(db, g) for g in expanded}, errors,
+        return JobsData(grids, {g: progress.job_rows(db, g) for g in expanded}, errors,
                         monitor.grid_last_errors(db))
     finally:
         db.conn.close()
@@ -118,7 +118,7 @@ STATE_STYLE = MappingProxyType({"failed": "bold red", "running": "bold", "paused
                                 "cancelled": "dim", "done": ""})
 
 
-def job_label(j: monitor.JobRow, errors: monitor.JobErrors | None = None) -> Text:
+def job_label(j: progress.JobRow, errors: monitor.JobErrors | None = None) -> Text:
     """One job, what tells it apart first: id, state, complete/expected (errored questions
     apart, so a re-queued job shows 0/n until it runs; a replay job: its probes), errored,
     seed, then the cell (regime short: `job_detail` spells it out), attempts and the last
@@ -139,7 +139,7 @@ def job_label(j: monitor.JobRow, errors: monitor.JobErrors | None = None) -> Tex
     return text
 
 
-def _progress(j: monitor.JobRow, errors: monitor.JobErrors | None
+def _progress(j: progress.JobRow, errors: monitor.JobErrors | None
               ) -> tuple[int, int, str | None]:
     """(complete, errored, last error line to show) of a job."""
     done, errored, last = j.stored - j.errored, j.errored, None
@@ -150,7 +150,7 @@ def _progress(j: monitor.JobRow, errors: monitor.JobErrors | None
     return done, errored, last
 
 
-def job_detail(j: monitor.JobRow, errors: monitor.JobErrors | None = None) -> Text:
+def job_detail(j: progress.JobRow, errors: monitor.JobErrors | None = None) -> Text:
     """The highlighted job in full under the tree: its whole cell, progress, attempts and
     last error, wrapped (the row itself is cut at 80 columns)."""
     done, errored, last = _progress(j, errors)
@@ -338,7 +338,7 @@ class JobsScreen(LabScreen):
         return None if node is None or node.data is None else node.data
 
     def _scope(self, kind: str, value: int | str
-               ) -> tuple[list[GridStatus], monitor.JobRow | None]:
+               ) -> tuple[list[GridStatus], progress.JobRow | None]:
         """The target's grids (a job's: its grid) and the job, from the last read."""
         grids = self._jobs_data.grids
         if kind == "run":

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from core.conditions import arm_label
-from core.store.monitor import JobRow
+from core.store.progress import JobRow
 from jobs.control import GridStatus
 
 

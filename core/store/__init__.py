@@ -6,7 +6,8 @@ share one file under WAL with a busy timeout instead of failing with
 "database is locked".
 """
 
-from core.store.base import BUSY_TIMEOUT_MS, connect, schema_version, write
+from core.store.base import BUSY_TIMEOUT_MS, schema_version, write
+from core.store.connection import connect
 from core.store.episodes import (count, episode_exists, episode_steps, live_end, live_start,
                                  live_step, live_steps, write_episodes)
 from core.store.frames import episodes_frame, steps_frame

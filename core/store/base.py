@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import contextlib
-import logging
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from sqlite_utils import Database
@@ -14,26 +13,28 @@ from core.errors import StoreError
 from core.schema import MIGRATIONS, SCHEMA_VERSION
 
 BUSY_TIMEOUT_MS = 60_000
-LOG = logging.getLogger("lab.store")
+Rederive = Callable[[Database, Path, bool], None]
+"""Rebuilds an open lab.db's stale derived tables (all of them after an upgrade)."""
 
 
-def connect(path: Path | str, create: bool = True) -> Database:
-    """Open lab.db (creating and migrating it as needed).
+def open_migrated(path: Path | str, create: bool, rederive: Rederive) -> Database:
+    """Open lab.db, creating and migrating it as needed, and let `rederive` rebuild its
+    derived tables; what `core.store.connect` does (see there).
 
-    After a schema upgrade, and whenever a derived table's recorded layout differs from
-    this code's, the derived tables are rebuilt from the stored data
-    (`core.store.derived`), one warning line logged when lab.db held episodes; a
-    read-only lab.db is left as it is (its readers refuse the stale tables).
+    `rederive` runs inside the upgrade's write transaction after a schema upgrade, and
+    before foreign keys are switched on (a rebuild must not cascade); its
+    `sqlite3.OperationalError` is reported as `access_error`'s one line. It is passed in,
+    not imported, because the rebuild imports the writers and every writer imports this
+    module (for `write`).
 
     Args:
         path: the database file.
-        create: create the file when it does not exist; read-only commands pass
-            False so a mistyped --db never leaves an empty lab.db behind.
+        create: create the file when it does not exist.
+        rederive: called with the open lab.db, its path and whether the schema was
+            just upgraded (every derived table is then rebuilt).
 
     Raises:
-        StoreError: no file (with create=False), the file was written by a newer lab
-            (higher schema version), is not an SQLite database, or cannot be opened
-            or written (read-only file or mount).
+        StoreError: as `core.store.connect`.
     """
     path = Path(path)
     if path.parent and not path.parent.exists():
@@ -60,9 +61,9 @@ def connect(path: Path | str, create: bool = True) -> Database:
                 upgrade = conn.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION
                 MIGRATIONS.apply(db)
                 conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-                _rederive(db, path, everything=upgrade)  # migrations never derive (STYLE §18)
+                rederive(db, path, upgrade)  # migrations never derive (STYLE §18)
         else:
-            _rederive(db, path)
+            rederive(db, path, False)
         conn.execute("PRAGMA foreign_keys = ON")
     except sqlite3.OperationalError as exc:
         conn.close()
@@ -71,23 +72,6 @@ def connect(path: Path | str, create: bool = True) -> Database:
         conn.close()
         raise StoreError(f"{path}: not a usable lab database ({exc})") from None
     return db
-
-
-def _rederive(db: Database, path: Path, everything: bool = False) -> None:
-    """Rebuild stale derived tables (all of them when `everything`), logging one line when
-    episodes were rederived; skipped on a read-only lab.db."""
-    from core.store.derived import rederive_stale, stale_tables
-
-    if not everything and not stale_tables(db.conn):
-        return
-    try:
-        done = rederive_stale(db, everything)
-    except sqlite3.OperationalError as exc:
-        if "readonly" in str(exc) or "read-only" in str(exc):
-            return  # nothing may be written: readers refuse the stale tables
-        raise
-    if done.tables and done.episodes:
-        LOG.warning(done.line(path))
 
 
 def access_error(path: Path | str, exc: sqlite3.OperationalError) -> StoreError:

@@ -25,6 +25,7 @@ from sqlite_utils import Database
 from core.decisions import COLUMNS, STEP_FIELDS, episode_decisions
 from core.store.base import write
 from core.store.episode_packs import store_packs
+from core.store.judgment_packs import store_counts
 
 INSERT_SQL = (f"INSERT INTO decisions (episode_id, seq, {', '.join(COLUMNS)}) "
               f"VALUES ({', '.join('?' * (len(COLUMNS) + 2))})")
@@ -69,7 +70,7 @@ PACKS_LAYOUT_VERSION = 1
 
 def decisions_layout_text() -> str:
     """What identifies the layout of `decisions` and the TOTALS (fingerprinted by
-    `core.store.derived`): their columns and the step fields they are derived from."""
+    `core.store.layouts`): their columns and the step fields they are derived from."""
     return repr((COLUMNS, STEP_FIELDS, TOTALS, _TOTAL_FIELDS, _STEPS_SQL))
 
 
@@ -198,7 +199,7 @@ def store_derived(conn: sqlite3.Connection, episode_id: int, cell_id: int,
     """Write an episode's decision points, judgment counts and acting tokens.
 
     Inside the caller's transaction, after the episode's steps are written (its
-    `judgment_packs` row is counted from them by `core.store.judgment_counts.counts_sql`).
+    `judgment_packs` row is counted from them by `core.store.judgment_packs.counts_sql`).
 
     Args:
         conn: the connection holding the write transaction that stored the episode.
@@ -215,8 +216,6 @@ def store_derived(conn: sqlite3.Connection, episode_id: int, cell_id: int,
                                        pack(episode_id, [d[2:] for d in decisions])))
     conn.execute(_TOTALS_SQL, (*step_totals(rows), episode_id))
     store_packs(conn, [episode_id])  # after the totals: that update drops the episode's pack
-    from core.store.judgment_counts import store_counts  # it reads frames, which read us
-
     store_counts(conn, [episode_id])
 
 
@@ -291,8 +290,6 @@ def derive_all(conn: sqlite3.Connection, where: str = "", args: Sequence[Any] = 
                  "WHERE acting_input_tokens IS NULL")
     if packs:
         store_packs(conn, [*derived, *unset])  # the updates above dropped their packs
-        from core.store.judgment_counts import store_counts  # it reads frames, which read us
-
         store_counts(conn, derived)
     return n
 

@@ -76,7 +76,7 @@ LAYOUT_VERSION = 1
 
 
 def layout_text() -> str:
-    """What identifies the packs' layout (`core.store.derived` fingerprints it): the
+    """What identifies the packs' layout (`core.store.layouts` fingerprints it): the
     packing query, from the current EPISODE_WORDS, and the cost word's place."""
     return f"{pack_sql()}\ncost word {2 + len(EPISODE_WORDS)} float64 little-endian"
 WORD_AT = {i: 2 + i for i in range(1, len(EPISODE_WORDS))}

@@ -16,7 +16,7 @@ from sqlite_utils import Database
 
 from core.conditions import arm_label
 from core.store.decisions import (PACKED_FIELDS, PACKED_ID_SHIFT, PACKED_OFFSET)
-from core.store.derived import require_layout
+from core.store.layouts import require_layout
 from core.store.packs import (
     PACKED_BY_ID_SQL,
     PACKED_SQL,
@@ -420,7 +420,7 @@ def decisions_frame(db: Database, selection: Selection | None = None, upto: int 
 
     Raises:
         StoreError: lab.db records another layout for the decisions or their packs
-            (`core.store.derived.require_layout`).
+            (`core.store.layouts.require_layout`).
     """
     import itertools
 

@@ -18,7 +18,7 @@ from core.episode import utc_now
 from core.errors import StoreError
 from core.store.base import write
 from core.store.episodes import COMPLETE
-from core.store.monitor import live_counts
+from core.store.events import log_event as log_event  # callers log as ledger.log_event
 
 ACTIVE = ("queued", "running", "paused")
 TARGETS = ("run", "grid", "job")
@@ -278,70 +278,6 @@ def job_states(db: Database) -> dict[str, int]:
     return dict(db.conn.execute("SELECT state, count(*) FROM jobs GROUP BY state").fetchall())
 
 
-STALE_AFTER_S = 3.0
-"""A running job whose last heartbeat is older than this is stale: its worker is
-probably lost (workers renew every job about once a second, so this is two missed
-heartbeats and some slack for a busy machine)."""
-
-
-def grid_progress(db: Database, now: float | None = None) -> list[dict[str, Any]]:
-    """Per grid: run, expected/stored/errored pairs (probes for a replay grid) and job
-    states.
-
-    "stored" counts pairs with a complete episode; "errored" pairs whose episodes
-    all errored (what `lab retry --errored` would re-run); "stale" running jobs
-    whose heartbeat is older than STALE_AFTER_S at `now`. "unit" is "episodes", or
-    "probes" for a grid of `lab replay`/`lab repair` jobs: its expected, stored,
-    errored and finished count the probes its jobs ask (`core.store.probes.
-    replay_progress`), "kind" says which, and "running" is 0 (probes have no live rows).
-    A grid of `lab traces collect` jobs counts its answer states the same way (unit
-    "states", kind "trace": `core.store.traces.trace_progress`).
-    """
-    now = time.time() if now is None else now
-    grids = _rows(db, "SELECT g.id AS grid, r.name AS run, g.created_at FROM grids g "
-                      "JOIN runs r ON r.id = g.run_id ORDER BY g.id")
-    for g in grids:
-        jobs = _rows(db, "SELECT cell_id, question_ids, state, heartbeat_at, kind, params "
-                     "FROM jobs WHERE grid_id = ?", (g["grid"],))
-        pairs = {(j["cell_id"], q) for j in jobs for q in json.loads(j["question_ids"])}
-        cells = sorted({c for c, _ in pairs})
-        complete: dict[tuple[int, str], str] = {}
-        errored: set[tuple[int, str]] = set()
-        for cell_id in cells:
-            for qid, fin in db.conn.execute(
-                    f"SELECT question_id, finished_at FROM episodes WHERE cell_id = ? AND "
-                    f"{COMPLETE}", (cell_id,)):
-                complete[(cell_id, qid)] = fin
-            errored.update((cell_id, q) for q in errored_questions(db, cell_id))
-        done = [complete[p] for p in pairs if p in complete]
-        g.update(
-            cells=len(cells), expected=len(pairs), stored=len(done),
-            errored=len(errored & pairs), finished=sorted(done),
-            jobs={s: sum(j["state"] == s for j in jobs) for s in
-                  ("queued", "running", "paused", "done", "failed", "cancelled")},
-            stale=sum(j["state"] == "running" and now - (j["heartbeat_at"] or 0) > STALE_AFTER_S
-                      for j in jobs),
-            # a dead or stopped worker's leftover live rows are not running (issue 25)
-            running=live_counts(db, cells, now=now)["running"], unit="episodes", kind=None)
-        replay = [j for j in jobs if j["kind"] == "replay"]
-        if replay:  # a replay grid's work is its probes, not the episodes they read
-            from core.store.probes import replay_progress
-
-            probes = replay_progress(db, replay)
-            g.update(expected=probes["expected"], stored=probes["stored"],
-                     errored=probes["errored"], finished=probes["finished"], running=0,
-                     unit="probes", kind=probes["kind"])
-        traces = [j for j in jobs if j["kind"] == "traces"]
-        if traces:  # a trace grid's work is its answer states (issue 21)
-            from core.store.traces import trace_progress
-
-            states = trace_progress(db, traces)
-            g.update(expected=states["expected"], stored=states["stored"],
-                     errored=states["errored"], finished=states["finished"], running=0,
-                     unit="states", kind=states["kind"])
-    return grids
-
-
 def register_worker(db: Database, worker: str) -> None:
     """Insert or refresh a worker row (state running)."""
     with write(db):
@@ -368,13 +304,6 @@ def worker_state(db: Database, worker: str) -> str | None:
 def workers(db: Database) -> list[dict[str, Any]]:
     """All worker rows."""
     return _rows(db, "SELECT * FROM workers ORDER BY heartbeat_at DESC")
-
-
-def log_event(db: Database, kind: str, detail: str) -> None:
-    """Append one line to the events table."""
-    with write(db):
-        db.conn.execute("INSERT INTO events (at, kind, detail) VALUES (?, ?, ?)",
-                        (utc_now(), kind, detail))
 
 
 def newest_live(db: Database) -> int | None:

@@ -86,7 +86,8 @@ def _iso(ts: float) -> str:
     return datetime.fromtimestamp(ts, UTC).isoformat(timespec="microseconds")
 
 
-def _last_line(text: str | None) -> str:
+def last_line(text: str | None) -> str:
+    """The last line of an error text (at most 200 characters), what a row shows."""
     lines = (text or "").strip().splitlines()
     return lines[-1][:200] if lines else "(no error recorded)"
 
@@ -194,7 +195,7 @@ def recent_events(db: Database, limit: int = 20) -> list[Event]:
     cancel, retry), failed jobs with their last error line and frozen amendments."""
     events = [Event(str(a), str(k), str(d)) for a, k, d in db.conn.execute(
         "SELECT at, kind, detail FROM events ORDER BY id DESC LIMIT ?", (limit,))]
-    events += [Event(str(at), "failed", f"job {jid}: {_last_line(err)}")
+    events += [Event(str(at), "failed", f"job {jid}: {last_line(err)}")
                for jid, at, err in db.conn.execute(
                    "SELECT id, updated_at, last_error FROM jobs WHERE state = 'failed' "
                    "ORDER BY updated_at DESC LIMIT ?", (limit,))]
@@ -204,77 +205,6 @@ def recent_events(db: Database, limit: int = 20) -> list[Event]:
                    "ORDER BY frozen_at DESC LIMIT ?", (limit,))]
     events.sort(key=lambda e: e.at, reverse=True)
     return events[:limit]
-
-
-@dataclass(frozen=True)
-class JobRow:
-    """One job of a grid with its cell and progress, for the console's Jobs tree.
-
-    Attributes:
-        id: job id.
-        state: the ledger state.
-        model, condition_spec, regime, seed, budget: the job's cell (condition as
-            stored JSON: the caller labels it with `core.conditions.arm_label`).
-        expected: questions in the job (a replay job: the probes it asks).
-        stored: of those, episodes stored (errored included); a replay job: probes
-            stored (errored included).
-        errored: of those, episodes stored with an error; a replay job: probes stored
-            with an error.
-        attempts: times a worker took it.
-        last_error: the last line of its last error, if any.
-    """
-
-    id: int
-    state: str
-    model: str
-    condition_spec: str
-    regime: str
-    seed: int
-    budget: int
-    expected: int
-    stored: int
-    errored: int
-    attempts: int
-    last_error: str | None
-    unit: str = "episodes"
-    """"episodes", or "probes" for a `lab replay`/`lab repair` job."""
-    kind: str | None = None
-    """A replay job's probe kind."""
-
-
-def job_rows(db: Database, grid_id: int) -> list[JobRow]:
-    """The jobs of one grid with their cell and how many of their episodes are stored (a
-    replay job: how many of its probes are stored or errored, unit "probes")."""
-    rows = db.conn.execute(
-        "SELECT j.id, j.state, c.model, c.condition_spec, c.regime, c.seed, c.budget, "
-        "json_array_length(j.question_ids), "
-        "(SELECT count(*) FROM json_each(j.question_ids) q JOIN episodes e "
-        " ON e.cell_id = j.cell_id AND e.question_id = q.value), "
-        "(SELECT count(*) FROM json_each(j.question_ids) q JOIN episodes e "
-        " ON e.cell_id = j.cell_id AND e.question_id = q.value WHERE e.error IS NOT NULL), "
-        "j.attempts, j.last_error, j.kind, j.params, j.cell_id, j.question_ids "
-        "FROM jobs j JOIN cells c ON c.id = j.cell_id WHERE j.grid_id = ? ORDER BY j.id",
-        (grid_id,)).fetchall()
-    out = []
-    for i, st, m, cs, r, sd, b, n, s, e, a, err, kind, params, cell_id, qids in rows:
-        unit, probe_kind = "episodes", None
-        if kind == "replay":  # its work is probes, not the episodes they read
-            from core.store.probes import replay_progress  # probes imports this module
-
-            p = replay_progress(db, [{"cell_id": cell_id, "question_ids": qids,
-                                      "params": params}])
-            n, s, e = p["expected"], p["stored"] + p["errored"], p["errored"]
-            unit, probe_kind = "probes", p["kind"]
-        elif kind == "traces":  # its work is answer states (issue 21)
-            from core.store.traces import trace_progress
-
-            p = trace_progress(db, [{"cell_id": cell_id, "question_ids": qids}])
-            n, s, e = p["expected"], p["stored"] + p["errored"], p["errored"]
-            unit, probe_kind = "states", p["kind"]
-        out.append(JobRow(int(i), str(st), str(m), str(cs), str(r), int(sd), int(b), int(n),
-                          int(s), int(e), int(a), _last_line(err) if err else None, unit,
-                          probe_kind))
-    return out
 
 
 @dataclass(frozen=True)
@@ -406,7 +336,8 @@ def live_counts(db: Database, cell_ids: list[int] | None = None, now: float | No
 # --- errors where the researcher looks (issue 22 §7) ---------------------------------
 
 _NOT_REPLAY = "coalesce(j.kind, '') NOT IN ('replay', 'traces')"
-"""Episode jobs only: replay and trace jobs count their probes and states (`job_rows`)."""
+"""Episode jobs only: replay and trace jobs count their probes and states
+(`core.store.progress.job_rows`)."""
 _STILL_ERRORED = ("e.error IS NOT NULL AND NOT EXISTS (SELECT 1 FROM episodes c WHERE "
                   "c.cell_id = e.cell_id AND c.question_id = e.question_id AND c.error IS NULL)")
 _MADE_CALLS = ("(e.input_tokens + e.output_tokens + e.cache_read_tokens + "
@@ -443,7 +374,7 @@ def job_errors(db: Database, grid_id: int) -> dict[int, JobErrors]:
         f" ON e.cell_id = j.cell_id AND e.question_id = q.value WHERE {_STILL_ERRORED} "
         "  ORDER BY e.id DESC LIMIT 1) "
         f"FROM jobs j WHERE j.grid_id = ? AND {_NOT_REPLAY} ORDER BY j.id", (grid_id,))
-    return {int(i): JobErrors(int(c), int(e), _last_line(err) if err else None)
+    return {int(i): JobErrors(int(c), int(e), last_line(err) if err else None)
             for i, c, e, err in rows}
 
 
@@ -457,7 +388,7 @@ def grid_last_errors(db: Database) -> dict[int, str]:
             f"j.cell_id = e.cell_id AND {_NOT_REPLAY} WHERE {_STILL_ERRORED} AND EXISTS "
             "(SELECT 1 FROM json_each(j.question_ids) q WHERE q.value = e.question_id) "
             "GROUP BY j.grid_id"):
-        out[int(gid)] = ("", _last_line(err))
+        out[int(gid)] = ("", last_line(err))
     for gid, at, err in db.conn.execute(
             "SELECT j.grid_id, max(p.created_at), p.error FROM probes p "
             "JOIN episodes e ON e.id = p.episode_id JOIN jobs j ON j.cell_id = e.cell_id AND "
@@ -465,7 +396,7 @@ def grid_last_errors(db: Database) -> dict[int, str]:
             "WHERE p.error IS NOT NULL AND EXISTS (SELECT 1 FROM json_each(j.question_ids) q "
             "WHERE q.value = e.question_id) GROUP BY j.grid_id"):
         if int(gid) not in out or str(at) > out[int(gid)][0]:
-            out[int(gid)] = (str(at), _last_line(err))
+            out[int(gid)] = (str(at), last_line(err))
     return {g: line for g, (_, line) in out.items()}
 
 
@@ -509,7 +440,7 @@ def errored_by_reason(db: Database) -> list[ErrorReason]:
             g = groups.setdefault((unit, error_reason(err)), [0, ""])
             g[0] += 1
             g[1] = err
-    rows = [ErrorReason(u, r, n, _last_line(ex)) for (u, r), (n, ex) in groups.items()]
+    rows = [ErrorReason(u, r, n, last_line(ex)) for (u, r), (n, ex) in groups.items()]
     return sorted(rows, key=lambda x: (-x.count, x.unit != "episodes", x.reason))
 
 

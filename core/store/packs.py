@@ -1,6 +1,6 @@
 """Packed shadow tables read back: the episode key packs and the decision packs
 (`core.store.episode_packs`, `core.store.decisions`), checked against the layout this lab
-writes (`core.store.derived`) and decoded into numpy columns."""
+writes (`core.store.layouts`) and decoded into numpy columns."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import sqlite3
 from sqlite_utils import Database
 
 from core.store.decisions import PACKED_ID_SHIFT, packed_words_sql
-from core.store.derived import require_layout
 from core.store.episode_packs import COST_AT, EPISODE_WORDS, NO_WORD, PACK_WORDS, WORD_AT
+from core.store.layouts import require_layout
 
 _KEY_PACKS_SQL = ("SELECT count(*), count(words), CAST(group_concat(words, '') AS BLOB), "
                   "group_concat(question_id, char(31)) FROM (SELECT p.words, e.question_id "

@@ -20,6 +20,7 @@ from core.probes import At, ProbeRecord, RecordedEpisode, parse_at, select_point
 from core.regimes import parse_regime
 from core.store.base import write
 from core.store.episodes import COMPLETE, episode_steps
+from core.store.events import log_event
 from core.store.selection import Selection, with_filters, where_clause
 from core.store.trajectories import _questions, observation_text
 
@@ -440,8 +441,6 @@ def record_batch(db: Database, job_id: int, batch_id: str, state: str, probes: i
         state: "submitted" or "stored".
         probes: probes sent (submitted) or stored from its results (stored).
     """
-    from core.store.jobs import log_event
-
     log_event(db, "replay_batch", f"job {job_id}: batch {batch_id} {state} ({probes} probes)")
 
 
