@@ -21,7 +21,7 @@ from core.fever import load_fever
 
 KINDS = ("hotpotqa", "fever", "musique")
 """What `lab data import KIND` reads: a HotpotQA JSON/JSONL file, a FEVER folder, or a
-MuSiQue JSONL file (issue 21)."""
+MuSiQue JSONL file (the second seed's dataset)."""
 
 
 @dataclass(frozen=True)

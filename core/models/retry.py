@@ -7,10 +7,11 @@ response. `classify` turns any of them into a `ModelError` with a short reason;
 waits at least what a 429/529 `retry-after` header asks, bounds every attempt by a
 hard timeout, and logs each retry. Secrets are scrubbed from every message.
 
-A worker that stops (SIGTERM/SIGINT) stops its calls through a `CallStop` (issue 25
-§3): once requested no call or retry starts, and once cut every attempt (or call-slot
-wait) still in flight ends at once; either way the call raises ModelError with reason
-"interrupted", which the episode records as its error (retried like any other).
+A worker that stops (SIGTERM/SIGINT) stops its calls through a `CallStop`, so that its
+stop ends in bounded time (`jobs.worker`): once requested no call or retry starts, and
+once cut every attempt (or call-slot wait) still in flight ends at once; either way the call
+raises ModelError with reason "interrupted", which the episode records as its error
+(retried like any other).
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ INTERRUPTED = "interrupted"
 
 
 class CallStop:
-    """The stop of a worker's model calls: requested, then cut (issue 25 §3).
+    """The stop of a worker's model calls: requested, then cut (see the module docstring).
 
     `request` (from any thread) lets no call or retry start: the next one raises
     ModelError(reason "interrupted"). `cut` (in the event loop's thread, after the

@@ -365,4 +365,4 @@ def _repair(session: SimSession) -> str:
 
 PROBE_REPLIES = MappingProxyType({"answer_now": _answer_now, "belief": _belief,
                                   "repair": _repair})
-"""Replies of a sim session to the probes of core.probes (issue 12), by probe kind."""
+"""Replies of a sim session to the probes of core.probes (SPEC §8.3–§8.5), by probe kind."""

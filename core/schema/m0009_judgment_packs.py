@@ -8,11 +8,11 @@ NAME = "0009_judgment_packs"
 
 
 def migrate(db: Database) -> None:
-    """Each episode's judgment counts, so the judgments table reads no step (issue 14).
+    """Each episode's judgment counts, so the judgments table reads no step (SPEC §16).
 
     - judgment_packs: one row per stored episode (errored ones and those without an
       observation step included, so a reader checks coverage by counting rows):
-      ``words`` is its `core.store.judgment_counts.counts_sql` row as six
+      ``words`` is its `core.store.judgment_packs.counts_sql` row as six
       little-endian int64 (id, observations, the four packed sums; zeros without an
       observation). Written with the episode and by `rederive` in the same
       transaction; filled for stored episodes by `core.store.derived.rederive_stale`

@@ -9,7 +9,7 @@ NAME = "0012_live_owner"
 
 
 def migrate(db: Database) -> None:
-    """Live rows belong to a worker (issue 25): indexes for the reconcile that removes
+    """Live rows belong to a worker, so none outlives it: indexes for the reconcile that removes
     those of dead workers, and the rows written before any had an owner dropped (no
     reader can tell whether one of them still runs; kill -9 left them for good)."""
     for sql in (

@@ -1,4 +1,4 @@
-"""lab.db migration 0014: fixed evidence plans and depth-wise answer states (issue 21)."""
+"""lab.db migration 0014: the second seed's fixed evidence plans and depth-wise answer states."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Each stored episode's keys and integer values packed into one BLOB (issue 14).
+"""Each stored episode's keys and integer values packed into one BLOB (SPEC §16).
 
 Reading 198,000 episodes' id, cell, question, error flag and a few packed integers
 row by row costs one Python object per value (most of a second, more for cost's

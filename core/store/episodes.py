@@ -78,7 +78,7 @@ def write_episodes(db: Database, items: Sequence[tuple[int, EpisodeResult, int |
                  cell_id, r.question_id, *(getattr(r, c) for c in _EPISODE_COLS)))
             episode_id = int(cur.lastrowid or 0)
             conn.executemany(_STEP_SQL, [(episode_id, *_step_row(s)) for s in r.steps])
-            store_derived(conn, episode_id, cell_id, r.steps)  # decisions (issue 14)
+            store_derived(conn, episode_id, cell_id, r.steps)  # analysis reads these, not steps
             ids.append(episode_id)
     return ids
 

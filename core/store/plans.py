@@ -1,4 +1,4 @@
-"""The evidence_plans table (migration 0014): fixed evidence plans, stored once (issue 21).
+"""The evidence_plans table (migration 0014): the second seed's fixed evidence plans, stored once.
 
 A plan is keyed by (dataset, question, similarity) and never rewritten: once stored it
 is the evidence every model is shown for that question, whatever later code would

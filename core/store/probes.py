@@ -30,7 +30,7 @@ PROBE_COLUMNS = ("episode_id", "t", "kind", "model", "source", "judgment", "answ
                  "cost_usd", "latency_ms", "error", "prompts_sha256", "created_at")
 EXPORT_COLUMNS = ("episode_id", "t", "kind", "answer", "correct", "f1", "confidence",
                   "p_continue", "p_answer_now", "prefer", "parse_ok", "source")
-"""Columns of probes.csv (SPEC §13.8, issue 12)."""
+"""Columns of probes.csv (SPEC §13.8)."""
 
 _INSERT = (f"INSERT INTO probes ({', '.join(PROBE_COLUMNS)}) VALUES "
            f"({', '.join('?' * len(PROBE_COLUMNS))}) ON CONFLICT (episode_id, t, kind) DO UPDATE "
