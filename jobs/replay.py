@@ -1,4 +1,4 @@
-"""Replay jobs: probes of recorded trajectories as queue work (SPEC §8.3–§8.6, issue 12).
+"""Replay jobs: probes of recorded trajectories as queue work (SPEC §8.3–§8.6).
 
 `lab replay judgments|beliefs|answer-now --run R` and `lab repair --run R` plan the
 probes still missing (calls, tokens and dollars first), then store jobs of kind
@@ -8,7 +8,7 @@ way. A replay job probes only what is not stored yet, and a probe is unique per
 (episode, t, kind), so a second call (or a job re-run after kill -9) stores nothing
 twice. Judgments are not asked where the episode recorded its own (the side channel,
 in-run: a `judge = true` arm, a rule arm, a sim) unless `refresh` says so: on a paid
-API a second copy of a judgment is money for nothing (issue 20 §6).
+API a second copy of a judgment is money for nothing.
 """
 
 from __future__ import annotations
@@ -493,7 +493,7 @@ def _store_batch(db: Database, results: list[Any], episodes: Mapping[int, Record
 def _rederive(db: Database, episode_ids: list[int]) -> None:
     """Recompute the stored decision points of episodes whose judgments were replayed.
 
-    The stored decision table (issue 14, `core.store.decisions`) reads replayed
+    The stored decision table (`core.store.decisions`) reads replayed
     judgments where a step has none of its own; on a lab.db or checkout without it,
     analysis merges them when it reads the steps and there is nothing to recompute.
     """

@@ -162,7 +162,7 @@ async def _run(db: Database, job: dict, settings: WorkerSettings, res: Resources
     CALL_STOP.set(res.stop)  # this task's context: every call of the job sees the stop
     beat = asyncio.create_task(_heartbeat(db, job["id"], settings, stop, res))
     try:
-        if job.get("kind", "episodes") == "replay":  # probes of stored episodes (issue 12)
+        if job.get("kind", "episodes") == "replay":  # probes of stored episodes (SPEC §8.3–§8.6)
             from jobs.replay import replay_questions
             # each probe holds one of the model's slots (shared with the worker's episode
             # jobs) and, per call, one of the host-wide call slots
@@ -172,7 +172,7 @@ async def _run(db: Database, job: dict, settings: WorkerSettings, res: Resources
                                    slots=res.episode_slots(cell.model, client, settings),
                                    gate=res.gate(cell.model, client), on_admitted=on_admitted)
             return stop
-        if job.get("kind") == "traces":  # depth-wise answer states (issue 21)
+        if job.get("kind") == "traces":  # the second seed's depth-wise answer states
             from jobs.traces import collect_questions, judge_spec
             judge = judge_spec(load_registry(settings.config_path), job)
             await collect_questions(db, job, client, settings.concurrency,

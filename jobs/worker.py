@@ -3,7 +3,7 @@
 Huey's workers take jobs and hand them to the process's episode engine
 (`jobs.engine`), which keeps up to the model's concurrency episodes in flight across
 jobs. SIGINT and SIGTERM both stop the worker, parent and children alike, within
-`grace_s + STOP_MARGIN_S` seconds whatever the model does (issue 25 §3):
+`grace_s + STOP_MARGIN_S` seconds whatever the model does:
 
 - at once no episode, model call or retry starts (`core.models.retry.CallStop`), and
   a `--type process` consumer forwards SIGTERM to its children (`jobs.child`), which
@@ -235,7 +235,7 @@ def _stop(db: Any, consumer: LabConsumer, engine: Engine, settings: WorkerSettin
     finally:
         # jobs of children killed at the deadline, and episodes still in flight after
         # the drain (hung calls), run no more: queue the jobs again, and their live rows
-        # must not say "running" (issue 25)
+        # must not say "running" (the console would show ghost episodes)
         released = ledger.release_worker_jobs(db, settings.worker_id,
                                               "worker stopped before its episodes ended")
         if released:
