@@ -235,7 +235,7 @@ class LeavingCheck:
 
 @dataclass(frozen=True)
 class ProbeCheck:
-    """Answer-now branches of one sim (issue 12): policy recovery and calibration.
+    """Answer-now branches of one sim (SPEC §8.4): policy recovery and calibration.
 
     Attributes:
         model: the sim's name.
@@ -263,7 +263,7 @@ class ProbeCheck:
 
 @dataclass(frozen=True)
 class TraceCheck:
-    """The second seed's depth-zero map on the trace sim (issue 21).
+    """The second seed's depth-zero map on the trace sim (SPEC §13.6).
 
     Attributes:
         ece_raw: held-out ECE of the sim's over-stated confidence at depth 0.

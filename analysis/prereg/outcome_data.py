@@ -1,4 +1,4 @@
-"""The data one registered test is evaluated on (SPEC §12, issue 9 §2).
+"""The data one registered test is evaluated on (SPEC §12).
 
 By default a test of amendment A reads only the episodes of runs enqueued under A
 (the episode frame's ``amendment`` column), never exploratory runs or other

@@ -1,4 +1,4 @@
-"""Decision points with their answer-now branches, as padded arrays per episode (issue 12).
+"""Decision points with their answer-now branches, as padded arrays per episode (SPEC §8.4).
 
 The offline policies (`analysis.replay.policies`) and the confidence-gated controllers
 (`analysis.replay.controllers`) replay stopping rules over the same matched answer states:

@@ -1,4 +1,4 @@
-"""Calibration of verbalized confidence: isotonic fit, ECE, risk–coverage (issue 12).
+"""Calibration of verbalized confidence: isotonic fit, ECE, risk–coverage (SPEC §13.6).
 
 Pure functions over arrays. Isotonic regression is pool-adjacent-violators on the
 calibration split only (`calibration_split` assigns whole questions, so no question

@@ -1,5 +1,5 @@
-"""`lab results policies|controllers`: the tables that read answer-now branches (issue 12);
-`lab results trace_*`: the second seed's tables on stored traces (issue 21)."""
+"""`lab results policies|controllers`: the tables that read answer-now branches;
+`lab results trace_*`: the second seed's tables on stored traces (both SPEC §13.6)."""
 
 from __future__ import annotations
 

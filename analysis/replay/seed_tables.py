@@ -1,5 +1,5 @@
 """The second seed's Tables 1–3, its sweeps and its calibration record, as `lab results`
-tables on stored traces (matched-trajectory-replay §4–§5; issue 21).
+tables on stored traces (matched-trajectory-replay §4–§5).
 
 Every table reads the test split only, through one frozen map per model
 (`analysis.replay.traces`): fitted on the calibration split's depth-zero records

@@ -1,4 +1,4 @@
-"""A trace sim: the second seed's depth 0–3 answer states from a known model (issue 21).
+"""A trace sim: the second seed's depth 0–3 answer states from a known model.
 
 Question i of dataset D has an ability z_i (a keyed uniform draw in [0, 1)); at depth
 t its answer is correct with probability

@@ -1,5 +1,5 @@
 """The second seed's stored traces as arrays, its split and depth-zero map, and what each
-of its systems does on them (matched-trajectory-replay §3–§4, App. A; issue 21).
+of its systems does on them (matched-trajectory-replay §3–§4, App. A).
 
 A trace is one question's answer states at depths 0–3 on its fixed evidence plan (the
 frame of `core.store.traces.load_traces`: one row per run × model × question × depth,

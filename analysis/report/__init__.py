@@ -1,4 +1,4 @@
-"""`lab report FILE.html`: one self-contained HTML page to send to a co-author (issue 24).
+"""`lab report FILE.html`: one self-contained HTML page to send to a co-author (SPEC §14).
 
 Inline CSS and SVG, no network, readable without JavaScript (a small inline script only
 sorts tables). Sections: where the numbers come from (lab version, git commit,

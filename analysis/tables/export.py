@@ -10,8 +10,8 @@ CSV. Column names are stable and documented in README. Every row carries its
 provenance: run(s), amendment (or "exploratory"), arm label, condition hash and the
 project version that wrote the file.
 
-The two files alone recompute the cost table's TPC and the refused turns (issue 20
-§7): an episode's charged tokens are its input/output_tokens when measurement_calls
+The two files alone recompute the cost table's TPC and the refused turns: an
+episode's charged tokens are its input/output_tokens when measurement_calls
 is 0, else the sum of its steps' input/output_tokens (the acting turns only,
 ``analysis.measures.cost.charged_tokens``); TPC = Σ(output + 0.25·input + 500·tool_calls) /
 Σ correct over a row's error-free episodes, inf when none is correct. refused_calls
