@@ -1,4 +1,4 @@
-"""`lab replay judgments|beliefs|answer-now` and `lab repair` (SPEC §8.3–§8.6, issue 12).
+"""`lab replay judgments|beliefs|answer-now` and `lab repair` (SPEC §8.3–§8.6).
 
 Thin commands: plan the missing probes (calls, tokens, dollars), then store replay
 jobs in the ledger and put them on the queue; `lab worker` runs them like episodes.

@@ -1,4 +1,4 @@
-"""`lab report FILE.html`: the study as one self-contained HTML page (issue 24).
+"""`lab report FILE.html`: the study as one self-contained HTML page (SPEC §14).
 
 A thin command: it computes the rows `lab results --format json` prints
 (`analysis.figures.study`) and writes `analysis.report.build_report`'s page. Registered on

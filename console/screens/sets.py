@@ -1,4 +1,4 @@
-"""Sets: the question sets and datasets Enqueue draws on, made without the CLI (issue 22 §8).
+"""Sets: the question sets and datasets Enqueue draws on, made without the CLI (SPEC §4.3).
 
 A view on Enqueue: `s` there opens it, Escape goes back with a newly created set
 picked in Enqueue's set list (its preview then plans on it). Two tables: the
