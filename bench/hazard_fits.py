@@ -1,4 +1,4 @@
-"""The hazard table's LPM fits when no two groups share a sample (issue 14's caveat).
+"""The hazard table's LPM fits when no two groups share a sample, as with real models.
 
 `analysis.measures.hazard.hazard_table` fits each distinct group sample once. In the
 paper-scale study of `bench/scale.py` the simulated agents make many groups'

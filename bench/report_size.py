@@ -1,4 +1,4 @@
-"""Size of `lab report` on the paper-scale study (issue 24: target ≤ 5 MB at 200,000 episodes).
+"""Size of `lab report` on the paper-scale study (target: ≤ 5 MB at 200,000 episodes).
 
 Reuses `bench/scale.py`'s databases (11 sims × 10 arms × the six mean6 regimes × 300
 HotpotQA questions = 198,000 episodes, and its 20k/50k/100k subsets), built once under
