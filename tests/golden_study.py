@@ -1,7 +1,7 @@
 """A small fixed sim study and its `lab results all --format json`, kept as a golden file.
 
 `tests/test_results_golden.py` builds this study in a fresh lab.db and checks that the
-command prints exactly the bytes of `tests/data/results_all.golden.json` (issue 23: moves
+command prints exactly the bytes of `tests/data/results_all.golden.json` (moves
 and refactors must keep every results table byte-identical); the upgrade test
 (`tests/test_schema_upgrade.py`) stores the same episodes in lab.db files of every
 earlier schema version.
@@ -12,9 +12,9 @@ that every table of `lab results all` has rows: own-judgment stopping at budgets
 discarded turns and a two-source arm (leaving); the six mean6 regimes, the first
 `N_QUESTIONS` demo questions, seed 0, and one errored episode. 50 resamples keep it fast.
 
-The golden file was written from the code before issue 23's moves. Regenerate it only
-for a change of results that is intended and named in the commit, never to make the
-test pass: ``python tests/golden_study.py``.
+The golden file was written from the code before the CLI, the store and analysis were
+split into folders. Regenerate it only for a change of results that is intended and
+named in the commit, never to make the test pass: ``python tests/golden_study.py``.
 """
 
 from __future__ import annotations

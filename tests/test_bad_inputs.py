@@ -1,4 +1,4 @@
-"""Issue 13 §1: every bad input through the real CLI against a real lab.db ends with one
+"""SPEC §17: every bad input through the real CLI against a real lab.db ends with one
 line on stderr, a non-zero exit and an unchanged database (`.dump` sha256)."""
 
 from __future__ import annotations
@@ -412,7 +412,7 @@ def test_enqueue_refuses_a_question_beyond_max_context(db, tmp_path, capsys):
     assert code == 0, err
 
 
-# --- integers SQLite cannot store, bounds (issue 25 §5) -----------------------------------
+# --- integers SQLite cannot store, bounds ---------------------------------------------------
 
 BIG = str(2**63)
 ENQUEUE = ("enqueue", "--models", "sim-own5", "--conditions", "none", "--regimes", "clean",

@@ -1,4 +1,4 @@
-"""A stop that ends in bounded time (issue 25 §3), with calls that never answer.
+"""A stop that ends in bounded time, with calls that never answer.
 
 A loopback OpenAI-compatible server holds every chat call open (`timeout_s = 60`). A
 real `lab worker` subprocess (thread and process type) is stopped with SIGTERM, or

@@ -156,7 +156,7 @@ def test_no_terminal_on_stdout(tmp_path: Path) -> None:
 
 @pytest.mark.asyncio
 async def test_switching_screens_for_long_keeps_no_dead_footer_keys(lab_db: Path) -> None:
-    """Issue 13 soak: each switch rebuilt the footer's keys and Textual kept the old ones
+    """Found by a soak run: each switch rebuilt the footer's keys and Textual kept the old ones
     alive through the footer's watcher list (the console grew ~0.3 MB per switch)."""
     import gc
 

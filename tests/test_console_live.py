@@ -171,7 +171,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     with conn:
         conn.execute("UPDATE live_episodes SET started_at = ?", (FIXED_ISO,))
         # the episode runs: its worker is up and holds the job of its question under a
-        # lease that outlives the test (issue 25: a stopped worker's row would be lost)
+        # lease that outlives the test (a stopped worker's row would be lost)
         conn.execute("UPDATE workers SET state = 'running' WHERE id = 'fixture-host:1'")
         conn.execute("UPDATE jobs SET state = 'running', worker = 'fixture-host:1', "
                      "lease_until = 4102444800 WHERE id = (SELECT j.id FROM jobs j, "

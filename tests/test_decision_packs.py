@@ -1,4 +1,4 @@
-"""Issue 14: `decision_packs` (one BLOB of packed decision points per episode, migration
+"""`decision_packs` (one BLOB of packed decision points per episode, migration
 0008) hold exactly the words SQLite packs from `decisions`, after storing, after judgment
 replay (`rederive`) and after the migration's backfill; `decisions_frame` reads them
 only when they cover the range, and gives the same frame as the row read either way."""

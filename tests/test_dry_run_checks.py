@@ -1,4 +1,4 @@
-"""`lab enqueue --dry-run` runs every check the real enqueue runs (issue 25 §5): for each
+"""`lab enqueue --dry-run` runs every check the real enqueue runs: for each
 refused enqueue the dry run is refused with the same one `error:` line, and neither
 writes anything."""
 

@@ -1,4 +1,4 @@
-"""Episode packs (migration 0010, issue 14): one BLOB per episode holding its keys and
+"""Episode packs (migration 0010): one BLOB per episode holding its keys and
 packed integers, written with the episode, rewritten by `rederive`, dropped by any other
 update; `episode_keys_frame` reads them for an unfiltered selection and gives exactly
 the frame of the row read, else reads the rows."""

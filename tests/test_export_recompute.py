@@ -1,4 +1,4 @@
-"""The export alone recomputes TPC and the refused turns (issue 20 §7), and an infinite
+"""The export alone recomputes TPC and the refused turns, and an infinite
 TPC reaches the CSV and JSON as inf, never as the empty cell / null of "undefined".
 
 The lab.db holds arms whose tokens are charged differently: sims under ``none`` (their

@@ -1,11 +1,11 @@
 """lab export's streamed episodes.csv and steps.csv are byte for byte what the old pandas
-path wrote (issue 14): same columns, row order and value formatting.
+path wrote: same columns, row order and value formatting.
 
 The reference below is the pandas export as it was before streaming (read_sql_query
 chunks joined with the cells frame, written with DataFrame.to_csv), frozen here with its
 own SQL so later changes to core.store.frames cannot move it. Its chunks are tiny, so
 every chunk-boundary and all-NULL-chunk case of pandas' dtype inference is exercised.
-Since issue 20 §7 it also reads the per-step tokens, refused and discarded flags and the
+It now also reads the per-step tokens, refused and discarded flags and the
 episodes' refused calls, and splits extra calls with `analysis.measures.cost.own_calls` (the
 definition the cost table uses).
 """

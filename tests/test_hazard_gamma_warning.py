@@ -1,4 +1,4 @@
-"""Issue 20 §7: the hazard table warns in a γ row's detail when fewer than 5% of its
+"""The hazard table warns in a γ row's detail when fewer than 5% of its
 decisions have an earlier useful judgment (γ then rests on a handful of decisions),
 and only then."""
 

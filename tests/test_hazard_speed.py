@@ -1,4 +1,4 @@
-"""Issue 14: the fast hazard-model bootstrap and the all-groups-at-once I and hazard
+"""The fast hazard-model bootstrap and the all-groups-at-once I and hazard
 curve give the numbers of the group-by-group, resample-by-resample definitions, to
 the last digit.
 """

@@ -1,4 +1,4 @@
-"""Issue 14: the judgments table from SQL counts equals the per-group pandas rates
+"""The judgments table from SQL counts equals the per-group pandas rates
 (`analysis.measures.cost.judgment_rates`) on a small lab.db with repeated pages, replayed and
 stated judgments, a discarded turn, distractors and an errored episode."""
 

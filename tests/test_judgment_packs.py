@@ -1,4 +1,4 @@
-"""Issue 14: `judgment_packs` (each episode's judgment counts, migration 0009) hold
+"""`judgment_packs` (each episode's judgment counts, migration 0009) hold
 exactly the `counts_sql` row of every stored episode, after storing, after judgment
 replay (`rederive`) and after the migration's backfill; `judgment_counts` reads them,
 counts the episodes without a row from their steps, and gives the counts of the step

@@ -1,4 +1,4 @@
-"""Issue 20 §6: every judgment measure says where its judgments came from.
+"""Every judgment measure says where its judgments came from (in-run or replayed).
 
 Two runs of the same deterministic sims: run "a" keeps its in-run (side-channel)
 judgments; in run "b" every judgment is moved into the probes table as if `lab replay

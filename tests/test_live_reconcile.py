@@ -1,4 +1,4 @@
-"""No ghost running episodes (issue 25): live rows belong to a worker and its job lease.
+"""No ghost running episodes: live rows belong to a worker and its job lease.
 
 Reconcile removes the live rows of dead, stopped or lease-less workers and of
 episodes already stored, and keeps those of a live worker; `lab status`, `lab tail`

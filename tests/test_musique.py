@@ -1,4 +1,4 @@
-"""`lab data import musique` (issue 21 item 6) on a small MuSiQue-format file written here:
+"""`lab data import musique` on a small MuSiQue-format file written here:
 validated whole, stored in one transaction, one-line errors naming file, record and field."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 13 §4: each shared thing is defined in one place, and the helpers behave."""
+"""Each shared thing is defined in one place, and the helpers behave."""
 
 from __future__ import annotations
 

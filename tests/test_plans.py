@@ -1,4 +1,4 @@
-"""Fixed evidence plans (the second seed's App. A.2, issue 21): ranking, interleaving and
+"""Fixed evidence plans (the second seed's App. A.2): ranking, interleaving and
 slicing checked by hand, determinism, and storage that never rewrites a plan."""
 
 from __future__ import annotations

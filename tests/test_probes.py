@@ -1,4 +1,4 @@
-"""Probes (issue 12): the rebuilt history is what the agent saw; replies parse strictly."""
+"""Probes (SPEC §8.3–§8.5): the rebuilt history is what the agent saw; replies parse strictly."""
 
 from __future__ import annotations
 

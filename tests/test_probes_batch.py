@@ -1,4 +1,4 @@
-"""Claude `--batch` replays through the Message Batches API (issue 12), on a loopback stand-in."""
+"""Claude `--batch` replays through the Message Batches API, on a loopback stand-in."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 11's done-when grid: every condition × the six mean6 regimes × HotpotQA and FEVER.
+"""The whole protocol's grid: every condition × the six mean6 regimes × HotpotQA and FEVER.
 
 The grid runs through the queue (a real in-process worker) on simulated agents, then
 the leaving and budget-scaling tables show rows for it, and no table pools the two

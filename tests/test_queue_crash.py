@@ -64,7 +64,7 @@ def _live_rows(db: Path) -> int:
 
 
 def _assert_complete(db: Path, log: Path) -> None:
-    assert _live_rows(db) == 0  # no ghost "running" episode once the grid is done (issue 25)
+    assert _live_rows(db) == 0  # no ghost "running" episode once the grid is done
     census = episode_census(db)
     assert census["episodes"] == EXPECTED, census
     assert census["distinct"] == EXPECTED and census["broken"] == 0, census

@@ -1,4 +1,4 @@
-"""Issue 20 §6: `lab replay judgments` does not pay twice.
+"""`lab replay judgments` does not pay twice.
 
 Episodes of a real OpenAI-compatible backend (a loopback server that counts, on its own
 side, every call that asks the side-channel question) are replayed: a `judge = true`

@@ -1,4 +1,4 @@
-"""Replay work is queue work everywhere (issue 25 §4): `lab status`, the console's Jobs and
+"""Replay work is queue work everywhere: `lab status`, the console's Jobs and
 Dashboard reads count a replay grid's probes (stored/expected/errored, ETA), and
 `lab retry --errored` queues errored probes again."""
 

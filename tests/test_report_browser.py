@@ -1,4 +1,4 @@
-"""`lab report` in a real browser (issue 24): headless Chromium opens the page with no
+"""`lab report` in a real browser: headless Chromium opens the page with no
 console error, no uncaught exception, no failed load and no broken image, every figure
 drawn, tables sortable; a PNG of the first screen is saved under the test's tmp dir.
 

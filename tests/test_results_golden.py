@@ -1,6 +1,6 @@
 """`lab results all --format json` on a fixed sim study prints exactly the golden bytes.
 
-Issue 23: moves and refactors keep every results table byte-identical. The golden file
+Moves and refactors keep every results table byte-identical. The golden file
 (`tests/data/results_all.golden.json`) was written from the code before the moves; a
 difference here is a change of results, so fix the code, not the file (see
 `tests/golden_study.py` for the study and for when the file may be rewritten).

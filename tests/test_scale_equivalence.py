@@ -1,6 +1,6 @@
-"""Issue 14: the fast analysis path gives the same numbers as the path that read every
-step into pandas (fixture computed before the change, same seeds; recomputed for issue
-20's definitions: p floored at 1/(B+1), holm_m, judgments, dissociation by question, the
+"""The fast analysis path (SPEC §16) gives the same numbers as the path that read every
+step into pandas (fixture computed before the change, same seeds; recomputed for later
+definitions: p floored at 1/(B+1), holm_m, judgments, dissociation by question, the
 γ warning), every text and count identical and floats to 1e-12 relative.
 """
 

@@ -3,7 +3,7 @@ is the schema that version always had.
 
 `tests/data/schema_versions.json` holds, per migration, the sha256 of lab.db's schema
 (sqlite_master) after applying migrations 1..N to an empty file; versions 1-12 were
-computed with the migrations as they were before issue 23 §2 froze them (the same DDL).
+computed with the migrations as they were before they were frozen (the same DDL).
 A new migration adds its line; an existing line never changes.
 """
 

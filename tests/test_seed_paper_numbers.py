@@ -1,4 +1,4 @@
-"""Our encoding of the second seed's measures against its own published numbers (issue 21).
+"""Our encoding of the second seed's measures against its own published numbers.
 
 What the paper gives enough to recompute, and what each test checks:
 

@@ -1,5 +1,5 @@
 """`lab results trace_*` and `lab export` on traces stored in a real temporary lab.db
-(issue 21): the trace sim's states written through `core.store.traces`, read back by
+(SPEC §13.6): the trace sim's states written through `core.store.traces`, read back by
 `load_traces`, give the tables the frame gives."""
 
 from __future__ import annotations
@@ -16,10 +16,7 @@ from analysis.replay.trace_sim import sim_traces
 from console.cli import results as results_cli
 from core import store
 
-try:  # where Selection lives moved (issue 23); either place reads the same
-    from core.store.selection import Selection
-except ImportError:
-    from core.store.frames import Selection  # type: ignore[attr-defined, no-redef]
+from core.store.selection import Selection
 
 traces_store = pytest.importorskip("core.store.traces")
 

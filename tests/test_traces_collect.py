@@ -1,4 +1,4 @@
-"""`lab traces collect` against a loopback OpenAI-compatible server (issue 21 item 3).
+"""`lab traces collect` against a loopback OpenAI-compatible server (SPEC §13.6).
 
 The server answers the seed's JSON by depth (it counts the passages the prompt shows):
 depth 0 a wrong answer, depths 1 and 3 the gold answer, depth 2 text that is not JSON.

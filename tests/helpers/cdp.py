@@ -1,4 +1,4 @@
-"""A headless Chromium driven over the DevTools protocol on a pipe (issue 24's browser test).
+"""A headless Chromium driven over the DevTools protocol on a pipe (the report's browser test).
 
 ``--remote-debugging-pipe`` makes Chromium read protocol commands from file descriptor 3
 and write replies and events to 4, each a JSON text ended by a NUL byte: no port, no

@@ -1,4 +1,4 @@
-"""Reading `lab report`'s HTML back in tests, with Python's own parser (issue 24).
+"""Reading `lab report`'s HTML back in tests, with Python's own parser.
 
 `check_html` is a strict well-formedness check: every non-void element closed in order,
 ids unique, every in-page link and SVG reference resolving, and nothing loaded from the

@@ -1,4 +1,4 @@
-"""A small sim study that feeds every figure, for the figures and report tests (issue 24).
+"""A small sim study that feeds every figure, for the figures and report tests.
 
 `tests/golden_study.py`'s study (six arms, the six mean6 regimes, six demo questions, one
 errored episode: every table of `lab results all` has rows) plus answer-now branches on

@@ -2,7 +2,7 @@
 
 `tests/fixtures/scale_equivalence.json.gz` holds a small sim grid AS DATA (cells,
 episodes and their steps, one errored episode included) and the results every table
-gave on it with the analysis path that read every step into pandas (before issue 14).
+gave on it with the analysis path that read every step into pandas (before the fast reads).
 Keeping the data, not the grid's recipe, makes the comparison independent of later
 changes to the sims or the episode loop: the test writes the same rows through the
 store's write path and must get the same numbers.
