@@ -173,7 +173,7 @@ async def test_detected_at_start_write_keys_refuse_with_the_reason(lab_db: Path,
 @pytest.mark.asyncio
 async def test_jobs_pause_yes_on_read_only_is_a_toast_not_a_traceback(lab_db: Path,
                                                                       undetected: None) -> None:
-    """The issue's path: 4 → P → y on a lab.db that could not be written."""
+    """The path that once crashed: 4 → P → y on a lab.db that could not be written."""
     before = _snapshot(lab_db)
     app = console_app(lab_db)
     async with app.run_test(size=(80, 24)) as pilot:
