@@ -33,6 +33,20 @@ EXACT = ("estimate", "ci_low", "ci_high", "p", "p_holm")
 """Cells whose display is rounded: their exact value is in data-v."""
 
 
+LEFT_OUT = {"policies": ("success", "calls", "utility")}
+"""Per table, measures whose rows the report leaves out (saying how many and where they
+are): the policies table's success, calls and utility of every simple policy, about 400
+rows per group, which would make a large study's page tens of megabytes; its best
+policy, regret and stop_paid rows stay."""
+
+
+def report_rows(name: str, rows: list[RowDict]) -> tuple[list[RowDict], int]:
+    """The rows of table `name` the report shows, and how many it leaves out."""
+    left_out = LEFT_OUT.get(name, ())
+    kept = [r for r in rows if r["measure"] not in left_out]
+    return kept, len(rows) - len(kept)
+
+
 def fmt(value: Any, field: str) -> str:
     """A cell's display text: 3 decimals for estimates, 4 for p, "n.a." for undefined,
     lists with a space after each comma."""
@@ -70,6 +84,7 @@ def shown_columns(rows: list[RowDict]) -> tuple[list[str], dict[str, Any]]:
 def numeric_css(name: str, rows: list[RowDict]) -> str:
     """CSS right-aligning table `name`'s numeric columns (one rule per table in the
     page's head, instead of a class on each of its thousands of cells)."""
+    rows, _ = report_rows(name, rows)
     if not rows:
         return ""
     cols, _ = shown_columns(rows)
@@ -81,9 +96,16 @@ def numeric_css(name: str, rows: list[RowDict]) -> str:
 
 def table_html(table: Table, rows: list[RowDict]) -> str:
     """One results table: its title, notes, constant fields and the sortable table
-    (numeric columns are right-aligned by `numeric_css`)."""
+    (numeric columns are right-aligned by `numeric_css`; `LEFT_OUT` rows are counted,
+    not shown)."""
+    rows, left_out = report_rows(table.name, rows)
     out = [f'<section class="results" id="table-{escape(table.name)}">',
            f"<h3>{escape(table.name)}: {escape(table.title)}</h3>"]
+    if left_out:
+        out.append(f'<p class="note">{left_out:,} rows ({", ".join(LEFT_OUT[table.name])} '
+                   "of every simple policy) are left out of this page: "
+                   f"<code>lab results {escape(table.name)}</code> and <code>lab export</code> "
+                   "have them.</p>")
     if not rows:
         out.append('<p class="note">No rows in this selection.</p></section>')
         return "\n".join(out)
