@@ -1,5 +1,5 @@
-"""README's table of conditions names every arm of `core.conditions.ARMS`, in order,
-with exactly its knobs and their defaults."""
+"""The conditions table (docs/conditions.md, moved there from README) names every arm
+of `core.conditions.ARMS`, in order, with exactly its knobs and their defaults."""
 
 from __future__ import annotations
 
@@ -9,27 +9,27 @@ from pathlib import Path
 
 from core.conditions import ARMS, Condition
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+DOC = Path(__file__).resolve().parents[1] / "docs" / "conditions.md"
 HEADER = "| arm [knobs = default] | what it does | who stops |"
 ROW = re.compile(r"^\| `(?P<arm>[a-z_]+)` \[(?P<knobs>[^\]]*)\] \|")
 
 
 def _table() -> list[tuple[str, dict[str, str]]]:
-    """(arm, {knob: default text}) of each row of the README's conditions table."""
-    lines = README.read_text(encoding="utf-8").splitlines()
-    assert lines.count(HEADER) == 1, "README has one conditions table"
+    """(arm, {knob: default text}) of each row of the docs' conditions table."""
+    lines = DOC.read_text(encoding="utf-8").splitlines()
+    assert lines.count(HEADER) == 1, "docs/conditions.md has one conditions table"
     rows = []
     for line in lines[lines.index(HEADER) + 2:]:
         if not line.startswith("|"):
             break
         m = ROW.match(line)
-        assert m, f"README conditions row without `arm` [knobs]: {line[:60]}"
+        assert m, f"conditions row without `arm` [knobs]: {line[:60]}"
         knobs = dict(k.strip().split("=", 1) for k in m["knobs"].split(",") if k.strip())
         rows.append((m["arm"], knobs))
     return rows
 
 
-def test_every_arm_is_in_the_readme_table_in_order():
+def test_every_arm_is_in_the_conditions_table_in_order():
     assert [arm for arm, _ in _table()] == list(ARMS)
 
 
