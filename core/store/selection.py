@@ -14,6 +14,7 @@ from sqlite_utils import Database
 from core.conditions import arm_label, parse_condition
 from core.errors import ConfigError
 from core.limits import INT64_MAX
+from core.store.traces import TRACE_CONDITION
 
 POOLABLE = ("runs", "seeds", "replicates", "sets")
 """Dimensions `Selection.pool` may merge into one row (never arm, model, budget, dataset)."""
@@ -75,7 +76,8 @@ def arm_labels(db: Database) -> dict[str, tuple[str, str]]:
         The mapping, one label computed per distinct condition spec.
     """
     rows = db.conn.execute(
-        "SELECT DISTINCT condition_hash, condition, condition_spec FROM cells").fetchall()
+        "SELECT DISTINCT condition_hash, condition, condition_spec FROM cells "
+        "WHERE condition != ?", (TRACE_CONDITION,)).fetchall()  # trace cells hold no arm
     return {h: (name, arm_label(spec)) for h, name, spec in rows}
 
 

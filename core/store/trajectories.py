@@ -26,6 +26,7 @@ from core.episode import Step
 from core.errors import ConfigError, StoreError
 from core.kb import paragraph_observation, resolve_ref, strip_supporting_facts
 from core.store.episodes import episode_steps
+from core.store.traces import TRACE_CONDITION
 
 OUTCOMES = ("correct", "wrong", "unanswered", "errored")
 """Outcome filter values: answered correctly, answered wrongly, no answer, ended in an error."""
@@ -186,10 +187,14 @@ _CELL_SQL = ("SELECT c.id, r.name, c.model, c.condition_spec, c.condition, c.reg
 
 
 def _cells(db: Database, where: str = "", args: Sequence[Any] = ()) -> list[_Cell]:
+    """Episode cells (a trace cell of `lab traces collect` holds no episodes, and its
+    "none" condition spec is no arm: left out)."""
     labels: dict[str, str] = {}
     out = []
     for cid, run, model, spec, cond, regime, seed, budget, qset in db.conn.execute(
             _CELL_SQL + where, tuple(args)):
+        if cond == TRACE_CONDITION:
+            continue
         if spec not in labels:
             labels[spec] = arm_label(spec)
         out.append(_Cell(cid, run, model, labels[spec], cond, regime, seed, budget, qset))
