@@ -18,8 +18,16 @@ from core.regimes import FAILURE_REGIMES, MEAN6
 
 DASH = "–"
 NOTE_WIDTH = 100
-UNSIGNED = frozenset({"success", "h45", "h12", "hazard"})
-"""Measures that are probabilities, printed without a sign."""
+UNSIGNED = frozenset({
+    "success", "h45", "h12", "hazard",
+    # the second seed's tables and the controllers (issue 21): levels, not differences
+    "OA", "CA", "coverage", "cost", "abstain", "escalate", "risk", "aurc", "ece", "ece_raw",
+    "ece_cal", "top_share", "top_raw", "top_accuracy", "top_cal", "helpful", "harmful",
+    "bin_confidence", "bin_accuracy", "fit_record", "map"})
+"""Measures that are levels (probabilities, rates, means), printed without a sign."""
+DIFFERENCE = " − "
+"""In an arm label, marks a row of differences ("Calibrated − Raw"): signed, whatever
+its measure."""
 _REGIME_SHORT = (("persistent", "pers."), ("clean", "clean"), ("plausible", "plaus."),
                  ("answerless", "answerl."))
 
@@ -136,8 +144,10 @@ def align_fit(header: Sequence[str], body: Sequence[Sequence[str]], right: Seque
     return out
 
 
-def _signed(measure: str) -> bool:
-    return measure not in UNSIGNED and "@" not in measure  # "success@8": a level
+def _signed(r: Row) -> bool:
+    if DIFFERENCE in r.label:
+        return True
+    return r.measure not in UNSIGNED and "@" not in r.measure  # "success@8": a level
 
 
 def regimes_text(regimes: str) -> str:
@@ -191,9 +201,9 @@ def _wide_cell(table: Table, r: Row | None, column: str, formats: dict[str, str]
     if math.isnan(r.estimate) and r.detail and not r.unit and column not in table.ci_columns:
         return r.detail  # a text cell, e.g. "expected: positive"
     if column in table.ci_columns:  # p and Holm have columns of their own (`_p_columns`)
-        return fmt_interval(r.estimate, r.ci_low, r.ci_high, 2, _signed(r.measure))
+        return fmt_interval(r.estimate, r.ci_low, r.ci_high, 2, _signed(r))
     spec = formats.get(column, ".3f" if by_scope else ".2f")
-    return fmt_number(r.estimate, spec, _signed(r.measure) and by_scope)
+    return fmt_number(r.estimate, spec, _signed(r) and by_scope)
 
 
 def _line_errored(rows: Sequence[Row], by_scope: bool) -> int:
@@ -292,7 +302,7 @@ def render_long(table: Table, width: int | None = None) -> list[str]:
     header = ["model", "arm"] + [h for _, h in varying] + kind + [
         "estimate [95% CI]", "n", "detail"] + (["errored"] if errored else [])
     body = [_arm_cells(r, varying) + ([r.measure, r.scope] if kind else []) + [
-        fmt_interval(r.estimate, r.ci_low, r.ci_high, 2, _signed(r.measure)),
+        fmt_interval(r.estimate, r.ci_low, r.ci_high, 2, _signed(r)),
         str(r.n), r.detail] + ([str(r.errored)] if errored else []) for r in table.rows]
     n_idx = header.index("n")
     right = (n_idx - 1, n_idx) + ((len(header) - 1,) if errored else ())
@@ -312,14 +322,17 @@ def header_lines(table: Table) -> list[str]:
         return []
     by_scope = _by_scope(table)
     varying, constant = _columns(table.rows, by_scope)
-    if not by_scope and "regimes" not in {a for a, _ in varying}:
+    # rows not formed from episodes (the second seed's trace tables) have no seeds,
+    # replicates or regimes to cover or split by
+    episodic = any(r.regimes or r.seeds or r.replicates for r in table.rows)
+    if episodic and not by_scope and "regimes" not in {a for a, _ in varying}:
         constant.append(f"regimes {regimes_text(table.rows[0].regimes)}")
     kind = _constant_kind(table) if table.layout != "wide" else None
     if kind is not None:
         constant += [f"measure {kind[0]}", f"scope {kind[1]}"]
     lines = [f"covers: {' · '.join(constant)}"] if constant else []
-    split = ("model × arm × budget × dataset × question set × run × seed × replicate"
-             + ("" if by_scope else " × regime family"))
+    split = "model × arm × budget × dataset × question set × run" + (
+        (" × seed × replicate" + ("" if by_scope else " × regime family")) if episodic else "")
     if table.pooled:
         lines.append(f"pooled: {table.pooled} (each row lists the values it covers)")
     else:
