@@ -11,6 +11,12 @@ aliases for HotpotQA and MuSiQue, the exact label for FEVER) and, when a judge m
 given, labelled by it with the seed's judge prompt (App. A.3, prompts/trace_judge.txt),
 its label stored beside the scorer's.
 
+A depth whose slice of the plan is empty (a plan of fewer than three passages) shows
+what the depth before it showed. The seed copies that state instead of asking again
+(its App. B: four depth-three states of 2,457 traces); so does lab by default
+(`EMPTY_SLICE` "copy": the state is stored with `copied_from` set, no call), or asks
+again ("ask", `lab traces collect --empty-slice ask`).
+
 A model sees a state through a fresh session whose `EpisodeView` carries the
 question, seed 0 and as `budget` the retrievals left (3 − depth, the seed's b_t), with
 one `ObservationLabel` per visible passage (source "gold" or "distractor"): what a
@@ -44,6 +50,10 @@ JUDGE_ATTEMPTS = 3
 """Judge calls per state until one parses (the seed retries unparseable judge replies)."""
 EXPECTED_OUTPUT_TOKENS = 30
 """Output tokens a JSON answer is expected to take (for `--dry-run` estimates)."""
+EMPTY_SLICES = ("copy", "ask")
+"""What a depth whose evidence slice is empty gets: a copy of the state before it (the
+seed's rule) or a call of its own."""
+EMPTY_SLICE = "copy"
 _JSON_RE = re.compile(r"\{.*\}", re.DOTALL)
 LOG = logging.getLogger("lab.traces")
 
@@ -127,6 +137,18 @@ def judge_messages(question: Question, answer: str) -> list[Message]:
         "{answer}", answer)
     return [{"role": "system", "content": prompts.load("trace_judge")},
             {"role": "user", "content": user}]
+
+
+def copied_depth(plan: EvidencePlan, depth: int) -> int | None:
+    """The depth whose state the state at `depth` copies under the seed's rule: the
+    nearest depth below that revealed evidence (or 0), when the slice of `depth` is
+    empty; None when `depth` reveals new evidence or is 0."""
+    if depth == 0 or plan.slice_passages(depth):
+        return None
+    origin = depth - 1
+    while origin > 0 and not plan.slice_passages(origin):
+        origin -= 1
+    return origin
 
 
 def state_view(question: Question, plan: EvidencePlan, depth: int) -> EpisodeView:

@@ -8,7 +8,9 @@ job per ≤ 50 questions of a (run, model), taken by the same workers, leased,
 heartbeated, retried and reconciled the same way. A job asks only the states not
 stored yet, and a state is unique per (run, model, question, depth), so a second
 call (or a job re-run after kill -9) stores nothing twice; a state whose call failed
-is stored with its error and asked again by the next collect.
+is stored with its error and asked again by the next collect. A depth whose slice of
+the plan is empty copies the state before it (the seed's App. B; `core.traces`) once
+that state is stored, with no call; `--empty-slice ask` asks it instead.
 
 Jobs need a cell (jobs.cell_id): each (run, model, question set) gets a trace cell
 (condition "traces", no episodes) that records the model's spec, so a worker refuses
@@ -43,7 +45,15 @@ from core.store import jobs as ledger
 from core.store import plans as plan_rows
 from core.store import traces as rows
 from core.store.traces import DEPTHS, TRACE_CONDITION, TraceRecord
-from core.traces import EXPECTED_OUTPUT_TOKENS, ask_state, estimate_prompt_tokens, state_view
+from core.traces import (
+    EMPTY_SLICE,
+    EMPTY_SLICES,
+    EXPECTED_OUTPUT_TOKENS,
+    ask_state,
+    copied_depth,
+    estimate_prompt_tokens,
+    state_view,
+)
 from jobs.grid import INT64_MAX, check_run_name
 
 JOB_SIZE = 50
@@ -63,6 +73,8 @@ class TraceRequest:
         similarity: the distractor similarity term of the evidence plans.
         threshold: F1 at or above which a HotpotQA/MuSiQue answer is correct.
         priority: queue priority.
+        empty_slice: a depth whose slice is empty: "copy" the state before it (the
+            seed) or "ask" it again.
     """
 
     question_set: str
@@ -72,6 +84,7 @@ class TraceRequest:
     similarity: str = DEFAULT_SIMILARITY
     threshold: float = DEFAULT_THRESHOLD
     priority: int = 0
+    empty_slice: str = EMPTY_SLICE
 
     @property
     def run_name(self) -> str:
@@ -81,12 +94,13 @@ class TraceRequest:
     def params(self) -> str:
         """A trace job's params JSON."""
         return json.dumps({"kind": "traces", "similarity": self.similarity, "judge": self.judge,
-                           "threshold": self.threshold}, sort_keys=True)
+                           "threshold": self.threshold, "empty_slice": self.empty_slice},
+                          sort_keys=True)
 
 
 @dataclass
 class ModelPlan:
-    """The states one model still needs."""
+    """The states one model still needs (`calls` asked, `copies` copied without a call)."""
 
     model: ModelSpec
     question_ids: list[str]
@@ -95,6 +109,7 @@ class ModelPlan:
     input_tokens: int
     output_tokens: int
     dollars: float
+    copies: int = 0
 
 
 @dataclass
@@ -112,12 +127,18 @@ class TracePlan:
         """Answer calls of the missing states."""
         return sum(m.calls for m in self.models)
 
+    @property
+    def copies(self) -> int:
+        """Missing states copied from the depth before (an empty slice), no call."""
+        return sum(m.copies for m in self.models)
+
     def summary(self) -> dict[str, Any]:
         """JSON-ready summary."""
         return {
             "run": self.request.run_name, "set": self.request.question_set,
             "questions": self.questions, "models": len(self.models), "depths": len(DEPTHS),
             "states": self.questions * len(self.models) * len(DEPTHS), "calls": self.calls,
+            "copies": self.copies, "empty_slice": self.request.empty_slice,
             "judge": self.request.judge, "max_judge_calls": self.judge_calls,
             "similarity": self.request.similarity, "new_plans": self.new_plans,
             "already_stored": sum(m.stored for m in self.models),
@@ -144,6 +165,9 @@ def check_request(db: Database, request: TraceRequest, registry: Mapping[str, Mo
     if request.similarity not in SIMILARITIES:
         raise ConfigError(f"--similarity {request.similarity}: choose one of "
                           f"{', '.join(SIMILARITIES)}")
+    if request.empty_slice not in EMPTY_SLICES:
+        raise ConfigError(f"--empty-slice {request.empty_slice}: choose one of "
+                          f"{', '.join(EMPTY_SLICES)}")
     if not 0 < request.threshold <= 1:
         raise ConfigError(f"--threshold {request.threshold}: an F1 threshold is in (0, 1], "
                           f"e.g. --threshold 0.6")
@@ -225,19 +249,21 @@ def plan_traces(db: Database, request: TraceRequest, registry: Mapping[str, Mode
         pending = rows.pending_trace_questions(db, cell_id) if cell_id is not None else set()
         done = rows.stored_states(db, request.run_name, model.name, ids)
         need: list[str] = []
-        calls = tok_in = kept = 0
+        calls = tok_in = kept = copies = 0
         for q in questions:
             depths = [d for d in DEPTHS if (q.id, d) not in done]
             kept += len(DEPTHS) - len(depths)
             if not depths or q.id in pending:
                 continue
             need.append(q.id)
-            calls += len(depths)
-            tok_in += estimate_prompt_tokens(q, plans[q.id], depths)
+            asked = [d for d in depths if not _copies(request.empty_slice, plans[q.id], d)]
+            calls += len(asked)
+            copies += len(depths) - len(asked)
+            tok_in += estimate_prompt_tokens(q, plans[q.id], asked)
         tok_out = calls * EXPECTED_OUTPUT_TOKENS
         dollars = 0.0 if model.backend == "sim" else Prices.from_params(model.params).dollars(
             tok_in, tok_out)
-        out.models.append(ModelPlan(model, need, calls, kept, tok_in, tok_out, dollars))
+        out.models.append(ModelPlan(model, need, calls, kept, tok_in, tok_out, dollars, copies))
     out.judge_calls = out.calls if judge is not None else 0
     return out, plans
 
@@ -252,7 +278,7 @@ def enqueue_traces(db: Database, request: TraceRequest, registry: Mapping[str, M
     """
     with store.write(db):
         plan, _ = plan_traces(db, request, registry, store_plans=True)
-        if plan.calls == 0:
+        if plan.calls + plan.copies == 0:
             return plan, None, []
         run_id = store.ensure_run(db, request.run_name)
         grid_id = ledger.create_grid(db, run_id, {"traces": json.loads(request.params()),
@@ -260,7 +286,7 @@ def enqueue_traces(db: Database, request: TraceRequest, registry: Mapping[str, M
                                                   "models": [m.model.name for m in plan.models]})
         jobs: list[int] = []
         for mp in plan.models:
-            if not mp.calls:
+            if not mp.question_ids:
                 continue
             cell_id = store.ensure_cell(db, run_id, trace_cell_columns(mp.model,
                                                                        request.question_set))
@@ -283,7 +309,9 @@ async def collect_questions(db: Database, job: Mapping[str, Any], client: ModelC
     Finished states are committed together every `flush_s` (or once `batch` have
     gathered): a kill -9 loses at most the states of the last `flush_s` and the calls
     in flight, which a resumed job asks again (a state is unique per run, model,
-    question and depth, so nothing is stored twice).
+    question and depth, so nothing is stored twice). A state copied from the depth
+    before it (an empty slice, params empty_slice "copy") takes no slot and no call:
+    it is stored once its source is, from this job's answer or the stored row.
 
     Args:
         db: an open lab.db.
@@ -312,9 +340,17 @@ async def collect_questions(db: Database, job: Mapping[str, Any], client: ModelC
 
     try:
         todo, cell, params, questions, plans = _todo(db, job)
+        copies = {(q, d): o for q, d in todo
+                  if (o := _copies(params.get("empty_slice", EMPTY_SLICE), plans[q], d))
+                  is not None}
+        sources = rows.complete_records(db, cell["run"], cell["model"], sorted(
+            {(q, o) for (q, _), o in copies.items()} - set(todo)))
     except BaseException:
         admitted()
         raise
+    asked = [s for s in todo if s not in copies]
+    answers: dict[tuple[str, int], asyncio.Future[TraceRecord | None]] = {
+        s: asyncio.get_running_loop().create_future() for s in asked}
     limit = slots or asyncio.Semaphore(max(1, min(client.concurrency, concurrency)))
     finished: list[TraceRecord] = []
     stored = started = 0
@@ -326,27 +362,45 @@ async def collect_questions(db: Database, job: Mapping[str, Any], client: ModelC
             finished.clear()
             stored += rows.write_traces(db, items)
 
+    def keep(record: TraceRecord) -> None:
+        finished.append(record)
+        if len(finished) >= batch:
+            flush()
+
     async def one(qid: str, depth: int) -> None:
         nonlocal started
-        async with limit:
-            started += 1
-            if started == len(todo):
-                admitted()
-            if should_stop is not None and should_stop():
-                return
-            finished.append(await _ask(client, judge, gate, cell, params, questions[qid],
-                                       plans[qid], depth))
-            if len(finished) >= batch:
-                flush()
+        answer = answers[(qid, depth)]
+        try:
+            async with limit:
+                started += 1
+                if started == len(asked):
+                    admitted()
+                if should_stop is not None and should_stop():
+                    return
+                record = await _ask(client, judge, gate, cell, params, questions[qid],
+                                    plans[qid], depth)
+                keep(record)
+                answer.set_result(record)
+        finally:
+            if not answer.done():  # stopped or failed: its copies are not stored
+                answer.set_result(None)
+
+    async def copy(qid: str, depth: int, origin: int) -> None:
+        source = sources.get((qid, origin))
+        if source is None and (qid, origin) in answers:
+            source = await answers[(qid, origin)]
+        if source is not None:
+            keep(source.copied_to(depth))
 
     async def flusher() -> None:
         while True:
             await asyncio.sleep(flush_s)
             flush()
 
-    if not todo:
+    if not asked:
         admitted()
-    tasks = [asyncio.ensure_future(one(q, d)) for q, d in todo]
+    tasks = [asyncio.ensure_future(one(q, d)) for q, d in asked]
+    tasks += [asyncio.ensure_future(copy(q, d, o)) for (q, d), o in copies.items()]
     flushing = asyncio.ensure_future(flusher()) if todo else None
     try:
         await asyncio.gather(*tasks)
@@ -391,6 +445,11 @@ async def _ask(client: ModelClient, judge: ModelClient | None, gate: CallGate | 
         prompt_tokens=res.prompt_tokens, completion_tokens=res.completion_tokens,
         latency_ms=res.latency_ms, raw=res.raw, error=res.error,
         prompts_sha256=prompt_set_sha256(files) if files else None, prompt_files=files)
+
+
+def _copies(empty_slice: str, plan: EvidencePlan, depth: int) -> int | None:
+    """The depth a state copies under `empty_slice` "copy" (None: it is asked)."""
+    return copied_depth(plan, depth) if empty_slice == "copy" else None
 
 
 def _todo(db: Database, job: Mapping[str, Any]

@@ -9,7 +9,7 @@ from core.models.registry import builtin_models, load_registry, resolve_model
 
 BUILTINS = {"sim-never", "sim-deadline", "sim-clock4", "sim-clock6", "sim-hazard-time",
             "sim-own3", "sim-own5", "sim-own7", "sim-design3", "sim-design5", "sim-hazard-own",
-            "sim-backup-own3", "sim-backup-clock4", "sim-stated", "sim-stated-own3"}
+            "sim-backup-own3", "sim-backup-clock4", "sim-stated", "sim-stated-own3", "sim-trace"}
 
 
 def test_builtins_without_file(tmp_path):

@@ -77,15 +77,15 @@ def test_results_trace_sweeps_prints_charts_and_an_empty_selection_one_line(tmp_
 
 
 def test_export_writes_the_trace_tables(tmp_path: Path):
-    from analysis.replay.probe_tables import export_probes
+    from analysis.tables.export import export_traces
 
     path = tmp_path / "lab.db"
     _store_sim(path)
     out = tmp_path / "out"
     out.mkdir()
-    written = export_probes(store.connect(path), out, Selection(), "test", 10)
+    written = export_traces(store.connect(path), out, Selection(), "test", 10)
     names = {p.name for p in written}
-    assert {f"{t}.csv" for t in TRACE_TABLES} <= names
+    assert {"traces.csv", *(f"{t}.csv" for t in TRACE_TABLES)} == names
     with (out / "trace_calibration.csv").open(encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     assert sum(r["measure"] == "split" for r in rows) == 9

@@ -114,8 +114,8 @@ def with_new_evidence(db: Database, frame: pd.DataFrame) -> pd.DataFrame:
 def export_probes(db: Database, directory: Path, selection: Selection, version: str,
                   n_boot: int, seed: int = 0) -> list[Path]:
     """probes.csv (every complete probe of the selection); where answer-now branches
-    exist, policies.csv and controllers.csv; where traces are stored, one CSV per
-    TRACE_TABLES table (`lab export`; the default π, split and fit).
+    exist, policies.csv and controllers.csv (`lab export`; the trace tables are
+    `analysis.tables.export.export_traces`).
 
     Returns:
         The paths written.
@@ -130,14 +130,4 @@ def export_probes(db: Database, directory: Path, selection: Selection, version: 
         for name in PROBE_TABLES:
             (table,) = probe_results(db, frames, name, n_boot, seed).tables
             written.append(write_frame(table_frame(table, version), directory / f"{name}.csv"))
-    if _has_traces(db):
-        for table in trace_results(db, TRACE_TABLES, selection, None, n_boot, seed):
-            written.append(write_frame(table_frame(table, version),
-                                       directory / f"{table.name}.csv"))
     return written
-
-
-def _has_traces(db: Database) -> bool:
-    """Whether lab.db stores any trace (`lab traces collect`)."""
-    return "traces" in db.table_names() and bool(
-        db.conn.execute("SELECT 1 FROM traces LIMIT 1").fetchone())

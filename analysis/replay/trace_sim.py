@@ -1,7 +1,8 @@
 """A trace sim: the second seed's depth 0–3 answer states from a known model.
 
-Question i of dataset D has an ability z_i (a keyed uniform draw in [0, 1)); at depth
-t its answer is correct with probability
+The model is `core.models.sim_trace`'s (the built-in `sim-trace` that `lab traces
+collect` can ask draws the same states): question i of dataset D has an ability z_i
+(a keyed uniform draw in [0, 1)); at depth t its answer is correct with probability
 
     p_t(i) = clip(base[t] + spread · (z_i − 0.5), 0, 1),
 
@@ -25,24 +26,16 @@ import pandas as pd
 
 from analysis.replay.traces import DEPTHS
 from core.canonical import keyed_uniform
+from core.models.sim_trace import BASE, OVERSTATE, SPREAD, ability, chance, is_right, stated
 
-BASE = (0.35, 0.50, 0.65, 0.80)
-"""P(correct) at depths 0–3 for an average question."""
-SPREAD = 0.8
-OVERSTATE = 0.25
-"""How far the stated confidence exceeds the true chance (before the cap at 100)."""
+__all__ = ["BASE", "COLUMNS", "OVERSTATE", "SPREAD", "chance", "depth_zero_ece",
+           "expected_accuracy", "sim_questions", "sim_traces"]
 COLUMNS = ("id", "run", "model", "dataset", "set_name", "question_id", "depth", "answer",
            "confidence", "parsed", "correct", "judge_correct", "prompt_tokens",
            "completion_tokens", "plan_sha256", "error", "created_at")
 """The columns of `core.store.traces.load_traces`."""
 _WORDS = ("which", "film", "director", "born", "river", "city", "band", "album", "first",
           "same", "both", "whose", "before", "after", "country", "team")
-
-
-def chance(z: float, depth: int, base: Sequence[float] = BASE, spread: float = SPREAD
-           ) -> float:
-    """The true P(correct) of a question of ability z at a depth."""
-    return float(min(1.0, max(0.0, base[depth] + spread * (z - 0.5))))
 
 
 def sim_questions(n: int, dataset: str = "hotpotqa", seed: int = 0) -> dict[str, str]:
@@ -92,14 +85,13 @@ def sim_traces(n: int, models: Sequence[str] = ("sim-trace",),
         for dataset in datasets:
             for i in range(n):
                 qid = f"{dataset}-q{i}"
-                z = keyed_uniform(seed, "z", model, dataset, qid)
+                z = ability(seed, model, dataset, qid)
                 for depth in range(DEPTHS):
                     p = chance(z, depth, base, spread)
-                    right = int(keyed_uniform(seed, "y", model, dataset, qid, depth) < p)
+                    right = int(is_right(seed, model, dataset, qid, depth, p))
                     rows.append((len(rows) + 1, run, model, dataset, set_name, qid, depth,
-                                 "gold" if right else "wrong",
-                                 float(round(100 * min(1.0, p + overstate))), 1, right, None,
-                                 200 + 150 * depth, 8, f"plan-{dataset}-{i}", None,
+                                 "gold" if right else "wrong", stated(p, overstate), 1, right,
+                                 None, 200 + 150 * depth, 8, f"plan-{dataset}-{i}", None,
                                  "2026-01-01T00:00:00"))
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
@@ -107,7 +99,7 @@ def sim_traces(n: int, models: Sequence[str] = ("sim-trace",),
 def expected_accuracy(n: int, depth: int, model: str = "sim-trace", dataset: str = "hotpotqa",
                       seed: int = 0) -> float:
     """The sim's mean true P(correct) at a depth over its n questions (for tests)."""
-    zs = [keyed_uniform(seed, "z", model, dataset, f"{dataset}-q{i}") for i in range(n)]
+    zs = [ability(seed, model, dataset, f"{dataset}-q{i}") for i in range(n)]
     return float(np.mean([chance(z, depth) for z in zs]))
 
 

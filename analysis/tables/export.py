@@ -1,4 +1,6 @@
-"""Tidy CSV export (SPEC §13.8): episodes, steps and one CSV per results table.
+"""Tidy CSV export (SPEC §13.8): episodes, steps and one CSV per results table; where
+trace states are stored (`lab traces collect`, issue 21), traces.csv and one CSV per
+second-seed table, with or without episodes.
 
 episodes.csv and steps.csv are streamed row by row from one SQLite cursor
 (`core.store.export_rows`) through the stdlib csv writer, so an export's memory does not
@@ -16,6 +18,10 @@ is 0, else the sum of its steps' input/output_tokens (the acting turns only,
 ``analysis.measures.cost.charged_tokens``); TPC = Σ(output + 0.25·input + 500·tool_calls) /
 Σ correct over a row's error-free episodes, inf when none is correct. refused_calls
 is the episode's count of steps with refused = 1.
+
+traces.csv holds every stored trace state of the selection's runs, sets and models
+(errored and copied states included), streamed like episodes.csv, with every column of
+the traces table and the project version.
 """
 
 from __future__ import annotations
@@ -39,6 +45,8 @@ from core.errors import ConfigError
 from core.version import project_version
 from core.store.export_rows import episode_rows, step_rows
 from core.store.selection import Selection
+from core.store.traces import EXPORT_COLUMNS as TRACE_STATE_COLUMNS
+from core.store.traces import count_traces, export_rows
 
 EPISODE_COLUMNS = ("episode_id", "run", "amendment", "model", "arm", "condition",
                    "condition_hash", "regime", "budget", "dataset", "question_set", "seed",
@@ -52,6 +60,9 @@ STEP_COLUMNS = ("episode_id", "run", "model", "arm", "condition", "regime", "que
                 "discarded", "input_tokens", "output_tokens", "reasoning", "reasoning_tokens")
 """steps.csv: one row per stored turn, a turn the stated-judgment rule discarded
 (``discarded`` = 1) included; input/output_tokens are that turn's acting call."""
+TRACES_COLUMNS = (*TRACE_STATE_COLUMNS, "version")
+"""traces.csv: one row per stored trace state (every column of the traces table), then
+the project version."""
 _INTS = ("answer_action", "obs_index", "obs_failed")
 
 
@@ -132,9 +143,58 @@ def export_folder(directory: Path) -> Path:
     return directory
 
 
+def has_traces(db: Database, selection: Selection | None = None) -> bool:
+    """Whether lab.db stores trace states of the selection's runs, sets and models."""
+    selection = selection or Selection()
+    return bool(count_traces(db, selection.runs, selection.sets, selection.models))
+
+
+def write_traces_csv(db: Database, directory: Path, selection: Selection | None = None,
+                     version: str | None = None) -> Path:
+    """Stream traces.csv into `directory` (constant memory).
+
+    Args:
+        db: an open lab.db.
+        directory: an existing folder.
+        selection: the filters (its runs, sets and models; default: everything).
+        version: project version recorded on every row (default: the installed one).
+
+    Returns:
+        The path written.
+    """
+    selection = selection or Selection()
+    version = version or project_version()
+    rows = (row + (version,) for row in export_rows(db, selection.runs, selection.sets,
+                                                    selection.models))
+    return write_rows_atomic(rows, TRACES_COLUMNS, directory / "traces.csv")
+
+
+def export_traces(db: Database, directory: Path, selection: Selection | None = None,
+                  version: str | None = None, n_boot: int = N_BOOT, seed: int = 0
+                  ) -> list[Path]:
+    """traces.csv and one CSV per second-seed table (the default π, split and fit) of
+    the selection's stored trace states; nothing when there are none.
+
+    Returns:
+        The paths written.
+    """
+    from analysis.replay.probe_tables import TRACE_TABLES, trace_results
+
+    selection = selection or Selection()
+    version = version or project_version()
+    if not has_traces(db, selection):
+        return []
+    written = [write_traces_csv(db, directory, selection, version)]
+    for table in trace_results(db, TRACE_TABLES, selection, None, n_boot, seed):
+        written.append(write_frame(table_frame(table, version), directory / f"{table.name}.csv"))
+    return written
+
+
 def export(db: Database, directory: Path, selection: Selection | None = None,
-           n_boot: int = N_BOOT, hazard_boot: int = 1000, seed: int = 0) -> tuple[Path, ...]:
-    """Write episodes.csv, steps.csv and one CSV per results table into `directory`.
+           n_boot: int = N_BOOT, hazard_boot: int = 1000, seed: int = 0,
+           episodes: bool = True) -> tuple[Path, ...]:
+    """Write episodes.csv, steps.csv and one CSV per results table into `directory`,
+    then (where trace states are stored) traces.csv and the second seed's tables.
 
     Args:
         db: an open lab.db.
@@ -144,6 +204,8 @@ def export(db: Database, directory: Path, selection: Selection | None = None,
         n_boot: resamples for the results tables.
         hazard_boot: resamples for the hazard model.
         seed: bootstrap seed.
+        episodes: write the episode files and tables (False: a lab.db, or a selection,
+            that holds trace states only).
 
     Returns:
         The paths written, in order.
@@ -154,11 +216,15 @@ def export(db: Database, directory: Path, selection: Selection | None = None,
     directory = export_folder(Path(directory))
     selection = selection or Selection()
     version = project_version()
-    results = compute(load_frames(db, selection), TABLES, n_boot, hazard_boot, seed)
-    written = list(write_rows_csvs(db, directory, selection, version))
-    for table in results.tables:
-        written.append(write_frame(table_frame(table, version), directory / f"{table.name}.csv"))
-    from analysis.replay.probe_tables import export_probes
+    written: list[Path] = []
+    if episodes:
+        results = compute(load_frames(db, selection), TABLES, n_boot, hazard_boot, seed)
+        written += write_rows_csvs(db, directory, selection, version)
+        for table in results.tables:
+            written.append(write_frame(table_frame(table, version),
+                                       directory / f"{table.name}.csv"))
+        from analysis.replay.probe_tables import export_probes
 
-    written += export_probes(db, directory, selection, version, n_boot, seed)
+        written += export_probes(db, directory, selection, version, n_boot, seed)
+    written += export_traces(db, directory, selection, version, n_boot, seed)
     return tuple(written)

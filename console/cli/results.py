@@ -17,7 +17,7 @@ from sqlite_utils import Database
 
 from console.cli.options import MAX_RESAMPLES, bounded, open_db
 from core import store
-from core.errors import ConfigError, StoreError
+from core.errors import ConfigError, LabError, StoreError
 from core.store import prereg as prereg_rows
 from core.store.selection import Selection, check_selection
 from core.store.selection import selection_from
@@ -338,20 +338,35 @@ def export_cmd(ctx: click.Context, directory: Path, runs: tuple[str, ...],
     """Write tidy CSVs: episodes.csv, steps.csv and one CSV per results table.
 
     UTF-8 with a header row; every row carries run(s), amendment (or exploratory), arm
-    label, condition_hash and the project version; columns are documented in README
-    ("Results and export"). Filters and --pool as for `lab results`.
+    label, condition_hash and the project version; columns are documented in
+    docs/export.md. Filters and --pool as for `lab results`. Where trace states
+    of `lab traces collect` are stored (--run, --set and --models filter them), also
+    traces.csv and the second seed's tables, with or without episodes.
 
     \b
     Example:
       lab export results/
       lab export results/main --run main --models qwen3-8b --pool seeds
     """
-    from analysis.tables.export import export
+    from analysis.tables.export import export, has_traces
 
     db = open_db(ctx, create=False)
     selection = selection_from(runs, sets, seeds, models, conditions, regimes, pool)
-    _frames(db, selection, ctx.obj["db"])
-    paths = export(db, directory, selection, resamples, min(resamples, 1000))
+    traces = has_traces(db, selection)
+    episodes = True
+    try:
+        _frames(db, selection, ctx.obj["db"])
+    except LabError as exc:
+        if not traces:
+            if has_traces(db) and not store.count(db, "episodes"):
+                raise ConfigError("no trace states match this selection (--run, --set and "
+                                  "--models filter them) and lab.db holds no episodes") from None
+            raise
+        episodes = False  # trace states only: no episode files or tables
+        if store.count(db, "episodes"):
+            click.echo(f"note: {exc}; writing the trace states' files only", err=True)
+    paths = export(db, directory, selection, resamples, min(resamples, 1000),
+                   episodes=episodes)
     click.echo(f"wrote {len(paths)} files to {directory}: " + ", ".join(p.name for p in paths))
 
 COMMANDS = (results, validate_measures_cmd, export_cmd)

@@ -16,6 +16,7 @@ from console.render import plural
 from core.models.registry import load_registry
 from core.plans import DEFAULT_SIMILARITY, SIMILARITIES
 from core.scoring import DEFAULT_THRESHOLD
+from core.traces import EMPTY_SLICE, EMPTY_SLICES
 from core.store import jobs as ledger
 from jobs.traces import TracePlan, TraceRequest, enqueue_traces, plan_traces
 
@@ -42,21 +43,28 @@ def traces() -> None:
               show_default=True, help="Lexical similarity that ranks the distractors.")
 @click.option("--threshold", type=float, default=DEFAULT_THRESHOLD, show_default=True,
               help="F1 at or above which a HotpotQA/MuSiQue answer is correct.")
+@click.option("--empty-slice", type=click.Choice(EMPTY_SLICES), default=EMPTY_SLICE,
+              show_default=True,
+              help="A depth whose evidence slice is empty (a plan of under three passages): "
+                   "copy the state before it without a call (the seed, App. B) or ask it "
+                   "again.")
 @click.option("--priority", type=bounded(None), default=0, show_default=True)
 @click.option("--dry-run", is_flag=True, help="Print questions, calls and tokens only.")
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
 @click.pass_context
 def collect(ctx: click.Context, question_set: str, models: str, run_name: str | None,
-            judge: str | None, similarity: str, threshold: float, priority: int,
-            dry_run: bool, as_json: bool) -> None:
+            judge: str | None, similarity: str, threshold: float, empty_slice: str,
+            priority: int, dry_run: bool, as_json: bool) -> None:
     """Ask each model every question of --set at depths 0-3 for {"answer", "confidence"}.
 
     Each question's fixed evidence plan (supporting passages interleaved with ranked
     distractors, cut into three slices) is made once and stored; depth t shows
     slices 1..t. States are stored in the `traces` table, one per (run, model,
     question, depth); a reply that is not the required JSON is stored as missing
-    (parsed 0). Only missing (or errored) states are asked: running it again
-    queues nothing new. Run the jobs with `lab worker --until-idle`.
+    (parsed 0). A depth whose slice is empty copies the state before it (stored with
+    copied_from, no call) unless --empty-slice ask. Only missing (or errored) states
+    are asked: running it again queues nothing new. Run the jobs with `lab worker
+    --until-idle`.
 
     \b
     Example:
@@ -67,7 +75,8 @@ def collect(ctx: click.Context, question_set: str, models: str, run_name: str | 
     from jobs.queue import enqueue_job, make_huey
 
     names = tuple(m.strip() for m in models.split(",") if m.strip())
-    request = TraceRequest(question_set, names, run_name, judge, similarity, threshold, priority)
+    request = TraceRequest(question_set, names, run_name, judge, similarity, threshold, priority,
+                           empty_slice)
     db = open_db(ctx)
     registry = load_registry(ctx.obj["config"])
     jobs: list[int] = []
@@ -94,13 +103,16 @@ def plan_text(plan: TracePlan, grid_id: int | None, jobs: int, dry_run: bool) ->
     s = plan.summary()
     shape = (f"{plural(s['questions'], 'question')} × {plural(s['models'], 'model')} × "
              f"{s['depths']} depths = {s['states']:,} states")
-    if plan.calls == 0:
+    if plan.calls + plan.copies == 0:
         return (f"nothing to queue for run {s['run']}: {shape}, all already stored "
                 f"({s['already_stored']:,}) or queued")
     head = "would ask" if dry_run else f"grid {grid_id}: queued {jobs} jobs to ask"
     lines = [f"{head} {plan.calls:,} states of run {s['run']} ({shape}; "
              f"{s['already_stored']:,} already stored; evidence plans: "
              f"{s['new_plans']:,} {'to make' if dry_run else 'made'}, {s['similarity']})"]
+    if plan.copies:
+        lines.append(f"  {plan.copies:,} states copied from the depth before (an empty "
+                     f"evidence slice; no call)")
     for model, est in s["per_model"].items():
         lines.append(f"  {model}: {est['calls']:,} calls, ≈ {est['input_tokens']:,} input "
                      f"tokens, ≈ {est['output_tokens']:,} output tokens, ≈ "

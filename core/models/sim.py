@@ -16,6 +16,10 @@ primary is switched off (switch_rule's notice). Stated sims (`stated`) write the
 judgment in the thought with phrases the keyword reader knows ("This result does
 not mention …" / "This paragraph states that …"), and with probability `p_silent`
 a thought that states none.
+
+A trace sim (policy "trace", `sim-trace`) answers the second seed's depth-wise
+answer-state calls by a known model (`core.models.sim_trace`); in a ReAct episode it
+acts as a "never" sim.
 """
 
 from __future__ import annotations
@@ -31,9 +35,10 @@ from core.canonical import keyed_uniform
 from core.data import TASK_FEVER, Question
 from core.errors import ConfigError
 from core.models.base import EpisodeView, Generation, Message
+from core.models.sim_trace import TRACE_POLICY, trace_reply
 
 POLICIES = ("never", "deadline", "clock", "hazard_time", "own_count", "design_count",
-            "hazard_own")
+            "hazard_own", TRACE_POLICY)
 SWITCHES = ("none", "own", "clock")
 """When a sim offered backup_search leaves the primary search (see the module docstring)."""
 
@@ -130,6 +135,7 @@ BUILTIN_SIMS: Mapping[str, SimSpec] = MappingProxyType({
     "sim-backup-clock4": SimSpec("deadline", switch="clock", switch_at=4),
     "sim-stated": SimSpec("never", stated=True, p_silent=0.2),
     "sim-stated-own3": SimSpec("own_count", k=3, stated=True, p_silent=0.2),
+    "sim-trace": SimSpec(TRACE_POLICY),
 })
 """The simulated models available without any registry file (SPEC §15)."""
 
@@ -158,9 +164,36 @@ class SimClient:
         self.spec = spec
         self.concurrency = concurrency
 
-    def start(self, view: EpisodeView) -> SimSession:
-        """Open a session for one episode."""
+    def start(self, view: EpisodeView) -> SimSession | TraceSimSession:
+        """Open a session for one episode (or one trace state)."""
+        if self.spec.policy == TRACE_POLICY:
+            return TraceSimSession(self.name, self.spec, view)
         return SimSession(self.spec, view)
+
+
+class TraceSimSession:
+    """A trace sim's session: trace and judge calls by `core.models.sim_trace`, any other
+    call (a ReAct episode) by a "never" sim's session, made on the first such call."""
+
+    def __init__(self, name: str, spec: SimSpec, view: EpisodeView) -> None:
+        self.name = name
+        self.spec = spec
+        self.view = view
+        self._episode: SimSession | None = None
+
+    async def generate(self, messages: Sequence[Message], *, kind: str, max_tokens: int,
+                       stop: Sequence[str] = ()) -> Generation:
+        """Reply to a trace state or judge call with its JSON (else as sim-never)."""
+        text = trace_reply(self.name, self.view, messages, kind)
+        if text is None:
+            if self._episode is None:
+                self._episode = SimSession(self.spec, self.view)
+            return await self._episode.generate(messages, kind=kind, max_tokens=max_tokens,
+                                                stop=stop)
+        if self.spec.latency_ms:
+            await asyncio.sleep(self.spec.latency_ms / 1000)
+        chars = sum(len(m["content"]) for m in messages)
+        return Generation(text=text, input_tokens=chars // 4, output_tokens=len(text) // 4 + 1)
 
 
 class SimSession:

@@ -9,8 +9,8 @@ is the reader the seed's tables (`analysis.replay`) read.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pandas as pd
@@ -45,6 +45,9 @@ class TraceRecord:
         raw: the reply text.
         error: why the call failed (None: a complete state).
         prompts_sha256: the prompt files used.
+        copied_from: the depth whose state this one copies (its slice of the plan is
+            empty: the seed's App. B copies the state before instead of asking); None
+            for a state the model was asked.
     """
 
     run: str
@@ -69,12 +72,24 @@ class TraceRecord:
     prompts_sha256: str | None = None
     prompt_files: dict[str, str] = field(default_factory=dict)
     created_at: str = field(default_factory=utc_now)
+    copied_from: int | None = None
+
+    def copied_to(self, depth: int) -> TraceRecord:
+        """This state stored again at `depth` as a copy (no call: no tokens, latency or
+        reply); a copy of a copy names the state first asked. An errored state gives
+        an errored copy, asked again with it by the next collect."""
+        origin = self.depth if self.copied_from is None else self.copied_from
+        return replace(self, depth=depth, copied_from=origin, prompt_tokens=0,
+                       completion_tokens=0, latency_ms=0.0, raw=None, prompt_files={},
+                       error=None if self.error is None else
+                       f"copies depth {origin}, which failed: {self.error}",
+                       created_at=utc_now())
 
 
 _WRITE_COLUMNS = ("run", "model", "dataset", "set_name", "question_id", "depth", "answer",
                   "confidence", "parsed", "correct", "f1", "judge_correct", "judge_model",
                   "prompt_tokens", "completion_tokens", "latency_ms", "plan_sha256", "raw",
-                  "error", "prompts_sha256", "created_at")
+                  "error", "prompts_sha256", "created_at", "copied_from")
 _INSERT = (f"INSERT INTO traces ({', '.join(_WRITE_COLUMNS)}) VALUES "
            f"({', '.join('?' * len(_WRITE_COLUMNS))}) ON CONFLICT (run, model, question_id, depth) "
            f"DO UPDATE SET {', '.join(f'{c} = excluded.{c}' for c in _WRITE_COLUMNS[6:])} "
@@ -119,6 +134,30 @@ def stored_states(db: Database, run: str, model: str, question_ids: Sequence[str
     return out
 
 
+def complete_records(db: Database, run: str, model: str, keys: Sequence[tuple[str, int]]
+                     ) -> dict[tuple[str, int], TraceRecord]:
+    """The complete stored states among `keys` ((question, depth) of a run's model), as
+    records (what a copy of them needs; the reply text is left out)."""
+    out: dict[tuple[str, int], TraceRecord] = {}
+    wanted = set(keys)
+    qids = sorted({q for q, _ in wanted})
+    columns = [c for c in _WRITE_COLUMNS if c != "raw"]
+    for i in range(0, len(qids), 500):
+        chunk = qids[i:i + 500]
+        for row in db.conn.execute(
+                f"SELECT {', '.join(columns)} FROM traces WHERE run = ? AND model = ? AND "
+                f"error IS NULL AND question_id IN ({', '.join('?' * len(chunk))})",
+                (run, model, *chunk)):
+            values = dict(zip(columns, row))
+            key = (values["question_id"], int(values["depth"]))
+            if key in wanted:
+                for flag in ("parsed", "correct", "judge_correct"):
+                    if values[flag] is not None:
+                        values[flag] = bool(values[flag])
+                out[key] = TraceRecord(**values)
+    return out
+
+
 def errored_states(db: Database, run: str, model: str, question_ids: Sequence[str]
                    ) -> set[tuple[str, int]]:
     """(question, depth) states of a run's model stored with an error."""
@@ -155,16 +194,9 @@ def load_traces(db: Database, runs: Sequence[str] = (), sets: Sequence[str] = ()
         `correct`/`judge_correct` are nullable integers (pandas "Int64"), `confidence`
         is the stated 0–100 value.
     """
-    where: list[str] = []
-    args: list[str] = []
-    for column, values in (("run", runs), ("set_name", sets), ("model", models)):
-        if values:
-            clause, more = _in(column, values)
-            where.append(clause)
-            args += more
-    sql = (f"SELECT {', '.join(TRACE_COLUMNS)} FROM traces"
-           + (" WHERE " + " AND ".join(where) if where else "")
-           + " ORDER BY run, model, question_id, depth")
+    where, args = _filters(runs, sets, models)
+    sql = (f"SELECT {', '.join(TRACE_COLUMNS)} FROM traces{where} "
+           f"ORDER BY run, model, question_id, depth")
     rows = db.conn.execute(sql, args).fetchall()
     frame = pd.DataFrame(rows, columns=list(TRACE_COLUMNS))
     for column in ("id", "depth", "parsed", "prompt_tokens", "completion_tokens"):
@@ -178,6 +210,49 @@ def load_traces(db: Database, runs: Sequence[str] = (), sets: Sequence[str] = ()
                                  zip(frame["plan_sha256"], frame["depth"])]
         frame["new_evidence"] = frame["new_evidence"].astype(bool)
     return frame
+
+
+EXPORT_COLUMNS = ("id", "run", "model", "dataset", "set_name", "question_id", "depth",
+                  "answer", "confidence", "parsed", "correct", "f1", "judge_correct",
+                  "judge_model", "prompt_tokens", "completion_tokens", "latency_ms",
+                  "plan_sha256", "copied_from", "error", "prompts_sha256", "created_at", "raw")
+"""Columns of traces.csv (`lab export`): every column of the traces table."""
+
+
+def _filters(runs: Sequence[str], sets: Sequence[str], models: Sequence[str]
+             ) -> tuple[str, list[str]]:
+    where: list[str] = []
+    args: list[str] = []
+    for column, values in (("run", runs), ("set_name", sets), ("model", models)):
+        if values:
+            clause, more = _in(column, values)
+            where.append(clause)
+            args += more
+    return (" WHERE " + " AND ".join(where) if where else ""), args
+
+
+def count_traces(db: Database, runs: Sequence[str] = (), sets: Sequence[str] = (),
+                 models: Sequence[str] = ()) -> int:
+    """Stored trace states of these runs, sets and models (default: all)."""
+    if "traces" not in db.table_names():
+        return 0
+    where, args = _filters(runs, sets, models)
+    return int(db.conn.execute(f"SELECT count(*) FROM traces{where}", args).fetchone()[0])
+
+
+def export_rows(db: Database, runs: Sequence[str] = (), sets: Sequence[str] = (),
+                models: Sequence[str] = (), batch: int = 2000) -> Iterator[tuple[Any, ...]]:
+    """Every stored state (errored and copied ones included) as traces.csv rows, by
+    run, model, question and depth, read in batches from one cursor.
+
+    Yields:
+        Tuples in EXPORT_COLUMNS order (booleans as 0/1, NULL as None).
+    """
+    where, args = _filters(runs, sets, models)
+    cursor = db.conn.execute(f"SELECT {', '.join(EXPORT_COLUMNS)} FROM traces{where} "
+                             f"ORDER BY run, model, question_id, depth", args)
+    while rows := cursor.fetchmany(batch):
+        yield from rows
 
 
 def _plan_slices(db: Database, shas: Sequence[str]) -> dict[str, set[int]]:
