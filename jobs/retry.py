@@ -1,13 +1,16 @@
 """`lab retry`: queue again what did not produce a complete episode (SPEC §11).
 
-Three things can be retried for a run, a grid or a job: jobs that failed or were
+Four things can be retried for a run, a grid or a job: jobs that failed or were
 cancelled (re-opened), errored probes of replay jobs (new replay jobs of the same
-request ask exactly those again), and errored episodes — pairs (cell, question) whose every
+request ask exactly those again), errored trace states of `lab traces collect` jobs
+(new trace jobs of the same request ask the questions' states not stored complete,
+as a second collect would), and errored episodes — pairs (cell, question) whose every
 episode ended in a model error (refused connection, 5xx after retries, context
 overflow). Those get new jobs in the same grid, through the normal ledger; their
-errored records stay. A cell whose model changed in the registry only by a larger
-`max_context` (the fix for a context overflow) takes the new spec; under a
-governing amendment that is logged as a deviation.
+errored records stay (an errored trace state is replaced when its retry succeeds).
+A cell whose model changed in the registry only by a larger `max_context` (the fix
+for a context overflow) takes the new spec; under a governing amendment that is
+logged as a deviation.
 """
 
 from __future__ import annotations
@@ -25,11 +28,15 @@ from core.errors import ConfigError, LabError
 from core.models.registry import ModelSpec, load_registry
 from core.store import jobs as ledger
 from core.store import probes as probe_rows
+from core.store import traces as trace_rows
 from core.store.prereg import add_deviation
+from core.store.traces import TRACE_CONDITION
 from jobs.grid import JOB_SIZE
 from jobs.queue import enqueue_job, make_huey
 from jobs.settings import WorkerSettings
 from jobs.tasks import cell_from_row
+from jobs.traces import JOB_SIZE as TRACE_JOB_SIZE
+from jobs.traces import trace_cell_columns
 
 RESPECABLE = frozenset({"max_context"})
 """Model fields a retry may take from a changed registry (only ever larger)."""
@@ -59,6 +66,12 @@ class RetryResult:
     """Errored probes those replay jobs ask again."""
     replay: bool = False
     """Whether the run, grid or job retried has replay jobs at all."""
+    trace_jobs: tuple[int, ...] = ()
+    """Of `created`, the trace jobs that ask errored trace states again."""
+    errored_states: int = 0
+    """Errored trace states those trace jobs ask again."""
+    traces: bool = False
+    """Whether the run, grid or job retried has trace jobs at all."""
 
     @property
     def jobs(self) -> list[int]:
@@ -122,6 +135,39 @@ def errored_probe_groups(db: Database, jobs: Sequence[dict[str, Any]]
     return out, n
 
 
+def errored_trace_groups(db: Database, jobs: Sequence[dict[str, Any]]
+                         ) -> tuple[dict[tuple[int, int, int, str], list[str]], int]:
+    """Questions of the given trace jobs with an errored state, not already held by an
+    active trace job of the same cell.
+
+    Args:
+        jobs: trace jobs rows with question_ids decoded (ledger.jobs_rows).
+
+    Returns:
+        (question ids by (grid id, cell id, priority, params), errored states in all).
+    """
+    out: dict[tuple[int, int, int, str], list[str]] = {}
+    taken: set[tuple[int, str]] = set()
+    pending: dict[int, set[str]] = {}
+    n = 0
+    for job in jobs:
+        cell_id = job["cell_id"]
+        if cell_id not in pending:
+            pending[cell_id] = trace_rows.pending_trace_questions(db, cell_id)
+        cell = trace_rows.trace_cell(db, cell_id)
+        errored = trace_rows.errored_states(db, cell["run"], cell["model"], job["question_ids"])
+        per_question: dict[str, int] = {}
+        for q, _ in errored:
+            per_question[q] = per_question.get(q, 0) + 1
+        for q in job["question_ids"]:
+            if q in per_question and q not in pending[cell_id] and (cell_id, q) not in taken:
+                taken.add((cell_id, q))
+                out.setdefault((job["grid_id"], cell_id, job["priority"], job["params"]),
+                               []).append(q)
+                n += per_question[q]
+    return out, n
+
+
 def _larger(old: Any, new: Any) -> bool:
     return isinstance(new, int) and (old is None or (isinstance(old, int) and new > old))
 
@@ -153,14 +199,25 @@ def respec(db: Database, cell_id: int, models: Mapping[str, ModelSpec]
         raise ConfigError(f"model '{name}' changed in the registry since cell {cell_id} was "
                           f"enqueued ({', '.join(changed)}); a retry may only raise "
                           f"max_context: restore the rest or enqueue a new run")
-    ledger.respec_cell(db, cell_id, model.to_json(),
-                       cell_from_row(row, model).columns()["spec_hash"])
-    overflows = sum(e.startswith("context_overflow")
-                    for e in ledger.errored_questions(db, cell_id).values())
     run = ledger.cell_run(db, cell_id)
-    note = (f"cell {cell_id} ({name} / {arm_label(row['condition_spec'])} / {row['regime']}, "
-            f"run {run['name']}) retried with max_context {old.get('max_context')} → "
-            f"{new['max_context']} ({overflows} context_overflow episodes)")
+    if row["condition"] == TRACE_CONDITION:  # a trace cell: its own spec hash, its states
+        ledger.respec_cell(db, cell_id, model.to_json(),
+                           trace_cell_columns(model, row["question_set"])["spec_hash"])
+        overflows = db.conn.execute(
+            "SELECT count(*) FROM traces WHERE run = ? AND model = ? AND error LIKE "
+            "'context_overflow%'", (run["name"], name)).fetchone()[0]
+        what = f"{name} / traces / {row['question_set']}"
+        unit = "trace states"
+    else:
+        ledger.respec_cell(db, cell_id, model.to_json(),
+                           cell_from_row(row, model).columns()["spec_hash"])
+        overflows = sum(e.startswith("context_overflow")
+                        for e in ledger.errored_questions(db, cell_id).values())
+        what = f"{name} / {arm_label(row['condition_spec'])} / {row['regime']}"
+        unit = "episodes"
+    note = (f"cell {cell_id} ({what}, run {run['name']}) retried with max_context "
+            f"{old.get('max_context')} → {new['max_context']} ({overflows} context_overflow "
+            f"{unit})")
     ledger.log_event(db, "respec", note)
     if run["amendment_id"] is None:
         return note, None
@@ -199,7 +256,8 @@ def retry(db: Database, settings: WorkerSettings, target: str, value: str | int,
             ledger.reset_attempts(db, reopened)
         rows = ledger.jobs_rows(db, ids)
         replay = [j for j in rows if j["kind"] == "replay"]
-        groups = errored_groups(db, [j for j in rows if j["kind"] != "replay"])
+        traces = [j for j in rows if j["kind"] == "traces"]
+        groups = errored_groups(db, [j for j in rows if j["kind"] not in ("replay", "traces")])
         created: list[int] = []
         for (grid_id, cell_id, priority), qids in groups.items():
             chunks = [qids[i:i + JOB_SIZE] for i in range(0, len(qids), JOB_SIZE)]
@@ -211,7 +269,15 @@ def retry(db: Database, settings: WorkerSettings, target: str, value: str | int,
             probe_jobs += probe_rows.insert_replay_jobs(db, grid_id, cell_id, chunks, params,
                                                         priority)
         created += probe_jobs
-        cells = {j["cell_id"] for j in ledger.jobs_rows(db, reopened)} | {c for _, c, _ in groups}
+        state_groups, n_states = errored_trace_groups(db, traces)
+        trace_jobs: list[int] = []
+        for (grid_id, cell_id, priority, params), qids in state_groups.items():
+            chunks = [qids[i:i + TRACE_JOB_SIZE] for i in range(0, len(qids), TRACE_JOB_SIZE)]
+            trace_jobs += trace_rows.insert_trace_jobs(db, grid_id, cell_id, chunks, params,
+                                                       priority)
+        created += trace_jobs
+        cells = ({j["cell_id"] for j in ledger.jobs_rows(db, reopened)}
+                 | {c for _, c, _ in groups} | {c for _, c, _, _ in state_groups})
         for cell_id in sorted(cells):
             changed = respec(db, cell_id, models)
             if changed is not None:
@@ -221,12 +287,15 @@ def retry(db: Database, settings: WorkerSettings, target: str, value: str | int,
         n_errored = sum(len(q) for q in groups.values())
         ledger.log_event(db, "retry", f"{target} {value}: {len(reopened)} failed/cancelled jobs "
                          f"re-opened, {n_errored} errored episodes in "
-                         f"{len(created) - len(probe_jobs)} new jobs"
+                         f"{len(created) - len(probe_jobs) - len(trace_jobs)} new jobs"
                          + (f", {n_probes} errored probes in {len(probe_jobs)} new replay jobs"
                             if replay else "")
+                         + (f", {n_states} errored trace states in {len(trace_jobs)} new trace "
+                            f"jobs" if traces else "")
                          + (" (--errored)" if errored_only else ""))
     result = RetryResult(tuple(reopened), tuple(created), n_errored, tuple(notes),
-                         tuple(deviations), tuple(probe_jobs), n_probes, bool(replay))
+                         tuple(deviations), tuple(probe_jobs), n_probes, bool(replay),
+                         tuple(trace_jobs), n_states, bool(traces))
     if result.jobs:
         huey, task = make_huey(settings)
         for job_id in result.jobs:

@@ -200,6 +200,41 @@ def test_a_failed_call_is_stored_errored_and_asked_again(tmp_path, capsys):
     assert _query(db, "SELECT count(*), count(error) FROM traces") == [(8, 0)]
 
 
+def test_retry_errored_asks_the_errored_states_again(tmp_path, capsys):
+    db, config = tmp_path / "lab.db", tmp_path / "lab.toml"
+    assert lab(capsys, "--db", db, "init")[0] == 0
+    assert lab(capsys, "--db", db, "sets", "create", "d3", "--dataset", "demo", "--n", "3",
+               "--seed", "5")[0] == 0
+    responder = TraceServer(_golds(db))
+    app = OpenAIApp(responder=responder, record=False)
+    app.script.push(Fault("status", status=503), times=2)
+    with LoopbackServer(app) as server:
+        config.write_text(REGISTRY.format(url=server.url, slots=1, retries=0))
+        assert lab(capsys, "--db", db, "--config", config, "traces", "collect", "--set", "d3",
+                   "--models", "loop")[0] == 0
+        assert lab(capsys, "--db", db, "--config", config, "worker", "--until-idle")[0] == 0
+        assert app.calls == 12 and _query(db, "SELECT count(*) FROM traces WHERE error IS NOT "
+                                              "NULL") == [(2,)]
+        code, out, _ = lab(capsys, "--db", db, "--config", config, "status")
+        assert "retry errored: lab retry --grid 1 --errored" in out
+        code, out, err = lab(capsys, "--db", db, "--config", config, "retry", "--run",
+                             "traces-d3", "--errored")
+        assert code == 0 and "2 errored trace state(s) in 1 new trace job(s)" in out, err
+        # asked again: the questions are held by the new job, nothing more is queued
+        code, out, _ = lab(capsys, "--db", db, "--config", config, "retry", "--run",
+                           "traces-d3", "--errored")
+        assert code == 0 and "0 errored trace state(s) in 0 new trace job(s)" in out
+        assert lab(capsys, "--db", db, "--config", config, "worker", "--until-idle")[0] == 0
+        assert app.calls == 14  # the two errored states only
+    assert _query(db, "SELECT count(*), count(error), count(DISTINCT question_id || depth) "
+                      "FROM traces") == [(12, 0, 12)]
+    assert _query(db, "SELECT kind, state, count(*) FROM jobs GROUP BY 1, 2") == [
+        ("traces", "done", 2)]
+    code, out, _ = lab(capsys, "--db", db, "--config", config, "retry", "--run", "traces-d3",
+                       "--errored")
+    assert code == 0 and "0 errored trace state(s)" in out
+
+
 def test_refusals_are_one_line_and_write_nothing(served, capsys):
     db, config, _, app = served
     before = dump_hash(db)

@@ -324,7 +324,8 @@ def _control_command(action: str) -> click.Command:
 
 
 @click.option("--errored", "errored_only", is_flag=True,
-              help="Only the errored episodes (leave failed/cancelled jobs as they are).")
+              help="Only the errored episodes, probes and trace states (leave "
+                   "failed/cancelled jobs as they are).")
 
 
 @click.pass_context
@@ -333,7 +334,8 @@ def _control_command(action: str) -> click.Command:
 def retry_cmd(ctx: click.Context, run_name: str | None, grid: int | None, job: int | None,
               errored_only: bool) -> None:
     """Queue again failed/cancelled jobs and errored episodes (and errored probes of
-    `lab replay`/`lab repair` jobs) of a run, grid or job.
+    `lab replay`/`lab repair` jobs, errored trace states of `lab traces collect` jobs)
+    of a run, grid or job.
 
     An errored episode (refused connection, 5xx after retries, context overflow)
     keeps its record; its question is queued again in a new job of the same grid.
@@ -352,10 +354,13 @@ def retry_cmd(ctx: click.Context, run_name: str | None, grid: int | None, job: i
         click.echo(f"cell re-specced: {note}")
     for amendment, dev_id, _ in result.deviations:
         click.echo(f"deviation {dev_id} logged on {amendment} (lab prereg show {amendment})")
+    episode_jobs = len(result.created) - len(result.probe_jobs) - len(result.trace_jobs)
     click.echo(f"retry {target} {value}: {result.errored} errored episode(s) in "
-               f"{len(result.created) - len(result.probe_jobs)} new job(s)"
+               f"{episode_jobs} new job(s)"
                + (f", {result.errored_probes} errored probe(s) in "
                   f"{len(result.probe_jobs)} new replay job(s)" if result.replay else "")
+               + (f", {result.errored_states} errored trace state(s) in "
+                  f"{len(result.trace_jobs)} new trace job(s)" if result.traces else "")
                + ("" if errored_only else f", {len(result.reopened)} failed/cancelled job(s) "
                                           f"re-opened"))
 
