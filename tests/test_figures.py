@@ -34,12 +34,17 @@ def figures(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
     return db, out, stderr
 
 
+TRACE_FIGURES = ("trace_risk_coverage", "trace_oa_cost", "trace_reliability")
+"""The second seed's figures: the study has no trace states, so they are skipped."""
+
+
 def test_every_figure_is_written_with_its_sidecar(figures):
     _, out, stderr = figures
     for name in FIGURE_TABLES:
         for suffix in ("svg", "pdf", "png", "json"):
             assert (out / f"{name}.{suffix}").stat().st_size > 1000, (name, suffix)
-    assert "skipped" not in stderr
+    skipped = [line.split(":")[0] for line in stderr.splitlines() if line.startswith("skipped")]
+    assert skipped == [f"skipped {name}" for name in TRACE_FIGURES]
 
 
 def test_sidecar_rows_are_the_tables_json_rows(figures):
@@ -124,3 +129,38 @@ def test_talk_style_is_larger(figures, tmp_path):
     paper = imread(out / "answer_action_by_budget.png").shape
     talk = imread(tmp_path / "t" / "answer_action_by_budget.png").shape
     assert talk[1] > paper[1] * 0.8 and talk != paper
+
+
+def test_the_second_seeds_figures_draw_the_trace_sweeps_rows(tmp_path):
+    """Trace states of the trace sim (as tests/test_seed_tables_cli.py stores them) give
+    the risk–coverage, OA–cost and reliability figures, whose rows are those of `lab
+    results trace_sweeps --format json`."""
+    traces_store = pytest.importorskip("core.store.traces")
+    from analysis.replay.trace_sim import sim_traces
+    from core import store
+    from tests.golden_study import build_study
+
+    db_path = tmp_path / "lab.db"
+    build_study(db_path, grid=(("sim-own5", "none", 8),))
+    db = store.connect(db_path)
+    traces_store.write_traces(db, [traces_store.TraceRecord(
+        run=r.run, model=r.model, dataset=r.dataset, set_name=r.set_name,
+        question_id=r.question_id, depth=int(r.depth), plan_sha256=r.plan_sha256,
+        answer=r.answer, confidence=float(r.confidence), parsed=True, correct=bool(r.correct),
+        prompt_tokens=int(r.prompt_tokens), completion_tokens=int(r.completion_tokens))
+        for r in sim_traces(9).itertuples()])
+    db.conn.close()
+    code, _, err = lab(db_path, "figures", str(tmp_path / "f"), "--resamples", "20",
+                       "--format", "svg", "--table", "trace_sweeps")
+    assert code == 0, err
+    code, out, err = lab(db_path, "results", "trace_sweeps", "--format", "json",
+                         "--resamples", "20")
+    assert code == 0, err
+    want = json.loads(out)
+    for name in TRACE_FIGURES:
+        side = json.loads((tmp_path / "f" / f"{name}.json").read_text(encoding="utf-8"))
+        assert side["rows"] and all(r in want for r in side["rows"]), name
+        assert (tmp_path / "f" / f"{name}.svg").stat().st_size > 1000
+    oa_cost = json.loads((tmp_path / "f" / "trace_oa_cost.json").read_text(encoding="utf-8"))
+    assert oa_cost["rows"] == [r for r in want if r["measure"] in ("cost", "OA") and (
+        r["scope"].startswith("budget ") or r["scope"] == "baseline")]

@@ -73,7 +73,8 @@ def study_rows(db: Database, selection: Selection, resamples: int, seed: int = 0
             1,000, as in `lab results`).
         seed: bootstrap seed.
         probe_tables: also compute the tables on answer-now branches (policies,
-            controllers) when lab.db holds any.
+            controllers) and the second seed's tables on trace states (trace_*) when
+            lab.db holds any.
 
     Returns:
         The StudyRows.
@@ -94,6 +95,10 @@ def study_rows(db: Database, selection: Selection, resamples: int, seed: int = 0
     rows: dict[str, list[RowDict]] = {}
     for table in tables:
         rows[table.name] = [d | row_provenance(d, provenance) for d in table.dicts()]
+    if probe_tables:
+        for table in _trace_tables(db, selection, resamples, seed):
+            tables.append(table)
+            rows[table.name] = table.dicts()  # as `lab results trace_…` prints them
     ids = sorted({str(p["amendment"]) for p in provenance if p["amendment"]})
     amendments = []
     for a in ids:
@@ -102,6 +107,24 @@ def study_rows(db: Database, selection: Selection, resamples: int, seed: int = 0
                                                        "content_sha256", "prev_sha256")})
     return StudyRows(tuple(tables), rows, provenance, res.runs, res.errored, res.pooled,
                      frames.n_episodes, selection, resamples, seed, amendments)
+
+
+def _trace_tables(db: Database, selection: Selection, resamples: int, seed: int
+                  ) -> tuple[Table, ...]:
+    """The second seed's tables (`lab results trace_*` with its default π and split) on
+    the trace states of the selection's runs, sets and models; () when there are none."""
+    from core import store
+    from core.errors import ConfigError
+
+    if not db["traces"].exists() or not store.count(db, "traces"):
+        return ()
+    from analysis.replay.probe_tables import trace_results
+    from analysis.replay.seed_tables import TRACE_TABLES
+
+    try:
+        return trace_results(db, TRACE_TABLES, selection, None, resamples, seed)
+    except ConfigError:  # no trace state matches this selection: no trace tables
+        return ()
 
 
 def git_commit(start: Path | None = None) -> str:

@@ -12,7 +12,8 @@ from pathlib import Path
 import click
 
 from console.cli.options import MAX_RESAMPLES, bounded, open_db
-from console.cli.results import PROBE_TABLES, TABLES, _frames, selection_options
+from console.cli.results import (PROBE_TABLES, TABLES, TRACE_TABLES, _frames,
+                                 selection_options)
 from core.errors import ConfigError
 from core.store.selection import selection_from
 
@@ -37,7 +38,7 @@ def parse_formats(text: str) -> tuple[str, ...]:
 @click.option("--style", type=click.Choice(("paper", "talk")), default="paper",
               show_default=True, help="paper: two-column page sizes; talk: slides.")
 @click.option("--table", "tables", multiple=True,
-              type=click.Choice([*TABLES, *PROBE_TABLES]),
+              type=click.Choice([*TABLES, *PROBE_TABLES, "trace_sweeps"]),
               help="Only the figures of this results table (repeatable; default all).")
 @click.option("--resamples", type=bounded(0, MAX_RESAMPLES), default=2000, show_default=True,
               help="Question-level bootstrap resamples (as `lab results`).")
@@ -52,11 +53,12 @@ def figures_cmd(ctx: click.Context, directory: Path, runs: tuple[str, ...],
     Figures: success per regime, Δ and design contrast (forest), hazard by useless-run
     length, hazard slopes, median answering action under two budgets, leaving (two-
     source arms), controllers' risk–coverage and ECE by depth, Table 17's regret heat
-    map. Each NAME.json holds exactly the rows drawn (those of `lab results TABLE
-    --format json` with the same filters, --resamples and --seed) and their provenance
-    (runs, amendments and hashes, lab version, git commit). A figure whose rows the
-    selection lacks is skipped with one line saying why. Filters and --pool as for
-    `lab results`.
+    map, and the second seed's risk–coverage, OA–cost and reliability (on trace states
+    of `lab traces collect`). Each NAME.json holds exactly the rows drawn (those of `lab
+    results TABLE --format json` with the same filters, --resamples and --seed) and
+    their provenance (runs, amendments and hashes, lab version, git commit). A figure
+    whose rows the selection lacks is skipped with one line saying why. Filters and
+    --pool as for `lab results`.
 
     \b
     Example:
@@ -73,8 +75,9 @@ def figures_cmd(ctx: click.Context, directory: Path, runs: tuple[str, ...],
     selection = selection_from(runs, sets, seeds, models, conditions, regimes, pool)
     _frames(db, selection, ctx.obj["db"])
     directory = export_folder(directory)
+    extra = {*PROBE_TABLES, *TRACE_TABLES}
     study = study_rows(db, selection, resamples, seed,
-                       probe_tables=not tables or bool(set(tables) & set(PROBE_TABLES)))
+                       probe_tables=not tables or bool(set(tables) & extra))
     written = write_figures(study, directory, formats, STYLES[style], figures_for(tables))
     for name, reason in written.skipped:
         click.echo(f"skipped {name}: {reason}", err=True)
