@@ -83,7 +83,7 @@ def _read(path: Path) -> list[dict[str, str]]:
 
 def _tpc(episodes: list[dict[str, str]], acting: dict[str, tuple[int, int]],
          charge_everything: bool = False) -> float:
-    """TPC from episodes.csv rows and the steps' summed tokens, as README documents it."""
+    """TPC from episodes.csv rows and the steps' summed tokens, as docs/export.md documents it."""
     cost = correct = 0.0
     for e in episodes:
         if e["measurement_calls"] != "0" and not charge_everything:

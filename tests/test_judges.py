@@ -137,7 +137,8 @@ def test_reader_meets_precision_and_recall_on_labelled_thoughts() -> None:
 
 def test_reader_on_the_held_out_file() -> None:
     # The file was written before the reader's patterns were read and is not used to
-    # tune them (README §8.2). Measured: precision 0.915 (65/71), recall 0.890 (65/73).
+    # tune them (SPEC §8.2). Measured: precision 0.915 (65/71), recall 0.890 (65/73), as
+    # docs/results.md reports.
     examples = read_labelled_thoughts(HELDOUT)
     assert len(examples) >= 150
     assert {label for _, label in examples} == {"useless", "useful", None}
