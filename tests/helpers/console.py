@@ -78,11 +78,13 @@ def cached_fixture(cache: Path, target: Path) -> Path:
 
 def console_app(db: Path, **config: object):
     """The console on `db`, named relative to the test's directory (the header shows it),
-    with the clock frozen at FIXED_TS and no endpoint checks unless asked."""
+    with the clock frozen at FIXED_TS, no endpoint checks and 200 resamples (Results,
+    Pre-registration outcomes) unless asked."""
     from console.app import ConsoleConfig, make_app
 
     rel = Path(db.name) if db.parent == Path.cwd() else db
-    settings = {"clock": lambda: FIXED_TS, "check_endpoints": False, **config}
+    settings = {"clock": lambda: FIXED_TS, "check_endpoints": False, "n_boot": 200,
+                "hazard_boot": 200, "outcome_resamples": 200, **config}
     return make_app(rel, ConsoleConfig(db_path=rel, **settings))  # type: ignore[arg-type]
 
 
