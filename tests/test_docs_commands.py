@@ -75,6 +75,12 @@ SKIP = {
 """Commands not run here, each with its reason (exact text as in the page, comment
 removed)."""
 
+EXPECT = {
+    # the walkthrough says the three registered tests pass on the sims
+    ("README.md", "lab prereg outcomes A1"): (r"H1\s+pass", r"H2\s+pass", r"H3\s+pass"),
+}
+"""What a page says a command prints: (page, command) -> patterns its output must hold."""
+
 
 @dataclass(frozen=True)
 class Command:
@@ -242,6 +248,11 @@ def _run_line(command: Command, capsys: pytest.CaptureFixture[str],
             at = argv.index(">")
             argv, target = argv[:at], argv[at + 1]
         code, out, err = _run(argv, capsys)
+        missing = [p for p in EXPECT.get((command.page, command.text), ())
+                   if not re.search(p, out)]
+        if missing:
+            return (f"{command.page}:{command.line}: `{command.text}` prints no {missing}, "
+                    f"as the page says it does:\n{out[-1500:]}")
         if target:
             Path(target).write_text(out, encoding="utf-8")
         if code != 0:
@@ -257,9 +268,12 @@ def test_pages_are_found_with_commands():
 
 
 def test_every_skip_is_still_on_a_page():
-    """SKIP holds no stale entry: each skipped command still appears somewhere."""
+    """SKIP and EXPECT hold no stale entry: each command still appears on its page."""
     shown = {c.text for p in PAGES for c in page_items(p) if isinstance(c, Command)}
     assert sorted(set(SKIP) - shown) == []
+    run = {(c.page, c.text) for p in PAGES for c in page_items(p)
+           if isinstance(c, Command) and not c.skipped}
+    assert sorted(set(EXPECT) - run) == []
 
 
 @pytest.mark.parametrize("page", PAGES, ids=[p.relative_to(ROOT).as_posix() for p in PAGES])
