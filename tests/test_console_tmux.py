@@ -1,8 +1,15 @@
 """End to end in tmux: the real `lab` process on a fresh lab.db (answer the confirmation),
 a sim grid queued from the Enqueue screen (3) with keys only, a worker started in another
 tmux window, steps arriving on Live (5), Jobs (4), the Dashboard (1) shown again with the
-worker's episodes and no `r`, Results (7), export (e), quit (q). Skipped where tmux is
-missing.
+worker's episodes and no `r`, Results (7), export (e); then writes from other processes
+(`lab enqueue`, `lab sets create`) that Jobs, the Dashboard and the Sets view show when
+switched to, without `r`; a question set made in the Sets view (`s` on Enqueue) and picked
+on Enqueue; quit (q). Skipped where tmux is missing.
+
+Every wait polls the pane until its text appears, with a deadline generous enough for a
+loaded machine (PATIENCE_S); the few short sleeps only pace keys (an Escape followed at
+once by a key reads as alt+key; keys typed faster than the console reads them can land
+out of order).
 """
 
 from __future__ import annotations
@@ -67,8 +74,22 @@ class Tmux:
             time.sleep(0.1)
         raise AssertionError(f"{text!r} never appeared in {window}:\n{self.screen(window)}")
 
+    def wait_gone(self, text: str, window: str = "console",
+                  timeout: float = PATIENCE_S) -> None:
+        deadline = time.monotonic() + timeout
+        while text in self.screen(window):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{text!r} stayed in {window}:\n{self.screen(window)}")
+            time.sleep(0.1)
+
     def close(self) -> None:
         self.run("kill-server")
+
+
+def cli(tmux: Tmux, cwd: Path, *args: str) -> None:
+    """`lab ARGS` in another process, on the console's lab.db."""
+    subprocess.run([sys.executable, "-m", "console.cli", *args], cwd=cwd, env=tmux.env,
+                   check=True, capture_output=True, timeout=PATIENCE_S * 2)
 
 
 def test_console_end_to_end_in_tmux(tmp_path: Path) -> None:
@@ -131,6 +152,60 @@ def test_console_end_to_end_in_tmux(tmp_path: Path) -> None:
         tmux.keys("console", "e")
         tmux.wait("wrote")
         assert list((tmp_path / "lab-exports").glob("*.csv"))
+
+        # Another process queues a grid while Results is shown: Jobs and the Dashboard,
+        # switched to, show it at once (no `r`).
+        cli(tmux, tmp_path, "enqueue", "--models", "sim-never", "--conditions", "none",
+            "--regimes", "clean", "--set", "a-tiny", "--run", "cli")
+        tmux.keys("console", "4")
+        tmux.wait("run cli")
+        tmux.keys("console", "1")
+        tmux.wait("queued 1 ")
+
+        # The Sets view (s on Enqueue): a set made by another process shows when the view
+        # is switched back to; one made here is picked on Enqueue.
+        tmux.keys("console", "3")
+        tmux.wait("lab · 3 Enqueue")
+        for _ in range(3):  # out of any field first (escape), then s
+            tmux.keys("console", "Escape")
+            time.sleep(0.5)
+            tmux.keys("console", "s")
+            try:
+                tmux.wait("Question sets", timeout=15)
+                break
+            except AssertionError:
+                continue
+        else:
+            raise AssertionError("s did not open the Sets view:\n" + tmux.screen())
+        tmux.keys("console", "1")
+        tmux.wait("lab · 1 Dashboard")
+        cli(tmux, tmp_path, "sets", "create", "b-cli", "--dataset", "demo", "--n", "2",
+            "--seed", "1", "--exclude", "a-tiny")
+        tmux.keys("console", "3")
+        tmux.wait("b-cli ")  # the Sets view re-read when shown again
+        for _ in range(3):  # name c-con, n 3, seed 4; typed again if a key went astray
+            tmux.keys("console", "c")
+            tmux.wait("New question set")
+            for keys in (["-l", "c-con"], ["Tab"], ["Tab"], ["-l", "3"], ["Tab"], ["-l", "4"]):
+                tmux.keys("console", *keys)
+                time.sleep(0.3)
+            try:
+                form = tmux.wait("seed     4 ", timeout=15)
+            except AssertionError:
+                form = ""
+            if "name     c-con " in form and "n        3 " in form:
+                break
+            tmux.keys("console", "Escape")  # cancel the form
+            tmux.wait_gone("New question set")
+        else:
+            raise AssertionError("could not fill the new-set form:\n" + tmux.screen())
+        tmux.keys("console", "Enter")
+        tmux.wait("Create dev question set c-con from dataset demo?")
+        tmux.keys("console", "y")
+        tmux.wait("created dev set 'c-con': 3 questions")
+        tmux.keys("console", "Escape")
+        enqueue = tmux.wait("c-con  3 q, demo")  # back on Enqueue, the new set is picked
+        assert "lab · 3 Enqueue" in enqueue
         tmux.keys("console", "q")
         tmux.wait("LAB-EXIT=0")
     finally:
