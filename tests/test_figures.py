@@ -164,3 +164,29 @@ def test_the_second_seeds_figures_draw_the_trace_sweeps_rows(tmp_path):
     oa_cost = json.loads((tmp_path / "f" / "trace_oa_cost.json").read_text(encoding="utf-8"))
     assert oa_cost["rows"] == [r for r in want if r["measure"] in ("cost", "OA") and (
         r["scope"].startswith("budget ") or r["scope"] == "baseline")]
+
+
+def test_a_results_views_figures_are_its_tables(figures, tmp_path):
+    """The Results screen's `F` (analysis.figures.view): the view's figures only, their
+    rows those of the table the view shows; a view without one writes nothing."""
+    from analysis.figures.view import write_view_figures
+    from core import store
+    from core.store.selection import Selection
+
+    db_path, out, _ = figures
+    db = store.connect(db_path, create=False)
+    try:
+        written = write_view_figures(db, Selection(), "success", tmp_path / "s", RESAMPLES,
+                                     formats=("svg",))
+        assert [p.name for p in written.paths] == ["success_by_regime.svg",
+                                                   "success_by_regime.json"]
+        assert (tmp_path / "s" / "success_by_regime.svg").read_bytes() == \
+            (out / "success_by_regime.svg").read_bytes()
+        answering = write_view_figures(db, Selection(), "answering", tmp_path / "a",
+                                       RESAMPLES, formats=("png",))
+        assert [p.name for p in answering.paths] == ["answer_action_by_budget.png",
+                                                     "answer_action_by_budget.json"]
+        assert write_view_figures(db, Selection(), "nothing", tmp_path / "n", RESAMPLES
+                                  ).paths == ()
+    finally:
+        db.conn.close()

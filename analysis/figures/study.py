@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -63,7 +64,7 @@ class StudyRows:
 
 
 def study_rows(db: Database, selection: Selection, resamples: int, seed: int = 0,
-               probe_tables: bool = True) -> StudyRows:
+               probe_tables: bool = True, names: Sequence[str] | None = None) -> StudyRows:
     """Compute every results table of `selection` as `lab results` does.
 
     Args:
@@ -75,27 +76,31 @@ def study_rows(db: Database, selection: Selection, resamples: int, seed: int = 0
         probe_tables: also compute the tables on answer-now branches (policies,
             controllers) and the second seed's tables on trace states (trace_*) when
             lab.db holds any.
+        names: only these tables (among compute's TABLES, PROBE_TABLES and
+            "trace_sweeps"); default every one.
 
     Returns:
         The StudyRows.
     """
     from analysis.measures.compute import TABLES, compute, load_frames
 
-    frames = load_frames(db, selection)
-    res = compute(frames, TABLES, resamples, min(resamples, 1000), seed)
-    tables = list(res.tables)
-    if probe_tables:
-        from analysis.replay.probe_tables import PROBE_TABLES, probe_results
-        from core.store.probes import probe_counts
+    from analysis.replay.probe_tables import PROBE_TABLES, probe_results
+    from core.store.probes import probe_counts
 
-        if probe_counts(db).get("answer_now"):
-            for name in PROBE_TABLES:
+    wanted = set(names) if names is not None else {*TABLES, *PROBE_TABLES, "trace_sweeps"}
+    frames = load_frames(db, selection)
+    res = compute(frames, [n for n in TABLES if n in wanted], resamples, min(resamples, 1000),
+                  seed)
+    tables = list(res.tables)
+    if probe_tables and wanted & set(PROBE_TABLES) and probe_counts(db).get("answer_now"):
+        for name in PROBE_TABLES:
+            if name in wanted:
                 tables += probe_results(db, frames, name, resamples, seed).tables
     provenance = prereg_rows.run_provenance(db, res.runs)
     rows: dict[str, list[RowDict]] = {}
     for table in tables:
         rows[table.name] = [d | row_provenance(d, provenance) for d in table.dicts()]
-    if probe_tables:
+    if probe_tables and "trace_sweeps" in wanted:
         for table in _trace_tables(db, selection, resamples, seed):
             tables.append(table)
             rows[table.name] = table.dicts()  # as `lab results trace_…` prints them

@@ -25,6 +25,7 @@ from analysis.figures.style import STYLES
 from analysis.report import sections
 from analysis.report.assets import CSS, SORT_JS
 from analysis.report.tables import numeric_css, table_html
+from core.store.selection import Selection
 
 
 def build_report(db: Database, study: StudyRows, db_name: str = "lab.db",
@@ -92,3 +93,29 @@ def write_report(path: Path, html: str) -> Path:
         raise
     os.replace(tmp, path)
     return path
+
+
+def write_study_report(db: Database, path: Path, selection: Selection | None = None,
+                       resamples: int = 2000, seed: int = 0, db_name: str = "lab.db",
+                       style: str = "paper") -> tuple[Path, int]:
+    """Compute the study's rows and write its report to `path` (`lab report`, and the
+    console's Dashboard `W`).
+
+    Args:
+        db: an open lab.db.
+        path: the .html file to write.
+        selection: filters and pooling (default everything).
+        resamples: question-level bootstrap resamples.
+        seed: bootstrap seed.
+        db_name: the lab.db's name, as shown in the report.
+        style: figure style.
+
+    Returns:
+        The path and the file's size in bytes.
+    """
+    from analysis.figures.study import study_rows
+
+    study = study_rows(db, selection or Selection(), resamples, seed)
+    html = build_report(db, study, db_name, style)
+    write_report(path, html)
+    return path, len(html.encode("utf-8"))
