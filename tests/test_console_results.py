@@ -22,7 +22,7 @@ from analysis.measures.compute import compute, load_frames
 from console.app import ConsoleConfig, make_app
 from console.cli import cli
 from console.messages import DbChanged
-from console.screens.results import parse_selection
+from console.screens.results import TRACE_VIEWS, parse_selection
 from console.screens.trajectories import TrajectoriesScreen
 from core import store
 from core.errors import ConfigError
@@ -133,10 +133,15 @@ async def test_every_table_shows(lab_db: Path) -> None:
                 assert ("P(answer) after j" if view == "hazard" else "answering at each") in chart
             await pilot.press("right_square_bracket")
             await _settle(pilot)
+        for view in TRACE_VIEWS:  # no trace states here: one line saying how to collect them
+            assert screen.view == view
+            assert "lab traces collect" in _text(screen, "#results-status")
+            await pilot.press("right_square_bracket")
+            await _settle(pilot)
         assert screen.view == "success"
         await pilot.press("left_square_bracket")
         await _settle(pilot)
-        assert screen.view == "controllers"
+        assert screen.view == "trace_calibration"
 
 
 @pytest.mark.asyncio
@@ -181,14 +186,45 @@ async def test_policies_controllers_charts_and_the_repaired_toggle(lab_db: Path)
         await _settle(pilot)
         assert screen.repaired and "repaired answers" in _text(screen, "#results-status")
         assert "replace the raw ones of 1 episodes" in _text(screen, "#results-text")
-        await pilot.press("right_square_bracket")
-        await _settle(pilot)
+        for _ in range(len(TRACE_VIEWS) + 1):
+            await pilot.press("right_square_bracket")
+            await _settle(pilot)
         assert screen.view == "success"
         repaired = _text(screen, "#results-text")
         assert "replace the raw ones of 1 episodes" in repaired and repaired != raw_success
         await pilot.press("R")
         await _settle(pilot)
         assert not screen.repaired and _text(screen, "#results-text") == raw_success
+
+
+@pytest.mark.asyncio
+async def test_trace_tables_show_on_a_lab_db_of_trace_states(tmp_path: Path) -> None:
+    db = tmp_path / "lab.db"
+    for args in (("init",),
+                 ("sets", "create", "d30", "--dataset", "demo", "--n", "30", "--seed", "1"),
+                 ("traces", "collect", "--set", "d30", "--models", "sim-trace"),
+                 ("worker", "--until-idle")):
+        r = CliRunner().invoke(cli, ["--db", str(db), *args])
+        assert r.exit_code == 0, r.output
+    app = _app(db)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _settle(pilot)
+        screen = app.screen
+        screen.query_one("#results-tabs").active = "tab-trace_table1"
+        await _settle(pilot)
+        expected = {"trace_table1": ("Second seed Table 1", "Calibrated − Raw", "Fixed RAG@3"),
+                    "trace_table2": ("held-out ECE by depth", "depth 3"),
+                    "trace_table3": ("adjacent retrieval transitions", "helpful"),
+                    "trace_sweeps": ("Second seed sweeps", "τ_hi=0.95"),
+                    "trace_calibration": ("split, fit records and map", "fit_record")}
+        for view, words in expected.items():
+            assert screen.view == view
+            text = _text(screen, "#results-text")
+            assert all(w in text for w in words), (view, text[:300])
+            if view == "trace_sweeps":
+                assert "risk" in _text(screen, "#results-chart")
+            await pilot.press("right_square_bracket")
+            await _settle(pilot)
 
 
 @pytest.mark.asyncio

@@ -2,7 +2,9 @@
 with its drill-down into decision points, the hazard chart, and CSV export.
 
 A tab per view (`[`/`]` or the arrows on the tabs): Success (with paired
-differences), Δ grid, I, Hazard (β/γ and the curve), Answering, Cost. Every number
+differences), Δ grid, I, Hazard (β/γ and the curve), Answering, Cost, Policies,
+Controllers, and the second seed's tables on stored trace states (Trace T1–T3, the
+sweeps with their charts, the calibration record: `lab results trace_*`). Every number
 comes from `analysis.measures.compute.compute` in a thread worker with the console's
 `n_boot`/`hazard_boot`/`seed` (by default the CLI's: 2,000 question-level resamples,
 hazard model 1,000, seed 0), so the screen shows what `lab results` prints for the
@@ -45,13 +47,18 @@ if TYPE_CHECKING:
     from console.widgets.results_view import Grid
 
 VIEW_IDS = ("success", "delta", "index", "hazard", "answering", "cost", "policies",
-            "controllers")
+            "controllers", "trace_table1", "trace_table2", "trace_table3", "trace_sweeps",
+            "trace_calibration")
 VIEW_LABELS = ("Success", "Δ grid", "I", "Hazard", "Answering", "Cost", "Policies",
-               "Controllers")
+               "Controllers", "Trace T1", "Trace T2", "Trace T3", "Trace sweeps",
+               "Trace calib.")
 N_BOOT, HAZARD_BOOT, SEED = 2000, 1000, 0
 """The CLI's defaults (`lab results`), also `ConsoleConfig`'s: the same numbers."""
 PROBE_VIEWS = ("policies", "controllers")
 """Views whose table reads answer-now branches (`analysis.replay.probe_tables`)."""
+TRACE_VIEWS = ("trace_table1", "trace_table2", "trace_table3", "trace_sweeps",
+               "trace_calibration")
+"""Views of the second seed's tables: they read trace states, not episodes."""
 SELECTION_KEYS = ("run", "set", "seeds", "models", "conditions", "regimes", "pool")
 """What `/` accepts: the options of `lab results` (`--run`, `--set`, … `--pool`)."""
 _SINGULAR = {"runs": "run", "sets": "set", "seed": "seeds", "model": "models",
@@ -366,6 +373,9 @@ class ResultsScreen(LabScreen):
         from console.widgets.results_view import VIEWS, view_tables, view_text
 
         started = time.monotonic()
+        if view in TRACE_VIEWS:
+            self._trace_compute(view, width, generation, started)
+            return
         db = self._connect()
         try:
             fingerprint = traj.episodes_fingerprint(db)
@@ -399,6 +409,33 @@ class ResultsScreen(LabScreen):
         charts = charts or self._charts(view, results, width, height)
         computed = Computed(view, tables, text, charts, results, time.monotonic() - started,
                             note, text_width(width))
+        self.post_message(self.Ready(computed, fingerprint, generation))
+
+    def _trace_compute(self, view: str, width: int, generation: int, started: float) -> None:
+        """A second-seed table on the selection's stored trace states (no episode frames),
+        with the sweeps' charts."""
+        from analysis.measures.compute import Results
+        from analysis.replay.probe_tables import trace_results
+        from analysis.replay.seed_charts import sweep_charts
+        from console.widgets.results_view import view_text
+
+        db = self._connect()
+        try:
+            fingerprint = traj.episodes_fingerprint(db)
+            (table,) = trace_results(db, (view,), self.selection, None, self.lab.n_boot,
+                                     self.lab.seed)
+        except LabError as exc:
+            self.post_message(self.Failed(str(exc)))
+            return
+        finally:
+            db.conn.close()
+        if generation != self._generation:
+            return
+        runs = tuple(sorted({run for r in table.rows for run in r.runs.split(",") if run}))
+        charts = tuple(sweep_charts(table, colorless=False)) if view == "trace_sweeps" else ()
+        computed = Computed(view, (table,), view_text(view, (table,), "", text_width(width)),
+                            charts, Results((table,), (), (), (), 0, runs),
+                            time.monotonic() - started, "", text_width(width))
         self.post_message(self.Ready(computed, fingerprint, generation))
 
     def _probe_compute(self, name: str, frames: Frames, width: int, height: int

@@ -24,8 +24,14 @@ VIEWS: tuple[tuple[str, str, str], ...] = (
     ("cost", "Cost", "cost"),
     ("policies", "Policies", "policies"),
     ("controllers", "Controllers", "controllers"),
+    ("trace_table1", "Trace T1", "trace_table1"),
+    ("trace_table2", "Trace T2", "trace_table2"),
+    ("trace_table3", "Trace T3", "trace_table3"),
+    ("trace_sweeps", "Trace sweeps", "trace_sweeps"),
+    ("trace_calibration", "Trace calib.", "trace_calibration"),
 )
-"""(view id, tab label, the `analysis.measures.compute` table it needs)."""
+"""(view id, tab label, the `analysis.measures.compute` table it needs; trace_*: the
+second seed's tables on `lab traces collect` states, `analysis.replay.probe_tables`)."""
 ANSWERING = ("answered", "median action", "final share")
 """Cost-table measures shown on the Answering view."""
 
