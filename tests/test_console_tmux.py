@@ -150,7 +150,7 @@ def test_console_end_to_end_in_tmux(tmp_path: Path) -> None:
         tmux.keys("console", "7")
         tmux.wait("zz-slow  none")  # the Success table (1 lists zz-slow too)
         tmux.keys("console", "e")
-        tmux.wait("wrote")
+        tmux.wait("written in")  # the export toast: the file, then its folder
         assert list((tmp_path / "lab-exports").glob("*.csv"))
 
         # Another process queues a grid while Results is shown: Jobs and the Dashboard,
