@@ -94,7 +94,8 @@ def prereg(amendments: list[dict[str, Any]], deviations: dict[str, list[dict[str
         return ("<p>No pre-registration in lab.db: every run is exploratory "
                 "(<code>lab prereg new</code> drafts one).</p>")
     frozen = sum(1 for a in amendments if a["state"] == "frozen")
-    out = [f"<p>{len(amendments)} entries, {frozen} frozen. Hashes are sha256; each frozen "
+    entries = "entry" if len(amendments) == 1 else "entries"
+    out = [f"<p>{len(amendments)} {entries}, {frozen} frozen. Hashes are sha256; each frozen "
            "entry's hash covers its content, its pins and the previous frozen entry's "
            "hash.</p>"]
     for a in amendments:
