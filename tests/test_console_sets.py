@@ -78,7 +78,7 @@ def fever_folder(folder: Path) -> Path:
     return folder
 
 
-def toasts(app) -> list[str]:  # type: ignore[no-untyped-def]
+def toasts(app) -> list[str]:
     return [str(n.message) for n in app._notifications]
 
 
@@ -98,7 +98,7 @@ def set_names(path: Path) -> list[str]:
         conn.close()
 
 
-async def open_sets(pilot) -> SetsScreen:  # type: ignore[no-untyped-def]
+async def open_sets(pilot) -> SetsScreen:
     """From Enqueue, `s` (out of any field first)."""
     await settle(pilot)
     await pilot.press("escape")
@@ -113,7 +113,7 @@ def rows(table: DataTable) -> list[list[str]]:
     return [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
 
 
-def app_on(db: Path, **config: object):  # type: ignore[no-untyped-def]
+def app_on(db: Path, **config: object):
     return console_app(db, first_screen="enqueue",
                        extra={"preview_debounce_s": 0.01}, **config)
 
@@ -305,7 +305,7 @@ def query_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every connection the console opens refuses writes, as on a read-only file."""
     connect = store.connect
 
-    def read_only_connect(path, create=True):  # type: ignore[no-untyped-def]
+    def read_only_connect(path, create=True):
         db = connect(path, create)
         db.conn.execute("PRAGMA query_only = ON")
         return db
@@ -319,7 +319,7 @@ async def test_read_only_refuses_create_and_import_with_the_reason(lab_db: Path,
     app = app_on(lab_db)
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await open_sets(pilot)
-        assert "READ-ONLY" in screen.title
+        assert "READ-ONLY" in str(screen.title)
         for action in ("create", "import_file"):
             assert screen.check_action(action, ()) is None, action  # dimmed in the footer
         for key in ("c", "i", "enter"):
@@ -355,7 +355,7 @@ async def test_a_write_that_fails_read_only_is_a_toast(lab_db: Path, query_only:
 
 
 def test_snapshot(lab_db: Path, snap_compare) -> None:
-    async def open_view(pilot) -> None:  # type: ignore[no-untyped-def]
+    async def open_view(pilot) -> None:
         await open_sets(pilot)
 
     assert snap_compare(app_on(Path("lab.db")), terminal_size=(80, 24), run_before=open_view)
