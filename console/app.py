@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from textual import events, work
@@ -60,7 +60,6 @@ class ConsoleConfig:
         outcome_resamples: resamples of the registered tests' outcomes on
             Pre-registration (`lab prereg outcomes --resamples`).
         preview_debounce_s: how long Enqueue waits after a change before it previews.
-        extra: settings not typed yet (being replaced by the fields above).
     """
 
     db_path: Path
@@ -76,7 +75,6 @@ class ConsoleConfig:
     seed: int = 0
     outcome_resamples: int = 2000
     preview_debounce_s: float = 0.3
-    extra: dict[str, object] = field(default_factory=dict)
 
 
 class LabApp(App[None]):

@@ -78,7 +78,7 @@ def lab_db(tmp_path: Path) -> Path:
 def app_on(db: Path, config: Path = Path("lab.toml")):
     """The console on the Enqueue screen, previews without a debounce pause."""
     return make_app(db, ConsoleConfig(db_path=db, config_path=config, first_screen="enqueue",
-                                      extra={"preview_debounce_s": 0.01},
+                                      preview_debounce_s=0.01,
                                       clock=lambda: FIXED_TS))  # the header's read time
 
 

@@ -99,7 +99,7 @@ def own_prompts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def app_on(db: Path):
     """The console opened on the Pre-registration screen, with few resamples."""
     return make_app(db, ConsoleConfig(db_path=db, first_screen="prereg",
-                                      extra={"resamples": 200},
+                                      outcome_resamples=200,
                                       clock=lambda: FIXED_TS))  # the header's read time
 
 

@@ -115,7 +115,7 @@ def rows(table: DataTable) -> list[list[str]]:
 
 def app_on(db: Path, **config: object):
     return console_app(db, first_screen="enqueue",
-                       extra={"preview_debounce_s": 0.01}, **config)
+                       preview_debounce_s=0.01, **config)
 
 
 @pytest.mark.asyncio

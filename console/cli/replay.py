@@ -7,6 +7,7 @@ jobs in the ledger and put them on the queue; `lab worker` runs them like episod
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import click
 
@@ -76,7 +77,8 @@ def _plan_text(plan: ReplayPlan, grid_id: int | None, jobs: int, dry_run: bool) 
     return "\n".join(lines)
 
 
-def _common(command):  # type: ignore[no-untyped-def]
+def _common(command: Callable[..., None]) -> Callable[..., None]:
+    """The options every probe command shares."""
     options = (
         click.option("--run", "run_name", required=True, help="Run whose trajectories to probe."),
         click.option("--models", default=None,

@@ -230,7 +230,7 @@ class EnqueueScreen(LabScreen):
         self.query_one("#enq-queue", Button).disabled = True
         if self._timer is not None:
             self._timer.stop()
-        delay = float(self.lab.extra.get("preview_debounce_s", 0.3))  # type: ignore[arg-type]
+        delay = self.lab.preview_debounce_s
         self._timer = self.set_timer(delay, self._start_preview)
 
     def _request(self) -> GridRequest:

@@ -251,7 +251,7 @@ class PreregScreen(LabScreen):
         self._outcomes_for = None
         self.query_one("#prereg-outcomes", Static).update(
             f"evaluating the registered tests of {self._selected}…")
-        self._compute_outcomes(self._selected, int(self.lab.extra.get("resamples", 2000)))
+        self._compute_outcomes(self._selected, self.lab.outcome_resamples)
 
     @work(thread=True, exclusive=True, group="prereg-outcomes")
     def _compute_outcomes(self, amendment_id: str, n_boot: int) -> None:

@@ -71,16 +71,22 @@ class ModelSpec:
     @property
     def prices(self) -> Prices:
         """Dollars per million tokens (0 for sims and unpriced models)."""
+        if self.backend == "sim":  # a scripted test model may have no sim policy at all
+            return Prices()
         return self.config.prices if isinstance(self.config, ServedSpec) else Prices()
 
     @property
     def max_context(self) -> int | None:
         """The context window in tokens, when the registry gives it (never for sims)."""
+        if self.backend == "sim":
+            return None
         return self.config.max_context if isinstance(self.config, ServedSpec) else None
 
     @property
     def prompt_format(self) -> str:
         """"react", or "search_r1" for an OpenAI-compatible model that asks for it."""
+        if self.backend != "openai":
+            return "react"
         return self.config.prompt_format if isinstance(self.config, OpenAISpec) else "react"
 
     @property
