@@ -106,13 +106,14 @@ def test_lower_layers_never_import_higher_ones():
 
 def test_the_command_line_holds_only_commands():
     """Library code lives below console/cli: what a screen needs is never defined there."""
+    graph = _graph()  # read the tree once, not once per command module
     for path in (ROOT / "console" / "cli").glob("*.py"):
         tree = ast.parse(path.read_text())
         public = [n.name for n in tree.body
                   if isinstance(n, ast.FunctionDef) and not n.name.startswith("_")
                   and not any(isinstance(d, ast.Call | ast.Attribute | ast.Name)
                               and "command" in ast.unparse(d) for d in n.decorator_list)]
-        users = [name for name, deps in _graph().items()
+        users = [name for name, deps in graph.items()
                  if not name.startswith("console.cli") and name != "console.cli"
                  and any(d.startswith(_module_name(path)) for d in deps)]
         assert not users or path.name == "__init__.py", (path.name, public, users)
