@@ -58,6 +58,9 @@ def test_sidecar_rows_are_the_tables_json_rows(figures):
         elif name == "answer_action_by_budget":  # the median action, on persistent
             assert side["rows"] == [r for r in want if r["measure"].startswith("median_action@")
                                     and r["regimes"] == "persistent"]
+        elif name == "delta_forest":  # Δ matched by t and the design contrast
+            assert side["rows"] == [r for r in want if r["measure"] in measures
+                                    and "×" not in r["scope"]]
         elif name == "leaving":
             assert side["rows"] == [r for r in want if r["measure"] not in
                                     ("median_first_switch",)]

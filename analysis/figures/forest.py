@@ -47,8 +47,11 @@ def forest(rows: list[RowDict], style: Style, panel_of: str = "scope",
 
 
 def delta_forest(study: StudyRows, style: Style) -> Drawn | Skipped:
-    """Δ (own and stated judgments) and the design contrast, per model × arm."""
-    rows = pick(study, "delta", ("delta", "design"))
+    """Δ (own and stated judgments, matched by t) and the design contrast, per model ×
+    arm. The table's other Δ estimators (matched by question × action, by regime ×
+    action) are robustness checks left to the table: five panels of every group would
+    make a study of a hundred groups a figure some metres tall."""
+    rows = [r for r in pick(study, "delta", ("delta", "design")) if "×" not in str(r["scope"])]
     if not rows:
         return Skipped("no Δ or design-contrast rows (no decision points with judgments "
                        "in this selection)")
