@@ -9,9 +9,8 @@ per (model, arm) group, and the command's time. Tables aggregate (one row per gr
 measure), so the size follows the number of groups, not of episodes: the subsets are
 smaller only because they hold fewer groups (11 at 20k, 110 at 198k).
 
-Measured (2 cores, loaded): 0.41 MB at 19,800 episodes (11 groups), 0.93 MB at 50,400,
-1.79 MB at 100,800, 3.51 MB at 198,000 (110 groups, 32 KB a group): within the 5 MB
-target.
+Measured (2 cores, loaded): 0.38 MB at 19,800 episodes (11 groups), 3.30 MB at 198,000
+(110 groups, 30 KB a group): within the 5 MB target.
 
 Usage: python bench/report_size.py [--cache-dir DIR] [--sizes 20000,198000]
        [--resamples 200] [--keep DIR]
