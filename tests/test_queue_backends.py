@@ -7,6 +7,7 @@ import json
 import os
 import sqlite3
 
+from tests.helpers.cli import lab
 from tests.helpers.queue import run_lab
 from tests.servers import AnthropicApp, LoopbackServer, OpenAIApp
 
@@ -32,30 +33,32 @@ backoff_s = 0.01
 """
 
 
-def test_real_backends_run_grids_through_the_queue(tmp_path, monkeypatch):
+def test_real_backends_run_grids_through_the_queue(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-not-a-real-key")
     db = tmp_path / "lab.db"
     with LoopbackServer(OpenAIApp()) as oa, LoopbackServer(AnthropicApp()) as an:
         config = tmp_path / "lab.toml"
         config.write_text(REGISTRY.format(openai=oa.url, anthropic=an.url))
-        assert run_lab(db, config, "demo-set").returncode == 0
-        dry = run_lab(db, config, "enqueue", "--models", "vllm-loop,claude-loop,sim-own5",
-                      "--conditions", "none,enforced_rule", "--regimes", "clean,persistent",
-                      "--set", "demo", "--run", "real", "--dry-run", "--json")
-        assert dry.returncode == 0, dry.stderr
-        plan = json.loads(dry.stdout)
-        assert plan["new_episodes"] == 3 * 2 * 2 * 60
+        def cli(*args: str) -> str:  # in-process; the worker below is a real subprocess
+            code, out, err = lab(capsys, "--db", db, "--config", config, *args)
+            assert code == 0, err
+            return out
+
+        cli("demo-set")
+        cli("sets", "create", "d12", "--dataset", "demo", "--n", "12", "--seed", "0")
+        grid_args = ("--models", "vllm-loop,claude-loop,sim-own5", "--conditions",
+                     "none,enforced_rule", "--regimes", "clean,persistent", "--set", "d12",
+                     "--run", "real")  # 12 questions: the path is tested, not the size
+        plan = json.loads(cli("enqueue", *grid_args, "--dry-run", "--json"))
+        assert plan["new_episodes"] == 3 * 2 * 2 * 12
         assert plan["estimate"]["claude-loop"]["dollars"] > 0
-        assert run_lab(db, config, "enqueue", "--models", "vllm-loop,claude-loop,sim-own5",
-                       "--conditions", "none,enforced_rule", "--regimes", "clean,persistent",
-                       "--set", "demo", "--run", "real").returncode == 0
+        cli("enqueue", *grid_args)
         work = run_lab(db, config, "worker", "--until-idle", "--workers", "2", timeout=300)
         assert work.returncode == 0, work.stderr[-2000:]
-        status = json.loads(run_lab(db, config, "status", "--json").stdout)
+        status = json.loads(cli("status", "--json"))
         (grid,) = status["grids"]
         assert grid["stored"] == plan["new_episodes"] and grid["errored"] == 0
-        export = run_lab(db, config, "results", "cost", "--format", "json", "--resamples", "50")
-        rows = json.loads(export.stdout)
+        rows = json.loads(cli("results", "cost", "--format", "json", "--resamples", "50"))
         dollars = {(r["model"], r["condition"]): r["estimate"] for r in rows
                    if r["measure"] == "dollars"}
         assert dollars[("claude-loop", "none")] > 0 and dollars[("vllm-loop", "none")] == 0
