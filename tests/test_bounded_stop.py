@@ -24,7 +24,7 @@ import pytest
 
 from core.errors import ModelError
 from core.models.retry import CALL_STOP, CallStop, RetryPolicy, call_with_retries
-from tests.helpers.queue import run_lab, start_lab
+from tests.helpers.queue import lab_here, run_lab, start_lab
 from tests.servers import Fault, LoopbackServer, OpenAIApp, Reply, Request, react_responder
 
 GRACE_S = 1.0
@@ -91,8 +91,8 @@ def test_a_stop_with_hung_calls_ends_in_bounded_time(tmp_path, worker_type, how)
     with LoopbackServer(chat) as server:
         db, config = tmp_path / "lab.db", tmp_path / "lab.toml"
         config.write_text(REGISTRY.format(url=server.url, slots=SLOTS))
-        assert run_lab(db, config, "demo-set").returncode == 0
-        out = run_lab(db, config, "enqueue", "--models", "loop", "--conditions", "none",
+        assert lab_here(db, config, "demo-set").returncode == 0
+        out = lab_here(db, config, "enqueue", "--models", "loop", "--conditions", "none",
                       "--regimes", "clean", "--set", "demo", "--budget", "4")
         assert out.returncode == 0, out.stderr
         log = tmp_path / "worker.log"

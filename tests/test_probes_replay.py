@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from console.cli import cli
-from tests.helpers.queue import run_lab, start_lab, write_registry
+from tests.helpers.queue import lab_here, run_lab, start_lab, write_registry
 
 
 def lab(db: Path, *args: str):
@@ -111,10 +111,10 @@ def test_kill_minus_9_mid_replay_loses_nothing_and_stores_nothing_twice(tmp_path
                              "2"),
                  ("enqueue", "--models", "sim-slow", "--conditions", "none", "--regimes",
                   "persistent", "--set", "d8", "--run", "slow")):
-        assert run_lab(db, config, *args).returncode == 0
+        assert lab_here(db, config, *args).returncode == 0
     assert run_lab(db, config, "worker", "--until-idle", "--concurrency", "64").returncode == 0
-    planned = json.loads(run_lab(db, config, "replay", "answer-now", "--run", "slow", "--json"
-                                 ).stdout)["calls"]
+    planned = json.loads(lab_here(db, config, "replay", "answer-now", "--run", "slow", "--json"
+                                  ).stdout)["calls"]
     worker = start_lab(db, config, "worker", "--concurrency", "2", log=tmp_path / "w.log")
     deadline = time.monotonic() + 60
     while _count(db, "SELECT count(*) FROM probes") == 0 and time.monotonic() < deadline:

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.queue import ROOT, episode_census, run_lab, start_lab, write_registry
+from tests.helpers.queue import (ROOT, episode_census, lab_here, run_lab, start_lab,
+                                 write_registry)
 
 GRID = ["enqueue", "--models", "sim-slow,sim-slow-clock", "--conditions", "none,enforced_rule",
         "--regimes", "clean,persistent,recover_after_2", "--set", "demo", "--run", "crash"]
@@ -30,8 +31,8 @@ EXPECTED = 2 * 2 * 3 * 60  # 720 episodes
 def grid(tmp_path: Path):
     db = tmp_path / "lab.db"
     config = write_registry(tmp_path, latency=10)
-    assert run_lab(db, config, "demo-set").returncode == 0
-    out = run_lab(db, config, *GRID)
+    assert lab_here(db, config, "demo-set").returncode == 0
+    out = lab_here(db, config, *GRID)
     assert out.returncode == 0, out.stderr
     return db, config, tmp_path / "worker.log"
 
@@ -151,17 +152,17 @@ def test_two_workers_and_a_reader_share_lab_db(grid):
 
 def test_pause_cancel_and_resume_through_the_cli(grid):
     db, config, log = grid
-    assert run_lab(db, config, "pause", "--run", "crash").returncode == 0
+    assert lab_here(db, config, "pause", "--run", "crash").returncode == 0
     out = run_lab(db, config, "worker", "--until-idle", timeout=60)
     assert out.returncode == 0 and episode_census(db)["episodes"] == 0
-    assert run_lab(db, config, "resume", "--run", "crash").returncode == 0
+    assert lab_here(db, config, "resume", "--run", "crash").returncode == 0
     proc = start_lab(db, config, "worker", "--workers", "2", log=log)
     _wait_for_episodes(db)
-    assert run_lab(db, config, "cancel", "--run", "crash").returncode == 0
+    assert lab_here(db, config, "cancel", "--run", "crash").returncode == 0
     time.sleep(2.0)
     _stop(proc, signal.SIGTERM)
     census = episode_census(db)
     assert set(census["jobs"]) <= {"cancelled", "done"} and census["broken"] == 0
-    assert run_lab(db, config, "retry", "--run", "crash").returncode == 0
+    assert lab_here(db, config, "retry", "--run", "crash").returncode == 0
     _finish(db, config, log)
     _assert_complete(db, log)

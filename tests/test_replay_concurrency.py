@@ -12,7 +12,7 @@ import sqlite3
 from pathlib import Path
 
 from tests.helpers.gates import FillGate
-from tests.helpers.queue import run_lab, start_lab
+from tests.helpers.queue import lab_here, run_lab, start_lab
 from tests.servers import LoopbackServer, react_responder
 
 REGISTRY = """
@@ -32,13 +32,13 @@ def test_replay_jobs_of_two_workers_never_exceed_the_models_concurrency(tmp_path
     with LoopbackServer(app) as server:
         db, config = tmp_path / "lab.db", tmp_path / "lab.toml"
         config.write_text(REGISTRY.format(url=server.url, concurrency=6))
-        assert run_lab(db, config, "demo-set").returncode == 0
-        out = run_lab(db, config, "enqueue", "--models", "loop", "--conditions", "none",
+        assert lab_here(db, config, "demo-set").returncode == 0
+        out = lab_here(db, config, "enqueue", "--models", "loop", "--conditions", "none",
                       "--regimes", "clean", "--set", "demo", "--budget", "4", "--seeds", "0,1",
                       "--run", "r")
         assert out.returncode == 0, out.stderr
         assert run_lab(db, config, "worker", "--until-idle").returncode == 0
-        plan = run_lab(db, config, "replay", "judgments", "--run", "r", "--json")
+        plan = lab_here(db, config, "replay", "judgments", "--run", "r", "--json")
         assert plan.returncode == 0, plan.stderr
         planned = json.loads(plan.stdout)["calls"]
         assert planned >= 120 and json.loads(plan.stdout)["jobs"] >= 4  # jobs of ≤ 50 questions

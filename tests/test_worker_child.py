@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.queue import episode_census, run_lab, start_lab, write_registry
+from tests.helpers.queue import episode_census, lab_here, run_lab, start_lab, write_registry
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
 
@@ -60,8 +60,8 @@ def busy_worker(tmp_path: Path):
     """A process-type worker with two children mid-grid (slow sims)."""
     db = tmp_path / "lab.db"
     config = write_registry(tmp_path, latency=20)
-    assert run_lab(db, config, "demo-set").returncode == 0
-    out = run_lab(db, config, "enqueue", "--models", "sim-slow", "--conditions", "none",
+    assert lab_here(db, config, "demo-set").returncode == 0
+    out = lab_here(db, config, "enqueue", "--models", "sim-slow", "--conditions", "none",
                   "--regimes", "clean,persistent", "--set", "demo", "--seeds", "0,1,2")
     assert out.returncode == 0, out.stderr
     # an hour's lease: a later worker that waited for it instead of seeing the holder dead

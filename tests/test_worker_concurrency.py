@@ -20,7 +20,7 @@ from core.demo_data import demo_questions
 from jobs.slots import CallSlots
 from tests.helpers.gates import FillGate
 from tests.helpers.waiting import async_until
-from tests.helpers.queue import ROOT, run_lab, start_lab
+from tests.helpers.queue import ROOT, lab_here, run_lab, start_lab
 from tests.servers import LoopbackServer, OpenAIApp, react_responder
 
 REGISTRY = """
@@ -38,12 +38,12 @@ sampling = {{ temperature = 0.0 }}
 def _lab(tmp_path: Path, url: str, concurrency: int) -> tuple[Path, Path]:
     db, config = tmp_path / "lab.db", tmp_path / "lab.toml"
     config.write_text(REGISTRY.format(url=url, concurrency=concurrency))
-    assert run_lab(db, config, "demo-set").returncode == 0
+    assert lab_here(db, config, "demo-set").returncode == 0
     return db, config
 
 
 def _enqueue(db: Path, config: Path, *extra: str) -> None:
-    out = run_lab(db, config, "enqueue", "--models", "loop", "--conditions", "none",
+    out = lab_here(db, config, "enqueue", "--models", "loop", "--conditions", "none",
                   "--regimes", "clean", "--set", "demo", "--budget", "4", *extra)
     assert out.returncode == 0, out.stderr
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import sqlite3
 import subprocess
@@ -42,6 +44,18 @@ def run_lab(db: Path, config: Path, *args: str, timeout: float = 120
     """Run a lab command to completion."""
     return subprocess.run(lab_args(db, config, *args), capture_output=True, text=True,
                           timeout=timeout, cwd=ROOT, env=_env())
+
+
+def lab_here(db: Path, config: Path, *args: str) -> subprocess.CompletedProcess:
+    """Run a lab command in this process, for set-up and control steps whose process
+    boundary a test does not check (each `lab` process costs 1.5-2 s to start); the
+    result reads like `run_lab`'s."""
+    from console.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["--db", str(db), "--config", str(config), *args])
+    return subprocess.CompletedProcess(["lab", *args], code, out.getvalue(), err.getvalue())
 
 
 def start_lab(db: Path, config: Path, *args: str, log: Path) -> subprocess.Popen:
