@@ -73,6 +73,24 @@ def regime_sort_key(name: str) -> tuple[int, int] | None:
     return (KINDS.index(m.group(1)), int(m.group(2))) if m else None
 
 
+_SHORT = {"persistent": "pers.", "plausible": "plaus.", "answerless": "answerl."}
+
+
+def short_regime(name: str) -> str:
+    """The paper's short regime name (rec2, late3, pers., …), as tables and lists print it.
+
+    Args:
+        name: a regime name, e.g. "recover_after_2".
+
+    Returns:
+        The short form, or the name itself (clean, a variant, mean6 …).
+    """
+    m = re.fullmatch(r"(recover_after|late_onset_from)_(\d+)", name)
+    if m:
+        return ("rec" if m.group(1) == "recover_after" else "late") + m.group(2)
+    return _SHORT.get(name, name)
+
+
 _VALID_NAMES = (
     "clean, persistent, recover_after_1..recover_after_5, late_onset_from_<k> (k >= 1), "
     "late_onset (= late_onset_from_3), plausible, answerless"

@@ -262,3 +262,21 @@ def test_snapshot_worked_80x24(snap_compare, errored: Path, tmp_path: Path) -> N
 
     assert snap_compare(console_app(tmp_path / "lab.db"), terminal_size=(80, 24),
                         run_before=opened)
+
+
+def test_a_trace_job_reads_as_trace_collection() -> None:
+    """A trace job's cell stores a placeholder condition ("none"): the row, the detail
+    line and the confirmation say what it collects instead."""
+    from console.screens.jobs import job_detail, job_label
+    from console.widgets.jobs_confirm import act_prompt
+    from core.conditions import Condition
+    from core.store.progress import JobRow
+
+    job = JobRow(7, "queued", "sim-trace", Condition(name="none").to_json(), "clean", 0, 3,
+                 40, 0, 0, 0, None, "states", "trace")
+    for text in (job_label(job).plain, job_detail(job).plain,
+                 act_prompt("pause", "job", 7, [], job).question):
+        assert "sim-trace · traces · depths 0–3 · " in text and "· none ·" not in text, text
+    episodes = JobRow(8, "queued", "sim-own5", Condition(name="none").to_json(),
+                      "recover_after_2", 0, 8, 30, 0, 0, 0, None)
+    assert "sim-own5 · none · rec2" in job_label(episodes).plain

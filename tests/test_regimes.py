@@ -16,6 +16,7 @@ from core.regimes import (
     Regime,
     draw_rng,
     parse_regime,
+    short_regime,
 )
 
 T, F = True, False
@@ -232,3 +233,12 @@ def test_plausible_draws_only_own_distractors() -> None:
     all_gold = replace(QUESTIONS[0], paragraphs=QUESTIONS[0].paragraphs[:2])
     with pytest.raises(ConfigError):
         pool.draw_own_distractor(1, all_gold, 1)
+
+
+@pytest.mark.parametrize(("name", "short"), [
+    ("recover_after_2", "rec2"), ("late_onset_from_3", "late3"), ("persistent", "pers."),
+    ("plausible", "plaus."), ("answerless", "answerl."), ("clean", "clean"),
+    ("mean6", "mean6")])
+def test_short_regime(name: str, short: str) -> None:
+    """One short name for the results tables and the console's lists."""
+    assert short_regime(name) == short

@@ -5,7 +5,6 @@ undefined, "∞" for an infinite estimate. Only formatting: no statistics here.
 from __future__ import annotations
 
 import math
-import re
 import textwrap
 from collections.abc import Sequence
 from dataclasses import replace
@@ -14,7 +13,7 @@ from analysis.measures.arms import ArmKey
 from analysis.measures.compute import Results
 from analysis.tables.fit import abbreviation_lines, blocks, canonical_columns, wrap_line
 from analysis.tables.rows import Row, Table
-from core.regimes import FAILURE_REGIMES, MEAN6
+from core.regimes import FAILURE_REGIMES, MEAN6, short_regime
 
 DASH = "–"
 NOTE_WIDTH = 100
@@ -28,8 +27,6 @@ UNSIGNED = frozenset({
 DIFFERENCE = " − "
 """In an arm label, marks a row of differences ("Calibrated − Raw"): signed, whatever
 its measure."""
-_REGIME_SHORT = (("persistent", "pers."), ("clean", "clean"), ("plausible", "plaus."),
-                 ("answerless", "answerl."))
 
 
 def _clean(x: float) -> float:
@@ -75,25 +72,6 @@ def fmt_interval(estimate: float, low: float, high: float, digits: int = 2,
     if est == DASH or low is None or high is None or math.isnan(low) or math.isnan(high):
         return est
     return f"{est} [{fmt_number(low, spec, signed)}, {fmt_number(high, spec, signed)}]"
-
-
-def short_regime(name: str) -> str:
-    """Paper-style short regime name.
-
-    Args:
-        name: regime name, e.g. "recover_after_2".
-
-    Returns:
-        The short form (rec2, late3, pers., …), or the name itself.
-    """
-    for long, short in _REGIME_SHORT:
-        if name == long:
-            return short
-    m = re.fullmatch(r"recover_after_(\d+)", name)
-    if m:
-        return f"rec{m.group(1)}"
-    m = re.fullmatch(r"late_onset_from_(\d+)", name)
-    return f"late{m.group(1)}" if m else name
 
 
 def align(header: Sequence[str], body: Sequence[Sequence[str]],

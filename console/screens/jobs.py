@@ -23,10 +23,9 @@ from console.screens.base import LabScreen
 from console.widgets.footer import LabFooter
 from console.widgets.confirm import Confirm
 from console.widgets.jobs_confirm import act_prompt, nothing_text
-from console.widgets.traj_render import short_regime
 from core import store
-from core.conditions import arm_label
 from core.errors import LabError
+from core.regimes import short_regime
 from core.store import monitor, progress
 from jobs.control import GridStatus, control, status
 from jobs.retry import retry
@@ -130,7 +129,7 @@ def job_label(j: progress.JobRow, errors: monitor.JobErrors | None = None) -> Te
     text.append(f" {done:>2}/{j.expected:<2}{what}")
     if errored:
         text.append(f" ✗{errored} errored", style="bold red")
-    text.append(f"  seed {j.seed}  {j.model} · {arm_label(j.condition_spec)} · "
+    text.append(f"  seed {j.seed}  {j.model} · {j.arm} · "
                 f"{short_regime(j.regime)}")
     if j.attempts > 1:
         text.append(f"  attempt {j.attempts}")
@@ -155,7 +154,7 @@ def job_detail(j: progress.JobRow, errors: monitor.JobErrors | None = None) -> T
     last error, wrapped (the row itself is cut at 80 columns)."""
     done, errored, last = _progress(j, errors)
     unit = f"{j.kind} probes" if j.unit == "probes" else j.unit
-    text = Text(f"job {j.id} · {j.state} · {j.model} · {arm_label(j.condition_spec)} · "
+    text = Text(f"job {j.id} · {j.state} · {j.model} · {j.arm} · "
                 f"{j.regime} · seed {j.seed} · budget {j.budget} · {done}/{j.expected} "
                 f"{unit} complete", style="bold")
     if errored:

@@ -28,6 +28,7 @@ from console.widgets.footer import LabFooter
 from console.widgets import traj_render as render
 from core import store
 from core.errors import LabError
+from core.regimes import short_regime
 from core.store import trajectories as traj
 
 LIST, EPISODE, MATCHED = "traj-list", "traj-episode", "traj-matched"
@@ -314,7 +315,7 @@ class TrajectoriesScreen(LabScreen):
         self._rows = rows
         table.clear()
         for r in rows:
-            table.add_row(str(r.id), r.model, r.arm, render.short_regime(r.regime), str(r.seed),
+            table.add_row(str(r.id), r.model, r.arm, short_regime(r.regime), str(r.seed),
                           r.question_id,
                           Text(render.OUTCOME_MARK[r.outcome], style=render.OUTCOME_STYLE[
                               r.outcome]), str(r.answer_action or r.steps), r.run,

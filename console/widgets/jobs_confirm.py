@@ -12,7 +12,6 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from core.conditions import arm_label
 from core.store.progress import JobRow
 from jobs.control import GridStatus
 
@@ -53,7 +52,7 @@ def act_prompt(action: str, kind: str, value: int | str, grids: Sequence[GridSta
     if kind == "job" and job is not None:
         grid = grids[0].grid if grids else "?"
         target = (f"job {value} of grid {grid} ({job.model} · "
-                  f"{arm_label(job.condition_spec)} · {job.regime} · seed {job.seed})")
+                  f"{job.arm} · {job.regime} · seed {job.seed})")
         states: Counter[str] = Counter({job.state: 1})
         expected, left, errored = job.expected, job.expected - job.stored, job.errored
         unit = job.unit.capitalize()  # "Probes" for a replay/repair job

@@ -10,7 +10,6 @@ dim line of its own.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -27,16 +26,6 @@ OUTCOME_STYLE = {"correct": "green", "wrong": "red", "unanswered": "yellow",
                  "errored": "bold red"}
 LEGEND = ("✗ failed obs  ✓ real obs  ⏎ answer  ! forced  ⊘ refused  ? format failure  "
           "↺ discarded")
-
-
-def short_regime(name: str) -> str:
-    """The paper's short regime names (rec2, late3, pers.), as `analysis.tables.text` prints
-    them; spelled out here because importing analysis pulls in pandas (0.7 s)."""
-    m = re.fullmatch(r"(recover_after|late_onset_from)_(\d+)", name)
-    if m:
-        return ("rec" if m.group(1) == "recover_after" else "late") + m.group(2)
-    return {"persistent": "pers.", "answerless": "answerl.", "plausible": "plaus."}.get(name,
-                                                                                     name)
 
 
 def clip(text: str, width: int) -> str:

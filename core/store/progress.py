@@ -21,11 +21,12 @@ from typing import Any
 
 from sqlite_utils import Database
 
+from core.conditions import arm_label
 from core.store.episodes import COMPLETE
 from core.store.jobs import errored_questions
 from core.store.monitor import last_line, live_counts
 from core.store.probes import replay_progress
-from core.store.traces import trace_progress
+from core.store.traces import DEPTHS, trace_progress
 
 STALE_AFTER_S = 3.0
 """A running job whose last heartbeat is older than this is stale: its worker is
@@ -95,7 +96,7 @@ class JobRow:
         id: job id.
         state: the ledger state.
         model, condition_spec, regime, seed, budget: the job's cell (condition as
-            stored JSON: the caller labels it with `core.conditions.arm_label`).
+            stored JSON; `arm` labels it).
         expected: questions in the job (a replay job: the probes it asks).
         stored: of those, episodes stored (errored included); a replay job: probes
             stored (errored included).
@@ -122,6 +123,15 @@ class JobRow:
     `lab traces collect` job."""
     kind: str | None = None
     """A replay job's probe kind ("trace" for a trace job)."""
+
+    @property
+    def arm(self) -> str:
+        """The arm as lists name it: the condition's label (`core.conditions.arm_label`),
+        or what a trace job collects, "traces · depths 0–3" (a trace cell stores the
+        condition "traces" with a placeholder spec of no arm)."""
+        if self.unit == "states":
+            return f"traces · depths {DEPTHS[0]}–{DEPTHS[-1]}"
+        return arm_label(self.condition_spec)
 
 
 def job_rows(db: Database, grid_id: int) -> list[JobRow]:
