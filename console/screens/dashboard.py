@@ -99,21 +99,23 @@ def clip(text: str, width: int) -> str:
 
 def check_endpoints(config_path, check: bool) -> list[Endpoint]:
     """The registry's endpoints, each checked over HTTP when `check` (call from a worker)."""
-    from core.models.serving import check_endpoint
-    from core.models.anthropic import DEFAULT_BASE_URL
     from core.models.endpoint_url import redact_endpoint
     from core.models.registry import load_registry
+    from core.models.serving import check_endpoint
+    from core.models.specs import AnthropicSpec, OpenAISpec
 
     out = []
     for name, spec in sorted(load_registry(config_path).items()):
-        if spec.backend == "openai":
-            for url in spec.params.get("endpoints", []):
-                health = (check_endpoint(url, str(spec.params.get("model")), CHECK_TIMEOUT_S)
+        if spec.backend == "sim":
+            continue  # no endpoint (and a scripted test sim may have no policy to parse)
+        config = spec.config
+        if isinstance(config, OpenAISpec):
+            for url in config.endpoints:
+                health = (check_endpoint(url, config.model, CHECK_TIMEOUT_S)
                           if check else "not checked (h checks)")
                 out.append(Endpoint(name, "vLLM", redact_endpoint(url), health))
-        elif spec.backend == "anthropic":
-            out.append(Endpoint(name, "Claude", redact_endpoint(str(
-                spec.params.get("base_url") or DEFAULT_BASE_URL)),
+        elif isinstance(config, AnthropicSpec):
+            out.append(Endpoint(name, "Claude", redact_endpoint(config.base_url),
                                 "not checked here (lab models --check-api)"))
     return out
 
