@@ -25,11 +25,12 @@ from pathlib import Path
 from textual import events, work
 from textual.app import App, SystemCommand
 from textual.binding import Binding
+from textual.message import Message
 from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Input, SelectionList, TextArea
 
-from console.messages import DbChanged
+from console.messages import DbChanged, Notice, ReadOnly
 from console.screens import SCREENS, ScreenInfo
 from console.screens.base import LabScreen, is_read_only_error
 from console.screens.help import EVERYWHERE, HelpScreen, workflow
@@ -94,6 +95,9 @@ class LabApp(App[None]):
 
     paused: reactive[bool] = reactive(False)
 
+    class Committed(Message, bubble=False):
+        """Another connection committed to lab.db (the data-version poll saw it)."""
+
     def __init__(self, config: ConsoleConfig) -> None:
         super().__init__()
         self.config = config
@@ -127,9 +131,19 @@ class LabApp(App[None]):
                 db.conn.close()
         except LabError as exc:
             if is_read_only_error(exc):
-                self.call_from_thread(self.set_read_only, str(exc))
+                self.post_message(ReadOnly(str(exc)))
             else:  # locked for a minute, unreadable …: say it, stay writable
-                self.call_from_thread(self.notify, str(exc), severity="warning")
+                self.post_message(Notice(str(exc), severity="warning"))
+
+    def on_read_only(self, message: ReadOnly) -> None:
+        """The start-up check found lab.db read-only."""
+        if self.screen_stack:  # none once the app is closing
+            self.set_read_only(message.reason)
+
+    def on_notice(self, message: Notice) -> None:
+        """A worker's toast."""
+        if self.screen_stack:
+            self.notify(message.text, severity=message.severity, timeout=message.timeout)
 
     def set_read_only(self, reason: str) -> None:
         """From now on lab.db is read-only: say so in the header, dim the write keys.
@@ -158,11 +172,13 @@ class LabApp(App[None]):
     @work(thread=True, exclusive=True, group="data-version")
     def _check_version(self) -> None:
         if self._version.changed():
-            self.call_from_thread(self._notify_changed)
+            self.post_message(self.Committed())
 
-    def _notify_changed(self) -> None:
+    def on_lab_app_committed(self, message: Committed) -> None:
+        """Count the commit and tell the screen on show."""
         self.changes += 1
-        self.screen.post_message(DbChanged())
+        if self.screen_stack:  # none once the app is closing (a poll that ended late)
+            self.screen.post_message(DbChanged())
 
     def on_unmount(self) -> None:
         """Close the poller's connection."""

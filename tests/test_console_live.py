@@ -243,3 +243,48 @@ def test_newest_live_is_followed(tmp_path: Path, built: Path) -> None:
     shutil.copy(built, tmp_path / "lab.db")
     db = store.connect(tmp_path / "lab.db")
     assert ledger.newest_live(db) is not None
+
+
+@pytest.mark.asyncio
+async def test_only_the_app_thread_changes_the_screen(built: Path, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Polls run in worker threads, yet every attribute of the screen is set on the app's
+    thread (a pick was once taken off the screen by the worker); a poll's steps show, and
+    an update read for an episode no longer shown is dropped."""
+    from console.screens.live import Episode, LiveScreen, Update
+
+    shutil.copy(built, tmp_path / "lab.db")
+    ui = threading.get_ident()  # run_test runs the app on the test's thread
+    off_thread: list[str] = []
+
+    def recording(self, name: str, value: object) -> None:
+        if threading.get_ident() != ui:
+            off_thread.append(f"{name} in {threading.current_thread().name}")
+        super(LiveScreen, self).__setattr__(name, value)
+
+    monkeypatch.setattr(LiveScreen, "__setattr__", recording)
+    app = console_app(tmp_path / "lab.db")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("5")
+        screen = app.screen
+        assert isinstance(screen, LiveScreen)
+        await pause_until(pilot, lambda: getattr(screen, "seen_t", 0) >= 3,
+                          "the live episode's steps")
+        await pilot.press("o")
+        await settle(pilot)
+        await pilot.press("enter")  # pick it: follow goes off, the worker reads the pick
+        await settle(pilot)
+        assert screen.follow is False and screen.episode is not None
+        seen = screen.seen_t
+        db = store.connect(tmp_path / "lab.db")
+        live = screen.episode.live_id
+        last = store.live_steps(db, live, after_t=0)[-1]
+        store.live_step(db, live, replace(last, t=last.t + 1))
+        db.conn.close()
+        await pause_until(pilot, lambda: screen.seen_t == seen + 1, "the new step")
+        other = Episode(live + 1, None, "q-other", "other", "", None)
+        screen.post_message(LiveScreen.Polled(Update(steps=[(replace(last, t=99), "")]),
+                                              other, False))
+        await settle(pilot)
+        assert screen.seen_t == seen + 1  # read for another episode: not shown
+    assert not off_thread, off_thread

@@ -11,16 +11,19 @@ Read-only: every write a screen makes goes through `_write_db`, which refuses at
 when the app knows lab.db is read-only and turns any SQLite error into a `StoreError`
 (a toast, never a crash); a read-only error also switches the whole console to
 read-only. A screen's `WRITE_ACTIONS` are shown dimmed then, and their keys say why.
+
+Threads: a worker reads and writes lab.db, then posts what it found as a message
+(`console.messages`, or one nested on its screen); only the handlers, on the app's
+thread, set the screen's attributes and update its widgets.
 """
 
 from __future__ import annotations
 
 import contextlib
 import sqlite3
-import threading
 import time
-from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, ClassVar
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, ClassVar
 
 from sqlite_utils import Database
 from textual import events
@@ -31,7 +34,7 @@ from core import store
 from core.errors import LabError, StoreError
 from core.store.base import access_error
 
-from console.messages import DbChanged
+from console.messages import DbChanged, Notice, ReadOnly, Wrote
 
 if TYPE_CHECKING:
     from console.app import ConsoleConfig, LabApp
@@ -53,7 +56,7 @@ class LabScreen(Screen[None]):
 
     Subclasses implement `reload()`, which must start a thread worker
     (`@work(thread=True, exclusive=True)`) that reads through core/jobs/analysis and
-    hands its result back with `call_from_thread` or a message. `reload()` runs (via
+    posts its result as a message, handled on the app's thread. `reload()` runs (via
     `refresh_data`) on mount, on `DbChanged` while the screen is shown, when the screen
     is shown again after lab.db changed, and on `r`. Writes go through `_write_db`.
     """
@@ -89,6 +92,9 @@ class LabScreen(Screen[None]):
     def _write_db(self, what: str) -> Iterator[Database]:
         """lab.db for one write (from a worker thread); every failure is a `LabError`.
 
+        A commit posts `Wrote` to this screen; a read-only error posts `ReadOnly`
+        (handled before any message the worker posts afterwards).
+
         Args:
             what: the write in a few words ("pause grid 3"), for the error line.
 
@@ -105,28 +111,29 @@ class LabScreen(Screen[None]):
         except sqlite3.OperationalError as exc:
             error = access_error(self.lab.db_path, exc)
             if is_read_only_error(exc):
-                self._on_ui(self.lab_app.set_read_only, str(error))
+                self.post_message(ReadOnly(str(error)))
             raise StoreError(f"{what} failed: {error}") from None
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{what} failed: {self.lab.db_path}: {exc}") from None
         except LabError as exc:
             if is_read_only_error(exc):
-                self._on_ui(self.lab_app.set_read_only, str(exc))
+                self.post_message(ReadOnly(str(exc)))
             raise
-        self._on_ui(self._wrote)
+        self.post_message(Wrote())
 
-    def _on_ui(self, fn: Callable[..., Any], *args: Any) -> None:
-        """Run `fn` on the app's thread (from a worker thread, or directly on it)."""
-        if threading.get_ident() == self.app._thread_id:
-            fn(*args)
-        else:
-            self.app.call_from_thread(fn, *args)
-
-    def _wrote(self) -> None:
+    def on_wrote(self, message: Wrote) -> None:
         """The console committed: every screen re-reads when next shown; this one is
         re-read by the write's own handler, so it counts as read now."""
         self.lab_app.note_write()
         self._stamp()
+
+    def on_read_only(self, message: ReadOnly) -> None:
+        """A write found lab.db read-only: the whole console turns read-only."""
+        self.lab_app.set_read_only(message.reason)
+
+    def on_notice(self, message: Notice) -> None:
+        """A worker's toast."""
+        self.notify(message.text, severity=message.severity, timeout=message.timeout)
 
     # ---- fresh data ----------------------------------------------------------------
 
@@ -166,8 +173,10 @@ class LabScreen(Screen[None]):
         self.sub_title = line
 
     def on_mount(self) -> None:
-        """Load once when first shown."""
-        self.refresh_data()
+        """Load once when first shown, after the first layout: a read that came back
+        before the screen took its size would fill a DataTable that is then drawn before
+        it measures its rows, and Textual keeps that header row at the old widths."""
+        self.call_after_refresh(self.refresh_data)
 
     def on_screen_resume(self, event: events.ScreenResume) -> None:
         """Shown again: re-read when lab.db changed since this screen's last read."""

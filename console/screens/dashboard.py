@@ -18,6 +18,7 @@ from textual import events, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
+from textual.message import Message
 from textual.widgets import DataTable, Header, Static
 
 from console.screens.base import LabScreen
@@ -148,6 +149,24 @@ class DashboardScreen(LabScreen):
     BINDINGS = [Binding("r", "reload", "Reload"),
                 Binding("h", "check_endpoints", "Check endpoints")]
 
+    @dataclass
+    class Read(Message):
+        """Queue, workers, servers and events were read."""
+
+        data: DashboardData
+
+    @dataclass
+    class SpendRead(Message):
+        """Spend per model was counted."""
+
+        spend: monitor.SpendCounted
+
+    @dataclass
+    class Checked(Message):
+        """The registry's endpoints (checked over HTTP, or not)."""
+
+        endpoints: list[Endpoint]
+
     def compose(self) -> ComposeResult:
         """Header, the six panels, footer."""
         yield Header()
@@ -204,20 +223,20 @@ class DashboardScreen(LabScreen):
 
     @work(thread=True, exclusive=True, group="dashboard")
     def _load(self) -> None:
-        data = read_dashboard(self.lab.db_path, self.lab.lease_s, self.lab.clock())
-        self.app.call_from_thread(self._show, data)
+        self.post_message(self.Read(read_dashboard(self.lab.db_path, self.lab.lease_s,
+                                                   self.lab.clock())))
 
     @work(thread=True, exclusive=True, group="dashboard-spend")
     def _load_spend(self) -> None:
-        spend = read_spend(self.lab.db_path)
-        self.app.call_from_thread(self._show_spend, spend)
+        self.post_message(self.SpendRead(read_spend(self.lab.db_path)))
 
     @work(thread=True, exclusive=True, group="dashboard-health")
     def _check(self, check: bool) -> None:
-        endpoints = check_endpoints(self.lab.config_path, check)
-        self.app.call_from_thread(self._show_endpoints, endpoints)
+        self.post_message(self.Checked(check_endpoints(self.lab.config_path, check)))
 
-    def _show(self, data: DashboardData) -> None:
+    def on_dashboard_screen_read(self, message: Read) -> None:
+        """Show the queue, workers, servers and events."""
+        data = message.data
         q = data.queue
         jobs = "  ".join(f"{state} {q.jobs[state]:,}" for state in monitor.JOB_STATES)
         text = Text()
@@ -275,7 +294,9 @@ class DashboardScreen(LabScreen):
             table.add_row("-", "-", "no events yet (enqueue, freeze, pause, retry …)",
                           height=None)
 
-    def _show_spend(self, spent: monitor.SpendCounted) -> None:
+    def on_dashboard_screen_spend_read(self, message: SpendRead) -> None:
+        """Show the spend table."""
+        spent = message.spend
         self.query_one("#spend-title", Static).update(spend_title(spent))
         spend = self.query_one("#spend", DataTable)
         spend.clear()
@@ -286,8 +307,9 @@ class DashboardScreen(LabScreen):
         if not spent.rows:
             spend.add_row("no episodes yet", "0.00", "0", "0", "0", "0", "0")
 
-    def _show_endpoints(self, endpoints: list[Endpoint]) -> None:
-        self._endpoints = endpoints
+    def on_dashboard_screen_checked(self, message: Checked) -> None:
+        """Show the endpoints and what their check said."""
+        self._endpoints = message.endpoints
         self._render_endpoints()
 
     def _render_endpoints(self) -> None:

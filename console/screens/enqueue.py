@@ -21,9 +21,11 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
+from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import Button, Header, Input, Label, Select, SelectionList, Static
 
+from console.messages import Notice
 from console.render import plural
 from console.screens.base import LabScreen
 from console.widgets.footer import LabFooter
@@ -71,6 +73,27 @@ class EnqueueScreen(LabScreen):
     ]
     FOOTER_KEYS = ("queue", "mean6", "sets", "back")
     """The footer's keys, most essential first (LabFooter keeps these and ? q)."""
+
+    @dataclass
+    class ChoicesRead(Message):
+        """The registry, amendments and question sets the form offers were read."""
+
+        choices: Choices
+
+    @dataclass
+    class Planned(Message):
+        """A plan of the form's grid (`ready` and `summary` when it can be queued)."""
+
+        token: int
+        text: Text
+        ready: GridRequest | None
+        summary: dict[str, Any] | None
+
+    @dataclass
+    class Queued(Message):
+        """The grid was queued (the toast says what)."""
+
+        text: str
 
     def __init__(self) -> None:
         super().__init__()
@@ -133,9 +156,13 @@ class EnqueueScreen(LabScreen):
                 choices = Choices(tuple((n, m.backend) for n, m in sorted(registry.items())),
                                   tuple(rows.amendments(db)), tuple(store.question_sets(db)))
         except LabError as exc:
-            self.app.call_from_thread(self.notify, str(exc), severity="error")
+            self.post_message(Notice(str(exc), severity="error"))
             return
-        self.app.call_from_thread(self._fill, choices)
+        self.post_message(self.ChoicesRead(choices))
+
+    def on_enqueue_screen_choices_read(self, message: ChoicesRead) -> None:
+        """Fill the form's lists, keeping what the person picked."""
+        self._fill(message.choices)
 
     def _fill(self, choices: Choices) -> None:
         old, self._choices = self._choices, choices
@@ -275,7 +302,11 @@ class EnqueueScreen(LabScreen):
                 text, ready, shown = preview_text(summary), request, summary
             else:
                 text = nothing_text(summary)
-        self.app.call_from_thread(self._show_preview, token, text, ready, shown)
+        self.post_message(self.Planned(token, text, ready, shown))
+
+    def on_enqueue_screen_planned(self, message: Planned) -> None:
+        """Show the plan, if the form has not changed since."""
+        self._show_preview(message.token, message.text, message.ready, message.summary)
 
     def _show_preview(self, token: int, text: Text, ready: GridRequest | None,
                       summary: dict[str, Any] | None = None) -> None:
@@ -327,14 +358,18 @@ class EnqueueScreen(LabScreen):
             with self._write_db("queue the grid") as db:
                 grid_plan, grid_id, njobs = enqueue_grid(db, settings, request, registry)
         except LabError as exc:
-            self.app.call_from_thread(self.notify, str(exc), severity="error")
+            self.post_message(Notice(str(exc), severity="error"))
             return
-        message = (f"grid {grid_id}: queued {plural(njobs, 'job')}, "
-                   f"{plural(grid_plan.episodes, 'episode')} "
-                   f"(run {request.run}, {grid_plan.mode})" if grid_id is not None else
-                   "nothing to queue: every episode is already stored or queued")
-        self.app.call_from_thread(self.notify, message)
-        self.app.call_from_thread(self._changed)
+        self.post_message(self.Queued(
+            f"grid {grid_id}: queued {plural(njobs, 'job')}, "
+            f"{plural(grid_plan.episodes, 'episode')} (run {request.run}, {grid_plan.mode})"
+            if grid_id is not None else
+            "nothing to queue: every episode is already stored or queued"))
+
+    def on_enqueue_screen_queued(self, message: Queued) -> None:
+        """Say what was queued and plan the form again (its episodes are queued now)."""
+        self.notify(message.text)
+        self._changed()
 
     def action_sets(self) -> None:
         """`s`: the Sets view (import a data file, create a question set); a set created

@@ -16,9 +16,11 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.message import Message
 from textual.widgets import Header, Input, Static, Tree
 from textual.widgets.tree import TreeNode
 
+from console.messages import Notice
 from console.screens.base import LabScreen
 from console.widgets.footer import LabFooter
 from console.widgets.confirm import Confirm
@@ -204,6 +206,18 @@ class JobsScreen(LabScreen):
                    "act('retry_errored')", "filter")
     """The footer's keys, most essential first (LabFooter keeps these and ? q)."""
 
+    @dataclass
+    class Loaded(Message):
+        """Grid statuses (and the expanded grids' jobs) were read."""
+
+        data: JobsData
+
+    @dataclass
+    class Controlled(Message):
+        """An action moved jobs (the toast says how many)."""
+
+        text: str
+
     def compose(self) -> ComposeResult:
         """Header, a filter line (hidden), the tree, a help line, footer."""
         yield Header()
@@ -229,8 +243,11 @@ class JobsScreen(LabScreen):
 
     @work(thread=True, exclusive=True, group="jobs")
     def _load(self, expanded: set[int]) -> None:
-        data = read_jobs(self.lab.db_path, expanded, self.lab.clock())
-        self.app.call_from_thread(self._show, data)
+        self.post_message(self.Loaded(read_jobs(self.lab.db_path, expanded, self.lab.clock())))
+
+    def on_jobs_screen_loaded(self, message: Loaded) -> None:
+        """Show what was read."""
+        self._show(message.data)
 
     def _matches(self, text: str) -> bool:
         return not self._filter_text or self._filter_text.lower() in text.lower()
@@ -380,11 +397,15 @@ class JobsScreen(LabScreen):
                 else:
                     moved = control(db, settings, action, kind, value)
         except LabError as exc:
-            self.app.call_from_thread(self.notify, str(exc), severity="error")
+            self.post_message(Notice(str(exc), severity="error"))
             return
-        self.app.call_from_thread(self.notify, f"{action.replace('_', ' ')}: {len(moved)} "
-                                  f"job(s) of {kind} {value}")
-        self.app.call_from_thread(self.reload)
+        self.post_message(self.Controlled(f"{action.replace('_', ' ')}: {len(moved)} "
+                                          f"job(s) of {kind} {value}"))
+
+    def on_jobs_screen_controlled(self, message: Controlled) -> None:
+        """Say what moved and re-read."""
+        self.notify(message.text)
+        self.reload()
 
     def action_cursor(self, direction: str) -> None:
         """vi keys: j / k move the cursor."""

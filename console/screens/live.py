@@ -7,6 +7,11 @@ dead or stopped worker's leftover rows are marked lost there, and never followed
 While shown, the screen checks `PRAGMA data_version` every 0.2 s on its own
 read-only connection and reads only the steps after the last one it showed, so a
 committed step appears well within half a second.
+
+A poll's worker gets what it reads from (the episode shown, the last step, follow,
+a pick) as arguments taken on the app's thread, and posts what it found as
+`LiveScreen.Polled`; only the handler changes the screen. An update read for an
+episode no longer shown (a slower poll that finished late) is dropped.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.message import Message
 from textual.widgets import DataTable, Header, Input, RichLog, Static
 
 from console.render import reasoning_line
@@ -252,6 +258,20 @@ class LiveScreen(LabScreen):
     FOOTER_KEYS = ("toggle_follow", "pick", "filter")
     """The footer's keys, most essential first (LabFooter keeps these and ? q)."""
 
+    @dataclass
+    class Polled(Message):
+        """What one poll found, and the episode shown when it was asked for."""
+
+        update: Update
+        shown: Episode | None
+        picked: bool
+
+    @dataclass
+    class Listed(Message):
+        """The running episodes, for the pick list."""
+
+        rows: list[monitor.LiveRow]
+
     def compose(self) -> ComposeResult:
         """Header, the episode line, the steps, the pick list (hidden), footer."""
         yield Header()
@@ -273,7 +293,6 @@ class LiveScreen(LabScreen):
         self.lost: str | None = None
         self.shown_at: dict[tuple[int | None, str, int], float] = {}
         """(cell, question, t) → time.monotonic() when the step was put on screen (bench)."""
-        self._pick_id: int | None = None
         self._pick_filter = ""
         self._version = DataVersion(self.lab.db_path)
         self.query_one("#live-pick", DataTable).add_columns("live", "model / arm / regime",
@@ -294,20 +313,38 @@ class LiveScreen(LabScreen):
         """Read new steps now."""
         self._poll(check=False)
 
+    def _poll(self, check: bool, pick: int | None = None) -> None:
+        """Read what changed, in a worker given the screen's state as it is now.
+
+        Args:
+            check: only when lab.db changed since the last check.
+            pick: a live episode the user chose (follow is off then).
+        """
+        self._read(check, self.episode, self.seen_t, self.finished, self.follow, pick)
+
     @work(thread=True, exclusive=True, group="live")
-    def _poll(self, check: bool) -> None:
-        if check and not self._version.changed():
+    def _read(self, check: bool, episode: Episode | None, seen_t: int, finished: bool,
+              follow: bool, pick: int | None) -> None:
+        if check and not self._version.changed():  # DataVersion: a lock, its own connection
             return
-        pick, self._pick_id = self._pick_id, None
         db = store.connect(self.lab.db_path)
         try:
             db.conn.execute("BEGIN")  # one snapshot: live rows and stored episodes agree
-            update = read_update(db, self.episode, self.seen_t, self.finished, self.follow,
-                                 pick)
+            update = read_update(db, episode, seen_t, finished, follow, pick)
             db.conn.execute("COMMIT")
         finally:
             db.conn.close()
-        self.app.call_from_thread(self._apply, update)
+        self.post_message(self.Polled(update, episode, pick is not None))
+
+    def on_live_screen_polled(self, message: Polled) -> None:
+        """Show a poll's new steps and outcome, unless the screen moved on since it was
+        asked: steps of an episode no longer shown, or a follow's switch after a pick."""
+        update = message.update
+        if update.switched and not message.picked and not self.follow:
+            return  # followed to the newest while the user picked one
+        if not update.switched and message.shown != self.episode:
+            return  # read for the episode shown before
+        self._apply(update)
 
     def _apply(self, update: Update) -> None:
         log = self.query_one("#live-log", RichLog)
@@ -372,9 +409,11 @@ class LiveScreen(LabScreen):
             rows = monitor.running_episodes(db)
         finally:
             db.conn.close()
-        self.app.call_from_thread(self._show_list, rows)
+        self.post_message(self.Listed(rows))
 
-    def _show_list(self, rows: list[monitor.LiveRow]) -> None:
+    def on_live_screen_listed(self, message: Listed) -> None:
+        """Fill the pick list (filtered)."""
+        rows = message.rows
         table = self.query_one("#live-pick", DataTable)
         table.clear()
         needle = self._pick_filter.lower()
@@ -391,10 +430,9 @@ class LiveScreen(LabScreen):
         """Enter on a running episode: show it (follow goes off)."""
         if event.data_table.id != "live-pick" or event.row_key.value is None:
             return
-        self._pick_id = int(event.row_key.value)
         self.follow = False
         self._close_pick()
-        self._poll(check=False)
+        self._poll(check=False, pick=int(event.row_key.value))
 
     def _close_pick(self) -> None:
         self.query_one("#live-pick", DataTable).add_class("hidden")

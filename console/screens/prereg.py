@@ -12,6 +12,7 @@ while the person reads a confirmation.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from rich.text import Text
@@ -20,10 +21,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.css.query import NoMatches
+from textual.message import Message
 from textual.widgets import (ContentSwitcher, Header, Input, Markdown, OptionList, Static,
                              TabbedContent, TabPane)
 from textual.widgets.option_list import Option
 
+from console.messages import Notice
 from console.screens.base import LabScreen
 from console.widgets.confirm import Choose, Confirm
 from console.widgets.footer import LabFooter
@@ -66,6 +69,74 @@ class PreregScreen(LabScreen):
     FOOTER_KEYS = ("new", "edit", "freeze", "verify", "deviation", "outcomes", "save")
     """The footer's keys, most essential first (LabFooter keeps these and ? q)."""
 
+    @dataclass
+    class Loaded(Message):
+        """The amendments and their deviations were read."""
+
+        entries: list[dict[str, Any]]
+        devs: dict[str, list[dict[str, Any]]]
+
+    @dataclass
+    class PinsRead(Message):
+        """An amendment's pins and what changed since its freeze."""
+
+        amendment_id: str
+        text: Text
+
+    @dataclass
+    class OutcomesRead(Message):
+        """An amendment's registered tests were evaluated."""
+
+        amendment_id: str
+        text: Text
+
+    @dataclass
+    class Verified(Message):
+        """`verify` ran over the whole document."""
+
+        text: Text
+        problems: int
+
+    @dataclass
+    class Created(Message):
+        """A new draft was appended."""
+
+        amendment_id: str
+
+    @dataclass
+    class Saved(Message):
+        """The editor's changed fields were written."""
+
+        amendment_id: str
+        fields: list[str]
+
+    @dataclass
+    class Refused(Message):
+        """The library refused the editor's save."""
+
+        error: str
+
+    @dataclass
+    class FreezeReady(Message):
+        """What freezing a draft would pin, to confirm."""
+
+        amendment_id: str
+        pinned: Text
+        existed: str
+
+    @dataclass
+    class Frozen(Message):
+        """A draft was frozen (the toast says its time and hash)."""
+
+        text: str
+
+    @dataclass
+    class DeviationAdded(Message):
+        """A deviation was logged."""
+
+        amendment_id: str
+        dev: int
+
     def __init__(self) -> None:
         super().__init__()
         self._rows: list[dict[str, Any]] = []
@@ -107,7 +178,7 @@ class PreregScreen(LabScreen):
 
     def _error(self, message: str) -> None:
         """Show a library error line (from a worker thread)."""
-        self.app.call_from_thread(self.notify, message, severity="error")
+        self.post_message(Notice(message, severity="error"))
 
     # ---- loading ---------------------------------------------------------------------
 
@@ -126,11 +197,12 @@ class PreregScreen(LabScreen):
             devs: dict[str, list[dict[str, Any]]] = {}
             for d in rows.deviations(db):
                 devs.setdefault(d["amendment_id"], []).append(d)
-        self.app.call_from_thread(self._show_rows, entries, devs)
+        self.post_message(self.Loaded(entries, devs))
 
-    def _show_rows(self, entries: list[dict[str, Any]],
-                   devs: dict[str, list[dict[str, Any]]]) -> None:
-        self._rows, self._devs = entries, devs
+    def on_prereg_screen_loaded(self, message: Loaded) -> None:
+        """Show the amendments (and open the editor on a draft just created)."""
+        entries = message.entries
+        self._rows, self._devs = entries, message.devs
         self._fill_table()
         frozen = sum(r["state"] == "frozen" for r in entries)
         self.query_one("#prereg-count", Static).update(
@@ -216,7 +288,7 @@ class PreregScreen(LabScreen):
                                              bool(rows.deviations(db, amendment_id)))
         except LabError as exc:
             text = Text(f"✗ {exc}\n")
-        self.app.call_from_thread(self._show_pins, amendment_id, text)
+        self.post_message(self.PinsRead(amendment_id, text))
 
     @staticmethod
     def _pins_report(row: dict[str, Any], changes: list[str], diffs: dict[str, str],
@@ -237,9 +309,11 @@ class PreregScreen(LabScreen):
         out.append(f"data at freeze: {existed_line(row.get('data_existed'))}\n")
         return out
 
-    def _show_pins(self, amendment_id: str, text: Text) -> None:
-        if amendment_id == self._selected:
-            self.query_one("#prereg-pins", Static).update(self._verify + Text("\n\n") + text)
+    def on_prereg_screen_pins_read(self, message: PinsRead) -> None:
+        """Show the pins (if that amendment is still the one selected)."""
+        if message.amendment_id == self._selected:
+            self.query_one("#prereg-pins", Static).update(self._verify + Text("\n\n")
+                                                          + message.text)
 
     # ---- outcomes and verify ---------------------------------------------------------
 
@@ -269,12 +343,13 @@ class PreregScreen(LabScreen):
                     + ("" if row["state"] == "frozen" else
                        " (DRAFT: not frozen, these verdicts govern nothing)")
                     + f" · {n_boot} resamples\n\n", style="bold")
-        self.app.call_from_thread(self._show_outcomes, amendment_id, head + outcome_text(results))
+        self.post_message(self.OutcomesRead(amendment_id, head + outcome_text(results)))
 
-    def _show_outcomes(self, amendment_id: str, text: Text) -> None:
-        if amendment_id == self._selected:
-            self._outcomes_for, self._outcomes_text = amendment_id, text
-            self.query_one("#prereg-outcomes", Static).update(text)
+    def on_prereg_screen_outcomes_read(self, message: OutcomesRead) -> None:
+        """Show the outcomes (if that amendment is still the one selected)."""
+        if message.amendment_id == self._selected:
+            self._outcomes_for, self._outcomes_text = message.amendment_id, message.text
+            self.query_one("#prereg-outcomes", Static).update(message.text)
 
     def action_verify(self) -> None:
         """Recompute the whole document's hash chain and pins (in a worker)."""
@@ -296,10 +371,11 @@ class PreregScreen(LabScreen):
         else:
             text = Text(f"✓ verify: ok: {frozen} frozen amendments, chain and pins intact\n",
                         style="bold")
-        self.app.call_from_thread(self._show_verify, text, len(problems))
+        self.post_message(self.Verified(text, len(problems)))
 
-    def _show_verify(self, text: Text, problems: int) -> None:
-        self._verify = text
+    def on_prereg_screen_verified(self, message: Verified) -> None:
+        """Keep the verify report above the pins and say how it went."""
+        self._verify, problems = message.text, message.problems
         self.notify(f"verify: {problems} problems" if problems else "verify: ok",
                     severity="error" if problems else "information")
         self._show_selected()
@@ -322,9 +398,11 @@ class PreregScreen(LabScreen):
         except LabError as exc:
             self._error(str(exc))
             return
-        self.app.call_from_thread(self._created, amendment_id)
+        self.post_message(self.Created(amendment_id))
 
-    def _created(self, amendment_id: str) -> None:
+    def on_prereg_screen_created(self, message: Created) -> None:
+        """Select the new draft and open the editor on it once the list is read."""
+        amendment_id = message.amendment_id
         self.notify(f"draft {amendment_id} created: write its body, tests and scope")
         self._selected = self._edit_after_load = amendment_id
         self._filter = ""
@@ -427,10 +505,10 @@ class PreregScreen(LabScreen):
             return
         self._save(message.amendment_id, message.fields)
 
-    def _refused(self, message: str) -> None:
+    def on_prereg_screen_refused(self, message: Refused) -> None:
         """The library refused the save: the text stays, nothing waits on the editor."""
         self._after_save = None
-        self.query_one(PreregEditor).show_error(message)
+        self.query_one(PreregEditor).show_error(message.error)
 
     @work(thread=True, group="prereg-write")
     def _save(self, amendment_id: str, fields: dict[str, Any]) -> None:
@@ -438,12 +516,13 @@ class PreregScreen(LabScreen):
             with self._write_db(f"save {amendment_id}") as db:
                 prereg.edit(db, amendment_id, **fields)
         except LabError as exc:
-            self.app.call_from_thread(self._refused, str(exc))
+            self.post_message(self.Refused(str(exc)))
             return
-        self.app.call_from_thread(self._saved, amendment_id, sorted(fields))
+        self.post_message(self.Saved(amendment_id, sorted(fields)))
 
-    def _saved(self, amendment_id: str, fields: list[str]) -> None:
-        self.notify(f"{amendment_id} saved ({', '.join(fields)})")
+    def on_prereg_screen_saved(self, message: Saved) -> None:
+        """Close the editor and re-read."""
+        self.notify(f"{message.amendment_id} saved ({', '.join(message.fields)})")
         self._close_editor()
         self._load()
 
@@ -472,13 +551,17 @@ class PreregScreen(LabScreen):
         except LabError as exc:
             self._error(str(exc))
             return
-        self.app.call_from_thread(self._confirm_freeze, amendment_id, pins_text(pins), existed)
+        self.post_message(self.FreezeReady(amendment_id, pins_text(pins), existed))
 
-    def _confirm_freeze(self, amendment_id: str, pinned: Text, existed: str) -> None:
+    def on_prereg_screen_freeze_ready(self, message: FreezeReady) -> None:
+        """Show what freezing pins; `y` freezes."""
+        amendment_id = message.amendment_id
+
         def answered(yes: bool | None) -> None:
             if yes:
                 self._freeze(amendment_id)
-        self.app.push_screen(FreezeConfirm(amendment_id, pinned, existed), answered)
+        self.app.push_screen(FreezeConfirm(amendment_id, message.pinned, message.existed),
+                             answered)
 
     @work(thread=True, group="prereg-write")
     def _freeze(self, amendment_id: str) -> None:
@@ -489,12 +572,16 @@ class PreregScreen(LabScreen):
             self._error(str(exc))
             return
         existed = frozen["data_existed"]
-        self.app.call_from_thread(
-            self.notify, f"{amendment_id} frozen at {frozen['frozen_at'][:19]} UTC, sha256 "
+        self.post_message(self.Frozen(
+            f"{amendment_id} frozen at {frozen['frozen_at'][:19]} UTC, sha256 "
             f"{frozen['content_sha256'][:16]}…" + (
                 f"; data existed at freeze: {sum(d['episodes'] for d in existed)} episodes"
-                if existed else ""))
-        self.app.call_from_thread(self._load)
+                if existed else "")))
+
+    def on_prereg_screen_frozen(self, message: Frozen) -> None:
+        """Say so and re-read."""
+        self.notify(message.text)
+        self._load()
 
     def action_deviation(self) -> None:
         """Open the one-line input to log a deviation on the selected frozen amendment."""
@@ -545,10 +632,11 @@ class PreregScreen(LabScreen):
         except LabError as exc:
             self._error(str(exc))
             return
-        self.app.call_from_thread(self._deviation_added, amendment_id, dev)
+        self.post_message(self.DeviationAdded(amendment_id, dev))
 
-    def _deviation_added(self, amendment_id: str, dev: int) -> None:
-        self.notify(f"deviation {dev} logged on {amendment_id}")
+    def on_prereg_screen_deviation_added(self, message: DeviationAdded) -> None:
+        """Say so, close the input and re-read."""
+        self.notify(f"deviation {message.dev} logged on {message.amendment_id}")
         self._hide_input("#prereg-dev-input")
         self._load()
 

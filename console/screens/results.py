@@ -153,6 +153,13 @@ class ResultsScreen(LabScreen):
         generation: int
 
     @dataclass
+    class FramesLoaded(Message):
+        """The selection's episode frames were read (kept for the next views)."""
+
+        frames: Frames
+        generation: int
+
+    @dataclass
     class Drilled(Message):
         """The decisions of one Δ cell were listed."""
 
@@ -330,7 +337,7 @@ class ResultsScreen(LabScreen):
         header keeps the time the numbers were read, and the line says they are stale."""
         message.stop()
         message.prevent_default()
-        self._check_stale()
+        self._check_stale(self._fingerprint)
 
     def _connect(self) -> Database:
         return store.connect(self.lab.db_path)
@@ -357,17 +364,22 @@ class ResultsScreen(LabScreen):
         self.post_message(self.Provenance(text, fingerprint))
 
     @work(thread=True, exclusive=True, group="results-stale")
-    def _check_stale(self) -> None:
+    def _check_stale(self, seen: tuple[int, int] | None) -> None:
         db = self._connect()
         try:
             fingerprint = traj.episodes_fingerprint(db)
         finally:
             db.conn.close()
-        if self._fingerprint is not None and fingerprint != self._fingerprint:
+        if seen is not None and fingerprint != seen:
             self.post_message(self.Stale())
 
     @work(thread=True, exclusive=True, group="results-compute")
-    def _compute(self, view: str, width: int, height: int, generation: int) -> None:
+    def _compute(self, view: str, width: int, height: int, generation: int,
+                 frames: Frames | None, seen: tuple[int, int] | None,
+                 computed_views: tuple[Computed, ...]) -> None:
+        """Compute one view (`frames`, `seen` and `computed_views`: what the screen held
+        when it asked, read on the app's thread: the frames, their fingerprint and the
+        views already computed, whose results a view of the same table reuses)."""
         from analysis.measures.compute import compute, load_frames
         from core.store.selection import check_selection
         from console.widgets.results_view import VIEWS, view_tables, view_text
@@ -379,8 +391,7 @@ class ResultsScreen(LabScreen):
         db = self._connect()
         try:
             fingerprint = traj.episodes_fingerprint(db)
-            frames = self._frames
-            if frames is None or fingerprint != self._fingerprint:
+            if frames is None or fingerprint != seen:
                 check_selection(db, self.selection)
                 frames = load_frames(db, self.selection)
         except LabError as exc:
@@ -390,7 +401,7 @@ class ResultsScreen(LabScreen):
             db.conn.close()
         if generation != self._generation:
             return
-        self._frames = frames
+        self.post_message(self.FramesLoaded(frames, generation))
         name = next(t for v, _, t in VIEWS if v == view)
         charts: tuple[str, ...] = ()
         if self.repaired or name in PROBE_VIEWS:
@@ -401,7 +412,7 @@ class ResultsScreen(LabScreen):
                 return
         else:
             note = ""
-            shared = next((c for c in self._computed.values() if c.results.table(name)), None)
+            shared = next((c for c in computed_views if c.results.table(name)), None)
             results = shared.results if shared else compute(
                 frames, (name,), self.lab.n_boot, self.lab.hazard_boot, self.lab.seed)
         tables = view_tables(view, [t for t in results.tables])
@@ -564,7 +575,8 @@ class ResultsScreen(LabScreen):
             self._switch("results-text-view")
             self.query_one("#results-text", Static).update("")
             self.query_one("#results-chart", Static).display = False
-            self._compute(self.view, self.size.width, self.size.height, self._generation)
+            self._compute(self.view, self.size.width, self.size.height, self._generation,
+                          self._frames, self._fingerprint, tuple(self._computed.values()))
             return
         computed = self._fitted(computed)
         self._status(computed)
@@ -706,6 +718,11 @@ class ResultsScreen(LabScreen):
         if self._stale:
             line.append("  ⟳ new episodes since computed: r recomputes", style="bold")
         self.query_one("#results-prov", Static).update(line)
+
+    def on_results_screen_frames_loaded(self, message: FramesLoaded) -> None:
+        """Keep the frames for the next view, drill-downs and export."""
+        if message.generation == self._generation:
+            self._frames = message.frames
 
     def on_results_screen_ready(self, message: Ready) -> None:
         """Show a computed view (if it is still the one asked for)."""

@@ -14,14 +14,16 @@ stores them in one transaction. The library calls are `lab sets create`'s and
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.message import Message
 from textual.widgets import DataTable, Header, Label, Static
 
+from console.messages import Notice
 from console.render import plural
 from console.screens.base import LabScreen
 from console.widgets.confirm import Confirm
@@ -48,6 +50,46 @@ class SetsScreen(LabScreen):
     ]
     FOOTER_KEYS = ("create", "import_file", "back")
     """The footer's keys, most essential first (LabFooter keeps these and ? q)."""
+
+    @dataclass
+    class Read(Message):
+        """The datasets and question sets were read."""
+
+        datasets: list[DatasetInfo]
+        sets: list[dict[str, Any]]
+
+    @dataclass
+    class Refused(Message):
+        """The library refused a form's request: its error, and the form again."""
+
+        error: str
+        request: SetRequest | ImportRequest
+
+    @dataclass
+    class Drawn(Message):
+        """A new set was drawn (not stored yet): confirm it."""
+
+        draft: SetDraft
+
+    @dataclass
+    class Saved(Message):
+        """A drawn set was stored."""
+
+        draft: SetDraft
+
+    @dataclass
+    class FileRead(Message):
+        """A data file was read and checked whole (not stored yet): confirm it."""
+
+        data: DataFile
+        already: int
+        big: list[tuple[str, int]]
+
+    @dataclass
+    class Imported(Message):
+        """A data file's questions were stored (the toast says how many)."""
+
+        text: str
 
     def __init__(self) -> None:
         super().__init__()
@@ -94,11 +136,13 @@ class SetsScreen(LabScreen):
             with self._db() as db:
                 datasets, sets = overview(db)
         except LabError as exc:
-            self.app.call_from_thread(self.notify, str(exc), severity="error")
+            self.post_message(Notice(str(exc), severity="error"))
             return
-        self.app.call_from_thread(self._show, datasets, sets)
+        self.post_message(self.Read(datasets, sets))
 
-    def _show(self, datasets: list[DatasetInfo], sets: list[dict[str, Any]]) -> None:
+    def on_sets_screen_read(self, message: Read) -> None:
+        """Fill both tables, keeping each cursor on its row."""
+        datasets, sets = message.datasets, message.sets
         self._datasets, self._sets = datasets, sets
         table = self.query_one("#sets-datasets", DataTable)
         keep = self._cursor_key(table)
@@ -167,16 +211,21 @@ class SetsScreen(LabScreen):
                 draft = draw_set(db, request.name, request.dataset, request.n, request.seed,
                                  request.exclude, request.held_out)
         except LabError as exc:
-            self.app.call_from_thread(self._refused, str(exc), self.action_create, request)
+            self.post_message(self.Refused(str(exc), request))
             return
-        self.app.call_from_thread(self._confirm_set, draft)
+        self.post_message(self.Drawn(draft))
 
-    def _refused(self, error: str, again: Callable[[Any], None], request: object) -> None:
+    def on_sets_screen_refused(self, message: Refused) -> None:
         """One toast for the error, and the form again with what was typed."""
-        self.notify(error, severity="error", timeout=10)
-        again(request)
+        self.notify(message.error, severity="error", timeout=10)
+        if isinstance(message.request, SetRequest):
+            self.action_create(message.request)
+        else:
+            self.action_import_file(message.request)
 
-    def _confirm_set(self, draft: SetDraft) -> None:
+    def on_sets_screen_drawn(self, message: Drawn) -> None:
+        """Show what was drawn; `y` stores it."""
+        draft = message.draft
         question, detail, yes = set_confirm(draft)
 
         def answered(create: bool | None) -> None:
@@ -191,11 +240,13 @@ class SetsScreen(LabScreen):
             with self._write_db(f"create set {draft.name}") as db:
                 save_set(db, draft)
         except LabError as exc:
-            self.app.call_from_thread(self.notify, str(exc), severity="error", timeout=10)
+            self.post_message(Notice(str(exc), severity="error", timeout=10))
             return
-        self.app.call_from_thread(self._saved, draft)
+        self.post_message(self.Saved(draft))
 
-    def _saved(self, draft: SetDraft) -> None:
+    def on_sets_screen_saved(self, message: Saved) -> None:
+        """Remember the set for Enqueue, say so, re-read."""
+        draft = message.draft
         self.created = draft.name
         self.notify(created_text(draft) + " · escape: Enqueue with it picked", timeout=8)
         self.reload()
@@ -220,15 +271,15 @@ class SetsScreen(LabScreen):
                 check_task(db, data.dataset, data.questions)
                 already = already_stored(db, data)
         except (LabError, OSError, ValueError) as exc:  # OSError/ValueError: an odd path
-            self.app.call_from_thread(self._refused, str(exc), self.action_import_file,
-                                      request)
+            self.post_message(self.Refused(str(exc), request))
             return
-        big = oversized(data.questions, DEFAULT_WARN_KB)
-        self.app.call_from_thread(self._confirm_import, data, already, big)
+        self.post_message(self.FileRead(data, already, oversized(data.questions,
+                                                                 DEFAULT_WARN_KB)))
 
-    def _confirm_import(self, data: DataFile, already: int,
-                        big: list[tuple[str, int]]) -> None:
-        question, detail, yes = import_confirm(data, already, big)
+    def on_sets_screen_file_read(self, message: FileRead) -> None:
+        """Say how many questions the file holds; `y` stores them."""
+        data = message.data
+        question, detail, yes = import_confirm(data, message.already, message.big)
 
         def answered(store_it: bool | None) -> None:
             if store_it:
@@ -242,10 +293,14 @@ class SetsScreen(LabScreen):
             with self._write_db(f"import {data.path}") as db:
                 new, same = store_data_file(db, data)
         except LabError as exc:
-            self.app.call_from_thread(self.notify, str(exc), severity="error", timeout=10)
+            self.post_message(Notice(str(exc), severity="error", timeout=10))
             return
-        self.app.call_from_thread(self.notify, imported_text(data, new, same), timeout=8)
-        self.app.call_from_thread(self.reload)
+        self.post_message(self.Imported(imported_text(data, new, same)))
+
+    def on_sets_screen_imported(self, message: Imported) -> None:
+        """Say what was stored and re-read."""
+        self.notify(message.text, timeout=8)
+        self.reload()
 
     # ---- leaving ---------------------------------------------------------------------
 
