@@ -34,7 +34,9 @@ from tests.servers.drive import drive
 GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 N_CTX = 4096
 
-pytestmark = [pytest.mark.realmodel, pytest.mark.timeout(600)]
+# one xdist worker runs the whole tier: the module's llama.cpp server starts once
+pytestmark = [pytest.mark.realmodel, pytest.mark.timeout(600),
+              pytest.mark.xdist_group("realmodel")]
 
 
 def gguf_path() -> Path | None:
