@@ -164,6 +164,17 @@ def test_the_second_seeds_figures_draw_the_trace_sweeps_rows(tmp_path):
         side = json.loads((tmp_path / "f" / f"{name}.json").read_text(encoding="utf-8"))
         assert side["rows"] and all(r in want for r in side["rows"]), name
         assert (tmp_path / "f" / f"{name}.svg").stat().st_size > 1000
+    from analysis.figures.view import write_view_figures
+    from core.store.selection import Selection
+
+    db = store.connect(db_path, create=False)
+    try:  # the Results screen's Trace sweeps view: its three figures
+        view = write_view_figures(db, Selection(), "trace_sweeps", tmp_path / "v", 20,
+                                  formats=("svg",))
+    finally:
+        db.conn.close()
+    assert [p.name for p in view.paths if p.suffix == ".svg"] == [f"{n}.svg" for n in
+                                                                 TRACE_FIGURES]
     oa_cost = json.loads((tmp_path / "f" / "trace_oa_cost.json").read_text(encoding="utf-8"))
     assert oa_cost["rows"] == [r for r in want if r["measure"] in ("cost", "OA") and (
         r["scope"].startswith("budget ") or r["scope"] == "baseline")]

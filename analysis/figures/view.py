@@ -22,6 +22,7 @@ VIEW_FIGURES = MappingProxyType({
     "cost": ("answer_action_by_budget",),
     "policies": ("regret_heatmap",),
     "controllers": ("risk_coverage", "ece_by_depth"),
+    "trace_sweeps": ("trace_risk_coverage", "trace_oa_cost", "trace_reliability"),
 })
 """Results screen view -> the figures of what it shows (the Answering and Cost views
 read the cost table; their figure, the answering action under two budgets, reads the

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from types import MappingProxyType
 
 from rich.text import Text
@@ -21,9 +22,11 @@ from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import DataTable, Header, Static
 
+from console.messages import Notice
 from console.screens.base import LabScreen
 from console.widgets.footer import LabFooter
 from core import store
+from core.errors import LabError
 from core.store import monitor
 
 CHECK_TIMEOUT_S = 2.0
@@ -147,7 +150,8 @@ class DashboardScreen(LabScreen):
     _events: tuple[monitor.Event, ...] = ()
     _detail_width = 0
     BINDINGS = [Binding("r", "reload", "Reload"),
-                Binding("h", "check_endpoints", "Check endpoints")]
+                Binding("h", "check_endpoints", "Check endpoints"),
+                Binding("W", "report", "Write report", show=False)]
 
     @dataclass
     class Read(Message):
@@ -220,6 +224,41 @@ class DashboardScreen(LabScreen):
         """Check every registry endpoint now (in a worker)."""
         self.notify("checking endpoints …", timeout=2)
         self._check(True)
+
+    @dataclass
+    class ReportWritten(Message):
+        """The study's report was written (`W`)."""
+
+        path: Path
+        size: int
+
+    def action_report(self) -> None:
+        """Write the study's report (`lab report`) into the console's export folder."""
+        self.notify("writing the report …", timeout=3)
+        self._report()
+
+    @work(thread=True, exclusive=True, group="dashboard-report")
+    def _report(self) -> None:
+        from analysis.report import write_study_report
+
+        stamp = datetime.fromtimestamp(self.lab.clock()).strftime("%Y%m%d-%H%M%S")
+        path = Path(self.lab.export_dir) / f"report-{stamp}.html"
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with self._db() as db:
+                _, size = write_study_report(db, path, resamples=self.lab.n_boot,
+                                             seed=self.lab.seed,
+                                             db_name=Path(self.lab.db_path).name)
+        except (LabError, OSError) as exc:
+            self.post_message(Notice(f"report failed: {exc}", severity="error"))
+            return
+        self.post_message(self.ReportWritten(path, size))
+
+    def on_dashboard_screen_report_written(self, message: ReportWritten) -> None:
+        """Tell where the report went."""
+        self.notify(f"{message.path.name}\nwritten in {message.path.parent}/ "
+                    f"({message.size / 1e6:.1f} MB)", title="report", timeout=15,
+                    markup=False)
 
     @work(thread=True, exclusive=True, group="dashboard")
     def _load(self) -> None:

@@ -126,6 +126,7 @@ class ResultsScreen(LabScreen):
         Binding("left_square_bracket", "tab(-1)", "Prev table", key_display="["),
         Binding("v", "variant", "Δ variant"),
         Binding("e", "export", "Export"),
+        Binding("F", "figures", "Figure", show=False),
         Binding("R", "repaired", "Repaired"),
         Binding("slash", "select", "Selection", key_display="/"),
         Binding("escape", "back", "Back"),
@@ -233,7 +234,7 @@ class ResultsScreen(LabScreen):
         if action == "back":
             return (self._body() == "results-drill"
                     or self.query_one("#results-select").has_class("shown"))
-        if action == "export":
+        if action in ("export", "figures"):
             return self.view in self._computed
         return True
 
@@ -320,6 +321,12 @@ class ResultsScreen(LabScreen):
         computed = self._computed.get(self.view)
         if computed is not None:
             self._export(computed)
+
+    def action_figures(self) -> None:
+        """Write the figure of the table shown (`lab figures`), with its sidecar .json,
+        in a folder of the console's export folder."""
+        if self.view in self._computed:
+            self._figures(self.view, self.selection)
 
     # ── reading and computing (thread workers) ─────────────────────────────────────────
 
@@ -555,6 +562,25 @@ class ResultsScreen(LabScreen):
             self.post_message(self.Failed(f"export failed: {exc}"))
             return
         self.post_message(self.Exported(path))
+
+    @work(thread=True, exclusive=True, group="results-figures")
+    def _figures(self, view: str, selection: Selection) -> None:
+        from analysis.figures.view import write_view_figures
+
+        stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(self.lab.clock()))
+        directory = Path(self.lab.export_dir) / f"figures-{view}-{stamp}"
+        try:
+            with self._db() as db:
+                written = write_view_figures(db, selection, view, directory, self.lab.n_boot,
+                                             self.lab.seed)
+        except (LabError, OSError) as exc:
+            self.post_message(self.Failed(f"figure failed: {exc}"))
+            return
+        if not written.paths:
+            why = "; ".join(r for _, r in written.skipped) or "no figure draws this table"
+            self.post_message(self.Failed(f"no figure for {view}: {why}"))
+            return
+        self.post_message(self.Exported(written.paths[0]))
 
     # ── showing ─────────────────────────────────────────────────────────────────────
 

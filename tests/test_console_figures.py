@@ -1,0 +1,66 @@
+"""The console's figures and report (issue 24 §3): `F` on Results writes the figure of the
+table shown (its path in a toast), `W` on the Dashboard writes the report; both into the
+console's export folder, the same files `lab figures` and `lab report` write."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from console.app import ConsoleConfig, make_app
+from tests.helpers.console import FIXED_TS, wait_workers
+from tests.helpers.html_check import check_html
+from tests.helpers.report_study import RESAMPLES, results_json, study_db
+
+
+@pytest.fixture
+def lab_db(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> Path:
+    """A private copy of the figures study in the test's directory (the cwd)."""
+    target = tmp_path / "lab.db"
+    shutil.copy(study_db(tmp_path_factory), target)
+    return target
+
+
+def _app(db: Path, first: str):
+    return make_app(Path(db.name), ConsoleConfig(
+        db_path=Path(db.name), first_screen=first, export_dir=Path("exports"),
+        clock=lambda: FIXED_TS, check_endpoints=False, n_boot=RESAMPLES,
+        hazard_boot=RESAMPLES))
+
+
+async def _settle(pilot) -> None:
+    await pilot.pause()
+    await wait_workers(pilot.app)
+    await pilot.pause()
+
+
+@pytest.mark.asyncio
+async def test_f_on_results_writes_the_figure_of_the_table_shown(lab_db: Path) -> None:
+    app = _app(lab_db, "results")
+    async with app.run_test(size=(100, 30), notifications=True) as pilot:
+        await _settle(pilot)
+        await pilot.press("F")
+        await _settle(pilot)
+        (folder,) = Path("exports").glob("figures-success-*")
+        notes = [n for n in app._notifications if n.title == "export"]
+        assert notes and notes[-1].message == f"success_by_regime.png\nwritten in {folder}/"
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "success_by_regime.json", "success_by_regime.png", "success_by_regime.svg"]
+    side = json.loads((folder / "success_by_regime.json").read_text(encoding="utf-8"))
+    assert side["rows"] == results_json(lab_db, "success")
+
+
+@pytest.mark.asyncio
+async def test_w_on_the_dashboard_writes_the_report(lab_db: Path) -> None:
+    app = _app(lab_db, "dashboard")
+    async with app.run_test(size=(100, 30), notifications=True) as pilot:
+        await _settle(pilot)
+        await pilot.press("W")
+        await _settle(pilot)
+        (report,) = Path("exports").glob("report-*.html")
+        notes = [n for n in app._notifications if n.title == "report"]
+        assert notes and notes[-1].message.startswith(f"{report.name}\nwritten in exports/")
+    assert check_html(report.read_text(encoding="utf-8")) == []
