@@ -9,8 +9,6 @@ does the same, so a figure's sidecar rows equal the table's JSON rows (tests/tes
 
 from __future__ import annotations
 
-import hashlib
-import json
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -21,6 +19,7 @@ from sqlite_utils import Database
 
 from analysis.tables.provenance import row_provenance
 from analysis.tables.rows import Table
+from core.canonical import canonical_hash
 from core.store import prereg as prereg_rows
 from core.store.selection import Selection
 
@@ -151,8 +150,7 @@ def git_commit(start: Path | None = None) -> str:
 
 def rows_sha256(rows: list[RowDict]) -> str:
     """sha256 of rows as canonical JSON (sorted keys, no spaces)."""
-    text = json.dumps(rows, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return canonical_hash(rows, ensure_ascii=False)
 
 
 def provenance_record(study: StudyRows, rows: list[RowDict]) -> dict[str, Any]:
