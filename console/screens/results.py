@@ -34,6 +34,7 @@ from textual.widgets import ContentSwitcher, DataTable, Header, Input, Static, T
 from console.messages import DbChanged
 from console.screens.base import LabScreen
 from console.widgets.footer import LabFooter
+from console.widgets.text_lines import TextLines
 from core import store
 from core.errors import ConfigError, LabError
 from core.store import trajectories as traj
@@ -213,7 +214,7 @@ class ResultsScreen(LabScreen):
         with ContentSwitcher(initial="results-text-view", id="results-body"):
             with VerticalScroll(id="results-text-view"):
                 yield Static(id="results-chart", markup=False)
-                yield Static(id="results-text", markup=False)
+                yield TextLines(id="results-text")
             with Vertical(id="results-delta"):
                 yield GridTable(id="results-grid", cursor_type="cell", fixed_columns=1)
                 yield Static(id="results-cell", markup=False)
@@ -599,7 +600,7 @@ class ResultsScreen(LabScreen):
                 f"computing {self.view}… ({self.lab.n_boot} question-level resamples"
                 f"{', as lab results' if self.lab.n_boot == N_BOOT else ''})")
             self._switch("results-text-view")
-            self.query_one("#results-text", Static).update("")
+            self.query_one("#results-text", TextLines).update("")
             self.query_one("#results-chart", Static).display = False
             self._compute(self.view, self.size.width, self.size.height, self._generation,
                           self._frames, self._fingerprint, tuple(self._computed.values()))
@@ -610,7 +611,7 @@ class ResultsScreen(LabScreen):
             self._show_grid(computed)
             return
         self._switch("results-text-view")
-        self.query_one("#results-text", Static).update(computed.text)
+        self.query_one("#results-text", TextLines).update(computed.text)
         chart = Text()
         for c in computed.charts:
             chart.append_text(Text.from_ansi(c))
@@ -659,7 +660,7 @@ class ResultsScreen(LabScreen):
         if not options:
             self._grid = None
             self._switch("results-text-view")
-            self.query_one("#results-text", Static).update(computed.text)
+            self.query_one("#results-text", TextLines).update(computed.text)
             return
         measure, scope = options[self._variant % len(options)]
         grid = delta_grid(table, measure, scope)
