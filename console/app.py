@@ -23,15 +23,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from textual import events, work
-from textual.app import App, SystemCommand
+from textual.app import App, ScreenStackError, SystemCommand
 from textual.binding import Binding
 from textual.message import Message
 from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Input, SelectionList, TextArea
+from textual.worker import WorkerState
 
+from console import warmup
 from console.messages import DbChanged, Notice, ReadOnly
-from console.screens import SCREENS, ScreenInfo
+from console.screens import SCREENS, LazyScreen, ScreenInfo
 from console.screens.base import LabScreen, is_read_only_error
 from console.screens.help import EVERYWHERE, HelpScreen, workflow
 from console.watch import DataVersion
@@ -61,6 +63,10 @@ class ConsoleConfig:
         outcome_resamples: resamples of the registered tests' outcomes on
             Pre-registration (`lab prereg outcomes --resamples`).
         preview_debounce_s: how long Enqueue waits after a change before it previews.
+        freeze_gc: freeze start-up's objects out of the cyclic GC once warm
+            (`console.warmup`); None: when the console runs in a terminal (then it owns
+            its process), not headless (tests run many apps in one process). The bench
+            sets True to measure what `lab` does.
     """
 
     db_path: Path
@@ -76,6 +82,7 @@ class ConsoleConfig:
     seed: int = 0
     outcome_resamples: int = 2000
     preview_debounce_s: float = 0.3
+    freeze_gc: bool | None = None
 
 
 class LabApp(App[None]):
@@ -91,12 +98,19 @@ class LabApp(App[None]):
         Binding("p", "toggle_pause", "Pause refresh", show=False),
         Binding("q", "quit", "Quit"),
     ]
-    MODES = {s.mode: s.factory for s in SCREENS}
 
     paused: reactive[bool] = reactive(False)
 
     class Committed(Message, bubble=False):
         """Another connection committed to lab.db (the data-version poll saw it)."""
+
+    class WarmedUp(Message):
+        """The warm-up thread imported the screens' modules (`console.warmup`)."""
+
+        def __init__(self, classes: list[type[Screen]], failed: list[str]) -> None:
+            super().__init__()
+            self.classes = classes
+            self.failed = failed
 
     def __init__(self, config: ConsoleConfig) -> None:
         super().__init__()
@@ -106,13 +120,69 @@ class LabApp(App[None]):
         """How many changes to lab.db the console has seen (commits and its own writes)."""
         self.read_only: str | None = None
         """Why lab.db cannot be written, or None while it can."""
+        self.warm = False
+        """Whether the warm-up is done (every screen's module and stylesheet loaded)."""
+        self._pacer = warmup.Pacer()
+        for info in SCREENS:
+            self.add_mode(info.mode, self._mode_factory(info.factory))
+
+    def _mode_factory(self, factory: Callable[[], Screen]) -> Callable[[], Screen]:
+        """`factory`, and once warm a screen marked as styled: Textual restyles every
+        mounted screen twice when a mode's screen is first shown, for a stylesheet
+        that (after `warmup.preload_css`) has not changed."""
+        def build() -> Screen:
+            screen = factory()
+            if self.warm and all(self.stylesheet.has_source(str(path))
+                                 for path in warmup.css_paths(type(screen))):
+                # Textual's count of stylesheet reloads: equal = styled by the current one
+                screen._css_update_count = self._css_update_count
+            return screen
+        return build
 
     def on_mount(self) -> None:
-        """Show the first screen, check that lab.db is writable, poll it for changes."""
+        """Show the first screen, check that lab.db is writable, poll it for changes,
+        and warm the other screens up once the first shows its numbers."""
         self.sub_title = str(self.config.db_path)
         self.switch_mode(self.config.first_screen)
         self._check_writable()
         self.set_interval(self.config.poll_s, self._poll)
+        self._warm_timer = self.set_interval(0.05, self._tick_warm_up)
+
+    # ---- warm-up (issue 22: each screen's first visit ≤ 0.5 s) ---------------------
+
+    def _tick_warm_up(self) -> None:
+        """(every 50 ms until warm) Start the warm-up once the first screen has drawn what
+        it read, and let it import only while the screen shown has (`warmup.Pacer`)."""
+        if self.warm:
+            self._warm_timer.stop()
+            return
+        try:
+            screen = self.screen
+        except ScreenStackError:  # closing: its screens are gone
+            return
+        busy = any(w.node is screen and w.state in (WorkerState.PENDING, WorkerState.RUNNING)
+                   for w in self.workers)
+        if self._pacer.tick(isinstance(screen, LabScreen) and screen.read_at is not None
+                            and not busy):
+            self._warm_up()
+
+    @work(thread=True, exclusive=True, group="warm-up")
+    def _warm_up(self) -> None:
+        classes, failed = warmup.import_screens(
+            (s.factory for s in SCREENS if isinstance(s.factory, LazyScreen)),
+            self._pacer.wait)
+        self.post_message(self.WarmedUp(classes, failed))
+
+    def on_lab_app_warmed_up(self, message: WarmedUp) -> None:
+        """Read every screen's stylesheet now; freeze start-up's objects when the console
+        owns its process."""
+        for line in message.failed:
+            self.notify(f"cannot import {line}", severity="error", timeout=15)
+        warmup.preload_css(self, message.classes)
+        freeze = self.config.freeze_gc
+        if freeze or (freeze is None and not self.is_headless):
+            warmup.freeze_startup_objects()
+        self.warm = True
 
     def watch_paused(self, paused: bool) -> None:
         """Say in the header that the refresh is paused (a word, not only a colour)."""
@@ -181,7 +251,8 @@ class LabApp(App[None]):
             self.screen.post_message(DbChanged())
 
     def on_unmount(self) -> None:
-        """Close the poller's connection."""
+        """Close the poller's connection; let a waiting warm-up finish."""
+        self._pacer.quiet.set()
         self._version.close()
 
     async def action_quit(self) -> None:
@@ -215,6 +286,7 @@ class LabApp(App[None]):
 
     def action_show(self, mode: str) -> None:
         """Switch to the screen registered as `mode`."""
+        self._pacer.switched()
         self.switch_mode(mode)
 
     def action_help(self) -> None:

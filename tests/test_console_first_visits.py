@@ -1,9 +1,14 @@
 """Issue 22's first visits: Results' text drawn a line at a time (the same cells as
-Static, only the lines in view rendered)."""
+Static, only the lines in view rendered) and the warm-up after the first frame (every
+screen's module and stylesheet loaded, no restyle of the mounted screens on a first
+visit, the garbage collector left alone in a headless app)."""
 
 from __future__ import annotations
 
+import gc
 import re
+import sys
+from pathlib import Path
 
 import pytest
 from textual.app import App, ComposeResult
@@ -13,7 +18,11 @@ from textual.selection import Selection
 from textual.strip import Strip
 from textual.widgets import Static
 
+from console import warmup
+from console.screens import SCREENS, LazyScreen
 from console.widgets.text_lines import TextLines
+from tests.helpers.console import build, console_app, settle
+from tests.helpers.waiting import pause_until
 
 TEXTS = ("", "a", "a\n", "a\n\nb",
          "Δ grid · model – x\n  indented   trailing   \n" + "wide " * 30,
@@ -87,3 +96,61 @@ async def test_text_lines_render_only_the_lines_in_view() -> None:
         await pilot.pause()
         assert app.query_one("#text").size.height == 5000
         assert rendered and max(rendered) < 20  # the 10 rows in view, not 5,000
+
+
+def test_import_screens_says_what_failed() -> None:
+    calls: list[int] = []
+    classes, failed = warmup.import_screens(
+        [LazyScreen("help", "HelpScreen"), LazyScreen("no_such_screen", "Nope")],
+        lambda: calls.append(1))
+    assert [c.__name__ for c in classes] == ["HelpScreen"]
+    assert len(failed) == 1 and failed[0].startswith("console.screens.no_such_screen: ")
+    assert len(calls) == 2 + len(warmup.RESULTS_IMPORTS)  # before every import
+
+
+def test_pacer_starts_once_settled_and_waits_while_a_screen_is_shown(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    now = [100.0]
+    monkeypatch.setattr(warmup.time, "monotonic", lambda: now[0])
+    pacer = warmup.Pacer()
+    assert not pacer.tick(False) and not pacer.quiet.is_set()  # the first screen reads
+    assert not pacer.tick(True)  # drawn: settled from now on
+    now[0] += warmup.SETTLE_S
+    assert pacer.tick(True) and pacer.quiet.is_set()  # start (once)
+    assert not pacer.tick(True)
+    pacer.switched()  # a digit: the thread waits while that screen reads
+    assert not pacer.tick(False) and not pacer.quiet.is_set()
+    now[0] += warmup.WAIT_S + 0.01  # a screen that keeps reading holds it back no longer
+    assert not pacer.tick(False)
+    now[0] += warmup.SETTLE_S
+    assert not pacer.tick(False) and pacer.quiet.is_set()
+
+
+@pytest.fixture
+def lab_db(tmp_path: Path) -> Path:
+    """A lab.db with a queued (not run) sim grid."""
+    return build(tmp_path / "lab.db", run=False)
+
+
+@pytest.mark.asyncio
+async def test_warm_up_loads_every_screen_then_first_visits_skip_restyles(
+        lab_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    frozen = gc.get_freeze_count()
+    app = console_app(lab_db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pause_until(pilot, lambda: app.warm, "the warm-up")
+        for info in SCREENS:
+            assert isinstance(info.factory, LazyScreen)
+            assert f"console.screens.{info.factory.module}" in sys.modules
+            for path in warmup.css_paths(info.factory.screen_class()):
+                assert app.stylesheet.has_source(str(path))
+        assert set(warmup.RESULTS_IMPORTS) <= set(sys.modules)
+        assert gc.get_freeze_count() == frozen  # headless: the test process's GC is its own
+        restyles: list[int] = []
+        real = type(app).refresh_css
+        monkeypatch.setattr(type(app), "refresh_css",
+                            lambda self, animate=True: (restyles.append(1), real(self, animate)))
+        for key in "2345":
+            await pilot.press(key)
+            await settle(pilot)
+        assert app.current_mode == "live" and not restyles

@@ -22,28 +22,44 @@ class ScreenInfo:
     factory: Callable[[], Screen]
 
 
-def _lazy(module: str, name: str) -> Callable[[], Screen]:
-    def build() -> Screen:
+@dataclass(frozen=True)
+class LazyScreen:
+    """Builds a screen, importing its module only then (the console starts faster).
+
+    Attributes:
+        module: the module under `console.screens` that holds the screen.
+        name: the screen's class.
+    """
+
+    module: str
+    name: str
+
+    def screen_class(self) -> type[Screen]:
+        """The screen's class (its module imported)."""
         import importlib
 
-        return getattr(importlib.import_module(f"console.screens.{module}"), name)()
-    return build
+        cls: type[Screen] = getattr(importlib.import_module(f"console.screens.{self.module}"),
+                                    self.name)
+        return cls
+
+    def __call__(self) -> Screen:
+        return self.screen_class()()
 
 
 SCREENS: tuple[ScreenInfo, ...] = (
     ScreenInfo("dashboard", "Dashboard", "Queue, workers, throughput, endpoints, spend, events",
-               _lazy("dashboard", "DashboardScreen")),
+               LazyScreen("dashboard", "DashboardScreen")),
     ScreenInfo("prereg", "Pre-registration", "Amendments, freeze, deviations, outcomes, verify",
-               _lazy("prereg", "PreregScreen")),
+               LazyScreen("prereg", "PreregScreen")),
     ScreenInfo("enqueue", "Enqueue", "Pick a grid, preview its cost and refusals, queue it",
-               _lazy("enqueue", "EnqueueScreen")),
+               LazyScreen("enqueue", "EnqueueScreen")),
     ScreenInfo("jobs", "Jobs", "Runs → grids → jobs: pause, resume, cancel, retry",
-               _lazy("jobs", "JobsScreen")),
+               LazyScreen("jobs", "JobsScreen")),
     ScreenInfo("live", "Live", "Steps of a running episode as they are committed",
-               _lazy("live", "LiveScreen")),
+               LazyScreen("live", "LiveScreen")),
     ScreenInfo("trajectories", "Trajectories", "Step through episodes; matched arms",
-               _lazy("trajectories", "TrajectoriesScreen")),
+               LazyScreen("trajectories", "TrajectoriesScreen")),
     ScreenInfo("results", "Results", "Success, Δ, I, hazard, answering, cost; export",
-               _lazy("results", "ResultsScreen")),
+               LazyScreen("results", "ResultsScreen")),
 )
 """Read-only: the screens in key order (1 … 7)."""

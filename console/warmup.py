@@ -1,0 +1,160 @@
+"""What the console does once its first screen shows its numbers, so that each other
+screen's first visit is quick (issue 22: first visit ≤ 0.5 s on 200,000 episodes).
+
+A first visit used to pay, on the UI thread or in its worker, for importing the
+screen's module and its widgets (0.15–0.25 s each for Pre-registration, Enqueue and
+Jobs), Results' analysis modules (~0.2 s), reading and applying the screen's `.tcss`
+(a re-parse of the whole stylesheet and a restyle of every screen mounted so far),
+and full collections of the cyclic garbage collector that scanned the ~100,000
+objects start-up leaves behind (0.1–0.4 s each on a loaded 2-core machine). Warming
+moves the imports to a background thread after the first frame (paused while a screen
+is being shown), reads every screen's stylesheet once while only the first screen is
+mounted (so `LabApp` can mark a new screen as styled and Textual skips its two
+restyles of every mounted screen), and, when the console owns its process, freezes
+what start-up allocated out of the collector's scans. On a 200,000-episode lab.db
+(bench/console.py, load 2 on 2 cores), with Results' text drawn by `TextLines`, the
+first visits went from 0.36–1.24 s to 0.16–0.61 s (medians), Results' from 1.2 s to
+0.45–0.6 s.
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib
+import inspect
+import threading
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from textual.app import App
+from textual.screen import Screen
+
+from console.screens import LazyScreen
+
+WAIT_S = 1.5
+"""The warm-up starts when the first screen has drawn what it read, and pauses while
+another is being shown, each time for at most this long (a slow endpoint check or a
+screen that keeps reading does not hold it back)."""
+SETTLE_S = 0.2
+"""How long the screen shown must have been settled before the warm-up imports (a
+screen whose first read starts another worker is not taken for settled in between)."""
+
+
+class Pacer:
+    """When the warm-up may import: once the first screen is settled, and only while
+    the screen shown is (the app ticks it; the warm-up thread waits on it)."""
+
+    def __init__(self) -> None:
+        self.quiet = threading.Event()
+        self.switched_at = time.monotonic()
+        self.settled_since: float | None = None
+        self.started = False
+
+    def switched(self) -> None:
+        """(UI thread) Another screen is being shown: the warm-up waits."""
+        self.switched_at = time.monotonic()
+        self.settled_since = None
+        self.quiet.clear()
+
+    def tick(self, settled: bool) -> bool:
+        """(UI thread) Whether the screen shown has drawn what it read (`settled`); returns
+        True once, when the warm-up is to start."""
+        now = time.monotonic()
+        if not settled and now - self.switched_at <= WAIT_S:
+            self.settled_since = None
+            self.quiet.clear()
+            return False
+        if self.settled_since is None:
+            self.settled_since = now
+        if now - self.settled_since < SETTLE_S:
+            return False
+        self.quiet.set()
+        start, self.started = not self.started, True
+        return start
+
+    def wait(self) -> None:
+        """(warm-up thread) Wait until the screen shown is settled (WAIT_S at most)."""
+        self.quiet.wait(WAIT_S)
+
+
+RESULTS_IMPORTS = ("analysis.measures.compute", "analysis.tables.plots",
+                   "console.widgets.results_view")
+"""What Results' first computation imports in its worker, beyond its screen module."""
+
+
+def import_screens(factories: Iterable[LazyScreen], between: Callable[[], object]
+                   ) -> tuple[list[type[Screen]], list[str]]:
+    """Import each screen's module, in the order given (the digit keys'), then what
+    Results' first computation imports. Call from a thread: the UI keeps running.
+
+    Args:
+        factories: the screens' factories.
+        between: called before each import (the app waits there while a screen is
+            being shown, so the two do not share the interpreter then).
+
+    Returns:
+        (the screen classes, one line per module that failed to import: the visit
+        that needs it would fail the same way, so it is said now rather than hidden).
+    """
+    classes, failed = [], []
+    for factory in factories:
+        between()
+        try:
+            classes.append(factory.screen_class())
+        except ImportError as exc:
+            failed.append(f"console.screens.{factory.module}: {exc}")
+    for name in RESULTS_IMPORTS:
+        between()
+        try:
+            importlib.import_module(name)
+        except ImportError as exc:
+            failed.append(f"{name}: {exc}")
+    return classes, failed
+
+
+def css_paths(cls: type[Screen]) -> list[Path]:
+    """The `.tcss` files of a screen class, resolved as Textual resolves `CSS_PATH`."""
+    entries = cls.CSS_PATH
+    if entries is None:
+        return []
+    base = Path(inspect.getfile(cls)).parent
+    return [Path(p) if Path(p).is_absolute() else (base / p).resolve()
+            for p in (entries if isinstance(entries, list) else [entries])]
+
+
+def preload_css(app: App[None], classes: Iterable[type[Screen]]) -> int:
+    """Add the screens' stylesheets to the app's at once (on the UI thread).
+
+    Textual reads a screen's `.tcss` when the screen is first shown, then re-parses
+    the whole stylesheet and restyles every mounted node. Read here while only the
+    first screen is mounted, the later first visits find their CSS already there.
+
+    Args:
+        app: the console.
+        classes: screen classes.
+
+    Returns:
+        How many files were read (0: the stylesheet is unchanged).
+    """
+    stylesheet = app.stylesheet
+    read = 0
+    for cls in classes:
+        for path in css_paths(cls):
+            if not stylesheet.has_source(str(path), ""):
+                stylesheet.read(path)
+                read += 1
+    if read:
+        stylesheet.reparse()
+        stylesheet.update(app)
+    return read
+
+
+def freeze_startup_objects() -> None:
+    """Move every object alive now out of the cyclic GC's scans (`gc.freeze`).
+
+    Only for a process the console owns: start-up's modules, classes and styles live
+    as long as the process, and a full collection no longer re-scans them. Objects
+    frozen now that become garbage later are not collected, so this runs once.
+    """
+    gc.freeze()
