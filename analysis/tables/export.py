@@ -8,7 +8,7 @@ grow with the database; the results tables come from `compute` (and its cache).
 
 UTF-8 with a header row; booleans as 0/1; missing values as empty cells. Each file is
 written to a temporary name and renamed, so a failed export leaves no half-written
-CSV. Column names are stable and documented in README. Every row carries its
+CSV. Column names are stable and documented in docs/export.md. Every row carries its
 provenance: run(s), amendment (or "exploratory"), arm label, condition hash and the
 project version that wrote the file.
 

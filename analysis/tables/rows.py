@@ -42,8 +42,8 @@ class Row:
         n: size behind the estimate, in `unit`.
         unit: "questions", "decisions", "episodes", "judgments" or "".
         p: bootstrap p of the row's test (`analysis.stats.bootstrap.bootstrap_p`), when relevant.
-        p_holm: Holm-adjusted p within the row's family (README "Multiplicity"); set
-            whenever `p` is.
+        p_holm: Holm-adjusted p within the row's family (docs/registered-tests.md, "p and
+            multiplicity"); set whenever `p` is.
         holm_m: size of that family (the p values adjusted together); 0 without p.
         judgments: where the row's judgments came from, with counts ("side_channel
             1,204", "replay 96", "both: side_channel 1,108, replay 96"); "" for
@@ -194,7 +194,7 @@ def holm_family(row: Row) -> tuple[object, ...]:
 
 def with_holm(rows: Sequence[Row]) -> tuple[Row, ...]:
     """The rows with `p_holm` and `holm_m` set wherever `p` is: Holm within each
-    `holm_family` (README "Multiplicity"); a family of one keeps its p.
+    `holm_family` (docs/registered-tests.md, "p and multiplicity"); a family of one keeps its p.
 
     Args:
         rows: a table's rows.

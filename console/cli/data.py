@@ -60,7 +60,7 @@ def data_import(ctx: click.Context, kind: str, file: Path, dataset: str | None,
 
     hotpotqa: FILE is the official HotpotQA JSON list or the Hugging Face column
     format, as JSON or JSONL. fever: FILE is a folder holding claims.jsonl and
-    pages.json (format in README); SUPPORTS/REFUTES claims are kept, NOT ENOUGH
+    pages.json (format in docs/data.md); SUPPORTS/REFUTES claims are kept, NOT ENOUGH
     INFO claims skipped (and counted) unless --include-nei, and each claim's
     knowledge base is its evidence pages plus 8 pages drawn from other claims.
     musique: FILE is MuSiQue's answerable dev JSONL (paragraphs with is_supporting,

@@ -14,7 +14,7 @@ Each episode row also splits its extra calls into the calls its condition needs
 column holds the own calls depends on the condition, which this layer does not
 interpret: the caller passes `OwnCallColumn` (``analysis.measures.cost.own_call_column`` of
 each cell's condition). With the per-step tokens in steps.csv, that is all TPC and
-the refused turns need (README "Results and export").
+the refused turns need (docs/export.md, "Formulas you can recompute").
 """
 
 from __future__ import annotations
