@@ -10,7 +10,6 @@ from __future__ import annotations
 import csv
 import json
 import re
-import shutil
 import sqlite3
 from pathlib import Path
 
@@ -62,8 +61,15 @@ def collected(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _copy(src: Path, tmp_path: Path) -> Path:
+    """A consistent copy through SQLite's backup API: lab.db is in WAL mode, so a file
+    copy can miss what is still in lab.db-wal (a set or states just written)."""
     db = tmp_path / "lab.db"
-    shutil.copy(src, db)
+    source, target = sqlite3.connect(src), sqlite3.connect(db)
+    try:
+        source.backup(target)
+    finally:
+        source.close()
+        target.close()
     return db
 
 
