@@ -37,6 +37,21 @@ class Generation:
     latency_ms: float = 0.0
     reasoning: str = ""
     reasoning_tokens: int = 0
+    finish: str = "stop"
+    """Why generation stopped, normalised across backends: FINISH_STOP (a stop string,
+    end of turn, or a backend that does not say), FINISH_LENGTH (cut at max_tokens:
+    vLLM's finish_reason "length", Anthropic's stop_reason "max_tokens") or
+    FINISH_REFUSAL (Anthropic's stop_reason "refusal")."""
+
+
+FINISH_STOP = "stop"
+FINISH_LENGTH = "length"
+FINISH_REFUSAL = "refusal"
+END_TRUNCATED = "generation_truncated"
+"""An episode's end_reason when an acting turn was cut at max_tokens (the paper counts
+truncated generations apart from format failures)."""
+END_REFUSAL = "refusal"
+"""An episode's end_reason when the model refused to answer (Anthropic stop_reason)."""
 
 
 @dataclass
