@@ -16,6 +16,7 @@ from typing import Any
 
 from core.canonical import canonical_json, sha256_hex
 from core.errors import ConfigError
+from core.judges import JUDGE_PARSE_CONTAINS, JUDGE_PARSES
 from core.prompt_set import PromptSet
 
 LAMBDA = 0.05
@@ -91,6 +92,10 @@ class Condition:
         rate: USELESS rate of random_rule's draws (resolved before a run).
         judge: ask side-channel judgments after every observation even when the arm
             does not act on them (stored, never fed back).
+        judge_parse: how side-channel replies are read (`core.judges.parse_side_channel`):
+            "contains" (default, as the paper's released harness) or "first_word". In
+            the spec and the label only when it is not the default, so the specs of
+            conditions at the default keep their hashes.
     """
 
     name: str
@@ -100,6 +105,7 @@ class Condition:
     backup_price: float = 0.10
     rate: float | None = None
     judge: bool = False
+    judge_parse: str = JUDGE_PARSE_CONTAINS
     _arm: Arm = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -119,6 +125,9 @@ class Condition:
                               f">= 0, got {self.backup_price}")
         if self.rate is not None and not 0.0 <= self.rate <= 1.0:
             raise ConfigError(f"condition {self.name}: rate must be in [0, 1], got {self.rate}")
+        if self.judge_parse not in JUDGE_PARSES:
+            raise ConfigError(f"condition {self.name}: judge_parse must be one of "
+                              f"{', '.join(JUDGE_PARSES)}, got {self.judge_parse!r}")
         object.__setattr__(self, "_arm", ARMS[self.name])
 
     @property
@@ -138,10 +147,13 @@ class Condition:
         return self.arm.switch
 
     def spec(self) -> dict[str, Any]:
-        """The canonical parameters: the name, the arm's knobs and the judge option."""
+        """The canonical parameters: the name, the arm's knobs, the judge option and
+        `judge_parse` when it is not the default."""
         out: dict[str, Any] = {"name": self.name, "judge": self.judge}
         for knob in self.arm.knobs:
             out[knob] = getattr(self, knob)
+        if self.judge_parse != JUDGE_PARSE_CONTAINS:
+            out["judge_parse"] = self.judge_parse
         return out
 
     def label(self) -> str:
@@ -155,6 +167,8 @@ class Condition:
                  if getattr(self, knob) != _DEFAULTS[knob]]
         if self.judge:
             parts.append("judge=true")
+        if self.judge_parse != JUDGE_PARSE_CONTAINS:
+            parts.append(f"judge_parse={self.judge_parse}")
         return self.name + (":" + ",".join(parts) if parts else "")
 
     def to_json(self) -> str:
@@ -248,7 +262,7 @@ def parse_condition(text: str) -> Condition:
     name = name.strip()
     if name not in ARMS:
         raise ConfigError(f"unknown condition '{name}'; choose one of: {', '.join(ARMS)}")
-    own = (*ARMS[name].knobs, "judge")
+    own = (*ARMS[name].knobs, "judge", "judge_parse")
     kwargs: dict[str, Any] = {}
     for item in filter(None, (p.strip() for p in rest.split(","))):
         key, eq, value = (part.strip() for part in item.partition("="))
@@ -264,6 +278,7 @@ def parse_condition(text: str) -> Condition:
             kwargs[key] = _coerce(key, value)
         except ValueError:
             kind = ("an integer" if key == "k" else "true or false" if key == "judge"
+                    else " or ".join(JUDGE_PARSES) if key == "judge_parse"
                     else "a finite number")
             raise ConfigError(f"condition '{text}': {key} must be {kind}, got '{value}' "
                               f"(e.g. {_example(name, key)})") from None
@@ -273,13 +288,18 @@ def parse_condition(text: str) -> Condition:
 def _example(name: str, knob: str) -> str:
     """`name:knob=value` with a value that parses (the knob's default where it has one)."""
     default = _DEFAULTS.get(knob)
-    value = "true" if knob == "judge" else "0.5" if default is None else _knob_text(default)
+    value = ("true" if knob == "judge" else JUDGE_PARSES[-1] if knob == "judge_parse"
+             else "0.5" if default is None else _knob_text(default))
     return f"{name}:{knob}={value}"
 
 
 def _coerce(key: str, value: str) -> Any:
     if key == "k":
         return int(value)
+    if key == "judge_parse":
+        if value not in JUDGE_PARSES:
+            raise ValueError(value)
+        return value
     if key == "judge":
         if value.lower() in ("1", "true", "yes"):
             return True

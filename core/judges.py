@@ -32,32 +32,57 @@ from core.thinking import THINK_BLOCK_RE
 USEFUL = "USEFUL"
 USELESS = "USELESS"
 
+JUDGE_PARSE_CONTAINS = "contains"
+JUDGE_PARSE_FIRST_WORD = "first_word"
+JUDGE_PARSES = (JUDGE_PARSE_CONTAINS, JUDGE_PARSE_FIRST_WORD)
+"""How a side-channel reply is read (the condition knob `judge_parse`): "contains" is
+the authors' released harness's reading and the default; "first_word" is stricter."""
+
 _REPLY_PREFIX_RE = re.compile(
     r"^\W*(?:answer|judg(?:e)?ment|verdict|reply|response|final answer)\W*:", re.IGNORECASE
 )
 _WORD_RE = re.compile(r"[a-z]+")
 
 
-def parse_side_channel(reply: str | None) -> str | None:
+def parse_side_channel(reply: str | None, rule: str = JUDGE_PARSE_CONTAINS) -> str | None:
     """Parse a side-channel judgment reply (§8.1).
 
-    The verdict is the reply's first word after markdown, punctuation and an optional
-    "Answer:"/"Judgment:"/"Verdict:" label are stripped, case-insensitive ("USELESS",
-    "**Useless**.", "useless - it is about a different film"). Ambiguity rule: when the
-    other verdict word also occurs among the first three words ("USEFUL or USELESS",
-    "Useless/useful"), the reply echoes the template and is not read. Anything else
-    ("not useless", "", "I think it is useless") gives None, which the streak treats as
-    not useless: only an explicit USELESS counts.
+    "contains" (default, as the paper's released harness reads it): USELESS when the
+    reply contains "useless" anywhere, in any case and even inside a longer word
+    ("The LAST observation was USELESS.", "uselessness"); otherwise USEFUL when it
+    contains "useful" ("Not useful" reads USEFUL, "USEFUL or USELESS" reads USELESS);
+    otherwise None. A closed ``<think>`` block is dropped first.
+
+    "first_word": the verdict is the reply's first word after markdown, punctuation
+    and an optional "Answer:"/"Judgment:"/"Verdict:" label are stripped,
+    case-insensitive ("**Useless**.", "useless - it is about a different film"). When
+    the other verdict word also occurs among the first three words ("USEFUL or
+    USELESS") the reply echoes the template and is not read; "not useless" or "I think
+    it is useless" give None.
+
+    Under either rule None is not useless: the streak resets (the main paper, App. A,
+    amendment 2).
 
     Args:
         reply: the raw reply (at most a few tokens).
+        rule: JUDGE_PARSE_CONTAINS or JUDGE_PARSE_FIRST_WORD.
 
     Returns:
         "USELESS", "USEFUL", or None.
+
+    Raises:
+        ValueError: an unknown rule.
     """
+    if rule not in JUDGE_PARSES:
+        raise ValueError(f"unknown judge_parse {rule!r}; choose one of: {', '.join(JUDGE_PARSES)}")
     if not reply:
         return None
     text = THINK_BLOCK_RE.sub(" ", reply)
+    if rule == JUDGE_PARSE_CONTAINS:
+        lowered = text.lower()
+        if "useless" in lowered:
+            return USELESS
+        return USEFUL if "useful" in lowered else None
     text = _REPLY_PREFIX_RE.sub(" ", text, count=1)
     words = _WORD_RE.findall(text.lower())
     if not words or words[0] not in ("useful", "useless"):

@@ -5,7 +5,7 @@ point, rebuilt from the stored steps (`history_at`), appends one turn, and reads
 the reply:
 
 - judgment replay (§8.6): the side-channel question, ≤ 8 tokens, parsed like the
-  in-run judgment (`core.judges.parse_side_channel`);
+  in-run judgment (`core.judges.parse_side_channel`, with the arm's `judge_parse`);
 - belief probe (§8.3): JSON ``{p_continue, p_answer_now, prefer, reason}`` without
   the remaining budget; a reply that does not parse is missing, never coerced;
 - answer-now branch (§8.4): the forced-finish instruction the rule uses, plus one
@@ -378,7 +378,7 @@ def read_reply(ep: RecordedEpisode, t: int, kind: str, text: str, model: str) ->
     """
     rec = ProbeRecord(ep.episode_id, t, kind, model, raw=text)
     if kind == "judgment":
-        rec.judgment = parse_side_channel(text)
+        rec.judgment = parse_side_channel(text, ep.condition.judge_parse)
         rec.parse_ok = rec.judgment is not None
     elif kind == "belief":
         belief = parse_belief(text)

@@ -242,7 +242,7 @@ class _Run:
             self.account(gen)
             self.result.extra_calls += 1
             step.judgment_raw = gen.text
-            step.judgment = parse_side_channel(gen.text)
+            step.judgment = parse_side_channel(gen.text, cond.judge_parse)
             step.judgment_source = "side_channel"
         rule = cond.arm.rule
         if rule == "stated":

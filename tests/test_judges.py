@@ -10,6 +10,8 @@ import pytest
 
 from core.errors import DataError
 from core.judges import (
+    JUDGE_PARSE_CONTAINS,
+    JUDGE_PARSE_FIRST_WORD,
     STOPWORDS,
     StatedJudgmentReader,
     content_words,
@@ -28,37 +30,58 @@ HELDOUT = Path(__file__).parent / "data" / "stated_judgments_heldout.tsv"
 # --- side-channel ------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("reply", "expected"), [
-    ("USELESS", "USELESS"),
-    ("useless", "USELESS"),
-    ("**Useless**.", "USELESS"),
-    ("useless - it is about a different film", "USELESS"),
-    ("  USELESS\n", "USELESS"),
-    ("`USELESS`", "USELESS"),
-    ("Answer: USELESS", "USELESS"),
-    ("Judgment: **useless**", "USELESS"),
-    ("<think>\n\n</think>\n\nUSELESS", "USELESS"),
-    ("USELESS. It is not useful.", "USELESS"),  # other word only after the first three
-    ("USEFUL", "USEFUL"),
-    ("Useful!", "USEFUL"),
-    ("**USEFUL**", "USEFUL"),
-    ("not useless", None),
-    ("Not useful", None),
-    ("", None),
-    ("   ", None),
-    ("USEFUL or USELESS", None),  # template echo: ambiguous
-    ("Useless/useful", None),
-    ("I think it is useless", None),  # not the first word: not explicit
-    ("Thought: the last observation", None),
-    ("UNUSABLE", None),
-    ("usefulness", None),
-])
-def test_parse_side_channel(reply: str, expected: str | None) -> None:
-    assert parse_side_channel(reply) == expected
+# (reply, reading under "contains" = the paper's harness, reading under "first_word")
+SIDE_CHANNEL_REPLIES: list[tuple[str, str | None, str | None]] = [
+    ("USELESS", "USELESS", "USELESS"),
+    ("useless", "USELESS", "USELESS"),
+    ("**Useless**.", "USELESS", "USELESS"),
+    ("useless - it is about a different film", "USELESS", "USELESS"),
+    ("  USELESS\n", "USELESS", "USELESS"),
+    ("`USELESS`", "USELESS", "USELESS"),
+    ("Answer: USELESS", "USELESS", "USELESS"),
+    ("Judgment: **useless**", "USELESS", "USELESS"),
+    ("<think>\n\n</think>\n\nUSELESS", "USELESS", "USELESS"),
+    ("<think>Useless or not?</think>USEFUL", "USEFUL", "USEFUL"),  # reasoning is not read
+    ("USELESS. It is not useful.", "USELESS", "USELESS"),
+    ("USEFUL", "USEFUL", "USEFUL"),
+    ("Useful!", "USEFUL", "USEFUL"),
+    ("**USEFUL**", "USEFUL", "USEFUL"),
+    # a sentence around the word: the harness counts it, the first-word rule does not
+    ("The LAST observation was USELESS.", "USELESS", None),
+    ("Thought: USELESS", "USELESS", None),
+    ("I'd say USELESS", "USELESS", None),
+    ("I think it is useless", "USELESS", None),
+    ("It was useful for the question.", "USEFUL", None),
+    # both words: USELESS wins under the harness's reading
+    ("USEFUL or USELESS", "USELESS", None),
+    ("Useless/useful", "USELESS", None),
+    ("USEFUL, not USELESS", "USELESS", None),
+    ("not useless", "USELESS", None),
+    # substring, as the harness: "useful" inside a longer word counts
+    ("Not useful", "USEFUL", None),
+    ("usefulness", "USEFUL", None),
+    ("uselessness", "USELESS", None),
+    # neither word
+    ("", None, None),
+    ("   ", None, None),
+    ("Thought: the last observation", None, None),
+    ("UNUSABLE", None, None),
+    ("use less", None, None),
+]
 
 
-def test_parse_side_channel_none_reply() -> None:
+@pytest.mark.parametrize(("reply", "contains", "first_word"), SIDE_CHANNEL_REPLIES)
+def test_parse_side_channel(reply: str, contains: str | None, first_word: str | None) -> None:
+    assert parse_side_channel(reply) == contains  # the default is the harness's reading
+    assert parse_side_channel(reply, JUDGE_PARSE_CONTAINS) == contains
+    assert parse_side_channel(reply, JUDGE_PARSE_FIRST_WORD) == first_word
+
+
+def test_parse_side_channel_none_reply_and_unknown_rule() -> None:
     assert parse_side_channel(None) is None
+    assert parse_side_channel(None, JUDGE_PARSE_FIRST_WORD) is None
+    with pytest.raises(ValueError, match="judge_parse"):
+        parse_side_channel("USELESS", "anywhere")
 
 
 # --- stated judgment reader ----------------------------------------------------------
