@@ -23,6 +23,17 @@ LAMBDA = 0.05
 """λ, the cost of one tool call in utility = success − λ·calls (SPEC §13.5); also
 call_cost's default stated price."""
 
+EXECUTE = "execute"
+REFUSE = "refuse"
+FORCED_TOOL_CALLS: tuple[str, ...] = (EXECUTE, REFUSE)
+"""Values of `forced_tool_call`: what a tool call in a forced turn does. The authors'
+harness executes it (the main paper's code; the paper itself is silent); "refuse"
+answers it with the finish instruction instead."""
+PROTOCOL_OPTIONS: tuple[str, ...] = ("forced_tool_call", "format_retries")
+"""Options of the episode loop where lab can differ from the main paper's protocol. At
+their defaults (the paper's protocol) they are left out of the spec, so the hashes of
+conditions that do not set them are unchanged; set, they enter the spec and the label."""
+
 
 @dataclass(frozen=True)
 class Arm:
@@ -96,6 +107,15 @@ class Condition:
             "contains" (default, as the paper's released harness) or "first_word". In
             the spec and the label only when it is not the default, so the specs of
             conditions at the default keep their hashes.
+        forced_tool_call: rule arms only: "execute" (default, the authors' harness)
+            runs a search or lookup proposed in a forced turn, returns its observation
+            and judges it like any other; "refuse" answers it with the finish
+            instruction and forces every later turn.
+        format_retries: format reminders allowed in a row. 0 (default, the main
+            paper's runs): a turn with no readable action ends the episode
+            (end_reason "format_failure"); 1: one reminder (the paper's A20 prompt
+            arms), and a second failed turn in a row ends it. A failed turn uses up
+            an action. Both are protocol options (`PROTOCOL_OPTIONS`).
     """
 
     name: str
@@ -106,6 +126,8 @@ class Condition:
     rate: float | None = None
     judge: bool = False
     judge_parse: str = JUDGE_PARSE_CONTAINS
+    forced_tool_call: str = EXECUTE
+    format_retries: int = 0
     _arm: Arm = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -128,6 +150,16 @@ class Condition:
         if self.judge_parse not in JUDGE_PARSES:
             raise ConfigError(f"condition {self.name}: judge_parse must be one of "
                               f"{', '.join(JUDGE_PARSES)}, got {self.judge_parse!r}")
+        if self.forced_tool_call not in FORCED_TOOL_CALLS:
+            raise ConfigError(f"condition {self.name}: forced_tool_call must be one of "
+                              f"{', '.join(FORCED_TOOL_CALLS)}, got {self.forced_tool_call!r}")
+        if (isinstance(self.format_retries, bool) or not isinstance(self.format_retries, int)
+                or self.format_retries < 0):
+            raise ConfigError(f"condition {self.name}: format_retries must be an integer "
+                              f">= 0, got {self.format_retries!r}")
+        if self.forced_tool_call != EXECUTE and ARMS[self.name].rule is None:
+            raise ConfigError(f"condition {self.name}: forced_tool_call applies only to arms "
+                              f"with a rule (this arm never forces a turn)")
         object.__setattr__(self, "_arm", ARMS[self.name])
 
     @property
@@ -147,13 +179,17 @@ class Condition:
         return self.arm.switch
 
     def spec(self) -> dict[str, Any]:
-        """The canonical parameters: the name, the arm's knobs, the judge option and
-        `judge_parse` when it is not the default."""
+        """The canonical parameters: the name, the arm's knobs, the judge option, and
+        `judge_parse` and each protocol option (`PROTOCOL_OPTIONS`) when it is not the
+        default."""
         out: dict[str, Any] = {"name": self.name, "judge": self.judge}
         for knob in self.arm.knobs:
             out[knob] = getattr(self, knob)
         if self.judge_parse != JUDGE_PARSE_CONTAINS:
             out["judge_parse"] = self.judge_parse
+        for option in PROTOCOL_OPTIONS:
+            if getattr(self, option) != _DEFAULTS[option]:
+                out[option] = getattr(self, option)
         return out
 
     def label(self) -> str:
@@ -169,6 +205,8 @@ class Condition:
             parts.append("judge=true")
         if self.judge_parse != JUDGE_PARSE_CONTAINS:
             parts.append(f"judge_parse={self.judge_parse}")
+        parts += [f"{option}={_knob_text(getattr(self, option))}" for option in PROTOCOL_OPTIONS
+                  if getattr(self, option) != _DEFAULTS[option]]
         return self.name + (":" + ",".join(parts) if parts else "")
 
     def to_json(self) -> str:
@@ -250,9 +288,10 @@ def _number_word(n: int) -> str:
 def parse_condition(text: str) -> Condition:
     """Parse `name` or `name:knob=value,knob=value` (e.g. `random_rule:rate=0.6`).
 
-    Only the condition's own knobs (`Arm.knobs`) and `judge` are accepted, each once,
-    with a finite value: a knob the arm ignores would otherwise make a separate
-    cell that runs exactly the same episodes.
+    Only the condition's own knobs (`Arm.knobs`), `judge` and its protocol options
+    (`Condition.options`: `format_retries=1`, and `forced_tool_call=refuse` on rule
+    arms) are accepted, each once, with a finite value: a knob the arm ignores would
+    otherwise make a separate cell that runs exactly the same episodes.
 
     Raises:
         ConfigError: unknown name, a knob the condition does not have, a repeated
@@ -262,7 +301,8 @@ def parse_condition(text: str) -> Condition:
     name = name.strip()
     if name not in ARMS:
         raise ConfigError(f"unknown condition '{name}'; choose one of: {', '.join(ARMS)}")
-    own = (*ARMS[name].knobs, "judge", "judge_parse")
+    own = (*ARMS[name].knobs, "judge", "judge_parse", "format_retries",
+           *(("forced_tool_call",) if ARMS[name].rule is not None else ()))
     kwargs: dict[str, Any] = {}
     for item in filter(None, (p.strip() for p in rest.split(","))):
         key, eq, value = (part.strip() for part in item.partition("="))
@@ -277,8 +317,10 @@ def parse_condition(text: str) -> Condition:
         try:
             kwargs[key] = _coerce(key, value)
         except ValueError:
-            kind = ("an integer" if key == "k" else "true or false" if key == "judge"
+            kind = ("an integer" if key in ("k", "format_retries")
+                    else "true or false" if key == "judge"
                     else " or ".join(JUDGE_PARSES) if key == "judge_parse"
+                    else " or ".join(FORCED_TOOL_CALLS) if key == "forced_tool_call"
                     else "a finite number")
             raise ConfigError(f"condition '{text}': {key} must be {kind}, got '{value}' "
                               f"(e.g. {_example(name, key)})") from None
@@ -289,13 +331,18 @@ def _example(name: str, knob: str) -> str:
     """`name:knob=value` with a value that parses (the knob's default where it has one)."""
     default = _DEFAULTS.get(knob)
     value = ("true" if knob == "judge" else JUDGE_PARSES[-1] if knob == "judge_parse"
+             else REFUSE if knob == "forced_tool_call" else "1" if knob == "format_retries"
              else "0.5" if default is None else _knob_text(default))
     return f"{name}:{knob}={value}"
 
 
 def _coerce(key: str, value: str) -> Any:
-    if key == "k":
+    if key in ("k", "format_retries"):
         return int(value)
+    if key == "forced_tool_call":
+        if value.lower() not in FORCED_TOOL_CALLS:
+            raise ValueError(value)
+        return value.lower()
     if key == "judge_parse":
         if value not in JUDGE_PARSES:
             raise ValueError(value)
