@@ -71,6 +71,8 @@ class EpisodeSetup:
     always_judge: bool = False
     act_max_tokens: int = ACT_MAX_TOKENS
     prompt_format: str = "react"
+    replicate: int = 0
+    """The cell's replicate; a served model mixes it into its sampling seeds."""
 
     @property
     def prompts(self) -> PromptSet:
@@ -133,7 +135,8 @@ class _Run:
         self.sources = Sources(knowledge_base(q, setup.regime.answerless), backup)
         self.primary_results = 0
         self.primary_off = False
-        self.view = view or EpisodeView(question=q, seed=setup.seed, budget=setup.budget)
+        self.view = view or EpisodeView(question=q, seed=setup.seed, budget=setup.budget,
+                                        replicate=setup.replicate)
         self.result = EpisodeResult(question_id=q.id, started_at=utc_now())
         self.messages: list[Message] = [
             {"role": "system",

@@ -73,14 +73,18 @@ class ObservationLabel:
 class EpisodeView:
     """What a session may know about its episode; updated by the episode loop.
 
-    Real backends ignore it; the simulated agents read the design labels from it
-    (they are simulations with known behaviour, not agents under study).
+    Real backends read only `seed` and `replicate` (for sampling seeds); the simulated
+    agents read the design labels from it (they are simulations with known behaviour,
+    not agents under study).
     """
 
     question: Question
     seed: int
     budget: int
     observations: list[ObservationLabel] = field(default_factory=list)
+    replicate: int = 0
+    """The cell's replicate: served backends mix it (with `seed`) into each request's
+    sampling seed, so a replicate draws new seeds."""
 
 
 class ModelSession(Protocol):
