@@ -36,12 +36,8 @@ _ARTICLES_RE = re.compile(r"\b(a|an|the)\b")
 _PUNCT_TABLE = str.maketrans("", "", string.punctuation)
 _YES_NO: frozenset[str] = frozenset({"yes", "no", "noanswer"})
 _LABEL_STRIP_RE = re.compile(r"[^a-z ]+")
-_LABEL_ALIASES: tuple[tuple[frozenset[str], str], ...] = (
-    (frozenset({"supports", "support", "supported", "supporting"}), "SUPPORTS"),
-    (frozenset({"refutes", "refute", "refuted", "refuting"}), "REFUTES"),
-    (frozenset({"not enough info", "not enough information", "nei", "not enough evidence"}),
-     "NOT ENOUGH INFO"),
-)
+_NEI_ALIASES: frozenset[str] = frozenset(
+    {"not enough info", "not enough information", "nei", "not enough evidence"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,29 +157,38 @@ def score_answer(pred: str | None, gold: str, threshold: float = DEFAULT_THRESHO
 
 
 def normalize_label(s: str | None) -> str | None:
-    """Read a FEVER verdict.
+    """Read a FEVER verdict as the paper's released harness reads it.
 
-    Tolerates case, punctuation, markdown and the participle forms ("supported",
-    "Refuted."). The reply must be the bare label: a sentence such as "The claim is
-    supported" is not read, so an unclear verdict never scores as correct by chance.
+    A verdict counts when exactly one of "SUPPORT" and "REFUT" occurs in the answer,
+    case-insensitive and anywhere ("The claim is SUPPORTED.", "REFUTES (born 1950)",
+    "supports - the bridge opened in 1932"); an answer holding both ("SUPPORTS or
+    REFUTES") or neither ("maybe") is not a verdict. Like the harness, it does not
+    read negation: "not supported" reads as SUPPORTS. An answer with neither stem
+    that is a bare "not enough info" label (or "NEI") reads as NOT ENOUGH INFO, so a
+    gold label of that kind can be compared; FEVER sets hold none (they are skipped
+    at import).
 
     Args:
         s: a predicted or gold label.
 
     Returns:
-        "SUPPORTS", "REFUTES", "NOT ENOUGH INFO", or None when `s` is not a label.
+        "SUPPORTS", "REFUTES", "NOT ENOUGH INFO", or None when `s` is not a verdict.
     """
     if s is None:
         return None
+    upper = s.upper()
+    supports, refutes = "SUPPORT" in upper, "REFUT" in upper
+    if supports != refutes:
+        return "SUPPORTS" if supports else "REFUTES"
+    if supports:
+        return None
     text = " ".join(_LABEL_STRIP_RE.sub(" ", s.lower().replace("_", " ")).split())
-    for aliases, label in _LABEL_ALIASES:
-        if text in aliases:
-            return label
-    return None
+    return "NOT ENOUGH INFO" if text in _NEI_ALIASES else None
 
 
 def score_label(pred: str | None, gold: str) -> Score:
-    """Score a FEVER verdict: correct iff the normalised labels are equal.
+    """Score a FEVER verdict: correct iff the verdict read from it (`normalize_label`)
+    equals the gold label.
 
     Args:
         pred: the finish argument, or None when the episode never answered.
@@ -207,7 +212,8 @@ def score_for_task(pred: str | None, gold: str, task: str,
     Args:
         pred: the finish argument, or None when the episode never answered.
         gold: the gold answer or label.
-        task: "hotpotqa" (token F1 ≥ `threshold`) or "fever" (exact label).
+        task: "hotpotqa" (token F1 ≥ `threshold`) or "fever" (exactly one verdict
+            stem in the answer, equal to the gold label).
         threshold: HotpotQA's F1 threshold (unused for FEVER).
 
     Returns:

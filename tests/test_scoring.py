@@ -14,6 +14,7 @@ from core.scoring import (
     normalize_answer,
     normalize_label,
     score_answer,
+    score_for_task,
     score_label,
     token_f1,
 )
@@ -135,6 +136,9 @@ def test_none_answer_is_not_a_placeholder() -> None:
     assert not is_placeholder(None)
 
 
+# FEVER verdicts are read as the paper's released harness reads them: exactly one of
+# the stems SUPPORT / REFUT anywhere in the answer, in any case. (Before, only a bare
+# label was read, so "The claim is SUPPORTED." scored wrong where the paper counts it.)
 @pytest.mark.parametrize(("raw", "expected"), [
     ("SUPPORTS", "SUPPORTS"),
     ("supports", "SUPPORTS"),
@@ -145,12 +149,24 @@ def test_none_answer_is_not_a_placeholder() -> None:
     ("Refutes.", "REFUTES"),
     ("refuted", "REFUTES"),
     ("`REFUTES`", "REFUTES"),
-    ("NOT ENOUGH INFO", "NOT ENOUGH INFO"),
-    ("not_enough_info", "NOT ENOUGH INFO"),
-    ("The claim is supported", None),
+    ("The claim is SUPPORTED.", "SUPPORTS"),
+    ("The claim is supported", "SUPPORTS"),
+    ("SUPPORTS - the bridge opened in 1932", "SUPPORTS"),
+    ("REFUTES (born 1950, not 1960)", "REFUTES"),
+    ("The evidence refutes the claim.", "REFUTES"),
+    ("unsupported", "SUPPORTS"),  # a substring, as the harness reads it
+    ("not supported", "SUPPORTS"),  # negation is not read, as in the harness
+    # both stems or neither: no verdict
+    ("SUPPORTS or REFUTES", None),
+    ("It supports part of the claim and refutes the rest", None),
     ("true", None),
+    ("False", None),
+    ("maybe", None),
     ("", None),
     (None, None),
+    ("NOT ENOUGH INFO", "NOT ENOUGH INFO"),
+    ("not_enough_info", "NOT ENOUGH INFO"),
+    ("There is not enough info", None),
 ])
 def test_normalize_label(raw: str | None, expected: str | None) -> None:
     assert normalize_label(raw) == expected
@@ -158,10 +174,14 @@ def test_normalize_label(raw: str | None, expected: str | None) -> None:
 
 def test_score_label() -> None:
     assert score_label("Supported.", "SUPPORTS") == Score(True, 1.0, True, False)
+    assert score_label("The claim is SUPPORTED.", "SUPPORTS") == Score(True, 1.0, True, False)
+    assert score_label("The claim is SUPPORTED.", "REFUTES") == Score(False, 0.0, False, False)
     assert score_label("REFUTES", "SUPPORTS") == Score(False, 0.0, False, False)
+    assert score_label("SUPPORTS or REFUTES", "SUPPORTS") == Score(False, 0.0, False, False)
     assert score_label("maybe", "SUPPORTS") == Score(False, 0.0, False, False)
     assert score_label("answer", "REFUTES") == Score(False, 0.0, False, True)
     assert score_label(None, "REFUTES") == UNANSWERED
+    assert score_for_task("REFUTES (born 1950)", "REFUTES", "fever").correct
 
 
 def test_score_is_frozen() -> None:
