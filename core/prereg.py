@@ -1,8 +1,10 @@
 """The pre-registration document: drafts, freezing, the hash chain, gating, verify (SPEC §12).
 
 One append-only document of amendments. Freezing an amendment records the UTC
-time, the project version, the sha256 of every prompt file, of each governed
-question set and of each governed condition, regime and model spec, whether
+time, the project version, the sha256 and text of every prompt piece in use (the
+built-in files, or lab.db's active prompt pack over them), which pack that is, the
+sha256 of each governed question set and of each governed condition, regime and
+model spec, whether
 episodes inside its scope already existed, and the hash of the previous frozen
 entry; the entry's own hash covers all of that. `verify` recomputes the chain
 and the pins.
@@ -34,6 +36,7 @@ from core.registered_tests import (
     validate_tests,
 )
 from core.store import prereg as rows
+from core.store import prompt_packs
 
 GENESIS = "0" * 64
 CONTENT_FIELDS = ("id", "seq", "title", "body", "tests", "scope")
@@ -96,8 +99,11 @@ def pins_for(db: Database, scope: Mapping[str, Any],
         qs = store.question_set(db, name)
         sets[name] = ids_hash(qs["ids"])
     model_hashes = {m: models[m].spec_hash() for m in scope.get("models", []) if m in models}
+    with prompts.using(prompt_packs.active_pieces(db)):  # the wording new cells run with
+        prompt_hashes = prompts.file_hashes()
     return {
-        "prompts": prompts.file_hashes(),
+        "prompts": prompt_hashes,
+        PACK_PIN: {"active": prompt_packs.active_sha(db) or BUILTIN},
         "question_sets": sets,
         "conditions": scope_condition_hashes(scope) if scope else {},
         "regimes": {r: parse_regime(r).spec_hash() for r in scope.get("regimes", [])},
@@ -107,22 +113,28 @@ def pins_for(db: Database, scope: Mapping[str, Any],
 
 PINNED_TEXTS = "prompt_texts"
 """Key of the pins record holding each prompt file's text at freeze (for diffs)."""
+PACK_PIN = "prompt_packs"
+"""Key of the pins record naming the active prompt pack at freeze (its sha256, or BUILTIN)."""
+BUILTIN = "built-in"
+"""The pinned pack when the built-in wording (prompts/) was active."""
 
 
-def prompt_texts() -> dict[str, str]:
-    """The text of every prompt file now, keyed like `prompts.file_hashes()`."""
-    return {f"prompts/{p.name}": p.read_text(encoding="utf-8")
-            for p in sorted(prompts.PROMPT_DIR.glob("*.txt"))}
+def prompt_texts(db: Database | None = None) -> dict[str, str]:
+    """The text of every prompt piece now, keyed like `prompts.file_hashes()`: the built-in
+    files, replaced by the pieces of lab.db's active prompt pack when `db` is given."""
+    with prompts.using(prompt_packs.active_pieces(db) if db is not None else None):
+        return prompts.texts()
 
 
-def prompt_diffs(row: Mapping[str, Any]) -> dict[str, str]:
-    """Unified diff (pinned → now) of each prompt file changed since `row` was frozen.
+def prompt_diffs(row: Mapping[str, Any], db: Database | None = None) -> dict[str, str]:
+    """Unified diff (pinned → now) of each prompt piece changed since `row` was frozen.
 
     Only files whose text was pinned (amendments frozen before texts were pinned
     have hashes only) and that still differ; a removed file diffs against nothing.
+    With `db`, "now" is the wording of its active prompt pack.
     """
     pinned = (row.get("pins") or {}).get(PINNED_TEXTS) or {}
-    now = prompt_texts()
+    now = prompt_texts(db)
     out = {}
     for name, old in pinned.items():
         new = now.get(name, "")
@@ -229,7 +241,7 @@ def freeze(db: Database, amendment_id: str, models: Mapping[str, ModelSpec]) -> 
         record = dict(row)
         record.update(frozen_at=utc_now(), prev_sha256=prev, version=project_version(),
                       pins={**pins_for(db, row["scope"], models),
-                            PINNED_TEXTS: prompt_texts()},
+                            PINNED_TEXTS: prompt_texts(db)},
                       data_existed=existing_data(db, row["scope"]))
         record["content_sha256"] = entry_hash(record)
         rows.freeze(db, amendment_id, record)
@@ -302,6 +314,10 @@ def pin_changes(db: Database, row: Mapping[str, Any],
         for name, digest in items.items():
             current = now.get(group, {}).get(name)
             if current != digest:
+                if group == PACK_PIN:
+                    out.append(f"the active prompt pack changed since {row['id']} was "
+                               f"frozen ({_pack_name(digest)} → {_pack_name(current)})")
+                    continue
                 label = name if group == "prompts" else f"{group[:-1]} {name}"
                 state = "was removed" if current is None else (
                     f"changed since {row['id']} was frozen (sha256 {digest[:4]}… → "
@@ -311,6 +327,11 @@ def pin_changes(db: Database, row: Mapping[str, Any],
         if name not in pinned.get("prompts", {}):
             out.append(f"{name} was added since {row['id']} was frozen")
     return out
+
+
+def _pack_name(sha: str | None) -> str:
+    """A pinned pack as shown: "built-in", or "pack" and its sha256's first 12 digits."""
+    return BUILTIN if sha in (None, BUILTIN) else f"pack {str(sha)[:12]}…"
 
 
 def gate(db: Database, amendment_id: str | None, cells: list[Any],

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 from sqlite_utils import Database
 
 from core import store
+from core.canonical import canonical_hash
 from core.conditions import Condition
 from core.data import Question
 from core.episode import EpisodeResult, Step
@@ -37,6 +38,16 @@ class CellSpec:
     budget: int
     seed: int
     replicate: int = 0
+    prompt_pack: str | None = None
+    """sha256 of the prompt pack the cell runs with (None: the built-in wording)."""
+
+    def arm_hash(self) -> str:
+        """The arm's hash: the condition's spec hash, combined with the prompt pack's when
+        the cell runs with one, so results under another wording never pool."""
+        if self.prompt_pack is None:
+            return self.condition.spec_hash()
+        return canonical_hash({"condition": self.condition.spec_hash(),
+                               "prompt_pack": self.prompt_pack})
 
     def columns(self) -> dict[str, Any]:
         """The `cells` row (without run_id), including the cell's spec hash."""
@@ -45,13 +56,15 @@ class CellSpec:
             "regime": self.regime.name, "question_set": self.question_set,
             "budget": self.budget, "seed": self.seed, "replicate": self.replicate,
         }
+        if self.prompt_pack is not None:  # absent otherwise: older cells keep their hash
+            spec["prompt_pack"] = self.prompt_pack
         return {
             "model": self.model.name, "model_spec": self.model.to_json(),
             "condition": self.condition.name, "condition_spec": self.condition.to_json(),
-            "condition_hash": self.condition.spec_hash(), "regime": self.regime.name,
+            "condition_hash": self.arm_hash(), "regime": self.regime.name,
             "regime_hash": self.regime.spec_hash(), "question_set": self.question_set,
             "budget": self.budget, "seed": self.seed, "replicate": self.replicate,
-            "spec_hash": store.cell_hash(spec),
+            "spec_hash": store.cell_hash(spec), "prompt_pack": self.prompt_pack,
         }
 
 

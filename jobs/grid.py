@@ -23,6 +23,7 @@ from core.models.registry import ModelSpec, resolve_model
 from core.regimes import parse_regime
 from core.runner import CellSpec
 from core.store import jobs as ledger
+from core.store import prompt_packs
 
 JOB_SIZE = 50
 MAX_BUDGET = 64
@@ -201,7 +202,8 @@ def expand(request: GridRequest, models: Mapping[str, ModelSpec],
     Args:
         request: the grid.
         models: the registry.
-        db: lab.db, to resolve random_rule's default rate (the model's dev-set rate).
+        db: lab.db, to resolve random_rule's default rate (the model's dev-set rate)
+            and to read the active prompt pack, which the cells run with.
     """
     if not (request.models and request.conditions and request.regimes):
         raise ConfigError("a grid needs at least one model, condition and regime")
@@ -209,8 +211,9 @@ def expand(request: GridRequest, models: Mapping[str, ModelSpec],
     conditions = [parse_condition(c) for c in request.conditions]
     regimes = [parse_regime(r) for r in request.regimes]
     check_numbers(request)
+    pack = prompt_packs.active_sha(db) if db is not None else None
     return [CellSpec(m, resolve_rate(db, m.name, c), r, request.question_set, b, s,
-                     request.replicate)
+                     request.replicate, prompt_pack=pack)
             for m, c, r, b, s in product(specs, conditions, regimes, request.budgets,
                                          request.seeds)]
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlite_utils import Database
 
+import prompts
 from core import store
 from core.conditions import Condition
 from core.data import Question
@@ -24,6 +25,7 @@ from core.models.sim import SimSpec
 from core.regimes import ForeignPool, parse_regime
 from core.runner import CallGate, CellSpec, run_questions
 from core.store import jobs as ledger
+from core.store import prompt_packs
 from jobs.settings import WorkerSettings
 
 if TYPE_CHECKING:
@@ -57,7 +59,8 @@ def cell_from_row(row: Mapping[str, Any], model: ModelSpec) -> CellSpec:
     """The CellSpec of a cells row, with `model` as its model."""
     condition = Condition(**json.loads(row["condition_spec"]))
     return CellSpec(model, condition, parse_regime(row["regime"]), row["question_set"],
-                    row["budget"], row["seed"], row["replicate"])
+                    row["budget"], row["seed"], row["replicate"],
+                    prompt_pack=row.get("prompt_pack"))
 
 
 @dataclass(frozen=True)
@@ -160,6 +163,10 @@ async def _run(db: Database, job: dict, settings: WorkerSettings, res: Resources
     live = not isinstance(config, SimSpec) or bool(config.latency_ms)
     stop = _Stop()
     CALL_STOP.set(res.stop)  # this task's context: every call of the job sees the stop
+    # the wording the cell was enqueued with, read once per job and set for this task's
+    # context like the stop above: the job's episodes (tasks created below) inherit it
+    prompts.set_pack(prompt_packs.pack(db, cell.prompt_pack).pieces if cell.prompt_pack
+                     else None)
     beat = asyncio.create_task(_heartbeat(db, job["id"], settings, stop, res))
     try:
         if job.get("kind", "episodes") == "replay":  # probes of stored episodes (SPEC §8.3–§8.6)

@@ -6,6 +6,13 @@ text: `load` stats the file on each call and re-reads it (and re-hashes it) when
 its modification time, size or inode changed. An episode run inside `recording()`
 learns the sha256 of every file it used, and keeps using the version it read
 first if a file changes while it runs.
+
+A prompt pack (docs/prompts.md) replaces the text of some or all pieces: inside
+`using(pack)` every `load`, `current`, `file_hashes` and `texts` call serves the
+pack's piece where it has one, keyed and hashed exactly like the file it replaces,
+so the recorded per-episode hashes change with the wording. The worker enters it
+once per job with the pack its cell was enqueued with (a ContextVar: each asyncio
+task sees the pack of its own job).
 """
 
 from __future__ import annotations
@@ -14,7 +21,7 @@ import contextlib
 import contextvars
 import hashlib
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
@@ -51,6 +58,58 @@ _RECORDING: contextvars.ContextVar[Recording | None] = contextvars.ContextVar(
 ContextVar rather than shared state: each asyncio task (one episode) sees its own."""
 
 
+_PACK: contextvars.ContextVar[Mapping[str, str] | None] = contextvars.ContextVar(
+    "prompts_pack", default=None)
+"""The prompt pack in use in this context: piece name -> exact file text (None: built-in)."""
+
+
+@contextlib.contextmanager
+def using(pack: Mapping[str, str] | None) -> Iterator[None]:
+    """Serve `pack`'s pieces instead of the built-in files in this context.
+
+    Args:
+        pack: piece name (file stem, e.g. "system") -> the piece's exact file text;
+            None or empty: the built-in files.
+    """
+    token = _PACK.set(dict(pack) if pack else None)
+    try:
+        yield
+    finally:
+        _PACK.reset(token)
+
+
+def set_pack(pack: Mapping[str, str] | None) -> None:
+    """Serve `pack`'s pieces from now on in this context (a worker's job task: every job
+    sets its own cell's pack, None for the built-in files)."""
+    _PACK.set(dict(pack) if pack else None)
+
+
+def active_pack() -> Mapping[str, str] | None:
+    """The pack `using` set in this context (None: the built-in files)."""
+    return _PACK.get()
+
+
+@lru_cache(maxsize=1024)
+def _from_text(name: str, text: str) -> Prompt:
+    """A pack's piece as a Prompt, hashed over its UTF-8 bytes like a file."""
+    return Prompt(f"prompts/{name}.txt", text.rstrip("\n"),
+                  hashlib.sha256(text.encode("utf-8")).hexdigest())
+
+
+def builtin_names() -> list[str]:
+    """The stems of every built-in prompt file, sorted."""
+    return sorted(p.stem for p in PROMPT_DIR.glob("*.txt"))
+
+
+def builtin_text(name: str) -> str:
+    """The exact text of the built-in prompts/<name>.txt (trailing newline kept).
+
+    Raises:
+        FileNotFoundError: when no such prompt file exists.
+    """
+    return (PROMPT_DIR / f"{name}.txt").read_bytes().decode("utf-8")
+
+
 @lru_cache(maxsize=256)
 def _read(path: str, stamp: tuple[int, int, int, int]) -> Prompt:
     """The file at `path` as it is at `stamp` (cached per stamp; a new stamp re-reads it)."""
@@ -60,11 +119,14 @@ def _read(path: str, stamp: tuple[int, int, int, int]) -> Prompt:
 
 
 def current(name: str) -> Prompt:
-    """The version of prompts/<name>.txt on disk now.
+    """The version of prompts/<name>.txt in use now: the active pack's piece, else the file.
 
     Raises:
         FileNotFoundError: when no such prompt file exists.
     """
+    pack = _PACK.get()
+    if pack is not None and name in pack:
+        return _from_text(name, pack[name])
     path = PROMPT_DIR / f"{name}.txt"
     st = os.stat(path)
     return _read(str(path), (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns))
@@ -102,8 +164,16 @@ def recording() -> Iterator[Recording]:
 
 
 def file_hashes() -> dict[str, str]:
-    """sha256 of the exact bytes of every prompt file, keyed by its path under prompts/."""
-    return {
-        f"prompts/{p.name}": hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(PROMPT_DIR.glob("*.txt"))
-    }
+    """sha256 of the exact bytes of every prompt piece in use, keyed "prompts/<name>.txt".
+
+    The built-in files, each replaced by the active pack's piece where it has one.
+    """
+    return {key: hashlib.sha256(text.encode("utf-8")).hexdigest()
+            for key, text in texts().items()}
+
+
+def texts() -> dict[str, str]:
+    """The exact text of every prompt piece in use, keyed like `file_hashes`."""
+    pack = _PACK.get() or {}
+    return {f"prompts/{name}.txt": pack[name] if name in pack else builtin_text(name)
+            for name in builtin_names()}

@@ -213,7 +213,10 @@ def freeze(ctx: click.Context, amendment_id: str, yes: bool) -> None:
     if row["state"] == "draft" and not yes:
         prereg.resolve_scope(db, amendment_id, row["scope"], models)
         pins = prereg.pins_for(db, row["scope"], models)
-        click.echo(f"Freezing {amendment_id} pins {len(pins['prompts'])} prompt files, "
+        pack = pins[prereg.PACK_PIN]["active"]
+        wording = "built-in wording" if pack == prereg.BUILTIN else f"prompt pack {pack[:12]}…"
+        click.echo(f"Freezing {amendment_id} pins {len(pins['prompts'])} prompt files "
+                   f"({wording}), "
                    f"question sets {', '.join(pins['question_sets']) or '-'}, "
                    f"{len(pins['conditions'])} conditions, {len(pins['regimes'])} regimes, "
                    f"{len(pins['models'])} models.")

@@ -284,7 +284,7 @@ class PreregScreen(LabScreen):
                 else:
                     models = load_registry(self.lab.config_path)
                     changes = prereg.pin_changes(db, row, models)
-                    text = self._pins_report(row, changes, prereg.prompt_diffs(row),
+                    text = self._pins_report(row, changes, prereg.prompt_diffs(row, db),
                                              bool(rows.deviations(db, amendment_id)))
         except LabError as exc:
             text = Text(f"✗ {exc}\n")
