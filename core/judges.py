@@ -2,10 +2,8 @@
 
 - side-channel: parse the agent's one-word USEFUL/USELESS reply (`parse_side_channel`);
 - stated: a deterministic keyword reader over the first two sentences of the agent's
-  thought (`read_stated_judgment`, `StatedJudgmentReader`); a thought that calls the
-  result partly useful ("partly useful", "partially relevant", "some useful
-  information", "somewhat helpful") reads as "useful", so it resets the run (paper
-  A18), even when it also says what the result lacks;
+  thought (`read_stated_judgment`, `StatedJudgmentReader`), built to agree with the
+  reader the main paper's authors released (App. D.3);
 - lexical: content-word overlap between the question and the observation's head;
 - random: a seeded draw that says USELESS at a given rate.
 
@@ -93,84 +91,85 @@ def parse_side_channel(reply: str | None, rule: str = JUDGE_PARSE_CONTAINS) -> s
     return USELESS if words[0] == "useless" else USEFUL
 
 
+def _any(*words: str) -> str:
+    """A non-capturing alternation of the given regex pieces."""
+    return "(?:" + "|".join(words) + ")"
+
+
+_GOOD_ADJ = _any("relevant", "related", "helpful", "useful", "pertinent")
+_DO_VERBS = _any("mention", "provide", "contain", "include", "give", "answer", "say", "show",
+                 "have", "state", "specify", "address", "discuss", "relate", "help", "offer",
+                 "list", "indicate", "confirm", "match", "reveal", "return", "yield", "lead",
+                 "pertain")
+_NOT_STATES = _any("about", "relevant", "related", "helpful", "useful", "mentioned", "provided",
+                   "found", "available", "present", "listed", "given", "what")
+_NT_STATES = _any("about", "relevant", "related", "helpful", "useful", "mentioned", "what")
+_MISSING = _any("information", "mention", "details?", "results?", "data", "answer",
+                "indication")
+_PERFECT = _any("provided", "returned", "yielded", "given", "mentioned", "found", "shown",
+                "revealed", "helped")
+_TOPIC = _any("refer", "refers", "referred", "referring", "relate", "relates", "is about",
+              "are about", "describes?", "focus(?:es)? on", "point to")
+_REPORTS = _any("provides?", "gives?", "states?", "mentions?", "shows?", "indicates?",
+                "reveals?", "lists?", "says?")
+
 USELESS_PATTERNS: tuple[str, ...] = (
-    r"(?:\bnot|n't|\bcannot|\bnever)\s+(?:\w+\s+){0,2}?(?:mention|state|contain|include"
-    r"|provide|give|say|tell|confirm|indicate|reveal|show|help|answer|list|discuss|cover"
-    r"|specify|address|describe|refer|talk|match|find|found|locate|seem|appear)\w*",
-    r"(?:\bnot|n't)\s+(?:\w+\s+){0,3}?(?:relevant|related|useful|helpful|what\b|about\b"
-    r"|the (?:right|correct|same)\b|pertinent|applicable)",
-    r"\bno\s+(?:\w+\s+){0,2}?(?:information|info|mention|details?|data|results?|answers?"
-    r"|clues?|evidence|references?|indication|relevant|useful|help|luck|match|article"
-    r"|page|entry|such|relation|connection|link)\b",
-    r"\b(?:irrelevant|unrelated|unhelpful|useless|off[- ]topic|nothing|none of)\b",
-    r"\b(?:something|someone|somebody) else\b",
-    r"\babout (?:a |an |the |some )?(?:different|another|other|unrelated)\b",
-    r"\b(?:a|an|the|entirely|completely|totally) (?:different|unrelated) "
-    r"(?:person|people|topic|subject|article|page|entity|film|movie|band|book|place|thing)",
-    r"\bwrong\b",
-    r"\b(?:fail(?:ed|s)?|unable|dead end|lacks?|lacking|empty|unclear|not clear|instead)\b",
-    r"\bstill (?:no|not|nothing|don't|do not|haven't|have not|can't|unclear|unknown)\b",
+    rf"\bnot (?:(?:directly|really|very|at all) )?{_GOOD_ADJ}\b",
+    r"\b(?:irrelevant|unrelated)\b",
+    rf"\b(?:does|do|did)(?: not|n't) (?:(?:seem|appear) to )?"
+    rf"(?:(?:explicitly|directly|specifically|clearly|actually) )?{_DO_VERBS}\b",
+    rf"\b(?:is|are|was|were)(?: still)? not {_NOT_STATES}\b",
+    rf"\b(?:is|are|was|were)n't {_NT_STATES}\b",
+    rf"\bno (?:(?:relevant|useful|direct|specific) )?{_MISSING}\b",
+    r"\bnothing (?:about|on|related|relevant|useful)\b",
+    r"\b(?:still|again) (?:not|no|nothing)\b",
+    r"\b(?:unable|failed) to (?:find|locate|get)\b",
+    rf"\b(?:has|have|had)(?: not|n't)(?: (?:yet|still))? {_PERFECT}\b",
+    rf"\b{_TOPIC}\b[^.;]{{0,90}}?,? (?:(?:and|but) )?not (?:(?:the|a|an|to|about) )?\w",
+    r"\b(?:instead of|rather than) (?:(?:the|a|an) )?\w+",
+    r"\b(?:could|can)(?: not|n't) find\b",
+    r"\bnot (?:returning|finding|giving|providing|showing)\b",
+    r"\bnot what (?:i|we) (?:was|were|am|are) looking for\b",
+    r"\b(?:wrong|different|another|unrelated) (?:article|page|topic|person|entity|subject)\b",
+    r"\b(?:off[- ]topic|not on topic)\b",
+    r"\blacks? (?:(?:any|the) )?(?:information|mention|details?)\b",
 )
-"""Regexes for a stated "useless" judgment; checked before the useful ones."""
+"""Phrases of a stated "useless" judgment (case-insensitive), checked first: a thought
+that says the result does not help reads as useless even when it also reports
+something ("It mentions the depth but does not mention the year")."""
 
 USEFUL_PATTERNS: tuple[str, ...] = (
-    r"\b(?:mention(?:s|ed)?|states that|stated|found|according to|confirm(?:s|ed)?"
-    r"|shows that|showed|tells us|indicat(?:es|ed)|reveal(?:s|ed)|this gives|gives us"
-    r"|provides|provided|says|said|notes that|describes|explains|lists|listed|contains"
-    r"|identif(?:y|ies|ied)|learn(?:ed|t)|answer is|is the answer)\b",
-    r"\b(?:this|it|which|that) (?:shows|means)\b",
-    r"\b(?:i|we) (?:now )?know\b",
-    r"\bnow (?:i|we) know\b",
-    r"\b(?:is|are|was|seems|looks) (?:\w+ )?(?:relevant|useful|helpful)\b",
-    r"\b(?:great|perfect|excellent)\b",
+    r"\b(?:the )?answer (?:is|to the question is)\b",
+    r"\b(?:this|that|it) (?:answers|confirms)\b",
+    r"\bconfirms? that\b",
+    rf"\b{_REPORTS} (?:(?:that|the|a|an|his|her|their|its) )?(?!no\b)",
+    r"\bnow (?:i|we) (?:know|have)\b",
+    r"\baccording to (?:the|this)\b",
 )
-"""Regexes for a stated "useful" judgment."""
+"""Phrases of a stated "useful" judgment: the thought reports something the result
+gives ("It says he...", "The page lists the members", "According to the article")."""
 
-_DEGREE = (r"(?:partly|partially|somewhat|slightly|moderately|marginally|a bit|a little"
-           r"|in part|to some (?:extent|degree))")
-_GOOD = r"(?:useful|relevant|helpful|informative|pertinent)"
-PARTLY_USEFUL_PATTERNS: tuple[str, ...] = (
-    rf"\b{_DEGREE}\s+(?:\w+\s+)?{_GOOD}\b",
-    rf"\b(?:some|a bit of|a little|a few|partial)\s+(?:\w+\s+)?{_GOOD}\b",
-    r"\bpartial(?:ly)? (?:answer|information|match)\b",
-    r"\b(?:part|some) of (?:the|an|my) answer\b",
-    r"\bhelps? (?:a little|a bit|somewhat|partly|partially|in part)\b",
-    r"\bof some (?:use|help|relevance|value)\b",
-)
-"""Regexes for a "partly useful" judgment: read as useful, checked before the useless
-ones (a partly useful result resets the run, paper A18)."""
-
-_SENTENCE_SPLIT_RE = re.compile(r"(?<=[.!?])\s+|\n+")
-_PARTLY_RE = re.compile("|".join(PARTLY_USEFUL_PATTERNS), re.IGNORECASE)
-_USELESS_RE = re.compile("|".join(USELESS_PATTERNS), re.IGNORECASE)
-_USEFUL_RE = re.compile("|".join(USEFUL_PATTERNS), re.IGNORECASE)
+_SENTENCE_END_RE = re.compile(r"(?<=[.!?])\s+")
+_USELESS_RE = tuple(re.compile(p, re.IGNORECASE) for p in USELESS_PATTERNS)
+_USEFUL_RE = tuple(re.compile(p, re.IGNORECASE) for p in USEFUL_PATTERNS)
 
 
-def _leading_sentences(thought: str, n: int) -> str:
-    """The first `n` non-empty sentences of a thought, joined by spaces."""
-    text = thought.replace("\u2019", "'")
-    sentences = [s.strip() for s in _SENTENCE_SPLIT_RE.split(text) if s and s.strip()]
-    return " ".join(sentences[:n])
+def leading_sentences(thought: str | None, n: int = 2) -> str:
+    """The first `n` sentences of a thought, joined by single spaces.
+
+    A sentence ends at ".", "!" or "?" followed by whitespace; a line break alone does
+    not end one. The text is read as written (a typographic apostrophe is not an
+    ASCII one), as the authors' released reader reads it.
+    """
+    return " ".join(_SENTENCE_END_RE.split((thought or "").strip())[:n])
 
 
-_NEGATIONS = frozenset(("not", "no", "never", "hardly", "barely", "nor", "neither"))
-
-
-def _negated(before: str) -> bool:
-    """Whether one of the three words before a phrase negates it ("not even partly")."""
-    words = re.findall(r"[a-z']+", before.lower())[-3:]
-    return any(w in _NEGATIONS or w.endswith("n't") for w in words)
-
-
-def _classify(text: str, useless_re: re.Pattern[str], useful_re: re.Pattern[str],
-              partly_re: re.Pattern[str] | None = _PARTLY_RE) -> str | None:
-    """Keyword classification: partly-useful phrases first, then useless, then useful."""
-    if partly_re is not None and any(not _negated(text[:m.start()])
-                                     for m in partly_re.finditer(text)):
-        return "useful"
-    if useless_re.search(text):
+def _classify(text: str, useless_re: Sequence[re.Pattern[str]],
+              useful_re: Sequence[re.Pattern[str]]) -> str | None:
+    """Keyword classification: any useless phrase first, then any useful one."""
+    if any(r.search(text) for r in useless_re):
         return "useless"
-    if useful_re.search(text):
+    if any(r.search(text) for r in useful_re):
         return "useful"
     return None
 
@@ -178,11 +177,14 @@ def _classify(text: str, useless_re: re.Pattern[str], useful_re: re.Pattern[str]
 def read_stated_judgment(thought: str | None) -> str | None:
     """Read the agent's own judgment of the last observation from its thought (§8.2).
 
-    Only the first two sentences are read. A "partly useful" phrase ("partially
-    relevant", "some useful information") wins: the result reads as useful even when
-    the thought also says what it lacks. Otherwise useless phrases are checked first,
-    so a negated useful phrase ("does not mention", "couldn't find") reads as useless,
-    and a thought mixing both ("It mentions X but not Y's birth date") reads as useless.
+    The reader of the main paper (App. D.3: a keyword reader on the first two
+    sentences, no model call), built to agree with the authors' released reader: only
+    the first two sentences are read; if any useless phrase occurs (`USELESS_PATTERNS`:
+    "not relevant", "does not mention", "no information", "refers to X, not Y",
+    "wrong article", …) the judgment is useless; otherwise, if any useful phrase occurs
+    (`USEFUL_PATTERNS`: "the answer is", "confirms that", "mentions the", "according to
+    the", "now I know", …), useful; otherwise none. Its agreement with the authors'
+    reader is measured on tests/data/stated_thoughts.jsonl.
 
     Args:
         thought: the parsed thought (may be None or empty).
@@ -192,7 +194,7 @@ def read_stated_judgment(thought: str | None) -> str | None:
     """
     if not thought:
         return None
-    return _classify(_leading_sentences(thought, 2), _USELESS_RE, _USEFUL_RE)
+    return _classify(leading_sentences(thought, 2), _USELESS_RE, _USEFUL_RE)
 
 
 @dataclass(frozen=True)
@@ -200,36 +202,30 @@ class StatedJudgmentReader:
     """A configurable keyword reader; the defaults equal `read_stated_judgment`.
 
     Attributes:
-        useless_patterns: regexes (case-insensitive) that mark a useless judgment.
-        useful_patterns: regexes that mark a useful judgment (checked last).
+        useless_patterns: regexes (case-insensitive) that mark a useless judgment
+            (checked first).
+        useful_patterns: regexes that mark a useful judgment.
         n_sentences: how many leading sentences of the thought are read.
-        partly_useful_patterns: regexes that mark a partly useful judgment, read as
-            useful and checked first (empty: none).
     """
 
     useless_patterns: tuple[str, ...] = USELESS_PATTERNS
     useful_patterns: tuple[str, ...] = USEFUL_PATTERNS
     n_sentences: int = 2
-    partly_useful_patterns: tuple[str, ...] = PARTLY_USEFUL_PATTERNS
-    _useless_re: re.Pattern[str] = field(init=False, repr=False, compare=False)
-    _useful_re: re.Pattern[str] = field(init=False, repr=False, compare=False)
-    _partly_re: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
+    _useless_re: tuple[re.Pattern[str], ...] = field(init=False, repr=False, compare=False)
+    _useful_re: tuple[re.Pattern[str], ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "_partly_re", re.compile(
-            "|".join(self.partly_useful_patterns), re.IGNORECASE)
-            if self.partly_useful_patterns else None)
-        object.__setattr__(self, "_useless_re",
-                           re.compile("|".join(self.useless_patterns), re.IGNORECASE))
-        object.__setattr__(self, "_useful_re",
-                           re.compile("|".join(self.useful_patterns), re.IGNORECASE))
+        object.__setattr__(self, "_useless_re", tuple(
+            re.compile(p, re.IGNORECASE) for p in self.useless_patterns))
+        object.__setattr__(self, "_useful_re", tuple(
+            re.compile(p, re.IGNORECASE) for p in self.useful_patterns))
 
     def read(self, thought: str | None) -> str | None:
         """Classify a thought as "useless", "useful" or None (see read_stated_judgment)."""
         if not thought:
             return None
-        text = _leading_sentences(thought, self.n_sentences)
-        return _classify(text, self._useless_re, self._useful_re, self._partly_re)
+        return _classify(leading_sentences(thought, self.n_sentences), self._useless_re,
+                         self._useful_re)
 
     def __call__(self, thought: str | None) -> str | None:
         return self.read(thought)

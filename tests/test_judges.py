@@ -151,51 +151,26 @@ LABELLED_THOUGHTS: list[tuple[str, str | None]] = [
 ]
 
 
-def test_reader_meets_precision_and_recall_on_labelled_thoughts() -> None:
+def test_reader_precision_and_recall_on_labelled_thoughts() -> None:
+    # The reader is the authors' keyword reader (agreement: test_stated_reader.py), not
+    # one tuned to these labels: it misses judgments without its keywords ("something
+    # else entirely", "doesn't tell us", "failed to return", "this tells us"). Measured:
+    # precision 16/17, recall 16/20.
     assert len(LABELLED_THOUGHTS) >= 30
     precision, recall = reader_precision_recall(LABELLED_THOUGHTS)
-    assert precision >= 0.9
-    assert recall >= 0.85
+    assert (precision, recall) == (16 / 17, 16 / 20)
 
 
 def test_reader_on_the_held_out_file() -> None:
     # The file was written before the reader's patterns were read and is not used to
-    # tune them (SPEC §8.2). Measured: precision 0.915 (65/71), recall 0.890 (65/73), as
-    # docs/results.md reports.
+    # tune them. Measured for the authors' reader: precision 0.906 (58/64), recall 0.795
+    # (58/73), as docs/results.md reports.
     examples = read_labelled_thoughts(HELDOUT)
     assert len(examples) >= 150
     assert {label for _, label in examples} == {"useless", "useful", None}
     precision, recall = reader_precision_recall(HELDOUT)
     assert (precision, recall) == reader_precision_recall(examples)
-    assert precision >= 0.88
-    assert recall >= 0.86
-
-
-@pytest.mark.parametrize("thought", [
-    "The result is partly useful: it gives the founding year but not the founder.",
-    "This is partially relevant, mentioning the album but not its release date.",
-    "There is some useful information about the director, though not his birthplace.",
-    "Somewhat helpful: it does not give the date, but it names the studio.",
-    "It helps a little, although the page is mostly about something else.",
-    "This gives part of the answer; the other film is not mentioned.",
-])
-def test_a_partly_useful_result_reads_useful(thought: str) -> None:
-    assert read_stated_judgment(thought) == "useful"
-
-
-@pytest.mark.parametrize("thought", [
-    "This is not even partly useful; it is about a river.",
-    "There is no useful information here.",
-    "The page isn't somewhat relevant at all, it is about a beetle.",
-    "This is somewhat irrelevant to the question.",
-])
-def test_negated_or_absent_partial_usefulness_stays_useless(thought: str) -> None:
-    assert read_stated_judgment(thought) == "useless"
-
-
-def test_partly_useful_patterns_can_be_switched_off() -> None:
-    thought = "The result is partly useful: it gives the year but not the founder."
-    assert StatedJudgmentReader(partly_useful_patterns=()).read(thought) == "useless"
+    assert (precision, recall) == (58 / 64, 58 / 73)
 
 
 def test_labelled_file_errors_and_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -218,7 +193,7 @@ def test_labelled_file_errors_and_command(tmp_path: Path, capsys: pytest.Capture
     assert capsys.readouterr().err.startswith("error: ")
     out = subprocess.run([sys.executable, "-m", "core.judges", str(HELDOUT)], text=True,
                          capture_output=True, check=True).stdout
-    assert "190 thoughts (73 useless): precision 0.915, recall 0.890" in out
+    assert "190 thoughts (73 useless): precision 0.906, recall 0.795" in out
 
 
 def test_reader_precision_recall_arithmetic() -> None:
@@ -235,11 +210,15 @@ def test_reader_precision_recall_arithmetic() -> None:
 
 @pytest.mark.parametrize(("thought", "expected"), [
     ("The article does not mention his birth year.", "useless"),  # negated useful verb
-    ("It doesn\u2019t mention the band.", "useless"),  # typographic apostrophe
+    # read as written, as the authors' reader: a typographic apostrophe is not "n't",
+    # and "mention the" is then a report
+    ("It doesn\u2019t mention the band.", "useful"),
     ("The page mentions the band but does not mention the year.", "useless"),  # mixed
     ("The article mentions the band's debut album.", "useful"),
     ("Tyler Bates states that he began in 1993.", "useful"),
-    ("Nothing here. The page mentions the actor.", "useless"),
+    ("Nothing about the year. The page mentions the actor.", "useless"),
+    ("Nothing here. The page mentions the actor.", "useful"),  # "nothing" alone is no phrase
+    ("The page is about the\nbassist, not the singer.", "useless"),  # a line break is no end
     # only the first two sentences are read
     ("Let me think. I will search next. The article does not mention it.", None),
     ("", None),

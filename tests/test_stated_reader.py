@@ -1,0 +1,53 @@
+"""Agreement of the stated-judgment reader with the reader the main paper's authors
+released (the keyword reader on the first two sentences, App. D.3).
+
+tests/data/stated_thoughts.jsonl holds realistic thoughts written for this test, each
+with the label the authors' reader gives it ("useless", "useful" or "none"), worked out
+by hand from that reader's rules, and the rule that decides it ("why"). The set covers
+every useless and useful phrase family, the order of the checks (a useless phrase wins),
+the two-sentence window, and the reader's quirks that a paraphrase would get "right"
+and so disagree with the paper ("can't find" and "cannot find" are no phrase, a
+typographic apostrophe is not "n't", "United States" reads as a report).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from core.judges import StatedJudgmentReader, leading_sentences, read_stated_judgment
+
+THOUGHTS = Path(__file__).parent / "data" / "stated_thoughts.jsonl"
+
+
+def labelled() -> list[dict[str, str]]:
+    return [json.loads(line) for line in THOUGHTS.read_text(encoding="utf-8").splitlines()
+            if line.strip()]
+
+
+def test_the_reader_agrees_with_the_authors_reader_on_every_labelled_thought() -> None:
+    rows = labelled()
+    assert len(rows) >= 50
+    assert {r["label"] for r in rows} == {"useless", "useful", "none"}
+    disagreements = [(r["thought"], r["label"], read_stated_judgment(r["thought"]) or "none")
+                     for r in rows if (read_stated_judgment(r["thought"]) or "none") != r["label"]]
+    agreement = 1 - len(disagreements) / len(rows)
+    print(f"stated reader vs the authors' reader: {len(rows) - len(disagreements)}/"
+          f"{len(rows)} agree ({agreement:.1%})")
+    assert disagreements == []
+
+
+def test_the_default_reader_object_is_the_function() -> None:
+    reader = StatedJudgmentReader()
+    for row in labelled():
+        assert reader(row["thought"]) == read_stated_judgment(row["thought"])
+
+
+def test_two_sentences_are_read_and_a_line_break_does_not_end_one() -> None:
+    assert leading_sentences("One. Two! Three? Four.") == "One. Two!"
+    assert leading_sentences("  First line\nsecond line. Next.  ", 1) == \
+        "First line\nsecond line."
+    assert leading_sentences(None) == ""
+    assert read_stated_judgment("Okay. Next. It is irrelevant.") is None
+    assert StatedJudgmentReader(n_sentences=3).read("Okay. Next. It is irrelevant.") == \
+        "useless"
