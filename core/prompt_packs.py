@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import re
 import string
 import unicodedata
 from collections.abc import Mapping
@@ -30,21 +31,30 @@ from core.store import prompt_packs as rows
 SUFFIX = ".txt"
 
 
-def placeholders(text: str) -> list[str]:
-    """The placeholder names of a piece ({question} -> "question"), in order, repeats kept.
+PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+"""A placeholder the episode loop fills: a name in braces, e.g. {question}."""
 
-    Raises:
-        ValueError: a lone brace, or a placeholder with a conversion or format spec.
-    """
-    names = []
-    for _, field, spec, conversion in string.Formatter().parse(text):
-        if field is None:
+
+def placeholders(text: str) -> list[str]:
+    """The placeholder names of a piece ({question} -> "question"), in order, repeats kept."""
+    return PLACEHOLDER.findall(text)
+
+
+def format_problem(text: str) -> str | None:
+    """Why `text` cannot be filled with str.format (None: it can): a lone brace, or a
+    placeholder with a conversion or format spec."""
+    try:
+        fields = list(string.Formatter().parse(text))
+    except ValueError as exc:
+        return f"a lone brace ({exc}); write a literal brace as {{{{ or }}}}"
+    for _, name, spec, conversion in fields:
+        if name is None:
             continue
-        if spec or conversion:
-            shown = field + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "")
-            raise ValueError(f"placeholder {{{shown}}}: write it bare, as {{{field}}}")
-        names.append(field)
-    return names
+        if spec or conversion or not PLACEHOLDER.fullmatch(f"{{{name}}}"):
+            shown = name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "")
+            return (f"placeholder {{{shown}}}: write a placeholder bare, as {{name}}, and a "
+                    f"literal brace as {{{{ or }}}}")
+    return None
 
 
 def pack_sha256(pieces: Mapping[str, str]) -> str:
@@ -60,13 +70,15 @@ def check_piece(name: str, text: str) -> str | None:
     what the loop fills in (the question, the observation), an extra one would fail
     when the loop fills the piece.
     """
-    builtin = set(placeholders(prompts.builtin_text(name)))
-    try:
-        found = set(placeholders(text))
-    except ValueError as exc:
-        if str(exc).startswith("placeholder"):
-            return str(exc)
-        return f"a lone brace ({exc}); write a literal brace as {{{{ or }}}}"
+    reference = prompts.builtin_text(name)
+    builtin = set(placeholders(reference))
+    found = set(placeholders(text))
+    # a built-in piece with placeholders and no literal braces is filled with str.format
+    if builtin and format_problem(reference) is None:
+        why = format_problem(text)
+        if why:
+            return why
+        found = {f for _, f, _, _ in string.Formatter().parse(text) if f is not None}
     want = ", ".join(f"{{{p}}}" for p in sorted(builtin)) or "none"
     for p in sorted(builtin - found):
         return f"placeholder {{{p}}} is missing (the built-in piece has: {want})"

@@ -22,6 +22,7 @@ COMMAND_MODULES = {
     "console.cli.queue": ("enqueue", "worker", "status", "tail", "cancel", "pause", "resume",
                           "retry"),
     "console.cli.prereg": ("prereg",),
+    "console.cli.prompts": ("prompts",),
     "console.cli.results": ("results", "validate-measures", "export"),
     "console.cli.figures": ("figures",),
     "console.cli.report": ("report",),
