@@ -156,6 +156,11 @@ class Resources:
 async def _run(db: Database, job: dict, settings: WorkerSettings, res: Resources,
                on_admitted: Callable[[], None] | None) -> _Stop:
     cell = cell_spec(db, job["cell_id"], settings)
+    # the wording the cell was enqueued with, read once per job and set for this task's
+    # context (before the client: a simulated agent reads its markers from the pieces);
+    # the job's episodes, tasks created below, inherit it
+    prompts.set_pack(prompt_packs.pack(db, cell.prompt_pack).pieces if cell.prompt_pack
+                     else None)
     client, shared = res.client(cell.model)
     # instant sims finish an episode in a millisecond: live rows for every one would slow
     # them down, so only the first episode of each job is tailed (lab tail, console Live)
@@ -163,10 +168,6 @@ async def _run(db: Database, job: dict, settings: WorkerSettings, res: Resources
     live = not isinstance(config, SimSpec) or bool(config.latency_ms)
     stop = _Stop()
     CALL_STOP.set(res.stop)  # this task's context: every call of the job sees the stop
-    # the wording the cell was enqueued with, read once per job and set for this task's
-    # context like the stop above: the job's episodes (tasks created below) inherit it
-    prompts.set_pack(prompt_packs.pack(db, cell.prompt_pack).pieces if cell.prompt_pack
-                     else None)
     beat = asyncio.create_task(_heartbeat(db, job["id"], settings, stop, res))
     try:
         if job.get("kind", "episodes") == "replay":  # probes of stored episodes (SPEC §8.3–§8.6)
