@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 import click
 
+from core.end_reasons import end_text
 from core.episode import EpisodeResult, Step
 
 TitleOf = Callable[[str], str]
@@ -97,7 +98,7 @@ def summary_lines(result: EpisodeResult, gold: str) -> list[str]:
         head = (f"══ answer: {result.answer!r} at action {result.answer_action}   gold: {gold!r}"
                 f"   F1 {result.f1:.2f}   {verdict}{flag}")
     else:
-        head = f"══ unanswered ({result.end_reason})   gold: {gold!r}   incorrect"
+        head = f"══ unanswered ({end_text(result.end_reason)})   gold: {gold!r}   incorrect"
     counts = (f"   tool calls {result.tool_calls}, judgment calls {result.extra_calls}, "
               f"forced turns {result.forced_turns}, refused {result.refused_calls}, "
               f"format failures {result.format_failures}, tokens {result.input_tokens} in / "

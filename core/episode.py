@@ -55,6 +55,12 @@ class Step:
     latency_ms: float = 0.0
     reasoning: str | None = None
     reasoning_tokens: int = 0
+    decision_raw: str | None = field(default=None, compare=False)
+    """The decide arm's decision-turn reply that `decision` was parsed from (the history
+    shows it; in memory and the live table only, no steps column yet)."""
+    cut: str | None = field(default=None, compare=False)
+    """Why the turn has no action although it is no format failure: "generation_truncated"
+    (cut at max_tokens) or "refusal"; the episode ended on it (its end_reason says so)."""
     shown: str | None = field(default=None, compare=False)
     """The observation text the agent saw; kept in memory and in the live table only
     (the steps table stores obs_ref instead, and obs_text when not reconstructible)."""

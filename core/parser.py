@@ -29,7 +29,8 @@ Decisions on ambiguous shapes (the tests pin each one):
   `<think>` tag is dropped but its text kept.
 - `decision` is the last `DECISION: CONTINUE|ANSWER_NOW` before the action (`ANSWER NOW`
   and `ANSWER-NOW` read as ANSWER_NOW); that key and the rest of its line are removed
-  from `thought`.
+  from `thought`. The decide arm reads its decision from its own decision turn
+  instead (`parse_decision`, the last such line of that reply).
 
 Search-R1's format (`parse_search_r1`, a model whose registry entry says
 `prompt_format = "search_r1"`): the first `<search>q</search>` is search[q],
@@ -297,6 +298,22 @@ def _json_string(value: str) -> str:
             return lowered[key].strip()
     strings = [v for v in data.values() if isinstance(v, str)]
     return strings[0].strip() if len(data) == 1 and strings else value
+
+
+def parse_decision(text: str) -> str | None:
+    """The decide arm's decision from its decision turn: the last `DECISION:` line.
+
+    Args:
+        text: the raw reply to the decision prompt.
+
+    Returns:
+        "CONTINUE" or "ANSWER_NOW" (`ANSWER NOW` and `ANSWER-NOW` read as ANSWER_NOW)
+        from the last `DECISION: …` in the reply; None when it has none.
+    """
+    matches = list(_DECISION_RE.finditer(text or ""))
+    if not matches:
+        return None
+    return "CONTINUE" if matches[-1].group(1).upper() == "CONTINUE" else "ANSWER_NOW"
 
 
 def _thought_and_decision(head: str) -> tuple[str, str | None]:

@@ -36,8 +36,8 @@ from core.judges import USELESS, parse_side_channel
 from core.models.base import (EpisodeView, Generation, Message, ModelSession,
                               ObservationLabel)
 from core.parser import parse_reply
-from core.react import (EpisodeSetup, JUDGE_MAX_TOKENS, counter, forced_messages,
-                        observation_message, question_message, side_channel_fork)
+from core.react import (UNPARSED, EpisodeSetup, JUDGE_MAX_TOKENS, counter, forced_messages,
+                        observation_message, opening_messages, side_channel_fork)
 from core.regimes import ForeignPool, Regime
 from core.scoring import score_for_task
 
@@ -147,10 +147,13 @@ def history_at(ep: RecordedEpisode, t: int | None = None, judging: bool = False
     """The acting conversation as the agent saw it after step t (all of it when t is None).
 
     Rebuilt like `core.react` built it: system prompt, question, then per step the
-    agent's raw turn, the format reminder after a first format failure, the forced or
+    agent's raw turn (a forced one after the forced lines, which stay), the format
+    reminder after a failed turn the condition's format_retries allow, the forced or
     switch notice after a refused call, the observation message (with the counter on
-    budget arms) and, on decide arms, the judgment line. Discarded turns never entered
-    the history.
+    budget arms) and, on decide arms, the judgment, decision and act-consistent turns
+    (the decision reply from the next step's `decision_raw`; a stored episode has
+    none, so there it reads "DECISION: <its decision>"). Discarded turns never
+    entered the history.
 
     Args:
         ep: the recorded episode.
@@ -163,23 +166,22 @@ def history_at(ep: RecordedEpisode, t: int | None = None, judging: bool = False
     """
     setup = ep.setup()
     pieces = setup.prompts
-    messages: list[Message] = [
-        {"role": "system", "content": ep.condition.system_prompt(ep.budget,
-                                                                 prompt_set=pieces)},
-        {"role": "user", "content": question_message(setup)},
-    ]
-    reminded = False
+    messages: list[Message] = opening_messages(setup)
+    failed_in_row = 0
     switched = False
-    for i, step in _acting(ep.steps):
+    acting = _acting(ep.steps)
+    for n, (i, step) in enumerate(acting):
         if t is not None and step.t > t:
             break
+        if step.forced:
+            messages[:] = forced_messages(setup, messages)
         messages.append({"role": "assistant", "content": step.raw})
         if step.format_failure:
-            if not reminded:
+            failed_in_row += 1
+            if failed_in_row <= ep.condition.format_retries:
                 messages.append({"role": "user", "content": pieces.load("format_reminder")})
-            reminded = True
             continue
-        reminded = False
+        failed_in_row = 0
         if step.action == "finish":
             break
         if step.refused:
@@ -196,9 +198,19 @@ def history_at(ep: RecordedEpisode, t: int | None = None, judging: bool = False
             if _switch_notice(ep, step, switched) and not fork_here:
                 switched = True
                 messages[-1]["content"] += "\n" + pieces.load("switch_notice")
-            if ep.condition.arm.decide and not fork_here:
-                messages.append({"role": "user", "content": pieces.load("decide").format(
-                    judgment=step.judgment or "UNCLEAR", streak=step.streak)})
+            if ep.condition.arm.decide and not fork_here and n + 1 < len(acting):
+                nxt = acting[n + 1][1]
+                raw = getattr(nxt, "decision_raw", None)
+                if raw is None:
+                    raw = f"DECISION: {nxt.decision}" if nxt.decision else UNPARSED
+                messages += [
+                    {"role": "user", "content": pieces.load("side_channel")},
+                    {"role": "assistant", "content": step.judgment or UNPARSED},
+                    {"role": "user", "content": pieces.load("decide").format(
+                        judgment=step.judgment or UNPARSED, streak=step.streak)},
+                    {"role": "assistant", "content": raw.strip() or UNPARSED},
+                    {"role": "user", "content": pieces.load("decide_act")},
+                ]
     return messages
 
 

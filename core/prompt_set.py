@@ -24,11 +24,11 @@ PROMPT_FORMATS: tuple[str, ...] = (REACT, SEARCH_R1)
 """Values of a model's `prompt_format` (lab.toml)."""
 
 FEVER_PIECES = frozenset({"system", "question", "permit", "stated_rule", "side_channel",
-                          "forced_observation", "decide", "format_reminder"})
+                          "forced_observation", "decide", "decide_act", "format_reminder"})
 """Pieces with a prompts/fever_<piece>.txt version."""
 SEARCH_R1_PIECES = frozenset({"system", "observation", "format_reminder", "forced_observation",
                               "forced_system", "permit", "stated_rule", "budget",
-                              "two_source", "switch_notice"})
+                              "two_source", "switch_notice", "decide_act"})
 """Pieces with a prompts/search_r1_<piece>.txt version."""
 SEARCH_R1_FEVER_PIECES = frozenset({"system"})
 """Search-R1 pieces with a prompts/search_r1_fever_<piece>.txt version."""

@@ -6,14 +6,46 @@ observations per the regime, asks side-channel judgments on forks that share the
 acting conversation's exact prefix, enforces rules, and returns an EpisodeResult.
 Persistence is the caller's (an optional `on_step` callback sees each step).
 
+The protocol is the main paper's (App. B.1) and, where the paper is silent, that of
+its authors' released harness; what lab can do differently is a named condition
+option (docs/conditions.md, "Protocol options"):
+
+- Forced turn (rule arms, once the run reaches k): the system message is replaced
+  once by the arm's prompt plus the finish-only sentence, and the forced-finish
+  instruction is appended, after a blank line, to the latest observation; both stay
+  in the history for the rest of the episode, and neither is ever added twice. A
+  search or lookup proposed in a forced turn is executed (its observation returned,
+  judged, and the next turn forced again while the run stays at k or above);
+  `forced_tool_call=refuse` answers it with the instruction instead and forces every
+  later turn.
+- Format failure: a turn with no readable action ends the episode
+  (end_reason "format_failure"); `format_retries=n` sends a reminder instead, up to
+  n failed turns in a row. A failed turn uses up an action.
+- A turn whose generation stopped at max_tokens (Generation.finish "length") ends
+  the episode as "generation_truncated", a refused one as "refusal": the step keeps
+  its raw text, has no action, is neither a format failure nor ever an answer. A
+  side-channel reply cut at JUDGE_MAX_TOKENS is the judgment's normal limit.
+- decide: after each observation (before the last action) the side-channel question
+  and the parsed judgment (UNPARSED when the reply did not parse) enter the history
+  as a user and an assistant turn; the decision prompt (judgment and useless run) is
+  answered in its own turn (DECIDE_MAX_TOKENS, no stop strings), whose last
+  `DECISION:` line is the decision (stored on the next acting step); then a user
+  message asks to act consistently with it, and the normal acting turn follows. A
+  decision turn cut at its limit is kept as it is (the harness does the same); a
+  refused one ends the episode.
+- Search-R1 (`prompt_format = "search_r1"`): no system message; the arm's prompt and
+  the question share the first user message, as the model was trained.
+
 Stated-judgment rule (stated_judgment_rule, stated_judgment_combo; SPEC §7, §8.2):
 the first parsed thought after an observation is read by
 `core.judges.read_stated_judgment`; the run counts useless +1, useful resets it to
 0, no judgment leaves it unchanged. No judgment call is made. When the run has
 reached k and the turn proposes a tool call, that turn is stored with
 ``discarded`` set (same t, never added to the history, one extra call) and action t
-is asked again with the forced-finish instruction; every later turn is forced, and
-a forced turn that still calls a tool is refused.
+is asked again as a forced turn. From then on every turn that proposes a tool call
+is discarded and re-asked the same way (the forced lines stay in the history); a
+tool call in the re-asked turn is executed (`forced_tool_call=refuse`: refused, and
+every later turn is forced).
 
 Two sources (two_source, switch_rule; SPEC §5.1): backup_search searches an intact
 copy of the question's pages and never fails. The failure schedule applies to the
@@ -34,22 +66,30 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import prompts
-from core.conditions import Condition
+from core.conditions import REFUSE, Condition
 from core.data import Question
 from core.episode import EpisodeResult, Step, utc_now
 from core.errors import ConfigError, ModelError
 from core.judges import lexical_judgment, parse_side_channel, random_judgment, read_stated_judgment
 from core.kb import BACKUP, PRIMARY, Sources, knowledge_base, observation_source
 from core.kb import paragraph_observation
-from core.models.base import EpisodeView, Generation, Message, ModelSession, ObservationLabel
-from core.parser import parse_reply
+from core.models.base import (END_REFUSAL, END_TRUNCATED, FINISH_LENGTH, FINISH_REFUSAL,
+                              EpisodeView, Generation, Message, ModelSession, ObservationLabel)
+from core.parser import parse_decision, parse_reply
 from core.prompt_set import SEARCH_R1, PromptSet
 from core.regimes import ForeignPool, Regime
 from core.scoring import score_for_task
 
 USELESS = "USELESS"
 ACT_MAX_TOKENS = 512
+"""Acting max_tokens when the setup does not say (runs take the model spec's)."""
 JUDGE_MAX_TOKENS = 8
+"""The side-channel judgment's limit (the main paper, App. B.1: at most 8 tokens); a
+reply cut there is normal, never an episode end."""
+DECIDE_MAX_TOKENS = 160
+"""The decide arm's decision turn (the authors' harness: 160 tokens, no stop strings)."""
+UNPARSED = "UNPARSED"
+"""What the decide arm writes into the history for a judgment that did not parse."""
 STOP = ("Observation:", "\nObservation")
 STOP_SEARCH_R1 = ("</search>", "</backup_search>", "<information>")
 """Search-R1 stops after its query (results come back in <information>)."""
@@ -112,13 +152,39 @@ def side_channel_fork(messages: Sequence[Message],
     return [*messages, {"role": "user", "content": prompt_set.load("side_channel")}]
 
 
+def opening_messages(setup: EpisodeSetup) -> list[Message]:
+    """The conversation before action 1.
+
+    ReAct: the arm's system prompt, then the question as the first user message.
+    Search-R1 was trained with its instructions and the question in one user message
+    and no system message (the chat template then adds the model's default one), so
+    there the arm's prompt and the question share the first user message, a blank
+    line apart, and no system message is sent.
+    """
+    system = setup.condition.system_prompt(setup.budget, prompt_set=setup.prompts)
+    question = question_message(setup)
+    if setup.prompt_format == SEARCH_R1:
+        return [{"role": "user", "content": f"{system}\n\n{question}"}]
+    return [{"role": "system", "content": system}, {"role": "user", "content": question}]
+
+
 def forced_messages(setup: EpisodeSetup, messages: Sequence[Message]) -> list[Message]:
-    """Acting messages for a forced turn: finish-only system prompt, instruction at the end."""
+    """`messages` as a forced turn sees them (a new list; `messages` is left as it is).
+
+    The system prompt gains the finish-only sentence (ReAct only: Search-R1 has no
+    system message) and the last message the forced-finish instruction after a blank
+    line, each unless it is already there: the episode loop keeps both in the history
+    from the first forced turn on (the main paper, App. B.1; the authors' harness), so
+    neither is ever added twice.
+    """
     out = [dict(m) for m in messages]
-    out[0] = {"role": "system",
-              "content": setup.condition.system_prompt(setup.budget, True, setup.prompts)}
-    last = out[-1]
-    last["content"] = last["content"] + "\n" + setup.prompts.load("forced_observation")
+    if setup.prompt_format != SEARCH_R1 and out and out[0]["role"] == "system":
+        system = setup.condition.system_prompt(setup.budget, True, setup.prompts)
+        if out[0]["content"] != system:
+            out[0] = {"role": "system", "content": system}
+    instruction = setup.prompts.load("forced_observation")
+    if out and instruction not in out[-1]["content"]:
+        out[-1] = {**out[-1], "content": f"{out[-1]['content']}\n\n{instruction}"}
     return out
 
 
@@ -138,13 +204,11 @@ class _Run:
         self.view = view or EpisodeView(question=q, seed=setup.seed, budget=setup.budget,
                                         replicate=setup.replicate)
         self.result = EpisodeResult(question_id=q.id, started_at=utc_now())
-        self.messages: list[Message] = [
-            {"role": "system",
-             "content": setup.condition.system_prompt(setup.budget, prompt_set=setup.prompts)},
-            {"role": "user", "content": question_message(setup)},
-        ]
+        self.messages: list[Message] = opening_messages(setup)
         self.streak = 0
         self.forced_next = False
+        self.fired = False  # the stated-judgment rule has fired (execute: re-ask each tool call)
+        self.decision: tuple[str | None, str] | None = None  # decide: (decision, raw reply)
         self.holds = setup.condition.arm.rule == "stated"
         self.held: Step | None = None
 
@@ -271,11 +335,52 @@ class _Run:
         step.streak = self.streak
         self.forced_next = rule is not None and self.streak >= cond.k
 
+    async def decide(self, step: Step) -> bool:
+        """The decide arm's exchange after the observation of `step` (the main paper,
+        App. B.1; the authors' harness): the side-channel question and the judgment as
+        a user and an assistant turn (UNPARSED when the reply did not parse), the
+        decision prompt answered in its own turn (DECIDE_MAX_TOKENS, no stop strings),
+        then the instruction to act consistently with it. The decision is parsed from
+        that turn's reply and stored on the next acting step.
+
+        Returns:
+            False when the decision turn was refused (the episode ends).
+        """
+        pieces = self.setup.prompts
+        self.messages += [
+            {"role": "user", "content": pieces.load("side_channel")},
+            {"role": "assistant", "content": step.judgment or UNPARSED},
+            {"role": "user", "content": pieces.load("decide").format(
+                judgment=step.judgment or UNPARSED, streak=self.streak)},
+        ]
+        gen = await self.session.generate(self.messages, kind="decide",
+                                          max_tokens=DECIDE_MAX_TOKENS, stop=())
+        self.account(gen)
+        self.result.extra_calls += 1
+        if gen.finish == FINISH_REFUSAL:
+            self.result.end_reason = END_REFUSAL
+            return False
+        decision = parse_decision(gen.text)
+        self.decision = (decision, gen.text)
+        self.messages += [
+            {"role": "assistant", "content": gen.text.strip() or UNPARSED},
+            {"role": "user", "content": pieces.load("decide_act")},
+        ]
+        return True
+
+    def force(self) -> None:
+        """Put the forced-finish sentence and instruction into the history (kept there)."""
+        self.messages[:] = forced_messages(self.setup, self.messages)
+
     async def act(self, t: int, forced: bool) -> Step:
-        """Generate and parse action t."""
-        messages = forced_messages(self.setup, self.messages) if forced else self.messages
+        """Generate and parse action t (a forced turn first puts the forced lines into
+        the history). A reply cut at max_tokens or refused is recorded with its raw
+        text and no action: never a format failure, never an answer."""
+        if forced:
+            self.force()
         gen = await self.session.generate(
-            messages, kind="act", max_tokens=self.setup.act_max_tokens, stop=self.setup.stop
+            self.messages, kind="act", max_tokens=self.setup.act_max_tokens,
+            stop=self.setup.stop
         )
         self.account(gen)
         text = gen.text
@@ -286,59 +391,85 @@ class _Run:
         step = Step(t=t, raw=text, forced=forced, input_tokens=gen.input_tokens,
                     output_tokens=gen.output_tokens, latency_ms=gen.latency_ms,
                     reasoning=gen.reasoning or None, reasoning_tokens=gen.reasoning_tokens)
+        if self.decision is not None:
+            step.decision, step.decision_raw = self.decision
+            self.decision = None
+        if gen.finish in (FINISH_LENGTH, FINISH_REFUSAL):
+            step.cut = END_TRUNCATED if gen.finish == FINISH_LENGTH else END_REFUSAL
+            return step
         parsed = parse_reply(text, self.setup.prompt_format)
         if parsed is None or (parsed.name == "backup_search"
                               and not self.setup.condition.arm.two_source):
             step.format_failure = True
         else:
             step.thought, step.action, step.argument = parsed.thought, parsed.name, parsed.argument
-            step.decision = parsed.decision
+            if not self.setup.condition.arm.decide:
+                step.decision = parsed.decision
         return step
+
+    def end_cut(self, step: Step) -> EpisodeResult:
+        """End the episode on a turn cut at max_tokens or refused (`step.cut`)."""
+        self.messages.append({"role": "assistant", "content": step.raw})
+        self.emit(step)
+        self.result.end_reason = step.cut or END_TRUNCATED
+        return self.result
 
     async def run(self) -> EpisodeResult:
         setup, r = self.setup, self.result
+        cond = setup.condition
         pending: Step | None = None  # the latest observation's step, until a thought reads it
-        reminded = False
-        stated_rule = setup.condition.arm.rule == "stated"
+        failed_in_row = 0
+        stated_rule = cond.arm.rule == "stated"
+        refuse = cond.forced_tool_call == REFUSE
         for t in range(1, setup.budget + 1):
             forced = self.forced_next
             step = await self.act(t, forced)
+            if step.cut:
+                return self.end_cut(step)
             if pending is not None and step.thought:
                 self.read_stated(pending, step.thought)
                 pending = None
-            if (stated_rule and not forced and self.streak >= setup.condition.k
+            if (stated_rule and not forced and (self.fired or self.streak >= cond.k)
                     and step.action in TOOLS and not step.format_failure):
+                # the turn is discarded and asked again forced; "refuse" forces every
+                # later turn, "execute" (the harness) re-asks each later tool call
+                self.fired = True
                 step.discarded = True
                 r.extra_calls += 1
                 self.emit(step)
-                forced = self.forced_next = True
+                forced = True
+                self.forced_next = refuse
                 step = await self.act(t, forced)
+                if step.cut:
+                    return self.end_cut(step)
             r.forced_turns += forced
             self.messages.append({"role": "assistant", "content": step.raw})
             if step.format_failure:
                 r.format_failures += 1
                 self.emit(step)
-                if reminded:
+                failed_in_row += 1
+                if failed_in_row > cond.format_retries:
                     r.end_reason = "format_failure"
                     return r
-                reminded = True
                 self.messages.append({"role": "user",
                                       "content": setup.prompts.load("format_reminder")})
                 continue
-            reminded = False
+            failed_in_row = 0
             if step.action == "finish":
                 self.emit(step)
                 r.answered, r.answer, r.answer_action = True, step.argument or "", t
                 r.end_reason = "finish"
                 return r
-            if forced or self.refuses(step):
+            if (forced and refuse) or self.refuses(step):
                 step.refused = True
                 r.refused_calls += 1
-                if setup.condition.arm.two_source and step.action in TOOLS:
+                if cond.arm.two_source and step.action in TOOLS:
                     step.tool_source = self.sources.source_of(step.action or "")
                 self.emit(step)
+                # the refusal is the instruction itself: the next forced turn finds it
+                # there and does not add it again
                 text = setup.prompts.load("forced_observation" if forced else "switch_notice")
-                if setup.condition.arm.budget:
+                if cond.arm.budget:
                     text += "\n" + counter(setup.budget - t)
                 self.messages.append({"role": "user", "content": text})
                 continue
@@ -352,10 +483,9 @@ class _Run:
                 await self.judge(step, observation if step.obs_source != "none" else None)
                 if was_on and self.primary_off:
                     self.messages[-1]["content"] += "\n" + setup.prompts.load("switch_notice")
-                if setup.condition.arm.decide:
-                    decide = setup.prompts.load("decide")
-                    self.messages.append({"role": "user", "content": decide.format(
-                        judgment=step.judgment or "UNCLEAR", streak=self.streak)})
+                if cond.arm.decide and not await self.decide(step):
+                    self.emit(step)
+                    return r
             self.emit(step)
             pending = step
         r.end_reason = "budget"

@@ -101,6 +101,11 @@ class GridStatus:
     `lab replay`/`lab repair` jobs."""
     kind: str | None = None
     """A probes grid's probe kind (judgment, belief, answer_now, repair)."""
+    truncated: int = 0
+    """Stored episodes that ended with a generation cut at max_tokens (complete, counted
+    as not answering: `core.end_reasons`)."""
+    refused: int = 0
+    """Stored episodes that ended with the model's refusal (`core.end_reasons`)."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict."""
@@ -133,5 +138,6 @@ def status(db: Database, now: float | None = None) -> list[GridStatus]:
         out.append(GridStatus(g["grid"], g["run"], g["cells"], g["expected"], g["stored"],
                               g["errored"], g["running"], g["jobs"], rate, eta,
                               f"lab retry --grid {g['grid']} --errored" if g["errored"]
-                              else None, g["stale"], g["unit"], g["kind"]))
+                              else None, g["stale"], g["unit"], g["kind"],
+                              g.get("truncated", 0), g.get("refused", 0)))
     return out

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from analysis.tables.csv_files import TABLE_COLUMNS
 from analysis.tables.export import EPISODE_COLUMNS, STEP_COLUMNS
-from analysis.tables.rows import ROW_FIELDS
+from analysis.tables.rows import ENDED_FIELDS, ROW_FIELDS
 from console.cli.results import export_cmd, results, validate_measures_cmd
 from core import store
 from core.conditions import parse_condition
@@ -78,7 +78,7 @@ def test_results_csv_has_a_header_row(grid_db):
                grid_db)
     assert r.exit_code == 0, r.output
     header = r.stdout.splitlines()[0].split(",")
-    assert header == ["table", *ROW_FIELDS, "version", "provenance"]
+    assert header == ["table", *ROW_FIELDS, *ENDED_FIELDS, "version", "provenance"]
 
 
 def test_results_repaired_falls_back_to_raw_and_says_so(grid_db):

@@ -317,10 +317,13 @@ def test_unknown_arm_message_lists_every_label(grid_db):
 def test_row_fields_name_every_row_attribute_in_csv_order():
     from dataclasses import fields
 
-    from analysis.tables.rows import ROW_FIELDS, Row
+    from analysis.tables.rows import ENDED_FIELDS, ROW_FIELDS, Row
 
-    assert sorted(ROW_FIELDS) == sorted(f.name for f in fields(Row))
+    assert sorted((*ROW_FIELDS, *ENDED_FIELDS)) == sorted(f.name for f in fields(Row))
     assert list(Row("m", "none", 8, "success").as_dict()) == list(ROW_FIELDS)
+    # the ended-apart counts join a row's dict only where one is not 0
+    assert list(Row("m", "none", 8, "success", refused=1).as_dict()) == [*ROW_FIELDS,
+                                                                          *ENDED_FIELDS]
 
 
 def test_row_as_dict_is_asdict_with_nan_as_none_and_infinities_as_text():
@@ -335,7 +338,7 @@ def test_row_as_dict_is_asdict_with_nan_as_none_and_infinities_as_text():
               "0", "1", "persistent", 2, "a1")
     expected = {k: ((None if math.isnan(v) else ("inf" if v > 0 else "-inf"))
                     if isinstance(v, float) and not math.isfinite(v) else v)
-                for k, v in asdict(row).items()}
+                for k, v in asdict(row).items() if k in ROW_FIELDS}
     got = row.as_dict()
     assert got == expected and list(got) == list(ROW_FIELDS)
     assert got["ci_low"] == "-inf" and got["p"] == "inf" and got["ci_high"] is None

@@ -41,7 +41,7 @@ _EPISODES = """
 SELECT e.id AS episode_id, e.cell_id, COALESCE(q.dataset, '') AS dataset, e.question_id,
        e.answered, e.answer_action, e.correct, e.f1, e.tool_calls, e.extra_calls,
        e.discarded_turns, e.primary_judgments, e.refused_calls,
-       e.input_tokens, e.output_tokens, e.cost_usd, e.error
+       e.input_tokens, e.output_tokens, e.cost_usd, e.end_reason, e.error
 FROM episodes e JOIN cells c ON c.id = e.cell_id JOIN runs r ON r.id = c.run_id
 LEFT JOIN questions q ON q.id = e.question_id
 """

@@ -50,7 +50,7 @@ def test_backup_never_fails_under_persistent_and_the_primary_still_does():
     s = r.steps
     assert [x.tool_source for x in s[:3]] == ["primary", "backup", "primary"]
     assert [x.obs_failed for x in s[:3]] == [True, False, True]
-    assert s[1].obs_source in ("gold", "distractor") and s[1].shown.startswith("Vellmore")
+    assert s[1].obs_source in ("gold", "distractor") and s[1].shown.startswith("[Vellmore")
     assert r.tool_calls == 3 and r.answered
     assert "backup_search[query]" in client.calls[0][1][0]["content"]
     assert not any(kind == "judge" for kind, _ in client.calls)  # two_source asks nothing
@@ -67,7 +67,7 @@ def test_schedule_counts_primary_results_only():
 def test_answerless_backup_is_the_intact_page():
     r = run(ScriptedClient(acts=[SEARCH, BACKUP, FINISH]), "two_source", "answerless")
     primary, backup = r.steps[0].shown, r.steps[1].shown
-    assert len(backup) > len(primary) and backup.startswith(primary.split(":")[0])
+    assert len(backup) > len(primary) and backup.startswith(primary.split("]")[0] + "]")
     assert r.steps[1].obs_text == backup  # stored, since obs_ref would read stripped
 
 
@@ -91,13 +91,17 @@ def test_switch_rule_disables_primary_exactly_after_k_useless():
 
 def test_backup_search_without_two_source_is_a_format_failure():
     r = run(ScriptedClient(acts=[BACKUP, BACKUP]), "none")
+    assert r.end_reason == "format_failure" and r.tool_calls == 0 and r.format_failures == 1
+    r = run(ScriptedClient(acts=[BACKUP, BACKUP]), "none:format_retries=1")
     assert r.end_reason == "format_failure" and r.tool_calls == 0 and r.format_failures == 2
 
 
 def test_stated_rule_discards_the_turn_and_re_asks_once():
     # stated: useless, none (unchanged), useless -> run 2 = k at the 4th turn's proposal
+    # forced_tool_call=refuse: a tool call in the re-asked turn is refused and every
+    # later turn is forced (the default executes it: tests/test_react_protocol.py)
     client = ScriptedClient(acts=[SEARCH, SAID_USELESS, SILENT, SAID_USELESS, SEARCH, FINISH])
-    r = run(client, "stated_judgment_rule:k=2")
+    r = run(client, "stated_judgment_rule:k=2,forced_tool_call=refuse")
     s = r.steps
     assert [x.stated_judgment for x in s[:3]] == ["useless", None, "useless"]
     assert [x.streak for x in s[:3]] == [1, 1, 2]

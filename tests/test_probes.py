@@ -8,30 +8,51 @@ from core.errors import ConfigError
 from core.probes import (At, decision_points, messages_for, parse_at, parse_belief,
                          parse_confidence, probe_points, read_reply, history_at)
 from core.store import probes as probe_rows
+from core.react import forced_messages
 from tests.helpers.probes import FINISH, GARBLED, LOOKUP, SEARCH, scripted_episode
+
+SAID_USELESS = ("Thought: This page is not relevant to the question.\nAction: search\n"
+                "Action Input: Vellmore Quartet")
 
 
 @pytest.mark.parametrize("condition,regime", [
-    ("none:judge=true", "persistent"), ("decide", "recover_after_2"),
-    ("budget:judge=true", "clean"), ("enforced_rule:k=2", "persistent"),
+    ("none:judge=true,format_retries=1", "persistent"),
+    ("decide:format_retries=1", "recover_after_2"),
+    ("budget:judge=true,format_retries=1", "clean"),
+    ("enforced_rule:k=2,format_retries=1", "persistent"),
+    ("enforced_rule:k=2,forced_tool_call=refuse,format_retries=1", "persistent"),
+    ("stated_judgment_rule:k=1", "persistent"),
 ])
 def test_rebuilt_history_equals_what_the_agent_and_its_judge_fork_saw(db_path, condition, regime):
     acts = [SEARCH, GARBLED, LOOKUP, SEARCH, SEARCH, SEARCH, SEARCH, FINISH]
+    if condition.startswith("decide"):
+        # the scripted client answers the decision turns from `acts` too: one after each
+        # observation before the last action. A stored episode keeps the decision, not
+        # its reply, so the rebuilt reply is "DECISION: <decision>" (what these say).
+        decision = "DECISION: CONTINUE"
+        acts = [SEARCH, decision, GARBLED, LOOKUP, *[decision, SEARCH] * 4, decision, FINISH]
+    if condition.startswith("stated"):
+        acts = [SEARCH, SAID_USELESS, SEARCH, FINISH]
     db, eid, client = scripted_episode(db_path, condition, regime, acts,
                               judgments=["USELESS", "USEFUL", "USELESS", "USELESS"] * 3)
     ep = probe_rows.recorded_episode(db, eid)
     forks = [m for kind, m in client.calls if kind == "judge"]
     acting = [m for kind, m in client.calls if kind == "act"]
     points = decision_points(ep)
-    assert len(forks) == len(points) >= 2
+    assert len(points) >= 2
+    assert len(forks) == (0 if condition.startswith("stated") else len(points))
     for t, fork in zip(points, forks):
         assert messages_for(ep, t, "judgment") == fork
-    # the turn after each decision point was asked on the rebuilt history (unforced turns)
+    # the turn after each decision point was asked on the rebuilt history (forced turns
+    # after the forced lines, which stay in it)
     steps = [s for s in ep.steps]
+    assert len(acting) == len(steps)
     for t in points:
-        nxt = next(i for i, s in enumerate(steps) if s.t == t + 1)
-        if not steps[nxt].forced:
-            assert history_at(ep, t) == acting[nxt]
+        for i in (i for i, s in enumerate(steps) if s.t == t + 1):  # a discarded turn first
+            rebuilt = history_at(ep, t)
+            if steps[i].forced:
+                rebuilt = forced_messages(ep.setup(), rebuilt)
+            assert rebuilt == acting[i], (t, steps[i].discarded)
     full = history_at(ep)
     assert full[-1]["content"] == steps[-1].raw
 

@@ -49,8 +49,9 @@ def test_judgments_are_never_fed_back():
 
 
 def test_enforced_rule_forces_at_streak_k_and_records_refusals():
+    """With forced_tool_call=refuse (the option; the default executes the call)."""
     client = ScriptedClient(acts=[SEARCH] * 8, judgments=["USELESS"] * 8)
-    result = run(client, "enforced_rule:k=3", "persistent")
+    result = run(client, "enforced_rule:k=3,forced_tool_call=refuse", "persistent")
     steps = result.steps
     assert [s.streak for s in steps[:3]] == [1, 2, 3]
     assert [s.forced for s in steps] == [False, False, False, True, True, True, True, True]
@@ -59,8 +60,10 @@ def test_enforced_rule_forces_at_streak_k_and_records_refusals():
     forced_call = [m for k, m in client.calls if k == "act"][3]
     assert prompts.load("forced_system") in forced_call[0]["content"]
     assert forced_call[-1]["content"].endswith(prompts.load("forced_observation"))
-    # the acting history itself is untouched: the forced system prompt was for that turn only
+    # the forced system prompt stays in the history from the first forced turn on
     assert prompts.load("forced_system") not in client.calls[0][1][0]["content"]
+    later = [m for k, m in client.calls if k == "act"][5]
+    assert prompts.load("forced_system") in later[0]["content"]
 
 
 def test_forced_turn_that_finishes_answers():
@@ -75,7 +78,7 @@ def test_non_useless_reply_resets_streak():
     client = ScriptedClient(acts=[SEARCH] * 8, judgments=replies)
     result = run(client, "enforced_rule:k=4", "persistent")
     assert [s.streak for s in result.steps[:7]] == [1, 2, 0, 1, 2, 3, 4]
-    assert [s.judgment for s in result.steps[:3]] == ["USELESS", "USELESS", None]
+    assert [s.judgment for s in result.steps[:3]] == ["USELESS", "USELESS", "USEFUL"]
     assert [s.forced for s in result.steps] == [False] * 7 + [True]
 
 
@@ -94,8 +97,9 @@ def test_budget_counter_text():
 
 
 def test_format_reminder_once_then_format_failure():
+    """format_retries=1 (the option; by default the first failed turn ends the episode)."""
     client = ScriptedClient(acts=["I think", SEARCH, "still no action", "nope"])
-    result = run(client)
+    result = run(client, "none:format_retries=1")
     assert result.end_reason == "format_failure" and not result.answered
     assert result.format_failures == 3
     acts = [m for k, m in client.calls if k == "act"]
@@ -136,22 +140,26 @@ def test_answerless_removes_supporting_sentences():
 
 
 def test_decide_writes_judgment_and_count_into_history():
-    act = "DECISION: CONTINUE\nThought: go on\nAction: search\nAction Input: Ada Brun"
-    client = ScriptedClient(acts=[act, act, FINISH], judgments=["USELESS", "USELESS"])
+    """The decision comes from its own turn (the scripted client answers it from `acts`)."""
+    act = "Thought: go on\nAction: search\nAction Input: Ada Brun"
+    client = ScriptedClient(acts=[act, "DECISION: CONTINUE", act, "DECISION: CONTINUE", FINISH],
+                            judgments=["USELESS", "USELESS"])
     result = run(client, "decide", "persistent")
-    acts = [m for k, m in client.calls if k == "act"]
-    assert "judgment of the last observation: USELESS" in acts[2][-1]["content"]
-    assert "so far: 2" in acts[2][-1]["content"]
-    assert result.steps[0].decision == "CONTINUE"
+    decides = [m for k, m in client.calls if k == "decide"]
+    assert "judgment of the last observation: USELESS" in decides[1][-1]["content"]
+    assert "so far: 2" in decides[1][-1]["content"]
+    assert [s.decision for s in result.steps] == [None, "CONTINUE", "CONTINUE"]
 
 
 def test_lexical_and_random_rules_use_their_own_signal():
     result = run(ScriptedClient(acts=[SEARCH] * 8), "lexical_rule:k=2", "persistent")
-    observed = [s for s in result.steps if s.obs_index is not None]
+    observed = [s for s in result.steps if s.obs_index is not None and s.t < 8]
     assert observed and all(s.rule_signal in ("USEFUL", "USELESS") for s in observed)
-    # persistent: foreign pages share no content words with the question → USELESS, USELESS, forced
-    assert [s.rule_signal for s in observed] == ["USELESS", "USELESS"]
-    assert all(s.forced and s.refused for s in result.steps[2:])
+    # persistent: foreign pages share no content words with the question → USELESS at
+    # every observation (the forced turns' searches are judged too)
+    assert [s.rule_signal for s in observed] == ["USELESS"] * 7
+    # forced turns from the third on; their searches run (forced_tool_call=execute)
+    assert all(s.forced and not s.refused for s in result.steps[2:])
     assert result.extra_calls == 0  # no judgment calls unless judge=true
     r1 = run(ScriptedClient(acts=[SEARCH] * 8), "random_rule:rate=0.5", "clean", seed=7)
     r2 = run(ScriptedClient(acts=[SEARCH] * 8), "random_rule:rate=0.5", "clean", seed=7)

@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+import prompts
+
 from core import store
 from core.conditions import ARMS
 from core.errors import ConfigError
@@ -99,11 +101,11 @@ def r1_responder(messages: Sequence[dict[str, Any]]) -> str:
     last = str(messages[-1]["content"])
     if "USEFUL or USELESS" in last:
         return "USELESS"
-    if "the only action you may take" in str(messages[0]["content"]):
+    if prompts.load("search_r1_forced_observation") in last:
         return "<think>I must answer now.</think>\n<answer> a guess </answer>"
     searches = sum(m["role"] == "assistant" for m in messages)
     if searches < 2:
-        match = _QUESTION_RE.search(str(messages[1]["content"]))
+        match = _QUESTION_RE.search(str(messages[0]["content"]))
         query = match.group(1) if match else "the question"
         return f"<think>I lack this knowledge.</think>\n<search> {query} </search>"
     info = last.split("<information>", 1)[-1].split()
@@ -142,16 +144,18 @@ def test_search_r1_runs_under_every_condition(app, server, db_path) -> None:
         "JOIN cells c ON c.id = e.cell_id")]
     assert len(rows) == len(ARMS)
     assert all(r["format_failures"] == 0 and r["answered"] for r in rows), rows
-    acts = [r for r in app.requests if r["max_tokens"] != 8]
+    acts = [r for r in app.requests if r["max_tokens"] not in (8, 160)]  # no forks, decisions
     assert all(r["stop"] == ["</search>", "</backup_search>", "<information>"] for r in acts)
     first = acts[0]["messages"]
+    # as it was trained: its instructions and the question in one user turn, no system
+    assert [m["role"] for m in first] == ["user"]
     assert "<search> your query </search>" in first[0]["content"]
     assert "Action Input" not in first[0]["content"]  # no ReAct format in its prompt
-    assert first[1]["content"].startswith("Question: ")
+    assert "\n\nQuestion: " in first[0]["content"]
     later = acts[2]["messages"]
     # its <think> is its thought: kept in the history it was trained on, and read as the thought
-    assert later[2]["content"].startswith("<think>I lack this knowledge.</think>\n<search>")
-    assert later[3]["content"].startswith("<information>") and later[3]["content"].endswith(
+    assert later[1]["content"].startswith("<think>I lack this knowledge.</think>\n<search>")
+    assert later[2]["content"].startswith("<information>") and later[2]["content"].endswith(
         "</information>")
     steps = [dict(r) for r in db.query("SELECT action, thought FROM steps WHERE t = 1")]
     assert {(s["action"], s["thought"]) for s in steps} == {("search", "I lack this knowledge.")}
@@ -161,6 +165,8 @@ def test_search_r1_forced_turn_uses_its_own_instruction(app, server, db_path) ->
     stored, rows = drive(r1_spec(server.url), db_path, n=1, condition="enforced_rule:k=1",
                          regime="persistent", budget=4)
     assert stored == 1 and rows[0]["answered"] and rows[0]["forced_turns"] == 1
-    forced = [r for r in app.requests if "the only action you may take" in
-              r["messages"][0]["content"]]
+    instruction = prompts.load("search_r1_forced_observation")
+    forced = [r for r in app.requests if instruction in r["messages"][-1]["content"]
+              and r["max_tokens"] != 8]
     assert forced and "inside <answer> and </answer>" in forced[0]["messages"][-1]["content"]
+    assert all(m["role"] != "system" for m in forced[0]["messages"])

@@ -91,6 +91,9 @@ class ArmKey:
         regimes: regimes present in the group.
         errored: (regime, count) of the group's errored episodes that have no complete
             retry.
+        apart: (regime, end reason, count) of the group's complete episodes that ended
+            with a truncated generation or a refusal (`core.end_reasons.APART`): in
+            every estimate, as not answering, and counted apart on each row.
     """
 
     model: str
@@ -107,6 +110,7 @@ class ArmKey:
     amendment: str = field(default="", compare=False)
     regimes: tuple[str, ...] = field(default=(), compare=False)
     errored: tuple[tuple[str, int], ...] = field(default=(), compare=False)
+    apart: tuple[tuple[str, str, int], ...] = field(default=(), compare=False)
 
     def pair_key(self) -> tuple[object, ...]:
         """What a paired comparison must share: all but the arm."""
@@ -119,6 +123,13 @@ class ArmKey:
             return sum(n for _, n in self.errored)
         wanted = set(regimes)
         return sum(n for r, n in self.errored if r in wanted)
+
+    def apart_in(self, reason: str, regimes: Iterable[str] | None = None) -> int:
+        """Complete episodes of the group in `regimes` (default: all of them) that ended
+        with `reason`, one of `core.end_reasons.APART`."""
+        wanted = None if regimes is None else set(regimes)
+        return sum(n for r, why, n in self.apart
+                   if why == reason and (wanted is None or r in wanted))
 
 
 def _families(frame: pd.DataFrame, split: bool) -> pd.Series:
@@ -228,10 +239,13 @@ class Grouping:
             "sets"); never the arm, model, budget or dataset.
         errored: errored episodes without a complete retry (`analysis.measures.decisions.
             errored_episodes`), counted on the row of their group; None: none.
+        apart: complete episodes that ended truncated or refused (`apart_episodes`),
+            counted on the row of their group by end reason; None: none.
     """
 
     pool: tuple[str, ...] = ()
     errored: pd.DataFrame | None = None
+    apart: pd.DataFrame | None = None
 
     def __post_init__(self) -> None:
         bad = [p for p in self.pool if p not in POOL_COLUMNS]
@@ -258,6 +272,19 @@ class Grouping:
         for key, sub in err.groupby(by, sort=False, dropna=False):
             counts[tuple(key)] = Counter(sub["regime"].astype(str))
         return {k: tuple(sorted(c.items())) for k, c in counts.items()}
+
+    def _apart_counts(self, by: list[str], families: bool
+                      ) -> dict[tuple[object, ...], tuple[tuple[str, str, int], ...]]:
+        if self.apart is None or self.apart.empty:
+            return {}
+        ended = with_keys(self.apart)
+        ended = ended.assign(_family=_families(ended, families))
+        counts: dict[tuple[object, ...], Counter[tuple[str, str]]] = {}
+        for key, sub in ended.groupby(by, sort=False, dropna=False):
+            counts[tuple(key)] = Counter(zip(sub["regime"].astype(str),
+                                             sub["end_reason"].astype(str)))
+        return {k: tuple((r, why, n) for (r, why), n in sorted(c.items()))
+                for k, c in counts.items()}
 
     def codes(self, frame: pd.DataFrame, families: bool = False
               ) -> tuple[list[ArmKey], np.ndarray]:
@@ -312,6 +339,7 @@ class Grouping:
         seen = {c: _values_per_group(codes, n_groups, *factors[c])
                 for c in [*pooled, "regime", "amendment"]}
         errored = self._errored_counts(by, families)
+        apart = self._apart_counts(by, families)
         keys: list[ArmKey] = []
         for g, at in enumerate(first.tolist()):
             key = {c: factors[c][1][factors[c][0][at]] for c in [*by, "condition"]}
@@ -326,7 +354,8 @@ class Grouping:
                 str(key["_family"]), str(key["condition_hash"]), str(key["condition"]),
                 _joined(amendments, "amendment"),
                 regime_order(str(r) for r in seen["regime"][g]),
-                errored.get(tuple(key[c] for c in by), ())))
+                errored.get(tuple(key[c] for c in by), ()),
+                apart.get(tuple(key[c] for c in by), ())))
         return keys, codes
 
     def groups(self, frame: pd.DataFrame, families: bool = False

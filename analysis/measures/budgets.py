@@ -208,11 +208,16 @@ def budget_groups(episodes: pd.DataFrame, grouping: Grouping | None = None
 
 
 def _merged(a: ArmKey, b: ArmKey) -> ArmKey:
-    """b's key counting the errored episodes of both budgets (for difference rows)."""
+    """b's key counting the errored episodes of both budgets, and those that ended
+    truncated or refused (for difference rows)."""
     counts: dict[str, int] = {}
     for regime, n in (*a.errored, *b.errored):
         counts[regime] = counts.get(regime, 0) + n
-    return replace(b, errored=tuple(sorted(counts.items())))
+    ended: dict[tuple[str, str], int] = {}
+    for regime, why, n in (*a.apart, *b.apart):
+        ended[(regime, why)] = ended.get((regime, why), 0) + n
+    return replace(b, errored=tuple(sorted(counts.items())),
+                   apart=tuple((r, why, n) for (r, why), n in sorted(ended.items())))
 
 
 def comparison_rows(key_a: ArmKey, key_b: ArmKey, c: BudgetComparison) -> list[Row]:

@@ -32,6 +32,7 @@ from analysis.tables.rows import Table
 from analysis.stats.bootstrap import N_BOOT
 from analysis.measures.success import REFERENCE, paired_table, success_table
 from core.conditions import LAMBDA
+from core.end_reasons import apart_counts
 
 TABLES = ("success", "delta", "index", "hazard", "cost", "judgments", "budgets",
           "leaving")
@@ -52,6 +53,9 @@ class Results:
         errored: errored episodes left out that have no complete retry.
         runs: runs in the selection.
         pooled: what rows pool ("" when nothing).
+        apart: (name, count) of the complete episodes that ended truncated or refused
+            (`core.end_reasons.APART_FIELDS`, zeros included): in every estimate as not
+            answering, and counted on each row.
     """
 
     tables: tuple[Table, ...]
@@ -61,6 +65,7 @@ class Results:
     errored: int
     runs: tuple[str, ...]
     pooled: str = ""
+    apart: tuple[tuple[str, int], ...] = ()
 
     def table(self, name: str) -> Table | None:
         """The table called `name`, if computed."""
@@ -96,7 +101,7 @@ def compute(frames: Frames, names: Sequence[str] = TABLES, n_boot: int = N_BOOT,
     if unknown:
         raise ValueError(f"unknown table {unknown[0]!r}; choose from {', '.join(TABLES)}")
     single_thread()
-    grouping = Grouping(frames.selection.pool, frames.errored_episodes)
+    grouping = Grouping(frames.selection.pool, frames.errored_episodes, frames.apart_episodes)
     cache = ResultsCache(frames.source.path) if frames.source is not None else None
     spec = {"n_boot": n_boot, "hazard_boot": hazard_boot, "seed": seed, "lam": lam,
             "reference": reference}
@@ -127,7 +132,15 @@ def compute(frames: Frames, names: Sequence[str] = TABLES, n_boot: int = N_BOOT,
         curves = part.curves or curves
         actions, counts = (part.actions, part.counts) if name == "cost" else (actions, counts)
     return Results(tuple(tables), curves, actions, counts, frames.errored, frames.runs,
-                   grouping.pooled)
+                   grouping.pooled, apart_totals(frames))
+
+
+def apart_totals(frames: Frames) -> tuple[tuple[str, int], ...]:
+    """(name, count) of the selection's complete episodes that ended with a truncated
+    generation or a refusal (`core.end_reasons.APART_FIELDS`, zeros included)."""
+    ended = frames.apart_episodes
+    reasons = ended["end_reason"] if "end_reason" in ended else ()
+    return tuple(apart_counts(reasons).items())
 
 
 def _memory_order(names: list[str], frames: Frames) -> tuple[list[str], bool]:

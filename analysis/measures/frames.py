@@ -34,6 +34,7 @@ from analysis.measures.decisions import (
     replayed_mask,
 )
 from core.conditions import TWO_SOURCE_ARMS
+from core.end_reasons import APART
 from core.store.frames import EPISODE_KEYS
 from core.store.packs import PackSpan
 from core.store.selection import Fingerprint, Selection
@@ -81,6 +82,8 @@ class Frames:
         errored: errored episodes left out that have no complete retry.
         runs: runs present in the selection.
         errored_episodes: those errored episodes (each is counted on its row).
+        apart_episodes: the complete episodes that ended with a truncated generation or
+            a refusal (`apart_episodes`; in every measure, and counted on their row).
         selection: the filters and pooling the frames were loaded with.
         source: where the lazy parts are read from (None: everything is in memory).
     """
@@ -88,12 +91,15 @@ class Frames:
     def __init__(self, episodes: pd.DataFrame | None = None, steps: pd.DataFrame | None = None,
                  decisions: pd.DataFrame | None = None, errored: int = 0,
                  runs: tuple[str, ...] = (), errored_episodes: pd.DataFrame | None = None,
-                 selection: Selection | None = None, source: FrameSource | None = None) -> None:
+                 selection: Selection | None = None, source: FrameSource | None = None,
+                 apart_episodes: pd.DataFrame | None = None) -> None:
         self._episodes, self._steps, self._decisions = episodes, steps, decisions
         self.errored = errored
         self.runs = runs
         self.errored_episodes = (errored_episodes if errored_episodes is not None
                                  else pd.DataFrame())
+        self.apart_episodes = (apart_episodes if apart_episodes is not None
+                               else pd.DataFrame())
         self.selection = selection or Selection()
         self.source = source
         self._backup_steps: pd.DataFrame | None = None
@@ -345,7 +351,26 @@ def frames_from(episodes: pd.DataFrame, steps: pd.DataFrame,
         decisions = decisions.merge(clean[["episode_id", *extra]], on="episode_id",
                                     how="left", validate="many_to_one")
     return Frames(clean, steps, decisions, errored, runs, errored_episodes(episodes),
-                  selection or Selection())
+                  selection or Selection(), apart_episodes=apart_episodes(clean))
+
+
+def apart_episodes(episodes: pd.DataFrame) -> pd.DataFrame:
+    """The complete episodes that ended with a truncated generation or a refusal
+    (`core.end_reasons.APART`): not errors, so in every measure as not answering, and
+    counted apart on their row (`analysis.measures.arms.Grouping`).
+
+    Args:
+        episodes: an episode frame (errored rows are never counted).
+
+    Returns:
+        Those rows (none when the frame has no ``end_reason`` column).
+    """
+    if "end_reason" not in episodes:
+        return episodes.iloc[0:0]
+    mask = episodes["end_reason"].isin(APART)
+    if "error" in episodes:
+        mask &= episodes["error"].isna()
+    return episodes.loc[mask]
 
 
 def _db_file(db: Database) -> str:
@@ -393,5 +418,6 @@ def load_frames(db: Database, selection: Selection | None = None,
                            sel)
     fp = fingerprint(db, sel)
     errored = with_keys(episodes_frame(db, selection=sel, upto=fp.max_id, errored=True))
+    apart = with_keys(episodes_frame(db, selection=sel, upto=fp.max_id, apart=True))
     return Frames(None, None, None, len(errored), selection_runs(db, sel, fp.max_id), errored,
-                  sel, FrameSource(path, sel, fp))
+                  sel, FrameSource(path, sel, fp), apart)

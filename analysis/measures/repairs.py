@@ -51,4 +51,5 @@ def repaired_frames(db: Database, frames: Frames) -> tuple[Frames, int]:
     if not n:
         return frames, 0
     return type(frames)(episodes, frames.steps, frames.decisions, frames.errored, frames.runs,
-                        frames.errored_episodes, frames.selection), n
+                        frames.errored_episodes, frames.selection,
+                        apart_episodes=frames.apart_episodes), n

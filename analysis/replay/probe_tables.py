@@ -45,7 +45,7 @@ def probe_results(db: Database, frames: Frames, name: str, n_boot: int, seed: in
     """
     if name not in PROBE_TABLES:
         raise ValueError(f"unknown probe table {name!r}; choose from {', '.join(PROBE_TABLES)}")
-    grouping = Grouping(frames.selection.pool, frames.errored_episodes)
+    grouping = Grouping(frames.selection.pool, frames.errored_episodes, frames.apart_episodes)
     probes = probes_frame(db, frames.selection, kinds=("answer_now",))
     if name == "policies":
         table = policy_table(frames.episodes, frames.steps, probes, n_boot, seed, grouping)

@@ -17,14 +17,18 @@ from typing import Any
 import pandas as pd
 
 from analysis.tables.provenance import EXTRA_FIELDS
-from analysis.tables.rows import ROW_FIELDS, Table
+from analysis.tables.rows import ENDED_FIELDS, ROW_FIELDS, Table
 from core.version import project_version
 
-TABLE_COLUMNS = (*ROW_FIELDS, "version")
-"""Columns of every results-table CSV: the Row fields, then the project version."""
-RESULTS_COLUMNS = ("table", *ROW_FIELDS, *EXTRA_FIELDS)
+TABLE_COLUMNS = (*ROW_FIELDS, *ENDED_FIELDS, "version")
+"""Columns of every results-table CSV: the Row fields, the episodes that ended truncated
+or refused (0 where none), then the project version."""
+RESULTS_COLUMNS = ("table", *ROW_FIELDS, *ENDED_FIELDS, *EXTRA_FIELDS)
 """Columns of `lab results --format csv` and the Results screen's export: the table's
-name, the Row fields, the project version and the rows' provenance."""
+name, the Row fields, the ended-apart counts, the project version and the rows'
+provenance."""
+_NONE_ENDED = dict.fromkeys(ENDED_FIELDS, 0)
+"""The ended-apart counts of a row whose dict leaves them out (`Row.as_dict`: all 0)."""
 
 
 def results_csv(rows: Iterable[Mapping[str, object]]) -> str:
@@ -33,7 +37,7 @@ def results_csv(rows: Iterable[Mapping[str, object]]) -> str:
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=list(RESULTS_COLUMNS), lineterminator="\n")
     writer.writeheader()
-    writer.writerows(rows)
+    writer.writerows(_NONE_ENDED | dict(r) for r in rows)
     return buf.getvalue().rstrip("\n")
 
 
@@ -60,7 +64,7 @@ def table_frame(table: Table, version: str | None = None) -> pd.DataFrame:
         One row per Row, with exactly the TABLE_COLUMNS columns.
     """
     version = version or project_version()
-    rows = [r.as_dict() | {"version": version} for r in table.rows]
+    rows = [_NONE_ENDED | r.as_dict() | {"version": version} for r in table.rows]
     return pd.DataFrame(rows, columns=list(TABLE_COLUMNS))
 
 

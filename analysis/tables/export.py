@@ -52,8 +52,10 @@ EPISODE_COLUMNS = ("episode_id", "run", "amendment", "model", "arm", "condition"
                    "condition_hash", "regime", "budget", "dataset", "question_set", "seed",
                    "replicate", "question_id", "answered", "answer_action", "correct", "f1",
                    "tool_calls", "extra_calls", "own_calls", "measurement_calls",
-                   "refused_calls", "input_tokens", "output_tokens", "cost_usd", "error",
-                   "version")
+                   "refused_calls", "input_tokens", "output_tokens", "cost_usd", "end_reason",
+                   "error", "version")
+"""episodes.csv: one row per finished episode; ``end_reason`` tells a format failure,
+a truncated generation and a refusal apart (`core.end_reasons`)."""
 STEP_COLUMNS = ("episode_id", "run", "model", "arm", "condition", "regime", "question_id", "t",
                 "action", "obs_index", "obs_failed", "obs_source", "judgment",
                 "judgment_source", "stated_judgment", "streak", "forced", "refused",

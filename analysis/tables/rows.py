@@ -5,7 +5,8 @@ arm by its full spec × budget × dataset × question set × run × seed × repl
 unless pooled) with its interval; a `Table` is a named, titled tuple of rows plus
 notes. Tables, CSV and JSON are all built from these, so every output carries the
 arm label, condition hash, what the row covers, measure, estimate, ci_low, ci_high,
-n and the errored episodes left out of it.
+n and the errored episodes left out of it (and, apart, those that ended truncated or
+refused).
 """
 
 from __future__ import annotations
@@ -17,13 +18,20 @@ from typing import Any
 
 from analysis.measures.arms import ArmKey
 from analysis.stats.bootstrap import Interval, bootstrap_p
+from core.end_reasons import APART, APART_FIELDS
 from core.regimes import regime_family
 
 ROW_FIELDS = ("model", "arm", "condition", "condition_hash", "budget", "dataset",
               "question_set", "runs", "amendment", "seeds", "replicates", "regimes", "measure",
               "scope", "estimate", "ci_low", "ci_high", "n", "unit", "p", "p_holm", "holm_m",
               "judgments", "detail", "errored")
-"""Column order of every results CSV."""
+"""The fields every results row has, in the order of every results CSV and JSON row."""
+ENDED_FIELDS = tuple(APART_FIELDS[reason] for reason in APART)
+"""Counts of the row's complete episodes that ended with a truncated generation or a
+refusal (`core.end_reasons.APART`, in its order): in the estimate as not answering,
+shown apart from format failures and errors. Every results CSV has these columns after
+ROW_FIELDS; a JSON row has them only where one is not 0 (a study without such episodes
+prints the same JSON as before they existed)."""
 
 
 @dataclass(frozen=True)
@@ -60,6 +68,9 @@ class Row:
         errored: errored episodes (no complete retry) of the row's group and regimes,
             left out of the estimate.
         amendment: the runs' governing amendment(s), or "exploratory".
+        truncated: complete episodes of the row's group and regimes that ended with a
+            generation cut at max_tokens (counted as not answering, not as errors).
+        refused: those that ended with the model's refusal.
     """
 
     model: str
@@ -87,6 +98,8 @@ class Row:
     regimes: str = ""
     errored: int = 0
     amendment: str = ""
+    truncated: int = 0
+    refused: int = 0
 
     @property
     def label(self) -> str:
@@ -106,7 +119,8 @@ class Row:
                       self.condition_hash, self.condition, self.amendment)
 
     def as_dict(self) -> dict[str, Any]:
-        """The row as a plain dict in ROW_FIELDS order; NaN (undefined) becomes None and
+        """The row as a plain dict in ROW_FIELDS order (then ENDED_FIELDS, only when one
+        of them is not 0); NaN (undefined) becomes None and
         an infinity the string "inf" / "-inf" (a defined, unbounded value such as the
         TPC of a turn that gained nothing), so JSON and CSV never confuse the two.
 
@@ -117,6 +131,8 @@ class Row:
         for key, value in out.items():
             if isinstance(value, float) and not math.isfinite(value):
                 out[key] = None if math.isnan(value) else ("inf" if value > 0 else "-inf")
+        if self.truncated or self.refused:
+            out.update((key, getattr(self, key)) for key in ENDED_FIELDS)
         return out
 
 
@@ -137,7 +153,8 @@ def make_row(arm: ArmKey | tuple[str, str, int], measure: str, scope: str = "",
         detail: free text.
         runs: runs (default: the group's).
         regimes: regimes the estimate covers (default: every regime of the group); the
-            row's `errored` counts the group's errored episodes in them.
+            row's `errored` counts the group's errored episodes in them, `truncated` and
+            `refused` its complete episodes that ended so.
         ci_low: lower bound.
         ci_high: upper bound.
         p: one-sided p.
@@ -152,7 +169,8 @@ def make_row(arm: ArmKey | tuple[str, str, int], measure: str, scope: str = "",
     return Row(arm.model, arm.condition, arm.budget, measure, scope, estimate, ci_low, ci_high,
                n, unit, p, math.nan, 0, "", detail, runs or arm.runs, arm.arm, arm.condition_hash,
                arm.dataset, arm.question_set, arm.seeds, arm.replicates, ",".join(covered),
-               arm.errored_in(covered), arm.amendment)
+               arm.errored_in(covered), arm.amendment,
+               *(arm.apart_in(reason, covered) for reason in APART))
 
 
 def interval_row(arm: ArmKey | tuple[str, str, int], measure: str, interval: Interval,

@@ -12,7 +12,8 @@ from dataclasses import replace
 from analysis.measures.arms import ArmKey
 from analysis.measures.compute import Results
 from analysis.tables.fit import abbreviation_lines, blocks, canonical_columns, wrap_line
-from analysis.tables.rows import Row, Table
+from analysis.tables.rows import ENDED_FIELDS, Row, Table
+from core.end_reasons import apart_text
 from core.regimes import FAILURE_REGIMES, MEAN6, short_regime
 
 DASH = "–"
@@ -25,6 +26,8 @@ UNSIGNED = frozenset({
     "bin_confidence", "bin_accuracy", "fit_record", "map"})
 """Measures that are levels (probabilities, rates, means), printed without a sign."""
 DIFFERENCE = " − "
+_ENDED_WORDS = {"truncated": "generation cut at max_tokens", "refused": "refusal"}
+"""What each ENDED_FIELDS column counts, in the note under a table that has it."""
 """In an arm label, marks a row of differences ("Calibrated − Raw"): signed, whatever
 its measure."""
 
@@ -184,12 +187,19 @@ def _wide_cell(table: Table, r: Row | None, column: str, formats: dict[str, str]
     return fmt_number(r.estimate, spec, _signed(r) and by_scope)
 
 
-def _line_errored(rows: Sequence[Row], by_scope: bool) -> int:
-    """Errored episodes of one line: per-regime rows add up; rows of one group share."""
+def _line_errored(rows: Sequence[Row], by_scope: bool, field: str = "errored") -> int:
+    """Errored episodes of one line (or another count of its episodes, `field`: the
+    ENDED_FIELDS): per-regime rows add up; rows of one group share."""
     singles = [r for r in rows if "," not in r.regimes]
     if by_scope and singles:
-        return sum(r.errored for r in singles)
-    return max(r.errored for r in rows)
+        return sum(getattr(r, field) for r in singles)
+    return max(getattr(r, field) for r in rows)
+
+
+def _ended_columns(rows: Sequence[Row]) -> list[str]:
+    """The ENDED_FIELDS some row counts (a column each, after errored): a table of
+    episodes that all answered, ran out or failed the format shows none."""
+    return [f for f in ENDED_FIELDS if any(getattr(r, f) for r in rows)]
 
 
 def _by_scope(table: Table) -> bool:
@@ -240,6 +250,8 @@ def render_wide(table: Table, width: int | None = None) -> list[str]:
         together.append(range(len(header), len(header) + 1 + len(p_cols[c])))
         header += [head] + [f"{p} {head}" if several else p for p in p_cols[c]]
     header += ["errored"] if errored else []
+    ended = _ended_columns(rows)
+    header += ended
     body = []
     for cells in lines.values():
         first = next(iter(cells.values()))
@@ -251,6 +263,7 @@ def render_wide(table: Table, width: int | None = None) -> list[str]:
                      fmt_number(cell.p if p == "p" else cell.p_holm, ".3f") for p in p_cols[c]]
         if errored:
             line.append(str(_line_errored(list(cells.values()), by_scope)))
+        line += [str(_line_errored(list(cells.values()), by_scope, f)) for f in ended]
         body.append(line)
     n_text = 2 + len(varying)
     return align_fit(header, body, range(n_text, len(header)), 2, width, together)
@@ -276,14 +289,17 @@ def render_long(table: Table, width: int | None = None) -> list[str]:
     """
     varying, _ = _columns(table.rows, False)
     errored = any(r.errored for r in table.rows)
+    ended = _ended_columns(table.rows)
     kind = [] if _constant_kind(table) else ["measure", "scope"]
     header = ["model", "arm"] + [h for _, h in varying] + kind + [
-        "estimate [95% CI]", "n", "detail"] + (["errored"] if errored else [])
+        "estimate [95% CI]", "n", "detail"] + (["errored"] if errored else []) + ended
     body = [_arm_cells(r, varying) + ([r.measure, r.scope] if kind else []) + [
         fmt_interval(r.estimate, r.ci_low, r.ci_high, 2, _signed(r)),
-        str(r.n), r.detail] + ([str(r.errored)] if errored else []) for r in table.rows]
+        str(r.n), r.detail] + ([str(r.errored)] if errored else [])
+        + [str(getattr(r, f)) for f in ended] for r in table.rows]
     n_idx = header.index("n")
-    right = (n_idx - 1, n_idx) + ((len(header) - 1,) if errored else ())
+    counts = int(errored) + len(ended)
+    right = (n_idx - 1, n_idx) + tuple(range(len(header) - counts, len(header)))
     return align_fit(header, body, right, 2, width)
 
 
@@ -349,20 +365,30 @@ def judgment_lines(table: Table) -> list[str]:
 
 
 def warning_lines(table: Table) -> list[str]:
-    """A warning under a table whose rows left errored episodes out.
+    """A warning under a table whose rows left errored episodes out, and a note under
+    one whose rows hold episodes that ended truncated or refused.
 
     Args:
         table: a results table.
 
     Returns:
-        One line, or none when every row's errored count is 0.
+        A line each, or none when every row's errored and ENDED_FIELDS counts are 0.
     """
     hit = [r for r in table.rows if r.errored]
-    if not hit:
-        return []
-    groups = {r.key() for r in hit}
-    return [f"  warning: {len(groups)} row group(s) leave out errored episodes that have no "
-            "complete retry (errored column); `lab status` shows how to retry them"]
+    out = []
+    if hit:
+        groups = {r.key() for r in hit}
+        out.append(f"  warning: {len(groups)} row group(s) leave out errored episodes that "
+                   "have no complete retry (errored column); `lab status` shows how to "
+                   "retry them")
+    ended = _ended_columns(table.rows)
+    if ended:
+        groups = {r.key() for r in table.rows if any(getattr(r, f) for f in ended)}
+        out.append(f"  note: {len(groups)} row group(s) hold episodes that ended with a "
+                   f"{' or a '.join(_ENDED_WORDS[f] for f in ended)} ({', '.join(ended)} "
+                   "column): complete, in the estimate as not answering; neither format "
+                   "failures nor errors")
+    return out
 
 
 def abbreviations(table: Table) -> list[tuple[str, str]]:
@@ -466,6 +492,11 @@ def render_results(results: Results, charts: bool = True, colorless: bool = True
     if results.errored:
         head += (f"; {results.errored} episode(s) ended in an error with no complete retry "
                  "and are left out (each table counts them per row; see `lab status`)")
+    apart = apart_text(dict(results.apart))
+    if apart:
+        head += (f"; complete episodes that ended without an answer, counted as not "
+                 f"answering: {apart} (generation cut at max_tokens, model refused; each "
+                 "table counts them per row)")
     parts = ["\n".join(wrap_line(head, min(width or NOTE_WIDTH, NOTE_WIDTH)))]
     for table in results.tables:
         parts.append(render_table(table, width))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from dataclasses import asdict
 from collections.abc import Callable
 from pathlib import Path
 
@@ -13,7 +14,9 @@ import click
 from console.cli.options import IntList, bounded, open_db
 from console.render import plural, step_lines, summary_lines
 from core import store
+from core.end_reasons import apart_text
 from core.errors import ConfigError
+from core.store.endpoints import endpoints_down
 from core.models.registry import load_registry
 from core.regimes import MEAN6
 from core.store import jobs as ledger
@@ -235,6 +238,7 @@ def status_cmd(ctx: click.Context, as_json: bool) -> None:
     lease_s = settings_for(ctx).lease_s
     workers = monitor.workers(db, lease_s, now=now)
     live = monitor.live_rows(db, now=now, limit=-1)
+    down = endpoints_down(db, now=now, stale_s=lease_s)  # outages the workers wait out
     if as_json:
         states = {w.id: w.state for w in workers}
         click.echo(json.dumps({"grids": [g.to_dict() for g in grids],
@@ -243,9 +247,12 @@ def status_cmd(ctx: click.Context, as_json: bool) -> None:
                                            for w in ledger.workers(db)],
                                "live": [{"id": r.id, "cell_id": r.cell_id,
                                          "question_id": r.question_id, "worker": r.worker,
-                                         "state": r.state, "why": r.why} for r in live]},
+                                         "state": r.state, "why": r.why} for r in live],
+                               "endpoints_down": [asdict(d) for d in down]},
                               indent=2))
         return
+    for d in down:
+        click.echo(d.line())
     if not grids:
         click.echo("nothing queued yet (lab enqueue …)")
         return
@@ -260,7 +267,9 @@ def status_cmd(ctx: click.Context, as_json: bool) -> None:
         click.echo(f"grid {g.grid:<3} {g.run:<12} {bar}{g.stored}/{g.expected} {unit}, "
                    f"{g.rate:.1f}/s, ETA {eta}")
         running = f"{g.running} running; " if g.unit == "episodes" else ""
-        click.echo(f"    {g.errored} errored, {running}jobs: {jobs or '-'}")
+        apart = apart_text({"truncated": g.truncated, "refused": g.refused})
+        click.echo(f"    {g.errored} errored, {running}{apart + ', ' if apart else ''}"
+                   f"jobs: {jobs or '-'}")
         if g.retry:
             click.echo(f"    retry errored: {g.retry}")
     lost = [r for r in live if r.state == "lost"]

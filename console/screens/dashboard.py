@@ -26,6 +26,7 @@ from console.messages import Notice
 from console.screens.base import LabScreen
 from console.widgets.footer import LabFooter
 from core import store
+from core.end_reasons import apart_text
 from core.errors import LabError
 from core.store import monitor
 
@@ -284,8 +285,13 @@ class DashboardScreen(LabScreen):
         text.append("episodes  ", style="bold")
         text.append(f"{q.episodes:,} stored · ")
         text.append(f"{q.errored:,} errored", style="bold red" if q.errored else "")
-        text.append(" (excluded from analysis; lab retry --errored)\n" if q.errored
-                    else " (excluded from analysis)\n")
+        text.append(" (excluded from analysis; lab retry --errored)" if q.errored
+                    else " (excluded from analysis)")
+        apart = apart_text({"truncated": q.truncated, "refused": q.refused})
+        if apart:  # complete episodes without an answer, neither errors nor format failures
+            text.append(f" · {apart}", style="yellow")
+            text.append(" (complete, counted as not answering)")
+        text.append("\n")
         text.append("rate      ", style="bold")
         text.append(f"{data.rate:,.1f} episodes/s over the last 60 s")
         if q.probes or q.probes_errored:

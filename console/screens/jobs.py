@@ -26,6 +26,7 @@ from console.widgets.footer import LabFooter
 from console.widgets.confirm import Confirm
 from console.widgets.jobs_confirm import act_prompt, nothing_text
 from core import store
+from core.end_reasons import apart_text
 from core.errors import LabError
 from core.regimes import short_regime
 from core.store import monitor, progress
@@ -79,6 +80,14 @@ def read_jobs(db_path, expanded: set[int], now: float) -> JobsData:
         db.conn.close()
 
 
+def _append_apart(text: Text, truncated: int, refused: int, before: str, after: str) -> None:
+    """Append the complete episodes that ended truncated or refused (`core.end_reasons`),
+    apart from the errored ones and only when there are some: "⌁ 2 truncated · 1 refused"."""
+    counts = apart_text({"truncated": truncated, "refused": refused})
+    if counts:
+        text.append(f"{before}⌁ {counts}{after}", style="yellow")
+
+
 def grid_label(g: GridStatus, last_error: str | None = None) -> Text:
     """One grid: bar, stored/expected (a replay grid: its probes), errored, running, rate,
     ETA (none while nothing is queued or running but some jobs are paused), job states and
@@ -89,6 +98,7 @@ def grid_label(g: GridStatus, last_error: str | None = None) -> Text:
     text = Text(f"grid {g.grid}  {bar(g.stored, g.expected)} {g.stored}/{g.expected}{what}  ")
     if g.errored:
         text.append(f"✗ {g.errored} errored  ", style="bold red")
+    _append_apart(text, g.truncated, g.refused, "", "  ")
     paused = g.jobs.get("paused") and not (g.jobs.get("queued") or g.jobs.get("running"))
     eta = "paused, no ETA" if paused else eta_text(g.eta_s)
     text.append(("" if probes else f"{g.running} running  ") + f"{g.rate:.1f}/s  {eta}  [{jobs}]")
@@ -109,6 +119,8 @@ def run_label(name: str, grids: list[GridStatus]) -> Text:
     text.append(f"{bar(stored, expected)} {stored}/{expected}  ")
     if errored:
         text.append(f"✗ {errored} errored  ", style="bold red")
+    _append_apart(text, sum(g.truncated for g in grids), sum(g.refused for g in grids),
+                  "", "  ")
     text.append(f"{len(grids)} grid(s)  {rate:.1f}/s  {eta_text(eta)}")
     return text
 
@@ -131,6 +143,7 @@ def job_label(j: progress.JobRow, errors: monitor.JobErrors | None = None) -> Te
     text.append(f" {done:>2}/{j.expected:<2}{what}")
     if errored:
         text.append(f" ✗{errored} errored", style="bold red")
+    _append_apart(text, j.truncated, j.refused, " ", "")
     text.append(f"  seed {j.seed}  {j.model} · {j.arm} · "
                 f"{short_regime(j.regime)}")
     if j.attempts > 1:
@@ -161,6 +174,7 @@ def job_detail(j: progress.JobRow, errors: monitor.JobErrors | None = None) -> T
                 f"{unit} complete", style="bold")
     if errored:
         text.append(f" · ✗ {errored} errored", style="bold red")
+    _append_apart(text, j.truncated, j.refused, " · ", "")
     if j.attempts > 1:
         text.append(f" · attempt {j.attempts}")
     if last:
@@ -178,6 +192,7 @@ def grid_detail(g: GridStatus, last_error: str | None = None) -> Text:
         text.append(f" · ✗ {g.errored} errored", style="bold red")
         if g.retry:
             text.append(f" ({g.retry})")
+    _append_apart(text, g.truncated, g.refused, " · ", "")
     if last_error and g.errored:
         text.append(f"\nlast error: {last_error}", style="red")
     return text

@@ -33,6 +33,7 @@ from console.screens.base import LabScreen
 from console.widgets.footer import LabFooter
 from console.watch import DataVersion
 from core import store
+from core.end_reasons import end_text
 from core.episode import Step
 from core.errors import LabError
 from core.store import jobs as ledger
@@ -229,7 +230,7 @@ def outcome_parts(row: dict) -> list[Part]:
         head = (f"══ answered {row['answer']!r} at action {row['answer_action']} · gold "
                 f"{row.get('gold')!r} · F1 {row['f1']:.2f} · {verdict}")
     else:
-        head = (f"══ unanswered ({row['end_reason']}) · gold {row.get('gold')!r} · "
+        head = (f"══ unanswered ({end_text(row['end_reason'])}) · gold {row.get('gold')!r} · "
                 "✗ incorrect")
     return [(0, Text(head, style="bold")),
             (3, Text(f"forced turns {row['forced_turns']}, refused {row['refused_calls']}, "

@@ -16,6 +16,7 @@ from typing import Any
 from rich.text import Text
 
 from console.render import reasoning_line
+from core.end_reasons import end_text
 from core.episode import Step
 from core.store.trajectories import EpisodeDetail, EpisodeRow
 
@@ -99,7 +100,7 @@ def episode_head(d: EpisodeDetail, width: int = 80) -> Text:
     elif d.answer is not None:
         tail = f"· {d.answer!r} at action {r.answer_action}, F1 {d.f1:.2f} · gold {d.gold!r}"
     else:
-        tail = f"· no answer ({d.end_reason}) · gold {d.gold!r}"
+        tail = f"· no answer ({end_text(d.end_reason)}) · gold {d.gold!r}"
     out.append(" " + clip(tail, w - len(OUTCOME_MARK[r.outcome]) - 1) + "\n")
     out.append(clip(f"calls: {d.tool_calls} tool, {d.extra_calls} judgment/extra · "
                     f"{d.forced_turns} forced · {d.refused_calls} refused · tokens "

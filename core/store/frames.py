@@ -15,6 +15,7 @@ from typing import Any
 from sqlite_utils import Database
 
 from core.conditions import arm_label
+from core.end_reasons import APART
 from core.store.decisions import (PACKED_FIELDS, PACKED_ID_SHIFT, PACKED_OFFSET)
 from core.store.layouts import require_layout
 from core.store.packs import (
@@ -82,7 +83,7 @@ source "replay"); a judgment asked in-run is never replaced."""
 
 def episodes_frame(db: Database, runs: Sequence[str] | None = None,
                    models: Sequence[str] | None = None, selection: Selection | None = None,
-                   upto: int | None = None, errored: bool = False):
+                   upto: int | None = None, errored: bool = False, apart: bool = False):
     """Finished episodes (errored ones included) with their cell, run and arm, as a DataFrame.
 
     Args:
@@ -93,6 +94,8 @@ def episodes_frame(db: Database, runs: Sequence[str] | None = None,
         upto: only episodes with id <= upto (the state a `Fingerprint` recorded).
         errored: only errored episodes whose (cell, question) has no complete
             episode (`analysis.measures.decisions.errored_episodes`).
+        apart: only complete episodes that ended with a truncated generation or a
+            refusal (`core.end_reasons.APART`; few, read beside the lazy frames).
 
     Returns:
         One row per episode, ordered by id, with the `arm` label column added.
@@ -106,6 +109,9 @@ def episodes_frame(db: Database, runs: Sequence[str] | None = None,
                      "x.cell_id = e.cell_id AND x.question_id = e.question_id AND "
                      "x.error IS NULL"
                      + (f" AND x.id <= {int(upto)})" if upto is not None else ")"))
+    if apart:
+        extra.append("e.error IS NULL AND e.end_reason IN ("
+                     + ", ".join(f"'{reason}'" for reason in APART) + ")")
     sel = with_filters(selection, runs, models)
     where, args = where_clause(db, sel, *extra)
     cells = _cells(db)

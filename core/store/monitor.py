@@ -18,6 +18,8 @@ from typing import Any
 
 from sqlite_utils import Database
 
+from core.end_reasons import apart_sql
+
 JOB_STATES = ("queued", "running", "paused", "done", "failed", "cancelled")
 EVENT_KINDS = ("freeze", "enqueue", "failed", "retry", "cancel", "pause", "resume")
 
@@ -40,6 +42,11 @@ class QueueCounts:
     """Probes stored with an error (`lab retry --errored` asks them again)."""
     probe_rate: float = 0.0
     """Probes stored per second over the last `window_s`."""
+    truncated: int = 0
+    """Complete episodes that ended with a generation cut at max_tokens
+    (`core.end_reasons`: not errors, not format failures; counted as not answering)."""
+    refused: int = 0
+    """Complete episodes that ended with the model's refusal (`core.end_reasons`)."""
 
 
 @dataclass(frozen=True)
@@ -94,20 +101,22 @@ def last_line(text: str | None) -> str:
 
 def queue_counts(db: Database, window_s: float = 60.0, now: float | None = None) -> QueueCounts:
     """Jobs per state (every state present, zeros included), episode counts and the
-    episodes/s over the last `window_s` seconds, in one scan of `episodes`; the same
+    episodes/s over the last `window_s` seconds, and the complete episodes that ended
+    truncated or refused (`core.end_reasons.APART`), in one scan of `episodes`; the same
     for probes (complete, errored, per second) in one scan of `probes`."""
     now = time.time() if now is None else now
     jobs = dict.fromkeys(JOB_STATES, 0)
     jobs.update(db.conn.execute("SELECT state, count(*) FROM jobs GROUP BY state").fetchall())
-    total, errored, recent = db.conn.execute(
-        "SELECT count(*), count(error), count(CASE WHEN finished_at >= ? THEN 1 END) "
-        "FROM episodes", (_iso(now - window_s),)).fetchone()
+    total, errored, recent, truncated, refused = db.conn.execute(
+        "SELECT count(*), count(error), count(CASE WHEN finished_at >= ? THEN 1 END), "
+        f"{apart_sql()} FROM episodes", (_iso(now - window_s),)).fetchone()
     probes, probes_errored, probes_recent = db.conn.execute(
         "SELECT count(*) - count(error), count(error), count(CASE WHEN created_at >= ? AND "
         "error IS NULL THEN 1 END) FROM probes", (_iso(now - window_s),)).fetchone()
     return QueueCounts(jobs, int(total), int(errored or 0), int(recent or 0) / window_s,
                        int(probes or 0), int(probes_errored or 0),
-                       int(probes_recent or 0) / window_s)
+                       int(probes_recent or 0) / window_s, int(truncated or 0),
+                       int(refused or 0))
 
 
 def pid_alive(pid: int) -> bool:

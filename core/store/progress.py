@@ -22,6 +22,7 @@ from typing import Any
 from sqlite_utils import Database
 
 from core.conditions import arm_label
+from core.end_reasons import APART, apart_counts
 from core.store.episodes import COMPLETE
 from core.store.jobs import errored_questions
 from core.store.monitor import last_line, live_counts
@@ -46,6 +47,10 @@ def grid_progress(db: Database, now: float | None = None) -> list[dict[str, Any]
     replay_progress`), "kind" says which, and "running" is 0 (probes have no live rows).
     A grid of `lab traces collect` jobs counts its answer states the same way (unit
     "states", kind "trace": `core.store.traces.trace_progress`).
+
+    "truncated" and "refused" count the stored pairs whose complete episode ended with
+    a truncated generation or a refusal (`core.end_reasons.APART`: complete, not
+    errored; 0 for a probes or states grid).
     """
     now = time.time() if now is None else now
     grids = list(db.query("SELECT g.id AS grid, r.name AS run, g.created_at FROM grids g "
@@ -56,15 +61,18 @@ def grid_progress(db: Database, now: float | None = None) -> list[dict[str, Any]
         pairs = {(j["cell_id"], q) for j in jobs for q in json.loads(j["question_ids"])}
         cells = sorted({c for c, _ in pairs})
         complete: dict[tuple[int, str], str] = {}
+        ended: dict[tuple[int, str], str] = {}
         errored: set[tuple[int, str]] = set()
         for cell_id in cells:
-            for qid, fin in db.conn.execute(
-                    f"SELECT question_id, finished_at FROM episodes WHERE cell_id = ? AND "
-                    f"{COMPLETE}", (cell_id,)):
+            for qid, fin, why in db.conn.execute(
+                    f"SELECT question_id, finished_at, end_reason FROM episodes "
+                    f"WHERE cell_id = ? AND {COMPLETE}", (cell_id,)):
                 complete[(cell_id, qid)] = fin
+                ended[(cell_id, qid)] = why
             errored.update((cell_id, q) for q in errored_questions(db, cell_id))
         done = [complete[p] for p in pairs if p in complete]
         g.update(
+            apart_counts(ended[p] for p in pairs if p in ended),
             cells=len(cells), expected=len(pairs), stored=len(done),
             errored=len(errored & pairs), finished=sorted(done),
             jobs={s: sum(j["state"] == s for j in jobs) for s in
@@ -78,13 +86,13 @@ def grid_progress(db: Database, now: float | None = None) -> list[dict[str, Any]
             probes = replay_progress(db, replay)
             g.update(expected=probes["expected"], stored=probes["stored"],
                      errored=probes["errored"], finished=probes["finished"], running=0,
-                     unit="probes", kind=probes["kind"])
+                     unit="probes", truncated=0, refused=0, kind=probes["kind"])
         traces = [j for j in jobs if j["kind"] == "traces"]
         if traces:  # a trace grid's work is its answer states, not episodes
             states = trace_progress(db, traces)
             g.update(expected=states["expected"], stored=states["stored"],
                      errored=states["errored"], finished=states["finished"], running=0,
-                     unit="states", kind=states["kind"])
+                     unit="states", truncated=0, refused=0, kind=states["kind"])
     return grids
 
 
@@ -123,6 +131,11 @@ class JobRow:
     `lab traces collect` job."""
     kind: str | None = None
     """A replay job's probe kind ("trace" for a trace job)."""
+    truncated: int = 0
+    """Of the stored episodes, complete ones that ended with a generation cut at
+    max_tokens (`core.end_reasons`); 0 for a replay or trace job."""
+    refused: int = 0
+    """Of the stored episodes, complete ones that ended with a refusal."""
 
     @property
     def arm(self) -> str:
@@ -144,22 +157,25 @@ def job_rows(db: Database, grid_id: int) -> list[JobRow]:
         " ON e.cell_id = j.cell_id AND e.question_id = q.value), "
         "(SELECT count(*) FROM json_each(j.question_ids) q JOIN episodes e "
         " ON e.cell_id = j.cell_id AND e.question_id = q.value WHERE e.error IS NOT NULL), "
+        + "".join("(SELECT count(*) FROM json_each(j.question_ids) q JOIN episodes e ON "
+                  "e.cell_id = j.cell_id AND e.question_id = q.value WHERE e.error IS NULL "
+                  f"AND e.end_reason = '{reason}'), " for reason in APART) +
         "j.attempts, j.last_error, j.kind, j.params, j.cell_id, j.question_ids "
         "FROM jobs j JOIN cells c ON c.id = j.cell_id WHERE j.grid_id = ? ORDER BY j.id",
         (grid_id,)).fetchall()
     out = []
-    for i, st, m, cs, r, sd, b, n, s, e, a, err, kind, params, cell_id, qids in rows:
+    for i, st, m, cs, r, sd, b, n, s, e, cut, no, a, err, kind, params, cell_id, qids in rows:
         unit, probe_kind = "episodes", None
         if kind == "replay":  # its work is probes, not the episodes they read
             p = replay_progress(db, [{"cell_id": cell_id, "question_ids": qids,
                                       "params": params}])
             n, s, e = p["expected"], p["stored"] + p["errored"], p["errored"]
-            unit, probe_kind = "probes", p["kind"]
+            unit, probe_kind, cut, no = "probes", p["kind"], 0, 0
         elif kind == "traces":  # its work is answer states, not episodes
             p = trace_progress(db, [{"cell_id": cell_id, "question_ids": qids}])
             n, s, e = p["expected"], p["stored"] + p["errored"], p["errored"]
-            unit, probe_kind = "states", p["kind"]
+            unit, probe_kind, cut, no = "states", p["kind"], 0, 0
         out.append(JobRow(int(i), str(st), str(m), str(cs), str(r), int(sd), int(b), int(n),
                           int(s), int(e), int(a), last_line(err) if err else None, unit,
-                          probe_kind))
+                          probe_kind, int(cut), int(no)))
     return out

@@ -328,7 +328,8 @@ class EpisodeDetail:
         gold: the gold answer.
         answer: the agent's answer, or None.
         f1: answer F1.
-        end_reason: finish, budget, format_failure or error.
+        end_reason: finish, budget, format_failure, generation_truncated, refusal or
+            error (`core.end_reasons`).
         error: the error message, or None.
         tool_calls: tool calls.
         extra_calls: judgment calls, discarded turns and probes.

@@ -47,11 +47,15 @@ def results_json(results: Any) -> dict[str, Any]:
             return clean(dataclasses.astuple(value))
         return value
 
+    def key(arm: Any) -> list[Any]:
+        # `apart` (episodes that ended truncated or refused) came after the fixture was
+        # computed; a key without any is serialised as it was then
+        values = list(dataclasses.astuple(arm))
+        return values if arm.apart else values[:-1]
+
     return {"tables": [t.dicts() for t in results.tables],
-            "hazard_curves": clean([[list(dataclasses.astuple(k)), list(h)]
-                                    for k, h in results.hazard_curves]),
-            "answer_actions": clean([[list(dataclasses.astuple(k)), list(a)]
-                                     for k, a in results.answer_actions]),
+            "hazard_curves": clean([[key(k), list(h)] for k, h in results.hazard_curves]),
+            "answer_actions": clean([[key(k), list(a)] for k, a in results.answer_actions]),
             "episodes_per_arm": list(results.episodes_per_arm), "errored": results.errored,
             "runs": list(results.runs), "pooled": results.pooled}
 
