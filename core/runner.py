@@ -19,6 +19,7 @@ from core.canonical import canonical_hash
 from core.conditions import Condition
 from core.data import Question
 from core.episode import EpisodeResult, Step
+from core.errors import ModelError
 from core.models.base import EpisodeView, ModelClient
 from core.models.registry import ModelSpec
 from core.models.retry import call_stop
@@ -123,6 +124,29 @@ async def run_one(setup: EpisodeSetup, client: ModelClient,
                                on_step=on_step, view=view)
     result.server = getattr(session, "server", None)  # the endpoint that served it
     return result
+
+
+async def endpoint_ready(client: ModelClient,
+                         should_stop: Callable[[], bool] | None = None) -> bool:
+    """Hold a new episode while every endpoint of its model is down (`core.models.health`).
+
+    A client without endpoints (sims) never waits. Returns False when the job or the
+    worker stopped during the wait: the episode is then not started.
+    """
+    ready = getattr(client, "ready", None)
+    if ready is None:
+        return True
+    stop = call_stop()
+
+    def give_up() -> bool:
+        return stop.requested or (should_stop is not None and should_stop())
+
+    try:
+        async with stop.scope("endpoint down", None):  # a stopping worker's cut ends it
+            await ready(give_up)
+    except ModelError:
+        return False
+    return not give_up()
 
 
 class LiveBuffer:
@@ -257,6 +281,8 @@ async def run_questions(db: Database, cell_id: int, cell: CellSpec,
         async with limit:
             admit()
             if should_stop is not None and should_stop():
+                return
+            if not await endpoint_ready(client, should_stop):  # an outage: wait, not burn
                 return
             # a sampled instant episode commits its live rows in one transaction at its end
             sampled: list[Step] | None = [] if not live and started < live_first else None

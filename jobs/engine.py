@@ -21,14 +21,17 @@ import concurrent.futures
 import logging
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from sqlite_utils import Database
 
 from core import store
 from core.models.base import ModelClient
+from core.models.health import HEALTH, Change
 from core.models.registry import ModelSpec, make_client
 from core.store import jobs as ledger
+from core.store.endpoints import record_change
 from jobs.settings import WorkerSettings
 from jobs.slots import CallSlots, slots_path
 from jobs.tasks import PoolCache, Resources, run_job
@@ -99,6 +102,7 @@ class Engine:
         self._stopped_in: int | None = None  # pid of the process that stopped this engine
         self._db: Database | None = None
         self._abandoned: set[concurrent.futures.Future[str]] = set()
+        self._unlisten: Callable[[], None] | None = None
 
     def _start(self) -> asyncio.AbstractEventLoop:
         with self._lock:
@@ -108,12 +112,22 @@ class Engine:
                 self._loop = asyncio.new_event_loop()
                 self._db = store.connect(self.settings.db_path)
                 self._res = _Shared(self.pools, self.settings.db_path)
+                if self._unlisten is not None:  # a forked child: one listener, its own
+                    self._unlisten()
+                self._unlisten = HEALTH.listen(self._record_endpoint)
                 if self._stopped_in == self._pid:  # a job taken just as the stop came
                     self._res.stop.request()
                 self._thread = threading.Thread(target=self._loop.run_forever,
                                                 name="lab-engine", daemon=True)
                 self._thread.start()
             return self._loop
+
+    def _record_endpoint(self, change: Change) -> None:
+        """An endpoint went down or up (in the loop's thread): record it where `lab
+        status`, the Dashboard and Jobs read it (`core.store.endpoints`)."""
+        if self._db is not None and self._pid == os.getpid():
+            record_change(self._db, self.settings.worker_id, change.url, change.state,
+                          change.since, change.models, change.error)
 
     def submit(self, job: dict) -> str:
         """Run a job whose lease this worker holds; return once its questions have started.
@@ -213,6 +227,9 @@ class Engine:
             loop, res, thread = self._loop, self._res, self._thread
             mine = self._pid == os.getpid()
             self._loop = None
+        if self._unlisten is not None and mine:
+            self._unlisten()
+            self._unlisten = None
         if loop is None or not mine or thread is None:
             return
         try:

@@ -33,6 +33,7 @@ from huey.consumer import Consumer, ConsumerStopped
 
 from core import store
 from core.store import jobs as ledger
+from core.store.endpoints import forget_worker
 from core.store.episodes import remove_live
 from jobs.child import start_child, stop_child
 from jobs.engine import Engine
@@ -241,5 +242,6 @@ def _stop(db: Any, consumer: LabConsumer, engine: Engine, settings: WorkerSettin
         if released:
             log.warning("stopping: re-queued jobs %s", released)
         remove_live(db, settings.worker_id)
+        forget_worker(db, settings.worker_id)  # the endpoints it saw down: no longer shown
         ledger.worker_heartbeat(db, settings.worker_id, "stopped")
         db.conn.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,16 @@ def _no_user_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("LAB_DB", raising=False)
     monkeypatch.delenv("LAB_CONFIG", raising=False)
     monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_endpoint_health() -> Iterator[None]:
+    """No endpoint stays marked down from one test to the next (ports are reused)."""
+    from core.models.health import HEALTH
+
+    HEALTH.reset()
+    yield
+    HEALTH.reset()
 
 
 @pytest.fixture

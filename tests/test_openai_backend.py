@@ -135,11 +135,14 @@ def test_episodes_through_fault(app, server, fault, times, reason, db_path):
 
 @pytest.mark.timeout(60)
 def test_connection_refused_is_retried_then_recorded(db_path):
+    # refused on every attempt: the endpoint is marked down, the calls wait for it
+    # `outage_wait_s` (tests/test_endpoint_outages.py), then the episodes are errored
     with LoopbackServer(OpenAIApp()) as srv:
         url = srv.url
-    stored, rows = drive(openai_spec(url), db_path, n=3)
+    stored, rows = drive(openai_spec(url, outage_wait_s=0.5, probe_s=0.05), db_path, n=3)
     assert stored == 3
-    assert all(r["error"].startswith("connection: ") for r in rows)
+    assert all(r["error"].startswith("endpoint_down: ") for r in rows)
+    assert all("connection failed" in r["error"] for r in rows)  # the last failure named
 
 
 @pytest.mark.timeout(60)

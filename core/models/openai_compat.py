@@ -34,7 +34,7 @@ import asyncio
 import json
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -43,6 +43,7 @@ import httpx
 from core.errors import ConfigError, ModelError
 from core.models.base import EpisodeView, Generation, Message
 from core.models.endpoint_url import parse_endpoint, scrub_client_logs
+from core.models.health import HEALTH, Breaker, Failover, http_alive, wait_admission
 from core.models.reasoning import estimate_reasoning_tokens, split_reasoning
 from core.models.retry import LOG, StatusFailure, call_with_retries, reading_reply
 from core.models.specs import OpenAISpec
@@ -158,6 +159,11 @@ class Endpoint:
         resp = await conns.post(self.address.request_url(path), content=body)
         return resp.status_code, resp.headers, resp.content
 
+    async def probe(self) -> bool:
+        """Whether the server answers a GET of its /models (an outage's probe,
+        `core.models.health`)."""
+        return await http_alive(self.address.request_url("models"), self.headers)
+
     async def sdk_chat(self, body: dict[str, Any]) -> tuple[int, Mapping[str, str], Any]:
         """One chat completion through the openai SDK: (status, headers, reply dict or text).
 
@@ -224,6 +230,9 @@ class OpenAIClient:
         self.endpoints = [Endpoint(url, key, self.policy.timeout_s, transport)
                           for url in endpoints]
         self.secrets += tuple(s for e in self.endpoints for s in e.secrets)
+        # outages (core.models.health): one breaker per endpoint URL, shared process-wide
+        self.breakers: dict[str, Breaker] = {e.url: HEALTH.breaker(e.url, name, e.probe)
+                                             for e in self.endpoints}
 
     def pick(self, avoid: Endpoint | None = None) -> Endpoint:
         """The endpoint with the fewest outstanding requests (ties: fewest episodes).
@@ -232,10 +241,15 @@ class OpenAIClient:
         `avoid`) are passed over while another one is available.
         """
         now = time.monotonic()
-        up = [e for e in self.endpoints if e.down_until <= now and e is not avoid]
+        up = [e for e in self.endpoints if e.down_until <= now and e is not avoid
+              and not self.breakers[e.url].down]
         best = min(up or self.endpoints, key=lambda e: (e.outstanding, e.episodes))
         best.episodes += 1
         return best
+
+    async def ready(self, give_up: Callable[[], bool] | None = None) -> None:
+        """Hold a new episode while every endpoint is down (`core.models.health`)."""
+        await wait_admission(list(self.breakers.values()), self.policy, give_up)
 
     def start(self, view: EpisodeView) -> OpenAISession:
         """Open a session pinned to the least-loaded endpoint."""
@@ -288,7 +302,9 @@ class OpenAISession:
         start = time.perf_counter()
         text, reasoning, usage = await call_with_retries(
             lambda: self._once(body), c.policy, lambda: f"{c.name} at {self.endpoint.url}",
-            (httpx.HTTPError, StatusFailure), c.secrets, on_failure=self._failed)
+            (httpx.HTTPError, StatusFailure), c.secrets, on_failure=self._failed,
+            outage=Failover(c.endpoints, lambda e: c.breakers[e.url], lambda: self.endpoint,
+                            self._move, c.policy))
         prompt, completion, cached, thought = usage
         if thought is None:
             thought = estimate_reasoning_tokens(completion, reasoning, text)
@@ -297,6 +313,14 @@ class OpenAISession:
                           cost_usd=c.prices.dollars(prompt, completion, cached),
                           latency_ms=(time.perf_counter() - start) * 1000, reasoning=reasoning,
                           reasoning_tokens=thought)
+
+    def _move(self, endpoint: Endpoint) -> None:
+        """Serve the rest of the episode from `endpoint` (its own is down)."""
+        if endpoint is not self.endpoint:
+            LOG.warning("%s: moving an episode from %s (down) to %s", self.client.name,
+                        self.endpoint.url, endpoint.url)
+            endpoint.episodes += 1
+            self.endpoint, self.server = endpoint, endpoint.url
 
     def _failed(self, err: ModelError) -> None:
         """After a connection failure: mark the endpoint down, move to another if up."""

@@ -24,12 +24,16 @@ from core.prompt_set import PROMPT_FORMATS
 
 BACKENDS = ("openai", "anthropic", "sim")
 _COMMON = frozenset({"backend", "concurrency"})
+OUTAGE_FIELDS = ("down_after", "outage_wait_s", "probe_s")
+"""How a served model's endpoint outages are handled (`core.models.health`): serving
+settings, never hashed."""
+_SERVED = _COMMON | set(OUTAGE_FIELDS)
 _FIELDS: Mapping[str, frozenset[str]] = MappingProxyType({
-    "openai": _COMMON | {"model", "endpoints", "sampling", "thinking", "thinking_budget",
+    "openai": _SERVED | {"model", "endpoints", "sampling", "thinking", "thinking_budget",
                          "max_context", "timeout_s", "max_retries", "price_per_mtok",
                          "backoff_s", "backoff_max_s", "tensor_parallel_size", "prompt_format",
                          "transport"},
-    "anthropic": _COMMON | {"model", "sampling", "thinking", "thinking_budget", "max_context",
+    "anthropic": _SERVED | {"model", "sampling", "thinking", "thinking_budget", "max_context",
                             "timeout_s", "max_retries", "price_per_mtok", "base_url",
                             "backoff_s", "backoff_max_s"},
     "sim": _COMMON | {"policy", "k", "c", "p_useless_failed", "p_useless_real",
@@ -43,7 +47,8 @@ SAMPLING_KEYS = frozenset({"temperature", "top_p", "top_k", "min_p", "presence_p
                            "frequency_penalty", "repetition_penalty", "seed"})
 """Keys a `sampling = { … }` table may hold (sent to the server as they are)."""
 SERVING_FIELDS = ("endpoints", "concurrency", "base_url", "timeout_s", "max_retries", "backoff_s",
-                  "backoff_max_s", "tensor_parallel_size", "latency_ms", "transport")
+                  "backoff_max_s", "tensor_parallel_size", "latency_ms", "transport",
+                  *OUTAGE_FIELDS)
 """Where and how a model is served, not what it is: left out of the hashed spec."""
 _REQUIRED = MappingProxyType({"openai": ("model", "endpoints"), "anthropic": ("model",),
                               "sim": ("policy",)})
@@ -133,6 +138,20 @@ def _kind_name(kind: type | tuple[type, ...]) -> str:
     return " or ".join(names.get(k, k.__name__) for k in kinds)
 
 
+def _check_outage(where: str, params: Mapping[str, Any]) -> None:
+    """down_after (an integer >= 1), outage_wait_s and probe_s (positive seconds)."""
+    if "down_after" in params:
+        _check_type(where, "down_after", params["down_after"], int)
+        if params["down_after"] < 1:
+            raise ConfigError(f"{where}: down_after must be >= 1, got {params['down_after']}")
+    for key in ("outage_wait_s", "probe_s"):
+        if key in params:
+            _check_type(where, key, params[key], (int, float))
+            if params[key] <= 0:
+                raise ConfigError(f"{where}: {key} must be a positive number of seconds, "
+                                  f"got {params[key]}")
+
+
 def _validate(where: str, name: str, table: Mapping[str, Any]) -> ModelSpec:
     backend = table.get("backend")
     if backend is None:
@@ -189,6 +208,7 @@ def _validate(where: str, name: str, table: Mapping[str, Any]) -> ModelSpec:
             if params[key] < 0 or (key == "timeout_s" and params[key] == 0):
                 raise ConfigError(f"{where}: {key} must be a positive number of seconds, "
                                   f"got {params[key]}")
+    _check_outage(where, params)
     if "base_url" in params and not (isinstance(params["base_url"], str)
                                      and params["base_url"].startswith(("http://", "https://"))):
         raise ConfigError(f"{where}: base_url must be an http(s) URL, "

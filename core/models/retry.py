@@ -27,7 +27,7 @@ import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import httpx
 
@@ -133,20 +133,32 @@ class RetryPolicy:
         max_retries: retries after the first attempt (0 = try once).
         backoff_s: first backoff delay; doubles per retry.
         backoff_max_s: cap on one backoff delay (before jitter).
+        down_after: consecutive refused/dropped connections or 5xx replies that mark an
+            endpoint down (`core.models.health`): its calls then wait instead of retrying.
+        outage_wait_s: how long a call or a new episode waits for a down endpoint before
+            it ends with reason "endpoint_down" (retryable).
+        probe_s: how often a down endpoint is asked whether it answers again.
     """
 
     timeout_s: float = 60.0
     max_retries: int = 4
     backoff_s: float = 1.0
     backoff_max_s: float = 30.0
+    down_after: int = 3
+    outage_wait_s: float = 900.0
+    probe_s: float = 2.0
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> RetryPolicy:
-        """The policy of a registry entry (timeout_s, max_retries, backoff_s, backoff_max_s)."""
+        """The policy of a registry entry (timeout_s, max_retries, backoff_s, backoff_max_s,
+        down_after, outage_wait_s, probe_s)."""
         return cls(timeout_s=float(params.get("timeout_s", cls.timeout_s)),
                    max_retries=int(params.get("max_retries", cls.max_retries)),
                    backoff_s=float(params.get("backoff_s", cls.backoff_s)),
-                   backoff_max_s=float(params.get("backoff_max_s", cls.backoff_max_s)))
+                   backoff_max_s=float(params.get("backoff_max_s", cls.backoff_max_s)),
+                   down_after=int(params.get("down_after", cls.down_after)),
+                   outage_wait_s=float(params.get("outage_wait_s", cls.outage_wait_s)),
+                   probe_s=float(params.get("probe_s", cls.probe_s)))
 
     def delay(self, retry: int, rng: random.Random) -> float:
         """Backoff before retry number `retry` (0-based): exponential, jittered in [½, 1]."""
@@ -297,6 +309,28 @@ def classify(exc: BaseException, where: str) -> ModelError:
     return RetryableFailure(f"{where}: {name}: {' '.join(str(exc).split())[:200]}", "connection")
 
 
+class Outage(Protocol):
+    """Where a call's endpoint stands (`core.models.health.Failover`): calls to a down
+    endpoint wait for it instead of spending their retries."""
+
+    async def ready(self) -> bool:
+        """Wait until the call may be sent (moving it to a live endpoint if it can);
+        returns whether it waited. Raises ModelError ("endpoint_down") past the bound."""
+        ...
+
+    def answered(self) -> None:
+        """The server answered the attempt (a reply, or an error that is no outage's)."""
+        ...
+
+    async def failed(self, err: ModelError) -> bool:
+        """Count a failed attempt; returns whether its endpoint is down now."""
+        ...
+
+
+_ANSWERED = frozenset({"rate_limited", "overloaded", "context_overflow", "auth", "bad_request"})
+"""Failure reasons that prove the server is there (it answered, with an error)."""
+
+
 _HANDLED: tuple[type[BaseException], ...] = (
     asyncio.TimeoutError, TimeoutError, MalformedResponse, ModelError)
 """Besides the backend's own error types: what a failed attempt raises. Anything else
@@ -307,7 +341,8 @@ async def call_with_retries(call: Callable[[], Awaitable[T]], policy: RetryPolic
                             where: str | Callable[[], str],
                             errors: tuple[type[BaseException], ...], secrets: Sequence[str] = (),
                             rng: random.Random | None = None,
-                            on_failure: Callable[[ModelError], None] | None = None) -> T:
+                            on_failure: Callable[[ModelError], None] | None = None,
+                            outage: Outage | None = None) -> T:
     """Run `call` under the policy: hard timeout per attempt, retry what is retryable.
 
     Args:
@@ -320,12 +355,17 @@ async def call_with_retries(call: Callable[[], Awaitable[T]], policy: RetryPolic
         secrets: strings scrubbed from every message (API keys).
         rng: jitter source (a fresh unseeded one by default).
         on_failure: called with each retryable failure before its backoff.
+        outage: the health of the call's endpoints. Before each attempt the call waits
+            while they are all down (`Outage.ready`); a failure that finds (or leaves)
+            its endpoint down is not counted against `max_retries`, and after such a
+            wait the retries start afresh: an outage waits, it does not use up the call.
 
     Raises:
         ModelError: a final error, or the last retryable one once retries are spent;
             the message says how many attempts were made. Reason "interrupted" when
             the context's `CallStop` was requested before an attempt or a retry, or
-            cut the attempt off.
+            cut the attempt off. Reason "endpoint_down" when `outage` waited
+            `outage_wait_s` for a down endpoint.
     """
     handled = (*errors, *_HANDLED)
     stop = call_stop()
@@ -333,18 +373,36 @@ async def call_with_retries(call: Callable[[], Awaitable[T]], policy: RetryPolic
     while True:
         place = where if isinstance(where, str) else where()
         stop.check(redact(place, secrets))  # a stopping worker starts no call and no retry
+        if outage is not None:
+            async with stop.scope(redact(place, secrets), None):  # the cut ends the wait
+                if await outage.ready():
+                    attempt = 0  # sent again after an outage: fresh retries
+            place = where if isinstance(where, str) else where()  # it may have moved
         try:
             async with stop.scope(redact(place, secrets), policy.timeout_s):
-                return await call()
+                result = await call()
         except handled as exc:
             if isinstance(exc, ModelError) and exc.reason == INTERRUPTED:
                 raise
             err = classify(exc, place)
+        else:
+            if outage is not None:
+                outage.answered()
+            return result
         err.args = (redact(str(err), secrets),)
+        down = False
+        if outage is not None:
+            if err.reason in _ANSWERED:
+                outage.answered()
+            else:
+                async with stop.scope(redact(place, secrets), None):  # its probe, cut-able
+                    down = await outage.failed(err)
         if stop.requested:  # failed after the stop: no retry
             raise interrupted(str(err), f"not retried ({err.reason}): the worker is stopping")
         if not err.retryable:
             raise ModelError(str(err), err.reason, retryable=False) from None
+        if down:  # the endpoint is down: wait for it (next `ready`), not counted as a retry
+            continue
         if attempt >= policy.max_retries:
             tries = attempt + 1
             raise ModelError(f"{err} (gave up after {tries} attempt{'s' * (tries > 1)})",
