@@ -4,25 +4,35 @@ Pure: no I/O, no randomness. Failure injection (which observations fail and what
 replaces them) lives in `core.regimes`; this module only answers tool calls
 against an intact (or answerless) knowledge base.
 
-Observation formats (the exact strings an agent sees):
+Search and lookup work as in the main paper's released harness, and their
+observations are its strings (formats, not prose):
 
-* search hit: ``"{title}: {text}"`` -- the page title, a colon and a space, then
-  the page's sentences joined by single spaces (`Paragraph.text`). A page with no
-  sentences left (answerless KB) is shown as its bare title.
-* search miss: ``"No results for '{query}'."``
-* lookup hit: the matching sentence itself, stripped of surrounding whitespace.
-* lookup miss: ``"No more results for '{keyword}'."``
-* lookup before any successful search: ``"No article selected. Use search[...] first."``
+* search: an exact title match (case-insensitive), else the title most similar to
+  the query (difflib's SequenceMatcher ratio, the first of the best, when it is above
+  0.3), else the page whose text shares the most whitespace-separated words with the
+  query (the first of the best); else a miss.
+* search hit: ``"[{title}] {text}"``, the page's sentences joined by single spaces as
+  stored; a page left with no sentence (answerless KB) reads
+  ``"[{title}] (no further text on this page)"``.
+* search miss: ``"No results found."``
+* lookup hit: ``"(Result {i}/{n}) {sentence}"``: the *first* sentence of the current
+  page that contains the keyword (case-insensitive), where the page's text is split
+  into its n sentences at ".", "!" or "?" followed by whitespace and i counts from 1.
+* lookup miss: ``"No results for '{keyword}' in current page."``
+* lookup before any successful search: ``"No page loaded. Use search first."``
 
 Two-source episodes (`Sources`): ``backup_search`` runs the same search on an intact
-copy of the question's pages (never the answerless one, never failed by a regime);
-``lookup`` reads the current article from whichever source selected it.
+copy of the question's pages (never the answerless one, never failed by a regime),
+with its own current page; ``lookup`` always reads the primary source's current page,
+as in the harness, so it is a primary call (failed by the regime, refused once
+switch_rule has switched the primary off).
 """
 
 from __future__ import annotations
 
 import functools
 import re
+from difflib import SequenceMatcher
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -31,7 +41,12 @@ from core.data import Paragraph, Question
 _WORD = re.compile(r"\w+")
 _SPACE = re.compile(r"\s+")
 
-NO_ARTICLE_TEXT = "No article selected. Use search[...] first."
+NO_ARTICLE_TEXT = "No page loaded. Use search first."
+SEARCH_MISS_TEXT = "No results found."
+EMPTY_PAGE_TEXT = "(no further text on this page)"
+FUZZY_TITLE_MIN = 0.3
+"""A title's similarity to the query must exceed this for the fuzzy step to pick it."""
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 PRIMARY, BACKUP = "primary", "backup"
 """Values of steps.tool_source in two-source episodes."""
 
@@ -60,8 +75,14 @@ def tokenize(s: str) -> list[str]:
     return _WORD.findall(s.lower())
 
 
+def page_text(paragraph: Paragraph) -> str:
+    """A page's text as the tools read it: its sentences joined by single spaces as
+    stored (ends stripped), or EMPTY_PAGE_TEXT when nothing is left."""
+    return " ".join(paragraph.sentences).strip() or EMPTY_PAGE_TEXT
+
+
 def paragraph_observation(paragraph: Paragraph) -> str:
-    """Format a page as a search observation: ``"{title}: {text}"`` (title alone if empty).
+    """Format a page as a search observation: ``"[{title}] {text}"`` (see `page_text`).
 
     Used for intact pages and for pages injected by a failure regime alike, so a
     failed observation is indistinguishable in form from a real one.
@@ -72,8 +93,16 @@ def paragraph_observation(paragraph: Paragraph) -> str:
     Returns:
         The observation text.
     """
-    text = paragraph.text
-    return f"{paragraph.title}: {text}" if text else paragraph.title
+    return f"[{paragraph.title}] {page_text(paragraph)}"
+
+
+def observation_title(observation: str) -> str | None:
+    """The page title a search observation shows (``"[Title] text"``), else None."""
+    if observation.startswith("["):
+        title, bracket, _ = observation[1:].partition("] ")
+        if bracket:
+            return title
+    return None
 
 
 class KnowledgeBase:
@@ -83,52 +112,63 @@ class KnowledgeBase:
         paragraphs: the pages, in KB order (indices refer to this order).
     """
 
-    __slots__ = ("paragraphs", "_first_by_title", "_tokens", "_texts")
+    __slots__ = ("paragraphs", "_titles", "_first_by_title", "_words", "_texts",
+                 "_sentences")
 
     def __init__(self, paragraphs: Sequence[Paragraph]) -> None:
         self.paragraphs: tuple[Paragraph, ...] = tuple(paragraphs)
+        self._titles = tuple(p.title.lower() for p in self.paragraphs)
         first_by_title: dict[str, int] = {}
-        for i, p in enumerate(self.paragraphs):
-            first_by_title.setdefault(normalize_title(p.title), i)
+        for i, title in enumerate(self._titles):
+            first_by_title.setdefault(title, i)
         self._first_by_title = first_by_title
         self._texts = tuple(paragraph_observation(p) for p in self.paragraphs)
-        self._tokens = tuple(
-            frozenset(tokenize(p.title)) | frozenset(tokenize(p.text)) for p in self.paragraphs
-        )
+        self._words = tuple(frozenset(page_text(p).lower().split()) for p in self.paragraphs)
+        self._sentences = tuple(tuple(_SENTENCE_END.split(page_text(p)))
+                                for p in self.paragraphs)
 
     def __len__(self) -> int:
         return len(self.paragraphs)
 
     def search(self, query: str) -> int | None:
-        """Find the page a search query selects.
+        """Find the page a search query selects, as the paper's harness does.
 
-        Exact normalised title match first (first such index); otherwise the page
-        sharing the most distinct word tokens with the query (title + text), ties to
-        the lowest index.
+        1. exact title: the query (stripped, lower-cased) equals a title lower-cased
+           (the first such page);
+        2. fuzzy title: the title with the highest ``SequenceMatcher(None, query,
+           title).ratio()`` (both lower-cased; ties to the lowest index), when that
+           ratio is above FUZZY_TITLE_MIN;
+        3. word overlap: the page whose text shares the most distinct
+           whitespace-separated words with the query (lower-cased, punctuation kept;
+           ties to the lowest index), when it shares at least one.
 
         Args:
             query: the agent's search input.
 
         Returns:
-            The page index, or None when the query is empty or shares no token with
-            any page.
+            The page index, or None when no step selects a page.
         """
-        norm = normalize_title(query)
-        if not norm:
-            return None
-        exact = self._first_by_title.get(norm)
+        q = query.strip().lower()
+        exact = self._first_by_title.get(q)
         if exact is not None:
             return exact
-        q = frozenset(tokenize(query))
+        best, best_ratio = None, 0.0
+        for i, title in enumerate(self._titles):
+            ratio = SequenceMatcher(None, q, title).ratio()
+            if ratio > best_ratio:  # strict: ties keep the lowest index
+                best, best_ratio = i, ratio
+        if best is not None and best_ratio > FUZZY_TITLE_MIN:
+            return best
+        words = frozenset(q.split())
         best, best_overlap = None, 0
-        for i, tokens in enumerate(self._tokens):
-            overlap = len(q & tokens)
-            if overlap > best_overlap:  # strict: ties keep the lowest index
+        for i, page_words in enumerate(self._words):
+            overlap = len(words & page_words)
+            if overlap > best_overlap:
                 best, best_overlap = i, overlap
         return best
 
     def paragraph_text(self, i: int) -> str:
-        """The observation text of page `i`: ``"{title}: {text}"`` (see module docstring).
+        """The observation text of page `i`: ``"[{title}] {text}"`` (see module docstring).
 
         Args:
             i: page index.
@@ -137,6 +177,10 @@ class KnowledgeBase:
             The formatted page.
         """
         return self._texts[i]
+
+    def sentences(self, i: int) -> tuple[str, ...]:
+        """Page `i`'s text split into the sentences lookup counts (see module docstring)."""
+        return self._sentences[i]
 
 
 @dataclass(frozen=True)
@@ -156,75 +200,62 @@ class ToolResult:
 
 @dataclass
 class ToolState:
-    """Per-episode tool state: the current article and the lookup cursor.
+    """Per-episode tool state of one source: its current page.
 
     Attributes:
-        article: index of the current article, None before any successful search.
-        lookup_keyword: casefolded keyword of the last lookup, None after a search.
-        lookup_position: how many matches of `lookup_keyword` have been returned.
+        article: index of the current page, None before any successful search.
     """
 
     article: int | None = None
-    lookup_keyword: str | None = None
-    lookup_position: int = 0
 
     def search(self, kb: KnowledgeBase, query: str) -> ToolResult:
-        """Run ``search[query]``; a hit becomes the current article and resets lookup.
+        """Run ``search[query]``; a hit becomes the current page.
 
         Args:
             kb: the knowledge base.
             query: the search input.
 
         Returns:
-            The page text, or a "No results" observation (state unchanged).
+            The page text, or the miss observation (state unchanged).
         """
         i = kb.search(query)
         if i is None:
-            return ToolResult(f"No results for '{query}'.", None, False)
+            return ToolResult(SEARCH_MISS_TEXT, None, False)
         self.article = i
-        self.lookup_keyword = None
-        self.lookup_position = 0
         return ToolResult(kb.paragraph_text(i), i, True)
 
     def lookup(self, kb: KnowledgeBase, keyword: str) -> ToolResult:
-        """Run ``lookup[keyword]`` on the current article.
+        """Run ``lookup[keyword]`` on the current page.
 
-        Returns the next sentence containing `keyword` (case-insensitive substring),
-        cycling back to the first match after the last. A keyword different from the
-        previous lookup's restarts at the first match.
+        Returns the first sentence of the page that contains `keyword` (stripped;
+        case-insensitive substring) with its position, ``"(Result i/n) sentence"``;
+        the same keyword again returns the same sentence, as in the paper's harness.
 
         Args:
             kb: the knowledge base.
             keyword: the lookup input.
 
         Returns:
-            The matching sentence, or a "no article selected" / "No more results"
-            observation (the current article is kept).
+            The numbered sentence, or the "no page loaded" / lookup-miss observation
+            (the current page is kept).
         """
         if self.article is None:
             return ToolResult(NO_ARTICLE_TEXT, None, False)
-        key = keyword.strip().casefold()
-        if key != self.lookup_keyword:
-            self.lookup_keyword = key
-            self.lookup_position = 0
-        matches = (
-            [s.strip() for s in kb.paragraphs[self.article].sentences if key in s.casefold()]
-            if key
-            else []
-        )
-        if not matches:
-            return ToolResult(f"No more results for '{keyword}'.", None, False)
-        sentence = matches[self.lookup_position % len(matches)]
-        self.lookup_position += 1
-        return ToolResult(sentence, self.article, True)
+        key = keyword.strip()
+        sentences = kb.sentences(self.article)
+        for i, sentence in enumerate(sentences, start=1):
+            if key.lower() in sentence.lower():
+                return ToolResult(f"(Result {i}/{len(sentences)}) {sentence}", self.article,
+                                  True)
+        return ToolResult(f"No results for '{key}' in current page.", None, False)
 
 
 class Sources:
     """The tools of one episode over its primary knowledge base and, in two-source
     arms, the backup copy.
 
-    One `ToolState` is shared: a search on either source that finds a page makes it
-    the current article, and `source_of("lookup")` is the source that selected it.
+    Each source keeps its own current page, as in the paper's harness: lookup reads
+    the primary's (a backup_search never changes what lookup reads).
 
     Args:
         primary: the primary KB (answerless in that regime).
@@ -235,7 +266,7 @@ class Sources:
         self.primary = primary
         self.backup = backup
         self.tools = ToolState()
-        self.article_source = PRIMARY
+        self.backup_tools = ToolState()
 
     def source_of(self, action: str) -> str:
         """Which source a tool call reads: PRIMARY or BACKUP.
@@ -243,9 +274,7 @@ class Sources:
         Args:
             action: "search", "lookup" or "backup_search".
         """
-        if action == "backup_search":
-            return BACKUP
-        return self.article_source if action == "lookup" else PRIMARY
+        return BACKUP if action == "backup_search" else PRIMARY
 
     def call(self, action: str, argument: str) -> ToolResult:
         """Run one tool call against its source.
@@ -260,18 +289,13 @@ class Sources:
         Raises:
             ValueError: backup_search in an episode without a backup source.
         """
-        source = self.source_of(action)
-        kb = self.primary
-        if source == BACKUP:
+        if self.source_of(action) == BACKUP:
             if self.backup is None:
                 raise ValueError("backup_search needs a backup source (two-source arms)")
-            kb = self.backup
+            return self.backup_tools.search(self.backup, argument)
         if action == "lookup":
-            return self.tools.lookup(kb, argument)
-        result = self.tools.search(kb, argument)
-        if result.found:
-            self.article_source = source
-        return result
+            return self.tools.lookup(self.primary, argument)
+        return self.tools.search(self.primary, argument)
 
 
 def observation_source(question: Question, paragraph: int | None) -> str:

@@ -39,8 +39,8 @@ def test_a_question_with_other_pages_gets_its_own_kb():
     edited = dataclasses.replace(q, paragraphs=(Paragraph("Only page", ("New text.",)),
                                                 *q.paragraphs[1:]))
     assert knowledge_base(edited) is not knowledge_base(q)
-    assert knowledge_base(edited).paragraph_text(0) == "Only page: New text."
-    assert knowledge_base(q).paragraph_text(0) != "Only page: New text."
+    assert knowledge_base(edited).paragraph_text(0) == "[Only page] New text."
+    assert knowledge_base(q).paragraph_text(0) != "[Only page] New text."
 
 
 def test_live_steps_store_only_non_default_fields_and_read_back_equal(db_path):

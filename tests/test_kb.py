@@ -6,8 +6,11 @@ import pytest
 
 from core.data import Paragraph, Question
 from core.kb import (
+    BACKUP,
     NO_ARTICLE_TEXT,
+    PRIMARY,
     KnowledgeBase,
+    Sources,
     ToolResult,
     ToolState,
     normalize_title,
@@ -61,120 +64,114 @@ def test_normalize_and_tokenize() -> None:
     assert tokenize("Otter-Lantern, 1902!") == ["otter", "lantern", "1902"]
 
 
-@pytest.mark.parametrize(
-    "query", ["Marrow Quill Festival", "marrow quill festival", "  MARROW   quill\tFestival  "]
-)
-def test_exact_title_beats_overlap(kb: KnowledgeBase, query: str) -> None:
-    # Page 0 shares the same three tokens (and is earlier), so only exact matching picks 1.
-    assert kb.search(query) == 1
+# Search and lookup as in the main paper's released harness: exact title, then the most
+# similar title (difflib ratio > 0.3), then word overlap; lookup returns the first
+# matching sentence with its position. These replace tests that pinned lab's earlier
+# tools (overlap over title + text, cycling lookup, "Title: text" pages).
 
 
-def test_exact_title_takes_first_duplicate() -> None:
-    kb = KnowledgeBase([PAGES[0], Paragraph("Twin", ("one",)), Paragraph("twin", ("two",))])
-    assert kb.search("TWIN") == 1
+@pytest.mark.parametrize(("query", "page", "step"), [
+    ("Marrow Quill Festival", 1, "exact"),
+    ("marrow quill festival", 1, "exact"),  # case-insensitive
+    ("  MARROW   quill\tFestival  ", 1, "fuzzy"),  # not exact (inner spaces), most similar
+    ("otter lanterns", 2, "fuzzy"),
+    ("velvet canol", 3, "fuzzy"),  # a misspelt title
+    # the fuzzy step wins whenever a title is similar enough, even over a page whose
+    # text holds every query word
+    ("velvet canal grain mill", 3, "fuzzy"),  # ratio .686 (Velvet Canal) > .424 (Quiet Mill)
+    ("sailors", 0, "fuzzy"),  # "harbor lights" .400; the word is in page 2's text
+    ("zebra", 2, "fuzzy"),  # "otter lantern" .333 > 0.3: the fuzzy step rarely misses
+    # every title at or below 0.3: the page sharing the most words
+    ("grinds", 4, "overlap"),
+    ("xyz grinds", 4, "overlap"),
+    # no step selects a page; words keep their punctuation ("1902." is not "1902")
+    ("1902", None, "miss"),
+    ("", None, "miss"),
+    ("!!!", None, "miss"),
+])
+def test_search_steps(kb: KnowledgeBase, query: str, page: int | None, step: str) -> None:
+    assert kb.search(query) == page, step
 
 
-def test_overlap_ranking(kb: KnowledgeBase) -> None:
-    # "velvet canal grain mill": page 3 shares velvet+canal (2), page 4 shares
-    # canal+velvet+grain+mill (4).
-    assert kb.search("velvet canal grain mill") == 4
-    assert kb.search("who built the otter thing") == 2
-    assert kb.search("water north") == 3
+def test_search_ties_and_the_fuzzy_threshold() -> None:
+    twins = KnowledgeBase([PAGES[0], Paragraph("Twin", ("one.",)), Paragraph("twin", ("two.",))])
+    assert twins.search("TWIN") == 1  # exact: the first of equal titles
+    assert twins.search("twins") == 1  # fuzzy: ties go to the lowest index
+    # "abc" against a 17-letter title sharing "abc": ratio 2·3/20 = 0.3, not above it,
+    # so the overlap step picks the page whose text holds "abc"
+    at = KnowledgeBase([Paragraph("abcdefghijklmnopq", ("nothing here.",)),
+                        Paragraph("zzz", ("abc is here",))])
+    assert at.search("abc") == 1
+    above = KnowledgeBase([Paragraph("abcdefghijklmnop", ("nothing here.",)),
+                           Paragraph("zzz", ("abc is here",))])  # 2·3/19 = 0.316
+    assert above.search("abc") == 0
+    # overlap: distinct words, ties to the lowest index
+    words = KnowledgeBase([Paragraph("xxxxxxxxxxxx", ("red blue",)),
+                           Paragraph("yyyyyyyyyyyy", ("red blue green",)),
+                           Paragraph("zzzzzzzzzzzz", ("red blue green",))])
+    assert words.search("green green red") == 1
+    assert words.search("red red red") == 0
 
 
-def test_overlap_counts_distinct_tokens(kb: KnowledgeBase) -> None:
-    # Repeating a token in the query does not add overlap: "north north north" (1 distinct
-    # token, page 3) loses to "mill grain" (2 tokens, page 4).
-    assert kb.search("north north north mill grain") == 4
-
-
-def test_overlap_tie_goes_to_lowest_index(kb: KnowledgeBase) -> None:
-    # "canal" is in pages 3 and 4 (one token each): lowest index wins.
-    assert kb.search("canal") == 3
-    # "velvet" also ties between 3 and 4.
-    assert kb.search("velvet") == 3
-
-
-@pytest.mark.parametrize("query", ["", "   ", "zebra xylophone", "!!!"])
-def test_no_result(kb: KnowledgeBase, query: str) -> None:
-    assert kb.search(query) is None
+def test_observation_strings(kb: KnowledgeBase) -> None:
+    assert kb.paragraph_text(1) == "[Marrow Quill Festival] A small festival. It began in 1931."
+    assert paragraph_observation(Paragraph("Empty", ())) == \
+        "[Empty] (no further text on this page)"
+    # sentences are joined as stored (HotpotQA's later sentences start with a space)
+    assert paragraph_observation(Paragraph("T", ("A b.", " C d."))) == "[T] A b.  C d."
     state = ToolState()
-    result = state.search(kb, query)
-    assert result == ToolResult(f"No results for '{query}'.", None, False)
+    assert state.search(kb, "1902") == ToolResult("No results found.", None, False)
     assert state.article is None
-
-
-def test_paragraph_text_title_first(kb: KnowledgeBase) -> None:
-    assert kb.paragraph_text(1) == "Marrow Quill Festival: A small festival. It began in 1931."
-    assert paragraph_observation(Paragraph("Empty", ())) == "Empty"
-
-
-def test_search_result_sets_article(kb: KnowledgeBase) -> None:
-    state = ToolState()
-    result = state.search(kb, "otter lantern")
-    assert result == ToolResult(kb.paragraph_text(2), 2, True)
+    assert state.lookup(kb, "otter") == ToolResult("No page loaded. Use search first.", None,
+                                                   False)
+    assert NO_ARTICLE_TEXT == "No page loaded. Use search first."
+    assert state.search(kb, "otter lantern") == ToolResult(kb.paragraph_text(2), 2, True)
     assert state.article == 2
 
 
-def test_lookup_cycles_through_matches(kb: KnowledgeBase) -> None:
+def test_lookup_returns_the_first_match_with_its_position(kb: KnowledgeBase) -> None:
     state = ToolState()
     state.search(kb, "Otter Lantern")
-    texts = [state.lookup(kb, "otter lantern").text for _ in range(5)]
-    assert texts == [
-        "The otter lantern glows at night.",
-        "Sailors carry an otter lantern.",
-        "An OTTER lantern was found in 1902.",
-        "The otter lantern glows at night.",
-        "Sailors carry an otter lantern.",
-    ]
-    assert state.lookup(kb, "Otter").paragraph == 2
-
-
-def test_lookup_new_keyword_restarts(kb: KnowledgeBase) -> None:
-    state = ToolState()
-    state.search(kb, "Otter Lantern")
-    assert state.lookup(kb, "otter").text == "The otter lantern glows at night."
-    assert state.lookup(kb, "otter").text == "Sailors carry an otter lantern."
-    assert state.lookup(kb, "lantern").text == "The otter lantern glows at night."
-    assert state.lookup(kb, "LANTERN").text == "Sailors carry an otter lantern."
-    assert state.lookup(kb, "otter").text == "The otter lantern glows at night."
-
-
-def test_lookup_without_article(kb: KnowledgeBase) -> None:
-    state = ToolState()
-    assert state.lookup(kb, "otter") == ToolResult(NO_ARTICLE_TEXT, None, False)
-    assert NO_ARTICLE_TEXT == "No article selected. Use search[...] first."
-    state.search(kb, "zebra")  # a miss selects nothing
-    assert state.lookup(kb, "otter").text == NO_ARTICLE_TEXT
-
-
-def test_lookup_no_more_results_keeps_article(kb: KnowledgeBase) -> None:
-    state = ToolState()
-    state.search(kb, "Otter Lantern")
-    assert state.lookup(kb, "zebra") == ToolResult("No more results for 'zebra'.", None, False)
-    assert state.article == 2
-    assert state.lookup(kb, "built").text == "Nobody knows who built it."
-
-
-def test_search_resets_lookup_cursor(kb: KnowledgeBase) -> None:
-    state = ToolState()
-    state.search(kb, "Otter Lantern")
-    state.lookup(kb, "otter")
-    state.lookup(kb, "otter")
-    state.search(kb, "Otter Lantern")
-    assert state.lookup(kb, "otter").text == "The otter lantern glows at night."
+    assert state.lookup(kb, "otter") == ToolResult(
+        "(Result 1/4) The otter lantern glows at night.", 2, True)
+    # the same keyword again: the same sentence (no cursor)
+    assert state.lookup(kb, "otter").text == "(Result 1/4) The otter lantern glows at night."
+    assert state.lookup(kb, " built ").text == "(Result 3/4) Nobody knows who built it."
+    assert state.lookup(kb, "OTTER lantern was").text == \
+        "(Result 4/4) An OTTER lantern was found in 1902."
+    assert state.lookup(kb, " zebra ") == ToolResult(
+        "No results for 'zebra' in current page.", None, False)
+    assert state.article == 2  # a miss keeps the page
+    state.search(kb, "1902")  # a failed search keeps it too
+    assert state.lookup(kb, "sailors").text == "(Result 2/4) Sailors carry an otter lantern."
     state.search(kb, "Velvet Canal")
-    assert state.lookup(kb, "it").text == "It runs north."
-    assert state.lookup(kb, "otter").text == "No more results for 'otter'."
+    assert state.lookup(kb, "it").text == "(Result 2/2) It runs north."
 
 
-def test_failed_search_keeps_article_and_cursor(kb: KnowledgeBase) -> None:
+def test_lookup_counts_the_sentences_of_the_page_text() -> None:
+    # the page's text is split at ". ", "! " and "? ", not into the stored sentences
+    kb = KnowledgeBase([Paragraph("Ann", ("Born in St. Louis, she moved.", "She died."))])
     state = ToolState()
-    state.search(kb, "Otter Lantern")
-    state.lookup(kb, "otter")
-    state.search(kb, "zebra")
-    assert state.article == 2
-    assert state.lookup(kb, "otter").text == "Sailors carry an otter lantern."
+    state.search(kb, "Ann")
+    assert state.lookup(kb, "louis").text == "(Result 2/3) Louis, she moved."
+    empty = KnowledgeBase([Paragraph("Void", ())])
+    state = ToolState()
+    state.search(empty, "Void")
+    assert state.lookup(empty, "text").text == "(Result 1/1) (no further text on this page)"
+
+
+def test_lookup_reads_the_primary_page_after_a_backup_search(kb: KnowledgeBase) -> None:
+    sources = Sources(kb, KnowledgeBase(PAGES))
+    assert sources.source_of("lookup") == PRIMARY
+    assert sources.source_of("backup_search") == BACKUP
+    sources.call("search", "Otter Lantern")
+    assert sources.call("backup_search", "Velvet Canal").paragraph == 3
+    # the backup's page is its own: lookup still reads the primary's Otter Lantern
+    assert sources.call("lookup", "north").text == "No results for 'north' in current page."
+    assert sources.call("lookup", "night").text == \
+        "(Result 1/4) The otter lantern glows at night."
+    with pytest.raises(ValueError, match="backup"):
+        Sources(kb).call("backup_search", "x")
 
 
 def test_observation_source() -> None:
@@ -206,8 +203,8 @@ def test_strip_supporting_facts() -> None:
         "Nobody knows who built it.",
     )
     assert stripped[3:] == PAGES[3:]
-    # The answerless KB still searches by title; an emptied page shows its bare title.
+    # The answerless KB still searches by title; an emptied page says it has no text.
     kb = KnowledgeBase(stripped)
     assert kb.search("Marrow Quill Festival") == 1
-    assert kb.paragraph_text(1) == "Marrow Quill Festival"
+    assert kb.paragraph_text(1) == "[Marrow Quill Festival] (no further text on this page)"
     assert "1931" not in " ".join(kb.paragraph_text(i) for i in range(len(kb)))

@@ -50,7 +50,7 @@ def test_backup_never_fails_under_persistent_and_the_primary_still_does():
     s = r.steps
     assert [x.tool_source for x in s[:3]] == ["primary", "backup", "primary"]
     assert [x.obs_failed for x in s[:3]] == [True, False, True]
-    assert s[1].obs_source in ("gold", "distractor") and s[1].shown.startswith("Vellmore")
+    assert s[1].obs_source in ("gold", "distractor") and s[1].shown.startswith("[Vellmore")
     assert r.tool_calls == 3 and r.answered
     assert "backup_search[query]" in client.calls[0][1][0]["content"]
     assert not any(kind == "judge" for kind, _ in client.calls)  # two_source asks nothing
@@ -67,7 +67,7 @@ def test_schedule_counts_primary_results_only():
 def test_answerless_backup_is_the_intact_page():
     r = run(ScriptedClient(acts=[SEARCH, BACKUP, FINISH]), "two_source", "answerless")
     primary, backup = r.steps[0].shown, r.steps[1].shown
-    assert len(backup) > len(primary) and backup.startswith(primary.split(":")[0])
+    assert len(backup) > len(primary) and backup.startswith(primary.split("]")[0] + "]")
     assert r.steps[1].obs_text == backup  # stored, since obs_ref would read stripped
 
 

@@ -34,6 +34,7 @@ import prompts
 from core.canonical import keyed_uniform
 from core.data import TASK_FEVER, Question
 from core.errors import ConfigError
+from core.kb import observation_title
 from core.models.base import EpisodeView, Generation, Message
 from core.models.sim_trace import TRACE_POLICY, trace_reply
 
@@ -304,7 +305,7 @@ class SimSession:
             return "Let me think about where to look next."
         if self.useless(n):
             return f"This result does not mention {self.target()}."
-        title = view.observations[n - 1].text.split(":", 1)[0].strip() or "this page"
+        title = observation_title(view.observations[n - 1].text) or "this page"
         return f"This paragraph states that {title} is the article I needed."
 
     def answer(self) -> str:
