@@ -228,23 +228,27 @@ class Condition:
                 HotpotQA in the ReAct format).
 
         Returns:
-            The base system prompt with this arm's additions appended.
+            The base system prompt with this arm's additions appended, joined as the
+            paper's released harness joins them: the permission after a blank line,
+            then the budget, the stated rule and the call cost each on the next line
+            (one paragraph with the permission); the backup tool and the finish-only
+            sentence each after a blank line.
         """
-        parts = [prompt_set.load("system")]
         arm = self.arm
+        text = prompt_set.load("system")
         if arm.permit:
-            parts.append(prompt_set.load("permit"))
+            text += "\n\n" + prompt_set.load("permit")
         if arm.budget:
-            parts.append(prompt_set.load("budget").format(budget=budget))
+            text += "\n" + prompt_set.load("budget").format(budget=budget)
         if arm.stated_rule:
-            parts.append(prompt_set.load("stated_rule").format(k=_number_word(self.k)))
+            text += "\n" + prompt_set.load("stated_rule").format(k=_number_word(self.k))
         if arm.call_cost:
-            parts.append(prompt_set.load("call_cost").format(price=f"{self.price:g}"))
+            text += "\n" + prompt_set.load("call_cost").format(price=f"{self.price:g}")
         if arm.two_source:
-            parts.append(prompt_set.load("two_source"))
+            text += "\n\n" + prompt_set.load("two_source")
         if forced:
-            parts.append(prompt_set.load("forced_system"))
-        return "\n\n".join(parts)
+            text += "\n\n" + prompt_set.load("forced_system")
+        return text
 
 
 _DEFAULTS: Mapping[str, Any] = MappingProxyType(

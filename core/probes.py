@@ -187,7 +187,7 @@ def history_at(ep: RecordedEpisode, t: int | None = None, judging: bool = False
         if step.refused:
             text = pieces.load("forced_observation" if step.forced else "switch_notice")
             if ep.condition.arm.budget:
-                text += "\n" + counter(ep.budget - step.t)
+                text += "\n\n" + counter(ep.budget - step.t)
             messages.append({"role": "user", "content": text})
             continue
         observation = ep.observations[i] or ""

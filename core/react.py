@@ -134,7 +134,7 @@ def question_message(setup: EpisodeSetup) -> str:
     """The first user message: the question (and the counter on budget arms)."""
     text = setup.prompts.load("question").format(question=setup.question.question)
     if setup.condition.arm.budget:
-        text += "\n" + counter(setup.budget)
+        text += "\n\n" + counter(setup.budget)
     return text
 
 
@@ -142,7 +142,7 @@ def observation_message(setup: EpisodeSetup, observation: str, t: int) -> str:
     """The user message carrying the observation of action t."""
     text = setup.prompts.load("observation").format(observation=observation)
     if setup.condition.arm.budget:
-        text += "\n" + counter(setup.budget - t)
+        text += "\n\n" + counter(setup.budget - t)
     return text
 
 
@@ -470,7 +470,7 @@ class _Run:
                 # there and does not add it again
                 text = setup.prompts.load("forced_observation" if forced else "switch_notice")
                 if cond.arm.budget:
-                    text += "\n" + counter(setup.budget - t)
+                    text += "\n\n" + counter(setup.budget - t)
                 self.messages.append({"role": "user", "content": text})
                 continue
             observation = self.observe(step)
