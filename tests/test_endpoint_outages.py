@@ -235,3 +235,31 @@ def test_a_20_s_refusal_mid_grid_errors_nothing_and_the_grid_completes(tmp_path)
         kinds = [k for (k,) in c.execute("SELECT kind FROM events WHERE kind LIKE 'endpoint%'")]
     assert kinds[:1] == ["endpoint_down"] and "endpoint_up" in kinds
     conn.close()
+
+
+def test_status_readers_show_an_endpoint_down_only_while_a_live_worker_sees_it(db_path):
+    from console.screens.dashboard import read_dashboard
+    from console.screens.jobs import read_jobs
+    from core import store
+    from core.store import jobs as ledger
+    from core.store.endpoints import forget_worker, record_change
+
+    db = store.connect(db_path)
+    ledger.register_worker(db, "host:1")
+    ledger.register_worker(db, "host:2")
+    now = __import__("time").time()
+    url = "http://10.0.0.5:8000/v1"
+    record_change(db, "host:1", url, "down", now - 60, ("qwen3-8b",), "connection failed")
+    record_change(db, "host:2", url, "down", now - 30, ("qwen3-8b-think",), "HTTP 503")
+    (down,) = endpoints_down(db, now=now)
+    assert (down.endpoint, down.models, down.workers) == (url, ("qwen3-8b", "qwen3-8b-think"), 2)
+    line = down.line()
+    assert line.startswith(f"endpoint {url} down since {down.since_local()} (qwen3-8b, ")
+    assert read_dashboard(db_path, 60.0, now).down == (down,)
+    assert read_jobs(db_path, set(), now).down == [down]
+    assert not endpoints_down(db, now=now + 3600)  # the workers' heartbeats went silent
+    record_change(db, "host:1", url, "up", now, ("qwen3-8b",))
+    forget_worker(db, "host:2")
+    assert not endpoints_down(db, now=now)
+    kinds = [k for (k,) in db.conn.execute("SELECT kind FROM events ORDER BY id")]
+    assert kinds == ["endpoint_down", "endpoint_down", "endpoint_up"]

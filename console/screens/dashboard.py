@@ -29,6 +29,7 @@ from core import store
 from core.end_reasons import apart_text
 from core.errors import LabError
 from core.store import monitor
+from core.store.endpoints import EndpointDown, endpoints_down
 
 CHECK_TIMEOUT_S = 2.0
 WIDE = 160
@@ -51,6 +52,8 @@ class DashboardData:
     """Errored episodes and probes by reason (`monitor.errored_by_reason`)."""
     stopped_old: int = 0
     """Stopped workers silent for over an hour, shown as one line (`collapse_stopped`)."""
+    down: tuple[EndpointDown, ...] = ()
+    """Endpoints a live worker sees down (its model's episodes wait for them)."""
 
 
 @dataclass(frozen=True)
@@ -71,7 +74,8 @@ def read_dashboard(db_path, lease_s: float, now: float) -> DashboardData:
         workers, stopped_old = monitor.collapse_stopped(monitor.workers(db, lease_s, now=now))
         return DashboardData(queue, queue.rate, workers, monitor.servers(db),
                              monitor.recent_events(db, limit=EVENTS),
-                             tuple(monitor.errored_by_reason(db)), stopped_old)
+                             tuple(monitor.errored_by_reason(db)), stopped_old,
+                             tuple(endpoints_down(db, now=now, stale_s=lease_s)))
     finally:
         db.conn.close()
 
@@ -300,6 +304,8 @@ class DashboardScreen(LabScreen):
             text.append(f"{q.probes_errored:,} errored", style="bold red" if q.probes_errored
                         else "")
             text.append(f", {q.probe_rate:,.1f}/s")
+        for d in data.down:  # an outage: episodes wait for the endpoint (plain text, no markup)
+            text.append(f"\n⚠ {d.line()}", style="bold red")
         for r in data.reasons[:5]:
             text.append(f"\n✗ {r.count:,} {r.unit} {r.reason}: ", style="bold red")
             text.append(r.example.removeprefix(r.reason + ": "), style="red")

@@ -30,6 +30,7 @@ from core.end_reasons import apart_text
 from core.errors import LabError
 from core.regimes import short_regime
 from core.store import monitor, progress
+from core.store.endpoints import EndpointDown, endpoints_down
 from jobs.control import GridStatus, control, status
 from jobs.retry import retry
 from jobs.settings import WorkerSettings
@@ -66,6 +67,8 @@ class JobsData:
     """Episode jobs of the expanded grids: complete and errored questions, newest error."""
     grid_errors: dict[int, str] = field(default_factory=dict)
     """Grid id → its newest error line that still stands."""
+    down: list[EndpointDown] = field(default_factory=list)
+    """Endpoints a live worker sees down (their models' episodes wait)."""
 
 
 def read_jobs(db_path, expanded: set[int], now: float) -> JobsData:
@@ -75,7 +78,7 @@ def read_jobs(db_path, expanded: set[int], now: float) -> JobsData:
         grids = status(db, now=now)
         errors = {j: e for g in expanded for j, e in monitor.job_errors(db, g).items()}
         return JobsData(grids, {g: progress.job_rows(db, g) for g in expanded}, errors,
-                        monitor.grid_last_errors(db))
+                        monitor.grid_last_errors(db), endpoints_down(db, now=now))
     finally:
         db.conn.close()
 
@@ -240,6 +243,7 @@ class JobsScreen(LabScreen):
                     id="jobs-filter", classes="hidden")
         tree: Tree[tuple[str, int | str]] = Tree("runs", id="jobs-tree")
         tree.show_root = False
+        yield Static("", id="jobs-down", classes="hidden")
         yield tree
         yield Static("", id="jobs-hint", classes="provenance")
         yield LabFooter()
@@ -269,6 +273,9 @@ class JobsScreen(LabScreen):
 
     def _show(self, data: JobsData) -> None:
         self._jobs_data = data
+        down = self.query_one("#jobs-down", Static)  # outages: shown only while one lasts
+        down.update(Text("\n".join(f"⚠ {d.line()}" for d in data.down), style="bold red"))
+        down.set_class(not data.down, "hidden")
         tree = self.query_one(Tree)
         runs: dict[str, list[GridStatus]] = {}
         for g in data.grids:
