@@ -308,12 +308,25 @@ def parse_decision(text: str) -> str | None:
 
     Returns:
         "CONTINUE" or "ANSWER_NOW" (`ANSWER NOW` and `ANSWER-NOW` read as ANSWER_NOW)
-        from the last `DECISION: …` in the reply; None when it has none.
+        from the last `DECISION: …` in the reply; a reply without such a line is read
+        as the authors' harness reads it: the later of the last bare CONTINUE and the
+        last bare ANSWER_NOW (any case); None when it holds neither.
     """
     matches = list(_DECISION_RE.finditer(text or ""))
-    if not matches:
+    if matches:
+        return "CONTINUE" if matches[-1].group(1).upper() == "CONTINUE" else "ANSWER_NOW"
+    last: dict[str, int] = {}
+    for m in _BARE_DECISION_RE.finditer(text or ""):
+        word = "CONTINUE" if m.group(1).upper() == "CONTINUE" else "ANSWER_NOW"
+        last[word] = m.start()
+    if not last:
         return None
-    return "CONTINUE" if matches[-1].group(1).upper() == "CONTINUE" else "ANSWER_NOW"
+    return max(last, key=lambda w: last[w])
+
+
+_BARE_DECISION_RE = re.compile(r"(?i)(continue|answer[ _]now)")
+"""A decision word anywhere in a decision turn's reply, inside a longer word too
+("continues"), as the harness's substring search finds it (the fallback reading)."""
 
 
 def _thought_and_decision(head: str) -> tuple[str, str | None]:

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from core.parser import ACTION_NAMES, ParsedAction, parse_action
+from core.parser import ACTION_NAMES, ParsedAction, parse_action, parse_decision
 
 PA = ParsedAction
 
@@ -232,3 +232,17 @@ def test_search_and_lookup_never_have_empty_argument() -> None:
 def test_long_reply_is_fast_enough_smoke() -> None:
     text = "Thought: " + "word " * 400 + "\nAction: search\nAction Input: Barlow\n"
     assert parse_action(text * 3) == PA("search", "Barlow", ("word " * 400).strip(), None)
+
+
+@pytest.mark.parametrize(("reply", "decision"), [
+    ("Unlikely to improve.\nDECISION: ANSWER_NOW", "ANSWER_NOW"),
+    ("DECISION: CONTINUE\n(or answer now?)", "CONTINUE"),  # the DECISION line wins
+    ("DECISION: ANSWER NOW", "ANSWER_NOW"),
+    ("I will continue searching.", "CONTINUE"),  # no DECISION line: the later bare word
+    ("Continue? No, I should answer now.", "ANSWER_NOW"),
+    ("Answer_now would be premature; the search continues.", "CONTINUE"),
+    ("I am not sure.", None),
+    ("", None),
+])
+def test_a_decision_turn_is_read_as_the_harness_reads_it(reply: str, decision: str | None) -> None:
+    assert parse_decision(reply) == decision
