@@ -215,10 +215,19 @@ def test_random_rule_defaults_to_the_models_dev_set_useless_rate(lab):
                                        regimes=("persistent", "clean"), run="dev"), models)
     run_worker(settings, until_idle=True)
     rate, n = store.useless_rate(db, "sim-own5")
-    useless = db.conn.execute("SELECT sum(judgment = 'USELESS'), count(judgment) FROM steps"
-                              ).fetchone()
-    assert n == useless[1] and rate == pytest.approx(useless[0] / useless[1])
-    assert 0.6 < rate < 0.95  # persistent ≈ 0.99, clean ≈ 0.45, pooled
+    per_regime = db.conn.execute(
+        "SELECT c.regime, sum(s.judgment = 'USELESS'), count(s.judgment) FROM steps s "
+        "JOIN episodes e ON e.id = s.episode_id JOIN cells c ON c.id = e.cell_id "
+        "GROUP BY c.regime").fetchall()
+    assert len(per_regime) == 2
+    assert n == sum(r[2] for r in per_regime)
+    # equal regime weights (the paper's A1), not the pooled share
+    assert rate == pytest.approx(sum(r[1] / r[2] for r in per_regime) / 2)
+    # persistent episodes run longer, so they hold more judgments: pooling would weigh
+    # that regime more and give a different rate
+    pooled = sum(r[1] for r in per_regime) / n
+    assert abs(pooled - rate) > 0.02
+    assert 0.6 < rate < 0.95  # persistent ≈ 0.99, clean ≈ 0.45
     grid = plan(db, request(models=("sim-own5",), conditions=("random_rule",),
                             regimes=("clean",), run="rr"), models)
     (cell,) = [c.cell for c in grid.cells]

@@ -144,19 +144,30 @@ def question_sets(db: Database) -> list[dict[str, Any]]:
 
 
 def useless_rate(db: Database, model: str) -> tuple[float | None, int]:
-    """Share of the model's side-channel judgments that said USELESS on dev question sets.
+    """The model's development-set USELESS rate, with equal regime weights.
 
-    Counts stored steps of finished, error-free episodes whose cell ran the model on a
-    question set that is not held-out. Returns (rate or None, judgments counted).
+    random_rule's default rate (the main paper, App. A, amendment 1: a random signal
+    matched to the model's own development rate, computed with equal regime weights as
+    in the authors' harness): for each regime, the share of USELESS among the model's
+    parsed side-channel judgments (USELESS / (USELESS + USEFUL); unparsed replies are
+    left out), then the unweighted mean over the regimes, so a regime the model ran
+    more often does not weigh more. Counts stored steps of finished, error-free
+    episodes whose cell ran the model on a question set that is not held-out, in any
+    arm.
+
+    Returns:
+        (rate or None when there is no such judgment, judgments counted).
     """
-    row = db.conn.execute(
-        "SELECT count(*), sum(s.judgment = 'USELESS') FROM steps s "
+    rows = db.conn.execute(
+        "SELECT c.regime, count(*), sum(s.judgment = 'USELESS') FROM steps s "
         "JOIN episodes e ON e.id = s.episode_id JOIN cells c ON c.id = e.cell_id "
         "JOIN question_sets qs ON qs.name = c.question_set "
         "WHERE c.model = ? AND qs.held_out = 0 AND e.error IS NULL "
-        "AND s.judgment IS NOT NULL", (model,)).fetchone()
-    n = int(row[0] or 0)
-    return (float(row[1]) / n if n else None), n
+        "AND s.judgment IN ('USELESS', 'USEFUL') GROUP BY c.regime", (model,)).fetchall()
+    if not rows:
+        return None, 0
+    rates = [float(useless) / n for _, n, useless in rows]
+    return sum(rates) / len(rates), sum(int(n) for _, n, _ in rows)
 
 
 def title_resolver(db) -> Callable[[str], str]:
