@@ -8,9 +8,11 @@ the reply:
   in-run judgment (`core.judges.parse_side_channel`, with the arm's `judge_parse`);
 - belief probe (§8.3): JSON ``{p_continue, p_answer_now, prefer, reason}`` without
   the remaining budget; a reply that does not parse is missing, never coerced;
-- answer-now branch (§8.4): the forced-finish instruction the rule uses, plus one
-  line asking for a verbalized confidence 0–100 in the same turn
-  (``Confidence: N``); no such line → confidence missing;
+- answer-now branch (§8.4): the same history replayed with the rule's forced-finish
+  instruction, nothing more (the main paper, App. C.4/D.2); a ``Confidence: N`` line
+  the model writes anyway is still read. `messages_for(..., confidence=True)` adds
+  the second seed's line asking for a verbalized confidence 0–100, which its
+  confidence-gated controllers read; no such line → confidence missing;
 - answer repair (§8.5): the whole conversation with its finish turn, plus one fixed
   message asking for the actual answer; one attempt.
 
@@ -309,13 +311,16 @@ def select_points(points: Sequence[int], at: At,
     return useless_run_points([(t, known.get(t)) for t in points], FIRST_USELESS)
 
 
-def messages_for(ep: RecordedEpisode, t: int, kind: str) -> list[Message]:
+def messages_for(ep: RecordedEpisode, t: int, kind: str, confidence: bool = False
+                 ) -> list[Message]:
     """The forked conversation a probe sends.
 
     Args:
         ep: the recorded episode.
         t: the decision point (the finish action for a repair).
         kind: one of KINDS.
+        confidence: answer_now only: append the line asking for a verbalized
+            confidence (off by default: the paper's branch has no such request).
 
     Returns:
         The messages.
@@ -329,7 +334,8 @@ def messages_for(ep: RecordedEpisode, t: int, kind: str) -> list[Message]:
         return [*history_at(ep, t), {"role": "user", "content": prompts.load("belief_probe")}]
     if kind == "answer_now":
         out = forced_messages(ep.setup(), history_at(ep, t))
-        out[-1]["content"] += "\n" + prompts.load("answer_now_confidence")
+        if confidence:
+            out[-1]["content"] += "\n" + prompts.load("answer_now_confidence")
         return out
     if kind == "repair":
         return [*history_at(ep), {"role": "user", "content": prompts.load("repair")}]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+import prompts
+
 from core.errors import ConfigError
 from core.probes import (At, decision_points, messages_for, parse_at, parse_belief,
                          parse_confidence, probe_points, read_reply, history_at)
@@ -57,15 +59,21 @@ def test_rebuilt_history_equals_what_the_agent_and_its_judge_fork_saw(db_path, c
     assert full[-1]["content"] == steps[-1].raw
 
 
-def test_answer_now_fork_is_the_forced_turn_plus_the_confidence_line(db_path):
+def test_answer_now_fork_is_the_forced_turn_and_nothing_more(db_path):
+    # the paper's branch: the same history replayed with the rule's finish instruction
+    # (no confidence request, which changed the answers the branch records); the second
+    # seed's confidence line is an option
     db, eid, client = scripted_episode(db_path, "enforced_rule:k=2", "persistent",
                               [SEARCH, SEARCH, FINISH], judgments=["USELESS", "USELESS"])
     ep = probe_rows.recorded_episode(db, eid)
     forced_call = [m for kind, m in client.calls if kind == "act"][2]
     fork = messages_for(ep, 2, "answer_now")
-    assert fork[0] == forced_call[0]  # the finish-only system prompt
-    assert fork[-1]["content"].startswith(forced_call[-1]["content"])
-    assert "Confidence:" in fork[-1]["content"][len(forced_call[-1]["content"]):]
+    assert fork == forced_call  # exactly the request the rule's forced turn sent
+    assert "Confidence" not in fork[-1]["content"]
+    asked = messages_for(ep, 2, "answer_now", confidence=True)
+    assert asked[:-1] == forced_call[:-1]
+    assert asked[-1]["content"] == (forced_call[-1]["content"] + "\n"
+                                    + prompts.load("answer_now_confidence"))
 
 
 def test_parse_at_and_probe_points(db_path):
