@@ -56,8 +56,9 @@ class Step:
     reasoning: str | None = None
     reasoning_tokens: int = 0
     decision_raw: str | None = field(default=None, compare=False)
-    """The decide arm's decision-turn reply that `decision` was parsed from (the history
-    shows it; in memory and the live table only, no steps column yet)."""
+    """The decide arm's decision-turn reply that `decision` was parsed from, as the model
+    wrote it (the agent's history holds it, so probes rebuild it from here); None on
+    other arms and on steps stored before lab.db had the column."""
     cut: str | None = field(default=None, compare=False)
     """Why the turn has no action although it is no format failure: "generation_truncated"
     (cut at max_tokens) or "refusal"; the episode ended on it (its end_reason says so)."""

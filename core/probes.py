@@ -153,9 +153,9 @@ def history_at(ep: RecordedEpisode, t: int | None = None, judging: bool = False
     reminder after a failed turn the condition's format_retries allow, the forced or
     switch notice after a refused call, the observation message (with the counter on
     budget arms) and, on decide arms, the judgment, decision and act-consistent turns
-    (the decision reply from the next step's `decision_raw`; a stored episode has
-    none, so there it reads "DECISION: <its decision>"). Discarded turns never
-    entered the history.
+    (the decision reply verbatim from the next step's `decision_raw`; a step stored
+    before lab.db kept that reply has none, and there it reads "DECISION: <its
+    decision>"). Discarded turns never entered the history.
 
     Args:
         ep: the recorded episode.
@@ -202,8 +202,8 @@ def history_at(ep: RecordedEpisode, t: int | None = None, judging: bool = False
                 messages[-1]["content"] += "\n" + pieces.load("switch_notice")
             if ep.condition.arm.decide and not fork_here and n + 1 < len(acting):
                 nxt = acting[n + 1][1]
-                raw = getattr(nxt, "decision_raw", None)
-                if raw is None:
+                raw = nxt.decision_raw
+                if raw is None:  # stored before steps.decision_raw existed
                     raw = f"DECISION: {nxt.decision}" if nxt.decision else UNPARSED
                 messages += [
                     {"role": "user", "content": pieces.load("side_channel")},

@@ -13,6 +13,10 @@ from core.store import probes as probe_rows
 from core.react import forced_messages
 from tests.helpers.probes import FINISH, GARBLED, LOOKUP, SEARCH, scripted_episode
 
+DECISIONS = ("The page named the founder, so I keep going.\nDECISION: CONTINUE",
+             "DECISION: CONTINUE", "I am not sure yet.", "Still nothing; continue  ",
+             "  Decision: continue searching")
+"""Decision-turn replies of the scripted decide episode, as a model might word them."""
 SAID_USELESS = ("Thought: This page is not relevant to the question.\nAction: search\n"
                 "Action Input: Vellmore Quartet")
 
@@ -29,15 +33,21 @@ def test_rebuilt_history_equals_what_the_agent_and_its_judge_fork_saw(db_path, c
     acts = [SEARCH, GARBLED, LOOKUP, SEARCH, SEARCH, SEARCH, SEARCH, FINISH]
     if condition.startswith("decide"):
         # the scripted client answers the decision turns from `acts` too: one after each
-        # observation before the last action. A stored episode keeps the decision, not
-        # its reply, so the rebuilt reply is "DECISION: <decision>" (what these say).
-        decision = "DECISION: CONTINUE"
-        acts = [SEARCH, decision, GARBLED, LOOKUP, *[decision, SEARCH] * 4, decision, FINISH]
+        # observation before the last action. The replies are free text (one with no
+        # decision in it): the stored episode must give them back verbatim, not
+        # "DECISION: <decision>" rebuilt from the parsed decision
+        acts = [SEARCH, DECISIONS[0], GARBLED, LOOKUP,
+                *[x for d in DECISIONS[1:] for x in (d, SEARCH)], DECISIONS[0], FINISH]
     if condition.startswith("stated"):
         acts = [SEARCH, SAID_USELESS, SEARCH, FINISH]
     db, eid, client = scripted_episode(db_path, condition, regime, acts,
                               judgments=["USELESS", "USEFUL", "USELESS", "USELESS"] * 3)
     ep = probe_rows.recorded_episode(db, eid)
+    if condition.startswith("decide"):  # the replies went through lab.db's steps table
+        stored = [r[0] for r in db.conn.execute(
+            "SELECT decision_raw FROM steps WHERE episode_id = ? AND decision_raw IS NOT "
+            "NULL ORDER BY t", (eid,))]
+        assert stored == [*DECISIONS, DECISIONS[0]]
     forks = [m for kind, m in client.calls if kind == "judge"]
     acting = [m for kind, m in client.calls if kind == "act"]
     points = decision_points(ep)

@@ -27,8 +27,9 @@ from tests.golden_study import GRID, REGIMES, build_study, results_all
 
 BASE_TABLES = ("questions", "prompt_sets", "runs", "cells")
 """Copied whole (as far as the version has them)."""
-PROVENANCE_ONLY = {"prompts_sha256", "attempt"}
-"""Episode columns an older version lacks without changing any result."""
+PROVENANCE_ONLY = {"prompts_sha256", "attempt", "decision_raw"}
+"""Episode and step columns an older version lacks without changing any result (the
+decide arm's decision reply is text for probes and the trajectory view)."""
 SCRAMBLED = {
     "episodes": {c: f"{c} + 1" for c in ("acting_input_tokens", "acting_output_tokens",
                                          "discarded_turns", "backup_calls",

@@ -180,8 +180,11 @@ def step_body(step: Step, text: str | None, title: str, total: int,
     if flags:
         out.append("  [" + ", ".join(flags) + "]", style="bold yellow")
     out.append("\n")
-    if step.decision:
-        out.append(f"decision: {step.decision}\n")
+    if step.decision or step.decision_raw is not None:
+        out.append(f"decision: {step.decision or 'unparsed'}\n")
+    if step.decision_raw is not None and step.decision_raw.strip() != f"DECISION: {step.decision}":
+        out.append("decision reply: ", style="bold")  # the decide arm's own turn, verbatim
+        out.append(clip(step.decision_raw.strip(), 600) + "\n")
     reasoning = reasoning_line(step)
     if reasoning:
         out.append(reasoning.strip() + "\n", style="dim")

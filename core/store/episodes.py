@@ -27,7 +27,7 @@ _STEP_COLS = ("t", "thought", "action", "argument", "raw", "obs_index", "obs_fai
               "obs_source", "obs_ref", "obs_text", "judgment", "judgment_source", "judgment_raw",
               "rule_signal", "stated_judgment", "streak", "forced", "refused", "format_failure",
               "decision", "input_tokens", "output_tokens", "latency_ms", "discarded",
-              "tool_source", "reasoning", "reasoning_tokens")
+              "tool_source", "reasoning", "reasoning_tokens", "decision_raw")
 _EPISODE_SQL = (f"INSERT INTO episodes (cell_id, question_id, server, prompts_sha256, attempt, "
                 f"{', '.join(_EPISODE_COLS)}) VALUES (?, ?, ?, ?, (SELECT count(*) + 1 FROM "
                 f"episodes WHERE cell_id = ? AND question_id = ?), "
