@@ -47,26 +47,54 @@ def min_episode_chars(question: Question, system_prompt: str) -> int:
 
 @dataclass(frozen=True)
 class TooLong:
-    """A question that cannot fit a model's context window."""
+    """A question that cannot fit a model's context window.
+
+    Attributes:
+        question_id: the question.
+        tokens: its smallest prompt, estimated.
+        max_context: the model's context window.
+        max_tokens: what an acting turn may generate (0: not counted).
+        thinking_budget: what a thinking turn may reason on top of it (0: none).
+    """
 
     question_id: str
     tokens: int
     max_context: int
+    max_tokens: int = 0
+    thinking_budget: int = 0
+
+    def overflowing(self) -> str:
+        """The term that takes the sum past max_context: "the prompt", "max_tokens" or
+        "the thinking budget"."""
+        if self.tokens > self.max_context:
+            return "the prompt"
+        if self.tokens + self.max_tokens > self.max_context:
+            return "max_tokens"
+        return "the thinking budget"
 
     def describe(self, model: str) -> str:
-        """One line for the refusal."""
-        return (f"question {self.question_id} needs ≈ {self.tokens:,} tokens (characters / 4) "
-                f"before any answer, more than {model}'s max_context {self.max_context:,}")
+        """One line for the refusal, naming the term that overflows."""
+        terms = [f"≈ {self.tokens:,} prompt tokens (characters / 4)"]
+        if self.max_tokens:
+            terms.append(f"{self.max_tokens:,} max_tokens")
+        if self.thinking_budget:
+            terms.append(f"{self.thinking_budget:,} thinking budget")
+        total = self.tokens + self.max_tokens + self.thinking_budget
+        sum_ = f" = {total:,}" if len(terms) > 1 else ""
+        return (f"question {self.question_id} needs {' + '.join(terms)}{sum_} tokens before any "
+                f"answer, more than {model}'s max_context {self.max_context:,} "
+                f"({self.overflowing()} overflows it)")
 
 
-def too_long(questions: Iterable[Question], system_prompt: str,
-             max_context: int) -> list[TooLong]:
-    """The questions whose smallest episode prompt exceeds `max_context` (estimated)."""
+def too_long(questions: Iterable[Question], system_prompt: str, max_context: int,
+             max_tokens: int = 0, thinking_budget: int = 0) -> list[TooLong]:
+    """The questions whose smallest episode prompt plus an acting turn's `max_tokens` and
+    `thinking_budget` exceeds `max_context` (the prompt estimated)."""
     out = []
     for q in questions:
         tokens = estimate_tokens(min_episode_chars(q, system_prompt))
-        if tokens > max_context:
-            out.append(TooLong(q.id, tokens, max_context))
+        if tokens + max_tokens + thinking_budget > max_context:
+            out.append(TooLong(q.id, tokens, max_context, max_tokens, thinking_budget))
     return out
 
 INT64_MAX = 2**63 - 1

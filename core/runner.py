@@ -75,7 +75,9 @@ def setup_for(cell: CellSpec, question: Question, pool: ForeignPool,
     return EpisodeSetup(question=question, condition=cell.condition, regime=cell.regime,
                         budget=cell.budget, seed=cell.seed, pool=pool,
                         always_judge=bool(getattr(client, "always_judge", False)),
-                        prompt_format=cell.model.prompt_format)
+                        prompt_format=cell.model.prompt_format, replicate=cell.replicate,
+                        **({} if cell.model.act_max_tokens is None
+                           else {"act_max_tokens": cell.model.act_max_tokens}))
 
 
 class CallGate(Protocol):
@@ -118,7 +120,8 @@ async def run_one(setup: EpisodeSetup, client: ModelClient,
                   on_step: Callable[[Step], None] | None = None,
                   gate: CallGate | None = None) -> EpisodeResult:
     """Run one episode with a fresh session of `client` (each call inside `gate`, if any)."""
-    view = EpisodeView(question=setup.question, seed=setup.seed, budget=setup.budget)
+    view = EpisodeView(question=setup.question, seed=setup.seed, budget=setup.budget,
+                       replicate=setup.replicate)
     session = client.start(view)
     result = await run_episode(setup, session if gate is None else GatedSession(session, gate),
                                on_step=on_step, view=view)

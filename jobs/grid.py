@@ -152,11 +152,14 @@ def deduplicate(request: GridRequest) -> tuple[GridRequest, tuple[str, ...]]:
 def check_context(db: Database, cells: Sequence[CellSpec], ids: Sequence[str]) -> None:
     """Refuse cells whose model cannot fit a question of the set in its max_context.
 
-    Only models with a `max_context` in lab.toml are checked (sims have none); the
-    prompt size is estimated as characters / 4 (core.limits).
+    Counted: the smallest prompt an episode of the question sends, estimated as
+    characters / 4 (core.limits), plus what one acting turn may generate (the model's
+    max_tokens and, for a thinking model, its thinking budget), as the server refuses
+    a request whose prompt plus max_tokens exceeds the context. Only models with a
+    `max_context` in lab.toml are checked (sims have none).
 
     Raises:
-        ConfigError: naming the model, the question and the estimate.
+        ConfigError: naming the model, the question, each term and the one that overflows.
     """
     checked: set[tuple[str, str]] = set()
     questions: list | None = None
@@ -170,12 +173,15 @@ def check_context(db: Database, cells: Sequence[CellSpec], ids: Sequence[str]) -
         checked.add((cell.model.name, system))
         if questions is None:
             questions = store.load_questions(db, ids=list(ids))
-        bad = too_long(questions, system, int(max_context))
+        bad = too_long(questions, system, int(max_context),
+                       cell.model.act_max_tokens or 0, cell.model.thinking_budget)
         if bad:
             more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
+            fix = ("use a question set without it" if bad[0].overflowing() == "the prompt"
+                   else "lower max_tokens or thinking_budget there")
             raise ConfigError(
                 f"{bad[0].describe(cell.model.name)}{more}; raise max_context in lab.toml or "
-                f"use a question set without it")
+                f"{fix}")
 
 
 def resolve_rate(db: Database | None, model: str, condition: Condition) -> Condition:

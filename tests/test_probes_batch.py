@@ -72,11 +72,11 @@ def test_batch_partial_results_stored_and_the_rest_asked_again(app, server, db_p
     assert {r[0] for r in db.conn.execute("SELECT error FROM probes WHERE error IS NOT NULL")
             } == {"expired", "errored: api_error: Internal server error"}
     assert all(b["polls"] >= 2 for b in app.batches.values())
-    # the batch requests are the forks a direct probe would send, tool calls off
+    # the batch requests are the forks a direct probe would send, no tools declared
     sent = {r["custom_id"]: r["params"] for b in app.batches.values() for r in b["requests"]}
     for t in points:
         body = sent[custom_id(eid, t, "answer_now")]
-        assert body["tool_choice"] == {"type": "none"}
+        assert "tools" not in body  # text-only ReAct: no tool can be called
         texts = [b["text"] for turn in body["messages"] for b in turn["content"]]
         assert texts[-1] == messages_for(ep, t, "answer_now")[-1]["content"]
     # half price: the stored cost is half of what the reported usage costs directly

@@ -39,7 +39,8 @@ def openai_spec(url: str, **extra: Any) -> ModelSpec:
 
 def claude_spec(url: str, **extra: Any) -> ModelSpec:
     params = {"model": "claude-loopback", "base_url": url, "sampling": "default",
-              "thinking": True, "thinking_budget": 2048, "concurrency": 2, **FAST, **extra}
+              "thinking": True, "thinking_budget": 2048, "tools": "native", "concurrency": 2,
+              **FAST, **extra}
     return ModelSpec("claude-thinking", "anthropic", params)
 
 
@@ -98,7 +99,8 @@ def test_openai_reported_reasoning_tokens_are_used_and_budget_added(openai_app, 
     assert all(s["reasoning_tokens"] == len(THOUGHTS) // 4 + 1 for s in steps)
     acts = [b for b in openai_app.requests if b["chat_template_kwargs"]["enable_thinking"]]
     forks = [b for b in openai_app.requests if not b["chat_template_kwargs"]["enable_thinking"]]
-    assert {b["max_tokens"] for b in acts} == {512 + 1000}
+    assert {b["max_tokens"] for b in acts} == {400 + 1000}  # no known family: 400
+    assert all("stop" not in b for b in acts) and all(b["stop"] for b in forks if "stop" in b)
     assert {b["max_tokens"] for b in forks} == {8}
 
 
@@ -138,7 +140,7 @@ def test_claude_extended_thinking_stored_and_never_sent_back(claude_app, claude_
     forks = [b for b in claude_app.requests if b["tool_choice"]["type"] == "none"]
     assert len(acts) == 3 and len(forks) == 2
     assert all(b["thinking"] == {"type": "enabled", "budget_tokens": 2048} for b in acts)
-    assert all(b["max_tokens"] == 512 + 2048 for b in acts)
+    assert all(b["max_tokens"] == 1024 + 2048 for b in acts)  # Claude acts with 1,024
     assert all(b["thinking"] == {"type": "disabled"} for b in forks)
     sent = _requests_text(claude_app.requests)
     assert "Secret plan" not in sent and '"thinking"' not in sent.replace(
@@ -158,7 +160,7 @@ def test_claude_redacted_thinking_is_marked(claude_app, claude_server, db_path):
 
 def test_claude_without_thinking_keeps_native_tool_history(claude_app, claude_server, db_path):
     spec = ModelSpec("claude", "anthropic", {"model": "c", "base_url": claude_server.url,
-                                             "sampling": "default", **FAST})
+                                             "sampling": "default", "tools": "native", **FAST})
     stored, rows = drive(spec, db_path, n=1, budget=5)
     assert rows[0]["end_reason"] == "finish"
     assert all("thinking" not in b for b in claude_app.requests)

@@ -2,19 +2,27 @@
 
 - Sampling: `sampling = "default"` (or none) sends no sampling parameter; a table is
   sent as given (through extra_body, so every SDK version accepts it).
-- Tools: search, lookup and finish (and backup_search when the system prompt offers
-  it) are declared natively. The first tool_use block of a reply is the action: it is
-  returned as the equivalent ReAct text ("Thought: …\\nAction: name\\nAction Input: …")
-  so the shared parser reads it; when that text comes back in the history it is sent
-  as the original tool_use block and the next user message as its tool_result.
+- ReAct in text by default (`tools = "text"`), as the main paper ran Claude: no tools
+  are declared, the reply's text is the action, and acting turns stop at the stop
+  strings the episode loop gives (also on thinking turns, as the authors' harness
+  sends them: Claude's reasoning comes in its own blocks).
+- Native tools (`tools = "native"`): search, lookup and finish (and backup_search when
+  the system prompt offers it) are declared natively. The first tool_use block of a
+  reply is the action: it is returned as the equivalent ReAct text ("Thought:
+  …\\nAction: name\\nAction Input: …") so the shared parser reads it; when that text
+  comes back in the history it is sent as the original tool_use block and the next
+  user message as its tool_result.
+- Why a reply stopped: `stop_reason` "max_tokens" becomes `Generation.finish =
+  FINISH_LENGTH`, "refusal" FINISH_REFUSAL, anything else FINISH_STOP; the same for
+  Message Batches results.
 - Turns: consecutive messages of one role (an observation followed by a side-channel
   question) are merged into one turn with one content block each, so the prefix of a
   fork is block-for-block the prefix of the acting conversation.
 - Caching: one `cache_control` breakpoint on the newest stable block — the last block of
   an acting call, the block before the appended question of a fork. Caching starts
   once the prefix passes the model's minimum cacheable length.
-- Forks (kind other than "act") are sent with tool_choice "none" so that the one-word
-  judgment is text, never a tool call.
+- Forks (kind other than "act") of a native-tools model are sent with tool_choice
+  "none" so that the one-word judgment is text, never a tool call.
 - Thinking (`thinking = true`, `thinking_budget = N`): acting calls ask for extended
   thinking with `budget_tokens = N` (their max_tokens grows by N); forks are sent with
   thinking disabled. The `thinking` blocks of a reply become `Generation.reasoning`
@@ -44,7 +52,9 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from core.errors import ConfigError
-from core.models.base import EpisodeView, Generation, Message
+from core.models.base import (FINISH_LENGTH, FINISH_REFUSAL, FINISH_STOP, EpisodeView,
+                              Generation, Message)
+from core.models.generation import TOOLS_NATIVE
 from core.models.endpoint_url import parse_endpoint, scrub_client_logs
 from core.models.reasoning import estimate_reasoning_tokens
 from core.models.specs import DEFAULT_ANTHROPIC_URL, AnthropicSpec
@@ -79,6 +89,8 @@ TOOL_KEYS = MappingProxyType({"search": "query", "lookup": "keyword", "finish": 
 
 REDACTED = "[redacted thinking]"
 """What a `redacted_thinking` block reads as in the stored reasoning."""
+STOP_REASONS = MappingProxyType({"max_tokens": FINISH_LENGTH, "refusal": FINISH_REFUSAL})
+"""Anthropic stop_reason → Generation.finish (anything else is FINISH_STOP)."""
 _THOUGHT_KEY = re.compile(r"^\s*\**thought\**\s*:\s*", re.IGNORECASE)
 _ACTION_LINE = re.compile(r"^[ \t*]*action\b", re.IGNORECASE | re.MULTILINE)
 
@@ -193,6 +205,7 @@ class AnthropicClient:
         self.sampling = dict(spec.sampling)
         self.thinking = spec.thinking
         self.thinking_budget = spec.thinking_budget
+        self.native_tools = spec.tools == TOOLS_NATIVE
         # credentials in base_url go into the requests only; base_url is the redacted form
         self.address = parse_endpoint(spec.base_url)
         self.base_url = self.address.public
@@ -254,16 +267,17 @@ class AnthropicSession:
         c = self.client
         # with thinking on, history goes back as text (see the module docstring)
         system, turns = build_request(messages, {} if c.thinking else self.tool_uses, kind)
-        tools = list(TOOLS)
-        if any("backup_search" in b["text"] for b in system):
-            tools.append(BACKUP_TOOL)
-        # A fork (judgment, probe) must answer in words: tool_choice "none" there. (That
-        # choice is part of the cache key, so a fork reads the cached tools and system
-        # but not the cached turns; the acting calls keep their cache.)
-        choice = ({"type": "auto", "disable_parallel_tool_use": True} if kind == "act"
-                  else {"type": "none"})
-        body: dict[str, Any] = {"model": c.model, "max_tokens": max_tokens, "messages": turns,
-                                "tools": tools, "tool_choice": choice}
+        body: dict[str, Any] = {"model": c.model, "max_tokens": max_tokens, "messages": turns}
+        if c.native_tools:
+            tools = list(TOOLS)
+            if any("backup_search" in b["text"] for b in system):
+                tools.append(BACKUP_TOOL)
+            # A fork (judgment, probe) must answer in words: tool_choice "none" there.
+            # (That choice is part of the cache key, so a fork reads the cached tools and
+            # system but not the cached turns; the acting calls keep their cache.)
+            body["tools"] = tools
+            body["tool_choice"] = ({"type": "auto", "disable_parallel_tool_use": True}
+                                   if kind == "act" else {"type": "none"})
         if system:
             body["system"] = system
         if stop:
@@ -291,23 +305,25 @@ class AnthropicSession:
         c = self.client
         body = self.request(messages, kind, max_tokens, stop)
         start = time.perf_counter()
-        text, use, usage, reasoning = await call_with_retries(
+        reply: Reply = await call_with_retries(
             lambda: self._once(body), c.policy, f"{c.name} ({c.model})",
             (anthropic.AnthropicError,), c.secrets)
-        if use is not None and kind == "act" and not c.thinking:
+        text, use = reply.text, reply.use
+        if use is not None and kind == "act" and not c.thinking and c.native_tools:
             replies = sum(m["role"] == "assistant" for m in messages)
             self.tool_uses[(replies, text)] = use
-        plain, output, read, write = usage
+        plain, output, read, write = reply.usage
         total = plain + read + write
         return Generation(text=text, input_tokens=total, output_tokens=output,
                           cache_read_tokens=read, cache_write_tokens=write,
                           cost_usd=c.prices.dollars(total, output, read, write),
-                          latency_ms=(time.perf_counter() - start) * 1000, reasoning=reasoning,
-                          reasoning_tokens=estimate_reasoning_tokens(output, reasoning, text))
+                          latency_ms=(time.perf_counter() - start) * 1000,
+                          reasoning=reply.reasoning, finish=reply.finish,
+                          reasoning_tokens=estimate_reasoning_tokens(output, reply.reasoning,
+                                                                     text))
 
-    async def _once(self, body: dict[str, Any]
-                    ) -> tuple[str, ToolUse | None, tuple[int, int, int, int], str]:
-        """One attempt: ReAct text, the tool call it came from, usage, and reasoning."""
+    async def _once(self, body: dict[str, Any]) -> Reply:
+        """One attempt: the reply read (`_read_message`)."""
         try:
             resp = await self.client.api().messages.create(**body)
         except json.JSONDecodeError as exc:  # the SDK decoding a reply that is not JSON
@@ -316,9 +332,28 @@ class AnthropicSession:
             return _read_message(resp)
 
 
-def _read_message(resp: Any) -> tuple[str, ToolUse | None, tuple[int, int, int, int], str]:
-    """ReAct text, the tool call it came from, usage, and the thinking text of a
-    messages.create reply."""
+@dataclass(frozen=True)
+class Reply:
+    """A messages.create reply, read.
+
+    Attributes:
+        text: the ReAct text (a tool call's equivalent text, else the text blocks).
+        use: the tool call it came from, if any.
+        usage: (uncached input, output, cache read, cache write) tokens.
+        reasoning: the thinking blocks' text.
+        finish: FINISH_STOP, FINISH_LENGTH or FINISH_REFUSAL (from `stop_reason`).
+    """
+
+    text: str
+    use: ToolUse | None
+    usage: tuple[int, int, int, int]
+    reasoning: str
+    finish: str = FINISH_STOP
+
+
+def _read_message(resp: Any) -> Reply:
+    """The ReAct text, tool call, usage, thinking text and finish of a messages.create
+    reply."""
     if isinstance(resp, str) or resp.content is None:
         raise ValueError("no content in the response")
     prose: list[str] = []
@@ -341,7 +376,8 @@ def _read_message(resp: Any) -> tuple[str, ToolUse | None, tuple[int, int, int, 
     usage = (int(u.input_tokens or 0), int(u.output_tokens or 0),
              int(getattr(u, "cache_read_input_tokens", 0) or 0),
              int(getattr(u, "cache_creation_input_tokens", 0) or 0))
-    return text, use, usage, "\n\n".join(t for t in thinking if t)
+    finish = STOP_REASONS.get(str(getattr(resp, "stop_reason", None)), FINISH_STOP)
+    return Reply(text, use, usage, "\n\n".join(t for t in thinking if t), finish)
 
 
 BATCH_DISCOUNT = 0.5
@@ -449,16 +485,17 @@ class MessageBatches:
                 continue
             try:
                 with reading_reply():
-                    text, _use, usage, reasoning = _read_message(result.message)
+                    reply = _read_message(result.message)
             except MalformedResponse as exc:
                 out.append(BatchResult(str(item.custom_id), None, f"bad_response: {exc}"))
                 continue
-            plain, output, read, write = usage
+            plain, output, read, write = reply.usage
             total = plain + read + write
             out.append(BatchResult(str(item.custom_id), Generation(
-                text=text, input_tokens=total, output_tokens=output, cache_read_tokens=read,
-                cache_write_tokens=write,
+                text=reply.text, input_tokens=total, output_tokens=output,
+                cache_read_tokens=read, cache_write_tokens=write,
                 cost_usd=c.prices.dollars(total, output, read, write) * BATCH_DISCOUNT,
-                latency_ms=0.0, reasoning=reasoning,
-                reasoning_tokens=estimate_reasoning_tokens(output, reasoning, text))))
+                latency_ms=0.0, reasoning=reply.reasoning, finish=reply.finish,
+                reasoning_tokens=estimate_reasoning_tokens(output, reply.reasoning,
+                                                           reply.text))))
         return out

@@ -25,7 +25,18 @@ no separate cap on reasoning). Reasoning text (`reasoning_content` / `reasoning`
 vLLM's reasoning parser, or a `<think>…</think>` block in the content) is kept in
 `Generation.reasoning` and removed from `Generation.text`, so it is never fed back;
 its tokens come from `usage.completion_tokens_details.reasoning_tokens` when the
-server reports them, else they are estimated.
+server reports them, else they are estimated. A thinking turn is sent without stop
+strings (one written inside the reasoning would cut the reply before its action); its
+visible text is cut at the first stop string instead. With thinking off, a reply whose
+`content` is empty but whose reasoning field holds text (a server started with vLLM's
+`--reasoning-parser` puts a non-thinking Qwen3 answer there) is read as the reply, with
+one warning per model naming the reasoning parser.
+
+Generation settings (`core.models.generation`): a model without a `sampling` table
+sends greedy sampling, and every request carries a seed derived from its messages and
+the episode's seed and replicate unless the registry fixes one (`seed = N`) or sends
+none (`seed = "none"`). `finish_reason == "length"` becomes `Generation.finish =
+FINISH_LENGTH`.
 """
 
 from __future__ import annotations
@@ -35,15 +46,17 @@ import json
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
 
 from core.errors import ConfigError, ModelError
-from core.models.base import EpisodeView, Generation, Message
+from core.models.base import FINISH_LENGTH, FINISH_STOP, EpisodeView, Generation, Message
 from core.models.endpoint_url import parse_endpoint, scrub_client_logs
 from core.models.health import HEALTH, Breaker, Failover, http_alive, wait_admission
+from core.models.generation import SEED_NONE, SEED_PROMPT, cut_at_stop, request_seed
 from core.models.reasoning import estimate_reasoning_tokens, split_reasoning
 from core.models.retry import LOG, StatusFailure, call_with_retries, reading_reply
 from core.models.specs import OpenAISpec
@@ -61,6 +74,33 @@ API_KEY_ENV = "VLLM_API_KEY"
 """Environment variable read for servers started with `--api-key` (else "EMPTY")."""
 Usage = tuple[int, int, int, int | None]
 """(prompt, completion, cached prompt, reasoning tokens or None when not reported)."""
+REASONING_PARSER_WARNING = (
+    "%s: thinking is off but a reply came with empty content and its text in the "
+    "reasoning field; it is read as the reply. The server was likely started with a "
+    "reasoning parser (vLLM's --reasoning-parser) that files non-thinking answers as "
+    "reasoning: restart it without the parser, or set thinking = true in lab.toml if the "
+    "model is meant to think")
+"""Logged once per model (client) when a thinking-off reply is read from its reasoning field."""
+
+
+@dataclass(frozen=True)
+class Completion:
+    """What one chat-completion body says.
+
+    Attributes:
+        text: the reply without its reasoning.
+        reasoning: the reasoning text ("" without).
+        usage: its `Usage`.
+        finish: FINISH_LENGTH when the server stopped at max_tokens, else FINISH_STOP.
+        from_reasoning_field: the text was read from `reasoning_content`/`reasoning`
+            because thinking was off and the content empty.
+    """
+
+    text: str
+    reasoning: str
+    usage: Usage
+    finish: str = FINISH_STOP
+    from_reasoning_field: bool = False
 
 def _openai_sdk() -> Any:
     """The openai package, needed only by a model whose transport is "sdk".
@@ -217,6 +257,8 @@ class OpenAIClient:
         self.thinking = spec.thinking
         self.thinking_budget = spec.thinking_budget
         self.sampling: dict[str, Any] = dict(spec.sampling)
+        self.seed = spec.seed
+        self.warned_reasoning_field = False
         key = os.environ.get(API_KEY_ENV) or "EMPTY"
         self.secrets: tuple[str, ...] = (key,) if key != "EMPTY" else ()
         transport = spec.transport
@@ -253,17 +295,30 @@ class OpenAIClient:
 
     def start(self, view: EpisodeView) -> OpenAISession:
         """Open a session pinned to the least-loaded endpoint."""
-        return OpenAISession(self, self.pick())
+        return OpenAISession(self, self.pick(), view)
+
+    def thinks(self, kind: str) -> bool:
+        """Whether a call of this kind is a thinking turn (acting turns of a thinking model)."""
+        return self.thinking and kind == "act"
 
     def request(self, messages: Sequence[Message], kind: str, max_tokens: int,
-                stop: Sequence[str]) -> dict[str, Any]:
-        """The JSON body of one chat-completions call (vLLM's extra parameters top-level)."""
-        thinking = self.thinking and kind == "act"
+                stop: Sequence[str], view: EpisodeView | None = None) -> dict[str, Any]:
+        """The JSON body of one chat-completions call (vLLM's extra parameters top-level).
+
+        A thinking turn may generate `thinking_budget` more tokens and is sent without
+        stop strings (they are applied to its visible text afterwards). The seed is the
+        registry's, or derived from the messages and `view`'s seed and replicate.
+        """
+        thinking = self.thinks(kind)
         body: dict[str, Any] = {"model": self.model, "messages": [dict(m) for m in messages],
                                 "max_tokens": max_tokens + (self.thinking_budget if thinking
                                                             else 0), **self.sampling}
-        if stop:
+        if stop and not thinking:
             body["stop"] = list(stop)
+        if "seed" not in body and self.seed != SEED_NONE:
+            body["seed"] = (request_seed(messages, view.seed if view else 0,
+                                         view.replicate if view else 0)
+                            if self.seed == SEED_PROMPT else self.seed)
         body["chat_template_kwargs"] = {"enable_thinking": thinking}
         return body
 
@@ -284,10 +339,12 @@ class OpenAISession:
         server: the endpoint URL serving this episode (the last one, if it moved).
     """
 
-    def __init__(self, client: OpenAIClient, endpoint: Endpoint) -> None:
+    def __init__(self, client: OpenAIClient, endpoint: Endpoint,
+                 view: EpisodeView | None = None) -> None:
         self.client = client
         self.endpoint = endpoint
         self.server = endpoint.url
+        self.view = view
 
     async def generate(self, messages: Sequence[Message], *, kind: str, max_tokens: int,
                        stop: Sequence[str] = ()) -> Generation:
@@ -298,21 +355,31 @@ class OpenAISession:
                 server_error, rate_limited or bad_response once retries are spent.
         """
         c = self.client
-        body = c.request(messages, kind, max_tokens, stop)
+        thinking = c.thinks(kind)
+        body = c.request(messages, kind, max_tokens, stop, self.view)
         start = time.perf_counter()
-        text, reasoning, usage = await call_with_retries(
-            lambda: self._once(body), c.policy, lambda: f"{c.name} at {self.endpoint.url}",
+        reply: Completion = await call_with_retries(
+            lambda: self._once(body, thinking), c.policy,
+            lambda: f"{c.name} at {self.endpoint.url}",
             (httpx.HTTPError, StatusFailure), c.secrets, on_failure=self._failed,
             outage=Failover(c.endpoints, lambda e: c.breakers[e.url], lambda: self.endpoint,
                             self._move, c.policy))
-        prompt, completion, cached, thought = usage
+        if reply.from_reasoning_field and not c.warned_reasoning_field:
+            c.warned_reasoning_field = True
+            LOG.warning(REASONING_PARSER_WARNING, c.name)
+        text, finish = reply.text, reply.finish
+        if thinking and stop:  # the stop strings the server was not sent
+            text, cut = cut_at_stop(text, stop)
+            if cut:  # what is kept ended at a stop string, not at max_tokens
+                finish = FINISH_STOP
+        prompt, completion, cached, thought = reply.usage
         if thought is None:
-            thought = estimate_reasoning_tokens(completion, reasoning, text)
+            thought = estimate_reasoning_tokens(completion, reply.reasoning, text)
         return Generation(text=text, input_tokens=prompt, output_tokens=completion,
                           cache_read_tokens=cached,
                           cost_usd=c.prices.dollars(prompt, completion, cached),
-                          latency_ms=(time.perf_counter() - start) * 1000, reasoning=reasoning,
-                          reasoning_tokens=thought)
+                          latency_ms=(time.perf_counter() - start) * 1000,
+                          reasoning=reply.reasoning, reasoning_tokens=thought, finish=finish)
 
     def _move(self, endpoint: Endpoint) -> None:
         """Serve the rest of the episode from `endpoint` (its own is down)."""
@@ -333,8 +400,8 @@ class OpenAISession:
                         self.endpoint.url, moved.url)
             self.endpoint, self.server = moved, moved.url
 
-    async def _once(self, body: dict[str, Any]) -> tuple[str, str, Usage]:
-        """One attempt: the reply text, its reasoning and its `Usage`."""
+    async def _once(self, body: dict[str, Any], thinking: bool) -> Completion:
+        """One attempt: the reply read (`read_completion`)."""
         e = self.endpoint
         e.outstanding += 1
         try:
@@ -348,26 +415,41 @@ class OpenAISession:
         if status >= 400:
             raise StatusFailure(status, headers, content.decode("utf-8", "replace"))
         with reading_reply():
-            return read_completion(content if isinstance(content, dict) else json.loads(content))
+            return read_completion(content if isinstance(content, dict) else json.loads(content),
+                                   thinking)
 
 
-def read_completion(data: Any) -> tuple[str, str, Usage]:
-    """(text, reasoning, usage) of a chat-completion body.
+def read_completion(data: Any, thinking: bool = True) -> Completion:
+    """Read a chat-completion body.
+
+    Args:
+        data: the decoded JSON body.
+        thinking: whether the turn was a thinking turn. With thinking off, a reply whose
+            content is empty (null or blank) but whose `reasoning_content`/`reasoning`
+            holds text is read from that field (`Completion.from_reasoning_field`).
 
     Raises:
         ValueError: not a chat completion (no choices[0].message).
     """
     try:
-        msg = data["choices"][0]["message"]
+        choice = data["choices"][0]
+        msg = choice["message"]
     except (KeyError, IndexError, TypeError):
         raise ValueError("no choices[0].message in the response") from None
     content = msg.get("content")
-    text, think = split_reasoning(content if isinstance(content, str) else "")
+    content = content if isinstance(content, str) else ""
     extra = msg.get("reasoning_content") or msg.get("reasoning")
-    reasoning = "\n\n".join(p for p in (extra if isinstance(extra, str) else "", think) if p)
+    extra = extra if isinstance(extra, str) else ""
+    moved = not thinking and not content.strip() and bool(extra.strip())
+    if moved:
+        content, extra = extra, ""
+    text, think = split_reasoning(content)
+    reasoning = "\n\n".join(p for p in (extra, think) if p)
     u = data.get("usage") or {}
     details = u.get("prompt_tokens_details") or {}
     reported = (u.get("completion_tokens_details") or {}).get("reasoning_tokens")
-    return text, reasoning, (int(u.get("prompt_tokens") or 0), int(u.get("completion_tokens") or 0),
-                             int(details.get("cached_tokens") or 0),
-                             int(reported) if isinstance(reported, int) else None)
+    usage = (int(u.get("prompt_tokens") or 0), int(u.get("completion_tokens") or 0),
+             int(details.get("cached_tokens") or 0),
+             int(reported) if isinstance(reported, int) else None)
+    finish = FINISH_LENGTH if choice.get("finish_reason") == "length" else FINISH_STOP
+    return Completion(text, reasoning, usage, finish, moved)

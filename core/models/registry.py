@@ -19,6 +19,7 @@ from core.errors import ConfigError
 from core.models.base import ModelClient
 from core.models.sim import BUILTIN_SIMS, POLICIES, SimClient, SimSpec
 from core.models.cost import Prices
+from core.models.generation import SEED_NONE, SEED_PROMPT, TOOLS_MODES
 from core.models.specs import AnthropicSpec, OpenAISpec, ServedSpec, spec_of
 from core.prompt_set import PROMPT_FORMATS
 
@@ -32,10 +33,10 @@ _FIELDS: Mapping[str, frozenset[str]] = MappingProxyType({
     "openai": _SERVED | {"model", "endpoints", "sampling", "thinking", "thinking_budget",
                          "max_context", "timeout_s", "max_retries", "price_per_mtok",
                          "backoff_s", "backoff_max_s", "tensor_parallel_size", "prompt_format",
-                         "transport"},
+                         "transport", "max_tokens", "seed"},
     "anthropic": _SERVED | {"model", "sampling", "thinking", "thinking_budget", "max_context",
                             "timeout_s", "max_retries", "price_per_mtok", "base_url",
-                            "backoff_s", "backoff_max_s"},
+                            "backoff_s", "backoff_max_s", "max_tokens", "tools"},
     "sim": _COMMON | {"policy", "k", "c", "p_useless_failed", "p_useless_real",
                       "p_answer_useful", "hazard_slope", "p_guess", "latency_ms", "switch",
                       "switch_k", "switch_at", "stated", "p_silent"},
@@ -95,14 +96,36 @@ class ModelSpec:
         return self.config.prompt_format if isinstance(self.config, OpenAISpec) else "react"
 
     @property
+    def act_max_tokens(self) -> int | None:
+        """max_tokens of an acting turn (`core.models.generation`); None for sims, which
+        generate no tokens (the episode loop's default applies)."""
+        if self.backend == "sim":
+            return None
+        return self.config.act_max_tokens if isinstance(self.config, ServedSpec) else None
+
+    @property
+    def thinking_budget(self) -> int:
+        """Tokens an acting turn may think on top of `act_max_tokens` (0 without thinking)."""
+        if self.backend == "sim":
+            return 0
+        return self.config.thinking_budget if isinstance(self.config, ServedSpec) else 0
+
+    @property
     def concurrency(self) -> int:
         """Concurrent episodes allowed against this model."""
         return int(self.params.get("concurrency", 1024 if self.backend == "sim" else 16))
 
     def spec(self) -> dict[str, Any]:
-        """What the model is (not where it is served): hashed into every cell."""
+        """What the model is (not where it is served): hashed into every cell.
+
+        A served model's resolved generation settings (max_tokens, thinking budget,
+        sampling, seed policy, Claude's tools mode) are part of it under "generation",
+        defaults included, so a change of default never pools with older results.
+        """
         out = {k: v for k, v in self.params.items() if k not in SERVING_FIELDS}
         out.update(name=self.name, backend=self.backend)
+        if self.backend != "sim" and isinstance(self.config, ServedSpec):
+            out["generation"] = self.config.generation()
         return out
 
     def to_json(self) -> str:
@@ -191,6 +214,7 @@ def _validate(where: str, name: str, table: Mapping[str, Any]) -> ModelSpec:
                               f"(known: {', '.join(sorted(SAMPLING_KEYS))})")
     if "thinking" in params:
         _check_type(where, "thinking", params["thinking"], bool)
+    _check_generation(where, params)
     if "prompt_format" in params and params["prompt_format"] not in PROMPT_FORMATS:
         raise ConfigError(f"{where}: prompt_format must be one of {', '.join(PROMPT_FORMATS)} "
                           f"(\"search_r1\": Search-R1's <search>/<answer> tags), "
@@ -235,6 +259,24 @@ def _validate(where: str, name: str, table: Mapping[str, Any]) -> ModelSpec:
         except ConfigError as exc:
             raise ConfigError(f"{where}: {exc}") from None
     return ModelSpec(name, backend, params)
+
+
+def _check_generation(where: str, params: Mapping[str, Any]) -> None:
+    """max_tokens (an integer >= 1), seed (an integer >= 0, "prompt" or "none") and
+    tools ("text" or "native")."""
+    if "max_tokens" in params:
+        _check_type(where, "max_tokens", params["max_tokens"], int)
+        if params["max_tokens"] < 1:
+            raise ConfigError(f"{where}: max_tokens must be >= 1, got {params['max_tokens']}")
+    if "seed" in params:
+        seed = params["seed"]
+        if not ((isinstance(seed, int) and not isinstance(seed, bool) and 0 <= seed < 2 ** 63)
+                or seed in (SEED_PROMPT, SEED_NONE)):
+            raise ConfigError(f"{where}: seed must be an integer >= 0, \"{SEED_PROMPT}\" (derived "
+                              f"from each request) or \"{SEED_NONE}\", got {seed!r}")
+    if "tools" in params and params["tools"] not in TOOLS_MODES:
+        raise ConfigError(f"{where}: tools must be one of {', '.join(TOOLS_MODES)} (\"text\": "
+                          f"ReAct in text, \"native\": tool-use blocks), got {params['tools']!r}")
 
 
 ANTHROPIC_MIN_THINKING = 1024

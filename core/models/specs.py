@@ -9,10 +9,12 @@ default. The defaults live here, once.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from core.models.cost import Prices
+from core.models.generation import (GREEDY, SEED_NONE, SEED_PROMPT, THINKING_TIMEOUT_S,
+                                    TOOLS_TEXT, default_act_max_tokens, default_thinking_budget)
 from core.models.retry import RetryPolicy
 from core.models.sim import SimSpec
 
@@ -27,12 +29,19 @@ class ServedSpec:
     Attributes:
         model: the served model's name (sent with every request).
         sampling: sampling parameters sent as they are; empty = the server's defaults
-            (`sampling = "default"` or no sampling table).
+            (`sampling = "default"`; a served model without a table is greedy,
+            `core.models.generation.GREEDY`).
         thinking: reasoning/extended thinking on.
-        thinking_budget: tokens an acting turn may think (0 unless `thinking`).
+        thinking_budget: tokens an acting turn may think on top of `act_max_tokens`
+            (0 unless `thinking`).
         max_context: the model's context window in tokens, when known.
-        retry: timeout, retries and backoff of one call.
+        retry: timeout, retries and backoff of one call (a thinking model's timeout
+            defaults to `core.models.generation.THINKING_TIMEOUT_S`).
         prices: dollars per million tokens (all 0 when the table gives none).
+        act_max_tokens: max_tokens of an acting turn (`max_tokens`, else by family:
+            `core.models.generation.default_act_max_tokens`).
+        seed: the per-request seed: SEED_PROMPT (derived from each request), SEED_NONE
+            (none sent) or a fixed integer.
     """
 
     model: str
@@ -42,6 +51,14 @@ class ServedSpec:
     max_context: int | None = None
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     prices: Prices = field(default_factory=Prices)
+    act_max_tokens: int = 400
+    seed: int | str = SEED_NONE
+
+    def generation(self) -> dict[str, Any]:
+        """The resolved generation settings, hashed into the model's spec (defaults
+        included, so a changed default never pools with results under the old one)."""
+        return {"act_max_tokens": self.act_max_tokens, "thinking_budget": self.thinking_budget,
+                "sampling": dict(self.sampling), "seed": self.seed}
 
 
 @dataclass(frozen=True)
@@ -71,18 +88,41 @@ class AnthropicSpec(ServedSpec):
     """
 
     base_url: str = DEFAULT_ANTHROPIC_URL
+    tools: str = TOOLS_TEXT
+    """"text": ReAct in text, no tools declared (the paper's Claude runs); "native":
+    search, lookup and finish declared as tools."""
+
+    def generation(self) -> dict[str, Any]:
+        """The resolved generation settings with the tools mode (see ServedSpec)."""
+        return {**super().generation(), "tools": self.tools}
 
 
-def _served(params: Mapping[str, Any]) -> dict[str, Any]:
-    sampling = params.get("sampling")
+def _seed(params: Mapping[str, Any], sampling: Mapping[str, Any]) -> int | str:
+    """The seed policy: sampling.seed or an integer `seed` fixes it; "none" sends none."""
+    if isinstance(sampling.get("seed"), int):
+        return int(sampling["seed"])
+    seed = params.get("seed", SEED_PROMPT)
+    return seed if isinstance(seed, int) or seed == SEED_NONE else SEED_PROMPT
+
+
+def _served(backend: str, params: Mapping[str, Any]) -> dict[str, Any]:
+    raw = params.get("sampling")
+    sampling: dict[str, Any] = (dict(raw) if isinstance(raw, Mapping) else
+                                dict(GREEDY) if raw is None and backend == "openai" else {})
     thinking = bool(params.get("thinking", False))
-    return {"model": str(params["model"]),
-            "sampling": dict(sampling) if isinstance(sampling, Mapping) else {},
-            "thinking": thinking,
-            "thinking_budget": int(params.get("thinking_budget", 0)) if thinking else 0,
-            "max_context": params.get("max_context"),
-            "retry": RetryPolicy.from_params(params),
-            "prices": Prices.from_params(params)}
+    model = str(params["model"])
+    act = int(params.get("max_tokens") or default_act_max_tokens(backend, model))
+    budget = 0
+    if thinking:
+        budget = int(params.get("thinking_budget") or (
+            default_thinking_budget(act) if backend == "openai" else 0))
+    retry = RetryPolicy.from_params(params)
+    if thinking and "timeout_s" not in params:
+        retry = replace(retry, timeout_s=max(retry.timeout_s, THINKING_TIMEOUT_S))
+    return {"model": model, "sampling": sampling, "thinking": thinking,
+            "thinking_budget": budget, "max_context": params.get("max_context"),
+            "retry": retry, "prices": Prices.from_params(params), "act_max_tokens": act,
+            "seed": _seed(params, sampling) if backend == "openai" else SEED_NONE}
 
 
 def spec_of(backend: str, params: Mapping[str, Any]) -> OpenAISpec | AnthropicSpec | SimSpec:
@@ -94,11 +134,13 @@ def spec_of(backend: str, params: Mapping[str, Any]) -> OpenAISpec | AnthropicSp
     """
     if backend == "openai":
         tp = params.get("tensor_parallel_size")
-        return OpenAISpec(**_served(params), endpoints=tuple(params.get("endpoints") or ()),
+        return OpenAISpec(**_served(backend, params),
+                          endpoints=tuple(params.get("endpoints") or ()),
                           prompt_format=str(params.get("prompt_format", "react")),
                           transport=str(params.get("transport", "stream")),
                           tensor_parallel_size=None if tp is None else int(tp))
     if backend == "anthropic":
-        return AnthropicSpec(**_served(params),
-                             base_url=str(params.get("base_url") or DEFAULT_ANTHROPIC_URL))
+        return AnthropicSpec(**_served(backend, params),
+                             base_url=str(params.get("base_url") or DEFAULT_ANTHROPIC_URL),
+                             tools=str(params.get("tools", TOOLS_TEXT)))
     return SimSpec(**{k: v for k, v in params.items() if k != "concurrency"})

@@ -142,12 +142,16 @@ class AnthropicApp:
         record: keep every request body in `requests` and headers in `headers`.
         thinking: the text of a signed `thinking` block put first in every reply to a
             request with thinking enabled ("" for a `redacted_thinking` block).
+        stop_reason: when set, every reply's stop_reason ("max_tokens", "refusal"), in
+            live calls and Batches results alike.
     """
 
     def __init__(self, delay_s: float = 0.0, responder: Responder | None = None,
-                 record: bool = True, thinking: str | None = None) -> None:
+                 record: bool = True, thinking: str | None = None,
+                 stop_reason: str | None = None) -> None:
         self.delay_s = delay_s
         self.thinking = thinking
+        self.stop_reason = stop_reason
         self.responder = responder or tool_responder()
         self.record = record
         self.script = Script()
@@ -206,7 +210,8 @@ class AnthropicApp:
                                "signature": "sig-loopback"} if self.thinking else
                            {"type": "redacted_thinking", "data": "opaque-loopback"})
         plain, read, write = self._usage(body)
-        stop = "tool_use" if any(b["type"] == "tool_use" for b in content) else "end_turn"
+        stop = self.stop_reason or (
+            "tool_use" if any(b["type"] == "tool_use" for b in content) else "end_turn")
         return {
             "id": f"msg_{next(self._ids)}", "type": "message", "role": "assistant",
             "model": body.get("model"), "content": content, "stop_reason": stop,

@@ -77,12 +77,16 @@ class OpenAIApp:
             reasoning parser) or "tags" (`<think>…</think>` before the content).
         report_reasoning_tokens: also report `completion_tokens_details.reasoning_tokens`.
         record: keep every request body in `requests`.
+        choice: when set, makes the whole `choices[0]` (message and finish_reason) of
+            every reply from the request body, sent as it is (realistic raw replies:
+            content null, text in `reasoning_content`, finish_reason "length").
     """
 
     def __init__(self, model: str = "loopback-model", delay_s: float = 0.0,
                  max_concurrent: int | None = None, responder: Responder | None = None,
                  reasoning: str | None = None, record: bool = True,
-                 reasoning_mode: str = "field", report_reasoning_tokens: bool = False) -> None:
+                 reasoning_mode: str = "field", report_reasoning_tokens: bool = False,
+                 choice: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> None:
         self.model = model
         self.delay_s = delay_s
         self.max_concurrent = max_concurrent
@@ -90,6 +94,7 @@ class OpenAIApp:
         self.reasoning = reasoning
         self.reasoning_mode = reasoning_mode
         self.report_reasoning_tokens = report_reasoning_tokens
+        self.choice = choice
         self.record = record
         self.script = Script()
         self.requests: list[dict[str, Any]] = []
@@ -181,10 +186,10 @@ class OpenAIApp:
                                      "prompt_tokens_details": {"cached_tokens": prompt // 2}}
             if self.report_reasoning_tokens:
                 usage["completion_tokens_details"] = {"reasoning_tokens": thought}
+            choice = ({"index": 0, "message": message, "finish_reason": "stop"}
+                      if self.choice is None else self.choice(body))
             return Reply(200, {
                 "id": f"cmpl-{next(self._ids)}", "object": "chat.completion", "created": 0,
-                "model": body.get("model", self.model),
-                "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
-                "usage": usage})
+                "model": body.get("model", self.model), "choices": [choice], "usage": usage})
         finally:
             self.active -= 1
