@@ -75,7 +75,10 @@ def vllm_command(spec: ModelSpec, host: str, port: int, executable: str = "vllm"
 
     Prefix caching on, vLLM's own generation defaults (`--generation-config vllm`, so
     the model's generation_config.json cannot change sampling), and the registry's
-    max_context and tensor_parallel_size.
+    max_context and tensor_parallel_size. vLLM's own default temperature is 1.0, so
+    greedy decoding never rests on it: every request states its sampling (a model
+    without a `sampling` table sends temperature 0.0 and top_p 1.0,
+    `core.models.generation.GREEDY`); only `sampling = "default"` leaves it to the server.
 
     Raises:
         ConfigError: the model is not served by vLLM (backend other than openai).
