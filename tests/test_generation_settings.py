@@ -214,6 +214,12 @@ def test_generation_settings_enter_the_spec_hash():
     claude = {"model": "claude-x"}
     assert ModelSpec("c", "anthropic", claude).spec_hash() != ModelSpec(
         "c", "anthropic", {**claude, "tools": "native"}).spec_hash()
+    haiku = {"model": "claude-haiku-4-5"}
+    assert ModelSpec("h", "anthropic", haiku).spec()["generation"]["sampling"] == {
+        "temperature": 0.0}
+    assert ModelSpec("h", "anthropic", {**haiku, "thinking": True, "thinking_budget": 2048}
+                     ).spec()["generation"]["sampling"] == {}
+    assert ModelSpec("s", "anthropic", {"model": "claude-sonnet-5"}).config.sampling == {}
     sim = load_registry(None)["sim-own5"]
     assert "generation" not in sim.spec()
 

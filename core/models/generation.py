@@ -14,7 +14,8 @@ different settings never pool.
   8,192 minus the acting max_tokens unless `thinking_budget` says otherwise.
 - Sampling of a served model without a `sampling` table: greedy, temperature 0.0 and
   top_p 1.0 sent explicitly (vLLM would otherwise apply its own defaults or the
-  model's generation_config.json).
+  model's generation_config.json); Claude: temperature 0.0 on Haiku without thinking,
+  else the API's defaults.
 - A per-request seed: by default derived from the sha256 of the request's messages,
   mixed with the episode's seed and replicate, so one request is reproducible and a
   replicate draws new seeds; `seed = N` fixes it, `seed = "none"` sends none.
@@ -46,6 +47,9 @@ THINKING_TURN_TOKENS = 8192
 """All tokens a served model's thinking turn may generate, reasoning and action together."""
 GREEDY: Mapping[str, float] = MappingProxyType({"temperature": 0.0, "top_p": 1.0})
 """What a served model without a `sampling` table sends."""
+CLAUDE_HAIKU_SAMPLING: Mapping[str, float] = MappingProxyType({"temperature": 0.0})
+"""What a Claude Haiku model without a `sampling` table sends when not thinking (the
+harness ran Haiku at temperature 0 and the other Claude models at the API's defaults)."""
 THINKING_TIMEOUT_S = 600.0
 """Default per-call timeout of a thinking model (a non-streamed reply of thousands of
 tokens under a full batch takes minutes); `timeout_s` overrides it."""
@@ -86,6 +90,16 @@ def default_act_max_tokens(backend: str, model: str) -> int:
         return CLAUDE_ACT_MAX_TOKENS
     found = family(model)
     return next((n for label, _, n in FAMILIES if label == found), DEFAULT_ACT_MAX_TOKENS)
+
+
+def default_sampling(backend: str, model: str, thinking: bool) -> dict[str, float]:
+    """Sampling of a model without a `sampling` table: greedy for a served model; for
+    Claude, temperature 0 on Haiku without thinking, else none (the API's defaults)."""
+    if backend == "openai":
+        return dict(GREEDY)
+    if "haiku" in model.lower() and not thinking:
+        return dict(CLAUDE_HAIKU_SAMPLING)
+    return {}
 
 
 def default_thinking_budget(act_max_tokens: int) -> int:

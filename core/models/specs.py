@@ -13,8 +13,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from core.models.cost import Prices
-from core.models.generation import (GREEDY, SEED_NONE, SEED_PROMPT, THINKING_TIMEOUT_S,
-                                    TOOLS_TEXT, default_act_max_tokens, default_thinking_budget)
+from core.models.generation import (SEED_NONE, SEED_PROMPT, THINKING_TIMEOUT_S, TOOLS_TEXT,
+                                    default_act_max_tokens, default_sampling,
+                                    default_thinking_budget)
 from core.models.retry import RetryPolicy
 from core.models.sim import SimSpec
 
@@ -29,8 +30,8 @@ class ServedSpec:
     Attributes:
         model: the served model's name (sent with every request).
         sampling: sampling parameters sent as they are; empty = the server's defaults
-            (`sampling = "default"`; a served model without a table is greedy,
-            `core.models.generation.GREEDY`).
+            (`sampling = "default"`); without a table,
+            `core.models.generation.default_sampling` (greedy for a served model).
         thinking: reasoning/extended thinking on.
         thinking_budget: tokens an acting turn may think on top of `act_max_tokens`
             (0 unless `thinking`).
@@ -107,10 +108,11 @@ def _seed(params: Mapping[str, Any], sampling: Mapping[str, Any]) -> int | str:
 
 def _served(backend: str, params: Mapping[str, Any]) -> dict[str, Any]:
     raw = params.get("sampling")
-    sampling: dict[str, Any] = (dict(raw) if isinstance(raw, Mapping) else
-                                dict(GREEDY) if raw is None and backend == "openai" else {})
     thinking = bool(params.get("thinking", False))
     model = str(params["model"])
+    sampling: dict[str, Any] = (dict(raw) if isinstance(raw, Mapping) else
+                                default_sampling(backend, model, thinking) if raw is None
+                                else {})
     act = int(params.get("max_tokens") or default_act_max_tokens(backend, model))
     budget = 0
     if thinking:
