@@ -90,7 +90,8 @@ DECIDE_MAX_TOKENS = 160
 """The decide arm's decision turn (the authors' harness: 160 tokens, no stop strings)."""
 UNPARSED = "UNPARSED"
 """What the decide arm writes into the history for a judgment that did not parse."""
-STOP = ("Observation:", "\nObservation")
+STOP = ("Observation:", "observation:")
+"""Stop strings of a non-thinking acting turn, as the authors' harness sends them."""
 STOP_SEARCH_R1 = ("</search>", "</backup_search>", "<information>")
 """Search-R1 stops after its query (results come back in <information>)."""
 TOOLS = ("search", "lookup", "backup_search")
