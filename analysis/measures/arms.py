@@ -26,6 +26,7 @@ from types import MappingProxyType
 import numpy as np
 import pandas as pd
 
+from core.pack_labels import split_pack
 from core.regimes import MEAN6, regime_family
 
 GROUP_KEYS = ("model", "arm", "condition_hash", "budget", "dataset", "question_set", "run",
@@ -113,9 +114,16 @@ class ArmKey:
     apart: tuple[tuple[str, str, int], ...] = field(default=(), compare=False)
 
     def pair_key(self) -> tuple[object, ...]:
-        """What a paired comparison must share: all but the arm."""
+        """What a paired comparison must share: all but the arm, except the prompt pack
+        in its label (`core.pack_labels`): an arm is compared with the reference that
+        ran with the same wording."""
         return (self.model, self.budget, self.dataset, self.question_set, self.runs,
-                self.seeds, self.replicates, self.family)
+                self.seeds, self.replicates, self.family, split_pack(self.arm)[1])
+
+    def is_arm(self, label: str) -> bool:
+        """Whether this is the arm `label` names: its label, or its label without the
+        prompt pack's marker (so "none" names the unaided arm under any wording)."""
+        return self.arm == label or split_pack(self.arm)[0] == label
 
     def errored_in(self, regimes: Iterable[str] | None = None) -> int:
         """Errored episodes of the group in `regimes` (default: all of them)."""

@@ -415,9 +415,9 @@ def paired_table(episodes: pd.DataFrame, reference: str = REFERENCE, n_boot: int
     arms, code = grouping.codes(episodes)
     mats = [m for (m,) in group_question_matrices(episodes, code, len(arms),
                                                   [episodes["correct"]])]
-    refs = {k.pair_key(): i for i, k in enumerate(arms) if k.arm == reference}
+    refs = {k.pair_key(): i for i, k in enumerate(arms) if k.is_arm(reference)}
     pairs = [(arm, i, refs[arm.pair_key()]) for i, arm in enumerate(arms)
-             if arm.arm != reference and arm.pair_key() in refs]
+             if not arm.is_arm(reference) and arm.pair_key() in refs]
     differences = paired_matrices([(mats[i], mats[r], r) for _, i, r in pairs], n_boot, seed)
     raw: list[Row] = []
     for (arm, _, r), intervals in zip(pairs, differences):

@@ -284,14 +284,14 @@ def unaided_rows(episodes: pd.DataFrame, steps: pd.DataFrame, probes: pd.DataFra
     rows: list[Row] = []
     bare = 0
     unpaired = {k.pair_key() for k, _ in groups} - {k.pair_key() for k, _ in groups
-                                                     if k.arm == reference}
-    for ref, frame in ((k, f) for k, f in groups if k.arm == reference):
+                                                     if k.is_arm(reference)}
+    for ref, frame in ((k, f) for k, f in groups if k.is_arm(reference)):
         gp = group_policies(frame, steps, probes)
         if gp is None:
             bare += 1
             continue
         members = [(ref, frame)] + [(k, f) for k, f in groups
-                                    if k.pair_key() == ref.pair_key() and k.arm != reference]
+                                    if k.pair_key() == ref.pair_key() and not k.is_arm(reference)]
         chosen = {lam: best for lam in LAMBDAS if (best := gp.best(lam)) is not None}
         m_best = [gp.matrix(best, lam) for lam, best in chosen.items()]
         by_lam: dict[float, list[Row]] = {lam: [] for lam in LAMBDAS}

@@ -25,6 +25,7 @@ from typing import Any
 from sqlite_utils import Database
 
 from core.conditions import arm_label
+from core.pack_labels import label_with_pack
 from core.store.selection import Selection, where_clause
 
 _FROM = """
@@ -34,7 +35,7 @@ FROM episodes e JOIN cells c ON c.id = e.cell_id JOIN runs r ON r.id = c.run_id
 _CELLS_SQL = """
 SELECT c.id, r.name, r.amendment_id, c.model, c.condition, c.condition_hash,
        c.condition_spec, c.regime, c.budget, COALESCE(c.question_set, ''), c.seed,
-       c.replicate
+       c.replicate, c.prompt_pack
 FROM cells c JOIN runs r ON r.id = c.run_id
 """
 
@@ -71,15 +72,17 @@ BATCH = 20_000
 
 def _cells(db: Database, exploratory: str) -> dict[int, tuple[Any, ...]]:
     """cell id → (run, amendment or `exploratory`, model, arm, condition, condition_hash,
-    regime, budget, question_set, seed, replicate), one arm label per distinct spec."""
+    regime, budget, question_set, seed, replicate), one arm label per distinct spec (with
+    the prompt pack's short hash for a cell run with one, as results rows show it)."""
     labels: dict[str, str] = {}
     out = {}
     for (cell_id, run, amendment, model, condition, chash, spec, regime, budget, qset, seed,
-         replicate) in db.conn.execute(_CELLS_SQL):
+         replicate, pack) in db.conn.execute(_CELLS_SQL):
         if spec not in labels:
             labels[spec] = arm_label(spec)
         out[cell_id] = (run, exploratory if amendment is None else amendment, model,
-                        labels[spec], condition, chash, regime, budget, qset, seed, replicate)
+                        label_with_pack(labels[spec], pack), condition, chash, regime, budget,
+                        qset, seed, replicate)
     return out
 
 

@@ -16,6 +16,7 @@ from sqlite_utils import Database
 
 from core.conditions import arm_label
 from core.end_reasons import APART
+from core.pack_labels import label_with_pack
 from core.store.decisions import (PACKED_FIELDS, PACKED_ID_SHIFT, PACKED_OFFSET)
 from core.store.layouts import require_layout
 from core.store.packs import (
@@ -35,7 +36,7 @@ from core.store.episode_packs import word_sql
 CELL_FRAME_SQL = """
 SELECT c.id AS cell_id, r.name AS run, r.amendment_id AS amendment, c.model, c.condition,
        c.condition_hash, c.condition_spec, c.regime, c.budget, c.seed, c.replicate,
-       COALESCE(c.question_set, '') AS question_set
+       COALESCE(c.question_set, '') AS question_set, c.prompt_pack
 FROM cells c JOIN runs r ON r.id = c.run_id
 """
 """Every cell with its run: joined to the episodes in pandas, so the cell's strings are
@@ -350,13 +351,19 @@ def _read_frame(db: Database, sql: str, args: Sequence[Any]) -> Any:
 
 
 def _cells(db: Database) -> Any:
-    """Every cell's columns (CELL_FRAME_SQL) with its arm label."""
+    """Every cell's columns (CELL_FRAME_SQL) with its arm label; a cell run with a prompt
+    pack has the pack's short hash in its label (`core.pack_labels`), so its rows never
+    look like the built-in wording's."""
     import pandas as pd
 
     cells = pd.read_sql_query(CELL_FRAME_SQL, db.conn)
+    packs = cells.pop("prompt_pack")
     labels = {spec: arm_label(spec) for spec in cells["condition_spec"].unique()}
-    cells.insert(cells.columns.get_loc("condition") + 1, "arm",
-                 cells["condition_spec"].map(labels).astype(object))
+    arms = cells["condition_spec"].map(labels).astype(object)
+    if packs.notna().any():
+        arms = pd.Series([label_with_pack(a, p if isinstance(p, str) else None)
+                          for a, p in zip(arms, packs)], index=arms.index, dtype=object)
+    cells.insert(cells.columns.get_loc("condition") + 1, "arm", arms)
     return cells
 
 
