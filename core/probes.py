@@ -10,9 +10,13 @@ the reply:
   the remaining budget; a reply that does not parse is missing, never coerced;
 - answer-now branch (§8.4): the same history replayed with the rule's forced-finish
   instruction, nothing more (the main paper, App. C.4/D.2); a ``Confidence: N`` line
-  the model writes anyway is still read. `messages_for(..., confidence=True)` adds
-  the second seed's line asking for a verbalized confidence 0–100, which its
-  confidence-gated controllers read; no such line → confidence missing;
+  the model writes anyway is still read;
+- answer-now branch asking for a confidence (kind ``answer_now_confidence``, `lab
+  replay answer-now --confidence`): the same fork with one more line asking for a
+  verbalized confidence 0–100, which the second seed's confidence-gated controllers
+  read; no such line in the reply → confidence missing. It is its own kind, so it is
+  stored apart from the paper's branch at the same decision point and never pools
+  with it (the request differs, and so may the answers);
 - answer repair (§8.5): the whole conversation with its finish turn, plus one fixed
   message asking for the actual answer; one attempt.
 
@@ -43,12 +47,17 @@ from core.react import (UNPARSED, EpisodeSetup, JUDGE_MAX_TOKENS, counter, force
 from core.regimes import ForeignPool, Regime
 from core.scoring import score_for_task
 
-KINDS = ("judgment", "belief", "answer_now", "repair")
-"""Probe kinds as stored in `probes.kind`."""
+ANSWER_NOW = "answer_now"
+ANSWER_NOW_CONFIDENCE = "answer_now_confidence"
+"""The answer-now branch with the request for a verbalized confidence appended."""
+BRANCH_KINDS = (ANSWER_NOW, ANSWER_NOW_CONFIDENCE)
+"""The two answer-now branch kinds: the paper's, and the one asking for a confidence."""
+KINDS = ("judgment", "belief", ANSWER_NOW, "repair", ANSWER_NOW_CONFIDENCE)
+"""Probe kinds as stored in `probes.kind` (part of a probe's key)."""
 COMMANDS = {"judgments": "judgment", "beliefs": "belief", "answer-now": "answer_now"}
 """`lab replay` sub-commands and the probe kind each stores."""
-PROBE_MAX_TOKENS = {"judgment": JUDGE_MAX_TOKENS, "belief": 160, "answer_now": 512,
-                    "repair": 512}
+PROBE_MAX_TOKENS = {"judgment": JUDGE_MAX_TOKENS, "belief": 160, ANSWER_NOW: 512,
+                    "repair": 512, ANSWER_NOW_CONFIDENCE: 512}
 FIRST_USELESS = 5
 """Run of USELESS judgments that `--at first-useless-5` probes at (paper App. D.2)."""
 
@@ -311,6 +320,29 @@ def select_points(points: Sequence[int], at: At,
     return useless_run_points([(t, known.get(t)) for t in points], FIRST_USELESS)
 
 
+def probe_kind(kind: str, confidence: bool) -> str:
+    """The stored probe kind of a request: ``answer_now`` with `confidence` is
+    ANSWER_NOW_CONFIDENCE, any other kind is itself.
+
+    Raises:
+        ValueError: `confidence` with a kind other than answer_now (only the answer-now
+            branch can ask for a confidence).
+    """
+    if not confidence:
+        return kind
+    if kind != ANSWER_NOW:
+        raise ValueError(f"only the answer-now branch asks for a confidence, not {kind!r}")
+    return ANSWER_NOW_CONFIDENCE
+
+
+def call_kind(kind: str) -> str:
+    """The `kind` a model session is called with for a probe of this stored kind: both
+    answer-now branches are answer-now calls, the side-channel replay is a judge call."""
+    if kind == "judgment":
+        return "judge"
+    return ANSWER_NOW if kind in BRANCH_KINDS else kind
+
+
 def messages_for(ep: RecordedEpisode, t: int, kind: str, confidence: bool = False
                  ) -> list[Message]:
     """The forked conversation a probe sends.
@@ -318,9 +350,10 @@ def messages_for(ep: RecordedEpisode, t: int, kind: str, confidence: bool = Fals
     Args:
         ep: the recorded episode.
         t: the decision point (the finish action for a repair).
-        kind: one of KINDS.
-        confidence: answer_now only: append the line asking for a verbalized
-            confidence (off by default: the paper's branch has no such request).
+        kind: one of KINDS (ANSWER_NOW_CONFIDENCE appends the confidence request).
+        confidence: answer_now: append the line asking for a verbalized confidence,
+            as ANSWER_NOW_CONFIDENCE does (off by default: the paper's branch has no
+            such request).
 
     Returns:
         The messages.
@@ -332,9 +365,9 @@ def messages_for(ep: RecordedEpisode, t: int, kind: str, confidence: bool = Fals
         return side_channel_fork(history_at(ep, t, judging=True), ep.setup().prompts)
     if kind == "belief":
         return [*history_at(ep, t), {"role": "user", "content": prompts.load("belief_probe")}]
-    if kind == "answer_now":
+    if kind in BRANCH_KINDS:
         out = forced_messages(ep.setup(), history_at(ep, t))
-        if confidence:
+        if confidence or kind == ANSWER_NOW_CONFIDENCE:
             out[-1]["content"] += "\n" + prompts.load("answer_now_confidence")
         return out
     if kind == "repair":
@@ -413,7 +446,7 @@ def read_reply(ep: RecordedEpisode, t: int, kind: str, text: str, model: str) ->
         rec.answer = parsed.argument if answered and parsed is not None else None
         s = score_for_task(rec.answer, ep.question.answer, ep.question.task)
         rec.em, rec.f1, rec.correct, rec.placeholder = s.em, s.f1, s.correct, s.placeholder
-        if kind == "answer_now":
+        if kind in BRANCH_KINDS:
             rec.confidence = parse_confidence(text)
     return rec
 
@@ -445,7 +478,7 @@ async def run_probe(session: ModelSession, ep: RecordedEpisode, t: int, kind: st
     """
     messages = messages_for(ep, t, kind)
     try:
-        gen = await session.generate(messages, kind="judge" if kind == "judgment" else kind,
+        gen = await session.generate(messages, kind=call_kind(kind),
                                      max_tokens=PROBE_MAX_TOKENS[kind])
     except ModelError as exc:
         return ProbeRecord(ep.episode_id, t, kind, ep.model, error=f"{exc.reason}: {exc}")

@@ -9,6 +9,11 @@ way. A replay job probes only what is not stored yet, and a probe is unique per
 twice. Judgments are not asked where the episode recorded its own (the side channel,
 in-run: a `judge = true` arm, a rule arm, a sim) unless `refresh` says so: on a paid
 API a second copy of a judgment is money for nothing.
+
+`lab replay answer-now --confidence` asks the answer-now branch with the second seed's
+confidence request: its probes are of kind ``answer_now_confidence`` (the job's params
+say so), keyed apart from the paper's branch at the same decision point, so both can
+be stored and neither is taken for the other.
 """
 
 from __future__ import annotations
@@ -28,9 +33,9 @@ from core.episode import prompt_set_sha256
 from core.models.base import ModelClient
 from core.models.registry import ModelSpec
 from core.runner import CallGate, GatedSession
-from core.probes import (COMMANDS, PROBE_MAX_TOKENS, At, ProbeRecord, RecordedEpisode,
-                         messages_for, parse_at, probe_points, record_of, run_probe,
-                         view_at)
+from core.probes import (ANSWER_NOW, ANSWER_NOW_CONFIDENCE, COMMANDS, PROBE_MAX_TOKENS, At,
+                         ProbeRecord, RecordedEpisode, call_kind, messages_for, parse_at,
+                         probe_kind, probe_points, record_of, run_probe, view_at)
 from core.errors import ConfigError, StoreError
 from core.store import jobs as ledger
 from core.store import probes as rows
@@ -43,9 +48,11 @@ BATCH_POLL_MAX_S = 120.0
 BATCH_ROUNDS = 2
 """Submissions of a job's missing probes: the first, and one for errored/expired ones."""
 _CUSTOM_ID = re.compile(r"^e(\d+)-t(\d+)-(\w+)$")
-EXPECTED_OUTPUT = {"judgment": 3, "belief": 60, "answer_now": 60, "repair": 60}
+EXPECTED_OUTPUT = {"judgment": 3, "belief": 60, ANSWER_NOW: 60, "repair": 60,
+                   ANSWER_NOW_CONFIDENCE: 65}
 """Output tokens a reply of each kind is expected to take (for the plan's estimate)."""
-PROBE_TURN_TOKENS = {"judgment": 30, "belief": 110, "answer_now": 70, "repair": 50}
+PROBE_TURN_TOKENS = {"judgment": 30, "belief": 110, ANSWER_NOW: 70, "repair": 50,
+                     ANSWER_NOW_CONFIDENCE: 100}
 """Tokens the probe's own appended turn adds to the history."""
 
 
@@ -55,7 +62,9 @@ class ReplayRequest:
 
     Attributes:
         run: the run whose trajectories are probed.
-        kind: probe kind ("judgment", "belief", "answer_now" or "repair").
+        kind: probe kind ("judgment", "belief", "answer_now", "answer_now_confidence"
+            (the branch asking for a confidence) or "repair"); it is in the job's
+            params and in every stored probe's key.
         at: where to probe (ignored by repair: the finish action).
         models: only the episodes of these models (default: all of the run's).
         batch: Claude: send through the Message Batches API.
@@ -444,7 +453,7 @@ async def replay_batched(db: Database, job: Mapping[str, Any], client: ModelClie
             for i in range(0, len(missing), max_requests):
                 chunk = missing[i:i + max_requests]
                 requests = [(custom_id(ep.episode_id, t, kind), api.params(
-                    messages_for(ep, t, kind), "judge" if kind == "judgment" else kind,
+                    messages_for(ep, t, kind), call_kind(kind),
                     PROBE_MAX_TOKENS[kind])) for ep, t in chunk]
                 batch_id = await api.create(requests)
                 rows.record_batch(db, job["id"], batch_id, "submitted", len(chunk))
@@ -506,17 +515,27 @@ def _rederive(db: Database, episode_ids: list[int]) -> None:
 
 
 def request_from(command: str, run: str, at: str, models: tuple[str, ...] = (),
-                 batch: bool = False, priority: int = 0, refresh: bool = False
-                 ) -> ReplayRequest:
+                 batch: bool = False, priority: int = 0, refresh: bool = False,
+                 confidence: bool = False) -> ReplayRequest:
     """A ReplayRequest from `lab replay COMMAND` options (`repair` for `lab repair`).
 
+    Args:
+        confidence: answer-now only: ask the branch with the confidence request (kind
+            ``answer_now_confidence``, stored apart from the paper's branch).
+
     Raises:
-        ConfigError: a bad --at, or --refresh with anything but judgments.
+        ConfigError: a bad --at, --refresh with anything but judgments, or
+            --confidence with anything but answer-now.
     """
     kind = "repair" if command == "repair" else COMMANDS[command]
     if refresh and kind != "judgment":
         raise ConfigError(f"--refresh applies to `lab replay judgments` only (an episode "
                           f"records no {command} of its own); drop it, e.g. `lab replay "
                           f"{command} --run {run}`")
-    return ReplayRequest(run, kind, parse_at(at), models, batch, priority, refresh)
+    if confidence and kind != ANSWER_NOW:
+        raise ConfigError(f"--confidence applies to `lab replay answer-now` only (only the "
+                          f"answer-now branch asks for a confidence); drop it, or use `lab "
+                          f"replay answer-now --confidence --run {run}`")
+    return ReplayRequest(run, probe_kind(kind, confidence), parse_at(at), models, batch,
+                         priority, refresh)
 

@@ -18,7 +18,8 @@ from core.store import jobs as ledger
 from jobs.replay import ReplayPlan, ReplayRequest, enqueue_replay, plan_replay, request_from
 
 KIND_WORDS = {"judgment": "judgments", "belief": "belief probes",
-              "answer_now": "answer-now branches", "repair": "answer repairs"}
+              "answer_now": "answer-now branches", "repair": "answer repairs",
+              "answer_now_confidence": "answer-now branches asking for a confidence"}
 
 
 def _models(text: str | None) -> tuple[str, ...]:
@@ -106,27 +107,36 @@ def _common(command: Callable[..., None]) -> Callable[..., None]:
               help="Judgments only: ask also where the episode recorded its own judgment "
                    "in-run (judge = true, rule arms, sims); a replayed judgment already "
                    "stored is still never asked twice.")
+@click.option("--confidence", is_flag=True,
+              help="Answer-now only: append a request for a verbalized confidence "
+                   "(0-100) to the branch, which `lab results controllers` reads. Off by "
+                   "default (the main paper's branch has none); these branches are stored "
+                   "apart from the plain ones and never pool with them.")
 @click.pass_context
 def replay_cmd(ctx: click.Context, what: str, run_name: str, models: str | None,
                dry_run: bool, as_json: bool, priority: int, batch: bool, at: str,
-               refresh: bool) -> None:
+               refresh: bool, confidence: bool) -> None:
     """Probe recorded trajectories: side-channel judgments, beliefs or answer-now branches.
 
     Forks the history exactly as the agent saw it at each chosen decision point, asks
     one question and stores the reply in the `probes` table (source = replay);
     nothing is written back into the trajectory. Probes run as queue jobs (`lab
     worker`); already stored probes are never asked again, and judgments are asked
-    only where the episode recorded none in-run (--refresh: there too).
+    only where the episode recorded none in-run (--refresh: there too). The
+    answer-now branch is the main paper's; --confidence asks it with a confidence
+    request for the confidence-gated controllers (stored as its own probe kind).
 
     \b
     Example:
       lab replay judgments --run pilot --dry-run
       lab replay judgments --run pilot --refresh --dry-run
       lab replay answer-now --run pilot --models qwen3-8b --at every
+      lab replay answer-now --run pilot --confidence
       lab replay beliefs --run pilot --at t=3,5
       lab replay answer-now --run pilot --models claude-sonnet --batch
     """
-    request = request_from(what, run_name, at, _models(models), batch, priority, refresh)
+    request = request_from(what, run_name, at, _models(models), batch, priority, refresh,
+                           confidence)
     _run_request(ctx, request, dry_run, as_json)
 
 

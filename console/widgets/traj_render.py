@@ -149,7 +149,7 @@ def probe_line(probe: Mapping[str, Any]) -> str:
         return head + (f"p_continue {_num(probe['p_continue'])} · p_answer_now "
                        f"{_num(probe['p_answer_now'])} · prefer {probe['prefer']}")
     mark = "correct" if probe.get("correct") else "wrong"
-    conf = ("" if probe["kind"] != "answer_now" else
+    conf = ("" if probe["kind"] not in ("answer_now", "answer_now_confidence") else
             f" · confidence {_num(probe['confidence'])}" if probe.get("confidence") is not None
             else " · confidence –")
     return head + f"answer {clip(str(probe['answer']), 60)!r} ({mark}){conf}"
