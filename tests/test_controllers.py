@@ -156,3 +156,35 @@ def test_controller_on_react_branches_uses_pi_with_the_next_point_as_retrieval()
     one = run_controller(b, conf, Gate(max_retrievals=1))
     assert one.action.tolist() == ["commit", "commit", "escalate", "commit", "abstain"]
     assert one.calls.tolist() == [2, 2, 2, 1, 2]
+
+
+def _estimates(table) -> dict[tuple[str, str], float]:
+    return {(r.measure, r.scope): r.estimate for r in table.rows}
+
+
+def test_controllers_read_the_branches_asked_for_a_confidence_never_mixed_with_the_plain():
+    episodes, steps, asked = _branches(200)
+    asked["kind"] = "answer_now_confidence"
+    # the paper's branches at the same points: other answers, and a confidence stated
+    # unasked that is always 0.99 (reading it, every controller would commit at once)
+    plain = asked.assign(kind="answer_now", confidence=0.99, correct=1 - asked["correct"])
+    both = pd.concat([plain, asked], ignore_index=True)
+    table = controller_table(episodes, steps, both, n_boot=50)
+    alone = controller_table(episodes, steps, asked, n_boot=50)
+    assert _estimates(table) == pytest.approx(_estimates(alone), nan_ok=True)
+    on_plain = _estimates(controller_table(episodes, steps, plain, n_boot=50))
+    assert on_plain[("coverage", "raw")] == 1.0 != _estimates(table)[("coverage", "raw")]
+    success = next(r for r in table.rows if r.measure == "success" and r.scope == "raw")
+    assert success.detail.endswith("; branches asked for a confidence")
+    assert any("asked for a confidence (lab replay answer-now --confidence) in 1 groups"
+               in n for n in table.notes)
+    # the paper's branches alone, stating no confidence: no rows, and the table says why
+    silent = controller_table(episodes, steps, plain.assign(confidence=np.nan), n_boot=50)
+    assert not silent.rows
+    assert any("asked without confidence" in n and "lab replay answer-now --confidence" in n
+               for n in silent.notes)
+    # asked, but no reply stated one; and no branch at all
+    mute = controller_table(episodes, steps, asked.assign(confidence=np.nan), n_boot=50)
+    assert not mute.rows and any("no reply stated one" in n for n in mute.notes)
+    empty = controller_table(episodes, steps, asked.iloc[:0], n_boot=50)
+    assert not empty.rows and any("no answer-now branches" in n for n in empty.notes)

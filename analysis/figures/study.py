@@ -91,7 +91,9 @@ def study_rows(db: Database, selection: Selection, resamples: int, seed: int = 0
     res = compute(frames, [n for n in TABLES if n in wanted], resamples, min(resamples, 1000),
                   seed)
     tables = list(res.tables)
-    if probe_tables and wanted & set(PROBE_TABLES) and probe_counts(db).get("answer_now"):
+    counts = probe_counts(db)
+    if probe_tables and wanted & set(PROBE_TABLES) and (
+            counts.get("answer_now") or counts.get("answer_now_confidence")):
         for name in PROBE_TABLES:
             if name in wanted:
                 tables += probe_results(db, frames, name, resamples, seed).tables

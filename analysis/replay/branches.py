@@ -97,21 +97,24 @@ def decision_steps(steps: pd.DataFrame, episodes: pd.DataFrame) -> pd.DataFrame:
     return out.loc[out["t"].to_numpy() < budget.reindex(out["episode_id"]).to_numpy()]
 
 
-def build_branches(episodes: pd.DataFrame, steps: pd.DataFrame, probes: pd.DataFrame
-                   ) -> Branches:
+def build_branches(episodes: pd.DataFrame, steps: pd.DataFrame, probes: pd.DataFrame,
+                   kind: str = "answer_now") -> Branches:
     """Padded decision-point arrays of the episodes with their answer-now branches.
 
     Args:
         episodes: the episode frame (error-free).
         steps: its step frame.
-        probes: answer_now probes (`core.store.probes.probes_frame`); branch answers
+        probes: answer-now probes (`core.store.probes.probes_frame`); branch answers
             are scored raw.
+        kind: which branches to read: "answer_now" (the main paper's, the default) or
+            "answer_now_confidence" (asked with a confidence request); the other kind
+            is ignored, so the two never mix at one decision point.
 
     Returns:
         The Branches, episodes in the order of `episodes`.
     """
     points = decision_steps(steps, episodes)
-    br = probes.loc[probes["kind"] == "answer_now", ["episode_id", "t", "correct", "confidence",
+    br = probes.loc[probes["kind"] == kind, ["episode_id", "t", "correct", "confidence",
                                                      "probe_input_tokens",
                                                      "probe_output_tokens"]]
     points = points.merge(br, on=["episode_id", "t"], how="left")

@@ -30,6 +30,13 @@ curve over all matched answer states.
 Groups split by regime family (the main regimes never pool with plausible); within a
 family a group's estimates pool its regimes that have answer-now branches with a
 stated confidence, and every row lists those regimes.
+
+Which branches: where a group has branches asked with the confidence request (`lab
+replay answer-now --confidence`, kind ``answer_now_confidence``) the controllers read
+those and only those; otherwise the main paper's branches, which carry a confidence
+only where the model wrote one unasked. The two are never mixed within a group, and
+the table says which each group read and which groups were left out for want of a
+confidence (asked without one: run the replay with --confidence).
 """
 
 from __future__ import annotations
@@ -48,6 +55,7 @@ from analysis.replay.policies import LAMBDAS
 from analysis.tables.rows import Table, interval_row, make_row, with_holm
 from analysis.stats.bootstrap import N_BOOT, cluster_mean, paired_difference
 from core.errors import ConfigError
+from core.probes import ANSWER_NOW, ANSWER_NOW_CONFIDENCE
 
 TAU_HI = 0.7
 TAU_LO = 0.3
@@ -202,15 +210,51 @@ def run_controller(b: Branches, confidence: np.ndarray, gate: Gate | None = None
                              np.where(abstained, 1.0 - branch, 0.0), at.astype(float))
 
 
+ASKED_DETAIL = "branches asked for a confidence"
+UNASKED_DETAIL = "branches asked without a confidence request (confidence volunteered)"
+"""What a row's detail says about the branches its controllers read."""
+
+
+def branch_kind(group: pd.DataFrame, probes: pd.DataFrame) -> str:
+    """The branch kind the controllers read for a group of episodes: the branches asked
+    with a confidence request where the group has any, else the main paper's branches."""
+    asked = probes.loc[probes["kind"] == ANSWER_NOW_CONFIDENCE, "episode_id"]
+    return ANSWER_NOW_CONFIDENCE if asked.isin(group["episode_id"]).any() else ANSWER_NOW
+
+
 def _with_confidence(group: pd.DataFrame, steps: pd.DataFrame, probes: pd.DataFrame
-                     ) -> tuple[Branches, tuple[str, ...]]:
-    """The group's branches in its regimes with a stated-confidence branch, and those
-    regimes (none: the group is left out)."""
-    b = build_branches(group, steps, probes)
+                     ) -> tuple[Branches, tuple[str, ...], str]:
+    """The group's branches (of `branch_kind`) in its regimes with a stated-confidence
+    branch, those regimes (none: the group is left out) and the branch kind read."""
+    kind = branch_kind(group, probes)
+    b = build_branches(group, steps, probes, kind)
     regime = group["regime"].astype(str).to_numpy()
     stated = (b.has_branch & ~np.isnan(b.confidence)).any(axis=1)
     keep = pd.Series(regime).isin(pd.unique(regime[stated])).to_numpy()
-    return b.take(keep), regime_order(regime[keep])
+    return b.take(keep), regime_order(regime[keep]), kind
+
+
+def _skip_reason(group: pd.DataFrame, probes: pd.DataFrame) -> str:
+    """Why a group without a stated confidence is left out: "none" (no answer-now
+    branch at all), "unasked" (only branches without a confidence request) or "silent"
+    (asked for a confidence, none stated)."""
+    mine = probes.loc[probes["episode_id"].isin(group["episode_id"]), "kind"]
+    if (mine == ANSWER_NOW_CONFIDENCE).any():
+        return "silent"
+    return "unasked" if (mine == ANSWER_NOW).any() else "none"
+
+
+def _skip_notes(reasons: list[str]) -> list[str]:
+    """The notes naming the groups left out, by why (see `_skip_reason`)."""
+    texts = {
+        "unasked": "{n} groups have only answer-now branches asked without confidence and "
+                   "none stated one: run lab replay answer-now --confidence --run R (the "
+                   "controllers read the branches asked for a confidence); left out.",
+        "silent": "{n} groups have answer-now branches asked for a confidence but no reply "
+                  "stated one (parsed as 'Confidence: N'); left out.",
+        "none": "{n} groups have no answer-now branches (lab replay answer-now --confidence "
+                "--run R) and are left out."}
+    return [texts[r].format(n=reasons.count(r)) for r in texts if r in reasons]
 
 
 def _depth_ece(b: Branches, confidence: np.ndarray) -> dict[int, tuple[float, int]]:
@@ -231,7 +275,8 @@ def controller_table(episodes: pd.DataFrame, steps: pd.DataFrame, probes: pd.Dat
     Args:
         episodes: error-free episode frame.
         steps: its steps.
-        probes: answer_now probes of these episodes.
+        probes: answer-now probes of these episodes (both kinds: each group reads its
+            confidence-request branches where it has any, else the paper's).
         n_boot: question-level resamples.
         seed: bootstrap seed.
         grouping: pooling and errored episodes.
@@ -248,12 +293,15 @@ def controller_table(episodes: pd.DataFrame, steps: pd.DataFrame, probes: pd.Dat
         raise ConfigError(f"--fit-depths must be one of {', '.join(FIT_DEPTHS)}, not "
                           f"{fit_depths!r}")
     rows = []
-    skipped = 0
+    skipped: list[str] = []
+    kinds_read: list[str] = []
     for arm, group in arm_groups(episodes, grouping, families=True):
-        b, covers = _with_confidence(group, steps, probes)
+        b, covers, kind = _with_confidence(group, steps, probes)
         if not covers:
-            skipped += 1
+            skipped.append(_skip_reason(group, probes))
             continue
+        kinds_read.append(kind)
+        asked = ASKED_DETAIL if kind == ANSWER_NOW_CONFIDENCE else UNASKED_DETAIL
         cal = calibration_split(b.question_id, seed=split_seed)
         fit, ev = b.take(cal), b.take(~cal)
         fit_mask = fit.has_branch & ~np.isnan(fit.confidence)
@@ -276,7 +324,7 @@ def controller_table(episodes: pd.DataFrame, steps: pd.DataFrame, probes: pd.Dat
             n = len(out.action)
             per_q[name] = question_means(out.correct, q)
             rows.append(interval_row(arm, "success", cluster_mean(per_q[name], n_boot, seed),
-                                     name, detail=f"{gate.text}; {split}",
+                                     name, detail=f"{gate.text}; {split}; {asked}",
                                      regimes=covers))
             committed = out.action == "commit"
             abstained = out.action == "abstain"
@@ -324,9 +372,13 @@ def controller_table(episodes: pd.DataFrame, steps: pd.DataFrame, probes: pd.Dat
              "500·calls) / Σ correct.",
              "One row group per regime family (the main regimes never pool with plausible), "
              "over its regimes with answer-now branches (regimes column)."]
-    if skipped:
-        notes.append(f"{skipped} groups have no answer-now branches with a stated confidence "
-                     f"(lab replay answer-now --run R) and are left out.")
+    if kinds_read:
+        asked_n = kinds_read.count(ANSWER_NOW_CONFIDENCE)
+        notes.append(f"Branches read: asked for a confidence (lab replay answer-now "
+                     f"--confidence) in {asked_n} groups; asked without one in "
+                     f"{len(kinds_read) - asked_n} groups (the confidence their replies "
+                     f"stated unasked). A group never mixes the two.")
+    notes += _skip_notes(skipped)
     return Table("controllers", "Confidence-gated controllers (commit / retrieve / abstain / "
                  "escalate) on raw and isotonic-calibrated confidence", with_holm(rows),
                  tuple(notes), pooled=(grouping or Grouping()).pooled)
@@ -340,7 +392,7 @@ def chart_curves(episodes: pd.DataFrame, steps: pd.DataFrame, probes: pd.DataFra
     Args:
         episodes: error-free episode frame.
         steps: its steps.
-        probes: answer_now probes of these episodes.
+        probes: answer-now probes of these episodes (both kinds, as `controller_table`).
         grouping: pooling and errored episodes.
         bins: equal-width confidence bins of the reliability diagram.
 
@@ -353,7 +405,7 @@ def chart_curves(episodes: pd.DataFrame, steps: pd.DataFrame, probes: pd.DataFra
     groups = list(arm_groups(episodes, grouping, families=True))
     split = len({arm.family for arm, _ in groups}) > 1
     for arm, group in groups:
-        b, _ = _with_confidence(group, steps, probes)
+        b, _, _ = _with_confidence(group, steps, probes)
         mask = b.has_branch & ~np.isnan(b.confidence)
         if not mask.any():
             continue

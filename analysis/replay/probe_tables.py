@@ -16,6 +16,7 @@ from analysis.replay.seed_tables import TRACE_TABLES, TraceSettings, trace_table
 from analysis.tables.rows import Table
 from core.errors import StoreError
 from core.store.selection import Selection
+from core.probes import ANSWER_NOW, BRANCH_KINDS
 from core.store.probes import EXPORT_COLUMNS, probes_frame
 
 PROBE_TABLES = ("policies", "controllers")
@@ -46,7 +47,10 @@ def probe_results(db: Database, frames: Frames, name: str, n_boot: int, seed: in
     if name not in PROBE_TABLES:
         raise ValueError(f"unknown probe table {name!r}; choose from {', '.join(PROBE_TABLES)}")
     grouping = Grouping(frames.selection.pool, frames.errored_episodes, frames.apart_episodes)
-    probes = probes_frame(db, frames.selection, kinds=("answer_now",))
+    # policies read the paper's branch; controllers each group's confidence-request
+    # branches where it has any (`analysis.replay.controllers.branch_kind`)
+    probes = probes_frame(db, frames.selection,
+                          kinds=(ANSWER_NOW,) if name == "policies" else BRANCH_KINDS)
     if name == "policies":
         table = policy_table(frames.episodes, frames.steps, probes, n_boot, seed, grouping)
     else:
@@ -125,7 +129,7 @@ def export_probes(db: Database, directory: Path, selection: Selection, version: 
 
     probes = probes_frame(db, selection)
     written = [write_frame(probes.loc[:, list(EXPORT_COLUMNS)], directory / "probes.csv")]
-    if (probes["kind"] == "answer_now").any():
+    if probes["kind"].isin(BRANCH_KINDS).any():
         frames = load_frames(db, selection)
         for name in PROBE_TABLES:
             (table,) = probe_results(db, frames, name, n_boot, seed).tables

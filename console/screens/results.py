@@ -494,9 +494,10 @@ class ResultsScreen(LabScreen):
         from analysis.replay.controllers import chart_curves
         from analysis.tables.plots import line_chart
         from console.widgets.results_view import controller_series
+        from core.probes import BRANCH_KINDS
         from core.store.probes import probes_frame
 
-        probes = probes_frame(db, frames.selection, kinds=("answer_now",))
+        probes = probes_frame(db, frames.selection, kinds=BRANCH_KINDS)
         curves = chart_curves(frames.episodes, frames.steps, probes,
                               Grouping(frames.selection.pool, frames.errored_episodes))
         if not curves:
