@@ -204,9 +204,8 @@ def test_generation_settings_enter_the_spec_hash():
     base = {"model": "Qwen/Qwen3-8B", "endpoints": ["http://127.0.0.1:9/v1"]}
     spec = ModelSpec("q", "openai", base)
     assert spec.spec()["generation"] == {
-        "act_max_tokens": 1024, "thinking_budget": 0, "sampling": {"temperature": 0.0,
-                                                                   "top_p": 1.0},
-        "seed": "prompt"}
+        "act_max_tokens": 1024, "thinking_budget": 0,
+        "sampling": {"temperature": 0.7, "top_p": 0.8, "top_k": 20}, "seed": "prompt"}
     hashes = {ModelSpec("q", "openai", {**base, **extra}).spec_hash() for extra in (
         {}, {"max_tokens": 512}, {"seed": 1}, {"sampling": "default"},
         {"thinking": True}, {"thinking": True, "thinking_budget": 4096})}
@@ -333,3 +332,16 @@ def test_context_check_counts_max_tokens_and_the_thinking_budget(tmp_path):
     with pytest.raises(ConfigError, match=r"7,168 thinking budget.*\(the thinking budget "
                                           r"overflows it\).*lower max_tokens or thinking"):
         check(max_context=need + 8191, thinking=True)
+
+
+@pytest.mark.parametrize(("model", "thinking", "expected"), [
+    ("Qwen/Qwen3-8B", False, {"temperature": 0.7, "top_p": 0.8, "top_k": 20}),
+    ("Qwen/Qwen3-32B", True, {"temperature": 0.6, "top_p": 0.95, "top_k": 20}),
+    ("meta-llama/Llama-3.1-8B-Instruct", False, {"temperature": 0.0, "top_p": 1.0}),
+    ("Qwen/Qwen2.5-7B-Instruct", False, {"temperature": 0.0, "top_p": 1.0}),
+])
+def test_a_served_model_without_a_table_samples_as_the_paper_ran_it(
+        model: str, thinking: bool, expected: dict[str, float]) -> None:
+    """The paper: Qwen3 with Qwen's recommended sampling, greedy for the others."""
+    from core.models.generation import default_sampling
+    assert default_sampling("openai", model, thinking) == expected

@@ -12,10 +12,11 @@ different settings never pool.
 - A thinking turn of a served model may generate 8,192 tokens in all (reasoning and
   action: the harness's thinking budget is the whole turn), i.e. a thinking budget of
   8,192 minus the acting max_tokens unless `thinking_budget` says otherwise.
-- Sampling of a served model without a `sampling` table: greedy, temperature 0.0 and
-  top_p 1.0 sent explicitly (vLLM would otherwise apply its own defaults or the
-  model's generation_config.json); Claude: temperature 0.0 on Haiku without thinking,
-  else the API's defaults.
+- Sampling of a served model without a `sampling` table, sent explicitly (vLLM would
+  otherwise apply its own defaults or the model's generation_config.json): a Qwen3
+  model Qwen's recommended values (temperature 0.7, top_p 0.8, top_k 20; thinking 0.6,
+  0.95, 20), any other model greedy (temperature 0.0, top_p 1.0), as the main paper ran
+  them.
 - A per-request seed: by default derived from the sha256 of the request's messages,
   mixed with the episode's seed and replicate, so one request is reproducible and a
   replicate draws new seeds; `seed = N` fixes it, `seed = "none"` sends none.
@@ -46,6 +47,12 @@ CLAUDE_ACT_MAX_TOKENS = 1024
 THINKING_TURN_TOKENS = 8192
 """All tokens a served model's thinking turn may generate, reasoning and action together."""
 GREEDY: Mapping[str, float] = MappingProxyType({"temperature": 0.0, "top_p": 1.0})
+QWEN3_SAMPLING: Mapping[str, float] = MappingProxyType(
+    {"temperature": 0.7, "top_p": 0.8, "top_k": 20})
+"""Qwen's recommended non-thinking sampling, what a Qwen3 model without a table sends."""
+QWEN3_THINKING_SAMPLING: Mapping[str, float] = MappingProxyType(
+    {"temperature": 0.6, "top_p": 0.95, "top_k": 20})
+"""Qwen's recommended thinking sampling (a Qwen3 thinking model without a table)."""
 """What a served model without a `sampling` table sends."""
 CLAUDE_HAIKU_SAMPLING: Mapping[str, float] = MappingProxyType({"temperature": 0.0})
 """What a Claude Haiku model without a `sampling` table sends when not thinking (the
@@ -93,9 +100,14 @@ def default_act_max_tokens(backend: str, model: str) -> int:
 
 
 def default_sampling(backend: str, model: str, thinking: bool) -> dict[str, float]:
-    """Sampling of a model without a `sampling` table: greedy for a served model; for
-    Claude, temperature 0 on Haiku without thinking, else none (the API's defaults)."""
+    """Sampling of a model without a `sampling` table, as the main paper ran each model
+    ("the Qwen3 models' recommended sampling", "greedy decoding for the others"): a
+    served Qwen3 model Qwen's recommended values (thinking or not), any other served
+    model greedy; Claude temperature 0 on Haiku without thinking, else none (the API's
+    defaults)."""
     if backend == "openai":
+        if family(model) == "qwen3":
+            return dict(QWEN3_THINKING_SAMPLING if thinking else QWEN3_SAMPLING)
         return dict(GREEDY)
     if "haiku" in model.lower() and not thinking:
         return dict(CLAUDE_HAIKU_SAMPLING)
