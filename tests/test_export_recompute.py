@@ -47,9 +47,10 @@ async def _grid(path: Path) -> None:
             cell = CellSpec(specs[model], parse_condition(cond), parse_regime(regime), None, 8, 0)
             cell_id = store.ensure_cell(db, run_id, cell.columns())
             await run_questions(db, cell_id, cell, questions, pool, make_client(cell.model))
-    # an agent that ignores the forced finish: every tool call after the rule fires is refused
+    # an agent that ignores the forced finish under the refuse option: every tool call
+    # after the rule fires is refused (by default a forced turn's tool call runs)
     searcher = CellSpec(ModelSpec("scripted-searcher", "sim", {}),
-                        parse_condition("enforced_rule:k=2"), parse_regime("persistent"), None,
+                        parse_condition("enforced_rule:k=2,forced_tool_call=refuse"), parse_regime("persistent"), None,
                         8, 0)
     cell_id = store.ensure_cell(db, run_id, searcher.columns())
     await run_questions(db, cell_id, searcher, questions[:3], pool,
