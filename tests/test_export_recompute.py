@@ -50,8 +50,8 @@ async def _grid(path: Path) -> None:
     # an agent that ignores the forced finish under the refuse option: every tool call
     # after the rule fires is refused (by default a forced turn's tool call runs)
     searcher = CellSpec(ModelSpec("scripted-searcher", "sim", {}),
-                        parse_condition("enforced_rule:k=2,forced_tool_call=refuse"), parse_regime("persistent"), None,
-                        8, 0)
+                        parse_condition("enforced_rule:k=2,forced_tool_call=refuse"),
+                        parse_regime("persistent"), None, 8, 0)
     cell_id = store.ensure_cell(db, run_id, searcher.columns())
     await run_questions(db, cell_id, searcher, questions[:3], pool,
                         ScriptedClient(acts=[SEARCH] * 8, judgments=["USELESS"] * 8))
