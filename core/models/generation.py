@@ -28,11 +28,12 @@ different settings never pool.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
+
+from core.canonical import canonical_json
 
 FAMILIES: tuple[tuple[str, str, int], ...] = (
     ("qwen3", "qwen3", 1024),
@@ -127,8 +128,8 @@ def request_seed(messages: Sequence[Mapping[str, Any]], episode_seed: int,
     The same request in the same episode draws the same seed; another replicate (or
     cell seed) draws another.
     """
-    payload = json.dumps([episode_seed, replicate, [dict(m) for m in messages]],
-                         ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+    payload = canonical_json([episode_seed, replicate, [dict(m) for m in messages]],
+                             ensure_ascii=False)
     return int(hashlib.sha256(payload.encode("utf-8")).hexdigest()[:15], 16) % _SEED_MOD
 
 
