@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import sqlite3
 from pathlib import Path
 
@@ -166,3 +167,22 @@ def test_an_episodes_end_line_names_truncation_and_refusal():
            "refused_calls": 0, "input_tokens": 1, "output_tokens": 1}
     assert "cut at max_tokens" in outcome_parts(row)[0][1].plain
     assert apart_text({"truncated": 0, "refused": 3}) == "3 refused"
+
+
+def test_the_report_shows_truncated_and_refused_columns(ends_db, capsys, tmp_path):
+    """The HTML report's success table has the two columns (the sim-never rows hold
+    them); a study without such episodes keeps its tables as they were (columns shown
+    only when a row has one)."""
+    out = tmp_path / "report.html"
+    code, _, err = lab(capsys, "--db", ends_db, "report", str(out),
+                       "--resamples", "20")
+    assert code == 0, err
+    page = out.read_text(encoding="utf-8")
+    found = re.search(r'<table[^>]*data-table="success"', page)
+    assert found, "no success table in the report"
+    table = page[found.start():]
+    table = table[:table.index("</table>")]
+    assert 'data-f="truncated"' in table and 'data-f="refused"' in table
+    clean = next(row for row in table.split("<tr>") if "<td>sim-never</td>" in row
+                 and "<td>clean</td><td>success</td><td>clean</td>" in row)
+    assert "<td>0</td><td>2</td><td>1</td></tr>" in clean  # errored, truncated, refused

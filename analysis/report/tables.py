@@ -19,13 +19,15 @@ from analysis.tables.rows import Table
 
 COLUMNS = ("model", "arm", "budget", "dataset", "question_set", "runs", "seeds",
            "replicates", "regimes", "measure", "scope", "estimate", "ci_low", "ci_high", "n",
-           "unit", "p", "p_holm", "holm_m", "judgments", "errored", "detail")
+           "unit", "p", "p_holm", "holm_m", "judgments", "errored", "truncated", "refused",
+           "detail")
 """Columns a table can show, in order; the row's remaining fields (condition, its hash,
 amendment, version, provenance) are in the report's covers."""
 OPTIONAL = ("dataset", "question_set", "runs", "seeds", "replicates", "regimes", "p",
-            "p_holm", "holm_m", "judgments", "detail")
+            "p_holm", "holm_m", "judgments", "truncated", "refused", "detail")
 """Shown only when they vary (or, for p, judgments and detail, when any row has one)."""
-NUMERIC = ("budget", "estimate", "ci_low", "ci_high", "n", "p", "p_holm", "holm_m", "errored")
+NUMERIC = ("budget", "estimate", "ci_low", "ci_high", "n", "p", "p_holm", "holm_m", "errored",
+           "truncated", "refused")
 HEADERS = {"question_set": "set", "ci_low": "95% low", "ci_high": "95% high",
            "p_holm": "p (Holm)", "holm_m": "Holm m"}
 NUM_CLASS = ' class="num"'
