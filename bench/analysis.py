@@ -30,7 +30,8 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 import numpy as np
 import pandas as pd
 
-from analysis.stats.lpm import design_matrix, hazard_sample
+from analysis.measures.hazard_sample import hazard_sample
+from analysis.stats.lpm import design_matrix
 from analysis.measures.compute import TABLES, compute, load_frames
 from core import store
 from core.conditions import parse_condition

@@ -19,7 +19,8 @@ from analysis.measures.cost import judgment_rates, stopping_cost, tpc
 from analysis.measures.decisions import decision_table, run_lengths
 from analysis.measures.delta import design_contrast, time_matched_contrast
 from analysis.measures.hazard import hazard_curve, integration_index
-from analysis.stats.lpm import fit_statsmodels, hazard_model, hazard_sample, question_crossproducts
+from analysis.measures.hazard_sample import hazard_model, hazard_sample
+from analysis.stats.lpm import fit_statsmodels, question_crossproducts
 from analysis.stats.lpm_boot import lstsq_weighted
 from analysis.measures.compute import TABLES, compute, frames_from
 from analysis.tables.plots import answer_action_chart, hazard_chart

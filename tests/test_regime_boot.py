@@ -10,7 +10,7 @@ import pytest
 
 from analysis.measures.arms import Grouping
 from analysis.measures.cost import _column_mean, _column_sum
-from analysis.stats.regime_boot import overall_intervals
+from analysis.measures.regime_boot import overall_intervals
 from analysis.stats.bootstrap import bootstrap_intervals
 from analysis.measures.success import QuestionMatrix, group_question_matrices, resample_means
 from core.regimes import MEAN6

@@ -17,7 +17,6 @@ at once (``np.bincount(codes, weights)``, one ``argsort``) instead of looping.
 
 from __future__ import annotations
 
-import ctypes
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -26,6 +25,7 @@ from types import MappingProxyType
 import numpy as np
 import pandas as pd
 
+from analysis.stats.codes import first_rows, object_addresses, sorted_codes
 from core.pack_labels import split_pack
 from core.regimes import MEAN6, regime_family
 
@@ -147,31 +147,6 @@ def _families(frame: pd.DataFrame, split: bool) -> pd.Series:
     return frame["regime"].map(names).astype(object)
 
 
-def object_addresses(values: np.ndarray) -> np.ndarray:
-    """The addresses of the objects an object array holds, as integers (a copy)."""
-    values = np.ascontiguousarray(values)
-    raw = (ctypes.c_size_t * len(values)).from_address(values.ctypes.data)
-    return np.ctypeslib.as_array(raw).copy()
-
-
-def sorted_codes(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    """Codes and sorted distinct values of a column, missing values last (the order
-    ``groupby(sort=True, dropna=False)`` gives its keys).
-
-    An object column is hashed by object identity first and by value only once per
-    distinct object: a decision frame's string columns hold the same few objects on
-    every row (taken from its episodes), so a million rows hash as integers.
-    """
-    array = values.to_numpy()
-    if array.dtype != object:
-        codes, uniques = pd.factorize(array, sort=True, use_na_sentinel=False)
-        return codes.astype(np.int64), np.asarray(uniques, dtype=object)
-    by_object, addresses = pd.factorize(object_addresses(array))
-    first = _first_rows(by_object, len(addresses))
-    codes, uniques = pd.factorize(array[first], sort=True, use_na_sentinel=False)
-    return codes.astype(np.int64)[by_object], np.asarray(uniques, dtype=object)
-
-
 def _run_starts(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
     """The first row of each run of rows holding the same values in `columns`: the same
     objects in an object column, equal values in another (a NaN starts a run of its
@@ -194,14 +169,6 @@ def _run_starts(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
     return np.flatnonzero(np.concatenate(([n > 0], change)))
 
 
-def _first_rows(codes: np.ndarray, n: int) -> np.ndarray:
-    """The first row holding each of the codes 0…n-1 (each occurs)."""
-    first = np.empty(n, dtype=np.int64)
-    rows = np.arange(len(codes) - 1, -1, -1)
-    first[codes[::-1]] = rows  # of repeated indices the last assignment stays: the first row
-    return first
-
-
 def _group_codes(keys: list[tuple[np.ndarray, int]]) -> tuple[np.ndarray, np.ndarray]:
     """Dense group code per row from (codes, distinct values) of each key, numbered in
     the sorted order of the key tuples; and each group's first row."""
@@ -217,7 +184,7 @@ def _group_codes(keys: list[tuple[np.ndarray, int]]) -> tuple[np.ndarray, np.nda
     if span <= max(4 * len(combined), 1 << 16):  # few possible keys: count, do not sort
         present = np.bincount(combined, minlength=span) > 0
         inverse = (np.cumsum(present) - 1)[combined]
-        return inverse, _first_rows(inverse, int(present.sum()))
+        return inverse, first_rows(inverse, int(present.sum()))
     _, first, inverse = np.unique(combined, return_index=True, return_inverse=True)
     return inverse.astype(np.int64).reshape(-1), first
 

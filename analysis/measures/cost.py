@@ -33,9 +33,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.measures.arms import ArmKey, Grouping, sorted_codes
+from analysis.measures.arms import ArmKey, Grouping
+from analysis.stats.codes import sorted_codes
 from analysis.measures.dissociation import DISSOCIATION_RUN, dissociation
-from analysis.stats.regime_boot import overall_intervals
+from analysis.measures.regime_boot import overall_intervals
 from analysis.tables.rows import Row, Table, interval_row, make_row
 from analysis.stats.bootstrap import N_BOOT, Interval
 from analysis.measures.success import (

@@ -27,7 +27,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 import pandas as pd
 
-from analysis.measures.arms import GROUP_KEYS, ArmKey, Grouping, sorted_codes
+from analysis.measures.arms import GROUP_KEYS, ArmKey, Grouping
 from core.decisions import COLUMNS, STEP_FIELDS, episode_decisions
 
 ARM_KEYS = GROUP_KEYS
@@ -278,22 +278,3 @@ def arm_groups(frame: pd.DataFrame, grouping: Grouping | None = None,
         (ArmKey, sub-frame) pairs.
     """
     yield from (grouping or Grouping()).groups(frame, families)
-
-
-def codes(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    """Integer codes and sorted unique values of a column.
-
-    Args:
-        values: the column.
-
-    Returns:
-        (codes, uniques).
-    """
-    if values.dtype == object or isinstance(values.dtype, pd.StringDtype):
-        # the frames' text columns repeat a few objects: hash them by identity first
-        # (`analysis.measures.arms.sorted_codes`), ten times faster than by value on a million rows
-        c, u = sorted_codes(values)
-        if not (len(u) and pd.isna(u[-1])):  # with a missing value: pandas' -1 codes
-            return c, u
-    c, u = pd.factorize(values, sort=True)
-    return c.astype(np.int64), np.asarray(u)

@@ -16,9 +16,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis.measures.arms import GROUP_KEYS, ArmKey, Grouping, object_addresses
-from analysis.measures.decisions import codes, judgment_columns
-from analysis.stats.lpm import after_useless, sample_frame
+from analysis.measures.arms import GROUP_KEYS, ArmKey, Grouping
+from analysis.measures.decisions import judgment_columns
+from analysis.stats.codes import codes, object_addresses
+from analysis.measures.hazard_sample import after_useless, sample_frame
 from analysis.stats.lpm_boot import distinct_columns
 from analysis.stats.lpm_batch import CodedSample
 from analysis.stats.bootstrap import Interval, resample_weights, summarize_columns
@@ -111,7 +112,7 @@ def _group_codes(decisions: pd.DataFrame, grouping: Grouping
 def _question_codes(questions: np.ndarray, group: np.ndarray, n_groups: int
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Each row's question code within its group (the group's ids sorted, as
-    `analysis.measures.decisions.codes`), the questions per group, and each group's first
+    `analysis.stats.codes.codes`), the questions per group, and each group's first
     question in a concatenation of all groups' questions."""
     q, uniq = codes(pd.Series(questions, dtype=object))
     width = max(len(uniq), 1)
@@ -206,9 +207,9 @@ def cluster_counts(decisions: pd.DataFrame, fr: FailureRows, keep: np.ndarray,
 
 def group_samples(decisions: pd.DataFrame, fr: FailureRows, judgments: str
                   ) -> list[tuple[pd.DataFrame, bytes]]:
-    """`analysis.stats.lpm.hazard_sample` of every group at once, from one frame, each with
-    its content as bytes (two groups' samples are equal exactly when their bytes are,
-    so a model fitted on one serves the other).
+    """`analysis.measures.hazard_sample.hazard_sample` of every group at once, from one
+    frame, each with its content as bytes (two groups' samples are equal exactly when
+    their bytes are, so a model fitted on one serves the other).
 
     Args:
         decisions: the decision table.
@@ -264,8 +265,8 @@ def coded_samples(decisions: pd.DataFrame, fr: FailureRows, judgments: str
 
 def _sample_rows(decisions: pd.DataFrame, fr: FailureRows, judgments: str
                  ) -> tuple[np.ndarray, np.ndarray]:
-    """The rows of every group's `analysis.stats.lpm.hazard_sample`, group after group (each
-    in the table's order), and where each group's rows start (one more bound than
+    """The rows of every group's `analysis.measures.hazard_sample.hazard_sample`, group
+    after group (each in the table's order), and where each group's rows start (one more bound than
     groups)."""
     kept = after_useless(decisions, fr.rows, judgments)  # fr.rows: the regimes, not final
     rows, group = fr.rows[kept], fr.group[kept]

@@ -18,11 +18,13 @@ import numpy as np
 import pandas as pd
 
 from analysis.measures.arms import Grouping
-from analysis.measures.decisions import REPLAYED, codes, judgment_sources
+from analysis.measures.decisions import REPLAYED, judgment_sources
+from analysis.stats.codes import codes
 from analysis.measures.failure_rows import (FailureRows, cluster_counts, coded_samples,
                                             failure_rows, grouped_intervals)
 from analysis.measures.failure_rows import family_failure_regimes as family_failure_regimes
-from analysis.stats.lpm import HAZARD_BOOT, HazardFit, after_useless
+from analysis.measures.hazard_sample import after_useless
+from analysis.stats.lpm import HAZARD_BOOT, HazardFit
 from analysis.stats.lpm_batch import fit_samples
 from analysis.tables.rows import Row, Table, interval_row
 from analysis.stats.bootstrap import N_BOOT, Interval, bootstrap_intervals, cluster_sums, safe_ratio
@@ -191,8 +193,8 @@ def gamma_warning(fit: HazardFit) -> str:
 
 def _fit_sources(decisions: pd.DataFrame, fr: FailureRows) -> list[str]:
     """Each group's ``judgments`` text for β/γ: the decisions the model is fitted on
-    (after a result judged useless, `analysis.stats.lpm.after_useless`) by where the judgment
-    of their latest result came from."""
+    (after a result judged useless, `analysis.measures.hazard_sample.after_useless`) by
+    where the judgment of their latest result came from."""
     kept = after_useless(decisions, fr.rows, "side_channel")
     group = fr.group[kept]
     n = np.bincount(group, minlength=len(fr.keys))

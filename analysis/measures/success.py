@@ -14,7 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis.measures.arms import Grouping, sorted_codes
+from analysis.measures.arms import Grouping
+from analysis.stats.codes import sorted_codes
 from analysis.tables.rows import Row, Table, interval_row, with_holm
 from analysis.stats.bootstrap import N_BOOT, Interval, bootstrap_intervals, noninferior, safe_ratio
 from core.regimes import MEAN6

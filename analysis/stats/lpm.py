@@ -11,19 +11,16 @@ its block k times), in batches, with no loop over rows.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from analysis.measures.decisions import codes, judgment_columns
 from analysis.stats.lpm_boot import coefficient_intervals, identified
 from analysis.stats.bootstrap import Interval, cluster_sums
-from core.regimes import FAILURE_REGIMES
+from analysis.stats.codes import codes
 
 HAZARD_BOOT = 1000
-LPM_T_MAX = 6
 COEFS = ("run", "earlier")
 
 
@@ -48,84 +45,6 @@ class HazardFit:
     share_earlier: float
 
 
-def hazard_sample(dec: pd.DataFrame, judgments: str = "side_channel",
-                  regimes: Sequence[str] = FAILURE_REGIMES) -> pd.DataFrame:
-    """The LPM's decisions: after a result judged useless, 1–6 results, failure regimes.
-
-    Args:
-        dec: decision table rows of one arm.
-        judgments: "side_channel" or "stated".
-        regimes: the failure regimes fitted (default: the main family's five; another
-            family's table passes its own regime, never a mix of families).
-
-    Returns:
-        DataFrame with answer, action, regime, run, earlier (0/1) and question_id.
-    """
-    return sample_frame(dec, np.flatnonzero(sample_mask(dec, judgments, regimes)), judgments)
-
-
-def sample_mask(dec: pd.DataFrame, judgments: str = "side_channel",
-                regimes: Sequence[str] = FAILURE_REGIMES) -> np.ndarray:
-    """Which rows of `dec` `hazard_sample` keeps (a stated run can be unknown (−1): left out).
-
-    Args:
-        dec: decision table rows.
-        judgments: "side_channel" or "stated".
-        regimes: the failure regimes fitted.
-
-    Returns:
-        A boolean array, one per row.
-    """
-    return (dec["regime"].isin(list(regimes)).to_numpy() & ~dec["final"].to_numpy(dtype=bool)
-            & after_useless(dec, slice(None), judgments))
-
-
-def after_useless(dec: pd.DataFrame, rows: np.ndarray | slice, judgments: str = "side_channel"
-                  ) -> np.ndarray:
-    """`sample_mask` less its regime and final-action tests, on the rows `rows` of `dec`:
-    after a result judged useless (run known), after 1–`LPM_T_MAX` results.
-
-    Args:
-        dec: decision table rows.
-        rows: positions in `dec` (or a slice).
-        judgments: "side_channel" or "stated".
-
-    Returns:
-        A boolean array, one per row taken.
-    """
-    run_col, latest, _ = judgment_columns(judgments)
-    n_obs, run = dec["n_obs"].to_numpy()[rows], dec[run_col].to_numpy()[rows]
-    return (dec[latest].to_numpy(dtype=bool)[rows] & (n_obs >= 1) & (n_obs <= LPM_T_MAX)
-            & (run >= 0))
-
-
-def sample_frame(dec: pd.DataFrame, rows: np.ndarray, judgments: str = "side_channel"
-                 ) -> pd.DataFrame:
-    """`hazard_sample`'s frame on the rows (positions in `dec`) `sample_mask` kept,
-    reading only the columns it needs.
-
-    Args:
-        dec: decision table rows.
-        rows: positions of the kept rows, in order.
-        judgments: "side_channel" or "stated".
-
-    Returns:
-        DataFrame with answer, action, regime, run, earlier (0/1) and question_id.
-    """
-    run_col, _, earlier = judgment_columns(judgments)
-
-    def column(name: str) -> pd.Series:
-        return dec[name].take(rows)
-
-    return pd.DataFrame({
-        "answer": column("answer").to_numpy(dtype=float),
-        "action": column("action").to_numpy(), "regime": column("regime").astype(str).to_numpy(),
-        "run": column(run_col).to_numpy(dtype=float),
-        "earlier": column(earlier).to_numpy(dtype=float),
-        "question_id": column("question_id").astype(str).to_numpy(),
-    })
-
-
 def _dummies(values: pd.Series, prefix: str) -> pd.DataFrame:
     """``pd.get_dummies(values.astype(str), prefix=prefix, drop_first=True, dtype=float)``,
     built from integer codes: the same columns (the values' text sorted, the first
@@ -145,7 +64,7 @@ def design_matrix(sample: pd.DataFrame, fixed_effects: bool = False,
     """Regressors of the LPM: [const], action and regime dummies, run, earlier[, question].
 
     Args:
-        sample: `hazard_sample` output.
+        sample: `analysis.measures.hazard_sample.hazard_sample` output.
         fixed_effects: add question dummies (first question dropped).
         intercept: include a constant column.
 
@@ -171,7 +90,7 @@ def fit_statsmodels(sample: pd.DataFrame, fixed_effects: bool = False,
     Frisch–Waugh–Lovell, and far cheaper with hundreds of questions).
 
     Args:
-        sample: `hazard_sample` output.
+        sample: `analysis.measures.hazard_sample.hazard_sample` output.
         fixed_effects: include question fixed effects.
         dummies: fit the fixed effects as explicit question dummies instead.
 
@@ -250,7 +169,7 @@ def question_crossproducts(sample: pd.DataFrame, fixed_effects: bool = False
     what a resample that draws the question k times contributes k times.
 
     Args:
-        sample: `hazard_sample` output.
+        sample: `analysis.measures.hazard_sample.hazard_sample` output.
         fixed_effects: within-question (fixed effects) version.
 
     Returns:
@@ -280,37 +199,14 @@ def _crossproducts(sample: pd.DataFrame, x: pd.DataFrame, fixed_effects: bool
     return g, h, tuple(x.columns.get_loc(c) for c in COEFS)
 
 
-def hazard_model(dec: pd.DataFrame, judgments: str = "side_channel",
-                 fixed_effects: bool = False, n_boot: int = HAZARD_BOOT,
-                 seed: int = 0, regimes: Sequence[str] = FAILURE_REGIMES) -> HazardFit:
-    """The hazard LPM answer ~ action + regime + β·run + γ·earlier [+ question] (SPEC §13.4).
-
-    statsmodels gives the point estimates; the question-cluster bootstrap solves
-    each resample from per-question cross-products (identical on the full sample).
-
-    Args:
-        dec: decision table rows of one arm.
-        judgments: "side_channel" or "stated".
-        fixed_effects: include question fixed effects.
-        n_boot: resamples (SPEC: 1,000).
-        seed: bootstrap seed.
-        regimes: the failure regimes fitted (`hazard_sample`).
-
-    Returns:
-        The HazardFit (NaN coefficients where not identified).
-    """
-    return fit_hazard(hazard_sample(dec, judgments, regimes), judgments, fixed_effects, n_boot,
-                      seed)
-
-
 def fit_hazard(sample: pd.DataFrame, judgments: str = "side_channel",
                fixed_effects: bool = False, n_boot: int = HAZARD_BOOT, seed: int = 0
                ) -> HazardFit:
-    """`hazard_model` on a `hazard_sample` already drawn (the hazard table fits the same
-    sample with and without question fixed effects).
+    """The hazard LPM on a sample already drawn (`analysis.measures.hazard_sample`; the
+    hazard table fits the same sample with and without question fixed effects).
 
     Args:
-        sample: `hazard_sample` output.
+        sample: `analysis.measures.hazard_sample.hazard_sample` output.
         judgments: the judgment source the sample was drawn with.
         fixed_effects: include question fixed effects.
         n_boot: resamples.
@@ -333,7 +229,7 @@ def fit_both(sample: pd.DataFrame, judgments: str = "side_channel",
     """`fit_hazard` pooled and with question fixed effects, building the design once.
 
     Args:
-        sample: `hazard_sample` output.
+        sample: `analysis.measures.hazard_sample.hazard_sample` output.
         judgments: the judgment source the sample was drawn with.
         n_boot: resamples.
         seed: bootstrap seed.

@@ -32,7 +32,7 @@ from analysis.stats.bootstrap import Interval
 
 @dataclass(frozen=True)
 class CodedSample:
-    """`analysis.stats.lpm.hazard_sample` as arrays, one entry per decision.
+    """`analysis.measures.hazard_sample.hazard_sample` as arrays, one entry per decision.
 
     Attributes:
         answer: 1.0 where the decision answered, else 0.0.
