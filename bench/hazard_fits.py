@@ -27,7 +27,7 @@ DEFAULT_DB = Path.home() / ".cache" / "lab-bench" / "scale-0.1.0-198k.db"
 
 def main() -> None:
     """Time the fits of the distinct samples and of all samples."""
-    from analysis.measures.arms import Grouping
+    from analysis.base.arms import Grouping
     from analysis.stats.blas import single_thread
     from analysis.measures.failure_rows import coded_samples, failure_rows
     from analysis.stats.lpm import HAZARD_BOOT

@@ -245,7 +245,7 @@ def _lab(path: Path, *args: str) -> list[str]:
 
 def measure(path: Path) -> list[tuple[str, float, float]]:
     """(what, seconds, peak RSS MB) for one database."""
-    from analysis.tables.cache import SUFFIX
+    from analysis.base.cache import SUFFIX
     from analysis.measures.compute import TABLES
 
     cache = Path(f"{path}{SUFFIX}")

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from analysis.measures.arms import Grouping, regime_order
+from analysis.base.arms import Grouping, regime_order
 from analysis.measures.decisions import arm_groups, errored_episodes
 from console.cli.results import export_cmd, results
 from core import store
@@ -317,7 +317,7 @@ def test_unknown_arm_message_lists_every_label(grid_db):
 def test_row_fields_name_every_row_attribute_in_csv_order():
     from dataclasses import fields
 
-    from analysis.tables.rows import ENDED_FIELDS, ROW_FIELDS, Row
+    from analysis.base.rows import ENDED_FIELDS, ROW_FIELDS, Row
 
     assert sorted((*ROW_FIELDS, *ENDED_FIELDS)) == sorted(f.name for f in fields(Row))
     assert list(Row("m", "none", 8, "success").as_dict()) == list(ROW_FIELDS)
@@ -331,7 +331,7 @@ def test_row_as_dict_is_asdict_with_nan_as_none_and_infinities_as_text():
     import math
     from dataclasses import asdict
 
-    from analysis.tables.rows import ROW_FIELDS, Row
+    from analysis.base.rows import ROW_FIELDS, Row
 
     row = Row("m", "none", None, "beta", "pooled", 0.25, -math.inf, math.nan, 7, "decisions",
               math.inf, 0.5, 3, "side_channel 7", "d", "r1", "none", "abc", "hotpotqa", "dev",

@@ -20,7 +20,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from analysis.measures.arms import EXPLORATORY
+from analysis.base.arms import EXPLORATORY
 from analysis.measures.cost import measurement_calls, own_calls
 from analysis.tables.export import EPISODE_COLUMNS, STEP_COLUMNS, export, write_rows_csvs
 from core import store

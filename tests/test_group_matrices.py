@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from analysis.measures.arms import Grouping
+from analysis.base.arms import Grouping
 from analysis.measures.cost import answer_actions, cost_table, group_answer_actions, stopping_cost
 from analysis.measures.decisions import arm_groups
 from analysis.stats.bootstrap import bootstrap, resample_weights, summarize, summarize_columns

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.measures.arms import Grouping
+from analysis.base.arms import Grouping
 from analysis.measures.failure_rows import coded_samples, failure_rows, group_samples
 from analysis.measures.hazard import hazard_curve, hazard_table, index_table, integration_index
 from analysis.measures.hazard_sample import hazard_sample
@@ -203,7 +203,7 @@ def test_grouping_codes_by_runs_equal_row_by_row(pool: tuple[str, ...]) -> None:
     """`Grouping.codes` groups the first row of each run of equal keys and spreads it
     over the run: the keys and codes of grouping every row, also with equal text in
     distinct objects, missing amendments and seeds, and runs that interleave."""
-    from analysis.measures.arms import _run_starts, with_keys
+    from analysis.base.arms import _run_starts, with_keys
 
     dec = _decisions().sort_values(["model", "regime"], kind="stable").reset_index(drop=True)
     for column in ("model", "regime", "arm", "condition", "condition_hash", "dataset"):

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from statsmodels.stats.multitest import multipletests
 
-from analysis.tables.rows import holm_family, with_holm
+from analysis.base.rows import holm_family, with_holm
 from analysis.measures.success import paired_table
 from tests.helpers.synthetic import random_episodes
 
@@ -49,7 +49,7 @@ def test_identical_arms_give_p_one_in_the_table():
 
 
 def test_with_holm_leaves_rows_without_p_alone():
-    from analysis.tables.rows import Row
+    from analysis.base.rows import Row
 
     rows = (Row("m1", "none", 8, "x", "s", 0.1), Row("m2", "none", 8, "x", "s", 0.2, p=0.01),
             Row("m3", "none", 8, "x", "s", 0.3, p=0.04), Row("m1", "none", 8, "x", "t", p=0.5))

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.measures.arms import Grouping
+from analysis.base.arms import Grouping
 from analysis.measures.cost import JUDGMENT_MEASURES, judgment_rates
 from analysis.measures.decisions import arm_groups
 from analysis.measures.judgments import (

@@ -17,7 +17,7 @@ import pytest
 
 from analysis.measures.decisions import judgment_sources
 from analysis.measures.compute import compute, frames_from, load_frames
-from analysis.tables.rows import Row
+from analysis.base.rows import Row
 from core import store
 from core.store.decisions import rederive
 from core.store.frames import episodes_frame, steps_frame

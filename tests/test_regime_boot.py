@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.measures.arms import Grouping
+from analysis.base.arms import Grouping
 from analysis.measures.cost import _column_mean, _column_sum
 from analysis.measures.regime_boot import overall_intervals
 from analysis.stats.bootstrap import bootstrap_intervals

@@ -122,7 +122,7 @@ def _copy(path: Path, tmp_path: Path) -> Path:
 def test_results_cache_serves_unchanged_numbers_and_new_episodes_invalidate(
         stored: tuple[Path, dict], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import analysis.measures.compute as measures
-    from analysis.tables.cache import SUFFIX
+    from analysis.base.cache import SUFFIX
     from core.episode import EpisodeResult
     from core.store import cell_hash
 
@@ -203,7 +203,7 @@ def test_hazard_fits_are_kept_by_sample_and_new_episodes_refit_only_what_they_ch
     episode invalidates the table, and the recomputation fits only samples it has not
     fitted before, with the same numbers."""
     import analysis.measures.hazard as hazard
-    from analysis.tables.cache import ResultsCache
+    from analysis.base.cache import ResultsCache
     from analysis.measures.compute import FITS_KEPT
     from core.episode import EpisodeResult
     from core.store import cell_hash

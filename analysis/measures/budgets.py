@@ -2,7 +2,7 @@
 action budgets, paired by question.
 
 For every group of episodes that differs only in its budget (same model, arm by its
-full spec, dataset, question set, run, seed and replicate: `analysis.measures.arms`, budget
+full spec, dataset, question set, run, seed and replicate: `analysis.base.arms`, budget
 left out of the key) and every two budgets a < b it ran, each regime both budgets
 ran is compared on the questions both ran there:
 
@@ -31,8 +31,8 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 
-from analysis.measures.arms import ArmKey, Grouping, regime_order
-from analysis.tables.rows import Row, Table, interval_row, with_holm
+from analysis.base.arms import ArmKey, Grouping, regime_order
+from analysis.base.rows import Row, Table, interval_row, with_holm
 from analysis.stats.bootstrap import N_BOOT, Interval, bootstrap_intervals, safe_ratio
 
 MEASURES = ("success", "answered", "median_action", "final_share", "tool_calls")

@@ -1,12 +1,12 @@
 """Every results table from lab.db in one call (SPEC §13.1–13.5), one row per group
-(`analysis.measures.arms`).
+(`analysis.base.arms`).
 
 `load_frames` (`analysis.measures.frames`) reads each part of the data only when a table
 needs it: success, cost and budgets read episodes; Δ, I, hazard and dissociation
 read lab.db's compact decision table; judgment rates are counted by SQLite
 (`analysis.measures.judgments`); leaving reads only backup steps. `compute`
 serves every table it computed before for the same data and spec from the results
-cache (`analysis.tables.cache`). The individual measures live in
+cache (`analysis.base.cache`). The individual measures live in
 `analysis.measures.success`, `analysis.measures.delta`, `analysis.measures.hazard` and
 `analysis.measures.cost`; this module only wires them together.
 """
@@ -17,10 +17,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from analysis.measures.arms import ArmKey, Grouping
+from analysis.base.arms import ArmKey, Grouping
 from analysis.stats.blas import single_thread
 from analysis.measures.budgets import budget_table
-from analysis.tables.cache import ResultsCache
+from analysis.base.cache import ResultsCache
 from analysis.measures.cost import cost_table, group_answer_actions
 from analysis.measures.frames import Frames, frames_from, load_frames  # noqa: F401  (re-exported)
 from analysis.measures.delta import delta_table
@@ -28,7 +28,7 @@ from analysis.measures.judgments import frame_counts, judgments_table
 from analysis.measures.leaving import leaving_table, two_source_mask
 from analysis.measures.hazard import hazard_table, index_table
 from analysis.stats.lpm import HAZARD_BOOT
-from analysis.tables.rows import Table
+from analysis.base.rows import Table
 from analysis.stats.bootstrap import N_BOOT
 from analysis.measures.success import REFERENCE, paired_table, success_table
 from core.conditions import LAMBDA

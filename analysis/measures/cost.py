@@ -33,11 +33,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.measures.arms import ArmKey, Grouping
+from analysis.base.arms import ArmKey, Grouping
 from analysis.stats.codes import sorted_codes
 from analysis.measures.dissociation import DISSOCIATION_RUN, dissociation
 from analysis.measures.regime_boot import overall_intervals
-from analysis.tables.rows import Row, Table, interval_row, make_row
+from analysis.base.rows import Row, Table, interval_row, make_row
 from analysis.stats.bootstrap import N_BOOT, Interval
 from analysis.measures.success import (
     MEAN6_LABEL,

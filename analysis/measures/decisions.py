@@ -8,7 +8,7 @@ episode is stored (table ``decisions``, integer columns); `decision_table` appli
 the same function to step frames (hand-built frames, tests), and
 `decisions_with_episodes` turns either into the frame every measure reads.
 
-Grouping (`arm_groups`, `analysis.measures.arms`): a row of any table covers one model × arm
+Grouping (`arm_groups`, `analysis.base.arms`): a row of any table covers one model × arm
 (the full spec: label and condition hash, never the bare name) × budget × dataset ×
 question set × run × seed × replicate; runs, seeds, replicates and sets are merged
 only when asked (`pool`). Errored episodes leave every measure but are counted on
@@ -27,12 +27,12 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 import pandas as pd
 
-from analysis.measures.arms import GROUP_KEYS, ArmKey, Grouping
+from analysis.base.arms import GROUP_KEYS, ArmKey, Grouping
 from core.decisions import COLUMNS, STEP_FIELDS, episode_decisions
 
 ARM_KEYS = GROUP_KEYS
 """What splits rows by default: model, arm, condition_hash, budget, dataset,
-question_set, run, seed, replicate (`analysis.measures.arms.GROUP_KEYS`)."""
+question_set, run, seed, replicate (`analysis.base.arms.GROUP_KEYS`)."""
 JUDGMENTS = ("side_channel", "stated")
 _EPISODE_COLS = ("episode_id", "run", "model", "condition", "budget", "regime", "seed",
                  "question_id")

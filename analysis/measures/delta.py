@@ -17,12 +17,12 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from analysis.measures.arms import ArmKey, Grouping
+from analysis.base.arms import ArmKey, Grouping
 from analysis.measures.decisions import REPLAYED, judgment_columns, judgment_sources
 # sorted_codes: `codes`' sorted codes, hashing a decision frame's shared string objects
 # by identity (the frame's question ids and regimes are never missing)
 from analysis.stats.codes import codes, sorted_codes
-from analysis.tables.rows import Row, Table, interval_row
+from analysis.base.rows import Row, Table, interval_row
 from analysis.stats.bootstrap import (
     N_BOOT,
     UNDEFINED,

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis.measures.arms import GROUP_KEYS, ArmKey, Grouping
+from analysis.base.arms import GROUP_KEYS, ArmKey, Grouping
 from analysis.measures.decisions import judgment_columns
 from analysis.stats.codes import codes, object_addresses
 from analysis.measures.hazard_sample import after_useless, sample_frame

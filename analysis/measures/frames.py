@@ -8,7 +8,7 @@ steps and, for callers that need step detail, the steps are each read on first u
 (judgment rates are counted by SQLite: `analysis.measures.judgments`), through a
 fresh connection to the same file, bounded by the fingerprint's largest episode id
 so all parts describe the same episodes. A table served from the results cache
-(`analysis.tables.cache`) reads none of them.
+(`analysis.base.cache`) reads none of them.
 
 `frames_from` builds the same Frames from frames in memory (hand-built or read
 elsewhere), deriving the decisions with `analysis.measures.decisions.decision_table`.
@@ -19,12 +19,13 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import pandas as pd
 from sqlite_utils import Database
 
-from analysis.measures.arms import with_keys
+from analysis.base.arms import with_keys
+from analysis.base.source import FrameSource
 from analysis.measures.decisions import (
     REPLAYED,
     clean_episodes,
@@ -37,7 +38,7 @@ from core.conditions import TWO_SOURCE_ARMS
 from core.end_reasons import APART
 from core.store.frames import EPISODE_KEYS
 from core.store.packs import PackSpan
-from core.store.selection import Fingerprint, Selection
+from core.store.selection import Selection
 
 DECISION_KEYS = ("arm", "condition_hash", "dataset", "question_set", "run", "seed",
                  "replicate", "amendment")
@@ -46,27 +47,6 @@ BACKUP_STEPS_SQL = "(s.tool_source = 'backup' OR s.action = 'backup_search')"
 """The steps `Frames.backup_steps` reads (SQL on STEP_FRAME_SQL's ``s``)."""
 _DECISION_EPISODE_COLS = ("run", "model", "condition", "budget", "regime", "seed",
                           "question_id")
-
-
-@dataclass(frozen=True)
-class FrameSource:
-    """Where lazily loaded frames come from: a lab.db file, a selection and its state.
-
-    Attributes:
-        path: the lab.db file.
-        selection: the filters.
-        fingerprint: the state the frames describe (episodes up to its max_id).
-    """
-
-    path: str
-    selection: Selection
-    fingerprint: Fingerprint
-
-    def connect(self) -> Database:
-        """A new connection to the file (each lazy read opens and closes its own)."""
-        from core import store
-
-        return store.connect(self.path)
 
 
 class Frames:
@@ -357,7 +337,7 @@ def frames_from(episodes: pd.DataFrame, steps: pd.DataFrame,
 def apart_episodes(episodes: pd.DataFrame) -> pd.DataFrame:
     """The complete episodes that ended with a truncated generation or a refusal
     (`core.end_reasons.APART`): not errors, so in every measure as not answering, and
-    counted apart on their row (`analysis.measures.arms.Grouping`).
+    counted apart on their row (`analysis.base.arms.Grouping`).
 
     Args:
         episodes: an episode frame (errored rows are never counted).

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from analysis.measures.arms import Grouping
+from analysis.base.arms import Grouping
 from analysis.measures.decisions import REPLAYED, judgment_sources
 from analysis.stats.codes import codes
 from analysis.measures.failure_rows import (FailureRows, cluster_counts, coded_samples,
@@ -26,7 +26,7 @@ from analysis.measures.failure_rows import family_failure_regimes as family_fail
 from analysis.measures.hazard_sample import after_useless
 from analysis.stats.lpm import HAZARD_BOOT, HazardFit
 from analysis.stats.lpm_batch import fit_samples
-from analysis.tables.rows import Row, Table, interval_row
+from analysis.base.rows import Row, Table, interval_row
 from analysis.stats.bootstrap import N_BOOT, Interval, bootstrap_intervals, cluster_sums, safe_ratio
 from core.regimes import FAILURE_REGIMES
 

@@ -17,7 +17,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from analysis.measures.arms import ArmKey, Grouping
+from analysis.base.arms import ArmKey, Grouping
 from analysis.stats.blas import worker_threads
 from analysis.measures.cost import JUDGMENT_MEASURES, JudgmentRates, Rate
 from analysis.measures.decisions import REPLAYED, judgment_columns, judgment_sources
@@ -27,7 +27,7 @@ from analysis.measures.dissociation import (
     group_dissociations,
 )
 from analysis.measures.frames import Frames
-from analysis.tables.rows import Row, Table, make_row
+from analysis.base.rows import Row, Table, make_row
 from core.store.judgment_counts import COUNTS, JudgmentCounts, judgment_counts
 
 _SHORT = ("USELESS|fail", "USELESS|real", "USEFUL|gold1", "USEFUL|gold+", "USEFUL|distr1",

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis.measures.arms import Grouping
+from analysis.base.arms import Grouping
 from analysis.measures.decisions import arm_groups
 from analysis.measures.delta import (
     Contrast,
@@ -38,7 +38,7 @@ from analysis.measures.delta import (
     time_matched_contrast,
     time_matched_counts_by_group,
 )
-from analysis.tables.rows import Row, Table, interval_row, make_row
+from analysis.base.rows import Row, Table, interval_row, make_row
 from analysis.stats.bootstrap import N_BOOT
 from core.conditions import TWO_SOURCE_ARMS
 

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis.measures.arms import Grouping
+from analysis.base.arms import Grouping
 from analysis.stats.codes import sorted_codes
-from analysis.tables.rows import Row, Table, interval_row, with_holm
+from analysis.base.rows import Row, Table, interval_row, with_holm
 from analysis.stats.bootstrap import N_BOOT, Interval, bootstrap_intervals, noninferior, safe_ratio
 from core.regimes import MEAN6
 
@@ -92,7 +92,7 @@ def group_question_matrices(episodes: pd.DataFrame, code: np.ndarray, n_groups: 
 
     Args:
         episodes: episodes of every group.
-        code: group code per episode (`analysis.measures.arms.Grouping.codes`; -1: in no group).
+        code: group code per episode (`analysis.base.arms.Grouping.codes`; -1: in no group).
         n_groups: number of groups.
         columns: value columns aligned with `episodes`.
 
@@ -397,7 +397,7 @@ def paired_table(episodes: pd.DataFrame, reference: str = REFERENCE, n_boot: int
 
     An arm is paired only with the reference arm (label exactly `reference`) of the
     same model, budget, dataset, question set(s), run(s), seed(s) and replicate(s).
-    Holm adjusts p across models within each `analysis.tables.rows.holm_family` (arm ×
+    Holm adjusts p across models within each `analysis.base.rows.holm_family` (arm ×
     budget × dataset × set × scope × what the row covers); detail says whether
     non-inferiority at `margin` holds (lower bound > margin).
 

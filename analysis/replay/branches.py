@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis.measures.arms import regime_order
+from analysis.base.arms import regime_order
 from analysis.measures.decisions import run_lengths
 from analysis.stats.bootstrap import N_BOOT, Interval, bootstrap_intervals, safe_ratio
 from analysis.measures.success import QuestionMatrix, restrict
@@ -167,7 +167,7 @@ class RegimeCells:
 
     Attributes:
         questions: (Q,) question ids, sorted (the bootstrap's clusters).
-        regimes: (R,) regimes, in `analysis.measures.arms.regime_order`.
+        regimes: (R,) regimes, in `analysis.base.arms.regime_order`.
         cell: (E,) each episode's cell, question index · R + regime index.
         count: (Q, R) episodes per cell (0: the question did not run there).
     """

@@ -46,13 +46,13 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis.measures.arms import Grouping, regime_order
+from analysis.base.arms import Grouping, regime_order
 from analysis.replay.branches import Branches, build_branches, question_means
 from analysis.replay.calibration import (RiskCoverage, calibration_split, ece, fit_isotonic,
                                   risk_coverage)
 from analysis.measures.decisions import arm_groups
 from analysis.replay.policies import LAMBDAS
-from analysis.tables.rows import Table, interval_row, make_row, with_holm
+from analysis.base.rows import Table, interval_row, make_row, with_holm
 from analysis.stats.bootstrap import N_BOOT, cluster_mean, paired_difference
 from core.errors import ConfigError
 from core.probes import ANSWER_NOW, ANSWER_NOW_CONFIDENCE

@@ -40,11 +40,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis.measures.arms import ArmKey, Grouping
+from analysis.base.arms import ArmKey, Grouping
 from analysis.replay.branches import (Branches, RegimeCells, build_branches, first_true,
                                own_runs_matrix, paired_regime_differences, regime_cells)
 from analysis.measures.decisions import arm_groups
-from analysis.tables.rows import Row, Table, interval_row, make_row, with_holm
+from analysis.base.rows import Row, Table, interval_row, make_row, with_holm
 from analysis.stats.bootstrap import N_BOOT, bootstrap_intervals
 from analysis.measures.success import QuestionMatrix
 from core.conditions import LAMBDA

@@ -8,12 +8,12 @@ from pathlib import Path
 import pandas as pd
 from sqlite_utils import Database
 
-from analysis.measures.arms import Grouping
+from analysis.base.arms import Grouping
 from analysis.replay.controllers import Gate, controller_table
 from analysis.measures.compute import Frames, Results
 from analysis.replay.policies import policy_table
 from analysis.replay.seed_tables import TRACE_TABLES, TraceSettings, trace_tables
-from analysis.tables.rows import Table
+from analysis.base.rows import Table
 from core.errors import StoreError
 from core.store.selection import Selection
 from core.probes import ANSWER_NOW, BRANCH_KINDS

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from analysis.tables.plots import Series, line_chart
-from analysis.tables.rows import Row, Table
+from analysis.base.rows import Row, Table
 
 GATED = ("Raw-Gated", "Calibrated-Gated")
 

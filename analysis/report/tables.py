@@ -15,7 +15,7 @@ from html import escape
 from typing import Any
 
 from analysis.figures.study import RowDict
-from analysis.tables.rows import Table
+from analysis.base.rows import Table
 
 COLUMNS = ("model", "arm", "budget", "dataset", "question_set", "runs", "seeds",
            "replicates", "regimes", "measure", "scope", "estimate", "ci_low", "ci_high", "n",

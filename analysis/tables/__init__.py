@@ -1,3 +1,3 @@
-"""How results are reported: the Row every measure returns, text tables, terminal
-plots, the results cache, CSV export and each row's provenance.
+"""How results are reported: text tables, terminal plots, CSV export and each row's
+provenance.
 """

@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 
 from analysis.tables.provenance import EXTRA_FIELDS
-from analysis.tables.rows import ENDED_FIELDS, ROW_FIELDS, Table
+from analysis.base.rows import ENDED_FIELDS, ROW_FIELDS, Table
 from core.version import project_version
 
 TABLE_COLUMNS = (*ROW_FIELDS, *ENDED_FIELDS, "version")

@@ -32,7 +32,7 @@ from pathlib import Path
 import pandas as pd
 from sqlite_utils import Database
 
-from analysis.measures.arms import EXPLORATORY
+from analysis.base.arms import EXPLORATORY
 from analysis.measures.cost import measurement_calls, own_call_column, own_calls, parse_condition_of
 from analysis.measures.compute import TABLES, compute, load_frames
 from analysis.tables.csv_files import (

@@ -490,7 +490,7 @@ class ResultsScreen(LabScreen):
     @staticmethod
     def _controller_charts(db: Any, frames: Frames, width: int, height: int
                            ) -> tuple[str, ...]:
-        from analysis.measures.arms import Grouping
+        from analysis.base.arms import Grouping
         from analysis.replay.controllers import chart_curves
         from analysis.tables.plots import line_chart
         from console.widgets.results_view import controller_series

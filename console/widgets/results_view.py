@@ -12,7 +12,7 @@ from typing import Any
 
 from rich.text import Text
 
-from analysis.tables.rows import Row, Table
+from analysis.base.rows import Row, Table
 from analysis.tables.text import DASH, fmt_interval, fmt_number
 
 VIEWS: tuple[tuple[str, str, str], ...] = (
@@ -230,7 +230,7 @@ _KEY_FIELDS = ("budget", "dataset", "question_set", "runs", "seeds", "replicates
 
 
 def group_labels(keys: Sequence[object]) -> list[str]:
-    """A chart label per group (`analysis.measures.arms.ArmKey`): the arm, plus what differs.
+    """A chart label per group (`analysis.base.arms.ArmKey`): the arm, plus what differs.
 
     Args:
         keys: the groups.

@@ -32,7 +32,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from analysis.measures.frames import FrameSource
+from analysis.base.source import FrameSource
 
 KEEP = 256
 """Cache files kept per lab.db (the oldest are removed beyond this)."""

@@ -1,6 +1,6 @@
 """Result rows and tables: the common shape every measure is reported in.
 
-A `Row` is one estimate for one group of episodes (`analysis.measures.arms.ArmKey`: model ×
+A `Row` is one estimate for one group of episodes (`analysis.base.arms.ArmKey`: model ×
 arm by its full spec × budget × dataset × question set × run × seed × replicate,
 unless pooled) with its interval; a `Table` is a named, titled tuple of rows plus
 notes. Tables, CSV and JSON are all built from these, so every output carries the
@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from analysis.measures.arms import ArmKey
+from analysis.base.arms import ArmKey
 from analysis.stats.bootstrap import Interval, bootstrap_p
 from core.end_reasons import APART, APART_FIELDS
 from core.regimes import regime_family
