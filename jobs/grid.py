@@ -25,7 +25,6 @@ from core.runner import CellSpec
 from core.store import jobs as ledger
 from core.store import prompt_packs
 
-JOB_SIZE = 50
 MAX_BUDGET = 64
 """The largest action budget a cell may have (the paper's grids use 8 and 16)."""
 INT64_MAX = 2**63 - 1
@@ -76,7 +75,7 @@ class GridPlan:
     @property
     def jobs(self) -> int:
         """Jobs that would be queued."""
-        return sum(-(-len(c.missing) // JOB_SIZE) for c in self.cells)
+        return sum(-(-len(c.missing) // ledger.JOB_SIZE) for c in self.cells)
 
     @property
     def max_model_calls(self) -> int:
@@ -321,7 +320,6 @@ def enqueue(db: Database, request: GridRequest, models: Mapping[str, ModelSpec],
         jobs = []
         for cp in grid_plan.cells:
             cell_id = store.ensure_cell(db, run_id, cp.cell.columns())
-            chunks = [cp.missing[i:i + JOB_SIZE] for i in range(0, len(cp.missing), JOB_SIZE)]
             jobs += [(j, request.priority) for j in
-                     ledger.insert_jobs(db, grid_id, cell_id, chunks, request.priority)]
+                     ledger.insert_jobs(db, grid_id, cell_id, cp.missing, request.priority)]
     return grid_plan, grid_id, jobs

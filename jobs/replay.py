@@ -40,7 +40,6 @@ from core.errors import ConfigError, StoreError
 from core.store import jobs as ledger
 from core.store import probes as rows
 
-JOB_SIZE = 50
 BATCH_REQUESTS = 1000
 """Requests per Message Batch (the API takes up to 100,000; smaller ones end sooner)."""
 BATCH_POLL_S = 15.0
@@ -239,10 +238,8 @@ def enqueue_replay(db: Database, request: ReplayRequest, registry: Mapping[str, 
         for cp in plan.cells:
             if not cp.calls:
                 continue
-            chunks = [cp.question_ids[i:i + JOB_SIZE]
-                      for i in range(0, len(cp.question_ids), JOB_SIZE)]
-            jobs += rows.insert_replay_jobs(db, grid_id, cp.cell_id, chunks, request.params(),
-                                            request.priority)
+            jobs += ledger.insert_jobs(db, grid_id, cp.cell_id, cp.question_ids,
+                                       request.priority, "replay", request.params())
     return plan, grid_id, jobs
 
 

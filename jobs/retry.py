@@ -31,11 +31,9 @@ from core.store import probes as probe_rows
 from core.store import traces as trace_rows
 from core.store.prereg import add_deviation
 from core.store.traces import TRACE_CONDITION
-from jobs.grid import JOB_SIZE
 from jobs.queue import enqueue_job, make_huey
 from jobs.settings import WorkerSettings
 from jobs.tasks import cell_from_row
-from jobs.traces import JOB_SIZE as TRACE_JOB_SIZE
 from jobs.traces import trace_cell_columns
 
 RESPECABLE = frozenset({"max_context"})
@@ -260,21 +258,18 @@ def retry(db: Database, settings: WorkerSettings, target: str, value: str | int,
         groups = errored_groups(db, [j for j in rows if j["kind"] not in ("replay", "traces")])
         created: list[int] = []
         for (grid_id, cell_id, priority), qids in groups.items():
-            chunks = [qids[i:i + JOB_SIZE] for i in range(0, len(qids), JOB_SIZE)]
-            created += ledger.insert_jobs(db, grid_id, cell_id, chunks, priority)
+            created += ledger.insert_jobs(db, grid_id, cell_id, qids, priority)
         probe_groups, n_probes = errored_probe_groups(db, replay)
         probe_jobs: list[int] = []
         for (grid_id, cell_id, priority, params), qids in probe_groups.items():
-            chunks = [qids[i:i + JOB_SIZE] for i in range(0, len(qids), JOB_SIZE)]
-            probe_jobs += probe_rows.insert_replay_jobs(db, grid_id, cell_id, chunks, params,
-                                                        priority)
+            probe_jobs += ledger.insert_jobs(db, grid_id, cell_id, qids, priority, "replay",
+                                             params)
         created += probe_jobs
         state_groups, n_states = errored_trace_groups(db, traces)
         trace_jobs: list[int] = []
         for (grid_id, cell_id, priority, params), qids in state_groups.items():
-            chunks = [qids[i:i + TRACE_JOB_SIZE] for i in range(0, len(qids), TRACE_JOB_SIZE)]
-            trace_jobs += trace_rows.insert_trace_jobs(db, grid_id, cell_id, chunks, params,
-                                                       priority)
+            trace_jobs += ledger.insert_jobs(db, grid_id, cell_id, qids, priority, "traces",
+                                             params)
         created += trace_jobs
         cells = ({j["cell_id"] for j in ledger.jobs_rows(db, reopened)}
                  | {c for _, c, _ in groups} | {c for _, c, _, _ in state_groups})

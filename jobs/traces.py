@@ -56,7 +56,6 @@ from core.traces import (
 )
 from jobs.grid import INT64_MAX, check_run_name
 
-JOB_SIZE = 50
 MAX_RETRIEVALS = len(DEPTHS) - 1
 """The budget a trace cell records: three retrievals (depths 1–3)."""
 
@@ -290,10 +289,8 @@ def enqueue_traces(db: Database, request: TraceRequest, registry: Mapping[str, M
                 continue
             cell_id = store.ensure_cell(db, run_id, trace_cell_columns(mp.model,
                                                                        request.question_set))
-            chunks = [mp.question_ids[i:i + JOB_SIZE]
-                      for i in range(0, len(mp.question_ids), JOB_SIZE)]
-            jobs += rows.insert_trace_jobs(db, grid_id, cell_id, chunks, request.params(),
-                                           request.priority)
+            jobs += ledger.insert_jobs(db, grid_id, cell_id, mp.question_ids, request.priority,
+                                       "traces", request.params())
     return plan, grid_id, jobs
 
 

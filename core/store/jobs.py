@@ -106,17 +106,28 @@ def pending_questions(db: Database, cell_id: int) -> set[str]:
     return out
 
 
-def insert_jobs(db: Database, grid_id: int, cell_id: int, chunks: Sequence[Sequence[str]],
-                priority: int = 0) -> list[int]:
-    """Add queued jobs for a cell, one per chunk of question ids, in one transaction."""
+JOB_SIZE = 50
+"""Questions per job at most: a job is the unit of leasing, so a lost lease re-runs little."""
+
+
+def insert_jobs(db: Database, grid_id: int, cell_id: int, question_ids: Sequence[str],
+                priority: int = 0, kind: str = "episodes", params: str | None = None,
+                size: int = JOB_SIZE) -> list[int]:
+    """Add queued jobs of one kind for a cell, one per `size` question ids, in one transaction.
+
+    Args:
+        kind: the job kind (`jobs.kind`: what a worker does with the questions).
+        params: the kind's parameters as JSON (None for episode jobs).
+    """
     now = utc_now()
     ids = []
     with write(db):
-        for chunk in chunks:
+        for i in range(0, len(question_ids), size):
+            chunk = list(question_ids[i:i + size])
             cur = db.conn.execute(
                 "INSERT INTO jobs (grid_id, cell_id, question_ids, state, priority, created_at, "
-                "updated_at) VALUES (?, ?, ?, 'queued', ?, ?, ?)",
-                (grid_id, cell_id, json.dumps(list(chunk)), priority, now, now))
+                "updated_at, kind, params) VALUES (?, ?, ?, 'queued', ?, ?, ?, ?, ?)",
+                (grid_id, cell_id, json.dumps(chunk), priority, now, now, kind, params))
             ids.append(int(cur.lastrowid or 0))
     return ids
 

@@ -407,24 +407,6 @@ def pending_replay(db: Database, cell_id: int, params: str) -> set[str]:
     return out
 
 
-def insert_replay_jobs(db: Database, grid_id: int, cell_id: int,
-                       chunks: Sequence[Sequence[str]], params: str, priority: int = 0
-                       ) -> list[int]:
-    """Queued replay jobs (jobs.kind = 'replay') for a cell, one per chunk of questions."""
-    from core.episode import utc_now
-
-    now = utc_now()
-    ids = []
-    with write(db):
-        for chunk in chunks:
-            cur = db.conn.execute(
-                "INSERT INTO jobs (grid_id, cell_id, question_ids, state, priority, created_at, "
-                "updated_at, kind, params) VALUES (?, ?, ?, 'queued', ?, ?, ?, 'replay', ?)",
-                (grid_id, cell_id, json.dumps(list(chunk)), priority, now, now, params))
-            ids.append(int(cur.lastrowid or 0))
-    return ids
-
-
 _BATCH_EVENT = re.compile(r"^job (\d+): batch (\S+) (submitted|stored)\b")
 
 

@@ -274,21 +274,6 @@ TRACE_CONDITION = "traces"
 one (run, model, question set) on the job ledger."""
 
 
-def insert_trace_jobs(db: Database, grid_id: int, cell_id: int, chunks: Sequence[Sequence[str]],
-                      params: str, priority: int = 0) -> list[int]:
-    """Queued trace jobs (jobs.kind = 'traces') for a trace cell, one per chunk of questions."""
-    now = utc_now()
-    ids = []
-    with write(db):
-        for chunk in chunks:
-            cur = db.conn.execute(
-                "INSERT INTO jobs (grid_id, cell_id, question_ids, state, priority, created_at, "
-                "updated_at, kind, params) VALUES (?, ?, ?, 'queued', ?, ?, ?, 'traces', ?)",
-                (grid_id, cell_id, json.dumps(list(chunk)), priority, now, now, params))
-            ids.append(int(cur.lastrowid or 0))
-    return ids
-
-
 def pending_trace_questions(db: Database, cell_id: int) -> set[str]:
     """Questions of a trace cell held by queued, running or paused trace jobs."""
     out: set[str] = set()
