@@ -38,7 +38,8 @@ from core.conditions import parse_condition
 from core.demo_data import demo_questions
 from core.models.registry import builtin_models, make_client
 from core.regimes import FAILURE_REGIMES, MEAN6, ForeignPool, parse_regime
-from core.runner import CellSpec, run_questions
+from core.runner import CellSpec
+from jobs.kinds.episodes import run_questions
 
 MODELS = ("sim-own5", "sim-clock6", "sim-hazard-own", "sim-deadline")
 CONDITIONS = ("none", "budget", "enforced_rule")

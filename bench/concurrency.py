@@ -54,7 +54,8 @@ from core.data import Question  # noqa: E402
 from core.demo_data import demo_questions  # noqa: E402
 from core.models.registry import ModelSpec, load_registry, make_client  # noqa: E402
 from core.regimes import ForeignPool, parse_regime  # noqa: E402
-from core.runner import CellSpec, run_questions  # noqa: E402
+from core.runner import CellSpec  # noqa: E402
+from jobs.kinds.episodes import run_questions  # noqa: E402
 from jobs.control import enqueue_grid  # noqa: E402
 from jobs.grid import GridRequest  # noqa: E402
 from jobs.settings import WorkerSettings  # noqa: E402

@@ -77,7 +77,8 @@ def _build_part(path: str, hotpotqa: str, part: int, parts: int) -> int:
     from core.conditions import parse_condition
     from core.models.registry import builtin_models, make_client
     from core.regimes import MEAN6, ForeignPool, parse_regime
-    from core.runner import CellSpec, run_questions
+    from core.runner import CellSpec
+    from jobs.kinds.episodes import run_questions
 
     db = store.connect(path)
     questions = _questions(Path(hotpotqa))

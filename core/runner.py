@@ -1,15 +1,14 @@
-"""Running episodes of a cell and storing them: the glue between the loop and lab.db.
+"""One episode of a cell and its live rows: the glue between the loop and lab.db.
 
-Used by `lab try` and by the queue's tasks. A cell is (model, condition, regime,
-question set, budget, seed, replicate); its canonical JSON is hashed.
+A cell is (model, condition, regime, question set, budget, seed, replicate); its
+canonical JSON is hashed. The concurrent loop that runs a job's episodes is
+`jobs.kinds.episodes.run_questions`.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import partial
 from typing import Any, Protocol
 
 from sqlite_utils import Database
@@ -19,7 +18,6 @@ from core.canonical import canonical_hash
 from core.conditions import Condition
 from core.data import Question
 from core.episode import EpisodeResult, Step
-from core.errors import ModelError
 from core.models.base import EpisodeView, ModelClient
 from core.models.registry import ModelSpec
 from core.models.retry import call_stop
@@ -129,29 +127,6 @@ async def run_one(setup: EpisodeSetup, client: ModelClient,
     return result
 
 
-async def endpoint_ready(client: ModelClient,
-                         should_stop: Callable[[], bool] | None = None) -> bool:
-    """Hold a new episode while every endpoint of its model is down (`core.models.health`).
-
-    A client without endpoints (sims) never waits. Returns False when the job or the
-    worker stopped during the wait: the episode is then not started.
-    """
-    ready = getattr(client, "ready", None)
-    if ready is None:
-        return True
-    stop = call_stop()
-
-    def give_up() -> bool:
-        return stop.requested or (should_stop is not None and should_stop())
-
-    try:
-        async with stop.scope("endpoint down", None):  # a stopping worker's cut ends it
-            await ready(give_up)
-    except ModelError:
-        return False
-    return not give_up()
-
-
 class LiveBuffer:
     """Live rows, their steps and finished episodes of one job, committed together.
 
@@ -216,134 +191,3 @@ class LiveBuffer:
             ids = store.write_episodes(
                 db, [(self.cell_id, r, self._ids.pop(t, None)) for t, r in done]) if done else []
         return sum(i is not None for i in ids)
-
-
-async def run_questions(db: Database, cell_id: int, cell: CellSpec,
-                        questions: Sequence[Question], pool: ForeignPool, client: ModelClient,
-                        live: bool = False, batch: int = 64, concurrency: int | None = None,
-                        should_stop: Callable[[], bool] | None = None,
-                        live_first: int = 0, slots: asyncio.Semaphore | None = None,
-                        gate: CallGate | None = None,
-                        on_admitted: Callable[[], None] | None = None,
-                        close_client: bool = True, flush_s: float = 0.1,
-                        worker: str | None = None) -> int:
-    """Run a cell's missing episodes for `questions` and store them.
-
-    Episodes run concurrently up to the model's concurrency (or hold one of `slots`,
-    shared with other jobs of the same worker). Finished episodes are stored in
-    batches of up to `batch`, each episode with all its steps and never twice (the
-    (cell, question) key).
-
-    Args:
-        live: also put each running episode and its steps in the live tables; they,
-            and the finished episodes, are committed together every `flush_s`
-            (`LiveBuffer`).
-        batch: without `live`, finished episodes per write transaction.
-        concurrency: a further bound on concurrent episodes (besides the model's).
-        should_stop: checked before each episode starts; when it returns True no
-            new episode starts, and the ones running finish and are stored.
-        live_first: without `live`, still put the first this many episodes started in
-            the live tables, all steps in one transaction when the episode ends, until
-            their batch is stored (instant sims: one per job keeps them visible in
-            `lab tail` and the console at the cost of one transaction per job).
-        slots: episode slots shared across jobs (replaces the per-call semaphore of
-            `concurrency`): a worker keeps its model's batch full across jobs.
-        gate: a cap on the model's calls in flight shared by every worker on the
-            host (each call holds one of its slots).
-        on_admitted: called once every question has started or been passed over
-            (stop requested, or an error): the caller may then queue the next job
-            while this one's stragglers finish.
-        close_client: close the client's connections at the end (False when the
-            client is shared by later jobs).
-        flush_s: with `live`, how often the live tables and finished episodes are
-            committed (the live tail shows a step at most this late).
-        worker: the worker (host:pid) that owns the live rows, whose job lease they
-            live under (None: this process).
-
-    Returns:
-        Number of episodes stored.
-    """
-    todo = [q for q in questions if not store.episode_exists(db, cell_id, q.id)]
-    limit = slots or asyncio.Semaphore(
-        max(1, min(client.concurrency, concurrency or client.concurrency)))
-    label = f"{cell.model.name} / {cell.condition.label()} / {cell.regime.name}"
-    done: list[tuple[int, EpisodeResult, int | None]] = []
-    stored = started = admitted = 0
-
-    def admit() -> None:
-        nonlocal admitted
-        admitted += 1
-        if admitted == len(todo) and on_admitted is not None:
-            on_admitted()
-
-    async def one(q: Question) -> None:
-        nonlocal stored, started
-        if should_stop is not None and should_stop():  # stopping: wait for no slot either
-            admit()
-            return
-        async with limit:
-            admit()
-            if should_stop is not None and should_stop():
-                return
-            if not await endpoint_ready(client, should_stop):  # an outage: wait, not burn
-                return
-            # a sampled instant episode commits its live rows in one transaction at its end
-            sampled: list[Step] | None = [] if not live and started < live_first else None
-            started += 1
-            token = buffer.start(q.id) if buffer is not None else 0
-            on_step = partial(buffer.step, token) if buffer is not None else None
-            try:
-                result = await run_one(setup_for(cell, q, pool, client), client,
-                                       sampled.append if sampled is not None else on_step, gate)
-            except BaseException:  # a bug in lab, or cancelled: no stale "running" row
-                if buffer is not None:
-                    buffer.drop(token)
-                raise
-            if buffer is not None:
-                buffer.finish(token, result)
-                return
-            live_id = None
-            if sampled is not None:
-                with store.write(db):
-                    live_id = store.live_start(db, cell_id, q.id, label, worker)
-                    write_live_steps(db, [(live_id, step) for step in sampled])
-            done.append((cell_id, result, live_id))
-            if len(done) >= batch:
-                items = done[:]
-                done.clear()
-                stored += sum(i is not None for i in store.write_episodes(db, items))
-
-    buffer = LiveBuffer(db, cell_id, label, worker) if live else None
-
-    async def flusher() -> None:
-        nonlocal stored
-        while True:
-            await asyncio.sleep(flush_s)
-            stored += buffer.flush() if buffer is not None else 0
-
-    if not todo and on_admitted is not None:
-        on_admitted()
-    tasks = [asyncio.ensure_future(one(q)) for q in todo]
-    flushing = asyncio.ensure_future(flusher()) if buffer is not None and todo else None
-    try:
-        await asyncio.gather(*tasks)
-    except BaseException:  # one episode raised: stop the others (their questions stay missing)
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        raise
-    finally:
-        if admitted < len(todo) and on_admitted is not None:
-            on_admitted()  # stopped by an error: never leave the caller waiting
-        if flushing is not None:
-            flushing.cancel()
-        try:  # store what finished even when another episode raised (a bug in lab)
-            if buffer is not None:
-                stored += buffer.flush()
-            if done:
-                stored += sum(i is not None for i in store.write_episodes(db, done))
-        finally:
-            close = getattr(client, "close", None) if close_client else None
-            if close is not None:  # release connections before the event loop ends
-                await close()
-    return stored

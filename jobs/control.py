@@ -34,8 +34,8 @@ def enqueue_grid(db: Database, settings: WorkerSettings, request: GridRequest,
     if grid_id is None:
         return grid_plan, None, 0
     huey, task = make_huey(settings)
-    for job_id, priority in jobs:
-        enqueue_job(huey, task, job_id, priority)
+    for job_id in jobs:
+        enqueue_job(huey, task, job_id, request.priority)
     ledger.log_event(db, "enqueue", f"grid {grid_id} run {request.run}: {len(jobs)} jobs, "
                      f"{grid_plan.episodes} episodes")
     return grid_plan, grid_id, len(jobs)

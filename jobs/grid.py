@@ -302,11 +302,11 @@ def plan(db: Database, request: GridRequest, models: Mapping[str, ModelSpec]) ->
 
 
 def enqueue(db: Database, request: GridRequest, models: Mapping[str, ModelSpec],
-            ) -> tuple[GridPlan, int | None, list[tuple[int, int]]]:
+            ) -> tuple[GridPlan, int | None, list[int]]:
     """Store the grid's cells and queued jobs in lab.db.
 
     Returns:
-        (plan, grid id, [(job id, priority), ...]); the caller puts the jobs on the
+        (plan, grid id, job ids); the caller puts the jobs on the
         Huey queue (a job left out is re-enqueued by any worker's reconcile). When
         every episode is already stored or queued nothing is written and the grid
         id is None.
@@ -320,6 +320,5 @@ def enqueue(db: Database, request: GridRequest, models: Mapping[str, ModelSpec],
         jobs = []
         for cp in grid_plan.cells:
             cell_id = store.ensure_cell(db, run_id, cp.cell.columns())
-            jobs += [(j, request.priority) for j in
-                     ledger.insert_jobs(db, grid_id, cell_id, cp.missing, request.priority)]
+            jobs += ledger.insert_jobs(db, grid_id, cell_id, cp.missing, request.priority)
     return grid_plan, grid_id, jobs

@@ -34,7 +34,7 @@ from core.store.traces import TRACE_CONDITION
 from jobs.queue import enqueue_job, make_huey
 from jobs.settings import WorkerSettings
 from jobs.tasks import cell_from_row
-from jobs.traces import trace_cell_columns
+from jobs.kinds.traces import trace_cell_columns
 
 RESPECABLE = frozenset({"max_context"})
 """Model fields a retry may take from a changed registry (only ever larger)."""

@@ -16,16 +16,17 @@ from sqlite_utils import Database
 import prompts
 from core import store
 from core.conditions import Condition
-from core.data import Question
 from core.errors import ConfigError, LabError
 from core.models.base import ModelClient
 from core.models.registry import ModelSpec, load_registry, make_client, resolve_model
 from core.models.retry import CALL_STOP, CallStop
-from core.models.sim import SimSpec
-from core.regimes import ForeignPool, parse_regime
-from core.runner import CallGate, CellSpec, run_questions
+from core.regimes import parse_regime
+from core.runner import CallGate, CellSpec
 from core.store import jobs as ledger
 from core.store import prompt_packs
+from jobs.kinds import job_kind
+from jobs.kinds.base import JobContext
+from jobs.sets import PoolCache
 from jobs.settings import WorkerSettings
 
 if TYPE_CHECKING:
@@ -61,47 +62,6 @@ def cell_from_row(row: Mapping[str, Any], model: ModelSpec) -> CellSpec:
     return CellSpec(model, condition, parse_regime(row["regime"]), row["question_set"],
                     row["budget"], row["seed"], row["replicate"],
                     prompt_pack=row.get("prompt_pack"))
-
-
-@dataclass(frozen=True)
-class LoadedSet:
-    """A question set's questions by id and its pool of foreign pages, loaded once."""
-
-    questions: dict[str, Question]
-    pool: ForeignPool
-
-
-PoolCache = dict[tuple[str, str], LoadedSet]
-"""Loaded question sets by (name, sha256); owned by one worker's Huey instance or engine."""
-
-
-def _loaded_set(db: Database, cell: CellSpec, pools: PoolCache | None) -> LoadedSet | None:
-    """The cell's question set, loaded (and validated) once per worker process.
-
-    Sets never change once made and a stored question never changes either, so a
-    worker keys each set by its sha256 instead of re-reading and re-validating every
-    question for every job. None when the cell runs on a whole dataset.
-    """
-    if not cell.question_set:
-        return None
-    qs = store.question_set(db, cell.question_set)
-    key = (cell.question_set, qs["sha256"])
-    if pools is not None and key in pools:
-        return pools[key]
-    questions = store.load_questions(db, ids=qs["ids"])
-    loaded = LoadedSet({q.id: q for q in questions}, ForeignPool(questions))
-    if pools is not None:
-        pools[key] = loaded
-    return loaded
-
-
-def _job_questions(db: Database, job: Mapping[str, Any], loaded: LoadedSet | None
-                   ) -> list[Question]:
-    """The job's questions in its order, from the loaded set when it holds them all."""
-    ids = job["question_ids"]
-    if loaded is not None and all(q in loaded.questions for q in ids):
-        return [loaded.questions[q] for q in ids]
-    return store.load_questions(db, ids=ids)
 
 
 async def _heartbeat(db: Database, job_id: int, settings: WorkerSettings, stop: _Stop,
@@ -153,54 +113,27 @@ class Resources:
         return None
 
 
-async def _run(db: Database, job: dict, settings: WorkerSettings, res: Resources,
+async def _run(db: Database, job: dict[str, Any], settings: WorkerSettings, res: Resources,
                on_admitted: Callable[[], None] | None) -> _Stop:
+    kind = job_kind(job.get("kind") or "episodes")
     cell = cell_spec(db, job["cell_id"], settings)
     # the wording the cell was enqueued with, read once per job and set for this task's
     # context (before the client: a simulated agent reads its markers from the pieces);
-    # the job's episodes, tasks created below, inherit it
+    # the job's items, tasks created below, inherit it
     prompts.set_pack(prompt_packs.pack(db, cell.prompt_pack).pieces if cell.prompt_pack
                      else None)
     client, shared = res.client(cell.model)
-    # instant sims finish an episode in a millisecond: live rows for every one would slow
-    # them down, so only the first episode of each job is tailed (lab tail, console Live)
-    config = cell.model.config
-    live = not isinstance(config, SimSpec) or bool(config.latency_ms)
     stop = _Stop()
     CALL_STOP.set(res.stop)  # this task's context: every call of the job sees the stop
     beat = asyncio.create_task(_heartbeat(db, job["id"], settings, stop, res))
+    ctx = JobContext(cell=cell, client=client, close_client=not shared, settings=settings,
+                     slots=res.episode_slots(cell.model, client, settings),
+                     gate=res.gate(cell.model, client),
+                     should_stop=lambda: stop.reason is not None or res.stopping,
+                     on_admitted=on_admitted, client_for=lambda m: res.client(m)[0],
+                     pools=res.pools)
     try:
-        if job.get("kind", "episodes") == "replay":  # probes of stored episodes (SPEC §8.3–§8.6)
-            from jobs.replay import replay_questions
-            # each probe holds one of the model's slots (shared with the worker's episode
-            # jobs) and, per call, one of the host-wide call slots
-            await replay_questions(db, job, client, settings.concurrency,
-                                   lambda: stop.reason is not None or res.stopping,
-                                   close_client=not shared,
-                                   slots=res.episode_slots(cell.model, client, settings),
-                                   gate=res.gate(cell.model, client), on_admitted=on_admitted)
-            return stop
-        if job.get("kind") == "traces":  # the second seed's depth-wise answer states
-            from jobs.traces import collect_questions, judge_spec
-            judge = judge_spec(load_registry(settings.config_path), job)
-            await collect_questions(db, job, client, settings.concurrency,
-                                    lambda: stop.reason is not None or res.stopping,
-                                    close_client=not shared,
-                                    judge=res.client(judge)[0] if judge is not None else None,
-                                    slots=res.episode_slots(cell.model, client, settings),
-                                    gate=res.gate(cell.model, client), on_admitted=on_admitted)
-            return stop
-        loaded = _loaded_set(db, cell, res.pools)
-        questions = _job_questions(db, job, loaded)
-        pool = loaded.pool if loaded is not None else ForeignPool(
-            store.load_questions(db, dataset=questions[0].dataset))
-        await run_questions(db, job["cell_id"], cell, questions, pool, client, live=live,
-                            batch=1 if live else 64, concurrency=settings.concurrency,
-                            should_stop=lambda: stop.reason is not None or res.stopping,
-                            live_first=0 if live else 1,
-                            slots=res.episode_slots(cell.model, client, settings),
-                            gate=res.gate(cell.model, client), on_admitted=on_admitted,
-                            close_client=not shared, worker=settings.worker_id)
+        await kind.run(db, job, ctx)
     finally:
         if stop.reason is None:
             stop.reason = ""
@@ -299,13 +232,7 @@ async def run_job(db: Database, job: dict, settings: WorkerSettings, res: Resour
         return stop.reason
     if stop.reason == "lease lost":
         return "lost"
-    # errored episodes stay for `lab retry --errored`; only questions with no new record
-    # (complete or errored) keep the job open
-    if job.get("kind") == "traces":  # its work is states: a question lacking a depth's row
-        from core.store.traces import unsettled_trace_questions
-        missing = unsettled_trace_questions(db, job["cell_id"], job["question_ids"])
-    else:
-        missing = ledger.unsettled_questions(db, job["cell_id"], job["question_ids"], mark)
+    missing = job_kind(job.get("kind") or "episodes").unsettled(db, job, mark)
     if stop.reason == "worker stopping" or res.stopping or missing:
         # a stop's interrupted episodes are errored records: the released job re-runs them
         released = ledger.finish(db, job_id, settings.worker_id, "queued")

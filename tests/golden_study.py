@@ -55,7 +55,8 @@ def build_study(path: Path, grid: tuple[tuple[str, str, int], ...] = GRID) -> No
     from core.episode import EpisodeResult
     from core.models.registry import builtin_models, make_client
     from core.regimes import ForeignPool, parse_regime
-    from core.runner import CellSpec, run_questions
+    from core.runner import CellSpec
+    from jobs.kinds.episodes import run_questions
 
     db = store.connect(path)
     questions = demo_questions()

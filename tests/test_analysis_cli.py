@@ -21,7 +21,8 @@ from core.demo_data import demo_questions
 from core.errors import LabError
 from core.models.registry import builtin_models, make_client
 from core.regimes import MEAN6, ForeignPool, parse_regime
-from core.runner import CellSpec, run_questions
+from core.runner import CellSpec
+from jobs.kinds.episodes import run_questions
 
 
 async def _grid(path: Path) -> None:

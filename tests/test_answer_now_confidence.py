@@ -19,7 +19,7 @@ from console.cli import cli
 from core.models.registry import make_client
 from core.probes import ANSWER_NOW, ANSWER_NOW_CONFIDENCE, decision_points, messages_for
 from core.store import probes as probe_rows
-from jobs.replay import custom_id, replay_questions, request_from
+from jobs.kinds.replay import custom_id, replay_questions, request_from
 from tests.helpers.cli import lab as cli_lab
 from tests.helpers.cli import one_error
 from tests.helpers.backends import ANTHROPIC_KEY, anthropic_spec, openai_spec

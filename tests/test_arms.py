@@ -24,7 +24,8 @@ from core.errors import LabError
 from core.models.registry import builtin_models, make_client
 from core.version import project_version
 from core.regimes import ForeignPool, parse_regime, regime_family
-from core.runner import CellSpec, run_questions
+from core.runner import CellSpec
+from jobs.kinds.episodes import run_questions
 
 ARMS = ("none", "none:judge=true", "enforced_rule", "enforced_rule:k=2",
         "random_rule:rate=0.3", "random_rule:rate=0.6")

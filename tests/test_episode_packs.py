@@ -17,7 +17,8 @@ from core.conditions import parse_condition
 from core.demo_data import demo_questions
 from core.models.registry import builtin_models, make_client
 from core.regimes import ForeignPool, parse_regime
-from core.runner import CellSpec, run_questions
+from core.runner import CellSpec
+from jobs.kinds.episodes import run_questions
 from core.schema import SCHEMA_VERSION
 from core.store import episode_packs as P
 from core.store import frames as F

@@ -27,7 +27,8 @@ from core.demo_data import demo_questions
 from core.models.registry import ModelSpec, builtin_models, make_client
 from core.models.scripted import ScriptedClient
 from core.regimes import ForeignPool, parse_regime
-from core.runner import CellSpec, run_questions
+from core.runner import CellSpec
+from jobs.kinds.episodes import run_questions
 
 SEARCH = "Thought: look it up\nAction: search\nAction Input: Vellmore Quartet"
 ARMS = (("sim-never", "none", ("persistent",)),

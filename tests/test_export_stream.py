@@ -28,7 +28,8 @@ from core.conditions import arm_label, parse_condition
 from core.demo_data import demo_questions
 from core.models.registry import builtin_models, make_client
 from core.regimes import ForeignPool, parse_regime
-from core.runner import CellSpec, run_questions
+from core.runner import CellSpec
+from jobs.kinds.episodes import run_questions
 from core.store.selection import Selection, where_clause
 
 _CELLS = """

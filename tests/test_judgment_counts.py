@@ -27,7 +27,8 @@ from core.demo_data import demo_questions
 from core.errors import LabError
 from core.models.registry import builtin_models, make_client
 from core.regimes import ForeignPool, parse_regime
-from core.runner import CellSpec, run_questions
+from core.runner import CellSpec
+from jobs.kinds.episodes import run_questions
 from core.store.frames import episodes_frame, steps_frame
 from core.store.selection import Selection
 from core.store.judgment_counts import COUNTS, judgment_counts

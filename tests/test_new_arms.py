@@ -22,7 +22,8 @@ from core.models.registry import builtin_models, make_client
 from core.models.scripted import ScriptedClient
 from core.react import EpisodeSetup, run_episode
 from core.regimes import ForeignPool, parse_regime
-from core.runner import CellSpec, run_questions
+from core.runner import CellSpec
+from jobs.kinds.episodes import run_questions
 from tests.helpers.builders import make_pool
 
 SEARCH = "Thought: look it up\nAction: search\nAction Input: Vellmore Quartet"

@@ -166,7 +166,7 @@ def test_data_existed_at_freeze(db):
 
     from core.models.registry import make_client
     from core.regimes import ForeignPool
-    from core.runner import run_questions
+    from jobs.kinds.episodes import run_questions
     from core.store import jobs as ledger
 
     job = ledger.job(db, ledger.select_jobs(db, "run", "explore")[0])

@@ -13,7 +13,7 @@ from core.models.anthropic import BATCH_DISCOUNT
 from core.models.registry import make_client
 from core.probes import decision_points, messages_for
 from core.store import probes as probe_rows
-from jobs.replay import ReplayRequest, custom_id, replay_batched, replay_questions
+from jobs.kinds.replay import ReplayRequest, custom_id, replay_batched, replay_questions
 from tests.servers import AnthropicApp, LoopbackServer
 from tests.helpers.backends import ANTHROPIC_KEY as KEY
 from tests.helpers.backends import ANTHROPIC_PRICES as PRICES
@@ -132,7 +132,7 @@ def test_a_resumed_job_polls_the_batch_it_submitted_instead_of_paying_again(
 def test_batch_flag_is_ignored_by_other_backends_and_halves_only_claude_in_the_plan(db_path):
     from core.models.registry import builtin_models
     from core.models.registry import ModelSpec
-    from jobs.replay import _discount
+    from jobs.kinds.replay import _discount
 
     request = ReplayRequest("r", "answer_now", batch=True)
     assert _discount(request, ModelSpec("c", "anthropic", {"price_per_mtok": PRICES})) == 0.5

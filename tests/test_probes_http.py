@@ -11,7 +11,7 @@ import pytest
 from core.models.registry import make_client
 from core.probes import decision_points, messages_for
 from core.store import probes as probe_rows
-from jobs.replay import ReplayRequest, replay_questions
+from jobs.kinds.replay import ReplayRequest, replay_questions
 from tests.servers import Fault, LoopbackServer, OpenAIApp
 from tests.helpers.backends import openai_spec
 from tests.helpers.probes import FINISH, SEARCH, scripted_episode

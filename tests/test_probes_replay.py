@@ -184,7 +184,7 @@ def test_an_arm_without_judgments_gets_delta_after_judgment_replay(db_path):
     from analysis.measures.compute import compute, load_frames
     from core.models.scripted import ScriptedClient
     from core.store.frames import steps_frame
-    from jobs.replay import ReplayRequest, replay_questions
+    from jobs.kinds.replay import ReplayRequest, replay_questions
     from tests.helpers.probes import FINISH, SEARCH, scripted_episode
 
     db, eid, _ = scripted_episode(db_path, "none", "persistent", [SEARCH] * 6 + [FINISH])

@@ -188,7 +188,8 @@ latency_ms = 60
     from core.conditions import parse_condition
     from core.models.registry import make_client
     from core.regimes import ForeignPool, parse_regime
-    from core.runner import CellSpec, run_questions
+    from core.runner import CellSpec
+    from jobs.kinds.episodes import run_questions
 
     cell = CellSpec(models["sim-live"], parse_condition("none"), parse_regime("persistent"),
                     "demo", 8, 0)

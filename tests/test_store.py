@@ -16,7 +16,8 @@ from core.conditions import parse_condition
 from core.errors import StoreError
 from core.models.registry import builtin_models, make_client
 from core.regimes import ForeignPool, parse_regime
-from core.runner import CellSpec, run_one, run_questions, setup_for
+from core.runner import CellSpec, run_one, setup_for
+from jobs.kinds.episodes import run_questions
 from core.schema import SCHEMA_VERSION
 from tests.helpers.builders import make_pool
 

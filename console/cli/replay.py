@@ -15,7 +15,7 @@ from console.cli.options import bounded, open_db
 from core.models.registry import load_registry
 from core.probes import COMMANDS as PROBE_COMMANDS
 from core.store import jobs as ledger
-from jobs.replay import ReplayPlan, ReplayRequest, enqueue_replay, plan_replay, request_from
+from jobs.kinds.replay import ReplayPlan, ReplayRequest, enqueue_replay, plan_replay, request_from
 
 KIND_WORDS = {"judgment": "judgments", "belief": "belief probes",
               "answer_now": "answer-now branches", "repair": "answer repairs",

@@ -18,7 +18,7 @@ from core.plans import DEFAULT_SIMILARITY, SIMILARITIES
 from core.scoring import DEFAULT_THRESHOLD
 from core.traces import EMPTY_SLICE, EMPTY_SLICES
 from core.store import jobs as ledger
-from jobs.traces import TracePlan, TraceRequest, enqueue_traces, plan_traces
+from jobs.kinds.traces import TracePlan, TraceRequest, enqueue_traces, plan_traces
 
 
 @click.group()

@@ -13,7 +13,8 @@ from core.data import Paragraph, Question
 from core.demo_data import demo_questions
 from core.models.registry import builtin_models, make_client
 from core.regimes import ForeignPool, parse_regime
-from core.runner import CellSpec, run_questions
+from core.runner import CellSpec
+from jobs.kinds.episodes import run_questions
 
 
 def make_question(qid: str = "q1", answer: str = "Lake Orrin") -> Question:

@@ -12,7 +12,8 @@ from core.conditions import parse_condition
 from core.models.registry import builtin_models
 from core.models.scripted import ScriptedClient
 from core.regimes import ForeignPool, parse_regime
-from core.runner import CellSpec, run_questions
+from core.runner import CellSpec
+from jobs.kinds.episodes import run_questions
 from tests.helpers.builders import make_pool
 
 SEARCH = "Thought: I need the band.\nAction: search\nAction Input: Vellmore Quartet"

@@ -90,7 +90,8 @@ async def _generate(path: Path) -> dict[str, Any]:
     from core.demo_data import demo_questions
     from core.models.registry import builtin_models, make_client
     from core.regimes import MEAN6, ForeignPool, parse_regime
-    from core.runner import CellSpec, run_questions
+    from core.runner import CellSpec
+    from jobs.kinds.episodes import run_questions
 
     db = store.connect(path)
     questions = demo_questions()

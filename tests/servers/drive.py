@@ -11,7 +11,8 @@ from core.conditions import parse_condition
 from core.demo_data import demo_questions
 from core.models.registry import ModelSpec, make_client
 from core.regimes import ForeignPool, parse_regime
-from core.runner import CellSpec, run_questions
+from core.runner import CellSpec
+from jobs.kinds.episodes import run_questions
 
 
 def drive(spec: ModelSpec, db_path: Path, n: int = 6, condition: str = "enforced_rule",

@@ -23,6 +23,7 @@ import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 from sqlite_utils import Database
@@ -39,6 +40,8 @@ from core.probes import (ANSWER_NOW, ANSWER_NOW_CONFIDENCE, COMMANDS, PROBE_MAX_
 from core.errors import ConfigError, StoreError
 from core.store import jobs as ledger
 from core.store import probes as rows
+from jobs.kinds.base import JobContext
+from jobs.pump import FLUSH_S, Pending, Work, close_all, pump
 
 BATCH_REQUESTS = 1000
 """Requests per Message Batch (the API takes up to 100,000; smaller ones end sooner)."""
@@ -259,13 +262,40 @@ async def probe_one(client: ModelClient, ep: RecordedEpisode, t: int, kind: str,
     return rec
 
 
+class ReplayWork(Work[tuple[RecordedEpisode, int]]):
+    """A replay job's missing probes: one item per (episode, t)."""
+
+    def __init__(self, db: Database, todo: list[tuple[RecordedEpisode, int]], kind: str,
+                 client: ModelClient, gate: CallGate | None, batch: int) -> None:
+        self.db, self.items, self.kind, self.client, self.gate = db, todo, kind, client, gate
+        self.finished: Pending[ProbeRecord] = Pending(partial(rows.write_probes, db), batch)
+
+    async def run(self, item: tuple[RecordedEpisode, int]) -> None:
+        ep, t = item
+        self.finished.keep(await probe_one(self.client, ep, t, self.kind, self.gate))
+
+    def flush(self) -> None:
+        self.finished.flush()
+
+    @property
+    def stored(self) -> int:
+        return self.finished.stored
+
+    def finish(self) -> None:
+        if self.kind == "judgment" and self.items:
+            _rederive(self.db, sorted({ep.episode_id for ep, _ in self.items}))
+
+    def clients(self) -> list[ModelClient]:
+        return [self.client]
+
+
 async def replay_questions(db: Database, job: Mapping[str, Any], client: ModelClient,
                            concurrency: int, should_stop: Callable[[], bool] | None = None,
                            batch: int = 256, close_client: bool = True,
                            batch_poll_s: float = BATCH_POLL_S,
                            slots: asyncio.Semaphore | None = None, gate: CallGate | None = None,
                            on_admitted: Callable[[], None] | None = None,
-                           flush_s: float = 0.1) -> int:
+                           flush_s: float = FLUSH_S) -> int:
     """Run a replay job's missing probes and store them in small batched transactions.
 
     Finished probes are committed together every `flush_s` (or once `batch` have
@@ -294,84 +324,19 @@ async def replay_questions(db: Database, job: Mapping[str, Any], client: ModelCl
     Returns:
         Probes stored.
     """
-    admitted_once = False
-
-    def admitted() -> None:
-        nonlocal admitted_once
-        if not admitted_once and on_admitted is not None:
-            admitted_once = True
-            on_admitted()
-
-    try:
-        todo, kind = _todo(db, job)
-    except BaseException:
-        admitted()
-        raise
-    params = json.loads(job["params"])
-    if params.get("batch") and _batches(client) is not None:
-        admitted()  # polls a Message Batch: it holds no call slot
+    todo, kind = _todo(db, job)
+    if json.loads(job["params"]).get("batch") and _batches(client) is not None:
+        if on_admitted is not None:
+            on_admitted()  # polls a Message Batch: it holds no call slot
         try:
             return await replay_batched(db, job, client, todo, kind, should_stop,
                                         batch_poll_s)
         finally:
-            close = getattr(client, "close", None) if close_client else None
-            if close is not None:
-                await close()
-    limit = slots or asyncio.Semaphore(max(1, min(client.concurrency, concurrency)))
-    finished: list[ProbeRecord] = []
-    stored = started = 0
-
-    def flush() -> None:
-        nonlocal stored
-        if finished:
-            items = finished[:]
-            finished.clear()
-            stored += rows.write_probes(db, items)
-
-    async def one(ep: RecordedEpisode, t: int) -> None:
-        nonlocal started
-        async with limit:
-            started += 1
-            if started == len(todo):
-                admitted()
-            if should_stop is not None and should_stop():
-                return
-            finished.append(await probe_one(client, ep, t, kind, gate))
-            if len(finished) >= batch:
-                flush()
-
-    async def flusher() -> None:
-        while True:
-            await asyncio.sleep(flush_s)
-            flush()
-
-    if not todo:
-        admitted()
-    tasks = [asyncio.ensure_future(one(ep, t)) for ep, t in todo]
-    flushing = asyncio.ensure_future(flusher()) if todo else None
-    try:
-        await asyncio.gather(*tasks)
-        if flushing is not None:
-            flushing.cancel()
-        flush()
-        if kind == "judgment" and todo:
-            _rederive(db, sorted({ep.episode_id for ep, _ in todo}))
-    except BaseException:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        raise
-    finally:
-        admitted()  # stopped by an error: never leave the worker waiting
-        if flushing is not None:
-            flushing.cancel()
-        try:
-            flush()
-        finally:
-            close = getattr(client, "close", None) if close_client else None
-            if close is not None:
-                await close()
-    return stored
+            if close_client:
+                await close_all([client])
+    return await pump(ReplayWork(db, todo, kind, client, gate, batch), client,
+                      concurrency=concurrency, slots=slots, should_stop=should_stop,
+                      on_admitted=on_admitted, flush_s=flush_s, close_client=close_client)
 
 
 def _todo(db: Database, job: Mapping[str, Any]) -> tuple[list[tuple[RecordedEpisode, int]], str]:
@@ -536,3 +501,32 @@ def request_from(command: str, run: str, at: str, models: tuple[str, ...] = (),
     return ReplayRequest(run, probe_kind(kind, confidence), parse_at(at), models, batch,
                          priority, refresh)
 
+
+
+class ReplayKind:
+    """Probes of recorded trajectories (`jobs.kind` "replay")."""
+
+    name = "replay"
+
+    def plan(self, db: Database, request: ReplayRequest,
+             registry: Mapping[str, ModelSpec]) -> ReplayPlan:
+        return plan_replay(db, request, registry)
+
+    def insert(self, db: Database, request: ReplayRequest, registry: Mapping[str, ModelSpec]
+               ) -> tuple[ReplayPlan, int | None, list[int]]:
+        return enqueue_replay(db, request, registry)
+
+    async def run(self, db: Database, job: Mapping[str, Any], ctx: JobContext) -> int:
+        # each probe holds one of the model's slots (shared with the worker's episode
+        # jobs) and, per call, one of the host-wide call slots
+        return await replay_questions(db, job, ctx.client, ctx.settings.concurrency,
+                                      ctx.should_stop, close_client=ctx.close_client,
+                                      slots=ctx.slots, gate=ctx.gate,
+                                      on_admitted=ctx.on_admitted)
+
+    def unsettled(self, db: Database, job: Mapping[str, Any], mark: int) -> set[str]:
+        # a replay job's questions are those of stored episodes: settled as episodes are
+        return ledger.unsettled_questions(db, job["cell_id"], job["question_ids"], mark)
+
+
+KIND = ReplayKind()

@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from sqlite_utils import Database
@@ -36,7 +37,7 @@ from core.episode import prompt_set_sha256
 from core.errors import ConfigError, StoreError
 from core.models.base import ModelClient
 from core.models.cost import Prices
-from core.models.registry import ModelSpec, resolve_model
+from core.models.registry import ModelSpec, load_registry, resolve_model
 from core.plans import DEFAULT_SIMILARITY, SIMILARITIES, EvidencePlan, build_plan
 from core.regimes import parse_regime
 from core.runner import CallGate, GatedSession
@@ -55,6 +56,8 @@ from core.traces import (
     state_view,
 )
 from jobs.grid import INT64_MAX, check_run_name
+from jobs.kinds.base import JobContext
+from jobs.pump import FLUSH_S, Pending, Work, pump
 
 MAX_RETRIEVALS = len(DEPTHS) - 1
 """The budget a trace cell records: three retrievals (depths 1–3)."""
@@ -294,13 +297,64 @@ def enqueue_traces(db: Database, request: TraceRequest, registry: Mapping[str, M
     return plan, grid_id, jobs
 
 
+class TraceWork(Work[tuple[str, int]]):
+    """A trace job's missing states: one item per asked (question, depth); a state copied
+    from the depth before it (an empty slice) is an extra task that takes no slot."""
+
+    def __init__(self, db: Database, job: Mapping[str, Any], client: ModelClient,
+                 judge: ModelClient | None, gate: CallGate | None, batch: int) -> None:
+        todo, self.cell, self.params, self.questions, self.plans = _todo(db, job)
+        empty_slice = self.params.get("empty_slice", EMPTY_SLICE)
+        self.copies = {(q, d): o for q, d in todo
+                       if (o := _copies(empty_slice, self.plans[q], d)) is not None}
+        self.sources = rows.complete_records(db, self.cell["run"], self.cell["model"], sorted(
+            {(q, o) for (q, _), o in self.copies.items()} - set(todo)))
+        self.items = [s for s in todo if s not in self.copies]
+        loop = asyncio.get_running_loop()
+        self.answers: dict[tuple[str, int], asyncio.Future[TraceRecord | None]] = {
+            s: loop.create_future() for s in self.items}
+        self.client, self.judge, self.gate = client, judge, gate
+        self.finished: Pending[TraceRecord] = Pending(partial(rows.write_traces, db), batch)
+
+    async def run(self, item: tuple[str, int]) -> None:
+        qid, depth = item
+        record = await _ask(self.client, self.judge, self.gate, self.cell, self.params,
+                            self.questions[qid], self.plans[qid], depth)
+        self.finished.keep(record)
+        self.answers[item].set_result(record)
+
+    def ended(self, item: tuple[str, int]) -> None:
+        if not self.answers[item].done():  # stopped or failed: its copies are not stored
+            self.answers[item].set_result(None)
+
+    def extra(self) -> list[Coroutine[Any, Any, None]]:
+        return [self._copy(q, d, o) for (q, d), o in self.copies.items()]
+
+    async def _copy(self, qid: str, depth: int, origin: int) -> None:
+        source = self.sources.get((qid, origin))
+        if source is None and (qid, origin) in self.answers:
+            source = await self.answers[(qid, origin)]
+        if source is not None:
+            self.finished.keep(source.copied_to(depth))
+
+    def flush(self) -> None:
+        self.finished.flush()
+
+    @property
+    def stored(self) -> int:
+        return self.finished.stored
+
+    def clients(self) -> list[ModelClient]:
+        return [self.client] + ([self.judge] if self.judge is not None else [])
+
+
 async def collect_questions(db: Database, job: Mapping[str, Any], client: ModelClient,
                             concurrency: int, should_stop: Callable[[], bool] | None = None,
                             close_client: bool = True, judge: ModelClient | None = None,
                             slots: asyncio.Semaphore | None = None,
                             gate: CallGate | None = None,
                             on_admitted: Callable[[], None] | None = None,
-                            flush_s: float = 0.1, batch: int = 256) -> int:
+                            flush_s: float = FLUSH_S, batch: int = 256) -> int:
     """Ask a trace job's missing states and store them in small batched transactions.
 
     Finished states are committed together every `flush_s` (or once `batch` have
@@ -327,98 +381,9 @@ async def collect_questions(db: Database, job: Mapping[str, Any], client: ModelC
     Returns:
         States stored.
     """
-    admitted_once = False
-
-    def admitted() -> None:
-        nonlocal admitted_once
-        if not admitted_once and on_admitted is not None:
-            admitted_once = True
-            on_admitted()
-
-    try:
-        todo, cell, params, questions, plans = _todo(db, job)
-        copies = {(q, d): o for q, d in todo
-                  if (o := _copies(params.get("empty_slice", EMPTY_SLICE), plans[q], d))
-                  is not None}
-        sources = rows.complete_records(db, cell["run"], cell["model"], sorted(
-            {(q, o) for (q, _), o in copies.items()} - set(todo)))
-    except BaseException:
-        admitted()
-        raise
-    asked = [s for s in todo if s not in copies]
-    answers: dict[tuple[str, int], asyncio.Future[TraceRecord | None]] = {
-        s: asyncio.get_running_loop().create_future() for s in asked}
-    limit = slots or asyncio.Semaphore(max(1, min(client.concurrency, concurrency)))
-    finished: list[TraceRecord] = []
-    stored = started = 0
-
-    def flush() -> None:
-        nonlocal stored
-        if finished:
-            items = finished[:]
-            finished.clear()
-            stored += rows.write_traces(db, items)
-
-    def keep(record: TraceRecord) -> None:
-        finished.append(record)
-        if len(finished) >= batch:
-            flush()
-
-    async def one(qid: str, depth: int) -> None:
-        nonlocal started
-        answer = answers[(qid, depth)]
-        try:
-            async with limit:
-                started += 1
-                if started == len(asked):
-                    admitted()
-                if should_stop is not None and should_stop():
-                    return
-                record = await _ask(client, judge, gate, cell, params, questions[qid],
-                                    plans[qid], depth)
-                keep(record)
-                answer.set_result(record)
-        finally:
-            if not answer.done():  # stopped or failed: its copies are not stored
-                answer.set_result(None)
-
-    async def copy(qid: str, depth: int, origin: int) -> None:
-        source = sources.get((qid, origin))
-        if source is None and (qid, origin) in answers:
-            source = await answers[(qid, origin)]
-        if source is not None:
-            keep(source.copied_to(depth))
-
-    async def flusher() -> None:
-        while True:
-            await asyncio.sleep(flush_s)
-            flush()
-
-    if not asked:
-        admitted()
-    tasks = [asyncio.ensure_future(one(q, d)) for q, d in asked]
-    tasks += [asyncio.ensure_future(copy(q, d, o)) for (q, d), o in copies.items()]
-    flushing = asyncio.ensure_future(flusher()) if todo else None
-    try:
-        await asyncio.gather(*tasks)
-    except BaseException:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        raise
-    finally:
-        admitted()  # stopped by an error: never leave the worker waiting
-        if flushing is not None:
-            flushing.cancel()
-        try:
-            flush()
-        finally:
-            if close_client:
-                for c in (client, judge):
-                    close = getattr(c, "close", None)
-                    if close is not None:
-                        await close()
-    return stored
+    return await pump(TraceWork(db, job, client, judge, gate, batch), client,
+                      concurrency=concurrency, slots=slots, should_stop=should_stop,
+                      on_admitted=on_admitted, flush_s=flush_s, close_client=close_client)
 
 
 async def _ask(client: ModelClient, judge: ModelClient | None, gate: CallGate | None,
@@ -474,3 +439,32 @@ def judge_spec(registry: Mapping[str, ModelSpec], job: Mapping[str, Any]) -> Mod
     """
     name = json.loads(job["params"]).get("judge")
     return resolve_model(registry, name) if name else None
+
+
+class TracesKind:
+    """The second seed's depth-wise answer states (`jobs.kind` "traces")."""
+
+    name = "traces"
+
+    def plan(self, db: Database, request: TraceRequest,
+             registry: Mapping[str, ModelSpec]) -> TracePlan:
+        return plan_traces(db, request, registry)[0]
+
+    def insert(self, db: Database, request: TraceRequest, registry: Mapping[str, ModelSpec]
+               ) -> tuple[TracePlan, int | None, list[int]]:
+        return enqueue_traces(db, request, registry)
+
+    async def run(self, db: Database, job: Mapping[str, Any], ctx: JobContext) -> int:
+        judge = judge_spec(load_registry(ctx.settings.config_path), job)
+        return await collect_questions(
+            db, job, ctx.client, ctx.settings.concurrency, ctx.should_stop,
+            close_client=ctx.close_client,
+            judge=ctx.client_for(judge) if judge is not None else None, slots=ctx.slots,
+            gate=ctx.gate, on_admitted=ctx.on_admitted)
+
+    def unsettled(self, db: Database, job: Mapping[str, Any], mark: int) -> set[str]:
+        # its work is states: a question lacking a depth's row
+        return rows.unsettled_trace_questions(db, job["cell_id"], job["question_ids"])
+
+
+KIND = TracesKind()

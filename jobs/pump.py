@@ -1,0 +1,231 @@
+"""The one concurrent loop every job kind runs its work through.
+
+A job is a list of items (an episode's question, a probe's decision point, a trace
+state); each item takes one episode slot while it runs. The pump owns what every
+kind needs and used to write for itself:
+
+- **slots**: the worker's slots for the model, shared with its other jobs, or a
+  semaphore of `min(model concurrency, concurrency)` for a job run by itself;
+- **admission**: `on_admitted` is called once every item has taken a slot or been
+  passed over, so the worker may queue its next job while this one's stragglers
+  finish; a stopping job waits for no slot, and a new item waits while every
+  endpoint of its model is down (`endpoint_ready`) instead of burning its calls;
+- **flushing and batching**: finished results gather in a `Pending` and are
+  committed together every `flush_s`, or once `batch` have gathered (a kill -9
+  loses at most the last `flush_s` and the calls in flight, which a resumed job
+  asks again);
+- **cancel-on-error**: an item that raises cancels the others; what finished is
+  still stored;
+- **bounded stop**: `should_stop` is read before each item; the worker's `CallStop`
+  cuts the calls in flight;
+- **client closing**: the work's clients are closed at the end unless the worker
+  shares them.
+
+A kind describes its items with a `Work` (`jobs/kinds/`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any, Generic, TypeVar
+
+from core.errors import ModelError
+from core.models.base import ModelClient
+from core.models.retry import call_stop
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+FLUSH_S = 0.1
+"""How often finished results are committed by default."""
+
+
+class Pending(Generic[R]):
+    """Finished results waiting for one write transaction.
+
+    Args:
+        write: stores a list of results in one transaction; returns how many it stored.
+        batch: flush once this many have gathered.
+    """
+
+    def __init__(self, write: Callable[[list[R]], int], batch: int) -> None:
+        self.write = write
+        self.batch = batch
+        self.items: list[R] = []
+        self.stored = 0
+
+    def keep(self, result: R) -> None:
+        """A finished result: stored at the next flush (at once when the batch is full)."""
+        self.items.append(result)
+        if len(self.items) >= self.batch:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write what gathered since the last flush."""
+        if self.items:
+            items, self.items = self.items, []
+            self.stored += self.write(items)
+
+
+class Work(Generic[T]):
+    """What one job hands the pump: its items, how to run one, and where results go.
+
+    Subclasses set `items` and implement `run`, `flush` and `stored`; the other
+    methods have do-nothing defaults.
+    """
+
+    items: Sequence[T] = ()
+
+    async def run(self, item: T) -> None:
+        """Run one item holding a slot, keeping its result for the next flush."""
+        raise NotImplementedError
+
+    def ended(self, item: T) -> None:
+        """Called once per item after it ran, was passed over (stop, outage) or cancelled."""
+
+    def extra(self) -> list[Coroutine[Any, Any, None]]:
+        """Further tasks that hold no slot (e.g. results copied from another item's)."""
+        return []
+
+    def flush(self) -> None:
+        """Commit the results gathered since the last flush, in one transaction."""
+        raise NotImplementedError
+
+    @property
+    def stored(self) -> int:
+        """Results stored so far."""
+        raise NotImplementedError
+
+    def finish(self) -> None:
+        """After every item ended without an error and the last flush (default: nothing)."""
+
+    def clients(self) -> list[ModelClient]:
+        """The clients closed at the end when they are not shared (default: none)."""
+        return []
+
+
+async def endpoint_ready(client: ModelClient,
+                         should_stop: Callable[[], bool] | None = None) -> bool:
+    """Hold a new item while every endpoint of its model is down (`core.models.health`).
+
+    A client without endpoints (sims) never waits. Returns False when the job or the
+    worker stopped during the wait: the item is then not started.
+    """
+    ready = getattr(client, "ready", None)
+    if ready is None:
+        return True
+    stop = call_stop()
+
+    def give_up() -> bool:
+        return stop.requested or (should_stop is not None and should_stop())
+
+    try:
+        async with stop.scope("endpoint down", None):  # a stopping worker's cut ends it
+            await ready(give_up)
+    except ModelError:
+        return False
+    return not give_up()
+
+
+class _Admission:
+    """Calls `on_admitted` once, when `n` items have been admitted (or at `all`)."""
+
+    def __init__(self, n: int, on_admitted: Callable[[], None] | None) -> None:
+        self.left = n
+        self.on_admitted = on_admitted
+        self.called = False
+
+    def one(self) -> None:
+        self.left -= 1
+        if self.left <= 0:
+            self.all()
+
+    def all(self) -> None:
+        if not self.called:
+            self.called = True
+            if self.on_admitted is not None:
+                self.on_admitted()
+
+
+async def pump(work: Work[T], client: ModelClient, *, concurrency: int | None = None,
+               slots: asyncio.Semaphore | None = None,
+               should_stop: Callable[[], bool] | None = None,
+               on_admitted: Callable[[], None] | None = None,
+               flush_s: float | None = FLUSH_S, close_client: bool = True) -> int:
+    """Run a job's items concurrently and store their results; returns the results stored.
+
+    Args:
+        work: the job's items and how to run and store them.
+        client: the model's client (its concurrency, its endpoints' health).
+        concurrency: a further bound on items in flight (besides the model's), used
+            when `slots` is not given.
+        slots: the worker's slots for the model, shared with its other jobs.
+        should_stop: read before each item; True: start no more (the ones running
+            finish and are stored).
+        on_admitted: called once every item has taken a slot or been passed over.
+        flush_s: how often finished results are committed (None: only when a batch
+            fills and at the end).
+        close_client: close `work.clients()` at the end (False: the worker shares them).
+    """
+    items = list(work.items)
+    limit = slots or asyncio.Semaphore(
+        max(1, min(client.concurrency, concurrency or client.concurrency)))
+    admission = _Admission(len(items), on_admitted)
+
+    def stopping() -> bool:
+        return should_stop is not None and should_stop()
+
+    async def one(item: T) -> None:
+        try:
+            if stopping():  # stopping: wait for no slot either
+                admission.one()
+                return
+            async with limit:
+                admission.one()
+                if stopping() or not await endpoint_ready(client, should_stop):
+                    return  # an outage: wait, not burn
+                await work.run(item)
+        finally:
+            work.ended(item)
+
+    async def flusher(every: float) -> None:
+        while True:
+            await asyncio.sleep(every)
+            work.flush()
+
+    if not items:
+        admission.all()
+    tasks = [asyncio.ensure_future(one(item)) for item in items]
+    tasks += [asyncio.ensure_future(extra) for extra in work.extra()]
+    flushing = (asyncio.ensure_future(flusher(flush_s))
+                if flush_s is not None and tasks else None)
+    try:
+        await asyncio.gather(*tasks)
+        if flushing is not None:
+            flushing.cancel()
+        work.flush()
+        work.finish()
+    except BaseException:  # one item raised: stop the others (their items stay missing)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+    finally:
+        admission.all()  # stopped by an error: never leave the worker waiting
+        if flushing is not None:
+            flushing.cancel()
+        try:  # store what finished even when another item raised (a bug in lab)
+            work.flush()
+        finally:
+            if close_client:  # release connections before the event loop ends
+                await close_all(work.clients())
+    return work.stored
+
+
+async def close_all(clients: Sequence[ModelClient | None]) -> None:
+    """Close each client that has connections to close."""
+    for c in clients:
+        close = getattr(c, "close", None)
+        if close is not None:
+            await close()
