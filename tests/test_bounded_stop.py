@@ -6,7 +6,8 @@ with SIGINT to its process group, once the server has seen every call slot in
 flight. It must exit within grace + 3 s (plus room for a loaded machine), start no
 call after the signal (counted by the server), store the cut episodes errored with
 reason "interrupted", leave no live row and no running job, and a later
-`lab worker --until-idle` must complete the grid. In-process tests pin the retry
+`lab worker --until-idle` must complete the grid. The same holds for every job kind
+(episodes, replay probes, trace states). In-process tests pin the retry
 loop's part: no retry after the stop, and the cut ends an attempt in flight.
 """
 
@@ -82,26 +83,47 @@ def _query(db: Path, sql: str) -> list[tuple]:
         conn.close()
 
 
-@pytest.mark.parametrize("worker_type,how", [("thread", "term"), ("process", "term"),
-                                             ("process", "int-group")])
-def test_a_stop_with_hung_calls_ends_in_bounded_time(tmp_path, worker_type, how):
-    app = OpenAIApp(responder=react_responder(1), record=False)
+def _queue(db: Path, config: Path, kind: str, app: OpenAIApp) -> None:
+    """Queue jobs of `kind` for the loopback model, then make every chat call hang.
+
+    A replay job probes recorded episodes: they are run first, while the model answers.
+    """
+    assert lab_here(db, config, "demo-set").returncode == 0
+    if kind == "traces":
+        out = lab_here(db, config, "traces", "collect", "--set", "demo", "--models", "loop")
+        assert out.returncode == 0, out.stderr
+        app.script.always = Fault("hang")
+        return
+    out = lab_here(db, config, "enqueue", "--models", "loop", "--conditions", "none",
+                   "--regimes", "clean", "--set", "demo", "--budget", "4", "--run", "r")
+    assert out.returncode == 0, out.stderr
+    if kind == "replay":
+        assert lab_here(db, config, "worker", "--until-idle").returncode == 0
+        out = lab_here(db, config, "replay", "answer-now", "--run", "r")
+        assert out.returncode == 0 and "queued" in out.stdout, out.stdout + out.stderr
     app.script.always = Fault("hang")
+
+
+@pytest.mark.parametrize("kind,worker_type,how", [
+    ("episodes", "thread", "term"), ("episodes", "process", "term"),
+    ("episodes", "process", "int-group"), ("replay", "thread", "term"),
+    ("traces", "process", "term")])
+def test_a_stop_with_hung_calls_ends_in_bounded_time(tmp_path, kind, worker_type, how):
+    app = OpenAIApp(responder=react_responder(1), record=False)
     chat = ChatLog(app)
     with LoopbackServer(chat) as server:
         db, config = tmp_path / "lab.db", tmp_path / "lab.toml"
         config.write_text(REGISTRY.format(url=server.url, slots=SLOTS))
-        assert lab_here(db, config, "demo-set").returncode == 0
-        out = lab_here(db, config, "enqueue", "--models", "loop", "--conditions", "none",
-                      "--regimes", "clean", "--set", "demo", "--budget", "4")
-        assert out.returncode == 0, out.stderr
+        _queue(db, config, kind, app)
+        before = chat.calls()
         log = tmp_path / "worker.log"
         proc = start_lab(db, config, "worker", "--type", worker_type, "--lease", "30",
                          "--grace", str(GRACE_S), log=log)
         try:
-            _wait(lambda: chat.calls() >= SLOTS, 60, "the worker never filled its call slots")
+            _wait(lambda: chat.calls() - before >= SLOTS, 60,
+                  "the worker never filled its call slots")
             time.sleep(0.3)  # nothing more may come: every slot hangs
-            assert chat.calls() == SLOTS
+            assert chat.calls() - before == SLOTS
             signalled = time.monotonic()
             if how == "term":
                 proc.send_signal(signal.SIGTERM)
@@ -118,8 +140,10 @@ def test_a_stop_with_hung_calls_ends_in_bounded_time(tmp_path, worker_type, how)
         assert code == 0, log.read_text(errors="replace")[-3000:]
         assert "Traceback" not in log.read_text(errors="replace")
         assert chat.after(signalled) == 0  # no call and no retry started after the signal
-        errors = [e for (e,) in _query(db, "SELECT error FROM episodes")]
-        assert len(errors) == SLOTS and all(e.startswith("interrupted:") for e in errors), errors
+        if kind == "episodes":
+            errors = [e for (e,) in _query(db, "SELECT error FROM episodes")]
+            assert len(errors) == SLOTS and all(e.startswith("interrupted:") for e in errors), \
+                errors
         assert _query(db, "SELECT count(*) FROM live_episodes") == [(0,)]
         assert _query(db, "SELECT count(*) FROM jobs WHERE state = 'running'") == [(0,)]
         if worker_type == "process":  # no child outlives the consumer
@@ -128,6 +152,10 @@ def test_a_stop_with_hung_calls_ends_in_bounded_time(tmp_path, worker_type, how)
         app.script.always = None  # the model answers again: the next worker completes the grid
         out = run_lab(db, config, "worker", "--until-idle", "--type", worker_type, timeout=120)
         assert out.returncode == 0, out.stderr[-2000:]
+    assert {state for (state, _) in _query(db, "SELECT state, count(*) FROM jobs GROUP BY "
+                                               "state")} == {"done"}
+    if kind != "episodes":
+        return
     complete = _query(db, "SELECT count(DISTINCT question_id) FROM episodes WHERE error IS NULL")
     assert complete == [(60,)]
     left = _query(db, "SELECT count(*) FROM episodes e WHERE e.error IS NOT NULL AND NOT EXISTS "

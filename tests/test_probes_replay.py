@@ -3,17 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
 import sqlite3
-import time
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from console.cli import cli
-from tests.helpers.queue import lab_here, run_lab, start_lab, write_registry
 
 
 def lab(db: Path, *args: str):
@@ -103,34 +99,6 @@ def test_first_useless_5_and_t_list_select_points(sim_run):
     assert bad_run.exit_code != 0 and "no run 'nope'" in str(bad_run.exception)
     bad_at = lab(sim_run, "replay", "beliefs", "--run", "pilot", "--at", "often")
     assert bad_at.exit_code != 0 and "--at 'often'" in str(bad_at.exception)
-
-
-def test_kill_minus_9_mid_replay_loses_nothing_and_stores_nothing_twice(tmp_path):
-    db, config = tmp_path / "lab.db", write_registry(tmp_path, latency=30.0)
-    for args in (("init",), ("sets", "create", "d8", "--dataset", "demo", "--n", "8", "--seed",
-                             "2"),
-                 ("enqueue", "--models", "sim-slow", "--conditions", "none", "--regimes",
-                  "persistent", "--set", "d8", "--run", "slow")):
-        assert lab_here(db, config, *args).returncode == 0
-    assert run_lab(db, config, "worker", "--until-idle", "--concurrency", "64").returncode == 0
-    planned = json.loads(lab_here(db, config, "replay", "answer-now", "--run", "slow", "--json"
-                                  ).stdout)["calls"]
-    worker = start_lab(db, config, "worker", "--concurrency", "2", log=tmp_path / "w.log")
-    deadline = time.monotonic() + 60
-    while _count(db, "SELECT count(*) FROM probes") == 0 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    os.killpg(worker.pid, signal.SIGKILL)
-    worker.wait()
-    mid = _count(db, "SELECT count(*) FROM probes")
-    assert 0 < mid < planned
-    conn = sqlite3.connect(db)
-    with conn:  # the dead worker's lease: expire it now instead of waiting
-        conn.execute("UPDATE jobs SET lease_until = 0 WHERE state = 'running'")
-    conn.close()
-    done = run_lab(db, config, "worker", "--until-idle", "--concurrency", "64")
-    assert done.returncode == 0, done.stderr
-    assert _count(db, "SELECT count(*) FROM probes") == planned
-    assert _count(db, "SELECT count(DISTINCT episode_id || '|' || t) FROM probes") == planned
 
 
 def test_results_policies_and_controllers_after_answer_now(sim_run):
