@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import sqlite3
 from pathlib import Path
@@ -114,6 +115,15 @@ def test_results_policies_and_controllers_after_answer_now(sim_run):
         assert measures <= {row["measure"] for row in rows}
         assert {row["model"] for row in rows} == {"sim-own5", "sim-clock4"}
         assert all(row["table"] == table and row["arm"] == "none" for row in rows)
+        # `lab export` writes the same table beside probes.csv
+        out = sim_run.parent / "export"
+        if not out.exists():
+            assert lab(sim_run, "export", str(out), "--resamples", "20").exit_code == 0
+        with (out / f"{table}.csv").open(newline="") as f:
+            exported = list(csv.DictReader(f))
+        assert len(exported) == len(rows)
+        assert {row["model"] for row in exported} == {"sim-own5", "sim-clock4"}
+    assert len((out / "probes.csv").read_text().splitlines()) > 1
 
 
 def test_repair_changes_only_the_placeholder_answers(sim_run):

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pandas as pd
 from sqlite_utils import Database
@@ -17,10 +16,10 @@ from analysis.base.rows import Table
 from core.errors import StoreError
 from core.store.selection import Selection
 from core.probes import ANSWER_NOW, BRANCH_KINDS
-from core.store.probes import EXPORT_COLUMNS, probes_frame
+from core.store.probes import probes_frame
 
 PROBE_TABLES = ("policies", "controllers")
-__all__ = ["PROBE_TABLES", "TRACE_TABLES", "probe_results", "trace_results", "export_probes"]
+__all__ = ["PROBE_TABLES", "TRACE_TABLES", "probe_results", "trace_results"]
 
 
 def probe_results(db: Database, frames: Frames, name: str, n_boot: int, seed: int = 0,
@@ -113,25 +112,3 @@ def with_new_evidence(db: Database, frame: pd.DataFrame) -> pd.DataFrame:
     new = [None if sha not in sizes else int(d > 0 and sizes[sha][d - 1] > 0)
            for sha, d in zip(frame["plan_sha256"], depth)]
     return frame.assign(new_evidence=pd.array(new, dtype="Int64"))
-
-
-def export_probes(db: Database, directory: Path, selection: Selection, version: str,
-                  n_boot: int, seed: int = 0) -> list[Path]:
-    """probes.csv (every complete probe of the selection); where answer-now branches
-    exist, policies.csv and controllers.csv (`lab export`; the trace tables are
-    `analysis.tables.export.export_traces`).
-
-    Returns:
-        The paths written.
-    """
-    from analysis.tables.csv_files import table_frame, write_frame
-    from analysis.measures.compute import load_frames
-
-    probes = probes_frame(db, selection)
-    written = [write_frame(probes.loc[:, list(EXPORT_COLUMNS)], directory / "probes.csv")]
-    if probes["kind"].isin(BRANCH_KINDS).any():
-        frames = load_frames(db, selection)
-        for name in PROBE_TABLES:
-            (table,) = probe_results(db, frames, name, n_boot, seed).tables
-            written.append(write_frame(table_frame(table, version), directory / f"{name}.csv"))
-    return written

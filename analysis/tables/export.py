@@ -192,6 +192,29 @@ def export_traces(db: Database, directory: Path, selection: Selection | None = N
     return written
 
 
+def export_probes(db: Database, directory: Path, selection: Selection, version: str,
+                  n_boot: int, seed: int = 0) -> list[Path]:
+    """probes.csv (every complete probe of the selection); where answer-now branches
+    exist, policies.csv and controllers.csv (`lab export`; the trace tables are
+    `export_traces`).
+
+    Returns:
+        The paths written.
+    """
+    from analysis.replay.probe_tables import PROBE_TABLES, probe_results
+    from core.probes import BRANCH_KINDS
+    from core.store.probes import EXPORT_COLUMNS, probes_frame
+
+    probes = probes_frame(db, selection)
+    written = [write_frame(probes.loc[:, list(EXPORT_COLUMNS)], directory / "probes.csv")]
+    if probes["kind"].isin(BRANCH_KINDS).any():
+        frames = load_frames(db, selection)
+        for name in PROBE_TABLES:
+            (table,) = probe_results(db, frames, name, n_boot, seed).tables
+            written.append(write_frame(table_frame(table, version), directory / f"{name}.csv"))
+    return written
+
+
 def export(db: Database, directory: Path, selection: Selection | None = None,
            n_boot: int = N_BOOT, hazard_boot: int = 1000, seed: int = 0,
            episodes: bool = True) -> tuple[Path, ...]:
@@ -225,8 +248,6 @@ def export(db: Database, directory: Path, selection: Selection | None = None,
         for table in results.tables:
             written.append(write_frame(table_frame(table, version),
                                        directory / f"{table.name}.csv"))
-        from analysis.replay.probe_tables import export_probes
-
         written += export_probes(db, directory, selection, version, n_boot, seed)
     written += export_traces(db, directory, selection, version, n_boot, seed)
     return tuple(written)
