@@ -134,8 +134,8 @@ def test_talk_style_is_larger(figures, tmp_path):
     assert talk[1] > paper[1] * 0.8 and talk != paper
 
 
-def test_the_second_seeds_figures_draw_the_trace_sweeps_rows(tmp_path):
-    """Trace states of the trace sim (as tests/test_seed_tables_cli.py stores them) give
+def test_the_trace_figures_draw_the_trace_sweeps_rows(tmp_path):
+    """Trace states of the trace sim (as tests/test_trace_tables_cli.py stores them) give
     the risk–coverage, OA–cost and reliability figures, whose rows are those of `lab
     results trace_sweeps --format json`."""
     traces_store = pytest.importorskip("core.store.traces")

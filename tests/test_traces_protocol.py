@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.replay.seed_tables import TRACE_TABLES, TraceSettings, trace_tables
+from analysis.replay.trace_tables import TRACE_TABLES, TraceSettings, trace_tables
 from analysis.replay.traces import build_traces, split_mask
 from analysis.tables.export import TRACES_COLUMNS
 from console.cli import main

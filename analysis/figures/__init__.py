@@ -4,9 +4,9 @@ Every figure reads the rows `lab results … --format json` prints (`analysis.fi
 and draws them with matplotlib (`analysis.figures.style`: Agg, DejaVu Sans, Okabe–Ito
 colours with markers and line styles, deterministic SVG/PDF). One module per family:
 success, forest (Δ, design contrast, hazard slopes), hazard, actions (budgets), leaving,
-replay (controllers, calibration, Table 17), seed (the second seed's sweeps). A figure
-whose rows are absent from the selection is skipped with one line saying why, never
-drawn empty.
+replay (controllers, calibration, Table 17), traces (matched trajectory replay's
+sweeps). A figure whose rows are absent from the selection is skipped with one line
+saying why, never drawn empty.
 """
 
 from __future__ import annotations
@@ -16,14 +16,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from analysis.figures import actions, forest, hazard, leaving, replay, seed, success
+from analysis.figures import actions, forest, hazard, leaving, replay, success, traces
 from analysis.figures.base import Drawn, FigureDef, Skipped
 from analysis.figures.study import StudyRows, provenance_record
 from analysis.figures.style import STYLES, Style, save, styled, svg_text
 
 FIGURES: tuple[FigureDef, ...] = (*success.FIGURES, *forest.FIGURES[:1], *hazard.FIGURES,
                                   *forest.FIGURES[1:], *actions.FIGURES, *leaving.FIGURES,
-                                  *replay.FIGURES, *seed.FIGURES)
+                                  *replay.FIGURES, *traces.FIGURES)
 """Every figure, in the order the report shows them."""
 
 

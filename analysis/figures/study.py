@@ -125,7 +125,7 @@ def _trace_tables(db: Database, selection: Selection, resamples: int, seed: int
     if not db["traces"].exists() or not store.count(db, "traces"):
         return ()
     from analysis.replay.probe_tables import trace_results
-    from analysis.replay.seed_tables import TRACE_TABLES
+    from analysis.replay.trace_tables import TRACE_TABLES
 
     try:
         return trace_results(db, TRACE_TABLES, selection, None, resamples, seed)

@@ -1,6 +1,6 @@
 """Confidence-gated controllers on matched answer states: the second seed's π (its Eq. 1).
 
-Every controller here, on the seed's depth-0…3 traces (`analysis.replay.seed_tables`)
+Every controller here, on the seed's depth-0…3 traces (`analysis.replay.trace_tables`)
 and on the answer-now branches of ReAct trajectories (this module), is the same π:
 with confidence κ at the current state and remaining retrieval budget b,
 

@@ -11,7 +11,7 @@ from analysis.base.arms import Grouping
 from analysis.replay.controllers import Gate, controller_table
 from analysis.measures.compute import Frames, Results
 from analysis.replay.policies import policy_table
-from analysis.replay.seed_tables import TRACE_TABLES, TraceSettings, trace_tables
+from analysis.replay.trace_tables import TRACE_TABLES, TraceSettings, trace_tables
 from analysis.base.rows import Table
 from core.errors import StoreError
 from core.store.selection import Selection

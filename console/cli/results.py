@@ -36,7 +36,7 @@ PROBE_TABLES = ("policies", "controllers")
 answer-now`)."""
 TRACE_TABLES = ("trace_table1", "trace_table2", "trace_table3", "trace_sweeps",
                 "trace_calibration")
-"""analysis.replay.seed_tables.TRACE_TABLES: the second seed's tables on stored traces (`lab
+"""analysis.replay.trace_tables.TRACE_TABLES: the second seed's tables on stored traces (`lab
 traces collect`)."""
 FORMATS = ("table", "csv", "json")
 NO_REPAIRED = ("note: no repaired answers stored yet (answer repair, SPEC §8.5, is not run in "
@@ -202,8 +202,8 @@ def _trace_results(db: Database, table: str, selection: Selection, gate: Gate,
                    seed: int) -> None:
     """Print one of TRACE_TABLES (with the seed's charts under trace_sweeps)."""
     from analysis.replay.probe_tables import trace_results
-    from analysis.replay.seed_charts import sweep_charts
-    from analysis.replay.seed_tables import TraceSettings
+    from analysis.tables.trace_charts import sweep_charts
+    from analysis.replay.trace_tables import TraceSettings
     from analysis.tables.text import render_table
 
     settings = TraceSettings(gate, fit_depths, split_seed,

@@ -435,7 +435,7 @@ class ResultsScreen(LabScreen):
         with the sweeps' charts."""
         from analysis.measures.compute import Results
         from analysis.replay.probe_tables import trace_results
-        from analysis.replay.seed_charts import sweep_charts
+        from analysis.tables.trace_charts import sweep_charts
         from console.widgets.results_view import view_text
 
         db = self._connect()

@@ -1,7 +1,7 @@
-"""Terminal charts of the second seed's sweeps (its Figs. 3–4 and reliability diagrams),
-drawn from the rows of `analysis.replay.seed_tables.sweeps`: only formatting.
+"""Terminal charts of matched trajectory replay's sweeps (its Figs. 3–4 and reliability
+diagrams), drawn from the rows of `analysis.replay.trace_tables.sweeps`: only formatting.
 
-One set per model, on the micro-pooled datasets when there are several (as the seed's
+One set per model, on the micro-pooled datasets when there are several (as the paper's
 figures pool them): risk–coverage at the τ_hi sweep's thresholds (Fig. 3), overall
 accuracy against mean retrievals as the budget grows (Fig. 4), with the always-commit
 baselines as single points, and reliability diagrams at depths 0 and 3.

@@ -1,24 +1,24 @@
-"""The second seed's Tables 1–3, its sweeps and its calibration record, as `lab results`
-tables on stored traces (matched-trajectory-replay §4–§5).
+"""Matched trajectory replay's Tables 1–3, its sweeps and its calibration record, as
+`lab results` tables on stored traces (matched-trajectory-replay §4–§5).
 
 Every table reads the test split only, through one frozen map per model
 (`analysis.replay.traces`): fitted on the calibration split's depth-zero records
 pooled over datasets. Groups are model × dataset, plus every dataset micro-pooled
-("a+b": each question one episode, as the seed's figures pool) when there are
+("a+b": each question one episode, as the paper's figures pool) when there are
 several. Fractions, not percentages.
 
 - trace_table1: Parametric only, Fixed RAG@1–3, Adaptive proxy, Raw-Gated,
   Calibrated-Gated: OA, CA, coverage, cost (mean retrievals) with question-bootstrap
   95% CIs, abstain and escalate rates, and Calibrated − Raw differences paired by
-  question (seed Table 1).
+  question (the paper's Table 1).
 - trace_table2: held-out ECE (10 equal-width bins) by depth, raw and calibrated, and
   the top bin [0.9, 1]: its share of states, mean raw confidence, accuracy and mean
-  calibrated confidence (seed Table 2, App. B.1).
+  calibrated confidence (the paper's Table 2, App. B.1).
 - trace_table3: adjacent transitions t → t+1 whose next slice is non-empty: helpful
   (wrong → correct), harmful (correct → wrong) and net, as shares of transitions, with
-  question-bootstrap CIs, and their average over models (seed Table 3).
+  question-bootstrap CIs, and their average over models (the paper's Table 3).
 - trace_sweeps: OA, CA, coverage, cost and risk (1 − CA) of Raw-/Calibrated-Gated as
-  τ_hi varies over the seed's Fig. 3 thresholds and as the budget varies 0–3 (Fig. 4),
+  τ_hi varies over the paper's Fig. 3 thresholds and as the budget varies 0–3 (Fig. 4),
   the baselines as points, AURC of the test states, and reliability bins by depth.
 - trace_calibration: each model's split (one row per question), the records the map
   was fitted on, and the map's points.
@@ -45,7 +45,7 @@ from core.errors import ConfigError
 TRACE_TABLES = ("trace_table1", "trace_table2", "trace_table3", "trace_sweeps",
                 "trace_calibration")
 THRESHOLDS = (0.20, 0.33, 0.50, 0.67, 0.70, 0.80, 0.90, 0.95)
-"""τ_hi of the threshold sweep: the seed's Fig. 3 thresholds and its operating point 0.7."""
+"""τ_hi of the threshold sweep: the paper's Fig. 3 thresholds and its operating point 0.7."""
 GATED = ("Raw-Gated", "Calibrated-Gated")
 DIFF = "Calibrated − Raw"
 
@@ -369,7 +369,7 @@ def _sweep_rows(fit: ModelFit, dataset: str, tr: Traces, settings: TraceSettings
 
 
 def sweeps(fits: Sequence[ModelFit], settings: TraceSettings) -> Table:
-    """Threshold and budget sweeps, AURC and reliability bins (seed Figs. 3–4)."""
+    """Threshold and budget sweeps, AURC and reliability bins (the paper's Figs. 3–4)."""
     rows = [r for fit in fits for dataset, tr in groups(fit.test) if len(tr)
             for r in _sweep_rows(fit, dataset, tr, settings)]
     notes = (f"Test split. τ_hi sweeps {', '.join(f'{t:g}' for t in THRESHOLDS)} with "

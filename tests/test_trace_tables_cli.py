@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from analysis.replay.seed_tables import TRACE_TABLES, TraceSettings, trace_tables
+from analysis.replay.trace_tables import TRACE_TABLES, TraceSettings, trace_tables
 from analysis.replay.trace_sim import sim_traces
 from console.cli import results as results_cli
 from core import store
@@ -54,7 +54,7 @@ def test_results_trace_table1_json_matches_the_frame(tmp_path: Path):
     assert code == 0, out
     rows = json.loads(out)
     got = {(r["arm"], r["measure"]): r["estimate"] for r in rows}
-    # τ_hi = 0.9 on the docstring sim of tests/test_seed_tables.py: raw q2 escalates,
+    # τ_hi = 0.9 on the docstring sim of tests/test_trace_tables.py: raw q2 escalates,
     # q3 commits at 1 and q7 at 2, both right
     assert got[("Raw-Gated", "OA")] == pytest.approx(2 / 3)
     assert got[("Raw-Gated", "coverage")] == pytest.approx(2 / 3)

@@ -30,7 +30,7 @@ import numpy as np
 import pytest
 
 from analysis.replay.controllers import COMMIT
-from analysis.replay.seed_tables import transition_counts
+from analysis.replay.trace_tables import transition_counts
 from analysis.replay.traces import Outcome, Traces, measures, source_order_counts, split_mask
 
 N = {"hotpotqa": 1852, "musique": 605}

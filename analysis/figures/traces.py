@@ -1,4 +1,4 @@
-"""The second seed's figures from its sweeps table (matched trajectory replay, Figures 3–5;
+"""Matched trajectory replay's figures from its sweeps table (the paper's Figures 3–5;
 table "trace_sweeps", on states stored by `lab traces collect`):
 
 - risk–coverage: each model's raw- and calibrated-gated controller at every τ_hi of the
