@@ -117,3 +117,81 @@ def test_the_command_line_holds_only_commands():
                  if not name.startswith("console.cli") and name != "console.cli"
                  and any(d.startswith(_module_name(path)) for d in deps)]
         assert not users or path.name == "__init__.py", (path.name, public, users)
+
+
+ANALYSIS_ORDER: tuple[tuple[str, ...], ...] = (
+    ("stats",), ("base",), ("measures",), ("replay", "prereg"), ("tables", "validate"),
+    ("figures",), ("report",))
+"""analysis/'s groups, lowest first: a group imports only groups of an earlier rank, so
+two groups of one rank never import each other (docs/architecture.md, "Layers")."""
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+
+
+def _analysis_group(module: str) -> str | None:
+    """The group of an analysis module (`analysis.measures.delta` → "measures",
+    `analysis.validate` → "validate"); None for the package itself and other layers."""
+    parts = module.split(".")
+    return parts[1] if parts[0] == "analysis" and len(parts) > 1 else None
+
+
+def _rank(group: str) -> int:
+    return next(i for i, groups in enumerate(ANALYSIS_ORDER) if group in groups)
+
+
+def _analysis_violations(graph: dict[str, set[str]]) -> list[str]:
+    """Every import from an analysis group into one of the same or a later rank."""
+    bad = []
+    for name, deps in sorted(graph.items()):
+        group = _analysis_group(name)
+        for dep in sorted(deps):
+            target = _analysis_group(dep)
+            if group and target and target != group and _rank(target) >= _rank(group):
+                bad.append(f"{name} -> {dep}")
+    return bad
+
+
+def test_every_analysis_module_has_a_place_in_the_order():
+    groups = {_analysis_group(name) for name in _graph()} - {None}
+    placed = {g for rank in ANALYSIS_ORDER for g in rank}
+    assert groups - placed == set(), "add the new group to ANALYSIS_ORDER and architecture.md"
+
+
+def test_analysis_groups_import_only_earlier_groups():
+    """stats < base < measures < replay, prereg < tables, validate < figures < report:
+    every import counts, lazy ones inside functions and type-only ones included."""
+    assert _analysis_violations(_graph()) == []
+
+
+def test_the_analysis_order_check_catches_a_lazy_upward_import(tmp_path):
+    """The check above fails on an import from a later group, even one inside a function."""
+    module = tmp_path / "m.py"
+    module.write_text("def f():\n    from analysis.tables.text import render_results\n")
+    known = set(_graph())
+    graph = {"analysis.measures.m": _imports(module) & known}
+    assert _analysis_violations(graph) == [
+        "analysis.measures.m -> analysis.tables.text"]
+    sibling = {"analysis.replay.m": {"analysis.prereg.outcomes"}}
+    assert _analysis_violations(sibling) == ["analysis.replay.m -> analysis.prereg.outcomes"]
+
+
+def _documented_imports() -> dict[str, set[str]]:
+    """Per analysis group, the groups the "may import" column of architecture.md's layer
+    table names (its backticked `analysis/…` rows)."""
+    rows: dict[str, set[str]] = {}
+    for line in ARCHITECTURE.read_text().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 3 or not cells[0].startswith("`analysis/"):
+            continue
+        for layer in cells[0].split(","):
+            group = layer.strip().strip("`").removeprefix("analysis/").split("/")[0]
+            rows[group.removesuffix(".py")] = {
+                word.strip("` ") for word in cells[2].split(",")
+                if word.strip("` ") in {g for rank in ANALYSIS_ORDER for g in rank}}
+    return rows
+
+
+def test_architecture_md_says_what_each_analysis_group_may_import():
+    """The docs' "may import" column is the order: every earlier group, nothing else."""
+    expected = {group: {g for earlier in ANALYSIS_ORDER[:rank] for g in earlier}
+                for rank, groups in enumerate(ANALYSIS_ORDER) for group in groups}
+    assert _documented_imports() == expected
