@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Mapping
 from pathlib import Path
 
 import click
 from rich.console import Console
+from sqlite_utils import Database
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from console.cli.options import open_db
 from core import prereg, store
 from core.demo_set import DEMO_SET, ensure_demo_set
 from core.errors import LabError
-from core.models.registry import load_registry
+from core.models.registry import ModelSpec, load_registry
 from core.models.sim import BUILTIN_SIMS, SimSpec
 from core.regimes import MEAN6
 from core.registered_tests import validate_scope
@@ -83,7 +85,7 @@ def sims_lines(models: tuple[str, ...] = DEMO_MODELS) -> list[str]:
                f"w.p. {BUILTIN_SIMS[models[0]].p_answer_useful:g}"])
 
 
-def ensure_demo_amendment(db, models) -> str:
+def ensure_demo_amendment(db: Database, models: Mapping[str, ModelSpec]) -> str:
     """The frozen demo amendment (created and frozen before the demo runs, once)."""
     scope = {"models": list(DEMO_MODELS), "conditions": list(DEMO_CONDITIONS),
              "regimes": list(MEAN6), "question_sets": [DEMO_SET], "budgets": [8]}
@@ -134,7 +136,7 @@ def run_demo(db_path: Path, config_path: Path, workers: int = 2) -> str:
     return amendment
 
 
-def stored_episodes(db, plan: GridPlan) -> int:
+def stored_episodes(db: Database, plan: GridPlan) -> int:
     """Episodes of the plan's cells and questions stored complete so far."""
     cells = store.cell_ids_by_hash(db, plan.request.run)
     ids = set(plan.question_ids)

@@ -8,8 +8,10 @@ import time
 from dataclasses import asdict
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
+from sqlite_utils import Database
 
 from console.cli.options import IntList, bounded, open_db
 from console.render import plural, step_lines, summary_lines
@@ -427,7 +429,7 @@ def tail_cmd(ctx: click.Context, episode: int | None, follow: bool,
             return
 
 
-def _tail_one(db, live_id: int, info: dict, deadline: float | None) -> str:
+def _tail_one(db: Database, live_id: int, info: dict[str, Any], deadline: float | None) -> str:
     """Print a live episode's steps until it ends; returns "stored", "ended", "lost" or
     "timeout". A dead or stopped worker's episode ends the tail at once with one line."""
     click.echo(f"live episode {live_id}: {info['label']} · question {info['question_id']}")
@@ -461,7 +463,7 @@ def _same_live(now: dict | None, then: dict) -> bool:
             and now["question_id"] == then["question_id"])
 
 
-def _print_finished(db, episode_id: int, header: bool = True, after_t: int = 0) -> None:
+def _print_finished(db: Database, episode_id: int, header: bool = True, after_t: int = 0) -> None:
     from core.episode import EpisodeResult
 
     row = ledger.episode_row(db, episode_id)

@@ -66,7 +66,7 @@ class Endpoint:
     health: str
 
 
-def read_dashboard(db_path, lease_s: float, now: float) -> DashboardData:
+def read_dashboard(db_path: Path, lease_s: float, now: float) -> DashboardData:
     """Read the dashboard's data but spend on a connection of its own (call from a worker)."""
     db = store.connect(db_path)
     try:
@@ -80,7 +80,7 @@ def read_dashboard(db_path, lease_s: float, now: float) -> DashboardData:
         db.conn.close()
 
 
-def read_spend(db_path) -> monitor.SpendCounted:
+def read_spend(db_path: Path) -> monitor.SpendCounted:
     """Spend per model, errored episodes only where they made calls: one scan of every
     episode, so read apart (call from a worker)."""
     db = store.connect(db_path)
@@ -106,7 +106,7 @@ def clip(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def check_endpoints(config_path, check: bool) -> list[Endpoint]:
+def check_endpoints(config_path: Path, check: bool) -> list[Endpoint]:
     """The registry's endpoints, each checked over HTTP when `check` (call from a worker)."""
     from core.models.endpoint_url import redact_endpoint
     from core.models.registry import load_registry

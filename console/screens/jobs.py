@@ -10,6 +10,7 @@ thousands of jobs costs nothing until someone looks at it. Actions call
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import MappingProxyType
 
 from rich.text import Text
@@ -71,7 +72,7 @@ class JobsData:
     """Endpoints a live worker sees down (their models' episodes wait)."""
 
 
-def read_jobs(db_path, expanded: set[int], now: float) -> JobsData:
+def read_jobs(db_path: Path, expanded: set[int], now: float) -> JobsData:
     """Grid statuses and the jobs of `expanded` grids (call from a worker)."""
     db = store.connect(db_path)
     try:

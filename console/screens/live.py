@@ -26,6 +26,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message
+from sqlite_utils import Database
 from textual.widgets import DataTable, Header, Input, RichLog, Static
 
 from console.render import reasoning_line
@@ -67,7 +68,7 @@ class Update:
     """Why the shown episode is lost (its worker died or gave up its job), if it is."""
 
 
-def _question(db, qid: str) -> str:
+def _question(db: Database, qid: str) -> str:
     try:
         (q,) = store.load_questions(db, ids=[qid])
     except LabError:
@@ -75,7 +76,7 @@ def _question(db, qid: str) -> str:
     return q.question
 
 
-def _title(db, step: Step) -> str:
+def _title(db: Database, step: Step) -> str:
     if not step.obs_ref:
         return ""
     from core.store.questions import title_resolver
@@ -86,7 +87,7 @@ def _title(db, step: Step) -> str:
         return step.obs_ref
 
 
-def read_update(db, current: Episode | None, seen_t: int, finished: bool, follow: bool,
+def read_update(db: Database, current: Episode | None, seen_t: int, finished: bool, follow: bool,
                 pick: int | None = None) -> Update:
     """One poll of the live tables (call from a worker; `db` is its own connection).
 
@@ -122,7 +123,7 @@ def _same(info: dict | None, ep: Episode) -> bool:
             and info["question_id"] == ep.question_id)
 
 
-def _steps_of(db, ep: Episode, seen_t: int, switched: bool = False) -> Update:
+def _steps_of(db: Database, ep: Episode, seen_t: int, switched: bool = False) -> Update:
     present = _same(ledger.live_info(db, ep.live_id), ep)
     rows = monitor.live_rows(db, live_id=ep.live_id) if present else []
     lost = rows[0].why if rows and rows[0].state == "lost" else None

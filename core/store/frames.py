@@ -10,7 +10,7 @@ A `Selection` says which episodes to read; its filters become the SQL WHERE clau
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlite_utils import Database
 
@@ -31,6 +31,9 @@ from core.store.packs import (
 from core.store.selection import Selection, where_clause, with_filters
 from core.store.episode_packs import EPISODE_WORDS
 from core.store.episode_packs import word_sql
+
+if TYPE_CHECKING:  # pandas loads on first use, not on import
+    import pandas as pd
 
 
 CELL_FRAME_SQL = """
@@ -84,7 +87,8 @@ source "replay"); a judgment asked in-run is never replaced."""
 
 def episodes_frame(db: Database, runs: Sequence[str] | None = None,
                    models: Sequence[str] | None = None, selection: Selection | None = None,
-                   upto: int | None = None, errored: bool = False, apart: bool = False):
+                   upto: int | None = None, errored: bool = False, apart: bool = False
+                   ) -> pd.DataFrame:
     """Finished episodes (errored ones included) with their cell, run and arm, as a DataFrame.
 
     Args:
@@ -140,7 +144,7 @@ arms, `_ARM_ONLY`); ``answer_action`` (NULL when unanswered) is float64 with NaN
 
 
 def episode_keys_frame(db: Database, selection: Selection | None = None,
-                       upto: int | None = None, values: Sequence[str] = ()):
+                       upto: int | None = None, values: Sequence[str] = ()) -> pd.DataFrame:
     """The error-free episodes' key columns (_FRAME_ORDER), as a DataFrame.
 
     The rows of `episodes_frame` without an error, in its order, with its EPISODE_KEYS
@@ -390,7 +394,7 @@ def _join_cells(episodes: Any, cells: Any) -> Any:
 
 def steps_frame(db: Database, runs: Sequence[str] | None = None,
                 models: Sequence[str] | None = None, selection: Selection | None = None,
-                upto: int | None = None, where: Sequence[str] = ()):
+                upto: int | None = None, where: Sequence[str] = ()) -> pd.DataFrame:
     """Steps of finished episodes (never the live tables), as a pandas DataFrame.
 
     Args:
@@ -412,7 +416,8 @@ def steps_frame(db: Database, runs: Sequence[str] | None = None,
 
 
 def decisions_frame(db: Database, selection: Selection | None = None, upto: int | None = None,
-                    episode_ids: Any = None, packs: PackSpan | None = None):
+                    episode_ids: Any = None, packs: PackSpan | None = None
+                    ) -> pd.DataFrame:
     """The stored decision points of the selection's complete episodes (integers only).
 
     Args:

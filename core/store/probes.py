@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlite_utils import Database
 
@@ -23,6 +23,9 @@ from core.store.episodes import COMPLETE, episode_steps
 from core.store.events import log_event
 from core.store.selection import Selection, with_filters, where_clause
 from core.store.trajectories import _questions, observation_text
+
+if TYPE_CHECKING:  # pandas loads on first use, not on import
+    import pandas as pd
 
 PROBE_COLUMNS = ("episode_id", "t", "kind", "model", "source", "judgment", "answer", "em",
                  "f1", "correct", "placeholder", "confidence", "p_continue", "p_answer_now",
@@ -200,7 +203,7 @@ REPLAYED_OBSERVATIONS_SQL = (
 the same rule as `core.store.frames.STEP_FRAME_SQL`)."""
 
 
-def replayed_observations(db: Database, upto: int | None = None):
+def replayed_observations(db: Database, upto: int | None = None) -> pd.DataFrame:
     """The observations whose side-channel judgment came from `lab replay judgments`.
 
     Args:
@@ -232,7 +235,7 @@ PROBE_FRAME_SQL = ("SELECT p.episode_id, p.t, p.kind, p.model AS probe_model, p.
 
 
 def probes_frame(db: Database, selection: Selection | None = None,
-                 kinds: Sequence[str] = ()):
+                 kinds: Sequence[str] = ()) -> pd.DataFrame:
     """Complete probes of the selected episodes as a DataFrame (errored probes left out).
 
     Args:

@@ -170,7 +170,7 @@ def useless_rate(db: Database, model: str) -> tuple[float | None, int]:
     return sum(rates) / len(rates), sum(int(n) for _, n, _ in rows)
 
 
-def title_resolver(db) -> Callable[[str], str]:
+def title_resolver(db: Database) -> Callable[[str], str]:
     """Map an obs_ref ("question_id#paragraph") to the page title, loading questions lazily."""
     cache: dict[str, Question] = {}
 
