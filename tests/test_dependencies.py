@@ -39,3 +39,21 @@ def test_every_import_is_declared_and_every_dependency_used():
     imported = _third_party_imports()
     assert imported - runtime - optional == set(), "imported but not declared"
     assert runtime - imported == set(), "declared as a runtime dependency but never imported"
+
+
+PINNED = ("textual", "huey")
+"""Libraries whose private methods lab overrides: a new release may break lab silently."""
+
+
+def test_libraries_lab_reaches_into_are_bounded_above_and_installed_within():
+    from importlib.metadata import version
+
+    from packaging.requirements import Requirement
+
+    requirements = {r.name: r for r in map(Requirement, tomllib.loads(
+        (ROOT / "pyproject.toml").read_text())["project"]["dependencies"])}
+    for name in PINNED:
+        spec = requirements[name].specifier
+        assert any(s.operator in ("<", "<=", "~=", "==") for s in spec), \
+            f"{name} has no upper bound: {spec}"
+        assert version(name) in spec, f"installed {name} {version(name)} is outside {spec}"
