@@ -25,14 +25,13 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import os
 import pickle
-import tempfile
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from analysis.base.source import FrameSource
+from core.atomic_write import atomic_path
 
 KEEP = 256
 """Cache files kept per lab.db (the oldest are removed beyond this)."""
@@ -110,10 +109,8 @@ class ResultsCache:
         """Store a value (atomically); an unwritable folder only means no caching."""
         try:
             self.directory.mkdir(exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=self.directory)
-            with os.fdopen(fd, "wb") as fh:
+            with atomic_path(self.directory / f"{key}.pkl") as tmp, tmp.open("wb") as fh:
                 pickle.dump(value, fh, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, self.directory / f"{key}.pkl")
             self._trim()
         except OSError:
             return  # read-only place or full disk: the numbers are still returned, uncached

@@ -13,7 +13,6 @@ Tables aggregate, so the file's size follows the number of groups, not of episod
 
 from __future__ import annotations
 
-import os
 from html import escape
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from analysis.figures.style import STYLES
 from analysis.report import sections
 from analysis.report.assets import CSS, SORT_JS
 from analysis.report.tables import numeric_css, table_html
+from core.atomic_write import write_text_atomic
 from core.store.selection import Selection
 
 
@@ -83,18 +83,6 @@ def build_report(db: Database, study: StudyRows, db_name: str = "lab.db",
     return "\n".join(parts)
 
 
-def write_report(path: Path, html: str) -> Path:
-    """Write the report under a temporary name, then rename (never half a file)."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    try:
-        tmp.write_text(html, encoding="utf-8")
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    os.replace(tmp, path)
-    return path
-
-
 def write_study_report(db: Database, path: Path, selection: Selection | None = None,
                        resamples: int = 2000, seed: int = 0, db_name: str = "lab.db",
                        style: str = "paper") -> tuple[Path, int]:
@@ -117,5 +105,5 @@ def write_study_report(db: Database, path: Path, selection: Selection | None = N
 
     study = study_rows(db, selection or Selection(), resamples, seed)
     html = build_report(db, study, db_name, style)
-    write_report(path, html)
+    write_text_atomic(path, html)
     return path, len(html.encode("utf-8"))

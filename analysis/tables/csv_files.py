@@ -18,6 +18,7 @@ import pandas as pd
 
 from analysis.tables.provenance import EXTRA_FIELDS
 from analysis.base.rows import ENDED_FIELDS, ROW_FIELDS, Table
+from core.atomic_write import atomic_path
 from core.version import project_version
 
 TABLE_COLUMNS = (*ROW_FIELDS, *ENDED_FIELDS, "version")
@@ -41,18 +42,6 @@ def results_csv(rows: Iterable[Mapping[str, object]]) -> str:
     return buf.getvalue().rstrip("\n")
 
 
-def write_text_atomic(path: Path, text: str) -> Path:
-    """Write `text` to `path` under a temporary name, then rename."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    os.replace(tmp, path)
-    return path
-
-
 def table_frame(table: Table, version: str | None = None) -> pd.DataFrame:
     """A results table as a frame.
 
@@ -74,22 +63,15 @@ def write_rows_atomic(rows: Iterable[Sequence[Any]], columns: Sequence[str], pat
     The stdlib writer with pandas' `to_csv` dialect (minimal quoting, os.linesep): the
     bytes are those the old DataFrame path wrote (tests/test_export_stream.py).
     """
-    tmp = path.with_name(f".{path.name}.tmp")
-    try:
-        with tmp.open("w", encoding="utf-8", newline="") as fh:
-            writer = csv.writer(fh, lineterminator=os.linesep)
-            writer.writerow(columns)
-            writer.writerows(rows)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp, tmp.open("w", encoding="utf-8", newline="") as fh:
+        writer = csv.writer(fh, lineterminator=os.linesep)
+        writer.writerow(columns)
+        writer.writerows(rows)
     return path
 
 
 def write_frame(frame: pd.DataFrame, path: Path) -> Path:
     """Write a frame as CSV under a temporary name, then rename (no half-written file)."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    frame.to_csv(tmp, index=False, encoding="utf-8")
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        frame.to_csv(tmp, index=False, encoding="utf-8")
     return path

@@ -11,6 +11,7 @@ import click
 
 from console.cli.options import open_db
 from core import prereg
+from core.atomic_write import write_text_atomic
 from core.errors import ConfigError
 from core.models.registry import load_registry
 from core.store import prereg as rows
@@ -345,12 +346,9 @@ def export(ctx: click.Context, file: Path | None, resamples: int) -> None:
     if file is None:
         click.echo(text, nl=False)
         return
-    tmp = file.with_name(file.name + ".tmp")
     try:
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(file)
+        write_text_atomic(file, text)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
         raise ConfigError(f"{file}: cannot write ({exc.strerror})") from None
     click.echo(f"wrote {file}")
 

@@ -44,7 +44,8 @@ def report_cmd(ctx: click.Context, file: Path, runs: tuple[str, ...], sets: tupl
       lab report main.html --run main --pool seeds
     """
     from analysis.figures.study import study_rows
-    from analysis.report import build_report, write_report
+    from analysis.report import build_report
+    from core.atomic_write import write_text_atomic
 
     if file.suffix.lower() not in (".html", ".htm"):
         raise ConfigError(f"{file}: the report is HTML; name it FILE.html, e.g. "
@@ -57,7 +58,7 @@ def report_cmd(ctx: click.Context, file: Path, runs: tuple[str, ...], sets: tupl
     _frames(db, selection, ctx.obj["db"])
     study = study_rows(db, selection, resamples, seed)
     html = build_report(db, study, Path(ctx.obj["db"]).name, style)
-    write_report(file, html)
+    write_text_atomic(file, html)
     click.echo(f"wrote {file} ({len(html.encode('utf-8')) / 1e6:.2f} MB; "
                f"{sum(len(r) for r in study.rows.values()):,} rows in {len(study.tables)} "
                "tables)")

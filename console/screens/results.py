@@ -539,8 +539,9 @@ class ResultsScreen(LabScreen):
 
     @work(thread=True, exclusive=True, group="results-export")
     def _export(self, computed: Computed) -> None:
-        from analysis.tables.csv_files import results_csv, write_text_atomic
+        from analysis.tables.csv_files import results_csv
         from analysis.tables.provenance import row_provenance
+        from core.atomic_write import write_text_atomic
         from core.store import prereg as prereg_rows
 
         directory = Path(self.lab.export_dir)
