@@ -26,6 +26,8 @@ def _sources() -> dict[str, str]:
     (r"^\s*LAMBDA\s*=\s*0\.05", "core/conditions.py"),
     (r"def _db\(ctx", None),
     (r"\.rpartition\(\"#\"\)", "core/kb.py"),
+    # writing a file whole: temporary name, then a rename
+    (r"os\.replace\(|\.rename\(|\b\w*(tmp|temp)\w*\.replace\(", "core/atomic_write.py"),
 ])
 def test_defined_in_one_place(pattern: str, home: str | None) -> None:
     rx = re.compile(pattern, re.MULTILINE)
