@@ -27,7 +27,7 @@ from pathlib import Path
 from sqlite_utils import Database
 
 from core import store
-from core.models.base import ModelClient
+from core.models.base import ModelClient, aclose
 from core.models.health import HEALTH, Change
 from core.models.registry import ModelSpec, make_client
 from core.store import jobs as ledger
@@ -66,7 +66,7 @@ class _Shared(Resources):
         return self.slots[model.name]
 
     def gate(self, model: ModelSpec, client: ModelClient) -> CallSlots | None:
-        if model.backend == "sim":  # computed in this process: nothing shared to protect
+        if model.in_process:  # computed in this process: nothing shared to protect
             return None
         if model.name not in self.gates:
             self.gates[model.name] = CallSlots(slots_path(self.db_path, model.name),
@@ -75,9 +75,7 @@ class _Shared(Resources):
 
     async def close(self) -> None:
         for client in self.clients.values():
-            close = getattr(client, "close", None)
-            if close is not None:
-                await close()
+            await aclose(client)
         for gate in self.gates.values():
             gate.close()
 

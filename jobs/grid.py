@@ -86,7 +86,7 @@ class GridPlan:
         """Upper-bound calls, tokens and dollars per real (non-sim) model, before running."""
         out: dict[str, dict[str, float | int]] = {}
         for c in self.cells:
-            if c.cell.model.backend == "sim" or not c.missing:
+            if c.cell.model.in_process or not c.missing:
                 continue
             est = estimate_cost(c.cell.model, len(c.missing), c.cell.budget,
                                 judge=c.cell.condition.asks_judgments)
@@ -97,7 +97,7 @@ class GridPlan:
 
     def summary(self) -> dict[str, Any]:
         """Counts as a dict (the --json output)."""
-        sims = sum(len(c.missing) for c in self.cells if c.cell.model.backend == "sim")
+        sims = sum(len(c.missing) for c in self.cells if c.cell.model.in_process)
         return {
             "cells": len(self.cells), "new_episodes": self.episodes, "jobs": self.jobs,
             "max_model_calls": self.max_model_calls, "sim_episodes": sims,
@@ -164,7 +164,7 @@ def check_context(db: Database, cells: Sequence[CellSpec], ids: Sequence[str]) -
     questions: list | None = None
     for cell in cells:
         max_context = cell.model.max_context
-        if cell.model.backend == "sim" or not max_context:
+        if not max_context:
             continue
         system = cell.condition.system_prompt(cell.budget)
         if (cell.model.name, system) in checked:
@@ -224,7 +224,7 @@ def expand(request: GridRequest, models: Mapping[str, ModelSpec],
 
 
 def _max_calls(cell: CellSpec) -> int:
-    judge = cell.condition.asks_judgments or cell.model.backend == "sim"
+    judge = cell.condition.asks_judgments or cell.model.config.always_judge
     return cell.budget + (cell.budget - 1 if judge else 0)
 
 

@@ -31,7 +31,7 @@ from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, Generic, TypeVar
 
 from core.errors import ModelError
-from core.models.base import ModelClient
+from core.models.base import ModelClient, aclose
 from core.models.retry import call_stop
 
 T = TypeVar("T")
@@ -224,8 +224,6 @@ async def pump(work: Work[T], client: ModelClient, *, concurrency: int | None = 
 
 
 async def close_all(clients: Sequence[ModelClient | None]) -> None:
-    """Close each client that has connections to close."""
+    """Close each client that has connections to close (the `aclose` capability)."""
     for c in clients:
-        close = getattr(c, "close", None)
-        if close is not None:
-            await close()
+        await aclose(c)

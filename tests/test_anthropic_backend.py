@@ -215,7 +215,8 @@ def test_estimate_cost_for_claude_cells():
     assert judged["calls"] == 100 * (8 + 7)
     cached = estimate_cost(spec, 1, 8, assume=Assumptions(min_cache_tokens=0))
     assert cached["cache_read_tokens"] > 0 and cached["dollars"] < one["dollars"]
-    free = estimate_cost(ModelSpec("q", "openai", {"model": "m", "endpoints": []}), 10, 8)
+    free = estimate_cost(ModelSpec("q", "openai", {"model": "m", "endpoints": ["http://h/v1"]}),
+                         10, 8)
     assert free["dollars"] == 0 and free["calls"] == 80
 
 

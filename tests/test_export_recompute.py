@@ -50,7 +50,7 @@ async def _grid(path: Path) -> None:
             await run_questions(db, cell_id, cell, questions, pool, make_client(cell.model))
     # an agent that ignores the forced finish under the refuse option: every tool call
     # after the rule fires is refused (by default a forced turn's tool call runs)
-    searcher = CellSpec(ModelSpec("scripted-searcher", "sim", {}),
+    searcher = CellSpec(ModelSpec("scripted-searcher", "sim", {"policy": "never"}),
                         parse_condition("enforced_rule:k=2,forced_tool_call=refuse"),
                         parse_regime("persistent"), None, 8, 0)
     cell_id = store.ensure_cell(db, run_id, searcher.columns())

@@ -218,7 +218,7 @@ def test_generation_settings_enter_the_spec_hash():
         "temperature": 0.0}
     assert ModelSpec("h", "anthropic", {**haiku, "thinking": True, "thinking_budget": 2048}
                      ).spec()["generation"]["sampling"] == {}
-    assert ModelSpec("s", "anthropic", {"model": "claude-sonnet-5"}).config.sampling == {}
+    assert ModelSpec("s", "anthropic", {"model": "claude-sonnet-5"}).config.request_sampling == {}
     sim = load_registry(None)["sim-own5"]
     assert "generation" not in sim.spec()
 

@@ -45,7 +45,7 @@ def test_openai_table_becomes_a_typed_spec(registry):
     config = spec.config
     assert isinstance(config, OpenAISpec)
     assert config.endpoints == ("http://127.0.0.1:8000/v1", "http://127.0.0.1:8001/v1")
-    assert dict(config.sampling) == {"temperature": 0.7, "top_p": 0.8}
+    assert config.request_sampling == {"temperature": 0.7, "top_p": 0.8}
     assert config.retry == RetryPolicy(timeout_s=90.0)  # the rest are RetryPolicy's defaults
     assert config.prices.input == 0.1 and config.prices.output == 0.4
     assert (spec.max_context, spec.prompt_format, config.transport) == (32768, "search_r1",
@@ -58,7 +58,8 @@ def test_openai_table_becomes_a_typed_spec(registry):
 def test_anthropic_and_sim_specs_and_their_defaults(registry):
     config = registry["claude"].config
     assert isinstance(config, AnthropicSpec)
-    assert (config.thinking, config.thinking_budget, dict(config.sampling)) == (True, 2048, {})
+    assert (config.thinking, config.thinking_budget, config.request_sampling) == (True, 2048,
+                                                                                  {})
     assert config.base_url == "https://api.anthropic.com"
     assert registry["claude"].prices == Prices() and registry["claude"].max_context is None
     sim = registry["sim-own5"]

@@ -16,7 +16,7 @@ from core.errors import ModelError
 from core.models.base import EpisodeView
 from core.models.openai_compat import OpenAIClient, split_reasoning
 from core.models.registry import ModelSpec, make_client
-from core.models.specs import spec_of
+from core.models.specs import OpenAISpec
 from tests.helpers.backends import FAST, HANG_TIMEOUT_S, openai_spec
 from tests.servers import Fault, LoopbackServer, OpenAIApp
 from tests.servers.drive import drive
@@ -184,8 +184,8 @@ def test_episode_and_its_forks_stay_on_one_endpoint_and_load_spreads(db_path):
 
 
 def test_pick_prefers_fewest_outstanding_then_fewest_episodes():
-    client = OpenAIClient("m", spec_of("openai", {"model": "m", "endpoints": [
-        "http://a/v1", "http://b/v1", "http://c/v1"]}), 4)
+    client = OpenAIClient("m", OpenAISpec(model="m", endpoints=(
+        "http://a/v1", "http://b/v1", "http://c/v1"), concurrency=4))
     a, b, c = client.endpoints
     a.outstanding, b.outstanding, c.outstanding = 3, 1, 1
     b.episodes = 5
@@ -263,7 +263,7 @@ def test_stream_pool_reads_chunked_bodies_and_replaces_stale_connections():
 
 
 @pytest.mark.parametrize("table, message", [
-    ({"backoff_s": -1}, "backoff_s must be a positive number"),
+    ({"backoff_s": -1}, "backoff_s must be >= 0 seconds"),
     ({"timeout_s": 0}, "timeout_s must be a positive number"),
     ({"tensor_parallel_size": 0}, "tensor_parallel_size must be >= 1"),
     ({"max_retries": -1}, "max_retries must be >= 0"),

@@ -15,11 +15,8 @@ from console.cli.options import open_db
 from core.errors import ConfigError
 from core.models.endpoint_url import redact_endpoint
 from core.models.registry import load_registry, resolve_model
-from core.models.sim import SimSpec
-from core.models.specs import AnthropicSpec, OpenAISpec
+from core.models.specs import OpenAISpec
 from core.models.serving import (
-    check_anthropic,
-    check_endpoint,
     default_port,
     server_version,
     vllm_command,
@@ -53,15 +50,11 @@ def models(ctx: click.Context, check_api: bool, timeout_s: float) -> None:
     """
     for name, spec in sorted(load_registry(ctx.obj["config"]).items()):
         config = spec.config
-        detail = config.policy if isinstance(config, SimSpec) else config.model
-        click.echo(f"{name:<22} {spec.backend:<10} {detail}")
-        if isinstance(config, OpenAISpec):
-            for endpoint in config.endpoints:
-                click.echo(f"  {redact_endpoint(endpoint)}  "
-                           f"{check_endpoint(endpoint, config.model, timeout_s)}")
-        elif isinstance(config, AnthropicSpec):
-            state = check_anthropic(spec, timeout_s) if check_api else "not checked (--check-api)"
-            click.echo(f"  {redact_endpoint(config.base_url)}  {state}")
+        click.echo(f"{name:<22} {spec.backend:<10} {config.detail}")
+        for url in config.served_at():
+            state = (config.check_server(url, timeout_s) if check_api or not config.check_needs_key
+                     else "not checked (--check-api)")
+            click.echo(f"  {redact_endpoint(url)}  {state}")
 
 
 @click.command("serve")

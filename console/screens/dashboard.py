@@ -110,22 +110,15 @@ def check_endpoints(config_path: Path, check: bool) -> list[Endpoint]:
     """The registry's endpoints, each checked over HTTP when `check` (call from a worker)."""
     from core.models.endpoint_url import redact_endpoint
     from core.models.registry import load_registry
-    from core.models.serving import check_endpoint
-    from core.models.specs import AnthropicSpec, OpenAISpec
 
     out = []
     for name, spec in sorted(load_registry(config_path).items()):
-        if spec.backend == "sim":
-            continue  # no endpoint (and a scripted test sim may have no policy to parse)
         config = spec.config
-        if isinstance(config, OpenAISpec):
-            for url in config.endpoints:
-                health = (check_endpoint(url, config.model, CHECK_TIMEOUT_S)
-                          if check else "not checked (h checks)")
-                out.append(Endpoint(name, "vLLM", redact_endpoint(url), health))
-        elif isinstance(config, AnthropicSpec):
-            out.append(Endpoint(name, "Claude", redact_endpoint(config.base_url),
-                                "not checked here (lab models --check-api)"))
+        for url in config.served_at():
+            health = ("not checked here (lab models --check-api)" if config.check_needs_key
+                      else config.check_server(url, CHECK_TIMEOUT_S) if check
+                      else "not checked (h checks)")
+            out.append(Endpoint(name, config.server, redact_endpoint(url), health))
     return out
 
 

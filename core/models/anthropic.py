@@ -57,14 +57,15 @@ from core.models.base import (FINISH_LENGTH, FINISH_REFUSAL, FINISH_STOP, Episod
 from core.models.generation import TOOLS_NATIVE
 from core.models.endpoint_url import parse_endpoint, scrub_client_logs
 from core.models.reasoning import estimate_reasoning_tokens
-from core.models.specs import DEFAULT_ANTHROPIC_URL, AnthropicSpec
+from core.models.server_checks import ANTHROPIC_KEY_ENV
+from core.models.specs import BATCH_DISCOUNT, DEFAULT_ANTHROPIC_URL, AnthropicSpec
 from core.models.retry import (MalformedResponse, call_with_retries,
                                reading_reply)
 
 if TYPE_CHECKING:
     import anthropic
 
-API_KEY_ENV = "ANTHROPIC_API_KEY"
+API_KEY_ENV = ANTHROPIC_KEY_ENV
 DEFAULT_BASE_URL = DEFAULT_ANTHROPIC_URL
 
 
@@ -183,8 +184,7 @@ class AnthropicClient:
 
     Args:
         name: registry name.
-        spec: the registry entry, typed (`core.models.specs.AnthropicSpec`).
-        concurrency: concurrent episodes allowed.
+        spec: the registry entry, typed and validated (`core.models.specs.AnthropicSpec`).
 
     Raises:
         ConfigError: ANTHROPIC_API_KEY is not set.
@@ -192,19 +192,19 @@ class AnthropicClient:
 
     always_judge = False
 
-    def __init__(self, name: str, spec: AnthropicSpec, concurrency: int) -> None:
+    def __init__(self, name: str, spec: AnthropicSpec) -> None:
         key = os.environ.get(API_KEY_ENV, "")
         if not key:
             raise ConfigError(f"model '{name}': {API_KEY_ENV} is not set; export it in the "
                               f"environment (it is never read from lab.toml)")
         self.name = name
         self.model = spec.model
-        self.concurrency = concurrency
+        self.concurrency = spec.concurrency
         self.policy = spec.retry
         self.prices = spec.prices
-        self.sampling = dict(spec.sampling)
+        self.sampling = dict(spec.request_sampling)
         self.thinking = spec.thinking
-        self.thinking_budget = spec.thinking_budget
+        self.thinking_budget = spec.thinking_tokens
         self.native_tools = spec.tools == TOOLS_NATIVE
         # credentials in base_url go into the requests only; base_url is the redacted form
         self.address = parse_endpoint(spec.base_url)
@@ -243,7 +243,11 @@ class AnthropicClient:
         """Open a session for one episode."""
         return AnthropicSession(self)
 
-    async def close(self) -> None:
+    def batches(self) -> MessageBatches:
+        """The Message Batches API of this model (the `batches` capability)."""
+        return MessageBatches(self)
+
+    async def aclose(self) -> None:
         """Close the HTTP client of the running loop."""
         if self._api is not None and self._loop is asyncio.get_running_loop():
             await self._api.close()
@@ -378,10 +382,6 @@ def _read_message(resp: Any) -> Reply:
              int(getattr(u, "cache_creation_input_tokens", 0) or 0))
     finish = STOP_REASONS.get(str(getattr(resp, "stop_reason", None)), FINISH_STOP)
     return Reply(text, use, usage, "\n\n".join(t for t in thinking if t), finish)
-
-
-BATCH_DISCOUNT = 0.5
-"""Message Batches are billed at half the standard price (input, output and cache)."""
 
 
 @dataclass(frozen=True)

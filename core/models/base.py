@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from core.data import Question
 
@@ -121,3 +121,18 @@ class ModelClient(Protocol):
     def start(self, view: EpisodeView) -> ModelSession:
         """Open a session for one episode."""
         ...
+
+
+async def aclose(client: object) -> None:
+    """Release a client's connections before its event loop ends (the `aclose`
+    capability; a client without connections has none)."""
+    close = getattr(client, "aclose", None)
+    if close is not None:
+        await close()
+
+
+def batch_api(client: object) -> Any:
+    """The client's batch API (the `batches` capability: Claude's Message Batches), or
+    None when its backend has none."""
+    batches = getattr(client, "batches", None)
+    return batches() if batches is not None else None

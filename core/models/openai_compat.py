@@ -64,11 +64,6 @@ from core.models.transport import Response, StreamPool
 
 DOWN_S = 30.0
 """How long an endpoint that refused or dropped a connection is avoided."""
-TRANSPORTS = ("stream", "httpx", "sdk")
-"""How calls are sent (registry `transport`): "stream", the keep-alive pool of
-core.models.transport for http endpoints (httpx for https); "httpx", httpx.AsyncClient
-always; "sdk", the openai SDK's AsyncOpenAI (bench/concurrency.py --transport compares
-their CPU cost on the worker's path)."""
 _LIMITS = httpx.Limits(max_connections=1000, max_keepalive_connections=1000)
 API_KEY_ENV = "VLLM_API_KEY"
 """Environment variable read for servers started with `--api-key` (else "EMPTY")."""
@@ -242,35 +237,26 @@ class OpenAIClient:
 
     Args:
         name: registry name.
-        spec: the registry entry, typed (`core.models.specs.OpenAISpec`).
-        concurrency: concurrent episodes allowed.
+        spec: the registry entry, typed and validated (`core.models.specs.OpenAISpec`).
     """
 
     always_judge = False
 
-    def __init__(self, name: str, spec: OpenAISpec, concurrency: int) -> None:
+    def __init__(self, name: str, spec: OpenAISpec) -> None:
         self.name = name
         self.model = spec.model
-        self.concurrency = concurrency
+        self.concurrency = spec.concurrency
         self.policy = spec.retry
         self.prices = spec.prices
         self.thinking = spec.thinking
-        self.thinking_budget = spec.thinking_budget
-        self.sampling: dict[str, Any] = dict(spec.sampling)
-        self.seed = spec.seed
+        self.thinking_budget = spec.thinking_tokens
+        self.sampling: dict[str, Any] = dict(spec.request_sampling)
+        self.seed = spec.seed_policy
         self.warned_reasoning_field = False
         key = os.environ.get(API_KEY_ENV) or "EMPTY"
         self.secrets: tuple[str, ...] = (key,) if key != "EMPTY" else ()
-        transport = spec.transport
-        if transport not in TRANSPORTS:
-            raise ConfigError(f"model '{name}': transport must be one of {', '.join(TRANSPORTS)}, "
-                              f"got {transport!r}")
-        endpoints = spec.endpoints
-        if not endpoints:
-            raise ConfigError(f"model '{name}': endpoints is empty; e.g. "
-                              f"endpoints = [\"http://127.0.0.1:8000/v1\"]")
-        self.endpoints = [Endpoint(url, key, self.policy.timeout_s, transport)
-                          for url in endpoints]
+        self.endpoints = [Endpoint(url, key, self.policy.timeout_s, spec.transport)
+                          for url in spec.endpoints]
         self.secrets += tuple(s for e in self.endpoints for s in e.secrets)
         # outages (core.models.health): one breaker per endpoint URL, shared process-wide
         self.breakers: dict[str, Breaker] = {e.url: HEALTH.breaker(e.url, name, e.probe)
@@ -322,7 +308,7 @@ class OpenAIClient:
         body["chat_template_kwargs"] = {"enable_thinking": thinking}
         return body
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         """Close the running loop's HTTP clients (call at the end of a batch of episodes)."""
         for e in self.endpoints:
             await e.close()

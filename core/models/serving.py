@@ -1,12 +1,11 @@
-"""Serving checks: is an endpoint up and serving the model, is the Anthropic key
-accepted, and the vLLM process `lab serve` starts (its command line, port and health).
+"""The vLLM process `lab serve` starts: its command line, port and health.
 
-Used by `lab models`, `lab serve` and the console's Dashboard.
+Whether an endpoint answers is `core.models.server_checks` (each backend's
+`check_server`).
 """
 
 from __future__ import annotations
 
-import os
 import subprocess
 import time
 from pathlib import Path
@@ -15,60 +14,8 @@ from urllib.parse import urlsplit
 import httpx
 
 from core.errors import ConfigError, LabError
-from core.models.anthropic import API_KEY_ENV, DEFAULT_BASE_URL
-from core.models.endpoint_url import parse_endpoint
 from core.models.registry import ModelSpec
-from core.models.specs import AnthropicSpec, OpenAISpec
-
-ANTHROPIC_VERSION = "2023-06-01"
-
-
-def server_root(endpoint: str) -> str:
-    """The server's root URL of an OpenAI-style endpoint (".../v1" removed)."""
-    return endpoint.rstrip("/").removesuffix("/v1")
-
-
-def check_endpoint(endpoint: str, model: str, timeout_s: float) -> str:
-    """One line on an OpenAI-compatible endpoint: GET /v1/models and vLLM's /health.
-
-    Credentials in `endpoint` (user:password@, an api_key query) go with both requests;
-    the line returned never repeats the URL.
-    """
-    address = parse_endpoint(endpoint)
-    auth = {"authorization": address.basic_auth} if address.basic_auth else {}
-    try:
-        with httpx.Client(timeout=timeout_s, headers=auth,
-                          params=address.query) as http:
-            r = http.get(address.base.rstrip("/") + "/models")
-            if r.status_code != 200:
-                return f"unreachable (GET /models: HTTP {r.status_code})"
-            served = [m.get("id") for m in r.json().get("data", []) if isinstance(m, dict)]
-            health = http.get(server_root(address.base) + "/health").status_code
-    except (httpx.HTTPError, ValueError, AttributeError) as exc:
-        return f"unreachable ({type(exc).__name__})"
-    state = "ok" if model in served else f"ok, but serves {', '.join(map(str, served)) or '-'}"
-    return f"{state}; health {'ok' if health == 200 else f'n/a (HTTP {health})'}"
-
-
-def check_anthropic(spec: ModelSpec, timeout_s: float) -> str:
-    """One line on the Anthropic API: is the key set and accepted (GET /v1/models)."""
-    key = os.environ.get(API_KEY_ENV)
-    if not key:
-        return f"{API_KEY_ENV} is not set"
-    base_url = spec.config.base_url if isinstance(spec.config, AnthropicSpec) else DEFAULT_BASE_URL
-    address = parse_endpoint(base_url)
-    headers = {"x-api-key": key, "anthropic-version": ANTHROPIC_VERSION}
-    if address.basic_auth:
-        headers["authorization"] = address.basic_auth
-    try:
-        r = httpx.get(f"{address.base.rstrip('/')}/v1/models", timeout=timeout_s,
-                      headers=headers, params=address.query)
-    except httpx.HTTPError as exc:
-        return f"unreachable ({type(exc).__name__})"
-    if r.status_code in (401, 403):
-        return f"key refused (HTTP {r.status_code})"
-    return "ok" if r.status_code == 200 else f"unreachable (HTTP {r.status_code})"
-
+from core.models.specs import OpenAISpec
 
 def vllm_command(spec: ModelSpec, host: str, port: int, executable: str = "vllm") -> list[str]:
     """The `vllm serve` command line of a registry model.

@@ -29,13 +29,14 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from types import MappingProxyType
+from typing import Any, ClassVar
 
 import prompts
 from core.canonical import keyed_uniform
 from core.data import TASK_FEVER, Question
-from core.errors import ConfigError
 from core.kb import observation_title
 from core.models.base import EpisodeView, Generation, Message
+from core.models.declared import BackendConfig, check_fields, setting
 from core.models.sim_trace import TRACE_POLICY, trace_reply
 
 POLICIES = ("never", "deadline", "clock", "hazard_time", "own_count", "design_count",
@@ -44,9 +45,12 @@ SWITCHES = ("none", "own", "clock")
 """When a sim offered backup_search leaves the primary search (see the module docstring)."""
 
 
+_SHARE = {"ge": 0, "le": 1}
+
+
 @dataclass(frozen=True)
-class SimSpec:
-    """Parameters of one simulated agent.
+class SimSpec(BackendConfig):
+    """Parameters of one simulated agent: its lab.toml table (`backend = "sim"`).
 
     Attributes:
         policy: one of POLICIES.
@@ -66,47 +70,47 @@ class SimSpec:
         switch_at: action at which a "clock" sim switches.
         stated: state each judgment in the thought in the reader's phrases.
         p_silent: P(a stated sim's thought states no judgment).
+        concurrency: concurrent episodes allowed.
     """
 
-    policy: str
-    k: int = 5
-    c: int = 6
-    p_useless_failed: float = 0.99
-    p_useless_real: float = 0.45
-    p_answer_useful: float = 0.3
-    hazard_slope: float = 0.06
-    p_guess: float = 0.15
-    latency_ms: float = 0.0
-    switch: str = "none"
-    switch_k: int = 3
-    switch_at: int = 4
-    stated: bool = False
-    p_silent: float = 0.0
+    policy: str = setting(choices=POLICIES)
+    k: int = setting(5, ge=1)
+    c: int = setting(6, ge=1)
+    p_useless_failed: float = setting(0.99, **_SHARE)
+    p_useless_real: float = setting(0.45, **_SHARE)
+    p_answer_useful: float = setting(0.3, **_SHARE)
+    hazard_slope: float = setting(0.06)
+    p_guess: float = setting(0.15, **_SHARE)
+    latency_ms: float = setting(0.0, ge=0, serving=True)
+    switch: str = setting("none", choices=SWITCHES)
+    switch_k: int = setting(3, ge=1)
+    switch_at: int = setting(4, ge=1)
+    stated: bool = setting(False)
+    p_silent: float = setting(0.0, **_SHARE)
+    concurrency: int = setting(1024, ge=1, serving=True)
+
+    in_process: ClassVar[bool] = True
+    always_judge: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
-        if self.policy not in POLICIES:
-            raise ConfigError(f"unknown sim policy '{self.policy}'; choose one of: "
-                              f"{', '.join(POLICIES)}")
-        if self.switch not in SWITCHES:
-            raise ConfigError(f"unknown sim switch '{self.switch}'; choose one of: "
-                              f"{', '.join(SWITCHES)}")
-        if self.switch_k < 1 or self.switch_at < 1:
-            raise ConfigError("sim switch_k and switch_at must be >= 1")
-        for name in ("p_useless_failed", "p_useless_real", "p_answer_useful", "p_guess",
-                     "p_silent"):
-            value = getattr(self, name)
-            if not 0.0 <= value <= 1.0:
-                raise ConfigError(f"sim {name} must be in [0, 1], got {value}")
-        if self.k < 1 or self.c < 1:
-            raise ConfigError("sim k and c must be >= 1")
-        if self.latency_ms < 0:
-            raise ConfigError(f"sim latency_ms must be >= 0, got {self.latency_ms}")
+        check_fields(self)
+
+    @property
+    def instant(self) -> bool:
+        """Without a simulated latency a sim answers at once."""
+        return not self.latency_ms
+
+    @property
+    def detail(self) -> str:
+        """The policy."""
+        return self.policy
 
     def spec(self) -> dict[str, object]:
         """All parameters as a dict (canonical JSON is built from it).
 
-        The two-source and stated parameters appear only when they differ from their
-        defaults, so the sims that existed before them keep their spec hashes.
+        The two-source and stated parameters and the concurrency appear only when they
+        differ from their defaults, so the sims that existed before them keep their
+        spec hashes.
         """
         out = asdict(self)
         for name, default in _LATER_DEFAULTS.items():
@@ -114,9 +118,15 @@ class SimSpec:
                 del out[name]
         return out
 
+    def stored(self, table: Mapping[str, Any]) -> dict[str, Any]:
+        """Every parameter, defaults included (a sim's table hashes as the built-in one
+        with the same parameters)."""
+        return self.spec()
+
 
 _LATER_DEFAULTS: Mapping[str, object] = MappingProxyType(
-    {"switch": "none", "switch_k": 3, "switch_at": 4, "stated": False, "p_silent": 0.0})
+    {"switch": "none", "switch_k": 3, "switch_at": 4, "stated": False, "p_silent": 0.0,
+     "concurrency": 1024})
 """Parameters added after the first sims, left out of a spec at these values."""
 
 
@@ -160,10 +170,10 @@ class SimClient:
 
     always_judge = True
 
-    def __init__(self, name: str, spec: SimSpec, concurrency: int = 1024) -> None:
+    def __init__(self, name: str, spec: SimSpec) -> None:
         self.name = name
         self.spec = spec
-        self.concurrency = concurrency
+        self.concurrency = spec.concurrency
 
     def start(self, view: EpisodeView) -> SimSession | TraceSimSession:
         """Open a session for one episode (or one trace state)."""

@@ -1,68 +1,200 @@
-"""Typed model configurations, parsed once from a validated registry table.
+"""The served backends' configurations: each frozen dataclass is its lab.toml table.
 
-`core.models.registry` checks a lab.toml table (one-line errors naming the file and
-the model) and keeps the raw table for hashing; `spec_of` turns it into one of these
-frozen dataclasses, which every reader uses instead of `params.get("…")` with its own
-default. The defaults live here, once.
+A field per key the table may hold, typed, with its default and bounds
+(`core.models.declared` derives the registry's validation from them); the resolved
+values the clients use (`retry`, `prices`, `request_sampling`, `act_max_tokens`,
+`thinking_tokens`, `seed_policy`) are properties, so a default lives in one place
+and the raw table stays what is hashed.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
+from core.errors import ConfigError
 from core.models.cost import Prices
-from core.models.generation import (SEED_NONE, SEED_PROMPT, THINKING_TIMEOUT_S, TOOLS_TEXT,
-                                    default_act_max_tokens, default_sampling,
+from core.models.declared import BackendConfig, check_fields, setting
+from core.models.generation import (SEED_NONE, SEED_PROMPT, THINKING_TIMEOUT_S, TOOLS_MODES,
+                                    TOOLS_TEXT, default_act_max_tokens, default_sampling,
                                     default_thinking_budget)
 from core.models.retry import RetryPolicy
-from core.models.sim import SimSpec
+from core.prompt_set import PROMPT_FORMATS
 
 DEFAULT_ANTHROPIC_URL = "https://api.anthropic.com"
 """The Anthropic API's address (`core.models.anthropic.DEFAULT_BASE_URL`)."""
+ANTHROPIC_MIN_THINKING = 1024
+"""The smallest extended-thinking budget the Anthropic API accepts (budget_tokens)."""
+BATCH_DISCOUNT = 0.5
+"""Price factor of a call through Claude's Message Batches API (half the direct price)."""
+TRANSPORTS = ("stream", "httpx", "sdk")
+"""How an OpenAI-compatible model's calls are sent (`transport`): "stream", the
+keep-alive pool of core.models.transport for http endpoints (httpx for https); "httpx",
+httpx.AsyncClient always; "sdk", the openai SDK's AsyncOpenAI (bench/concurrency.py
+--transport compares their CPU cost on the worker's path)."""
+SAMPLING_KEYS = frozenset({"temperature", "top_p", "top_k", "min_p", "presence_penalty",
+                           "frequency_penalty", "repetition_penalty", "seed"})
+"""Keys a `sampling = { … }` table may hold (sent to the server as they are)."""
+_PRICE_KEYS = ("input", "output", "cache_write", "cache_read")
+_SECONDS = {"unit": "seconds", "serving": True}
 
 
-@dataclass(frozen=True)
-class ServedSpec:
-    """What an OpenAI-compatible or Anthropic model's table says, typed.
+def _urls(key: str, value: Any) -> str | None:
+    if isinstance(value, (list, tuple)) and value and all(
+            isinstance(e, str) and e.startswith(("http://", "https://")) for e in value):
+        return None
+    return f"{key} must be a non-empty list of http(s) URLs, e.g. [\"http://127.0.0.1:8000/v1\"]"
+
+
+def _url(key: str, value: Any) -> str | None:
+    if isinstance(value, str) and value.startswith(("http://", "https://")):
+        return None
+    return f"{key} must be an http(s) URL, e.g. \"{DEFAULT_ANTHROPIC_URL}\""
+
+
+def _sampling(key: str, value: Any) -> str | None:
+    if value is None or value == "default":
+        return None
+    if not (isinstance(value, Mapping) and all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in value.values())):
+        return (f"{key} must be \"default\" or a table of numbers, "
+                f"e.g. {{ temperature = 0.7, top_p = 0.8 }}")
+    unknown = sorted(set(value) - SAMPLING_KEYS)
+    if unknown:
+        return f"unknown {key} key '{unknown[0]}' (known: {', '.join(sorted(SAMPLING_KEYS))})"
+    return None
+
+
+def _prices(key: str, value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, Mapping) or "input" not in value or "output" not in value:
+        return f"{key} needs input and output, e.g. {{ input = 1.0, output = 5.0 }}"
+    for name, v in value.items():
+        if name not in _PRICE_KEYS or isinstance(v, bool) or not isinstance(
+                v, (int, float)) or v < 0:
+            return (f"{key}.{name} must be one of {', '.join(_PRICE_KEYS)} with a number "
+                    f">= 0, got {v!r}")
+    return None
+
+
+def _seed(key: str, value: Any) -> str | None:
+    if (isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2 ** 63) or (
+            value in (SEED_PROMPT, SEED_NONE)):
+        return None
+    return (f"{key} must be an integer >= 0, \"{SEED_PROMPT}\" (derived from each request) "
+            f"or \"{SEED_NONE}\", got {value!r}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServedSpec(BackendConfig):
+    """What an OpenAI-compatible or Anthropic model's table may say (see docs/models.md).
 
     Attributes:
         model: the served model's name (sent with every request).
-        sampling: sampling parameters sent as they are; empty = the server's defaults
-            (`sampling = "default"`); without a table,
-            `core.models.generation.default_sampling` (greedy for a served model).
+        sampling: sampling parameters sent as they are; "default": the server's
+            defaults; unset: `core.models.generation.default_sampling` (see
+            `request_sampling`).
         thinking: reasoning/extended thinking on.
-        thinking_budget: tokens an acting turn may think on top of `act_max_tokens`
-            (0 unless `thinking`).
+        thinking_budget: tokens an acting turn may think on top of its max_tokens
+            (only with thinking; unset: `thinking_tokens`' default).
         max_context: the model's context window in tokens, when known.
-        retry: timeout, retries and backoff of one call (a thinking model's timeout
-            defaults to `core.models.generation.THINKING_TIMEOUT_S`).
-        prices: dollars per million tokens (all 0 when the table gives none).
-        act_max_tokens: max_tokens of an acting turn (`max_tokens`, else by family:
-            `core.models.generation.default_act_max_tokens`).
-        seed: the per-request seed: SEED_PROMPT (derived from each request), SEED_NONE
-            (none sent) or a fixed integer.
+        max_tokens: max_tokens of an acting turn (unset: by family, `act_max_tokens`).
+        price_per_mtok: dollars per million tokens (input, output, cache_write,
+            cache_read).
+        timeout_s, max_retries, backoff_s, backoff_max_s: one call's timeout and
+            retries (`retry`; a thinking model's timeout defaults to
+            `core.models.generation.THINKING_TIMEOUT_S`).
+        down_after, outage_wait_s, probe_s: how the model's endpoint outages are
+            handled (`core.models.health`).
+        concurrency: concurrent episodes allowed against the model.
     """
 
-    model: str
-    sampling: Mapping[str, float] = field(default_factory=dict)
-    thinking: bool = False
-    thinking_budget: int = 0
-    max_context: int | None = None
-    retry: RetryPolicy = field(default_factory=RetryPolicy)
-    prices: Prices = field(default_factory=Prices)
-    act_max_tokens: int = 400
-    seed: int | str = SEED_NONE
+    model: str = setting()
+    sampling: Mapping[str, float] | str | None = setting(None, check=_sampling)
+    thinking: bool = setting(False)
+    thinking_budget: int | None = setting(None, ge=1, unit="tokens")
+    max_context: int | None = setting(None, ge=1)
+    max_tokens: int | None = setting(None, ge=1)
+    price_per_mtok: Mapping[str, float] | None = setting(None, check=_prices)
+    timeout_s: float | None = setting(None, gt=0, **_SECONDS)
+    max_retries: int = setting(RetryPolicy.max_retries, ge=0, serving=True)
+    backoff_s: float = setting(RetryPolicy.backoff_s, ge=0, **_SECONDS)
+    backoff_max_s: float = setting(RetryPolicy.backoff_max_s, ge=0, **_SECONDS)
+    down_after: int = setting(RetryPolicy.down_after, ge=1, serving=True)
+    outage_wait_s: float = setting(RetryPolicy.outage_wait_s, gt=0, **_SECONDS)
+    probe_s: float = setting(RetryPolicy.probe_s, gt=0, **_SECONDS)
+    concurrency: int = setting(16, ge=1, serving=True)
+
+    backend: ClassVar[str] = ""
+    """The backend's registry name (the defaults by family depend on it)."""
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+        if self.thinking_budget is not None and not self.thinking:
+            raise ConfigError("thinking_budget is set but thinking is not true; add "
+                              "thinking = true or remove thinking_budget")
+
+    @property
+    def detail(self) -> str:
+        """The served model's name."""
+        return self.model
+
+    @property
+    def prices(self) -> Prices:
+        """Dollars per million tokens (all 0 when the table gives none)."""
+        return Prices.from_params({"price_per_mtok": self.price_per_mtok})
+
+    @functools.cached_property
+    def retry(self) -> RetryPolicy:
+        """Timeout, retries, backoff and outage handling of one call."""
+        timeout = self.timeout_s if self.timeout_s is not None else (
+            max(RetryPolicy.timeout_s, THINKING_TIMEOUT_S) if self.thinking
+            else RetryPolicy.timeout_s)
+        return RetryPolicy(timeout_s=float(timeout), max_retries=self.max_retries,
+                           backoff_s=float(self.backoff_s),
+                           backoff_max_s=float(self.backoff_max_s), down_after=self.down_after,
+                           outage_wait_s=float(self.outage_wait_s), probe_s=float(self.probe_s))
+
+    @functools.cached_property
+    def request_sampling(self) -> dict[str, Any]:
+        """What every request sends: the table, nothing for "default", else by family."""
+        if isinstance(self.sampling, Mapping):
+            return dict(self.sampling)
+        if self.sampling is None:
+            return default_sampling(self.backend, self.model, self.thinking)
+        return {}
+
+    @property
+    def act_max_tokens(self) -> int:
+        """max_tokens of an acting turn (`max_tokens`, else by family)."""
+        return self.max_tokens or default_act_max_tokens(self.backend, self.model)
+
+    @property
+    def thinking_tokens(self) -> int:
+        """Tokens an acting turn may think on top of `act_max_tokens` (0 unless thinking)."""
+        if not self.thinking:
+            return 0
+        return self.thinking_budget or self._default_thinking()
+
+    def _default_thinking(self) -> int:
+        return 0
+
+    @property
+    def seed_policy(self) -> int | str:
+        """The per-request seed: SEED_PROMPT, SEED_NONE or a fixed integer."""
+        return SEED_NONE
 
     def generation(self) -> dict[str, Any]:
         """The resolved generation settings, hashed into the model's spec (defaults
         included, so a changed default never pools with results under the old one)."""
-        return {"act_max_tokens": self.act_max_tokens, "thinking_budget": self.thinking_budget,
-                "sampling": dict(self.sampling), "seed": self.seed}
+        return {"act_max_tokens": self.act_max_tokens, "thinking_budget": self.thinking_tokens,
+                "sampling": dict(self.request_sampling), "seed": self.seed_policy}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class OpenAISpec(ServedSpec):
     """A model served by vLLM or another OpenAI-compatible server.
 
@@ -72,77 +204,84 @@ class OpenAISpec(ServedSpec):
         prompt_format: "react" or "search_r1".
         transport: how requests are sent ("stream", "httpx" or "sdk").
         tensor_parallel_size: GPUs per vLLM server (`lab serve`), when set.
+        seed: the per-request seed: "prompt" (derived from each request), "none" (none
+            sent) or a fixed integer; an integer sampling.seed fixes it too.
     """
 
-    endpoints: tuple[str, ...] = ()
-    prompt_format: str = "react"
-    transport: str = "stream"
-    tensor_parallel_size: int | None = None
+    endpoints: tuple[str, ...] = setting(check=_urls, serving=True)
+    prompt_format: str = setting("react", choices=PROMPT_FORMATS,
+                                 note=" (\"search_r1\": Search-R1's <search>/<answer> tags)")
+    transport: str = setting("stream", choices=TRANSPORTS, serving=True)
+    tensor_parallel_size: int | None = setting(None, ge=1, serving=True)
+    seed: int | str = setting(SEED_PROMPT, check=_seed)
+
+    backend: ClassVar[str] = "openai"
+    server: ClassVar[str] = "vLLM"
+
+    def served_at(self) -> tuple[str, ...]:
+        """The endpoints."""
+        return self.endpoints
+
+    def check_server(self, url: str, timeout_s: float) -> str:
+        """GET /v1/models and vLLM's /health (`core.models.server_checks`)."""
+        from core.models.server_checks import check_endpoint
+        return check_endpoint(url, self.model, timeout_s)
+
+    def _default_thinking(self) -> int:
+        return default_thinking_budget(self.act_max_tokens)
+
+    @property
+    def seed_policy(self) -> int | str:
+        """An integer sampling.seed or `seed` fixes it; "none" sends none."""
+        sampling = self.request_sampling
+        if isinstance(sampling.get("seed"), int):
+            return int(sampling["seed"])
+        return self.seed
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class AnthropicSpec(ServedSpec):
     """A Claude model through the Anthropic API.
 
     Attributes:
         base_url: the API's address (credentials in it are sent, never stored).
+        tools: "text": ReAct in text, no tools declared (the paper's Claude runs);
+            "native": search, lookup and finish declared as tools.
+        thinking_budget: extended thinking needs one of at least 1,024 tokens.
     """
 
-    base_url: str = DEFAULT_ANTHROPIC_URL
-    tools: str = TOOLS_TEXT
-    """"text": ReAct in text, no tools declared (the paper's Claude runs); "native":
-    search, lookup and finish declared as tools."""
+    base_url: str = setting(DEFAULT_ANTHROPIC_URL, check=_url, serving=True)
+    tools: str = setting(TOOLS_TEXT, choices=TOOLS_MODES,
+                         note=" (\"text\": ReAct in text, \"native\": tool-use blocks)")
+    thinking_budget: int | None = setting(None, ge=ANTHROPIC_MIN_THINKING, unit="tokens")
+
+    backend: ClassVar[str] = "anthropic"
+    batch_discount: ClassVar[float | None] = BATCH_DISCOUNT
+    server: ClassVar[str] = "Claude"
+    check_needs_key: ClassVar[bool] = True
+
+    def served_at(self) -> tuple[str, ...]:
+        """The API's address."""
+        return (self.base_url,)
+
+    def check_server(self, url: str, timeout_s: float) -> str:
+        """Is the key set and accepted (`core.models.server_checks`)."""
+        from core.models.server_checks import check_anthropic
+        return check_anthropic(url, timeout_s)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.thinking and self.thinking_budget is None:
+            raise ConfigError(f"thinking = true needs thinking_budget (tokens of extended "
+                              f"thinking per turn, >= {ANTHROPIC_MIN_THINKING}), e.g. "
+                              f"thinking_budget = 4096")
+        fixed = sorted({"temperature", "top_k"} & set(self.sampling)) if isinstance(
+            self.sampling, Mapping) and self.thinking else []
+        if fixed:
+            raise ConfigError(f"extended thinking accepts no {fixed[0]}; use sampling = "
+                              f"\"default\" (or only top_p between 0.95 and 1)")
 
     def generation(self) -> dict[str, Any]:
         """The resolved generation settings with the tools mode (see ServedSpec)."""
         return {**super().generation(), "tools": self.tools}
 
-
-def _seed(params: Mapping[str, Any], sampling: Mapping[str, Any]) -> int | str:
-    """The seed policy: sampling.seed or an integer `seed` fixes it; "none" sends none."""
-    if isinstance(sampling.get("seed"), int):
-        return int(sampling["seed"])
-    seed = params.get("seed", SEED_PROMPT)
-    return seed if isinstance(seed, int) or seed == SEED_NONE else SEED_PROMPT
-
-
-def _served(backend: str, params: Mapping[str, Any]) -> dict[str, Any]:
-    raw = params.get("sampling")
-    thinking = bool(params.get("thinking", False))
-    model = str(params["model"])
-    sampling: dict[str, Any] = (dict(raw) if isinstance(raw, Mapping) else
-                                default_sampling(backend, model, thinking) if raw is None
-                                else {})
-    act = int(params.get("max_tokens") or default_act_max_tokens(backend, model))
-    budget = 0
-    if thinking:
-        budget = int(params.get("thinking_budget") or (
-            default_thinking_budget(act) if backend == "openai" else 0))
-    retry = RetryPolicy.from_params(params)
-    if thinking and "timeout_s" not in params:
-        retry = replace(retry, timeout_s=max(retry.timeout_s, THINKING_TIMEOUT_S))
-    return {"model": model, "sampling": sampling, "thinking": thinking,
-            "thinking_budget": budget, "max_context": params.get("max_context"),
-            "retry": retry, "prices": Prices.from_params(params), "act_max_tokens": act,
-            "seed": _seed(params, sampling) if backend == "openai" else SEED_NONE}
-
-
-def spec_of(backend: str, params: Mapping[str, Any]) -> OpenAISpec | AnthropicSpec | SimSpec:
-    """The typed configuration of a validated registry table (`backend` left out).
-
-    Args:
-        backend: "openai", "anthropic" or "sim".
-        params: the table `core.models.registry` validated.
-    """
-    if backend == "openai":
-        tp = params.get("tensor_parallel_size")
-        return OpenAISpec(**_served(backend, params),
-                          endpoints=tuple(params.get("endpoints") or ()),
-                          prompt_format=str(params.get("prompt_format", "react")),
-                          transport=str(params.get("transport", "stream")),
-                          tensor_parallel_size=None if tp is None else int(tp))
-    if backend == "anthropic":
-        return AnthropicSpec(**_served(backend, params),
-                             base_url=str(params.get("base_url") or DEFAULT_ANTHROPIC_URL),
-                             tools=str(params.get("tools", TOOLS_TEXT)))
-    return SimSpec(**{k: v for k, v in params.items() if k != "concurrency"})

@@ -19,7 +19,6 @@ from core.data import Question
 from core.episode import EpisodeResult, Step
 from core.models.base import ModelClient
 from core.models.registry import ModelSpec
-from core.models.sim import SimSpec
 from core.regimes import ForeignPool
 from core.runner import CallGate, CellSpec, LiveBuffer, run_one, setup_for
 from core.store import jobs as ledger
@@ -158,8 +157,7 @@ class EpisodesKind:
         cell = ctx.cell
         # instant sims finish an episode in a millisecond: live rows for every one would
         # slow them down, so only the first episode of each job is tailed (lab tail, Live)
-        config = cell.model.config
-        live = not isinstance(config, SimSpec) or bool(config.latency_ms)
+        live = not cell.model.config.instant
         loaded = loaded_set(db, cell, ctx.pools)
         questions = job_questions(db, job, loaded)
         pool = loaded.pool if loaded is not None else ForeignPool(

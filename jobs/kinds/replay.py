@@ -31,7 +31,7 @@ from sqlite_utils import Database
 import prompts
 from core import store
 from core.episode import prompt_set_sha256
-from core.models.base import ModelClient
+from core.models.base import ModelClient, batch_api
 from core.models.registry import ModelSpec
 from core.runner import CallGate, GatedSession
 from core.probes import (ANSWER_NOW, ANSWER_NOW_CONFIDENCE, COMMANDS, PROBE_MAX_TOKENS, At,
@@ -208,10 +208,8 @@ def _recorded(db: Database, kind: str, refresh: bool, eids: list[int]) -> set[tu
 
 def _discount(request: ReplayRequest, spec: ModelSpec) -> float:
     """Price factor of a request's calls: Claude through the Batches API pays half."""
-    if request.batch and spec.backend == "anthropic":
-        from core.models.anthropic import BATCH_DISCOUNT
-        return BATCH_DISCOUNT
-    return 1.0
+    discount = spec.batch_discount if request.batch else None
+    return 1.0 if discount is None else discount
 
 
 def _targets(db: Database, request: ReplayRequest, eids: list[int]
@@ -325,7 +323,7 @@ async def replay_questions(db: Database, job: Mapping[str, Any], client: ModelCl
         Probes stored.
     """
     todo, kind = _todo(db, job)
-    if json.loads(job["params"]).get("batch") and _batches(client) is not None:
+    if json.loads(job["params"]).get("batch") and batch_api(client) is not None:
         if on_admitted is not None:
             on_admitted()  # polls a Message Batch: it holds no call slot
         try:
@@ -357,13 +355,6 @@ def _todo(db: Database, job: Mapping[str, Any]) -> tuple[list[tuple[RecordedEpis
             points = probe_points(ep, at, judged.get(eid))
         todo += [(ep, t) for t in points if (eid, t) not in skip]
     return todo, kind
-
-
-def _batches(client: ModelClient) -> Any:
-    """The client's Message Batches API (Claude), or None for any other backend."""
-    from core.models.anthropic import AnthropicClient, MessageBatches
-
-    return MessageBatches(client) if isinstance(client, AnthropicClient) else None
 
 
 def custom_id(episode_id: int, t: int, kind: str) -> str:
@@ -400,7 +391,7 @@ async def replay_batched(db: Database, job: Mapping[str, Any], client: ModelClie
     Returns:
         Probes stored (succeeded or errored).
     """
-    api = _batches(client)
+    api = batch_api(client)
     episodes = {ep.episode_id: ep for ep, _ in todo}
     stored = 0
     pending = rows.open_batches(db, job["id"])

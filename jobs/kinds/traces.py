@@ -36,7 +36,6 @@ from core.data import Question
 from core.episode import prompt_set_sha256
 from core.errors import ConfigError, StoreError
 from core.models.base import ModelClient
-from core.models.cost import Prices
 from core.models.registry import ModelSpec, load_registry, resolve_model
 from core.plans import DEFAULT_SIMILARITY, SIMILARITIES, EvidencePlan, build_plan
 from core.regimes import parse_regime
@@ -263,8 +262,7 @@ def plan_traces(db: Database, request: TraceRequest, registry: Mapping[str, Mode
             copies += len(depths) - len(asked)
             tok_in += estimate_prompt_tokens(q, plans[q.id], asked)
         tok_out = calls * EXPECTED_OUTPUT_TOKENS
-        dollars = 0.0 if model.backend == "sim" else Prices.from_params(model.params).dollars(
-            tok_in, tok_out)
+        dollars = model.prices.dollars(tok_in, tok_out)
         out.models.append(ModelPlan(model, need, calls, kept, tok_in, tok_out, dollars, copies))
     out.judge_calls = out.calls if judge is not None else 0
     return out, plans
