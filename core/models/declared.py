@@ -128,17 +128,24 @@ def _matches(value: Any, hint: Any) -> bool:
 
 
 _KIND_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
+_PLURALS = {int: "integers", float: "numbers", str: "strings", bool: "true or false values"}
 
 
 def _kind(hint: Any) -> str:
+    """How a message names a type: "an integer", "a list of strings", "a table of numbers"."""
     names = []
     for arm in _arms(hint):
-        origin = typing.get_origin(arm)
+        origin, args = typing.get_origin(arm), typing.get_args(arm)
         if arm is type(None):
             continue
-        names.append("a list" if origin in (tuple, list, Sequence) else
-                     "a table" if origin in (dict, Mapping) else
-                     _KIND_NAMES.get(arm, getattr(arm, "__name__", str(arm))))
+        if origin in (tuple, list, Sequence):
+            names.append(f"a list of {_PLURALS[args[0]]}" if args and args[0] in _PLURALS
+                         else "a list")
+        elif origin in (dict, Mapping):
+            names.append(f"a table of {_PLURALS[args[1]]}" if len(args) == 2
+                         and args[1] in _PLURALS else "a table")
+        else:
+            names.append(_KIND_NAMES.get(arm, getattr(arm, "__name__", str(arm))))
     return " or ".join(names)
 
 
@@ -166,7 +173,8 @@ def field_error(cls: type, key: str, value: Any) -> str | None:
         return None  # left unset
     hint = _hints(cls)[key]
     if not _matches(value, hint):
-        return f"{key} must be {_kind(hint)}, got {value!r}"
+        shown = list(value) if isinstance(value, tuple) else value  # as TOML wrote it
+        return f"{key} must be {_kind(hint)}, got {shown!r}"
     if s.choices and value not in s.choices:
         return f"{key} must be one of {', '.join(s.choices)}{s.note}, got {value!r}"
     if isinstance(value, (int, float)) and not isinstance(value, bool):
