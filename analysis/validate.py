@@ -484,7 +484,7 @@ def paper_decisions(db: Database, questions: Sequence[Question], seeds: Sequence
         Decision-table rows (error-free episodes, condition CONDITION, budget BUDGET,
         the five failure regimes).
     """
-    from analysis.measures.compute import load_frames
+    from analysis.measures.frames import load_frames
     from core.store.selection import Selection
 
     frames = load_frames(db, Selection(runs=(RUN,), seeds=tuple(seeds), models=tuple(names),

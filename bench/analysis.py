@@ -32,7 +32,9 @@ import pandas as pd
 
 from analysis.measures.hazard_sample import hazard_sample
 from analysis.stats.lpm import design_matrix
-from analysis.measures.compute import TABLES, compute, load_frames
+from analysis.tables.registry import EPISODES, table_names
+from analysis.tables.compute import compute
+from analysis.measures.frames import load_frames
 from core import store
 from core.conditions import parse_condition
 from core.demo_data import demo_questions
@@ -161,7 +163,7 @@ def main() -> None:
         t0 = time.perf_counter()
         frames = load_frames(db)
         t1 = time.perf_counter()
-        compute(frames, TABLES, n_boot=2000, hazard_boot=1000, seed=0)
+        compute(frames, table_names(EPISODES), n_boot=2000, hazard_boot=1000, seed=0)
         t2 = time.perf_counter()
         n_ep, n_dec = len(frames.episodes), len(frames.decisions)
         measured, scaled = naive_seconds(frames.episodes, frames.decisions,

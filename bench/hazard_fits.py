@@ -32,7 +32,7 @@ def main() -> None:
     from analysis.measures.failure_rows import coded_samples, failure_rows
     from analysis.stats.lpm import HAZARD_BOOT
     from analysis.stats.lpm_batch import fit_samples
-    from analysis.measures.compute import load_frames
+    from analysis.measures.frames import load_frames
     from core import store
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

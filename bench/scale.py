@@ -181,10 +181,12 @@ def databases(cache: Path, hotpotqa: Path, workers: int, sizes: tuple[int, ...]
 _FIRST_FRAME = """
 import sys, time
 t0 = time.perf_counter()
-from analysis.measures.compute import compute, load_frames
+from analysis.tables.compute import compute
+from analysis.measures.frames import load_frames
 from analysis.tables.text import render_table
-from console.screens.results import HAZARD_BOOT, N_BOOT, SEED
-from console.widgets.results_view import VIEWS, display_tables, view_tables
+from analysis.tables.registry import views
+from console.screens.results.screen import HAZARD_BOOT, N_BOOT, SEED
+from console.screens.results.views import display_tables, view_tables
 from core import store
 from core.store.selection import Selection, check_selection
 t1 = time.perf_counter()
@@ -192,13 +194,13 @@ db = store.connect(sys.argv[1])
 check_selection(db, Selection())
 frames = load_frames(db, Selection())
 db.conn.close()
-view, _, name = VIEWS[0]
+view, name = views()[0][0].id, views()[0][1].name
 results = compute(frames, (name,), N_BOOT, HAZARD_BOOT, SEED)
 shown = display_tables(view, view_tables(view, results.tables))
 text = "\\n\\n".join(render_table(t) for t in shown)
 print(f"{time.perf_counter() - t1:.3f} {t1 - t0:.3f}")
 """
-"""What the Results screen's first worker does (console/screens/results.py `_compute`):
+"""What the Results screen's first worker does (console/screens/results/screen.py `_compute`):
 open lab.db, check the selection, load the frames, compute the first tab's table and
 render it. Prints its seconds (and the imports' seconds, paid once per console)."""
 
@@ -247,7 +249,7 @@ def _lab(path: Path, *args: str) -> list[str]:
 def measure(path: Path) -> list[tuple[str, float, float]]:
     """(what, seconds, peak RSS MB) for one database."""
     from analysis.base.cache import SUFFIX
-    from analysis.measures.compute import TABLES
+    from analysis.tables.registry import EPISODES, table_names
 
     cache = Path(f"{path}{SUFFIX}")
 
@@ -255,7 +257,7 @@ def measure(path: Path) -> list[tuple[str, float, float]]:
         shutil.rmtree(cache, ignore_errors=True)
 
     out = []
-    for name in TABLES:
+    for name in table_names(EPISODES):
         cold()
         seconds, rss, _ = run_measured(_lab(path, "results", name, "--format", "json"))
         out.append((name, seconds, rss))

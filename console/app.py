@@ -33,7 +33,7 @@ from textual.worker import WorkerState
 
 from console import warmup
 from console.messages import DbChanged, Notice, ReadOnly
-from console.screens import SCREENS, LazyScreen, ScreenInfo
+from console.screens import SCREENS, LazyScreen, ScreenInfo, screen_mode
 from console.screens.base import LabScreen, is_read_only_error
 from console.screens.help import EVERYWHERE, HelpScreen, workflow
 from console.watch import DataVersion
@@ -315,7 +315,7 @@ class LabApp(App[None]):
             keys.append((binding.key_display or self.get_key_display(binding),
                          binding.description, where))
         keys.extend((key, what, "everywhere") for key, what in EVERYWHERE)
-        mode = type(screen).__module__.rsplit(".", 1)[-1]
+        mode = screen_mode(type(screen))
         self.push_screen(HelpScreen(screen.screen_name(), workflow(mode), keys))
 
     def action_toggle_pause(self) -> None:

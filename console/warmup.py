@@ -78,8 +78,8 @@ class Pacer:
         self.quiet.wait(WAIT_S)
 
 
-RESULTS_IMPORTS = ("analysis.measures.compute", "analysis.tables.plots",
-                   "console.widgets.results_view")
+RESULTS_IMPORTS = ("analysis.tables.compute", "analysis.tables.plots",
+                   "console.screens.results.views")
 """What Results' first computation imports in its worker, beyond its screen module."""
 
 

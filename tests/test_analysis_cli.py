@@ -155,8 +155,10 @@ def test_validate_measures_command_on_a_small_set(tmp_path):
     assert store.count(store.connect(db_path), "episodes") == 13 * 5 * 40 * 2
 
 
-def test_cli_table_names_match_analysis():
-    from analysis.measures.compute import TABLES as ANALYSIS_TABLES
-    from console.cli.results import TABLES as CLI_TABLES
+def test_the_registry_names_the_tables_the_replay_modules_compute():
+    from analysis.replay.probe_tables import PROBE_TABLES
+    from analysis.replay.trace_tables import TRACE_TABLES
+    from analysis.tables.registry import PROBES, TRACES, table_names
 
-    assert CLI_TABLES == ANALYSIS_TABLES
+    assert table_names(PROBES) == PROBE_TABLES
+    assert table_names(TRACES) == TRACE_TABLES

@@ -18,11 +18,13 @@ from click.testing import CliRunner
 
 from analysis.measures.delta import DESIGN_A, DESIGN_B
 from analysis.measures.drilldown import cell_decisions, select, source_of
-from analysis.measures.compute import compute, load_frames
+from analysis.tables.compute import compute
+from analysis.measures.frames import load_frames
 from console.app import ConsoleConfig, make_app
 from console.cli import cli
 from console.messages import DbChanged
-from console.screens.results import TRACE_VIEWS, parse_selection
+from analysis.tables.registry import TRACES, views
+from console.screens.results.selection import parse_selection
 from console.screens.trajectories import TrajectoriesScreen
 from core import store
 from core.errors import ConfigError
@@ -33,6 +35,9 @@ from jobs.settings import WorkerSettings
 from jobs.worker import run_worker
 from core.models.registry import load_registry
 from tests.helpers.console import FIXED_TS, wait_workers
+
+TRACE_VIEWS = tuple(v.id for v, t in views() if t.family == TRACES)
+"""The views of the second paper's tables on trace states."""
 
 
 @pytest.fixture
@@ -336,7 +341,7 @@ async def test_tables_fit_the_width_and_repeat_model_and_arm(lab_db: Path) -> No
     """At 80 columns a wide table (Cost) is split into blocks that each start with model
     and arm, so no line is wider than the view and nothing scrolls out of sight; at 160
     columns the same table takes fewer blocks (fitted again on resize, not recomputed)."""
-    from console.screens.results import text_width
+    from console.screens.results.screen import text_width
 
     app = _app(lab_db)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -363,7 +368,7 @@ async def test_tables_fit_the_width_and_repeat_model_and_arm(lab_db: Path) -> No
 async def test_delta_grid_labels_are_short_and_pinned(lab_db: Path) -> None:
     """The Δ grid's row label is the model first, at most LABEL_WIDTH wide, pinned while
     the arms scroll; the line under the grid names the row's full cover."""
-    from console.widgets.results_view import LABEL_WIDTH
+    from console.screens.results.views import LABEL_WIDTH
 
     app = _app(lab_db)
     async with app.run_test(size=(80, 24)) as pilot:

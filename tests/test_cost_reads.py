@@ -13,7 +13,7 @@ import pytest
 
 from analysis.base.arms import Grouping
 from analysis.measures.frames import load_frames
-from analysis.measures.compute import _compute_one, compute
+from analysis.tables.compute import _compute_one, compute
 from core import store
 from core.store import frames as F
 from tests.helpers.scale import results_json
@@ -93,7 +93,7 @@ def test_cost_table_from_its_columns_equals_the_full_frame(stored: Path, tmp_pat
 
 
 def test_memory_order_reads_the_widest_columns_first_and_releases_them(stored: Path) -> None:
-    from analysis.measures.compute import _RELEASE, _memory_order
+    from analysis.tables.compute import _RELEASE, _memory_order
 
     db = store.connect(stored)
     order, full = _memory_order(["success", "delta", "cost", "budgets"], load_frames(db))

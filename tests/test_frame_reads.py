@@ -128,15 +128,18 @@ def test_all_tables_never_hold_the_episodes_and_the_decisions_together(stored: P
     kept) before the decision tables: same tables as one at a time, bounded memory."""
     import shutil
 
-    from analysis.measures.compute import TABLES, compute, load_frames
+    from analysis.tables.registry import EPISODES, table_names
+    from analysis.tables.compute import compute
+    from analysis.measures.frames import load_frames
 
     path = tmp_path / "lab.db"
     shutil.copy(stored, path)
     db = store.connect(path)
     frames = load_frames(db)
-    together = compute(frames, TABLES, 50, 20, 0)
+    together = compute(frames, table_names(EPISODES), 50, 20, 0)
     assert frames._episodes is None and frames._decisions is not None
     assert frames._episode_keys is not None
     shutil.rmtree(f"{path}.results")  # cold again: each table alone, in a fresh Frames
-    alone = [t for name in TABLES for t in compute(load_frames(db), (name,), 50, 20, 0).tables]
+    alone = [t for name in table_names(EPISODES)
+             for t in compute(load_frames(db), (name,), 50, 20, 0).tables]
     assert [repr(t.rows) for t in together.tables] == [repr(t.rows) for t in alone]  # NaN-safe

@@ -20,7 +20,8 @@ from analysis.measures.judgments import (
     judgments_table,
     observation_counts,
 )
-from analysis.measures.compute import compute, frames_from, load_frames
+from analysis.tables.compute import compute
+from analysis.measures.frames import frames_from, load_frames
 from core import store
 from core.conditions import parse_condition
 from core.demo_data import demo_questions

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from analysis.measures.decisions import judgment_sources
-from analysis.measures.compute import compute, frames_from, load_frames
+from analysis.tables.compute import compute
+from analysis.measures.frames import frames_from, load_frames
 from analysis.base.rows import Row
 from core import store
 from core.store.decisions import rederive

@@ -22,7 +22,9 @@ from analysis.measures.hazard import hazard_curve, integration_index
 from analysis.measures.hazard_sample import hazard_model, hazard_sample
 from analysis.stats.lpm import fit_statsmodels, question_crossproducts
 from analysis.stats.lpm_boot import lstsq_weighted
-from analysis.measures.compute import TABLES, compute, frames_from
+from analysis.tables.registry import EPISODES, table_names
+from analysis.tables.compute import compute
+from analysis.measures.frames import frames_from
 from analysis.tables.plots import answer_action_chart, hazard_chart
 from analysis.measures.success import paired_success, success_by_regime
 from analysis.tables.text import fmt_interval, render_results
@@ -345,11 +347,12 @@ def test_judgment_rates_first_repeat_and_dissociation():
 def test_everything_runs_on_empty_and_tiny_data_and_prints_dashes():
     ep, st = build([{"failed": "11", "finish": 3, "regime": "persistent", "error": None},
                     {"failed": "1", "finish": None, "error": "server_error: 500"}])
-    res = compute(frames_from(ep, st), TABLES, n_boot=20, hazard_boot=20)
+    res = compute(frames_from(ep, st), table_names(EPISODES), n_boot=20, hazard_boot=20)
     assert res.errored == 1
     text = render_results(res)
     assert "–" in text and "1 episode(s) ended in an error" in text
-    empty = compute(frames_from(ep.iloc[0:0], st.iloc[0:0]), TABLES, n_boot=10, hazard_boot=10)
+    empty = compute(frames_from(ep.iloc[0:0], st.iloc[0:0]), table_names(EPISODES), n_boot=10,
+                    hazard_boot=10)
     assert all(not t.rows for t in empty.tables)
     render_results(empty)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis.measures.compute import frames_from, load_frames
+from analysis.measures.frames import frames_from, load_frames
 from analysis.prereg.outcomes import VERDICTS, evaluate, prediction_text
 from console.cli import main
 from core.demo_set import ensure_demo_set

@@ -140,7 +140,7 @@ def test_repair_changes_only_the_placeholder_answers(sim_run):
     assert _count(sim_run, "SELECT count(*) FROM probes WHERE kind = 'repair'") == 2
     assert _count(sim_run, "SELECT count(*) FROM episodes WHERE answer = 'your best guess'") == 2
 
-    from analysis.measures.compute import load_frames
+    from analysis.measures.frames import load_frames
     from analysis.measures.repairs import repaired_frames
     from core import store
     db = store.connect(sim_run)
@@ -159,7 +159,8 @@ def test_repair_changes_only_the_placeholder_answers(sim_run):
 def test_an_arm_without_judgments_gets_delta_after_judgment_replay(db_path):
     import asyncio
 
-    from analysis.measures.compute import compute, load_frames
+    from analysis.tables.compute import compute
+    from analysis.measures.frames import load_frames
     from core.models.scripted import ScriptedClient
     from core.store.frames import steps_frame
     from jobs.kinds.replay import ReplayRequest, replay_questions

@@ -13,7 +13,7 @@ import re
 import pandas as pd
 import pytest
 
-from analysis.measures.compute import frames_from
+from analysis.measures.frames import frames_from
 from analysis.prereg.outcome_kinds import cohen_kappa, wilson
 from analysis.prereg.outcomes import evaluate, evaluate_test, verdict
 from core.conditions import parse_condition

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from analysis.measures.compute import compute, load_frames
+from analysis.tables.compute import compute
+from analysis.measures.frames import load_frames
 from core import store
 from core.store.selection import Selection
 from tests.helpers.scale import (HAZARD_BOOT, N_BOOT, NAMES, POOLS, load_fixture, results_json,
@@ -67,7 +68,7 @@ def test_stored_decisions_equal_the_definition_and_rederive(stored: tuple[Path, 
     """lab.db's decisions (written with each episode) equal `decision_table` on the steps,
     and recomputing them (judgment replay, the migration's backfill) changes nothing."""
     from analysis.measures.decisions import decision_table
-    from analysis.measures.compute import frames_from
+    from analysis.measures.frames import frames_from
     from core.store.decisions import rederive
     from core.store.frames import episodes_frame, steps_frame
 
@@ -121,7 +122,7 @@ def _copy(path: Path, tmp_path: Path) -> Path:
 
 def test_results_cache_serves_unchanged_numbers_and_new_episodes_invalidate(
         stored: tuple[Path, dict], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import analysis.measures.compute as measures
+    import analysis.tables.compute as measures
     from analysis.base.cache import SUFFIX
     from core.episode import EpisodeResult
     from core.store import cell_hash
@@ -204,7 +205,7 @@ def test_hazard_fits_are_kept_by_sample_and_new_episodes_refit_only_what_they_ch
     fitted before, with the same numbers."""
     import analysis.measures.hazard as hazard
     from analysis.base.cache import ResultsCache
-    from analysis.measures.compute import FITS_KEPT
+    from analysis.measures.hazard import FITS_KEPT
     from core.episode import EpisodeResult
     from core.store import cell_hash
 

@@ -75,28 +75,31 @@ def study_rows(db: Database, selection: Selection, resamples: int, seed: int = 0
         probe_tables: also compute the tables on answer-now branches (policies,
             controllers) and the second seed's tables on trace states (trace_*) when
             lab.db holds any.
-        names: only these tables (among compute's TABLES, PROBE_TABLES and
-            "trace_sweeps"); default every one.
+        names: only these tables (episode and probe tables of
+            `analysis.tables.registry`, and "trace_sweeps"); default every one.
 
     Returns:
         The StudyRows.
     """
-    from analysis.measures.compute import TABLES, compute, load_frames
-
-    from analysis.replay.probe_tables import PROBE_TABLES, probe_results
+    from analysis.measures.frames import load_frames
+    from analysis.tables.compute import compute
+    from analysis.tables.registry import EPISODES, PROBES, table_names
+    from analysis.tables.results import ResultsSpec, results_for
     from core.store.probes import probe_counts
 
-    wanted = set(names) if names is not None else {*TABLES, *PROBE_TABLES, "trace_sweeps"}
+    episode_tables, probes = table_names(EPISODES), table_names(PROBES)
+    wanted = set(names) if names is not None else {*episode_tables, *probes, "trace_sweeps"}
     frames = load_frames(db, selection)
-    res = compute(frames, [n for n in TABLES if n in wanted], resamples, min(resamples, 1000),
-                  seed)
+    spec = ResultsSpec(resamples, min(resamples, 1000), seed)
+    res = compute(frames, [n for n in episode_tables if n in wanted], resamples,
+                  min(resamples, 1000), seed)
     tables = list(res.tables)
     counts = probe_counts(db)
-    if probe_tables and wanted & set(PROBE_TABLES) and (
+    if probe_tables and wanted & set(probes) and (
             counts.get("answer_now") or counts.get("answer_now_confidence")):
-        for name in PROBE_TABLES:
+        for name in probes:
             if name in wanted:
-                tables += probe_results(db, frames, name, resamples, seed).tables
+                tables += results_for(db, selection, name, spec, frames).tables
     provenance = prereg_rows.run_provenance(db, res.runs)
     rows: dict[str, list[RowDict]] = {}
     for table in tables:
@@ -125,10 +128,10 @@ def _trace_tables(db: Database, selection: Selection, resamples: int, seed: int
     if not db["traces"].exists() or not store.count(db, "traces"):
         return ()
     from analysis.replay.probe_tables import trace_results
-    from analysis.replay.trace_tables import TRACE_TABLES
+    from analysis.tables.registry import TRACES, table_names
 
     try:
-        return trace_results(db, TRACE_TABLES, selection, None, resamples, seed)
+        return trace_results(db, table_names(TRACES), selection, None, resamples, seed)
     except ConfigError:  # no trace state matches this selection: no trace tables
         return ()
 

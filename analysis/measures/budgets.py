@@ -33,6 +33,7 @@ import pandas as pd
 
 from analysis.base.arms import ArmKey, Grouping, regime_order
 from analysis.base.rows import Row, Table, interval_row, with_holm
+from analysis.measures.results import TableInput, TablePart
 from analysis.stats.bootstrap import N_BOOT, Interval, bootstrap_intervals, safe_ratio
 
 MEASURES = ("success", "answered", "median_action", "final_share", "tool_calls")
@@ -288,3 +289,8 @@ def budget_table(episodes: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0,
              "tool_calls: mean search and lookup calls. Groups with one budget have no rows.",)
     return Table("budgets", "Budget scaling: each arm at two budgets, paired by question",
                  with_holm(rows), notes, "long", pooled=grouping.pooled)
+
+
+def budgets_results(inp: TableInput) -> TablePart:
+    """The "budgets" results table (`analysis.tables.registry`)."""
+    return TablePart((budget_table(inp.episodes, inp.n_boot, inp.seed, inp.grouping),))

@@ -38,6 +38,7 @@ from analysis.stats.codes import sorted_codes
 from analysis.measures.dissociation import DISSOCIATION_RUN, dissociation
 from analysis.measures.regime_boot import overall_intervals
 from analysis.base.rows import Row, Table, interval_row, make_row
+from analysis.measures.results import TableInput, TablePart
 from analysis.stats.bootstrap import N_BOOT, Interval
 from analysis.measures.success import (
     MEAN6_LABEL,
@@ -647,3 +648,10 @@ JUDGMENT_MEASURES = (
     ("dissociation", "answered after 5 own useless"),
     ("stated_dissociation", "answered after 5 stated useless"))
 """(JudgmentRates attribute, measure name) of the judgments table."""
+
+
+def cost_results(inp: TableInput) -> TablePart:
+    """The "cost" results table and when each group answers (`analysis.tables.registry`)."""
+    actions, counts = group_answer_actions(inp.episodes, inp.grouping)
+    return TablePart((cost_table(inp.episodes, inp.lam, inp.n_boot, inp.seed, inp.grouping),),
+                     actions=actions, counts=counts)

@@ -23,6 +23,7 @@ from analysis.measures.decisions import REPLAYED, judgment_columns, judgment_sou
 # by identity (the frame's question ids and regimes are never missing)
 from analysis.stats.codes import codes, sorted_codes
 from analysis.base.rows import Row, Table, interval_row
+from analysis.measures.results import TableInput, TablePart
 from analysis.stats.bootstrap import (
     N_BOOT,
     UNDEFINED,
@@ -594,3 +595,8 @@ def delta_table(decisions: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0,
     )
     return Table("delta", "Time-matched contrast Δ and design-label contrast", tuple(rows),
                  notes, pooled=grouping.pooled)
+
+
+def delta_results(inp: TableInput) -> TablePart:
+    """The "delta" results table (`analysis.tables.registry`)."""
+    return TablePart((delta_table(inp.decisions, inp.n_boot, inp.seed, inp.grouping),))

@@ -111,7 +111,7 @@ class Frames:
 
     def release_episodes(self) -> None:
         """Drop the full episode frame (and any keys-and-values frames), keeping the key
-        columns: what `analysis.measures.compute.compute` does once no table left needs more, so
+        columns: what `analysis.tables.compute.compute` does once no table left needs more, so
         that the episodes and the decision table are not both held. A later use of
         `episodes` reads them again."""
         keys = self.episode_keys

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from analysis.base.arms import Grouping
+from analysis.base.arms import ArmKey, Grouping
 from analysis.measures.decisions import REPLAYED, judgment_sources
 from analysis.stats.codes import codes
 from analysis.measures.failure_rows import (FailureRows, cluster_counts, coded_samples,
@@ -25,6 +25,7 @@ from analysis.measures.failure_rows import (FailureRows, cluster_counts, coded_s
 from analysis.measures.failure_rows import family_failure_regimes as family_failure_regimes
 from analysis.measures.hazard_sample import after_useless
 from analysis.stats.lpm import HAZARD_BOOT, HazardFit
+from analysis.measures.results import TableInput, TablePart
 from analysis.stats.lpm_batch import fit_samples
 from analysis.base.rows import Row, Table, interval_row
 from analysis.stats.bootstrap import N_BOOT, Interval, bootstrap_intervals, cluster_sums, safe_ratio
@@ -265,7 +266,7 @@ def hazard_table(decisions: pd.DataFrame, n_boot: int = N_BOOT,
             of their sample: a group whose sample is among them is not fitted again,
             and the fits made here are added, those used again moved to the end, so
             the mapping's order is from least to most recently used
-            (`analysis.measures.compute` keeps it in the results cache, so new episodes refit
+            (`analysis.tables.compute` keeps it in the results cache, so new episodes refit
             only the groups they change).
 
     Returns:
@@ -318,3 +319,36 @@ def hazard_table(decisions: pd.DataFrame, n_boot: int = N_BOOT,
              "with an earlier useful judgment."))
     return Table("hazard", "Stopping hazard and hazard model", tuple(rows), notes,
                  pooled=(grouping or Grouping()).pooled)
+
+
+FITS_KEPT = 4096
+"""Hazard-model fits the results cache keeps across selections (the most recently
+used; ~0.4 KB each)."""
+
+
+def index_results(inp: TableInput) -> TablePart:
+    """The "index" results table (`analysis.tables.registry`)."""
+    return TablePart((index_table(inp.decisions, inp.n_boot, inp.seed, inp.grouping),))
+
+
+def hazard_results(inp: TableInput) -> TablePart:
+    """The "hazard" results table and its curves (`analysis.tables.registry`); the fits of
+    group samples seen before, in any selection, come from the results cache."""
+    cache = inp.cache
+    key = cache.shared_key("hazard fits", {"hazard_boot": inp.hazard_boot, "seed": inp.seed}
+                           ) if cache else ""
+    fitted = cache.get(key) if cache else None
+    fitted = fitted if isinstance(fitted, dict) else {}
+    table = hazard_table(inp.decisions, inp.n_boot, inp.hazard_boot, inp.seed, inp.grouping,
+                         fitted)
+    if cache:
+        cache.put(key, dict(list(fitted.items())[-FITS_KEPT:]))
+    return TablePart((table,), curves=_curves(table))
+
+
+def _curves(table: Table) -> tuple[tuple[ArmKey, tuple[float, ...]], ...]:
+    out: dict[ArmKey, list[float]] = {}
+    for r in table.rows:
+        if r.measure == "hazard":
+            out.setdefault(r.key(), []).append(r.estimate)
+    return tuple((arm, tuple(h)) for arm, h in out.items())

@@ -28,6 +28,7 @@ from analysis.measures.dissociation import (
 )
 from analysis.measures.frames import Frames
 from analysis.base.rows import Row, Table, make_row
+from analysis.measures.results import TableInput, TablePart
 from core.store.judgment_counts import COUNTS, JudgmentCounts, judgment_counts
 
 _SHORT = ("USELESS|fail", "USELESS|real", "USEFUL|gold1", "USEFUL|gold+", "USEFUL|distr1",
@@ -280,3 +281,9 @@ def judgments_table(counts: JudgmentCounts, decisions: pd.DataFrame, episodes: p
                  (), (), tuple((label, short) for (_, label), short in zip(JUDGMENT_MEASURES,
                                                                            _SHORT)),
                  grouping.pooled)
+
+
+def judgments_results(inp: TableInput) -> TablePart:
+    """The "judgments" results table (`analysis.tables.registry`)."""
+    return TablePart((judgments_table(frame_counts(inp.frames), inp.decisions, inp.episodes,
+                                      inp.grouping),))

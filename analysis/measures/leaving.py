@@ -39,6 +39,7 @@ from analysis.measures.delta import (
     time_matched_counts_by_group,
 )
 from analysis.base.rows import Row, Table, interval_row, make_row
+from analysis.measures.results import TableInput, TablePart
 from analysis.stats.bootstrap import N_BOOT
 from core.conditions import TWO_SOURCE_ARMS
 
@@ -270,3 +271,9 @@ def leaving_table(episodes: pd.DataFrame, steps: pd.DataFrame, decisions: pd.Dat
                   ("median_first_switch", "median first"), ("answered_first", "answered 1st"),
                   ("backup_first_share", "backup 1st"), ("leave_delta", "Δ leave")),
                  pooled=(grouping or Grouping()).pooled)
+
+
+def leaving_results(inp: TableInput) -> TablePart:
+    """The "leaving" results table (`analysis.tables.registry`)."""
+    return TablePart((leaving_table(inp.episodes, inp.frames.backup_steps, inp.decisions,
+                                    inp.n_boot, inp.seed, inp.grouping),))

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 from sqlite_utils import Database
 
-from analysis.measures.compute import Frames
+from analysis.measures.frames import Frames
 from core.store.probes import probes_frame
 
 SCORE_COLUMNS = ("answer", "em", "f1", "correct", "placeholder")

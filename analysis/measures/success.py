@@ -17,6 +17,7 @@ import pandas as pd
 from analysis.base.arms import Grouping
 from analysis.stats.codes import sorted_codes
 from analysis.base.rows import Row, Table, interval_row, with_holm
+from analysis.measures.results import TableInput, TablePart
 from analysis.stats.bootstrap import N_BOOT, Interval, bootstrap_intervals, noninferior, safe_ratio
 from core.regimes import MEAN6
 
@@ -437,3 +438,10 @@ def paired_table(episodes: pd.DataFrame, reference: str = REFERENCE, n_boot: int
              f"non-inferiority (lower bound > {margin:+.2f})."),)
     return Table("paired", f"Paired success differences against '{reference}'", rows, notes,
                  "wide", (MEAN6_LABEL,), pooled=grouping.pooled)
+
+
+def success_results(inp: TableInput) -> TablePart:
+    """The "success" results table with the paired differences (`analysis.tables.registry`)."""
+    return TablePart((success_table(inp.episodes, inp.n_boot, inp.seed, inp.grouping),
+                      paired_table(inp.episodes, inp.reference, inp.n_boot, inp.seed,
+                                   inp.grouping)))

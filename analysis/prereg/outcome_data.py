@@ -22,7 +22,7 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.measures.compute import Frames
+from analysis.measures.frames import Frames
 from core.conditions import Condition, condition_from_spec, parse_condition
 from core.errors import LabError
 from core.registered_tests import DEFAULT_BUDGET, arm_matches, named_budgets

@@ -9,7 +9,8 @@ from sqlite_utils import Database
 
 from analysis.base.arms import Grouping
 from analysis.replay.controllers import Gate, controller_table
-from analysis.measures.compute import Frames, Results
+from analysis.measures.frames import Frames
+from analysis.measures.results import Results
 from analysis.replay.policies import policy_table
 from analysis.replay.trace_tables import TRACE_TABLES, TraceSettings, trace_tables
 from analysis.base.rows import Table

@@ -34,7 +34,9 @@ from sqlite_utils import Database
 
 from analysis.base.arms import EXPLORATORY
 from analysis.measures.cost import measurement_calls, own_call_column, own_calls, parse_condition_of
-from analysis.measures.compute import TABLES, compute, load_frames
+from analysis.measures.frames import load_frames
+from analysis.tables.compute import compute
+from analysis.tables.registry import PROBES, TRACES, table_names
 from analysis.tables.csv_files import (
     table_frame,
     write_frame,
@@ -180,14 +182,14 @@ def export_traces(db: Database, directory: Path, selection: Selection | None = N
     Returns:
         The paths written.
     """
-    from analysis.replay.probe_tables import TRACE_TABLES, trace_results
+    from analysis.replay.probe_tables import trace_results
 
     selection = selection or Selection()
     version = version or project_version()
     if not has_traces(db, selection):
         return []
     written = [write_traces_csv(db, directory, selection, version)]
-    for table in trace_results(db, TRACE_TABLES, selection, None, n_boot, seed):
+    for table in trace_results(db, table_names(TRACES), selection, None, n_boot, seed):
         written.append(write_frame(table_frame(table, version), directory / f"{table.name}.csv"))
     return written
 
@@ -201,7 +203,7 @@ def export_probes(db: Database, directory: Path, selection: Selection, version: 
     Returns:
         The paths written.
     """
-    from analysis.replay.probe_tables import PROBE_TABLES, probe_results
+    from analysis.tables.results import ResultsSpec, results_for
     from core.probes import BRANCH_KINDS
     from core.store.probes import EXPORT_COLUMNS, probes_frame
 
@@ -209,8 +211,9 @@ def export_probes(db: Database, directory: Path, selection: Selection, version: 
     written = [write_frame(probes.loc[:, list(EXPORT_COLUMNS)], directory / "probes.csv")]
     if probes["kind"].isin(BRANCH_KINDS).any():
         frames = load_frames(db, selection)
-        for name in PROBE_TABLES:
-            (table,) = probe_results(db, frames, name, n_boot, seed).tables
+        for name in table_names(PROBES):
+            (table,) = results_for(db, selection, name, ResultsSpec(n_boot, seed=seed),
+                                   frames).tables
             written.append(write_frame(table_frame(table, version), directory / f"{name}.csv"))
     return written
 
@@ -243,7 +246,7 @@ def export(db: Database, directory: Path, selection: Selection | None = None,
     version = project_version()
     written: list[Path] = []
     if episodes:
-        results = compute(load_frames(db, selection), TABLES, n_boot, hazard_boot, seed)
+        results = compute(load_frames(db, selection), None, n_boot, hazard_boot, seed)
         written += write_rows_csvs(db, directory, selection, version)
         for table in results.tables:
             written.append(write_frame(table_frame(table, version),

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from analysis.base.arms import ArmKey
-from analysis.measures.compute import Results
+from analysis.measures.results import Results
 from analysis.tables.fit import abbreviation_lines, blocks, canonical_columns, wrap_line
 from analysis.base.rows import ENDED_FIELDS, Row, Table
 from core.end_reasons import apart_text

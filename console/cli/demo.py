@@ -176,7 +176,8 @@ def summary(db_path: Path, amendment: str, colour: bool = False) -> str:
     """
     from dataclasses import replace
 
-    from analysis.measures.compute import compute, load_frames
+    from analysis.tables.compute import compute
+    from analysis.measures.frames import load_frames
     from analysis.prereg.outcomes import evaluate
     from analysis.tables.fit import wrap_line
     from analysis.tables.text import render_results

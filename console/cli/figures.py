@@ -11,9 +11,9 @@ from pathlib import Path
 
 import click
 
-from console.cli.options import MAX_RESAMPLES, bounded, open_db
-from console.cli.results import (PROBE_TABLES, TABLES, TRACE_TABLES, _frames,
-                                 selection_options)
+from console.cli.options import MAX_RESAMPLES, TableChoice, bounded, open_db
+from console.cli.results import _frames, selection_options
+from analysis.tables.registry import EPISODES, PROBES, table_def
 from core.errors import ConfigError
 from core.store.selection import selection_from
 
@@ -38,7 +38,7 @@ def parse_formats(text: str) -> tuple[str, ...]:
 @click.option("--style", type=click.Choice(("paper", "talk")), default="paper",
               show_default=True, help="paper: two-column page sizes; talk: slides.")
 @click.option("--table", "tables", multiple=True,
-              type=click.Choice([*TABLES, *PROBE_TABLES, "trace_sweeps"]),
+              type=TableChoice(EPISODES, PROBES, extra=("trace_sweeps",)),
               help="Only the figures of this results table (repeatable; default all).")
 @click.option("--resamples", type=bounded(0, MAX_RESAMPLES), default=2000, show_default=True,
               help="Question-level bootstrap resamples (as `lab results`).")
@@ -75,9 +75,8 @@ def figures_cmd(ctx: click.Context, directory: Path, runs: tuple[str, ...],
     selection = selection_from(runs, sets, seeds, models, conditions, regimes, pool)
     _frames(db, selection, ctx.obj["db"])
     directory = export_folder(directory)
-    extra = {*PROBE_TABLES, *TRACE_TABLES}
-    study = study_rows(db, selection, resamples, seed,
-                       probe_tables=not tables or bool(set(tables) & extra))
+    study = study_rows(db, selection, resamples, seed, probe_tables=not tables or any(
+        table_def(t).family != EPISODES for t in tables))
     written = write_figures(study, directory, formats, STYLES[style], figures_for(tables))
     for name, reason in written.skipped:
         click.echo(f"skipped {name}: {reason}", err=True)

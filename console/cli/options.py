@@ -41,6 +41,31 @@ def bounded(lo: int | None = 0, hi: int = INT64_MAX) -> click.IntRange:
     return click.IntRange(-INT64_MAX - 1 if lo is None else lo, hi)
 
 
+class TableChoice(click.Choice):
+    """A results table's name among `analysis.tables.registry`'s, read each time it is
+    parsed or listed, so a table registered after this module was loaded is offered too.
+
+    Args:
+        families: only the tables of these families (default every one).
+        extra: names offered after the tables (e.g. "all").
+    """
+
+    def __init__(self, *families: str, extra: tuple[str, ...] = ()) -> None:
+        self.families, self.extra = families, extra
+        super().__init__(self.choices)
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        """The names offered now."""
+        from analysis.tables.registry import table_names
+
+        return (*table_names(*self.families), *self.extra)
+
+    @choices.setter
+    def choices(self, value: object) -> None:
+        """Ignored: the names come from the registry."""
+
+
 class IntList(click.ParamType):
     """Comma-separated integers, each within `lo`…`hi` (`--seeds 0,1`, `--budgets 8,16`);
     the value is a tuple.

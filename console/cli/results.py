@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import click
 from sqlite_utils import Database
 
-from console.cli.options import MAX_RESAMPLES, bounded, open_db
+from console.cli.options import MAX_RESAMPLES, TableChoice, bounded, open_db
 from core import store
 from core.errors import ConfigError, LabError, StoreError
 from core.store import prereg as prereg_rows
@@ -24,20 +24,9 @@ from core.store.selection import selection_from
 from analysis.tables.provenance import provenance_lines, row_provenance
 
 if TYPE_CHECKING:
-    from analysis.measures.compute import Frames
-    from analysis.replay.controllers import Gate
+    from analysis.measures.frames import Frames
+    from analysis.base.rows import Table
 
-TABLES = ("success", "delta", "index", "hazard", "cost", "judgments", "budgets", "leaving")
-"""analysis.measures.compute.TABLES, spelled out so `lab --help` need not import pandas (a test
-checks they agree)."""
-
-PROBE_TABLES = ("policies", "controllers")
-"""analysis.replay.probe_tables.PROBE_TABLES: tables on answer-now branches (`lab replay
-answer-now`)."""
-TRACE_TABLES = ("trace_table1", "trace_table2", "trace_table3", "trace_sweeps",
-                "trace_calibration")
-"""analysis.replay.trace_tables.TRACE_TABLES: the second seed's tables on stored traces (`lab
-traces collect`)."""
 FORMATS = ("table", "csv", "json")
 NO_REPAIRED = ("note: no repaired answers stored yet (answer repair, SPEC §8.5, is not run in "
                "this lab.db); showing raw results")
@@ -67,7 +56,7 @@ def selection_options(command: Callable[..., None]) -> Callable[..., None]:
 
 def _frames(db: Database, selection: Selection, path: Path) -> Frames:
     """Load the selection, or explain in one line why it is empty or names unknown values."""
-    from analysis.measures.compute import load_frames
+    from analysis.measures.frames import load_frames
 
     if not store.count(db, "episodes"):
         raise StoreError(f"no finished episodes in {path}; run `lab demo`, or `lab enqueue` "
@@ -91,7 +80,7 @@ def _rows_out(dicts: list[dict[str, object]], fmt: str) -> str:
 
 
 @click.argument("table", required=False, default="all",
-                type=click.Choice([*TABLES, *PROBE_TABLES, *TRACE_TABLES, "all"]))
+                type=TableChoice(extra=("all",)))
 @selection_options
 
 
@@ -162,31 +151,27 @@ def results(ctx: click.Context, table: str, runs: tuple[str, ...], sets: tuple[s
     at confidence ≥ --tau-hi, else retrieve while budget remains, then abstain at ≤
     --tau-lo or escalate; every row names the thresholds it used.
     """
-    from analysis.measures.compute import compute
     from analysis.replay.controllers import Gate
+    from analysis.tables.registry import TRACES
+    from analysis.tables.results import ResultsSpec, family_of, results_for
     from analysis.tables.text import render_results
 
     db = open_db(ctx, create=False)
     selection = selection_from(runs, sets, seeds, models, conditions, regimes, pool)
-    gate = Gate(tau_lo, tau_hi, max_retrievals)
-    if table in TRACE_TABLES:
-        _trace_results(db, table, selection, gate, fit_depths, split_seed, judge, fmt,
-                       resamples, seed)
+    spec = ResultsSpec(resamples, min(resamples, 1000), seed,
+                       Gate(tau_lo, tau_hi, max_retrievals), fit_depths, split_seed, judge,
+                       repaired)
+    if family_of(table) == TRACES:
+        (trace,) = results_for(db, selection, table, spec).tables
+        _print_trace(trace, fmt)
         return
     frames = _frames(db, selection, ctx.obj["db"])
+    res = results_for(db, selection, table, spec, frames)
     note = ""
-    if repaired:
-        from analysis.measures.repairs import repaired_frames
-        frames, n_repaired = repaired_frames(db, frames)
-        note = (f"note: repaired answers (lab repair) replace the raw ones of {n_repaired} "
-                f"episodes; raw results are primary" if n_repaired else NO_REPAIRED)
+    if res.repaired is not None:
+        note = (f"note: repaired answers (lab repair) replace the raw ones of {res.repaired} "
+                f"episodes; raw results are primary" if res.repaired else NO_REPAIRED)
         click.echo(note, err=True)
-    if table in PROBE_TABLES:
-        from analysis.replay.probe_tables import probe_results
-        res = probe_results(db, frames, table, resamples, seed, gate, fit_depths, split_seed)
-    else:
-        res = compute(frames, TABLES if table == "all" else (table,), resamples,
-                      min(resamples, 1000), seed)
     provenance = prereg_rows.run_provenance(db, frames.runs)
     if fmt == "table":
         text = render_results(res, charts=True, colorless=not sys.stdout.isatty())
@@ -197,24 +182,17 @@ def results(ctx: click.Context, table: str, runs: tuple[str, ...], sets: tuple[s
                           for d in t.dicts()], fmt))
 
 
-def _trace_results(db: Database, table: str, selection: Selection, gate: Gate,
-                   fit_depths: str, split_seed: int, judge: bool, fmt: str, resamples: int,
-                   seed: int) -> None:
-    """Print one of TRACE_TABLES (with the seed's charts under trace_sweeps)."""
-    from analysis.replay.probe_tables import trace_results
+def _print_trace(table: Table, fmt: str) -> None:
+    """Print a second-paper table on trace states (with the sweeps' charts)."""
     from analysis.tables.trace_charts import sweep_charts
-    from analysis.replay.trace_tables import TraceSettings
     from analysis.tables.text import render_table
 
-    settings = TraceSettings(gate, fit_depths, split_seed,
-                             "judge_correct" if judge else "correct")
-    (res,) = trace_results(db, (table,), selection, settings, resamples, seed)
     if fmt != "table":
-        click.echo(_rows_out(res.dicts(), fmt))
+        click.echo(_rows_out(table.dicts(), fmt))
         return
-    parts = [render_table(res)]
-    if table == "trace_sweeps":
-        parts += sweep_charts(res, colorless=not sys.stdout.isatty())
+    parts = [render_table(table)]
+    if table.name == "trace_sweeps":
+        parts += sweep_charts(table, colorless=not sys.stdout.isatty())
     click.echo("\n\n".join(parts))
 
 

@@ -1,7 +1,8 @@
 """The console's screens, in digit-key order (SPEC §14).
 
-Each screen lives in its own module with a `.tcss` beside it; this registry is the
-one list the app, its key bindings, the help screen and the command palette read.
+Each screen lives in its own module, or its own package with the widgets only it uses,
+with a `.tcss` beside it; this registry is the one list the app, its key bindings, the
+help screen and the command palette read.
 """
 
 from __future__ import annotations
@@ -44,6 +45,12 @@ class LazyScreen:
 
     def __call__(self) -> Screen:
         return self.screen_class()()
+
+
+def screen_mode(cls: type[object]) -> str:
+    """A screen class's mode: its module under `console.screens`, or its package there
+    (`console.screens.results.screen` → "results")."""
+    return cls.__module__.removeprefix("console.screens.").split(".")[0]
 
 
 SCREENS: tuple[ScreenInfo, ...] = (

@@ -149,9 +149,9 @@ class LabScreen(Screen[None]):
 
     def screen_name(self) -> str:
         """`4 Jobs`: this screen's digit key and title (its module is its mode)."""
-        from console.screens import SCREENS
+        from console.screens import SCREENS, screen_mode
 
-        mode = type(self).__module__.rsplit(".", 1)[-1]
+        mode = screen_mode(type(self))
         for i, info in enumerate(SCREENS, start=1):
             if info.mode == mode:
                 return f"{i} {info.title}"

@@ -329,7 +329,7 @@ class PreregScreen(LabScreen):
 
     @work(thread=True, exclusive=True, group="prereg-outcomes")
     def _compute_outcomes(self, amendment_id: str, n_boot: int) -> None:
-        from analysis.measures.compute import load_frames
+        from analysis.measures.frames import load_frames
         from analysis.prereg.outcomes import evaluate
 
         try:

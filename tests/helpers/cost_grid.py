@@ -8,11 +8,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis.measures.compute import _READS_VALUES
+from analysis.tables.registry import table_def
 from core import store
 from tests.helpers.builders import store_sim_grid
 
-COST = _READS_VALUES["cost"]
+COST = table_def("cost").reads.columns
 ARMS = (("sim-backup-own3", "two_source"), ("sim-backup-own3", "switch_rule:k=3"),
         ("sim-stated", "stated_judgment_rule:k=3"), ("sim-own5", "none:judge=true"),
         ("sim-own5", "enforced_rule:k=3"))

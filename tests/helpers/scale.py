@@ -37,7 +37,7 @@ _STEP_SKIP = ("shown",)
 
 
 def results_json(results: Any) -> dict[str, Any]:
-    """Everything `analysis.measures.compute.compute` returns, as plain JSON values (NaN → None)."""
+    """Everything `analysis.tables.compute.compute` returns, as plain JSON values (NaN → None)."""
     def clean(value: Any) -> Any:
         if isinstance(value, float) and not math.isfinite(value):
             return None if math.isnan(value) else repr(value)
@@ -140,7 +140,8 @@ def _dump(path: Path) -> dict[str, Any]:
 
 def generate() -> dict[str, Any]:
     """Run the grid, add one errored episode, dump the rows and compute every table."""
-    from analysis.measures.compute import compute, load_frames
+    from analysis.tables.compute import compute
+    from analysis.measures.frames import load_frames
     from core import store
     from core.episode import EpisodeResult
     from core.store.selection import Selection

@@ -1,6 +1,7 @@
-"""Presentation for the Results screen: which tables each view shows, the Δ grid
-(models × arms) built from the Δ table, and the charts' series. Only shaping and
-formatting of computed rows: no statistics and no lab.db here.
+"""Presentation for the Results screen: what each view shows of its table (the views
+themselves are `analysis.tables.registry`'s), the Δ grid (models × arms) built from the
+Δ table, and the charts' series. Only shaping and formatting of computed rows: no
+statistics and no lab.db here.
 """
 
 from __future__ import annotations
@@ -15,23 +16,6 @@ from rich.text import Text
 from analysis.base.rows import Row, Table
 from analysis.tables.text import DASH, fmt_interval, fmt_number
 
-VIEWS: tuple[tuple[str, str, str], ...] = (
-    ("success", "Success", "success"),
-    ("delta", "Δ grid", "delta"),
-    ("index", "I", "index"),
-    ("hazard", "Hazard", "hazard"),
-    ("answering", "Answering", "cost"),
-    ("cost", "Cost", "cost"),
-    ("policies", "Policies", "policies"),
-    ("controllers", "Controllers", "controllers"),
-    ("trace_table1", "Trace T1", "trace_table1"),
-    ("trace_table2", "Trace T2", "trace_table2"),
-    ("trace_table3", "Trace T3", "trace_table3"),
-    ("trace_sweeps", "Trace sweeps", "trace_sweeps"),
-    ("trace_calibration", "Trace calib.", "trace_calibration"),
-)
-"""(view id, tab label, the `analysis.measures.compute` table it needs; trace_*: the
-second seed's tables on `lab traces collect` states, `analysis.replay.probe_tables`)."""
 ANSWERING = ("answered", "median action", "final share")
 """Cost-table measures shown on the Answering view."""
 
@@ -40,8 +24,8 @@ def view_tables(view: str, tables: Sequence[Table]) -> tuple[Table, ...]:
     """The tables a view shows (and exports), from the computed ones.
 
     Args:
-        view: a view id of VIEWS.
-        tables: the tables `analysis.measures.compute.compute` returned for the view.
+        view: a view id (`analysis.tables.registry.views`).
+        tables: the tables `analysis.tables.results.results_for` returned for the view.
 
     Returns:
         The tables; the Answering view keeps only the answering measures of "cost".
@@ -61,7 +45,7 @@ def display_tables(view: str, tables: Sequence[Table]) -> tuple[Table, ...]:
     """What a view prints as text: on Hazard, β/γ only (the curve is drawn as a chart).
 
     Args:
-        view: a view id of VIEWS.
+        view: a view id (`analysis.tables.registry.views`).
         tables: the view's tables (`view_tables`).
 
     Returns:
@@ -81,7 +65,7 @@ def view_text(view: str, tables: Sequence[Table], note: str, width: int) -> str:
     each repeat model and arm, so neither scrolls out of sight), after the note.
 
     Args:
-        view: a view id of VIEWS.
+        view: a view id (`analysis.tables.registry.views`).
         tables: the view's tables (`view_tables`).
         note: a line above the tables ("" for none).
         width: columns available.

@@ -4,8 +4,9 @@ with its drill-down into decision points, the hazard chart, and CSV export.
 A tab per view (`[`/`]` or the arrows on the tabs): Success (with paired
 differences), Δ grid, I, Hazard (β/γ and the curve), Answering, Cost, Policies,
 Controllers, and the second seed's tables on stored trace states (Trace T1–T3, the
-sweeps with their charts, the calibration record: `lab results trace_*`). Every number
-comes from `analysis.measures.compute.compute` in a thread worker with the console's
+sweeps with their charts, the calibration record: `lab results trace_*`): one tab per
+view of `analysis.tables.registry`, in its order. Every number
+comes from `analysis.tables.results.results_for` in a thread worker with the console's
 `n_boot`/`hazard_boot`/`seed` (by default the CLI's: 2,000 question-level resamples,
 hazard model 1,000, seed 0), so the screen shows what `lab results` prints for the
 same selection. Tables fit the screen's width: a wide one is split into blocks that
@@ -31,8 +32,11 @@ from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import ContentSwitcher, DataTable, Header, Input, Static, Tab, Tabs
 
+from analysis.tables.registry import EPISODES, TRACES, TableDef, views
 from console.messages import DbChanged
 from console.screens.base import LabScreen
+from console.screens.results.selection import parse_selection
+from console.screens.results.widgets import DrillTable, GridTable
 from console.widgets.footer import LabFooter
 from console.widgets.text_lines import TextLines
 from core import store
@@ -44,60 +48,12 @@ if TYPE_CHECKING:
     from sqlite_utils import Database
 
     from analysis.measures.drilldown import CellDecisions
-    from analysis.measures.compute import Frames, Results
-    from console.widgets.results_view import Grid
+    from analysis.measures.frames import Frames
+    from analysis.measures.results import Results
+    from console.screens.results.views import Grid
 
-VIEW_IDS = ("success", "delta", "index", "hazard", "answering", "cost", "policies",
-            "controllers", "trace_table1", "trace_table2", "trace_table3", "trace_sweeps",
-            "trace_calibration")
-VIEW_LABELS = ("Success", "Δ grid", "I", "Hazard", "Answering", "Cost", "Policies",
-               "Controllers", "Trace T1", "Trace T2", "Trace T3", "Trace sweeps",
-               "Trace calib.")
 N_BOOT, HAZARD_BOOT, SEED = 2000, 1000, 0
 """The CLI's defaults (`lab results`), also `ConsoleConfig`'s: the same numbers."""
-PROBE_VIEWS = ("policies", "controllers")
-"""Views whose table reads answer-now branches (`analysis.replay.probe_tables`)."""
-TRACE_VIEWS = ("trace_table1", "trace_table2", "trace_table3", "trace_sweeps",
-               "trace_calibration")
-"""Views of the second seed's tables: they read trace states, not episodes."""
-SELECTION_KEYS = ("run", "set", "seeds", "models", "conditions", "regimes", "pool")
-"""What `/` accepts: the options of `lab results` (`--run`, `--set`, … `--pool`)."""
-_SINGULAR = {"runs": "run", "sets": "set", "seed": "seeds", "model": "models",
-             "condition": "conditions", "regime": "regimes"}
-
-
-def parse_selection(text: str) -> tuple[str, Selection]:
-    """Read a selection typed as `lab results` options: `run=a,b models=x pool=seeds`.
-
-    Args:
-        text: the selection text ("" selects everything, nothing pooled).
-
-    Returns:
-        (the text normalised, the Selection `lab results` builds from the same options).
-
-    Raises:
-        ConfigError: an unknown key, a word without `=`, or what `lab results` refuses.
-    """
-    from core.store.selection import selection_from
-
-    values: dict[str, str] = {}
-    for word in text.split():
-        key, eq, value = word.partition("=")
-        key = key.strip().lower().lstrip("-")
-        key = _SINGULAR.get(key, key)
-        if not eq or key not in SELECTION_KEYS:
-            raise ConfigError(f"selection: '{word}' is not one of "
-                              f"{', '.join(k + '=…' for k in SELECTION_KEYS)} "
-                              "(e.g. run=main models=sim-own5,sim-never pool=seeds)")
-        values[key] = ",".join(filter(None, [values.get(key, ""), value.strip()]))
-    selection = selection_from(
-        tuple(v for v in values.get("run", "").split(",") if v),
-        (values["set"],) if values.get("set") else (), values.get("seeds"),
-        values.get("models"), values.get("conditions"), values.get("regimes"),
-        values.get("pool"))
-    return " ".join(f"{k}={v}" for k, v in values.items()), selection
-
-
 @dataclass(frozen=True)
 class Computed:
     """What one view shows, computed in a worker."""
@@ -117,6 +73,20 @@ class Computed:
 def text_width(screen_width: int) -> int:
     """Columns a table may take on the text view (its padding and scrollbar apart)."""
     return max(screen_width - 4, 40)
+
+def view_table(view: str) -> TableDef:
+    """The registry's table a view shows."""
+    return next(t for v, t in views() if v.id == view)
+
+
+def _repaired_note(repaired: int | None) -> str:
+    """The line above the tables when repaired answers were asked for ("" otherwise)."""
+    if repaired is None:
+        return ""
+    return (f"repaired answers (lab repair) replace the raw ones of {repaired} episodes; "
+            f"raw results are primary (R: back to raw)" if repaired else
+            "no repaired answers stored (lab repair --run R); raw answers shown")
+
 
 class ResultsScreen(LabScreen):
     """Results tables, the Δ grid and its drill-down, charts, export."""
@@ -205,8 +175,7 @@ class ResultsScreen(LabScreen):
         """Provenance, tabs, status, the body views, footer."""
         yield Header()
         yield Static("reading runs…", id="results-prov", classes="provenance", markup=False)
-        yield Tabs(*(Tab(label, id=f"tab-{vid}") for vid, label in zip(VIEW_IDS, VIEW_LABELS)),
-                   id="results-tabs")
+        yield Tabs(*(Tab(v.label, id=f"tab-{v.id}") for v, _ in views()), id="results-tabs")
         yield Input(placeholder="run=main models=sim-own5 conditions=none,enforced_rule:k=7 "
                                 "seeds=0,1 pool=seeds  (empty: everything)",
                     id="results-select")
@@ -241,8 +210,8 @@ class ResultsScreen(LabScreen):
 
     def action_tab(self, delta: int) -> None:
         """Show the next or previous table."""
-        i = (VIEW_IDS.index(self.view) + delta) % len(VIEW_IDS)
-        self.view = VIEW_IDS[i]
+        ids = [v.id for v, _ in views()]
+        self.view = ids[(ids.index(self.view) + delta) % len(ids)]
         self.query_one("#results-tabs", Tabs).active = f"tab-{self.view}"
         self._show_view()
 
@@ -388,20 +357,32 @@ class ResultsScreen(LabScreen):
         """Compute one view (`frames`, `seen` and `computed_views`: what the screen held
         when it asked, read on the app's thread: the frames, their fingerprint and the
         views already computed, whose results a view of the same table reuses)."""
-        from analysis.measures.compute import compute, load_frames
+        from analysis.measures.frames import load_frames
+        from analysis.tables.results import ResultsSpec, results_for
+        from console.screens.results.views import view_tables, view_text
         from core.store.selection import check_selection
-        from console.widgets.results_view import VIEWS, view_tables, view_text
 
         started = time.monotonic()
-        if view in TRACE_VIEWS:
-            self._trace_compute(view, width, generation, started)
-            return
+        table = view_table(view)
+        spec = ResultsSpec(self.lab.n_boot, self.lab.hazard_boot, self.lab.seed,
+                           repaired=self.repaired and table.family != TRACES)
         db = self._connect()
         try:
             fingerprint = traj.episodes_fingerprint(db)
-            if frames is None or fingerprint != seen:
+            if table.family != TRACES and (frames is None or fingerprint != seen):
                 check_selection(db, self.selection)
                 frames = load_frames(db, self.selection)
+            if generation != self._generation:
+                return
+            if frames is not None and table.family != TRACES:
+                self.post_message(self.FramesLoaded(frames, generation))
+            shared = next((c for c in computed_views if c.results.table(table.name)), None) \
+                if table.family == EPISODES and not self.repaired else None
+            results = shared.results if shared else results_for(
+                db, self.selection, table.name, spec, frames)
+            charts = self._charts(view, results, width, height) or (
+                self._controller_charts(db, frames, width, height)
+                if view == "controllers" and frames is not None else ())
         except LabError as exc:
             self.post_message(self.Failed(str(exc)))
             return
@@ -409,94 +390,25 @@ class ResultsScreen(LabScreen):
             db.conn.close()
         if generation != self._generation:
             return
-        self.post_message(self.FramesLoaded(frames, generation))
-        name = next(t for v, _, t in VIEWS if v == view)
-        charts: tuple[str, ...] = ()
-        if self.repaired or name in PROBE_VIEWS:
-            try:
-                results, charts, note = self._probe_compute(name, frames, width, height)
-            except LabError as exc:
-                self.post_message(self.Failed(str(exc)))
-                return
-        else:
-            note = ""
-            shared = next((c for c in computed_views if c.results.table(name)), None)
-            results = shared.results if shared else compute(
-                frames, (name,), self.lab.n_boot, self.lab.hazard_boot, self.lab.seed)
+        note = _repaired_note(results.repaired)
         tables = view_tables(view, [t for t in results.tables])
         text = view_text(view, tables, note, text_width(width))
-        charts = charts or self._charts(view, results, width, height)
         computed = Computed(view, tables, text, charts, results, time.monotonic() - started,
                             note, text_width(width))
         self.post_message(self.Ready(computed, fingerprint, generation))
 
-    def _trace_compute(self, view: str, width: int, generation: int, started: float) -> None:
-        """A second-seed table on the selection's stored trace states (no episode frames),
-        with the sweeps' charts."""
-        from analysis.measures.compute import Results
-        from analysis.replay.probe_tables import trace_results
-        from analysis.tables.trace_charts import sweep_charts
-        from console.widgets.results_view import view_text
-
-        db = self._connect()
-        try:
-            fingerprint = traj.episodes_fingerprint(db)
-            (table,) = trace_results(db, (view,), self.selection, None, self.lab.n_boot,
-                                     self.lab.seed)
-        except LabError as exc:
-            self.post_message(self.Failed(str(exc)))
-            return
-        finally:
-            db.conn.close()
-        if generation != self._generation:
-            return
-        runs = tuple(sorted({run for r in table.rows for run in r.runs.split(",") if run}))
-        charts = tuple(sweep_charts(table, colorless=False)) if view == "trace_sweeps" else ()
-        computed = Computed(view, (table,), view_text(view, (table,), "", text_width(width)),
-                            charts, Results((table,), (), (), (), 0, runs),
-                            time.monotonic() - started, "", text_width(width))
-        self.post_message(self.Ready(computed, fingerprint, generation))
-
-    def _probe_compute(self, name: str, frames: Frames, width: int, height: int
-                       ) -> tuple[Results, tuple[str, ...], str]:
-        """A table on repaired answers and/or answer-now branches, with its charts.
-
-        Returns:
-            (results, charts: risk–coverage and reliability for controllers, the note
-            saying how many repaired answers replace raw ones when `repaired` is on).
-        """
-        from analysis.measures.compute import compute
-        from analysis.replay.probe_tables import probe_results
-        from analysis.measures.repairs import repaired_frames
-
-        db = self._connect()
-        try:
-            note = ""
-            if self.repaired:
-                frames, n = repaired_frames(db, frames)
-                note = (f"repaired answers (lab repair) replace the raw ones of {n} episodes; "
-                        f"raw results are primary (R: back to raw)" if n else
-                        "no repaired answers stored (lab repair --run R); raw answers shown")
-            if name not in PROBE_VIEWS:
-                return compute(frames, (name,), self.lab.n_boot, self.lab.hazard_boot,
-                               self.lab.seed), (), note
-            results = probe_results(db, frames, name, self.lab.n_boot, self.lab.seed)
-            charts = self._controller_charts(db, frames, width, height) \
-                if name == "controllers" else ()
-        finally:
-            db.conn.close()
-        return results, charts, note
-
-    @staticmethod
-    def _controller_charts(db: Any, frames: Frames, width: int, height: int
+    def _controller_charts(self, db: Any, frames: Frames, width: int, height: int
                            ) -> tuple[str, ...]:
         from analysis.base.arms import Grouping
+        from analysis.measures.repairs import repaired_frames
         from analysis.replay.controllers import chart_curves
         from analysis.tables.plots import line_chart
-        from console.widgets.results_view import controller_series
+        from console.screens.results.views import controller_series
         from core.probes import BRANCH_KINDS
         from core.store.probes import probes_frame
 
+        if self.repaired:
+            frames, _ = repaired_frames(db, frames)
         probes = probes_frame(db, frames.selection, kinds=BRANCH_KINDS)
         curves = chart_curves(frames.episodes, frames.steps, probes,
                               Grouping(frames.selection.pool, frames.errored_episodes))
@@ -512,10 +424,13 @@ class ResultsScreen(LabScreen):
 
     @staticmethod
     def _charts(view: str, results: Results, width: int, height: int) -> tuple[str, ...]:
+        from analysis.tables.trace_charts import sweep_charts
         from analysis.tables.plots import line_chart
-        from console.widgets.results_view import answer_series, hazard_series
+        from console.screens.results.views import answer_series, hazard_series
 
         w, h = max(width - 4, 40), max(min(height - 4, 20), 10)
+        if view == "trace_sweeps":
+            return tuple(sweep_charts(results.tables[0], colorless=False))
         if view == "hazard":
             return tuple(line_chart(series, f"{model}: P(answer) after j consecutive failed "
                                     "observations", "j", width=w, height=h, colorless=False)
@@ -625,7 +540,7 @@ class ResultsScreen(LabScreen):
     def _fitted(self, computed: Computed) -> Computed:
         """The view's text fitted to the screen's width now (fitted again after a resize;
         only formatting, no computing)."""
-        from console.widgets.results_view import view_text
+        from console.screens.results.views import view_text
 
         width = text_width(self.size.width)
         if computed.width == width or not self.size.width:
@@ -655,7 +570,7 @@ class ResultsScreen(LabScreen):
         self.query_one("#results-status", Static).update(line)
 
     def _show_grid(self, computed: Computed) -> None:
-        from console.widgets.results_view import delta_grid, grid_cell, variants
+        from console.screens.results.views import delta_grid, grid_cell, variants
 
         table = computed.tables[0]
         options = variants(table)
@@ -682,7 +597,7 @@ class ResultsScreen(LabScreen):
         self._show_cell()
 
     def _show_cell(self) -> None:
-        from console.widgets.results_view import cell_summary
+        from console.screens.results.views import cell_summary
 
         grid = self._grid
         if grid is None:
@@ -807,15 +722,3 @@ class ResultsScreen(LabScreen):
         """Show an error in one line."""
         self.query_one("#results-status", Static).update(message.error)
         self.notify(message.error, severity="error")
-
-
-class GridTable(DataTable):
-    """The Δ grid, whose Enter is listed in the footer."""
-
-    BINDINGS = [Binding("enter", "select_cursor", "Decisions")]
-
-
-class DrillTable(DataTable):
-    """The decision list, whose Enter is listed in the footer."""
-
-    BINDINGS = [Binding("enter", "select_cursor", "Open trajectory")]

@@ -1,0 +1,127 @@
+"""One results table (or every episode table) of a selection, whatever its family: the
+one dispatch `lab results`, `lab export`, the figures and the console's Results screen
+share.
+
+- ``traces`` tables read the selection's stored trace states
+  (`analysis.replay.probe_tables.trace_results`) and no episode frames;
+- ``probes`` tables read the frames and the stored answer-now branches;
+- ``episodes`` tables are computed by `analysis.tables.compute.compute`, through the
+  results cache.
+
+With `ResultsSpec.repaired`, stored answer repairs (`lab repair`) replace the raw
+answers of the episode and probe tables first (`analysis.measures.repairs`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from analysis.measures.results import Results
+from analysis.stats.bootstrap import N_BOOT
+from analysis.stats.lpm import HAZARD_BOOT
+from analysis.tables.registry import EPISODES, PROBES, TRACES, table_def
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
+
+    from analysis.measures.frames import Frames
+    from analysis.replay.controllers import Gate
+    from core.store.selection import Selection
+
+ALL = "all"
+"""The name that asks for every episode table (`lab results all`)."""
+
+
+@dataclass(frozen=True)
+class ResultsSpec:
+    """How the tables are computed (`lab results`' options).
+
+    Attributes:
+        n_boot: question-level resamples.
+        hazard_boot: resamples for the hazard model.
+        seed: bootstrap seed.
+        gate: the controllers' and trace tables' π (None: its defaults).
+        fit_depths: isotonic fit on depth-zero records ("0") or on every depth ("all").
+        split_seed: seed of the calibration/test split of questions.
+        judge: trace tables read the LLM judge's labels, not the dataset scorer's.
+        repaired: stored answer repairs replace the raw answers.
+    """
+
+    n_boot: int = N_BOOT
+    hazard_boot: int = HAZARD_BOOT
+    seed: int = 0
+    gate: Gate | None = None
+    fit_depths: str = "0"
+    split_seed: int = 0
+    judge: bool = False
+    repaired: bool = False
+
+
+def family_of(name: str) -> str:
+    """The family of table `name` (ALL: the episode tables).
+
+    Raises:
+        ValueError: no such table.
+    """
+    if name == ALL:
+        return EPISODES
+    try:
+        return table_def(name).family
+    except KeyError:
+        raise ValueError(f"unknown results table {name!r}") from None
+
+
+def results_for(db: Database, selection: Selection, name: str,
+                spec: ResultsSpec = ResultsSpec(), frames: Frames | None = None) -> Results:
+    """Table `name` (or ALL) of `selection`.
+
+    Args:
+        db: an open lab.db.
+        selection: filters and pooling.
+        name: a registered table, or ALL for every episode table.
+        spec: resamples, seed, π and the rest.
+        frames: the selection's frames when already loaded (episode and probe tables).
+
+    Returns:
+        The Results; `Results.repaired` counts the episodes whose answer was repaired
+        (None unless `spec.repaired`); a trace table's runs are those its rows cover.
+
+    Raises:
+        ValueError: an unknown name.
+        ConfigError: no traces match (a trace table).
+    """
+    family = family_of(name)
+    if family == TRACES:
+        return _trace_results(db, selection, name, spec)
+    from analysis.measures.frames import load_frames
+
+    frames = frames if frames is not None else load_frames(db, selection)
+    repaired = None
+    if spec.repaired:
+        from analysis.measures.repairs import repaired_frames
+
+        frames, repaired = repaired_frames(db, frames)
+    if family == PROBES:
+        res: Results = table_def(name).function()(
+            db, frames, name, spec.n_boot, spec.seed, spec.gate, spec.fit_depths,
+            spec.split_seed)
+    else:
+        from analysis.tables.compute import compute
+
+        res = compute(frames, None if name == ALL else (name,), spec.n_boot,
+                      spec.hazard_boot, spec.seed)
+    return replace(res, repaired=repaired)
+
+
+def _trace_results(db: Database, selection: Selection, name: str, spec: ResultsSpec
+                   ) -> Results:
+    from analysis.replay.controllers import Gate
+    from analysis.replay.trace_tables import TraceSettings
+
+    settings = TraceSettings(spec.gate or Gate(), spec.fit_depths, spec.split_seed,
+                             "judge_correct" if spec.judge else "correct")
+    (table,) = table_def(name).function()(db, (name,), selection, settings, spec.n_boot,
+                                          spec.seed)
+    runs = tuple(sorted({run for r in table.rows for run in r.runs.split(",") if run}))
+    return Results((table,), (), (), (), 0, runs)
