@@ -22,7 +22,7 @@ from console.app import ConsoleConfig, make_app
 from core.demo_set import ensure_demo_set
 from console.screens.prereg import PreregScreen
 from console.widgets.confirm import Choose, Confirm
-from console.widgets.prereg_modals import FreezeConfirm, TitlePrompt
+from console.screens.prereg.modals import FreezeConfirm, TitlePrompt
 from core import prereg, store
 from core.data import ids_hash
 from core.models.registry import load_registry
@@ -540,7 +540,7 @@ async def test_each_part_of_a_multi_part_test_has_its_own_line(lab_db: Path) -> 
 def test_parts_text_names_dataset_and_set_when_a_test_covers_several() -> None:
     from types import SimpleNamespace as NS
 
-    from console.widgets.prereg_render import parts_text
+    from console.screens.prereg.render import parts_text
 
     class Unit(NS):
         def text(self, several: bool) -> str:

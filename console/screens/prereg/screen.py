@@ -30,9 +30,9 @@ from console.messages import Notice
 from console.screens.base import LabScreen
 from console.widgets.confirm import Choose, Confirm
 from console.widgets.footer import LabFooter
-from console.widgets.prereg_editor import PreregEditor
-from console.widgets.prereg_modals import FreezeConfirm, TitlePrompt
-from console.widgets.prereg_render import (amendment_markdown, diff_text, existed_line,
+from console.screens.prereg.editor import PreregEditor
+from console.screens.prereg.modals import FreezeConfirm, TitlePrompt
+from console.screens.prereg.render import (amendment_markdown, diff_text, existed_line,
                                            outcome_text, pins_text, short_hash, state_text)
 from core import prereg
 from core.errors import LabError

@@ -15,11 +15,11 @@ class FreezeConfirm(ModalScreen[bool]):
 
     Args:
         amendment_id: the draft to freeze.
-        pinned: what gets pinned (prereg_render.pins_text).
+        pinned: what gets pinned (`console.screens.prereg.render.pins_text`).
         existed: the "data existed at freeze" line.
     """
 
-    CSS_PATH = "prereg_modals.tcss"
+    CSS_PATH = "modals.tcss"
     BINDINGS = [Binding("y", "answer(True)", "Yes, freeze"),
                 Binding("n", "answer(False)", "No"),
                 Binding("escape", "answer(False)", "Cancel"),
@@ -54,7 +54,7 @@ class TitlePrompt(ModalScreen[str | None]):
         placeholder: an example of the answer.
     """
 
-    CSS_PATH = "prereg_modals.tcss"
+    CSS_PATH = "modals.tcss"
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
 
     def __init__(self, question: str, placeholder: str = "") -> None:
