@@ -57,3 +57,12 @@ def test_libraries_lab_reaches_into_are_bounded_above_and_installed_within():
         assert any(s.operator in ("<", "<=", "~=", "==") for s in spec), \
             f"{name} has no upper bound: {spec}"
         assert version(name) in spec, f"installed {name} {version(name)} is outside {spec}"
+
+
+def test_tests_import_lab_plainly():
+    """`pytest.importorskip` is for optional third-party packages: a test that skips when
+    one of lab's own modules fails to import would hide the breakage it should show."""
+    own = re.compile(r"importorskip\(\s*[\"']({})\b".format("|".join(PACKAGES)))
+    skipping = [str(p.relative_to(ROOT)) for p in sorted((ROOT / "tests").rglob("*.py"))
+                if own.search(p.read_text(encoding="utf-8"))]
+    assert skipping == []

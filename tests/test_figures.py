@@ -138,9 +138,9 @@ def test_the_trace_figures_draw_the_trace_sweeps_rows(tmp_path):
     """Trace states of the trace sim (as tests/test_trace_tables_cli.py stores them) give
     the risk–coverage, OA–cost and reliability figures, whose rows are those of `lab
     results trace_sweeps --format json`."""
-    traces_store = pytest.importorskip("core.store.traces")
     from analysis.replay.trace_sim import sim_traces
     from core import store
+    from core.store import traces as traces_store
     from tests.golden_study import build_study
 
     db_path = tmp_path / "lab.db"

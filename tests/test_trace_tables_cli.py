@@ -15,10 +15,8 @@ from analysis.replay.trace_tables import TRACE_TABLES, TraceSettings, trace_tabl
 from analysis.replay.trace_sim import sim_traces
 from console.cli import results as results_cli
 from core import store
-
+from core.store import traces as traces_store
 from core.store.selection import Selection
-
-traces_store = pytest.importorskip("core.store.traces")
 
 
 def _store_sim(path: Path, plan_of: dict[str, str] | None = None) -> None:
