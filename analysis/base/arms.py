@@ -25,7 +25,7 @@ from types import MappingProxyType
 import numpy as np
 import pandas as pd
 
-from analysis.stats.codes import first_rows, object_addresses, sorted_codes
+from analysis.stats.codes import first_rows, sorted_codes
 from core.pack_labels import split_pack
 from core.regimes import MEAN6, regime_family
 
@@ -148,9 +148,8 @@ def _families(frame: pd.DataFrame, split: bool) -> pd.Series:
 
 
 def _run_starts(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
-    """The first row of each run of rows holding the same values in `columns`: the same
-    objects in an object column, equal values in another (a NaN starts a run of its
-    own: runs are only ever cut too often, never joined wrongly).
+    """The first row of each run of rows holding equal values in `columns` (a NaN starts
+    a run of its own: runs are only ever cut too often, never joined wrongly).
 
     Args:
         frame: the rows.
@@ -163,8 +162,6 @@ def _run_starts(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
     change = np.zeros(max(n - 1, 0), dtype=bool)
     for column in columns:
         values = frame[column].to_numpy()
-        if values.dtype == object:
-            values = object_addresses(values)
         change |= values[1:] != values[:-1]
     return np.flatnonzero(np.concatenate(([n > 0], change)))
 

@@ -19,8 +19,8 @@ import pandas as pd
 
 from analysis.base.arms import ArmKey, Grouping
 from analysis.measures.decisions import REPLAYED, judgment_columns, judgment_sources
-# sorted_codes: `codes`' sorted codes, hashing a decision frame's shared string objects
-# by identity (the frame's question ids and regimes are never missing)
+# sorted_codes: `codes`' sorted codes (the frame's question ids and regimes are never
+# missing, so no missing-value code)
 from analysis.stats.codes import codes, sorted_codes
 from analysis.base.rows import Row, Table, interval_row
 from analysis.measures.results import TableInput, TablePart

@@ -18,7 +18,7 @@ import pandas as pd
 
 from analysis.base.arms import GROUP_KEYS, ArmKey, Grouping
 from analysis.measures.decisions import judgment_columns
-from analysis.stats.codes import codes, object_addresses
+from analysis.stats.codes import codes
 from analysis.measures.hazard_sample import after_useless, sample_frame
 from analysis.stats.lpm_boot import distinct_columns
 from analysis.stats.lpm_batch import CodedSample
@@ -90,8 +90,8 @@ def _group_codes(decisions: pd.DataFrame, grouping: Grouping
     A decision repeats its episode's grouping columns, so a run is typically one
     episode: grouping a fifth of the rows gives the same groups and keys (a key reads
     only the distinct values within its group), spread back over the runs. A boundary
-    is wherever a column's value may change: text columns are compared by object
-    identity (equal text in two objects only splits a run, which changes nothing).
+    is wherever a column's value changes (a NaN always starts a run of its own, which
+    only splits a run and changes nothing).
     """
     n = len(decisions)
     start = np.zeros(n, dtype=bool)
@@ -99,8 +99,6 @@ def _group_codes(decisions: pd.DataFrame, grouping: Grouping
     for column in (*GROUP_KEYS, "regime", "condition", "amendment"):
         if column in decisions:
             values = decisions[column].to_numpy()
-            if values.dtype == object:
-                values = object_addresses(values)
             start[1:] |= values[1:] != values[:-1]
     first = np.flatnonzero(start)
     if len(first) == n:

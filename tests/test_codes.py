@@ -1,0 +1,29 @@
+"""Column codes: dense, in sorted order of the values, one code per value however many
+string objects spell it, missing values last (groupby(sort=True, dropna=False)'s keys)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from analysis.base.arms import _run_starts
+from analysis.stats.codes import sorted_codes
+
+
+def test_equal_text_in_distinct_objects_gets_one_code_and_missing_comes_last() -> None:
+    b1, b2 = "".join(["b", "x"]), "".join(["b", "x"])
+    assert b1 is not b2
+    values = pd.Series(np.array([b1, "a", None, b2, "c"], dtype=object))
+    codes, uniques = sorted_codes(values)
+    assert codes.tolist() == [1, 0, 3, 1, 2]
+    assert uniques[:3].tolist() == ["a", "bx", "c"] and pd.isna(uniques[3])
+    keys = values.groupby(values, sort=True, dropna=False).ngroup().tolist()
+    assert codes.tolist() == keys
+
+
+def test_runs_start_where_a_value_changes() -> None:
+    x1, x2 = "".join(["x", "y"]), "".join(["x", "y"])
+    frame = pd.DataFrame({"a": np.array([x1, x2, "z", "z", x1], dtype=object),
+                          "b": [1, 1, 1, 2, 2]})
+    assert _run_starts(frame, ["a", "b"]).tolist() == [0, 2, 3, 4]
+    assert _run_starts(frame.iloc[:0], ["a"]).tolist() == []
