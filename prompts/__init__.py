@@ -84,11 +84,6 @@ def set_pack(pack: Mapping[str, str] | None) -> None:
     _PACK.set(dict(pack) if pack else None)
 
 
-def active_pack() -> Mapping[str, str] | None:
-    """The pack `using` set in this context (None: the built-in files)."""
-    return _PACK.get()
-
-
 @lru_cache(maxsize=1024)
 def _from_text(name: str, text: str) -> Prompt:
     """A pack's piece as a Prompt, hashed over its UTF-8 bytes like a file."""

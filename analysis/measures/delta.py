@@ -21,7 +21,7 @@ from analysis.base.arms import ArmKey, Grouping
 from analysis.measures.decisions import REPLAYED, judgment_columns, judgment_sources
 # sorted_codes: `codes`' sorted codes (the frame's question ids and regimes are never
 # missing, so no missing-value code)
-from analysis.stats.codes import codes, sorted_codes
+from analysis.stats.codes import sorted_codes
 from analysis.base.rows import Row, Table, interval_row
 from analysis.measures.results import TableInput, TablePart
 from analysis.stats.bootstrap import (
@@ -68,47 +68,6 @@ class Contrast:
     def detail(self) -> str:
         """Group sizes as text, e.g. "a 12/40, b 3/55" (answers/decisions)."""
         return f"a {self.answered_a}/{self.n_a}, b {self.answered_b}/{self.n_b}"
-
-
-def mh_contrast(question: pd.Series, stratum: pd.Series, in_a: np.ndarray,
-                in_b: np.ndarray, answer: np.ndarray, per_question: bool = False,
-                n_boot: int = N_BOOT, seed: int = 0, strata: str = "",
-                clusters: np.ndarray | None = None) -> Contrast:
-    """MH risk difference of answering, (a) − (b), with a question-cluster bootstrap.
-
-    Resampling a question multiplies its decision counts; MH weights are linear in
-    the counts, so a question drawn twice counts as two strata (question-level
-    strata) or doubles its share of a shared stratum.
-
-    Args:
-        question: question id per decision (the cluster).
-        stratum: stratum label per decision (within the question when
-            `per_question`).
-        in_a: membership in group (a).
-        in_b: membership in group (b) (disjoint from (a)).
-        answer: outcome per decision (0/1).
-        per_question: strata are nested in questions (e.g. question × action).
-        n_boot: resamples.
-        seed: bootstrap seed.
-        strata: label recorded in the result.
-        clusters: every question of the arm (the resampling units); default: the
-            questions with a decision in (a) or (b).
-
-    Returns:
-        The Contrast (NaN interval when no stratum has both groups).
-    """
-    in_a, in_b = np.asarray(in_a, dtype=bool), np.asarray(in_b, dtype=bool)
-    keep = in_a | in_b
-    kept = pd.Series(np.asarray(question)[keep])
-    if clusters is None:
-        q, universe = codes(kept)
-    else:
-        universe = np.asarray(clusters)
-        q = pd.Categorical(kept, categories=universe).codes.astype(np.int64)
-    s, s_values = codes(pd.Series(np.asarray(stratum)[keep]))
-    counts = Counts.of(q, len(universe), s, len(s_values), in_a[keep], in_b[keep],
-                        np.asarray(answer, dtype=float)[keep], per_question, strata)
-    return contrasts([counts], n_boot, seed)[0]
 
 
 @dataclass(frozen=True)
@@ -426,7 +385,7 @@ class _Window:
                per_question: bool, strata: str) -> Counts:
         """The MH contrast (a) − (b) stratified by "t", "action" or "regime_action", counted.
 
-        Strata are coded in the order of their text labels, as `mh_contrast` codes them.
+        Strata are coded in the order of their text labels.
         """
         keep = in_a | in_b
         if stratum == "t":

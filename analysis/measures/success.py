@@ -290,28 +290,6 @@ def paired_regime_mean(a: pd.DataFrame, b: pd.DataFrame, regimes: Sequence[str],
     return (iv if iv.defined else None), f"{len(common)} questions"
 
 
-def paired_differences(pairs: Sequence[tuple[pd.DataFrame, pd.DataFrame]],
-                       n_boot: int = N_BOOT, seed: int = 0
-                       ) -> list[tuple[tuple[str, Interval], ...]]:
-    """`paired_success` of many (arm, reference) pairs, the pairs that share a reference
-    (the same frame object) resampled together (`paired_matrices`).
-
-    Args:
-        pairs: (arm episodes, reference episodes) per pair.
-        n_boot: question-level resamples.
-        seed: bootstrap seed.
-
-    Returns:
-        One `paired_success` result per pair, in order.
-    """
-    refs: dict[int, QuestionMatrix] = {}
-    for _, b in pairs:
-        if id(b) not in refs:
-            refs[id(b)] = question_matrix(b)
-    return paired_matrices([(question_matrix(a), refs[id(b)], id(b)) for a, b in pairs],
-                           n_boot, seed)
-
-
 def paired_matrices(pairs: Sequence[tuple[QuestionMatrix, QuestionMatrix, object]],
                     n_boot: int = N_BOOT, seed: int = 0
                     ) -> list[tuple[tuple[str, Interval], ...]]:

@@ -211,25 +211,6 @@ def episode_steps(db: Database, episode_id: int) -> list[Step]:
     return out
 
 
-def reasoning_rows(db: Database) -> list[tuple[int, int, int, str | None, int]]:
-    """(episode_id, t, discarded, reasoning, reasoning_tokens) of every step that has
-    reasoning.
-
-    Kept out of the analysis step frames (thinking text is long); steps.csv merges it.
-
-    Args:
-        db: an open lab.db.
-
-    Returns:
-        The rows in key order (episode, t, discarded: a discarded turn shares its t
-        with the turn re-asked after it); empty when no run used thinking mode.
-    """
-    return [tuple(r) for r in db.conn.execute(
-        "SELECT episode_id, t, discarded, reasoning, reasoning_tokens FROM steps WHERE "
-        "reasoning IS NOT NULL OR reasoning_tokens > 0 ORDER BY episode_id, t, discarded"
-    ).fetchall()]
-
-
 def count(db: Database, table: str) -> int:
     """Row count of one of the project's tables."""
     if not db[table].exists():

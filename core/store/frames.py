@@ -371,11 +371,6 @@ def _cells(db: Database) -> Any:
     return cells
 
 
-def _with_cells(db: Database, episodes: Any) -> Any:
-    """Episode rows joined (in pandas) with their cell's and run's columns and arm label."""
-    return _join_cells(episodes, _cells(db))
-
-
 def _join_cells(episodes: Any, cells: Any) -> Any:
     """Episode rows with their cell's columns (`_cells`), in _FRAME_ORDER then the rest:
     a left join by position, each cell column taken once, not merged."""

@@ -85,7 +85,3 @@ def active_pieces(db: Database) -> dict[str, str] | None:
     return found.pieces if found else None
 
 
-def cell_pack(db: Database, cell_id: int) -> dict[str, str] | None:
-    """The pieces of the pack a cell runs with (None: the built-in wording)."""
-    row = db.conn.execute("SELECT prompt_pack FROM cells WHERE id = ?", (cell_id,)).fetchone()
-    return pack(db, row[0]).pieces if row and row[0] else None
