@@ -24,6 +24,7 @@ from core.regimes import parse_regime
 from core.runner import CellSpec
 from core.store import jobs as ledger
 from core.store import prompt_packs
+from core.store.imports import imported_runs
 
 MAX_BUDGET = 64
 """The largest action budget a cell may have (the paper's grids use 8 and 16)."""
@@ -276,6 +277,9 @@ def check_request(db: Database, request: GridRequest, models: Mapping[str, Model
         ConfigError, StoreError, GateError: the first refusal, in one line.
     """
     check_run_name(request.run)
+    if request.run in imported_runs(db):
+        raise ConfigError(f"run '{request.run}' holds imported episodes; runs made here never "
+                          f"mix with them: give another --run")
     check_numbers(request)
     request, notes = deduplicate(request)
     ids = store.question_set(db, request.question_set)["ids"]

@@ -11,9 +11,12 @@ from console.render import plural
 from core import store
 from core.data_import import read_data_file, store_data_file
 from core.demo_fever import DEMO_FEVER_DATASET
+from core.episode_import import read_episode_import, store_episode_import
 from core.demo_set import ensure_demo_set, load_demo_questions
+from core.errors import ConfigError
 from core.limits import DEFAULT_WARN_KB, oversized
 from core.question_sets import check_set_name, draw_set, save_set
+from core.released_episodes import DEFAULT_BUDGET, LICENSE
 
 
 @click.command()
@@ -43,20 +46,32 @@ def data() -> None:
 
 
 @data.command("import")
-@click.argument("kind", type=click.Choice(["hotpotqa", "fever", "musique"]))
-@click.argument("file", type=click.Path(path_type=Path))
+@click.argument("kind", type=click.Choice(["hotpotqa", "fever", "musique", "episodes"]))
+@click.argument("files", metavar="FILE...", nargs=-1, required=True,
+                type=click.Path(path_type=Path))
 @click.option("--dataset", default=None,
-              help="Dataset name to store the questions under (default: KIND).")
+              help="Dataset name to store the questions under (default: KIND; episodes: "
+                   "the dataset their question ids belong to, default hotpotqa).")
 @click.option("--include-nei", is_flag=True,
               help="fever: keep NOT ENOUGH INFO claims (skipped by default).")
 @click.option("--warn-kb", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_WARN_KB,
               show_default=True, envvar="LAB_WARN_KB",
               help="Warn about questions whose context text (question and pages) is larger "
                    "than this many KB (env LAB_WARN_KB).")
+@click.option("--model", default=None,
+              help="episodes: the model, where a file does not name it.")
+@click.option("--condition", default=None,
+              help="episodes: the condition (released name, e.g. unaided, or lab arm), "
+                   "where a file does not name it.")
+@click.option("--run", "run", default=None,
+              help="episodes: the run to import into (default: the records' split).")
+@click.option("--budget", type=bounded(1), default=DEFAULT_BUDGET, show_default=True,
+              help="episodes: the action budget they ran under.")
 @click.pass_context
-def data_import(ctx: click.Context, kind: str, file: Path, dataset: str | None,
-                include_nei: bool, warn_kb: float) -> None:
-    """Validate FILE completely, then store every question in one transaction.
+def data_import(ctx: click.Context, kind: str, files: tuple[Path, ...], dataset: str | None,
+                include_nei: bool, warn_kb: float, model: str | None, condition: str | None,
+                run: str | None, budget: int) -> None:
+    """Validate FILE completely, then store it in one transaction.
 
     hotpotqa: FILE is the official HotpotQA JSON list or the Hugging Face column
     format, as JSON or JSONL. fever: FILE is a folder holding claims.jsonl and
@@ -65,6 +80,10 @@ def data_import(ctx: click.Context, kind: str, file: Path, dataset: str | None,
     knowledge base is its evidence pages plus 8 pages drawn from other claims.
     musique: FILE is MuSiQue's answerable dev JSONL (paragraphs with is_supporting,
     answer, answer_aliases); records marked answerable false are skipped and counted.
+    episodes: FILE... are the main paper's released episode files (JSONL, plain or
+    .gz: question_id, regime, actions, judgments, success, and model, condition,
+    split where the full files have them), stored as an imported run (default: the
+    split's name) with no text; format and mapping in docs/data.md.
     A malformed file stores nothing. Questions whose context text is above
     --warn-kb are stored with a warning; `lab enqueue` refuses them for a model
     whose max_context they cannot fit.
@@ -74,7 +93,20 @@ def data_import(ctx: click.Context, kind: str, file: Path, dataset: str | None,
       lab data import hotpotqa hotpot_dev_distractor_v1.json
       lab data import fever fever_dev/
       lab data import musique musique_ans_v1.0_dev.jsonl
+      lab data import episodes data/episodes/test300/*.jsonl.gz
+      lab data import episodes cell.jsonl --model qwen3-8b --condition unaided --run test300
     """
+    episode_flags = {"--model": model, "--condition": condition, "--run": run,
+                     "--budget": None if budget == DEFAULT_BUDGET else budget}
+    if kind == "episodes":
+        import_episodes(ctx, files, dataset or "hotpotqa", model, condition, run, budget)
+        return
+    given = [flag for flag, value in episode_flags.items() if value is not None]
+    if given:
+        raise ConfigError(f"{', '.join(given)} apply to `lab data import episodes` only")
+    if len(files) != 1:
+        raise ConfigError(f"lab data import {kind} reads one FILE, got {len(files)}")
+    file = files[0]
     read = read_data_file(kind, file, dataset, include_nei)
     skipped = "" if kind != "fever" else (
         f"; skipped {plural(read.skipped_nei, 'NOT ENOUGH INFO claim')}"
@@ -83,7 +115,8 @@ def data_import(ctx: click.Context, kind: str, file: Path, dataset: str | None,
            if read.skipped_no_text else ""))
     if read.skipped_unanswerable:
         skipped += f"; skipped {plural(read.skipped_unanswerable, 'unanswerable record')}"
-    new, same = store_data_file(open_db(ctx), read)
+    db = open_db(ctx)
+    new, same = store_data_file(db, read)
     click.echo(f"imported {plural(new, read.noun)} from {file} into dataset '{read.dataset}'"
                + (f" ({same} already present)" if same else "") + skipped)
     big = oversized(read.questions, warn_kb)
@@ -93,6 +126,26 @@ def data_import(ctx: click.Context, kind: str, file: Path, dataset: str | None,
                    f"text: {shown}{' …' if len(big) > 3 else ''}; each call sends ≈ chars/4 "
                    f"tokens of it (lab enqueue refuses models whose max_context it exceeds)",
                    err=True)
+
+
+def import_episodes(ctx: click.Context, files: tuple[Path, ...], dataset: str,
+                    model: str | None, condition: str | None, run: str | None,
+                    budget: int) -> None:
+    """`lab data import episodes`: check every file, store them as one imported run."""
+    db = open_db(ctx)
+    plan = read_episode_import(db, files, model, condition, run, dataset, budget)
+    stored = store_episode_import(db, plan)
+    cells = plan.cells()
+    click.echo(f"imported {plural(stored, 'episode')} from {plural(len(plan.files), 'file')} "
+               f"into run '{plan.run}' ({plural(len(cells), 'cell')}: "
+               + ", ".join(sorted({f"{m} {c}" for m, c, _, _ in cells})) + "); no text, "
+               f"license {LICENSE}")
+    linked = sorted(set(plan.sets))
+    if linked:
+        click.echo(f"linked to question set {', '.join(linked)}")
+    if plan.unknown:
+        click.echo(f"{plural(len(plan.unknown), 'question')} not in lab.db yet, kept by id "
+                   f"under dataset '{dataset}' (they link up when it is imported)")
 
 
 @click.group()

@@ -39,6 +39,7 @@ from core.schema import (
     m0016_prompt_packs,
     m0017_endpoint_health,
     m0018_decision_replies,
+    m0019_imported_episodes,
 )
 
 STEPS = (m0001_initial, m0002_servers, m0003_errored_episodes_and_prompt_sets,
@@ -46,13 +47,14 @@ STEPS = (m0001_initial, m0002_servers, m0003_errored_episodes_and_prompt_sets,
          m0007_decisions_and_step_totals, m0008_decision_packs, m0009_judgment_packs,
          m0010_episode_packs, m0011_errored_episodes_index, m0012_live_owner,
          m0013_derived_layouts, m0014_traces, m0015_trace_copies,
-         m0016_prompt_packs, m0017_endpoint_health, m0018_decision_replies)
+         m0016_prompt_packs, m0017_endpoint_health, m0018_decision_replies,
+         m0019_imported_episodes)
 """The migration modules, in the order they run."""
 
 MIGRATIONS = Migrations("lab")
 for _step in STEPS:
     MIGRATIONS(name=_step.NAME)(_step.migrate)
 
-SCHEMA_VERSION = 18
+SCHEMA_VERSION = 19
 """Number of migrations above (bump it with each one; a test checks the count); equals
 `PRAGMA user_version` of an up-to-date lab.db."""

@@ -40,11 +40,12 @@ FROM cells c JOIN runs r ON r.id = c.run_id
 """
 
 _EPISODES_SQL = """
-SELECT e.id, e.cell_id, COALESCE(q.dataset, ''), e.question_id, e.answered,
+SELECT e.id, e.cell_id, COALESCE(q.dataset, qr.dataset, ''), e.question_id, e.answered,
        e.answer_action, e.correct, e.f1, e.tool_calls, e.extra_calls,
        COALESCE(e.discarded_turns, 0), COALESCE(e.primary_judgments, 0), e.refused_calls,
        e.input_tokens, e.output_tokens, e.cost_usd, e.end_reason, e.error
-""" + _FROM + "LEFT JOIN questions q ON q.id = e.question_id\n"
+""" + _FROM + ("LEFT JOIN questions q ON q.id = e.question_id "
+                "LEFT JOIN question_refs qr ON qr.id = e.question_id\n")
 """After the cell id and the dataset, the episode's own columns in EPISODE_COLUMNS order,
 with the columns an own-call count may come from (`OWN_CALL_SOURCES`) in place of
 own_calls and measurement_calls."""

@@ -18,6 +18,7 @@ from core.conditions import arm_label
 from core.end_reasons import APART
 from core.pack_labels import label_with_pack
 from core.store.decisions import (PACKED_FIELDS, PACKED_ID_SHIFT, PACKED_OFFSET)
+from core.store.imports import question_datasets
 from core.store.layouts import require_layout
 from core.store.packs import (
     PACKED_BY_ID_SQL,
@@ -46,7 +47,8 @@ FROM cells c JOIN runs r ON r.id = c.run_id
 built once per cell, not once per episode."""
 
 EPISODE_FRAME_SQL = """
-SELECT e.id AS episode_id, e.cell_id, COALESCE(q.dataset, '') AS dataset, e.question_id,
+SELECT e.id AS episode_id, e.cell_id, COALESCE(q.dataset, qr.dataset, '') AS dataset,
+       e.question_id,
        e.answered, e.answer,
        e.answer_action, e.correct, e.f1, e.em, e.placeholder, e.tool_calls, e.extra_calls,
        e.format_failures, e.forced_turns, e.refused_calls, e.input_tokens, e.output_tokens,
@@ -61,7 +63,7 @@ SELECT e.id AS episode_id, e.cell_id, COALESCE(q.dataset, '') AS dataset, e.ques
        CASE WHEN c.condition = 'switch_rule' THEN
            COALESCE(e.primary_judgments, 0) ELSE 0 END AS primary_judgments
 FROM episodes e JOIN cells c ON c.id = e.cell_id JOIN runs r ON r.id = c.run_id
-LEFT JOIN questions q ON q.id = e.question_id
+LEFT JOIN questions q ON q.id = e.question_id LEFT JOIN question_refs qr ON qr.id = e.question_id
 """
 """The episodes' own columns; the sums over steps were stored with each episode
 (`core.store.decisions.TOTALS`), so reading episodes never touches steps."""
@@ -218,7 +220,7 @@ def episode_keys_frame(db: Database, selection: Selection | None = None,
     if "cost_usd" in values:
         ints["cost_usd"] = rows["cost_usd"]
     codes, questions = pd.factorize(rows["question_id"])
-    datasets = dict(db.conn.execute("SELECT id, dataset FROM questions").fetchall())
+    datasets = question_datasets(db)
     # one object per dataset name (SQLite gives each row its own): equal names are the
     # same object on every row, as the cells' columns are, so grouping hashes them once
     one: dict[str, str] = {}
@@ -328,7 +330,7 @@ def _read_episodes(db: Database, where: str, args: Sequence[Any], cells: Any,
     action[ints["_answer_action"] == 0] = np.nan
     # one string object per question (the same values), its dataset looked up once
     codes, questions = pd.factorize(rows["question_id"])
-    datasets = dict(db.conn.execute("SELECT id, dataset FROM questions").fetchall())
+    datasets = question_datasets(db)
     question_id = np.asarray(questions, dtype=object)[codes]
     dataset = np.array([datasets.get(q, "") or "" for q in questions], dtype=object)[codes]
     columns = {"dataset": dataset, "question_id": question_id, "answer_action": action,
