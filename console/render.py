@@ -9,6 +9,7 @@ import click
 
 from core.end_reasons import end_text
 from core.episode import EpisodeResult, Step
+from core.store.imports import NO_TEXT
 
 TitleOf = Callable[[str], str]
 REASONING_WIDTH = 160
@@ -20,13 +21,16 @@ def _clip(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def step_lines(step: Step, title_of: TitleOf | None = None, width: int = 100) -> list[str]:
+def step_lines(step: Step, title_of: TitleOf | None = None, width: int = 100,
+               imported: bool = False) -> list[str]:
     """Readable lines for one step: thought, action, observation, judgment, streak.
 
     Args:
         step: the step.
         title_of: maps an obs_ref ("qid#p") to the page title, for failed observations.
         width: wrap width.
+        imported: the step is of an imported episode (no text): its observation shows
+            its design label only.
     """
     flags = []
     if step.forced:
@@ -49,9 +53,11 @@ def step_lines(step: Step, title_of: TitleOf | None = None, width: int = 100) ->
         lines.append(f"  format failure: {_clip(step.raw, width - 20)!r}")
         return lines
     source = f"  ({step.tool_source})" if step.tool_source else ""
-    lines.append(f"  action: {step.action}[{step.argument or ''}]{source}")
+    lines.append(f"  action: {move_text(step)}{source}")
     if step.obs_index is not None:
-        if step.obs_failed:
+        if imported:
+            mark = f"[{observation_label(step)}; {NO_TEXT}]"
+        elif step.obs_failed:
             title = title_of(step.obs_ref) if (title_of and step.obs_ref) else "?"
             mark = f"[FAILED → {step.obs_source}: {title!r}]"
         else:
@@ -67,6 +73,32 @@ def step_lines(step: Step, title_of: TitleOf | None = None, width: int = 100) ->
     elif step.stated_judgment:
         lines.append(f"  stated: {step.stated_judgment}  streak: {step.streak}")
     return lines
+
+
+def move_text(step: Step) -> str:
+    """The action as the agent wrote it, ``search[query]``; the bare action name where
+    it has no argument (an imported step: its text was not released)."""
+    if step.argument is None and step.action is not None:
+        return step.action
+    return f"{step.action}[{step.argument or ''}]"
+
+
+def observation_label(step: Step) -> str:
+    """An observation by its design label alone: "failed", "real", or "after an invalid
+    turn" (an imported episode's observation, whose text was not released)."""
+    if step.action == "invalid":
+        return "after an invalid turn"
+    return "failed" if step.obs_failed else "real"
+
+
+def imported_summary(result: EpisodeResult) -> list[str]:
+    """An imported episode's outcome: its success and counts (no answer text)."""
+    if result.answered:
+        head = (f"══ answered at action {result.answer_action} ({NO_TEXT})   "
+                f"{'correct' if result.correct else 'incorrect'} (released success)")
+    else:
+        head = f"══ unanswered ({end_text(result.end_reason)})   incorrect"
+    return [head, f"   tool calls {result.tool_calls}, invalid turns {result.format_failures}"]
 
 
 def reasoning_line(step: Step, width: int = REASONING_WIDTH) -> str:

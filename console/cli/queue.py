@@ -14,7 +14,7 @@ import click
 from sqlite_utils import Database
 
 from console.cli.options import IntList, bounded, open_db
-from console.render import plural, step_lines, summary_lines
+from console.render import imported_summary, plural, step_lines, summary_lines
 from core import store
 from core.end_reasons import apart_text
 from core.errors import ConfigError
@@ -24,6 +24,7 @@ from core.regimes import MEAN6
 from core.store import jobs as ledger
 from core.store import monitor
 from core.store.base import check_writable
+from core.store.imports import NO_TEXT, episode_imported
 from core.store.questions import title_resolver
 from jobs.control import control, enqueue_grid, status
 from jobs.grid import MAX_BUDGET, GridRequest, plan
@@ -472,16 +473,20 @@ def _print_finished(db: Database, episode_id: int, header: bool = True, after_t:
     if header:
         click.echo(f"episode {episode_id}: {row['model']} / {row['condition']} / {row['regime']}"
                    f" · question {row['question_id']}")
+    imported = episode_imported(db, episode_id)
+    if header and imported:
+        click.echo(f"{NO_TEXT}: its actions, judgments and success only")
     title_of = title_resolver(db)
     for step in store.episode_steps(db, episode_id):
         if step.t > after_t:
-            click.echo("\n".join(step_lines(step, title_of)))
+            click.echo("\n".join(step_lines(step, title_of, imported=imported)))
     fields = {k: row[k] for k in ("answered", "answer", "answer_action", "correct", "f1",
                                   "placeholder", "tool_calls", "extra_calls", "forced_turns",
                                   "refused_calls", "format_failures", "input_tokens",
                                   "output_tokens", "reasoning_tokens", "end_reason", "error")}
     result = EpisodeResult(question_id=row["question_id"], **fields)
-    click.echo("\n".join(summary_lines(result, row["gold"])))
+    click.echo("\n".join(imported_summary(result) if imported else
+                          summary_lines(result, row["gold"])))
 
 COMMANDS = (enqueue_cmd, worker_cmd, status_cmd, tail_cmd, *CONTROL_COMMANDS)
 """The commands to register on the `lab` group."""

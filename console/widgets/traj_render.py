@@ -15,9 +15,10 @@ from typing import Any
 
 from rich.text import Text
 
-from console.render import reasoning_line
+from console.render import move_text, observation_label, reasoning_line
 from core.end_reasons import end_text
 from core.episode import Step
+from core.store.imports import NO_TEXT
 from core.store.trajectories import EpisodeDetail, EpisodeRow
 
 OUTCOME_MARK = {"correct": "✓ correct", "wrong": "✗ wrong", "unanswered": "– unanswered",
@@ -46,6 +47,8 @@ def step_sign(step: Step) -> str:
         sign = "?"
     elif step.discarded:
         sign = "↺"
+    elif step.action == "invalid":  # an imported episode's turn with no valid action
+        sign = "?"
     elif step.action == "finish":
         sign = "⏎"
     elif step.refused:
@@ -97,6 +100,9 @@ def episode_head(d: EpisodeDetail, width: int = 80) -> Text:
     out.append(OUTCOME_MARK[r.outcome], style=OUTCOME_STYLE[r.outcome])
     if d.error:
         tail = f": {d.error}"
+    elif d.imported:
+        tail = (f"· {NO_TEXT} (actions, judgments and success only)"
+                + (f" · answered at action {r.answer_action}" if r.answer_action else ""))
     elif d.answer is not None:
         tail = f"· {d.answer!r} at action {r.answer_action}, F1 {d.f1:.2f} · gold {d.gold!r}"
     else:
@@ -110,6 +116,11 @@ def episode_head(d: EpisodeDetail, width: int = 80) -> Text:
 
 def _observation(step: Step, text: str | None, title: str) -> Text:
     out = Text()
+    if text == NO_TEXT:
+        out.append(f"observation {step.obs_index}  {step_sign(step)} "
+                   f"{observation_label(step)} · {NO_TEXT}",
+                   style="red" if step.obs_failed else "")
+        return out
     if step.obs_failed:
         page = f" {title!r}" if title else ""
         out.append(f"observation {step.obs_index}  ✗ FAILED → {step.obs_source} page{page}",
@@ -196,7 +207,7 @@ def step_body(step: Step, text: str | None, title: str, total: int,
         out.append(clip(step.raw, 600) + "\n")
     else:
         out.append("action: ", style="bold")
-        out.append(f"{step.action}[{step.argument or ''}]")
+        out.append(move_text(step))
         if step.tool_source:
             out.append(f"  ({step.tool_source} source)", style="bold" if
                        step.tool_source == "backup" else "")
@@ -238,6 +249,6 @@ def matched_cell(step: Step | None, width: int) -> str:
     if step.format_failure:
         move = "format failure"
     else:
-        move = f"{step.action}[{step.argument or ''}]"
+        move = move_text(step)
     judged = {"USELESS": f" U{step.streak}", "USEFUL": " ok"}.get(step.judgment or "", "")
     return clip(f"{sign} {move}", max(width - len(judged), 4)) + judged

@@ -21,6 +21,10 @@ from core.store.base import write
 from core.store.episodes import write_episodes
 from core.store.runs import ensure_cell, ensure_run
 
+NO_TEXT = "imported: no text"
+"""What a screen shows where an imported episode has no text (thought, argument,
+observation, answer): it was imported from a file that released only its actions,
+judgments and success."""
 QUESTION_DATASETS_SQL = ("SELECT id, dataset FROM question_refs WHERE id NOT IN "
                          "(SELECT id FROM questions) UNION ALL SELECT id, dataset FROM questions")
 """(question id, dataset) of every question lab knows, by its row or by an import's

@@ -26,6 +26,7 @@ from core.episode import Step
 from core.errors import ConfigError, StoreError
 from core.kb import paragraph_observation, resolve_ref, strip_supporting_facts
 from core.store.episodes import episode_steps
+from core.store.imports import NO_TEXT, episode_imported
 from core.store.traces import TRACE_CONDITION
 
 OUTCOMES = ("correct", "wrong", "unanswered", "errored")
@@ -344,6 +345,8 @@ class EpisodeDetail:
         probes: replayed probes of the episode (`lab replay`, `lab repair`), each a dict
             of t, kind, judgment, answer, correct, confidence, p_continue,
             p_answer_now, prefer, parse_ok, error; shown at the step t they follow.
+        imported: the episode was imported from a released file: it has no text, and
+            each observation reads `core.store.imports.NO_TEXT`.
     """
 
     row: EpisodeRow
@@ -363,6 +366,7 @@ class EpisodeDetail:
     observations: tuple[str | None, ...]
     titles: tuple[str, ...]
     probes: tuple[dict[str, Any], ...] = ()
+    imported: bool = False
 
 
 def episode_probe_rows(db: Database, episode_id: int) -> tuple[dict[str, Any], ...]:
@@ -456,7 +460,9 @@ def episode_detail(db: Database, episode_id: int) -> EpisodeDetail:
     steps = tuple(episode_steps(db, eid))
     question_of = _questions(db)
     q = question_of(qid)
-    shown = [observation_text(s, question_of, cell.regime == "answerless", qid) for s in steps]
+    imported = episode_imported(db, eid)
+    shown = [((NO_TEXT if s.obs_index is not None else None), "") if imported else
+             observation_text(s, question_of, cell.regime == "answerless", qid) for s in steps]
     listed = EpisodeRow(eid, cell.run, cell.model, cell.arm, cell.regime, cell.seed,
                         cell.budget, cell.question_set, qid, outcome, action,
                         max((s.t for s in steps), default=0))
@@ -464,7 +470,7 @@ def episode_detail(db: Database, episode_id: int) -> EpisodeDetail:
                          q.answer if q else "", answer, float(f1), end_reason, error, calls,
                          extra, forced, refused, tok_in, tok_out, steps,
                          tuple(t for t, _ in shown), tuple(t for _, t in shown),
-                         episode_probe_rows(db, eid))
+                         episode_probe_rows(db, eid), imported)
 
 
 def matched_episodes(db: Database, episode_id: int) -> list[EpisodeRow]:
