@@ -15,6 +15,7 @@ from matplotlib.figure import Figure
 
 from analysis.figures.study import RowDict, StudyRows
 from analysis.figures.style import Style
+from core.regimes import regime_family
 
 
 @dataclass(frozen=True)
@@ -84,26 +85,42 @@ def error_bar(row: RowDict) -> tuple[float, float] | None:
 
 GROUP_FIELDS = ("model", "arm", "budget", "dataset", "question_set", "runs", "seeds",
                 "replicates")
-"""What makes a row's group (its series); the regime(s) and scope are positions."""
-_LABELLED = ("budget", "dataset", "question_set", "runs", "seeds", "replicates")
-_PREFIX = {"budget": "B", "dataset": "", "question_set": "set ", "runs": "run ",
-           "seeds": "seed ", "replicates": "rep "}
+"""What makes a row's group (its series) besides its regime family; the regime(s) and
+scope are positions."""
+_LABELLED = ("family", "budget", "dataset", "question_set", "runs", "seeds", "replicates")
+_PREFIX = {"family": "", "budget": "B", "dataset": "", "question_set": "set ",
+           "runs": "run ", "seeds": "seed ", "replicates": "rep "}
+
+
+def family(row: RowDict) -> str:
+    """The regime family of a row: "main" when its regimes are mean6 regimes, else the
+    regime's own name (rows of different families are never one series; several
+    families, comma-joined, only for a row that pools them)."""
+    names = [r for r in str(row.get("regimes") or "").split(",") if r]
+    return ",".join(dict.fromkeys(regime_family(r) for r in names))
+
+
+def field(row: RowDict, name: str) -> Any:
+    """A row's value of a grouping field; "family" is derived from its regimes."""
+    return family(row) if name == "family" else row.get(name)
 
 
 def group_key(row: RowDict) -> tuple[Any, ...]:
-    """The row's group: model, arm, budget, dataset, set, runs, seeds, replicates."""
-    return tuple(row.get(f) for f in GROUP_FIELDS)
+    """The row's group: model, arm, budget, dataset, set, runs, seeds, replicates and
+    regime family (a line never joins points of two families)."""
+    return (*(row.get(f) for f in GROUP_FIELDS), family(row))
 
 
 def labeller(rows: Sequence[RowDict], with_model: bool = True
              ) -> Callable[[RowDict], str]:
     """A function naming a row's group by its arm (and model), plus only the fields that
-    differ between the groups drawn (budget, dataset, set, runs, seeds, replicates)."""
-    varying = [f for f in _LABELLED if len({r.get(f) for r in rows}) > 1]
+    differ between the groups drawn (regime family, budget, dataset, set, runs, seeds,
+    replicates), so two groups drawn together never share a label."""
+    varying = [f for f in _LABELLED if len({field(r, f) for r in rows}) > 1]
 
     def label(row: RowDict) -> str:
         parts = ([str(row["model"])] if with_model else []) + [str(row["arm"])]
-        parts += [f"{_PREFIX[f]}{row.get(f)}" for f in varying]
+        parts += [f"{_PREFIX[f]}{field(row, f)}" for f in varying]
         return " · ".join(parts)
 
     return label

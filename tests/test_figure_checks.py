@@ -1,0 +1,65 @@
+"""Figures checked as a reader would look at them, on a study of many groups
+(`tests/helpers/figure_rows.py`: two models × five arms × two budgets × a confirmatory
+and an exploratory run × the main family and `plausible`), drawn without a lab.db:
+no line joins two regime families, no two rows of a panel share a label."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from analysis.figures import FIGURES
+from analysis.figures.base import Drawn
+from analysis.figures.style import STYLES, styled
+from tests.helpers.figure_rows import synthetic_study
+
+
+def drawn(name: str, **fields: Any) -> Drawn:
+    """Figure `name` drawn on the synthetic study (or with `fields` replaced)."""
+    (fig,) = [f for f in FIGURES if f.name == name]
+    with styled(STYLES["paper"]):
+        out = fig.build(synthetic_study(**fields), STYLES["paper"])
+    assert isinstance(out, Drawn), out
+    return out
+
+
+def close(figure: Figure) -> None:
+    plt.close(figure)
+
+
+def data_lines(ax: Axes) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The (x, y) of each drawn line with more than one point."""
+    out = []
+    for line in ax.get_lines():
+        xs = np.asarray(line.get_xdata(), dtype=float)
+        if len(xs) > 1:
+            out.append((xs, np.asarray(line.get_ydata(), dtype=float)))
+    return out
+
+
+def test_a_hazard_line_never_joins_two_regime_families():
+    out = drawn("hazard_by_run")
+    try:
+        for ax in out.figure.axes:
+            lines = data_lines(ax)
+            assert lines
+            for xs, _ in lines:  # a line through two families visits each j twice
+                assert np.all(np.diff(xs) > 0), xs
+    finally:
+        close(out.figure)
+
+
+@pytest.mark.parametrize("name", ["delta_forest", "hazard_slopes"])
+def test_no_two_rows_of_a_forest_panel_share_a_label(name):
+    out = drawn(name)
+    try:
+        for ax in out.figure.axes:
+            labels = [t.get_text() for t in ax.get_yticklabels()]
+            assert labels and len(labels) == len(set(labels)), labels
+    finally:
+        close(out.figure)
