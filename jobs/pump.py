@@ -71,11 +71,12 @@ class Pending(Generic[R]):
 class Work(Generic[T]):
     """What one job hands the pump: its items, how to run one, and where results go.
 
-    Subclasses set `items` and implement `run`, `flush` and `stored`; the other
-    methods have do-nothing defaults.
+    Subclasses set `items` and `pending` (or override `flush` and `stored`) and
+    implement `run`; the other methods have do-nothing defaults.
     """
 
     items: Sequence[T] = ()
+    pending: Pending[Any]
 
     async def run(self, item: T) -> None:
         """Run one item holding a slot, keeping its result for the next flush."""
@@ -90,12 +91,12 @@ class Work(Generic[T]):
 
     def flush(self) -> None:
         """Commit the results gathered since the last flush, in one transaction."""
-        raise NotImplementedError
+        self.pending.flush()
 
     @property
     def stored(self) -> int:
         """Results stored so far."""
-        raise NotImplementedError
+        return self.pending.stored
 
     def finish(self) -> None:
         """After every item ended without an error and the last flush (default: nothing)."""

@@ -18,7 +18,6 @@ from core import store
 from core.data import Question
 from core.episode import EpisodeResult, Step
 from core.models.base import ModelClient
-from core.models.registry import ModelSpec
 from core.regimes import ForeignPool
 from core.runner import CallGate, CellSpec, LiveBuffer, run_one, setup_for
 from core.store import jobs as ledger
@@ -40,7 +39,7 @@ class EpisodeWork(Work[Question]):
         self.items = [q for q in questions if not store.episode_exists(db, cell_id, q.id)]
         self.label = f"{cell.model.name} / {cell.condition.label()} / {cell.regime.name}"
         self.buffer = LiveBuffer(db, cell_id, self.label, worker) if live else None
-        self.done: Pending[tuple[int, EpisodeResult, int | None]] = Pending(self._write, batch)
+        self.pending: Pending[tuple[int, EpisodeResult, int | None]] = Pending(self._write, batch)
         self.live_first = live_first
         self.started = 0
         self.live_stored = 0
@@ -73,16 +72,16 @@ class EpisodeWork(Work[Question]):
                 live_id = store.live_start(self.db, self.cell_id, item.id, self.label,
                                            self.worker)
                 write_live_steps(self.db, [(live_id, step) for step in sampled])
-        self.done.keep((self.cell_id, result, live_id))
+        self.pending.keep((self.cell_id, result, live_id))
 
     def flush(self) -> None:
         if self.buffer is not None:
             self.live_stored += self.buffer.flush()
-        self.done.flush()
+        self.pending.flush()
 
     @property
     def stored(self) -> int:
-        return self.live_stored + self.done.stored
+        return self.live_stored + self.pending.stored
 
     def clients(self) -> list[ModelClient]:
         return [self.client]
@@ -145,13 +144,8 @@ class EpisodesKind:
 
     name = "episodes"
 
-    def plan(self, db: Database, request: grid.GridRequest,
-             registry: Mapping[str, ModelSpec]) -> grid.GridPlan:
-        return grid.plan(db, request, registry)
-
-    def insert(self, db: Database, request: grid.GridRequest,
-               registry: Mapping[str, ModelSpec]) -> tuple[grid.GridPlan, int | None, list[int]]:
-        return grid.enqueue(db, request, registry)
+    plan = staticmethod(grid.plan)
+    insert = staticmethod(grid.enqueue)
 
     async def run(self, db: Database, job: Mapping[str, Any], ctx: JobContext) -> int:
         cell = ctx.cell

@@ -266,18 +266,11 @@ class ReplayWork(Work[tuple[RecordedEpisode, int]]):
     def __init__(self, db: Database, todo: list[tuple[RecordedEpisode, int]], kind: str,
                  client: ModelClient, gate: CallGate | None, batch: int) -> None:
         self.db, self.items, self.kind, self.client, self.gate = db, todo, kind, client, gate
-        self.finished: Pending[ProbeRecord] = Pending(partial(rows.write_probes, db), batch)
+        self.pending: Pending[ProbeRecord] = Pending(partial(rows.write_probes, db), batch)
 
     async def run(self, item: tuple[RecordedEpisode, int]) -> None:
         ep, t = item
-        self.finished.keep(await probe_one(self.client, ep, t, self.kind, self.gate))
-
-    def flush(self) -> None:
-        self.finished.flush()
-
-    @property
-    def stored(self) -> int:
-        return self.finished.stored
+        self.pending.keep(await probe_one(self.client, ep, t, self.kind, self.gate))
 
     def finish(self) -> None:
         if self.kind == "judgment" and self.items:
@@ -499,13 +492,8 @@ class ReplayKind:
 
     name = "replay"
 
-    def plan(self, db: Database, request: ReplayRequest,
-             registry: Mapping[str, ModelSpec]) -> ReplayPlan:
-        return plan_replay(db, request, registry)
-
-    def insert(self, db: Database, request: ReplayRequest, registry: Mapping[str, ModelSpec]
-               ) -> tuple[ReplayPlan, int | None, list[int]]:
-        return enqueue_replay(db, request, registry)
+    plan = staticmethod(plan_replay)
+    insert = staticmethod(enqueue_replay)
 
     async def run(self, db: Database, job: Mapping[str, Any], ctx: JobContext) -> int:
         # each probe holds one of the model's slots (shared with the worker's episode

@@ -312,13 +312,13 @@ class TraceWork(Work[tuple[str, int]]):
         self.answers: dict[tuple[str, int], asyncio.Future[TraceRecord | None]] = {
             s: loop.create_future() for s in self.items}
         self.client, self.judge, self.gate = client, judge, gate
-        self.finished: Pending[TraceRecord] = Pending(partial(rows.write_traces, db), batch)
+        self.pending: Pending[TraceRecord] = Pending(partial(rows.write_traces, db), batch)
 
     async def run(self, item: tuple[str, int]) -> None:
         qid, depth = item
         record = await _ask(self.client, self.judge, self.gate, self.cell, self.params,
                             self.questions[qid], self.plans[qid], depth)
-        self.finished.keep(record)
+        self.pending.keep(record)
         self.answers[item].set_result(record)
 
     def ended(self, item: tuple[str, int]) -> None:
@@ -333,14 +333,7 @@ class TraceWork(Work[tuple[str, int]]):
         if source is None and (qid, origin) in self.answers:
             source = await self.answers[(qid, origin)]
         if source is not None:
-            self.finished.keep(source.copied_to(depth))
-
-    def flush(self) -> None:
-        self.finished.flush()
-
-    @property
-    def stored(self) -> int:
-        return self.finished.stored
+            self.pending.keep(source.copied_to(depth))
 
     def clients(self) -> list[ModelClient]:
         return [self.client] + ([self.judge] if self.judge is not None else [])
@@ -448,9 +441,7 @@ class TracesKind:
              registry: Mapping[str, ModelSpec]) -> TracePlan:
         return plan_traces(db, request, registry)[0]
 
-    def insert(self, db: Database, request: TraceRequest, registry: Mapping[str, ModelSpec]
-               ) -> tuple[TracePlan, int | None, list[int]]:
-        return enqueue_traces(db, request, registry)
+    insert = staticmethod(enqueue_traces)
 
     async def run(self, db: Database, job: Mapping[str, Any], ctx: JobContext) -> int:
         judge = judge_spec(load_registry(ctx.settings.config_path), job)
