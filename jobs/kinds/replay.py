@@ -298,19 +298,12 @@ async def replay_questions(db: Database, job: Mapping[str, Any], client: ModelCl
         db: an open lab.db.
         job: the jobs row (params: kind, at).
         client: the cell's model client.
-        concurrency: further bound on concurrent calls (besides the model's), used
-            when `slots` is not given.
-        should_stop: checked before each probe; True: start no more.
         batch: at most this many probes wait for a write.
-        close_client: close the client at the end (False: the worker shares it).
         batch_poll_s: with params batch (Claude): first wait between polls of its
             Message Batches (`replay_batched`).
-        slots: the worker's slots for the model, shared with its other jobs (episode
-            and replay alike); each probe holds one while it runs.
         gate: the host-wide cap on the model's calls in flight (`jobs.slots.CallSlots`).
-        on_admitted: called once every probe has taken a slot or been passed over: the
-            worker may then take its next job while this one's stragglers finish.
-        flush_s: how often finished probes are committed.
+        concurrency, should_stop, close_client, slots, on_admitted, flush_s: as
+            `jobs.pump.pump` says (each probe is one item).
 
     Returns:
         Probes stored.

@@ -359,15 +359,11 @@ async def collect_questions(db: Database, job: Mapping[str, Any], client: ModelC
         db: an open lab.db.
         job: the jobs row (params: similarity, judge, threshold).
         client: the model's client.
-        concurrency: bound on concurrent states when `slots` is not given.
-        should_stop: checked before each state; True: start no more.
-        close_client: close the clients at the end (False: the worker shares them).
         judge: the judge model's client (params judge), or None.
-        slots: the worker's slots for the model, shared with its other jobs.
         gate: the host-wide cap on the model's calls in flight.
-        on_admitted: called once every state has taken a slot or been passed over.
-        flush_s: how often finished states are committed.
         batch: at most this many states wait for a write.
+        concurrency, should_stop, close_client, slots, on_admitted, flush_s: as
+            `jobs.pump.pump` says (each asked state is one item).
 
     Returns:
         States stored.
