@@ -142,13 +142,13 @@ def test_an_unknown_kind_is_one_error_line():
 
 
 class FakeClient:
-    """A client with a concurrency and a close that is counted."""
+    """A client with a concurrency and an `aclose` that is counted."""
 
     def __init__(self, concurrency: int = 3) -> None:
         self.concurrency = concurrency
         self.closed = 0
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         self.closed += 1
 
 
