@@ -19,6 +19,7 @@ from analysis.stats.codes import sorted_codes
 from analysis.base.rows import Row, Table, interval_row, with_holm
 from analysis.measures.results import TableInput, TablePart
 from analysis.stats.bootstrap import N_BOOT, Interval, bootstrap_intervals, noninferior, safe_ratio
+from analysis.stats.ties import paired_tolerance
 from core.regimes import MEAN6
 
 MEAN6_LABEL = "mean6"
@@ -286,7 +287,9 @@ def paired_regime_mean(a: pd.DataFrame, b: pd.DataFrame, regimes: Sequence[str],
     def stat(w: np.ndarray) -> np.ndarray:
         return resample_means(ma, w, "all")[:, -1] - resample_means(mb, w, "all")[:, -1]
 
-    iv = bootstrap_intervals(stat, len(common), n_boot, seed, with_p=True)[0]
+    ties = paired_tolerance(ma.value, ma.present, mb.value, mb.present,
+                            [range(len(regimes))])
+    iv = bootstrap_intervals(stat, len(common), n_boot, seed, with_p=True, ties=ties)[0]
     return (iv if iv.defined else None), f"{len(common)} questions"
 
 
@@ -326,11 +329,21 @@ def paired_matrices(pairs: Sequence[tuple[QuestionMatrix, QuestionMatrix, object
             ref = resample_means(mb, w)
             return np.column_stack([resample_means(ma, w) - ref for ma in mas])
 
-        res = bootstrap_intervals(stat, len(common), n_boot, seed, with_p=True)
+        columns = _tie_columns(regimes)
+        ties = np.concatenate([paired_tolerance(ma.value, ma.present, mb.value, mb.present,
+                                                columns) for ma in mas])
+        res = bootstrap_intervals(stat, len(common), n_boot, seed, with_p=True, ties=ties)
         width = len(regimes) + 1
         for k, i in enumerate(members):
             out[i] = tuple(zip((*regimes, MEAN6_LABEL), res[k * width:(k + 1) * width]))
     return out
+
+
+def _tie_columns(regimes: Sequence[str]) -> list[list[int]]:
+    """The regime indices behind each column of `resample_means` (each regime, then
+    mean6's six), for `analysis.stats.ties.paired_tolerance`."""
+    mean6 = [regimes.index(r) for r in MEAN6 if r in regimes]
+    return [[i] for i in range(len(regimes))] + [mean6]
 
 
 def _covers(scope: str, regimes: Sequence[str]) -> tuple[str, ...]:

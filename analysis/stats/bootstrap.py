@@ -206,7 +206,9 @@ def bootstrap_p(interval: Interval, alternative: str = "greater") -> float:
 
     each floored at 1/(B + 1). A resampled difference of exactly 0 counts against
     the hypothesis in every direction, so identical arms (every difference 0) give
-    p = 1 whatever the alternative, and ties never make evidence.
+    p = 1 whatever the alternative, and ties never make evidence. A paired difference
+    of success counts a value within half the data's resolution of 0 as exactly 0
+    (`analysis.stats.ties`), so a tie that rounding left at ±1e-17 is still a tie.
 
     Args:
         interval: a difference's Interval computed with its shares (``with_p``).
@@ -227,7 +229,7 @@ def bootstrap_p(interval: Interval, alternative: str = "greater") -> float:
 
 
 def summarize(estimate: float, boot: np.ndarray, n: int, with_p: bool = False,
-              level: float = LEVEL) -> Interval:
+              level: float = LEVEL, tie: float = 0.0) -> Interval:
     """Turn a point estimate and its resamples into an Interval.
 
     Args:
@@ -236,6 +238,8 @@ def summarize(estimate: float, boot: np.ndarray, n: int, with_p: bool = False,
         n: clusters behind the estimate.
         with_p: also compute the one-sided p.
         level: interval coverage.
+        tie: resampled values within this of 0 are exact ties and count as 0 in both
+            shares (`analysis.stats.ties`); 0 compares as written.
 
     Returns:
         The Interval; everything NaN when the estimate is undefined.
@@ -243,13 +247,14 @@ def summarize(estimate: float, boot: np.ndarray, n: int, with_p: bool = False,
     if estimate is None or math.isnan(estimate):
         return Interval(math.nan, n=n)
     low, high = percentile_interval(boot, level)
-    p = one_sided_p(boot) if with_p else math.nan
-    p_ge = one_sided_p(-boot) if with_p else math.nan
+    p = one_sided_p(boot - tie) if with_p else math.nan
+    p_ge = one_sided_p(-boot - tie) if with_p else math.nan
     return Interval(float(estimate), low, high, n, p, int(np.sum(~np.isnan(boot))), p_ge)
 
 
 def bootstrap_intervals(statistic: Statistic, n_clusters: int, n_boot: int = N_BOOT,
-                        seed: int = 0, with_p: bool = False) -> tuple[Interval, ...]:
+                        seed: int = 0, with_p: bool = False,
+                        ties: np.ndarray | float = 0.0) -> tuple[Interval, ...]:
     """`bootstrap` followed by `summarize` for each output column.
 
     Args:
@@ -258,16 +263,19 @@ def bootstrap_intervals(statistic: Statistic, n_clusters: int, n_boot: int = N_B
         n_boot: resamples.
         seed: bootstrap seed.
         with_p: compute one-sided p values.
+        ties: per column (or one for all), the tolerance within which a resampled
+            value is an exact tie (`summarize`'s ``tie``).
 
     Returns:
         One Interval per output column.
     """
     est, boot = bootstrap(statistic, n_clusters, n_boot, seed)
-    return summarize_columns(est, boot, n_clusters, with_p)
+    return summarize_columns(est, boot, n_clusters, with_p, ties=ties)
 
 
 def summarize_columns(estimates: np.ndarray, boot: np.ndarray, n: int, with_p: bool = False,
-                      level: float = LEVEL) -> tuple[Interval, ...]:
+                      level: float = LEVEL, ties: np.ndarray | float = 0.0
+                      ) -> tuple[Interval, ...]:
     """`summarize` of every column of a resample matrix, the percentiles of all columns
     without an undefined resample taken in one call.
 
@@ -281,11 +289,14 @@ def summarize_columns(estimates: np.ndarray, boot: np.ndarray, n: int, with_p: b
         n: clusters behind the estimates.
         with_p: also compute one-sided p values.
         level: interval coverage.
+        ties: (k,) tolerances (or one for all) within which a resampled value counts
+            as 0 in the shares (`summarize`'s ``tie``).
 
     Returns:
         One Interval per column.
     """
     est = np.asarray(estimates, dtype=float).reshape(-1)
+    tol = np.broadcast_to(np.asarray(ties, dtype=float), est.shape)
     out: list[Interval | None] = [None] * est.size
     defined = ~np.isnan(boot)
     full = [k for k in range(est.size) if not math.isnan(est[k]) and defined[:, k].all()]
@@ -293,13 +304,14 @@ def summarize_columns(estimates: np.ndarray, boot: np.ndarray, n: int, with_p: b
         vals = boot[:, full]
         tail = (1 - level) / 2 * 100
         low, high = np.percentile(vals, [tail, 100 - tail], axis=0)
-        p = np.mean(vals <= 0, axis=0).tolist() if with_p else [math.nan] * len(full)
-        p_ge = np.mean(vals >= 0, axis=0).tolist() if with_p else [math.nan] * len(full)
+        t = tol[full]
+        p = np.mean(vals <= t, axis=0).tolist() if with_p else [math.nan] * len(full)
+        p_ge = np.mean(vals >= -t, axis=0).tolist() if with_p else [math.nan] * len(full)
         for j, k in enumerate(full):
             out[k] = Interval(float(est[k]), float(low[j]), float(high[j]), n, p[j],
                               boot.shape[0], p_ge[j])
     return tuple(iv if iv is not None else summarize(float(est[k]), boot[:, k], n, with_p,
-                                                     level)
+                                                     level, float(tol[k]))
                  for k, iv in enumerate(out))
 
 
