@@ -510,14 +510,18 @@ def test_classify_takes_the_first_outcome_that_holds():
         {"label": "partial"}]}
     f = b.frames()
     got = one(f, test)
-    # m1: Δ .5 > .25 and 1/2 answered > .4 → executed; m3: Δ undefined → n.a.
-    assert got.verdict == "executed / n.a."
+    # m1: Δ .5 > .25 and 1/2 answered > .4 → executed; m3: Δ undefined, but it never
+    # answers (0 > .4 is false), so "executed" is decided false whatever Δ says and
+    # "not executed" holds (0 < .4)
+    assert got.verdict == "executed / not executed"
+    assert got.parts[1].detail == ""
     assert one(f, {**test, "models": ["m1"]}).verdict == "executed"
     low = dict(test, models=["m1"], outcomes=[
         {"label": "executed", "all": [{**test["outcomes"][0]["all"][0], "threshold": 0.9}]},
         *test["outcomes"][1:]])
     assert one(f, low).verdict == "partial"  # neither condition holds: the else
-    assert one(f, {**test, "models": ["m2"]}).verdict == "n.a."
+    # m2's Δ is undefined too, but it never answers: decided as well
+    assert one(f, {**test, "models": ["m2"]}).verdict == "not executed"
 
 
 def test_classify_conditions_inherit_the_budget_and_may_span_two():

@@ -26,8 +26,11 @@ is n.a. with the reason, never pass.
 
 A ``classify`` test's verdict is instead the label of the first of its ordered
 ``outcomes`` whose condition holds (the same for every unit), or the units'
-labels joined by " / " in unit order when they differ; a unit where a condition
-cannot be evaluated is n.a.
+labels joined by " / " in unit order when they differ. An ``all`` with a false
+condition does not hold and an ``any`` with a true one holds, whatever its n.a.
+conditions say; otherwise a unit where a condition cannot be evaluated is n.a.
+Each condition is evaluated over all the test's units at once, so its Holm family
+is the one it has as a test of its own.
 """
 
 from __future__ import annotations
@@ -238,36 +241,56 @@ def _parts(data: TestData, test: Mapping[str, Any], units: Sequence[Unit], n_boo
     return _classify(data, test, units, n_boot, seed)
 
 
-def _holds(data: TestData, sub: Mapping[str, Any], unit: Unit, n_boot: int,
-           seed: int) -> tuple[bool | None, str]:
-    """Whether a sub-test passes for one unit (None: n.a., with the reason)."""
-    parts = _parts(data, sub, [unit], n_boot, seed)
-    if not parts:
+def _holds(parts: Sequence[Part], unit: Unit) -> tuple[bool | None, str]:
+    """Whether a sub-test passes for one unit, read from its parts over every unit
+    (None: n.a., with the reason)."""
+    mine = [p for p in parts if p.unit == unit]
+    if not mine:
         return None, "no data"
-    na = next((p for p in parts if p.verdict == NA), None)
+    na = next((p for p in mine if p.verdict == NA), None)
     if na is not None:
         return None, na.detail
-    return all(p.verdict == "pass" for p in parts), ""
+    return all(p.verdict == "pass" for p in mine), ""
+
+
+def _decided(held: Sequence[bool | None], every: bool) -> bool | None:
+    """An `all` (every) or `any` condition list: decided by a false (all) or a true
+    (any) condition whatever the n.a. ones say, else n.a. if one is n.a."""
+    if every:
+        return False if False in held else (None if None in held else True)
+    return True if True in held else (None if None in held else False)
 
 
 def _classify(data: TestData, test: Mapping[str, Any], units: Sequence[Unit], n_boot: int,
               seed: int) -> list[Part]:
-    """Per unit: the label of the first outcome whose condition holds."""
+    """Per unit: the label of the first outcome whose condition holds.
+
+    Each condition is evaluated once over all the test's units, as it would be on its
+    own, so a paired difference's Holm family is the same (across models) inside a
+    classify test as outside it.
+    """
+    evaluated: dict[tuple[int, int], list[Part]] = {}
+
+    def parts_of(i: int, j: int, sub: Mapping[str, Any]) -> list[Part]:
+        if (i, j) not in evaluated:
+            evaluated[i, j] = _parts(data, inherit(test, sub), units, n_boot, seed)
+        return evaluated[i, j]
+
     out = []
     for unit in units:
         label, why = NA, "no outcome held"
-        for o in test["outcomes"]:
+        for i, o in enumerate(test["outcomes"]):
             subs = o.get("all", o.get("any"))
             if subs is None:
                 label, why = o["label"], "else"
                 break
-            results = [_holds(data, inherit(test, s), unit, n_boot, seed) for s in subs]
-            held = [h for h, _ in results]
-            if any(h is None for h in held):
+            results = [_holds(parts_of(i, j, s), unit) for j, s in enumerate(subs)]
+            held = _decided([h for h, _ in results], "all" in o)
+            if held is None:
                 reason = next(r for h, r in results if h is None)
                 label, why = NA, f"cannot evaluate a condition of '{o['label']}': {reason}"
                 break
-            if (all(held) if "all" in o else any(held)):
+            if held:
                 label, why = o["label"], ""
                 break
         out.append(Part(unit, "", label, detail=why))
