@@ -63,3 +63,35 @@ def test_no_two_rows_of_a_forest_panel_share_a_label(name):
             assert labels and len(labels) == len(set(labels)), labels
     finally:
         close(out.figure)
+
+
+def test_every_known_arm_has_a_marker_of_its_own():
+    from analysis.figures.identity import KNOWN, arm_look
+
+    looks = [arm_look(a) for a in KNOWN]
+    assert len({look.marker for look in looks}) == len(KNOWN)
+    assert arm_look("enforced_rule:k=7").color == arm_look("enforced_rule").color
+    assert arm_look("enforced_rule:k=7").linestyle != arm_look("enforced_rule").linestyle
+
+
+@pytest.mark.parametrize("name", ["success_by_regime", "hazard_by_run"])
+def test_an_arm_keeps_its_look_in_every_panel(name):
+    """Each legend entry is drawn in its arm's look, whatever the panel or its order."""
+    from matplotlib.colors import to_hex
+
+    from analysis.figures.identity import arm_look
+
+    out = drawn(name)
+    try:
+        seen = 0
+        for ax in out.figure.axes:
+            for handle, text in zip(*ax.get_legend_handles_labels()):
+                arm = text.split(" · ")[0]
+                line = handle if hasattr(handle, "get_marker") else handle.lines[0]
+                look = arm_look(arm)
+                assert (to_hex(line.get_color()), line.get_marker()) == \
+                    (look.color.lower(), look.marker), (arm, name)
+                seen += 1
+        assert seen
+    finally:
+        close(out.figure)

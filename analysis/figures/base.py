@@ -126,6 +126,13 @@ def labeller(rows: Sequence[RowDict], with_model: bool = True
     return label
 
 
+def primary_budget(rows: Sequence[RowDict]) -> int | None:
+    """The smallest budget among `rows` (the primary one: its markers are filled, other
+    budgets' open), or None when no row has one."""
+    budgets = [int(r["budget"]) for r in rows if r.get("budget") not in (None, "")]
+    return min(budgets) if budgets else None
+
+
 def ordered(values: Iterable[Any]) -> list[Any]:
     """Distinct values in first-seen order."""
     return list(dict.fromkeys(values))

@@ -7,9 +7,10 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 
 from analysis.figures.base import (Drawn, FigureDef, Skipped, error_bar, labeller, ordered,
-                                   pick, value)
+                                   pick, primary_budget, value)
+from analysis.figures.identity import row_look
 from analysis.figures.study import RowDict, StudyRows
-from analysis.figures.style import NEUTRAL, Style, series_style
+from analysis.figures.style import NEUTRAL, Style
 
 
 def forest(rows: list[RowDict], style: Style, panel_of: str = "scope",
@@ -23,12 +24,12 @@ def forest(rows: list[RowDict], style: Style, panel_of: str = "scope",
     fig, axes = plt.subplots(len(panels), 1, figsize=(style.width, height), sharex=True,
                              squeeze=False, gridspec_kw={"height_ratios": sizes})
     label = labeller(rows)
-    models = ordered(r["model"] for r in rows)
+    primary = primary_budget(rows)
     for ax, panel in zip(axes[:, 0], panels):
         part = [r for r in rows if (r["measure"], r[panel_of]) == panel]
         ys = list(range(len(part)))[::-1]
         for y, r in zip(ys, part):
-            st = series_style(models.index(r["model"]))
+            look = row_look(r, primary)
             bar = error_bar(r)
             est = value(r["estimate"])
             if est != est:
@@ -36,7 +37,7 @@ def forest(rows: list[RowDict], style: Style, panel_of: str = "scope",
                             color=NEUTRAL)
                 continue
             ax.errorbar([est], [y], xerr=[[bar[0]], [bar[1]]] if bar else None,
-                        fmt=str(st["marker"]), color=st["color"], capsize=2)
+                        capsize=2, **(look | {"linestyle": "none"}))
         ax.axvline(0.0, color=NEUTRAL, linestyle="--", linewidth=0.8)
         ax.set_yticks(ys, [label(r) for r in part])
         ax.set_ylim(-0.7, len(part) - 0.3)

@@ -8,9 +8,10 @@ it has no figure.
 from __future__ import annotations
 
 from analysis.figures.base import (Drawn, FigureDef, Skipped, by_model, group_key, labeller,
-                                   ordered, pick, value)
+                                   ordered, pick, primary_budget, value)
+from analysis.figures.identity import row_look
 from analysis.figures.study import StudyRows
-from analysis.figures.style import Style, new_figure, series_style
+from analysis.figures.style import Style, new_figure
 
 
 def _j(scope: str) -> int:
@@ -24,18 +25,19 @@ def hazard_by_run(study: StudyRows, style: Style) -> Drawn | Skipped:
         return Skipped("no hazard rows (no decision points after failed observations in "
                        "this selection)")
     models = by_model(rows)
+    primary = primary_budget(rows)
     fig, axes = new_figure(style, rows=len(models), sharex=True)
     for ax, (model, model_rows) in zip(axes, models):
         label = labeller(model_rows, with_model=False)
-        for i, key in enumerate(ordered(group_key(r) for r in model_rows)):
+        for key in ordered(group_key(r) for r in model_rows):
             series = sorted((r for r in model_rows if group_key(r) == key),
                             key=lambda r: _j(r["scope"]))
-            st = series_style(i)
+            look = row_look(series[0], primary)
             js = [_j(r["scope"]) for r in series]
             ax.plot(js, [value(r["estimate"]) for r in series], label=label(series[0]),
-                    color=st["color"], marker=st["marker"], linestyle=st["linestyle"])
+                    **look)
             ax.fill_between(js, [value(r["ci_low"]) for r in series],
-                            [value(r["ci_high"]) for r in series], color=st["color"],
+                            [value(r["ci_high"]) for r in series], color=look["color"],
                             alpha=0.12, linewidth=0)
         ax.set_ylim(-0.02, 1.02)
         ax.set_ylabel("P(answer)")

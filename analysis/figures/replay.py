@@ -22,8 +22,9 @@ from matplotlib.colors import TwoSlopeNorm
 
 from analysis.figures.base import (Drawn, FigureDef, Skipped, group_key, labeller, ordered,
                                    pick, value)
+from analysis.figures.identity import row_look
 from analysis.figures.study import StudyRows
-from analysis.figures.style import NEUTRAL, Style, new_figure, series_style
+from analysis.figures.style import NEUTRAL, Style, new_figure
 
 KINDS = ("raw", "isotonic")
 
@@ -37,8 +38,8 @@ def risk_coverage(study: StudyRows, style: Style) -> Drawn | Skipped:
                        "run `lab replay answer-now --run R`)")
     label = labeller(rows)
     fig, (ax,) = new_figure(style, height=style.panel_height * 1.6)
-    for i, key in enumerate(ordered(group_key(r) for r in rows)):
-        st = series_style(i)
+    for key in ordered(group_key(r) for r in rows):
+        st = row_look(next(r for r in rows if group_key(r) == key))
         points = []
         for kind in KINDS:
             cov = next((r for r in rows if group_key(r) == key and r["scope"] == kind
@@ -77,8 +78,8 @@ def ece_by_depth(study: StudyRows, style: Style) -> Drawn | Skipped:
                        "confidence; run `lab replay answer-now --run R`)")
     label = labeller(rows)
     fig, (ax,) = new_figure(style, height=style.panel_height * 1.4)
-    for i, key in enumerate(ordered(group_key(r) for r in rows)):
-        st = series_style(i)
+    for key in ordered(group_key(r) for r in rows):
+        st = row_look(next(r for r in rows if group_key(r) == key))
         for kind, line, face in (("raw", "-", st["color"]), ("isotonic", "--", "white")):
             part = [(int(m.group(2)), value(r["estimate"])) for r in rows
                     if group_key(r) == key and (m := _DEPTH.match(str(r["scope"])))

@@ -1,6 +1,6 @@
 """How every figure looks and how it is saved: the headless Agg backend, DejaVu Sans (it
 ships with matplotlib, so a bare machine has it), the Okabe–Ito colour-blind-safe
-palette paired with a marker and a line style per series (readable in greyscale), and
+palette with a marker and a line style per arm (`analysis.figures.identity`), and
 byte-deterministic SVG/PDF (fixed ``svg.hashsalt``, no dates in the metadata).
 """
 
@@ -18,12 +18,8 @@ matplotlib.use("Agg")  # headless: no display, no GUI toolkit
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442",
-           "#000000")
-"""Okabe & Ito (2008), colour-blind safe; yellow late, as it is faint on white."""
-MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
-LINESTYLES = ("-", "--", ":", "-.", (0, (5, 1)), (0, (3, 1, 1, 1, 1, 1)), (0, (1, 3)),
-              (0, (8, 2, 1, 2)))
+from analysis.figures.identity import LINESTYLES, MARKERS, PALETTE  # noqa: E402
+
 NEUTRAL = "#555555"
 """Reference lines (no effect, diagonal)."""
 CREATOR = "lab figures"
@@ -58,8 +54,8 @@ STYLES = {"paper": Style("paper", 6.75, 2.2, 8.0, 1.0, 4.0, 200),
 
 
 def series_style(i: int) -> dict[str, object]:
-    """Colour, marker and line style of the i-th series (cycling; the marker and line
-    style tell series apart in greyscale)."""
+    """Colour, marker and line style of the i-th series of a figure whose series are not
+    arms (leaving's shares); an arm's series take `identity.arm_look`."""
     return {"color": PALETTE[i % len(PALETTE)], "marker": MARKERS[i % len(MARKERS)],
             "linestyle": LINESTYLES[i % len(LINESTYLES)]}
 

@@ -4,9 +4,10 @@ paper's Table 6 / Table 13 as a dot plot; table "success")."""
 from __future__ import annotations
 
 from analysis.figures.base import (Drawn, FigureDef, Skipped, by_model, error_bar, group_key,
-                                   labeller, na_mark, ordered, pick, value)
+                                   labeller, na_mark, ordered, pick, primary_budget, value)
+from analysis.figures.identity import row_look
 from analysis.figures.study import StudyRows
-from analysis.figures.style import Style, new_figure, series_style
+from analysis.figures.style import Style, new_figure
 
 
 def success_by_regime(study: StudyRows, style: Style) -> Drawn | Skipped:
@@ -16,6 +17,7 @@ def success_by_regime(study: StudyRows, style: Style) -> Drawn | Skipped:
         return Skipped("no success rows in this selection")
     scopes = ordered(r["scope"] for r in rows)
     models = by_model(rows)
+    primary = primary_budget(rows)
     fig, axes = new_figure(style, rows=len(models), sharex=True)
     for ax, (model, model_rows) in zip(axes, models):
         label = labeller(model_rows, with_model=False)
@@ -23,14 +25,14 @@ def success_by_regime(study: StudyRows, style: Style) -> Drawn | Skipped:
         width = 0.7 / max(1, len(groups))
         for i, key in enumerate(groups):
             series = [r for r in model_rows if group_key(r) == key]
-            st = series_style(i)
+            look = row_look(series[0], primary)
             xs = [scopes.index(r["scope"]) - 0.35 + width * (i + 0.5) for r in series]
             ys = [value(r["estimate"]) for r in series]
             bars = [error_bar(r) for r in series]
             lows = [b[0] if b else 0.0 for b in bars]
             highs = [b[1] if b else 0.0 for b in bars]
-            ax.errorbar(xs, ys, yerr=[lows, highs], fmt=str(st["marker"]), color=st["color"],
-                        capsize=2, label=label(series[0]), linestyle="none")
+            ax.errorbar(xs, ys, yerr=[lows, highs], capsize=2, label=label(series[0]),
+                        **(look | {"linestyle": "none"}))
             for x, y in zip(xs, ys):
                 if y != y:  # NaN: undefined
                     na_mark(ax, x, 0.5)

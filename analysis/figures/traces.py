@@ -15,8 +15,9 @@ from __future__ import annotations
 import re
 
 from analysis.figures.base import Drawn, FigureDef, Skipped, by_model, ordered, pick, value
+from analysis.figures.identity import arm_look
 from analysis.figures.study import RowDict, StudyRows
-from analysis.figures.style import NEUTRAL, Style, new_figure, series_style
+from analysis.figures.style import NEUTRAL, Style, new_figure
 
 GATED = ("Raw-Gated", "Calibrated-Gated")
 _BIN = re.compile(r"t=0 bin \[([0-9.]+), ")
@@ -49,14 +50,13 @@ def _sweep(study: StudyRows, style: Style, scope_prefix: str, x: str, y: str, fl
     for ax, (model, part) in zip(axes, models):
         points = _points(part, x, y, flip)
         datasets = ordered(k[2] for k in points)
-        for i, system in enumerate(ordered(k[0] for k in points if k[0] in GATED)):
-            st = series_style(i)
+        for system in ordered(k[0] for k in points if k[0] in GATED):
+            look = arm_look(system).kwargs()
             for d_i, dataset in enumerate(datasets):
                 line = [p for k, p in points.items() if k[0] == system and k[2] == dataset
                         and k[1] != "baseline"]
                 line.sort()
-                ax.plot([p[0] for p in line], [p[1] for p in line], color=st["color"],
-                        marker=st["marker"], linestyle=st["linestyle"],
+                ax.plot([p[0] for p in line], [p[1] for p in line], **look,
                         label=system + (f" · {dataset}" if len(datasets) > 1 else ""),
                         alpha=1.0 if d_i == 0 else 0.6)
         for k, p in points.items():
@@ -100,13 +100,12 @@ def trace_reliability(study: StudyRows, style: Style) -> Drawn | Skipped:
         ax.plot([0, 1], [0, 1], color=NEUTRAL, linestyle="--", linewidth=0.8)
         points = _points(part, "bin_confidence", "bin_accuracy")
         datasets = ordered(k[2] for k in points)
-        for i, system in enumerate(GATED):
-            st = series_style(i)
+        for system in GATED:
+            look = arm_look(system).kwargs()
             for dataset in datasets:
                 line = sorted(p for k, p in points.items() if k[0] == system and
                               k[2] == dataset)
-                ax.plot([p[0] for p in line], [p[1] for p in line], color=st["color"],
-                        marker=st["marker"], linestyle=st["linestyle"],
+                ax.plot([p[0] for p in line], [p[1] for p in line], **look,
                         label=system + (f" · {dataset}" if len(datasets) > 1 else ""))
         ax.set_xlim(-0.02, 1.02)
         ax.set_ylim(-0.02, 1.02)
