@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import click
@@ -17,6 +18,7 @@ from core.errors import ConfigError
 from core.limits import DEFAULT_WARN_KB, oversized
 from core.question_sets import check_set_name, draw_set, save_set
 from core.released_episodes import DEFAULT_BUDGET, LICENSE
+from core.set_import import import_set
 
 
 @click.command()
@@ -193,6 +195,35 @@ def sets_create(ctx: click.Context, name: str, dataset: str, n: int, seed: int,
                f"{dataset}{draft.balance()}, sha256 {draft.sha256[:12]}")
 
 
+@sets.command("import")
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option("--dataset", required=True, help="Dataset every id must be in (e.g. hotpotqa).")
+@click.option("--name", default=None,
+              help="The set's name (default: the file's, without a version suffix: "
+                   "test300_v1.json makes test300).")
+@click.option("--held-out/--dev", "held_out", default=None,
+              help="Mark as held-out (default: names starting with test or fresh).")
+@click.pass_context
+def sets_import(ctx: click.Context, file: Path, dataset: str, name: str | None,
+                held_out: bool | None) -> None:
+    """Make a question set from a list of ids: a JSON list, one id per line, or a JSON
+    object with question_ids (the main paper's manifests; their version, seed tag,
+    dataset sha256 and exclusions are recorded with the set).
+
+    Every id must be in the dataset, else nothing is stored. Imported runs whose split
+    has the set's name are linked to it.
+
+    \b
+    Example:
+      lab sets import experiments/manifests/test300_v1.json --dataset hotpotqa
+      lab sets import ids.txt --dataset hotpotqa --name pilot20
+    """
+    draft, linked = import_set(open_db(ctx), file, dataset, name, held_out)
+    click.echo(f"imported {draft.kind} set '{draft.name}': {len(draft.ids)} questions from "
+               f"{dataset}, sha256 {draft.sha256[:12]}"
+               + (f"; linked {plural(linked, 'imported cell')}" if linked else ""))
+
+
 @sets.command("list")
 @click.pass_context
 def sets_list(ctx: click.Context) -> None:
@@ -228,6 +259,10 @@ def sets_show(ctx: click.Context, name: str, ids: bool) -> None:
     kind = "held-out" if s["held_out"] else "dev"
     click.echo(f"{s['name']}: {s['n']} questions from {s['dataset']} ({kind}), seed {s['seed']}, "
                f"exclude {', '.join(s['exclude']) or '-'}, sha256 {s['sha256']}")
+    if s["manifest"]:
+        click.echo("imported from " + ", ".join(f"{k} {v}" if not isinstance(v, dict) else
+                                                f"{k} {json.dumps(v, sort_keys=True)}"
+                                                for k, v in s["manifest"].items()))
     if ids:
         click.echo("\n".join(s["ids"]))
 

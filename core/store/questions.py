@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from sqlite_utils import Database
@@ -99,8 +99,13 @@ def datasets(db: Database) -> dict[str, int]:
 
 
 def save_question_set(db: Database, name: str, dataset: str, ids: Sequence[str], seed: int,
-                      exclude: Sequence[str], held_out: bool, sha256: str) -> None:
+                      exclude: Sequence[str], held_out: bool, sha256: str,
+                      manifest: Mapping[str, Any] | None = None) -> None:
     """Store a question set (names are unique and sets are never changed).
+
+    Args:
+        manifest: what a set imported from a list of ids recorded (file, sha256 and the
+            manifest's own fields); None for a drawn set.
 
     Raises:
         StoreError: a set of that name exists.
@@ -110,9 +115,10 @@ def save_question_set(db: Database, name: str, dataset: str, ids: Sequence[str],
             raise StoreError(f"question set '{name}' already exists; sets are frozen once made")
         db.conn.execute(
             "INSERT INTO question_sets (name, dataset, n, seed, exclude, ids, sha256, held_out, "
-            "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "created_at, manifest) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (name, dataset, len(ids), seed, json.dumps(list(exclude)), json.dumps(list(ids)),
-             sha256, int(held_out), utc_now()))
+             sha256, int(held_out), utc_now(),
+             None if manifest is None else json.dumps(dict(manifest), sort_keys=True)))
 
 
 def question_set(db: Database, name: str) -> dict[str, Any]:
@@ -132,6 +138,7 @@ def question_set(db: Database, name: str) -> dict[str, Any]:
     out["ids"] = json.loads(out["ids"])
     out["exclude"] = json.loads(out["exclude"])
     out["held_out"] = bool(out["held_out"])
+    out["manifest"] = json.loads(out["manifest"]) if out.get("manifest") else None
     return out
 
 
