@@ -14,7 +14,7 @@ from console.widgets import traj_render as render
 from core import store
 from core.store import trajectories as traj
 from core.store.imports import NO_TEXT
-from tests.helpers.cli import lab
+from tests.helpers.cli import lab, one_error
 from tests.helpers.console import FIXED_TS, wait_workers
 from tests.helpers.released import HAND, write_released
 
@@ -91,3 +91,11 @@ async def test_the_trajectories_screen_opens_an_imported_episode_and_its_match(i
         table = screen.query_one("#traj-m-table")
         assert [str(c.label) for c in table.columns.values()] == ["t", "enforced_rule", "none"]
         assert [str(c) for c in table.get_row("2")][1:] == ["? invalid", "? invalid"]
+
+
+@pytest.mark.parametrize("what", ["judgments", "beliefs", "answer-now"])
+def test_probes_refuse_an_imported_run_in_one_line(what, imported_db, capsys):
+    code, _, err = lab(capsys, "--db", imported_db, "replay", what, "--run", "s1", "--dry-run")
+    one_error(code, err, "s1", NO_TEXT)
+    code, _, err = lab(capsys, "--db", imported_db, "repair", "--run", "s1", "--dry-run")
+    one_error(code, err, "s1", NO_TEXT)

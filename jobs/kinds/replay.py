@@ -40,6 +40,7 @@ from core.probes import (ANSWER_NOW, ANSWER_NOW_CONFIDENCE, COMMANDS, PROBE_MAX_
 from core.errors import ConfigError, StoreError
 from core.store import jobs as ledger
 from core.store import probes as rows
+from core.store.imports import NO_TEXT, imported_runs
 from jobs.kinds.base import JobContext
 from jobs.pump import FLUSH_S, Pending, Work, close_all, pump
 
@@ -154,7 +155,11 @@ def plan_replay(db: Database, request: ReplayRequest, registry: Mapping[str, Mod
 
     Raises:
         StoreError: an unknown run or model, or a run with no finished episode.
+        ConfigError: the run holds imported episodes (their histories were not released).
     """
+    if request.run in imported_runs(db):
+        raise ConfigError(f"run '{request.run}' holds imported episodes ({NO_TEXT}): a probe "
+                          f"rebuilds the agent's history, whose text was not released")
     out = ReplayPlan(request)
     for cell in rows.run_cells(db, request.run, request.models):
         pending = set().union(*(rows.pending_replay(db, cell["cell_id"], p)
