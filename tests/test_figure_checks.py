@@ -95,3 +95,63 @@ def test_an_arm_keeps_its_look_in_every_panel(name):
         assert seen
     finally:
         close(out.figure)
+
+
+def declared_rows(**kw: Any) -> tuple[list[dict[str, Any]], Any]:
+    from analysis.figures.select import Declared, declare
+
+    study, chosen = declare(synthetic_study(), Declared(**kw))
+    return [r for rows in study.rows.values() for r in rows], chosen
+
+
+def test_by_default_figures_draw_confirmatory_runs_at_the_primary_budget_in_one_family():
+    from analysis.figures.base import family
+
+    rows, chosen = declared_rows()
+    assert rows and {r["runs"] for r in rows} == {"confirm"}
+    assert {r["budget"] for r in rows} == {8} and chosen.budgets == (8,)
+    assert {family(r) for r in rows} == {"main"} and not chosen.exploratory
+    study = synthetic_study()
+    assert {r["table"] for r in rows} == {t for t, rs in study.rows.items() if rs}
+
+
+def test_budgets_family_and_runs_are_chosen_when_asked():
+    from analysis.figures.base import family
+
+    rows, _ = declared_rows(budgets=(16,))
+    assert {r["budget"] for r in rows if r["table"] != "budgets"} == {16}
+    rows, _ = declared_rows(all_budgets=True, family="plausible")
+    assert {r["budget"] for r in rows} == {8, 16}
+    assert {family(r) for r in rows} == {"plausible"}
+    rows, chosen = declared_rows(runs_named=True, family="all")
+    assert {r["runs"] for r in rows} == {"confirm", "pilot"}
+    assert {family(r) for r in rows} == {"main", "plausible"}
+    assert not chosen.exploratory
+
+
+def test_a_study_of_exploratory_runs_only_is_drawn_and_said_so():
+    from analysis.figures.select import Declared, declare
+    from tests.helpers.figure_rows import study_table_rows
+
+    only = {t: [r for r in rs if r["runs"] == "pilot"] for t, rs in study_table_rows().items()}
+    study, chosen = declare(synthetic_study(only), Declared())
+    assert chosen.exploratory and study.rows["success"]
+
+
+@pytest.mark.parametrize("name", ["success_by_regime", "hazard_by_run"])
+@pytest.mark.parametrize("every_budget", [False, True])
+def test_no_two_series_of_a_panel_share_a_style(name, every_budget):
+    from analysis.figures.select import Declared, declare
+
+    study, _ = declare(synthetic_study(), Declared(all_budgets=every_budget))
+    out = drawn(name, rows=study.rows)
+    try:
+        for ax in out.figure.axes:
+            styles = []
+            for handle in ax.get_legend_handles_labels()[0]:
+                line = handle if hasattr(handle, "get_marker") else handle.lines[0]
+                styles.append((str(line.get_color()), line.get_marker(),
+                               str(line.get_markerfacecolor())))
+            assert styles and len(styles) == len(set(styles)), styles
+    finally:
+        close(out.figure)

@@ -53,22 +53,23 @@ def test_sidecar_rows_are_the_tables_json_rows(figures):
         side = json.loads((out / f"{name}.json").read_text(encoding="utf-8"))
         want = results_json(db, table)
         assert side["rows"], name
-        if name == "success_by_regime":  # the whole table, row for row
-            assert side["rows"] == want
+        if name == "success_by_regime":  # the table at the primary budget, row for row
+            assert side["rows"] == [r for r in want if r["budget"] == 8]
         elif name == "answer_action_by_budget":  # the median action, on persistent
             assert side["rows"] == [r for r in want if r["measure"].startswith("median_action@")
                                     and r["regimes"] == "persistent"]
         elif name == "delta_forest":  # Δ matched by t and the design contrast
             assert side["rows"] == [r for r in want if r["measure"] in measures
-                                    and "×" not in r["scope"]]
+                                    and "×" not in r["scope"] and r["budget"] == 8]
         elif name == "leaving":
             assert side["rows"] == [r for r in want if r["measure"] not in
                                     ("median_first_switch",)]
         elif name in ("ece_by_depth", "regret_heatmap", "risk_coverage", "hazard_by_run"):
             # a subset of the measures' rows (by depth; Table 17's scope; raw/isotonic)
             assert all(r in want for r in side["rows"]), name
-        else:
-            assert side["rows"] == [r for r in want if r["measure"] in measures], name
+        else:  # at the primary budget
+            assert side["rows"] == [r for r in want if r["measure"] in measures
+                                    and r["budget"] == 8], name
 
 
 def test_sidecar_provenance_names_runs_hashes_and_version(figures):
@@ -204,3 +205,24 @@ def test_a_results_views_figures_are_its_tables(figures, tmp_path):
                                   ).paths == ()
     finally:
         db.conn.close()
+
+
+def test_every_budget_and_mean6_are_drawn_when_asked(figures, tmp_path):
+    db, _, _ = figures
+    code, _, err = lab(db, "figures", str(tmp_path / "b"), "--resamples", str(RESAMPLES),
+                       "--format", "svg", "--table", "success", "--budgets", "all",
+                       "--regimes", "mean6")
+    assert code == 0, err
+    side = json.loads((tmp_path / "b" / "success_by_regime.json").read_text(encoding="utf-8"))
+    assert side["rows"] == results_json(db, "success")
+    assert {r["budget"] for r in side["rows"]} == {8, 12}
+
+
+def test_a_table_without_a_figure_says_so_in_one_line(figures, tmp_path):
+    db, _, _ = figures
+    code, stdout, stderr = lab(db, "figures", str(tmp_path / "c"), "--resamples", "10",
+                               "--format", "svg", "--table", "cost")
+    assert code == 0, stderr
+    assert stderr.strip().splitlines() == [
+        "no figure draws the cost table; `lab results cost` prints it"]
+    assert "wrote 0 figures" in stdout

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from analysis.figures import actions, forest, hazard, leaving, replay, success, traces
 from analysis.figures.base import Drawn, FigureDef, Skipped
+from analysis.figures.select import DEFAULT, Declared, declare
 from analysis.figures.study import StudyRows, provenance_record
 from analysis.figures.style import STYLES, Style, save, styled, svg_text
 
@@ -54,8 +55,8 @@ def sidecar(fig: FigureDef, drawn: Drawn, study: StudyRows, files: Sequence[str]
 
 
 def write_figures(study: StudyRows, directory: Path, formats: Sequence[str] = ("png",),
-                  style: Style = STYLES["paper"], figures: Sequence[FigureDef] = FIGURES
-                  ) -> Written:
+                  style: Style = STYLES["paper"], figures: Sequence[FigureDef] = FIGURES,
+                  declared: Declared = DEFAULT) -> Written:
     """Draw every figure the study's rows feed into `directory` (created if missing):
     NAME.FORMAT for each format and NAME.json, its sidecar.
 
@@ -65,11 +66,14 @@ def write_figures(study: StudyRows, directory: Path, formats: Sequence[str] = ("
         formats: among "png", "svg", "pdf".
         style: `STYLES["paper"]` or `STYLES["talk"]`.
         figures: which figures (default all).
+        declared: the runs, budgets and regime family drawn (default: the confirmatory
+            runs at the primary budget in the main family; `analysis.figures.select`).
 
     Returns:
         The paths written and the figures skipped with their reasons.
     """
     directory.mkdir(parents=True, exist_ok=True)
+    study, _ = declare(study, declared)
     paths: list[Path] = []
     skipped: list[tuple[str, str]] = []
     with styled(style):

@@ -20,6 +20,31 @@ from core.store.selection import selection_from
 FIGURE_FORMATS = ("png", "svg", "pdf")
 
 
+def parse_budgets(text: str) -> tuple[tuple[int, ...], bool]:
+    """"8,16" -> ((8, 16), False); "all" -> ((), True); one line for anything else."""
+    if text.strip().lower() == "all":
+        return (), True
+    try:
+        budgets = tuple(sorted({int(b) for b in text.split(",") if b.strip()}))
+    except ValueError:
+        budgets = ()
+    if not budgets or min(budgets) < 1:
+        raise ConfigError(f"--budgets {text!r}: comma-separated action budgets, e.g. "
+                          "--budgets 8,16, or all")
+    return budgets, False
+
+
+def expand_regimes(text: str | None) -> str | None:
+    """--regimes as `lab enqueue` reads it: mean6 stands for the six regimes of the
+    paper's mean."""
+    from core.regimes import MEAN6
+
+    if text is None:
+        return None
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    return ",".join(r for n in names for r in (MEAN6 if n == "mean6" else (n,)))
+
+
 def parse_formats(text: str) -> tuple[str, ...]:
     """"png,svg" -> ("png", "svg"); one line naming a format that is not offered."""
     formats = tuple(dict.fromkeys(f.strip().lower() for f in text.split(",") if f.strip()))
@@ -37,6 +62,12 @@ def parse_formats(text: str) -> tuple[str, ...]:
               help="Comma-separated formats among png, svg, pdf.")
 @click.option("--style", type=click.Choice(("paper", "talk")), default="paper",
               show_default=True, help="paper: two-column page sizes; talk: slides.")
+@click.option("--budgets", default=None,
+              help="Comma-separated budgets to draw, or all (default: the primary, "
+                   "smallest, budget).")
+@click.option("--family", default=None,
+              help="Regime family to draw: main (the mean6 regimes), plausible, … or all "
+                   "(default: main when present).")
 @click.option("--table", "tables", multiple=True,
               type=TableChoice(EPISODES, PROBES, extra=("trace_sweeps",)),
               help="Only the figures of this results table (repeatable; default all).")
@@ -47,7 +78,8 @@ def parse_formats(text: str) -> tuple[str, ...]:
 def figures_cmd(ctx: click.Context, directory: Path, runs: tuple[str, ...],
                 sets: tuple[str, ...], seeds: str | None, models: str | None,
                 conditions: str | None, regimes: str | None, pool: str | None, fmt: str,
-                style: str, tables: tuple[str, ...], resamples: int, seed: int) -> None:
+                style: str, budgets: str | None, family: str | None,
+                tables: tuple[str, ...], resamples: int, seed: int) -> None:
     """Write the paper's figures, each with a sidecar .json of the rows it drew.
 
     Figures: success per regime, Δ and design contrast (forest), hazard by useless-run
@@ -58,7 +90,12 @@ def figures_cmd(ctx: click.Context, directory: Path, runs: tuple[str, ...],
     results TABLE --format json` with the same filters, --resamples and --seed) and
     their provenance (runs, amendments and hashes, lab version, git commit). A figure
     whose rows the selection lacks is skipped with one line saying why. Filters and
-    --pool as for `lab results`.
+    --pool as for `lab results` (--regimes mean6 stands for its six regimes).
+
+    By default a figure draws the confirmatory runs (those an amendment governs; the
+    exploratory ones when there are none) at the primary budget in the main regime
+    family: --run draws the runs named, --budgets 8,16 or all other budgets (open
+    markers), --family another family or all.
 
     \b
     Example:
@@ -66,18 +103,27 @@ def figures_cmd(ctx: click.Context, directory: Path, runs: tuple[str, ...],
       lab figures figs/ --run main --models qwen3-8b --format pdf --style talk
     """
     from analysis.figures import figures_for, write_figures
+    from analysis.figures.select import Declared
     from analysis.figures.study import study_rows
     from analysis.figures.style import STYLES
     from analysis.tables.export import export_folder
 
     formats = parse_formats(fmt)
+    chosen, every_budget = parse_budgets(budgets) if budgets else ((), False)
+    declared = Declared(chosen, every_budget, (family or "").strip(), bool(runs))
     db = open_db(ctx, create=False)
-    selection = selection_from(runs, sets, seeds, models, conditions, regimes, pool)
+    selection = selection_from(runs, sets, seeds, models, conditions,
+                               expand_regimes(regimes), pool)
     _frames(db, selection, ctx.obj["db"])
     directory = export_folder(directory)
     study = study_rows(db, selection, resamples, seed, probe_tables=not tables or any(
         table_def(t).family != EPISODES for t in tables))
-    written = write_figures(study, directory, formats, STYLES[style], figures_for(tables))
+    for table in tables:
+        if not figures_for((table,)):
+            click.echo(f"no figure draws the {table} table; `lab results {table}` prints it",
+                       err=True)
+    written = write_figures(study, directory, formats, STYLES[style], figures_for(tables),
+                            declared)
     for name, reason in written.skipped:
         click.echo(f"skipped {name}: {reason}", err=True)
     drawn = sum(1 for p in written.paths if p.suffix == ".json")
