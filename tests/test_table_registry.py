@@ -20,6 +20,7 @@ from analysis.tables.registry import (EPISODES, FAMILIES, TableDef, View, regist
 from analysis.base.rows import Table, make_row
 from console.app import ConsoleConfig, make_app
 from console.cli.results import export_cmd, results
+from console.screens.results import ResultsScreen  # loaded before any toy is registered
 from tests.helpers.console import FIXED_TS, wait_workers
 
 TOY = TableDef("toy", EPISODES, "episodes per selection (a test's table)",
@@ -81,6 +82,7 @@ async def test_a_registered_table_has_its_tab_on_the_results_screen(lab_db: Path
             await pilot.pause()
             await wait_workers(app)
             screen = app.screen
+            assert isinstance(screen, ResultsScreen)
             tab = screen.query_one("#tab-toy")
             assert str(tab.label) == "Toy"
             screen.query_one("#results-tabs").active = "tab-toy"
