@@ -41,7 +41,10 @@ def _invoke(path: Path, *args: str) -> tuple[int, str]:
 
 
 def test_cli_lists_the_trace_tables():
-    assert results_cli.TRACE_TABLES == TRACE_TABLES
+    from analysis.tables.registry import TRACES, table_names
+
+    assert table_names(TRACES) == TRACE_TABLES
+    assert set(TRACE_TABLES) <= set(results_cli.results.params[0].type.choices)
 
 
 def test_results_trace_table1_json_matches_the_frame(tmp_path: Path):
