@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import textwrap
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from analysis.base.arms import ArmKey
 from analysis.measures.results import Results
@@ -215,6 +215,28 @@ def _p_columns(table: Table, column: str, rows: Sequence[Row]) -> list[str]:
             if any(not math.isnan(getattr(r, attr)) for r in rows)]
 
 
+@dataclass(frozen=True)
+class WideCells:
+    """A wide table's cells as text, before alignment (the terminal aligns them, the
+    report lays them out as HTML).
+
+    Attributes:
+        header: the column headers.
+        body: one list of cells per line (group).
+        n_text: how many leading columns are text (model, arm, what varies); the others
+            are numbers.
+        together: column ranges kept in one block when the table is split (an interval
+            and its p columns).
+        lines: per line, the rows it shows (what the line covers: runs, amendment).
+    """
+
+    header: list[str]
+    body: list[list[str]]
+    n_text: int
+    together: list[range]
+    lines: list[list[Row]]
+
+
 def render_wide(table: Table, width: int | None = None) -> list[str]:
     """One line per group (model × arm × what it covers), one column per measure (or per
     scope when one measure, regimes in the canonical order and mean6 after them).
@@ -225,6 +247,20 @@ def render_wide(table: Table, width: int | None = None) -> list[str]:
 
     Returns:
         The aligned lines (header, rule, rows; per block).
+    """
+    cells = wide_cells(table)
+    return align_fit(cells.header, cells.body, range(cells.n_text, len(cells.header)), 2,
+                     width, cells.together)
+
+
+def wide_cells(table: Table) -> WideCells:
+    """`render_wide`'s cells: one line per group, one column per measure (or scope).
+
+    Args:
+        table: a results table.
+
+    Returns:
+        The header, the lines' cells and which columns are numbers.
     """
     rows = table.rows
     by_scope = _by_scope(table)
@@ -265,8 +301,8 @@ def render_wide(table: Table, width: int | None = None) -> list[str]:
             line.append(str(_line_errored(list(cells.values()), by_scope)))
         line += [str(_line_errored(list(cells.values()), by_scope, f)) for f in ended]
         body.append(line)
-    n_text = 2 + len(varying)
-    return align_fit(header, body, range(n_text, len(header)), 2, width, together)
+    return WideCells(header, body, 2 + len(varying), together,
+                     [list(cells.values()) for cells in lines.values()])
 
 
 def _constant_kind(table: Table) -> tuple[str, str] | None:
@@ -287,6 +323,27 @@ def render_long(table: Table, width: int | None = None) -> list[str]:
     Returns:
         The aligned lines (header, rule, rows; per block).
     """
+    cells = long_cells(table)
+    return align_fit(cells.header, cells.body, cells.right, 2, width)
+
+
+@dataclass(frozen=True)
+class LongCells:
+    """A long table's cells as text, before alignment.
+
+    Attributes:
+        header: the column headers.
+        body: one list of cells per row.
+        right: the right-aligned (number) columns.
+    """
+
+    header: list[str]
+    body: list[list[str]]
+    right: tuple[int, ...]
+
+
+def long_cells(table: Table) -> LongCells:
+    """`render_long`'s cells, one line per row of `table`."""
     varying, _ = _columns(table.rows, False)
     errored = any(r.errored for r in table.rows)
     ended = _ended_columns(table.rows)
@@ -300,7 +357,7 @@ def render_long(table: Table, width: int | None = None) -> list[str]:
     n_idx = header.index("n")
     counts = int(errored) + len(ended)
     right = (n_idx - 1, n_idx) + tuple(range(len(header) - counts, len(header)))
-    return align_fit(header, body, right, 2, width)
+    return LongCells(header, body, right)
 
 
 def header_lines(table: Table) -> list[str]:
