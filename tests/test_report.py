@@ -5,41 +5,23 @@ the pre-registration's outcomes, freeze times, hashes and deviations, and proven
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
 from analysis.report.tables import EXACT, LEFT_OUT, exact, fmt
 from tests.helpers.html_check import check_html, report_tables
-from tests.helpers.report_study import RESAMPLES, lab, study_db
-
-PREREG_TESTS = [{"id": "H1", "kind": "paired_diff", "metric": "mean6", "a": "enforced_rule:k=3",
-                 "b": "none", "alternative": "greater", "models": ["sim-own5"],
-                 "runs": ["golden"]}]
-PREREG_SCOPE = {"models": ["sim-own5"], "conditions": ["none", "enforced_rule:k=3"],
-                "regimes": ["clean", "persistent"], "question_sets": ["d6"], "budgets": [8]}
-
+from tests.helpers.report_study import RESAMPLES, lab, registered_study
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     """The study with a frozen amendment and a deviation, and its report."""
-    where = tmp_path_factory.mktemp("report")
-    db = where / "lab.db"
-    shutil.copy(study_db(tmp_path_factory), db)
-    (where / "tests.json").write_text(json.dumps(PREREG_TESTS), encoding="utf-8")
-    (where / "scope.json").write_text(json.dumps(PREREG_SCOPE), encoding="utf-8")
-    for args in (("sets", "create", "d6", "--dataset", "demo", "--n", "6", "--seed", "1"),
-                 ("prereg", "new", "--title", "Rule helps", "--tests", str(where / "tests.json"),
-                  "--scope", str(where / "scope.json")),
-                 ("prereg", "freeze", "A1", "--yes"),
-                 ("prereg", "deviation", "A1", "one errored episode was run again")):
-        code, _, err = lab(db, *args)
-        assert code == 0, (args, err)
-    code, out, err = lab(db, "report", str(where / "study.html"), "--resamples", str(RESAMPLES))
+    db = registered_study(tmp_path_factory)
+    path = tmp_path_factory.mktemp("report") / "study.html"
+    code, out, err = lab(db, "report", str(path), "--resamples", str(RESAMPLES))
     assert code == 0, err
-    assert out.startswith(f"wrote {where / 'study.html'} (")
-    return db, (where / "study.html").read_text(encoding="utf-8")
+    assert out.startswith(f"wrote {path} (")
+    return db, path.read_text(encoding="utf-8")
 
 
 def test_the_page_is_valid_and_self_contained(report):
@@ -109,7 +91,7 @@ def test_every_figure_is_inline_svg(report):
     _, html = report
     for name in ("success_by_regime", "delta_forest", "hazard_by_run", "leaving",
                  "risk_coverage", "regret_heatmap"):
-        start = html.index(f'<figure id="figure-{name}">')
+        start = html.index(f'<figure id="figure-{name}"')
         assert html[start:start + 200].count("<svg ") == 1, name
     assert "<img" not in html
 
@@ -118,3 +100,160 @@ def test_a_report_needs_an_html_name(report, tmp_path):
     db, _ = report
     code, _, err = lab(db, "report", str(tmp_path / "study.pdf"))
     assert code != 0 and err.startswith("error: ") and "FILE.html" in err
+
+
+def _order(html: str, *needles: str) -> list[int]:
+    return [html.index(n) for n in needles]
+
+
+def test_it_reads_top_down_title_time_runs_summary_then_outcomes(report):
+    from core.version import project_version
+
+    _, html = report
+    at = _order(html, "<h1>", "Generated <time>", '<ul class="runs">', 'id="summary"',
+                "<nav", 'id="outcomes"', 'id="figures"', 'id="tables"', 'id="covers"',
+                'id="errored"', 'id="prereg"')
+    assert at == sorted(at)
+    header = html[html.index("<header>"):html.index("</header>")]
+    assert f"lab {project_version()}" in header
+    assert "<code>golden</code>" in header and "216 episodes" in header
+    assert "answer-now probes" in header
+
+
+def test_title_and_generation_time(report, tmp_path, monkeypatch):
+    db, html = report
+    assert "<title>lab report</title>" in html  # A1 governs no run of this selection
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1800000000")
+    code, _, err = lab(db, "report", str(tmp_path / "t.html"), "--resamples", "5",
+                       "--title", "Budget study <draft>")
+    assert code == 0, err
+    page = (tmp_path / "t.html").read_text(encoding="utf-8")
+    assert "<title>Budget study &lt;draft&gt;</title>" in page
+    assert "<h1>Budget study &lt;draft&gt;</h1>" in page
+    assert "Generated <time>2027-01-15 08:00:00 UTC</time>" in page
+
+
+def test_the_title_defaults_to_the_governing_amendments():
+    from analysis.report.summary import report_title
+
+    study = _study({}, amendments=[{"id": "A1", "title": "Rule helps", "state": "frozen"}])
+    assert report_title(study, None) == "Rule helps"
+    assert report_title(study, "Mine") == "Mine"
+    assert report_title(_study({}), None) == "lab report"
+
+
+def test_the_summary_box_holds_verdicts_and_headline_contrasts(report):
+    db, html = report
+    box = html[html.index('id="summary"'):html.index("</section>", html.index('id="summary"'))]
+    assert "1 n.a. (of 1)" in box
+    assert "<strong>A1 H1</strong>" in box
+    design = [r for r in json.loads(lab(db, "results", "delta", "--format", "json",
+                                        "--resamples", str(RESAMPLES))[1])
+              if r["measure"] == "design"]
+    assert 0 < len(design) <= 8
+    assert box.count("<li>") == len(design) + 1
+    r = design[0]
+    assert (f"{r['model']} · {r['arm']} · B{r['budget']}: {r['estimate']:+.2f} "
+            f"[{r['ci_low']:+.2f}, {r['ci_high']:+.2f}]") in box
+
+
+def _paper_rows(html: str, name: str) -> list[list[str]]:
+    import re
+
+    start = html.index(f'<table class="paper" data-paper="{name}"')
+    body = html[start:html.index("</table>", start)]
+    rows = []
+    for tr in re.findall(r"<tr[^>]*>(.*?)</tr>", body, re.S):
+        cells = re.findall(r"<td[^>]*>(.*?)</td>", tr, re.S)
+        if cells:
+            rows.append([re.sub(r"\s*<span class=\"badge\">.*?</span>", "", c) for c in cells])
+    return rows
+
+
+@pytest.mark.parametrize("name", ["success", "delta", "hazard"])
+def test_each_table_is_first_shown_as_the_terminal_prints_it(report, name):
+    import re
+    from html import unescape
+
+    db, html = report
+    code, out, err = lab(db, "results", name, "--resamples", str(RESAMPLES))
+    assert code == 0, err
+    rows = _paper_rows(html, name)
+    assert rows
+    lines = out.splitlines()
+    for cells in rows:
+        pattern = r"^\s*" + r"\s+".join(re.escape(unescape(c)) for c in cells if c) + r"\s*$"
+        assert any(re.match(pattern, line) for line in lines), (name, cells)
+    # the exact rows stay in the page, collapsed under it
+    start = html.index(f'id="table-{name}"')
+    assert html.index("<details><summary>All ", start) < html.index(
+        f'data-table="{name}"', start)
+
+
+def test_every_exploratory_row_run_and_figure_carries_the_badge(report):
+    import re
+
+    _, html = report
+    assert '<code>golden</code> <span class="badge">exploratory</span>' in html
+    for tr in re.findall(r'<table class="paper".*?</table>', html, re.S):
+        rows = re.findall(r"<tr[^>]*>.*?</tr>", tr, re.S)[1:]
+        assert rows and all('class="badge"' in r and 'class="exploratory"' in r
+                            for r in rows)
+    captions = re.findall(r"<figcaption>.*?</figcaption>", html, re.S)
+    assert len(captions) == 9
+    assert all(c.startswith('<figcaption><span class="badge">exploratory') for c in captions)
+
+
+def test_a_governed_row_has_no_badge():
+    from analysis.report.summary import is_exploratory
+
+    assert is_exploratory({"amendment": "exploratory"})
+    assert is_exploratory({"amendment": "A1,exploratory"})
+    assert not is_exploratory({"amendment": "A1"})
+    assert not is_exploratory({"amendment": None})
+
+
+def _study(rows: dict, amendments: list | None = None):
+    from analysis.figures.study import StudyRows
+    from core.store.selection import Selection
+
+    return StudyRows((), rows, [], (), 0, "", 0, Selection(), 10, 0, amendments or [])
+
+
+def test_trace_pseudo_arms_are_not_listed_as_arms():
+    from analysis.report.sections import covers
+
+    study = _study({"success": [{"model": "m", "arm": "none"}],
+                    "trace_table1": [{"model": "t", "arm": "trace states"}]})
+    html = covers(study, "0", "abc", "lab.db")
+    arms = html[html.index("<dt>arms</dt>"):]
+    arms = arms[:arms.index("</dd>")]
+    assert "none" in arms and "trace states" not in arms
+    models = html[html.index("<dt>models</dt>"):]
+    assert "m, t" in models[:models.index("</dd>")]
+
+
+def test_the_header_lists_trace_runs_probes_and_states(report, tmp_path):
+    import shutil
+
+    from core import store
+    from core.store.runs import run_contents
+
+    db_path, _ = report
+    shutil.copy(db_path, tmp_path / "lab.db")
+    db = store.connect(tmp_path / "lab.db", create=False)
+    db.conn.execute("INSERT INTO traces (run, model, dataset, set_name, question_id, depth, "
+                    "plan_sha256, created_at) VALUES ('seed2', 'm', 'demo', 'd6', 'q1', 0, "
+                    "'x', 'now'), ('seed2', 'm', 'demo', 'd6', 'q1', 1, 'x', 'now')")
+    db.conn.commit()
+    contents = run_contents(db)
+    assert [c["name"] for c in contents] == ["golden", "seed2"]
+    golden, seed2 = contents
+    assert golden["episodes"] == 216 and golden["probes"]["answer_now"] > 0
+    assert golden["amendment"] is None and golden["states"] == 0
+    assert seed2 == {"name": "seed2", "amendment": None, "episodes": 0, "probes": {},
+                     "states": 2}
+    from analysis.report.summary import runs_html
+
+    assert "<code>seed2</code>" in runs_html(contents) and "2 trace states" in runs_html(
+        contents)

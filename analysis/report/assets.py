@@ -1,5 +1,6 @@
-"""The report's inline style sheet and its optional sorting script (kept as text here so
-the report needs no file next to it and no network)."""
+"""The report's inline style sheet (screen, one column under 600 px, print) and its
+optional script that sorts tables and zooms figures (kept as text here so the report
+needs no file next to it and no network)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,25 @@ h2 { font-size: 1.25rem; margin: 2.2rem 0 .6rem; border-bottom: 2px solid var(--
 h3 { font-size: 1.05rem; margin: 1.6rem 0 .3rem; }
 p.meta, .note, figcaption, .muted { color: var(--muted); font-size: .9rem; }
 nav ol { columns: 2; font-size: .9rem; }
+nav ol ol { columns: 1; }
+nav ol.inline { display: flex; flex-wrap: wrap; gap: 0 .8rem; padding-left: 1rem; }
+nav ol.inline li { list-style: none; }
+header { border-bottom: 2px solid var(--accent); padding-bottom: .4rem; }
+ul.runs { margin: .3rem 0; padding-left: 1.2rem; font-size: .9rem; }
+.summary { background: var(--band); border: 1px solid var(--rule);
+           border-left: 4px solid var(--accent); padding: .2rem 1rem .6rem; margin: 1rem 0; }
+.summary h2 { margin-top: .6rem; border: 0; }
+.summary ul { margin: .2rem 0; padding-left: 1.2rem; }
+.badge { display: inline-block; font-size: .7rem; font-weight: bold; letter-spacing: .03em;
+         text-transform: uppercase; color: #7a4a00; background: #fff4e0;
+         border: 1px solid #E69F00; border-radius: 3px; padding: 0 .3rem; }
+table[data-table] tr.exploratory td:first-child::after { content: "exploratory";
+  margin-left: .3rem; font-size: .65rem; font-weight: bold; text-transform: uppercase;
+  color: #7a4a00; background: #fff4e0; border: 1px solid #E69F00; border-radius: 3px;
+  padding: 0 .2rem; }
+details > summary { cursor: pointer; color: var(--accent); margin: .3rem 0; }
+pre { white-space: pre-wrap; overflow-wrap: anywhere; }
+a, code, .hash { overflow-wrap: anywhere; }
 dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: .15rem 1rem;
            margin: .4rem 0; }
 dl.facts dt { font-weight: bold; }
@@ -32,12 +52,37 @@ th[aria-sort] { cursor: pointer; }
 th[aria-sort="ascending"]::after { content: " \\25B2"; }
 th[aria-sort="descending"]::after { content: " \\25BC"; }
 figure { margin: 1rem 0 2rem; }
-figure svg { max-width: 100%; height: auto; display: block; }
+figure svg { width: 100%; max-width: 36rem; height: auto; display: block; }
+figure.zoomable svg { cursor: zoom-in; }
+figure.zoomed { position: fixed; inset: 0; z-index: 10; margin: 0; padding: 1rem;
+                background: #fff; overflow: auto; cursor: zoom-out; }
+figure.zoomed svg { max-width: none; cursor: zoom-out; }
 figure svg * { stroke-linejoin: round; stroke-linecap: butt; }
 .verdict-supported { color: #00663c; font-weight: bold; }
 .verdict-not { color: #a33c00; font-weight: bold; }
 .warn { background: #fff4e0; border-left: 4px solid #E69F00; padding: .4rem .7rem; }
-@media print { .scroll { overflow: visible; border: 0; } thead th { position: static; } }
+@media (max-width: 600px) {
+  body { font-size: 14px; padding: .6rem .7rem 3rem; }
+  h1 { font-size: 1.3rem; }
+  nav ol { columns: 1; }
+  dl.facts { grid-template-columns: 1fr; }
+  dl.facts dd { margin-bottom: .3rem; }
+  .summary { padding: .1rem .6rem .5rem; }
+}
+@page { margin: 12mm; }
+@media print {
+  body { max-width: none; padding: 0; font-size: 9pt; }
+  nav, details { display: none; }
+  .scroll { overflow: visible; border: 0; }
+  table { font-size: 6.5pt; table-layout: auto; width: 100%; }
+  th { white-space: normal; }
+  th, td { padding: .05rem .2rem; overflow-wrap: anywhere; }
+  thead th { position: static; }
+  thead { display: table-header-group; }
+  tr, figure { break-inside: avoid; }
+  figure svg { max-width: 100%; }
+  h2, h3 { break-after: avoid; }
+}
 """
 
 SORT_JS = """
@@ -67,6 +112,16 @@ SORT_JS = """
         rows.forEach(function (r) { body.appendChild(r); });
       });
     });
+  });
+  document.querySelectorAll("figure.zoomable").forEach(function (fig) {
+    fig.addEventListener("click", function () { fig.classList.toggle("zoomed"); });
+  });
+  document.addEventListener("keydown", function (e) {
+    if (e.key === "Escape") {
+      document.querySelectorAll("figure.zoomed").forEach(function (f) {
+        f.classList.remove("zoomed");
+      });
+    }
   });
 })();
 """

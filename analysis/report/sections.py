@@ -10,6 +10,7 @@ from typing import Any
 
 from analysis.figures import Rendered
 from analysis.figures.study import StudyRows
+from analysis.report.summary import EXPLORATORY_BADGE, is_exploratory
 from analysis.report.svg import inline_svg
 
 
@@ -19,9 +20,16 @@ def facts(pairs: list[tuple[str, str]]) -> str:
                                           for k, v in pairs) + "</dl>"
 
 
-def _distinct(study: StudyRows, field: str) -> list[str]:
+def _distinct(study: StudyRows, field: str, episodes_only: bool = False) -> list[str]:
+    """The values of `field` over every table's rows, or only the episode tables' (the
+    trace and probe tables' pseudo-arms, such as trace states, are not arms)."""
+    from analysis.tables.registry import EPISODES, table_names
+
     values: dict[str, None] = {}
-    for rows in study.rows.values():
+    episode_tables = set(table_names(EPISODES))
+    for name, rows in study.rows.items():
+        if episodes_only and name not in episode_tables:
+            continue
         for r in rows:
             for v in str(r.get(field) or "").split(","):
                 if v:
@@ -40,7 +48,7 @@ def covers(study: StudyRows, version: str, commit: str, db_name: str) -> str:
         devs = "".join(f"<li>{escape(str(d))}</li>" for d in p["deviations"])
         runs.append(f"<li><code>{escape(str(p['run']))}</code>: {state}"
                     + (f"<ul>{devs}</ul>" if devs else "") + "</li>")
-    models, arms = _distinct(study, "model"), _distinct(study, "arm")
+    models, arms = _distinct(study, "model"), _distinct(study, "arm", episodes_only=True)
     pairs = [
         ("lab version", escape(version)),
         ("git commit", f'<span class="hash">{escape(commit)}</span>'),
@@ -77,7 +85,7 @@ def errored(reasons: list[Any]) -> str:
             "each results row's <code>errored</code> column counts its own group's.</p>")
 
 
-def _verdict_class(verdict: str) -> str:
+def verdict_class(verdict: str) -> str:
     low = verdict.lower()
     if low.startswith("supported") or low == "pass":
         return "verdict-supported"
@@ -86,10 +94,9 @@ def _verdict_class(verdict: str) -> str:
     return ""
 
 
-def prereg(amendments: list[dict[str, Any]], deviations: dict[str, list[dict[str, Any]]],
-           outcomes: list[Any]) -> str:
-    """Every amendment (state, freeze time, hashes, tests, deviations) and every frozen
-    amendment's registered tests with their outcome on the runs they govern."""
+def prereg(amendments: list[dict[str, Any]], deviations: dict[str, list[dict[str, Any]]]
+           ) -> str:
+    """Every amendment: state, freeze time, hashes, tests, deviations."""
     if not amendments:
         return ("<p>No pre-registration in lab.db: every run is exploratory "
                 "(<code>lab prereg new</code> drafts one).</p>")
@@ -123,38 +130,57 @@ def prereg(amendments: list[dict[str, Any]], deviations: dict[str, list[dict[str
         for d in deviations.get(str(a["id"]), []):
             out.append(f"<p class=\"warn\"><strong>Deviation {escape(str(d['id']))}</strong> "
                        f"({escape(str(d['created_at'])[:19])}): {escape(str(d['text']))}</p>")
-    if outcomes:
-        out.append("<h3>Outcomes of the registered tests</h3>")
-        rows = []
-        for o in outcomes:
-            after = {True: "all", False: "no", None: "–"}[o.after_freeze]
-            rows.append(
-                f"<tr><td>{escape(o.amendment)}</td><td>{escape(o.id)}</td>"
-                f"<td>{escape(o.prediction)}</td>"
-                f'<td class="{_verdict_class(o.verdict)}">{escape(o.verdict)}</td>'
-                f"<td>{escape(o.numbers)}</td><td>{escape(', '.join(o.runs) or '–')}</td>"
-                f'<td class="num">{escape(after)} ({o.n_episodes:,})</td></tr>')
-        out.append('<div class="scroll"><table class="sortable" data-table="outcomes"><thead>'
-                   '<tr><th scope="col">amendment</th><th scope="col">test</th>'
-                   '<th scope="col">prediction</th><th scope="col">verdict</th>'
-                   '<th scope="col">numbers</th><th scope="col">runs</th>'
-                   '<th scope="col" class="num">episodes after freeze</th></tr></thead><tbody>'
-                   + "".join(rows) + "</tbody></table></div>")
     return "\n".join(out)
 
 
+def outcomes(results: list[Any], amendments: list[dict[str, Any]]) -> str:
+    """Every frozen amendment's registered tests with their outcome on the runs they
+    govern (verdict, numbers, runs, whether every episode came after the freeze)."""
+    if not results:
+        frozen = any(a["state"] == "frozen" for a in amendments)
+        return "<p>No registered test has an outcome: " + (
+            "the frozen amendments register none.</p>" if frozen else
+            "no amendment is frozen, so every run is exploratory.</p>")
+    rows = []
+    for o in results:
+        after = {True: "all", False: "no", None: "–"}[o.after_freeze]
+        rows.append(
+            f"<tr><td>{escape(o.amendment)}</td><td>{escape(o.id)}</td>"
+            f"<td>{escape(o.prediction)}</td>"
+            f'<td class="{verdict_class(o.verdict)}">{escape(o.verdict)}</td>'
+            f"<td>{escape(o.numbers)}</td><td>{escape(', '.join(o.runs) or '–')}</td>"
+            f'<td class="num">{escape(after)} ({o.n_episodes:,})</td></tr>')
+    return ('<div class="scroll"><table class="sortable" data-table="outcomes"><thead>'
+            '<tr><th scope="col">amendment</th><th scope="col">test</th>'
+            '<th scope="col">prediction</th><th scope="col">verdict</th>'
+            '<th scope="col">numbers</th><th scope="col">runs</th>'
+            '<th scope="col" class="num">episodes after freeze</th></tr></thead><tbody>'
+            + "".join(rows) + "</tbody></table></div>")
+
+
+def figure_number(rendered: list[Rendered]) -> dict[str, int]:
+    """Figure name -> its number in the page (drawn figures only, from 1)."""
+    drawn = [r.figure.name for r in rendered if r.svg]
+    return {name: i + 1 for i, name in enumerate(drawn)}
+
+
 def figures(rendered: list[Rendered]) -> str:
-    """Every figure inline as SVG with its caption; the skipped ones listed with why."""
+    """Every figure inline as SVG at column width (a click zooms it to the window's
+    width), numbered, with its caption and the exploratory badge when a row it draws
+    covers an exploratory run; the skipped ones listed with why."""
     out = []
     skipped = []
+    numbers = figure_number(rendered)
     for i, r in enumerate(rendered):
         if not r.svg:
             skipped.append(f"<li><strong>{escape(r.figure.title)}</strong>: "
                            f"{escape(r.note)}</li>")
             continue
-        out.append(f'<figure id="figure-{escape(r.figure.name)}">'
-                   + inline_svg(r.svg, f"f{i}-", r.figure.title)
-                   + f"<figcaption><strong>{escape(r.figure.title)}.</strong> "
+        badge = f"{EXPLORATORY_BADGE} " if any(is_exploratory(row) for row in r.rows) else ""
+        out.append(f'<figure id="figure-{escape(r.figure.name)}" class="zoomable" '
+                   'title="Click to zoom">' + inline_svg(r.svg, f"f{i}-", r.figure.title)
+                   + f"<figcaption>{badge}<strong>Figure {numbers[r.figure.name]}. "
+                   f"{escape(r.figure.title)}.</strong> "
                    f"{escape(r.note)} ({len(r.rows)} rows of table "
                    f"{escape(', '.join(r.figure.tables))}; <code>lab figures</code> writes "
                    "them with a sidecar .json of these rows.)</figcaption></figure>")

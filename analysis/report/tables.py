@@ -1,5 +1,7 @@
-"""Results tables as HTML: one `<table class="sortable">` per results table, one `<tr>` per
-JSON row in `lab results --format json` order.
+"""Results tables as HTML: each table first as the terminal prints it (`lab results`: the
+wide paper layout, one line per group and a column per measure or regime, or the long
+layout), then, collapsed under it, a `<table class="sortable">` with one `<tr>` per JSON
+row in `lab results --format json` order.
 
 Every numeric cell shows a rounded number and carries the exact JSON value in
 ``data-v`` (Python's ``repr`` of the float, "" for undefined, "inf"/"-inf"), so a reader
@@ -14,8 +16,12 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from analysis.figures.study import RowDict
+from dataclasses import replace
+
 from analysis.base.rows import Table
+from analysis.figures.study import RowDict
+from analysis.report.summary import EXPLORATORY_BADGE, is_exploratory
+from analysis.tables.text import header_lines, long_cells, wide_cells
 
 COLUMNS = ("model", "arm", "budget", "dataset", "question_set", "runs", "seeds",
            "replicates", "regimes", "measure", "scope", "estimate", "ci_low", "ci_high", "n",
@@ -92,8 +98,45 @@ def numeric_css(name: str, rows: list[RowDict]) -> str:
     cols, _ = shown_columns(rows)
     cells = [f'table[data-table="{name}"] td:nth-child({i + 1})'
              for i, c in enumerate(cols) if c in NUMERIC]
+    cells.append(f'table[data-paper="{name}"] td.num')
     rule = " { text-align: right; white-space: nowrap; font-variant-numeric: tabular-nums; }"
     return ",\n".join(cells) + rule if cells else ""
+
+
+COLLAPSE_LINES = 40
+"""A terminal table longer than this many lines is collapsed under its summary line."""
+
+
+def paper_html(table: Table) -> str:
+    """`table` as the terminal prints it: the wide layout (one line per group) or the long
+    one, its covers and pooled lines above it, the exploratory badge on every line whose
+    rows cover an exploratory run; collapsed when longer than `COLLAPSE_LINES`."""
+    if table.layout == "wide":
+        wide = wide_cells(table)
+        header, body, n_text = wide.header, wide.body, wide.n_text
+        marks = [any(is_exploratory(r.as_dict()) for r in rows) for rows in wide.lines]
+        right = set(range(n_text, len(header)))
+    else:
+        long = long_cells(table)
+        header, body, right = long.header, long.body, set(long.right)
+        marks = [is_exploratory(r.as_dict()) for r in table.rows]
+    head = "".join(f'<th scope="col"{NUM_CLASS if i in right else ""}>{escape(h)}</th>'
+                   for i, h in enumerate(header))
+    lines = []
+    for cells, mark in zip(body, marks):
+        tds = [f"<td{NUM_CLASS if i in right else ''}>{escape(c)}"
+               + (f" {EXPLORATORY_BADGE}" if mark and i == 1 else "") + "</td>"
+               for i, c in enumerate(cells)]
+        tr = '<tr class="exploratory">' if mark else "<tr>"
+        lines.append(tr + "".join(tds) + "</tr>")
+    covers = "".join(f'<p class="note">{escape(line)}</p>' for line in header_lines(table))
+    grid = (f'<div class="scroll"><table class="paper" data-paper="{escape(table.name)}">'
+            f"<thead><tr>{head}</tr></thead><tbody>" + "\n".join(lines)
+            + "</tbody></table></div>")
+    if len(body) > COLLAPSE_LINES:
+        grid = (f"<details><summary>{len(body):,} lines (as <code>lab results "
+                f"{escape(table.name)}</code> prints them)</summary>{grid}</details>")
+    return covers + grid
 
 
 def table_html(table: Table, rows: list[RowDict]) -> str:
@@ -101,8 +144,11 @@ def table_html(table: Table, rows: list[RowDict]) -> str:
     (numeric columns are right-aligned by `numeric_css`; `LEFT_OUT` rows are counted,
     not shown)."""
     rows, left_out = report_rows(table.name, rows)
+    shown = tuple(r for r in table.rows if r.measure not in LEFT_OUT.get(table.name, ()))
     out = [f'<section class="results" id="table-{escape(table.name)}">',
            f"<h3>{escape(table.name)}: {escape(table.title)}</h3>"]
+    if shown:
+        out.append(paper_html(replace(table, rows=shown)))
     if left_out:
         out.append(f'<p class="note">{left_out:,} rows ({", ".join(LEFT_OUT[table.name])} '
                    "of every simple policy) are left out of this page: "
@@ -118,6 +164,8 @@ def table_html(table: Table, rows: list[RowDict]) -> str:
             + ".</p>")
     head = "".join(f'<th scope="col" data-f="{c}"{NUM_CLASS if c in NUMERIC else ""}>'
                    f"{escape(HEADERS.get(c, c))}</th>" for c in cols)
+    out.append(f"<details><summary>All {len(rows):,} rows with exact values (those of "
+               f"<code>lab results {escape(table.name)} --format json</code>)</summary>")
     out.append(f'<div class="scroll"><table class="sortable" data-table="{escape(table.name)}">'
                f"<thead><tr>{head}</tr></thead><tbody>")
     body = []
@@ -127,9 +175,10 @@ def table_html(table: Table, rows: list[RowDict]) -> str:
             v = r.get(c)
             data = f' data-v="{escape(exact(v))}"' if c in EXACT else ""
             cells.append(f"<td{data}>{escape(fmt(v, c))}</td>")
-        body.append("<tr>" + "".join(cells) + "</tr>")
+        mark = ' class="exploratory"' if is_exploratory(r) else ""
+        body.append(f"<tr{mark}>" + "".join(cells) + "</tr>")
     out.append("\n".join(body))
-    out.append("</tbody></table></div>")
+    out.append("</tbody></table></div></details>")
     out += [f'<p class="note">{escape(n)}</p>' for n in table.notes]
     out.append("</section>")
     return "\n".join(out)

@@ -25,18 +25,21 @@ from core.store.selection import selection_from
 @click.option("--resamples", type=bounded(0, MAX_RESAMPLES), default=2000, show_default=True,
               help="Question-level bootstrap resamples (as `lab results`).")
 @click.option("--seed", type=bounded(), default=0, show_default=True, help="Bootstrap seed.")
+@click.option("--title", default=None,
+              help="The page's title (default: the governing amendment's, else 'lab report').")
 @click.pass_context
 def report_cmd(ctx: click.Context, file: Path, runs: tuple[str, ...], sets: tuple[str, ...],
                seeds: str | None, models: str | None, conditions: str | None,
                regimes: str | None, pool: str | None, style: str, resamples: int,
-               seed: int) -> None:
+               seed: int, title: str | None) -> None:
     """Write the study as one HTML file to send: no network, no lab needed to read it.
 
-    Covers and pooling, errored records, every figure (inline SVG), every results
-    table (the rows of `lab results --format json`, sortable when JavaScript is on),
-    and the pre-registration with each registered test's outcome, freeze times,
-    hashes and deviations, with the lab version and git commit. Filters and --pool as
-    for `lab results`.
+    Read top-down: title, generation time and lab version, every run, a summary
+    box (verdicts, headline contrasts), the registered tests' outcomes, every figure
+    (inline SVG), every results table as `lab results` prints it (its exact rows,
+    those of `--format json`, collapsed under it), then covers and pooling, errored
+    records and the pre-registration in full. Exploratory runs, rows and figures are
+    marked. Filters and --pool as for `lab results`.
 
     \b
     Example:
@@ -57,7 +60,7 @@ def report_cmd(ctx: click.Context, file: Path, runs: tuple[str, ...], sets: tupl
     selection = selection_from(runs, sets, seeds, models, conditions, regimes, pool)
     _frames(db, selection, ctx.obj["db"])
     study = study_rows(db, selection, resamples, seed)
-    html = build_report(db, study, Path(ctx.obj["db"]).name, style)
+    html = build_report(db, study, Path(ctx.obj["db"]).name, style, title)
     write_text_atomic(file, html)
     click.echo(f"wrote {file} ({len(html.encode('utf-8')) / 1e6:.2f} MB; "
                f"{sum(len(r) for r in study.rows.values()):,} rows in {len(study.tables)} "

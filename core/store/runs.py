@@ -80,3 +80,37 @@ def next_replicate(db: Database, run_id: int) -> int:
     return 0 if row[0] is None else int(row[0]) + 1
 
 
+
+
+def run_contents(db: Database) -> list[dict[str, Any]]:
+    """What each run in lab.db holds, for a report's header: its governing amendment,
+    finished episodes, probes by kind and trace states, in order of creation (runs that
+    hold only trace states, which have no row in `runs`, last).
+
+    Args:
+        db: an open lab.db.
+
+    Returns:
+        One dict per run: name, amendment (None: exploratory), episodes, probes
+        ({kind: count}), states (trace states stored without an error).
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for name, amendment, episodes in db.conn.execute(
+            "SELECT r.name, r.amendment_id, count(e.id) FROM runs r "
+            "LEFT JOIN cells c ON c.run_id = r.id "
+            "LEFT JOIN episodes e ON e.cell_id = c.id AND e.error IS NULL "
+            "GROUP BY r.id ORDER BY r.id"):
+        out[str(name)] = {"name": str(name), "amendment": amendment, "episodes": int(episodes),
+                          "probes": {}, "states": 0}
+    for name, kind, n in db.conn.execute(
+            "SELECT r.name, p.kind, count(*) FROM probes p JOIN episodes e ON e.id = "
+            "p.episode_id JOIN cells c ON c.id = e.cell_id JOIN runs r ON r.id = c.run_id "
+            "WHERE p.error IS NULL GROUP BY r.name, p.kind ORDER BY r.name, p.kind"):
+        out[str(name)]["probes"][str(kind)] = int(n)
+    if db["traces"].exists():
+        for name, n in db.conn.execute("SELECT run, count(*) FROM traces WHERE error IS NULL "
+                                       "GROUP BY run ORDER BY run"):
+            run = out.setdefault(str(name), {"name": str(name), "amendment": None,
+                                             "episodes": 0, "probes": {}, "states": 0})
+            run["states"] = int(n)
+    return list(out.values())

@@ -50,3 +50,32 @@ def study_db(factory: pytest.TempPathFactory) -> Path:
             assert code == 0, err
         _BUILT["db"] = path
     return _BUILT["db"]
+
+
+PREREG_TESTS = [{"id": "H1", "kind": "paired_diff", "metric": "mean6", "a": "enforced_rule:k=3",
+                 "b": "none", "alternative": "greater", "models": ["sim-own5"],
+                 "runs": ["golden"]}]
+PREREG_SCOPE = {"models": ["sim-own5"], "conditions": ["none", "enforced_rule:k=3"],
+                "regimes": ["clean", "persistent"], "question_sets": ["d6"], "budgets": [8]}
+
+
+def registered_study(factory: pytest.TempPathFactory) -> Path:
+    """A copy of the study with amendment A1 ("Rule helps", one registered test)
+    frozen and a deviation recorded (built on first use in this session)."""
+    if "registered" not in _BUILT:
+        import shutil
+
+        where = factory.mktemp("registered_study")
+        db = where / "lab.db"
+        shutil.copy(study_db(factory), db)
+        (where / "tests.json").write_text(json.dumps(PREREG_TESTS), encoding="utf-8")
+        (where / "scope.json").write_text(json.dumps(PREREG_SCOPE), encoding="utf-8")
+        for args in (("sets", "create", "d6", "--dataset", "demo", "--n", "6", "--seed", "1"),
+                     ("prereg", "new", "--title", "Rule helps", "--tests",
+                      str(where / "tests.json"), "--scope", str(where / "scope.json")),
+                     ("prereg", "freeze", "A1", "--yes"),
+                     ("prereg", "deviation", "A1", "one errored episode was run again")):
+            code, _, err = lab(db, *args)
+            assert code == 0, (args, err)
+        _BUILT["registered"] = db
+    return _BUILT["registered"]
