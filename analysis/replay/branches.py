@@ -72,6 +72,63 @@ class Branches:
         return self.valid & ~np.isnan(self.correct)
 
 
+def _observation_points(steps: pd.DataFrame, episodes: pd.DataFrame | None) -> pd.DataFrame:
+    """`decision_steps` before its budget cut: every decision point of the episodes
+    (of every episode in `steps` when `episodes` is None), ordered."""
+    st = steps if episodes is None else steps.loc[steps["episode_id"].isin(
+        episodes["episode_id"])]
+    if "discarded" in st:
+        st = st.loc[~st["discarded"].fillna(0).astype(bool)]
+    obs = st.loc[st["obs_index"].notna()].sort_values(["episode_id", "t"], kind="stable")
+    eid = obs["episode_id"].to_numpy()
+    start = np.r_[True, eid[1:] != eid[:-1]] if len(eid) else np.zeros(0, dtype=bool)
+    useless = (obs["judgment"] == "USELESS").to_numpy()
+    # refused turns have no observation, so runs here count observations only
+    return pd.DataFrame({"episode_id": eid, "t": obs["t"].to_numpy().astype(np.int64),
+                         "n_obs": obs["obs_index"].to_numpy().astype(np.int64),
+                         "own_run": run_lengths(start, useless, ~useless)})
+
+
+def _branch_columns(probes: pd.DataFrame, kind: str) -> pd.DataFrame:
+    return probes.loc[probes["kind"] == kind, ["episode_id", "t", "correct", "confidence",
+                                               "probe_input_tokens", "probe_output_tokens"]]
+
+
+class BranchPoints:
+    """Every episode's decision points joined with its branches, computed once for a
+    whole table and read per group (`build_branches(..., points=)`): a table of many
+    groups otherwise filters, sorts and joins the whole step frame once per group.
+
+    Every step of the computation is per episode (runs restart at each episode, the
+    budget cut compares an episode's own t and budget), so a group's slice of the
+    whole equals the group computed alone.
+    """
+
+    def __init__(self, steps: pd.DataFrame, probes: pd.DataFrame) -> None:
+        """Args: steps: the step frame (judgments merged with replayed ones); probes:
+        the answer-now probes (`core.store.probes.probes_frame`)."""
+        self.steps = steps
+        self.probes = probes
+        self._all: pd.DataFrame | None = None
+        self._by_kind: dict[str, pd.DataFrame] = {}
+
+    def of(self, episodes: pd.DataFrame, kind: str) -> pd.DataFrame:
+        """The decision points (with their `kind` branches) of `episodes`, in the order
+        `decision_steps` and the join in `build_branches` give them."""
+        if kind not in self._by_kind:
+            if self._all is None:
+                self._all = _observation_points(self.steps, None)
+            self._by_kind[kind] = self._all.merge(_branch_columns(self.probes, kind),
+                                                  on=["episode_id", "t"], how="left")
+        points = self._by_kind[kind]
+        e_idx = pd.Index(episodes["episode_id"].to_numpy()).get_indexer(
+            points["episode_id"].to_numpy())
+        inside = e_idx >= 0
+        budget = episodes["budget"].to_numpy()[e_idx[inside]]
+        rows = np.flatnonzero(inside)[points["t"].to_numpy()[inside] < budget]
+        return points.iloc[rows]
+
+
 def decision_steps(steps: pd.DataFrame, episodes: pd.DataFrame) -> pd.DataFrame:
     """The decision points of the episodes with their own-judgment run.
 
@@ -82,23 +139,13 @@ def decision_steps(steps: pd.DataFrame, episodes: pd.DataFrame) -> pd.DataFrame:
     Returns:
         episode_id, t, n_obs, own_run per decision point, ordered.
     """
-    st = steps.loc[steps["episode_id"].isin(episodes["episode_id"])]
-    if "discarded" in st:
-        st = st.loc[~st["discarded"].fillna(0).astype(bool)]
-    obs = st.loc[st["obs_index"].notna()].sort_values(["episode_id", "t"], kind="stable")
-    eid = obs["episode_id"].to_numpy()
-    start = np.r_[True, eid[1:] != eid[:-1]] if len(eid) else np.zeros(0, dtype=bool)
-    useless = (obs["judgment"] == "USELESS").to_numpy()
-    # refused turns have no observation, so runs here count observations only
-    out = pd.DataFrame({"episode_id": eid, "t": obs["t"].to_numpy().astype(np.int64),
-                        "n_obs": obs["obs_index"].to_numpy().astype(np.int64),
-                        "own_run": run_lengths(start, useless, ~useless)})
+    out = _observation_points(steps, episodes)
     budget = episodes.set_index("episode_id")["budget"]
     return out.loc[out["t"].to_numpy() < budget.reindex(out["episode_id"]).to_numpy()]
 
 
 def build_branches(episodes: pd.DataFrame, steps: pd.DataFrame, probes: pd.DataFrame,
-                   kind: str = "answer_now") -> Branches:
+                   kind: str = "answer_now", points: BranchPoints | None = None) -> Branches:
     """Padded decision-point arrays of the episodes with their answer-now branches.
 
     Args:
@@ -109,38 +156,40 @@ def build_branches(episodes: pd.DataFrame, steps: pd.DataFrame, probes: pd.DataF
         kind: which branches to read: "answer_now" (the main paper's, the default) or
             "answer_now_confidence" (asked with a confidence request); the other kind
             is ignored, so the two never mix at one decision point.
+        points: the same steps and probes prepared once for many groups (the result
+            is the same).
 
     Returns:
         The Branches, episodes in the order of `episodes`.
     """
-    points = decision_steps(steps, episodes)
-    br = probes.loc[probes["kind"] == kind, ["episode_id", "t", "correct", "confidence",
-                                                     "probe_input_tokens",
-                                                     "probe_output_tokens"]]
-    points = points.merge(br, on=["episode_id", "t"], how="left")
+    if points is None:
+        joined = decision_steps(steps, episodes).merge(_branch_columns(probes, kind),
+                                                       on=["episode_id", "t"], how="left")
+    else:
+        joined = points.of(episodes, kind)
     order = pd.Index(episodes["episode_id"].to_numpy())
-    e_idx = order.get_indexer(points["episode_id"].to_numpy())
-    points = points.assign(_e=e_idx).loc[e_idx >= 0]
-    pos = points.groupby("_e").cumcount().to_numpy()
+    e_idx = order.get_indexer(joined["episode_id"].to_numpy())
+    joined = joined.assign(_e=e_idx).loc[e_idx >= 0]
+    pos = joined.groupby("_e").cumcount().to_numpy()
     n_e = len(order)
     n_p = int(pos.max()) + 1 if len(pos) else 1
-    e = points["_e"].to_numpy()
+    e = joined["_e"].to_numpy()
 
     def grid(values: np.ndarray, fill: float, dtype: type) -> np.ndarray:
         out: np.ndarray = np.full((n_e, n_p), fill, dtype=dtype)
         out[e, pos] = values
         return out
 
-    valid = grid(np.ones(len(points), dtype=bool), False, bool)
-    cost = (points["probe_output_tokens"].to_numpy(dtype=float)
-            + 0.25 * points["probe_input_tokens"].to_numpy(dtype=float))
+    valid = grid(np.ones(len(joined), dtype=bool), False, bool)
+    cost = (joined["probe_output_tokens"].to_numpy(dtype=float)
+            + 0.25 * joined["probe_input_tokens"].to_numpy(dtype=float))
     return Branches(
         episode_id=order.to_numpy(), question_id=episodes["question_id"].to_numpy(),
-        valid=valid, t=grid(points["t"].to_numpy(), 0, np.int64),
-        n_obs=grid(points["n_obs"].to_numpy(), 0, np.int64),
-        own_run=grid(points["own_run"].to_numpy(), 0, np.int64),
-        correct=grid(points["correct"].to_numpy(dtype=float), np.nan, float),
-        confidence=grid(points["confidence"].to_numpy(dtype=float), np.nan, float),
+        valid=valid, t=grid(joined["t"].to_numpy(), 0, np.int64),
+        n_obs=grid(joined["n_obs"].to_numpy(), 0, np.int64),
+        own_run=grid(joined["own_run"].to_numpy(), 0, np.int64),
+        correct=grid(joined["correct"].to_numpy(dtype=float), np.nan, float),
+        confidence=grid(joined["confidence"].to_numpy(dtype=float), np.nan, float),
         cost=grid(cost, np.nan, float),
         agent_correct=episodes["correct"].to_numpy(dtype=float),
         agent_calls=episodes["tool_calls"].to_numpy(dtype=float),

@@ -47,7 +47,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.base.arms import Grouping, regime_order
-from analysis.replay.branches import Branches, build_branches, question_means
+from analysis.replay.branches import BranchPoints, Branches, build_branches, question_means
 from analysis.replay.calibration import (RiskCoverage, calibration_split, ece, fit_isotonic,
                                   risk_coverage)
 from analysis.measures.decisions import arm_groups
@@ -222,12 +222,13 @@ def branch_kind(group: pd.DataFrame, probes: pd.DataFrame) -> str:
     return ANSWER_NOW_CONFIDENCE if asked.isin(group["episode_id"]).any() else ANSWER_NOW
 
 
-def _with_confidence(group: pd.DataFrame, steps: pd.DataFrame, probes: pd.DataFrame
+def _with_confidence(group: pd.DataFrame, steps: pd.DataFrame, probes: pd.DataFrame,
+                     points: BranchPoints | None = None
                      ) -> tuple[Branches, tuple[str, ...], str]:
     """The group's branches (of `branch_kind`) in its regimes with a stated-confidence
     branch, those regimes (none: the group is left out) and the branch kind read."""
     kind = branch_kind(group, probes)
-    b = build_branches(group, steps, probes, kind)
+    b = build_branches(group, steps, probes, kind, points)
     regime = group["regime"].astype(str).to_numpy()
     stated = (b.has_branch & ~np.isnan(b.confidence)).any(axis=1)
     keep = pd.Series(regime).isin(pd.unique(regime[stated])).to_numpy()
@@ -295,8 +296,9 @@ def controller_table(episodes: pd.DataFrame, steps: pd.DataFrame, probes: pd.Dat
     rows = []
     skipped: list[str] = []
     kinds_read: list[str] = []
+    points = BranchPoints(steps, probes)  # read per group, prepared once
     for arm, group in arm_groups(episodes, grouping, families=True):
-        b, covers, kind = _with_confidence(group, steps, probes)
+        b, covers, kind = _with_confidence(group, steps, probes, points)
         if not covers:
             skipped.append(_skip_reason(group, probes))
             continue
@@ -404,8 +406,9 @@ def chart_curves(episodes: pd.DataFrame, steps: pd.DataFrame, probes: pd.DataFra
     out = []
     groups = list(arm_groups(episodes, grouping, families=True))
     split = len({arm.family for arm, _ in groups}) > 1
+    points = BranchPoints(steps, probes)
     for arm, group in groups:
-        b, _, _ = _with_confidence(group, steps, probes)
+        b, _, _ = _with_confidence(group, steps, probes, points)
         mask = b.has_branch & ~np.isnan(b.confidence)
         if not mask.any():
             continue

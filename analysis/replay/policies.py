@@ -41,8 +41,9 @@ import numpy as np
 import pandas as pd
 
 from analysis.base.arms import ArmKey, Grouping
-from analysis.replay.branches import (Branches, RegimeCells, build_branches, first_true,
-                               own_runs_matrix, paired_regime_differences, regime_cells)
+from analysis.replay.branches import (BranchPoints, Branches, RegimeCells, build_branches,
+                                      first_true, own_runs_matrix,
+                                      paired_regime_differences, regime_cells)
 from analysis.measures.decisions import arm_groups
 from analysis.base.rows import Row, Table, interval_row, make_row, with_holm
 from analysis.stats.bootstrap import N_BOOT, bootstrap_intervals
@@ -206,8 +207,8 @@ class GroupPolicies:
         return self.cells.matrix(self.results[i].utility(lam))
 
 
-def group_policies(episodes: pd.DataFrame, steps: pd.DataFrame, probes: pd.DataFrame
-                   ) -> GroupPolicies | None:
+def group_policies(episodes: pd.DataFrame, steps: pd.DataFrame, probes: pd.DataFrame,
+                   points: BranchPoints | None = None) -> GroupPolicies | None:
     """Every policy on one group's episodes, in the group's regimes that have branches.
 
     A regime where no episode has an answer-now branch is left out: there every
@@ -217,11 +218,12 @@ def group_policies(episodes: pd.DataFrame, steps: pd.DataFrame, probes: pd.DataF
         episodes: one group's error-free episodes.
         steps: their steps (judgments merged with replayed ones).
         probes: their answer_now probes.
+        points: steps and probes prepared once for every group of a table.
 
     Returns:
         The GroupPolicies, or None when no episode has a branch.
     """
-    b = build_branches(episodes, steps, probes)
+    b = build_branches(episodes, steps, probes, points=points)
     regime = episodes["regime"].astype(str).to_numpy()
     keep = pd.Series(regime).isin(pd.unique(regime[b.has_branch.any(axis=1)])).to_numpy()
     if not keep.any():
@@ -255,8 +257,8 @@ def _stop_paid_row(arm: ArmKey, gp: GroupPolicies, scope: str, n_boot: int,
 
 def unaided_rows(episodes: pd.DataFrame, steps: pd.DataFrame, probes: pd.DataFrame,
                  n_boot: int = N_BOOT, seed: int = 0, grouping: Grouping | None = None,
-                 reference: str = UNAIDED, regimes: Sequence[str] = MEAN4
-                 ) -> tuple[list[Row], list[str]]:
+                 reference: str = UNAIDED, regimes: Sequence[str] = MEAN4,
+                 points: BranchPoints | None = None) -> tuple[list[Row], list[str]]:
     """Table 17: the best policy on the unaided runs and every arm's regret against it.
 
     Per group of the `reference` arm (model × budget × dataset × set × run × seed ×
@@ -275,6 +277,7 @@ def unaided_rows(episodes: pd.DataFrame, steps: pd.DataFrame, probes: pd.DataFra
         grouping: pooling and errored episodes.
         reference: the arm label the best policy is chosen on ("none": unaided).
         regimes: the regimes averaged (default MEAN4, the paper's).
+        points: steps and probes prepared once for every group (`BranchPoints`).
 
     Returns:
         (rows, notes on the groups left out).
@@ -286,7 +289,7 @@ def unaided_rows(episodes: pd.DataFrame, steps: pd.DataFrame, probes: pd.DataFra
     unpaired = {k.pair_key() for k, _ in groups} - {k.pair_key() for k, _ in groups
                                                      if k.is_arm(reference)}
     for ref, frame in ((k, f) for k, f in groups if k.is_arm(reference)):
-        gp = group_policies(frame, steps, probes)
+        gp = group_policies(frame, steps, probes, points)
         if gp is None:
             bare += 1
             continue
@@ -334,8 +337,8 @@ def _no_best_row(arm: ArmKey, scope: str, regimes: Sequence[str]) -> Row:
 
 
 def own_rows(episodes: pd.DataFrame, steps: pd.DataFrame, probes: pd.DataFrame,
-             n_boot: int = N_BOOT, seed: int = 0, grouping: Grouping | None = None
-             ) -> tuple[list[Row], int]:
+             n_boot: int = N_BOOT, seed: int = 0, grouping: Grouping | None = None,
+             points: BranchPoints | None = None) -> tuple[list[Row], int]:
     """Each arm's best policy on its own branches, per regime family.
 
     Args:
@@ -345,6 +348,7 @@ def own_rows(episodes: pd.DataFrame, steps: pd.DataFrame, probes: pd.DataFrame,
         n_boot: question-level resamples.
         seed: bootstrap seed.
         grouping: pooling and errored episodes.
+        points: steps and probes prepared once for every group (`BranchPoints`).
 
     Returns:
         (rows, groups left out for want of branches).
@@ -352,7 +356,7 @@ def own_rows(episodes: pd.DataFrame, steps: pd.DataFrame, probes: pd.DataFrame,
     rows: list[Row] = []
     skipped = 0
     for arm, group in arm_groups(episodes, grouping, families=True):
-        gp = group_policies(group, steps, probes)
+        gp = group_policies(group, steps, probes, points)
         if gp is None:
             skipped += 1
             continue
@@ -411,9 +415,10 @@ def policy_table(episodes: pd.DataFrame, steps: pd.DataFrame, probes: pd.DataFra
     Returns:
         Table "policies" (long layout).
     """
+    points = BranchPoints(steps, probes)  # read per group, prepared once
     table17, notes = unaided_rows(episodes, steps, probes, n_boot, seed, grouping, reference,
-                                  regimes)
-    own, skipped = own_rows(episodes, steps, probes, n_boot, seed, grouping)
+                                  regimes, points)
+    own, skipped = own_rows(episodes, steps, probes, n_boot, seed, grouping, points)
     averaged = ", ".join(regimes)
     notes = [f"Exploratory (paper App. D.2). 'best on {reference}' (Table 17): every policy is "
              f"evaluated on the {reference} runs in {averaged} (those with answer-now "
