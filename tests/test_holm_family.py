@@ -59,3 +59,29 @@ def test_with_holm_leaves_rows_without_p_alone():
     assert (got[2].p_holm, got[2].holm_m) == (0.04, 2)
     assert (got[3].p_holm, got[3].holm_m) == (0.5, 1)
     assert with_holm(()) == ()
+
+
+def test_a_family_stays_within_one_amendments_runs_as_the_registered_test_reads_it():
+    """Four models under amendment A1 and four exploratory ones with the same arms: the
+    table's family for A1's rows is A1's four models, and its p_holm is the test's."""
+    from analysis.prereg.outcomes import evaluate_test
+    from tests.test_registered import SCOPE, Builder, amendment, success_pair
+
+    models = ["m1", "m2", "m3", "m4"]
+    b = Builder()
+    for i, m in enumerate(models):
+        success_pair(b, m, 6 + i % 2, 3, n=8)
+        success_pair(b, f"x{m}", 6, 3 + i % 2, n=8, run="explore", amendment=None)
+    frames = b.frames()
+    test = {"id": "H", "kind": "paired_diff", "metric": "success", "regime": "persistent",
+            "a": "enforced_rule", "b": "none", "models": models}
+    scope = {**SCOPE, "models": models}
+    got = evaluate_test(amendment(test, scope=scope), test, frames, n_boot=200)
+    rows = [r for r in paired_table(frames.episodes, n_boot=200).rows
+            if r.scope == "persistent"]
+    assert len(rows) == 8
+    governed = {r.model: r for r in rows if r.amendment == "A1"}
+    assert sorted(governed) == models and {r.holm_m for r in rows} == {4}
+    for part in got.parts:
+        row = governed[part.unit.model]
+        assert (row.p, row.p_holm, row.holm_m) == (part.p, part.p_adjusted, part.holm_m)

@@ -202,12 +202,15 @@ def interval_row(arm: ArmKey | tuple[str, str, int], measure: str, interval: Int
 def holm_family(row: Row) -> tuple[object, ...]:
     """The hypothesis a row's p tests, the same for every model: measure, arm (label
     and condition hash), budget, dataset, question set, scope, the regimes it covers,
-    seed(s) and replicate(s). Rows that share it form one Holm family, across models
-    (the paper: "across models within each hypothesis"). Runs are not in the key: a
-    grid's models may have been enqueued as runs of their own, and two runs of one
-    model in a family only make it stricter."""
+    seed(s), replicate(s) and the amendment governing the row's runs. Rows that share
+    it form one Holm family, across models (the paper: "across models within each
+    hypothesis"), within one amendment's runs as a registered test reads them, so the
+    table and the test give the same p_holm; exploratory runs form their own family.
+    Runs are not otherwise in the key: a grid's models may have been enqueued as runs
+    of their own, and two runs of one model in a family only make it stricter."""
     return (row.measure, row.label, row.condition_hash, row.budget, row.dataset,
-            row.question_set, row.scope, row.regimes, row.seeds, row.replicates)
+            row.question_set, row.scope, row.regimes, row.seeds, row.replicates,
+            row.amendment)
 
 
 def with_holm(rows: Sequence[Row]) -> tuple[Row, ...]:

@@ -390,7 +390,7 @@ def paired_table(episodes: pd.DataFrame, reference: str = REFERENCE, n_boot: int
     An arm is paired only with the reference arm (label exactly `reference`) of the
     same model, budget, dataset, question set(s), run(s), seed(s) and replicate(s).
     Holm adjusts p across models within each `analysis.base.rows.holm_family` (arm ×
-    budget × dataset × set × scope × what the row covers); detail says whether
+    budget × dataset × set × scope × what the row covers × amendment); detail says whether
     non-inferiority at `margin` holds (lower bound > margin).
 
     Args:
@@ -425,7 +425,8 @@ def paired_table(episodes: pd.DataFrame, reference: str = REFERENCE, n_boot: int
     notes = ((f"Arm − {reference} on the same questions, within the same model, budget, "
              "dataset, question set(s), run(s), seed(s) and replicate(s); p = share of "
              "resampled differences ≤ 0 (one-sided), at least 1/(resamples+1); p_holm: Holm "
-             "across models within arm × budget × dataset × set × scope (holm_m); NI: "
+             "across models within arm × budget × dataset × set × scope × amendment "
+             "(holm_m); NI: "
              f"non-inferiority (lower bound > {margin:+.2f})."),)
     return Table("paired", f"Paired success differences against '{reference}'", rows, notes,
                  "wide", (MEAN6_LABEL,), pooled=grouping.pooled)
