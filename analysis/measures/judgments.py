@@ -274,13 +274,24 @@ def judgments_table(counts: JudgmentCounts, decisions: pd.DataFrame, episodes: p
     for arm, rates, sources in _group_rates(counts, decisions, episodes, grouping):
         for attr, label in JUDGMENT_MEASURES:
             r: Rate = getattr(rates, attr)
-            unit = "questions" if attr.endswith("dissociation") else "judgments"
-            rows.append(replace(make_row(arm, label, "", r.share, r.n, unit, f"{r.k:g}/{r.n}"),
+            dissociation = attr.endswith("dissociation")
+            unit = "questions" if dissociation else "judgments"
+            rows.append(replace(make_row(arm, label, "", r.share, r.n, unit, f"{r.k:g}/{r.n}",
+                                         regimes=_read_regimes(arm, dissociation)),
                                 judgments=sources.get(attr, "")))
     return Table("judgments", "Judgment rates and dissociation", tuple(rows), _NOTES, "wide",
                  (), (), tuple((label, short) for (_, label), short in zip(JUDGMENT_MEASURES,
                                                                            _SHORT)),
                  grouping.pooled)
+
+
+def _read_regimes(arm: ArmKey, dissociation: bool) -> tuple[str, ...] | None:
+    """The regimes a judgments row reads: a dissociation row only DISSOCIATION_REGIME
+    (when the group ran it; else, with no number to show, the group's), every other
+    row all of the group's (None)."""
+    if dissociation and DISSOCIATION_REGIME in arm.regimes:
+        return (DISSOCIATION_REGIME,)
+    return None
 
 
 def judgments_results(inp: TableInput) -> TablePart:
