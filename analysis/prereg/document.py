@@ -85,8 +85,17 @@ def document_markdown(db: Database, n_boot: int = 2000) -> str:
         out += ["## Outcomes", "", "| doc | test | prediction | verdict | numbers | runs | "
                 "episodes after freeze |", "|---|---|---|---|---|---|---|"]
         for o in results:
-            after = {True: "all", False: "**no**", None: "–"}[o.after_freeze]
+            after = _after(o)
             cells = [o.amendment, o.id, o.prediction, o.verdict, o.numbers,
                      ", ".join(o.runs) or "–", f"{after} ({o.n_episodes})"]
             out.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     return "\n".join(out) + "\n"
+
+
+def _after(o: Outcome) -> str:
+    """The "episodes after freeze" cell: all, none, or how many started before."""
+    if o.after_freeze is None:
+        return "–"
+    if o.after_freeze:
+        return "all"
+    return "**none**" if o.n_before >= o.n_episodes else f"**{o.n_before} before**"

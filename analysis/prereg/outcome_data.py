@@ -123,10 +123,11 @@ class TestData:
         return out
 
     def arm(self, unit: Unit, condition: str, budget: int | None = None,
-            regimes: Sequence[str] | None = None) -> pd.DataFrame:
+            regimes: Sequence[str] | None = None, mark: bool = True) -> pd.DataFrame:
         """Episodes of one arm in one unit (optionally one budget, some regimes).
 
-        Marks them as used by the test.
+        Marks them as used by the test unless `mark` is False (a kind that reads only
+        some of them marks those with `read`).
         """
         named = parse_condition(condition)
         parse = condition_from_spec if "condition_spec" in self.episodes else parse_condition
@@ -142,13 +143,19 @@ class TestData:
         if len(labels) > 1:
             raise LabError(f"{condition} matches several arms of {unit.model} "
                            f"({', '.join(labels)}); name one, e.g. {labels[0]}")
-        self.used.update(int(i) for i in sel["episode_id"])
+        if mark:
+            self.read(sel["episode_id"])
         return sel
 
+    def read(self, episode_ids: Sequence[int] | pd.Series) -> None:
+        """Mark episodes as read by the test's numbers."""
+        self.used.update(int(i) for i in episode_ids)
+
     def arm_decisions(self, unit: Unit, condition: str, budget: int | None = None,
-                      regimes: Sequence[str] | None = None) -> pd.DataFrame:
-        """Decision-table rows of `arm`'s episodes."""
-        ids = self.arm(unit, condition, budget, regimes)["episode_id"]
+                      regimes: Sequence[str] | None = None, mark: bool = True
+                      ) -> pd.DataFrame:
+        """Decision-table rows of `arm`'s episodes (marked as `arm` marks them)."""
+        ids = self.arm(unit, condition, budget, regimes, mark)["episode_id"]
         return self.decisions.loc[self.decisions["episode_id"].isin(ids)]
 
     def arm_steps(self, unit: Unit, condition: str, budget: int | None = None,

@@ -27,7 +27,7 @@ from analysis.prereg.outcome_data import TestData, Unit, families
 from analysis.stats.bootstrap import Interval, bootstrap_p, holm
 from analysis.measures.success import paired_regime_mean, paired_success
 from core.conditions import LAMBDA
-from core.regimes import MEAN3
+from core.regimes import MEAN3, MEAN6
 from core.registered_tests import DEFAULT_BUDGET, bound_rule, named_conditions, named_regimes
 
 Z95 = 1.959963984540054
@@ -113,18 +113,36 @@ def _paired(data: TestData, test: Mapping[str, Any], unit: Unit, regime: str, n_
             seed: int) -> tuple[Interval | None, str]:
     """a − b on one regime (or mean6 / mean3) in one unit, paired by question."""
     lam = float(test.get("lam", LAMBDA))
-    a = _metric_frame(data.arm(unit, test["a"], _budget(test)), test["metric"], lam)
-    b = _metric_frame(data.arm(unit, test["b"], _budget(test)), test["metric"], lam)
+    a = _metric_frame(data.arm(unit, test["a"], _budget(test), mark=False), test["metric"],
+                      lam)
+    b = _metric_frame(data.arm(unit, test["b"], _budget(test), mark=False), test["metric"],
+                      lam)
     if a.empty or b.empty:
         missing = " and ".join(c for c, f in ((test["a"], a), (test["b"], b)) if f.empty)
         return None, f"no episodes of {missing}"
     if regime == "mean3":
-        return paired_regime_mean(a, b, MEAN3, n_boot, seed)
+        iv, detail = paired_regime_mean(a, b, MEAN3, n_boot, seed)
+        _read_paired(data, a, b, MEAN3, iv)
+        return iv, detail
     for name, iv in paired_success(a, b, n_boot, seed):
         if name == regime or (regime == "mean6" and name.startswith("mean6")):
             n = iv.n
+            _read_paired(data, a, b, MEAN6 if regime == "mean6" else (regime,),
+                         iv if iv.defined else None)
             return (iv if iv.defined else None), f"{n} questions"
     return None, f"{regime} {NOT_RUN}"
+
+
+def _read_paired(data: TestData, a: pd.DataFrame, b: pd.DataFrame, regimes: Sequence[str],
+                 iv: Interval | None) -> None:
+    """Mark what a paired difference read: both arms' episodes in its regimes on the
+    questions both arms ran (nothing when the difference is undefined)."""
+    if iv is None:
+        return
+    common = set(a["question_id"].astype(str)) & set(b["question_id"].astype(str))
+    for ep in (a, b):
+        keep = ep["regime"].isin(regimes) & ep["question_id"].astype(str).isin(common)
+        data.read(ep.loc[keep, "episode_id"])
 
 
 def _scope(test: Mapping[str, Any]) -> str:
@@ -208,12 +226,13 @@ def bound(data: TestData, test: Mapping[str, Any], units: Sequence[Unit], n_boot
     out = []
     for u in units:
         for c in conditions:
-            dec_all = data.arm_decisions(u, c, _budget(test))
+            dec_all = data.arm_decisions(u, c, _budget(test), mark=False)
             for fam, dec in _split_families(test, dec_all):
                 what = " ".join(x for x in (c if len(conditions) > 1 else "", fam) if x)
                 if dec.empty:
                     out.append(Part(u, what, NA, detail=f"no decisions of {c}"))
                     continue
+                data.read(dec["episode_id"].unique())
                 if test["kind"] == "delta_bound":
                     con = time_matched_contrast(dec, test.get("judgments", "side_channel"),
                                                 test.get("strata", "t"), n_boot, seed)
@@ -255,7 +274,8 @@ def answers(data: TestData, test: Mapping[str, Any], units: Sequence[Unit]) -> l
     out = []
     for u in units:
         for c in conditions:
-            for fam, ep in _episode_slices(test, data.arm(u, c, _budget(test))):
+            for fam, ep in _episode_slices(test, data.arm(u, c, _budget(test), mark=False)):
+                data.read(ep["episode_id"])
                 value, detail = _answer_value(ep, test, test["kind"])
                 what = " ".join(x for x in (c if len(conditions) > 1 else "", fam) if x)
                 iv = Interval(value) if not math.isnan(value) else None
@@ -273,7 +293,7 @@ def budget_contrast(data: TestData, test: Mapping[str, Any], units: Sequence[Uni
     out = []
     for u in units:
         for c in conditions:
-            ep_hi, ep_lo = data.arm(u, c, hi), data.arm(u, c, lo)
+            ep_hi, ep_lo = data.arm(u, c, hi, mark=False), data.arm(u, c, lo, mark=False)
             ran_hi, ran_lo = set(ep_hi["regime"].astype(str)), set(ep_lo["regime"].astype(str))
             prefix = c if len(conditions) > 1 else ""
             named = named_regimes(test)
@@ -294,10 +314,12 @@ def budget_contrast(data: TestData, test: Mapping[str, Any], units: Sequence[Uni
                 fams = families(common)
                 slices = [(f if len(fams) > 1 else "", rs) for f, rs in fams]
             for fam, regimes in slices:
-                v_hi, d_hi = _answer_value(ep_hi.loc[ep_hi["regime"].isin(regimes)], test,
-                                           test["metric"])
-                v_lo, d_lo = _answer_value(ep_lo.loc[ep_lo["regime"].isin(regimes)], test,
-                                           test["metric"])
+                at_hi = ep_hi.loc[ep_hi["regime"].isin(regimes)]
+                at_lo = ep_lo.loc[ep_lo["regime"].isin(regimes)]
+                data.read(at_hi["episode_id"])
+                data.read(at_lo["episode_id"])
+                v_hi, d_hi = _answer_value(at_hi, test, test["metric"])
+                v_lo, d_lo = _answer_value(at_lo, test, test["metric"])
                 diff = v_hi - v_lo
                 if test.get("absolute"):
                     diff = abs(diff)
@@ -331,13 +353,15 @@ def dissociation_parts(data: TestData, test: Mapping[str, Any], units: Sequence[
     out = []
     for u in units:
         for c in conditions:
-            dec = data.arm_decisions(u, c, _budget(test))
+            regime = test.get("regime", "persistent")
+            dec = data.arm_decisions(u, c, _budget(test), mark=False)
             what = c if len(conditions) > 1 else ""
             if dec.empty:
                 out.append(Part(u, what, NA, detail=f"no decisions of {c}"))
                 continue
+            data.read(dec.loc[dec["regime"] == regime, "episode_id"].unique())
             d = dissociation(dec, test.get("judgments", "side_channel"), test.get("k", 5),
-                             test.get("regime", "persistent"))
+                             regime)
             detail = (f"{d.answered:g}/{d.questions} questions answered after a run of {d.k} "
                       f"in {d.regime}")
             if 0 < d.questions < test.get("min_questions", 1):

@@ -69,6 +69,7 @@ class Outcome:
             or the amendment is a draft).
         parts: the per-unit numbers and verdicts.
         numbers: the parts as one line of text.
+        n_before: of the episodes used, those that started at or before the freeze.
     """
 
     amendment: str
@@ -84,6 +85,18 @@ class Outcome:
     after_freeze: bool | None
     parts: tuple[Part, ...]
     numbers: str
+    n_before: int = 0
+
+    def freeze_text(self) -> str:
+        """How the used episodes' starts stand to the freeze: "all after freeze",
+        "ALL BEFORE FREEZE", "k OF n BEFORE FREEZE", or "–" (no episode, or a draft)."""
+        if self.after_freeze is None:
+            return "–"
+        if self.after_freeze:
+            return "all after freeze"
+        if self.n_before >= self.n_episodes:
+            return "ALL BEFORE FREEZE"
+        return f"{self.n_before} OF {self.n_episodes} BEFORE FREEZE"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (NaN → null), with one object per part."""
@@ -93,6 +106,7 @@ class Outcome:
             "estimate": _num(self.estimate), "ci_low": _num(self.ci_low),
             "ci_high": _num(self.ci_high), "n_episodes": self.n_episodes,
             "runs": list(self.runs), "after_freeze": self.after_freeze,
+            "n_before_freeze": self.n_before if self.after_freeze is not None else None,
             "numbers": self.numbers,
             "parts": [{"model": p.unit.model, "dataset": p.unit.dataset,
                        "question_set": p.unit.question_set, "what": p.what,
@@ -337,9 +351,10 @@ def evaluate_test(amendment: Mapping[str, Any], test: Mapping[str, Any], frames:
             parts = [replace(p, verdict=REPORTED) if p.verdict in ("pass", "fail") else p
                      for p in parts]
     used = data.used_episodes()
-    after = None
+    after, before = None, 0
     if amendment.get("frozen_at") and len(used):
-        after = bool((used["started_at"] > amendment["frozen_at"]).all())
+        before = int((used["started_at"] <= amendment["frozen_at"]).sum())
+        after = before == 0
     one = parts[0] if len(parts) == 1 else None
     final = (_classify_verdict(parts) if test["kind"] == "classify" else verdict(parts))
     return Outcome(
@@ -347,7 +362,7 @@ def evaluate_test(amendment: Mapping[str, Any], test: Mapping[str, Any], frames:
         one.estimate if one else math.nan, one.ci_low if one else math.nan,
         one.ci_high if one else math.nan, len(used),
         tuple(sorted(str(r) for r in used["run"].unique())), after, tuple(parts),
-        numbers_text(parts, test["kind"] == "classify"))
+        numbers_text(parts, test["kind"] == "classify"), before)
 
 
 def evaluate(amendment: Mapping[str, Any], frames: Frames, n_boot: int = 2000,

@@ -143,7 +143,8 @@ def outcomes(results: list[Any], amendments: list[dict[str, Any]]) -> str:
             "no amendment is frozen, so every run is exploratory.</p>")
     rows = []
     for o in results:
-        after = {True: "all", False: "no", None: "–"}[o.after_freeze]
+        after = ("–" if o.after_freeze is None else "all" if o.after_freeze
+                 else "none" if o.n_before >= o.n_episodes else f"{o.n_before} before")
         rows.append(
             f"<tr><td>{escape(o.amendment)}</td><td>{escape(o.id)}</td>"
             f"<td>{escape(o.prediction)}</td>"

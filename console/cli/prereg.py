@@ -279,10 +279,10 @@ def outcome_lines(outcomes: list) -> list[str]:
     """Table lines for registered-test outcomes (three lines per test)."""
     lines = []
     for o in outcomes:
-        after = {True: "all after freeze", False: "SOME BEFORE FREEZE", None: "–"}[o.after_freeze]
         lines.append(f"{o.amendment:<4} {o.id:<6} {o.verdict:<7} {o.prediction}")
         lines.append(f"{'':<11} {o.numbers}")
-        lines.append(f"{'':<11} used {o.n_episodes} episodes of {_runs_text(o.runs)} ({after})")
+        lines.append(f"{'':<11} read {o.n_episodes} episodes of {_runs_text(o.runs)} "
+                     f"({o.freeze_text()})")
     return lines
 
 

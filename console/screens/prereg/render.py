@@ -119,8 +119,10 @@ def outcome_text(outcomes: Sequence[Any]) -> Text:
         out.append("no registered tests to evaluate\n")
         return out
     for o in outcomes:
-        after = {True: "all started after the freeze", False: "SOME STARTED BEFORE THE FREEZE",
-                 None: "no freeze check"}[o.after_freeze]
+        after = ("no freeze check" if o.after_freeze is None
+                 else "all started after the freeze" if o.after_freeze
+                 else "ALL STARTED BEFORE THE FREEZE" if o.n_before >= o.n_episodes
+                 else f"{o.n_before} OF {o.n_episodes} STARTED BEFORE THE FREEZE")
         out.append(f"{o.id:<6} ", style="bold")
         out.append_text(verdict_text(o.verdict))
         out.append(f"  {o.prediction}\n")
