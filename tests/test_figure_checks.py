@@ -58,9 +58,11 @@ def test_a_hazard_line_never_joins_two_regime_families():
 def test_no_two_rows_of_a_forest_panel_share_a_label(name):
     out = drawn(name)
     try:
-        for ax in out.figure.axes:
-            labels = [t.get_text() for t in ax.get_yticklabels()]
-            assert labels and len(labels) == len(set(labels)), labels
+        labelled = [[t.get_text() for t in ax.get_yticklabels()] for ax in out.figure.axes]
+        labelled = [labels for labels in labelled if labels]
+        assert labelled
+        for labels in labelled:
+            assert len(labels) == len(set(labels)), labels
     finally:
         close(out.figure)
 
@@ -153,5 +155,52 @@ def test_no_two_series_of_a_panel_share_a_style(name, every_budget):
                 styles.append((str(line.get_color()), line.get_marker(),
                                str(line.get_markerfacecolor())))
             assert styles and len(styles) == len(set(styles)), styles
+    finally:
+        close(out.figure)
+
+
+def every_drawn(style_name: str) -> list[tuple[str, Drawn]]:
+    """Every figure the synthetic study feeds, on its default selection, in a style."""
+    from analysis.figures.select import Declared, declare
+    from analysis.figures.style import legible
+
+    style = STYLES[style_name]
+    study, _ = declare(synthetic_study(), Declared())
+    out = []
+    with styled(style):
+        for fig in FIGURES:
+            built = fig.build(study, style)
+            if isinstance(built, Drawn):
+                legible(built.figure, style)
+                out.append((fig.name, built))
+    return out
+
+
+@pytest.mark.parametrize("style_name", ["column", "page"])
+def test_every_figure_fits_its_width_and_a_page_with_no_text_under_6_pt(style_name):
+    from matplotlib.text import Text
+
+    style = STYLES[style_name]
+    figures = every_drawn(style_name)
+    assert len(figures) >= 6
+    for name, out in figures:
+        try:
+            width, height = out.figure.get_size_inches()
+            assert width == pytest.approx(style.width) and height <= 9.0, name
+            sizes = [t.get_fontsize() for t in out.figure.findobj(Text) if t.get_text()]
+            assert min(sizes) >= 6.0, name
+        finally:
+            close(out.figure)
+
+
+def test_the_delta_grid_is_models_side_by_side_with_arms_as_rows():
+    from analysis.figures.select import Declared, declare
+
+    out = drawn("delta_forest", rows=declare(synthetic_study(), Declared())[0].rows)
+    try:
+        visible = [ax for ax in out.figure.axes if ax.get_visible()]
+        titles = [ax.get_title(loc="left").split("\n")[0] for ax in visible]
+        assert sorted(set(titles)) == ["llama-3.1-8b", "qwen3-8b"]
+        assert out.figure.get_size_inches()[1] <= 9.0
     finally:
         close(out.figure)

@@ -123,16 +123,17 @@ def test_bad_format_is_one_line(figures, tmp_path):
         "--format png,svg"]
 
 
-def test_talk_style_is_larger(figures, tmp_path):
+def test_column_and_page_styles_are_their_widths_in_print(figures, tmp_path):
+    """--style column is 3.3 in wide and the default (page) 6.9 in, at 300 dpi."""
     db, out, _ = figures
     code, _, err = lab(db, "figures", str(tmp_path / "t"), "--resamples", str(RESAMPLES),
-                       "--format", "png", "--style", "talk", "--table", "budgets")
+                       "--format", "png", "--style", "column", "--table", "budgets")
     assert code == 0, err
     from matplotlib.image import imread
 
-    paper = imread(out / "answer_action_by_budget.png").shape
-    talk = imread(tmp_path / "t" / "answer_action_by_budget.png").shape
-    assert talk[1] > paper[1] * 0.8 and talk != paper
+    page = imread(out / "answer_action_by_budget.png").shape
+    column = imread(tmp_path / "t" / "answer_action_by_budget.png").shape
+    assert (column[1], page[1]) == (990, 2070)
 
 
 def test_the_trace_figures_draw_the_trace_sweeps_rows(tmp_path):

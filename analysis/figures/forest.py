@@ -13,23 +13,40 @@ from analysis.figures.study import RowDict, StudyRows
 from analysis.figures.style import NEUTRAL, Style
 
 
+ROW_INCHES = 0.16
+"""Height of one forest row at an 8-point base font."""
+
+
 def forest(rows: list[RowDict], style: Style, panel_of: str = "scope",
            xlabel: str = "contrast (95% CI)") -> plt.Figure:
-    """One panel per `panel_of` value (measure · scope), one line per group, the
-    estimate with its interval and a dashed no-effect line at 0; undefined estimates
-    say "n.a." at 0."""
+    """A grid of forests: one cell per (measure · `panel_of` value) × model, the models
+    side by side (wrapped to fit the width, so a long forest is split by model rather
+    than drawn a page tall), one line per arm group on rows shared by every cell, the
+    estimate with its interval in the arm's look and a dashed no-effect line at 0;
+    undefined estimates say "n.a." at 0."""
     panels = ordered((r["measure"], r[panel_of]) for r in rows)
-    sizes = [sum(1 for r in rows if (r["measure"], r[panel_of]) == p) for p in panels]
-    height = sum(0.22 * n + 0.45 for n in sizes) * style.font_size / 8.0 + 0.4
-    fig, axes = plt.subplots(len(panels), 1, figsize=(style.width, height), sharex=True,
-                             squeeze=False, gridspec_kw={"height_ratios": sizes})
-    label = labeller(rows)
+    models = ordered(r["model"] for r in rows)
+    label = labeller(rows, with_model=False)
+    names = ordered(label(r) for r in rows)
+    cols = max(1, min(len(models), int(style.width // 1.6)))
+    cells = [(panel, model) for panel in panels for model in models]
+    grid_rows = sum(-(-len(models) // cols) for _ in panels)
+    cell_height = (ROW_INCHES * len(names) + 0.45) * style.font_size / 8.0
+    height = min(style.max_height, grid_rows * cell_height + 0.5)
+    fig, axes = plt.subplots(grid_rows, cols, figsize=(style.width, height), sharex=True,
+                             sharey=True, squeeze=False)
+    flat = [ax for line in axes for ax in line]
     primary = primary_budget(rows)
-    for ax, panel in zip(axes[:, 0], panels):
-        part = [r for r in rows if (r["measure"], r[panel_of]) == panel]
-        ys = list(range(len(part)))[::-1]
-        for y, r in zip(ys, part):
-            look = row_look(r, primary)
+    slots: list[int] = []
+    for p_i in range(len(panels)):  # each panel starts a new grid row
+        start = sum(-(-len(models) // cols) for _ in range(p_i)) * cols
+        slots += [start + m_i for m_i in range(len(models))]
+    used = set(slots)
+    for slot, (panel, model) in zip(slots, cells):
+        ax = flat[slot]
+        part = [r for r in rows if (r["measure"], r[panel_of]) == panel and r["model"] == model]
+        for r in part:
+            y = len(names) - 1 - names.index(label(r))
             bar = error_bar(r)
             est = value(r["estimate"])
             if est != est:
@@ -37,13 +54,16 @@ def forest(rows: list[RowDict], style: Style, panel_of: str = "scope",
                             color=NEUTRAL)
                 continue
             ax.errorbar([est], [y], xerr=[[bar[0]], [bar[1]]] if bar else None,
-                        capsize=2, **(look | {"linestyle": "none"}))
+                        capsize=2, **(row_look(r, primary) | {"linestyle": "none"}))
         ax.axvline(0.0, color=NEUTRAL, linestyle="--", linewidth=0.8)
-        ax.set_yticks(ys, [label(r) for r in part])
-        ax.set_ylim(-0.7, len(part) - 0.3)
-        ax.set_title(f"{panel[0]} · {panel[1]}", loc="left")
+        ax.set_title(f"{model}\n{panel[0]} · {panel[1]}", loc="left", fontsize="small")
         ax.grid(axis="y", visible=False)
-    axes[-1, 0].set_xlabel(xlabel)
+    for slot, ax in enumerate(flat):
+        if slot not in used:
+            ax.set_visible(False)
+    flat[0].set_yticks(range(len(names)), names[::-1])
+    flat[0].set_ylim(-0.7, len(names) - 0.3)
+    fig.supxlabel(xlabel, fontsize=style.font_size)
     return fig
 
 

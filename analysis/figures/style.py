@@ -28,16 +28,19 @@ FORMATS = ("png", "svg", "pdf")
 
 @dataclass(frozen=True)
 class Style:
-    """A named set of sizes: `paper` for a two-column page, `talk` for slides.
+    """A named set of sizes: `column` (one journal column, 3.3 in), `page` (the full text
+    width, 6.9 in), `paper` (a two-column page, as before) or `talk` (slides).
 
     Attributes:
-        name: "paper" or "talk".
-        width: figure width in inches.
+        name: the style's name.
+        width: figure width in inches (its size in print: placed at 100%).
         panel_height: height of one panel row in inches.
         font_size: base font size in points.
         line_width: line width in points.
         marker_size: marker size in points.
         dpi: PNG resolution.
+        min_font: no text is smaller than this, in points, once placed.
+        max_height: no figure is taller than this, in inches (one page).
     """
 
     name: str
@@ -47,10 +50,14 @@ class Style:
     line_width: float
     marker_size: float
     dpi: int
+    min_font: float = 6.0
+    max_height: float = 9.0
 
 
-STYLES = {"paper": Style("paper", 6.75, 2.2, 8.0, 1.0, 4.0, 200),
-          "talk": Style("talk", 10.0, 3.4, 14.0, 2.0, 7.0, 120)}
+STYLES = {"column": Style("column", 3.3, 1.6, 8.0, 0.8, 3.5, 300),
+          "page": Style("page", 6.9, 2.2, 8.0, 1.0, 4.0, 300),
+          "paper": Style("paper", 6.75, 2.2, 8.0, 1.0, 4.0, 200),
+          "talk": Style("talk", 10.0, 3.4, 14.0, 2.0, 7.0, 120, 10.0, 7.5)}
 
 
 def series_style(i: int) -> dict[str, object]:
@@ -79,10 +86,20 @@ def styled(style: Style) -> Iterator[None]:
 def new_figure(style: Style, rows: int = 1, cols: int = 1, height: float | None = None,
                sharex: bool = False, sharey: bool = False) -> tuple[Figure, list]:
     """A figure of `rows` × `cols` panels sized by `style`; the axes as a flat list."""
-    fig, axes = plt.subplots(rows, cols, figsize=(style.width, height or
-                                                   style.panel_height * rows),
+    fig, axes = plt.subplots(rows, cols, figsize=(style.width, min(
+                                 style.max_height, height or style.panel_height * rows)),
                              squeeze=False, sharex=sharex, sharey=sharey)
     return fig, [ax for row in axes for ax in row]
+
+
+def legible(fig: Figure, style: Style) -> None:
+    """Raise every text of `fig` smaller than the style's minimum to it (relative sizes
+    such as "x-small" fall under 6 pt at an 8-point base)."""
+    from matplotlib.text import Text
+
+    for text in fig.findobj(Text):
+        if float(text.get_fontsize()) < style.min_font:
+            text.set_fontsize(style.min_font)
 
 
 def save(fig: Figure, stem: Path, formats: tuple[str, ...], style: Style) -> list[Path]:
@@ -103,6 +120,7 @@ def save(fig: Figure, stem: Path, formats: tuple[str, ...], style: Style) -> lis
                 "png": {"Software": CREATOR}}
     written = []
     try:
+        legible(fig, style)
         fig.tight_layout()
         for fmt in formats:
             path = stem.with_suffix(f".{fmt}")

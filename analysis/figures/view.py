@@ -31,7 +31,7 @@ budgets table, computed for it)."""
 
 def write_view_figures(db: Database, selection: Selection, view: str, directory: Path,
                        resamples: int, seed: int = 0, formats: tuple[str, ...] = ("png", "svg"),
-                       style: str = "paper") -> Written:
+                       style: str = "page") -> Written:
     """Write the figures of one Results view, each with its sidecar, into `directory`.
 
     Args:
@@ -42,7 +42,7 @@ def write_view_figures(db: Database, selection: Selection, view: str, directory:
         resamples: question-level bootstrap resamples, as the view's.
         seed: bootstrap seed.
         formats: among "png", "svg", "pdf".
-        style: "paper" or "talk".
+        style: a key of `STYLES` ("page" as `lab figures`).
 
     Returns:
         What was written and what was skipped, with why (a view without a figure skips

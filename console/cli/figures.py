@@ -60,8 +60,10 @@ def parse_formats(text: str) -> tuple[str, ...]:
 @selection_options
 @click.option("--format", "fmt", default="png,svg,pdf", show_default=True,
               help="Comma-separated formats among png, svg, pdf.")
-@click.option("--style", type=click.Choice(("paper", "talk")), default="paper",
-              show_default=True, help="paper: two-column page sizes; talk: slides.")
+@click.option("--style", type=click.Choice(("column", "page", "paper", "talk")),
+              default="page", show_default=True,
+              help="column: one journal column (3.3 in); page: the text width (6.9 in); "
+                   "paper: the earlier 6.75 in; talk: slides. No text under 6 pt.")
 @click.option("--budgets", default=None,
               help="Comma-separated budgets to draw, or all (default: the primary, "
                    "smallest, budget).")
