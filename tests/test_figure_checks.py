@@ -74,6 +74,7 @@ def test_every_known_arm_has_a_marker_of_its_own():
     assert len({look.marker for look in looks}) == len(KNOWN)
     assert arm_look("enforced_rule:k=7").color == arm_look("enforced_rule").color
     assert arm_look("enforced_rule:k=7").linestyle != arm_look("enforced_rule").linestyle
+    assert arm_look("none:judge=true").fill != arm_look("none").fill == "full"
 
 
 @pytest.mark.parametrize("name", ["success_by_regime", "hazard_by_run"])
@@ -153,7 +154,7 @@ def test_no_two_series_of_a_panel_share_a_style(name, every_budget):
             for handle in ax.get_legend_handles_labels()[0]:
                 line = handle if hasattr(handle, "get_marker") else handle.lines[0]
                 styles.append((str(line.get_color()), line.get_marker(),
-                               str(line.get_markerfacecolor())))
+                               str(line.get_markerfacecolor()), line.get_fillstyle()))
             assert styles and len(styles) == len(set(styles)), styles
     finally:
         close(out.figure)
@@ -204,3 +205,37 @@ def test_the_delta_grid_is_models_side_by_side_with_arms_as_rows():
         assert out.figure.get_size_inches()[1] <= 9.0
     finally:
         close(out.figure)
+
+
+def test_a_figure_file_says_where_its_rows_come_from(tmp_path):
+    """The caption under the figure and the PNG/SVG/PDF metadata: amendment and its freeze
+    date, run, set, budget, family, n, and the sidecar rows' sha256."""
+    import json
+
+    from PIL import Image
+
+    from analysis.figures import figures_for, write_figures
+
+    written = write_figures(synthetic_study(), tmp_path, ("png", "svg", "pdf"),
+                            STYLES["column"], figures_for(("hazard",)))
+    side = json.loads((tmp_path / "hazard_by_run.json").read_text(encoding="utf-8"))
+    png = Image.open(tmp_path / "hazard_by_run.png").info
+    assert png["Description"].startswith(
+        "A1 (frozen 2026-12-04) · run confirm · fresh30 · B8 · main family · n = 30 "
+        "questions. Hazard")
+    assert png["Keywords"] == (f"runs=confirm; amendments=A1; rows_sha256="
+                               f"{side['provenance']['rows_sha256']}")
+    svg = (tmp_path / "hazard_by_run.svg").read_text(encoding="utf-8")
+    assert side["provenance"]["rows_sha256"] in svg and "A1 (frozen 2026-12-04)" in svg
+    assert side["provenance"]["rows_sha256"].encode() in \
+        (tmp_path / "hazard_by_run.pdf").read_bytes()
+    assert written.paths
+
+
+def test_an_exploratory_figure_says_so_first():
+    from analysis.figures.caption import provenance
+    from tests.helpers.figure_rows import study_table_rows
+
+    rows = [r for r in study_table_rows()["success"] if r["runs"] == "pilot"][:3]
+    assert provenance(synthetic_study(), rows, "").caption.startswith(
+        "EXPLORATORY · run pilot · fresh30")

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from analysis.figures import actions, forest, hazard, leaving, replay, success, traces
 from analysis.figures.base import Drawn, FigureDef, Skipped
+from analysis.figures.caption import provenance
 from analysis.figures.select import DEFAULT, Declared, declare
 from analysis.figures.study import StudyRows, provenance_record
 from analysis.figures.style import STYLES, Style, save, styled, svg_text
@@ -82,7 +83,9 @@ def write_figures(study: StudyRows, directory: Path, formats: Sequence[str] = ("
             if isinstance(drawn, Skipped):
                 skipped.append((fig.name, drawn.reason))
                 continue
-            files = save(drawn.figure, directory / fig.name, tuple(formats), style)
+            prov = provenance(study, drawn.rows, drawn.note)
+            files = save(drawn.figure, directory / fig.name, tuple(formats), style,
+                         prov.caption, prov.keywords())
             side = directory / f"{fig.name}.json"
             side.write_text(sidecar(fig, drawn, study, [p.name for p in files]),
                             encoding="utf-8")

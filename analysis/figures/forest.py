@@ -28,7 +28,7 @@ def forest(rows: list[RowDict], style: Style, panel_of: str = "scope",
     models = ordered(r["model"] for r in rows)
     label = labeller(rows, with_model=False)
     names = ordered(label(r) for r in rows)
-    cols = max(1, min(len(models), int(style.width // 1.6)))
+    cols = max(1, min(len(models), int(style.width // 2.2)))
     cells = [(panel, model) for panel in panels for model in models]
     grid_rows = sum(-(-len(models) // cols) for _ in panels)
     cell_height = (ROW_INCHES * len(names) + 0.45) * style.font_size / 8.0
@@ -63,7 +63,8 @@ def forest(rows: list[RowDict], style: Style, panel_of: str = "scope",
             ax.set_visible(False)
     flat[0].set_yticks(range(len(names)), names[::-1])
     flat[0].set_ylim(-0.7, len(names) - 0.3)
-    fig.supxlabel(xlabel, fontsize=style.font_size)
+    for slot in slots[-len(models):]:
+        flat[slot].set_xlabel(xlabel if slot == slots[-len(models)] else "")
     return fig
 
 

@@ -6,7 +6,8 @@ Every known arm (the conditions of `core.conditions.ARMS`, then the second seed'
 systems) has its own marker, so two arms differ in greyscale even where two colours
 turn the same grey; colours repeat only with a different marker. An arm variant
 (`enforced_rule:k=7` beside `enforced_rule:k=3`) keeps its condition's colour and marker
-and takes a line style of its own. Budget is a second channel: a budget other than the
+and takes a line style and a half-filled marker of its own (a point shows no line
+style). Budget is a second channel: a budget other than the
 figure's primary one draws open markers.
 """
 
@@ -28,6 +29,8 @@ MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "p", "h", "<", ">", "d", "H",
            "1", "2", "3", "4", "+", "x")
 """One marker per known arm: distinct shapes in greyscale."""
 LINESTYLES = ("-", "--", ":", "-.", (0, (5, 1)), (0, (3, 1, 1, 1, 1, 1)))
+FILLS = ("left", "bottom", "right", "top")
+"""Half-filled markers of an arm variant (the bare condition's are full)."""
 TRACE_SYSTEMS = ("Raw-Gated", "Calibrated-Gated", "Parametric only", "Fixed RAG@1",
                  "Fixed RAG@2", "Fixed RAG@3", "Adaptive proxy")
 """The second seed's systems (trace tables' arms), after the conditions."""
@@ -43,18 +46,21 @@ class Look:
         marker: marker shape.
         linestyle: line style (the arm variant's).
         edge: marker edge colour (dark for a faint colour).
+        fill: "full" for the bare condition, a half (FILLS) for a variant.
     """
 
     color: str
     marker: str
     linestyle: Any
     edge: str
+    fill: str = "full"
 
     def kwargs(self, open_marker: bool = False) -> dict[str, Any]:
         """matplotlib keyword arguments of a line or errorbar drawn in this look; an
         open marker (white face) for a second budget."""
         return {"color": self.color, "marker": self.marker, "linestyle": self.linestyle,
-                "markeredgecolor": self.edge,
+                "markeredgecolor": self.edge, "fillstyle": self.fill,
+                "markerfacecoloralt": "white",
                 "markerfacecolor": "white" if open_marker else self.color}
 
 
@@ -79,10 +85,11 @@ def arm_look(arm: str) -> Look:
     condition, _, knobs = arm.partition(":")
     slot = _slot(condition)
     color = PALETTE[slot % len(PALETTE)]
-    style = LINESTYLES[0] if not knobs else \
-        LINESTYLES[1 + zlib.crc32(knobs.encode()) % (len(LINESTYLES) - 1)]
+    code = zlib.crc32(knobs.encode())
+    style = LINESTYLES[0] if not knobs else LINESTYLES[1 + code % (len(LINESTYLES) - 1)]
     return Look(color, MARKERS[slot % len(MARKERS)], style,
-                EDGE if color in FAINT else color)
+                EDGE if color in FAINT else color,
+                FILLS[code % len(FILLS)] if knobs else "full")
 
 
 def row_look(row: dict[str, Any], primary_budget: int | None = None) -> dict[str, Any]:

@@ -102,7 +102,25 @@ def legible(fig: Figure, style: Style) -> None:
             text.set_fontsize(style.min_font)
 
 
-def save(fig: Figure, stem: Path, formats: tuple[str, ...], style: Style) -> list[Path]:
+def with_caption(fig: Figure, caption: str, style: Style) -> None:
+    """Lay `fig` out with `caption` wrapped to its width along the bottom."""
+    import textwrap
+
+    if not caption:
+        fig.tight_layout()
+        return
+    size = max(style.min_font, style.font_size * 0.8)
+    chars = max(30, int(style.width * 72 / (size * 0.52)))
+    text = textwrap.fill(caption, chars)
+    lines = text.count("\n") + 1
+    height = fig.get_size_inches()[1]
+    bottom = min(0.5, (lines * size * 1.25 + 4) / 72 / height)
+    fig.tight_layout(rect=(0.0, bottom, 1.0, 1.0))
+    fig.text(0.01, 0.005, text, ha="left", va="bottom", fontsize=size, color=NEUTRAL)
+
+
+def save(fig: Figure, stem: Path, formats: tuple[str, ...], style: Style,
+         caption: str = "", keywords: str = "") -> list[Path]:
     """Write `fig` as stem.<format> for each format, byte-deterministically; close it.
 
     Args:
@@ -110,18 +128,23 @@ def save(fig: Figure, stem: Path, formats: tuple[str, ...], style: Style) -> lis
         stem: path without suffix.
         formats: among FORMATS.
         style: its style (PNG resolution).
+        caption: printed along the bottom, and the files' description.
+        keywords: the files' keywords (runs, amendments, rows' sha256).
 
     Returns:
         The paths written.
     """
-    metadata = {"svg": {"Date": None, "Creator": CREATOR},
-                "pdf": {"CreationDate": None, "ModDate": None, "Creator": CREATOR,
-                        "Producer": CREATOR},
-                "png": {"Software": CREATOR}}
+    metadata: dict[str, dict[str, str | None]] = {
+        "svg": {"Date": None, "Creator": CREATOR, "Description": caption or None,
+                "Keywords": keywords or None},
+        "pdf": {"CreationDate": None, "ModDate": None, "Creator": CREATOR,
+                "Producer": CREATOR, "Subject": caption or None,
+                "Keywords": keywords or None},
+        "png": {"Software": CREATOR, "Description": caption, "Keywords": keywords}}
     written = []
     try:
         legible(fig, style)
-        fig.tight_layout()
+        with_caption(fig, caption, style)
         for fmt in formats:
             path = stem.with_suffix(f".{fmt}")
             fig.savefig(path, format=fmt, metadata=metadata[fmt], dpi=style.dpi)
