@@ -87,3 +87,12 @@ def test_the_dissociation_row_covers_persistent_only():
     assert len(dis) == 2 and all(r.regimes == "persistent" for r in dis)
     other = [r for r in rows if r not in dis]
     assert other and all(r.regimes == "clean,persistent" for r in other)
+
+
+def test_the_trace_split_says_it_is_a_hashed_split_not_the_seeds():
+    from analysis.replay.trace_tables import TraceSettings
+    from analysis.replay.traces import CAL_SHARE
+
+    text = TraceSettings().text
+    assert "seeded hash" in text and "not the seed's source-order split" in text
+    assert CAL_SHARE == 2 / 3

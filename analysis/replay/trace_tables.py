@@ -77,7 +77,8 @@ class TraceSettings:
         """What every row says about how it was computed."""
         depths = "depth 0" if self.fit_depths == "0" else "all depths"
         return (f"{self.gate.text}; map fitted on {depths} of the calibration split "
-                f"(split seed {self.split_seed}); label {self.label}")
+                f"(2/3 of the questions by a seeded hash, split seed {self.split_seed}; "
+                f"not the seed's source-order split); label {self.label}")
 
 
 @dataclass(frozen=True)

@@ -5,9 +5,11 @@ A trace is one question's answer states at depths 0–3 on its fixed evidence pl
 frame of `core.store.traces.load_traces`: one row per run × model × question × depth,
 stated confidence 0–100). Pure: a frame in, arrays and outcomes out.
 
-- **Split** (§4.1, App. A.4): whole questions go to the calibration or the test split
-  by a seeded hash of (dataset, question id), two thirds to calibration (the seed's
-  2:1); the same question lands on the same side for every model.
+- **Split** (§4.1): whole questions go to the calibration or the test split by a
+  seeded hash of (dataset, question id), two thirds to calibration; the same question
+  lands on the same side for every model. This is not the seed's own split, which
+  takes each dataset's first two thirds in source order (App. A.4,
+  `source_order_counts`): the shares agree, the questions on each side do not.
 - **Map** (§4.1): per model, an isotonic map fitted on the depth-zero records of the
   calibration split, pooled over datasets (`--fit-depths all`: every depth), frozen,
   and applied to test states only.
@@ -39,7 +41,8 @@ from analysis.replay.controllers import COMMIT, Gate, replay
 DEPTHS = 4
 """States per trace: depth 0 (no evidence) and after 1, 2, 3 evidence slices."""
 CAL_SHARE = 2 / 3
-"""Share of questions in the calibration split (the seed's 2:1 calibration–test)."""
+"""Share of questions in the calibration split (two thirds, as the seed's calibration–test
+sizes; lab draws the questions by a seeded hash, the seed by source order)."""
 PROXY_MARKERS = ("same", "both", "whose", "which", "who was", "before", "after")
 _TOKEN = re.compile(r"[A-Za-z0-9]+")
 _MARKERS = tuple(re.compile(rf"\b{re.escape(m)}\b") for m in PROXY_MARKERS)
