@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 from console.cli.options import MAX_RESAMPLES, TableChoice, bounded, open_db
-from console.cli.results import _frames, selection_options
+from console.cli.results import _study_frames, selection_options
 from analysis.tables.registry import EPISODES, PROBES, table_def
 from core.errors import ConfigError
 from core.store.selection import selection_from
@@ -116,7 +116,7 @@ def figures_cmd(ctx: click.Context, directory: Path, runs: tuple[str, ...],
     db = open_db(ctx, create=False)
     selection = selection_from(runs, sets, seeds, models, conditions,
                                expand_regimes(regimes), pool)
-    _frames(db, selection, ctx.obj["db"])
+    _study_frames(db, selection, ctx.obj["db"])
     directory = export_folder(directory)
     study = study_rows(db, selection, resamples, seed, probe_tables=not tables or any(
         table_def(t).family != EPISODES for t in tables))

@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 from console.cli.options import MAX_RESAMPLES, bounded, open_db
-from console.cli.results import _frames, selection_options
+from console.cli.results import _study_frames, selection_options
 from core.errors import ConfigError
 from core.store.selection import selection_from
 
@@ -58,7 +58,7 @@ def report_cmd(ctx: click.Context, file: Path, runs: tuple[str, ...], sets: tupl
                           "give another path, e.g. lab report study.html")
     db = open_db(ctx, create=False)
     selection = selection_from(runs, sets, seeds, models, conditions, regimes, pool)
-    _frames(db, selection, ctx.obj["db"])
+    _study_frames(db, selection, ctx.obj["db"])
     study = study_rows(db, selection, resamples, seed)
     html = build_report(db, study, Path(ctx.obj["db"]).name, style, title)
     write_text_atomic(file, html)

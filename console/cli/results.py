@@ -69,6 +69,18 @@ def _frames(db: Database, selection: Selection, path: Path) -> Frames:
                       "combination of --run/--set/--seeds/--models/--conditions/--regimes)")
 
 
+def _study_frames(db: Database, selection: Selection, path: Path) -> None:
+    """What `lab figures` and `lab report` need: finished episodes matching the
+    selection (as `_frames`), or, in a lab.db without episodes, stored trace states (the
+    second seed's study alone draws and reports); else one line saying what is missing."""
+    if store.count(db, "episodes") or not (db["traces"].exists()
+                                           and store.count(db, "traces")):
+        if not store.count(db, "episodes"):
+            raise StoreError(f"no finished episodes or trace states in {path}; run `lab demo`, "
+                             "`lab enqueue` then `lab worker`, or `lab traces collect`")
+        _frames(db, selection, path)
+
+
 def _rows_out(dicts: list[dict[str, object]], fmt: str) -> str:
     from analysis.tables.csv_files import results_csv
 
