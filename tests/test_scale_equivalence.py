@@ -1,7 +1,8 @@
 """The fast analysis path (SPEC §16) gives the same numbers as the path that read every
 step into pandas (fixture computed before the change, same seeds; recomputed for later
 definitions: p floored at 1/(B+1), holm_m, judgments, dissociation by question, the
-γ warning), every text and count identical and floats to 1e-12 relative.
+γ warning, exact ties of paired differences, the dissociation rows' regimes), every text
+and count identical and floats to 1e-12 relative.
 """
 
 from __future__ import annotations
