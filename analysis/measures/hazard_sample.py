@@ -101,7 +101,7 @@ def sample_frame(dec: pd.DataFrame, rows: np.ndarray, judgments: str = "side_cha
 def hazard_model(dec: pd.DataFrame, judgments: str = "side_channel",
                  fixed_effects: bool = False, n_boot: int = HAZARD_BOOT,
                  seed: int = 0, regimes: Sequence[str] = FAILURE_REGIMES) -> HazardFit:
-    """The hazard LPM answer ~ action + regime + β·run + γ·earlier [+ question] (SPEC §13.4).
+    """The hazard LPM answer ~ action + regime + β·run + γ·earlier [+ question].
 
     statsmodels gives the point estimates; the question-cluster bootstrap solves
     each resample from per-question cross-products (identical on the full sample).
