@@ -38,11 +38,11 @@ from dataclasses import dataclass, replace
 import pandas as pd
 from sqlite_utils import Database
 
+from analysis.base.rows import Row, Table, interval_row, make_row
 from analysis.measures.decisions import clean_episodes, decision_table
 from analysis.measures.delta import Contrast, design_contrast, time_matched_contrast
 from analysis.measures.hazard import IntegrationIndex, integration_index
 from analysis.measures.leaving import leave_delta
-from analysis.base.rows import Row, Table, interval_row, make_row
 from analysis.stats.bootstrap import N_BOOT, Interval
 from core.data import Question
 from core.errors import ConfigError, LabError

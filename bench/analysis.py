@@ -30,11 +30,11 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 import numpy as np
 import pandas as pd
 
+from analysis.measures.frames import load_frames
 from analysis.measures.hazard_sample import hazard_sample
 from analysis.stats.lpm import design_matrix
-from analysis.tables.registry import EPISODES, table_names
 from analysis.tables.compute import compute
-from analysis.measures.frames import load_frames
+from analysis.tables.registry import EPISODES, table_names
 from core import store
 from core.conditions import parse_condition
 from core.demo_data import demo_questions

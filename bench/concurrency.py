@@ -47,17 +47,17 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the loopback servers live in tests/servers
 
-from core.demo_set import ensure_demo_set  # noqa: E402
 from core import store  # noqa: E402
 from core.conditions import parse_condition  # noqa: E402
 from core.data import Question  # noqa: E402
 from core.demo_data import demo_questions  # noqa: E402
+from core.demo_set import ensure_demo_set  # noqa: E402
 from core.models.registry import ModelSpec, load_registry, make_client  # noqa: E402
 from core.regimes import ForeignPool, parse_regime  # noqa: E402
 from core.runner import CellSpec  # noqa: E402
-from jobs.kinds.episodes import run_questions  # noqa: E402
 from jobs.control import enqueue_grid  # noqa: E402
 from jobs.grid import GridRequest  # noqa: E402
+from jobs.kinds.episodes import run_questions  # noqa: E402
 from jobs.settings import WorkerSettings  # noqa: E402
 
 SEARCHES = 3

@@ -50,8 +50,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from console.app import ConsoleConfig, make_app  # noqa: E402
-from core.demo_set import ensure_demo_set  # noqa: E402
 from core import store  # noqa: E402
+from core.demo_set import ensure_demo_set  # noqa: E402
 from core.models.registry import load_registry  # noqa: E402
 from core.regimes import MEAN6  # noqa: E402
 from core.schema import SCHEMA_VERSION  # noqa: E402

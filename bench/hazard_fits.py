@@ -28,11 +28,11 @@ DEFAULT_DB = Path.home() / ".cache" / "lab-bench" / "scale-0.1.0-198k.db"
 def main() -> None:
     """Time the fits of the distinct samples and of all samples."""
     from analysis.base.arms import Grouping
-    from analysis.stats.blas import single_thread
     from analysis.measures.failure_rows import coded_samples, failure_rows
+    from analysis.measures.frames import load_frames
+    from analysis.stats.blas import single_thread
     from analysis.stats.lpm import HAZARD_BOOT
     from analysis.stats.lpm_batch import fit_samples
-    from analysis.measures.frames import load_frames
     from core import store
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -17,8 +17,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # before bench/ (bench/console.py)
 
-from core.demo_set import ensure_demo_set  # noqa: E402
 from core import store  # noqa: E402
+from core.demo_set import ensure_demo_set  # noqa: E402
 from core.models.registry import load_registry  # noqa: E402
 from core.regimes import MEAN6  # noqa: E402
 from jobs.control import enqueue_grid  # noqa: E402

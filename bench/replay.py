@@ -35,10 +35,9 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.concurrency import (DEMO_QUESTIONS, _registry, _stats,  # noqa: E402
-                               loopback_server)
-from core.demo_set import ensure_demo_set  # noqa: E402
+from bench.concurrency import DEMO_QUESTIONS, _registry, _stats, loopback_server  # noqa: E402
 from core import store  # noqa: E402
+from core.demo_set import ensure_demo_set  # noqa: E402
 from core.models.registry import load_registry  # noqa: E402
 from jobs.control import enqueue_grid  # noqa: E402
 from jobs.grid import GridRequest  # noqa: E402

@@ -25,8 +25,15 @@ from core.conditions import Condition
 from core.episode import utc_now
 from core.errors import ConfigError, DataError, StoreError
 from core.regimes import parse_regime
-from core.released_episodes import (DEFAULT_BUDGET, IMPORTED_SOURCE, LICENSE, ReleasedEpisode,
-                                    ReleasedFile, episode_result, read_released)
+from core.released_episodes import (
+    DEFAULT_BUDGET,
+    IMPORTED_SOURCE,
+    LICENSE,
+    ReleasedEpisode,
+    ReleasedFile,
+    episode_result,
+    read_released,
+)
 from core.store.imports import ImportedFile, check_import_run, question_datasets, store_import
 
 _Key = tuple[str, str, str, str]

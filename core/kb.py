@@ -32,9 +32,9 @@ from __future__ import annotations
 
 import functools
 import re
-from difflib import SequenceMatcher
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from difflib import SequenceMatcher
 
 from core.data import Paragraph, Question
 

@@ -28,7 +28,6 @@ from core.episode import utc_now
 from core.errors import LabError, StoreError
 from core.models.registry import ModelSpec
 from core.regimes import parse_regime
-from core.version import project_version
 from core.registered_tests import (
     arm_matches,
     scope_condition_hashes,
@@ -37,6 +36,7 @@ from core.registered_tests import (
 )
 from core.store import prereg as rows
 from core.store import prompt_packs
+from core.version import project_version
 
 GENESIS = "0" * 64
 CONTENT_FIELDS = ("id", "seq", "title", "body", "tests", "scope")

@@ -39,11 +39,18 @@ from core.data import Question
 from core.episode import Step, utc_now
 from core.errors import ConfigError, ModelError
 from core.judges import USELESS, parse_side_channel
-from core.models.base import (EpisodeView, Generation, Message, ModelSession,
-                              ObservationLabel)
+from core.models.base import EpisodeView, Generation, Message, ModelSession, ObservationLabel
 from core.parser import parse_reply
-from core.react import (UNPARSED, EpisodeSetup, JUDGE_MAX_TOKENS, counter, forced_messages,
-                        observation_message, opening_messages, side_channel_fork)
+from core.react import (
+    JUDGE_MAX_TOKENS,
+    UNPARSED,
+    EpisodeSetup,
+    counter,
+    forced_messages,
+    observation_message,
+    opening_messages,
+    side_channel_fork,
+)
 from core.regimes import ForeignPool, Regime
 from core.scoring import score_for_task
 

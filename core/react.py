@@ -71,10 +71,25 @@ from core.data import Question
 from core.episode import EpisodeResult, Step, utc_now
 from core.errors import ConfigError, ModelError
 from core.judges import lexical_judgment, parse_side_channel, random_judgment, read_stated_judgment
-from core.kb import BACKUP, PRIMARY, Sources, knowledge_base, observation_source
-from core.kb import paragraph_observation
-from core.models.base import (END_REFUSAL, END_TRUNCATED, FINISH_LENGTH, FINISH_REFUSAL,
-                              EpisodeView, Generation, Message, ModelSession, ObservationLabel)
+from core.kb import (
+    BACKUP,
+    PRIMARY,
+    Sources,
+    knowledge_base,
+    observation_source,
+    paragraph_observation,
+)
+from core.models.base import (
+    END_REFUSAL,
+    END_TRUNCATED,
+    FINISH_LENGTH,
+    FINISH_REFUSAL,
+    EpisodeView,
+    Generation,
+    Message,
+    ModelSession,
+    ObservationLabel,
+)
 from core.parser import parse_decision, parse_reply
 from core.prompt_set import SEARCH_R1, PromptSet
 from core.regimes import ForeignPool, Regime

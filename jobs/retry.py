@@ -31,10 +31,10 @@ from core.store import probes as probe_rows
 from core.store import traces as trace_rows
 from core.store.prereg import add_deviation
 from core.store.traces import TRACE_CONDITION
+from jobs.kinds.traces import trace_cell_columns
 from jobs.queue import enqueue_job, make_huey
 from jobs.settings import WorkerSettings
 from jobs.tasks import cell_from_row
-from jobs.kinds.traces import trace_cell_columns
 
 RESPECABLE = frozenset({"max_context"})
 """Model fields a retry may take from a changed registry (only ever larger)."""

@@ -7,7 +7,6 @@ import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 
-
 STOP_MARGIN_S = 3.0
 """After its grace, how long a stopping worker process (parent or child) may take to
 store and release what it holds before it exits regardless (`os._exit`)."""

@@ -21,8 +21,8 @@ from core.models.registry import builtin_models, make_client
 from core.probes import decision_points, run_probe, view_at
 from core.regimes import FAILURE_REGIMES, ForeignPool, parse_regime
 from core.runner import CellSpec
-from jobs.kinds.episodes import run_questions
 from core.store.probes import probed, recorded_episode, write_probes
+from jobs.kinds.episodes import run_questions
 
 
 async def _run_cells(db: Database, questions: Sequence[Question], pool: ForeignPool,

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from analysis.base.rows import ENDED_FIELDS, ROW_FIELDS
 from analysis.tables.csv_files import TABLE_COLUMNS
 from analysis.tables.export import EPISODE_COLUMNS, STEP_COLUMNS
-from analysis.base.rows import ENDED_FIELDS, ROW_FIELDS
 from console.cli.results import export_cmd, results, validate_measures_cmd
 from core import store
 from core.conditions import parse_condition

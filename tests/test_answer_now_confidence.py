@@ -20,9 +20,9 @@ from core.models.registry import make_client
 from core.probes import ANSWER_NOW, ANSWER_NOW_CONFIDENCE, decision_points, messages_for
 from core.store import probes as probe_rows
 from jobs.kinds.replay import custom_id, replay_questions, request_from
+from tests.helpers.backends import ANTHROPIC_KEY, anthropic_spec, openai_spec
 from tests.helpers.cli import lab as cli_lab
 from tests.helpers.cli import one_error
-from tests.helpers.backends import ANTHROPIC_KEY, anthropic_spec, openai_spec
 from tests.helpers.probes import FINISH, SEARCH, scripted_episode
 from tests.servers import AnthropicApp, LoopbackServer, OpenAIApp
 

@@ -23,7 +23,6 @@ from tests.servers import AnthropicApp, Fault, LoopbackServer, tool_responder
 from tests.servers.drive import drive
 
 
-
 @pytest.fixture(autouse=True)
 def _key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)

@@ -22,9 +22,9 @@ from core.conditions import parse_condition
 from core.demo_data import demo_questions
 from core.errors import LabError
 from core.models.registry import builtin_models, make_client
-from core.version import project_version
 from core.regimes import ForeignPool, parse_regime, regime_family
 from core.runner import CellSpec
+from core.version import project_version
 from jobs.kinds.episodes import run_questions
 
 ARMS = ("none", "none:judge=true", "enforced_rule", "enforced_rule:k=2",

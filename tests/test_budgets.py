@@ -13,9 +13,9 @@ import pytest
 
 from analysis.measures.budgets import budget_pairs, budget_table, weighted_median
 from console.cli import main
-from core.demo_set import ensure_demo_set
 from core import prereg, store
 from core.data import ids_hash
+from core.demo_set import ensure_demo_set
 from core.models.registry import builtin_models
 from jobs.grid import GridRequest, plan
 

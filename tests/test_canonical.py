@@ -13,8 +13,14 @@ import random
 import numpy as np
 
 from analysis.replay.calibration import calibration_split
-from core.canonical import (canonical_hash, canonical_json, keyed_int, keyed_rng,
-                            keyed_uniform, sha256_hex)
+from core.canonical import (
+    canonical_hash,
+    canonical_json,
+    keyed_int,
+    keyed_rng,
+    keyed_uniform,
+    sha256_hex,
+)
 from core.conditions import parse_condition
 from core.judges import random_judgment
 from core.models.registry import builtin_models

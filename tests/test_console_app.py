@@ -8,15 +8,15 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from console.cli import console as console_cmd
 from console.app import LabApp
 from console.cli import cli
+from console.cli import console as console_cmd
 from console.screens import SCREENS
 from console.screens.help import HelpScreen
 from core import store
-from tests.helpers.waiting import pause_until
 from tests.helpers.console import build, console_app, settle
 from tests.helpers.queue import run_lab
+from tests.helpers.waiting import pause_until
 
 
 @pytest.fixture

@@ -17,8 +17,8 @@ from core.store import jobs as ledger
 from core.store import monitor
 from jobs.control import control
 from jobs.settings import WorkerSettings
-from tests.helpers.waiting import PATIENCE_S
 from tests.helpers.console import FIXED_TS, build, console_app, freeze_times, settle
+from tests.helpers.waiting import PATIENCE_S
 
 
 @pytest.fixture(scope="session")

@@ -16,11 +16,11 @@ from textual.widgets import Button, Input, Select, SelectionList, Static
 
 import prompts
 from console.app import ConsoleConfig, make_app
-from core.demo_set import ensure_demo_set
 from console.screens.enqueue import EnqueueScreen
 from console.widgets.confirm import Confirm
 from core import prereg, store
 from core.data import ids_hash
+from core.demo_set import ensure_demo_set
 from core.models.registry import load_registry
 from tests.helpers.console import FIXED_TS, wait_workers
 

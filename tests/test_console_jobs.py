@@ -16,7 +16,6 @@ from core import store
 from core.store import jobs as ledger
 from tests.helpers.console import build, console_app, freeze_times, settle
 
-
 RUN_DIALOGS = {
     "P": "Pause run fixture (1 grid)?\n"
          "Jobs paused: 16 (16 queued, 0 running; running ones stop at their next heartbeat)\n"

@@ -24,9 +24,9 @@ from jobs.control import enqueue_grid
 from jobs.grid import GridRequest
 from jobs.settings import WorkerSettings
 from jobs.worker import run_worker
-from tests.helpers.waiting import PATIENCE_S, pause_until
 from tests.helpers.console import FIXED_ISO, build, console_app, freeze_times, settle
 from tests.helpers.queue import start_lab, write_registry
+from tests.helpers.waiting import PATIENCE_S, pause_until
 
 
 def _slow_grid(tmp_path: Path, latency: float) -> tuple[Path, WorkerSettings]:

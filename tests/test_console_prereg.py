@@ -19,12 +19,12 @@ from textual.widgets import Input, Markdown, OptionList, Static, TabbedContent, 
 
 import prompts
 from console.app import ConsoleConfig, make_app
-from core.demo_set import ensure_demo_set
 from console.screens.prereg import PreregScreen
-from console.widgets.confirm import Choose, Confirm
 from console.screens.prereg.modals import FreezeConfirm, TitlePrompt
+from console.widgets.confirm import Choose, Confirm
 from core import prereg, store
 from core.data import ids_hash
+from core.demo_set import ensure_demo_set
 from core.models.registry import load_registry
 from core.store import prereg as rows
 from jobs.control import enqueue_grid

@@ -18,22 +18,22 @@ from click.testing import CliRunner
 
 from analysis.measures.delta import DESIGN_A, DESIGN_B
 from analysis.measures.drilldown import cell_decisions, select, source_of
-from analysis.tables.compute import compute
 from analysis.measures.frames import load_frames
+from analysis.tables.compute import compute
+from analysis.tables.registry import TRACES, views
 from console.app import ConsoleConfig, make_app
 from console.cli import cli
 from console.messages import DbChanged
-from analysis.tables.registry import TRACES, views
 from console.screens.results.selection import parse_selection
 from console.screens.trajectories import TrajectoriesScreen
 from core import store
 from core.errors import ConfigError
+from core.models.registry import load_registry
 from core.store.selection import Selection
 from jobs.control import enqueue_grid
 from jobs.grid import GridRequest
 from jobs.settings import WorkerSettings
 from jobs.worker import run_worker
-from core.models.registry import load_registry
 from tests.helpers.console import FIXED_TS, wait_workers
 
 TRACE_VIEWS = tuple(v.id for v, t in views() if t.family == TRACES)

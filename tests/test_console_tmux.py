@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.waiting import PATIENCE_S
 from tests.helpers.queue import ROOT
+from tests.helpers.waiting import PATIENCE_S
 
 # One slow sim whose name sorts after every built-in sim, so `End` reaches it in the list.
 REGISTRY = """

@@ -16,13 +16,14 @@ import pytest
 
 from console.app import ConsoleConfig, make_app
 from core import store
+from core.conditions import parse_condition
 from core.errors import ConfigError
 from core.models.registry import load_registry, make_client, resolve_model
-from core.conditions import parse_condition
 from core.regimes import ForeignPool, parse_regime
 from core.runner import CellSpec, run_one, setup_for
 from core.store import trajectories as traj
 from tests.helpers.console import FIXED_TS, wait_workers
+
 
 @pytest.fixture
 def lab_db(trajectories_db: Path, tmp_path: Path) -> Path:

@@ -16,8 +16,9 @@ from analysis.measures.frames import load_frames
 from analysis.tables.compute import _compute_one, compute
 from core import store
 from core.store import frames as F
-from tests.helpers.scale import results_json
 from tests.helpers.cost_grid import COST, assert_same
+from tests.helpers.scale import results_json
+
 
 @pytest.fixture
 def stored(cost_grid: Path) -> Path:

@@ -15,8 +15,8 @@ import pytest
 from core import store
 from core.schema import SCHEMA_VERSION
 from core.store import frames as F
-from core.store.packs import read_pack_span
 from core.store.decisions import pack_words_sql, rederive
+from core.store.packs import read_pack_span
 from tests.helpers.builders import store_sim_grid, undo_migration
 
 GRID = (("sim-own5", "none"), ("sim-stated-own3", "stated_judgment_rule:k=3"))

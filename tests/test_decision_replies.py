@@ -4,11 +4,11 @@ and the trajectory view shows the reply when it says more than the decision."""
 
 from __future__ import annotations
 
+from console.widgets import traj_render
 from core.episode import Step
 from core.probes import history_at
 from core.react import UNPARSED
 from core.store import probes as probe_rows
-from console.widgets import traj_render
 from tests.helpers.probes import FINISH, SEARCH, scripted_episode
 
 WORDY = "The page was off topic, but one more search may find it.\nDECISION: CONTINUE"

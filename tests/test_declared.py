@@ -8,8 +8,14 @@ from dataclasses import dataclass
 import pytest
 
 from core.errors import ConfigError
-from core.models.declared import (check_fields, from_table, required_keys, serving_keys,
-                                  setting, table_keys)
+from core.models.declared import (
+    check_fields,
+    from_table,
+    required_keys,
+    serving_keys,
+    setting,
+    table_keys,
+)
 
 
 @dataclass(frozen=True, kw_only=True)

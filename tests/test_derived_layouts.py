@@ -17,8 +17,8 @@ from core.errors import StoreError
 from core.store import decisions as D
 from core.store import episode_packs as P
 from core.store import frames as F
-from core.store.layouts import TABLES, code_layout, recorded_layouts, require_layout
 from core.store.judgment_counts import judgment_counts
+from core.store.layouts import TABLES, code_layout, recorded_layouts, require_layout
 from tests.golden_study import GRID, build_study
 
 SMALL = GRID[:1] + GRID[-2:]

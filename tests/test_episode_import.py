@@ -19,8 +19,14 @@ from core.episode_import import read_episode_import, store_episode_import
 from core.store.imports import imports, question_datasets
 from tests.helpers.builders import make_question
 from tests.helpers.cli import dump_hash, lab, one_error
-from tests.helpers.released import (CELL_CI, CELL_DELTA, CELL_SUCCESS, HAND, released_cell,
-                                    write_released)
+from tests.helpers.released import (
+    CELL_CI,
+    CELL_DELTA,
+    CELL_SUCCESS,
+    HAND,
+    released_cell,
+    write_released,
+)
 
 
 def _import(capsys: pytest.CaptureFixture[str], db_path: Path, *args: object) -> str:

@@ -18,14 +18,14 @@ from core.demo_data import demo_questions
 from core.models.registry import builtin_models, make_client
 from core.regimes import ForeignPool, parse_regime
 from core.runner import CellSpec
-from jobs.kinds.episodes import run_questions
 from core.schema import SCHEMA_VERSION
 from core.store import episode_packs as P
 from core.store import frames as F
 from core.store.decisions import rederive
 from core.store.frames import KEY_VALUES
-from tests.helpers.cost_grid import COST, assert_same
+from jobs.kinds.episodes import run_questions
 from tests.helpers.builders import undo_migration
+from tests.helpers.cost_grid import COST, assert_same
 
 READS = {"keys": (), "correct": ("correct",), "cost": COST, "all": KEY_VALUES}
 

@@ -29,8 +29,8 @@ from core.demo_data import demo_questions
 from core.models.registry import builtin_models, make_client
 from core.regimes import ForeignPool, parse_regime
 from core.runner import CellSpec
-from jobs.kinds.episodes import run_questions
 from core.store.selection import Selection, where_clause
+from jobs.kinds.episodes import run_questions
 
 _CELLS = """
 SELECT c.id AS cell_id, r.name AS run, r.amendment_id AS amendment, c.model, c.condition,

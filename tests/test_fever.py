@@ -23,8 +23,8 @@ from core.models.scripted import ScriptedClient
 from core.react import EpisodeSetup, run_episode
 from core.regimes import MEAN6, ForeignPool, parse_regime
 from core.runner import CellSpec
-from jobs.kinds.episodes import run_questions
 from core.scoring import score_for_task
+from jobs.kinds.episodes import run_questions
 
 REGIMES = (*MEAN6, "plausible", "answerless")
 

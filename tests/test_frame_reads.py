@@ -128,9 +128,9 @@ def test_all_tables_never_hold_the_episodes_and_the_decisions_together(stored: P
     kept) before the decision tables: same tables as one at a time, bounded memory."""
     import shutil
 
-    from analysis.tables.registry import EPISODES, table_names
-    from analysis.tables.compute import compute
     from analysis.measures.frames import load_frames
+    from analysis.tables.compute import compute
+    from analysis.tables.registry import EPISODES, table_names
 
     path = tmp_path / "lab.db"
     shutil.copy(stored, path)

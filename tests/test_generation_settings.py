@@ -20,8 +20,13 @@ from core.demo_data import demo_questions
 from core.errors import ConfigError
 from core.limits import too_long
 from core.models.base import FINISH_LENGTH, FINISH_REFUSAL, FINISH_STOP, EpisodeView
-from core.models.generation import (THINKING_TIMEOUT_S, cut_at_stop, default_act_max_tokens,
-                                    family, request_seed)
+from core.models.generation import (
+    THINKING_TIMEOUT_S,
+    cut_at_stop,
+    default_act_max_tokens,
+    family,
+    request_seed,
+)
 from core.models.registry import ModelSpec, load_registry, make_client
 from core.regimes import ForeignPool, parse_regime
 from core.runner import CellSpec, setup_for

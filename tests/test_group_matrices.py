@@ -10,7 +10,6 @@ import pytest
 from analysis.base.arms import Grouping
 from analysis.measures.cost import answer_actions, cost_table, group_answer_actions, stopping_cost
 from analysis.measures.decisions import arm_groups
-from analysis.stats.bootstrap import bootstrap, resample_weights, summarize, summarize_columns
 from analysis.measures.success import (
     group_question_matrices,
     paired_success,
@@ -21,6 +20,7 @@ from analysis.measures.success import (
     success_by_regime,
     success_table,
 )
+from analysis.stats.bootstrap import bootstrap, resample_weights, summarize, summarize_columns
 from tests.helpers.synthetic import random_episodes
 
 

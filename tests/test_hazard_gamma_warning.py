@@ -8,11 +8,11 @@ import math
 
 import pytest
 
+from analysis.measures.frames import load_frames
 from analysis.measures.hazard import GAMMA_MIN_SHARE, gamma_warning
+from analysis.stats.bootstrap import UNDEFINED
 from analysis.stats.lpm import HazardFit
 from analysis.tables.compute import compute
-from analysis.measures.frames import load_frames
-from analysis.stats.bootstrap import UNDEFINED
 from core import store
 from tests.helpers.builders import store_sim_grid
 

@@ -15,10 +15,10 @@ from analysis.base.arms import Grouping
 from analysis.measures.failure_rows import coded_samples, failure_rows, group_samples
 from analysis.measures.hazard import hazard_curve, hazard_table, index_table, integration_index
 from analysis.measures.hazard_sample import hazard_sample
-from analysis.stats.lpm import fit_both, question_crossproducts
-from analysis.stats.lpm_boot import _certainly_full_rank, coefficient_intervals, lstsq_weighted
-from analysis.stats.lpm_batch import fit_samples
 from analysis.stats.bootstrap import resample_weights, summarize
+from analysis.stats.lpm import fit_both, question_crossproducts
+from analysis.stats.lpm_batch import fit_samples
+from analysis.stats.lpm_boot import _certainly_full_rank, coefficient_intervals, lstsq_weighted
 from tests.helpers.synthetic import synthetic_hazard
 
 

@@ -16,13 +16,13 @@ from typing import Any
 import pytest
 
 from core.conditions import Condition, parse_condition
+from core.demo_data import demo_questions
 from core.errors import ConfigError
 from core.models.base import EpisodeView
 from core.models.registry import ModelSpec, make_client
 from core.react import run_episode
 from core.regimes import ForeignPool, parse_regime
 from core.runner import CellSpec, setup_for
-from core.demo_data import demo_questions
 from tests.helpers.backends import FAST
 from tests.servers.http import LoopbackServer
 from tests.servers.openai_server import SIDE_CHANNEL_MARK, OpenAIApp

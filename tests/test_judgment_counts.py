@@ -14,6 +14,7 @@ import pytest
 from analysis.base.arms import Grouping
 from analysis.measures.cost import JUDGMENT_MEASURES, judgment_rates
 from analysis.measures.decisions import arm_groups
+from analysis.measures.frames import frames_from, load_frames
 from analysis.measures.judgments import (
     frame_counts,
     group_rates,
@@ -21,7 +22,6 @@ from analysis.measures.judgments import (
     observation_counts,
 )
 from analysis.tables.compute import compute
-from analysis.measures.frames import frames_from, load_frames
 from core import store
 from core.conditions import parse_condition
 from core.demo_data import demo_questions
@@ -29,11 +29,11 @@ from core.errors import LabError
 from core.models.registry import builtin_models, make_client
 from core.regimes import ForeignPool, parse_regime
 from core.runner import CellSpec
-from jobs.kinds.episodes import run_questions
 from core.store.frames import episodes_frame, steps_frame
-from core.store.selection import Selection
 from core.store.judgment_counts import COUNTS, judgment_counts
 from core.store.judgment_packs import counts_sql
+from core.store.selection import Selection
+from jobs.kinds.episodes import run_questions
 from tests.helpers.builders import store_sim_grid
 
 GRID = (("sim-own5", "none"), ("sim-stated-own3", "stated_judgment_rule:k=3"),

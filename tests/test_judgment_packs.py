@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_judgment_counts import GRID, REGIMES, _edit
 
 from core import store
 from core.schema import SCHEMA_VERSION
@@ -18,7 +19,6 @@ from core.store import judgment_counts as J
 from core.store.decisions import rederive
 from core.store.judgment_packs import counts_sql
 from core.store.selection import Selection, where_clause
-from test_judgment_counts import GRID, REGIMES, _edit
 from tests.helpers.builders import store_sim_grid, undo_migration
 
 

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from analysis.measures.decisions import judgment_sources
-from analysis.tables.compute import compute
-from analysis.measures.frames import frames_from, load_frames
 from analysis.base.rows import Row
+from analysis.measures.decisions import judgment_sources
+from analysis.measures.frames import frames_from, load_frames
+from analysis.tables.compute import compute
 from core import store
 from core.store.decisions import rederive
 from core.store.frames import episodes_frame, steps_frame

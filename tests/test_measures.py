@@ -18,18 +18,18 @@ import pytest
 from analysis.measures.cost import judgment_rates, stopping_cost, tpc
 from analysis.measures.decisions import decision_table, run_lengths
 from analysis.measures.delta import design_contrast, time_matched_contrast
+from analysis.measures.frames import frames_from
 from analysis.measures.hazard import hazard_curve, integration_index
 from analysis.measures.hazard_sample import hazard_model, hazard_sample
+from analysis.measures.success import paired_success, success_by_regime
 from analysis.stats.lpm import fit_statsmodels, question_crossproducts
 from analysis.stats.lpm_boot import lstsq_weighted
-from analysis.tables.registry import EPISODES, table_names
 from analysis.tables.compute import compute
-from analysis.measures.frames import frames_from
 from analysis.tables.plots import answer_action_chart, hazard_chart
-from analysis.measures.success import paired_success, success_by_regime
+from analysis.tables.registry import EPISODES, table_names
 from analysis.tables.text import fmt_interval, render_results
-from jobs.validate import validate_measures
 from core.demo_data import demo_questions
+from jobs.validate import validate_measures
 from tests.helpers.synthetic import synthetic_hazard
 
 _JUDG = {"U": "USELESS", "F": "USEFUL", "-": None}

@@ -11,9 +11,9 @@ import pytest
 import prompts
 from analysis.measures.cost import charged_cost, measurement_calls, own_calls
 from analysis.measures.decisions import decision_table
+from analysis.measures.frames import load_frames
 from analysis.measures.leaving import leave_delta, switching
 from analysis.tables.compute import compute
-from analysis.measures.frames import load_frames
 from console.cli import main
 from core import store
 from core.conditions import parse_condition

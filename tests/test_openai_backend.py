@@ -22,7 +22,6 @@ from tests.servers import Fault, LoopbackServer, OpenAIApp
 from tests.servers.drive import drive
 
 
-
 @pytest.fixture
 def app() -> OpenAIApp:
     return OpenAIApp()

@@ -12,9 +12,9 @@ import pytest
 from analysis.measures.frames import frames_from, load_frames
 from analysis.prereg.outcomes import VERDICTS, evaluate, prediction_text
 from console.cli import main
-from core.demo_set import ensure_demo_set
 from core import prereg, store
 from core.data import ids_hash
+from core.demo_set import ensure_demo_set
 from core.models.registry import builtin_models
 from core.store import prereg as rows
 from jobs.control import enqueue_grid

@@ -12,8 +12,15 @@ import pytest
 from core import store
 from core.data import Paragraph, Question
 from core.errors import ConfigError, DataError
-from core.plans import (build_plan, evidence_text, minmax, overlap, plan_from_dict,
-                        supporting_indices, tfidf_cosine)
+from core.plans import (
+    build_plan,
+    evidence_text,
+    minmax,
+    overlap,
+    plan_from_dict,
+    supporting_indices,
+    tfidf_cosine,
+)
 from core.store import plans as plan_rows
 
 

@@ -91,9 +91,9 @@ def test_a_policy_fires_only_before_the_agent_ended():
 
 def test_validate_measures_checks_calibration_and_recovers_the_sims_policies(tmp_path):
     from analysis.validate import PROBE_EXPECTED, validation_table
-    from jobs.validate import validate_measures
     from core import store
     from core.demo_data import demo_questions
+    from jobs.validate import validate_measures
 
     db = store.connect(tmp_path / "lab.db")
     store.insert_questions(db, demo_questions())

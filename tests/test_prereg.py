@@ -11,8 +11,8 @@ import pytest
 
 import prompts
 from console.cli import main
-from core.demo_set import ensure_demo_set
 from core import prereg, store
+from core.demo_set import ensure_demo_set
 from core.errors import ConfigError, LabError, StoreError
 from core.models.registry import builtin_models
 from core.store import prereg as rows
@@ -166,8 +166,8 @@ def test_data_existed_at_freeze(db):
 
     from core.models.registry import make_client
     from core.regimes import ForeignPool
-    from jobs.kinds.episodes import run_questions
     from core.store import jobs as ledger
+    from jobs.kinds.episodes import run_questions
 
     job = ledger.job(db, ledger.select_jobs(db, "run", "explore")[0])
     cell_spec = __import__("jobs.tasks").tasks.cell_spec(

@@ -5,12 +5,20 @@ from __future__ import annotations
 import pytest
 
 import prompts
-
 from core.errors import ConfigError
-from core.probes import (At, decision_points, messages_for, parse_at, parse_belief,
-                         parse_confidence, probe_points, read_reply, history_at)
-from core.store import probes as probe_rows
+from core.probes import (
+    At,
+    decision_points,
+    history_at,
+    messages_for,
+    parse_at,
+    parse_belief,
+    parse_confidence,
+    probe_points,
+    read_reply,
+)
 from core.react import forced_messages
+from core.store import probes as probe_rows
 from tests.helpers.probes import FINISH, GARBLED, LOOKUP, SEARCH, scripted_episode
 
 DECISIONS = ("The page named the founder, so I keep going.\nDECISION: CONTINUE",

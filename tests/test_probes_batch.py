@@ -14,11 +14,11 @@ from core.models.registry import make_client
 from core.probes import decision_points, messages_for
 from core.store import probes as probe_rows
 from jobs.kinds.replay import ReplayRequest, custom_id, replay_batched, replay_questions
-from tests.servers import AnthropicApp, LoopbackServer
 from tests.helpers.backends import ANTHROPIC_KEY as KEY
 from tests.helpers.backends import ANTHROPIC_PRICES as PRICES
 from tests.helpers.backends import anthropic_spec
 from tests.helpers.probes import FINISH, SEARCH, scripted_episode
+from tests.servers import AnthropicApp, LoopbackServer
 
 
 def _says(text: str):
@@ -130,8 +130,7 @@ def test_a_resumed_job_polls_the_batch_it_submitted_instead_of_paying_again(
 
 
 def test_batch_flag_is_ignored_by_other_backends_and_halves_only_claude_in_the_plan(db_path):
-    from core.models.registry import builtin_models
-    from core.models.registry import ModelSpec
+    from core.models.registry import ModelSpec, builtin_models
     from jobs.kinds.replay import _discount
 
     request = ReplayRequest("r", "answer_now", batch=True)

@@ -12,9 +12,9 @@ from core.models.registry import make_client
 from core.probes import decision_points, messages_for
 from core.store import probes as probe_rows
 from jobs.kinds.replay import ReplayRequest, replay_questions
-from tests.servers import Fault, LoopbackServer, OpenAIApp
 from tests.helpers.backends import openai_spec
 from tests.helpers.probes import FINISH, SEARCH, scripted_episode
+from tests.servers import Fault, LoopbackServer, OpenAIApp
 
 
 @pytest.fixture

@@ -159,8 +159,8 @@ def test_repair_changes_only_the_placeholder_answers(sim_run):
 def test_an_arm_without_judgments_gets_delta_after_judgment_replay(db_path):
     import asyncio
 
-    from analysis.tables.compute import compute
     from analysis.measures.frames import load_frames
+    from analysis.tables.compute import compute
     from core.models.scripted import ScriptedClient
     from core.store.frames import steps_frame
     from jobs.kinds.replay import ReplayRequest, replay_questions

@@ -19,12 +19,12 @@ from core.react import EpisodeSetup, run_episode
 from core.regimes import ForeignPool, parse_regime
 from core.request_render import RecordingSession, render_request
 from core.runner import CellSpec
+from core.store import jobs as ledger
 from core.store import prompt_packs as pack_rows
-from jobs.grid import GridRequest, expand
 from jobs.control import enqueue_grid
+from jobs.grid import GridRequest, expand
 from jobs.settings import WorkerSettings
 from jobs.tasks import cell_from_row, execute_job
-from core.store import jobs as ledger
 from tests.helpers.queue import lab_here, write_registry
 
 NEW_QUESTION = "Answer with the fewest words you can. Question to answer: {question}\n"

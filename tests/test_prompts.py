@@ -18,8 +18,8 @@ from core.models.registry import builtin_models
 from core.models.scripted import ScriptedClient
 from core.regimes import ForeignPool, parse_regime
 from core.runner import CellSpec
-from jobs.kinds.episodes import run_questions
 from core.store.episodes import prompt_set
+from jobs.kinds.episodes import run_questions
 from tests.helpers.builders import make_pool
 
 FINISH = "Thought: I know it\nAction: finish\nAction Input: Lake 1"

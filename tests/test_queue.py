@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from core.demo_set import ensure_demo_set
 from core import store
+from core.demo_set import ensure_demo_set
 from core.errors import ConfigError, LabError
 from core.models.registry import load_registry
 from core.store import jobs as ledger
@@ -19,8 +19,8 @@ from jobs.grid import GridRequest, plan
 from jobs.settings import WorkerSettings, queue_path
 from jobs.tasks import execute_job
 from jobs.worker import run_worker
-from tests.helpers.waiting import wait_until
 from tests.helpers.queue import write_registry
+from tests.helpers.waiting import wait_until
 
 
 @pytest.fixture

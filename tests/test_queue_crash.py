@@ -19,8 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.queue import (ROOT, episode_census, lab_here, run_lab, start_lab,
-                                 write_registry)
+from tests.helpers.queue import ROOT, episode_census, lab_here, run_lab, start_lab, write_registry
 
 GRID = ["enqueue", "--models", "sim-slow,sim-slow-clock", "--conditions", "none,enforced_rule",
         "--regimes", "clean,persistent,recover_after_2", "--set", "demo", "--run", "crash"]

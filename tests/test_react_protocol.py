@@ -13,8 +13,16 @@ from dataclasses import dataclass, field
 
 import prompts
 from core.conditions import Condition, parse_condition
-from core.models.base import (END_REFUSAL, END_TRUNCATED, FINISH_LENGTH, FINISH_REFUSAL,
-                              FINISH_STOP, EpisodeView, Generation, Message)
+from core.models.base import (
+    END_REFUSAL,
+    END_TRUNCATED,
+    FINISH_LENGTH,
+    FINISH_REFUSAL,
+    FINISH_STOP,
+    EpisodeView,
+    Generation,
+    Message,
+)
 from core.prompt_set import PromptSet
 from core.react import DECIDE_MAX_TOKENS, JUDGE_MAX_TOKENS, EpisodeSetup, run_episode
 from core.regimes import ForeignPool, parse_regime

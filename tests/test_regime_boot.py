@@ -11,8 +11,8 @@ import pytest
 from analysis.base.arms import Grouping
 from analysis.measures.cost import _column_mean, _column_sum
 from analysis.measures.regime_boot import overall_intervals
-from analysis.stats.bootstrap import bootstrap_intervals
 from analysis.measures.success import QuestionMatrix, group_question_matrices, resample_means
+from analysis.stats.bootstrap import bootstrap_intervals
 from core.regimes import MEAN6
 
 REGIMES = (*MEAN6, "plausible")

@@ -13,6 +13,7 @@ from analysis.report.tables import EXACT, LEFT_OUT, exact, fmt
 from tests.helpers.html_check import check_html, report_tables
 from tests.helpers.report_study import RESAMPLES, lab, registered_study
 
+
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     """The study with a frozen amendment and a deviation, and its report."""

@@ -13,9 +13,9 @@ import pytest
 
 import prompts
 from console.cli import main
-from core.demo_set import ensure_demo_set
 from core import prereg, store
 from core.data import ids_hash
+from core.demo_set import ensure_demo_set
 from core.errors import ConfigError, ModelError
 from core.models.registry import load_registry
 from core.models.retry import MalformedResponse, RetryPolicy, call_with_retries

@@ -12,12 +12,19 @@ from pathlib import Path
 
 import pytest
 
-from analysis.tables.compute import compute
 from analysis.measures.frames import load_frames
+from analysis.tables.compute import compute
 from core import store
 from core.store.selection import Selection
-from tests.helpers.scale import (HAZARD_BOOT, N_BOOT, NAMES, POOLS, load_fixture, results_json,
-                                 write_rows)
+from tests.helpers.scale import (
+    HAZARD_BOOT,
+    N_BOOT,
+    NAMES,
+    POOLS,
+    load_fixture,
+    results_json,
+    write_rows,
+)
 
 
 @pytest.fixture(scope="module")

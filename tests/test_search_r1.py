@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 import prompts
-
 from core import store
 from core.conditions import ARMS
 from core.errors import ConfigError

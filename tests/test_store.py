@@ -17,8 +17,8 @@ from core.errors import StoreError
 from core.models.registry import builtin_models, make_client
 from core.regimes import ForeignPool, parse_regime
 from core.runner import CellSpec, run_one, setup_for
-from jobs.kinds.episodes import run_questions
 from core.schema import SCHEMA_VERSION
+from jobs.kinds.episodes import run_questions
 from tests.helpers.builders import make_pool
 
 FIXED_TABLES = {"questions", "question_sets", "amendments", "deviations", "runs", "cells", "jobs",
@@ -258,7 +258,7 @@ def test_errored_episodes_are_read_through_their_partial_index(db_path):
 def test_selection_runs_are_the_runs_of_the_matching_episodes(db_path):
     """`selection_runs` asks each run for one matching episode; it names exactly the
     distinct runs of the episodes the selection and the id bound keep."""
-    from core.store.selection import EPISODES_FROM, Selection, where_clause, selection_runs
+    from core.store.selection import EPISODES_FROM, Selection, selection_runs, where_clause
 
     db = store.connect(db_path)
     pool = make_pool(3)

@@ -14,10 +14,19 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from analysis.measures.results import TableInput, TablePart
-from analysis.tables.registry import (EPISODES, FAMILIES, TableDef, View, register,
-                                      registered, table_def, table_names, views)
 from analysis.base.rows import Table, make_row
+from analysis.measures.results import TableInput, TablePart
+from analysis.tables.registry import (
+    EPISODES,
+    FAMILIES,
+    TableDef,
+    View,
+    register,
+    registered,
+    table_def,
+    table_names,
+    views,
+)
 from console.app import ConsoleConfig, make_app
 from console.cli.results import export_cmd, results
 from console.screens.results import ResultsScreen  # loaded before any toy is registered

@@ -27,10 +27,9 @@ import pandas as pd
 import pytest
 
 from analysis.replay.controllers import Gate
+from analysis.replay.trace_sim import depth_zero_ece, expected_accuracy, sim_questions, sim_traces
 from analysis.replay.trace_tables import TRACE_TABLES, TraceSettings, trace_tables
-from analysis.replay.trace_sim import depth_zero_ece, sim_questions, sim_traces
 from analysis.replay.traces import build_traces, proxy_depth, split_mask
-from analysis.replay.trace_sim import expected_accuracy
 
 SETTINGS = TraceSettings(Gate(), "0", 7)
 THIRD, TWO_THIRDS = 1 / 3, 2 / 3

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from analysis.replay.trace_tables import TRACE_TABLES, TraceSettings, trace_tables
 from analysis.replay.trace_sim import sim_traces
+from analysis.replay.trace_tables import TRACE_TABLES, TraceSettings, trace_tables
 from console.cli import results as results_cli
 from core import store
 from core.store import traces as traces_store

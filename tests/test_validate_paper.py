@@ -18,9 +18,17 @@ from click.testing import CliRunner
 
 import analysis.validate as validate
 from analysis.stats.bootstrap import Interval
-from analysis.validate import (EXPECTED, MEASURES, PAPER_DATASET, PAPER_TABLE7, PaperComparison,
-                               paper_comparisons, paper_decisions, paper_scale_questions,
-                               seed_estimates)
+from analysis.validate import (
+    EXPECTED,
+    MEASURES,
+    PAPER_DATASET,
+    PAPER_TABLE7,
+    PaperComparison,
+    paper_comparisons,
+    paper_decisions,
+    paper_scale_questions,
+    seed_estimates,
+)
 from console.cli.results import validate_measures_cmd
 from core import store
 from core.data import ids_hash

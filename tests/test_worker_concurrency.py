@@ -19,8 +19,8 @@ import pytest
 from core.demo_data import demo_questions
 from jobs.slots import CallSlots
 from tests.helpers.gates import FillGate
-from tests.helpers.waiting import async_until
 from tests.helpers.queue import ROOT, lab_here, run_lab, start_lab
+from tests.helpers.waiting import async_until
 from tests.servers import LoopbackServer, OpenAIApp, react_responder
 
 REGISTRY = """

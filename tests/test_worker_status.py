@@ -7,8 +7,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from core.demo_set import ensure_demo_set
 from core import store
+from core.demo_set import ensure_demo_set
 from core.models.registry import load_registry
 from core.store import jobs as ledger
 from jobs.control import enqueue_grid, status

@@ -6,8 +6,17 @@ from __future__ import annotations
 
 import re
 
-from analysis.figures.base import (Drawn, FigureDef, Skipped, error_bar, group_key, labeller,
-                                   ordered, pick, value)
+from analysis.figures.base import (
+    Drawn,
+    FigureDef,
+    Skipped,
+    error_bar,
+    group_key,
+    labeller,
+    ordered,
+    pick,
+    value,
+)
 from analysis.figures.study import StudyRows
 from analysis.figures.style import PALETTE, Style, new_figure
 

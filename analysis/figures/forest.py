@@ -6,12 +6,20 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 
-from analysis.figures.base import (Drawn, FigureDef, Skipped, error_bar, labeller, ordered,
-                                   pick, primary_budget, value)
+from analysis.figures.base import (
+    Drawn,
+    FigureDef,
+    Skipped,
+    error_bar,
+    labeller,
+    ordered,
+    pick,
+    primary_budget,
+    value,
+)
 from analysis.figures.identity import row_look
 from analysis.figures.study import RowDict, StudyRows
 from analysis.figures.style import NEUTRAL, Style
-
 
 ROW_INCHES = 0.16
 """Height of one forest row at an 8-point base font."""

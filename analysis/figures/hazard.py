@@ -7,8 +7,18 @@ it has no figure.
 
 from __future__ import annotations
 
-from analysis.figures.base import (Drawn, FigureDef, Skipped, by_model, group_key, labeller,
-                                   ordered, pick, primary_budget, value)
+from analysis.figures.base import (
+    Drawn,
+    FigureDef,
+    Skipped,
+    by_model,
+    group_key,
+    labeller,
+    ordered,
+    pick,
+    primary_budget,
+    value,
+)
 from analysis.figures.identity import row_look
 from analysis.figures.study import StudyRows
 from analysis.figures.style import Style, new_figure

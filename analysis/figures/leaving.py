@@ -9,8 +9,16 @@ figure shows that share among the others rather than a curve over actions.
 
 from __future__ import annotations
 
-from analysis.figures.base import (Drawn, FigureDef, Skipped, error_bar, labeller, ordered,
-                                   pick, value)
+from analysis.figures.base import (
+    Drawn,
+    FigureDef,
+    Skipped,
+    error_bar,
+    labeller,
+    ordered,
+    pick,
+    value,
+)
 from analysis.figures.study import StudyRows
 from analysis.figures.style import NEUTRAL, Style, new_figure, series_style
 

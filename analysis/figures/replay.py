@@ -20,8 +20,16 @@ import re
 import numpy as np
 from matplotlib.colors import TwoSlopeNorm
 
-from analysis.figures.base import (Drawn, FigureDef, Skipped, group_key, labeller, ordered,
-                                   pick, value)
+from analysis.figures.base import (
+    Drawn,
+    FigureDef,
+    Skipped,
+    group_key,
+    labeller,
+    ordered,
+    pick,
+    value,
+)
 from analysis.figures.identity import row_look
 from analysis.figures.study import StudyRows
 from analysis.figures.style import NEUTRAL, Style, new_figure

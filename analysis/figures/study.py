@@ -17,8 +17,8 @@ from typing import Any
 
 from sqlite_utils import Database
 
-from analysis.tables.provenance import row_provenance
 from analysis.base.rows import Table
+from analysis.tables.provenance import row_provenance
 from core.canonical import canonical_hash
 from core.store import prereg as prereg_rows
 from core.store.selection import Selection

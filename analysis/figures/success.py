@@ -3,8 +3,20 @@ paper's Table 6 / Table 13 as a dot plot; table "success")."""
 
 from __future__ import annotations
 
-from analysis.figures.base import (Drawn, FigureDef, Skipped, by_model, error_bar, group_key,
-                                   labeller, na_mark, ordered, pick, primary_budget, value)
+from analysis.figures.base import (
+    Drawn,
+    FigureDef,
+    Skipped,
+    by_model,
+    error_bar,
+    group_key,
+    labeller,
+    na_mark,
+    ordered,
+    pick,
+    primary_budget,
+    value,
+)
 from analysis.figures.identity import row_look
 from analysis.figures.study import StudyRows
 from analysis.figures.style import Style, new_figure

@@ -34,18 +34,18 @@ import numpy as np
 import pandas as pd
 
 from analysis.base.arms import ArmKey, Grouping
-from analysis.stats.codes import sorted_codes
+from analysis.base.rows import Row, Table, interval_row, make_row
 from analysis.measures.dissociation import DISSOCIATION_RUN, dissociation
 from analysis.measures.regime_boot import overall_intervals
-from analysis.base.rows import Row, Table, interval_row, make_row
 from analysis.measures.results import TableInput, TablePart
-from analysis.stats.bootstrap import N_BOOT, Interval
 from analysis.measures.success import (
     MEAN6_LABEL,
     QuestionMatrix,
     group_question_matrices,
     question_matrix,
 )
+from analysis.stats.bootstrap import N_BOOT, Interval
+from analysis.stats.codes import sorted_codes
 from core.conditions import LAMBDA, Condition, condition_from_spec, parse_condition
 from core.regimes import MEAN6
 

@@ -18,11 +18,8 @@ import numpy as np
 import pandas as pd
 
 from analysis.base.arms import ArmKey, Grouping
-from analysis.measures.decisions import REPLAYED, judgment_columns, judgment_sources
-# sorted_codes: `codes`' sorted codes (the frame's question ids and regimes are never
-# missing, so no missing-value code)
-from analysis.stats.codes import sorted_codes
 from analysis.base.rows import Row, Table, interval_row
+from analysis.measures.decisions import REPLAYED, judgment_columns, judgment_sources
 from analysis.measures.results import TableInput, TablePart
 from analysis.stats.bootstrap import (
     N_BOOT,
@@ -33,6 +30,10 @@ from analysis.stats.bootstrap import (
     summarize,
     summarize_columns,
 )
+
+# sorted_codes: `codes`' sorted codes (the frame's question ids and regimes are never
+# missing, so no missing-value code)
+from analysis.stats.codes import sorted_codes
 from core.regimes import MAIN_FAMILY
 
 T_MIN, T_MAX = 3, 6

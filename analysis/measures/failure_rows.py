@@ -18,11 +18,11 @@ import pandas as pd
 
 from analysis.base.arms import GROUP_KEYS, ArmKey, Grouping
 from analysis.measures.decisions import judgment_columns
-from analysis.stats.codes import codes
 from analysis.measures.hazard_sample import after_useless, sample_frame
-from analysis.stats.lpm_boot import distinct_columns
-from analysis.stats.lpm_batch import CodedSample
 from analysis.stats.bootstrap import Interval, resample_weights, summarize_columns
+from analysis.stats.codes import codes
+from analysis.stats.lpm_batch import CodedSample
+from analysis.stats.lpm_boot import distinct_columns
 from core.regimes import FAILURE_REGIMES, MAIN_FAMILY
 
 

@@ -18,17 +18,22 @@ import numpy as np
 import pandas as pd
 
 from analysis.base.arms import ArmKey, Grouping
+from analysis.base.rows import Row, Table, interval_row
 from analysis.measures.decisions import REPLAYED, judgment_sources
-from analysis.stats.codes import codes
-from analysis.measures.failure_rows import (FailureRows, cluster_counts, coded_samples,
-                                            failure_rows, grouped_intervals)
+from analysis.measures.failure_rows import (
+    FailureRows,
+    cluster_counts,
+    coded_samples,
+    failure_rows,
+    grouped_intervals,
+)
 from analysis.measures.failure_rows import family_failure_regimes as family_failure_regimes
 from analysis.measures.hazard_sample import after_useless
-from analysis.stats.lpm import HAZARD_BOOT, HazardFit
 from analysis.measures.results import TableInput, TablePart
-from analysis.stats.lpm_batch import fit_samples
-from analysis.base.rows import Row, Table, interval_row
 from analysis.stats.bootstrap import N_BOOT, Interval, bootstrap_intervals, cluster_sums, safe_ratio
+from analysis.stats.codes import codes
+from analysis.stats.lpm import HAZARD_BOOT, HazardFit
+from analysis.stats.lpm_batch import fit_samples
 from core.regimes import FAILURE_REGIMES
 
 MAX_J = 7

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.base.arms import ArmKey, Grouping
-from analysis.stats.blas import worker_threads
+from analysis.base.rows import Row, Table, make_row
 from analysis.measures.cost import JUDGMENT_MEASURES, JudgmentRates, Rate
 from analysis.measures.decisions import REPLAYED, judgment_columns, judgment_sources
 from analysis.measures.dissociation import (
@@ -27,8 +27,8 @@ from analysis.measures.dissociation import (
     group_dissociations,
 )
 from analysis.measures.frames import Frames
-from analysis.base.rows import Row, Table, make_row
 from analysis.measures.results import TableInput, TablePart
+from analysis.stats.blas import worker_threads
 from core.store.judgment_counts import COUNTS, JudgmentCounts, judgment_counts
 
 _SHORT = ("USELESS|fail", "USELESS|real", "USEFUL|gold1", "USEFUL|gold+", "USEFUL|distr1",

@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.base.arms import Grouping
+from analysis.base.rows import Row, Table, interval_row, make_row
 from analysis.measures.decisions import arm_groups
 from analysis.measures.delta import (
     Contrast,
@@ -38,7 +39,6 @@ from analysis.measures.delta import (
     time_matched_contrast,
     time_matched_counts_by_group,
 )
-from analysis.base.rows import Row, Table, interval_row, make_row
 from analysis.measures.results import TableInput, TablePart
 from analysis.stats.bootstrap import N_BOOT
 from core.conditions import TWO_SOURCE_ARMS

@@ -17,15 +17,15 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from analysis.measures.success import MEAN6_LABEL, QuestionMatrix, resample_means
 from analysis.stats.bootstrap import (
     N_BOOT,
     Interval,
     bootstrap_intervals,
     resample_weights,
     safe_ratio,
+    summarize_columns,
 )
-from analysis.stats.bootstrap import summarize_columns
-from analysis.measures.success import MEAN6_LABEL, QuestionMatrix, resample_means
 from core.regimes import MEAN6
 
 

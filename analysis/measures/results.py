@@ -19,8 +19,8 @@ from analysis.base.rows import Table
 from core.end_reasons import apart_counts
 
 if TYPE_CHECKING:
-    from analysis.measures.frames import Frames
     from analysis.base.cache import ResultsCache
+    from analysis.measures.frames import Frames
 
 
 @dataclass(frozen=True)

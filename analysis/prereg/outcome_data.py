@@ -25,8 +25,8 @@ import pandas as pd
 from analysis.measures.frames import Frames
 from core.conditions import Condition, condition_from_spec, parse_condition
 from core.errors import LabError
-from core.registered_tests import DEFAULT_BUDGET, arm_matches, named_budgets
 from core.regimes import regime_family
+from core.registered_tests import DEFAULT_BUDGET, arm_matches, named_budgets
 
 
 @dataclass(frozen=True)

@@ -23,9 +23,9 @@ from analysis.measures.delta import design_contrast, time_matched_contrast
 from analysis.measures.dissociation import dissociation
 from analysis.measures.hazard import integration_index
 from analysis.measures.leaving import leave_delta, switching
+from analysis.measures.success import paired_regime_mean, paired_success
 from analysis.prereg.outcome_data import TestData, Unit, families
 from analysis.stats.bootstrap import Interval, bootstrap_p, holm
-from analysis.measures.success import paired_regime_mean, paired_success
 from core.conditions import LAMBDA
 from core.regimes import MEAN3, MEAN6
 from core.registered_tests import DEFAULT_BUDGET, bound_rule, named_conditions, named_regimes

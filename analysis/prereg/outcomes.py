@@ -40,8 +40,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from analysis.prereg import outcome_kinds as kinds
 from analysis.measures.frames import Frames
+from analysis.prereg import outcome_kinds as kinds
 from analysis.prereg.outcome_data import TestData, Unit
 from analysis.prereg.outcome_kinds import NA, REPORTED, Part
 from core.errors import ConfigError, LabError

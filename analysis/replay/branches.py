@@ -26,8 +26,8 @@ import pandas as pd
 
 from analysis.base.arms import regime_order
 from analysis.measures.decisions import run_lengths
-from analysis.stats.bootstrap import N_BOOT, Interval, bootstrap_intervals, safe_ratio
 from analysis.measures.success import QuestionMatrix, restrict
+from analysis.stats.bootstrap import N_BOOT, Interval, bootstrap_intervals, safe_ratio
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-
 from scipy.optimize import isotonic_regression
 
 from core.canonical import keyed_uniform

@@ -47,12 +47,17 @@ import numpy as np
 import pandas as pd
 
 from analysis.base.arms import Grouping, regime_order
-from analysis.replay.branches import BranchPoints, Branches, build_branches, question_means
-from analysis.replay.calibration import (RiskCoverage, calibration_split, ece, fit_isotonic,
-                                  risk_coverage)
-from analysis.measures.decisions import arm_groups
-from analysis.replay.policies import LAMBDAS
 from analysis.base.rows import Table, interval_row, make_row, with_holm
+from analysis.measures.decisions import arm_groups
+from analysis.replay.branches import Branches, BranchPoints, build_branches, question_means
+from analysis.replay.calibration import (
+    RiskCoverage,
+    calibration_split,
+    ece,
+    fit_isotonic,
+    risk_coverage,
+)
+from analysis.replay.policies import LAMBDAS
 from analysis.stats.bootstrap import N_BOOT, cluster_mean, paired_difference
 from core.errors import ConfigError
 from core.probes import ANSWER_NOW, ANSWER_NOW_CONFIDENCE

@@ -41,13 +41,20 @@ import numpy as np
 import pandas as pd
 
 from analysis.base.arms import ArmKey, Grouping
-from analysis.replay.branches import (BranchPoints, Branches, RegimeCells, build_branches,
-                                      first_true, own_runs_matrix,
-                                      paired_regime_differences, regime_cells)
-from analysis.measures.decisions import arm_groups
 from analysis.base.rows import Row, Table, interval_row, make_row, with_holm
-from analysis.stats.bootstrap import N_BOOT, bootstrap_intervals
+from analysis.measures.decisions import arm_groups
 from analysis.measures.success import QuestionMatrix
+from analysis.replay.branches import (
+    Branches,
+    BranchPoints,
+    RegimeCells,
+    build_branches,
+    first_true,
+    own_runs_matrix,
+    paired_regime_differences,
+    regime_cells,
+)
+from analysis.stats.bootstrap import N_BOOT, bootstrap_intervals
 from core.conditions import LAMBDA
 
 LAMBDAS = (0.0, 0.02, LAMBDA)

@@ -3,21 +3,20 @@
 
 from __future__ import annotations
 
-
 import pandas as pd
 from sqlite_utils import Database
 
 from analysis.base.arms import Grouping
-from analysis.replay.controllers import Gate, controller_table
+from analysis.base.rows import Table
 from analysis.measures.frames import Frames
 from analysis.measures.results import Results
+from analysis.replay.controllers import Gate, controller_table
 from analysis.replay.policies import policy_table
 from analysis.replay.trace_tables import TRACE_TABLES, TraceSettings, trace_tables
-from analysis.base.rows import Table
 from core.errors import StoreError
-from core.store.selection import Selection
 from core.probes import ANSWER_NOW, BRANCH_KINDS
 from core.store.probes import probes_frame
+from core.store.selection import Selection
 
 PROBE_TABLES = ("policies", "controllers")
 __all__ = ["PROBE_TABLES", "TRACE_TABLES", "probe_results", "trace_results"]

@@ -33,13 +33,24 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
+from analysis.base.rows import Row, Table
 from analysis.replay.calibration import N_BINS, ece, risk_coverage
 from analysis.replay.controllers import ABSTAIN, ESCALATE, Gate
-from analysis.replay.traces import (DEPTHS, MEASURES, FittedMap, Outcome, Traces,
-                                    build_traces, commit_at, fit_map, gated, measures,
-                                    split_mask, systems)
+from analysis.replay.traces import (
+    DEPTHS,
+    MEASURES,
+    FittedMap,
+    Outcome,
+    Traces,
+    build_traces,
+    commit_at,
+    fit_map,
+    gated,
+    measures,
+    split_mask,
+    systems,
+)
 from analysis.stats.bootstrap import N_BOOT, Interval, bootstrap_intervals, safe_ratio
-from analysis.base.rows import Row, Table
 from core.errors import ConfigError
 
 TRACE_TABLES = ("trace_table1", "trace_table2", "trace_table3", "trace_sweeps",

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from datetime import datetime, UTC
+from datetime import UTC, datetime
 from html import escape
 from typing import Any
 

@@ -13,10 +13,9 @@ every row, so the file grows with the number of groups, not episodes.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from html import escape
 from typing import Any
-
-from dataclasses import replace
 
 from analysis.base.rows import Table
 from analysis.figures.study import RowDict

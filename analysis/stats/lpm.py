@@ -16,9 +16,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis.stats.lpm_boot import coefficient_intervals, identified
 from analysis.stats.bootstrap import Interval, cluster_sums
 from analysis.stats.codes import codes
+from analysis.stats.lpm_boot import coefficient_intervals, identified
 
 HAZARD_BOOT = 1000
 COEFS = ("run", "earlier")

@@ -25,9 +25,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from analysis.stats.blas import worker_threads
+from analysis.stats.bootstrap import Interval
 from analysis.stats.lpm import HazardFit, point_estimates
 from analysis.stats.lpm_boot import coefficient_intervals
-from analysis.stats.bootstrap import Interval
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from analysis.base.arms import ArmKey, Grouping
+from analysis.base.cache import ResultsCache
+from analysis.base.rows import Table
 from analysis.measures.frames import Frames
 from analysis.measures.leaving import two_source_mask
 from analysis.measures.results import Results, TableInput, TablePart, apart_totals
@@ -24,9 +26,7 @@ from analysis.measures.success import REFERENCE
 from analysis.stats.blas import single_thread
 from analysis.stats.bootstrap import N_BOOT
 from analysis.stats.lpm import HAZARD_BOOT
-from analysis.base.cache import ResultsCache
 from analysis.tables.registry import EPISODES, table_def, table_names
-from analysis.base.rows import Table
 from core.conditions import LAMBDA
 
 

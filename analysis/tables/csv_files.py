@@ -16,8 +16,8 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.tables.provenance import EXTRA_FIELDS
 from analysis.base.rows import ENDED_FIELDS, ROW_FIELDS, Table
+from analysis.tables.provenance import EXTRA_FIELDS
 from core.atomic_write import atomic_path
 from core.version import project_version
 

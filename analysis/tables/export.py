@@ -35,20 +35,20 @@ from sqlite_utils import Database
 from analysis.base.arms import EXPLORATORY
 from analysis.measures.cost import measurement_calls, own_call_column, own_calls, parse_condition_of
 from analysis.measures.frames import load_frames
+from analysis.stats.bootstrap import N_BOOT
 from analysis.tables.compute import compute
-from analysis.tables.registry import PROBES, TRACES, table_names
 from analysis.tables.csv_files import (
     table_frame,
     write_frame,
     write_rows_atomic,
 )
-from analysis.stats.bootstrap import N_BOOT
+from analysis.tables.registry import PROBES, TRACES, table_names
 from core.errors import ConfigError
-from core.version import project_version
 from core.store.export_rows import episode_rows, step_rows
 from core.store.selection import Selection
 from core.store.traces import EXPORT_COLUMNS as TRACE_STATE_COLUMNS
 from core.store.traces import count_traces, export_rows
+from core.version import project_version
 
 EPISODE_COLUMNS = ("episode_id", "run", "amendment", "model", "arm", "condition",
                    "condition_hash", "regime", "budget", "dataset", "question_set", "seed",

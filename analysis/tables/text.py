@@ -10,9 +10,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from analysis.base.arms import ArmKey
+from analysis.base.rows import ENDED_FIELDS, Row, Table
 from analysis.measures.results import Results
 from analysis.tables.fit import abbreviation_lines, blocks, canonical_columns, wrap_line
-from analysis.base.rows import ENDED_FIELDS, Row, Table
 from core.end_reasons import apart_text
 from core.regimes import FAILURE_REGIMES, MEAN6, short_regime
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import re
 
-from analysis.tables.plots import Series, line_chart
 from analysis.base.rows import Row, Table
+from analysis.tables.plots import Series, line_chart
 
 GATED = ("Raw-Gated", "Calibrated-Gated")
 

@@ -12,8 +12,8 @@ from console.render import plural
 from core import store
 from core.data_import import read_data_file, store_data_file
 from core.demo_fever import DEMO_FEVER_DATASET
-from core.episode_import import read_episode_import, store_episode_import
 from core.demo_set import ensure_demo_set, load_demo_questions
+from core.episode_import import read_episode_import, store_episode_import
 from core.errors import ConfigError
 from core.limits import DEFAULT_WARN_KB, oversized
 from core.question_sets import check_set_name, draw_set, save_set

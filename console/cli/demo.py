@@ -8,8 +8,8 @@ from pathlib import Path
 
 import click
 from rich.console import Console
-from sqlite_utils import Database
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from sqlite_utils import Database
 
 from console.cli.options import open_db
 from core import prereg, store
@@ -176,9 +176,9 @@ def summary(db_path: Path, amendment: str, colour: bool = False) -> str:
     """
     from dataclasses import replace
 
-    from analysis.tables.compute import compute
     from analysis.measures.frames import load_frames
     from analysis.prereg.outcomes import evaluate
+    from analysis.tables.compute import compute
     from analysis.tables.fit import wrap_line
     from analysis.tables.text import render_results
     from console.cli.prereg import outcome_lines

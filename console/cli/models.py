@@ -15,13 +15,13 @@ from console.cli.options import open_db
 from core.errors import ConfigError
 from core.models.endpoint_url import redact_endpoint
 from core.models.registry import load_registry, resolve_model
-from core.models.specs import OpenAISpec
 from core.models.serving import (
     default_port,
     server_version,
     vllm_command,
     wait_healthy,
 )
+from core.models.specs import OpenAISpec
 from core.store.servers import mark_stopped, record_server
 
 

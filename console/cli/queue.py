@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import sys
 import time
-from dataclasses import asdict
 from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -18,12 +18,12 @@ from console.render import imported_summary, plural, step_lines, summary_lines
 from core import store
 from core.end_reasons import apart_text
 from core.errors import ConfigError
-from core.store.endpoints import endpoints_down
 from core.models.registry import load_registry
 from core.regimes import MEAN6
 from core.store import jobs as ledger
 from core.store import monitor
 from core.store.base import check_writable
+from core.store.endpoints import endpoints_down
 from core.store.imports import NO_TEXT, episode_imported
 from core.store.questions import title_resolver
 from jobs.control import control, enqueue_grid, status

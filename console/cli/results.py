@@ -15,17 +15,16 @@ from typing import TYPE_CHECKING
 import click
 from sqlite_utils import Database
 
+from analysis.tables.provenance import provenance_lines, row_provenance
 from console.cli.options import MAX_RESAMPLES, TableChoice, bounded, open_db
 from core import store
 from core.errors import ConfigError, LabError, StoreError
 from core.store import prereg as prereg_rows
-from core.store.selection import Selection, check_selection
-from core.store.selection import selection_from
-from analysis.tables.provenance import provenance_lines, row_provenance
+from core.store.selection import Selection, check_selection, selection_from
 
 if TYPE_CHECKING:
-    from analysis.measures.frames import Frames
     from analysis.base.rows import Table
+    from analysis.measures.frames import Frames
 
 FORMATS = ("table", "csv", "json")
 NO_REPAIRED = ("note: no repaired answers stored yet (answer repair, SPEC §8.5, is not run in "
@@ -196,8 +195,8 @@ def results(ctx: click.Context, table: str, runs: tuple[str, ...], sets: tuple[s
 
 def _print_trace(table: Table, fmt: str) -> None:
     """Print a second-paper table on trace states (with the sweeps' charts)."""
-    from analysis.tables.trace_charts import sweep_charts
     from analysis.tables.text import render_table
+    from analysis.tables.trace_charts import sweep_charts
 
     if fmt != "table":
         click.echo(_rows_out(table.dicts(), fmt))
@@ -258,13 +257,21 @@ def validate_measures_cmd(ctx: click.Context, set_name: str | None, seeds: int,
     from dataclasses import replace
 
     from analysis.tables.text import render_table
-    from analysis.validate import (PAPER_QUESTIONS, PAPER_SEEDS, PAPER_TABLE7,
-                                   ValidationFailed, n_cells, paper_comparisons,
-                                   paper_decisions, paper_scale_questions, paper_table,
-                                   validation_table)
-    from jobs.validate import validate_measures
+    from analysis.validate import (
+        PAPER_QUESTIONS,
+        PAPER_SEEDS,
+        PAPER_TABLE7,
+        ValidationFailed,
+        n_cells,
+        paper_comparisons,
+        paper_decisions,
+        paper_scale_questions,
+        paper_table,
+        validation_table,
+    )
     from core.demo_data import demo_questions
     from core.regimes import ForeignPool
+    from jobs.validate import validate_measures
 
     if paper_scale and ctx.get_parameter_source("seeds") == click.core.ParameterSource.COMMANDLINE \
             and seeds != PAPER_SEEDS:

@@ -16,8 +16,8 @@ from console.render import plural
 from core.models.registry import load_registry
 from core.plans import DEFAULT_SIMILARITY, SIMILARITIES
 from core.scoring import DEFAULT_THRESHOLD
-from core.traces import EMPTY_SLICE, EMPTY_SLICES
 from core.store import jobs as ledger
+from core.traces import EMPTY_SLICE, EMPTY_SLICES
 from jobs.kinds.traces import TracePlan, TraceRequest, enqueue_traces, plan_traces
 
 

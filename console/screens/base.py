@@ -30,11 +30,10 @@ from textual import events
 from textual.binding import Binding
 from textual.screen import Screen
 
+from console.messages import DbChanged, Notice, ReadOnly, Wrote
 from core import store
 from core.errors import LabError, StoreError
 from core.store.base import access_error
-
-from console.messages import DbChanged, Notice, ReadOnly, Wrote
 
 if TYPE_CHECKING:
     from console.app import ConsoleConfig, LabApp

@@ -28,11 +28,16 @@ from textual.widgets import Button, Header, Input, Label, Select, SelectionList,
 from console.messages import Notice
 from console.render import plural
 from console.screens.base import LabScreen
-from console.widgets.footer import LabFooter
-from console.widgets.enqueue_checklist import EnqueueChecklist
 from console.widgets.confirm import Confirm
-from console.widgets.enqueue_preview import (build_request, confirm_text, nothing_text,
-                                             preview_text, refusal_text)
+from console.widgets.enqueue_checklist import EnqueueChecklist
+from console.widgets.enqueue_preview import (
+    build_request,
+    confirm_text,
+    nothing_text,
+    preview_text,
+    refusal_text,
+)
+from console.widgets.footer import LabFooter
 from core import store
 from core.conditions import ARMS
 from core.errors import LabError

@@ -23,8 +23,8 @@ from textual.widgets.tree import TreeNode
 
 from console.messages import Notice
 from console.screens.base import LabScreen
-from console.widgets.footer import LabFooter
 from console.widgets.confirm import Confirm
+from console.widgets.footer import LabFooter
 from console.widgets.jobs_confirm import act_prompt, nothing_text
 from core import store
 from core.end_reasons import apart_text

@@ -22,17 +22,17 @@ from dataclasses import dataclass, field
 from rich.console import Group
 from rich.padding import Padding
 from rich.text import Text
+from sqlite_utils import Database
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message
-from sqlite_utils import Database
 from textual.widgets import DataTable, Header, Input, RichLog, Static
 
 from console.render import reasoning_line
 from console.screens.base import LabScreen
-from console.widgets.footer import LabFooter
 from console.watch import DataVersion
+from console.widgets.footer import LabFooter
 from core import store
 from core.end_reasons import end_text
 from core.episode import Step

@@ -29,10 +29,8 @@ from console.screens.base import LabScreen
 from console.widgets.confirm import Confirm
 from console.widgets.footer import LabFooter
 from console.widgets.sets_forms import ImportForm, ImportRequest, SetForm, SetRequest
-from console.widgets.sets_render import (created_text, import_confirm, imported_text,
-                                         set_confirm)
-from core.data_import import DataFile, already_stored, check_task, read_data_file, \
-    store_data_file
+from console.widgets.sets_render import created_text, import_confirm, imported_text, set_confirm
+from core.data_import import DataFile, already_stored, check_task, read_data_file, store_data_file
 from core.errors import LabError
 from core.limits import DEFAULT_WARN_KB, oversized
 from core.question_sets import DatasetInfo, SetDraft, draw_set, overview, save_set

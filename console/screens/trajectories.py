@@ -24,8 +24,8 @@ from textual.widgets import ContentSwitcher, DataTable, Header, Input, Static
 from textual.worker import get_current_worker
 
 from console.screens.base import LabScreen
-from console.widgets.footer import LabFooter
 from console.widgets import traj_render as render
+from console.widgets.footer import LabFooter
 from core import store
 from core.errors import LabError
 from core.regimes import short_regime

@@ -52,15 +52,20 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from core.errors import ConfigError
-from core.models.base import (FINISH_LENGTH, FINISH_REFUSAL, FINISH_STOP, EpisodeView,
-                              Generation, Message)
-from core.models.generation import TOOLS_NATIVE
+from core.models.base import (
+    FINISH_LENGTH,
+    FINISH_REFUSAL,
+    FINISH_STOP,
+    EpisodeView,
+    Generation,
+    Message,
+)
 from core.models.endpoint_url import parse_endpoint, scrub_client_logs
+from core.models.generation import TOOLS_NATIVE
 from core.models.reasoning import estimate_reasoning_tokens
+from core.models.retry import MalformedResponse, call_with_retries, reading_reply
 from core.models.server_checks import ANTHROPIC_KEY_ENV
 from core.models.specs import BATCH_DISCOUNT, DEFAULT_ANTHROPIC_URL, AnthropicSpec
-from core.models.retry import (MalformedResponse, call_with_retries,
-                               reading_reply)
 
 if TYPE_CHECKING:
     import anthropic

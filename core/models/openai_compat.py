@@ -55,8 +55,8 @@ import httpx
 from core.errors import ConfigError, ModelError
 from core.models.base import FINISH_LENGTH, FINISH_STOP, EpisodeView, Generation, Message
 from core.models.endpoint_url import parse_endpoint, scrub_client_logs
-from core.models.health import HEALTH, Breaker, Failover, http_alive, wait_admission
 from core.models.generation import SEED_NONE, SEED_PROMPT, cut_at_stop, request_seed
+from core.models.health import HEALTH, Breaker, Failover, http_alive, wait_admission
 from core.models.reasoning import estimate_reasoning_tokens, split_reasoning
 from core.models.retry import LOG, StatusFailure, call_with_retries, reading_reply
 from core.models.specs import OpenAISpec

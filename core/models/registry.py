@@ -18,8 +18,7 @@ from core.errors import ConfigError
 from core.models.backends import BACKENDS, backend_named
 from core.models.base import ModelClient
 from core.models.cost import Prices
-from core.models.declared import (BackendConfig, from_table, required_keys, serving_keys,
-                                  table_keys)
+from core.models.declared import BackendConfig, from_table, required_keys, serving_keys, table_keys
 from core.models.sim import BUILTIN_SIMS
 
 TOP_LEVEL = ("models",)

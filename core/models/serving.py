@@ -17,6 +17,7 @@ from core.errors import ConfigError, LabError
 from core.models.registry import ModelSpec
 from core.models.specs import OpenAISpec
 
+
 def vllm_command(spec: ModelSpec, host: str, port: int, executable: str = "vllm") -> list[str]:
     """The `vllm serve` command line of a registry model.
 

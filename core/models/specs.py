@@ -17,9 +17,16 @@ from typing import Any, ClassVar
 from core.errors import ConfigError
 from core.models.cost import Prices
 from core.models.declared import BackendConfig, check_fields, setting
-from core.models.generation import (SEED_NONE, SEED_PROMPT, THINKING_TIMEOUT_S, TOOLS_MODES,
-                                    TOOLS_TEXT, default_act_max_tokens, default_sampling,
-                                    default_thinking_budget)
+from core.models.generation import (
+    SEED_NONE,
+    SEED_PROMPT,
+    THINKING_TIMEOUT_S,
+    TOOLS_MODES,
+    TOOLS_TEXT,
+    default_act_max_tokens,
+    default_sampling,
+    default_thinking_budget,
+)
 from core.models.retry import RetryPolicy
 from core.prompt_set import PROMPT_FORMATS
 

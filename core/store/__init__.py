@@ -8,14 +8,36 @@ share one file under WAL with a busy timeout instead of failing with
 
 from core.store.base import BUSY_TIMEOUT_MS, schema_version, write
 from core.store.connection import connect
-from core.store.episodes import (count, episode_exists, episode_steps, live_end, live_start,
-                                 live_step, live_steps, write_episodes)
+from core.store.episodes import (
+                                 count,
+                                 episode_exists,
+                                 episode_steps,
+                                 live_end,
+                                 live_start,
+                                 live_step,
+                                 live_steps,
+                                 write_episodes,
+)
 from core.store.frames import episodes_frame, steps_frame
-from core.store.questions import (dataset_labels, datasets, insert_questions, load_questions,
-                                  question_ids, question_set, question_sets, save_question_set,
-                                  useless_rate)
-from core.store.runs import cell_hash, ensure_cell, ensure_run, next_replicate, run_id
-from core.store.runs import cell_ids_by_hash
+from core.store.questions import (
+                                 dataset_labels,
+                                 datasets,
+                                 insert_questions,
+                                 load_questions,
+                                 question_ids,
+                                 question_set,
+                                 question_sets,
+                                 save_question_set,
+                                 useless_rate,
+)
+from core.store.runs import (
+                                 cell_hash,
+                                 cell_ids_by_hash,
+                                 ensure_cell,
+                                 ensure_run,
+                                 next_replicate,
+                                 run_id,
+)
 
 __all__ = [
     "BUSY_TIMEOUT_MS", "cell_hash", "cell_ids_by_hash", "connect", "count", "dataset_labels",

@@ -17,7 +17,6 @@ from core.store.base import write
 from core.store.decisions import store_derived
 from core.store.monitor import pid_alive, stale_live_ids
 
-
 _EPISODE_COLS = ("answered", "answer", "answer_action", "em", "f1", "correct", "placeholder",
                  "tool_calls", "extra_calls", "format_failures", "forced_turns", "refused_calls",
                  "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",

@@ -17,7 +17,8 @@ from sqlite_utils import Database
 from core.conditions import arm_label
 from core.end_reasons import APART
 from core.pack_labels import label_with_pack
-from core.store.decisions import (PACKED_FIELDS, PACKED_ID_SHIFT, PACKED_OFFSET)
+from core.store.decisions import PACKED_FIELDS, PACKED_ID_SHIFT, PACKED_OFFSET
+from core.store.episode_packs import EPISODE_WORDS, word_sql
 from core.store.imports import question_datasets
 from core.store.layouts import require_layout
 from core.store.packs import (
@@ -30,8 +31,6 @@ from core.store.packs import (
     unpack_words,
 )
 from core.store.selection import Selection, where_clause, with_filters
-from core.store.episode_packs import EPISODE_WORDS
-from core.store.episode_packs import word_sql
 
 if TYPE_CHECKING:  # pandas loads on first use, not on import
     import pandas as pd

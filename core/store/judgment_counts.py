@@ -21,8 +21,7 @@ from typing import Any
 from sqlite_utils import Database
 
 from core.errors import LabError
-from core.store.judgment_packs import (COUNTS, LANE, PACK_WORDS, counted, counted_ids,
-                                       has_replayed)
+from core.store.judgment_packs import COUNTS, LANE, PACK_WORDS, counted, counted_ids, has_replayed
 from core.store.layouts import require_layout
 from core.store.selection import Selection, where_clause
 

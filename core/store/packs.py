@@ -4,10 +4,9 @@ writes (`core.store.layouts`) and decoded into numpy columns."""
 
 from __future__ import annotations
 
+import sqlite3
 from dataclasses import dataclass
 from typing import Any
-
-import sqlite3
 
 from sqlite_utils import Database
 

@@ -21,7 +21,7 @@ from core.regimes import parse_regime
 from core.store.base import write
 from core.store.episodes import COMPLETE, episode_steps
 from core.store.events import log_event
-from core.store.selection import Selection, with_filters, where_clause
+from core.store.selection import Selection, where_clause, with_filters
 from core.store.trajectories import _questions, observation_text
 
 if TYPE_CHECKING:  # pandas loads on first use, not on import

@@ -31,13 +31,27 @@ from sqlite_utils import Database
 import prompts
 from core import store
 from core.episode import prompt_set_sha256
+from core.errors import ConfigError, StoreError
 from core.models.base import ModelClient, batch_api
 from core.models.registry import ModelSpec
+from core.probes import (
+    ANSWER_NOW,
+    ANSWER_NOW_CONFIDENCE,
+    COMMANDS,
+    PROBE_MAX_TOKENS,
+    At,
+    ProbeRecord,
+    RecordedEpisode,
+    call_kind,
+    messages_for,
+    parse_at,
+    probe_kind,
+    probe_points,
+    record_of,
+    run_probe,
+    view_at,
+)
 from core.runner import CallGate, GatedSession
-from core.probes import (ANSWER_NOW, ANSWER_NOW_CONFIDENCE, COMMANDS, PROBE_MAX_TOKENS, At,
-                         ProbeRecord, RecordedEpisode, call_kind, messages_for, parse_at,
-                         probe_kind, probe_points, record_of, run_probe, view_at)
-from core.errors import ConfigError, StoreError
 from core.store import jobs as ledger
 from core.store import probes as rows
 from core.store.imports import NO_TEXT, imported_runs

@@ -11,8 +11,8 @@ import shutil
 import sqlite3
 from pathlib import Path
 
-from core.demo_set import ensure_demo_set
 from core import store
+from core.demo_set import ensure_demo_set
 from core.models.registry import load_registry
 from jobs.control import enqueue_grid
 from jobs.grid import GridRequest

@@ -140,8 +140,8 @@ def _dump(path: Path) -> dict[str, Any]:
 
 def generate() -> dict[str, Any]:
     """Run the grid, add one errored episode, dump the rows and compute every table."""
-    from analysis.tables.compute import compute
     from analysis.measures.frames import load_frames
+    from analysis.tables.compute import compute
     from core import store
     from core.episode import EpisodeResult
     from core.store.selection import Selection

@@ -24,7 +24,7 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.message import Message
 from textual.widget import Widget
-from textual.widgets import Input, Static, TabbedContent, Tabs, TabPane, TextArea
+from textual.widgets import Input, Static, TabbedContent, TabPane, Tabs, TextArea
 
 from core.errors import ConfigError
 

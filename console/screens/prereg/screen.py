@@ -22,18 +22,33 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.css.query import NoMatches
 from textual.message import Message
-from textual.widgets import (ContentSwitcher, Header, Input, Markdown, OptionList, Static,
-                             TabbedContent, TabPane)
+from textual.widgets import (
+    ContentSwitcher,
+    Header,
+    Input,
+    Markdown,
+    OptionList,
+    Static,
+    TabbedContent,
+    TabPane,
+)
 from textual.widgets.option_list import Option
 
 from console.messages import Notice
 from console.screens.base import LabScreen
-from console.widgets.confirm import Choose, Confirm
-from console.widgets.footer import LabFooter
 from console.screens.prereg.editor import PreregEditor
 from console.screens.prereg.modals import FreezeConfirm, TitlePrompt
-from console.screens.prereg.render import (amendment_markdown, diff_text, existed_line,
-                                           outcome_text, pins_text, short_hash, state_text)
+from console.screens.prereg.render import (
+    amendment_markdown,
+    diff_text,
+    existed_line,
+    outcome_text,
+    pins_text,
+    short_hash,
+    state_text,
+)
+from console.widgets.confirm import Choose, Confirm
+from console.widgets.footer import LabFooter
 from core import prereg
 from core.errors import LabError
 from core.models.registry import load_registry

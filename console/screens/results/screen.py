@@ -424,8 +424,8 @@ class ResultsScreen(LabScreen):
 
     @staticmethod
     def _charts(view: str, results: Results, width: int, height: int) -> tuple[str, ...]:
-        from analysis.tables.trace_charts import sweep_charts
         from analysis.tables.plots import line_chart
+        from analysis.tables.trace_charts import sweep_charts
         from console.screens.results.views import answer_series, hazard_series
 
         w, h = max(width - 4, 40), max(min(height - 4, 20), 10)
