@@ -239,3 +239,13 @@ def test_an_exploratory_figure_says_so_first():
     rows = [r for r in study_table_rows()["success"] if r["runs"] == "pilot"][:3]
     assert provenance(synthetic_study(), rows, "").caption.startswith(
         "EXPLORATORY · run pilot · fresh30")
+
+
+@pytest.mark.parametrize("arms", [
+    ("none", "permit", "budget", "stated_rule", "enforced_rule"),
+    ("none", "enforced_rule", "lexical_rule", "random_rule", "stated_judgment_rule"),
+    ("none", "two_source", "switch_rule"), ("Raw-Gated", "Calibrated-Gated")])
+def test_arms_drawn_together_differ_in_colour(arms):
+    from analysis.figures.identity import arm_look
+
+    assert len({arm_look(a).color for a in arms}) == len(arms)

@@ -35,6 +35,16 @@ TRACE_SYSTEMS = ("Raw-Gated", "Calibrated-Gated", "Parametric only", "Fixed RAG@
                  "Fixed RAG@2", "Fixed RAG@3", "Adaptive proxy")
 """The second seed's systems (trace tables' arms), after the conditions."""
 KNOWN = (*ARMS, *TRACE_SYSTEMS)
+_BLUE, _ORANGE, _GREEN, _PURPLE, _SKY, _VERMILLION, _BLACK, _YELLOW = PALETTE
+COLOURS = {"none": _BLUE, "permit": _SKY, "budget": _ORANGE, "stated_rule": _GREEN,
+           "call_cost": _YELLOW, "decide": _BLACK, "enforced_rule": _VERMILLION,
+           "combo": _PURPLE, "random_rule": _BLACK, "lexical_rule": _GREEN,
+           "stated_judgment_rule": _PURPLE, "stated_judgment_combo": _SKY,
+           "two_source": _ORANGE, "switch_rule": _PURPLE,
+           "Raw-Gated": _BLUE, "Calibrated-Gated": _VERMILLION}
+"""Arms drawn together (the paper's five arms; none beside the three enforced rules; the
+two-source arms beside none) get different colours; the marker tells apart the few
+that share one."""
 
 
 @dataclass(frozen=True)
@@ -84,7 +94,7 @@ def arm_look(arm: str) -> Look:
     """
     condition, _, knobs = arm.partition(":")
     slot = _slot(condition)
-    color = PALETTE[slot % len(PALETTE)]
+    color = COLOURS.get(condition, PALETTE[slot % len(PALETTE)])
     code = zlib.crc32(knobs.encode())
     style = LINESTYLES[0] if not knobs else LINESTYLES[1 + code % (len(LINESTYLES) - 1)]
     return Look(color, MARKERS[slot % len(MARKERS)], style,
