@@ -249,3 +249,31 @@ def test_arms_drawn_together_differ_in_colour(arms):
     from analysis.figures.identity import arm_look
 
     assert len({arm_look(a).color for a in arms}) == len(arms)
+
+
+def overlapping(boxes: list[Any]) -> list[tuple[int, int]]:
+    """Pairs of display boxes that overlap by more than a pixel each way."""
+    return [(i, j) for i in range(len(boxes)) for j in range(i + 1, len(boxes))
+            if min(boxes[i].x1, boxes[j].x1) - max(boxes[i].x0, boxes[j].x0) > 1
+            and min(boxes[i].y1, boxes[j].y1) - max(boxes[i].y0, boxes[j].y0) > 1]
+
+
+@pytest.mark.parametrize("style_name", ["column", "page"])
+def test_no_two_labels_of_a_panel_collide(style_name):
+    """Tick labels along y and legend entries never overlap, in either print width."""
+    for name, out in every_drawn(style_name):
+        try:
+            out.figure.canvas.draw()
+            renderer = out.figure.canvas.get_renderer()
+            for ax in out.figure.axes:
+                if not ax.get_visible():
+                    continue
+                ticks = [t.get_window_extent(renderer) for t in ax.get_yticklabels()
+                         if t.get_text() and t.get_visible()]
+                assert not overlapping(ticks), (name, "y labels")
+                legend = ax.get_legend()
+                if legend is not None:
+                    texts = [t.get_window_extent(renderer) for t in legend.get_texts()]
+                    assert not overlapping(texts), (name, "legend")
+        finally:
+            close(out.figure)
