@@ -71,6 +71,7 @@ SKIP = {
     "python bench/hazard_fits.py --db /tmp/kbench/cache/scale-0.1.0-198k.db":
         "benchmark on bench/scale.py's cached study",
     "python bench/replay.py --only 1": "benchmark",
+    "python bench/figures_report.py --repeat 3": "benchmark (builds a 20,400-episode study)",
 }
 """Commands not run here, each with its reason (exact text as in the page, comment
 removed)."""
