@@ -1,4 +1,4 @@
-"""Console figures (SPEC §16): first frame and each screen's first visit on a
+"""Console figures (docs/performance.md): first frame and each screen's first visit on a
 200,000-episode lab.db, commit-to-screen latency on Live for a slow sim, and sim
 throughput with the console open.
 

@@ -1,4 +1,4 @@
-"""Paper scale (SPEC §16): analysis time and peak memory on 20k … 198k episodes.
+"""Paper scale (docs/performance.md): analysis time and peak memory on 20k … 198k episodes.
 
 Builds the study-sized lab.db once: 11 sims × 10 arms × the six mean6 regimes × 300
 HotpotQA questions (198,000 episodes, about a million steps), cached under

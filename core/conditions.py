@@ -1,4 +1,4 @@
-"""The arms of SPEC §7 as frozen spec dataclasses.
+"""The arms of the main paper (docs/conditions.md) as frozen spec dataclasses.
 
 A condition is data: its name and knobs serialise to canonical JSON, whose sha256
 travels with every cell and episode. What each arm adds to the prompt and what the
@@ -20,7 +20,7 @@ from core.judges import JUDGE_PARSE_CONTAINS, JUDGE_PARSES
 from core.prompt_set import PromptSet
 
 LAMBDA = 0.05
-"""λ, the cost of one tool call in utility = success − λ·calls (SPEC §13.5); also
+"""λ, the cost of one tool call in utility = success − λ·calls (docs/results.md); also
 call_cost's default stated price."""
 
 EXECUTE = "execute"

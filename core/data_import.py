@@ -1,4 +1,4 @@
-"""Importing a data file into lab.db (SPEC §4.1, §4.2).
+"""Importing a data file into lab.db (docs/data.md).
 
 `read_data_file` reads and validates a whole HotpotQA file or FEVER folder without
 touching lab.db; `store_data_file` stores every question in one transaction (a

@@ -1,5 +1,5 @@
 """Decision points of one episode: the one definition behind Δ, I, the hazard and the
-dissociation (SPEC §13.2–13.4), as a pure function of the episode's steps.
+dissociation (docs/results.md), as a pure function of the episode's steps.
 
 A decision point follows a step that returned an observation (``obs_index`` not
 null). It belongs to the next VALID action of the episode: the next step whose

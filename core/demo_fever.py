@@ -1,4 +1,4 @@
-"""Bundled FEVER-style demo claims (SPEC §4.4): written for this project, about invented things.
+"""Bundled FEVER-style demo claims: written for this project, about invented things.
 
 24 claims, 12 SUPPORTS and 12 REFUTES, each with one evidence page of three or four
 sentences of which one is the evidence. Each claim's knowledge base is built exactly

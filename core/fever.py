@@ -1,4 +1,4 @@
-"""FEVER claims (SPEC §4.2): the claims.jsonl + pages.json loader, claim KBs, balanced sets.
+"""FEVER claims (docs/data.md): the claims.jsonl + pages.json loader, claim KBs, balanced sets.
 
 A claim becomes a `Question` of task "fever" (type "claim"): the claim text is the
 question, the label (SUPPORTS / REFUTES) the gold answer, its evidence pages are the

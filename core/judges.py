@@ -1,4 +1,4 @@
-"""Judgments of the latest observation (SPEC §7, §8.1, §8.2).
+"""Judgments of the latest observation: side-channel and stated (docs/results.md).
 
 - side-channel: parse the agent's one-word USEFUL/USELESS reply (`parse_side_channel`);
 - stated: a deterministic keyword reader over the first two sentences of the agent's
@@ -43,7 +43,7 @@ _WORD_RE = re.compile(r"[a-z]+")
 
 
 def parse_side_channel(reply: str | None, rule: str = JUDGE_PARSE_CONTAINS) -> str | None:
-    """Parse a side-channel judgment reply (§8.1).
+    """Parse a side-channel judgment reply.
 
     "contains" (default, as the paper's released harness reads it): USELESS when the
     reply contains "useless" anywhere, in any case and even inside a longer word
@@ -175,7 +175,7 @@ def _classify(text: str, useless_re: Sequence[re.Pattern[str]],
 
 
 def read_stated_judgment(thought: str | None) -> str | None:
-    """Read the agent's own judgment of the last observation from its thought (§8.2).
+    """Read the agent's own judgment of the last observation from its thought.
 
     The reader of the main paper (App. D.3: a keyword reader on the first two
     sentences, no model call), built to agree with the authors' released reader: only
@@ -232,7 +232,7 @@ class StatedJudgmentReader:
 
 
 def update_stated_run(run: int, judgment: str | None) -> int:
-    """Advance the stated-judgment run (§8.2).
+    """Advance the stated-judgment run.
 
     Args:
         run: the current number of consecutive observations judged useless.
@@ -241,7 +241,7 @@ def update_stated_run(run: int, judgment: str | None) -> int:
     Returns:
         run + 1 for useless, 0 for useful, `run` unchanged for None.
 
-    This is the running count a harness can act on (SPEC §8.2). The analysis is
+    This is the running count a harness can act on, as it runs. The analysis is
     stricter (paper A18): after a thought with no explicit judgment the run is
     unknown until the next useful one (``analysis.measures.decisions``).
     """
@@ -360,7 +360,7 @@ def content_words(question: str) -> list[str]:
 
 def lexical_judgment(question: str, observation: str | None, tau: float = 0.25,
                      window: int = 400) -> str:
-    """The lexical rule's judgment of an observation (§7 lexical_rule).
+    """The lexical rule's judgment of an observation (the `lexical_rule` arm).
 
     A content word counts when it occurs as a whole token in the first `window`
     characters of the observation (case-insensitive); a word cut by the window edge

@@ -1,4 +1,4 @@
-"""The per-question knowledge base and the agent's tools over it (SPEC §5.1).
+"""The per-question knowledge base and the agent's tools over it (docs/data.md).
 
 Pure: no I/O, no randomness. Failure injection (which observations fail and what
 replaces them) lives in `core.regimes`; this module only answers tool calls

@@ -1,4 +1,4 @@
-"""Deterministic ReAct action parser (SPEC §6): no model calls, regexes compiled once.
+"""Deterministic ReAct action parser: no model calls, regexes compiled once.
 
 A reply is read as: the FIRST `Action:` key (with the `Action Input:` that follows it),
 or, when the reply has no usable `Action:` key, the first `search[...]`-style one-liner.

@@ -1,4 +1,4 @@
-"""The pre-registration document: drafts, freezing, the hash chain, gating, verify (SPEC §12).
+"""The pre-registration document: drafts, freezing, the hash chain, gating, verify (docs/prereg.md).
 
 One append-only document of amendments. Freezing an amendment records the UTC
 time, the project version, the sha256 and text of every prompt piece in use (the

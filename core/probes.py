@@ -1,14 +1,14 @@
-"""Probes on recorded trajectories (SPEC §8.3–§8.6): nothing is written back into them.
+"""Probes on recorded trajectories (docs/replay.md): nothing is written back into them.
 
 Every probe forks the acting conversation exactly as the agent saw it at a decision
 point, rebuilt from the stored steps (`history_at`), appends one turn, and reads
 the reply:
 
-- judgment replay (§8.6): the side-channel question, ≤ 8 tokens, parsed like the
+- judgment replay: the side-channel question, ≤ 8 tokens, parsed like the
   in-run judgment (`core.judges.parse_side_channel`, with the arm's `judge_parse`);
-- belief probe (§8.3): JSON ``{p_continue, p_answer_now, prefer, reason}`` without
+- belief probe: JSON ``{p_continue, p_answer_now, prefer, reason}`` without
   the remaining budget; a reply that does not parse is missing, never coerced;
-- answer-now branch (§8.4): the same history replayed with the rule's forced-finish
+- answer-now branch: the same history replayed with the rule's forced-finish
   instruction, nothing more (the main paper, App. C.4/D.2); a ``Confidence: N`` line
   the model writes anyway is still read;
 - answer-now branch asking for a confidence (kind ``answer_now_confidence``, `lab
@@ -17,7 +17,7 @@ the reply:
   read; no such line in the reply → confidence missing. It is its own kind, so it is
   stored apart from the paper's branch at the same decision point and never pools
   with it (the request differs, and so may the answers);
-- answer repair (§8.5): the whole conversation with its finish turn, plus one fixed
+- answer repair: the whole conversation with its finish turn, plus one fixed
   message asking for the actual answer; one attempt.
 
 A probe's ``t`` is the step whose observation the decision point follows (the probe

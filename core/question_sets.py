@@ -1,4 +1,4 @@
-"""Question sets (SPEC §4.3): named, frozen, hashed samples of a dataset.
+"""Question sets (docs/data.md): named, frozen, hashed samples of a dataset.
 
 `draw_set` checks a request and draws the ids (it only reads lab.db); `save_set`
 stores the draw in one transaction. `lab sets create` and the console's Sets view

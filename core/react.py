@@ -1,4 +1,4 @@
-"""Prompt assembly and the ReAct episode loop (SPEC §5, §6, §7, §8.1).
+"""Prompt assembly and the ReAct episode loop (docs/conditions.md, docs/prompts.md).
 
 The loop is pure apart from the model session it is given: it builds the acting
 conversation, runs tools against the question's knowledge base, injects failed
@@ -36,7 +36,7 @@ option (docs/conditions.md, "Protocol options"):
 - Search-R1 (`prompt_format = "search_r1"`): no system message; the arm's prompt and
   the question share the first user message, as the model was trained.
 
-Stated-judgment rule (stated_judgment_rule, stated_judgment_combo; SPEC §7, §8.2):
+Stated-judgment rule (stated_judgment_rule, stated_judgment_combo):
 the first parsed thought after an observation is read by
 `core.judges.read_stated_judgment`; the run counts useless +1, useful resets it to
 0, no judgment leaves it unchanged. No judgment call is made. When the run has
@@ -47,7 +47,7 @@ is discarded and re-asked the same way (the forced lines stay in the history); a
 tool call in the re-asked turn is executed (`forced_tool_call=refuse`: refused, and
 every later turn is forced).
 
-Two sources (two_source, switch_rule; SPEC §5.1): backup_search searches an intact
+Two sources (two_source, switch_rule): backup_search searches an intact
 copy of the question's pages and never fails. The failure schedule applies to the
 primary only: its index i counts the primary's results (search, and lookups on an
 article the primary returned), so interleaved backup results neither advance nor

@@ -1,4 +1,5 @@
-"""Failure regimes (SPEC §5.3): which observations fail, and the seeded draws that replace them.
+"""Failure regimes: which observations fail, and the seeded draws that replace them
+(docs/conditions.md).
 
 A regime is a frozen spec (`Regime`) that serialises to canonical JSON. Whether
 observation i (1-based, counting tool results) fails is `Regime.fails(i)`. A failed
@@ -223,7 +224,7 @@ class ForeignPool:
 
     The pool is grouped by dataset and sorted by question id, so draws do not depend
     on construction order. Foreign draws come from other questions of the same
-    dataset (SPEC §5.3); questions with no pages are never drawn.
+    dataset; questions with no pages are never drawn.
 
     Args:
         questions: the pool (e.g. the question set or the whole dataset).

@@ -1,4 +1,4 @@
-"""Registered tests: JSON decision rules of a pre-registration amendment (SPEC §12).
+"""Registered tests: JSON decision rules of a pre-registration amendment (docs/registered-tests.md).
 
 Validated when a draft is saved, with a precise error for an unknown kind,
 metric, condition or field, and for a test that names a model, regime, set or

@@ -1,4 +1,4 @@
-"""Answer scoring (SPEC §5.4): HotpotQA normalisation, EM, token F1, placeholders, FEVER labels.
+"""Answer scoring: HotpotQA normalisation, EM, token F1, placeholders, FEVER labels.
 
 Normalisation and F1 follow the official HotpotQA evaluation script (itself the SQuAD
 one) so that numbers are comparable with published results: ASCII punctuation is
@@ -48,7 +48,8 @@ class Score:
         em: exact match after normalisation.
         f1: token F1 after normalisation (1.0/0.0 for FEVER labels).
         correct: F1 ≥ threshold (HotpotQA) or exact label (FEVER).
-        placeholder: the answer copies the template or is empty (§5.4, §8.5).
+        placeholder: the answer copies the template or is empty (what
+            `lab repair` asks again).
     """
 
     em: bool
@@ -207,7 +208,7 @@ def score_label(pred: str | None, gold: str) -> Score:
 
 def score_for_task(pred: str | None, gold: str, task: str,
                    threshold: float = DEFAULT_THRESHOLD) -> Score:
-    """Score a final answer the way its task is scored (SPEC §5.4).
+    """Score a final answer the way its task is scored.
 
     Args:
         pred: the finish argument, or None when the episode never answered.

@@ -1,5 +1,5 @@
 """Re-enqueue jobs that Huey lost (dead workers' jobs, expired leases, lost messages) and
-remove the live rows of episodes that no longer run (SPEC §11)."""
+remove the live rows of episodes that no longer run (docs/queue.md)."""
 
 from __future__ import annotations
 

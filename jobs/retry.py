@@ -1,4 +1,4 @@
-"""`lab retry`: queue again what did not produce a complete episode (SPEC §11).
+"""`lab retry`: queue again what did not produce a complete episode (docs/queue.md).
 
 Four things can be retried for a run, a grid or a job: jobs that failed or were
 cancelled (re-opened), errored probes of replay jobs (new replay jobs of the same

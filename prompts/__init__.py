@@ -1,4 +1,4 @@
-"""Prompt templates, one file per piece (SPEC §6–§8).
+"""Prompt templates, one file per piece (docs/prompts.md).
 
 A researcher may edit any file here; freezing a pre-registration amendment pins
 the exact bytes of every file by sha256. A long-lived worker never serves stale

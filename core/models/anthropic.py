@@ -1,4 +1,4 @@
-"""The anthropic backend: Claude through the official async SDK (SPEC §9).
+"""The anthropic backend: Claude through the official async SDK (docs/models.md).
 
 - Sampling: `sampling = "default"` (or none) sends no sampling parameter; a table is
   sent as given (through extra_body, so every SDK version accepts it).

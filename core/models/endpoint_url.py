@@ -1,4 +1,4 @@
-"""Endpoint URLs without their credentials (SPEC §17: no secrets in lab.db, logs or errors).
+"""Endpoint URLs without their credentials (no secrets in lab.db, logs or errors).
 
 A registry endpoint may carry credentials: `http://user:pass@host/v1` (a reverse proxy
 with basic auth) or `https://host/v1?api_key=…` (a gateway that reads a query

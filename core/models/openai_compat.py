@@ -1,11 +1,12 @@
-"""The openai backend: vLLM's (or any) OpenAI-compatible chat-completions server (SPEC §9).
+"""The openai backend: vLLM's (or any) OpenAI-compatible chat-completions server
+(docs/models.md).
 
 It speaks the wire format with one `httpx.AsyncClient` per endpoint (and event loop):
 an explicit timeout, retries done here (`core.models.retry`), and for http endpoints
 the keep-alive transport of `core.models.transport`. Why not the `openai` SDK's
 AsyncOpenAI: measured here, its request building and response parsing cost ~0.8 ms
 of CPU per call inside real episodes, which caps one process at ~800 calls/s — below
-the 1,150 calls/s that 128 episodes against a 100 ms server need (SPEC §16,
+the 1,150 calls/s that 128 episodes against a 100 ms server need (docs/performance.md,
 bench/concurrency.py); this path costs ~0.3 ms. The request body is the one the SDK
 would send with extra_body.
 
@@ -16,7 +17,7 @@ body. A new episode goes to the endpoint with the fewest outstanding requests (t
 fewest episodes so far) and stays there with all its forks, so its prefix stays in
 that server's cache.
 
-Thinking (SPEC §6): `chat_template_kwargs.enable_thinking` is always sent, true only
+Thinking (docs/models.md): `chat_template_kwargs.enable_thinking` is always sent, true only
 on acting turns of a model registered with `thinking = true` and false otherwise
 (Qwen3's template thinks when it is left out); judgment forks and probes are sent with
 thinking off (an 8-token reply has no room for reasoning). With thinking on, an

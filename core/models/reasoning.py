@@ -1,4 +1,4 @@
-"""Thinking-mode text: split it from a reply and count its tokens (SPEC §6).
+"""Thinking-mode text: split it from a reply and count its tokens (docs/models.md).
 
 Reasoning is stored per step (steps.reasoning) and never goes back into the acting
 history: backends return it in `Generation.reasoning`, apart from `Generation.text`.

@@ -1,4 +1,4 @@
-"""The model registry: lab.toml plus the built-in simulated models (SPEC §9).
+"""The model registry: lab.toml plus the built-in simulated models (docs/models.md).
 
 A model is a frozen spec; its canonical JSON (minus endpoints, which say where
 it is served rather than what it is) is hashed into every cell.

@@ -1,4 +1,4 @@
-"""Timeouts, retries and error classification shared by the HTTP backends (SPEC §11, §17).
+"""Timeouts, retries and error classification shared by the HTTP backends (docs/queue.md).
 
 Both SDKs (openai, anthropic) are built the same way and raise the same shapes of
 exception: a timeout, a connection error, or a status error carrying the HTTP

@@ -1,4 +1,4 @@
-"""Simulated agents with known stopping behaviour (paper App. C.1, Table 7; SPEC §9).
+"""Simulated agents with known stopping behaviour (the main paper, App. C.1, Table 7).
 
 They exist to validate the measures and to make the whole pipeline run with no
 model: each reply is real ReAct text that goes through the same parser. A sim
@@ -148,7 +148,7 @@ BUILTIN_SIMS: Mapping[str, SimSpec] = MappingProxyType({
     "sim-stated-own3": SimSpec("own_count", k=3, stated=True, p_silent=0.2),
     "sim-trace": SimSpec(TRACE_POLICY),
 })
-"""The simulated models available without any registry file (SPEC §15)."""
+"""The simulated models available without any registry file, so `lab demo` runs anywhere."""
 
 
 def _draw(*key: object) -> float:
@@ -412,4 +412,4 @@ def _repair(session: SimSession) -> str:
 
 PROBE_REPLIES = MappingProxyType({"answer_now": _answer_now, "belief": _belief,
                                   "repair": _repair})
-"""Replies of a sim session to the probes of core.probes (SPEC §8.3–§8.5), by probe kind."""
+"""Replies of a sim session to the probes of core.probes (docs/replay.md), by probe kind."""

@@ -1,4 +1,4 @@
-"""The trace sim: the second seed's answer states from a known model (issue 21 item 7).
+"""The trace sim: the second seed's answer states from a known model (docs/traces.md).
 
 A built-in sim whose policy is "trace" (`sim-trace`) answers `lab traces collect`'s
 calls, so the whole protocol (plans, collection, Tables 1–3) runs on the demo data

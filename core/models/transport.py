@@ -5,7 +5,7 @@ costs CPU on the client. Measured here inside real episodes, the openai SDK cost
 ~0.8 ms a call and httpx alone ~0.25 ms (URL parsing and models per request, and
 httpcore's pool scans every pooled connection, with a socket poll each, twice per
 request); 128 episodes against a 100 ms server need ~1,150 calls/s from one core
-(SPEC §16). This pool keeps idle connections in a stack (O(1) per request) on
+(docs/performance.md). This pool keeps idle connections in a stack (O(1) per request) on
 asyncio streams and raises httpx's exception types, so callers classify failures the
 same way whichever client made the call. https endpoints use httpx instead.
 """

@@ -1,11 +1,12 @@
-"""lab.db schema as an ordered list of migrations (SPEC §10).
+"""lab.db schema as an ordered list of migrations (docs/schema.md).
 
 Each migration runs once, in a transaction, and is recorded in
 `_sqlite_migrations`; `PRAGMA user_version` holds the number applied, which is the
 schema version. A file with a newer version than this code knows is refused.
 Change the schema only by appending a migration.
 
-Migrations are frozen (Alembic's and Django's rule, STYLE §18): one module per
+Migrations are frozen (Alembic's and Django's rule, so an old file always
+migrates the same way): one module per
 migration (``mNNNN_<name>.py``, a `NAME` and a `migrate(db)`), each plain SQL or a
 little frozen code of its own, importing nothing but the standard library and
 sqlite_utils (`tests/test_schema_frozen.py` checks), so today's application code

@@ -9,7 +9,7 @@ NAME = "0004_protocol_columns"
 
 
 def migrate(db: Database) -> None:
-    """Columns for the rest of the paper's protocol (the arms of SPEC §7, thinking models).
+    """Columns for the rest of the paper's protocol (its arms, thinking models).
 
     - steps.reasoning / reasoning_tokens: thinking-mode text of that turn, stored
       apart from the thought and never fed back; episodes.reasoning_tokens totals it.

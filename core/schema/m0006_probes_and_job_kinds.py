@@ -9,7 +9,7 @@ NAME = "0006_probes_and_job_kinds"
 
 
 def migrate(db: Database) -> None:
-    """Probes (SPEC §8.3–§8.6) and replay jobs on the same ledger.
+    """Probes (docs/replay.md) and replay jobs on the same ledger.
 
     - probes: one row per (episode, t, kind): a replayed side-channel judgment
       ("judgment"), a belief probe ("belief"), an answer-now branch ("answer_now") or an

@@ -9,7 +9,7 @@ NAME = "0007_decisions_and_step_totals"
 
 
 def migrate(db: Database) -> None:
-    """What analysis reads at paper scale without touching steps (SPEC §16).
+    """What analysis reads at paper scale without touching steps.
 
     - decisions: one row of integers per decision point of an episode
       (`core.decisions`: the definitions), derived when the episode is stored;

@@ -8,7 +8,7 @@ NAME = "0009_judgment_packs"
 
 
 def migrate(db: Database) -> None:
-    """Each episode's judgment counts, so the judgments table reads no step (SPEC §16).
+    """Each episode's judgment counts, so the judgments table reads no step.
 
     - judgment_packs: one row per stored episode (errored ones and those without an
       observation step included, so a reader checks coverage by counting rows):

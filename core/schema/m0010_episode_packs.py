@@ -9,7 +9,7 @@ NAME = "0010_episode_packs"
 
 def migrate(db: Database) -> None:
     """Each episode's keys and integer values as one BLOB, so analysis reads a whole id
-    range in one value instead of one Python object per value per episode (SPEC §16).
+    range in one value instead of one Python object per value per episode.
 
     - episode_packs: one row per stored episode (errored ones included, so a reader
       checks coverage by counting rows): ``words`` is its

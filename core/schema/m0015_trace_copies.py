@@ -1,4 +1,4 @@
-"""lab.db migration 0015: a trace state copied from the depth before it (issue 21)."""
+"""lab.db migration 0015: a trace state copied from the depth before it."""
 
 from __future__ import annotations
 

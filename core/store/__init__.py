@@ -1,4 +1,4 @@
-"""lab.db: connection, migrations and the project's reads and writes (SPEC §10).
+"""lab.db: connection, migrations and the project's reads and writes (docs/schema.md).
 
 The only package that writes SQL, one module per area. Writers take
 `BEGIN IMMEDIATE` so that several processes (workers, the console, `lab tail`)

@@ -61,7 +61,7 @@ def open_migrated(path: Path | str, create: bool, rederive: Rederive) -> Databas
                 upgrade = conn.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION
                 MIGRATIONS.apply(db)
                 conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-                rederive(db, path, upgrade)  # migrations never derive (STYLE §18)
+                rederive(db, path, upgrade)  # migrations never derive (they are frozen)
         else:
             rederive(db, path, False)
         conn.execute("PRAGMA foreign_keys = ON")

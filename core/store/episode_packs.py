@@ -1,4 +1,5 @@
-"""Each stored episode's keys and integer values packed into one BLOB (SPEC §16).
+"""Each stored episode's keys and integer values packed into one BLOB, so analysis at
+paper scale reads one value per episode.
 
 Reading 198,000 episodes' id, cell, question, error flag and a few packed integers
 row by row costs one Python object per value (most of a second, more for cost's

@@ -1,4 +1,4 @@
-"""Grids, the job ledger and worker rows (SPEC §11).
+"""Grids, the job ledger and worker rows (docs/queue.md).
 
 A job is a chunk of at most 50 questions of one cell. Its row is the record of
 truth: Huey only carries "run job N" messages, which can be lost when a worker

@@ -342,7 +342,7 @@ def live_counts(db: Database, cell_ids: list[int] | None = None, now: float | No
     return out
 
 
-# --- errors where the researcher looks (SPEC §11: counted in every status view) ------
+# --- errors where the researcher looks (counted in every status view) ---------------
 
 _NOT_REPLAY = "coalesce(j.kind, '') NOT IN ('replay', 'traces')"
 """Episode jobs only: replay and trace jobs count their probes and states

@@ -1,4 +1,4 @@
-"""The probes table (migration 0006): reads and writes of replayed probes (SPEC §8.3–§8.6).
+"""The probes table (migration 0006): reads and writes of replayed probes (docs/replay.md).
 
 A probe is keyed by (episode, t, kind); a complete probe is never written twice, and
 an errored one (its model call failed after retries) is replaced by a later success.
@@ -33,7 +33,7 @@ PROBE_COLUMNS = ("episode_id", "t", "kind", "model", "source", "judgment", "answ
                  "cost_usd", "latency_ms", "error", "prompts_sha256", "created_at")
 EXPORT_COLUMNS = ("episode_id", "t", "kind", "answer", "correct", "f1", "confidence",
                   "p_continue", "p_answer_now", "prefer", "parse_ok", "source")
-"""Columns of probes.csv (SPEC §13.8)."""
+"""Columns of probes.csv (docs/export.md)."""
 
 _INSERT = (f"INSERT INTO probes ({', '.join(PROBE_COLUMNS)}) VALUES "
            f"({', '.join('?' * len(PROBE_COLUMNS))}) ON CONFLICT (episode_id, t, kind) DO UPDATE "

@@ -1,4 +1,4 @@
-"""The traces table (migration 0014): the second seed's depth-wise answer states (SPEC §13.6).
+"""The traces table (migration 0014): the second seed's depth-wise answer states (docs/traces.md).
 
 A trace state is keyed by (run, model, question, depth); a complete state (its call
 answered, whether or not the reply parsed) is never written twice, and an errored

@@ -1,4 +1,4 @@
-"""Replay jobs: probes of recorded trajectories as queue work (SPEC §8.3–§8.6).
+"""Replay jobs: probes of recorded trajectories as queue work (docs/replay.md).
 
 `lab replay judgments|beliefs|answer-now --run R` and `lab repair --run R` plan the
 probes still missing (calls, tokens and dollars first), then store jobs of kind

@@ -1,4 +1,4 @@
-"""Trace collection as queue work: the second seed's depth-wise answer states (SPEC §13.6).
+"""Trace collection as queue work: the second seed's depth-wise answer states (docs/traces.md).
 
 `lab traces collect --set S --models M` validates the request, makes (and stores) each
 question's fixed evidence plan (`core.plans`), plans the states still missing (every
