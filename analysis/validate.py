@@ -1,6 +1,7 @@
 """Do the measures mean what they claim? The simulated policies, run through the real
-pipeline by `jobs.validate`, checked for the separation of SPEC §13.7 (paper App. C.1,
-Table 7). This module only reads what they stored and computes.
+pipeline by `jobs.validate`, checked that time- and deadline-driven policies come out
+≈ 0 and evidence-driven ones > 0 (the main paper, App. C.1, Table 7). This
+module only reads what they stored and computes.
 
 Every built-in sim policy runs under condition "none", budget 8, in the five failure
 regimes, into lab.db under the run "validate-measures" (episodes already stored are
@@ -245,7 +246,7 @@ class LeavingCheck:
 
 @dataclass(frozen=True)
 class ProbeCheck:
-    """Answer-now branches of one sim (SPEC §8.4): policy recovery and calibration.
+    """Answer-now branches of one sim (docs/replay.md): policy recovery and calibration.
 
     Attributes:
         model: the sim's name.
@@ -273,7 +274,7 @@ class ProbeCheck:
 
 @dataclass(frozen=True)
 class TraceCheck:
-    """The second seed's depth-zero map on the trace sim (SPEC §13.6).
+    """The second seed's depth-zero map on the trace sim (docs/traces.md).
 
     Attributes:
         ece_raw: held-out ECE of the sim's over-stated confidence at depth 0.
@@ -637,7 +638,7 @@ def validation_table(v: Validation) -> Table:
               "over-states the chance of a right answer by 0.25): the isotonic map fitted on "
               "the calibration split's depth-zero records must lower held-out ECE at depth "
               "0.") if v.trace else "")
-    return Table("validate", "Measures on simulated policies (SPEC §13.7)", tuple(rows),
+    return Table("validate", "Measures on simulated policies", tuple(rows),
                  tuple(n for n in notes if n),
                  "wide", ("I", "design", "delta", "leave_delta"), (),
                  (("delta", "Δ own"), ("design", "design"), ("leave_delta", "Δ leave")))

@@ -1,4 +1,4 @@
-"""The Textual lab console (SPEC §14): one app, seven screens on the digit keys.
+"""The Textual lab console (docs/console.md): one app, seven screens on the digit keys.
 
 `make_app(db_path, config)` is the only way the CLI and the tests build it. The app
 owns nothing but its settings, a poller and two facts about lab.db:
@@ -148,7 +148,7 @@ class LabApp(App[None]):
         self.set_interval(self.config.poll_s, self._poll)
         self._warm_timer = self.set_interval(0.05, self._tick_warm_up)
 
-    # ---- warm-up (issue 22: each screen's first visit ≤ 0.5 s) ---------------------
+    # ---- warm-up (target: each screen's first visit ≤ 0.5 s) ------------------------
 
     def _tick_warm_up(self) -> None:
         """(every 50 ms until warm) Start the warm-up once the first screen has drawn what

@@ -1,5 +1,5 @@
 """What the console does once its first screen shows its numbers, so that each other
-screen's first visit is quick (issue 22: first visit ≤ 0.5 s on 200,000 episodes).
+screen's first visit is quick (target: ≤ 0.5 s on 200,000 episodes; docs/performance.md).
 
 A first visit used to pay, on the UI thread or in its worker, for importing the
 screen's module and its widgets (0.15–0.25 s each for Pre-registration, Enqueue and

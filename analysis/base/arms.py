@@ -67,7 +67,7 @@ def with_keys(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def regime_order(regimes: Iterable[str]) -> tuple[str, ...]:
-    """Regimes for display: the mean6 ones in SPEC order, then the others sorted."""
+    """Regimes for display: the mean6 ones in the paper's order, then the others sorted."""
     present = set(regimes)
     return tuple(r for r in MEAN6 if r in present) + tuple(sorted(present - set(MEAN6)))
 

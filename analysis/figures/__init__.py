@@ -1,4 +1,5 @@
-"""Publication figures from the results tables (`lab figures`, `lab report`; SPEC §14).
+"""Publication figures from the results tables (`lab figures`, `lab report`;
+docs/figures.md).
 
 Every figure reads the rows `lab results … --format json` prints (`analysis.figures.study`)
 and draws them with matplotlib (`analysis.figures.style`: Agg, DejaVu Sans, Okabe–Ito

@@ -1,4 +1,4 @@
-"""Stopping and cost, judgment rates and the dissociation count (SPEC §13.5).
+"""Stopping and cost, judgment rates and the dissociation count (docs/results.md).
 
 TPC (tokens per correct answer, over-searching paper §3.2) is
 Σ(output tokens + 0.25·input tokens + 500·tool calls) / Σ correct, +∞ with no

@@ -1,4 +1,4 @@
-"""The time-matched contrast Δ and the design-label contrast (SPEC §13.2, paper App. C.1).
+"""The time-matched contrast Δ and the design-label contrast (the main paper, App. C.1).
 
 After t observations let s be the current run judged useless. At decisions with
 3 ≤ t ≤ 6, the final action excluded, group (a) has s = t and group (b)
@@ -417,7 +417,7 @@ def _small_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def time_matched_contrast(dec: pd.DataFrame, judgments: str = "side_channel",
                           strata: str = "t", n_boot: int = N_BOOT, seed: int = 0) -> Contrast:
-    """Δ on one arm's decisions (SPEC §13.2).
+    """Δ on one arm's decisions (the main paper, §2 and App. C.1).
 
     Args:
         dec: decision table rows of one arm.

@@ -1,4 +1,4 @@
-"""The decision points behind one Δ cell, in groups (a) and (b) (SPEC §13.2).
+"""The decision points behind one Δ cell, in groups (a) and (b) (docs/results.md).
 
 Δ compares answering at decisions after t = 3…6 observations, the budget's final
 action excluded, between group (a), where every observation so far was judged

@@ -1,5 +1,5 @@
 """The failure decisions of every group at once, for I, the hazard curve and the hazard
-model (SPEC §13.3–13.4): one pass over the decision table instead of one pandas split
+model (docs/results.md): one pass over the decision table instead of one pandas split
 per group, and one matrix product per resample batch for all groups with the same
 number of questions.
 

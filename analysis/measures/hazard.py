@@ -1,4 +1,4 @@
-"""Integration index I and the stopping hazard curve (SPEC §13.3–13.4), and the index
+"""Integration index I and the stopping hazard curve (docs/results.md), and the index
 and hazard tables (the hazard model itself is in `analysis.stats.lpm`).
 
 Both pool the five failure regimes of mean6 (the main family) and exclude decisions at
@@ -90,7 +90,7 @@ def failure_decisions(dec: pd.DataFrame, regimes: Sequence[str] = FAILURE_REGIME
 
 def integration_index(dec: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0,
                       regimes: Sequence[str] = FAILURE_REGIMES) -> IntegrationIndex:
-    """I = h({4,5}) − h({1,2}) with a question-cluster bootstrap (SPEC §13.3).
+    """I = h({4,5}) − h({1,2}) with a question-cluster bootstrap (docs/results.md).
 
     Args:
         dec: decision table rows of one arm.

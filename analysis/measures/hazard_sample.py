@@ -110,7 +110,7 @@ def hazard_model(dec: pd.DataFrame, judgments: str = "side_channel",
         dec: decision table rows of one arm.
         judgments: "side_channel" or "stated".
         fixed_effects: include question fixed effects.
-        n_boot: resamples (SPEC: 1,000).
+        n_boot: resamples (1,000 by default, as in the main paper, App. C.2).
         seed: bootstrap seed.
         regimes: the failure regimes fitted (`hazard_sample`).
 

@@ -1,4 +1,4 @@
-"""The judgments table from per-episode counts (SPEC §13.5).
+"""The judgments table from per-episode counts (docs/results.md).
 
 Every judgment rate is k of n over the observation steps of a group's error-free
 episodes, so the table needs only each episode's counts (`core.store.judgment_counts.

@@ -1,4 +1,4 @@
-"""Repaired answers (SPEC §8.5): raw results stay primary; `--repaired` swaps them in.
+"""Repaired answers (docs/replay.md): raw results stay primary; `--repaired` swaps them in.
 
 A repair is a probe of kind "repair" (`lab repair`); it changes only the answer and
 its scores (answer, em, f1, correct, placeholder) of the episodes that have one.

@@ -1,4 +1,4 @@
-"""Success per regime and mean6, and paired differences between arms (SPEC §5.3, §13.1).
+"""Success per regime and mean6, and paired differences between arms (docs/results.md).
 
 A question's success in a regime is the mean of `correct` over its episodes there
 (seeds and replicates); a regime's success is the mean over its questions; mean6
@@ -32,7 +32,7 @@ class QuestionMatrix:
 
     Attributes:
         questions: question ids (rows).
-        regimes: regime names (columns), mean6 regimes first in SPEC order.
+        regimes: regime names (columns), mean6 regimes first in the paper's order.
         value: (questions, regimes) means; 0 where absent.
         present: (questions, regimes) whether the question ran in the regime.
     """
@@ -50,7 +50,7 @@ def regime_order(regimes: Sequence[str]) -> tuple[str, ...]:
         regimes: regime names (any order, repeats allowed).
 
     Returns:
-        The mean6 regimes present in SPEC order, then any others sorted.
+        The mean6 regimes present in the paper's order, then any others sorted.
     """
     present = set(regimes)
     return tuple(r for r in MEAN6 if r in present) + tuple(sorted(present - set(MEAN6)))

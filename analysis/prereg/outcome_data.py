@@ -1,4 +1,4 @@
-"""The data one registered test is evaluated on (SPEC §12).
+"""The data one registered test is evaluated on (docs/prereg.md).
 
 By default a test of amendment A reads only the episodes of runs enqueued under A
 (the episode frame's ``amendment`` column), never exploratory runs or other

@@ -1,4 +1,4 @@
-"""Registered tests of a pre-registration amendment, evaluated on the data (SPEC §12).
+"""Registered tests of a pre-registration amendment, evaluated on the data (docs/prereg.md).
 
 Each test becomes an Outcome like a line of the paper's Tables 4–5: the document,
 the test id, the prediction, the verdict and the numbers with 95% intervals, the

@@ -1,3 +1,3 @@
-"""Tables on recorded trajectories and their answer-now branches (SPEC §13.6):
+"""Tables on recorded trajectories and their answer-now branches (docs/replay.md):
 offline stopping policies, confidence-gated controllers and calibration.
 """

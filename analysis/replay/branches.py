@@ -1,4 +1,5 @@
-"""Decision points with their answer-now branches, as padded arrays per episode (SPEC §8.4).
+"""Decision points with their answer-now branches, as padded arrays per episode
+(docs/replay.md).
 
 The offline policies (`analysis.replay.policies`) and the confidence-gated controllers
 (`analysis.replay.controllers`) replay stopping rules over the same matched answer states:

@@ -1,4 +1,4 @@
-"""Calibration of verbalized confidence: isotonic fit, ECE, risk–coverage (SPEC §13.6).
+"""Calibration of verbalized confidence: isotonic fit, ECE, risk–coverage (docs/replay.md).
 
 Pure functions over arrays. Isotonic regression is pool-adjacent-violators on the
 calibration split only (`calibration_split` assigns whole questions, so no question

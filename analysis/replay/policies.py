@@ -1,4 +1,5 @@
-"""Offline stopping policies on recorded trajectories (SPEC §13.6; paper App. D.2, Table 17).
+"""Offline stopping policies on recorded trajectories (the main paper, App. D.2,
+Table 17).
 
 A policy that fires at a decision point is credited with the answer-now branch
 replayed there and the tool calls made so far; when the episode ended before the

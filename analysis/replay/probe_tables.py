@@ -1,5 +1,5 @@
 """`lab results policies|controllers`: the tables that read answer-now branches;
-`lab results trace_*`: the second seed's tables on stored traces (both SPEC §13.6)."""
+`lab results trace_*`: the second seed's tables on stored traces (docs/traces.md)."""
 
 from __future__ import annotations
 

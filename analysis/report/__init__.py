@@ -1,4 +1,5 @@
-"""`lab report FILE.html`: one self-contained HTML page to send to a co-author (SPEC §14).
+"""`lab report FILE.html`: one self-contained HTML page to send to a co-author
+(docs/figures.md).
 
 Inline CSS and SVG, no network, readable without JavaScript (a small inline script
 sorts tables and zooms figures). Read top-down: the title (the governing amendment's or

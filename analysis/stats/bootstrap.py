@@ -1,4 +1,4 @@
-"""Seeded, vectorised bootstrap machinery (SPEC §13): percentile intervals, paired
+"""Seeded, vectorised bootstrap machinery (docs/results.md): percentile intervals, paired
 differences by question, question-cluster resampling, one-sided p, Holm, non-inferiority.
 
 Every resample is a row of a weight matrix ``W`` (resamples × clusters) holding how
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 N_BOOT = 2000
-"""Default number of question-level resamples (SPEC §13)."""
+"""Default number of question-level resamples: 2,000, as in the main paper."""
 LEVEL = 0.95
 NONINFERIORITY_MARGIN = -0.05
 _BATCH = 250
@@ -422,7 +422,7 @@ def noninferior(interval: Interval, margin: float = NONINFERIORITY_MARGIN) -> bo
 
     Args:
         interval: interval of a difference (arm − comparator).
-        margin: non-inferiority margin (SPEC §13: −0.05).
+        margin: non-inferiority margin (−0.05, the main paper's, App. A).
 
     Returns:
         True/False, or None when the interval is undefined.

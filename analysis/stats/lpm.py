@@ -1,4 +1,4 @@
-"""The hazard linear probability model (SPEC §13.4, paper App. C.2; exploratory).
+"""The hazard linear probability model (the main paper, App. C.2; exploratory).
 
 answer ~ α_action + α_regime + β·run + γ·earlier useful (+ question fixed effects) on
 every decision after a result judged useless, after 1–6 results, in the five failure

@@ -1,4 +1,4 @@
-"""The question-cluster bootstrap of the hazard LPM's coefficients (SPEC §13.4): each
+"""The question-cluster bootstrap of the hazard LPM's coefficients (docs/results.md): each
 resample's X'X and X'y are matrix products of per-question cross-products (a question
 drawn k times adds its block k times), solved in batches with no loop over rows, and
 percentile intervals exactly those of solving every resample (`coefficient_intervals`).

@@ -44,8 +44,8 @@ def compute(frames: Frames, names: Sequence[str] | None = None, n_boot: int = N_
         frames: loaded frames.
         names: episode tables of the registry (default: every one, in registry order;
             "success" also adds the paired differences).
-        n_boot: question-level resamples (SPEC: 2,000).
-        hazard_boot: resamples for the hazard model (SPEC: 1,000).
+        n_boot: question-level resamples (2,000 by default).
+        hazard_boot: resamples for the hazard model (1,000 by default).
         seed: bootstrap seed.
         lam: price per call for utility.
         reference: arm label the paired differences subtract (default "none").

@@ -1,5 +1,5 @@
-"""Tidy CSV export (SPEC §13.8): episodes, steps and one CSV per results table; where
-trace states are stored (`lab traces collect`, issue 21), traces.csv and one CSV per
+"""Tidy CSV export (docs/export.md): episodes, steps and one CSV per results table; where
+trace states are stored (`lab traces collect`, docs/traces.md), traces.csv and one CSV per
 second-seed table, with or without episodes.
 
 episodes.csv and steps.csv are streamed row by row from one SQLite cursor

@@ -20,7 +20,7 @@ DASH = "–"
 NOTE_WIDTH = 100
 UNSIGNED = frozenset({
     "success", "h45", "h12", "hazard",
-    # the second seed's tables and the controllers (issue 21): levels, not differences
+    # the second seed's tables and the controllers: levels, not differences
     "OA", "CA", "coverage", "cost", "abstain", "escalate", "risk", "aurc", "ece", "ece_raw",
     "ece_cal", "top_share", "top_raw", "top_accuracy", "top_cal", "helpful", "harmful",
     "bin_confidence", "bin_accuracy", "fit_record", "map"})

@@ -1,4 +1,4 @@
-"""The `lab` command line (SPEC §15). Commands are thin: they call core and render.
+"""The `lab` command line (docs/cli.md). Commands are thin: they call core and render.
 
 Each command lives in a console/*_cmd.py module, imported only when that command runs
 (`COMMAND_MODULES`): `lab results` starts without the worker's, the models' or the

@@ -1,4 +1,4 @@
-"""`lab` and `lab console`: open the Textual console on lab.db (SPEC §14, §15).
+"""`lab` and `lab console`: open the Textual console on lab.db (docs/console.md).
 
 A missing lab.db is created only after a yes on the terminal; without a terminal
 `lab console` fails with one line, and `lab` alone prints its help.

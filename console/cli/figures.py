@@ -1,4 +1,4 @@
-"""`lab figures DIR`: publication figures from the results tables (SPEC §14).
+"""`lab figures DIR`: publication figures from the results tables (docs/figures.md).
 
 A thin command: it reads the options, computes the rows `lab results --format json`
 prints (`analysis.figures.study`), and writes the figures with their sidecars

@@ -1,4 +1,4 @@
-"""`lab replay judgments|beliefs|answer-now` and `lab repair` (SPEC §8.3–§8.6).
+"""`lab replay judgments|beliefs|answer-now` and `lab repair` (docs/replay.md).
 
 Thin commands: plan the missing probes (calls, tokens, dollars), then store replay
 jobs in the ledger and put them on the queue; `lab worker` runs them like episodes.
@@ -145,7 +145,7 @@ def replay_cmd(ctx: click.Context, what: str, run_name: str, models: str | None,
 @click.pass_context
 def repair_cmd(ctx: click.Context, run_name: str, models: str | None, dry_run: bool,
                as_json: bool, priority: int, batch: bool) -> None:
-    """Repair placeholder answers (SPEC §8.5): one fixed follow-up, one attempt.
+    """Repair placeholder answers (docs/replay.md): one fixed follow-up, one attempt.
 
     For every answered episode whose answer is a placeholder ("answer", "your best
     guess", empty, …), rebuilds the conversation with its finish turn, appends one

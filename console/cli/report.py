@@ -1,4 +1,4 @@
-"""`lab report FILE.html`: the study as one self-contained HTML page (SPEC §14).
+"""`lab report FILE.html`: the study as one self-contained HTML page (docs/figures.md).
 
 A thin command: it computes the rows `lab results --format json` prints
 (`analysis.figures.study`) and writes `analysis.report.build_report`'s page. Registered on

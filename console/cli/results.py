@@ -1,4 +1,5 @@
-"""`lab results`, `lab validate-measures` and `lab export` (SPEC §13, §15).
+"""`lab results`, `lab validate-measures` and `lab export` (docs/results.md,
+docs/export.md).
 
 Thin commands: they read options, call `analysis`, and print. Registered on the
 `lab` group by console/cli/__init__.py.
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     from analysis.measures.frames import Frames
 
 FORMATS = ("table", "csv", "json")
-NO_REPAIRED = ("note: no repaired answers stored yet (answer repair, SPEC §8.5, is not run in "
+NO_REPAIRED = ("note: no repaired answers stored yet (answer repair, `lab repair`, is not run in "
                "this lab.db); showing raw results")
 
 
@@ -95,7 +96,7 @@ def _rows_out(dicts: list[dict[str, object]], fmt: str) -> str:
 @selection_options
 
 
-@click.option("--repaired", is_flag=True, help="Use repaired answers (SPEC §8.5) where stored.")
+@click.option("--repaired", is_flag=True, help="Use repaired answers (`lab repair`) where stored.")
 
 
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
@@ -235,7 +236,7 @@ def _print_trace(table: Table, fmt: str) -> None:
 
 def validate_measures_cmd(ctx: click.Context, set_name: str | None, seeds: int,
                           paper_scale: bool, fmt: str, resamples: int) -> None:
-    """Check that the stopping measures separate simulated policies (SPEC §13.7).
+    """Check that the stopping measures separate simulated policies (docs/results.md).
 
     Runs every built-in sim policy under condition none, budget 8, in the five
     failure regimes (run "validate-measures"; stored episodes are reused), then

@@ -1,4 +1,5 @@
-"""`lab traces collect`: the second seed's depth-wise answer states as queue work (SPEC §13.6).
+"""`lab traces collect`: the second seed's depth-wise answer states as queue work
+(docs/traces.md).
 
 Thin command: validate, store the evidence plans, plan the missing states (calls,
 tokens, dollars), then store trace jobs in the ledger and put them on the queue;

@@ -1,4 +1,4 @@
-"""The console's screens, in digit-key order (SPEC §14).
+"""The console's screens, in digit-key order (docs/console.md).
 
 Each screen lives in its own module, or its own package with the widgets only it uses,
 with a `.tcss` beside it; this registry is the one list the app, its key bindings, the

@@ -1,6 +1,7 @@
 """What every console screen shares: the settings, fresh data, the header, read-only.
 
-Fresh data (SPEC §14): the app counts changes to lab.db (`LabApp.changes`: commits the
+Fresh data (a screen never shows old data as current): the app counts changes to lab.db
+(`LabApp.changes`: commits the
 poll saw through `PRAGMA data_version`, plus every write the console made). A screen
 remembers the count at its last read; when it is shown again and the count moved, it
 re-reads (it gets a `DbChanged`, so a screen that only marks its numbers stale, like

@@ -1,4 +1,4 @@
-"""Enqueue screen (`3`, SPEC §11/§14): pick a grid, see its cost and refusals, queue it.
+"""Enqueue screen (`3`, docs/queue.md): pick a grid, see its cost and refusals, queue it.
 
 The form holds an amendment (or exploratory), a question set, models, conditions
 (names plus knob variants), regimes (`m`: the six mean6 regimes), budgets, seeds

@@ -1,4 +1,5 @@
-"""Sets: the question sets and datasets Enqueue draws on, made without the CLI (SPEC §4.3).
+"""Sets: the question sets and datasets Enqueue draws on, made without the CLI
+(docs/data.md).
 
 A view on Enqueue: `s` there opens it, Escape goes back with a newly created set
 picked in Enqueue's set list (its preview then plans on it). Two tables: the

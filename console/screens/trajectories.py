@@ -1,4 +1,4 @@
-"""Trajectories screen (SPEC §14, key 6): list episodes, step through one, and compare
+"""Trajectories screen (key 6, docs/console.md): list episodes, step through one, and compare
 the same question under several arms (matched arms).
 
 Three views in one screen: the filterable list (`/` filters, Enter opens), one

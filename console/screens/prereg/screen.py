@@ -1,4 +1,4 @@
-"""Pre-registration screen (`2`, SPEC §12/§14): amendments, edit, freeze, deviations, outcomes.
+"""Pre-registration screen (`2`, docs/prereg.md): amendments, edit, freeze, deviations, outcomes.
 
 The list shows every amendment with its state and short hash; the right side has
 the selected one's document (Markdown), the outcomes of its registered tests, its

@@ -1,4 +1,4 @@
-"""Results screen (SPEC §14, key 7): the results tables of `lab results`, the Δ grid
+"""Results screen (key 7, docs/console.md): the results tables of `lab results`, the Δ grid
 with its drill-down into decision points, the hazard chart, and CSV export.
 
 A tab per view (`[`/`]` or the arrows on the tabs): Success (with paired
