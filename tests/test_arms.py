@@ -1,4 +1,4 @@
-"""Rows by full arm spec, never pooled by name (SPEC §7), through the real CLI.
+"""Rows by full arm spec, never pooled by name, through the real CLI.
 
 One small sim grid in a temporary lab.db: sim-own5 under six arms that differ only in a
 knob (k, judge=true, rate), three regimes of two families, two seeds, six questions.

@@ -1,4 +1,4 @@
-"""SPEC §17: every bad input through the real CLI against a real lab.db ends with one
+"""Every bad input through the real CLI against a real lab.db ends with one
 line on stderr, a non-zero exit and an unchanged database (`.dump` sha256)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Errors where the researcher looks (SPEC §11): errored counts and the newest error
+"""Errors where the researcher looks: errored counts and the newest error
 line per job and grid on Jobs, errored-by-reason and spend reads, a paused grid's ETA."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The console's figures and report (issue 24 §3): `F` on Results writes the figure of the
+"""The console's figures and report: `F` on Results writes the figure of the
 table shown (its path in a toast), `W` on the Dashboard writes the report; both into the
 console's export folder, the same files `lab figures` and `lab report` write."""
 

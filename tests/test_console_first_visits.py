@@ -1,4 +1,4 @@
-"""Issue 22's first visits: Results' text drawn a line at a time (the same cells as
+"""Each screen's quick first visit: Results' text drawn a line at a time (the same cells as
 Static, only the lines in view rendered) and the warm-up after the first frame (every
 screen's module and stylesheet loaded, no restyle of the mounted screens on a first
 visit, the garbage collector left alone in a headless app)."""

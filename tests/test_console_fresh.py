@@ -1,4 +1,4 @@
-"""A screen never shows old data as if it were current (SPEC §14).
+"""A screen never shows old data as if it were current.
 
 A screen shown again re-reads when lab.db changed since its last read: a commit by
 another process (seen by the poll's `PRAGMA data_version`) or a write by the console

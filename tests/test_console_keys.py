@@ -1,4 +1,4 @@
-"""Typing and keys (SPEC §14): digits typed in a field stay text, the footer keeps
+"""Typing and keys: digits typed in a field stay text, the footer keeps
 each screen's essential keys at 80 columns, `?` is the screen's cheat sheet, the palette
 finds Help and Pause refresh, and the header names the screen."""
 

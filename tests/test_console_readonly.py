@@ -1,4 +1,4 @@
-"""A read-only lab.db is a read-only console, never a crash (SPEC §14).
+"""A read-only lab.db is a read-only console, never a crash.
 
 Two ways to make lab.db read-only: a real one (`chattr +i` as root, a 0444 file
 otherwise; skipped where neither takes) and SQLite's `query_only` on every connection

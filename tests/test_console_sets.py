@@ -1,4 +1,4 @@
-"""Sets (SPEC §4.3): question sets and data import without the CLI, a view on Enqueue.
+"""Sets: question sets and data import without the CLI, a view on Enqueue.
 
 Pilot tests on a real lab.db (the demo questions and set, a dev set): `s` on Enqueue
 opens the view, `c` draws a set and `y` stores it — back on Enqueue the new set is

@@ -1,4 +1,4 @@
-"""The console's one threading style (STYLE §6–7): a thread worker reads or writes lab.db
+"""The console's one threading style: a thread worker reads or writes lab.db
 and posts what it found as a message; only the handlers, on the app's thread, change a
 screen or a widget. Read from the source, so a new worker that slips is caught at once."""
 

@@ -1,4 +1,4 @@
-"""Calibration and confidence-gated controllers (SPEC §13.6): numbers computed by hand.
+"""Calibration and confidence-gated controllers: numbers computed by hand.
 
 The controller is the second seed's π (its Eq. 1): commit at κ ≥ τ_hi; retrieve while
 budget remains; at budget 0 abstain at κ ≤ τ_lo, else escalate.

@@ -1,4 +1,4 @@
-"""The cost table reads the episodes' keys and its columns (SPEC §16), not the full frame:
+"""The cost table reads the episodes' keys and its columns, not the full frame:
 the same columns, values and dtypes as `episodes_frame`, and the same table, on a stored
 grid with stated-judgment, two-source and switch arms, a measuring arm and dollars."""
 

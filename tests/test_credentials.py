@@ -1,4 +1,4 @@
-"""Credentials in an endpoint URL (SPEC §17): `user:password@` and `?api_key=` reach
+"""Credentials in an endpoint URL: `user:password@` and `?api_key=` reach
 the server with every request, and never lab.db, an export, a log line or the CLI's
 output. The loopback servers record what each request carried; afterwards the lab.db
 files, the export folder and everything logged or printed are searched byte by byte."""

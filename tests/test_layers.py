@@ -1,4 +1,4 @@
-"""The packages' imports flow one way (SPEC §3): console → jobs, analysis → core.
+"""The packages' imports flow one way (docs/architecture.md): console → jobs, analysis → core.
 
 Read from the source with `ast` (every import, including those inside functions), so a
 lazy import that breaks the layering fails here too.

@@ -1,4 +1,4 @@
-"""The arms of SPEC §7: stated-judgment rule, two sources and the switch rule, leaving."""
+"""The newer arms: stated-judgment rule, two sources and the switch rule, leaving."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Offline stopping policies (SPEC §13.6): a fixture whose best policy is known."""
+"""Offline stopping policies: a fixture whose best policy is known."""
 
 from __future__ import annotations
 

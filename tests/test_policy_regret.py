@@ -1,4 +1,4 @@
-"""Table 17 as the paper computes it (SPEC §13.6): the best policy is chosen on the
+"""Table 17 as the paper computes it (the main paper, App. D.2): the best policy is chosen on the
 unaided runs in mean4, every arm's regret is measured against it, and no policy or
 controller row averages the main regimes with plausible unless it is the paper's mean4.
 

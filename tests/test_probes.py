@@ -1,4 +1,4 @@
-"""Probes (SPEC §8.3–§8.5): the rebuilt history is what the agent saw; replies parse strictly."""
+"""Probes: the rebuilt history is what the agent saw; replies parse strictly."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Replay over HTTP (SPEC §8.3–§8.6): probes against the loopback OpenAI-compatible server."""
+"""Replay over HTTP: probes against the loopback OpenAI-compatible server."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`lab replay` / `lab repair` through the real ledger and workers (SPEC §8.3–§8.6)."""
+"""`lab replay` / `lab repair` through the real ledger and workers."""
 
 from __future__ import annotations
 

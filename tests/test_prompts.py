@@ -1,5 +1,5 @@
 """Prompt files: a long-lived process serves the text on disk now, and every episode
-records the sha256 of the files it used (SPEC §10)."""
+records the sha256 of the files it used."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`lab report FILE.html` (SPEC §14): one valid, self-contained page whose every results
+"""`lab report FILE.html`: one valid, self-contained page whose every results
 table holds exactly the numbers of `lab results --format json`, with the figures inline,
 the pre-registration's outcomes, freeze times, hashes and deviations, and provenance."""
 

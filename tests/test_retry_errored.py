@@ -1,4 +1,4 @@
-"""Nothing is lost to a transient error (SPEC §11): errored episodes keep their record
+"""Nothing is lost to a transient error: errored episodes keep their record
 but not their (cell, question) key, `lab retry --errored` re-runs exactly them, and a bug
 in lab fails its job with the traceback instead of passing for a model fault."""
 

@@ -1,4 +1,4 @@
-"""The fast analysis path (SPEC §16) gives the same numbers as the path that read every
+"""The fast analysis path gives the same numbers as the path that read every
 step into pandas (fixture computed before the change, same seeds; recomputed for later
 definitions: p floored at 1/(B+1), holm_m, judgments, dissociation by question, the
 γ warning, exact ties of paired differences, the dissociation rows' regimes), every text

@@ -1,4 +1,4 @@
-"""Migrations are frozen (STYLE §18): no application import, and the schema each one leaves
+"""Migrations are frozen: no application import, and the schema each one leaves
 is the schema that version always had.
 
 `tests/data/schema_versions.json` holds, per migration, the sha256 of lab.db's schema

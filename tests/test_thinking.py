@@ -1,4 +1,4 @@
-"""Thinking mode (SPEC §6) against the loopback OpenAI and Anthropic servers: the
+"""Thinking mode against the loopback OpenAI and Anthropic servers: the
 request asks for it explicitly, the reasoning is stored per step with its tokens,
 episodes total them, steps.csv exports them, `lab try` shows them, and no request
 ever carries reasoning back (acting turns, side-channel forks)."""

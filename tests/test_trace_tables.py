@@ -1,5 +1,5 @@
 """The second seed's Tables 1–3, sweeps and calibration record on the trace sim, with every
-number computed by hand (SPEC §13.6).
+number computed by hand.
 
 The sim (analysis/replay/trace_sim.py) with 9 questions and split seed 7 puts q2, q3
 and q7 in the test split and the other six in the calibration split:

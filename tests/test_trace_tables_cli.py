@@ -1,5 +1,5 @@
 """`lab results trace_*` and `lab export` on traces stored in a real temporary lab.db
-(SPEC §13.6): the trace sim's states written through `core.store.traces`, read back by
+(docs/traces.md): the trace sim's states written through `core.store.traces`, read back by
 `load_traces`, give the tables the frame gives."""
 
 from __future__ import annotations

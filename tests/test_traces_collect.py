@@ -1,4 +1,4 @@
-"""`lab traces collect` against a loopback OpenAI-compatible server (SPEC §13.6).
+"""`lab traces collect` against a loopback OpenAI-compatible server.
 
 The server answers the seed's JSON by depth (it counts the passages the prompt shows):
 depth 0 a wrong answer, depths 1 and 3 the gold answer, depth 2 text that is not JSON.

@@ -1,4 +1,4 @@
-"""The second seed's protocol end to end on the demo data, without a model (issue 21):
+"""The second seed's protocol end to end on the demo data, without a model:
 `lab traces collect --models sim-trace` stores the trace sim's known states (its model:
 `core.models.sim_trace`), `lab results trace_table1..3` read them, `lab export` writes
 them with or without episodes, a depth whose evidence slice is empty copies the state

@@ -1,5 +1,5 @@
 """`lab validate-measures`: I checked against Table 7 like the contrasts, an undefined
-value never ≈ 0, and `--paper-scale` against the paper's Table 7 (SPEC §13.7).
+value never ≈ 0, and `--paper-scale` against the paper's Table 7.
 
 The paper-scale run itself (300 questions × 10 seeds) takes minutes; here its scale is
 shrunk by monkeypatching PAPER_QUESTIONS / PAPER_SEEDS, and Table 7 by PAPER_TABLE7, so
