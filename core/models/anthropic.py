@@ -66,6 +66,7 @@ from core.models.reasoning import estimate_reasoning_tokens
 from core.models.retry import MalformedResponse, call_with_retries, reading_reply
 from core.models.server_checks import ANTHROPIC_KEY_ENV
 from core.models.specs import BATCH_DISCOUNT, DEFAULT_ANTHROPIC_URL, AnthropicSpec
+from core.redaction import remember
 
 if TYPE_CHECKING:
     import anthropic
@@ -215,6 +216,8 @@ class AnthropicClient:
         self.address = parse_endpoint(spec.base_url)
         self.base_url = self.address.public
         self.secrets = (key, *self.address.secrets)
+        # what the requests carry is never stored or printed, in any spelling
+        remember(self.secrets, self.address.username, self.address.password)
         if self.address.secrets or self.address.basic_auth:
             scrub_client_logs()
         self._api: anthropic.AsyncAnthropic | None = None

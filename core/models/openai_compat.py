@@ -62,6 +62,7 @@ from core.models.reasoning import estimate_reasoning_tokens, split_reasoning
 from core.models.retry import LOG, StatusFailure, call_with_retries, reading_reply
 from core.models.specs import OpenAISpec
 from core.models.transport import Response, StreamPool
+from core.redaction import any_registered, redact, remember
 
 DOWN_S = 30.0
 """How long an endpoint that refused or dropped a connection is avoided."""
@@ -142,6 +143,9 @@ class Endpoint:
             raise ConfigError(f"endpoint {self.url}: has user:password@ and {API_KEY_ENV} is "
                               f"set; both would be the authorization header, so use one")
         self.secrets = self.address.secrets
+        # what the requests carry is never stored or printed, in any spelling
+        remember((*self.secrets, *([key] if key != "EMPTY" else [])),
+                 self.address.username, self.address.password)
         if self.secrets:
             scrub_client_logs()
         self.outstanding = 0
@@ -354,7 +358,9 @@ class OpenAISession:
         if reply.from_reasoning_field and not c.warned_reasoning_field:
             c.warned_reasoning_field = True
             LOG.warning(REASONING_PARSER_WARNING, c.name)
-        text, finish = reply.text, reply.finish
+        text, finish, reasoning = reply.text, reply.finish, reply.reasoning
+        if any_registered():  # a reply that echoes a credential stores it as ***
+            text, reasoning = redact(text), redact(reasoning)
         if thinking and stop:  # the stop strings the server was not sent
             text, cut = cut_at_stop(text, stop)
             if cut:  # what is kept ended at a stop string, not at max_tokens
@@ -366,7 +372,7 @@ class OpenAISession:
                           cache_read_tokens=cached,
                           cost_usd=c.prices.dollars(prompt, completion, cached),
                           latency_ms=(time.perf_counter() - start) * 1000,
-                          reasoning=reply.reasoning, reasoning_tokens=thought, finish=finish)
+                          reasoning=reasoning, reasoning_tokens=thought, finish=finish)
 
     def _move(self, endpoint: Endpoint) -> None:
         """Serve the rest of the episode from `endpoint` (its own is down)."""

@@ -32,7 +32,8 @@ from typing import Any, Protocol, TypeVar
 import httpx
 
 from core.errors import ModelError
-from core.models.endpoint_url import scrub_urls
+from core.redaction import redact as redact_text
+from core.redaction import remember
 
 T = TypeVar("T")
 LOG = logging.getLogger("lab.models")
@@ -215,13 +216,11 @@ def reading_reply() -> Iterator[None]:
                                 ) from exc
 
 
-def redact(text: str, secrets: Sequence[str]) -> str:
-    """`text` with every secret (of 8+ characters) replaced by ***, and any URL in it
-    stripped of userinfo and credential query parameters (`scrub_urls`)."""
-    for secret in secrets:
-        if secret and len(secret) >= 8:
-            text = text.replace(secret, "***")
-    return scrub_urls(text)
+def redact(text: str, secrets: Sequence[str] = ()) -> str:
+    """`text` without any credential this process sends (`core.redaction.redact`), after
+    registering `secrets` (API keys) with the ones redacted."""
+    remember(secrets)
+    return redact_text(text)
 
 
 def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 
 from sqlite_utils import Database
 
+from core.redaction import redact, redact_optional
 from core.store.base import write
 
 
@@ -57,7 +58,7 @@ def record_change(db: Database, worker: str, endpoint: str, state: str, since: f
     """Store what `worker` saw: `endpoint` went `state` ("down" or "up") at `since`
     (seconds since the epoch); also one line in the events table."""
     when = _iso(since)
-    detail = (f"{endpoint} down: {error}"[:500] if state == "down"
+    detail = (redact(f"{endpoint} down: {error}")[:500] if state == "down"
               else f"{endpoint} answers again")
     with write(db):
         db.conn.execute(
@@ -65,7 +66,8 @@ def record_change(db: Database, worker: str, endpoint: str, state: str, since: f
             "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(endpoint, worker) DO UPDATE SET "
             "models = excluded.models, state = excluded.state, since = excluded.since, "
             "error = excluded.error",
-            (endpoint, worker, json.dumps(sorted(models)), state, when, error or None))
+            (endpoint, worker, json.dumps(sorted(models)), state, when,
+             redact_optional(error or None)))
         db.conn.execute("INSERT INTO events (at, kind, detail) VALUES (?, ?, ?)",
                         (datetime.now(UTC).isoformat(timespec="microseconds"),
                          f"endpoint_{state}", detail))

@@ -13,6 +13,7 @@ from sqlite_utils import Database
 
 from core.episode import EpisodeResult, Step, utc_now
 from core.errors import StoreError
+from core.redaction import redact_optional
 from core.store.base import write
 from core.store.decisions import store_derived
 from core.store.monitor import pid_alive, stale_live_ids
@@ -35,6 +36,12 @@ _STEP_SQL = (f"INSERT INTO steps (episode_id, {', '.join(_STEP_COLS)}) "
              f"VALUES ({', '.join('?' * (len(_STEP_COLS) + 1))})")
 COMPLETE = "error IS NULL"
 """An episode that holds its (cell, question) key: it did not end in a model error."""
+
+
+def _episode_value(r: EpisodeResult, column: str) -> Any:
+    """An episode column's value; its error as `core.redaction` shows it (no credential)."""
+    value = getattr(r, column)
+    return redact_optional(value) if column == "error" else value
 
 
 def _step_row(step: Step) -> tuple[Any, ...]:
@@ -74,7 +81,7 @@ def write_episodes(db: Database, items: Sequence[tuple[int, EpisodeResult, int |
             cur = conn.execute(
                 _EPISODE_SQL,
                 (cell_id, r.question_id, r.server if r.server is not None else server, set_sha,
-                 cell_id, r.question_id, *(getattr(r, c) for c in _EPISODE_COLS)))
+                 cell_id, r.question_id, *(_episode_value(r, c) for c in _EPISODE_COLS)))
             episode_id = int(cur.lastrowid or 0)
             conn.executemany(_STEP_SQL, [(episode_id, *_step_row(s)) for s in r.steps])
             store_derived(conn, episode_id, cell_id, r.steps)  # analysis reads these, not steps

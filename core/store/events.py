@@ -13,6 +13,7 @@ from __future__ import annotations
 from sqlite_utils import Database
 
 from core.episode import utc_now
+from core.redaction import redact
 from core.store.base import write
 
 
@@ -20,4 +21,4 @@ def log_event(db: Database, kind: str, detail: str) -> None:
     """Append one line to the events table."""
     with write(db):
         db.conn.execute("INSERT INTO events (at, kind, detail) VALUES (?, ?, ?)",
-                        (utc_now(), kind, detail))
+                        (utc_now(), kind, redact(detail)))

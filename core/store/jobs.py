@@ -16,6 +16,7 @@ from sqlite_utils import Database
 
 from core.episode import utc_now
 from core.errors import StoreError
+from core.redaction import redact_optional
 from core.store.base import write
 from core.store.episodes import COMPLETE
 from core.store.events import log_event as log_event  # callers log as ledger.log_event
@@ -175,7 +176,7 @@ def finish(db: Database, job_id: int, worker: str, state: str, error: str | None
             "UPDATE jobs SET state = ?, last_error = coalesce(?, last_error), lease_until = NULL, "
             "updated_at = ?, worker = CASE WHEN ? = 'queued' THEN NULL ELSE worker END "
             "WHERE id = ? AND worker = ? AND state = 'running'",
-            (state, error, utc_now(), state, job_id, worker))
+            (state, redact_optional(error), utc_now(), state, job_id, worker))
         return cur.rowcount > 0
 
 
@@ -204,7 +205,7 @@ def release_worker_jobs(db: Database, worker: str, reason: str) -> list[int]:
         db.conn.executemany(
             "UPDATE jobs SET state = 'queued', worker = NULL, lease_until = NULL, "
             "last_error = ?, updated_at = ? WHERE id = ? AND state = 'running'",
-            [(reason, utc_now(), i) for i in ids])
+            [(redact_optional(reason), utc_now(), i) for i in ids])
         db.conn.execute("UPDATE workers SET state = 'lost' WHERE id = ? AND state != 'stopped'",
                         (worker,))
     return ids

@@ -17,6 +17,7 @@ from sqlite_utils import Database
 from core.conditions import Condition
 from core.errors import StoreError
 from core.probes import At, ProbeRecord, RecordedEpisode, parse_at, select_points
+from core.redaction import redact_optional
 from core.regimes import parse_regime
 from core.store.base import write
 from core.store.episodes import COMPLETE, episode_steps
@@ -43,6 +44,8 @@ _INSERT = (f"INSERT INTO probes ({', '.join(PROBE_COLUMNS)}) VALUES "
 
 def _value(record: ProbeRecord, column: str) -> Any:
     value = getattr(record, column)
+    if column == "error":  # text from a server: never a credential (core.redaction)
+        return redact_optional(value)
     return int(value) if isinstance(value, bool) else value
 
 

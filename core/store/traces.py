@@ -17,6 +17,7 @@ import pandas as pd
 from sqlite_utils import Database
 
 from core.episode import utc_now
+from core.redaction import redact_optional
 from core.store.base import write
 
 TRACE_COLUMNS = ("id", "run", "model", "dataset", "set_name", "question_id", "depth", "answer",
@@ -98,6 +99,8 @@ _INSERT = (f"INSERT INTO traces ({', '.join(_WRITE_COLUMNS)}) VALUES "
 
 def _value(record: TraceRecord, column: str) -> Any:
     value = getattr(record, column)
+    if column == "error":  # text from a server: never a credential (core.redaction)
+        return redact_optional(value)
     return int(value) if isinstance(value, bool) else value
 
 
