@@ -1,7 +1,8 @@
 """Text tables that fit a width and say what their short names mean: regime columns in
 the canonical order, a wide table split into blocks that each repeat the row's key
-columns (model, arm …), and the abbreviations of a table's headers spelled out under
-it. Only layout: `analysis.tables.text` calls these with cells already formatted.
+columns (model, arm and what else tells the rows apart), and the abbreviations of a
+table's headers spelled out under it. Only layout: `analysis.tables.text` calls these
+with cells already formatted.
 """
 
 from __future__ import annotations
@@ -34,17 +35,21 @@ def canonical_columns(columns: Sequence[str]) -> list[str]:
 
 
 def blocks(widths: Sequence[int], keys: int, width: int | None,
-           together: Sequence[Sequence[int]] = ()) -> list[list[int]]:
-    """Column indexes of each block when the table is wider than `width`: every block
-    starts with the `keys` first columns and takes as many of the others as fit (at
-    least one group, so a single wide column makes a block of its own).
+           together: Sequence[Sequence[int]] = (),
+           repeat: Sequence[int] | None = None) -> list[list[int]]:
+    """Column indexes of each block when the table is wider than `width`: the first block
+    starts with the `keys` first columns, every later one with `repeat` (by default the
+    same), and each takes as many of the others as fit (at least one group, so a single
+    wide column makes a block of its own). When the first group fits beside `repeat` but
+    not beside every key column, the first block holds the key columns alone.
 
     Args:
         widths: each column's width.
-        keys: how many leading columns every block repeats.
+        keys: how many leading columns are keys (the first block shows them all).
         width: the widest a line may be; None keeps one block.
         together: groups of column indexes never split between blocks (an interval
             and its p), in order; columns in none are groups of one.
+        repeat: the columns every later block starts with (None: the `keys` first).
 
     Returns:
         Lists of column indexes, the first holding every column when all fit.
@@ -55,20 +60,23 @@ def blocks(widths: Sequence[int], keys: int, width: int | None,
     grouped = {i: list(g) for g in together for i in g[:1]}
     inside = {i for g in together for i in g}
     groups = [grouped.get(i, [i]) for i in every[keys:] if i in grouped or i not in inside]
-    head = every[:keys]
-    used = sum(widths[:keys]) + GAP * (keys - 1)
+    head, later = every[:keys], list(every[:keys] if repeat is None else repeat)
+
+    def used(columns: Sequence[int]) -> int:
+        return sum(widths[i] for i in columns) + GAP * (len(columns) - 1)
+
     out: list[list[int]] = []
     block: list[int] = []
-    taken = used
+    taken = used(head)
     for group in groups:
         size = sum(GAP + widths[i] for i in group)
-        if block and taken + size > width:
-            out.append(head + block)
-            block, taken = [], used
+        if taken + size > width and (block or (not out and used(later) + size <= width)):
+            out.append((later if out else head) + block)
+            block, taken = [], used(later)
         block += group
         taken += size
     if block:
-        out.append(head + block)
+        out.append((later if out else head) + block)
     return out
 
 
@@ -107,3 +115,45 @@ def wrap_line(line: str, width: int) -> list[str]:
     return textwrap.wrap(line.strip(), width=width, initial_indent=indent,
                          subsequent_indent=indent + "  ", break_long_words=False,
                          break_on_hyphens=False)
+
+
+def elide_middle(text: str, width: int) -> str:
+    """`text` cut to `width` characters in its middle (`sim-haz…-own`), so its start and
+    its end (a seed, a run's suffix) both stay.
+
+    Args:
+        text: the text.
+        width: the most characters it may take (at least 1).
+
+    Returns:
+        The text itself when it fits, else its head, "…" and its tail.
+    """
+    if len(text) <= width:
+        return text
+    keep = max(width - 1, 0)
+    head = (keep + 1) // 2
+    return text[:head] + "…" + text[len(text) - (keep - head):] if keep > head else \
+        text[:head] + "…"
+
+
+def fit_parts(parts: Sequence[str], width: int, sep: str = " · ") -> str:
+    """Parts joined by `sep` in at most `width` characters: the longest part is elided in
+    its middle (`elide_middle`) a character at a time until the whole fits, so every part
+    keeps its start and its end (a label keeps its model and its seed); the joined text
+    is elided in the middle only when even parts of three characters do not fit.
+
+    Args:
+        parts: the parts (model, then what tells a line apart).
+        width: the most characters the result may take.
+        sep: what joins the parts.
+
+    Returns:
+        The label.
+    """
+    out = list(parts)
+    while len(sep.join(out)) > width:
+        longest = max(range(len(out)), key=lambda i: len(out[i]))
+        if len(out[longest]) <= 3:
+            break
+        out[longest] = elide_middle(out[longest], len(out[longest]) - 1)
+    return elide_middle(sep.join(out), width)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from analysis.base.arms import ArmKey
 from analysis.base.rows import ENDED_FIELDS, Row, Table
 from analysis.measures.results import Results
-from analysis.tables.fit import abbreviation_lines, blocks, canonical_columns, wrap_line
+from analysis.tables.fit import GAP, abbreviation_lines, blocks, canonical_columns, wrap_line
 from core.end_reasons import apart_text
 from core.regimes import FAILURE_REGIMES, MEAN6, short_regime
 
@@ -99,30 +99,132 @@ def align(header: Sequence[str], body: Sequence[Sequence[str]],
     return [line(header), "  ".join("─" * w for w in widths), *map(line, body)]
 
 
-def align_fit(header: Sequence[str], body: Sequence[Sequence[str]], right: Sequence[int],
-              keys: int, width: int | None,
-              together: Sequence[Sequence[int]] = ()) -> list[str]:
-    """`align`, split into blocks of columns no wider than `width` when it is given, each
-    block repeating the `keys` first columns (model, arm …), a blank line between blocks.
+ROW_NUMBER = -1
+"""The column index `Fitted.blocks` gives the row-number column ("#")."""
+
+
+@dataclass(frozen=True)
+class Block:
+    """Where one block of a fitted table sits in its lines.
+
+    Attributes:
+        line: the index of the block's header line (its rule follows, then one line per
+            body row, in body order).
+        columns: the table's column indexes the block shows, in order (`ROW_NUMBER` for
+            the row-number column).
+        starts: the character offset where each of those columns starts.
+        widths: each one's width.
+    """
+
+    line: int
+    columns: tuple[int, ...]
+    starts: tuple[int, ...]
+    widths: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Fitted:
+    """A table aligned and split into blocks no wider than a width, and where each cell
+    went (so a console can point at a row or a cell of the text).
+
+    Attributes:
+        lines: the aligned lines (per block: header, rule, rows; a blank line between).
+        blocks: each block's place and columns.
+        numbered: whether the rows carry numbers (`#`) instead of repeating their key
+            columns in every block: the first block, which shows every key column, is
+            then the legend of the numbers.
+    """
+
+    lines: list[str]
+    blocks: tuple[Block, ...]
+    numbered: bool
+
+
+def _repeated(widths: Sequence[int], body: Sequence[Sequence[str]], keys: int,
+              width: int | None, together: Sequence[Sequence[int]]) -> list[int] | None:
+    """The key columns every block after the first repeats so that each row tells itself
+    apart there: all of them when they fit beside the widest column group, else those
+    whose values differ between rows; None when even those leave no room (then rows are
+    numbered)."""
+    if width is None or sum(widths) + GAP * (len(widths) - 1) <= width:
+        return list(range(keys))
+    inside = {i for g in together for i in g}
+    groups = [list(g) for g in together] + [[i] for i in range(keys, len(widths))
+                                            if i not in inside]
+    widest = max((sum(GAP + widths[i] for i in g) for g in groups), default=0)
+    every = list(range(keys))
+    varying = [i for i in every if len({row[i] for row in body}) > 1]
+    for head in (every, varying):
+        if sum(widths[i] for i in head) + GAP * (len(head) - 1) + widest <= width:
+            return head
+    return every if not varying else None
+
+
+def fit(header: Sequence[str], body: Sequence[Sequence[str]], right: Sequence[int],
+        keys: int, width: int | None, together: Sequence[Sequence[int]] = ()) -> Fitted:
+    """`align`, split into blocks of columns no wider than `width` when it is given, a
+    blank line between blocks, every row identifiable in every block: each block repeats
+    the `keys` first columns (model, arm, and what else tells the rows apart) when they
+    fit, else those of them that vary between rows; when even these leave no room, each
+    row gets a number (`#`) shown in every block, and the first block, which shows every
+    key column, is its legend.
 
     Args:
         header: column names.
         body: rows of cells.
         right: indices of right-aligned columns.
-        keys: leading columns every block repeats.
+        keys: leading columns that identify a row.
+        width: the widest a line may be (None: one block).
+        together: groups of columns kept in one block (an interval and its p).
+
+    Returns:
+        The lines and where each block sits.
+    """
+    widths = [max(len(str(c)) for c in col) for col in zip(header, *body)]
+    repeat = _repeated(widths, body, keys, width, together)
+    numbered = repeat is None
+    columns = list(range(len(header)))
+    if numbered:  # the row number becomes column 0, every other one moves right by one
+        header = ["#", *header]
+        body = [[str(n), *row] for n, row in enumerate(body, 1)]
+        widths = [max(len(header[0]), len(body[-1][0]) if body else 1), *widths]
+        right = [0, *(i + 1 for i in right)]
+        together = [[i + 1 for i in g] for g in together]
+        columns = [ROW_NUMBER, *columns]
+        plan = blocks(widths, keys + 1, width, together, [0])
+    else:
+        plan = blocks(widths, keys, width, together, repeat)
+    lines: list[str] = []
+    placed = []
+    for cols in plan:
+        lines += [""] if lines else []
+        ws = [widths[i] for i in cols]
+        starts = [sum(ws[:k]) + GAP * k for k in range(len(cols))]
+        placed.append(Block(len(lines), tuple(columns[i] for i in cols), tuple(starts),
+                            tuple(ws)))
+        lines += align([header[i] for i in cols], [[row[i] for i in cols] for row in body],
+                       [k for k, i in enumerate(cols) if i in right])
+    return Fitted(lines, tuple(placed), numbered)
+
+
+def align_fit(header: Sequence[str], body: Sequence[Sequence[str]], right: Sequence[int],
+              keys: int, width: int | None,
+              together: Sequence[Sequence[int]] = ()) -> list[str]:
+    """`fit`'s lines.
+
+    Args:
+        header: column names.
+        body: rows of cells.
+        right: indices of right-aligned columns.
+        keys: leading columns that identify a row (every block shows them, or a row
+            number keys them).
         width: the widest a line may be (None: one block).
         together: groups of columns kept in one block (an interval and its p).
 
     Returns:
         The lines.
     """
-    widths = [max(len(str(c)) for c in col) for col in zip(header, *body)]
-    out: list[str] = []
-    for cols in blocks(widths, keys, width, together):
-        out += ([""] if out else []) + align(
-            [header[i] for i in cols], [[row[i] for i in cols] for row in body],
-            [k for k, i in enumerate(cols) if i in right])
-    return out
+    return fit(header, body, right, keys, width, together).lines
 
 
 def _signed(r: Row) -> bool:
@@ -249,8 +351,8 @@ def render_wide(table: Table, width: int | None = None) -> list[str]:
         The aligned lines (header, rule, rows; per block).
     """
     cells = wide_cells(table)
-    return align_fit(cells.header, cells.body, range(cells.n_text, len(cells.header)), 2,
-                     width, cells.together)
+    return align_fit(cells.header, cells.body, range(cells.n_text, len(cells.header)),
+                     cells.n_text, width, cells.together)
 
 
 def wide_cells(table: Table) -> WideCells:
@@ -324,7 +426,7 @@ def render_long(table: Table, width: int | None = None) -> list[str]:
         The aligned lines (header, rule, rows; per block).
     """
     cells = long_cells(table)
-    return align_fit(cells.header, cells.body, cells.right, 2, width)
+    return align_fit(cells.header, cells.body, cells.right, cells.keys, width)
 
 
 @dataclass(frozen=True)
@@ -335,11 +437,14 @@ class LongCells:
         header: the column headers.
         body: one list of cells per row.
         right: the right-aligned (number) columns.
+        keys: how many leading columns tell a row apart (model, arm, what varies, and
+            measure and scope when they differ between rows).
     """
 
     header: list[str]
     body: list[list[str]]
     right: tuple[int, ...]
+    keys: int = 2
 
 
 def long_cells(table: Table) -> LongCells:
@@ -357,7 +462,7 @@ def long_cells(table: Table) -> LongCells:
     n_idx = header.index("n")
     counts = int(errored) + len(ended)
     right = (n_idx - 1, n_idx) + tuple(range(len(header) - counts, len(header)))
-    return LongCells(header, body, right)
+    return LongCells(header, body, right, header.index("estimate [95% CI]"))
 
 
 def header_lines(table: Table) -> list[str]:
@@ -479,7 +584,8 @@ def render_table(table: Table, width: int | None = None) -> str:
     Args:
         table: a results table.
         width: fit every line in this many columns: wide tables split into blocks that
-            repeat model and arm, text wrapped (None: one block, text at `NOTE_WIDTH`).
+            show what tells each row apart (`fit`), title and text wrapped (None: one
+            block, text at `NOTE_WIDTH`).
 
     Returns:
         Title, what the rows cover and pool, the aligned table (or "no data"), the
@@ -487,7 +593,8 @@ def render_table(table: Table, width: int | None = None) -> str:
         row left errored episodes out, and the notes.
     """
     text_width = min(width or NOTE_WIDTH, NOTE_WIDTH)
-    out = [table.title, "=" * len(table.title)]
+    title = wrap_line(table.title, text_width)
+    out = [*title, "=" * max(map(len, title))]
     out += [w for line in header_lines(table) for w in wrap_line(line, text_width)]
     if not table.rows:
         out.append("(no data for this selection)")

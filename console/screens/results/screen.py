@@ -10,8 +10,10 @@ comes from `analysis.tables.results.results_for` in a thread worker with the con
 `n_boot`/`hazard_boot`/`seed` (by default the CLI's: 2,000 question-level resamples,
 hazard model 1,000, seed 0), so the screen shows what `lab results` prints for the
 same selection. Tables fit the screen's width: a wide one is split into blocks that
-each repeat model and arm, so they never scroll out of sight; the Δ grid keeps its
-short row labels pinned (the full cover is in the line under it). On the Δ grid,
+each repeat the key columns that tell its rows apart (model, arm, run, seed …; a row
+number keying the first block when they leave no room), so none scrolls out of sight;
+the Δ grid keeps its short row labels pinned (elided in the middle, so the seed at
+their end stays; the full cover is in the line under it). On the Δ grid,
 Enter lists the cell's decisions in groups (a) and (b); Enter on one opens that
 trajectory at that action on the Trajectories screen. When new episodes arrive the
 numbers stay as they are, marked stale, until `r` recomputes them.

@@ -62,7 +62,8 @@ def display_tables(view: str, tables: Sequence[Table]) -> tuple[Table, ...]:
 
 def view_text(view: str, tables: Sequence[Table], note: str, width: int) -> str:
     """What a view prints: its tables fitted to `width` (a wide one split into blocks that
-    each repeat model and arm, so neither scrolls out of sight), after the note.
+    each repeat the row's key columns, or its number, so neither scrolls out of sight),
+    after the note.
 
     Args:
         view: a view id (`analysis.tables.registry.views`).
@@ -91,7 +92,8 @@ _GROUP_FIELDS = ("model", "budget", "dataset", "question_set", "runs", "seeds", 
 
 LABEL_WIDTH = 26
 """The widest a Δ grid's row label is (the model first): the arms stay in view at 80
-columns, and the full cover is in the line under the grid."""
+columns, and the full cover is in the line under the grid. A longer label is elided in
+the middle of its longest parts, so the model's start and the seed at its end stay."""
 
 
 @dataclass(frozen=True)
@@ -135,6 +137,7 @@ def delta_grid(table: Table, measure: str, scope: str) -> Grid:
     Returns:
         The Grid.
     """
+    from analysis.tables.fit import fit_parts
     from analysis.tables.text import regimes_text
 
     rows = [r for r in table.rows if r.measure == measure and r.scope == scope]
@@ -151,12 +154,14 @@ def delta_grid(table: Table, measure: str, scope: str) -> Grid:
                  for f in names]
         return " · ".join([str(k[0]), *extra])
 
-    def label(k: tuple[object, ...]) -> str:
-        text = " · ".join([str(k[0]), *(value(f, k) for f in names)])
-        return text if len(text) <= LABEL_WIDTH else text[: LABEL_WIDTH - 1] + "…"
+    def parts(k: tuple[object, ...]) -> list[str]:
+        return [str(k[0]), *(value(f, k) for f in names)]
 
     covers = list(dict.fromkeys(cover(k) for k in keys))
-    labels = {cover(k): label(k) for k in keys}
+    labels = {cover(k): fit_parts(parts(k), LABEL_WIDTH) for k in keys}
+    if len(set(labels.values())) < len(labels):  # elided alike: number the lines
+        labels = {c: fit_parts([f"{n}.", *parts(k)], LABEL_WIDTH) for n, (c, k) in
+                  enumerate(dict(zip(map(cover, keys), keys)).items(), 1)}
     arms = sorted(dict.fromkeys(arm_of(r) for r in rows), key=lambda a: (a != "none", a))
     cells = tuple((covers.index(cover(k)), arms.index(arm_of(r)), r) for k, r in zip(keys, rows))
     return Grid(tuple(labels[c] for c in covers), tuple(arms), cells, measure, scope,

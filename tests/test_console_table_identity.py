@@ -1,0 +1,142 @@
+"""Every row of a results table tells itself apart in every block the table is split
+into at a narrow width: the key columns that vary (run, seed …) repeat in each block, or
+a row number shown in every block keys the first block's legend; the Δ grid's labels are
+elided in the middle, so they keep the seed.
+
+The study: one model under one arm and `none`, two runs × two seeds whose numbers are
+the same run for run (same seeds, same sims), so a block without the run column shows
+rows that cannot be told apart.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from textual.widgets import DataTable
+
+from analysis.measures.frames import load_frames
+from analysis.tables.compute import compute
+from analysis.tables.fit import elide_middle, fit_parts
+from analysis.tables.text import render_table
+from console.app import ConsoleConfig, make_app
+from console.screens.results.screen import ResultsScreen
+from core import store
+from tests.helpers.console import FIXED_TS, settle
+from tests.helpers.two_runs import RUNS, SEEDS, build_two_runs_db
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The two-runs study, built once for this module."""
+    return build_two_runs_db(tmp_path_factory.mktemp("two_runs") / "lab.db")
+
+
+def table_blocks(text: str) -> list[tuple[str, list[str]]]:
+    """(header line, row lines) of every block of every table in `text`: a header is the
+    line above a rule of ─; its rows run to the next blank or indented line."""
+    lines = text.splitlines()
+    out = []
+    for i, line in enumerate(lines[1:], 1):
+        if line and set(line) <= {"─", " "}:
+            rows = []
+            for row in lines[i + 1:]:
+                if not row.strip() or row.startswith("  "):
+                    break
+                rows.append(row)
+            out.append((lines[i - 1], rows))
+    return out
+
+
+def table_text(text: str, title: str) -> str:
+    """The table titled `title` in a view's text: from its title to the next table's."""
+    start = text.index(title)
+    underline = text.index("\n=", start)
+    following = text.find("\n=", underline + 2)
+    end = text.rfind("\n\n", underline, following) if following > 0 else len(text)
+    return text[underline + 1:end]
+
+
+def assert_rows_identified(text: str, title: str) -> int:
+    """Every block of the table titled `title` in `text` names run and seed (or numbers
+    its rows) and no two of its rows read alike; returns how many blocks it has."""
+    blocks = table_blocks(table_text(text, title))
+    assert blocks, title
+    for header, rows in blocks:
+        names = header.split()
+        assert names[0] == "#" or {"run", "seed"} <= set(names), (title, header)
+        assert len(rows) == len(set(rows)) >= 2, (title, header, rows)
+    return len(blocks)
+
+
+def test_blocks_repeat_what_varies_or_number_the_rows(two_runs: Path) -> None:
+    frames = load_frames(store.connect(two_runs))
+    results = compute(frames, ("success", "cost"), n_boot=50)
+    whole = render_table(results.tables[0])
+    assert len(table_blocks(whole)) == 1
+    for width in (200, 100, 76, 60, 50):
+        for table in results.tables:
+            text = render_table(table, width)
+            blocks = table_blocks(text)
+            for header, rows in blocks:
+                names = header.split()
+                assert names[0] == "#" or {"run", "seed"} <= set(names), (width, header)
+                assert len(rows) == len(set(rows)), (width, table.title, header)
+            numbered = [h for h, _ in blocks if h.split()[0] == "#"]
+            if numbered:  # the first block is the legend: every key column
+                assert blocks[0][0].split()[:5] == ["#", "model", "arm", "run", "seed"]
+                assert len(numbered) == len(blocks)
+    success = results.table("success")
+    assert success is not None
+    # at 76 columns (the console at 80) the Success table repeats every key column
+    text = render_table(success, 76)
+    assert all(h.split()[:4] == ["model", "arm", "run", "seed"] for h, _ in table_blocks(text))
+    assert len(table_blocks(text)) >= 2
+    # at 50 no block fits beside even the varying key columns: rows are numbered
+    text = render_table(success, 50)
+    assert all(h.split()[0] == "#" for h, _ in table_blocks(text))
+
+
+def test_middle_elision_keeps_both_ends() -> None:
+    assert elide_middle("sim-hazard-own", 8) == "sim-…own"
+    assert elide_middle("short", 8) == "short"
+    label = fit_parts(["sim-hazard-own", "pilot-a", "seed 1"], 26)
+    assert len(label) <= 26 and label.startswith("sim") and label.endswith("seed 1")
+    assert fit_parts(["sim-hazard-own", "pilot-a", "seed 0"], 26) != label
+
+
+@pytest.mark.asyncio
+async def test_console_at_80x24_every_block_tells_its_rows_apart(two_runs: Path,
+                                                                  tmp_path: Path) -> None:
+    """The issue's first check: Success, Paired differences, Cost and Answering at 80×24,
+    every block; and the Δ grid's labels stay distinct and keep the seed."""
+    db = tmp_path / "lab.db"
+    shutil.copy(two_runs, db)
+    app = make_app(db, ConsoleConfig(db_path=db, first_screen="results", clock=lambda: FIXED_TS,
+                                     export_dir=tmp_path / "exports", n_boot=100,
+                                     hazard_boot=100))
+    seen = {}
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, ResultsScreen)
+        for view, titles in (("success", ("Success per regime", "Paired success")),
+                             ("delta", ()), ("cost", ("Stopping and cost",)),
+                             ("answering", ("Answering:",))):
+            while screen.view != view:
+                await pilot.press("right_square_bracket")
+                await settle(pilot)
+            if view == "delta":
+                grid = screen.query_one("#results-grid", DataTable)
+                labels = [str(grid.get_row_at(i)[0]) for i in range(grid.row_count)]
+                assert len(labels) == len(RUNS) * len(SEEDS) == len(set(labels)), labels
+                assert all(len(label) <= 26 for label in labels)
+                assert sorted(label[-1] for label in labels) == sorted(
+                    str(s) for s in SEEDS for _ in RUNS)
+                continue
+            text = str(screen.query_one("#results-text").render())
+            assert max(len(line) for line in text.splitlines()) <= 76
+            for title in titles:
+                seen[title] = assert_rows_identified(text, title)
+    assert all(n >= 2 for n in seen.values()), seen  # each was split into blocks
