@@ -109,7 +109,7 @@ def test_middle_elision_keeps_both_ends() -> None:
 @pytest.mark.asyncio
 async def test_console_at_80x24_every_block_tells_its_rows_apart(two_runs: Path,
                                                                   tmp_path: Path) -> None:
-    """The issue's first check: Success, Paired differences, Cost and Answering at 80×24,
+    """The console at 80×24: Success, Paired differences, Cost and Answering,
     every block; and the Δ grid's labels stay distinct and keep the seed."""
     db = tmp_path / "lab.db"
     shutil.copy(two_runs, db)
