@@ -113,6 +113,30 @@ async def test_filter_keeps_matching_jobs(lab_db: Path) -> None:
 
 
 @pytest.mark.asyncio
+async def test_filter_searches_grids_not_opened_and_says_when_nothing_matches(
+        lab_db: Path) -> None:
+    """With the grid closed (its jobs never read), `/` still finds its jobs and opens the
+    grid on them; a filter nothing matches says so under the tree."""
+    app = console_app(lab_db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _open(pilot)
+        assert not any(label.startswith("job") for label in _labels(app))  # grid closed
+        await pilot.press("slash", *"own5", "enter")
+        await settle(pilot)
+        jobs = [label for label in _labels(app) if label.startswith("job")]
+        assert len(jobs) == 8 and all("sim-own5" in j for j in jobs)
+        await pilot.press("slash", *"gpt-9", "enter")
+        await settle(pilot)
+        assert _labels(app) == []
+        hint = str(app.screen.query_one("#jobs-hint").render())
+        assert "no job matches 'gpt-9'" in hint
+        await pilot.press("escape")
+        await settle(pilot)
+        assert [label for label in _labels(app) if label.startswith("run")]
+        assert "no job matches" not in str(app.screen.query_one("#jobs-hint").render())
+
+
+@pytest.mark.asyncio
 async def test_pause_resume_cancel_retry_behind_confirmation(lab_db: Path) -> None:
     app = console_app(lab_db)
     async with app.run_test(size=(80, 24)) as pilot:

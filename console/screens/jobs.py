@@ -72,11 +72,14 @@ class JobsData:
     """Endpoints a live worker sees down (their models' episodes wait)."""
 
 
-def read_jobs(db_path: Path, expanded: set[int], now: float) -> JobsData:
-    """Grid statuses and the jobs of `expanded` grids (call from a worker)."""
+def read_jobs(db_path: Path, expanded: set[int] | None, now: float) -> JobsData:
+    """Grid statuses and the jobs of `expanded` grids (None: of every grid, which the
+    filter searches; call from a worker)."""
     db = store.connect(db_path)
     try:
         grids = status(db, now=now)
+        if expanded is None:
+            expanded = {g.grid for g in grids}
         errors = {j: e for g in expanded for j, e in monitor.job_errors(db, g).items()}
         return JobsData(grids, {g: progress.job_rows(db, g) for g in expanded}, errors,
                         monitor.grid_last_errors(db), endpoints_down(db, now=now))
@@ -207,6 +210,8 @@ class JobsScreen(LabScreen):
 
     CSS_PATH = "jobs.tcss"
     WRITE_ACTIONS = frozenset({"act"})
+    _filter_text = ""
+    """The `/` filter (empty: none); while set, every grid's jobs are read and searched."""
     BINDINGS = [
         Binding("r", "reload", "Reload"),
         Binding("P", "act('pause')", "Pause", key_display="P"),
@@ -258,11 +263,12 @@ class JobsScreen(LabScreen):
         self.query_one(Tree).focus()
 
     def reload(self) -> None:
-        """Re-read grid statuses and the expanded grids' jobs."""
-        self._load(set(self._open_grids))
+        """Re-read grid statuses and the expanded grids' jobs (every grid's while a
+        filter is on: it searches grids not opened yet too)."""
+        self._load(None if self._filter_text else set(self._open_grids))
 
     @work(thread=True, exclusive=True, group="jobs")
-    def _load(self, expanded: set[int]) -> None:
+    def _load(self, expanded: set[int] | None) -> None:
         self.post_message(self.Loaded(read_jobs(self.lab.db_path, expanded, self.lab.clock())))
 
     def on_jobs_screen_loaded(self, message: Loaded) -> None:
@@ -292,8 +298,11 @@ class JobsScreen(LabScreen):
             run_node = self._node(tree.root, ("run", name), run_label(name, grids), True)
             wanted.add(("run", name))
             for g in grids:
+                if self._filter_text and not self._matches(name) and not job_hits[g.grid]:
+                    continue
                 grid_node = self._node(run_node, ("grid", g.grid),
-                                       grid_label(g, data.grid_errors.get(g.grid)), True)
+                                       grid_label(g, data.grid_errors.get(g.grid)), True,
+                                       opened=bool(self._filter_text and job_hits[g.grid]))
                 wanted.add(("grid", g.grid))
                 shown = jobs_of[g.grid] if self._matches(name) else job_hits[g.grid]
                 for j in shown:
@@ -314,6 +323,11 @@ class JobsScreen(LabScreen):
         data = self._jobs_data
         if not data.grids:
             hint.update("nothing queued yet: enqueue a grid (key 3 or lab enqueue …)")
+            return
+        if self._filter_text and not self.query_one(Tree).root.children:
+            hint.update(Text(f"no job matches '{self._filter_text}' in any grid "
+                             "(run, model, arm, regime, state or seed; escape clears)",
+                             style="bold yellow"))
             return
         target = self._target()
         kind, value = target if target is not None else ("", 0)
@@ -345,12 +359,12 @@ class JobsScreen(LabScreen):
         node.remove()
 
     def _node(self, parent: TreeNode, key: tuple[str, int | str], label: Text,
-              expandable: bool) -> TreeNode:
+              expandable: bool, opened: bool = False) -> TreeNode:
         node = self._tree_keys.get(key)
         if node is None:
             node = (parent.add(label, data=key, allow_expand=True) if expandable
                     else parent.add_leaf(label, data=key))
-            if key[0] == "run" or (key[0] == "grid" and key[1] in self._open_grids):
+            if key[0] == "run" or opened or (key[0] == "grid" and key[1] in self._open_grids):
                 node.expand()
             self._tree_keys[key] = node
         else:
@@ -453,6 +467,7 @@ class JobsScreen(LabScreen):
         if not self._filter_text:
             event.input.add_class("hidden")
         self._rebuild()
+        self.reload()  # a filter reads every grid's jobs, opened or not
 
     def _rebuild(self) -> None:
         self.query_one(Tree).focus()
@@ -467,3 +482,4 @@ class JobsScreen(LabScreen):
         box.add_class("hidden")
         self._filter_text = ""
         self._rebuild()
+        self.reload()
