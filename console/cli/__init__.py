@@ -30,6 +30,7 @@ COMMAND_MODULES = {
     "console.cli.traces": ("traces",),
     "console.cli.models": ("models", "serve"),
     "console.cli.console": ("console",),
+    "console.cli.backup": ("backup", "restore"),
 }
 """Module -> the `lab` commands in its COMMANDS tuple (tests check the two agree)."""
 

@@ -206,11 +206,24 @@ class LabGroup(click.Group):
             if error is exc:
                 raise
             raise error from None
+        except sqlite3.DatabaseError as exc:  # damaged pages: quick_check, then one line
+            raise _corrupt_or(ctx, exc) from None
         except OverflowError as exc:
             if "SQLite INTEGER" not in str(exc):
                 raise
             raise ConfigError(f"a number is too large to store ({exc}); integers must be "
                               f"at most {INT64_MAX:,}") from None
+
+
+def _corrupt_or(ctx: click.Context, exc: Exception) -> Exception:
+    """The one-line error of a corrupt lab.db (`core.store.base.corruption_error`), or
+    `exc` itself when the file checks out (then it is a bug, shown with its traceback)."""
+    from core.store.base import corruption_error
+
+    error = corruption_error((ctx.obj or {}).get("db", "lab.db"), exc)
+    if error is None:
+        raise exc
+    return error
 
 
 DISK_ERRORS = ("database or disk is full", "disk I/O error")

@@ -137,3 +137,47 @@ def schema_version(db: Database) -> int:
     return int(db.conn.execute("PRAGMA user_version").fetchone()[0])
 
 
+
+
+CORRUPT_MARKS = ("malformed", "corrupt", "not a database")
+"""What SQLite says when a file's pages are damaged (SQLITE_CORRUPT, SQLITE_NOTADB)."""
+RECOVERY = ("restore it from your last backup with `lab restore BACKUP` (the damaged file "
+            "is kept beside it; docs/queue.md#backups-and-recovery)")
+"""How to recover a corrupt lab.db, said by every message about one."""
+
+
+def quick_check(path: Path | str) -> str:
+    """`PRAGMA quick_check` of the SQLite file at `path`: "ok" or its first complaint."""
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
+        try:
+            rows = conn.execute("PRAGMA quick_check").fetchmany(3)
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:
+        return " ".join(str(exc).split())
+    return "; ".join(str(r[0]) for r in rows) or "ok"
+
+
+def corruption_error(path: Path | str, exc: BaseException) -> StoreError | None:
+    """A one-line StoreError when `exc` comes from a corrupt lab.db (or its queue file),
+    confirmed by `quick_check`; None when it does not (the error is something else).
+
+    Args:
+        path: lab.db.
+        exc: what a read or write raised (sqlite3's, or pandas' wrapping of it).
+    """
+    text = " ".join(str(exc).split()).lower()
+    cause = exc.__cause__ or exc.__context__
+    if cause is not None:
+        text += " " + str(cause).lower()
+    if not any(mark in text for mark in CORRUPT_MARKS):
+        return None
+    check = quick_check(path)
+    if check != "ok":
+        return StoreError(f"{path} is corrupt (quick_check: {check[:200]}); {RECOVERY}")
+    queue = Path(path).with_name(Path(path).stem + ".queue" + (Path(path).suffix or ".db"))
+    if queue.exists() and quick_check(queue) != "ok":
+        return StoreError(f"{queue} (the queue file) is corrupt; remove it: the next "
+                          f"`lab worker` re-enqueues every queued job")
+    return None
