@@ -31,7 +31,6 @@ import numpy as np
 import pandas as pd
 
 from analysis.measures.frames import load_frames
-from analysis.measures.hazard_sample import hazard_sample
 from analysis.stats.lpm import design_matrix
 from analysis.tables.compute import compute
 from analysis.tables.registry import EPISODES, table_names
@@ -42,6 +41,7 @@ from core.models.registry import builtin_models, make_client
 from core.regimes import FAILURE_REGIMES, MEAN6, ForeignPool, parse_regime
 from core.runner import CellSpec
 from jobs.kinds.episodes import run_questions
+from tests.oracles.measures import hazard_sample
 
 MODELS = ("sim-own5", "sim-clock6", "sim-hazard-own", "sim-deadline")
 CONDITIONS = ("none", "budget", "enforced_rule")

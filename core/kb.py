@@ -38,7 +38,6 @@ from difflib import SequenceMatcher
 
 from core.data import Paragraph, Question
 
-_WORD = re.compile(r"\w+")
 _SPACE = re.compile(r"\s+")
 
 NO_ARTICLE_TEXT = "No page loaded. Use search first."
@@ -61,18 +60,6 @@ def normalize_title(s: str) -> str:
         `s` stripped, with internal whitespace runs collapsed to one space, casefolded.
     """
     return _SPACE.sub(" ", s.strip()).casefold()
-
-
-def tokenize(s: str) -> list[str]:
-    """Split text into lower-case word tokens (regex ``\\w+``).
-
-    Args:
-        s: any text.
-
-    Returns:
-        The tokens in order, duplicates kept.
-    """
-    return _WORD.findall(s.lower())
 
 
 def page_text(paragraph: Paragraph) -> str:

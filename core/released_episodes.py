@@ -33,7 +33,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -307,10 +307,3 @@ def episode_result(episode: ReleasedEpisode, budget: int, started_at: str) -> Ep
         server=IMPORTED_SOURCE, started_at=started_at, finished_at=started_at, steps=steps)
 
 
-def cells_of(files: Sequence[ReleasedFile]) -> dict[tuple[str, str, str], int]:
-    """Episodes per (model, condition, regime) over the files, in order of appearance."""
-    out: dict[tuple[str, str, str], int] = {}
-    for f in files:
-        for e in f.episodes:
-            out[e.cell] = out.get(e.cell, 0) + 1
-    return out

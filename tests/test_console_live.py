@@ -19,11 +19,11 @@ from core import store
 from core.data import ids_hash
 from core.demo_data import demo_questions
 from core.models.registry import load_registry
-from core.store import jobs as ledger
 from jobs.control import enqueue_grid
 from jobs.grid import GridRequest
 from jobs.settings import WorkerSettings
 from jobs.worker import run_worker
+from tests.helpers import reads
 from tests.helpers.console import FIXED_ISO, build, console_app, freeze_times, settle
 from tests.helpers.queue import start_lab, write_registry
 from tests.helpers.waiting import PATIENCE_S, pause_until
@@ -242,7 +242,7 @@ def test_snapshot(snap_compare, built: Path, tmp_path: Path, size: tuple[int, in
 def test_newest_live_is_followed(tmp_path: Path, built: Path) -> None:
     shutil.copy(built, tmp_path / "lab.db")
     db = store.connect(tmp_path / "lab.db")
-    assert ledger.newest_live(db) is not None
+    assert reads.newest_live(db) is not None
 
 
 @pytest.mark.asyncio

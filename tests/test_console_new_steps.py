@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from console.app import ConsoleConfig, make_app
-from console.screens.live import step_text
+from console.screens.live import joined, step_parts
 from console.widgets import traj_render
 from core import store
 from core.data import ids_hash
@@ -117,7 +117,7 @@ def test_reasoning_is_a_dim_line_and_live_marks_the_new_fields(lab_db: Path) -> 
     assert any(span.style == "dim" and body.plain[span.start:span.end].startswith("reasoning")
                for span in body.spans)
     assert "reasoning" not in traj_render.step_body(backup, None, "", 8).plain
-    live = step_text(thinking, "")
+    live = joined(step_parts(thinking, ""))
     assert "backup_search[" in live.plain and "(backup)" in live.plain and line in live.plain
-    assert "DISCARDED (re-asked)" in step_text(discarded, "").plain
+    assert "DISCARDED (re-asked)" in joined(step_parts(discarded, "")).plain
     assert "DISCARDED" not in live.plain

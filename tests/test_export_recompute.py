@@ -25,10 +25,10 @@ from core import store
 from core.conditions import parse_condition
 from core.demo_data import demo_questions
 from core.models.registry import ModelSpec, builtin_models, make_client
-from core.models.scripted import ScriptedClient
 from core.regimes import ForeignPool, parse_regime
 from core.runner import CellSpec
 from jobs.kinds.episodes import run_questions
+from tests.helpers.scripted import ScriptedClient
 
 SEARCH = "Thought: look it up\nAction: search\nAction Input: Vellmore Quartet"
 ARMS = (("sim-never", "none", ("persistent",)),

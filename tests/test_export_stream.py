@@ -31,6 +31,7 @@ from core.regimes import ForeignPool, parse_regime
 from core.runner import CellSpec
 from core.store.selection import Selection, where_clause
 from jobs.kinds.episodes import run_questions
+from tests.oracles.export import nullable_ints
 
 _CELLS = """
 SELECT c.id AS cell_id, r.name AS run, r.amendment_id AS amendment, c.model, c.condition,
@@ -58,13 +59,6 @@ THOUGHT = 'first, "quoted" thought,\nsecond line\r\nthird — naïve 思考 '
 ERROR = 'TimeoutError: server said "no", twice\nretry later'
 
 
-def _nullable_ints(frame: pd.DataFrame) -> pd.DataFrame:
-    for col in ("answer_action", "obs_index", "obs_failed"):
-        if col in frame:
-            frame[col] = frame[col].astype("Int64")
-    return frame
-
-
 def _pandas_csvs(db: Any, directory: Path, selection: Selection, version: str,
                  rows: int = 3) -> tuple[bytes, bytes]:
     """The old pandas export of episodes.csv and steps.csv (the reference)."""
@@ -86,7 +80,7 @@ def _pandas_csvs(db: Any, directory: Path, selection: Selection, version: str,
                     frame = frame.assign(amendment=frame["amendment"].where(
                         frame["amendment"].notna(), EXPLORATORY), version=version,
                         own_calls=own_calls(frame), measurement_calls=measurement_calls(frame))
-                frame = _nullable_ints(frame.loc[:, list(columns)])
+                frame = nullable_ints(frame.loc[:, list(columns)])
                 frame.to_csv(fh, index=False, header=header)
                 header = False
             if header:

@@ -19,12 +19,12 @@ from core.errors import DataError
 from core.fever import N_OTHER_PAGES, balanced_sample, load_fever, page_title
 from core.kb import strip_supporting_facts
 from core.models.registry import builtin_models, make_client
-from core.models.scripted import ScriptedClient
 from core.react import EpisodeSetup, run_episode
 from core.regimes import MEAN6, ForeignPool, parse_regime
 from core.runner import CellSpec
 from core.scoring import score_for_task
 from jobs.kinds.episodes import run_questions
+from tests.helpers.scripted import ScriptedClient
 
 REGIMES = (*MEAN6, "plausible", "answerless")
 

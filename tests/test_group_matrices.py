@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from analysis.base.arms import Grouping
-from analysis.measures.cost import answer_actions, cost_table, group_answer_actions, stopping_cost
+from analysis.measures.cost import answer_actions, cost_table, group_answer_actions
 from analysis.measures.decisions import arm_groups
 from analysis.measures.success import (
     group_question_matrices,
@@ -22,6 +22,7 @@ from analysis.measures.success import (
 )
 from analysis.stats.bootstrap import bootstrap, resample_weights, summarize, summarize_columns
 from tests.helpers.synthetic import random_episodes
+from tests.oracles.measures import stopping_cost
 
 
 @pytest.mark.parametrize("pool", [(), ("seeds",)])

@@ -12,14 +12,14 @@ import pandas as pd
 import pytest
 
 from analysis.base.arms import Grouping
-from analysis.measures.failure_rows import coded_samples, failure_rows, group_samples
-from analysis.measures.hazard import hazard_curve, hazard_table, index_table, integration_index
-from analysis.measures.hazard_sample import hazard_sample
+from analysis.measures.failure_rows import coded_samples, failure_rows
+from analysis.measures.hazard import hazard_table, index_table, integration_index
 from analysis.stats.bootstrap import resample_weights, summarize
-from analysis.stats.lpm import fit_both, question_crossproducts
 from analysis.stats.lpm_batch import fit_samples
 from analysis.stats.lpm_boot import _certainly_full_rank, coefficient_intervals, lstsq_weighted
 from tests.helpers.synthetic import synthetic_hazard
+from tests.oracles.measures import group_samples, hazard_curve, hazard_sample
+from tests.oracles.stats import fit_both, question_crossproducts
 
 
 def _reference(g: np.ndarray, h: np.ndarray, cols: tuple[int, ...],

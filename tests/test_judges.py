@@ -13,7 +13,6 @@ from core.judges import (
     JUDGE_PARSE_CONTAINS,
     JUDGE_PARSE_FIRST_WORD,
     STOPWORDS,
-    StatedJudgmentReader,
     content_words,
     lexical_judgment,
     main,
@@ -22,8 +21,8 @@ from core.judges import (
     read_labelled_thoughts,
     read_stated_judgment,
     reader_precision_recall,
-    update_stated_run,
 )
+from tests.oracles.judges import StatedJudgmentReader, update_stated_run
 
 HELDOUT = Path(__file__).parent / "data" / "stated_judgments_heldout.tsv"
 

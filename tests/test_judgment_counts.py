@@ -12,12 +12,12 @@ import pandas as pd
 import pytest
 
 from analysis.base.arms import Grouping
-from analysis.measures.cost import JUDGMENT_MEASURES, judgment_rates
+from analysis.measures.cost import JUDGMENT_MEASURES
 from analysis.measures.decisions import arm_groups
 from analysis.measures.frames import frames_from, load_frames
 from analysis.measures.judgments import (
+    _group_rates,
     frame_counts,
-    group_rates,
     judgments_table,
     observation_counts,
 )
@@ -35,6 +35,7 @@ from core.store.judgment_packs import counts_sql
 from core.store.selection import Selection
 from jobs.kinds.episodes import run_questions
 from tests.helpers.builders import store_sim_grid
+from tests.oracles.measures import judgment_rates
 
 GRID = (("sim-own5", "none"), ("sim-stated-own3", "stated_judgment_rule:k=3"),
         ("sim-own3", "none"))
@@ -149,7 +150,8 @@ def _same(a: object, b: object) -> bool:
 def test_group_rates_equal_judgment_rates_of_each_group(db, pool) -> None:
     frames = load_frames(db, Selection(pool=pool))
     grouping = Grouping(pool, frames.errored_episodes)
-    got = group_rates(frame_counts(frames), frames.decisions, frames.episodes, grouping)
+    got = [(key, rates) for key, rates, _ in _group_rates(frame_counts(frames), frames.decisions,
+                                                          frames.episodes, grouping)]
     steps = frames.steps
     dec = frames.decisions
     want = [(key, judgment_rates(steps.loc[steps["episode_id"].isin(ep["episode_id"])],

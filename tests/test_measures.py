@@ -15,14 +15,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.measures.cost import judgment_rates, stopping_cost, tpc
+from analysis.measures.cost import tpc
 from analysis.measures.decisions import decision_table, run_lengths
 from analysis.measures.delta import design_contrast, time_matched_contrast
 from analysis.measures.frames import frames_from
-from analysis.measures.hazard import hazard_curve, integration_index
-from analysis.measures.hazard_sample import hazard_model, hazard_sample
+from analysis.measures.hazard import integration_index
 from analysis.measures.success import paired_success, success_by_regime
-from analysis.stats.lpm import fit_statsmodels, question_crossproducts
 from analysis.stats.lpm_boot import lstsq_weighted
 from analysis.tables.compute import compute
 from analysis.tables.plots import answer_action_chart, hazard_chart
@@ -31,6 +29,14 @@ from analysis.tables.text import fmt_interval, render_results
 from core.demo_data import demo_questions
 from jobs.validate import validate_measures
 from tests.helpers.synthetic import synthetic_hazard
+from tests.oracles.measures import (
+    hazard_curve,
+    hazard_model,
+    hazard_sample,
+    judgment_rates,
+    stopping_cost,
+)
+from tests.oracles.stats import fit_statsmodels, question_crossproducts
 
 _JUDG = {"U": "USELESS", "F": "USEFUL", "-": None}
 _STATED = {"u": "useless", "f": "useful", "-": None}

@@ -20,12 +20,12 @@ from core.conditions import parse_condition
 from core.demo_data import demo_questions
 from core.models.base import EpisodeView
 from core.models.registry import builtin_models, make_client
-from core.models.scripted import ScriptedClient
 from core.react import EpisodeSetup, run_episode
 from core.regimes import ForeignPool, parse_regime
 from core.runner import CellSpec
 from jobs.kinds.episodes import run_questions
 from tests.helpers.builders import make_pool
+from tests.helpers.scripted import ScriptedClient
 
 SEARCH = "Thought: look it up\nAction: search\nAction Input: Vellmore Quartet"
 BACKUP = "Thought: try the other copy\nAction: backup_search\nAction Input: Vellmore Quartet"

@@ -22,6 +22,7 @@ from core.plans import (
     tfidf_cosine,
 )
 from core.store import plans as plan_rows
+from tests.helpers import reads
 
 
 def _q(paragraphs: list[tuple[str, str]], gold: tuple[str, ...], question: str = "q",
@@ -138,4 +139,4 @@ def test_stored_plans_are_kept_once_and_read_back(db_path: Path):
     assert new == 0 and again == plans
     row = db.conn.execute("SELECT plan_sha256, similarity FROM evidence_plans").fetchall()
     assert row == [(plans["q1"].sha256, "tfidf")]
-    assert plan_rows.plan_counts(db) == {("t", "tfidf"): 1}
+    assert reads.plan_counts(db) == {("t", "tfidf"): 1}

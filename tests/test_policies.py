@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 
 from analysis.replay.branches import build_branches
-from analysis.replay.policies import best_policy, policies, policy_table, stopping_paid
+from analysis.replay.policies import policies, policy_table, stopping_paid
+from tests.oracles.replay import best_policy
 
 
 def _fixture(n: int = 10, judgments=("USELESS", "USELESS", "USEFUL", "USEFUL", "USEFUL",

@@ -14,6 +14,7 @@ from core.models.registry import make_client
 from core.probes import decision_points, messages_for
 from core.store import probes as probe_rows
 from jobs.kinds.replay import ReplayRequest, custom_id, replay_batched, replay_questions
+from tests.helpers import reads
 from tests.helpers.backends import ANTHROPIC_KEY as KEY
 from tests.helpers.backends import ANTHROPIC_PRICES as PRICES
 from tests.helpers.backends import anthropic_spec
@@ -97,7 +98,7 @@ def test_batch_partial_results_stored_and_the_rest_asked_again(app, server, db_p
                                        batch_poll_s=0.01)) == 2
     assert _count(db, "error IS NULL") == 4 and _count(db) == 4
     assert len(app.batches) == 3 and len(app.batches["msgbatch_0003"]["requests"]) == 2
-    rows = probe_rows.episode_probes(db, eid)
+    rows = reads.episode_probes(db, eid)
     assert {r["answer"] for r in rows} == {"Lake Orrin"} and {r["confidence"] for r in rows} == {
         0.7}
 
@@ -125,7 +126,7 @@ def test_a_resumed_job_polls_the_batch_it_submitted_instead_of_paying_again(
     assert asyncio.run(replay_questions(db, job, client, 4)) == 3
     assert len(app.batches) == 1 and app.results_fetched == 1  # polled, not submitted again
     assert probe_rows.open_batches(db, 7) == []
-    assert [r["judgment"] for r in probe_rows.episode_probes(db, eid)] == ["USELESS"] * 3
+    assert [r["judgment"] for r in reads.episode_probes(db, eid)] == ["USELESS"] * 3
     assert asyncio.run(replay_questions(db, job, client, 4)) == 0 and len(app.batches) == 1
 
 

@@ -12,6 +12,7 @@ from core.models.registry import make_client
 from core.probes import decision_points, messages_for
 from core.store import probes as probe_rows
 from jobs.kinds.replay import ReplayRequest, replay_questions
+from tests.helpers import reads
 from tests.helpers.backends import openai_spec
 from tests.helpers.probes import FINISH, SEARCH, scripted_episode
 from tests.servers import Fault, LoopbackServer, OpenAIApp
@@ -54,7 +55,7 @@ def test_judgment_forks_sent_are_the_recorded_history_and_replay_is_idempotent(
     assert sent == [[(m["role"], m["content"]) for m in fork] for fork in in_run]
     assert sent == [[(m["role"], m["content"]) for m in messages_for(ep, t, "judgment")]
                     for t in points]
-    rows = probe_rows.episode_probes(db, eid)
+    rows = reads.episode_probes(db, eid)
     assert [r["judgment"] for r in rows] == ["USELESS"] * 4  # the server's, not the run's
     assert db.conn.execute("SELECT count(*) FROM probes WHERE source = 'replay' AND error "
                            "IS NULL").fetchone()[0] == 4
@@ -66,7 +67,7 @@ def test_a_5xx_and_refused_burst_is_retried_then_recorded(app, server, db_path):
     app.script.push(Fault("status", status=503)).push(Fault("reset"))
     assert _replay(db, server, "answer_now", concurrency=1) == 3
     assert app.calls == 3 + 2  # the first probe's two failed attempts were retried
-    rows = probe_rows.episode_probes(db, eid)
+    rows = reads.episode_probes(db, eid)
     assert all(r["error"] is None and r["parse_ok"] for r in rows)
     assert all(r["answer"] and r["confidence"] is None for r in rows)  # none stated: missing
     # a burst longer than the retries: the probe is recorded with its error, then replaced

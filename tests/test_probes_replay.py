@@ -161,10 +161,10 @@ def test_an_arm_without_judgments_gets_delta_after_judgment_replay(db_path):
 
     from analysis.measures.frames import load_frames
     from analysis.tables.compute import compute
-    from core.models.scripted import ScriptedClient
     from core.store.frames import steps_frame
     from jobs.kinds.replay import ReplayRequest, replay_questions
     from tests.helpers.probes import FINISH, SEARCH, scripted_episode
+    from tests.helpers.scripted import ScriptedClient
 
     db, eid, _ = scripted_episode(db_path, "none", "persistent", [SEARCH] * 6 + [FINISH])
     assert steps_frame(db)["judgment"].isna().all()

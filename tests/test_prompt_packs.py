@@ -14,7 +14,6 @@ from core import prereg, store
 from core.conditions import parse_condition
 from core.demo_set import ensure_demo_set
 from core.models.registry import load_registry, resolve_model
-from core.models.scripted import ScriptedClient
 from core.react import EpisodeSetup, run_episode
 from core.regimes import ForeignPool, parse_regime
 from core.request_render import RecordingSession, render_request
@@ -26,6 +25,7 @@ from jobs.grid import GridRequest, expand
 from jobs.settings import WorkerSettings
 from jobs.tasks import cell_from_row, execute_job
 from tests.helpers.queue import lab_here, write_registry
+from tests.helpers.scripted import ScriptedClient
 
 NEW_QUESTION = "Answer with the fewest words you can. Question to answer: {question}\n"
 NEW_FORCED = "Stop searching now: reply with finish and your best answer.\n"

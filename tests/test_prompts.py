@@ -15,12 +15,12 @@ import prompts
 from core import store
 from core.conditions import parse_condition
 from core.models.registry import builtin_models
-from core.models.scripted import ScriptedClient
 from core.regimes import ForeignPool, parse_regime
 from core.runner import CellSpec
 from core.store.episodes import prompt_set
 from jobs.kinds.episodes import run_questions
 from tests.helpers.builders import make_pool
+from tests.helpers.scripted import ScriptedClient
 
 FINISH = "Thought: I know it\nAction: finish\nAction Input: Lake 1"
 

@@ -7,10 +7,10 @@ import asyncio
 import prompts
 from core.conditions import Condition, parse_condition
 from core.models.base import EpisodeView
-from core.models.scripted import ScriptedClient
 from core.react import EpisodeSetup, run_episode
 from core.regimes import ForeignPool, parse_regime
 from tests.helpers.builders import make_pool
+from tests.helpers.scripted import ScriptedClient
 
 SEARCH = "Thought: look it up\nAction: search\nAction Input: Vellmore Quartet"
 FINISH = "Thought: I know it\nAction: finish\nAction Input: Lake 1"

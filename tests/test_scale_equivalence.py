@@ -172,8 +172,9 @@ def test_results_cache_serves_unchanged_numbers_and_new_episodes_invalidate(
 def test_export_streams_the_same_rows(stored: tuple[Path, dict], tmp_path: Path) -> None:
     import pandas as pd
 
-    from analysis.tables.export import episodes_table, export
+    from analysis.tables.export import export
     from core.store.frames import episodes_frame
+    from tests.oracles.export import episodes_table
 
     db = store.connect(stored[0])
     paths = export(db, tmp_path / "out", n_boot=20, hazard_boot=10)

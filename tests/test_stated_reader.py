@@ -15,7 +15,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from core.judges import StatedJudgmentReader, leading_sentences, read_stated_judgment
+from core.judges import leading_sentences, read_stated_judgment
+from tests.oracles.judges import StatedJudgmentReader
 
 THOUGHTS = Path(__file__).parent / "data" / "stated_thoughts.jsonl"
 

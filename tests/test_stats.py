@@ -16,13 +16,13 @@ from analysis.stats.bootstrap import (
     cluster_mean,
     cluster_sums,
     holm,
-    mh_risk_difference,
     noninferior,
     one_sided_p,
     paired_difference,
     percentile_interval,
     resample_weights,
 )
+from tests.oracles.stats import mh_risk_difference
 
 
 def test_resample_weights_count_draws_per_cluster():

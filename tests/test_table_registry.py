@@ -22,7 +22,6 @@ from analysis.tables.registry import (
     TableDef,
     View,
     register,
-    registered,
     table_def,
     table_names,
     views,
@@ -31,6 +30,7 @@ from console.app import ConsoleConfig, make_app
 from console.cli.results import export_cmd, results
 from console.screens.results import ResultsScreen  # loaded before any toy is registered
 from tests.helpers.console import FIXED_TS, wait_workers
+from tests.helpers.tables import registered
 
 TOY = TableDef("toy", EPISODES, "episodes per selection (a test's table)",
                "tests.test_table_registry:toy_results", views=(View("toy", "Toy"),))

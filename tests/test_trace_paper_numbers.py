@@ -31,7 +31,8 @@ import pytest
 
 from analysis.replay.controllers import COMMIT
 from analysis.replay.trace_tables import transition_counts
-from analysis.replay.traces import Outcome, Traces, measures, source_order_counts, split_mask
+from analysis.replay.traces import Outcome, Traces, measures, split_mask
+from tests.oracles.replay import source_order_counts
 
 N = {"hotpotqa": 1852, "musique": 605}
 # Table 1: (OA, CA, coverage, cost) in % / actions, per model, system and dataset

@@ -35,14 +35,12 @@ import pandas as pd
 
 from analysis.base.arms import ArmKey, Grouping
 from analysis.base.rows import Row, Table, interval_row, make_row
-from analysis.measures.dissociation import DISSOCIATION_RUN, dissociation
 from analysis.measures.regime_boot import overall_intervals
 from analysis.measures.results import TableInput, TablePart
 from analysis.measures.success import (
     MEAN6_LABEL,
     QuestionMatrix,
     group_question_matrices,
-    question_matrix,
 )
 from analysis.stats.bootstrap import N_BOOT, Interval
 from analysis.stats.codes import sorted_codes
@@ -337,11 +335,13 @@ def _tpc(tin: np.ndarray, tout: np.ndarray, tool_calls: np.ndarray, correct: np.
 _COLUMNS = ("answered", "answer_action", "budget", "correct", "tool_calls", "extra_calls",
             "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
             "cost_usd")
-"""Episode columns `stopping_cost` reads (besides the condition and question/regime)."""
+"""Episode columns the stopping and cost measures read (besides the condition and
+question/regime)."""
 
 
 def _cost_frame(episodes: pd.DataFrame, lam: float) -> tuple[pd.DataFrame, list[pd.Series]]:
-    """The per-episode quantities behind `stopping_cost`, each derived once for a frame.
+    """The per-episode quantities behind the stopping and cost measures, each derived once
+    for a frame.
 
     Args:
         episodes: error-free episodes (any number of groups).
@@ -365,34 +365,17 @@ def _cost_frame(episodes: pd.DataFrame, lam: float) -> tuple[pd.DataFrame, list[
     return frame, values
 
 
-def stopping_cost(episodes: pd.DataFrame, lam: float = LAMBDA, n_boot: int = N_BOOT,
-                  seed: int = 0) -> StoppingCost:
-    """Stopping and cost measures of one arm.
-
-    Args:
-        episodes: error-free episodes of one arm.
-        lam: price per call in units of a correct answer.
-        n_boot: question-level resamples for success and utility.
-        seed: bootstrap seed.
-
-    Returns:
-        The StoppingCost.
-    """
-    frame, values = _cost_frame(episodes, lam)
-    mats = tuple(question_matrix(episodes, v) for v in values)
-    return _stopping_costs(frame, np.array([0, len(frame)]), [mats], lam, n_boot, seed)[0]
-
-
 def _stopping_costs(frame: pd.DataFrame, bounds: np.ndarray,
                     mats: Sequence[Sequence[QuestionMatrix]], lam: float, n_boot: int,
                     seed: int) -> list[StoppingCost]:
-    """`stopping_cost` of every group from `_cost_frame` sorted by group (group g in rows
+    """Stopping and cost of every group from `_cost_frame` sorted by group (group g in rows
     `bounds[g]` to `bounds[g + 1]`) and each group's question matrices of success,
     utility and utility with all calls.
 
-    Each measure is the pandas reduction `stopping_cost` reads on the group's rows, in
-    their order (`_column_mean`, `_column_sum`); the intervals of all groups are
-    resampled together (`overall_intervals`).
+    Each measure is the pandas reduction of the group's rows (one arm's reference:
+    `tests.oracles.measures.stopping_cost`), in their order (`_column_mean`,
+    `_column_sum`); the intervals of all groups are resampled together
+    (`overall_intervals`).
     """
     scopes = [MEAN6_LABEL if set(MEAN6) <= set(m[0].regimes) else "all" for m in mats]
     intervals = overall_intervals(mats, scopes, n_boot, seed)
@@ -529,44 +512,6 @@ class JudgmentRates:
 
 def _rate(mask: pd.Series, hit: pd.Series) -> Rate:
     return Rate(int((mask & hit).sum()), int(mask.sum()))
-
-
-def judgment_rates(steps: pd.DataFrame, decisions: pd.DataFrame) -> JudgmentRates:
-    """Judgment rates and the dissociation count of one arm.
-
-    First vs repeat needs the step frame's ``obs_ref`` column (the page shown); without
-    it those four rates are 0 of 0 (undefined).
-
-    Args:
-        steps: steps of one arm's error-free episodes.
-        decisions: decision table rows of the same arm.
-
-    Returns:
-        The JudgmentRates.
-    """
-    obs = steps.loc[steps["obs_index"].notna()]
-    judged = obs["judgment"].notna()
-    useless = obs["judgment"] == "USELESS"
-    failed = obs["obs_failed"].fillna(0).astype(bool)
-    real_search = judged & ~failed & (obs["action"] == "search")
-    if "obs_ref" in obs:
-        ref = obs["obs_ref"]
-        repeat = ref.notna() & obs.assign(_r=ref).duplicated(["episode_id", "_r"])
-    else:
-        repeat = pd.Series(False, index=obs.index)
-        real_search = real_search & False
-    useful = obs["judgment"] == "USEFUL"
-    gold, distractor = obs["obs_source"] == "gold", obs["obs_source"] == "distractor"
-    stated = obs["stated_judgment"].notna()
-    own = dissociation(decisions, "side_channel", DISSOCIATION_RUN)
-    said = dissociation(decisions, "stated", DISSOCIATION_RUN)
-    return JudgmentRates(
-        _rate(judged & failed, useless), _rate(judged & ~failed, useless),
-        _rate(real_search & gold & ~repeat, useful), _rate(real_search & gold & repeat, useful),
-        _rate(real_search & distractor & ~repeat, useful),
-        _rate(real_search & distractor & repeat, useful),
-        _rate(stated & failed, obs["stated_judgment"] == "useless"),
-        Rate(own.answered, own.questions), Rate(said.answered, said.questions))
 
 
 def cost_table(episodes: pd.DataFrame, lam: float = LAMBDA, n_boot: int = N_BOOT,

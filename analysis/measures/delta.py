@@ -164,7 +164,7 @@ class _Stratified:
     occur are multiplied: elsewhere the MH weight and the weighted difference are 0 in
     every resample, whatever the counts. The two MH sums then run over each
     contrast's full row of strata, zeros included, in the same order as
-    `analysis.stats.bootstrap.mh_risk_difference`, so every digit is the same.
+    `tests.oracles.stats.mh_risk_difference`, so every digit is the same.
     """
 
     def __init__(self, counts: Sequence[np.ndarray], n_q: int) -> None:

@@ -5,7 +5,7 @@ number of questions.
 
 Per-question sums here are integer counts, so a resample's sums are exact whatever
 the order of additions: the intervals equal those of `analysis.measures.hazard.integration_index`
-and `hazard_curve` computed group by group, to the last digit.
+and `tests.oracles.measures.hazard_curve` computed group by group, to the last digit.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import pandas as pd
 
 from analysis.base.arms import GROUP_KEYS, ArmKey, Grouping
 from analysis.measures.decisions import judgment_columns
-from analysis.measures.hazard_sample import after_useless, sample_frame
+from analysis.measures.hazard_sample import after_useless
 from analysis.stats.bootstrap import Interval, resample_weights, summarize_columns
 from analysis.stats.codes import codes
 from analysis.stats.lpm_batch import CodedSample
@@ -203,33 +203,11 @@ def cluster_counts(decisions: pd.DataFrame, fr: FailureRows, keep: np.ndarray,
     return [total[first[g]:first[g] + n_q[g]] for g in range(len(fr.keys))], group
 
 
-def group_samples(decisions: pd.DataFrame, fr: FailureRows, judgments: str
-                  ) -> list[tuple[pd.DataFrame, bytes]]:
-    """`analysis.measures.hazard_sample.hazard_sample` of every group at once, from one
-    frame, each with its content as bytes (two groups' samples are equal exactly when
-    their bytes are, so a model fitted on one serves the other).
-
-    Args:
-        decisions: the decision table.
-        fr: its failure rows.
-        judgments: "side_channel" or "stated".
-
-    Returns:
-        One (sample, content) per group of `fr.keys`.
-    """
-    rows, bounds = _sample_rows(decisions, fr, judgments)
-    frame = sample_frame(decisions, rows, judgments)
-    content = np.column_stack([
-        pd.factorize(col)[0] if col.dtype == object or isinstance(col.dtype, pd.StringDtype)
-        else col.to_numpy(dtype=float) for _, col in frame.items()]).astype(float)
-    return [(frame.iloc[bounds[g]:bounds[g + 1]].reset_index(drop=True),
-             content[bounds[g]:bounds[g + 1]].tobytes()) for g in range(len(fr.keys))]
-
-
 def coded_samples(decisions: pd.DataFrame, fr: FailureRows, judgments: str
                   ) -> list[tuple[CodedSample, bytes]]:
-    """`group_samples` as integer-coded arrays (`analysis.stats.lpm_batch.CodedSample`), each
-    with its content as bytes (equal exactly when the samples are).
+    """Every group's hazard sample as integer-coded arrays
+    (`analysis.stats.lpm_batch.CodedSample`), each with its content as bytes (equal
+    exactly when the samples are).
 
     Args:
         decisions: the decision table.
@@ -263,7 +241,7 @@ def coded_samples(decisions: pd.DataFrame, fr: FailureRows, judgments: str
 
 def _sample_rows(decisions: pd.DataFrame, fr: FailureRows, judgments: str
                  ) -> tuple[np.ndarray, np.ndarray]:
-    """The rows of every group's `analysis.measures.hazard_sample.hazard_sample`, group
+    """The rows of every group's `tests.oracles.measures.hazard_sample`, group
     after group (each in the table's order), and where each group's rows start (one more bound than
     groups)."""
     kept = after_useless(decisions, fr.rows, judgments)  # fr.rows: the regimes, not final

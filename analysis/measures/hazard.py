@@ -61,19 +61,6 @@ class IntegrationIndex:
     n12: int
 
 
-@dataclass(frozen=True)
-class HazardCurve:
-    """P(answer) by consecutive failed observations j = 0 … MAX_J.
-
-    Attributes:
-        points: one Interval per j (NaN where no decision has that j).
-        counts: decisions per j.
-    """
-
-    points: tuple[Interval, ...]
-    counts: tuple[int, ...]
-
-
 def failure_decisions(dec: pd.DataFrame, regimes: Sequence[str] = FAILURE_REGIMES
                       ) -> pd.DataFrame:
     """Decisions in the failure regimes, the final action excluded.
@@ -119,41 +106,6 @@ def _index_of(d: pd.DataFrame, n_boot: int, seed: int) -> IntegrationIndex:
 
     index, h45, h12 = bootstrap_intervals(stat, sums.shape[0], n_boot, seed)
     return IntegrationIndex(index, h45, h12, int(hi.sum()), int(lo.sum()))
-
-
-def hazard_curve(dec: pd.DataFrame, max_j: int = MAX_J, n_boot: int = N_BOOT,
-                 seed: int = 0, regimes: Sequence[str] = FAILURE_REGIMES) -> HazardCurve:
-    """P(answer) after j consecutive failed observations, j = 0 … max_j.
-
-    Args:
-        dec: decision table rows of one arm.
-        max_j: largest j reported (larger runs are left out).
-        n_boot: resamples.
-        seed: bootstrap seed.
-        regimes: the failure regimes pooled (`failure_decisions`).
-
-    Returns:
-        The curve with intervals and counts.
-    """
-    return _curve_of(failure_decisions(dec, regimes), max_j, n_boot, seed)
-
-
-def _curve_of(d: pd.DataFrame, max_j: int, n_boot: int, seed: int) -> HazardCurve:
-    """`hazard_curve` on the decisions `failure_decisions` kept."""
-    d = d.loc[d["design_run"] <= max_j]
-    q, _ = codes(d["question_id"])
-    y = d["answer"].to_numpy()
-    sums = cluster_sums(q, d["design_run"].to_numpy(), np.column_stack([np.ones_like(y), y]),
-                        int(q.max()) + 1 if q.size else 0, max_j + 1)
-    flat = sums.reshape(sums.shape[0], -1)
-
-    def stat(w: np.ndarray) -> np.ndarray:
-        c = (w @ flat).reshape(w.shape[0], max_j + 1, 2)
-        return safe_ratio(c[..., 1], c[..., 0])
-
-    points = bootstrap_intervals(stat, sums.shape[0], n_boot, seed)
-    counts = tuple(int(x) for x in sums[..., 0].sum(axis=0))
-    return HazardCurve(points, counts)
 
 
 def _index_statistic(c: np.ndarray) -> np.ndarray:

@@ -6,7 +6,7 @@ COUNTS`): SQLite sums them per episode (`judgment_counts`), or, for frames built
 memory, `observation_counts` derives the same counts from the observation steps. The
 groups' rates are sums of their episodes' counts; the dissociation count comes from
 the decision table, one pass for all groups. The definitions are those of
-`analysis.measures.cost.judgment_rates` (one arm) and `analysis.measures.dissociation`.
+`tests.oracles.measures.judgment_rates` (one arm) and `analysis.measures.dissociation`.
 """
 
 from __future__ import annotations
@@ -200,29 +200,12 @@ def _dissociation_sources(decisions: pd.DataFrame, episodes: pd.DataFrame,
     return out
 
 
-def group_rates(counts: JudgmentCounts, decisions: pd.DataFrame, episodes: pd.DataFrame,
-                grouping: Grouping | None = None) -> list[tuple[ArmKey, JudgmentRates]]:
-    """Judgment rates and dissociation counts of every group and regime family.
-
-    Args:
-        counts: the episodes' judgment counts (`frame_counts`).
-        decisions: the decision table.
-        episodes: error-free episodes (they form the groups).
-        grouping: what rows pool and the errored episodes they count.
-
-    Returns:
-        (group, JudgmentRates) in table order; the same rates as
-        `analysis.measures.cost.judgment_rates` of each group's steps and decisions.
-    """
-    return [(key, rates) for key, rates, _ in _group_rates(counts, decisions, episodes,
-                                                            grouping)]
-
-
 def _group_rates(counts: JudgmentCounts, decisions: pd.DataFrame, episodes: pd.DataFrame,
                  grouping: Grouping | None = None
                  ) -> list[tuple[ArmKey, JudgmentRates, dict[str, str]]]:
-    """`group_rates`, each group with the ``judgments`` text of its side-channel measures
-    (by JudgmentRates attribute; the n of each split by where its judgments came from)."""
+    """Judgment rates and dissociation counts of every group and regime family, each with
+    the ``judgments`` text of its side-channel measures (by JudgmentRates attribute; the
+    n of each split by where its judgments came from)."""
     keys, codes = (grouping or Grouping()).codes(episodes, families=True)
     if not keys:
         return []

@@ -39,13 +39,7 @@ REPORTED = "reported"
 NOT_RUN = "not run by both arms"
 MISSING_DATA = ("no episodes of", "no decisions of", NOT_RUN, "no data", "not run at budget")
 """How a part's detail begins (or, for NOT_RUN, contains) when it is n.a. for want of
-data, as against a number the data leave undefined (`missing_data`)."""
-
-
-def missing_data(detail: str) -> bool:
-    """Whether an n.a. part's detail says data were missing (an arm, regime, budget or
-    run absent), not that the data leave the number undefined."""
-    return any(m in detail for m in MISSING_DATA)
+data, as against a number the data leave undefined."""
 
 
 @dataclass(frozen=True)

@@ -146,17 +146,6 @@ def recovered_policy(results: list[PolicyResult]) -> tuple[str, float] | None:
     return None if best is None else (best[2], best[0])
 
 
-def best_policy(results: list[PolicyResult], lam: float) -> PolicyResult | None:
-    """The eligible policy (no missing branch, not the agent) with the highest mean utility.
-
-    Ties go to the policy listed first (fewer knobs, smaller cap)."""
-    eligible = [r for r in results if r.name != "agent" and r.missing == 0]
-    if not eligible:
-        return None
-    means = [float(np.mean(r.utility(lam))) for r in eligible]
-    return eligible[int(np.argmax(means))]
-
-
 def stopping_paid(b: Branches, run: int = STOP_RUN) -> tuple[np.ndarray, np.ndarray,
                                                               np.ndarray, np.ndarray]:
     """At the first point where the own run reaches `run`: branch vs continuing.

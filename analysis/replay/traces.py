@@ -9,7 +9,7 @@ stated confidence 0–100). Pure: a frame in, arrays and outcomes out.
   seeded hash of (dataset, question id), two thirds to calibration; the same question
   lands on the same side for every model. This is not the seed's own split, which
   takes each dataset's first two thirds in source order (App. A.4,
-  `source_order_counts`): the shares agree, the questions on each side do not.
+  `tests.oracles.replay.source_order_counts`): the shares agree, the questions on each side do not.
 - **Map** (§4.1): per model, an isotonic map fitted on the depth-zero records of the
   calibration split, pooled over datasets (`--fit-depths all`: every depth), frozen,
   and applied to test states only.
@@ -147,13 +147,6 @@ def split_mask(traces: Traces, seed: int = 0, share: float = CAL_SHARE) -> np.nd
         (Q,) boolean mask.
     """
     return calibration_split(traces.keys, share, seed) if len(traces) else np.zeros(0, bool)
-
-
-def source_order_counts(n: int, share: float = CAL_SHARE) -> tuple[int, int]:
-    """The seed's own split sizes (App. A.4: by source order, the first ⌊share·n⌋
-    calibration, the rest test), for comparing split sizes with its Table 5."""
-    n_cal = int(np.floor(share * n + 1e-9))
-    return n_cal, n - n_cal
 
 
 @dataclass(frozen=True)

@@ -364,30 +364,6 @@ def paired_difference(a: np.ndarray, b: np.ndarray, n_boot: int = N_BOOT,
                                with_p=True)[0]
 
 
-def mh_risk_difference(n_a: np.ndarray, y_a: np.ndarray, n_b: np.ndarray,
-                       y_b: np.ndarray) -> np.ndarray:
-    """Mantel–Haenszel risk difference over strata (last axis).
-
-    RD = Σ_k w_k (y_ak/n_ak − y_bk/n_bk) / Σ_k w_k with w_k = n_ak n_bk / (n_ak + n_bk);
-    a stratum missing either group has weight 0.
-
-    Args:
-        n_a: group (a) sizes, shape (..., strata).
-        y_a: group (a) events.
-        n_b: group (b) sizes.
-        y_b: group (b) events.
-
-    Returns:
-        RD over the leading axes; NaN where every weight is 0.
-    """
-    n_a, y_a = np.asarray(n_a, dtype=float), np.asarray(y_a, dtype=float)
-    n_b, y_b = np.asarray(n_b, dtype=float), np.asarray(y_b, dtype=float)
-    w = safe_ratio(n_a * n_b, n_a + n_b)
-    w = np.nan_to_num(w)
-    diff = np.nan_to_num(safe_ratio(y_a, n_a) - safe_ratio(y_b, n_b))
-    return safe_ratio((w * diff).sum(axis=-1), w.sum(axis=-1))
-
-
 def holm(pvalues: Sequence[float], alpha: float = 0.05) -> tuple[float, ...]:
     """Holm-adjusted p values, NaN entries left out.
 

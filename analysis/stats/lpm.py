@@ -64,7 +64,7 @@ def design_matrix(sample: pd.DataFrame, fixed_effects: bool = False,
     """Regressors of the LPM: [const], action and regime dummies, run, earlier[, question].
 
     Args:
-        sample: `analysis.measures.hazard_sample.hazard_sample` output.
+        sample: `tests.oracles.measures.hazard_sample` output.
         fixed_effects: add question dummies (first question dropped).
         intercept: include a constant column.
 
@@ -81,33 +81,10 @@ def design_matrix(sample: pd.DataFrame, fixed_effects: bool = False,
     return x
 
 
-def fit_statsmodels(sample: pd.DataFrame, fixed_effects: bool = False,
-                    dummies: bool = False) -> tuple[float, float]:
-    """Point estimates (β, γ) of statsmodels OLS on the full sample (`ols_params`).
-
-    With question fixed effects the default fit is the within estimator: y and the
-    regressors demeaned by question (identical to question dummies by
-    Frisch–Waugh–Lovell, and far cheaper with hundreds of questions).
-
-    Args:
-        sample: `analysis.measures.hazard_sample.hazard_sample` output.
-        fixed_effects: include question fixed effects.
-        dummies: fit the fixed effects as explicit question dummies instead.
-
-    Returns:
-        (β, γ); NaN for a coefficient that is not identified (e.g. no decision with
-        an earlier useful judgment, so run is collinear with the action).
-    """
-    if sample.empty:
-        return math.nan, math.nan
-    if fixed_effects and not dummies:
-        return _point_estimates(sample, design_matrix(sample, intercept=False), True)
-    return _point_estimates(sample, design_matrix(sample, fixed_effects), False)
-
-
 def _point_estimates(sample: pd.DataFrame, x: pd.DataFrame, within: bool
                      ) -> tuple[float, float]:
-    """`fit_statsmodels` on a design already built (demeaned by question when `within`)."""
+    """Point estimates (β, γ) on a design already built (demeaned by question when
+    `within`)."""
     y = sample["answer"].to_numpy(dtype=float)
     if within:
         by_q = sample["question_id"].to_numpy()
@@ -161,28 +138,10 @@ def ols_params(x: np.ndarray, y: np.ndarray, rcond: float = 1e-15) -> np.ndarray
     return np.dot(pinv, y)
 
 
-def question_crossproducts(sample: pd.DataFrame, fixed_effects: bool = False
-                           ) -> tuple[np.ndarray, np.ndarray, tuple[int, ...]]:
-    """Per-question X'X and X'y of the LPM, within-question when `fixed_effects`.
-
-    With fixed effects each question's block is demeaned (X'X − s s'/n), which is
-    what a resample that draws the question k times contributes k times.
-
-    Args:
-        sample: `analysis.measures.hazard_sample.hazard_sample` output.
-        fixed_effects: within-question (fixed effects) version.
-
-    Returns:
-        (G of shape (questions, p, p), h of shape (questions, p), indices of run and
-        earlier among the p columns).
-    """
-    return _crossproducts(sample, design_matrix(sample, intercept=not fixed_effects),
-                          fixed_effects)
-
-
 def _crossproducts(sample: pd.DataFrame, x: pd.DataFrame, fixed_effects: bool
                    ) -> tuple[np.ndarray, np.ndarray, tuple[int, ...]]:
-    """`question_crossproducts` on the design without question dummies, already built."""
+    """Per-question X'X and X'y of the LPM on the design without question dummies, already
+    built; within-question when `fixed_effects`."""
     z, y = x.to_numpy(), sample["answer"].to_numpy(dtype=float)
     q, uniq = codes(sample["question_id"])
     n_q, p = len(uniq), z.shape[1]
@@ -202,11 +161,11 @@ def _crossproducts(sample: pd.DataFrame, x: pd.DataFrame, fixed_effects: bool
 def fit_hazard(sample: pd.DataFrame, judgments: str = "side_channel",
                fixed_effects: bool = False, n_boot: int = HAZARD_BOOT, seed: int = 0
                ) -> HazardFit:
-    """The hazard LPM on a sample already drawn (`analysis.measures.hazard_sample`; the
+    """The hazard LPM on a sample already drawn (`analysis.measures.hazard_sample.sample_frame`; the
     hazard table fits the same sample with and without question fixed effects).
 
     Args:
-        sample: `analysis.measures.hazard_sample.hazard_sample` output.
+        sample: `tests.oracles.measures.hazard_sample` output.
         judgments: the judgment source the sample was drawn with.
         fixed_effects: include question fixed effects.
         n_boot: resamples.
@@ -222,27 +181,6 @@ def fit_hazard(sample: pd.DataFrame, judgments: str = "side_channel",
         return HazardFit(nan, nan, fixed_effects, judgments, 0, share)
     return _fit(sample, design_matrix(sample, intercept=not fixed_effects), judgments,
                 fixed_effects, n_boot, seed)
-
-
-def fit_both(sample: pd.DataFrame, judgments: str = "side_channel",
-             n_boot: int = HAZARD_BOOT, seed: int = 0) -> tuple[HazardFit, HazardFit]:
-    """`fit_hazard` pooled and with question fixed effects, building the design once.
-
-    Args:
-        sample: `analysis.measures.hazard_sample.hazard_sample` output.
-        judgments: the judgment source the sample was drawn with.
-        n_boot: resamples.
-        seed: bootstrap seed.
-
-    Returns:
-        (pooled fit, fit with question fixed effects).
-    """
-    if sample.empty:
-        return (fit_hazard(sample, judgments, False, n_boot, seed),
-                fit_hazard(sample, judgments, True, n_boot, seed))
-    x = design_matrix(sample)  # the design without intercept is the same less "const"
-    return (_fit(sample, x, judgments, False, n_boot, seed),
-            _fit(sample, x.drop(columns="const"), judgments, True, n_boot, seed))
 
 
 def _fit(sample: pd.DataFrame, x: pd.DataFrame, judgments: str, fixed_effects: bool,

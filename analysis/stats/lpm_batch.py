@@ -1,7 +1,7 @@
 """The hazard LPM (`analysis.stats.lpm`) of many samples at once, from integer-coded columns.
 
 The hazard table fits one sample per group, pooled and with question fixed effects.
-`analysis.stats.lpm.fit_both` does that from a DataFrame: dummies, a pandas group-by for the
+`tests.oracles.stats.fit_both` does that from a DataFrame: dummies, a pandas group-by for the
 within transformation and a text factorisation of the questions per fit. Here a sample
 is a few arrays whose categories are already integer codes, and the fits' bootstrap
 bootstraps (`analysis.stats.lpm_boot`) run on a few threads: numpy's LAPACK and BLAS calls
@@ -32,7 +32,7 @@ from analysis.stats.lpm_boot import coefficient_intervals
 
 @dataclass(frozen=True)
 class CodedSample:
-    """`analysis.measures.hazard_sample.hazard_sample` as arrays, one entry per decision.
+    """`tests.oracles.measures.hazard_sample` as arrays, one entry per decision.
 
     Attributes:
         answer: 1.0 where the decision answered, else 0.0.
@@ -54,7 +54,7 @@ class CodedSample:
 
 def fit_samples(samples: Sequence[CodedSample], judgments: str, n_boot: int, seed: int
                 ) -> list[tuple[HazardFit, HazardFit]]:
-    """`analysis.stats.lpm.fit_both` of every sample (pooled, with question fixed effects),
+    """`tests.oracles.stats.fit_both` of every sample (pooled, with question fixed effects),
     samples fitted on `analysis.stats.blas.worker_threads` threads.
 
     Args:

@@ -29,11 +29,10 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-import pandas as pd
 from sqlite_utils import Database
 
 from analysis.base.arms import EXPLORATORY
-from analysis.measures.cost import measurement_calls, own_call_column, own_calls, parse_condition_of
+from analysis.measures.cost import own_call_column, parse_condition_of
 from analysis.measures.frames import load_frames
 from analysis.stats.bootstrap import N_BOOT
 from analysis.tables.compute import compute
@@ -67,33 +66,6 @@ STEP_COLUMNS = ("episode_id", "run", "model", "arm", "condition", "regime", "que
 TRACES_COLUMNS = (*TRACE_STATE_COLUMNS, "version")
 """traces.csv: one row per stored trace state (every column of the traces table), then
 the project version."""
-_INTS = ("answer_action", "obs_index", "obs_failed")
-
-
-def _nullable_ints(frame: pd.DataFrame) -> pd.DataFrame:
-    out = frame.copy()
-    for col in _INTS:
-        if col in out:
-            out[col] = out[col].astype("Int64")
-    return out
-
-
-def episodes_table(episodes: pd.DataFrame, version: str | None = None) -> pd.DataFrame:
-    """episodes.csv: one row per finished episode (errored ones included, with `error`).
-
-    Args:
-        episodes: `core.store.episodes_frame` output.
-        version: project version recorded on every row (default: the installed one).
-
-    Returns:
-        The frame with exactly EPISODE_COLUMNS; amendment is "exploratory" for runs
-        no amendment governs.
-    """
-    out = episodes.assign(
-        amendment=episodes["amendment"].where(episodes["amendment"].notna(), EXPLORATORY),
-        own_calls=own_calls(episodes), measurement_calls=measurement_calls(episodes),
-        version=version or project_version())
-    return _nullable_ints(out.loc[:, list(EPISODE_COLUMNS)])
 
 
 def own_calls_column(spec: str | None, condition: str) -> str | None:

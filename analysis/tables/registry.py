@@ -20,8 +20,7 @@ Three families, each computed its own way (`analysis.tables.results.results_for`
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -170,16 +169,3 @@ def register(table: TableDef) -> None:
     _TABLES.update((t.name, t) for t in order)
 
 
-def unregister(name: str) -> None:
-    """Remove the table called `name` (nothing when there is none)."""
-    _TABLES.pop(name, None)
-
-
-@contextmanager
-def registered(table: TableDef) -> Iterator[TableDef]:
-    """`table` registered for the duration of a with block."""
-    register(table)
-    try:
-        yield table
-    finally:
-        unregister(table.name)

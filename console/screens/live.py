@@ -215,11 +215,6 @@ def indented(parts: list[Part]) -> Group:
     return Group(*(Padding(text, (0, 0, 0, indent), expand=False) for indent, text in parts))
 
 
-def step_text(step: Step, title: str) -> Text:
-    """One step as text: action, thought, observation, judgment, streak, flags, tokens."""
-    return joined(step_parts(step, title))
-
-
 def outcome_parts(row: dict) -> list[Part]:
     """The stored outcome of the episode shown, as indented lines."""
     if row.get("error"):

@@ -318,12 +318,6 @@ def workers(db: Database) -> list[dict[str, Any]]:
     return _rows(db, "SELECT * FROM workers ORDER BY heartbeat_at DESC")
 
 
-def newest_live(db: Database) -> int | None:
-    """Id of the most recently started running episode."""
-    row = db.conn.execute("SELECT max(id) FROM live_episodes").fetchone()
-    return None if row[0] is None else int(row[0])
-
-
 def live_info(db: Database, live_id: int) -> dict[str, Any] | None:
     """A live_episodes row, or None once the episode has finished."""
     rows = _rows(db, "SELECT * FROM live_episodes WHERE id = ?", (live_id,))

@@ -172,14 +172,6 @@ def workers(db: Database, lease_s: float, now: float | None = None, host: str | 
     return out
 
 
-def episodes_per_s(db: Database, window_s: float = 60.0, now: float | None = None) -> float:
-    """Episodes stored per second over the last `window_s` seconds."""
-    now = time.time() if now is None else now
-    (n,) = db.conn.execute("SELECT count(*) FROM episodes WHERE finished_at >= ?",
-                           (_iso(now - window_s),)).fetchone()
-    return int(n) / window_s
-
-
 def spend(db: Database) -> list[Spend]:
     """Tokens (cache reads/writes apart) and dollars so far, one row per model."""
     rows = db.conn.execute(

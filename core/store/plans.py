@@ -81,7 +81,3 @@ def ensure_plans(db: Database, questions: Sequence[Question], similarity: str,
     return out, len(new)
 
 
-def plan_counts(db: Database) -> dict[tuple[str, str], int]:
-    """Stored plans per (dataset, similarity)."""
-    return {(d, s): n for d, s, n in db.conn.execute(
-        "SELECT dataset, similarity, count(*) FROM evidence_plans GROUP BY dataset, similarity")}

@@ -261,16 +261,6 @@ def probes_frame(db: Database, selection: Selection | None = None,
                              db.conn, params=args)
 
 
-def episode_probes(db: Database, episode_id: int) -> list[dict[str, Any]]:
-    """Every probe of one episode (the Trajectories screen shows them at their step)."""
-    cur = db.conn.execute(
-        "SELECT t, kind, judgment, answer, correct, confidence, p_continue, p_answer_now, "
-        "prefer, parse_ok, error FROM probes WHERE episode_id = ? ORDER BY t, kind",
-        (episode_id,))
-    cols = [d[0] for d in cur.description]
-    return [dict(zip(cols, r)) for r in cur.fetchall()]
-
-
 def probe_counts(db: Database) -> dict[str, int]:
     """Complete probes per kind."""
     return dict(db.conn.execute(

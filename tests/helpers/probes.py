@@ -10,11 +10,11 @@ from typing import Any
 from core import store
 from core.conditions import parse_condition
 from core.models.registry import builtin_models
-from core.models.scripted import ScriptedClient
 from core.regimes import ForeignPool, parse_regime
 from core.runner import CellSpec
 from jobs.kinds.episodes import run_questions
 from tests.helpers.builders import make_pool
+from tests.helpers.scripted import ScriptedClient
 
 SEARCH = "Thought: I need the band.\nAction: search\nAction Input: Vellmore Quartet"
 LOOKUP = "Thought: look it up.\nAction: lookup\nAction Input: founded"
