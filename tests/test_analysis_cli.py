@@ -155,10 +155,12 @@ def test_validate_measures_command_on_a_small_set(tmp_path):
     assert store.count(store.connect(db_path), "episodes") == 13 * 5 * 40 * 2
 
 
-def test_the_registry_names_the_tables_the_replay_modules_compute():
-    from analysis.replay.probe_tables import PROBE_TABLES
-    from analysis.replay.trace_tables import TRACE_TABLES
-    from analysis.tables.registry import PROBES, TRACES, table_names
+def test_each_probe_and_trace_table_is_its_own_replay_function():
+    from analysis.tables.registry import PROBES, TRACES, table_def, table_names
 
-    assert table_names(PROBES) == PROBE_TABLES
-    assert table_names(TRACES) == TRACE_TABLES
+    assert table_names(PROBES) == ("policies", "controllers")
+    assert table_names(TRACES) == ("trace_table1", "trace_table2", "trace_table3",
+                                   "trace_sweeps", "trace_calibration")
+    functions = [table_def(n).function() for n in table_names(PROBES, TRACES)]
+    assert len(set(functions)) == len(functions)
+    assert all(f.__module__.startswith("analysis.replay.") for f in functions)

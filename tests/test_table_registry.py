@@ -1,7 +1,7 @@
 """The results-table registry is the one list of tables: a table registered there (one
 module with its compute function, one registry entry) is offered by `lab results`,
 written by `lab export` and shown as a tab of the Results screen; unregistered, it is
-gone from all three."""
+gone from all three. A probe table and a trace table register the same way."""
 
 from __future__ import annotations
 
@@ -16,9 +16,14 @@ from click.testing import CliRunner
 
 from analysis.base.rows import Table, make_row
 from analysis.measures.results import TableInput, TablePart
+from analysis.replay.probe_tables import ProbeInput
+from analysis.replay.trace_sim import sim_traces
+from analysis.replay.trace_tables import TraceInput
 from analysis.tables.registry import (
     EPISODES,
     FAMILIES,
+    PROBES,
+    TRACES,
     TableDef,
     View,
     register,
@@ -26,9 +31,11 @@ from analysis.tables.registry import (
     table_names,
     views,
 )
+from analysis.tables.results import trace_tables
 from console.app import ConsoleConfig, make_app
 from console.cli.results import export_cmd, results
 from console.screens.results import ResultsScreen  # loaded before any toy is registered
+from core.errors import ConfigError
 from tests.helpers.console import FIXED_TS, wait_workers
 from tests.helpers.tables import registered
 
@@ -42,6 +49,29 @@ def toy_results(inp: TableInput) -> TablePart:
     n = len(inp.episodes)
     row = make_row(("all", "none", 0), "episodes", estimate=float(n), n=n, unit="episodes")
     return TablePart((Table("toy", "Toy: episodes in the selection", (row,)),))
+
+
+TOY_PROBES = TableDef("toy_probes", PROBES, "episodes a probe table reads (a test's table)",
+                     "tests.test_table_registry:toy_probe_results")
+"""A toy probe table: one row counting the episodes its input holds."""
+TOY_TRACES = TableDef("toy_traces", TRACES, "questions per model (a test's table)",
+                      "tests.test_table_registry:toy_trace_results")
+"""A toy trace table: one row per model counting its test-split questions."""
+
+
+def toy_probe_results(inp: ProbeInput) -> Table:
+    """The toy probe table: the episodes of the selection and the groups they form."""
+    n = len(inp.frames.episodes)
+    row = make_row(("all", "none", 0), "episodes", estimate=float(n), n=n, unit="episodes")
+    return Table("toy_probes", "Toy: episodes a probe table reads", (row,))
+
+
+def toy_trace_results(inp: TraceInput) -> Table:
+    """The toy trace table: each model's test-split questions."""
+    rows = tuple(make_row((str(fit.traces.model), "traces", 0), "test questions",
+                          estimate=float(len(fit.test)), n=len(fit.test), unit="questions")
+                 for fit in inp.fits)
+    return Table("toy_traces", "Toy: test questions per model", rows)
 
 
 @pytest.fixture
@@ -129,3 +159,25 @@ def test_register_refuses_a_taken_name_or_an_unknown_family() -> None:
         names = table_names()
         assert names.index("toy") == len(table_names(EPISODES)) - 1
     assert "toy" not in table_names() and "toy2" not in table_names()
+
+
+def test_a_registered_probe_table_is_computed_through_its_own_function(lab_db: Path) -> None:
+    with registered(TOY_PROBES):
+        r = _invoke(results, ["toy_probes", "--format", "json", "--resamples", "20"], lab_db)
+        assert r.exit_code == 0, r.output
+        (row,) = json.loads(r.output)
+        assert (row["measure"], row["n"]) == ("episodes", _episodes(lab_db))
+        assert table_names(PROBES)[-1] == "toy_probes"
+    assert "toy_probes" not in table_names()
+
+
+def test_a_registered_trace_table_is_computed_from_the_prepared_fits() -> None:
+    frame = sim_traces(9)
+    with registered(TOY_TRACES):
+        toy, calibration = trace_tables(frame, ("toy_traces", "trace_calibration"), None,
+                                        None, 20)
+    split = [r for r in calibration.rows if r.measure == "split"]
+    assert {r.model: r.n for r in toy.rows} == {
+        m: sum(r.arm == "test" for r in split if r.model == m) for m in {r.model for r in split}}
+    with pytest.raises(ConfigError, match="unknown trace table 'toy_traces'"):
+        trace_tables(frame, ("toy_traces",))

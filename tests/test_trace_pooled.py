@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 
 from analysis.replay.trace_sim import sim_questions, sim_traces
-from analysis.replay.trace_tables import TraceSettings, trace_tables
+from analysis.replay.trace_tables import TraceSettings
 from analysis.replay.traces import proxy_depth
+from analysis.tables.results import trace_tables
 
 DATASETS = ("hotpotqa", "musique")
 

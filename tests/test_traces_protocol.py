@@ -17,9 +17,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.replay.trace_tables import TRACE_TABLES, TraceSettings, trace_tables
+from analysis.replay.trace_tables import TraceSettings
 from analysis.replay.traces import build_traces, split_mask
 from analysis.tables.export import TRACES_COLUMNS
+from analysis.tables.registry import TRACES, table_names
+from analysis.tables.results import trace_tables
 from console.cli import main
 from core import store
 from core.models.sim_trace import trace_state
@@ -172,7 +174,7 @@ def test_export_without_episodes_writes_traces_csv_and_the_trace_tables(collecte
     code, out, err = lab(capsys, "--db", db, "export", tmp_path / "out", "--resamples", "20")
     assert code == 0, err
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(
-        ["traces.csv", *(f"{t}.csv" for t in TRACE_TABLES)])
+        ["traces.csv", *(f"{t}.csv" for t in table_names(TRACES))])
     with (tmp_path / "out" / "traces.csv").open(encoding="utf-8", newline="") as f:
         reader = csv.DictReader(f)
         assert tuple(reader.fieldnames or ()) == TRACES_COLUMNS

@@ -3,7 +3,7 @@ prints for the same selection, resamples and seed (each table's `Table.dicts()` 
 version and provenance fields of `row_provenance`), with the study's provenance.
 
 `lab results` computes the tables with ``compute(frames, names, resamples,
-min(resamples, 1000), seed)`` and the probe tables with `probe_results`; `study_rows`
+min(resamples, 1000), seed)`` and the probe tables with `results_for`; `study_rows`
 does the same, so a figure's sidecar rows equal the table's JSON rows (tests/test_figures.py).
 """
 
@@ -127,8 +127,8 @@ def _trace_tables(db: Database, selection: Selection, resamples: int, seed: int
 
     if not db["traces"].exists() or not store.count(db, "traces"):
         return ()
-    from analysis.replay.probe_tables import trace_results
     from analysis.tables.registry import TRACES, table_names
+    from analysis.tables.results import trace_results
 
     try:
         return trace_results(db, table_names(TRACES), selection, None, resamples, seed)

@@ -1,7 +1,10 @@
-"""`lab results policies|controllers`: the tables that read answer-now branches;
-`lab results trace_*`: the second seed's tables on stored traces (docs/traces.md)."""
+"""`lab results policies|controllers`: the tables that read answer-now branches, each a
+function of a `ProbeInput` registered by name in `analysis.tables.registry`; and the
+readers of the trace tables' input (stored trace states, their plans, question texts; docs/traces.md)."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import pandas as pd
 from sqlite_utils import Database
@@ -9,53 +12,52 @@ from sqlite_utils import Database
 from analysis.base.arms import Grouping
 from analysis.base.rows import Table
 from analysis.measures.frames import Frames
-from analysis.measures.results import Results
 from analysis.replay.controllers import Gate, controller_table
 from analysis.replay.policies import policy_table
-from analysis.replay.trace_tables import TRACE_TABLES, TraceSettings, trace_tables
 from core.errors import StoreError
 from core.probes import ANSWER_NOW, BRANCH_KINDS
 from core.store.probes import probes_frame
 from core.store.selection import Selection
 
-PROBE_TABLES = ("policies", "controllers")
-__all__ = ["PROBE_TABLES", "TRACE_TABLES", "probe_results", "trace_results"]
 
+@dataclass(frozen=True)
+class ProbeInput:
+    """What a probe table's function takes.
 
-def probe_results(db: Database, frames: Frames, name: str, n_boot: int, seed: int = 0,
-                  gate: Gate | None = None, fit_depths: str = "0", split_seed: int = 0
-                  ) -> Results:
-    """One of PROBE_TABLES on the frames' episodes and their stored answer-now branches.
-
-    Args:
-        db: an open lab.db.
+    Attributes:
+        db: an open lab.db (the table reads the stored branches it needs).
         frames: the selection's frames.
-        name: "policies" or "controllers".
+        grouping: what rows pool and the errored episodes they count.
         n_boot: question-level resamples.
         seed: bootstrap seed.
-        gate: the controllers' π thresholds and budget (default (0.3, 0.7), 3).
+        gate: the controllers' π thresholds and budget (None: (0.3, 0.7), 3).
         fit_depths: the controllers' isotonic fit: "0" (first point) or "all".
         split_seed: the controllers' calibration split seed.
-
-    Returns:
-        Results holding the one table.
-
-    Raises:
-        ValueError: another name.
     """
-    if name not in PROBE_TABLES:
-        raise ValueError(f"unknown probe table {name!r}; choose from {', '.join(PROBE_TABLES)}")
-    grouping = Grouping(frames.selection.pool, frames.errored_episodes, frames.apart_episodes)
-    # policies read the paper's branch; controllers each group's confidence-request
-    # branches where it has any (`analysis.replay.controllers.branch_kind`)
-    probes = probes_frame(db, frames.selection,
-                          kinds=(ANSWER_NOW,) if name == "policies" else BRANCH_KINDS)
-    if name == "policies":
-        table = policy_table(frames.episodes, frames.steps, probes, n_boot, seed, grouping)
-    else:
-        table = controller_table(frames.episodes, frames.steps, probes, n_boot, seed, grouping,
-                                 gate, split_seed, fit_depths)
-    return Results((table,), (), (), (), frames.errored, frames.runs, grouping.pooled)
+
+    db: Database
+    frames: Frames
+    grouping: Grouping
+    n_boot: int
+    seed: int = 0
+    gate: Gate | None = None
+    fit_depths: str = "0"
+    split_seed: int = 0
+
+
+def policies_results(inp: ProbeInput) -> Table:
+    """Simple stopping policies on the paper's answer-now branches."""
+    probes = probes_frame(inp.db, inp.frames.selection, kinds=(ANSWER_NOW,))
+    return policy_table(inp.frames.episodes, inp.frames.steps, probes, inp.n_boot, inp.seed,
+                        inp.grouping)
+
+
+def controllers_results(inp: ProbeInput) -> Table:
+    """Confidence-gated controllers on each group's confidence-request branches where it
+    has any, else the paper's (`analysis.replay.controllers.branch_kind`)."""
+    probes = probes_frame(inp.db, inp.frames.selection, kinds=BRANCH_KINDS)
+    return controller_table(inp.frames.episodes, inp.frames.steps, probes, inp.n_boot,
+                            inp.seed, inp.grouping, inp.gate, inp.split_seed, inp.fit_depths)
 
 
 def question_texts(db: Database, question_ids: list[str]) -> dict[str, str] | None:
@@ -68,31 +70,20 @@ def question_texts(db: Database, question_ids: list[str]) -> dict[str, str] | No
         return None
 
 
-def trace_results(db: Database, names: tuple[str, ...], selection: Selection,
-                  settings: TraceSettings | None = None, n_boot: int = 2000, seed: int = 0
-                  ) -> tuple[Table, ...]:
-    """The named TRACE_TABLES on the stored traces of the selection's runs, sets, models.
+def load_trace_frame(db: Database, selection: Selection
+                     ) -> tuple[pd.DataFrame, dict[str, str] | None]:
+    """The stored trace states of the selection's runs, sets and models, with their
+    ``new_evidence`` column, and their questions' texts (None when one is missing).
 
     Args:
         db: an open lab.db.
-        names: tables from TRACE_TABLES.
         selection: filters (runs, sets, models are read).
-        settings: π, split, fit and label.
-        n_boot: question resamples.
-        seed: bootstrap seed.
-
-    Returns:
-        The tables.
-
-    Raises:
-        ConfigError: no traces match (`trace_tables`).
     """
     from core.store.traces import load_traces
 
     frame = load_traces(db, runs=selection.runs, sets=selection.sets, models=selection.models)
     ids = sorted(map(str, frame["question_id"].unique())) if len(frame) else []
-    frame = with_new_evidence(db, frame)
-    return trace_tables(frame, names, question_texts(db, ids), settings, n_boot, seed)
+    return with_new_evidence(db, frame), question_texts(db, ids)
 
 
 def with_new_evidence(db: Database, frame: pd.DataFrame) -> pd.DataFrame:

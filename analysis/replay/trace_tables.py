@@ -53,8 +53,6 @@ from analysis.replay.traces import (
 from analysis.stats.bootstrap import N_BOOT, Interval, bootstrap_intervals, safe_ratio
 from core.errors import ConfigError
 
-TRACE_TABLES = ("trace_table1", "trace_table2", "trace_table3", "trace_sweeps",
-                "trace_calibration")
 THRESHOLDS = (0.20, 0.33, 0.50, 0.67, 0.70, 0.80, 0.90, 0.95)
 """τ_hi of the threshold sweep: the paper's Fig. 3 thresholds and its operating point 0.7."""
 GATED = ("Raw-Gated", "Calibrated-Gated")
@@ -114,6 +112,27 @@ class ModelFit:
     def test(self) -> Traces:
         """The test split's traces."""
         return self.traces.take(~self.cal)
+
+
+@dataclass(frozen=True)
+class TraceInput:
+    """What a trace table's function takes (each is registered by name in
+    `analysis.tables.registry`): every model's split and map, prepared once for all the
+    tables asked.
+
+    Attributes:
+        fits: `prepare` of the selection's traces.
+        settings: π, split, fit and label.
+        questions: question id → text (the Adaptive proxy); empty leaves it out.
+        n_boot: question resamples.
+        seed: bootstrap seed.
+    """
+
+    fits: Sequence[ModelFit]
+    settings: TraceSettings
+    questions: Mapping[str, str] = field(default_factory=dict)
+    n_boot: int = N_BOOT
+    seed: int = 0
 
 
 def prepare(frame: pd.DataFrame, settings: TraceSettings) -> list[ModelFit]:
@@ -196,9 +215,10 @@ def outcome_intervals(outs: Sequence[Outcome], pairs: Sequence[tuple[int, int]] 
     return out
 
 
-def table1(fits: Sequence[ModelFit], settings: TraceSettings, questions: Mapping[str, str],
-           n_boot: int = N_BOOT, seed: int = 0) -> Table:
+def table1(inp: TraceInput) -> Table:
     """Seed Table 1 on the test split (see the module docstring)."""
+    fits, settings, questions = inp.fits, inp.settings, inp.questions
+    n_boot, seed = inp.n_boot, inp.seed
     rows: list[Row] = []
     gate = settings.gate
     missing_text = False
@@ -237,8 +257,9 @@ def table1(fits: Sequence[ModelFit], settings: TraceSettings, questions: Mapping
                  (("coverage", "Cov."), ("cost", "Cost")))
 
 
-def table2(fits: Sequence[ModelFit], settings: TraceSettings) -> Table:
+def table2(inp: TraceInput) -> Table:
     """Seed Table 2: held-out ECE by depth, raw vs calibrated, and the top bin."""
+    fits, settings = inp.fits, inp.settings
     rows: list[Row] = []
     for fit in fits:
         for dataset, tr in groups(fit.test):
@@ -286,9 +307,9 @@ def transition_counts(tr: Traces) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return ok.astype(float), helpful.astype(float), harmful.astype(float)
 
 
-def table3(fits: Sequence[ModelFit], settings: TraceSettings, n_boot: int = N_BOOT,
-           seed: int = 0) -> Table:
+def table3(inp: TraceInput) -> Table:
     """Seed Table 3: helpful, harmful and net adjacent transitions on the test traces."""
+    fits, settings, n_boot, seed = inp.fits, inp.settings, inp.n_boot, inp.seed
     rows: list[Row] = []
     averages: dict[str, list[tuple[float, float, float]]] = {}
     for fit in fits:
@@ -380,8 +401,9 @@ def _sweep_rows(fit: ModelFit, dataset: str, tr: Traces, settings: TraceSettings
     return rows
 
 
-def sweeps(fits: Sequence[ModelFit], settings: TraceSettings) -> Table:
+def sweeps(inp: TraceInput) -> Table:
     """Threshold and budget sweeps, AURC and reliability bins (the paper's Figs. 3–4)."""
+    fits, settings = inp.fits, inp.settings
     rows = [r for fit in fits for dataset, tr in groups(fit.test) if len(tr)
             for r in _sweep_rows(fit, dataset, tr, settings)]
     notes = (f"Test split. τ_hi sweeps {', '.join(f'{t:g}' for t in THRESHOLDS)} with "
@@ -395,8 +417,9 @@ def sweeps(fits: Sequence[ModelFit], settings: TraceSettings) -> Table:
                  "reliability", tuple(rows), notes)
 
 
-def calibration_record(fits: Sequence[ModelFit], settings: TraceSettings) -> Table:
+def calibration_record(inp: TraceInput) -> Table:
     """Each model's split (one row per question), fit records and map points."""
+    fits, settings = inp.fits, inp.settings
     rows: list[Row] = []
     for fit in fits:
         tr = fit.traces
@@ -419,40 +442,3 @@ def calibration_record(fits: Sequence[ModelFit], settings: TraceSettings) -> Tab
              "linear between points, flat outside).",)
     return Table("trace_calibration", "Second seed calibration: split, fit records and map",
                  tuple(rows), notes)
-
-
-def trace_tables(frame: pd.DataFrame, names: Sequence[str] = TRACE_TABLES,
-                 questions: Mapping[str, str] | None = None,
-                 settings: TraceSettings | None = None, n_boot: int = N_BOOT, seed: int = 0
-                 ) -> tuple[Table, ...]:
-    """The named trace tables.
-
-    Args:
-        frame: `load_traces` rows.
-        names: tables from TRACE_TABLES.
-        questions: question id → text (the Adaptive proxy); None leaves it out.
-        settings: controller, split, fit and label.
-        n_boot: question resamples.
-        seed: bootstrap seed.
-
-    Returns:
-        The tables, in the order asked.
-
-    Raises:
-        ConfigError: an unknown name, or no traces.
-    """
-    unknown = [n for n in names if n not in TRACE_TABLES]
-    if unknown:
-        raise ConfigError(f"unknown trace table {unknown[0]!r}; choose from "
-                          f"{', '.join(TRACE_TABLES)}")
-    if frame.empty:
-        raise ConfigError("no traces match this selection; collect them with `lab traces "
-                          "collect --set S --models M`")
-    settings = settings or TraceSettings()
-    fits = prepare(frame, settings)
-    build = {"trace_table1": lambda: table1(fits, settings, questions or {}, n_boot, seed),
-             "trace_table2": lambda: table2(fits, settings),
-             "trace_table3": lambda: table3(fits, settings, n_boot, seed),
-             "trace_sweeps": lambda: sweeps(fits, settings),
-             "trace_calibration": lambda: calibration_record(fits, settings)}
-    return tuple(build[n]() for n in names)

@@ -154,7 +154,7 @@ def export_traces(db: Database, directory: Path, selection: Selection | None = N
     Returns:
         The paths written.
     """
-    from analysis.replay.probe_tables import trace_results
+    from analysis.tables.results import trace_results
 
     selection = selection or Selection()
     version = version or project_version()

@@ -11,10 +11,11 @@ Three families, each computed its own way (`analysis.tables.results.results_for`
 - ``episodes``: measures on the selection's finished episodes, computed together by
   `analysis.tables.compute.compute` and kept in the results cache. The function takes
   an `analysis.measures.results.TableInput` and returns a `TablePart`.
-- ``probes``: tables on stored answer-now branches
-  (`analysis.replay.probe_tables.probe_results`, by name).
-- ``traces``: the second paper's tables on stored trace states
-  (`analysis.replay.probe_tables.trace_results`, by name).
+- ``probes``: tables on stored answer-now branches. The function takes an
+  `analysis.replay.probe_tables.ProbeInput` and returns a `Table`.
+- ``traces``: the second paper's tables on stored trace states. The function takes an
+  `analysis.replay.trace_tables.TraceInput` (every model's split and map, prepared once)
+  and returns a `Table`.
 """
 
 from __future__ import annotations
@@ -90,8 +91,6 @@ _COST_COLUMNS = (*_EPISODE_COLUMNS, "extra_calls", "input_tokens", "output_token
                  "backup_calls", "primary_judgments")
 """The cost table's episode columns: `analysis.measures.cost._COLUMNS`, the own-call
 columns (`own_call_column`), the backup calls and the acting tokens."""
-_PROBE = "analysis.replay.probe_tables:probe_results"
-_TRACE = "analysis.replay.probe_tables:trace_results"
 
 _TABLES: dict[str, TableDef] = {t.name: t for t in (
     TableDef("success", EPISODES, "success per arm, with paired differences",
@@ -116,20 +115,23 @@ _TABLES: dict[str, TableDef] = {t.name: t for t in (
     TableDef("leaving", EPISODES, "leaving a failing source for a backup",
              "analysis.measures.leaving:leaving_results",
              Reads(decisions=True, two_source_episodes=True)),
-    TableDef("policies", PROBES, "simple stopping policies on answer-now branches", _PROBE,
+    TableDef("policies", PROBES, "simple stopping policies on answer-now branches",
+             "analysis.replay.probe_tables:policies_results",
              views=(View("policies", "Policies"),)),
     TableDef("controllers", PROBES, "confidence-gated controllers on answer-now branches",
-             _PROBE, views=(View("controllers", "Controllers"),)),
+             "analysis.replay.probe_tables:controllers_results",
+             views=(View("controllers", "Controllers"),)),
     TableDef("trace_table1", TRACES, "second paper Table 1: systems' OA, CA, coverage, cost",
-             _TRACE, views=(View("trace_table1", "Trace T1"),)),
+             "analysis.replay.trace_tables:table1", views=(View("trace_table1", "Trace T1"),)),
     TableDef("trace_table2", TRACES, "second paper Table 2: calibration error by depth",
-             _TRACE, views=(View("trace_table2", "Trace T2"),)),
+             "analysis.replay.trace_tables:table2", views=(View("trace_table2", "Trace T2"),)),
     TableDef("trace_table3", TRACES, "second paper Table 3: helpful and harmful transitions",
-             _TRACE, views=(View("trace_table3", "Trace T3"),)),
+             "analysis.replay.trace_tables:table3", views=(View("trace_table3", "Trace T3"),)),
     TableDef("trace_sweeps", TRACES, "second paper's threshold and budget sweeps",
-             _TRACE, views=(View("trace_sweeps", "Trace sweeps"),)),
+             "analysis.replay.trace_tables:sweeps", views=(View("trace_sweeps", "Trace sweeps"),)),
     TableDef("trace_calibration", TRACES, "second paper's split, fit records and map",
-             _TRACE, views=(View("trace_calibration", "Trace calib."),)),
+             "analysis.replay.trace_tables:calibration_record",
+             views=(View("trace_calibration", "Trace calib."),)),
 )}
 
 

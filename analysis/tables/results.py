@@ -2,9 +2,11 @@
 one dispatch `lab results`, `lab export`, the figures and the console's Results screen
 share.
 
-- ``traces`` tables read the selection's stored trace states
-  (`analysis.replay.probe_tables.trace_results`) and no episode frames;
-- ``probes`` tables read the frames and the stored answer-now branches;
+- ``traces`` tables read the selection's stored trace states (`trace_results`) and no
+  episode frames: the models' splits and maps are prepared once, then each table's
+  registered function takes them (`analysis.replay.trace_tables.TraceInput`);
+- ``probes`` tables read the frames; each table's registered function takes them
+  (`analysis.replay.probe_tables.ProbeInput`) and reads the stored branches it needs;
 - ``episodes`` tables are computed by `analysis.tables.compute.compute`, through the
   results cache.
 
@@ -14,19 +16,24 @@ answers of the episode and probe tables first (`analysis.measures.repairs`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from analysis.measures.results import Results
 from analysis.stats.bootstrap import N_BOOT
 from analysis.stats.lpm import HAZARD_BOOT
-from analysis.tables.registry import EPISODES, PROBES, TRACES, table_def
+from analysis.tables.registry import EPISODES, PROBES, TRACES, table_def, table_names
+from core.errors import ConfigError
 
 if TYPE_CHECKING:
+    import pandas as pd
     from sqlite_utils import Database
 
+    from analysis.base.rows import Table
     from analysis.measures.frames import Frames
     from analysis.replay.controllers import Gate
+    from analysis.replay.trace_tables import TraceSettings
     from core.store.selection import Selection
 
 ALL = "all"
@@ -103,9 +110,15 @@ def results_for(db: Database, selection: Selection, name: str,
 
         frames, repaired = repaired_frames(db, frames)
     if family == PROBES:
-        res: Results = table_def(name).function()(
-            db, frames, name, spec.n_boot, spec.seed, spec.gate, spec.fit_depths,
-            spec.split_seed)
+        from analysis.base.arms import Grouping
+        from analysis.replay.probe_tables import ProbeInput
+
+        grouping = Grouping(frames.selection.pool, frames.errored_episodes,
+                            frames.apart_episodes)
+        table = table_def(name).function()(ProbeInput(
+            db, frames, grouping, spec.n_boot, spec.seed, spec.gate, spec.fit_depths,
+            spec.split_seed))
+        res = Results((table,), (), (), (), frames.errored, frames.runs, grouping.pooled)
     else:
         from analysis.tables.compute import compute
 
@@ -121,7 +134,63 @@ def _trace_results(db: Database, selection: Selection, name: str, spec: ResultsS
 
     settings = TraceSettings(spec.gate or Gate(), spec.fit_depths, spec.split_seed,
                              "judge_correct" if spec.judge else "correct")
-    (table,) = table_def(name).function()(db, (name,), selection, settings, spec.n_boot,
-                                          spec.seed)
+    (table,) = trace_results(db, (name,), selection, settings, spec.n_boot, spec.seed)
     runs = tuple(sorted({run for r in table.rows for run in r.runs.split(",") if run}))
     return Results((table,), (), (), (), 0, runs)
+
+
+def trace_results(db: Database, names: Sequence[str], selection: Selection,
+                  settings: TraceSettings | None = None, n_boot: int = N_BOOT, seed: int = 0
+                  ) -> tuple[Table, ...]:
+    """The named trace tables on the stored traces of the selection's runs, sets, models.
+
+    Args:
+        db: an open lab.db.
+        names: ``traces`` tables of the registry.
+        selection: filters (runs, sets, models are read).
+        settings: π, split, fit and label.
+        n_boot: question resamples.
+        seed: bootstrap seed.
+
+    Raises:
+        ConfigError: an unknown name, or no traces match.
+    """
+    from analysis.replay.probe_tables import load_trace_frame
+
+    frame, questions = load_trace_frame(db, selection)
+    return trace_tables(frame, names, questions, settings, n_boot, seed)
+
+
+def trace_tables(frame: pd.DataFrame, names: Sequence[str],
+                 questions: Mapping[str, str] | None = None,
+                 settings: TraceSettings | None = None, n_boot: int = N_BOOT, seed: int = 0
+                 ) -> tuple[Table, ...]:
+    """The named trace tables of trace states, each computed by its registered function
+    from the models' splits and maps, prepared once.
+
+    Args:
+        frame: `core.store.traces.load_traces` rows (with ``new_evidence`` when known).
+        names: ``traces`` tables of the registry.
+        questions: question id → text (the Adaptive proxy); None leaves it out.
+        settings: controller, split, fit and label.
+        n_boot: question resamples.
+        seed: bootstrap seed.
+
+    Returns:
+        The tables, in the order asked.
+
+    Raises:
+        ConfigError: an unknown name, or no traces.
+    """
+    from analysis.replay.trace_tables import TraceInput, TraceSettings, prepare
+
+    known = table_names(TRACES)
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ConfigError(f"unknown trace table {unknown[0]!r}; choose from {', '.join(known)}")
+    if frame.empty:
+        raise ConfigError("no traces match this selection; collect them with `lab traces "
+                          "collect --set S --models M`")
+    settings = settings or TraceSettings()
+    inp = TraceInput(prepare(frame, settings), settings, questions or {}, n_boot, seed)
+    return tuple(table_def(n).function()(inp) for n in names)
