@@ -1,5 +1,5 @@
 """The judgments table from SQL counts equals the per-group pandas rates
-(`analysis.measures.cost.judgment_rates`) on a small lab.db with repeated pages, replayed and
+(`tests.oracles.measures.judgment_rates`) on a small lab.db with repeated pages, replayed and
 stated judgments, a discarded turn, distractors and an errored episode."""
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """`lab results policies|controllers`: the tables that read answer-now branches, each a
 function of a `ProbeInput` registered by name in `analysis.tables.registry`; and the
-readers of the trace tables' input (stored trace states, their plans, question texts; docs/traces.md)."""
+readers of the trace tables' input: stored trace states, their plans, question texts
+(docs/traces.md)."""
 
 from __future__ import annotations
 
