@@ -26,6 +26,7 @@ from pathlib import Path
 # name would shadow the `analysis` package; drop that entry before importing it.
 _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+sys.path.insert(0, str(_HERE.parent))  # the checkout's root: the tests' per-arm references
 
 import numpy as np
 import pandas as pd
