@@ -21,7 +21,7 @@ ESSENTIAL = {
     "jobs": ["P Pause", "u Resume", "x Cancel", "t Retry", "/ Filter"],
     "live": ["f Follow on/off", "o Pick episode", "/ Filter"],
     "trajectories": ["/ Filter"],
-    "results": ["/ Selection", "] Next table", "e Export"],
+    "results": ["/ Search", "] Next table", "s Sort", "c Copy cell"],
 }
 """What each screen's footer must show at 80 columns (besides ? Help and q Quit)."""
 

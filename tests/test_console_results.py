@@ -275,7 +275,7 @@ async def test_export_equals_lab_results_delta_csv(lab_db: Path) -> None:
     app = _app(lab_db)
     async with app.run_test(size=(80, 24), notifications=True) as pilot:
         await _settle(pilot)
-        await pilot.press("slash")
+        await pilot.press("colon")
         for ch in "models=sim-own5":
             await pilot.press(ch)
         await pilot.press("enter")
@@ -389,7 +389,7 @@ async def test_bad_selection_is_one_error_line(lab_db: Path) -> None:
     app = _app(lab_db)
     async with app.run_test(size=(80, 24)) as pilot:
         await _settle(pilot)
-        await pilot.press("slash")
+        await pilot.press("colon")
         for ch in "models=gpt-9":
             await pilot.press(ch)
         await pilot.press("enter")

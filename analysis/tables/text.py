@@ -578,6 +578,91 @@ def abbreviations(table: Table) -> list[tuple[str, str]]:
     return pairs
 
 
+@dataclass(frozen=True)
+class Cells:
+    """A table's cells in either layout, as `fit` takes them.
+
+    Attributes:
+        header: the column headers.
+        body: one list of cells per line of the table.
+        right: the right-aligned (number) columns.
+        keys: how many leading columns tell a line apart.
+        together: column groups never split between blocks.
+    """
+
+    header: list[str]
+    body: list[list[str]]
+    right: tuple[int, ...]
+    keys: int
+    together: tuple[tuple[int, ...], ...] = ()
+
+
+def table_cells(table: Table) -> Cells:
+    """The cells `render_table` lays out (`wide_cells` or `long_cells`).
+
+    Args:
+        table: a results table with rows.
+
+    Returns:
+        Its cells.
+    """
+    if table.layout == "wide":
+        wide = wide_cells(table)
+        return Cells(wide.header, wide.body, tuple(range(wide.n_text, len(wide.header))),
+                     wide.n_text, tuple(tuple(g) for g in wide.together))
+    long = long_cells(table)
+    return Cells(long.header, long.body, long.right, long.keys)
+
+
+@dataclass(frozen=True)
+class TableText:
+    """A table's lines and where its cells sit in them.
+
+    Attributes:
+        lines: the lines (`render_table` joins them).
+        grid: the index in `lines` of the fitted table's first line.
+        fitted: the fitted table (None when the table has no rows).
+        cells: the cells laid out (in the order shown).
+    """
+
+    lines: list[str]
+    grid: int
+    fitted: Fitted | None
+    cells: Cells | None
+
+
+def table_text(table: Table, width: int | None = None, cells: Cells | None = None
+               ) -> TableText:
+    """`render_table`'s lines with where the cells went.
+
+    Args:
+        table: a results table.
+        width: as `render_table`.
+        cells: the cells to lay out instead of the table's own (the console's sorted
+            rows); None: `table_cells(table)`.
+
+    Returns:
+        The lines and places.
+    """
+    text_width = min(width or NOTE_WIDTH, NOTE_WIDTH)
+    title = wrap_line(table.title, text_width)
+    out = [*title, "=" * max(map(len, title))]
+    out += [w for line in header_lines(table) for w in wrap_line(line, text_width)]
+    grid, fitted = len(out), None
+    if not table.rows:
+        out.append("(no data for this selection)")
+    else:
+        cells = cells or table_cells(table)
+        fitted = fit(cells.header, cells.body, cells.right, cells.keys, width, cells.together)
+        out += fitted.lines
+        out += abbreviation_lines(abbreviations(table), text_width)
+    out += [w for line in judgment_lines(table) for w in wrap_line(line, text_width)]
+    out += [w for line in warning_lines(table) for w in wrap_line(line, text_width)]
+    out += [w for n in table.notes for w in textwrap.wrap(
+        n, width=text_width, initial_indent="  ", subsequent_indent="  ")]
+    return TableText(out, grid, fitted, cells if fitted else None)
+
+
 def render_table(table: Table, width: int | None = None) -> str:
     """The table as aligned text with its title and notes.
 
@@ -592,21 +677,7 @@ def render_table(table: Table, width: int | None = None) -> str:
         abbreviations it uses, where each group's judgments came from, a warning when a
         row left errored episodes out, and the notes.
     """
-    text_width = min(width or NOTE_WIDTH, NOTE_WIDTH)
-    title = wrap_line(table.title, text_width)
-    out = [*title, "=" * max(map(len, title))]
-    out += [w for line in header_lines(table) for w in wrap_line(line, text_width)]
-    if not table.rows:
-        out.append("(no data for this selection)")
-    else:
-        out += render_wide(table, width) if table.layout == "wide" else \
-            render_long(table, width)
-        out += abbreviation_lines(abbreviations(table), text_width)
-    out += [w for line in judgment_lines(table) for w in wrap_line(line, text_width)]
-    out += [w for line in warning_lines(table) for w in wrap_line(line, text_width)]
-    out += [textwrap.fill(n, width=text_width, initial_indent="  ", subsequent_indent="  ")
-            for n in table.notes]
-    return "\n".join(out)
+    return "\n".join(table_text(table, width).lines)
 
 
 def chart_label(arm: ArmKey, others: Sequence[ArmKey]) -> str:

@@ -34,8 +34,10 @@ WORKFLOW = {
             "o picks another episode, / filters the running ones.",
     "trajectories": "/ filters episodes (model= arm= regime= outcome=), enter opens one, "
                     "←/→ step through it, m shows its matched arms, n loads older ones.",
-    "results": "[ and ] switch tables, / selects runs, models and conditions, v changes the "
-               "Δ variant, R repaired, e exports CSVs; r re-reads when it says stale.",
+    "results": "[ and ] switch tables; arrows/hjkl move the cursor, s sorts by its column, "
+               "/ searches (n/N), c C T copy the cell, row or table as TSV, g/G top/bottom; "
+               ": selects runs, models and conditions, v changes the Δ variant, R repaired, "
+               "e exports CSVs; r re-reads when it says stale.",
 }
 """Each screen's workflow in a sentence or two (by mode), the first line of its help."""
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from rich.cells import cell_len
 from rich.segment import Segment
+from rich.style import Style as RichStyle
 from textual.content import Content
 from textual.geometry import Size
 from textual.selection import Selection
@@ -43,6 +44,7 @@ class TextLines(Widget):
         self._text = ""
         self._lines: list[str] = []
         self._width = 0
+        self._marks: dict[int, list[tuple[int, int, str]]] = {}
         self._set(text)
 
     def _set(self, text: str) -> None:
@@ -56,6 +58,23 @@ class TextLines(Widget):
     def text(self) -> str:
         """The text shown."""
         return self._text
+
+    def mark(self, marks: dict[int, list[tuple[int, int, str]]]) -> None:
+        """Highlight parts of lines (a cursor, search matches); replaces the marks shown.
+
+        Args:
+            marks: line index → (start, end, rich style) spans, in order, not
+                overlapping; a later span over an earlier one is cut to what is left.
+        """
+        if marks == self._marks:
+            return
+        self._marks = marks
+        self.refresh()
+
+    @property
+    def marks(self) -> dict[int, list[tuple[int, int, str]]]:
+        """The marks shown (`mark`)."""
+        return self._marks
 
     def update(self, text: str = "") -> None:
         """Show another text (what `Static.update` does for a string).
@@ -94,6 +113,9 @@ class TextLines(Widget):
         selection = self.text_selection
         if selection is not None and line:
             span = selection.get_span(y)
+        marks = self._marks.get(y)
+        if span is None and marks:
+            return self._marked(line, y, marks)
         if span is None:
             # one segment, empty on a blank line: the strips Static draws, to the byte
             return Strip([Segment(line, style.rich_style_with_offset(0, y))], cell_len(line))
@@ -108,6 +130,23 @@ class TextLines(Widget):
                                      (line[end:], style, end)):
             if text:
                 segments.append(Segment(text, piece_style.rich_style_with_offset(x, y)))
+        return Strip(segments, cell_len(line))
+
+    def _marked(self, line: str, y: int, marks: list[tuple[int, int, str]]) -> Strip:
+        """Line `y` with its marked spans in their styles."""
+        style = self.visual_style
+        segments, x = [], 0
+        for start, end, mark in sorted(marks):
+            start, end = max(start, x), min(end, len(line))
+            if start >= end:
+                continue
+            if start > x:
+                segments.append(Segment(line[x:start], style.rich_style_with_offset(x, y)))
+            segments.append(Segment(line[start:end], style.rich_style_with_offset(start, y)
+                                    + RichStyle.parse(mark)))
+            x = end
+        if x < len(line):
+            segments.append(Segment(line[x:], style.rich_style_with_offset(x, y)))
         return Strip(segments, cell_len(line))
 
     def get_selection(self, selection: Selection) -> tuple[str, str] | None:

@@ -30,7 +30,8 @@ from rich.text import Text
 from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical, VerticalScroll
+from textual.containers import Vertical
+from textual.geometry import Region
 from textual.message import Message
 from textual.widgets import ContentSwitcher, DataTable, Header, Input, Static, Tab, Tabs
 
@@ -38,7 +39,13 @@ from analysis.tables.registry import EPISODES, TRACES, TableDef, views
 from console.messages import DbChanged
 from console.screens.base import LabScreen
 from console.screens.results.selection import parse_selection
-from console.screens.results.widgets import DrillTable, GridTable
+from console.screens.results.table_cursor import Layout, Sort
+from console.screens.results.widgets import (
+    DrillTable,
+    GridTable,
+    TableScroll,
+    datatable_cells,
+)
 from console.widgets.footer import LabFooter
 from console.widgets.text_lines import TextLines
 from core import store
@@ -70,6 +77,8 @@ class Computed:
     """A line shown above the tables (repaired answers)."""
     width: int = 0
     """The width `text` was fitted to (shown at another, it is fitted again)."""
+    layout: Layout | None = None
+    """Where the tables' rows and cells sit in `text` (the cursor, sort, search, copy)."""
 
 
 def text_width(screen_width: int) -> int:
@@ -101,14 +110,24 @@ class ResultsScreen(LabScreen):
         Binding("e", "export", "Export"),
         Binding("F", "figures", "Figure", show=False),
         Binding("R", "repaired", "Repaired"),
-        Binding("slash", "select", "Selection", key_display="/"),
+        Binding("colon", "select", "Selection", key_display=":"),
+        Binding("slash", "search", "Search", key_display="/"),
+        Binding("n", "next_match(1)", "Next match", show=False),
+        Binding("N", "next_match(-1)", "Prev match", show=False, key_display="N"),
+        Binding("s", "sort", "Sort"),
+        Binding("c", "copy('cell')", "Copy cell"),
+        Binding("C", "copy('row')", "Copy row", show=False, key_display="C"),
+        Binding("T", "copy('table')", "Copy table", show=False, key_display="T"),
+        Binding("g", "ends(-1)", "Top", show=False),
+        Binding("G", "ends(1)", "Bottom", show=False, key_display="G"),
         Binding("escape", "back", "Back"),
         Binding("j", "cursor(1, 0)", "Down", show=False),
         Binding("k", "cursor(-1, 0)", "Up", show=False),
         Binding("h", "cursor(0, -1)", "Left", show=False),
         Binding("l", "cursor(0, 1)", "Right", show=False),
     ]
-    FOOTER_KEYS = ("select", "tab(1)", "variant", "export", "select_cursor", "tab(-1)")
+    FOOTER_KEYS = ("search", "tab(1)", "sort", "copy('cell')", "variant", "select",
+                   "export", "select_cursor", "tab(-1)")
     """The footer's keys, most essential first (LabFooter keeps these and ? q)."""
 
     @dataclass
@@ -172,6 +191,13 @@ class ResultsScreen(LabScreen):
         self._generation = 0
         self.repaired = False
         """Whether stored answer repairs (`lab repair`) replace the raw answers."""
+        self._sorts: dict[str, dict[int, Sort]] = {}
+        """Per view, per table index: the column its rows are sorted by."""
+        self._cursor = (0, 0, 0)
+        """The table cursor on the text view: (table, row as shown, column)."""
+        self._query = ""
+        self._found: list[tuple[int, int, int]] = []
+        self._found_at = -1
 
     def compose(self) -> ComposeResult:
         """Provenance, tabs, status, the body views, footer."""
@@ -181,9 +207,11 @@ class ResultsScreen(LabScreen):
         yield Input(placeholder="run=main models=sim-own5 conditions=none,enforced_rule:k=7 "
                                 "seeds=0,1 pool=seeds  (empty: everything)",
                     id="results-select")
+        yield Input(placeholder="search the tables shown (enter: go; n/N: next/previous; "
+                                "escape: clear)", id="results-search")
         yield Static("computing…", id="results-status", markup=False)
         with ContentSwitcher(initial="results-text-view", id="results-body"):
-            with VerticalScroll(id="results-text-view"):
+            with TableScroll(id="results-text-view"):
                 yield Static(id="results-chart", markup=False)
                 yield TextLines(id="results-text")
             with Vertical(id="results-delta"):
@@ -204,16 +232,25 @@ class ResultsScreen(LabScreen):
         if action == "variant":
             return self.view == "delta" and self._body() == "results-delta"
         if action == "back":
-            return (self._body() == "results-drill"
-                    or self.query_one("#results-select").has_class("shown"))
+            return (self._body() == "results-drill" or bool(self._query)
+                    or self.query_one("#results-select").has_class("shown")
+                    or self.query_one("#results-search").has_class("shown"))
         if action in ("export", "figures"):
             return self.view in self._computed
+        if action in ("sort", "search", "ends"):
+            return self._body() == "results-text-view" and self._layout() is not None
+        if action == "next_match":
+            return bool(self._found)
+        if action == "copy":
+            return (self._body() == "results-text-view" and self._layout() is not None) or \
+                self._body() in ("results-delta", "results-drill")
         return True
 
     def action_tab(self, delta: int) -> None:
         """Show the next or previous table."""
         ids = [v.id for v, _ in views()]
         self.view = ids[(ids.index(self.view) + delta) % len(ids)]
+        self._cursor, self._found, self._found_at = (0, 0, 0), [], -1
         self.query_one("#results-tabs", Tabs).active = f"tab-{self.view}"
         self._show_view()
 
@@ -222,6 +259,7 @@ class ResultsScreen(LabScreen):
         view = (event.tab.id or "tab-success").removeprefix("tab-")
         if view != self.view:
             self.view = view
+            self._cursor, self._found, self._found_at = (0, 0, 0), [], -1
             self._show_view()
 
     def action_variant(self) -> None:
@@ -260,9 +298,15 @@ class ResultsScreen(LabScreen):
     def action_back(self) -> None:
         """Close the selection input, or go back from the decision list to the grid."""
         box = self.query_one("#results-select", Input)
+        search = self.query_one("#results-search", Input)
         if box.has_class("shown"):
             box.remove_class("shown")
             self._switch(self._body() or "results-text-view")
+        elif search.has_class("shown") or self._query:
+            search.remove_class("shown")
+            self._query, self._found, self._found_at = "", [], -1
+            self._switch(self._body() or "results-text-view")
+            self._mark()
         elif self._body() == "results-drill":
             self._switch("results-delta")
         self.refresh_bindings()
@@ -277,6 +321,8 @@ class ResultsScreen(LabScreen):
         elif body == "results-drill" and rows:
             table = self.query_one("#results-drill-table", DataTable)
             table.move_cursor(row=max(table.cursor_row + rows, 0))
+        elif body == "results-text-view":
+            self.table_move(rows, cols)
 
     def action_reload(self) -> None:
         """Recompute from lab.db now."""
@@ -355,13 +401,14 @@ class ResultsScreen(LabScreen):
     @work(thread=True, exclusive=True, group="results-compute")
     def _compute(self, view: str, width: int, height: int, generation: int,
                  frames: Frames | None, seen: tuple[int, int] | None,
-                 computed_views: tuple[Computed, ...]) -> None:
+                 computed_views: tuple[Computed, ...], sorts: dict[int, Sort]) -> None:
         """Compute one view (`frames`, `seen` and `computed_views`: what the screen held
         when it asked, read on the app's thread: the frames, their fingerprint and the
         views already computed, whose results a view of the same table reuses)."""
         from analysis.measures.frames import load_frames
         from analysis.tables.results import ResultsSpec, results_for
-        from console.screens.results.views import view_tables, view_text
+        from console.screens.results.table_cursor import layout
+        from console.screens.results.views import display_tables, view_tables
         from core.store.selection import check_selection
 
         started = time.monotonic()
@@ -394,9 +441,9 @@ class ResultsScreen(LabScreen):
             return
         note = _repaired_note(results.repaired)
         tables = view_tables(view, [t for t in results.tables])
-        text = view_text(view, tables, note, text_width(width))
-        computed = Computed(view, tables, text, charts, results, time.monotonic() - started,
-                            note, text_width(width))
+        lay = layout(display_tables(view, tables), note, text_width(width), sorts)
+        computed = Computed(view, tables, lay.text, charts, results, time.monotonic() - started,
+                            note, text_width(width), lay)
         self.post_message(self.Ready(computed, fingerprint, generation))
 
     def _controller_charts(self, db: Any, frames: Frames, width: int, height: int
@@ -508,8 +555,9 @@ class ResultsScreen(LabScreen):
         self.query_one("#results-body", ContentSwitcher).current = body
         focus = {"results-delta": "#results-grid", "results-drill": "#results-drill-table",
                  "results-text-view": "#results-text-view"}[body]
-        if not self.query_one("#results-select").has_class("shown"):
-            self.query_one(focus).focus()  # never take the keys away from the selection
+        if not (self.query_one("#results-select").has_class("shown")
+                or self.query_one("#results-search").has_class("shown")):
+            self.query_one(focus).focus()  # never take the keys away from an input
         self.refresh_bindings()
 
     def _show_view(self) -> None:
@@ -522,7 +570,8 @@ class ResultsScreen(LabScreen):
             self.query_one("#results-text", TextLines).update("")
             self.query_one("#results-chart", Static).display = False
             self._compute(self.view, self.size.width, self.size.height, self._generation,
-                          self._frames, self._fingerprint, tuple(self._computed.values()))
+                          self._frames, self._fingerprint, tuple(self._computed.values()),
+                          dict(self._sorts.get(self.view, {})))
             return
         computed = self._fitted(computed)
         self._status(computed)
@@ -531,6 +580,7 @@ class ResultsScreen(LabScreen):
             return
         self._switch("results-text-view")
         self.query_one("#results-text", TextLines).update(computed.text)
+        self._search(self._query, move=False)
         chart = Text()
         for c in computed.charts:
             chart.append_text(Text.from_ansi(c))
@@ -542,13 +592,15 @@ class ResultsScreen(LabScreen):
     def _fitted(self, computed: Computed) -> Computed:
         """The view's text fitted to the screen's width now (fitted again after a resize;
         only formatting, no computing)."""
-        from console.screens.results.views import view_text
+        from console.screens.results.table_cursor import layout
+        from console.screens.results.views import display_tables
 
         width = text_width(self.size.width)
         if computed.width == width or not self.size.width:
             return computed
-        computed = replace(computed, text=view_text(computed.view, computed.tables,
-                                                    computed.note, width), width=width)
+        lay = layout(display_tables(computed.view, computed.tables), computed.note, width,
+                     self._sorts.get(computed.view))
+        computed = replace(computed, text=lay.text, width=width, layout=lay)
         self._computed[computed.view] = computed
         return computed
 
@@ -724,3 +776,232 @@ class ResultsScreen(LabScreen):
         """Show an error in one line."""
         self.query_one("#results-status", Static).update(message.error)
         self.notify(message.error, severity="error")
+
+    # ── the table cursor: move, sort, search, copy ────────────────────────────────────
+
+    def _layout(self) -> Layout | None:
+        """The layout of the text view's tables, when it shows some."""
+        computed = self._computed.get(self.view)
+        if computed is None or computed.layout is None or not computed.layout.tables:
+            return None
+        return computed.layout
+
+    def _clamped(self, layout: Layout, t: int, r: int, c: int) -> tuple[int, int, int]:
+        from console.screens.results.table_cursor import columns_of
+
+        t = min(max(t, 0), len(layout.tables) - 1)
+        placed = layout.tables[t]
+        r = min(max(r, 0), len(placed.cells.body) - 1)
+        return t, r, min(max(c, 0), len(columns_of(placed)) - 1)
+
+    def table_move(self, rows: int, cols: int) -> bool:
+        """Move the cursor `rows` rows (across tables) and `cols` columns; False when the
+        view shows no table (the caller scrolls instead).
+
+        Args:
+            rows: rows down (negative: up; a huge value: to the first or last row).
+            cols: columns right (negative: left).
+
+        Returns:
+            Whether there was a table to move in.
+        """
+        layout = self._layout()
+        if layout is None or self._body() != "results-text-view":
+            return False
+        t, r, c = self._clamped(layout, *self._cursor)
+        r += rows
+        while r >= len(layout.tables[t].cells.body) and t < len(layout.tables) - 1:
+            r -= len(layout.tables[t].cells.body)
+            t += 1
+        while r < 0 and t > 0:
+            t -= 1
+            r += len(layout.tables[t].cells.body)
+        self._cursor = self._clamped(layout, t, r, c + cols)
+        self._mark(scroll=True)
+        return True
+
+    def action_ends(self, direction: int) -> None:
+        """g: the first row, the top of the view; G: the last row, the bottom."""
+        self.table_move(direction * 10**9, 0)
+        scroll = self.query_one("#results-text-view", TableScroll)
+        scroll.scroll_end(animate=False) if direction > 0 else scroll.scroll_home(animate=False)
+
+    def _cursor_cell(self) -> tuple[Any, int, int] | None:
+        """(placed table, row as shown, column index) under the cursor."""
+        from console.screens.results.table_cursor import columns_of
+
+        layout = self._layout()
+        if layout is None:
+            return None
+        t, r, c = self._clamped(layout, *self._cursor)
+        placed = layout.tables[t]
+        return placed, r, columns_of(placed)[c]
+
+    def _mark(self, scroll: bool = False) -> None:
+        """Draw the cursor's row and cell and the search matches; scroll to the cursor."""
+        from console.screens.results.table_cursor import (
+            CURSOR_CELL,
+            CURSOR_ROW,
+            MATCH,
+            MATCH_CURRENT,
+        )
+
+        lines = self.query_one("#results-text", TextLines)
+        marks: dict[int, list[tuple[int, int, str]]] = {}
+        for i, (y, x0, x1) in enumerate(self._found):
+            marks.setdefault(y, []).append((x0, x1, MATCH_CURRENT if i == self._found_at
+                                            else MATCH))
+        here = self._cursor_cell()
+        target = None
+        if here is not None:
+            placed, r, c = here
+            place = placed.cell_place(r, c)
+            for y in placed.row_lines(r):
+                if place is not None and y == place[0]:
+                    marks.setdefault(y, []).extend([(0, place[1], CURSOR_ROW),
+                                                    (place[1], place[2], CURSOR_CELL),
+                                                    (place[2], 10**6, CURSOR_ROW)])
+                else:
+                    marks.setdefault(y, []).append((0, 10**6, CURSOR_ROW))
+            target = place
+        lines.mark({y: sorted(spans) for y, spans in marks.items()})
+        if scroll and target is not None:
+            scroller = self.query_one("#results-text-view", TableScroll)
+            top = lines.virtual_region.y - scroller.virtual_region.y
+            scroller.scroll_to_region(Region(target[1], top + target[0], target[2] - target[1],
+                                             1), animate=False, immediate=True)
+
+    def action_sort(self) -> None:
+        """Sort the table under the cursor by the cursor's column: ascending, then
+        descending, then back to the table's own order."""
+        here = self._cursor_cell()
+        computed = self._computed.get(self.view)
+        if here is None or computed is None or computed.layout is None:
+            return
+        placed, _, column = here
+        t = computed.layout.tables.index(placed)
+        sorts = self._sorts.setdefault(self.view, {})
+        now = sorts.get(t)
+        if now is None or now.column != column:
+            sorts[t] = Sort(column)
+        elif not now.descending:
+            sorts[t] = Sort(column, True)
+        else:
+            del sorts[t]
+        name = placed.cells.header[column]
+        self._relayout(width=computed.width)
+        self.notify((f"sorted by {name}, " + ("descending ▼" if sorts[t].descending
+                                               else "ascending ▲")) if t in sorts
+                    else "back in the table's own order", timeout=3, markup=False)
+
+    def _relayout(self, width: int) -> None:
+        """Lay the view's tables out again (a new sort or width), keeping the cursor."""
+        from console.screens.results.table_cursor import layout
+        from console.screens.results.views import display_tables
+
+        computed = self._computed[self.view]
+        lay = layout(display_tables(computed.view, computed.tables), computed.note, width,
+                     self._sorts.get(computed.view))
+        self._computed[computed.view] = replace(computed, text=lay.text, width=width,
+                                                layout=lay)
+        if self._body() == "results-text-view":
+            self.query_one("#results-text", TextLines).update(lay.text)
+            self._search(self._query, move=False)
+            self._mark()
+
+    def action_search(self) -> None:
+        """Open the search line."""
+        box = self.query_one("#results-search", Input)
+        box.value = self._query
+        box.add_class("shown")
+        box.focus()
+        self.refresh_bindings()
+
+    @on(Input.Submitted, "#results-search")
+    def _search_submitted(self, event: Input.Submitted) -> None:
+        event.input.remove_class("shown")
+        self._switch(self._body() or "results-text-view")
+        self._search(event.value.strip(), move=True)
+        if self._query and not self._found:
+            self.notify(f"no match for '{self._query}' in this view", severity="warning",
+                        markup=False)
+        elif self._found:
+            self.notify(f"{len(self._found)} match(es) for '{self._query}' · n/N: next/"
+                        "previous · escape clears", timeout=4, markup=False)
+
+    def _search(self, query: str, move: bool) -> None:
+        """Find `query` in the view's text; `move`: go to the first match at or after the
+        cursor's line."""
+        from console.screens.results.table_cursor import matches
+
+        self._query = query
+        computed = self._computed.get(self.view)
+        text = computed.layout.lines if computed and computed.layout else \
+            self.query_one("#results-text", TextLines).text.split("\n")
+        self._found = matches(text, query)
+        self._found_at = -1
+        self.refresh_bindings()
+        if move and self._found:
+            here = self._cursor_cell()
+            line = min(here[0].row_lines(here[1])) if here else 0
+            self._found_at = next((i for i, f in enumerate(self._found) if f[0] >= line), 0)
+            self._go_match()
+        else:
+            self._mark()
+
+    def action_next_match(self, step: int) -> None:
+        """n / N: the next or previous search match (wrapping)."""
+        if self._found:
+            self._found_at = (self._found_at + step) % len(self._found)
+            self._go_match()
+
+    def _go_match(self) -> None:
+        """Put the cursor on the current match's row (when it is one) and scroll to it."""
+        from console.screens.results.table_cursor import columns_of, row_at
+
+        y, x0, x1 = self._found[self._found_at]
+        layout = self._layout()
+        hit = row_at(layout.tables, y) if layout else None
+        if layout is not None and hit is not None:
+            t, r = hit
+            placed = layout.tables[t]
+            cols = columns_of(placed)
+            block = next(b for b in placed.fitted.blocks
+                         if 0 <= y - placed.offset - b.line - 2 < len(placed.cells.body))
+            col = next((b for b, (s, w) in zip(block.columns, zip(block.starts, block.widths))
+                        if s <= x0 < s + w and b in cols), None)
+            self._cursor = (t, r, cols.index(col) if col is not None else self._cursor[2])
+        self._mark()
+        scroller = self.query_one("#results-text-view", TableScroll)
+        lines = self.query_one("#results-text", TextLines)
+        top = lines.virtual_region.y - scroller.virtual_region.y
+        scroller.scroll_to_region(Region(x0, top + y, x1 - x0, 1), animate=False,
+                                  immediate=True)
+
+    def action_copy(self, what: str) -> None:
+        """Copy the cursor's cell, its row or the whole table as TSV to the clipboard
+        (OSC 52: the terminal's clipboard, also over SSH), and say what was copied."""
+        from console.screens.results.table_cursor import tsv
+
+        body = self._body()
+        if body in ("results-delta", "results-drill"):
+            table = self.query_one("#results-grid" if body == "results-delta"
+                                   else "#results-drill-table", DataTable)
+            rows, header = datatable_cells(table)
+            r, c = table.cursor_row, table.cursor_column if what == "cell" else 0
+        else:
+            here = self._cursor_cell()
+            if here is None:
+                return
+            placed, r, c = here
+            rows, header = placed.cells.body, placed.cells.header
+        if not rows:
+            return
+        if what == "cell":
+            text, said = rows[r][c], f"cell {header[c]}"
+        elif what == "row":
+            text, said = tsv([rows[r]]), f"row {r + 1} ({len(rows[r])} cells)"
+        else:
+            text, said = tsv([header, *rows]), f"table ({len(rows)} rows + header)"
+        self.app.copy_to_clipboard(text)
+        self.notify(f"copied {said} to the clipboard", title="copy", timeout=4, markup=False)
