@@ -9,6 +9,8 @@ from rich.cells import cell_len
 from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.dom import NoScreen
+from textual.screen import Screen
 from textual.widgets import Footer
 from textual.widgets._footer import FooterKey
 
@@ -84,11 +86,27 @@ class LabFooter(Footer):
 
     _planned: tuple[Planned, ...] | None = None
 
+    def _live_screen(self) -> Screen | None:
+        """The screen this footer is on, or None while it or its screen is being removed.
+
+        A rebuild is asked for after the next refresh (bindings changed, resize); by then
+        the screen may have been dismissed (Escape right after a screen was pushed), and
+        `self.screen` of a removed widget raises `NoScreen`: such a footer shows nothing.
+        """
+        if not self.is_attached or self._pruning:
+            return None
+        try:
+            screen = self.screen
+        except NoScreen:
+            return None
+        return screen if screen.is_attached and not screen._pruning else None
+
     def _plan(self) -> tuple[Planned, ...]:
         """The keys to show: the ranked ones that fit, then the palette key."""
-        if not self._bindings_ready:
+        screen = self._live_screen()
+        if not self._bindings_ready or screen is None:
             return ()
-        active = self.screen.active_bindings
+        active = screen.active_bindings
         seen: dict[str, tuple[Binding, bool, str]] = {}
         for _node, binding, enabled, tooltip in active.values():
             if binding.show and binding.action not in seen:
@@ -100,7 +118,7 @@ class LabFooter(Footer):
         if palette is not None and self.show_command_palette:
             width -= key_width(self.app.get_key_display(palette[1]),
                                palette[1].description) + 2  # its border and padding
-        ranked = getattr(self.screen, "FOOTER_KEYS", ())
+        ranked = getattr(screen, "FOOTER_KEYS", ())
         out = []
         for i in rank_keys(keys, ranked, width):
             binding, enabled, tooltip = seen[keys[i][0]]
@@ -135,7 +153,10 @@ class LabFooter(Footer):
 
     async def recompose(self) -> None:
         """Rebuild the keys when they changed (a screen's first show asked for eight
-        rebuilds of the same keys, a third of its time), then release the removed ones."""
+        rebuilds of the same keys, a third of its time), then release the removed ones;
+        nothing on a footer whose screen is being removed."""
+        if self._live_screen() is None:
+            return
         if self._planned is not None and self._plan() == self._planned:
             return
         await super().recompose()
