@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from pathlib import Path
+from urllib.parse import quote
 
 
 class DataVersion:
@@ -13,7 +14,8 @@ class DataVersion:
     `PRAGMA data_version` changes when *another* connection commits, and costs no
     read of any table, so polling it every second never competes with the workers.
     The connection is read-only (`mode=ro`): the console never takes a write lock
-    while it waits.
+    while it waits. A lab.db in a read-only folder without its `-shm` file cannot be
+    opened so; then it is opened `immutable` (nothing can commit there) and never changes.
     """
 
     def __init__(self, db_path: Path) -> None:
@@ -26,12 +28,23 @@ class DataVersion:
         """True on the first call and whenever lab.db changed since the previous one."""
         with self._lock:
             if self._conn is None:
-                self._conn = sqlite3.connect(f"file:{self._path}?mode=ro", uri=True,
-                                             check_same_thread=False, timeout=5)
+                self._conn = self._open()
             version = int(self._conn.execute("PRAGMA data_version").fetchone()[0])
             changed = version != self._last
             self._last = version
             return changed
+
+    def _open(self) -> sqlite3.Connection:
+        uri = f"file:{quote(str(self._path.resolve()))}?mode=ro"
+        conn = sqlite3.connect(uri, uri=True, check_same_thread=False, timeout=5)
+        try:
+            conn.execute("PRAGMA data_version").fetchone()
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except sqlite3.OperationalError:  # no -shm and no right to create it
+            conn.close()
+            conn = sqlite3.connect(uri + "&immutable=1", uri=True, check_same_thread=False,
+                                   timeout=5)
+        return conn
 
     def close(self) -> None:
         """Close the connection (idempotent)."""

@@ -81,8 +81,8 @@ def query_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every connection the console opens refuses writes, as on a read-only file."""
     connect = store.connect
 
-    def read_only_connect(path, create=True):  # type: ignore[no-untyped-def]
-        db = connect(path, create)
+    def read_only_connect(path, create=True, **options):  # type: ignore[no-untyped-def]
+        db = connect(path, create, **options)
         db.conn.execute("PRAGMA query_only = ON")
         return db
 

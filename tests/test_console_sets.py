@@ -305,8 +305,8 @@ def query_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every connection the console opens refuses writes, as on a read-only file."""
     connect = store.connect
 
-    def read_only_connect(path, create=True):
-        db = connect(path, create)
+    def read_only_connect(path, create=True, **options):
+        db = connect(path, create, **options)
         db.conn.execute("PRAGMA query_only = ON")
         return db
 

@@ -29,4 +29,4 @@ class FrameSource:
         """A new connection to the file (each lazy read opens and closes its own)."""
         from core import store
 
-        return store.connect(self.path)
+        return store.connect(self.path, read_only_fallback=True)

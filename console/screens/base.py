@@ -82,7 +82,7 @@ class LabScreen(Screen[None]):
     @contextlib.contextmanager
     def _db(self) -> Iterator[Database]:
         """lab.db on a connection of its own (for a worker thread), closed afterwards."""
-        db = store.connect(self.lab.db_path)
+        db = store.connect(self.lab.db_path, read_only_fallback=True)
         try:
             yield db
         finally:

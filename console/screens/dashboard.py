@@ -68,7 +68,7 @@ class Endpoint:
 
 def read_dashboard(db_path: Path, lease_s: float, now: float) -> DashboardData:
     """Read the dashboard's data but spend on a connection of its own (call from a worker)."""
-    db = store.connect(db_path)
+    db = store.connect(db_path, read_only_fallback=True)
     try:
         queue = monitor.queue_counts(db, now=now)
         workers, stopped_old = monitor.collapse_stopped(monitor.workers(db, lease_s, now=now))
@@ -83,7 +83,7 @@ def read_dashboard(db_path: Path, lease_s: float, now: float) -> DashboardData:
 def read_spend(db_path: Path) -> monitor.SpendCounted:
     """Spend per model, errored episodes only where they made calls: one scan of every
     episode, so read apart (call from a worker)."""
-    db = store.connect(db_path)
+    db = store.connect(db_path, read_only_fallback=True)
     try:
         return monitor.spend_counted(db)
     finally:

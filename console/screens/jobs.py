@@ -75,7 +75,7 @@ class JobsData:
 def read_jobs(db_path: Path, expanded: set[int] | None, now: float) -> JobsData:
     """Grid statuses and the jobs of `expanded` grids (None: of every grid, which the
     filter searches; call from a worker)."""
-    db = store.connect(db_path)
+    db = store.connect(db_path, read_only_fallback=True)
     try:
         grids = status(db, now=now)
         if expanded is None:

@@ -324,7 +324,7 @@ class LiveScreen(LabScreen):
               follow: bool, pick: int | None) -> None:
         if check and not self._version.changed():  # DataVersion: a lock, its own connection
             return
-        db = store.connect(self.lab.db_path)
+        db = store.connect(self.lab.db_path, read_only_fallback=True)
         try:
             db.conn.execute("BEGIN")  # one snapshot: live rows and stored episodes agree
             update = read_update(db, episode, seen_t, finished, follow, pick)
@@ -401,7 +401,7 @@ class LiveScreen(LabScreen):
 
     @work(thread=True, exclusive=True, group="live-list")
     def _list(self) -> None:
-        db = store.connect(self.lab.db_path)
+        db = store.connect(self.lab.db_path, read_only_fallback=True)
         try:
             rows = monitor.running_episodes(db)
         finally:

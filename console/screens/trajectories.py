@@ -261,7 +261,7 @@ class TrajectoriesScreen(LabScreen):
 
     @work(thread=True, exclusive=True, group="trajectories-list")
     def _load(self, f: traj.EpisodeFilter, append: bool) -> None:
-        db = store.connect(self.lab.db_path)
+        db = store.connect(self.lab.db_path, read_only_fallback=True)
         try:
             rows = traj.list_episodes(db, f)
             total = traj.count_episodes(db, f)
@@ -275,7 +275,7 @@ class TrajectoriesScreen(LabScreen):
 
     @work(thread=True, exclusive=True, group="trajectories-episode")
     def _open(self, episode_id: int, step: int | None) -> None:
-        db = store.connect(self.lab.db_path)
+        db = store.connect(self.lab.db_path, read_only_fallback=True)
         try:
             detail = traj.episode_detail(db, episode_id)
         except LabError as exc:
@@ -288,7 +288,7 @@ class TrajectoriesScreen(LabScreen):
 
     @work(thread=True, exclusive=True, group="trajectories-episode")
     def _load_matched(self, episode_id: int) -> None:
-        db = store.connect(self.lab.db_path)
+        db = store.connect(self.lab.db_path, read_only_fallback=True)
         try:
             rows = traj.matched_episodes(db, episode_id)
             details = [traj.episode_detail(db, r.id) for r in rows]

@@ -6,6 +6,7 @@ import contextlib
 import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from urllib.parse import quote
 
 from sqlite_utils import Database
 
@@ -17,7 +18,8 @@ Rederive = Callable[[Database, Path, bool], None]
 """Rebuilds an open lab.db's stale derived tables (all of them after an upgrade)."""
 
 
-def open_migrated(path: Path | str, create: bool, rederive: Rederive) -> Database:
+def open_migrated(path: Path | str, create: bool, rederive: Rederive,
+                  read_only_fallback: bool = False) -> Database:
     """Open lab.db, creating and migrating it as needed, and let `rederive` rebuild its
     derived tables; what `core.store.connect` does (see there).
 
@@ -32,6 +34,9 @@ def open_migrated(path: Path | str, create: bool, rederive: Rederive) -> Databas
         create: create the file when it does not exist.
         rederive: called with the open lab.db, its path and whether the schema was
             just upgraded (every derived table is then rebuilt).
+        read_only_fallback: when an existing lab.db cannot be opened for writing (a
+            read-only file, folder or mount), open it read-only instead
+            (`open_read_only`) rather than fail.
 
     Raises:
         StoreError: as `core.store.connect`.
@@ -67,11 +72,58 @@ def open_migrated(path: Path | str, create: bool, rederive: Rederive) -> Databas
         conn.execute("PRAGMA foreign_keys = ON")
     except sqlite3.OperationalError as exc:
         conn.close()
+        if read_only_fallback and path.exists() and is_access_error(exc):
+            return open_read_only(path)
         raise access_error(path, exc) from None
     except sqlite3.DatabaseError as exc:
         conn.close()
         raise StoreError(f"{path}: not a usable lab database ({exc})") from None
     return db
+
+
+def is_access_error(exc: BaseException) -> bool:
+    """Whether an SQLite error says the file cannot be written or opened for writing."""
+    text = str(exc)
+    return "readonly" in text or "read-only" in text or "unable to open" in text
+
+
+def open_read_only(path: Path) -> Database:
+    """lab.db opened read-only, for a file that cannot be opened for writing.
+
+    `mode=ro` first: it still sees other processes' commits. A WAL database needs its
+    `-shm` file for that, which a read-only folder without one cannot give; then
+    `immutable=1`, which reads the file as it is and never looks for `-wal`/`-shm`
+    (nothing can write to that folder anyway). Every write on the connection fails with
+    SQLite's "attempt to write a readonly database".
+
+    Raises:
+        StoreError: the file cannot be read either, is not a lab database, or has an
+            older schema (upgrading it would need a write).
+    """
+    uri = f"file:{quote(str(path.resolve()))}"
+    errors = []
+    for query in ("?mode=ro", "?mode=ro&immutable=1"):
+        conn = sqlite3.connect(uri + query, uri=True, isolation_level=None,
+                               timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
+        try:
+            version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except sqlite3.OperationalError as exc:
+            conn.close()
+            errors.append(str(exc))
+            continue
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise StoreError(f"{path}: not a usable lab database ({exc})") from None
+        if version != SCHEMA_VERSION:
+            conn.close()
+            raise StoreError(f"{path}: read-only, and of schema version {version} where this "
+                             f"lab needs {SCHEMA_VERSION}: copy it somewhere writable to "
+                             f"{'upgrade' if version < SCHEMA_VERSION else 'use'} it")
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA foreign_keys = ON")
+        return Database(conn)
+    raise StoreError(f"{path}: cannot open the database, even read-only ({errors[-1]})")
 
 
 def access_error(path: Path | str, exc: sqlite3.OperationalError) -> StoreError:

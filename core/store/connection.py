@@ -21,7 +21,8 @@ from core.store.layouts import stale_tables
 LOG = logging.getLogger("lab.store")
 
 
-def connect(path: Path | str, create: bool = True) -> Database:
+def connect(path: Path | str, create: bool = True, read_only_fallback: bool = False
+            ) -> Database:
     """Open lab.db (creating and migrating it as needed).
 
     After a schema upgrade, and whenever a derived table's recorded layout differs from
@@ -33,13 +34,17 @@ def connect(path: Path | str, create: bool = True) -> Database:
         path: the database file.
         create: create the file when it does not exist; read-only commands pass
             False so a mistyped --db never leaves an empty lab.db behind.
+        read_only_fallback: an existing lab.db that cannot be opened for writing (a
+            read-only file, folder or mount) is opened read-only instead of failing
+            (`core.store.base.open_read_only`): what the console and the analysis
+            readers ask; a command that writes leaves it False and fails in one line.
 
     Raises:
         StoreError: no file (with create=False), the file was written by a newer lab
             (higher schema version), is not an SQLite database, or cannot be opened
             or written (read-only file or mount).
     """
-    return open_migrated(path, create, _rederive)
+    return open_migrated(path, create, _rederive, read_only_fallback)
 
 
 def _rederive(db: Database, path: Path, everything: bool = False) -> None:

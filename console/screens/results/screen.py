@@ -365,7 +365,7 @@ class ResultsScreen(LabScreen):
         self._check_stale(self._fingerprint)
 
     def _connect(self) -> Database:
-        return store.connect(self.lab.db_path)
+        return store.connect(self.lab.db_path, read_only_fallback=True)
 
     @work(thread=True, exclusive=True, group="results-provenance")
     def _read_provenance(self) -> None:
