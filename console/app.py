@@ -13,6 +13,12 @@ owns nothing but its settings, a poller and two facts about lab.db:
   header then says READ-ONLY and the screens' write keys say why they do nothing.
 
 Screens read lab.db only in thread workers, through core/jobs/analysis functions.
+
+Never a traceback: an exception in a screen, a worker or a message handler is one line
+in a notice and in the error log (`console.logs`), and the console stays up
+(`LabApp._handle_exception`); only one it cannot go on after (no screen left to show
+it on) ends it, with `fatal` set to that line, which `lab console` prints as its one
+error line, exiting non-zero.
 """
 
 from __future__ import annotations
@@ -29,9 +35,9 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Input, SelectionList, TextArea
-from textual.worker import WorkerState
+from textual.worker import WorkerFailed, WorkerState
 
-from console import warmup
+from console import contain, logs, warmup
 from console.messages import DbChanged, Notice, ReadOnly
 from console.screens import SCREENS, LazyScreen, ScreenInfo, screen_mode
 from console.screens.base import LabScreen, is_read_only_error
@@ -123,6 +129,13 @@ class LabApp(App[None]):
         self.warm = False
         """Whether the warm-up is done (every screen's module and stylesheet loaded)."""
         self._pacer = warmup.Pacer()
+        self.errors: list[str] = []
+        """The one line of every exception the console caught (and logged)."""
+        self.fatal: str | None = None
+        """The error that ended the console, or None (`lab console` prints it)."""
+        self._log_dir: Path | None = None
+        self._started = False
+        contain.install(lambda app: isinstance(app, LabApp))
         for info in SCREENS:
             self.add_mode(info.mode, self._mode_factory(info.factory))
 
@@ -147,6 +160,7 @@ class LabApp(App[None]):
         self._check_writable()
         self.set_interval(self.config.poll_s, self._poll)
         self._warm_timer = self.set_interval(0.05, self._tick_warm_up)
+        self._started = True
 
     # ---- warm-up (target: each screen's first visit ≤ 0.5 s) ------------------------
 
@@ -194,7 +208,7 @@ class LabApp(App[None]):
     def _check_writable(self) -> None:
         """A write that is rolled back: refused on a read-only file, directory or mount."""
         try:
-            db = store.connect(self.config.db_path)
+            db = store.connect(self.config.db_path, read_only_fallback=True)
             try:
                 check_writable(db, self.config.db_path)
             finally:
@@ -249,6 +263,43 @@ class LabApp(App[None]):
         self.changes += 1
         if self.screen_stack:  # none once the app is closing (a poll that ended late)
             self.screen.post_message(DbChanged())
+
+    # ---- errors: a notice and a log line, never a traceback ------------------------
+
+    def log_dir(self) -> Path:
+        """The folder of the console's error log and its workers' logs (`console.logs`)."""
+        if self._log_dir is None:
+            self._log_dir = logs.log_dir(self.config.db_path)
+        return self._log_dir
+
+    def _handle_exception(self, error: Exception) -> None:
+        """(Textual calls this for any uncaught exception: a handler, a worker, a timer,
+        a compose.) One line in a notice and the error log; the console stays up. One
+        raised before the console started (its own `on_mount`) or while it closes ends
+        it, with `fatal` set, non-zero.
+
+        The first error is also kept where Textual's test harness re-raises it when the
+        test's app exits, so a Pilot test never passes over a caught error unseen (its
+        event is left alone: it tells Pilot to stop waiting for an app that is ending).
+        """
+        cause = error.error if isinstance(error, WorkerFailed) else error
+        line = logs.one_line(cause)
+        self.errors.append(line)
+        try:
+            path: Path | None = self.log_dir()
+        except OSError:
+            path = None
+        if path is not None:
+            path = logs.record_error(path, line, cause)
+        if self._exception is None:
+            self._exception = error
+        if not self._started or self._closing:
+            self.fatal = line
+            self.exit(return_code=1)
+            return
+        where = f" (details in {path})" if path is not None else ""
+        self.notify(f"{line}{where}", title="error: the console goes on", severity="error",
+                    timeout=15, markup=False)
 
     def on_unmount(self) -> None:
         """Close the poller's connection; let a waiting warm-up finish."""

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from core.errors import ConfigError
+from core.errors import ConfigError, LabError
 
 NEEDS_TERMINAL = ("the console needs a terminal (stdout is not a tty): run `lab` in a "
                   "terminal, or use the commands above")
@@ -58,13 +58,28 @@ def open_console(db_path: Path, config_path: Path, export_dir: Path,
         config_path: the model registry.
         export_dir: where the console writes CSVs.
         run: runs the app (default: `app.run()`); tests pass their own.
+
+    Raises:
+        LabError: the console ended on an error (its one line; the traceback is in the
+            console's error log, `console.logs`).
     """
     ensure_db(db_path, ask=is_tty("stdin"))
     from console.app import ConsoleConfig, make_app
 
     app = make_app(db_path, ConsoleConfig(db_path=db_path, config_path=config_path,
                                           export_dir=export_dir))
-    (run or (lambda a: a.run()))(app)  # type: ignore[attr-defined]
+    from console import logs
+
+    try:
+        (run or (lambda a: a.run()))(app)  # type: ignore[attr-defined]
+    except Exception as exc:  # the terminal itself failed: one line, the rest in the log
+        line = logs.one_line(exc)
+        logs.record_error(app.log_dir(), line, exc)
+        raise LabError(f"the console stopped: {line} (details in "
+                       f"{app.log_dir() / logs.ERROR_LOG})") from None
+    if app.fatal is not None or app.return_code:
+        raise LabError(f"the console stopped: {app.fatal or 'an error'} (details in "
+                       f"{app.log_dir() / logs.ERROR_LOG})")
 
 
 def open_from_group(ctx: click.Context) -> None:
