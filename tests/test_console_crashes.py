@@ -77,8 +77,18 @@ async def test_leaving_sets_at_once_fifty_times_under_a_slow_loop(lab_db: Path,
     assert not (logs.log_dir(lab_db) / logs.ERROR_LOG).exists()
 
 
-def _toasts(app: LabApp) -> list[str]:
-    return [str(n.message) for n in app._notifications]
+@pytest.fixture
+def toasts(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every notice the console shows (kept: a loaded machine may outlast its timeout)."""
+    shown: list[str] = []
+    notify = LabApp.notify
+
+    def keep(self: LabApp, message: str, **kwargs: object) -> None:
+        shown.append(str(message))
+        notify(self, message, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(LabApp, "notify", keep)
+    return shown
 
 
 def _logged(db: Path) -> str:
@@ -87,7 +97,7 @@ def _logged(db: Path) -> str:
 
 @pytest.mark.asyncio
 async def test_an_error_in_a_handler_is_a_notice_and_a_log_line(
-        lab_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        lab_db: Path, monkeypatch: pytest.MonkeyPatch, toasts: list[str]) -> None:
     def broken(self: DashboardScreen, message: object) -> None:
         raise RuntimeError("the queue panel broke\nsecond line")
 
@@ -97,7 +107,7 @@ async def test_an_error_in_a_handler_is_a_notice_and_a_log_line(
         await settle(pilot)
         assert app.errors == ["RuntimeError: the queue panel broke"]
         assert any(t.startswith("RuntimeError: the queue panel broke (details in ")
-                   for t in _toasts(app))
+                   for t in toasts)
         await pilot.press("4")  # the console goes on
         await settle(pilot)
         assert app.is_running and app.screen.screen_name() == "4 Jobs"
@@ -109,7 +119,8 @@ async def test_an_error_in_a_handler_is_a_notice_and_a_log_line(
 
 @pytest.mark.asyncio
 async def test_an_error_in_a_thread_worker_is_a_notice(lab_db: Path,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+                                                       monkeypatch: pytest.MonkeyPatch,
+                                                       toasts: list[str]) -> None:
     import console.screens.dashboard as dashboard
 
     def broken(*args: object) -> None:
@@ -123,7 +134,7 @@ async def test_an_error_in_a_thread_worker_is_a_notice(lab_db: Path,
             app.screen.query_one("#queue-text").render()), "the queue panel")
         assert app.errors == ["DatabaseError: database disk image is malformed"]
         assert any(t.startswith("DatabaseError: database disk image is malformed (details ")
-                   for t in _toasts(app)), _toasts(app)
+                   for t in toasts), toasts
         await pilot.press("4")
         await pause_until(pilot, lambda: app.screen.screen_name() == "4 Jobs", "Jobs")
         app._exception = None
