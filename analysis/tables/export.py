@@ -1,5 +1,6 @@
-"""Tidy CSV export (docs/export.md): episodes, steps and one CSV per results table; where
-trace states are stored (`lab traces collect`, docs/traces.md), traces.csv and one CSV per
+"""Tidy CSV export (docs/export.md): episodes, steps and one CSV per results table (the
+replication table where a reference set is imported); where trace states are stored
+(`lab traces collect`, docs/traces.md), traces.csv and one CSV per
 second-seed table, with or without episodes.
 
 episodes.csv and steps.csv are streamed row by row from one SQLite cursor
@@ -41,7 +42,7 @@ from analysis.tables.csv_files import (
     write_frame,
     write_rows_atomic,
 )
-from analysis.tables.registry import PROBES, TRACES, table_names
+from analysis.tables.registry import PROBES, REPLICATION, TRACES, table_names
 from core.errors import ConfigError
 from core.store.export_rows import episode_rows, step_rows
 from core.store.selection import Selection
@@ -190,6 +191,28 @@ def export_probes(db: Database, directory: Path, selection: Selection, version: 
     return written
 
 
+def export_replication(db: Database, directory: Path, selection: Selection, version: str,
+                       n_boot: int, hazard_boot: int, seed: int = 0) -> list[Path]:
+    """replication.csv (`lab export`): the selection's lines beside the first imported
+    reference set; nothing when no reference set is imported.
+
+    Returns:
+        The paths written.
+    """
+    from analysis.tables.results import ResultsSpec, results_for
+    from core.store.references import reference_sets
+
+    if not reference_sets(db):
+        return []
+    written = []
+    for name in table_names(REPLICATION):
+        for table in results_for(db, selection, name, ResultsSpec(n_boot, hazard_boot,
+                                                                  seed)).tables:
+            written.append(write_frame(table_frame(table, version),
+                                       directory / f"{table.name}.csv"))
+    return written
+
+
 def export(db: Database, directory: Path, selection: Selection | None = None,
            n_boot: int = N_BOOT, hazard_boot: int = 1000, seed: int = 0,
            episodes: bool = True) -> tuple[Path, ...]:
@@ -223,6 +246,8 @@ def export(db: Database, directory: Path, selection: Selection | None = None,
         for table in results.tables:
             written.append(write_frame(table_frame(table, version),
                                        directory / f"{table.name}.csv"))
+        written += export_replication(db, directory, selection, version, n_boot, hazard_boot,
+                                      seed)
         written += export_probes(db, directory, selection, version, n_boot, seed)
     written += export_traces(db, directory, selection, version, n_boot, seed)
     return tuple(written)

@@ -6,7 +6,7 @@ all list tables from here, so they cannot disagree. The module imports only the
 standard library (`lab --help` lists the table names without loading pandas); a
 table's compute function is named as ``"module:function"`` and imported on first use.
 
-Three families, each computed its own way (`analysis.tables.results.results_for`):
+Four families, each computed its own way (`analysis.tables.results.results_for`):
 
 - ``episodes``: measures on the selection's finished episodes, computed together by
   `analysis.tables.compute.compute` and kept in the results cache. The function takes
@@ -16,6 +16,10 @@ Three families, each computed its own way (`analysis.tables.results.results_for`
 - ``traces``: the second paper's tables on stored trace states. The function takes an
   `analysis.replay.trace_tables.TraceInput` (every model's split and map, prepared once)
   and returns a `Table`.
+- ``replication``: lab's episode tables beside a reference's (imported published
+  values or another run; `analysis.tables.replication`). The function takes the db,
+  the selection, the `ResultsSpec` (its ``against``) and the frames, and returns a
+  `Results`.
 """
 
 from __future__ import annotations
@@ -25,8 +29,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-EPISODES, PROBES, TRACES = "episodes", "probes", "traces"
-FAMILIES = (EPISODES, PROBES, TRACES)
+EPISODES, PROBES, TRACES, REPLICATION = "episodes", "probes", "traces", "replication"
+FAMILIES = (EPISODES, PROBES, TRACES, REPLICATION)
 
 
 @dataclass(frozen=True)
@@ -64,7 +68,7 @@ class TableDef:
 
     Attributes:
         name: what `lab results NAME` takes; also the CSV's name in `lab export`.
-        family: EPISODES, PROBES or TRACES (how it is computed).
+        family: EPISODES, REPLICATION, PROBES or TRACES (how it is computed).
         label: what the table holds, in a few words.
         compute: ``"module:function"`` computing it (see the module docstring).
         reads: what an episode table reads (the other families read their own data).
@@ -132,6 +136,9 @@ _TABLES: dict[str, TableDef] = {t.name: t for t in (
     TableDef("trace_calibration", TRACES, "second paper's split, fit records and map",
              "analysis.replay.trace_tables:calibration_record",
              views=(View("trace_calibration", "Trace calib."),)),
+    TableDef("replication", REPLICATION, "lab's Δ and mean6 beside published values or a run",
+             "analysis.tables.replication:replication_results",
+             views=(View("replication", "Replication"),)),
 )}
 
 

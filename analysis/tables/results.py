@@ -7,6 +7,8 @@ share.
   registered function takes them (`analysis.replay.trace_tables.TraceInput`);
 - ``probes`` tables read the frames; each table's registered function takes them
   (`analysis.replay.probe_tables.ProbeInput`) and reads the stored branches it needs;
+- the ``replication`` table sets the selection's Δ and mean6 beside a reference's
+  (`analysis.tables.replication`: ``ResultsSpec.against``);
 - ``episodes`` tables are computed by `analysis.tables.compute.compute`, through the
   results cache.
 
@@ -23,7 +25,7 @@ from typing import TYPE_CHECKING
 from analysis.measures.results import Results
 from analysis.stats.bootstrap import N_BOOT
 from analysis.stats.lpm import HAZARD_BOOT
-from analysis.tables.registry import EPISODES, PROBES, TRACES, table_def, table_names
+from analysis.tables.registry import EPISODES, PROBES, REPLICATION, TRACES, table_def, table_names
 from core.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -53,6 +55,8 @@ class ResultsSpec:
         split_seed: seed of the calibration/test split of questions.
         judge: trace tables read the LLM judge's labels, not the dataset scorer's.
         repaired: stored answer repairs replace the raw answers.
+        against: the replication table's reference (``NAME``, ``NAME/SPLIT`` or
+            ``run:OTHER``; None: the first imported reference set).
     """
 
     n_boot: int = N_BOOT
@@ -63,6 +67,7 @@ class ResultsSpec:
     split_seed: int = 0
     judge: bool = False
     repaired: bool = False
+    against: str | None = None
 
 
 def family_of(name: str) -> str:
@@ -101,6 +106,9 @@ def results_for(db: Database, selection: Selection, name: str,
     family = family_of(name)
     if family == TRACES:
         return _trace_results(db, selection, name, spec)
+    if family == REPLICATION:
+        result: Results = table_def(name).function()(db, selection, spec, frames)
+        return result
     from analysis.measures.frames import load_frames
 
     frames = frames if frames is not None else load_frames(db, selection)

@@ -23,7 +23,9 @@ UNSIGNED = frozenset({
     # the second seed's tables and the controllers: levels, not differences
     "OA", "CA", "coverage", "cost", "abstain", "escalate", "risk", "aurc", "ece", "ece_raw",
     "ece_cal", "top_share", "top_raw", "top_accuracy", "top_cal", "helpful", "harmful",
-    "bin_confidence", "bin_accuracy", "fit_record", "map"})
+    "bin_confidence", "bin_accuracy", "fit_record", "map",
+    # the replication table's success levels (its Δ columns and differences are signed)
+    "mean6_lab", "mean6_ref"})
 """Measures that are levels (probabilities, rates, means), printed without a sign."""
 DIFFERENCE = " − "
 _ENDED_WORDS = {"truncated": "generation cut at max_tokens", "refused": "refusal"}

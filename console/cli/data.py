@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 
 import click
@@ -16,6 +17,13 @@ from core.demo_set import ensure_demo_set, load_demo_questions
 from core.episode_import import read_episode_import, store_episode_import
 from core.errors import ConfigError
 from core.limits import DEFAULT_WARN_KB, oversized
+from core.paper_values import (
+    DEFAULT_NAME,
+    check_reference_name,
+    read_paper_values,
+    store_paper_values,
+)
+from core.paper_values import LICENSE as PAPER_VALUES_LICENSE
 from core.question_sets import check_set_name, draw_set, save_set
 from core.released_episodes import DEFAULT_BUDGET, LICENSE
 from core.set_import import import_set
@@ -48,12 +56,14 @@ def data() -> None:
 
 
 @data.command("import")
-@click.argument("kind", type=click.Choice(["hotpotqa", "fever", "musique", "episodes"]))
+@click.argument("kind", type=click.Choice(["hotpotqa", "fever", "musique", "episodes",
+                                          "paper-values"]))
 @click.argument("files", metavar="FILE...", nargs=-1, required=True,
                 type=click.Path(path_type=Path))
 @click.option("--dataset", default=None,
               help="Dataset name to store the questions under (default: KIND; episodes: "
-                   "the dataset their question ids belong to, default hotpotqa).")
+                   "the dataset their question ids belong to, paper-values: the dataset "
+                   "the values were computed on; both default hotpotqa).")
 @click.option("--include-nei", is_flag=True,
               help="fever: keep NOT ENOUGH INFO claims (skipped by default).")
 @click.option("--warn-kb", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_WARN_KB,
@@ -68,11 +78,15 @@ def data() -> None:
 @click.option("--run", "run", default=None,
               help="episodes: the run to import into (default: the records' split).")
 @click.option("--budget", type=bounded(1), default=DEFAULT_BUDGET, show_default=True,
-              help="episodes: the action budget they ran under.")
+              help="episodes, paper-values: the action budget they ran under.")
+@click.option("--name", default=None,
+              help=f"paper-values: the reference set's name (default {DEFAULT_NAME}).")
+@click.option("--replace", is_flag=True,
+              help="paper-values: replace a reference set of the same name.")
 @click.pass_context
 def data_import(ctx: click.Context, kind: str, files: tuple[Path, ...], dataset: str | None,
                 include_nei: bool, warn_kb: float, model: str | None, condition: str | None,
-                run: str | None, budget: int) -> None:
+                run: str | None, budget: int, name: str | None, replace: bool) -> None:
     """Validate FILE completely, then store it in one transaction.
 
     hotpotqa: FILE is the official HotpotQA JSON list or the Hugging Face column
@@ -86,6 +100,10 @@ def data_import(ctx: click.Context, kind: str, files: tuple[Path, ...], dataset:
     .gz: question_id, regime, actions, judgments, success, and model, condition,
     split where the full files have them), stored as an imported run (default: the
     split's name) with no text; format and mapping in docs/data.md.
+    paper-values: FILE is the main paper's released paper_values.json
+    ("SPLIT/MODEL__CONDITION": {delta, ci_low, ci_high, mean6}), stored as a named
+    reference set (--name, default paper) that `lab results replication` compares
+    runs with; a set of that name is refused unless --replace.
     A malformed file stores nothing. Questions whose context text is above
     --warn-kb are stored with a warning; `lab enqueue` refuses them for a model
     whose max_context they cannot fit.
@@ -97,15 +115,22 @@ def data_import(ctx: click.Context, kind: str, files: tuple[Path, ...], dataset:
       lab data import musique musique_ans_v1.0_dev.jsonl
       lab data import episodes data/episodes/test300/*.jsonl.gz
       lab data import episodes cell.jsonl --model qwen3-8b --condition unaided --run test300
+      lab data import paper-values data/episodes/paper_values.json
     """
-    episode_flags = {"--model": model, "--condition": condition, "--run": run,
-                     "--budget": None if budget == DEFAULT_BUDGET else budget}
+    episode_flags = {"--model": model, "--condition": condition, "--run": run}
+    reference_flags = {"--name": name, "--replace": replace or None}
+    either = {"--budget": None if budget == DEFAULT_BUDGET else budget}
     if kind == "episodes":
+        _only(kind, reference_flags)
         import_episodes(ctx, files, dataset or "hotpotqa", model, condition, run, budget)
         return
-    given = [flag for flag, value in episode_flags.items() if value is not None]
-    if given:
-        raise ConfigError(f"{', '.join(given)} apply to `lab data import episodes` only")
+    _only(kind, episode_flags, "episodes")
+    if kind == "paper-values":
+        import_paper_values(ctx, files, name or DEFAULT_NAME, dataset or "hotpotqa", budget,
+                            replace)
+        return
+    _only(kind, reference_flags)
+    _only(kind, either, "episodes or paper-values")
     if len(files) != 1:
         raise ConfigError(f"lab data import {kind} reads one FILE, got {len(files)}")
     file = files[0]
@@ -130,6 +155,28 @@ def data_import(ctx: click.Context, kind: str, files: tuple[Path, ...], dataset:
                    err=True)
 
 
+def _only(kind: str, flags: Mapping[str, object], where: str = "paper-values") -> None:
+    """Refuse flags given to a kind they do not apply to, in one line."""
+    given = [flag for flag, value in flags.items() if value is not None]
+    if given:
+        raise ConfigError(f"{', '.join(given)} apply to `lab data import {where}` only, "
+                          f"not {kind}")
+
+
+def import_paper_values(ctx: click.Context, files: tuple[Path, ...], name: str, dataset: str,
+                        budget: int, replace: bool) -> None:
+    """`lab data import paper-values`: check the file, store it as a reference set."""
+    if len(files) != 1:
+        raise ConfigError(f"lab data import paper-values reads one FILE, got {len(files)}")
+    check_reference_name(name)
+    read = read_paper_values(files[0])
+    db = open_db(ctx)
+    store_paper_values(db, read, name, dataset, budget, replace)
+    click.echo(f"imported {plural(len(read.values), 'value')} from {read.path.name} as reference "
+               f"set '{name}' (splits {', '.join(read.splits)}; dataset {dataset}, budget "
+               f"{budget}); sha256 {read.sha256[:12]}, license {PAPER_VALUES_LICENSE}")
+
+
 def import_episodes(ctx: click.Context, files: tuple[Path, ...], dataset: str,
                     model: str | None, condition: str | None, run: str | None,
                     budget: int) -> None:
@@ -148,6 +195,39 @@ def import_episodes(ctx: click.Context, files: tuple[Path, ...], dataset: str,
     if plan.unknown:
         click.echo(f"{plural(len(plan.unknown), 'question')} not in lab.db yet, kept by id "
                    f"under dataset '{dataset}' (they link up when it is imported)")
+
+
+@data.command("list")
+@click.pass_context
+def data_list(ctx: click.Context) -> None:
+    """List what lab.db holds from outside: datasets, imported runs and reference sets.
+
+    \b
+    Example:
+      lab data list
+    """
+    from core.store.imports import imported_runs, imports
+    from core.store.references import reference_sets
+
+    db = open_db(ctx, create=False)
+    counts = store.datasets(db)
+    click.echo("datasets: " + (", ".join(f"{k} ({v})" for k, v in counts.items()) or
+                               "none (lab data import KIND FILE)"))
+    runs = sorted(imported_runs(db))
+    click.echo("imported runs: " + ("none (lab data import episodes FILE...)" if not runs
+                                    else ""))
+    for run in runs:
+        files = imports(db, run)
+        click.echo(f"  {run}: {plural(sum(f.records for f in files), 'episode')} from "
+                   + ", ".join(f"{f.file} (sha256 {f.sha256[:12]})" for f in files)
+                   + f"; {files[0].license}")
+    refs = reference_sets(db)
+    click.echo("reference sets: " + ("none (lab data import paper-values FILE)" if not refs
+                                     else ""))
+    for r in refs:
+        click.echo(f"  {r.name}: {plural(r.values, 'value')} (splits {r.splits.replace(',', ', ')};"
+                   f" dataset {r.dataset}, budget {r.budget}) from {r.file} (sha256 "
+                   f"{r.sha256[:12]}); {r.license}")
 
 
 @click.group()

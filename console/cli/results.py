@@ -134,6 +134,12 @@ def _rows_out(dicts: list[dict[str, object]], fmt: str) -> str:
               help="trace_*: read the LLM judge's labels instead of the dataset scorer's.")
 
 
+@click.option("--against", default=None, metavar="NAME[/SPLIT]|run:OTHER",
+              help="replication: the reference: an imported reference set (each run against "
+                   "its split of the run's name, or /SPLIT) or run:OTHER (default: the first "
+                   "reference set imported).")
+
+
 @click.pass_context
 
 
@@ -141,7 +147,7 @@ def results(ctx: click.Context, table: str, runs: tuple[str, ...], sets: tuple[s
             seeds: str | None, models: str | None, conditions: str | None,
             regimes: str | None, pool: str | None, repaired: bool, fmt: str, resamples: int,
             seed: int, tau_lo: float, tau_hi: float, max_retrievals: int, fit_depths: str,
-            split_seed: int, judge: bool) -> None:
+            split_seed: int, judge: bool, against: str | None) -> None:
     """Print results tables: success, delta, index, hazard, cost, judgments or all.
 
     One row per model × arm (its full spec: enforced_rule:k=7 and enforced_rule are
@@ -157,14 +163,20 @@ def results(ctx: click.Context, table: str, runs: tuple[str, ...], sets: tuple[s
       lab results success --conditions none,enforced_rule:k=7 --pool seeds
       lab results success --format json > success.json
       lab results trace_table1 --set hotpot-test --tau-hi 0.8 --max-retrievals 2
+      lab results replication --run test300 --against paper
+      lab results replication --run rep1 --against run:test300
 
     controllers and the trace_* tables (the second seed's Tables 1–3, sweeps and
     calibration record on `lab traces collect` traces) gate with the seed's π: commit
     at confidence ≥ --tau-hi, else retrieve while budget remains, then abstain at ≤
     --tau-lo or escalate; every row names the thresholds it used.
+
+    replication sets each line's Δ (own judgments, five failure regimes) and mean6
+    beside the reference's, with the difference and whether the Δ intervals overlap
+    (docs/results.md).
     """
     from analysis.replay.controllers import Gate
-    from analysis.tables.registry import TRACES
+    from analysis.tables.registry import REPLICATION, TRACES
     from analysis.tables.results import ResultsSpec, family_of, results_for
     from analysis.tables.text import render_results
 
@@ -172,13 +184,21 @@ def results(ctx: click.Context, table: str, runs: tuple[str, ...], sets: tuple[s
     selection = selection_from(runs, sets, seeds, models, conditions, regimes, pool)
     spec = ResultsSpec(resamples, min(resamples, 1000), seed,
                        Gate(tau_lo, tau_hi, max_retrievals), fit_depths, split_seed, judge,
-                       repaired)
+                       repaired, against)
+    if against is not None and family_of(table) != REPLICATION:
+        raise ConfigError("--against applies to `lab results replication` only")
     if family_of(table) == TRACES:
         (trace,) = results_for(db, selection, table, spec).tables
         _print_trace(trace, fmt)
         return
     frames = _frames(db, selection, ctx.obj["db"])
     res = results_for(db, selection, table, spec, frames)
+    if family_of(table) == REPLICATION:
+        from analysis.tables.replication import unmatched
+
+        why = unmatched(res.tables[0])
+        if why is not None:
+            raise ConfigError(why)
     note = ""
     if res.repaired is not None:
         note = (f"note: repaired answers (lab repair) replace the raw ones of {res.repaired} "

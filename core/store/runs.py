@@ -82,6 +82,11 @@ def next_replicate(db: Database, run_id: int) -> int:
 
 
 
+def run_names(db: Database) -> list[str]:
+    """Every run's name, in order of creation."""
+    return [str(r[0]) for r in db.conn.execute("SELECT name FROM runs ORDER BY id")]
+
+
 def run_contents(db: Database) -> list[dict[str, Any]]:
     """What each run in lab.db holds, for a report's header: its governing amendment,
     finished episodes, probes by kind and trace states, in order of creation (runs that
