@@ -161,6 +161,28 @@ MUTATIONS: tuple[Mutation, ...] = (
         "    return (row.model, row.measure, row.label, row.condition_hash, row.budget, "
         "row.dataset,",
         ("tests/test_holm_family.py",)),
+    Mutation(
+        "replication-overlap-flipped",
+        "the replication table says two intervals overlap exactly when they do not",
+        "analysis/tables/replication.py",
+        "    return low_a <= high_b and low_b <= high_a",
+        "    return not (low_a <= high_b and low_b <= high_a)",
+        ("tests/test_replication.py::test_each_line_beside_its_published_value",)),
+    Mutation(
+        "replication-difference-sign",
+        "the replication table's difference is reference − lab, not lab − reference",
+        "analysis/tables/replication.py",
+        "estimate=own.estimate - est))",
+        "estimate=est - own.estimate))",
+        ("tests/test_replication.py::test_each_line_beside_its_published_value",)),
+    Mutation(
+        "replication-delta-with-clean",
+        "lab's Δ set beside the published one pools clean with the five failure regimes",
+        "analysis/tables/replication.py",
+        "    failure = tuple(r for r in (selection.regimes or FAILURE_REGIMES) "
+        "if r in FAILURE_REGIMES)",
+        "    failure = selection.regimes or (\"clean\", *FAILURE_REGIMES)",
+        ("tests/test_replication.py::test_delta_is_on_the_five_failure_regimes_as_published",)),
 )
 
 
