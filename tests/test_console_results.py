@@ -143,10 +143,14 @@ async def test_every_table_shows(lab_db: Path) -> None:
             assert "lab traces collect" in _text(screen, "#results-status")
             await pilot.press("right_square_bracket")
             await _settle(pilot)
+        assert screen.view == "replication"  # no reference set: how to import one
+        assert "lab data import paper-values FILE" in _text(screen, "#results-text")
+        await pilot.press("right_square_bracket")
+        await _settle(pilot)
         assert screen.view == "success"
         await pilot.press("left_square_bracket")
         await _settle(pilot)
-        assert screen.view == "trace_calibration"
+        assert screen.view == "replication"
 
 
 @pytest.mark.asyncio
@@ -191,7 +195,7 @@ async def test_policies_controllers_charts_and_the_repaired_toggle(lab_db: Path)
         await _settle(pilot)
         assert screen.repaired and "repaired answers" in _text(screen, "#results-status")
         assert "replace the raw ones of 1 episodes" in _text(screen, "#results-text")
-        for _ in range(len(TRACE_VIEWS) + 1):
+        for _ in range(len(TRACE_VIEWS) + 2):  # the trace views, replication, success
             await pilot.press("right_square_bracket")
             await _settle(pilot)
         assert screen.view == "success"
