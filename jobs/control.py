@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from types import MappingProxyType
 from typing import Any
@@ -106,10 +106,51 @@ class GridStatus:
     as not answering: `core.end_reasons`)."""
     refused: int = 0
     """Stored episodes that ended with the model's refusal (`core.end_reasons`)."""
+    recent: tuple[float, ...] = ()
+    """When each unit stored within `RATE_WINDOW_S` before the read was stored (seconds
+    since the epoch): what `at` recounts, so rate and ETA move without another read."""
+    left: int = 0
+    """Units still to store at the read (errored ones count only while queued again)."""
+
+    @property
+    def active(self) -> bool:
+        """Whether any of its jobs is queued or running."""
+        return bool(self.jobs.get("queued") or self.jobs.get("running"))
+
+    @property
+    def done_with_errors(self) -> bool:
+        """Nothing queued, running or paused, and some units errored or jobs failed: no
+        ETA will come (`lab retry` queues them again)."""
+        return (not self.active and not self.jobs.get("paused")
+                and bool(self.errored or self.jobs.get("failed")))
+
+    def at(self, now: float) -> GridStatus:
+        """This grid's rate and ETA at `now`, from what the read saw (no read of lab.db)."""
+        rate, eta = rate_and_eta(self.recent, self.left, self.active, bool(self.stale), now)
+        return replace(self, rate=rate, eta_s=eta)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict."""
-        return dict(self.__dict__)
+        """JSON-ready dict (without the timestamps `at` recounts)."""
+        return {k: v for k, v in self.__dict__.items() if k != "recent"}
+
+
+def rate_and_eta(recent: tuple[float, ...], left: int, active: bool, stale: bool,
+                 now: float) -> tuple[float, float | None]:
+    """Units per second since the first of `recent` within `RATE_WINDOW_S` of `now` (at
+    least one second), and the seconds until `left` are stored at that rate.
+
+    The ETA is 0.0 when nothing is left, None when it cannot be told: nothing stored
+    lately, a lost worker's jobs waiting for their lease (`stale`), or nothing queued or
+    running (a finished grid with errors, a paused one), so a finished grid's ETA never
+    grows as its rate decays.
+    """
+    window = [ts for ts in recent if now - ts <= RATE_WINDOW_S]
+    rate = len(window) / max(now - min(window), 1.0) if window else 0.0
+    if left == 0:
+        return rate, 0.0
+    if not active or stale or rate <= 0:
+        return rate, None
+    return rate, left / rate
 
 
 def status(db: Database, now: float | None = None) -> list[GridStatus]:
@@ -122,22 +163,16 @@ def status(db: Database, now: float | None = None) -> list[GridStatus]:
     now = time.time() if now is None else now
     out = []
     for g in progress.grid_progress(db, now):
-        recent = [f for f in g["finished"]
-                  if now - datetime.fromisoformat(f).timestamp() <= RATE_WINDOW_S]
-        span = RATE_WINDOW_S
-        if recent:
-            first = datetime.fromisoformat(recent[0]).timestamp()
-            span = max(now - first, 1.0)
-        rate = len(recent) / span if recent else 0.0
+        recent = tuple(ts for ts in (datetime.fromisoformat(f).timestamp()
+                                     for f in g["finished"]) if now - ts <= RATE_WINDOW_S)
+        active = any(g["jobs"][s] for s in ("queued", "running"))
         left = g["expected"] - g["stored"] - g["errored"]  # errored pairs wait for a retry
-        if not left and any(g["jobs"][s] for s in ("queued", "running")):
+        if not left and active:
             left = g["errored"]  # … which is queued: they are what remains
-        eta = left / rate if rate > 0 and left > 0 else (0.0 if left == 0 else None)
-        if g["stale"]:
-            eta = None  # a lost worker's jobs wait for recovery: no honest ETA
+        rate, eta = rate_and_eta(recent, left, active, bool(g["stale"]), now)
         out.append(GridStatus(g["grid"], g["run"], g["cells"], g["expected"], g["stored"],
                               g["errored"], g["running"], g["jobs"], rate, eta,
                               f"lab retry --grid {g['grid']} --errored" if g["errored"]
                               else None, g["stale"], g["unit"], g["kind"],
-                              g.get("truncated", 0), g.get("refused", 0)))
+                              g.get("truncated", 0), g.get("refused", 0), recent, left))
     return out

@@ -32,6 +32,8 @@ from core.store import monitor
 from core.store.endpoints import EndpointDown, endpoints_down
 
 CHECK_TIMEOUT_S = 2.0
+TICK_S = 1.0
+"""How often ages, worker states and the rate are recomputed from the last read."""
 WIDE = 160
 EVENTS = 40
 """Events read: a tall wide terminal shows them all, a narrow one scrolls."""
@@ -147,6 +149,7 @@ class DashboardScreen(LabScreen):
     CSS_PATH = "dashboard.tcss"
     _events: tuple[monitor.Event, ...] = ()
     _detail_width = 0
+    _data: DashboardData | None = None
     BINDINGS = [Binding("r", "reload", "Reload"),
                 Binding("h", "check_endpoints", "Check endpoints"),
                 Binding("W", "report", "Write report", show=False)]
@@ -203,6 +206,7 @@ class DashboardScreen(LabScreen):
         self._endpoints: list[Endpoint] = []
         self._servers: list[dict] = []
         self._check(self.lab.check_endpoints)
+        self.set_interval(TICK_S, self._tick)
 
     def on_resize(self, event: events.Resize) -> None:
         """On a wide terminal the events get a column of their own; their details wrap
@@ -274,6 +278,25 @@ class DashboardScreen(LabScreen):
     def on_dashboard_screen_read(self, message: Read) -> None:
         """Show the queue, workers, servers and events."""
         data = message.data
+        self._data = data
+        self._render_live(data)
+
+        self._servers = data.servers
+        self._render_endpoints()
+
+        self._events = tuple(data.events)
+        self._render_events()
+
+    def _tick(self) -> None:
+        """Every second: ages, states and the rate at the clock's now from the last read
+        (no read of lab.db), so a worker that went silent turns LOST within the lease and
+        the rate falls without a key."""
+        if self._data is not None:
+            self._render_live(self._data)
+
+    def _render_live(self, data: DashboardData) -> None:
+        """The queue panel and the workers as they read at the clock's now."""
+        now = self.lab.clock()
         q = data.queue
         jobs = "  ".join(f"{state} {q.jobs[state]:,}" for state in monitor.JOB_STATES)
         text = Text()
@@ -290,7 +313,7 @@ class DashboardScreen(LabScreen):
             text.append(" (complete, counted as not answering)")
         text.append("\n")
         text.append("rate      ", style="bold")
-        text.append(f"{data.rate:,.1f} episodes/s over the last 60 s")
+        text.append(f"{q.rate_at(now):,.1f} episodes/s over the last {q.window_s:.0f} s")
         if q.probes or q.probes_errored:
             text.append("\nprobes    ", style="bold")
             text.append(f"{q.probes:,} stored, ")
@@ -306,7 +329,7 @@ class DashboardScreen(LabScreen):
 
         workers = self.query_one("#workers", DataTable)
         workers.clear()
-        for w in data.workers:
+        for w in (w.at(now, self.lab.lease_s) for w in data.workers):
             state = Text(STATE_MARK.get(w.state, w.state),
                          style="bold red" if w.state == "lost" else "")
             workers.add_row(w.id, state, _ago(w.age_s), str(w.jobs))
@@ -315,12 +338,6 @@ class DashboardScreen(LabScreen):
                             "0")
         if not data.workers and not data.stopped_old:
             workers.add_row("no worker has run yet", "-", "-", "-")
-
-        self._servers = data.servers
-        self._render_endpoints()
-
-        self._events = tuple(data.events)
-        self._render_events()
 
     def _render_events(self) -> None:
         """The events, each detail wrapped in its column (a row as tall as it needs)."""

@@ -37,6 +37,8 @@ from jobs.retry import retry
 from jobs.settings import WorkerSettings
 
 BAR = 16
+TICK_S = 1.0
+"""How often rates and ETAs are recomputed from the last read (no read of lab.db)."""
 
 
 def bar(done: int, total: int, width: int = BAR) -> str:
@@ -97,8 +99,9 @@ def _append_apart(text: Text, truncated: int, refused: int, before: str, after: 
 
 def grid_label(g: GridStatus, last_error: str | None = None) -> Text:
     """One grid: bar, stored/expected (a replay grid: its probes), errored, running, rate,
-    ETA (none while nothing is queued or running but some jobs are paused), job states and
-    its newest error line."""
+    ETA (none while nothing is queued or running but some jobs are paused; `done with
+    errors` when it finished with errored units or failed jobs), job states and its newest
+    error line."""
     jobs = " ".join(f"{k} {v}" for k, v in g.jobs.items() if v) or "no jobs"
     probes = g.unit == "probes"
     what = f" {g.kind} probes" if probes and g.kind else (" probes" if probes else "")
@@ -106,8 +109,9 @@ def grid_label(g: GridStatus, last_error: str | None = None) -> Text:
     if g.errored:
         text.append(f"✗ {g.errored} errored  ", style="bold red")
     _append_apart(text, g.truncated, g.refused, "", "  ")
-    paused = g.jobs.get("paused") and not (g.jobs.get("queued") or g.jobs.get("running"))
-    eta = "paused, no ETA" if paused else eta_text(g.eta_s)
+    paused = g.jobs.get("paused") and not g.active
+    eta = ("done with errors" if g.done_with_errors else "paused, no ETA" if paused
+           else eta_text(g.eta_s))
     text.append(("" if probes else f"{g.running} running  ") + f"{g.rate:.1f}/s  {eta}  [{jobs}]")
     if last_error and g.errored:
         text.append(f"  last error: {last_error}", style="red")  # Tree shows one line
@@ -115,20 +119,31 @@ def grid_label(g: GridStatus, last_error: str | None = None) -> Text:
 
 
 def run_label(name: str, grids: list[GridStatus]) -> Text:
-    """One run: the sums over its grids."""
+    """One run: the sums over its grids; its ETA only while one of them is queued or
+    running (a finished run with errors says so, its ETA never grows)."""
     stored = sum(g.stored for g in grids)
     expected = sum(g.expected for g in grids)
     errored = sum(g.errored for g in grids)
     rate = sum(g.rate for g in grids)
-    left = expected - stored
-    eta = left / rate if rate > 0 and left > 0 else (0.0 if left == 0 else None)
+    left = sum(g.left for g in grids if g.active)
+    if any(g.active for g in grids):
+        eta: float | None = left / rate if rate > 0 and left > 0 else None
+        if any(g.stale for g in grids):
+            eta = None
+        when = eta_text(eta)
+    elif any(g.done_with_errors for g in grids):
+        when = "done with errors"
+    elif any(g.jobs.get("paused") for g in grids):
+        when = "paused, no ETA"
+    else:
+        when = eta_text(0.0 if stored >= expected else None)
     text = Text(f"run {name}  ", style="bold")
     text.append(f"{bar(stored, expected)} {stored}/{expected}  ")
     if errored:
         text.append(f"✗ {errored} errored  ", style="bold red")
     _append_apart(text, sum(g.truncated for g in grids), sum(g.refused for g in grids),
                   "", "  ")
-    text.append(f"{len(grids)} grid(s)  {rate:.1f}/s  {eta_text(eta)}")
+    text.append(f"{len(grids)} grid(s)  {rate:.1f}/s  {when}")
     return text
 
 
@@ -261,6 +276,25 @@ class JobsScreen(LabScreen):
         self._filter_text = ""
         self._jobs_data = JobsData([])
         self.query_one(Tree).focus()
+        self.set_interval(TICK_S, self._tick)
+
+    def _tick(self) -> None:
+        """Every second: the runs' and grids' rates and ETAs at the clock's now, from the
+        last read (`GridStatus.at`), so they fall when nothing is stored without a read."""
+        data = self._jobs_data
+        if not any(g.active for g in data.grids):
+            return
+        now = self.lab.clock()
+        runs: dict[str, list[GridStatus]] = {}
+        for g in (g.at(now) for g in data.grids):
+            runs.setdefault(g.run, []).append(g)
+            node = self._tree_keys.get(("grid", g.grid))
+            if node is not None:
+                node.set_label(grid_label(g, data.grid_errors.get(g.grid)))
+        for name, grids in runs.items():
+            node = self._tree_keys.get(("run", name))
+            if node is not None:
+                node.set_label(run_label(name, grids))
 
     def reload(self) -> None:
         """Re-read grid statuses and the expanded grids' jobs (every grid's while a

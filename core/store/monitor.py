@@ -12,7 +12,7 @@ import os
 import socket
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -47,6 +47,15 @@ class QueueCounts:
     (`core.end_reasons`: not errors, not format failures; counted as not answering)."""
     refused: int = 0
     """Complete episodes that ended with the model's refusal (`core.end_reasons`)."""
+    recent: tuple[float, ...] = ()
+    """When each episode stored within `window_s` before the read finished (seconds since
+    the epoch): what `rate_at` counts, so the rate can fall without another read."""
+    window_s: float = 60.0
+
+    def rate_at(self, now: float) -> float:
+        """Episodes stored per second over the `window_s` before `now`, from the episodes
+        this read saw (the read's `rate` at the read's clock; lower as time passes)."""
+        return sum(1 for ts in self.recent if ts >= now - self.window_s) / self.window_s
 
 
 @dataclass(frozen=True)
@@ -59,12 +68,31 @@ class WorkerRow:
             when it claims to run but its heartbeat is older than the lease.
         age_s: seconds since its last heartbeat.
         jobs: jobs it holds now (state running).
+        heartbeat_at: its last heartbeat (seconds since the epoch).
     """
 
     id: str
     state: str
     age_s: float
     jobs: int
+    heartbeat_at: float = 0.0
+
+    def at(self, now: float, lease_s: float, host: str | None = None,
+           alive: Callable[[int], bool] | None = None) -> WorkerRow:
+        """This row as it reads at `now` without reading lab.db again: its age from the
+        stored heartbeat, and lost once that is older than the lease or its process (of
+        this host) is gone. A stopped worker stays stopped."""
+        age = max(0.0, now - self.heartbeat_at)
+        state = self.state
+        if state in ("running", "stopping") and (
+                age > lease_s or process_gone(self.id, host, alive or pid_alive)):
+            state = "lost"
+        return replace(self, age_s=age, state=state)
+
+    @property
+    def live(self) -> bool:
+        """Whether it runs jobs (running or stopping, not lost or stopped)."""
+        return self.state in ("running", "stopping")
 
 
 @dataclass(frozen=True)
@@ -107,16 +135,19 @@ def queue_counts(db: Database, window_s: float = 60.0, now: float | None = None)
     now = time.time() if now is None else now
     jobs = dict.fromkeys(JOB_STATES, 0)
     jobs.update(db.conn.execute("SELECT state, count(*) FROM jobs GROUP BY state").fetchall())
-    total, errored, recent, truncated, refused = db.conn.execute(
+    since = _iso(now - window_s)
+    total, errored, recent, truncated, refused, finished = db.conn.execute(
         "SELECT count(*), count(error), count(CASE WHEN finished_at >= ? THEN 1 END), "
-        f"{apart_sql()} FROM episodes", (_iso(now - window_s),)).fetchone()
+        f"{apart_sql()}, group_concat(CASE WHEN finished_at >= ? THEN finished_at END, ' ') "
+        "FROM episodes", (since, since)).fetchone()
     probes, probes_errored, probes_recent = db.conn.execute(
         "SELECT count(*) - count(error), count(error), count(CASE WHEN created_at >= ? AND "
         "error IS NULL THEN 1 END) FROM probes", (_iso(now - window_s),)).fetchone()
+    stamps = tuple(datetime.fromisoformat(f).timestamp() for f in (finished or "").split())
     return QueueCounts(jobs, int(total), int(errored or 0), int(recent or 0) / window_s,
                        int(probes or 0), int(probes_errored or 0),
                        int(probes_recent or 0) / window_s, int(truncated or 0),
-                       int(refused or 0))
+                       int(refused or 0), stamps, window_s)
 
 
 def pid_alive(pid: int) -> bool:
@@ -168,7 +199,7 @@ def workers(db: Database, lease_s: float, now: float | None = None, host: str | 
         age = max(0.0, now - float(beat))
         if state != "stopped" and (age > lease_s or process_gone(str(wid), host, alive)):
             state = "lost"
-        out.append(WorkerRow(str(wid), str(state), age, int(held.get(wid, 0))))
+        out.append(WorkerRow(str(wid), str(state), age, int(held.get(wid, 0)), float(beat)))
     return out
 
 

@@ -1,0 +1,159 @@
+""""Now" is true: ages, worker states, rates and ETAs move with the clock, not with reads.
+
+The console's clock is injected (a list the test moves on). A worker "killed" in the
+middle of a grid (its row still says running, its heartbeat stops) turns LOST on the
+Dashboard once its heartbeat is older than the lease, and the episodes/s falls as the
+stored episodes age out of the minute, without a key and without another read of
+lab.db (the read is counted); the Jobs tree's rate falls the same way. A finished run
+with errors says `done with errors` and never shows an ETA.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+from textual.widgets import DataTable, Static, Tree
+
+import console.screens.dashboard as dashboard
+import console.screens.jobs as jobs_screen
+from console.screens.jobs import grid_label, run_label
+from jobs.control import GridStatus, rate_and_eta
+from tests.helpers.console import FIXED_TS, build, console_app, freeze_times, settle
+from tests.helpers.waiting import pause_until
+
+WORKER = "fixture-host:1"
+"""The fixture's worker: of another host, so only its lease can tell it is gone."""
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The console fixture, run and frozen; then a worker that was killed mid-grid: it
+    still says running with its last heartbeat 5 s before FIXED_TS, holds one running
+    job, and half the episodes finished 40 s before the others (FIXED_TS)."""
+    path = build(tmp_path_factory.mktemp("live-time") / "lab.db")
+    freeze_times(path)
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute("UPDATE workers SET state = 'running'")
+        conn.execute("UPDATE jobs SET state = 'running', worker = ? WHERE id = "
+                     "(SELECT min(id) FROM jobs)", (WORKER,))
+        conn.execute("UPDATE episodes SET finished_at = '2025-01-02T03:03:25.000000+00:00' "
+                     "WHERE id % 2 = 0")
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    return path
+
+
+@pytest.fixture
+def lab_db(built: Path, tmp_path: Path) -> Path:
+    """A private copy."""
+    shutil.copy(built, tmp_path / "lab.db")
+    return tmp_path / "lab.db"
+
+
+@pytest.fixture
+def reads(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The clock of every read the Dashboard and Jobs make of lab.db."""
+    seen: list[float] = []
+    read_dashboard, read_jobs = dashboard.read_dashboard, jobs_screen.read_jobs
+
+    def counted_dashboard(db_path: Path, lease_s: float, now: float) -> object:
+        seen.append(now)
+        return read_dashboard(db_path, lease_s, now)
+
+    def counted_jobs(db_path: Path, expanded: set[int] | None, now: float) -> object:
+        seen.append(now)
+        return read_jobs(db_path, expanded, now)
+
+    monkeypatch.setattr(dashboard, "read_dashboard", counted_dashboard)
+    monkeypatch.setattr(jobs_screen, "read_jobs", counted_jobs)
+    return seen
+
+
+async def _first_poll(pilot, reads: list[float]) -> None:
+    """Wait for the data-version poll's first answer, which always says "changed" and
+    re-reads the screen shown; from then on lab.db does not change, so nothing re-reads."""
+    await pause_until(pilot, lambda: pilot.app._version._last is not None, "the first poll")
+    await settle(pilot)
+    read = len(reads)
+    await settle(pilot)
+    assert len(reads) == read
+
+
+def _worker_row(app) -> list[str]:
+    table = app.screen.query_one("#workers", DataTable)
+    return [str(c) for c in table.get_row_at(0)]
+
+
+def _queue(app) -> str:
+    return str(app.screen.query_one("#queue-text", Static).render())
+
+
+@pytest.mark.asyncio
+async def test_a_killed_worker_turns_lost_and_the_rate_falls_without_a_key(
+        lab_db: Path, reads: list[float]) -> None:
+    now = [FIXED_TS]
+    app = console_app(lab_db, clock=lambda: now[0], lease_s=60.0)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _first_poll(pilot, reads)
+        assert _worker_row(app)[:3] == [WORKER, "● running", "5s ago"]
+        assert "8.0 episodes/s over the last 60 s" in _queue(app)  # 480 in the last minute
+        read = len(reads)
+
+        now[0] = FIXED_TS + 30  # the half stored at FIXED_TS - 40 left the minute
+        await pause_until(pilot, lambda: "4.0 episodes/s" in _queue(app), "the rate at +30 s")
+        assert _worker_row(app)[1:3] == ["● running", "35s ago"]  # within its lease
+
+        now[0] = FIXED_TS + 56  # heartbeat 61 s old: past the 60 s lease
+        await pause_until(pilot, lambda: _worker_row(app)[1] == "✗ LOST", "LOST")
+        assert _worker_row(app)[2] == "61s ago"
+
+        now[0] = FIXED_TS + 61
+        await pause_until(pilot, lambda: "0.0 episodes/s" in _queue(app), "the rate at +61 s")
+        assert len(reads) == read  # all of it from the one read: nothing pressed, nothing read
+
+
+@pytest.mark.asyncio
+async def test_jobs_rates_fall_without_a_read(lab_db: Path, reads: list[float]) -> None:
+    now = [FIXED_TS]
+    app = console_app(lab_db, clock=lambda: now[0])
+    async with app.run_test(size=(120, 30)) as pilot:
+        await pilot.press("4")
+        await _first_poll(pilot, reads)
+        tree = app.screen.query_one(Tree)
+        label = lambda: str(tree.root.children[0].label)  # noqa: E731 - the run's line
+        # 480 stored, the first 40 s before the second half: 480 over 40 s
+        assert "12.0/s" in label()
+        read = len(reads)
+        now[0] = FIXED_TS + 30  # 240 left in the window, over 30 s
+        await pause_until(pilot, lambda: "8.0/s" in label(), "the run's rate at +30 s")
+        now[0] = FIXED_TS + 61
+        await pause_until(pilot, lambda: "0.0/s" in label(), "the run's rate at +61 s")
+        assert len(reads) == read
+
+
+def _grid(jobs: dict[str, int], errored: int, recent: tuple[float, ...], left: int,
+          now: float) -> GridStatus:
+    active = bool(jobs.get("queued") or jobs.get("running"))
+    rate, eta = rate_and_eta(recent, left, active, False, now)
+    return GridStatus(1, "pilot", 2, 100, 100 - left - errored, errored, 0, jobs, rate, eta,
+                      recent=recent, left=left)
+
+
+def test_a_finished_run_with_errors_says_so_and_has_no_eta() -> None:
+    recent = tuple(FIXED_TS - i for i in range(30))
+    done = _grid({"done": 3, "failed": 1}, 4, recent, 6, FIXED_TS)
+    for at in (FIXED_TS, FIXED_TS + 20, FIXED_TS + 50):  # its rate decays as time passes
+        g = done.at(at)
+        assert g.done_with_errors and g.eta_s is None
+        for text in (grid_label(g).plain, run_label("pilot", [g]).plain):
+            assert "done with errors" in text and "ETA" not in text and "complete" not in text
+    clean = _grid({"done": 4}, 0, recent, 0, FIXED_TS)
+    assert "complete" in run_label("pilot", [clean.at(FIXED_TS + 50)]).plain
+    running = _grid({"done": 3, "running": 1}, 0, recent, 60, FIXED_TS)
+    assert running.eta_s == pytest.approx(60 / (30 / 29))
+    assert "ETA" in run_label("pilot", [running]).plain
+    assert running.at(FIXED_TS + 100).eta_s is None  # nothing stored lately: no honest ETA
