@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 from types import MappingProxyType
@@ -15,12 +15,38 @@ from core.errors import LabError
 from core.models.registry import ModelSpec
 from core.store import jobs as ledger
 from core.store import progress
-from jobs.grid import GridPlan, GridRequest, enqueue
-from jobs.queue import enqueue_job, make_huey
+from jobs.grid import GridPlan, GridRequest
+from jobs.kinds import job_kind
+from jobs.queue import put_on_queue
 from jobs.retry import retry
 from jobs.settings import WorkerSettings
 
 RATE_WINDOW_S = 60.0
+
+
+def enqueue_request(db: Database, settings: WorkerSettings, kind: str, request: Any,
+                    models: Mapping[str, ModelSpec], priority: int, event: str,
+                    summary: Callable[[Any, int], str]) -> tuple[Any, int | None, list[int]]:
+    """Store a request's jobs (its kind's `insert`, one transaction), put them on the
+    queue and log the event: what `lab enqueue`, `lab replay`, `lab traces collect`,
+    the demo and the console's Enqueue screen each do.
+
+    Args:
+        kind: the job kind (`jobs.kinds.KINDS`).
+        request: the kind's request.
+        models: the model registry.
+        priority: the jobs' queue priority.
+        event: the event's kind in the log.
+        summary: (plan, jobs queued) → the event's text after "grid G: ".
+
+    Returns:
+        (plan, grid id or None when nothing was missing, job ids).
+    """
+    plan, grid_id, jobs = job_kind(kind).insert(db, request, models)
+    if jobs:
+        put_on_queue(settings, ((job_id, priority) for job_id in jobs))
+        ledger.log_event(db, event, f"grid {grid_id} {summary(plan, len(jobs))}")
+    return plan, grid_id, jobs
 
 
 def enqueue_grid(db: Database, settings: WorkerSettings, request: GridRequest,
@@ -30,14 +56,9 @@ def enqueue_grid(db: Database, settings: WorkerSettings, request: GridRequest,
     Returns:
         (plan, grid id, number of jobs queued).
     """
-    grid_plan, grid_id, jobs = enqueue(db, request, models)
-    if grid_id is None:
-        return grid_plan, None, 0
-    huey, task = make_huey(settings)
-    for job_id in jobs:
-        enqueue_job(huey, task, job_id, request.priority)
-    ledger.log_event(db, "enqueue", f"grid {grid_id} run {request.run}: {len(jobs)} jobs, "
-                     f"{grid_plan.episodes} episodes")
+    grid_plan, grid_id, jobs = enqueue_request(
+        db, settings, "episodes", request, models, request.priority, "enqueue",
+        lambda plan, n: f"run {request.run}: {n} jobs, {plan.episodes} episodes")
     return grid_plan, grid_id, len(jobs)
 
 
@@ -70,9 +91,7 @@ def control(db: Database, settings: WorkerSettings, action: str, target: str,
     from_states, to_state = TRANSITIONS[action]
     moved = ledger.transition(db, ids, from_states, to_state)
     if to_state == "queued" and moved:
-        huey, task = make_huey(settings)
-        for job_id in moved:
-            enqueue_job(huey, task, job_id)
+        put_on_queue(settings, ((job_id, 0) for job_id in moved))
     ledger.log_event(db, action, f"{target} {value}: {len(moved)} jobs")
     return moved
 

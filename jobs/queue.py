@@ -5,6 +5,7 @@ Huey carries only "run job N" messages; the job ledger in lab.db is the record.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from huey import SqliteHuey
@@ -47,6 +48,13 @@ def make_huey(settings: WorkerSettings,
 def enqueue_job(huey: SqliteHuey, task: TaskWrapper, job_id: int, priority: int = 0) -> None:
     """Put one 'run job N' message on the queue."""
     huey.enqueue(task.s(job_id, priority=priority or None))
+
+
+def put_on_queue(settings: WorkerSettings, jobs: Iterable[tuple[int, int]]) -> None:
+    """Put stored jobs on the queue: one 'run job N' message per (job id, priority)."""
+    huey, task = make_huey(settings)
+    for job_id, priority in jobs:
+        enqueue_job(huey, task, job_id, priority)
 
 
 def pending_job_ids(huey: SqliteHuey) -> set[int]:

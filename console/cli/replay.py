@@ -14,8 +14,7 @@ import click
 from console.cli.options import bounded, open_db
 from core.models.registry import load_registry
 from core.probes import COMMANDS as PROBE_COMMANDS
-from core.store import jobs as ledger
-from jobs.kinds.replay import ReplayPlan, ReplayRequest, enqueue_replay, plan_replay, request_from
+from jobs.kinds.replay import ReplayPlan, ReplayRequest, plan_replay, request_from
 
 KIND_WORDS = {"judgment": "judgments", "belief": "belief probes",
               "answer_now": "answer-now branches", "repair": "answer repairs",
@@ -29,7 +28,7 @@ def _models(text: str | None) -> tuple[str, ...]:
 def _run_request(ctx: click.Context, request: ReplayRequest, dry_run: bool,
                  as_json: bool) -> None:
     from console.cli.queue import settings_for
-    from jobs.queue import enqueue_job, make_huey
+    from jobs.control import enqueue_request
 
     db = open_db(ctx)
     registry = load_registry(ctx.obj["config"])
@@ -37,13 +36,9 @@ def _run_request(ctx: click.Context, request: ReplayRequest, dry_run: bool,
         jobs: list[int] = []
         plan, grid_id = plan_replay(db, request, registry), None
     else:
-        plan, grid_id, jobs = enqueue_replay(db, request, registry)
-        if jobs:
-            huey, task = make_huey(settings_for(ctx))
-            for job_id in jobs:
-                enqueue_job(huey, task, job_id, request.priority)
-            ledger.log_event(db, "replay", f"grid {grid_id} run {request.run}: {len(jobs)} "
-                                           f"{request.kind} jobs, {plan.calls} calls")
+        plan, grid_id, jobs = enqueue_request(
+            db, settings_for(ctx), "replay", request, registry, request.priority, "replay",
+            lambda plan, n: f"run {request.run}: {n} {request.kind} jobs, {plan.calls} calls")
     summary = plan.summary() | {"grid": grid_id, "jobs": len(jobs), "dry_run": dry_run}
     if as_json:
         click.echo(json.dumps(summary, indent=2))

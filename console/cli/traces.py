@@ -17,9 +17,8 @@ from console.render import plural
 from core.models.registry import load_registry
 from core.plans import DEFAULT_SIMILARITY, SIMILARITIES
 from core.scoring import DEFAULT_THRESHOLD
-from core.store import jobs as ledger
 from core.traces import EMPTY_SLICE, EMPTY_SLICES
-from jobs.kinds.traces import TracePlan, TraceRequest, enqueue_traces, plan_traces
+from jobs.kinds.traces import TracePlan, TraceRequest, plan_traces
 
 
 @click.group()
@@ -73,7 +72,7 @@ def collect(ctx: click.Context, question_set: str, models: str, run_name: str | 
       lab traces collect --set hotpot-dev --models qwen3-8b --judge qwen3-32b
     """
     from console.cli.queue import settings_for
-    from jobs.queue import enqueue_job, make_huey
+    from jobs.control import enqueue_request
 
     names = tuple(m.strip() for m in models.split(",") if m.strip())
     request = TraceRequest(question_set, names, run_name, judge, similarity, threshold, priority,
@@ -85,13 +84,9 @@ def collect(ctx: click.Context, question_set: str, models: str, run_name: str | 
     if dry_run:
         plan, _ = plan_traces(db, request, registry)
     else:
-        plan, grid_id, jobs = enqueue_traces(db, request, registry)
-        if jobs:
-            huey, task = make_huey(settings_for(ctx))
-            for job_id in jobs:
-                enqueue_job(huey, task, job_id, priority)
-            ledger.log_event(db, "traces", f"grid {grid_id} run {request.run_name}: "
-                                           f"{len(jobs)} trace jobs, {plan.calls} calls")
+        plan, grid_id, jobs = enqueue_request(
+            db, settings_for(ctx), "traces", request, registry, priority, "traces",
+            lambda plan, n: f"run {request.run_name}: {n} trace jobs, {plan.calls} calls")
     if as_json:
         click.echo(json.dumps(plan.summary() | {"grid": grid_id, "jobs": len(jobs),
                                                 "dry_run": dry_run}, indent=2))
