@@ -6,8 +6,10 @@ request ask exactly those again), errored trace states of `lab traces collect` j
 (new trace jobs of the same request ask the questions' states not stored complete,
 as a second collect would), and errored episodes — pairs (cell, question) whose every
 episode ended in a model error (refused connection, 5xx after retries, context
-overflow). Those get new jobs in the same grid, through the normal ledger; their
-errored records stay (an errored trace state is replaced when its retry succeeds).
+overflow). Each job kind finds its own errored work (`jobs.kinds.base.JobKind.errored`)
+and says whether its cells may take a new spec; `retry` loops over the kinds. The
+errored questions get new jobs of their kind in the same grid, through the normal
+ledger; their errored records stay (an errored trace state is replaced when its retry succeeds).
 A cell whose model changed in the registry only by a larger `max_context` (the fix
 for a context overflow) takes the new spec; under a governing amendment that is
 logged as a deviation.
@@ -16,7 +18,7 @@ logged as a deviation.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,12 +29,11 @@ from core.conditions import arm_label
 from core.errors import ConfigError, LabError
 from core.models.registry import ModelSpec, load_registry
 from core.store import jobs as ledger
-from core.store import probes as probe_rows
-from core.store import traces as trace_rows
 from core.store.prereg import add_deviation
 from core.store.traces import TRACE_CONDITION
+from jobs.kinds import KINDS, job_kind
 from jobs.kinds.traces import trace_cell_columns
-from jobs.queue import enqueue_job, make_huey
+from jobs.queue import put_on_queue
 from jobs.settings import WorkerSettings
 from jobs.tasks import cell_from_row
 
@@ -41,129 +42,61 @@ RESPECABLE = frozenset({"max_context"})
 
 
 @dataclass(frozen=True)
+class KindRetry:
+    """What `lab retry` asked again of one job kind.
+
+    Attributes:
+        kind: the job kind (`jobs.kinds.KINDS`).
+        unit: one errored result of it ("episode", "probe", "trace state").
+        job_word: one job of it ("job", "replay job", "trace job").
+        jobs: the new jobs holding the errored questions.
+        units: errored results those jobs ask again.
+    """
+
+    kind: str
+    unit: str
+    job_word: str
+    jobs: tuple[int, ...]
+    units: int
+
+    @property
+    def text(self) -> str:
+        """'N errored UNIT(s) in M new JOB(s)'."""
+        return (f"{self.units} errored {self.unit}(s) in {len(self.jobs)} new "
+                f"{self.job_word}(s)")
+
+
+@dataclass(frozen=True)
 class RetryResult:
     """What one `lab retry` queued.
 
     Attributes:
         reopened: failed or cancelled jobs queued again.
-        created: new jobs holding errored questions (episode jobs, then replay jobs
-            for errored probes).
-        errored: errored (cell, question) pairs queued again.
+        kinds: per job kind, what was asked again: episodes always, then every other
+            kind the run, grid or job retried has jobs of, in `jobs.kinds.KINDS` order.
         notes: one line per cell that took a new model spec.
         deviations: (amendment id, deviation id, text) logged for governed runs.
     """
 
     reopened: tuple[int, ...]
-    created: tuple[int, ...]
-    errored: int
+    kinds: tuple[KindRetry, ...]
     notes: tuple[str, ...] = ()
     deviations: tuple[tuple[str, int, str], ...] = ()
-    probe_jobs: tuple[int, ...] = ()
-    """Of `created`, the replay jobs that ask errored probes again."""
-    errored_probes: int = 0
-    """Errored probes those replay jobs ask again."""
-    replay: bool = False
-    """Whether the run, grid or job retried has replay jobs at all."""
-    trace_jobs: tuple[int, ...] = ()
-    """Of `created`, the trace jobs that ask errored trace states again."""
-    errored_states: int = 0
-    """Errored trace states those trace jobs ask again."""
-    traces: bool = False
-    """Whether the run, grid or job retried has trace jobs at all."""
+
+    @property
+    def created(self) -> list[int]:
+        """The new jobs holding errored questions, kind by kind."""
+        return [j for k in self.kinds for j in k.jobs]
+
+    @property
+    def errored(self) -> int:
+        """Errored (cell, question) pairs of episode jobs queued again."""
+        return sum(k.units for k in self.kinds if k.kind == "episodes")
 
     @property
     def jobs(self) -> list[int]:
         """Every job queued (re-opened, then created)."""
         return [*self.reopened, *self.created]
-
-
-def errored_groups(db: Database, jobs: Sequence[dict[str, Any]]
-                   ) -> dict[tuple[int, int, int], list[str]]:
-    """Errored questions of the given jobs not already held by an active job.
-
-    Args:
-        jobs: jobs rows with question_ids decoded (ledger.jobs_rows).
-
-    Returns:
-        Question ids (in job order, each pair once) by (grid id, cell id, priority).
-    """
-    errored: dict[int, dict[str, str]] = {}
-    pending: dict[int, set[str]] = {}
-    out: dict[tuple[int, int, int], list[str]] = {}
-    taken: set[tuple[int, str]] = set()
-    for job in jobs:
-        cell_id = job["cell_id"]
-        if cell_id not in errored:
-            errored[cell_id] = ledger.errored_questions(db, cell_id)
-            pending[cell_id] = ledger.pending_questions(db, cell_id)
-        for q in job["question_ids"]:
-            if q in errored[cell_id] and q not in pending[cell_id] and (cell_id, q) not in taken:
-                taken.add((cell_id, q))
-                out.setdefault((job["grid_id"], cell_id, job["priority"]), []).append(q)
-    return out
-
-
-def errored_probe_groups(db: Database, jobs: Sequence[dict[str, Any]]
-                         ) -> tuple[dict[tuple[int, int, int, str], list[str]], int]:
-    """Questions of the given replay jobs whose probes errored, not already held by an
-    active replay job of the same request.
-
-    Args:
-        jobs: replay jobs rows with question_ids decoded (ledger.jobs_rows).
-
-    Returns:
-        (question ids by (grid id, cell id, priority, params), errored probes in all).
-    """
-    out: dict[tuple[int, int, int, str], list[str]] = {}
-    taken: set[tuple[int, str, str]] = set()
-    pending: dict[tuple[int, str], set[str]] = {}
-    n = 0
-    for job in jobs:
-        cell_id, params = job["cell_id"], job["params"]
-        key = (cell_id, params)
-        if key not in pending:
-            pending[key] = probe_rows.pending_replay(db, cell_id, params)
-        kind = json.loads(params)["kind"]
-        for q, count in probe_rows.errored_probe_questions(db, cell_id, job["question_ids"],
-                                                          kind).items():
-            if q not in pending[key] and (cell_id, params, q) not in taken:
-                taken.add((cell_id, params, q))
-                out.setdefault((job["grid_id"], cell_id, job["priority"], params), []).append(q)
-                n += count
-    return out, n
-
-
-def errored_trace_groups(db: Database, jobs: Sequence[dict[str, Any]]
-                         ) -> tuple[dict[tuple[int, int, int, str], list[str]], int]:
-    """Questions of the given trace jobs with an errored state, not already held by an
-    active trace job of the same cell.
-
-    Args:
-        jobs: trace jobs rows with question_ids decoded (ledger.jobs_rows).
-
-    Returns:
-        (question ids by (grid id, cell id, priority, params), errored states in all).
-    """
-    out: dict[tuple[int, int, int, str], list[str]] = {}
-    taken: set[tuple[int, str]] = set()
-    pending: dict[int, set[str]] = {}
-    n = 0
-    for job in jobs:
-        cell_id = job["cell_id"]
-        if cell_id not in pending:
-            pending[cell_id] = trace_rows.pending_trace_questions(db, cell_id)
-        cell = trace_rows.trace_cell(db, cell_id)
-        errored = trace_rows.errored_states(db, cell["run"], cell["model"], job["question_ids"])
-        per_question: dict[str, int] = {}
-        for q, _ in errored:
-            per_question[q] = per_question.get(q, 0) + 1
-        for q in job["question_ids"]:
-            if q in per_question and q not in pending[cell_id] and (cell_id, q) not in taken:
-                taken.add((cell_id, q))
-                out.setdefault((job["grid_id"], cell_id, job["priority"], job["params"]),
-                               []).append(q)
-                n += per_question[q]
-    return out, n
 
 
 def _larger(old: Any, new: Any) -> bool:
@@ -253,46 +186,31 @@ def retry(db: Database, settings: WorkerSettings, target: str, value: str | int,
             reopened = ledger.transition(db, ids, ("failed", "cancelled"), "queued")
             ledger.reset_attempts(db, reopened)
         rows = ledger.jobs_rows(db, ids)
-        replay = [j for j in rows if j["kind"] == "replay"]
-        traces = [j for j in rows if j["kind"] == "traces"]
-        groups = errored_groups(db, [j for j in rows if j["kind"] not in ("replay", "traces")])
-        created: list[int] = []
-        for (grid_id, cell_id, priority), qids in groups.items():
-            created += ledger.insert_jobs(db, grid_id, cell_id, qids, priority)
-        probe_groups, n_probes = errored_probe_groups(db, replay)
-        probe_jobs: list[int] = []
-        for (grid_id, cell_id, priority, params), qids in probe_groups.items():
-            probe_jobs += ledger.insert_jobs(db, grid_id, cell_id, qids, priority, "replay",
-                                             params)
-        created += probe_jobs
-        state_groups, n_states = errored_trace_groups(db, traces)
-        trace_jobs: list[int] = []
-        for (grid_id, cell_id, priority, params), qids in state_groups.items():
-            trace_jobs += ledger.insert_jobs(db, grid_id, cell_id, qids, priority, "traces",
-                                             params)
-        created += trace_jobs
-        cells = ({j["cell_id"] for j in ledger.jobs_rows(db, reopened)}
-                 | {c for _, c, _ in groups} | {c for _, c, _, _ in state_groups})
+        present = {j["kind"] for j in rows}
+        kinds: list[KindRetry] = []
+        cells = {j["cell_id"] for j in ledger.jobs_rows(db, reopened)}
+        for name in (n for n in KINDS if n == "episodes" or n in present):
+            kind = job_kind(name)
+            found = kind.errored(db, [j for j in rows if j["kind"] == name])
+            created: list[int] = []
+            for (grid_id, cell_id, priority, params), qids in found.groups.items():
+                created += ledger.insert_jobs(db, grid_id, cell_id, qids, priority, name,
+                                              params)
+            kinds.append(KindRetry(name, kind.unit, kind.job_word, tuple(created),
+                                   found.units))
+            if kind.respec:
+                cells |= {cell_id for _, cell_id, _, _ in found.groups}
         for cell_id in sorted(cells):
             changed = respec(db, cell_id, models)
             if changed is not None:
                 notes.append(changed[0])
                 if changed[1] is not None:
                     deviations.append(changed[1])
-        n_errored = sum(len(q) for q in groups.values())
+        result = RetryResult(tuple(reopened), tuple(kinds), tuple(notes), tuple(deviations))
         ledger.log_event(db, "retry", f"{target} {value}: {len(reopened)} failed/cancelled jobs "
-                         f"re-opened, {n_errored} errored episodes in "
-                         f"{len(created) - len(probe_jobs) - len(trace_jobs)} new jobs"
-                         + (f", {n_probes} errored probes in {len(probe_jobs)} new replay jobs"
-                            if replay else "")
-                         + (f", {n_states} errored trace states in {len(trace_jobs)} new trace "
-                            f"jobs" if traces else "")
+                         f"re-opened, " + ", ".join(k.text for k in kinds)
                          + (" (--errored)" if errored_only else ""))
-    result = RetryResult(tuple(reopened), tuple(created), n_errored, tuple(notes),
-                         tuple(deviations), tuple(probe_jobs), n_probes, bool(replay),
-                         tuple(trace_jobs), n_states, bool(traces))
     if result.jobs:
-        huey, task = make_huey(settings)
-        for job_id in result.jobs:
-            enqueue_job(huey, task, job_id, (ledger.job(db, job_id) or {}).get("priority", 0))
+        put_on_queue(settings, ((job_id, (ledger.job(db, job_id) or {}).get("priority", 0))
+                                for job_id in result.jobs))
     return result

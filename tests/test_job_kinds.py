@@ -9,7 +9,7 @@ closing) are checked on it directly.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,7 @@ from core.regimes import parse_regime
 from core.runner import CellSpec
 from core.store import jobs as ledger
 from jobs import kinds
-from jobs.kinds.base import JobContext
+from jobs.kinds.base import Errored, JobContext
 from jobs.pump import Pending, Work, pump
 from jobs.settings import WorkerSettings
 from jobs.tasks import execute_job
@@ -32,6 +32,8 @@ from tests.helpers.queue import write_registry
 
 STORED: dict[tuple[int, str], int] = {}
 """What the toy kind stores: (cell, question) → how many times (a real kind uses lab.db)."""
+ERRORED: set[tuple[int, str]] = set()
+"""(cell, question) whose toy result errored: `lab retry` asks them again."""
 
 
 class ToyWork(Work[str]):
@@ -63,6 +65,7 @@ class ToyKind:
     """The toy kind: a job's questions, each stored once."""
 
     name = "toy"
+    unit, job_word, respec = "toy result", "toy job", False
 
     def plan(self, db: Any, request: tuple[int, list[str]],
              registry: Mapping[str, ModelSpec]) -> list[str]:
@@ -84,6 +87,14 @@ class ToyKind:
                           should_stop=ctx.should_stop, on_admitted=ctx.on_admitted,
                           close_client=ctx.close_client)
 
+    def errored(self, db: Any, jobs: Sequence[Mapping[str, Any]]) -> Errored:
+        out: dict[tuple[int, int, int, str | None], list[str]] = {}
+        for job in jobs:
+            key = (job["grid_id"], job["cell_id"], job["priority"], job["params"])
+            out.setdefault(key, []).extend(
+                q for q in job["question_ids"] if (job["cell_id"], q) in ERRORED)
+        return Errored({k: v for k, v in out.items() if v}, sum(map(len, out.values())))
+
     def unsettled(self, db: Any, job: Mapping[str, Any], mark: int) -> set[str]:
         return {q for q in job["question_ids"] if (job["cell_id"], q) not in STORED}
 
@@ -96,6 +107,7 @@ def toy(db_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """lab.db with one sim cell, and the toy kind registered (one registry line)."""
     monkeypatch.setitem(kinds.KINDS, "toy", __name__)
     STORED.clear()
+    ERRORED.clear()
     db = store.connect(db_path)
     ensure_demo_set(db)
     config = write_registry(tmp_path, latency=0)
@@ -292,3 +304,24 @@ def test_an_item_waits_while_every_endpoint_is_down():
         return await pump(work, Down(1), should_stop=lambda: stop["now"])
 
     assert asyncio.run(main()) == 0 and Down.waited == 1 and work.peak == 0
+
+
+def test_lab_retry_asks_a_toy_kinds_errored_work_again(toy, capsys):
+    """`lab retry` loops over the kinds: the toy kind's errored questions get new toy
+    jobs of the same grid and params, and the summary counts them in its words."""
+    from click.testing import CliRunner
+
+    from console.cli.queue import retry_cmd
+
+    db, settings, cell_id, questions = toy
+    _, grid_id, jobs = KIND.insert(db, (cell_id, questions[:5]), {})
+    run_worker(settings, until_idle=True)
+    ERRORED.update((cell_id, q) for q in questions[1:3])
+    r = CliRunner().invoke(retry_cmd, ["--grid", str(grid_id), "--errored"],
+                           obj={"db": settings.db_path, "config": settings.config_path})
+    assert r.exit_code == 0, r.output
+    assert "0 errored episode(s) in 0 new job(s), 2 errored toy result(s) in 1 new toy " \
+        "job(s)" in r.output
+    (new,) = [j for j in ledger.jobs_rows(db, ledger.select_jobs(db, "grid", grid_id))
+              if j["id"] not in jobs]
+    assert (new["kind"], new["params"], new["question_ids"]) == ("toy", "{}", questions[1:3])

@@ -366,13 +366,7 @@ def retry_cmd(ctx: click.Context, run_name: str | None, grid: int | None, job: i
         click.echo(f"cell re-specced: {note}")
     for amendment, dev_id, _ in result.deviations:
         click.echo(f"deviation {dev_id} logged on {amendment} (lab prereg show {amendment})")
-    episode_jobs = len(result.created) - len(result.probe_jobs) - len(result.trace_jobs)
-    click.echo(f"retry {target} {value}: {result.errored} errored episode(s) in "
-               f"{episode_jobs} new job(s)"
-               + (f", {result.errored_probes} errored probe(s) in "
-                  f"{len(result.probe_jobs)} new replay job(s)" if result.replay else "")
-               + (f", {result.errored_states} errored trace state(s) in "
-                  f"{len(result.trace_jobs)} new trace job(s)" if result.traces else "")
+    click.echo(f"retry {target} {value}: " + ", ".join(k.text for k in result.kinds)
                + ("" if errored_only else f", {len(result.reopened)} failed/cancelled job(s) "
                                           f"re-opened"))
 

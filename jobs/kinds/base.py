@@ -10,7 +10,7 @@ runs its items through the one loop of `jobs.pump`.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -53,6 +53,20 @@ class JobContext:
     pools: PoolCache | None = None
 
 
+@dataclass(frozen=True)
+class Errored:
+    """A kind's errored work that `lab retry` asks again (`JobKind.errored`).
+
+    Attributes:
+        groups: question ids by (grid id, cell id, priority, params): each group becomes
+            new jobs of the kind with those params, in the same grid.
+        units: the errored results those questions hold (episodes, probes, states).
+    """
+
+    groups: dict[tuple[int, int, int, str | None], list[str]]
+    units: int
+
+
 class JobKind(Protocol):
     """A kind of job: how its jobs are planned, inserted, run and settled.
 
@@ -64,6 +78,13 @@ class JobKind(Protocol):
 
     name: str
     """The `jobs.kind` value."""
+    unit: str
+    """One result of the kind, as `lab retry` counts them ("episode", "probe", …)."""
+    job_word: str
+    """One job of the kind, as `lab retry` counts them ("job", "replay job", …)."""
+    respec: bool
+    """Whether `lab retry` gives the kind's cells a model spec whose only change is a
+    larger max_context (`jobs.retry.respec`)."""
 
     def plan(self, db: Database, request: Any, registry: Mapping[str, ModelSpec]) -> Any:
         """What the request would queue, without writing anything."""
@@ -76,6 +97,11 @@ class JobKind(Protocol):
 
     async def run(self, db: Database, job: Mapping[str, Any], ctx: JobContext) -> int:
         """Run a leased job's missing items through `jobs.pump`; returns results stored."""
+        ...
+
+    def errored(self, db: Database, jobs: Sequence[Mapping[str, Any]]) -> Errored:
+        """The questions of `jobs` (this kind's rows, question ids decoded) whose results
+        errored, each once and not already held by an active job (`lab retry`)."""
         ...
 
     def unsettled(self, db: Database, job: Mapping[str, Any], mark: int) -> set[str]:

@@ -23,7 +23,7 @@ from core.runner import CallGate, CellSpec, LiveBuffer, run_one, setup_for
 from core.store import jobs as ledger
 from core.store.episodes import write_live_steps
 from jobs import grid
-from jobs.kinds.base import JobContext
+from jobs.kinds.base import Errored, JobContext
 from jobs.pump import FLUSH_S, Pending, Work, pump
 from jobs.sets import job_questions, loaded_set
 
@@ -143,6 +143,7 @@ class EpisodesKind:
     """Episode jobs (`jobs.kind` "episodes")."""
 
     name = "episodes"
+    unit, job_word, respec = "episode", "job", True
 
     plan = staticmethod(grid.plan)
     insert = staticmethod(grid.enqueue)
@@ -162,6 +163,25 @@ class EpisodesKind:
             should_stop=ctx.should_stop, live_first=0 if live else 1, slots=ctx.slots,
             gate=ctx.gate, on_admitted=ctx.on_admitted, close_client=ctx.close_client,
             worker=ctx.settings.worker_id)
+
+    def errored(self, db: Database, jobs: Sequence[Mapping[str, Any]]) -> Errored:
+        # pairs (cell, question) whose every episode ended in a model error
+        errored: dict[int, dict[str, str]] = {}
+        pending: dict[int, set[str]] = {}
+        out: dict[tuple[int, int, int, str | None], list[str]] = {}
+        taken: set[tuple[int, str]] = set()
+        for job in jobs:
+            cell_id = job["cell_id"]
+            if cell_id not in errored:
+                errored[cell_id] = ledger.errored_questions(db, cell_id)
+                pending[cell_id] = ledger.pending_questions(db, cell_id)
+            for q in job["question_ids"]:
+                if (q in errored[cell_id] and q not in pending[cell_id]
+                        and (cell_id, q) not in taken):
+                    taken.add((cell_id, q))
+                    out.setdefault((job["grid_id"], cell_id, job["priority"], None),
+                                   []).append(q)
+        return Errored(out, sum(len(q) for q in out.values()))
 
     def unsettled(self, db: Database, job: Mapping[str, Any], mark: int) -> set[str]:
         # errored episodes stay for `lab retry --errored`: only questions with no new

@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
@@ -55,7 +55,7 @@ from core.runner import CallGate, GatedSession
 from core.store import jobs as ledger
 from core.store import probes as rows
 from core.store.imports import NO_TEXT, imported_runs
-from jobs.kinds.base import JobContext
+from jobs.kinds.base import Errored, JobContext
 from jobs.pump import FLUSH_S, Pending, Work, close_all, pump
 
 BATCH_REQUESTS = 1000
@@ -503,6 +503,7 @@ class ReplayKind:
     """Probes of recorded trajectories (`jobs.kind` "replay")."""
 
     name = "replay"
+    unit, job_word, respec = "probe", "replay job", False
 
     plan = staticmethod(plan_replay)
     insert = staticmethod(enqueue_replay)
@@ -514,6 +515,27 @@ class ReplayKind:
                                       ctx.should_stop, close_client=ctx.close_client,
                                       slots=ctx.slots, gate=ctx.gate,
                                       on_admitted=ctx.on_admitted)
+
+    def errored(self, db: Database, jobs: Sequence[Mapping[str, Any]]) -> Errored:
+        # questions whose probes errored, asked again by new jobs of the same request
+        out: dict[tuple[int, int, int, str | None], list[str]] = {}
+        taken: set[tuple[int, str, str]] = set()
+        pending: dict[tuple[int, str], set[str]] = {}
+        n = 0
+        for job in jobs:
+            cell_id, params = job["cell_id"], job["params"]
+            key = (cell_id, params)
+            if key not in pending:
+                pending[key] = rows.pending_replay(db, cell_id, params)
+            kind = json.loads(params)["kind"]
+            for q, count in rows.errored_probe_questions(db, cell_id, job["question_ids"],
+                                                         kind).items():
+                if q not in pending[key] and (cell_id, params, q) not in taken:
+                    taken.add((cell_id, params, q))
+                    out.setdefault((job["grid_id"], cell_id, job["priority"], params),
+                                   []).append(q)
+                    n += count
+        return Errored(out, n)
 
     def unsettled(self, db: Database, job: Mapping[str, Any], mark: int) -> set[str]:
         # a replay job's questions are those of stored episodes: settled as episodes are

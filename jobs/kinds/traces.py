@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -55,7 +55,7 @@ from core.traces import (
     state_view,
 )
 from jobs.grid import INT64_MAX, check_run_name
-from jobs.kinds.base import JobContext
+from jobs.kinds.base import Errored, JobContext
 from jobs.pump import FLUSH_S, Pending, Work, pump
 
 MAX_RETRIEVALS = len(DEPTHS) - 1
@@ -432,6 +432,7 @@ class TracesKind:
     """The second seed's depth-wise answer states (`jobs.kind` "traces")."""
 
     name = "traces"
+    unit, job_word, respec = "trace state", "trace job", True
 
     def plan(self, db: Database, request: TraceRequest,
              registry: Mapping[str, ModelSpec]) -> TracePlan:
@@ -446,6 +447,28 @@ class TracesKind:
             close_client=ctx.close_client,
             judge=ctx.client_for(judge) if judge is not None else None, slots=ctx.slots,
             gate=ctx.gate, on_admitted=ctx.on_admitted)
+
+    def errored(self, db: Database, jobs: Sequence[Mapping[str, Any]]) -> Errored:
+        # questions with an errored state, asked again by new jobs of the same cell
+        out: dict[tuple[int, int, int, str | None], list[str]] = {}
+        taken: set[tuple[int, str]] = set()
+        pending: dict[int, set[str]] = {}
+        n = 0
+        for job in jobs:
+            cell_id = job["cell_id"]
+            if cell_id not in pending:
+                pending[cell_id] = rows.pending_trace_questions(db, cell_id)
+            cell = rows.trace_cell(db, cell_id)
+            per_question: dict[str, int] = {}
+            for q, _ in rows.errored_states(db, cell["run"], cell["model"], job["question_ids"]):
+                per_question[q] = per_question.get(q, 0) + 1
+            for q in job["question_ids"]:
+                if q in per_question and q not in pending[cell_id] and (cell_id, q) not in taken:
+                    taken.add((cell_id, q))
+                    out.setdefault((job["grid_id"], cell_id, job["priority"], job["params"]),
+                                   []).append(q)
+                    n += per_question[q]
+        return Errored(out, n)
 
     def unsettled(self, db: Database, job: Mapping[str, Any], mark: int) -> set[str]:
         # its work is states: a question lacking a depth's row
