@@ -227,3 +227,18 @@ def test_a_table_without_a_figure_says_so_in_one_line(figures, tmp_path):
     assert stderr.strip().splitlines() == [
         "no figure draws the cost table; `lab results cost` prints it"]
     assert "wrote 0 figures" in stdout
+
+
+def test_each_figure_declares_results_views_that_exist() -> None:
+    """A figure names the Results views whose `F` writes it; every name is a view of the
+    table registry, and every view of a table a figure draws is claimed by one."""
+    from analysis.figures import FIGURES
+    from analysis.tables.registry import views
+
+    known = {v.id: t.name for v, t in views()}
+    declared = {v for f in FIGURES for v in f.views}
+    assert declared <= set(known)
+    assert {v for v, t in known.items() if any(t in f.tables for f in FIGURES)
+            } - declared == set()
+    assert [f.name for f in FIGURES if "hazard" in f.views] == ["hazard_by_run",
+                                                                 "hazard_slopes"]

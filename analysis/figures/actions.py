@@ -65,4 +65,4 @@ def answer_action_by_budget(study: StudyRows, style: Style) -> Drawn | Skipped:
 
 
 FIGURES = (FigureDef("answer_action_by_budget", "Median answering action under two budgets",
-                     ("budgets",), answer_action_by_budget),)
+                     ("budgets",), answer_action_by_budget, ("answering", "cost")),)

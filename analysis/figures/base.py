@@ -53,12 +53,15 @@ class FigureDef:
         tables: the results tables it reads (the Results screen's `F` picks figures by
             these).
         build: rows -> Drawn or Skipped.
+        views: the Results screen views it belongs to (their `F` writes it; the views
+            are declared in `analysis.tables.registry`).
     """
 
     name: str
     title: str
     tables: tuple[str, ...]
     build: Build
+    views: tuple[str, ...] = ()
 
 
 def value(v: Any) -> float:

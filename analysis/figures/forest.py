@@ -100,6 +100,6 @@ def hazard_slopes(study: StudyRows, style: Style) -> Drawn | Skipped:
 
 
 FIGURES = (FigureDef("delta_forest", "Δ and design-label contrast (forest plot)", ("delta",),
-                     delta_forest),
+                     delta_forest, ("delta",)),
            FigureDef("hazard_slopes", "Hazard model β and γ (forest plot)", ("hazard",),
-                     hazard_slopes))
+                     hazard_slopes, ("hazard",)))

@@ -58,4 +58,4 @@ def hazard_by_run(study: StudyRows, style: Style) -> Drawn | Skipped:
 
 
 FIGURES = (FigureDef("hazard_by_run", "Hazard of answering by useless-run length",
-                     ("hazard",), hazard_by_run),)
+                     ("hazard",), hazard_by_run, ("index", "hazard")),)

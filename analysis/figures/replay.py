@@ -150,8 +150,8 @@ def regret_heatmap(study: StudyRows, style: Style) -> Drawn | Skipped:
 
 
 FIGURES = (FigureDef("risk_coverage", "Risk–coverage: controllers on raw vs isotonic "
-                     "confidence", ("controllers",), risk_coverage),
+                     "confidence", ("controllers",), risk_coverage, ("controllers",)),
            FigureDef("ece_by_depth", "Calibration (ECE) by depth, raw vs isotonic",
-                     ("controllers",), ece_by_depth),
+                     ("controllers",), ece_by_depth, ("controllers",)),
            FigureDef("regret_heatmap", "Table 17: regret from the best simple stopping "
-                     "policy", ("policies",), regret_heatmap))
+                     "policy", ("policies",), regret_heatmap, ("policies",)))

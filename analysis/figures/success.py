@@ -57,4 +57,4 @@ def success_by_regime(study: StudyRows, style: Style) -> Drawn | Skipped:
 
 
 FIGURES = (FigureDef("success_by_regime", "Success per regime (95% CIs) by model and arm",
-                     ("success",), success_by_regime),)
+                     ("success",), success_by_regime, ("success",)),)

@@ -118,8 +118,8 @@ def trace_reliability(study: StudyRows, style: Style) -> Drawn | Skipped:
 
 
 FIGURES = (FigureDef("trace_risk_coverage", "Second seed: risk–coverage over τ_hi",
-                     ("trace_sweeps",), trace_risk_coverage),
+                     ("trace_sweeps",), trace_risk_coverage, ("trace_sweeps",)),
            FigureDef("trace_oa_cost", "Second seed: OA–cost over the retrieval budget",
-                     ("trace_sweeps",), trace_oa_cost),
+                     ("trace_sweeps",), trace_oa_cost, ("trace_sweeps",)),
            FigureDef("trace_reliability", "Second seed: reliability at depth zero",
-                     ("trace_sweeps",), trace_reliability))
+                     ("trace_sweeps",), trace_reliability, ("trace_sweeps",)))
