@@ -17,11 +17,10 @@ from sqlite_utils import Database
 from core.conditions import Condition
 from core.errors import StoreError
 from core.probes import At, ProbeRecord, RecordedEpisode, parse_at, select_points
-from core.redaction import redact_optional
 from core.regimes import parse_regime
-from core.store.base import write
 from core.store.episodes import COMPLETE, episode_steps
 from core.store.events import log_event
+from core.store.model_results import upsert_sql, write_results
 from core.store.selection import Selection, where_clause, with_filters
 from core.store.trajectories import _questions, observation_text
 
@@ -36,39 +35,16 @@ EXPORT_COLUMNS = ("episode_id", "t", "kind", "answer", "correct", "f1", "confide
                   "p_continue", "p_answer_now", "prefer", "parse_ok", "source")
 """Columns of probes.csv (docs/export.md)."""
 
-_INSERT = (f"INSERT INTO probes ({', '.join(PROBE_COLUMNS)}) VALUES "
-           f"({', '.join('?' * len(PROBE_COLUMNS))}) ON CONFLICT (episode_id, t, kind) DO UPDATE "
-           f"SET {', '.join(f'{c} = excluded.{c}' for c in PROBE_COLUMNS[3:])} "
-           f"WHERE probes.error IS NOT NULL")
-
-
-def _value(record: ProbeRecord, column: str) -> Any:
-    value = getattr(record, column)
-    if column == "error":  # text from a server: never a credential (core.redaction)
-        return redact_optional(value)
-    return int(value) if isinstance(value, bool) else value
+_INSERT = upsert_sql("probes", PROBE_COLUMNS, PROBE_COLUMNS[:3], PROBE_COLUMNS[3:])
 
 
 def write_probes(db: Database, records: Iterable[ProbeRecord]) -> int:
     """Store probes in one transaction; a complete probe already stored is kept as is.
 
-    Args:
-        db: an open lab.db.
-        records: the probes.
-
     Returns:
         The number of rows inserted or (errored rows) replaced.
     """
-    n = 0
-    with write(db):
-        for rec in records:
-            if rec.prompt_files and rec.prompts_sha256:
-                db.conn.execute("INSERT OR IGNORE INTO prompt_sets (sha256, files, created_at) "
-                                "VALUES (?, ?, ?)", (rec.prompts_sha256, json.dumps(
-                                    rec.prompt_files, sort_keys=True), rec.created_at))
-            cur = db.conn.execute(_INSERT, tuple(_value(rec, c) for c in PROBE_COLUMNS))
-            n += cur.rowcount
-    return n
+    return write_results(db, _INSERT, PROBE_COLUMNS, records)
 
 
 def probed(db: Database, episode_ids: Sequence[int], kind: str) -> set[tuple[int, int]]:

@@ -17,8 +17,7 @@ import pandas as pd
 from sqlite_utils import Database
 
 from core.episode import utc_now
-from core.redaction import redact_optional
-from core.store.base import write
+from core.store.model_results import upsert_sql, write_results
 
 TRACE_COLUMNS = ("id", "run", "model", "dataset", "set_name", "question_id", "depth", "answer",
                  "confidence", "parsed", "correct", "judge_correct", "prompt_tokens",
@@ -91,38 +90,17 @@ _WRITE_COLUMNS = ("run", "model", "dataset", "set_name", "question_id", "depth",
                   "confidence", "parsed", "correct", "f1", "judge_correct", "judge_model",
                   "prompt_tokens", "completion_tokens", "latency_ms", "plan_sha256", "raw",
                   "error", "prompts_sha256", "created_at", "copied_from")
-_INSERT = (f"INSERT INTO traces ({', '.join(_WRITE_COLUMNS)}) VALUES "
-           f"({', '.join('?' * len(_WRITE_COLUMNS))}) ON CONFLICT (run, model, question_id, depth) "
-           f"DO UPDATE SET {', '.join(f'{c} = excluded.{c}' for c in _WRITE_COLUMNS[6:])} "
-           f"WHERE traces.error IS NOT NULL")
-
-
-def _value(record: TraceRecord, column: str) -> Any:
-    value = getattr(record, column)
-    if column == "error":  # text from a server: never a credential (core.redaction)
-        return redact_optional(value)
-    return int(value) if isinstance(value, bool) else value
+_INSERT = upsert_sql("traces", _WRITE_COLUMNS, ("run", "model", "question_id", "depth"),
+                     _WRITE_COLUMNS[6:])
 
 
 def write_traces(db: Database, records: Iterable[TraceRecord]) -> int:
     """Store trace states in one transaction; a complete state already stored is kept.
 
-    Args:
-        db: an open lab.db.
-        records: the states.
-
     Returns:
         The number of rows inserted or (errored rows) replaced.
     """
-    n = 0
-    with write(db):
-        for rec in records:
-            if rec.prompt_files and rec.prompts_sha256:
-                db.conn.execute("INSERT OR IGNORE INTO prompt_sets (sha256, files, created_at) "
-                                "VALUES (?, ?, ?)", (rec.prompts_sha256, json.dumps(
-                                    rec.prompt_files, sort_keys=True), rec.created_at))
-            n += db.conn.execute(_INSERT, tuple(_value(rec, c) for c in _WRITE_COLUMNS)).rowcount
-    return n
+    return write_results(db, _INSERT, _WRITE_COLUMNS, records)
 
 
 def stored_states(db: Database, run: str, model: str, question_ids: Sequence[str]
