@@ -27,17 +27,17 @@ the finish action. The module is pure apart from the model session it is given.
 
 from __future__ import annotations
 
-import json
-import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import prompts
 from core.conditions import Condition
 from core.data import Question
 from core.episode import Step, utc_now
 from core.errors import ConfigError, ModelError
+from core.json_reply import json_object, number_between
 from core.judges import USELESS, parse_side_channel
 from core.models.base import EpisodeView, Generation, Message, ModelSession, ObservationLabel
 from core.parser import parse_reply
@@ -69,7 +69,6 @@ FIRST_USELESS = 5
 """Run of USELESS judgments that `--at first-useless-5` probes at (paper App. D.2)."""
 
 _CONFIDENCE_RE = re.compile(r"confidence\s*[:=]\s*(\d{1,3}(?:\.\d+)?)\s*%?", re.IGNORECASE)
-_JSON_RE = re.compile(r"\{.*\}", re.DOTALL)
 _PREFER = ("continue", "answer_now", "unsure")
 
 
@@ -397,20 +396,13 @@ def parse_belief(text: str) -> dict[str, object] | None:
     Both probabilities must be numbers in [0, 1] and `prefer` one of continue,
     answer_now, unsure; `reason` is optional text.
     """
-    m = _JSON_RE.search(text or "")
-    if m is None:
-        return None
-    try:
-        data = json.loads(m.group(0))
-    except ValueError:
-        return None
-    if not isinstance(data, dict):
+    data = json_object(text)
+    if data is None:
         return None
     out: dict[str, object] = {}
     for key in ("p_continue", "p_answer_now"):
-        value = data.get(key)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) \
-                or not math.isfinite(value) or not 0 <= value <= 1:
+        value: Any = data.get(key)
+        if not number_between(value, 0, 1):
             return None
         out[key] = float(value)
     if data.get("prefer") not in _PREFER:

@@ -27,14 +27,13 @@ from __future__ import annotations
 
 import json
 import logging
-import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import prompts
 from core.data import Question
 from core.errors import ModelError
+from core.json_reply import json_object, number_between
 from core.models.base import EpisodeView, Generation, Message, ModelSession, ObservationLabel
 from core.plans import SLICES, EvidencePlan, evidence_text
 from core.scoring import DEFAULT_THRESHOLD, score_for_task
@@ -54,7 +53,6 @@ EMPTY_SLICES = ("copy", "ask")
 """What a depth whose evidence slice is empty gets: a copy of the state before it (the
 seed's rule) or a call of its own."""
 EMPTY_SLICE = "copy"
-_JSON_RE = re.compile(r"\{.*\}", re.DOTALL)
 LOG = logging.getLogger("lab.traces")
 
 
@@ -73,35 +71,19 @@ def parse_answer(text: str | None) -> Parsed | None:
     have exactly the fields answer (a non-empty string) and confidence (a finite number,
     not a boolean, from 0 to 100). Nothing is coerced: "85" or 0.85 as a string fails.
     """
-    m = _JSON_RE.search(text or "")
-    if m is None:
-        return None
-    try:
-        data = json.loads(m.group(0))
-    except ValueError:
-        return None
-    if not isinstance(data, dict) or set(data) != {"answer", "confidence"}:
+    data = json_object(text)
+    if data is None or set(data) != {"answer", "confidence"}:
         return None
     answer, conf = data["answer"], data["confidence"]
-    if not isinstance(answer, str) or not answer.strip():
-        return None
-    if isinstance(conf, bool) or not isinstance(conf, (int, float)) or not math.isfinite(conf) \
-            or not 0 <= conf <= 100:
+    if not isinstance(answer, str) or not answer.strip() or not number_between(conf, 0, 100):
         return None
     return Parsed(answer.strip(), float(conf))
 
 
 def parse_judge(text: str | None) -> bool | None:
     """The judge's label: the boolean `correct` of a JSON object with only that field."""
-    m = _JSON_RE.search(text or "")
-    if m is None:
-        return None
-    try:
-        data = json.loads(m.group(0))
-    except ValueError:
-        return None
-    if not isinstance(data, dict) or set(data) != {"correct"} or not isinstance(
-            data["correct"], bool):
+    data = json_object(text)
+    if data is None or set(data) != {"correct"} or not isinstance(data["correct"], bool):
         return None
     return bool(data["correct"])
 
