@@ -29,6 +29,7 @@ from core.conditions import arm_label
 from core.errors import ConfigError, LabError
 from core.models.registry import ModelSpec, load_registry
 from core.store import jobs as ledger
+from core.store import traces as trace_rows
 from core.store.prereg import add_deviation
 from core.store.traces import TRACE_CONDITION
 from jobs.kinds import KINDS, job_kind
@@ -134,9 +135,7 @@ def respec(db: Database, cell_id: int, models: Mapping[str, ModelSpec]
     if row["condition"] == TRACE_CONDITION:  # a trace cell: its own spec hash, its states
         ledger.respec_cell(db, cell_id, model.to_json(),
                            trace_cell_columns(model, row["question_set"])["spec_hash"])
-        overflows = db.conn.execute(
-            "SELECT count(*) FROM traces WHERE run = ? AND model = ? AND error LIKE "
-            "'context_overflow%'", (run["name"], name)).fetchone()[0]
+        overflows = trace_rows.context_overflows(db, run["name"], name)
         what = f"{name} / traces / {row['question_set']}"
         unit = "trace states"
     else:

@@ -320,3 +320,18 @@ def test_new_evidence_is_false_where_a_short_plan_has_no_next_slice(db_path):
     write_traces(db, [TraceRecord("r", "m", "t", "s", "s1", d, plan.sha256) for d in range(4)])
     frame = load_traces(db, new_evidence=True)
     assert frame["new_evidence"].tolist() == [False, True, True, False]
+
+
+def test_context_overflows_count_one_models_overflowed_states(db_path):
+    """`lab retry`'s re-spec note counts the model's states that overflowed its context,
+    not its other errors nor another model's overflows."""
+    from core.store.traces import TraceRecord, context_overflows, write_traces
+
+    db = store.connect(db_path)
+    write_traces(db, [
+        TraceRecord("r", "m", "t", "s", "q1", 0, "p", error="context_overflow: 9000 > 8192"),
+        TraceRecord("r", "m", "t", "s", "q1", 1, "p", error="timeout"),
+        TraceRecord("r", "m", "t", "s", "q2", 0, "p", error="context_overflow: 9100 > 8192"),
+        TraceRecord("r", "other", "t", "s", "q1", 0, "p", error="context_overflow: 1 > 0")])
+    assert context_overflows(db, "r", "m") == 2
+    assert context_overflows(db, "r", "other") == 1 and context_overflows(db, "x", "m") == 0

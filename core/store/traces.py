@@ -151,6 +151,20 @@ def errored_states(db: Database, run: str, model: str, question_ids: Sequence[st
     return out
 
 
+def episode_cells(db: Database, run: str) -> int:
+    """How many cells of episodes (not of trace states) a run holds."""
+    return int(db.conn.execute(
+        "SELECT count(*) FROM cells c JOIN runs r ON r.id = c.run_id WHERE r.name = ? AND "
+        "c.condition != ?", (run, TRACE_CONDITION)).fetchone()[0])
+
+
+def context_overflows(db: Database, run: str, model: str) -> int:
+    """A run's model's trace states stored with a context overflow."""
+    return int(db.conn.execute(
+        "SELECT count(*) FROM traces WHERE run = ? AND model = ? AND error LIKE "
+        "'context_overflow%'", (run, model)).fetchone()[0])
+
+
 def _in(column: str, values: Sequence[str]) -> tuple[str, list[str]]:
     return f"{column} IN ({', '.join('?' * len(values))})", list(values)
 

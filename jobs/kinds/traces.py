@@ -193,10 +193,7 @@ def check_numbers_priority(priority: int) -> None:
 
 def _check_run_cells(db: Database, run: str) -> None:
     """Refuse a run that holds episode cells: a trace run holds trace cells only."""
-    row = db.conn.execute(
-        "SELECT count(*) FROM cells c JOIN runs r ON r.id = c.run_id WHERE r.name = ? AND "
-        "c.condition != ?", (run, TRACE_CONDITION)).fetchone()
-    if row[0]:
+    if rows.episode_cells(db, run):
         raise StoreError(f"run '{run}' holds episodes of `lab enqueue`; collect traces under "
                          f"another run name, e.g. --run traces-{run}")
 
