@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.measures.budgets import budget_pairs, budget_table, weighted_median
+from analysis.measures.budgets import BudgetSide, budget_pairs, budget_table, weighted_median
 from console.cli import main
 from core import prereg, store
 from core.data import ids_hash
@@ -161,3 +161,34 @@ def test_an_amendment_scope_gates_each_budget(db_path: Path):
     assert grid.mode == "governed" and {c.cell.budget for c in grid.cells} == {8, 16}
     with pytest.raises(prereg.GateError, match="budget 12 is not in its scope"):
         plan(db, req(8, 12), models)
+
+
+def _per_episode(side: BudgetSide, w: np.ndarray) -> np.ndarray:
+    """The five measures summed episode by episode (the definition)."""
+    ew = w[:, side.question]
+    total = ew.sum(axis=1)
+    answers = ew @ side.answered
+    mask = side.answered.astype(bool)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.column_stack([
+            ew @ side.correct / total, answers / total,
+            weighted_median(side.action[mask], ew[:, mask]),
+            ew @ (side.answered * (side.action >= side.budget)) / answers,
+            ew @ side.tool_calls / total])
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_measures_summed_by_question_equal_the_per_episode_definition(seed):
+    rng = np.random.default_rng(seed)
+    n_q, n_ep = 7, 25  # several episodes per question (seeds pooled), some unanswered
+    question = np.sort(rng.integers(0, n_q, n_ep))
+    question[:n_q] = np.arange(n_q)
+    answered = rng.random(n_ep) < 0.7
+    side = BudgetSide.from_arrays(8, question, rng.integers(0, 2, n_ep).astype(float),
+                                  answered, rng.integers(1, 9, n_ep).astype(float),
+                                  rng.integers(0, 9, n_ep).astype(float))
+    w = np.vstack([np.ones(n_q), np.zeros(n_q),
+                   *(np.bincount(rng.integers(0, n_q, n_q), minlength=n_q)
+                     for _ in range(300))]).astype(float)
+    got, want = side.measures(w), _per_episode(side, w)
+    assert np.array_equal(got, want, equal_nan=True)  # the same floats, not just close

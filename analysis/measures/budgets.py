@@ -23,6 +23,7 @@ pooled: each is its own scope.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -77,11 +78,50 @@ class BudgetSide:
         index = {q: i for i, q in enumerate(questions)}
         qs = episodes["question_id"].astype(str)
         ep = episodes.loc[qs.isin(index)]
-        answered = ep["answered"].astype(bool).to_numpy()
-        action = ep["answer_action"].to_numpy(dtype=float, na_value=np.nan)
-        return cls(budget, ep["question_id"].astype(str).map(index).to_numpy(dtype=np.int64),
-                   ep["correct"].astype(float).to_numpy(), answered.astype(float),
-                   np.where(answered, action, np.nan), ep["tool_calls"].astype(float).to_numpy())
+        return cls.from_arrays(
+            budget, ep["question_id"].astype(str).map(index).to_numpy(dtype=np.int64),
+            ep["correct"].astype(float).to_numpy(), ep["answered"].astype(bool).to_numpy(),
+            ep["answer_action"].to_numpy(dtype=float, na_value=np.nan),
+            ep["tool_calls"].astype(float).to_numpy())
+
+    @classmethod
+    def from_arrays(cls, budget: int, question: np.ndarray, correct: np.ndarray,
+                    answered: np.ndarray, action: np.ndarray, tool_calls: np.ndarray
+                    ) -> BudgetSide:
+        """The side of `budget` from per-episode arrays of the paired questions'
+        episodes (`question` indexes the paired questions; `answered` as booleans,
+        `action` NaN where missing)."""
+        return cls(budget, question, correct, answered.astype(float),
+                   np.where(answered, action, np.nan), tool_calls)
+
+    @functools.cached_property
+    def _per_question(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """Per question: (episodes, correct, answered, final answers, tool calls) as
+        columns, the distinct answering actions ascending, and the answers at each
+        (questions × actions); None when a value is not a whole number.
+
+        Every measure is a ratio of weighted sums, and the median reads the answers'
+        weights cumulated in the order of their actions. With whole-number values and
+        resample counts as weights, every such sum is a whole number, exact in any
+        order, so summing by question first gives the same floats as summing episode
+        by episode, with a product over questions instead of over episodes.
+        """
+        mask = self.answered.astype(bool)
+        values = np.stack([np.ones_like(self.correct), self.correct, self.answered,
+                           self.answered * (self.action >= self.budget), self.tool_calls])
+        answered_actions = self.action[mask]
+        if (not np.isfinite(values).all() or (values != np.round(values)).any()
+                or not np.isfinite(answered_actions).all()
+                or (answered_actions != np.round(answered_actions)).any()):
+            return None
+        n_q = int(self.question.max()) + 1 if self.question.size else 0
+        sums = np.zeros((n_q, values.shape[0]))
+        for j in range(values.shape[0]):
+            sums[:, j] = np.bincount(self.question, weights=values[j], minlength=n_q)
+        actions, which = np.unique(answered_actions, return_inverse=True)
+        at = np.zeros((n_q, actions.size))
+        np.add.at(at, (self.question[mask], which.reshape(-1)), 1.0)
+        return sums, actions, at
 
     def measures(self, w: np.ndarray) -> np.ndarray:
         """The five measures under question weights.
@@ -92,6 +132,15 @@ class BudgetSide:
         Returns:
             (b, 5) array in MEASURES order; NaN where undefined (no answers).
         """
+        grouped = self._per_question if w.shape[1] and self.question.size else None
+        if grouped is not None and (w == np.round(w)).all():
+            sums, actions, at = grouped
+            s = w[:, :sums.shape[0]] @ sums
+            total, answers = s[:, 0], s[:, 2]
+            return np.column_stack([
+                safe_ratio(s[:, 1], total), safe_ratio(answers, total),
+                _median_of_counts(actions, w[:, :at.shape[0]] @ at),
+                safe_ratio(s[:, 3], answers), safe_ratio(s[:, 4], total)])
         ew = w[:, self.question]  # each episode weighs as much as its question
         total = ew.sum(axis=1)
         answers = ew @ self.answered
@@ -101,6 +150,23 @@ class BudgetSide:
             safe_ratio(ew @ self.correct, total), safe_ratio(answers, total),
             weighted_median(self.action[mask], ew[:, mask]), safe_ratio(final, answers),
             safe_ratio(ew @ self.tool_calls, total)])
+
+
+def _median_of_counts(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """`weighted_median` of distinct ascending `values` under whole-number `weights`
+    (b, values): the weights of equal values summed first, which moves neither crossing
+    of half the total (the first value reaching it is the value of the first episode
+    reaching it), so the medians are the same floats."""
+    b = weights.shape[0]
+    if values.size == 0:
+        return np.full(b, np.nan)
+    cum = np.cumsum(weights, axis=1)
+    half = cum[:, -1:] / 2
+    lo = np.argmax(cum >= half - _TOL, axis=1)
+    hi = np.argmax(cum > half + _TOL, axis=1)
+    out = (values[lo] + values[hi]) / 2
+    out[cum[:, -1] <= 0] = np.nan
+    return out
 
 
 def weighted_median(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
@@ -174,20 +240,63 @@ def compare_budgets(a: pd.DataFrame, b: pd.DataFrame, budget_a: int, budget_b: i
     questions = sorted(set(a["question_id"].astype(str)) & set(b["question_id"].astype(str)))
     side_a = BudgetSide.from_episodes(a, budget_a, questions)
     side_b = BudgetSide.from_episodes(b, budget_b, questions)
+    return _compare(side_a, side_b, len(questions), regime, n_boot, seed)
+
+
+def _compare(side_a: BudgetSide, side_b: BudgetSide, questions: int, regime: str,
+             n_boot: int, seed: int) -> BudgetComparison:
+    """`compare_budgets` of two sides on `questions` paired questions."""
 
     def stat(w: np.ndarray) -> np.ndarray:
         ma, mb = side_a.measures(w), side_b.measures(w)
         return np.column_stack([ma, mb, mb - ma])
 
-    res = bootstrap_intervals(stat, len(questions), n_boot, seed, with_p=True)
+    res = bootstrap_intervals(stat, questions, n_boot, seed, with_p=True)
     k = len(MEASURES)
-    return BudgetComparison(regime, budget_a, budget_b, res[:k], res[k:2 * k], res[2 * k:],
+    return BudgetComparison(regime, side_a.budget, side_b.budget, res[:k], res[k:2 * k],
+                            res[2 * k:],
                             (int(side_a.answered.sum()), int(side_b.answered.sum())),
-                            len(questions))
+                            questions)
+
+
+@dataclass(frozen=True)
+class _EpisodeArrays:
+    """The columns the table reads, once for the whole frame: each episode's question
+    (coded in the sorted order of the ids as text), regime, correctness, answered flag,
+    answering action and tool calls."""
+
+    question: np.ndarray
+    regime: np.ndarray
+    correct: np.ndarray
+    answered: np.ndarray
+    action: np.ndarray
+    tool_calls: np.ndarray
+
+    @classmethod
+    def of(cls, episodes: pd.DataFrame) -> _EpisodeArrays:
+        ids = episodes["question_id"].astype(str).to_numpy()
+        uniques = sorted(set(ids.tolist()))
+        code = {q: i for i, q in enumerate(uniques)}
+        return cls(np.fromiter((code[q] for q in ids), dtype=np.int64, count=len(ids)),
+                   episodes["regime"].astype(str).to_numpy(),
+                   episodes["correct"].astype(float).to_numpy(),
+                   episodes["answered"].astype(bool).to_numpy(),
+                   episodes["answer_action"].to_numpy(dtype=float, na_value=np.nan),
+                   episodes["tool_calls"].astype(float).to_numpy())
+
+    def side(self, rows: np.ndarray, budget: int, questions: np.ndarray) -> BudgetSide:
+        """The BudgetSide of episodes `rows` on the paired `questions` (sorted codes),
+        as `BudgetSide.from_episodes` builds it from their frame."""
+        q = self.question[rows]
+        keep = np.isin(q, questions)
+        rows = rows[keep]
+        return BudgetSide.from_arrays(budget, np.searchsorted(questions, q[keep]),
+                                      self.correct[rows], self.answered[rows],
+                                      self.action[rows], self.tool_calls[rows])
 
 
 def budget_groups(episodes: pd.DataFrame, grouping: Grouping | None = None
-                  ) -> Iterator[tuple[ArmKey, dict[int, tuple[ArmKey, pd.DataFrame]]]]:
+                  ) -> Iterator[tuple[ArmKey, dict[int, tuple[ArmKey, np.ndarray]]]]:
     """Groups that differ only in their budget, with each budget's key and episodes.
 
     Args:
@@ -195,16 +304,18 @@ def budget_groups(episodes: pd.DataFrame, grouping: Grouping | None = None
         grouping: what rows pool and the errored episodes they count.
 
     Yields:
-        (key with budget 0, {budget: (ArmKey, episodes)}) for groups with two or more
-        budgets, in a stable order.
+        (key with budget 0, {budget: (ArmKey, row positions of its episodes)}) for
+        groups with two or more budgets, in a stable order.
     """
     keys, code = (grouping or Grouping()).codes(episodes)
     buckets: dict[ArmKey, dict[int, int]] = {}
     for g, key in enumerate(keys):
         buckets.setdefault(replace(key, budget=0), {})[key.budget] = g
+    order = np.argsort(code, kind="stable")
+    starts = np.searchsorted(code[order], np.arange(len(keys) + 1))
     for key, by_budget in buckets.items():
-        if len(by_budget) > 1:  # only these groups' episodes are taken out of the frame
-            yield key, {budget: (keys[g], episodes.iloc[np.flatnonzero(code == g)])
+        if len(by_budget) > 1:
+            yield key, {budget: (keys[g], order[starts[g]:starts[g + 1]])
                         for budget, g in by_budget.items()}
 
 
@@ -269,14 +380,17 @@ def budget_table(episodes: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0,
     """
     grouping = grouping or Grouping()
     rows: list[Row] = []
+    arrays: _EpisodeArrays | None = None
     for _, by_budget in budget_groups(episodes, grouping):
+        arrays = arrays or _EpisodeArrays.of(episodes)  # only when a group has two budgets
         for a, b in budget_pairs(by_budget):
-            (key_a, ep_a), (key_b, ep_b) = by_budget[a], by_budget[b]
-            common = set(ep_a["regime"].astype(str)) & set(ep_b["regime"].astype(str))
-            for regime in regime_order(common):
-                c = compare_budgets(ep_a.loc[ep_a["regime"] == regime],
-                                    ep_b.loc[ep_b["regime"] == regime], a, b, regime,
-                                    n_boot, seed)
+            (key_a, rows_a), (key_b, rows_b) = by_budget[a], by_budget[b]
+            regime_a, regime_b = arrays.regime[rows_a], arrays.regime[rows_b]
+            for regime in regime_order(set(regime_a.tolist()) & set(regime_b.tolist())):
+                in_a, in_b = rows_a[regime_a == regime], rows_b[regime_b == regime]
+                questions = np.intersect1d(arrays.question[in_a], arrays.question[in_b])
+                c = _compare(arrays.side(in_a, a, questions), arrays.side(in_b, b, questions),
+                             len(questions), regime, n_boot, seed)
                 if c.questions:
                     rows += comparison_rows(key_a, key_b, c)
     notes = ("Each arm at two action budgets, paired by question (only questions both "
