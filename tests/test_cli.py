@@ -144,7 +144,7 @@ def test_a_results_command_loads_neither_the_worker_nor_the_console(db_path):
     assert main(["--db", str(db_path), "worker", "--until-idle"]) == 0
     heavy = ("console.cli.try_episode", "console.cli.demo", "console.cli.queue", "jobs.worker",
              "core.runner", "core.prereg", "core.models.registry", "asyncio", "textual",
-             "httpx", "anthropic", "openai")
+             "httpx", "anthropic", "openai", "scipy", "statsmodels")
     code = ("import sys; from console.cli import main; "
             f"code = main(['--db', {str(db_path)!r}, 'results', 'success']); "
             f"print(code, [m for m in {heavy!r} if m in sys.modules])")

@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import isotonic_regression
 
 from core.canonical import keyed_uniform
 
@@ -49,6 +48,10 @@ def fit_isotonic(confidence: np.ndarray, correct: np.ndarray) -> Isotonic:
     Returns:
         The fitted map.
     """
+    # imported here: scipy.optimize costs 0.5-1 s in a fresh process, and every `lab
+    # results` call imports this module for the controllers' Gate
+    from scipy.optimize import isotonic_regression
+
     c = np.asarray(confidence, dtype=float)
     y = np.asarray(correct, dtype=float)
     keep = ~np.isnan(c) & ~np.isnan(y)
