@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from analysis.base.parallel import each
 from analysis.figures import actions, forest, hazard, leaving, replay, success, traces
 from analysis.figures.base import Drawn, FigureDef, Skipped
 from analysis.figures.caption import provenance
@@ -76,21 +77,26 @@ def write_figures(study: StudyRows, directory: Path, formats: Sequence[str] = ("
     """
     directory.mkdir(parents=True, exist_ok=True)
     study, _ = declare(study, declared)
-    paths: list[Path] = []
-    skipped: list[tuple[str, str]] = []
-    with styled(style):
-        for fig in figures:
+
+    def draw(i: int) -> tuple[list[Path], tuple[str, str] | None]:
+        fig = figures[i]
+        with styled(style):
             drawn = fig.build(study, style)
             if isinstance(drawn, Skipped):
-                skipped.append((fig.name, drawn.reason))
-                continue
+                return [], (fig.name, drawn.reason)
             prov = provenance(study, drawn.rows, drawn.note)
             files = save(drawn.figure, directory / fig.name, tuple(formats), style,
                          prov.caption, prov.keywords())
-            side = directory / f"{fig.name}.json"
-            side.write_text(sidecar(fig, drawn, study, [p.name for p in files]),
-                            encoding="utf-8")
-            paths += [*files, side]
+        side = directory / f"{fig.name}.json"
+        side.write_text(sidecar(fig, drawn, study, [p.name for p in files]),
+                        encoding="utf-8")
+        return [*files, side], None
+
+    paths: list[Path] = []
+    skipped: list[tuple[str, str]] = []
+    for files, skip in each(len(figures), draw):  # drawn on every core
+        paths += files
+        skipped += [skip] if skip else []
     return Written(tuple(paths), tuple(skipped))
 
 
@@ -124,13 +130,12 @@ def render_svgs(study: StudyRows, style: Style = STYLES["paper"], text_as_text: 
     """
     import matplotlib
 
-    out = []
-    with styled(style), matplotlib.rc_context({"svg.fonttype": "none" if text_as_text
-                                               else "path"}):
-        for fig in FIGURES:
-            drawn = fig.build(study, style)
+    def draw(i: int) -> tuple[str, list, str]:
+        with styled(style), matplotlib.rc_context({"svg.fonttype": "none" if text_as_text
+                                                   else "path"}):
+            drawn = FIGURES[i].build(study, style)
             if isinstance(drawn, Skipped):
-                out.append(Rendered(fig, "", [], drawn.reason))
-            else:
-                out.append(Rendered(fig, svg_text(drawn.figure), drawn.rows, drawn.note))
-    return out
+                return "", [], drawn.reason
+            return svg_text(drawn.figure), drawn.rows, drawn.note
+
+    return [Rendered(fig, *drawn) for fig, drawn in zip(FIGURES, each(len(FIGURES), draw))]
