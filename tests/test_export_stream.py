@@ -193,3 +193,34 @@ def test_export_writes_the_streamed_csvs_and_nothing_half_written(odd_db, tmp_pa
         write_rows_csvs(odd_db, out, Selection(), "0")
     assert (out / "steps.csv").read_bytes() == want[1]  # the earlier file, untouched
     assert not list(out.glob(".*.tmp"))
+
+
+def test_export_on_two_cores_writes_the_same_files_as_on_one(odd_db, tmp_path, monkeypatch
+                                                              ) -> None:
+    """episodes.csv, steps.csv and the tables are written side by side in forked
+    processes (`analysis.base.parallel`), each reading lab.db through a connection of
+    its own: the same files, in the same order, as written one after another here."""
+    import analysis.base.parallel as parallel
+
+    written = {}
+    for cores in (1, 2):
+        monkeypatch.setattr(parallel, "cores", lambda n=cores: n)
+        paths = export(odd_db, tmp_path / str(cores), n_boot=5, hazard_boot=5)
+        written[cores] = [(p.name, p.read_bytes()) for p in paths]
+    assert written[1] == written[2]
+    assert [name for name, _ in written[2][:3]] == ["episodes.csv", "steps.csv", "success.csv"]
+
+
+def test_an_error_in_a_forked_piece_is_raised_as_itself(odd_db, tmp_path, monkeypatch
+                                                         ) -> None:
+    import analysis.base.parallel as parallel
+    import analysis.tables.export as ex
+    from core.errors import ConfigError
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise ConfigError("no tables today")
+
+    monkeypatch.setattr(parallel, "cores", lambda: 2)
+    monkeypatch.setattr(ex, "compute", broken)
+    with pytest.raises(ConfigError, match="no tables today"):
+        export(odd_db, tmp_path / "out", n_boot=5, hazard_boot=5)

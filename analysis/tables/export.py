@@ -27,6 +27,8 @@ the traces table and the project version.
 
 from __future__ import annotations
 
+import os
+import sqlite3
 import tempfile
 from pathlib import Path
 
@@ -213,6 +215,49 @@ def export_replication(db: Database, directory: Path, selection: Selection, vers
     return written
 
 
+def _episode_files(db: Database, directory: Path, selection: Selection, version: str,
+                   n_boot: int, hazard_boot: int, seed: int) -> list[Path]:
+    """episodes.csv, steps.csv and one CSV per results table, in that order.
+
+    The three pieces are independent and each takes seconds at paper scale (steps.csv
+    the longest), so they are written side by side on every core
+    (`analysis.base.parallel`): a forked process reads lab.db through a connection of
+    its own (a connection must not cross a fork), the tables' frames through theirs.
+    """
+    from analysis.base.parallel import each
+
+    frames = load_frames(db, selection)  # the fingerprint and errored episodes, read here
+    parent, path = os.getpid(), _db_path(db)
+
+    def piece(i: int) -> list[Path]:
+        if i == 1:
+            return [write_frame(table_frame(table, version), directory / f"{table.name}.csv")
+                    for table in compute(frames, None, n_boot, hazard_boot, seed).tables]
+        own = path and os.getpid() != parent
+        reader = Database(sqlite3.connect(path)) if own else db
+        try:
+            if i == 0:
+                return [write_rows_atomic(step_rows(reader, selection), STEP_COLUMNS,
+                                          directory / "steps.csv")]
+            return [write_rows_atomic(episode_rows(reader, selection, version, EXPLORATORY,
+                                                   own_calls_column),
+                                      EPISODE_COLUMNS, directory / "episodes.csv")]
+        finally:
+            if own:
+                reader.conn.close()
+
+    steps, tables, episodes = each(3, piece) if path else [piece(i) for i in range(3)]
+    return [*episodes, *steps, *tables]
+
+
+def _db_path(db: Database) -> str:
+    """The main database file of a connection ("" for an in-memory database)."""
+    for _, name, file in db.conn.execute("PRAGMA database_list").fetchall():
+        if name == "main":
+            return str(file or "")
+    return ""
+
+
 def export(db: Database, directory: Path, selection: Selection | None = None,
            n_boot: int = N_BOOT, hazard_boot: int = 1000, seed: int = 0,
            episodes: bool = True) -> tuple[Path, ...]:
@@ -241,11 +286,8 @@ def export(db: Database, directory: Path, selection: Selection | None = None,
     version = project_version()
     written: list[Path] = []
     if episodes:
-        results = compute(load_frames(db, selection), None, n_boot, hazard_boot, seed)
-        written += write_rows_csvs(db, directory, selection, version)
-        for table in results.tables:
-            written.append(write_frame(table_frame(table, version),
-                                       directory / f"{table.name}.csv"))
+        written += _episode_files(db, directory, selection, version, n_boot, hazard_boot,
+                                  seed)
         written += export_replication(db, directory, selection, version, n_boot, hazard_boot,
                                       seed)
         written += export_probes(db, directory, selection, version, n_boot, seed)
