@@ -101,6 +101,9 @@ class Engine:
         self._db: Database | None = None
         self._abandoned: set[concurrent.futures.Future[str]] = set()
         self._unlisten: Callable[[], None] | None = None
+        self.watch: Callable[[], bool] | None = None
+        """Whether a stop signal was delivered (`jobs.stop_signal`), asked before every
+        call, retry and new episode; a forked child keeps its parent's."""
 
     def _start(self) -> asyncio.AbstractEventLoop:
         with self._lock:
@@ -110,6 +113,7 @@ class Engine:
                 self._loop = asyncio.new_event_loop()
                 self._db = store.connect(self.settings.db_path)
                 self._res = _Shared(self.pools, self.settings.db_path)
+                self._res.stop.watch = self.watch
                 if self._unlisten is not None:  # a forked child: one listener, its own
                     self._unlisten()
                 self._unlisten = HEALTH.listen(self._record_endpoint)

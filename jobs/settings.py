@@ -7,6 +7,11 @@ import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from core.errors import ConfigError
+
+MAX_GRACE_S = 600.0
+"""Longest `--grace` a worker takes: a stop must end in bounded time, and a call that has
+not answered in ten minutes will not."""
 STOP_MARGIN_S = 3.0
 """After its grace, how long a stopping worker process (parent or child) may take to
 store and release what it holds before it exits regardless (`os._exit`)."""
@@ -54,3 +59,8 @@ class WorkerSettings:
     worker_id: str = field(default_factory=default_worker_id)
     worker_type: str = "thread"
     grace_s: float = 5.0
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.grace_s <= MAX_GRACE_S:  # nan fails too: a stop must be bounded
+            raise ConfigError(f"grace must be 0 to {MAX_GRACE_S:g} seconds, not "
+                              f"{self.grace_s}")

@@ -5,9 +5,10 @@ Huey's workers take jobs and hand them to the process's episode engine
 jobs. SIGINT and SIGTERM both stop the worker, parent and children alike, within
 `grace_s + STOP_MARGIN_S` seconds whatever the model does:
 
-- at once no episode, model call or retry starts (`core.models.retry.CallStop`), and
-  a `--type process` consumer forwards SIGTERM to its children (`jobs.child`), which
-  stop the same way;
+- at once no episode, model call or retry starts (`core.models.retry.CallStop`): the
+  signal's delivery is enough, before this handler runs, in this process and in every
+  `--type process` child (`jobs.stop_signal`); the consumer also forwards SIGTERM to
+  its children (`jobs.child`), which stop the same way;
 - calls in flight get `grace_s` to answer; then they are cut, and their episodes are
   stored errored with reason "interrupted" (re-run like any errored episode);
 - the jobs release their lease (back to queued: the next worker re-runs their
@@ -40,6 +41,7 @@ from jobs.engine import Engine
 from jobs.queue import make_huey
 from jobs.reconcile import reconcile
 from jobs.settings import STOP_MARGIN_S, WorkerSettings
+from jobs.stop_signal import StopSignal
 
 log = logging.getLogger("lab.worker")
 
@@ -188,6 +190,10 @@ def run_worker(settings: WorkerSettings, workers: int = 1, until_idle: bool = Fa
     grace = settings.grace_s if shutdown_timeout is None else shutdown_timeout
     db = store.connect(settings.db_path)
     engine = Engine(settings)
+    # the signal's delivery stops new calls at once, in this process and every child
+    delivered = StopSignal.install()
+    if delivered is not None:
+        engine.watch = delivered.delivered
     huey, task = make_huey(settings, engine)
     ledger.register_worker(db, settings.worker_id)
     reconcile(db, huey, task)
@@ -220,6 +226,8 @@ def run_worker(settings: WorkerSettings, workers: int = 1, until_idle: bool = Fa
             _stop(db, consumer, engine, settings, grace)
         finally:
             consumer.exited.set()
+            if delivered is not None:
+                delivered.uninstall()
 
 
 def _stop(db: Any, consumer: LabConsumer, engine: Engine, settings: WorkerSettings,

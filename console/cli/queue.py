@@ -29,7 +29,7 @@ from core.store.questions import title_resolver
 from jobs.control import control, enqueue_grid, status
 from jobs.grid import MAX_BUDGET, GridRequest, plan
 from jobs.retry import retry
-from jobs.settings import WorkerSettings
+from jobs.settings import MAX_GRACE_S, WorkerSettings
 from jobs.worker import run_worker
 
 
@@ -53,6 +53,14 @@ def split_regimes(text: str) -> tuple[str, ...]:
     """Regime names from a comma list, ``mean6`` expanded to `core.regimes.MEAN6` (a
     name given twice is left to the grid, which queues it once with a note)."""
     return tuple(r for name in _split(text) for r in (MEAN6 if name == "mean6" else (name,)))
+
+
+def _finite(ctx: click.Context, param: click.Parameter, value: float) -> float:
+    """Refuse nan, which every range check lets through (a stop's grace must be a time)."""
+    if value != value:
+        raise click.BadParameter(f"must be a number of seconds from 0 to {MAX_GRACE_S:g}, "
+                                 f"not nan")
+    return value
 
 
 def settings_for(ctx: click.Context, **kw: object) -> WorkerSettings:
@@ -181,8 +189,8 @@ def enqueue_cmd(ctx: click.Context, models: str, conditions: str, regimes: str,
               help="Job lease in seconds (a dead worker's jobs are retaken after it).")
 
 
-@click.option("--grace", type=click.FloatRange(min=0), default=5.0, show_default=True,
-              metavar="SECONDS",
+@click.option("--grace", type=click.FloatRange(min=0, max=MAX_GRACE_S), default=5.0,
+              show_default=True, metavar="SECONDS", callback=_finite,
               help="On SIGINT/SIGTERM, how long model calls in flight may still answer; then "
                    "they are cut (episodes stored errored: interrupted) and the worker exits "
                    "within SECONDS + 3 s.")

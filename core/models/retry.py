@@ -61,14 +61,24 @@ class CallStop:
     same way. Calls find the stop of the job they serve through `CALL_STOP`.
     """
 
-    def __init__(self) -> None:
-        self.requested = False
+    def __init__(self, watch: Callable[[], bool] | None = None) -> None:
+        self._requested = False
+        self.watch = watch
+        """Asked while not requested: True once a stop signal was delivered, whether or
+        not the worker's Python handler has run yet (`jobs.stop_signal`)."""
         self.cut_off = False
         self._scopes: set[asyncio.Timeout] = set()
 
+    @property
+    def requested(self) -> bool:
+        """Whether the stop was requested, or its signal delivered (`watch`)."""
+        if not self._requested and self.watch is not None and self.watch():
+            self._requested = True
+        return self._requested
+
     def request(self) -> None:
         """No call or retry starts from now on (safe from a signal handler or thread)."""
-        self.requested = True
+        self._requested = True
 
     def check(self, where: str) -> None:
         """Raise the interruption if the stop was requested (before a call or a retry).
@@ -81,7 +91,7 @@ class CallStop:
 
     def cut(self) -> None:
         """End every scope in flight now (call in the event loop's thread)."""
-        self.requested = self.cut_off = True
+        self._requested = self.cut_off = True
         now = asyncio.get_running_loop().time()
         for scope in list(self._scopes):
             scope.reschedule(now)
