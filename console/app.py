@@ -43,6 +43,7 @@ from console.screens import SCREENS, LazyScreen, ScreenInfo, screen_mode
 from console.screens.base import LabScreen, is_read_only_error
 from console.screens.help import EVERYWHERE, HelpScreen, workflow
 from console.watch import DataVersion
+from console.workers import LocalWorkers
 from core import store
 from core.errors import LabError
 from core.store.base import check_writable
@@ -135,6 +136,8 @@ class LabApp(App[None]):
         """The error that ended the console, or None (`lab console` prints it)."""
         self._log_dir: Path | None = None
         self._started = False
+        self.local_workers = LocalWorkers(config.db_path, config.config_path, self.log_dir)
+        """The `lab worker` processes started from the console (`console.workers`)."""
         contain.install(lambda app: isinstance(app, LabApp))
         for info in SCREENS:
             self.add_mode(info.mode, self._mode_factory(info.factory))
@@ -302,9 +305,11 @@ class LabApp(App[None]):
                     timeout=15, markup=False)
 
     def on_unmount(self) -> None:
-        """Close the poller's connection; let a waiting warm-up finish."""
+        """Close the poller's connection; let a waiting warm-up finish; stop the workers
+        started here that were not asked to outlive the console (bounded: their grace)."""
         self._pacer.quiet.set()
         self._version.close()
+        self.local_workers.stop_on_quit()
 
     async def action_quit(self) -> None:
         """q / ctrl+q / the palette's Quit: quit, unless a screen holds unsaved text (that

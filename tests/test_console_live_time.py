@@ -64,9 +64,10 @@ def reads(monkeypatch: pytest.MonkeyPatch) -> list[float]:
         seen.append(now)
         return read_dashboard(db_path, lease_s, now)
 
-    def counted_jobs(db_path: Path, expanded: set[int] | None, now: float) -> object:
+    def counted_jobs(db_path: Path, expanded: set[int] | None, now: float,
+                     lease_s: float = 60.0) -> object:
         seen.append(now)
-        return read_jobs(db_path, expanded, now)
+        return read_jobs(db_path, expanded, now, lease_s)
 
     monkeypatch.setattr(dashboard, "read_dashboard", counted_dashboard)
     monkeypatch.setattr(jobs_screen, "read_jobs", counted_jobs)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import sys
 import time
 from collections.abc import Callable
@@ -196,11 +197,17 @@ def enqueue_cmd(ctx: click.Context, models: str, conditions: str, regimes: str,
                    "within SECONDS + 3 s.")
 
 
+@click.option("--log-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also append the worker's log (start, re-queued jobs, warnings, stop), "
+                   "time-stamped, to this file; the console's workers log to "
+                   "<lab.db>.logs/worker-N.log.")
+
+
 @click.pass_context
 
 
 def worker_cmd(ctx: click.Context, workers: int, concurrency: int, worker_type: str,
-               until_idle: bool, lease: float, grace: float) -> None:
+               until_idle: bool, lease: float, grace: float, log_file: Path | None) -> None:
     """Run jobs from the queue. SIGINT/SIGTERM stop in bounded time (jobs are released).
 
     After a signal no model call or retry starts; calls in flight get --grace seconds,
@@ -216,9 +223,31 @@ def worker_cmd(ctx: click.Context, workers: int, concurrency: int, worker_type: 
     db = store.connect(settings.db_path)
     check_writable(db, settings.db_path)  # a read-only lab.db: one line, before any banner
     db.conn.close()
-    click.echo(f"worker {settings.worker_id}: {workers} {worker_type} worker(s) on "
-               f"{ctx.obj['db']}", err=True)
+    banner = (f"worker {settings.worker_id}: {workers} {worker_type} worker(s) on "
+              f"{ctx.obj['db']}")
+    if log_file is not None:
+        log_to(log_file)
+        logging.getLogger("lab.worker").info("%s, concurrency %d", banner, concurrency)
+    else:
+        click.echo(banner, err=True)
     run_worker(settings, workers=workers, until_idle=until_idle)
+    logging.getLogger("lab.worker").info("worker %s stopped", settings.worker_id)
+
+
+def log_to(path: Path) -> None:
+    """Append the `lab` loggers' records (INFO and up), time-stamped, to `path`.
+
+    Raises:
+        ConfigError: the file cannot be opened for appending.
+    """
+    try:
+        handler = logging.FileHandler(path, encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"--log-file {path}: cannot write it ({exc.strerror})") from None
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logger = logging.getLogger("lab")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
 
 
 def _bar(done: int, total: int, width: int = 24) -> str:

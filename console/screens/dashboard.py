@@ -25,6 +25,7 @@ from textual.widgets import DataTable, Header, Static
 from console.messages import Notice
 from console.screens.base import LabScreen
 from console.widgets.footer import LabFooter
+from console.widgets.workers import WorkerKeys, no_worker_banner
 from core import store
 from core.end_reasons import apart_text
 from core.errors import LabError
@@ -143,8 +144,9 @@ STATE_MARK = MappingProxyType({"running": "● running", "stopping": "◐ stoppi
                                "stopped": "○ stopped", "lost": "✗ LOST"})
 
 
-class DashboardScreen(LabScreen):
-    """Queue counts, workers, throughput, endpoints, spend and recent events."""
+class DashboardScreen(WorkerKeys, LabScreen):
+    """Queue counts, workers, throughput, endpoints, spend and recent events; the
+    console's own workers (`w` start, `Z` pause, `S` stop, `L` logs)."""
 
     CSS_PATH = "dashboard.tcss"
     _events: tuple[monitor.Event, ...] = ()
@@ -152,7 +154,9 @@ class DashboardScreen(LabScreen):
     _data: DashboardData | None = None
     BINDINGS = [Binding("r", "reload", "Reload"),
                 Binding("h", "check_endpoints", "Check endpoints"),
-                Binding("W", "report", "Write report", show=False)]
+                Binding("W", "report", "Write report", show=False),
+                *WorkerKeys.WORKER_BINDINGS]
+    WRITE_ACTIONS = WorkerKeys.WORKER_WRITES
 
     @dataclass
     class Read(Message):
@@ -320,6 +324,11 @@ class DashboardScreen(LabScreen):
             text.append(f"{q.probes_errored:,} errored", style="bold red" if q.probes_errored
                         else "")
             text.append(f", {q.probe_rate:,.1f}/s")
+        aged = [w.at(now, self.lab.lease_s) for w in data.workers]
+        banner = no_worker_banner(q.jobs.get("queued", 0), sum(w.live for w in aged))
+        if banner is not None:
+            text.append("\n")
+            text.append_text(banner)
         for d in data.down:  # an outage: episodes wait for the endpoint (plain text, no markup)
             text.append(f"\n⚠ {d.line()}", style="bold red")
         for r in data.reasons[:5]:
@@ -329,7 +338,7 @@ class DashboardScreen(LabScreen):
 
         workers = self.query_one("#workers", DataTable)
         workers.clear()
-        for w in (w.at(now, self.lab.lease_s) for w in data.workers):
+        for w in aged:
             state = Text(STATE_MARK.get(w.state, w.state),
                          style="bold red" if w.state == "lost" else "")
             workers.add_row(w.id, state, _ago(w.age_s), str(w.jobs))

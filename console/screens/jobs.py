@@ -26,6 +26,7 @@ from console.screens.base import LabScreen
 from console.widgets.confirm import Confirm
 from console.widgets.footer import LabFooter
 from console.widgets.jobs_confirm import act_prompt, nothing_text
+from console.widgets.workers import WorkerKeys, no_worker_banner
 from core import store
 from core.end_reasons import apart_text
 from core.errors import LabError
@@ -72,9 +73,12 @@ class JobsData:
     """Grid id → its newest error line that still stands."""
     down: list[EndpointDown] = field(default_factory=list)
     """Endpoints a live worker sees down (their models' episodes wait)."""
+    workers: list[monitor.WorkerRow] = field(default_factory=list)
+    """Every worker as read (`WorkerRow.at` tells which are live now)."""
 
 
-def read_jobs(db_path: Path, expanded: set[int] | None, now: float) -> JobsData:
+def read_jobs(db_path: Path, expanded: set[int] | None, now: float,
+              lease_s: float = 60.0) -> JobsData:
     """Grid statuses and the jobs of `expanded` grids (None: of every grid, which the
     filter searches; call from a worker)."""
     db = store.connect(db_path, read_only_fallback=True)
@@ -84,7 +88,8 @@ def read_jobs(db_path: Path, expanded: set[int] | None, now: float) -> JobsData:
             expanded = {g.grid for g in grids}
         errors = {j: e for g in expanded for j, e in monitor.job_errors(db, g).items()}
         return JobsData(grids, {g: progress.job_rows(db, g) for g in expanded}, errors,
-                        monitor.grid_last_errors(db), endpoints_down(db, now=now))
+                        monitor.grid_last_errors(db), endpoints_down(db, now=now),
+                        monitor.workers(db, lease_s, now=now))
     finally:
         db.conn.close()
 
@@ -220,11 +225,11 @@ def grid_detail(g: GridStatus, last_error: str | None = None) -> Text:
     return text
 
 
-class JobsScreen(LabScreen):
+class JobsScreen(WorkerKeys, LabScreen):
     """Runs → grids → jobs with pause, resume, cancel and retry."""
 
     CSS_PATH = "jobs.tcss"
-    WRITE_ACTIONS = frozenset({"act"})
+    WRITE_ACTIONS = frozenset({"act"}) | WorkerKeys.WORKER_WRITES
     _filter_text = ""
     """The `/` filter (empty: none); while set, every grid's jobs are read and searched."""
     BINDINGS = [
@@ -240,6 +245,7 @@ class JobsScreen(LabScreen):
         Binding("k", "cursor('up')", "Up", show=False),
         Binding("l", "expand(True)", "Expand", show=False),
         Binding("h", "expand(False)", "Collapse", show=False),
+        *WorkerKeys.WORKER_BINDINGS,
     ]
     FOOTER_KEYS = ("act('pause')", "act('resume')", "act('cancel')", "act('retry')",
                    "act('retry_errored')", "filter")
@@ -278,10 +284,23 @@ class JobsScreen(LabScreen):
         self.query_one(Tree).focus()
         self.set_interval(TICK_S, self._tick)
 
+    def _show_warnings(self, data: JobsData) -> None:
+        """Outages, and jobs queued with no live worker: shown only while so."""
+        lines = [Text(f"⚠ {d.line()}", style="bold red") for d in data.down]
+        now = self.lab.clock()
+        banner = no_worker_banner(sum(g.jobs.get("queued", 0) for g in data.grids),
+                                  sum(w.at(now, self.lab.lease_s).live for w in data.workers))
+        if banner is not None:
+            lines.append(banner)
+        down = self.query_one("#jobs-down", Static)
+        down.update(Text("\n").join(lines))
+        down.set_class(not lines, "hidden")
+
     def _tick(self) -> None:
         """Every second: the runs' and grids' rates and ETAs at the clock's now, from the
         last read (`GridStatus.at`), so they fall when nothing is stored without a read."""
         data = self._jobs_data
+        self._show_warnings(data)
         if not any(g.active for g in data.grids):
             return
         now = self.lab.clock()
@@ -303,7 +322,8 @@ class JobsScreen(LabScreen):
 
     @work(thread=True, exclusive=True, group="jobs")
     def _load(self, expanded: set[int] | None) -> None:
-        self.post_message(self.Loaded(read_jobs(self.lab.db_path, expanded, self.lab.clock())))
+        self.post_message(self.Loaded(read_jobs(self.lab.db_path, expanded, self.lab.clock(),
+                                                self.lab.lease_s)))
 
     def on_jobs_screen_loaded(self, message: Loaded) -> None:
         """Show what was read."""
@@ -314,9 +334,7 @@ class JobsScreen(LabScreen):
 
     def _show(self, data: JobsData) -> None:
         self._jobs_data = data
-        down = self.query_one("#jobs-down", Static)  # outages: shown only while one lasts
-        down.update(Text("\n".join(f"⚠ {d.line()}" for d in data.down), style="bold red"))
-        down.set_class(not data.down, "hidden")
+        self._show_warnings(data)
         tree = self.query_one(Tree)
         runs: dict[str, list[GridStatus]] = {}
         for g in data.grids:
