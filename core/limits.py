@@ -20,6 +20,8 @@ CHARS_PER_TOKEN = 4
 DEFAULT_WARN_KB = 64
 """Default of `lab data import --warn-kb`: context text (question plus pages) above this
 many kilobytes gets a warning."""
+MAX_WARN_KB = 1_048_576.0
+"""The largest `--warn-kb` (a gigabyte of text)."""
 
 
 def context_chars(question: Question) -> int:

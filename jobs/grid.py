@@ -15,6 +15,7 @@ from typing import Any
 from sqlite_utils import Database
 
 from core import prereg, store
+from core.bounds import MAX_BUDGET
 from core.conditions import Condition, parse_condition, with_rate
 from core.errors import ConfigError
 from core.limits import too_long
@@ -26,8 +27,6 @@ from core.store import jobs as ledger
 from core.store import prompt_packs
 from core.store.imports import imported_runs
 
-MAX_BUDGET = 64
-"""The largest action budget a cell may have (the paper's grids use 8 and 16)."""
 INT64_MAX = 2**63 - 1
 """The largest integer SQLite stores (seeds, replicate, priority are stored)."""
 

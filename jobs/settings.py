@@ -7,7 +7,8 @@ import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core.errors import ConfigError
+from core.bounds import MAX_CONCURRENCY, MAX_RETRIES, MAX_TIMEOUT_S
+from core.models.declared import check_fields, setting
 
 MAX_GRACE_S = 600.0
 """Longest `--grace` a worker takes: a stop must end in bounded time, and a call that has
@@ -15,6 +16,11 @@ not answered in ten minutes will not."""
 STOP_MARGIN_S = 3.0
 """After its grace, how long a stopping worker process (parent or child) may take to
 store and release what it holds before it exits regardless (`os._exit`)."""
+
+
+WORKER_TYPES = ("thread", "process")
+"""How a worker's Huey consumer runs its workers."""
+_SECONDS = {"le": MAX_TIMEOUT_S, "unit": "seconds"}
 
 
 def default_worker_id() -> str:
@@ -29,7 +35,8 @@ def queue_path(db_path: Path) -> Path:
 
 @dataclass(frozen=True)
 class WorkerSettings:
-    """How a worker runs jobs.
+    """How a worker runs jobs; every number is checked when it is built (`core.bounds`:
+    finite, within its declared range), and `lab worker`'s options take the same bounds.
 
     Attributes:
         db_path: lab.db.
@@ -51,16 +58,14 @@ class WorkerSettings:
 
     db_path: Path
     config_path: Path | None = None
-    concurrency: int = 256
-    lease_s: float = 60.0
-    heartbeat_s: float = 1.0
-    reconcile_s: float = 2.0
-    max_attempts: int = 3
+    concurrency: int = setting(256, ge=1, le=MAX_CONCURRENCY)
+    lease_s: float = setting(60.0, gt=0, **_SECONDS)
+    heartbeat_s: float = setting(1.0, gt=0, **_SECONDS)
+    reconcile_s: float = setting(2.0, gt=0, **_SECONDS)
+    max_attempts: int = setting(3, ge=1, le=MAX_RETRIES)
     worker_id: str = field(default_factory=default_worker_id)
-    worker_type: str = "thread"
-    grace_s: float = 5.0
+    worker_type: str = setting("thread", choices=WORKER_TYPES)
+    grace_s: float = setting(5.0, ge=0, le=MAX_GRACE_S, unit="seconds")
 
     def __post_init__(self) -> None:
-        if not 0 <= self.grace_s <= MAX_GRACE_S:  # nan fails too: a stop must be bounded
-            raise ConfigError(f"grace must be 0 to {MAX_GRACE_S:g} seconds, not "
-                              f"{self.grace_s}")
+        check_fields(self)

@@ -61,21 +61,41 @@ class CallSlots:
         self.in_flight = 0
         self.peak = 0
         self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-        self._candidates = collections.deque(range(limit))  # slots this process does not hold
+        if not 1 <= limit < WAIT_BYTE:
+            raise ValueError(f"a call cap must be in [1, {WAIT_BYTE - 1}], got {limit}")
+        # Slots are numbered lazily: _candidates holds the slots this process has seen
+        # and does not hold, _fresh the first number never tried yet, so memory grows
+        # with the calls actually in flight, never with the cap.
+        self._candidates: collections.deque[int] = collections.deque()
+        self._fresh = 0
         self._waiters: collections.deque[asyncio.Future[int]] = collections.deque()
         self._poller: asyncio.Task[None] | None = None
         self._announced = False
 
+    def _lock(self, slot: int) -> bool:
+        try:
+            fcntl.lockf(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, slot)
+        except OSError:
+            return False
+        return True
+
     def _try_lock(self) -> int | None:
-        """Lock a free slot without waiting; None when all are held."""
+        """Lock a free slot without waiting; None when all are held.
+
+        Slots seen before are tried first, then numbers never tried, up to the cap; a
+        fresh number held by another process joins the seen ones.
+        """
         for _ in range(len(self._candidates)):
             slot = self._candidates.popleft()
-            try:
-                fcntl.lockf(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, slot)
-            except OSError:
-                self._candidates.append(slot)
-                continue
-            return slot
+            if self._lock(slot):
+                return slot
+            self._candidates.append(slot)
+        while self._fresh < self.limit:
+            slot = self._fresh
+            self._fresh += 1
+            if self._lock(slot):
+                return slot
+            self._candidates.append(slot)
         return None
 
     def _others_waiting(self) -> bool:

@@ -53,8 +53,8 @@ def test_its_table_is_validated_from_its_dataclass(oracle: Backend, tmp_path: Pa
     for body, message in [
         ("", "missing field 'searches' (backend 'oracle' needs searches)"),
         ("searches = 9", "searches must be in [0, 8], got 9"),
-        ("searches = true", "searches must be an integer, got True"),
-        ("searches = 1\nconcurrency = 0", "concurrency must be >= 1, got 0"),
+        ("searches = true", "searches must be an integer in [0, 8], got True"),
+        ("searches = 1\nconcurrency = 0", "concurrency must be in [1, 4096], got 0"),
         ("searches = 1\nhedge = 3", "hedge must be a string, got 3"),
         ("searches = 1\nmodel = \"x\"", "unknown field 'model' for backend 'oracle' "
                                         "(known: backend, concurrency, hedge, searches)"),

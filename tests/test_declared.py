@@ -45,10 +45,10 @@ def test_a_table_builds_a_typed_configuration() -> None:
 
 @pytest.mark.parametrize("extra, message", [
     ({"urls": ["http://a", 3]}, "urls must be a list of strings, got ['http://a', 3]"),
-    ({"wait_s": True}, "wait_s must be a number, got True"),
+    ({"wait_s": True}, "wait_s must be a number > 0 seconds, got True"),
     ({"wait_s": 0}, "wait_s must be a positive number of seconds, got 0"),
     ({"share": 1.5}, "share must be in [0, 1], got 1.5"),
-    ({"share": "half"}, "share must be a number, got 'half'"),
+    ({"share": "half"}, "share must be a number in [0, 1], got 'half'"),
     ({"mode": "c"}, "mode must be one of a, b (a: one, b: two), got 'c'"),
     ({"weights": {"a": "heavy"}}, "weights must be a table of numbers, got {'a': 'heavy'}"),
     ({"odd": 2}, "odd must be odd, got 2"),

@@ -229,7 +229,7 @@ def test_generation_settings_enter_the_spec_hash():
 
 
 @pytest.mark.parametrize("line, message", [
-    ("max_tokens = 0", "max_tokens must be >= 1"),
+    ("max_tokens = 0", r"max_tokens must be in \[1, 10000000\]"),
     ('max_tokens = "400"', "max_tokens must be an integer"),
     ("seed = -1", "seed must be an integer >= 0"),
     ('seed = "random"', "seed must be an integer >= 0"),

@@ -262,10 +262,10 @@ def test_stream_pool_reads_chunked_bodies_and_replaces_stale_connections():
 
 
 @pytest.mark.parametrize("table, message", [
-    ({"backoff_s": -1}, "backoff_s must be >= 0 seconds"),
-    ({"timeout_s": 0}, "timeout_s must be a positive number"),
-    ({"tensor_parallel_size": 0}, "tensor_parallel_size must be >= 1"),
-    ({"max_retries": -1}, "max_retries must be >= 0"),
+    ({"backoff_s": -1}, r"backoff_s must be in \[0, 86400\] seconds"),
+    ({"timeout_s": 0}, r"timeout_s must be in \(0, 86400\] seconds"),
+    ({"tensor_parallel_size": 0}, r"tensor_parallel_size must be in \[1, 1024\]"),
+    ({"max_retries": -1}, r"max_retries must be in \[0, 100\]"),
     ({"price_per_mtok": {"input": 1, "output": 2, "cache_reads": 1}}, "price_per_mtok.cache_reads"),
 ])
 def test_registry_validates_backend_fields(tmp_path, table, message):

@@ -54,7 +54,7 @@ k = 4
     ('[models.x]\nbackend = "openai"\nmodel = "m"', "missing field 'endpoints'"),
     ('[models.x]\nbackend = "openai"\nmodel = "m"\nendpoints = "http://a"', "endpoints must be"),
     ('[models.x]\nbackend = "openai"\nmodel = "m"\nendpoints = ["http://a"]\nconcurrency = 0',
-     "concurrency must be >= 1"),
+     r"concurrency must be in \[1, 4096\]"),
     ('[models.x]\nbackend = "openai"\nmodel = "m"\nendpoints = ["http://a"]\nthinking = "no"',
      "thinking must be true or false"),
     ('[models.x]\nbackend = "anthropic"\nmodel = "m"\ntemperature = 1',

@@ -8,15 +8,16 @@ from pathlib import Path
 
 import click
 
-from console.cli.options import bounded, open_db
+from console.cli.options import bounded, number, open_db
 from console.render import plural
 from core import store
+from core.bounds import Bounds
 from core.data_import import read_data_file, store_data_file
 from core.demo_fever import DEMO_FEVER_DATASET
 from core.demo_set import ensure_demo_set, load_demo_questions
 from core.episode_import import read_episode_import, store_episode_import
 from core.errors import ConfigError
-from core.limits import DEFAULT_WARN_KB, oversized
+from core.limits import DEFAULT_WARN_KB, MAX_WARN_KB, oversized
 from core.paper_values import (
     DEFAULT_NAME,
     check_reference_name,
@@ -66,7 +67,7 @@ def data() -> None:
                    "the values were computed on; both default hotpotqa).")
 @click.option("--include-nei", is_flag=True,
               help="fever: keep NOT ENOUGH INFO claims (skipped by default).")
-@click.option("--warn-kb", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_WARN_KB,
+@click.option("--warn-kb", type=number(Bounds(gt=0, le=MAX_WARN_KB)), default=DEFAULT_WARN_KB,
               show_default=True, envvar="LAB_WARN_KB",
               help="Warn about questions whose context text (question and pages) is larger "
                    "than this many KB (env LAB_WARN_KB).")

@@ -11,8 +11,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from sqlite_utils import Database
 
-from console.cli.options import open_db
+from console.cli.options import bounded, open_db
 from core import prereg, store
+from core.bounds import MAX_WORKERS
 from core.demo_set import DEMO_SET, ensure_demo_set
 from core.errors import LabError
 from core.models.registry import ModelSpec, load_registry
@@ -229,7 +230,7 @@ class DemoInterrupted(LabError):
 
 
 @click.command("demo")
-@click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True)
+@click.option("--workers", type=bounded(1, MAX_WORKERS), default=2, show_default=True)
 @click.option("--no-console", is_flag=True, help="Print the tables even on a terminal.")
 @click.pass_context
 def demo(ctx: click.Context, workers: int, no_console: bool) -> None:

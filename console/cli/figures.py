@@ -12,8 +12,9 @@ from pathlib import Path
 import click
 
 from analysis.tables.registry import EPISODES, PROBES, table_def
-from console.cli.options import MAX_RESAMPLES, TableChoice, bounded, open_db
+from console.cli.options import TableChoice, bounded, open_db
 from console.cli.results import _study_frames, selection_options
+from core.bounds import MAX_RESAMPLES
 from core.errors import ConfigError
 from core.store.selection import selection_from
 

@@ -11,7 +11,8 @@ from urllib.parse import urlsplit
 
 import click
 
-from console.cli.options import open_db
+from console.cli.options import number, open_db
+from core.bounds import MAX_TIMEOUT_S, Bounds
 from core.errors import ConfigError
 from core.models.endpoint_url import redact_endpoint
 from core.models.registry import load_registry, resolve_model
@@ -21,7 +22,7 @@ from core.models.serving import (
     vllm_command,
     wait_healthy,
 )
-from core.models.specs import OpenAISpec
+from core.models.specs import PORT_BOUNDS, OpenAISpec
 from core.store.servers import mark_stopped, record_server
 
 
@@ -31,7 +32,8 @@ from core.store.servers import mark_stopped, record_server
 @click.option("--check-api", is_flag=True, help="Also check the Anthropic API (uses the key).")
 
 
-@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0.1), default=2.0,
+@click.option("--timeout", "timeout_s",
+              type=number(Bounds(ge=0.1, le=MAX_TIMEOUT_S, unit="seconds")), default=2.0,
               show_default=True, help="Seconds per check.")
 
 
@@ -66,14 +68,15 @@ def models(ctx: click.Context, check_api: bool, timeout_s: float) -> None:
 @click.option("--dry-run", is_flag=True, help="Print the vllm command and exit.")
 
 
-@click.option("--port", type=click.IntRange(1, 65535), default=None,
+@click.option("--port", type=number(PORT_BOUNDS), default=None,
               help="Port (default: the port of the model's first endpoint, else 8000).")
 
 
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
 
 
-@click.option("--wait", "wait_s", type=click.FloatRange(min=1), default=900, show_default=True,
+@click.option("--wait", "wait_s", type=number(Bounds(ge=1, le=MAX_TIMEOUT_S, unit="seconds")),
+              default=900, show_default=True,
               help="Seconds to wait for /health.")
 
 

@@ -11,12 +11,14 @@ from __future__ import annotations
 import importlib
 import sqlite3
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 from click.core import ParameterSource
 
+from core.bounds import Bounds
 from core.errors import ConfigError, StoreError
 from core.limits import INT64_MAX
 
@@ -24,21 +26,67 @@ if TYPE_CHECKING:
     from sqlite_utils import Database
 
 DB_HELP = "lab.db path (env LAB_DB)."
-MAX_RESAMPLES = 100_000
-"""Bootstrap resamples `--resamples` takes at most (the paper uses 2,000)."""
 CONFIG_HELP = "Model registry file (env LAB_CONFIG)."
 GLOBAL_NAMES = ("db", "config")
 
 
-def bounded(lo: int | None = 0, hi: int = INT64_MAX) -> click.IntRange:
+def bounded(lo: int | None = 0, hi: int = INT64_MAX) -> Number:
     """An integer option type bounded to what lab.db stores (and to `lo`…`hi`): a value
-    beyond is one `error:` line naming the option, never an SQLite overflow.
+    beyond is one `error:` line naming the option and the range, never an SQLite
+    overflow.
 
     Args:
         lo: the smallest value (None: -2**63).
         hi: the largest value.
     """
-    return click.IntRange(-INT64_MAX - 1 if lo is None else lo, hi)
+    return Number(Bounds(ge=-INT64_MAX - 1 if lo is None else lo, le=hi, integer=True))
+
+
+class Number(click.ParamType):
+    """A number option checked by `core.bounds` (finite, within its bounds): "nan",
+    "inf" or a value out of range is one `error:` line naming the option and the range.
+
+    Args:
+        bounds: the allowed range; whole numbers only when `bounds.integer`.
+    """
+
+    def __init__(self, bounds: Bounds) -> None:
+        self.bounds = bounds
+        self.name = "integer" if bounds.integer else "number"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> int | float:
+        """The number, or a one-line failure naming the allowed range."""
+        number: Any = value
+        if isinstance(value, str):
+            try:
+                number = int(value) if self.bounds.integer else float(value)
+            except ValueError:
+                number = value
+        error = self.bounds.error("the value", number)
+        if error is not None:
+            self.fail(error.replace("the value must be", "must be", 1), param, ctx)
+        return number
+
+
+def number(bounds: Bounds | None = None, cls: type | None = None, key: str = "",
+           **narrowed: Any) -> Number:
+    """An option type for one number: `bounds`, or those of the field `key` of the
+    declared dataclass `cls` (`core.models.declared.field_bounds`), the option being a
+    second way to set it; `narrowed` replaces some of them (e.g. ge=1).
+
+    Args:
+        bounds: the allowed range.
+        cls, key: a dataclass field whose declared bounds the option takes.
+        narrowed: Bounds fields replaced (a stricter option than the field).
+    """
+    if cls is not None:
+        from core.models.declared import field_bounds
+
+        bounds = field_bounds(cls, key)
+    if bounds is None:
+        raise TypeError("number() needs bounds or a dataclass field")
+    return Number(replace(bounds, **narrowed))
 
 
 class TableChoice(click.Choice):

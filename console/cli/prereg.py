@@ -9,9 +9,10 @@ from typing import Any
 
 import click
 
-from console.cli.options import open_db
+from console.cli.options import bounded, open_db
 from core import prereg
 from core.atomic_write import write_text_atomic
+from core.bounds import MAX_RESAMPLES
 from core.errors import ConfigError
 from core.models.registry import load_registry
 from core.store import prereg as rows
@@ -288,7 +289,7 @@ def outcome_lines(outcomes: list) -> list[str]:
 
 @prereg_group.command("outcomes")
 @click.argument("amendment_id", required=False)
-@click.option("--resamples", type=click.IntRange(min=100), default=2000, show_default=True)
+@click.option("--resamples", type=bounded(100, MAX_RESAMPLES), default=2000, show_default=True)
 @click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text",
               show_default=True)
 @click.pass_context
@@ -327,7 +328,7 @@ def outcomes(ctx: click.Context, amendment_id: str | None, resamples: int, fmt: 
 
 @prereg_group.command("export")
 @click.argument("file", type=FILE, required=False)
-@click.option("--resamples", type=click.IntRange(min=100), default=2000, show_default=True)
+@click.option("--resamples", type=bounded(100, MAX_RESAMPLES), default=2000, show_default=True)
 @click.pass_context
 def export(ctx: click.Context, file: Path | None, resamples: int) -> None:
     """Write the whole document (amendments, hashes, deviations, outcomes) as markdown.

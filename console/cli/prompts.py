@@ -12,8 +12,9 @@ from pathlib import Path
 
 import click
 
-from console.cli.options import open_db
+from console.cli.options import bounded, open_db
 from core import prompt_packs as packs
+from core.bounds import MAX_BUDGET
 from core.errors import ConfigError
 from core.store import prompt_packs as pack_rows
 
@@ -140,7 +141,7 @@ def diff(ctx: click.Context, folder: Path) -> None:
 @prompts_group.command("render")
 @click.option("--condition", required=True, help="Arm, e.g. enforced_rule:k=2 or decide.")
 @click.option("--regime", required=True, help="Failure regime, e.g. persistent.")
-@click.option("--step", type=click.IntRange(min=1), default=1, show_default=True,
+@click.option("--step", type=bounded(1, MAX_BUDGET), default=1, show_default=True,
               help="The acting turn (1 = the first action).")
 @click.option("--forced", is_flag=True,
               help="Judge every observation USELESS and show the first forced turn at or "
@@ -151,8 +152,8 @@ def diff(ctx: click.Context, folder: Path) -> None:
 @click.option("--dataset", type=click.Choice(["hotpotqa", "fever"]), default="hotpotqa",
               show_default=True, help="Task of the default demo question.")
 @click.option("--question", default=None, help="Question id in lab.db (default: a demo one).")
-@click.option("--budget", type=click.IntRange(min=1), default=8, show_default=True)
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--budget", type=bounded(1, MAX_BUDGET), default=8, show_default=True)
+@click.option("--seed", type=bounded(None), default=0, show_default=True)
 @click.pass_context
 def render(ctx: click.Context, condition: str, regime: str, step: int, forced: bool,
            model: str | None, dataset: str, question: str | None, budget: int,

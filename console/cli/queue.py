@@ -14,9 +14,10 @@ from typing import Any
 import click
 from sqlite_utils import Database
 
-from console.cli.options import IntList, bounded, open_db
+from console.cli.options import IntList, bounded, number, open_db
 from console.render import imported_summary, plural, step_lines, summary_lines
 from core import store
+from core.bounds import MAX_BUDGET, MAX_TIMEOUT_S, MAX_WORKERS, Bounds
 from core.end_reasons import apart_text
 from core.errors import ConfigError
 from core.models.registry import load_registry
@@ -28,9 +29,9 @@ from core.store.endpoints import endpoints_down
 from core.store.imports import NO_TEXT, episode_imported
 from core.store.questions import title_resolver
 from jobs.control import control, enqueue_grid, status
-from jobs.grid import MAX_BUDGET, GridRequest, plan
+from jobs.grid import GridRequest, plan
 from jobs.retry import retry
-from jobs.settings import MAX_GRACE_S, WorkerSettings
+from jobs.settings import WorkerSettings
 from jobs.worker import run_worker
 
 
@@ -54,14 +55,6 @@ def split_regimes(text: str) -> tuple[str, ...]:
     """Regime names from a comma list, ``mean6`` expanded to `core.regimes.MEAN6` (a
     name given twice is left to the grid, which queues it once with a note)."""
     return tuple(r for name in _split(text) for r in (MEAN6 if name == "mean6" else (name,)))
-
-
-def _finite(ctx: click.Context, param: click.Parameter, value: float) -> float:
-    """Refuse nan, which every range check lets through (a stop's grace must be a time)."""
-    if value != value:
-        raise click.BadParameter(f"must be a number of seconds from 0 to {MAX_GRACE_S:g}, "
-                                 f"not nan")
-    return value
 
 
 def settings_for(ctx: click.Context, **kw: object) -> WorkerSettings:
@@ -171,11 +164,12 @@ def enqueue_cmd(ctx: click.Context, models: str, conditions: str, regimes: str,
 @click.command("worker")
 
 
-@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
+@click.option("--workers", type=bounded(1, MAX_WORKERS), default=1, show_default=True,
               help="Huey workers (threads or processes).")
 
 
-@click.option("--concurrency", type=click.IntRange(min=1), default=256, show_default=True,
+@click.option("--concurrency", type=number(cls=WorkerSettings, key="concurrency"), default=256,
+              show_default=True,
               help="Concurrent episodes per job (the model's own limit also applies).")
 
 
@@ -186,12 +180,14 @@ def enqueue_cmd(ctx: click.Context, models: str, conditions: str, regimes: str,
 @click.option("--until-idle", is_flag=True, help="Exit when no queued or running job is left.")
 
 
-@click.option("--lease", type=click.FloatRange(min=1), default=60.0, show_default=True,
+@click.option("--lease", type=number(cls=WorkerSettings, key="lease_s", gt=None, ge=1),
+              default=60.0, show_default=True,
               help="Job lease in seconds (a dead worker's jobs are retaken after it).")
 
 
-@click.option("--grace", type=click.FloatRange(min=0, max=MAX_GRACE_S), default=5.0,
-              show_default=True, metavar="SECONDS", callback=_finite,
+@click.option("--grace", type=number(cls=WorkerSettings, key="grace_s"), default=5.0,
+              show_default=True,
+              metavar="SECONDS",
               help="On SIGINT/SIGTERM, how long model calls in flight may still answer; then "
                    "they are cut (episodes stored errored: interrupted) and the worker exits "
                    "within SECONDS + 3 s.")
@@ -413,13 +409,14 @@ CONTROL_COMMANDS = (*(_control_command(a) for a in ("cancel", "pause", "resume")
 @click.command("tail")
 
 
-@click.argument("episode", type=int, required=False)
+@click.argument("episode", type=bounded(1), required=False)
 
 
 @click.option("--follow", "-f", is_flag=True, help="Keep following newer live episodes.")
 
 
-@click.option("--timeout", type=float, default=None, help="Give up after this many seconds.")
+@click.option("--timeout", type=number(Bounds(gt=0, le=MAX_TIMEOUT_S, unit="seconds")),
+              default=None, help="Give up after this many seconds.")
 
 
 @click.pass_context

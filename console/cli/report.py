@@ -11,8 +11,9 @@ from pathlib import Path
 
 import click
 
-from console.cli.options import MAX_RESAMPLES, bounded, open_db
+from console.cli.options import bounded, open_db
 from console.cli.results import _study_frames, selection_options
+from core.bounds import MAX_RESAMPLES
 from core.errors import ConfigError
 from core.store.selection import selection_from
 

@@ -17,8 +17,9 @@ import click
 from sqlite_utils import Database
 
 from analysis.tables.provenance import provenance_lines, row_provenance
-from console.cli.options import MAX_RESAMPLES, TableChoice, bounded, open_db
+from console.cli.options import TableChoice, bounded, number, open_db
 from core import store
+from core.bounds import MAX_RESAMPLES, MAX_SEEDS, Bounds
 from core.errors import ConfigError, LabError, StoreError
 from core.store import prereg as prereg_rows
 from core.store.selection import Selection, check_selection, selection_from
@@ -109,15 +110,15 @@ def _rows_out(dicts: list[dict[str, object]], fmt: str) -> str:
 @click.option("--seed", type=bounded(), default=0, show_default=True, help="Bootstrap seed.")
 
 
-@click.option("--tau-lo", type=click.FloatRange(0, 1), default=0.3, show_default=True,
+@click.option("--tau-lo", type=number(Bounds(ge=0, le=1)), default=0.3, show_default=True,
               help="controllers, trace_*: abstain at or below this once the budget is spent.")
 
 
-@click.option("--tau-hi", type=click.FloatRange(0, 1), default=0.7, show_default=True,
+@click.option("--tau-hi", type=number(Bounds(ge=0, le=1)), default=0.7, show_default=True,
               help="controllers, trace_*: commit at or above this confidence.")
 
 
-@click.option("--max-retrievals", type=click.IntRange(0, 100), default=3, show_default=True,
+@click.option("--max-retrievals", type=bounded(0, 100), default=3, show_default=True,
               help="controllers, trace_*: retrieval budget (the seed's π, Eq. 1).")
 
 
@@ -235,7 +236,7 @@ def _print_trace(table: Table, fmt: str) -> None:
               help="Question set to run (default: the bundled demo questions).")
 
 
-@click.option("--seeds", type=click.IntRange(min=1), default=3, show_default=True,
+@click.option("--seeds", type=bounded(1, MAX_SEEDS), default=3, show_default=True,
               help="Simulations per question (seeds 0 … N−1).")
 
 

@@ -12,8 +12,9 @@ import json
 
 import click
 
-from console.cli.options import bounded, open_db
+from console.cli.options import bounded, number, open_db
 from console.render import plural
+from core.bounds import Bounds
 from core.models.registry import load_registry
 from core.plans import DEFAULT_SIMILARITY, SIMILARITIES
 from core.scoring import DEFAULT_THRESHOLD
@@ -41,7 +42,8 @@ def traces() -> None:
                    "prompt); its label is stored beside the dataset scorer's.")
 @click.option("--similarity", type=click.Choice(SIMILARITIES), default=DEFAULT_SIMILARITY,
               show_default=True, help="Lexical similarity that ranks the distractors.")
-@click.option("--threshold", type=float, default=DEFAULT_THRESHOLD, show_default=True,
+@click.option("--threshold", type=number(Bounds(ge=0, le=1)), default=DEFAULT_THRESHOLD,
+              show_default=True,
               help="F1 at or above which a HotpotQA/MuSiQue answer is correct.")
 @click.option("--empty-slice", type=click.Choice(EMPTY_SLICES), default=EMPTY_SLICE,
               show_default=True,

@@ -6,9 +6,10 @@ import asyncio
 
 import click
 
-from console.cli.options import open_db
+from console.cli.options import bounded, open_db
 from console.render import step_lines, summary_lines
 from core import store
+from core.bounds import MAX_BUDGET
 from core.conditions import parse_condition
 from core.demo_set import load_demo_questions
 from core.errors import ConfigError, LabError
@@ -30,8 +31,8 @@ class EpisodeFailed(LabError):
               help="Condition, optionally with knobs: enforced_rule:k=5, random_rule:rate=0.6.")
 @click.option("--regime", required=True, help="Failure regime, e.g. persistent, recover_after_2.")
 @click.option("--question", required=True, help="Question id in lab.db (demo-001 … on the demo).")
-@click.option("--budget", type=click.IntRange(min=1), default=8, show_default=True)
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--budget", type=bounded(1, MAX_BUDGET), default=8, show_default=True)
+@click.option("--seed", type=bounded(None), default=0, show_default=True)
 @click.option("--judge", is_flag=True, help="Also ask side-channel judgments (recorded only).")
 @click.option("--set", "question_set", default=None,
               help="Draw failed observations from this question set's pages, as its grid "

@@ -25,9 +25,10 @@ import functools
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import MISSING, dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields, replace
 from typing import Any, ClassVar, TypeVar
 
+from core.bounds import MAX_CONCURRENCY, Bounds, non_finite
 from core.errors import ConfigError
 from core.models.cost import Prices
 
@@ -60,6 +61,10 @@ class Setting:
     serving: bool = False
     check: Check | None = None
 
+    def bounds(self) -> Bounds:
+        """The field's numeric bounds (`core.bounds`, the one check of every number)."""
+        return Bounds(ge=self.ge, gt=self.gt, le=self.le, unit=self.unit)
+
 
 _PLAIN = Setting()
 
@@ -67,6 +72,19 @@ _PLAIN = Setting()
 def setting(default: Any = MISSING, **declared: Any) -> Any:
     """A dataclass field with its `Setting` (keyword arguments); no default = required."""
     return field(default=default, metadata={"setting": Setting(**declared)})
+
+
+def concurrency_setting(default: int) -> Any:
+    """The `concurrency` field every backend declares: 1 to `MAX_CONCURRENCY`, serving."""
+    return setting(default, ge=1, le=MAX_CONCURRENCY, serving=True)
+
+
+def field_bounds(cls: type, key: str) -> Bounds:
+    """A numeric field's bounds, whole numbers only when it is annotated `int`: what a
+    command-line option setting the same value checks (`console.cli.options.number`)."""
+    f = next(f for f in fields(cls) if f.name == key)
+    integer = all(arm in (int, type(None)) for arm in _arms(_hints(cls)[key]))
+    return replace(_setting(f).bounds(), integer=integer)
 
 
 def _setting(f: Any) -> Setting:
@@ -149,23 +167,20 @@ def _kind(hint: Any) -> str:
     return " or ".join(names)
 
 
-def _bound_error(key: str, value: float, s: Setting) -> str | None:
-    unit = f" {s.unit}" if s.unit else ""
-    if s.ge is not None and s.le is not None and not s.ge <= value <= s.le:
-        return f"{key} must be in [{s.ge:g}, {s.le:g}], got {value}"
-    if s.gt is not None and value <= s.gt:
-        return (f"{key} must be a positive number{' of' + unit if unit else ''}, got {value}"
-                if s.gt == 0 else f"{key} must be > {s.gt:g}{unit}, got {value}")
-    if s.ge is not None and value < s.ge:
-        return f"{key} must be >= {s.ge:g}{unit}, got {value}"
-    if s.le is not None and value > s.le:
-        return f"{key} must be <= {s.le:g}{unit}, got {value}"
-    return None
-
-
 def field_error(cls: type, key: str, value: Any) -> str | None:
-    """The error line of one key's value (type, choices, bounds, or its own check)."""
+    """The error line of one key's value (type, choices, bounds, or its own check).
+
+    Every number, inside tables and lists too, must also be finite: NaN and infinity
+    mean nothing in any key.
+    """
     f = next(f for f in fields(cls) if f.name == key)
+    error = _value_error(cls, f, key, value)
+    if error is None and (bad := non_finite(value, key)) is not None:
+        error = f"{bad[0]} must be a finite number, got {bad[1]}"
+    return error
+
+
+def _value_error(cls: type, f: Any, key: str, value: Any) -> str | None:
     s = _setting(f)
     if s.check is not None:
         return s.check(key, value)
@@ -174,11 +189,13 @@ def field_error(cls: type, key: str, value: Any) -> str | None:
     hint = _hints(cls)[key]
     if not _matches(value, hint):
         shown = list(value) if isinstance(value, tuple) else value  # as TOML wrote it
-        return f"{key} must be {_kind(hint)}, got {shown!r}"
+        bounds = s.bounds()
+        where = f" {bounds.range_text()}" if bounds.bounded else ""
+        return f"{key} must be {_kind(hint)}{where}, got {shown!r}"
     if s.choices and value not in s.choices:
         return f"{key} must be one of {', '.join(s.choices)}{s.note}, got {value!r}"
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return _bound_error(key, value, s)
+        return s.bounds().error(key, value)
     return None
 
 

@@ -36,7 +36,7 @@ from core.canonical import keyed_uniform
 from core.data import TASK_FEVER, Question
 from core.kb import observation_title
 from core.models.base import EpisodeView, Generation, Message
-from core.models.declared import BackendConfig, check_fields, setting
+from core.models.declared import BackendConfig, check_fields, concurrency_setting, setting
 from core.models.sim_trace import TRACE_POLICY, trace_reply
 
 POLICIES = ("never", "deadline", "clock", "hazard_time", "own_count", "design_count",
@@ -46,6 +46,10 @@ SWITCHES = ("none", "own", "clock")
 
 
 _SHARE = {"ge": 0, "le": 1}
+MAX_ACTIONS = 1000
+"""The largest action count a sim's policy or switch may name (budgets are far lower)."""
+MAX_LATENCY_MS = 60_000.0
+"""The longest simulated latency of one call (a minute)."""
 
 
 @dataclass(frozen=True)
@@ -74,20 +78,20 @@ class SimSpec(BackendConfig):
     """
 
     policy: str = setting(choices=POLICIES)
-    k: int = setting(5, ge=1)
-    c: int = setting(6, ge=1)
+    k: int = setting(5, ge=1, le=MAX_ACTIONS)
+    c: int = setting(6, ge=1, le=MAX_ACTIONS)
     p_useless_failed: float = setting(0.99, **_SHARE)
     p_useless_real: float = setting(0.45, **_SHARE)
     p_answer_useful: float = setting(0.3, **_SHARE)
-    hazard_slope: float = setting(0.06)
+    hazard_slope: float = setting(0.06, ge=-1, le=1)
     p_guess: float = setting(0.15, **_SHARE)
-    latency_ms: float = setting(0.0, ge=0, serving=True)
+    latency_ms: float = setting(0.0, ge=0, le=MAX_LATENCY_MS, serving=True)
     switch: str = setting("none", choices=SWITCHES)
-    switch_k: int = setting(3, ge=1)
-    switch_at: int = setting(4, ge=1)
+    switch_k: int = setting(3, ge=1, le=MAX_ACTIONS)
+    switch_at: int = setting(4, ge=1, le=MAX_ACTIONS)
     stated: bool = setting(False)
     p_silent: float = setting(0.0, **_SHARE)
-    concurrency: int = setting(1024, ge=1, serving=True)
+    concurrency: int = concurrency_setting(1024)
 
     in_process: ClassVar[bool] = True
     always_judge: ClassVar[bool] = True

@@ -10,13 +10,22 @@ and the raw table stays what is hashed.
 from __future__ import annotations
 
 import functools
+import unicodedata
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
+from urllib.parse import urlsplit
 
+from core.bounds import MAX_PRICE, MAX_RETRIES, MAX_TIMEOUT_S, MAX_TOKENS, Bounds
 from core.errors import ConfigError
 from core.models.cost import Prices
-from core.models.declared import BackendConfig, check_fields, setting
+from core.models.declared import (
+    BackendConfig,
+    Check,
+    check_fields,
+    concurrency_setting,
+    setting,
+)
 from core.models.generation import (
     SEED_NONE,
     SEED_PROMPT,
@@ -45,33 +54,93 @@ SAMPLING_KEYS = frozenset({"temperature", "top_p", "top_k", "min_p", "presence_p
                            "frequency_penalty", "repetition_penalty", "seed"})
 """Keys a `sampling = { … }` table may hold (sent to the server as they are)."""
 _PRICE_KEYS = ("input", "output", "cache_write", "cache_read")
-_SECONDS = {"unit": "seconds", "serving": True}
+_SECONDS = {"unit": "seconds", "le": MAX_TIMEOUT_S, "serving": True}
+
+
+PORT_BOUNDS = Bounds(ge=1, le=65535, integer=True)
+"""A TCP port."""
+
+
+def url_error(value: Any) -> str | None:
+    """What is wrong with an endpoint URL (not http(s), no host, a control character or
+    space, a port outside 1–65535), or None; the URL itself is never quoted (it may hold
+    credentials)."""
+    if not isinstance(value, str) or not value.startswith(("http://", "https://")):
+        return "must be an http(s) URL"
+    if any(ch.isspace() or unicodedata.category(ch) == "Cc" for ch in value):
+        return "holds a space or control character"
+    try:
+        parts = urlsplit(value)
+        port = parts.port
+    except ValueError:
+        return f"has a port that is not an integer {PORT_BOUNDS.range_text()}"
+    if not parts.hostname:
+        return "has no host"
+    if port is not None and PORT_BOUNDS.error("port", port) is not None:
+        return f"has a port that is not an integer {PORT_BOUNDS.range_text()}, got {port}"
+    return None
 
 
 def _urls(key: str, value: Any) -> str | None:
-    if isinstance(value, (list, tuple)) and value and all(
-            isinstance(e, str) and e.startswith(("http://", "https://")) for e in value):
-        return None
-    return f"{key} must be a non-empty list of http(s) URLs, e.g. [\"http://127.0.0.1:8000/v1\"]"
+    example = "e.g. [\"http://127.0.0.1:8000/v1\"]"
+    if not isinstance(value, (list, tuple)) or not value:
+        return f"{key} must be a non-empty list of http(s) URLs, {example}"
+    for i, url in enumerate(value):
+        error = url_error(url)
+        if error is not None:
+            return f"{key}[{i}] {error}; {key} must be a non-empty list of http(s) URLs, {example}"
+    return None
 
 
 def _url(key: str, value: Any) -> str | None:
-    if isinstance(value, str) and value.startswith(("http://", "https://")):
+    error = url_error(value)
+    if error is None:
         return None
-    return f"{key} must be an http(s) URL, e.g. \"{DEFAULT_ANTHROPIC_URL}\""
+    return f"{key} {error}; it must be an http(s) URL, e.g. \"{DEFAULT_ANTHROPIC_URL}\""
 
 
-def _sampling(key: str, value: Any) -> str | None:
-    if value is None or value == "default":
+SAMPLING_BOUNDS = {
+    "temperature": Bounds(ge=0, le=2), "top_p": Bounds(ge=0, le=1),
+    "top_k": Bounds(ge=-1, le=MAX_TOKENS, integer=True), "min_p": Bounds(ge=0, le=1),
+    "presence_penalty": Bounds(ge=-2, le=2), "frequency_penalty": Bounds(ge=-2, le=2),
+    "repetition_penalty": Bounds(gt=0, le=10), "seed": Bounds(ge=0, le=2 ** 63 - 1,
+                                                              integer=True)}
+"""What each sampling key's value may be: the OpenAI API's ranges (temperature 0–2,
+penalties -2–2), vLLM's for its own keys (top_k -1 = off, min_p, repetition_penalty >
+0), a seed SQLite can store; the Anthropic API narrows temperature to 0–1."""
+ANTHROPIC_MAX_TEMPERATURE = 1.0
+"""The Anthropic API's largest temperature."""
+PRICE_BOUNDS = Bounds(ge=0, le=MAX_PRICE, unit="dollars per million tokens")
+"""A price in dollars per million tokens."""
+MAX_GPUS = 1024
+"""The most GPUs one vLLM server may be given (`tensor_parallel_size`)."""
+
+
+def _sampling_check(max_temperature: float) -> Check:
+    """The check of a `sampling` table whose temperature may reach `max_temperature`."""
+    def check(key: str, value: Any) -> str | None:
+        if value is None or value == "default":
+            return None
+        if not (isinstance(value, Mapping) and all(
+                isinstance(v, (int, float)) and not isinstance(v, bool)
+                for v in value.values())):
+            return (f"{key} must be \"default\" or a table of numbers, "
+                    f"e.g. {{ temperature = 0.7, top_p = 0.8 }}")
+        unknown = sorted(set(value) - SAMPLING_KEYS)
+        if unknown:
+            return f"unknown {key} key '{unknown[0]}' (known: {', '.join(sorted(SAMPLING_KEYS))})"
+        for name, v in value.items():
+            bounds = SAMPLING_BOUNDS[name]
+            if name == "temperature":
+                bounds = replace(bounds, le=max_temperature)
+            error = bounds.error(f"{key}.{name}", v)
+            if error is not None:
+                return error
         return None
-    if not (isinstance(value, Mapping) and all(
-            isinstance(v, (int, float)) and not isinstance(v, bool) for v in value.values())):
-        return (f"{key} must be \"default\" or a table of numbers, "
-                f"e.g. {{ temperature = 0.7, top_p = 0.8 }}")
-    unknown = sorted(set(value) - SAMPLING_KEYS)
-    if unknown:
-        return f"unknown {key} key '{unknown[0]}' (known: {', '.join(sorted(SAMPLING_KEYS))})"
-    return None
+    return check
+
+
+_sampling = _sampling_check(SAMPLING_BOUNDS["temperature"].le or 2)
 
 
 def _prices(key: str, value: Any) -> str | None:
@@ -80,10 +149,11 @@ def _prices(key: str, value: Any) -> str | None:
     if not isinstance(value, Mapping) or "input" not in value or "output" not in value:
         return f"{key} needs input and output, e.g. {{ input = 1.0, output = 5.0 }}"
     for name, v in value.items():
-        if name not in _PRICE_KEYS or isinstance(v, bool) or not isinstance(
-                v, (int, float)) or v < 0:
-            return (f"{key}.{name} must be one of {', '.join(_PRICE_KEYS)} with a number "
-                    f">= 0, got {v!r}")
+        if name not in _PRICE_KEYS:
+            return f"{key}.{name} is not a price (known: {', '.join(_PRICE_KEYS)})"
+        error = PRICE_BOUNDS.error(f"{key}.{name}", v)
+        if error is not None:
+            return error
     return None
 
 
@@ -122,18 +192,18 @@ class ServedSpec(BackendConfig):
     model: str = setting()
     sampling: Mapping[str, float] | str | None = setting(None, check=_sampling)
     thinking: bool = setting(False)
-    thinking_budget: int | None = setting(None, ge=1, unit="tokens")
-    max_context: int | None = setting(None, ge=1)
-    max_tokens: int | None = setting(None, ge=1)
+    thinking_budget: int | None = setting(None, ge=1, le=MAX_TOKENS, unit="tokens")
+    max_context: int | None = setting(None, ge=1, le=MAX_TOKENS)
+    max_tokens: int | None = setting(None, ge=1, le=MAX_TOKENS)
     price_per_mtok: Mapping[str, float] | None = setting(None, check=_prices)
     timeout_s: float | None = setting(None, gt=0, **_SECONDS)
-    max_retries: int = setting(RetryPolicy.max_retries, ge=0, serving=True)
+    max_retries: int = setting(RetryPolicy.max_retries, ge=0, le=MAX_RETRIES, serving=True)
     backoff_s: float = setting(RetryPolicy.backoff_s, ge=0, **_SECONDS)
     backoff_max_s: float = setting(RetryPolicy.backoff_max_s, ge=0, **_SECONDS)
-    down_after: int = setting(RetryPolicy.down_after, ge=1, serving=True)
+    down_after: int = setting(RetryPolicy.down_after, ge=1, le=MAX_RETRIES, serving=True)
     outage_wait_s: float = setting(RetryPolicy.outage_wait_s, gt=0, **_SECONDS)
     probe_s: float = setting(RetryPolicy.probe_s, gt=0, **_SECONDS)
-    concurrency: int = setting(16, ge=1, serving=True)
+    concurrency: int = concurrency_setting(16)
 
     backend: ClassVar[str] = ""
     """The backend's registry name (the defaults by family depend on it)."""
@@ -219,7 +289,7 @@ class OpenAISpec(ServedSpec):
     prompt_format: str = setting("react", choices=PROMPT_FORMATS,
                                  note=" (\"search_r1\": Search-R1's <search>/<answer> tags)")
     transport: str = setting("stream", choices=TRANSPORTS, serving=True)
-    tensor_parallel_size: int | None = setting(None, ge=1, serving=True)
+    tensor_parallel_size: int | None = setting(None, ge=1, le=MAX_GPUS, serving=True)
     seed: int | str = setting(SEED_PROMPT, check=_seed)
 
     backend: ClassVar[str] = "openai"
@@ -258,9 +328,12 @@ class AnthropicSpec(ServedSpec):
     """
 
     base_url: str = setting(DEFAULT_ANTHROPIC_URL, check=_url, serving=True)
+    sampling: Mapping[str, float] | str | None = setting(
+        None, check=_sampling_check(ANTHROPIC_MAX_TEMPERATURE))
     tools: str = setting(TOOLS_TEXT, choices=TOOLS_MODES,
                          note=" (\"text\": ReAct in text, \"native\": tool-use blocks)")
-    thinking_budget: int | None = setting(None, ge=ANTHROPIC_MIN_THINKING, unit="tokens")
+    thinking_budget: int | None = setting(None, ge=ANTHROPIC_MIN_THINKING, le=MAX_TOKENS,
+                                          unit="tokens")
 
     backend: ClassVar[str] = "anthropic"
     batch_discount: ClassVar[float | None] = BATCH_DISCOUNT

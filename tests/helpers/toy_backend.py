@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from core.models.base import EpisodeView, Generation, Message
-from core.models.declared import BackendConfig, check_fields, setting
+from core.models.declared import BackendConfig, check_fields, concurrency_setting, setting
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,7 @@ class OracleConfig(BackendConfig):
 
     searches: int = setting(ge=0, le=8)
     hedge: str = setting("")
-    concurrency: int = setting(8, ge=1, serving=True)
+    concurrency: int = concurrency_setting(8)
 
     in_process: ClassVar[bool] = True
 
