@@ -32,7 +32,6 @@ import numpy as np
 import pandas as pd
 
 from analysis.measures.frames import load_frames
-from analysis.stats.lpm import design_matrix
 from analysis.tables.compute import compute
 from analysis.tables.registry import EPISODES, table_names
 from core import store
@@ -43,6 +42,7 @@ from core.regimes import FAILURE_REGIMES, MEAN6, ForeignPool, parse_regime
 from core.runner import CellSpec
 from jobs.kinds.episodes import run_questions
 from tests.oracles.measures import hazard_sample
+from tests.oracles.stats import design_matrix
 
 MODELS = ("sim-own5", "sim-clock6", "sim-hazard-own", "sim-deadline")
 CONDITIONS = ("none", "budget", "enforced_rule")

@@ -35,30 +35,3 @@ def after_useless(dec: pd.DataFrame, rows: np.ndarray | slice, judgments: str = 
             & (run >= 0))
 
 
-def sample_frame(dec: pd.DataFrame, rows: np.ndarray, judgments: str = "side_channel"
-                 ) -> pd.DataFrame:
-    """The LPM's sample frame on the rows (positions in `dec`) kept, reading only the
-    columns it needs.
-
-    Args:
-        dec: decision table rows.
-        rows: positions of the kept rows, in order.
-        judgments: "side_channel" or "stated".
-
-    Returns:
-        DataFrame with answer, action, regime, run, earlier (0/1) and question_id.
-    """
-    run_col, _, earlier = judgment_columns(judgments)
-
-    def column(name: str) -> pd.Series:
-        return dec[name].take(rows)
-
-    return pd.DataFrame({
-        "answer": column("answer").to_numpy(dtype=float),
-        "action": column("action").to_numpy(), "regime": column("regime").astype(str).to_numpy(),
-        "run": column(run_col).to_numpy(dtype=float),
-        "earlier": column(earlier).to_numpy(dtype=float),
-        "question_id": column("question_id").astype(str).to_numpy(),
-    })
-
-

@@ -37,7 +37,7 @@ class CodedSample:
     Attributes:
         answer: 1.0 where the decision answered, else 0.0.
         action: the action's rank among all actions by text (``str(action)``), the
-            order `analysis.stats.lpm.design_matrix` gives its dummies.
+            order `tests.oracles.stats.design_matrix` gives its dummies.
         regime: the regime's rank among all regimes by text.
         run: the judgment run (float).
         earlier: 1.0 after an earlier result judged useful, else 0.0.
@@ -95,7 +95,7 @@ def _fit_both(s: CodedSample, judgments: str, n_boot: int, seed: int
 def _fit_inputs(s: CodedSample
                 ) -> list[tuple[np.ndarray, np.ndarray, tuple[int, ...], tuple[float, float]]]:
     """(g, h, cols, point estimates) of the pooled fit and the fit with fixed effects
-    (`analysis.stats.lpm._fit`'s cross-products and estimates)."""
+    (`tests.oracles.stats._fit`'s cross-products and estimates)."""
     z = _design(s)
     p = z.shape[1]
     q, n_q = _local(s.question)
@@ -113,7 +113,7 @@ def _fit_inputs(s: CodedSample
 
 
 def _design(s: CodedSample) -> np.ndarray:
-    """`analysis.stats.lpm.design_matrix` (with the constant) as a Fortran-ordered array, the
+    """`tests.oracles.stats.design_matrix` (with the constant) as a Fortran-ordered array, the
     layout of the DataFrame's values."""
     actions, regimes = np.unique(s.action)[1:], np.unique(s.regime)[1:]
     p = 3 + len(actions) + len(regimes)

@@ -18,10 +18,11 @@ from analysis.measures.cost import (
     _rate,
     _stopping_costs,
 )
+from analysis.measures.decisions import judgment_columns
 from analysis.measures.dissociation import DISSOCIATION_RUN, dissociation
 from analysis.measures.failure_rows import FailureRows, _sample_rows
 from analysis.measures.hazard import MAX_J, failure_decisions
-from analysis.measures.hazard_sample import after_useless, sample_frame
+from analysis.measures.hazard_sample import after_useless
 from analysis.measures.success import question_matrix
 from analysis.stats.bootstrap import (
     N_BOOT,
@@ -31,9 +32,10 @@ from analysis.stats.bootstrap import (
     safe_ratio,
 )
 from analysis.stats.codes import codes
-from analysis.stats.lpm import HAZARD_BOOT, HazardFit, fit_hazard
+from analysis.stats.lpm import HAZARD_BOOT, HazardFit
 from core.conditions import LAMBDA
 from core.regimes import FAILURE_REGIMES
+from tests.oracles.stats import fit_hazard
 
 
 def stopping_cost(episodes: pd.DataFrame, lam: float = LAMBDA, n_boot: int = N_BOOT,
@@ -216,3 +218,28 @@ def group_samples(decisions: pd.DataFrame, fr: FailureRows, judgments: str
              content[bounds[g]:bounds[g + 1]].tobytes()) for g in range(len(fr.keys))]
 
 
+def sample_frame(dec: pd.DataFrame, rows: np.ndarray, judgments: str = "side_channel"
+                 ) -> pd.DataFrame:
+    """The LPM's sample frame on the rows (positions in `dec`) kept, reading only the
+    columns it needs.
+
+    Args:
+        dec: decision table rows.
+        rows: positions of the kept rows, in order.
+        judgments: "side_channel" or "stated".
+
+    Returns:
+        DataFrame with answer, action, regime, run, earlier (0/1) and question_id.
+    """
+    run_col, _, earlier = judgment_columns(judgments)
+
+    def column(name: str) -> pd.Series:
+        return dec[name].take(rows)
+
+    return pd.DataFrame({
+        "answer": column("answer").to_numpy(dtype=float),
+        "action": column("action").to_numpy(), "regime": column("regime").astype(str).to_numpy(),
+        "run": column(run_col).to_numpy(dtype=float),
+        "earlier": column(earlier).to_numpy(dtype=float),
+        "question_id": column("question_id").astype(str).to_numpy(),
+    })
