@@ -4,7 +4,7 @@ that repeat the key columns, abbreviations spelled out, lines wrapped under thei
 from __future__ import annotations
 
 from analysis.tables.fit import abbreviation_lines, blocks, canonical_columns, wrap_line
-from analysis.tables.text import align_fit
+from analysis.tables.text import fit
 from core.regimes import regime_sort_key
 
 
@@ -33,7 +33,7 @@ def test_blocks_repeat_the_key_columns() -> None:
     assert blocks([10, 20, 20, 14, 5, 5], 2, 70, [(3, 4, 5)]) == [[0, 1, 2], [0, 1, 3, 4, 5]]
     header = ["model", "arm", "a", "b"]
     body = [["m" * 10, "x" * 20, "1" * 30, "2" * 30]]
-    lines = align_fit(header, body, (2, 3), 2, 70)
+    lines = fit(header, body, (2, 3), 2, 70).lines
     assert [line.split()[:2] for line in lines if line.startswith("model")] == [
         ["model", "arm"], ["model", "arm"]]
     assert max(len(line) for line in lines) <= 70 and "" in lines

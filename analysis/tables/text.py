@@ -209,26 +209,6 @@ def fit(header: Sequence[str], body: Sequence[Sequence[str]], right: Sequence[in
     return Fitted(lines, tuple(placed), numbered)
 
 
-def align_fit(header: Sequence[str], body: Sequence[Sequence[str]], right: Sequence[int],
-              keys: int, width: int | None,
-              together: Sequence[Sequence[int]] = ()) -> list[str]:
-    """`fit`'s lines.
-
-    Args:
-        header: column names.
-        body: rows of cells.
-        right: indices of right-aligned columns.
-        keys: leading columns that identify a row (every block shows them, or a row
-            number keys them).
-        width: the widest a line may be (None: one block).
-        together: groups of columns kept in one block (an interval and its p).
-
-    Returns:
-        The lines.
-    """
-    return fit(header, body, right, keys, width, together).lines
-
-
 def _signed(r: Row) -> bool:
     if DIFFERENCE in r.label:
         return True
@@ -341,24 +321,8 @@ class WideCells:
     lines: list[list[Row]]
 
 
-def render_wide(table: Table, width: int | None = None) -> list[str]:
-    """One line per group (model × arm × what it covers), one column per measure (or per
-    scope when one measure, regimes in the canonical order and mean6 after them).
-
-    Args:
-        table: a results table.
-        width: split the columns into blocks no wider than this (None: one block).
-
-    Returns:
-        The aligned lines (header, rule, rows; per block).
-    """
-    cells = wide_cells(table)
-    return align_fit(cells.header, cells.body, range(cells.n_text, len(cells.header)),
-                     cells.n_text, width, cells.together)
-
-
 def wide_cells(table: Table) -> WideCells:
-    """`render_wide`'s cells: one line per group, one column per measure (or scope).
+    """A wide table's cells: one line per group, one column per measure (or scope).
 
     Args:
         table: a results table.
@@ -416,21 +380,6 @@ def _constant_kind(table: Table) -> tuple[str, str] | None:
     return next(iter(kinds)) if len(kinds) == 1 and len(table.rows) > 1 else None
 
 
-def render_long(table: Table, width: int | None = None) -> list[str]:
-    """One line per row: group, measure, scope, estimate [CI], n, detail (, errored);
-    measure and scope only when they differ between rows (`header_lines` says them).
-
-    Args:
-        table: a results table.
-        width: split the columns into blocks no wider than this (None: one block).
-
-    Returns:
-        The aligned lines (header, rule, rows; per block).
-    """
-    cells = long_cells(table)
-    return align_fit(cells.header, cells.body, cells.right, cells.keys, width)
-
-
 @dataclass(frozen=True)
 class LongCells:
     """A long table's cells as text, before alignment.
@@ -450,7 +399,7 @@ class LongCells:
 
 
 def long_cells(table: Table) -> LongCells:
-    """`render_long`'s cells, one line per row of `table`."""
+    """A long table's cells, one line per row of `table`."""
     varying, _ = _columns(table.rows, False)
     errored = any(r.errored for r in table.rows)
     ended = _ended_columns(table.rows)

@@ -116,7 +116,7 @@ def sorted_order(cells: Cells, sort: Sort | None) -> list[int]:
 
 def layout(tables: Sequence[Table], note: str, width: int,
            sorts: dict[int, Sort] | None = None) -> Layout:
-    """A view's text (as `views.view_text`) and where its tables' cells sit.
+    """A view's text and where its tables' cells sit.
 
     Args:
         tables: the tables the view prints (`views.display_tables`).

@@ -60,26 +60,6 @@ def display_tables(view: str, tables: Sequence[Table]) -> tuple[Table, ...]:
                  for t in tables)
 
 
-def view_text(view: str, tables: Sequence[Table], note: str, width: int) -> str:
-    """What a view prints: its tables fitted to `width` (a wide one split into blocks that
-    each repeat the row's key columns, or its number, so neither scrolls out of sight),
-    after the note.
-
-    Args:
-        view: a view id (`analysis.tables.registry.views`).
-        tables: the view's tables (`view_tables`).
-        note: a line above the tables ("" for none).
-        width: columns available.
-
-    Returns:
-        The text.
-    """
-    from analysis.tables.text import render_table
-
-    text = "\n\n".join(render_table(t, width) for t in display_tables(view, tables))
-    return f"{note}\n\n{text}" if note else text
-
-
 def arm_of(row: Row) -> str:
     """The row's arm label (full spec), falling back to the bare condition name."""
     return str(getattr(row, "arm", "") or row.condition)
