@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlite_utils import Database
 
@@ -22,6 +22,9 @@ from analysis.tables.provenance import row_provenance
 from core.canonical import canonical_hash
 from core.store import prereg as prereg_rows
 from core.store.selection import Selection
+
+if TYPE_CHECKING:
+    from analysis.tables.results import ResultsSpec
 
 RowDict = dict[str, Any]
 """One results row as `lab results --format json` prints it."""
@@ -63,7 +66,8 @@ class StudyRows:
 
 
 def study_rows(db: Database, selection: Selection, resamples: int, seed: int = 0,
-               probe_tables: bool = True, names: Sequence[str] | None = None) -> StudyRows:
+               probe_tables: bool = True, names: Sequence[str] | None = None,
+               spec: ResultsSpec | None = None) -> StudyRows:
     """Compute every results table of `selection` as `lab results` does.
 
     Args:
@@ -75,22 +79,26 @@ def study_rows(db: Database, selection: Selection, resamples: int, seed: int = 0
         probe_tables: also compute the tables on answer-now branches (policies,
             controllers) and the second seed's tables on trace states (trace_*) when
             lab.db holds any.
-        names: only these tables (episode and probe tables of
-            `analysis.tables.registry`, and "trace_sweeps"); default every one.
+        names: only these tables (any of `analysis.tables.registry`; naming one trace
+            table computes them all); default every one.
+        spec: the controllers' and trace tables' gate, fit depths, split seed and
+            labels, as `lab results` takes them (its resamples and seed are
+            `resamples` and `seed`); default the tables' defaults.
 
     Returns:
         The StudyRows.
     """
     from analysis.measures.frames import load_frames
     from analysis.tables.compute import compute
-    from analysis.tables.registry import EPISODES, PROBES, table_names
+    from analysis.tables.registry import EPISODES, PROBES, TRACES, table_names
     from analysis.tables.results import ResultsSpec, results_for
     from core.store.probes import probe_counts
 
+    spec = replace(spec or ResultsSpec(), n_boot=resamples,
+                   hazard_boot=min(resamples, 1000), seed=seed)
     episode_tables, probes = table_names(EPISODES), table_names(PROBES)
     wanted = set(names) if names is not None else {*episode_tables, *probes, "trace_sweeps"}
     frames = load_frames(db, selection)
-    spec = ResultsSpec(resamples, min(resamples, 1000), seed)
     res = compute(frames, [n for n in episode_tables if n in wanted], resamples,
                   min(resamples, 1000), seed)
     tables = list(res.tables)
@@ -104,8 +112,8 @@ def study_rows(db: Database, selection: Selection, resamples: int, seed: int = 0
     rows: dict[str, list[RowDict]] = {}
     for table in tables:
         rows[table.name] = [d | row_provenance(d, provenance) for d in table.dicts()]
-    if probe_tables and "trace_sweeps" in wanted:
-        for table in _trace_tables(db, selection, resamples, seed):
+    if probe_tables and wanted & set(table_names(TRACES)):
+        for table in _trace_tables(db, selection, spec):
             tables.append(table)
             rows[table.name] = table.dicts()  # as `lab results trace_…` prints them
     ids = sorted({str(p["amendment"]) for p in provenance if p["amendment"]})
@@ -118,10 +126,11 @@ def study_rows(db: Database, selection: Selection, resamples: int, seed: int = 0
                      frames.n_episodes, selection, resamples, seed, amendments)
 
 
-def _trace_tables(db: Database, selection: Selection, resamples: int, seed: int
+def _trace_tables(db: Database, selection: Selection, spec: ResultsSpec
                   ) -> tuple[Table, ...]:
-    """The second seed's tables (`lab results trace_*` with its default π and split) on
-    the trace states of the selection's runs, sets and models; () when there are none."""
+    """The second seed's tables (`lab results trace_*` with the spec's π, split, fit and
+    labels) on the trace states of the selection's runs, sets and models; () when there
+    are none."""
     from core import store
     from core.errors import ConfigError
 
@@ -131,7 +140,8 @@ def _trace_tables(db: Database, selection: Selection, resamples: int, seed: int
     from analysis.tables.results import trace_results
 
     try:
-        return trace_results(db, table_names(TRACES), selection, None, resamples, seed)
+        return trace_results(db, table_names(TRACES), selection, spec.trace_settings(),
+                             spec.n_boot, spec.seed)
     except ConfigError:  # no trace state matches this selection: no trace tables
         return ()
 

@@ -69,6 +69,15 @@ class ResultsSpec:
     repaired: bool = False
     against: str | None = None
 
+    def trace_settings(self) -> TraceSettings:
+        """How the trace tables replay the traces under this spec (π, fit, split,
+        labels)."""
+        from analysis.replay.controllers import Gate
+        from analysis.replay.trace_tables import TraceSettings as Settings
+
+        return Settings(self.gate or Gate(), self.fit_depths, self.split_seed,
+                             "judge_correct" if self.judge else "correct")
+
 
 def family_of(name: str) -> str:
     """The family of table `name` (ALL: the episode tables).
@@ -137,12 +146,8 @@ def results_for(db: Database, selection: Selection, name: str,
 
 def _trace_results(db: Database, selection: Selection, name: str, spec: ResultsSpec
                    ) -> Results:
-    from analysis.replay.controllers import Gate
-    from analysis.replay.trace_tables import TraceSettings
-
-    settings = TraceSettings(spec.gate or Gate(), spec.fit_depths, spec.split_seed,
-                             "judge_correct" if spec.judge else "correct")
-    (table,) = trace_results(db, (name,), selection, settings, spec.n_boot, spec.seed)
+    (table,) = trace_results(db, (name,), selection, spec.trace_settings(), spec.n_boot,
+                             spec.seed)
     runs = tuple(sorted({run for r in table.rows for run in r.runs.split(",") if run}))
     return Results((table,), (), (), (), 0, runs)
 

@@ -11,9 +11,14 @@ from pathlib import Path
 
 import click
 
-from analysis.tables.registry import EPISODES, PROBES, table_def
+from analysis.tables.registry import EPISODES, table_def
 from console.cli.options import TableChoice, bounded, open_db
-from console.cli.results import _study_frames, selection_options
+from console.cli.results import (
+    _study_frames,
+    results_spec,
+    selection_options,
+    trace_options,
+)
 from core.bounds import MAX_RESAMPLES
 from core.errors import ConfigError
 from core.store.selection import selection_from
@@ -72,17 +77,20 @@ def parse_formats(text: str) -> tuple[str, ...]:
               help="Regime family to draw: main (the mean6 regimes), plausible, … or all "
                    "(default: main when present).")
 @click.option("--table", "tables", multiple=True,
-              type=TableChoice(EPISODES, PROBES, extra=("trace_sweeps",)),
+              type=TableChoice(),
               help="Only the figures of this results table (repeatable; default all).")
 @click.option("--resamples", type=bounded(0, MAX_RESAMPLES), default=2000, show_default=True,
               help="Question-level bootstrap resamples (as `lab results`).")
 @click.option("--seed", type=bounded(), default=0, show_default=True, help="Bootstrap seed.")
+@trace_options
 @click.pass_context
 def figures_cmd(ctx: click.Context, directory: Path, runs: tuple[str, ...],
                 sets: tuple[str, ...], seeds: str | None, models: str | None,
                 conditions: str | None, regimes: str | None, pool: str | None, fmt: str,
                 style: str, budgets: str | None, family: str | None,
-                tables: tuple[str, ...], resamples: int, seed: int) -> None:
+                tables: tuple[str, ...], resamples: int, seed: int, tau_lo: float,
+                tau_hi: float, max_retrievals: int, fit_depths: str, split_seed: int,
+                judge: bool) -> None:
     """Write the paper's figures, each with a sidecar .json of the rows it drew.
 
     Figures: success per regime, Δ and design contrast (forest), hazard by useless-run
@@ -119,8 +127,10 @@ def figures_cmd(ctx: click.Context, directory: Path, runs: tuple[str, ...],
                                expand_regimes(regimes), pool)
     _study_frames(db, selection, ctx.obj["db"])
     directory = export_folder(directory)
+    spec = results_spec(resamples, seed, tau_lo, tau_hi, max_retrievals, fit_depths,
+                        split_seed, judge)
     study = study_rows(db, selection, resamples, seed, probe_tables=not tables or any(
-        table_def(t).family != EPISODES for t in tables))
+        table_def(t).family != EPISODES for t in tables), spec=spec)
     for table in tables:
         if not figures_for((table,)):
             click.echo(f"no figure draws the {table} table; `lab results {table}` prints it",

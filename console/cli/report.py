@@ -12,7 +12,12 @@ from pathlib import Path
 import click
 
 from console.cli.options import bounded, open_db
-from console.cli.results import _study_frames, selection_options
+from console.cli.results import (
+    _study_frames,
+    results_spec,
+    selection_options,
+    trace_options,
+)
 from core.bounds import MAX_RESAMPLES
 from core.errors import ConfigError
 from core.store.selection import selection_from
@@ -26,13 +31,15 @@ from core.store.selection import selection_from
 @click.option("--resamples", type=bounded(0, MAX_RESAMPLES), default=2000, show_default=True,
               help="Question-level bootstrap resamples (as `lab results`).")
 @click.option("--seed", type=bounded(), default=0, show_default=True, help="Bootstrap seed.")
+@trace_options
 @click.option("--title", default=None,
               help="The page's title (default: the governing amendment's, else 'lab report').")
 @click.pass_context
 def report_cmd(ctx: click.Context, file: Path, runs: tuple[str, ...], sets: tuple[str, ...],
                seeds: str | None, models: str | None, conditions: str | None,
                regimes: str | None, pool: str | None, style: str, resamples: int,
-               seed: int, title: str | None) -> None:
+               seed: int, title: str | None, tau_lo: float, tau_hi: float,
+               max_retrievals: int, fit_depths: str, split_seed: int, judge: bool) -> None:
     """Write the study as one HTML file to send: no network, no lab needed to read it.
 
     Read top-down: title, generation time and lab version, every run, a summary
@@ -60,7 +67,9 @@ def report_cmd(ctx: click.Context, file: Path, runs: tuple[str, ...], sets: tupl
     db = open_db(ctx, create=False)
     selection = selection_from(runs, sets, seeds, models, conditions, regimes, pool)
     _study_frames(db, selection, ctx.obj["db"])
-    study = study_rows(db, selection, resamples, seed)
+    spec = results_spec(resamples, seed, tau_lo, tau_hi, max_retrievals, fit_depths,
+                        split_seed, judge)
+    study = study_rows(db, selection, resamples, seed, spec=spec)
     html = build_report(db, study, Path(ctx.obj["db"]).name, style, title)
     write_text_atomic(file, html)
     click.echo(f"wrote {file} ({len(html.encode('utf-8')) / 1e6:.2f} MB; "

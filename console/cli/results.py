@@ -27,6 +27,7 @@ from core.store.selection import Selection, check_selection, selection_from
 if TYPE_CHECKING:
     from analysis.base.rows import Table
     from analysis.measures.frames import Frames
+    from analysis.tables.results import ResultsSpec
 
 FORMATS = ("table", "csv", "json")
 NO_REPAIRED = ("note: no repaired answers stored yet (answer repair, `lab repair`, is not run in "
@@ -53,6 +54,48 @@ def selection_options(command: Callable[..., None]) -> Callable[..., None]:
     for option in reversed(options):
         command = option(command)
     return command
+
+
+def trace_options(command: Callable[..., None]) -> Callable[..., None]:
+    """The confidence gate, calibration split and label options shared by `lab results`,
+    `lab figures` and `lab report` (the controllers and trace_* tables read them)."""
+    options = (
+        click.option("--tau-lo", type=number(Bounds(ge=0, le=1)), default=0.3,
+                     show_default=True,
+                     help="controllers, trace_*: abstain at or below this once the budget "
+                          "is spent."),
+        click.option("--tau-hi", type=number(Bounds(ge=0, le=1)), default=0.7,
+                     show_default=True,
+                     help="controllers, trace_*: commit at or above this confidence."),
+        click.option("--max-retrievals", type=bounded(0, 100), default=3, show_default=True,
+                     help="controllers, trace_*: retrieval budget (the seed's π, Eq. 1)."),
+        click.option("--fit-depths", type=click.Choice(["0", "all"]), default="0",
+                     show_default=True,
+                     help="controllers, trace_*: fit the isotonic map on depth-zero records "
+                          "(the seed) or on every depth."),
+        click.option("--split-seed", type=bounded(), default=0, show_default=True,
+                     help="controllers, trace_*: seed of the calibration/test split of "
+                          "questions."),
+        click.option("--judge", is_flag=True,
+                     help="trace_*: read the LLM judge's labels instead of the dataset "
+                          "scorer's."),
+    )
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def results_spec(resamples: int, seed: int, tau_lo: float, tau_hi: float,
+                 max_retrievals: int, fit_depths: str, split_seed: int, judge: bool,
+                 repaired: bool = False, against: str | None = None) -> ResultsSpec:
+    """How `lab results` (and `lab figures`, `lab report`) compute the tables from their
+    options: the hazard model takes at most 1,000 of the resamples."""
+    from analysis.replay.controllers import Gate
+    from analysis.tables.results import ResultsSpec
+
+    return ResultsSpec(resamples, min(resamples, 1000), seed,
+                       Gate(tau_lo, tau_hi, max_retrievals), fit_depths, split_seed, judge,
+                       repaired, against=against)
 
 
 def _frames(db: Database, selection: Selection, path: Path) -> Frames:
@@ -110,29 +153,7 @@ def _rows_out(dicts: list[dict[str, object]], fmt: str) -> str:
 @click.option("--seed", type=bounded(), default=0, show_default=True, help="Bootstrap seed.")
 
 
-@click.option("--tau-lo", type=number(Bounds(ge=0, le=1)), default=0.3, show_default=True,
-              help="controllers, trace_*: abstain at or below this once the budget is spent.")
-
-
-@click.option("--tau-hi", type=number(Bounds(ge=0, le=1)), default=0.7, show_default=True,
-              help="controllers, trace_*: commit at or above this confidence.")
-
-
-@click.option("--max-retrievals", type=bounded(0, 100), default=3, show_default=True,
-              help="controllers, trace_*: retrieval budget (the seed's π, Eq. 1).")
-
-
-@click.option("--fit-depths", type=click.Choice(["0", "all"]), default="0", show_default=True,
-              help="controllers, trace_*: fit the isotonic map on depth-zero records (the "
-                   "seed) or on every depth.")
-
-
-@click.option("--split-seed", type=bounded(), default=0, show_default=True,
-              help="controllers, trace_*: seed of the calibration/test split of questions.")
-
-
-@click.option("--judge", is_flag=True,
-              help="trace_*: read the LLM judge's labels instead of the dataset scorer's.")
+@trace_options
 
 
 @click.option("--against", default=None, metavar="NAME[/SPLIT]|run:OTHER",
@@ -176,16 +197,14 @@ def results(ctx: click.Context, table: str, runs: tuple[str, ...], sets: tuple[s
     beside the reference's, with the difference and whether the Δ intervals overlap
     (docs/results.md).
     """
-    from analysis.replay.controllers import Gate
     from analysis.tables.registry import REPLICATION, TRACES
-    from analysis.tables.results import ResultsSpec, family_of, results_for
+    from analysis.tables.results import family_of, results_for
     from analysis.tables.text import render_results
 
     db = open_db(ctx, create=False)
     selection = selection_from(runs, sets, seeds, models, conditions, regimes, pool)
-    spec = ResultsSpec(resamples, min(resamples, 1000), seed,
-                       Gate(tau_lo, tau_hi, max_retrievals), fit_depths, split_seed, judge,
-                       repaired, against)
+    spec = results_spec(resamples, seed, tau_lo, tau_hi, max_retrievals, fit_depths,
+                        split_seed, judge, repaired, against)
     if against is not None and family_of(table) != REPLICATION:
         raise ConfigError("--against applies to `lab results replication` only")
     if family_of(table) == TRACES:
