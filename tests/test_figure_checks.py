@@ -161,12 +161,15 @@ def test_no_two_series_of_a_panel_share_a_style(name, every_budget):
 
 
 def every_drawn(style_name: str) -> list[tuple[str, Drawn]]:
-    """Every figure the synthetic study feeds, on its default selection, in a style."""
+    """Every figure the synthetic study (with the second seed's Table 2 rows) feeds, on
+    its default selection, in a style."""
     from analysis.figures.select import Declared, declare
     from analysis.figures.style import legible
+    from tests.helpers.figure_rows import study_table_rows, trace_table2_rows
 
     style = STYLES[style_name]
-    study, _ = declare(synthetic_study(), Declared())
+    rows = study_table_rows() | {"trace_table2": trace_table2_rows()}
+    study, _ = declare(synthetic_study(rows), Declared())
     out = []
     with styled(style):
         for fig in FIGURES:
@@ -183,7 +186,9 @@ def test_every_figure_fits_its_width_and_a_page_with_no_text_under_6_pt(style_na
 
     style = STYLES[style_name]
     figures = every_drawn(style_name)
-    assert len(figures) >= 6
+    assert {"judged_but_not_acted", "delta_grid", "answer_action_by_budget", "cost_success",
+            "trace_ece_by_depth"} <= {name for name, _ in figures}
+    assert len(figures) >= 10
     for name, out in figures:
         try:
             width, height = out.figure.get_size_inches()
@@ -260,7 +265,8 @@ def overlapping(boxes: list[Any]) -> list[tuple[int, int]]:
 
 @pytest.mark.parametrize("style_name", ["column", "page"])
 def test_no_two_labels_of_a_panel_collide(style_name):
-    """Tick labels along y and legend entries never overlap, in either print width."""
+    """Tick labels along x and y and legend entries never overlap, in either print
+    width."""
     for name, out in every_drawn(style_name):
         try:
             out.figure.canvas.draw()
@@ -268,9 +274,10 @@ def test_no_two_labels_of_a_panel_collide(style_name):
             for ax in out.figure.axes:
                 if not ax.get_visible():
                     continue
-                ticks = [t.get_window_extent(renderer) for t in ax.get_yticklabels()
-                         if t.get_text() and t.get_visible()]
-                assert not overlapping(ticks), (name, "y labels")
+                for axis, labels in (("y", ax.get_yticklabels()), ("x", ax.get_xticklabels())):
+                    ticks = [t.get_window_extent(renderer) for t in labels
+                             if t.get_text() and t.get_visible()]
+                    assert not overlapping(ticks), (name, f"{axis} labels")
                 legend = ax.get_legend()
                 if legend is not None:
                     texts = [t.get_window_extent(renderer) for t in legend.get_texts()]

@@ -19,7 +19,11 @@ FIGURE_TABLES = {"success_by_regime": ("success", None),
                  "leaving": ("leaving", None),
                  "risk_coverage": ("controllers", {"coverage", "committed_accuracy"}),
                  "ece_by_depth": ("controllers", {"ece"}),
-                 "regret_heatmap": ("policies", {"regret"})}
+                 "regret_heatmap": ("policies", {"regret"}),
+                 "judged_but_not_acted": ("judgments", {"USELESS on failed",
+                                                        "answered after 5 own useless"}),
+                 "delta_grid": ("delta", {"delta"}),
+                 "cost_success": ("cost", {"tool calls", "success"})}
 """Figure -> (the table it reads, the measures it draws; None: see the test)."""
 
 
@@ -30,12 +34,13 @@ def figures(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
     code, stdout, stderr = lab(db, "figures", str(out), "--resamples", str(RESAMPLES),
                                "--format", "svg,pdf,png")
     assert code == 0, stderr
-    assert "wrote 9 figures" in stdout
+    assert "wrote 12 figures" in stdout
     return db, out, stderr
 
 
 TRACE_FIGURES = ("trace_risk_coverage", "trace_oa_cost", "trace_reliability")
-"""The second seed's figures: the study has no trace states, so they are skipped."""
+"""The second seed's figures of its sweeps table: the study has no trace states, so
+they are skipped (with the calibration-by-depth figure)."""
 
 
 def test_every_figure_is_written_with_its_sidecar(figures):
@@ -44,7 +49,7 @@ def test_every_figure_is_written_with_its_sidecar(figures):
         for suffix in ("svg", "pdf", "png", "json"):
             assert (out / f"{name}.{suffix}").stat().st_size > 1000, (name, suffix)
     skipped = [line.split(":")[0] for line in stderr.splitlines() if line.startswith("skipped")]
-    assert skipped == [f"skipped {name}" for name in TRACE_FIGURES]
+    assert skipped == [f"skipped {name}" for name in (*TRACE_FIGURES, "trace_ece_by_depth")]
 
 
 def test_sidecar_rows_are_the_tables_json_rows(figures):
@@ -58,6 +63,14 @@ def test_sidecar_rows_are_the_tables_json_rows(figures):
         elif name == "answer_action_by_budget":  # the median action, on persistent
             assert side["rows"] == [r for r in want if r["measure"].startswith("median_action@")
                                     and r["regimes"] == "persistent"]
+        elif name == "judged_but_not_acted":  # the unaided arm's two shares
+            assert side["rows"] == [r for r in want if r["measure"] in measures
+                                    and r["arm"].split(":")[0] == "none"
+                                    and r["budget"] == 8]
+        elif name == "delta_grid":  # Δ on own judgments by t, one run
+            assert side["rows"] == [r for r in want if r["measure"] == "delta"
+                                    and r["scope"] == "own judgments, by t"
+                                    and r["budget"] == 8]
         elif name == "delta_forest":  # Δ matched by t and the design contrast
             assert side["rows"] == [r for r in want if r["measure"] in measures
                                     and "×" not in r["scope"] and r["budget"] == 8]
@@ -222,10 +235,10 @@ def test_every_budget_and_mean6_are_drawn_when_asked(figures, tmp_path):
 def test_a_table_without_a_figure_says_so_in_one_line(figures, tmp_path):
     db, _, _ = figures
     code, stdout, stderr = lab(db, "figures", str(tmp_path / "c"), "--resamples", "10",
-                               "--format", "svg", "--table", "cost")
+                               "--format", "svg", "--table", "index")
     assert code == 0, stderr
     assert stderr.strip().splitlines() == [
-        "no figure draws the cost table; `lab results cost` prints it"]
+        "no figure draws the index table; `lab results index` prints it"]
     assert "wrote 0 figures" in stdout
 
 

@@ -4,9 +4,11 @@ docs/figures.md).
 Every figure reads the rows `lab results … --format json` prints (`analysis.figures.study`)
 and draws them with matplotlib (`analysis.figures.style`: Agg, DejaVu Sans, Okabe–Ito
 colours with markers and line styles, deterministic SVG/PDF). One module per family:
-success, forest (Δ, design contrast, hazard slopes), hazard, actions (budgets), leaving,
-replay (controllers, calibration, Table 17), traces (matched trajectory replay's
-sweeps). A figure whose rows are absent from the selection is skipped with one line
+judgments (judged useless, queried anyway), success, grid (the Δ grid), forest (Δ,
+design contrast, hazard slopes), hazard, actions (budgets), cost (success against
+calls), leaving, replay (controllers, calibration, Table 17), traces (matched trajectory
+replay's sweeps and calibration by depth); marks holds the shared drawing rules (dodged
+series, cut intervals). A figure whose rows are absent from the selection is skipped with one line
 saying why, never drawn empty.
 """
 
@@ -18,16 +20,28 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from analysis.base.parallel import each
-from analysis.figures import actions, forest, hazard, leaving, replay, success, traces
+from analysis.figures import (
+    actions,
+    cost,
+    forest,
+    grid,
+    hazard,
+    judgments,
+    leaving,
+    replay,
+    success,
+    traces,
+)
 from analysis.figures.base import Drawn, FigureDef, Skipped
 from analysis.figures.caption import provenance
 from analysis.figures.select import DEFAULT, Declared, declare
 from analysis.figures.study import StudyRows, provenance_record
 from analysis.figures.style import STYLES, Style, save, styled, svg_text
 
-FIGURES: tuple[FigureDef, ...] = (*success.FIGURES, *forest.FIGURES[:1], *hazard.FIGURES,
-                                  *forest.FIGURES[1:], *actions.FIGURES, *leaving.FIGURES,
-                                  *replay.FIGURES, *traces.FIGURES)
+FIGURES: tuple[FigureDef, ...] = (*judgments.FIGURES, *success.FIGURES, *grid.FIGURES,
+                                  *forest.FIGURES[:1], *hazard.FIGURES,
+                                  *forest.FIGURES[1:], *actions.FIGURES, *cost.FIGURES,
+                                  *leaving.FIGURES, *replay.FIGURES, *traces.FIGURES)
 """Every figure, in the order the report shows them."""
 
 

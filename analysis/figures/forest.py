@@ -18,6 +18,7 @@ from analysis.figures.base import (
     value,
 )
 from analysis.figures.identity import row_look
+from analysis.figures.marks import bounded_limits, cut_interval
 from analysis.figures.study import RowDict, StudyRows
 from analysis.figures.style import NEUTRAL, Style
 
@@ -31,7 +32,9 @@ def forest(rows: list[RowDict], style: Style, panel_of: str = "scope",
     side by side (wrapped to fit the width, so a long forest is split by model rather
     than drawn a page tall), one line per arm group on rows shared by every cell, the
     estimate with its interval in the arm's look and a dashed no-effect line at 0;
-    undefined estimates say "n.a." at 0."""
+    undefined estimates say "n.a." at 0. The x axis holds every estimate and no
+    interval reaches further than the estimates' spread beyond them: a longer one is
+    cut at the axis and marked with an arrowhead."""
     panels = ordered((r["measure"], r[panel_of]) for r in rows)
     models = ordered(r["model"] for r in rows)
     label = labeller(rows, with_model=False)
@@ -50,6 +53,9 @@ def forest(rows: list[RowDict], style: Style, panel_of: str = "scope",
         start = sum(-(-len(models) // cols) for _ in range(p_i)) * cols
         slots += [start + m_i for m_i in range(len(models))]
     used = set(slots)
+    limits = bounded_limits([value(r["estimate"]) for r in rows],
+                            [value(r["ci_low"]) for r in rows],
+                            [value(r["ci_high"]) for r in rows])
     for slot, (panel, model) in zip(slots, cells):
         ax = flat[slot]
         part = [r for r in rows if (r["measure"], r[panel_of]) == panel and r["model"] == model]
@@ -61,11 +67,15 @@ def forest(rows: list[RowDict], style: Style, panel_of: str = "scope",
                 ax.annotate("n.a.", (0, y), ha="center", va="center", fontsize="x-small",
                             color=NEUTRAL)
                 continue
+            look = row_look(r, primary) | {"linestyle": "none"}
             ax.errorbar([est], [y], xerr=[[bar[0]], [bar[1]]] if bar else None,
-                        capsize=2, **(row_look(r, primary) | {"linestyle": "none"}))
+                        capsize=2, **look)
+            if bar:
+                cut_interval(ax, y, est - bar[0], est + bar[1], limits, look["color"])
         ax.axvline(0.0, color=NEUTRAL, linestyle="--", linewidth=0.8)
         ax.set_title(f"{model}\n{panel[0]} · {panel[1]}", loc="left", fontsize="small")
         ax.grid(axis="y", visible=False)
+    flat[0].set_xlim(*limits)
     for slot, ax in enumerate(flat):
         if slot not in used:
             ax.set_visible(False)

@@ -20,8 +20,12 @@ from analysis.figures.base import (
     value,
 )
 from analysis.figures.identity import row_look
+from analysis.figures.marks import dodge
 from analysis.figures.study import StudyRows
 from analysis.figures.style import Style, new_figure
+
+SPREAD = 0.3
+"""How far apart, in run lengths, the points of a panel's series at one j are dodged."""
 
 
 def _j(scope: str) -> int:
@@ -29,7 +33,8 @@ def _j(scope: str) -> int:
 
 
 def hazard_by_run(study: StudyRows, style: Style) -> Drawn | Skipped:
-    """P(answer | j consecutive failed observations) per model (panel) and arm (line)."""
+    """P(answer | j consecutive failed observations) per model (panel) and arm (line);
+    the series' points at one j are dodged sideways so equal hazards stay visible."""
     rows = [r for r in pick(study, "hazard", ("hazard",)) if str(r["scope"]).startswith("j=")]
     if not rows:
         return Skipped("no hazard rows (no decision points after failed observations in "
@@ -39,11 +44,12 @@ def hazard_by_run(study: StudyRows, style: Style) -> Drawn | Skipped:
     fig, axes = new_figure(style, rows=len(models), sharex=True)
     for ax, (model, model_rows) in zip(axes, models):
         label = labeller(model_rows, with_model=False)
-        for key in ordered(group_key(r) for r in model_rows):
+        keys = ordered(group_key(r) for r in model_rows)
+        for i, key in enumerate(keys):
             series = sorted((r for r in model_rows if group_key(r) == key),
                             key=lambda r: _j(r["scope"]))
             look = row_look(series[0], primary)
-            js = [_j(r["scope"]) for r in series]
+            js = [_j(r["scope"]) + dodge(i, len(keys), SPREAD) for r in series]
             ax.plot(js, [value(r["estimate"]) for r in series], label=label(series[0]),
                     **look)
             ax.fill_between(js, [value(r["ci_low"]) for r in series],

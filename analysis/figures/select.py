@@ -4,6 +4,7 @@ everything a lab.db holds.
 By default only the confirmatory runs (those an amendment governs) are drawn, at the
 primary budget (the smallest), in one regime family (the main one when present); a
 study with no confirmatory run draws its exploratory runs and says so in the caption.
+The second seed's trace states are never governed, so they are drawn beside either.
 `--run`, `--budgets` and `--family` widen or change each choice. The rows kept are the
 rows `lab results --format json` prints, unchanged: a filter only leaves rows out.
 """
@@ -35,6 +36,17 @@ def _action_budgets(table: str) -> bool:
         return table_def(table).family != TRACES
     except KeyError:  # the sweeps of the trace study, or a table not registered
         return not table.startswith("trace_")
+
+
+def _trace_table(table: str) -> bool:
+    """Whether a table reads the second seed's trace states, which no amendment governs:
+    a study's confirmatory runs do not hide them."""
+    from analysis.tables.registry import TRACES, table_def
+
+    try:
+        return table_def(table).family == TRACES
+    except KeyError:
+        return table.startswith("trace_")
 
 
 @dataclass(frozen=True)
@@ -107,9 +119,10 @@ def declare(study: StudyRows, declared: Declared) -> tuple[StudyRows, Chosen]:
         family = MAIN_FAMILY if MAIN_FAMILY in families else (families[0] if families else "")
 
     budgeted = {t: _action_budgets(t) for t in study.rows}
+    governed = {t: not _trace_table(t) for t in study.rows}
 
     def kept(table: str, row: RowDict) -> bool:
-        if keep_confirmatory and "amendment" in row and _exploratory(row):
+        if keep_confirmatory and governed[table] and "amendment" in row and _exploratory(row):
             return False
         if (budgeted[table] and row.get("budget") not in (None, "")
                 and int(row["budget"]) not in chosen_budgets):

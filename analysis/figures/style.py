@@ -110,7 +110,7 @@ def with_caption(fig: Figure, caption: str, style: Style) -> None:
         fig.tight_layout()
         return
     size = max(style.min_font, style.font_size * 0.8)
-    chars = max(30, int(style.width * 72 / (size * 0.52)))
+    chars = max(30, int(style.width * 72 / (size * 0.6)))
     text = textwrap.fill(caption, chars)
     lines = text.count("\n") + 1
     height = fig.get_size_inches()[1]

@@ -18,6 +18,7 @@ from analysis.figures.base import (
     value,
 )
 from analysis.figures.identity import row_look
+from analysis.figures.marks import dodge, tick_rotation
 from analysis.figures.study import StudyRows
 from analysis.figures.style import Style, new_figure
 
@@ -34,11 +35,10 @@ def success_by_regime(study: StudyRows, style: Style) -> Drawn | Skipped:
     for ax, (model, model_rows) in zip(axes, models):
         label = labeller(model_rows, with_model=False)
         groups = ordered(group_key(r) for r in model_rows)
-        width = 0.7 / max(1, len(groups))
         for i, key in enumerate(groups):
             series = [r for r in model_rows if group_key(r) == key]
             look = row_look(series[0], primary)
-            xs = [scopes.index(r["scope"]) - 0.35 + width * (i + 0.5) for r in series]
+            xs = [scopes.index(r["scope"]) + dodge(i, len(groups), 0.7) for r in series]
             ys = [value(r["estimate"]) for r in series]
             bars = [error_bar(r) for r in series]
             lows = [b[0] if b else 0.0 for b in bars]
@@ -52,7 +52,8 @@ def success_by_regime(study: StudyRows, style: Style) -> Drawn | Skipped:
         ax.set_ylabel("success")
         ax.set_title(model, loc="left")
         ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False)
-    axes[-1].set_xticks(range(len(scopes)), scopes, rotation=20, ha="right")
+    axes[-1].set_xticks(range(len(scopes)), scopes, rotation=tick_rotation(
+        scopes, 0.75 * style.width / max(1, len(scopes)), style.font_size))
     return Drawn(fig, rows, "success per regime, 95% question-bootstrap intervals")
 
 

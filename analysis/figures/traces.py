@@ -7,7 +7,9 @@ table "trace_sweeps", on states stored by `lab traces collect`):
 - OA–cost: the same controllers as the retrieval budget goes from 0 to 3, overall
   accuracy against mean retrievals, baselines as squares (Figure 4);
 - reliability: the depth-zero bins, mean confidence against accuracy, raw against
-  calibrated, with the diagonal of perfect calibration (Figure 5).
+  calibrated, with the diagonal of perfect calibration (Figure 5);
+- ECE by depth: the calibration error of raw and calibrated confidence at each
+  retrieval depth (its Table 2, table "trace_table2").
 """
 
 from __future__ import annotations
@@ -117,9 +119,52 @@ def trace_reliability(study: StudyRows, style: Style) -> Drawn | Skipped:
                             "calibration")
 
 
+_DEPTH = re.compile(r"depth (\d+)$")
+ECE = (("ece_raw", "Raw-Gated", "raw"), ("ece_cal", "Calibrated-Gated", "calibrated"))
+"""(measure, the system whose look it takes, legend): raw confidence is what the
+raw-gated controller reads, the calibrated map what the calibrated-gated one reads."""
+
+
+def trace_ece_by_depth(study: StudyRows, style: Style) -> Drawn | Skipped:
+    """The second seed's Table 2 as a figure: ECE (10 equal-width bins) of the stated
+    confidence by retrieval depth, raw against calibrated, one panel per model, one line
+    per dataset (the others lighter)."""
+    rows = [r for r in pick(study, "trace_table2", tuple(m for m, _, _ in ECE))
+            if _DEPTH.match(str(r["arm"]))]
+    if not rows:
+        return Skipped("no second-seed calibration rows (no trace states in this "
+                       "selection; `lab traces collect` stores them)")
+    models = by_model(rows)
+    fig, axes = new_figure(style, cols=len(models), height=style.panel_height * 1.4,
+                           sharey=True)
+    for ax, (model, part) in zip(axes, models):
+        datasets = ordered(r["dataset"] for r in part)
+        for measure, system, legend in ECE:
+            look = arm_look(system).kwargs()
+            for d_i, dataset in enumerate(datasets):
+                line = sorted((int(_DEPTH.match(str(r["arm"])).group(1)),  # type: ignore[union-attr]
+                               value(r["estimate"])) for r in part
+                              if r["measure"] == measure and r["dataset"] == dataset)
+                ax.plot([p[0] for p in line], [p[1] for p in line], **look,
+                        alpha=1.0 if d_i == 0 else 0.55,
+                        label=legend + (f" · {dataset}" if len(datasets) > 1 else ""))
+        depths = sorted({int(_DEPTH.match(str(r["arm"])).group(1)) for r in part})  # type: ignore[union-attr]
+        ax.set_xticks(depths)
+        ax.set_ylim(bottom=0)
+        ax.set_title(model, loc="left")
+        ax.set_xlabel("retrieval depth")
+        ax.legend(frameon=False, fontsize="x-small")
+    axes[0].set_ylabel("ECE (10 bins)")
+    return Drawn(fig, rows, "expected calibration error by retrieval depth, raw against "
+                            "calibrated confidence (map fitted on the calibration split), "
+                            "on the test split")
+
+
 FIGURES = (FigureDef("trace_risk_coverage", "Second seed: risk–coverage over τ_hi",
                      ("trace_sweeps",), trace_risk_coverage, ("trace_sweeps",)),
            FigureDef("trace_oa_cost", "Second seed: OA–cost over the retrieval budget",
                      ("trace_sweeps",), trace_oa_cost, ("trace_sweeps",)),
            FigureDef("trace_reliability", "Second seed: reliability at depth zero",
-                     ("trace_sweeps",), trace_reliability, ("trace_sweeps",)))
+                     ("trace_sweeps",), trace_reliability, ("trace_sweeps",)),
+           FigureDef("trace_ece_by_depth", "Second seed: calibration error by depth",
+                     ("trace_table2",), trace_ece_by_depth, ("trace_table2",)))

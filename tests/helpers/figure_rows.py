@@ -41,7 +41,7 @@ def study_table_rows() -> dict[str, list[RowDict]]:
     """Every table's rows of the synthetic study; estimates differ by group so that a
     line joining two groups zig-zags."""
     rows: dict[str, list[RowDict]] = {t: [] for t in (
-        "success", "hazard", "delta", "budgets", "cost", "leaving")}
+        "success", "hazard", "delta", "budgets", "cost", "leaving", "judgments")}
     for (m_i, model), (a_i, arm), budget, run in itertools.product(
             enumerate(MODELS), enumerate(ARMS), BUDGETS, RUNS):
         base = 0.1 + 0.05 * a_i + 0.02 * m_i + (0.1 if budget == 16 else 0.0)
@@ -71,7 +71,15 @@ def study_table_rows() -> dict[str, list[RowDict]]:
             rows["cost"].append(_row("cost", model, arm, budget, run, regimes,
                                      "tool calls", "", 2.0 + a_i + budget / 4, 0.5))
             rows["cost"].append(_row("cost", model, arm, budget, run, regimes,
-                                     "success", "", base + shift))
+                                     "success", "mean6" if fam == "main" else regimes,
+                                     base + shift))
+            if arm == "none":
+                rows["judgments"].append(_row("judgments", model, arm, budget, run, regimes,
+                                              "USELESS on failed", "", 0.97 - 0.01 * m_i))
+                if fam == "main":
+                    rows["judgments"].append(_row(
+                        "judgments", model, arm, budget, run, "persistent",
+                        "answered after 5 own useless", "", 0.05 + 0.02 * m_i))
         if budget == 8:
             for regime in ("persistent", "plausible"):
                 for b in BUDGETS:
@@ -84,6 +92,20 @@ def study_table_rows() -> dict[str, list[RowDict]]:
                                                 "persistent", measure, "failing primary",
                                                 0.4 + 0.1 * m_i))
     return rows
+
+
+def trace_table2_rows() -> list[RowDict]:
+    """The second seed's Table 2 rows (ECE raw and calibrated by depth) of one trace
+    model on two datasets, as `lab results trace_table2 --format json` gives them."""
+    out = []
+    for dataset, depth, (measure, est) in itertools.product(
+            ("hotpotqa", "nq"), range(4), (("ece_raw", 0.3), ("ece_cal", 0.1))):
+        row = _row("trace_table2", "sim-trace", f"depth {depth}", 0, ("sim", ""), "",
+                   measure, "", est - 0.02 * depth, 0.0)
+        out.append(row | {"budget": None, "dataset": dataset, "question_set": "sim",
+                          "ci_low": None, "ci_high": None, "seeds": "", "replicates": "",
+                          "condition_hash": "", "unit": "answer states"})
+    return out
 
 
 def synthetic_study(rows: dict[str, list[RowDict]] | None = None,

@@ -1,0 +1,265 @@
+"""The paper-shaped figures and the drawing rules they share: Figure 4's paired budget
+bars by model, Figure 3's Δ grid with a replication in parentheses, success against
+calls, the second seed's ECE by depth on trace states (with the trace options of `lab
+results` reaching `lab figures` and `lab report`), dodged points and marked cut
+intervals."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import matplotlib.pyplot as plt
+import pytest
+from matplotlib.colors import to_hex
+
+from analysis.figures import FIGURES
+from analysis.figures.base import Drawn
+from analysis.figures.identity import arm_look
+from analysis.figures.select import Declared, declare
+from analysis.figures.study import RowDict
+from analysis.figures.style import STYLES, styled
+from tests.helpers.figure_rows import study_table_rows, synthetic_study, trace_table2_rows
+from tests.helpers.report_study import lab
+
+NEW = ("judged_but_not_acted", "delta_grid", "answer_action_by_budget", "cost_success",
+       "trace_ece_by_depth")
+
+
+def build(name: str, rows: dict[str, list[RowDict]], style: str = "column") -> Drawn:
+    """Figure `name` drawn on `rows` as given (no selection applied)."""
+    (fig,) = [f for f in FIGURES if f.name == name]
+    with styled(STYLES[style]):
+        out = fig.build(synthetic_study(rows), STYLES[style])
+    assert isinstance(out, Drawn), out
+    return out
+
+
+def default_rows() -> dict[str, list[RowDict]]:
+    """The synthetic study with trace rows, on the figures' default selection."""
+    study, _ = declare(synthetic_study(study_table_rows() |
+                                       {"trace_table2": trace_table2_rows()}), Declared())
+    return study.rows
+
+
+@pytest.mark.parametrize("name", NEW)
+def test_a_new_figure_draws_one_budget_and_one_family_by_default(name):
+    from analysis.figures.base import family
+
+    out = build(name, default_rows())
+    try:
+        rows = out.rows
+        assert rows
+        if name == "trace_ece_by_depth":  # trace states: no action budget, no regime
+            assert {r["table"] for r in rows} == {"trace_table2"}
+            return
+        assert {r["runs"] for r in rows} == {"confirm"}
+        assert {family(r) for r in rows} == {"main"}
+        if name != "answer_action_by_budget":  # Figure 4 compares two budgets
+            assert {r["budget"] for r in rows} == {8}
+    finally:
+        plt.close(out.figure)
+
+
+def _budget_rows() -> dict[str, list[RowDict]]:
+    """Figure 4's rows as the budgets table gives them: the larger budget's median
+    carries the larger budget."""
+    rows = default_rows()
+    fixed = [r | {"budget": 16} if r["measure"] == "median_action@16" else r
+             for r in rows["budgets"]]
+    return rows | {"budgets": fixed}
+
+
+def test_figure_4_pairs_each_arms_budgets_side_by_side_in_its_colour_per_model():
+    from tests.helpers.figure_rows import ARMS, MODELS
+
+    out = build("answer_action_by_budget", _budget_rows())
+    try:
+        panels = [ax for ax in out.figure.axes if ax.get_visible()]
+        assert [ax.get_title(loc="left") for ax in panels] == list(MODELS)
+        for ax in panels:
+            bars = sorted(ax.patches, key=lambda p: p.get_x())
+            assert len(bars) == 2 * len(ARMS)  # one pair per arm, no unpaired bar
+            for arm, (light, dark) in zip(ARMS, zip(bars[::2], bars[1::2])):
+                assert dark.get_x() == pytest.approx(light.get_x() + light.get_width())
+                colour = arm_look(arm).color.lower()
+                assert to_hex(light.get_facecolor()[:3]) == colour, arm
+                assert to_hex(dark.get_facecolor()[:3]) == colour, arm
+                assert light.get_alpha() < dark.get_alpha()
+            assert [t.get_text() for t in ax.get_xticklabels()] == list(ARMS)
+    finally:
+        plt.close(out.figure)
+
+
+def test_the_delta_grid_shows_a_replication_in_parentheses():
+    rows = default_rows()
+    again = [r | {"runs": "fresh", "question_set": "fresh300",
+                  "estimate": r["estimate"] + 0.05}
+             for r in rows["delta"] if r["scope"] == "own judgments, by t"]
+    out = build("delta_grid", rows | {"delta": rows["delta"] + again})
+    try:
+        (ax,) = out.figure.axes
+        texts = {t.get_text() for t in ax.texts}
+        # qwen3-8b · budget: Δ 0.1 in run confirm, 0.15 in the replication
+        assert "+0.10\n(+0.15)" in texts, texts
+        assert "in parentheses: run fresh · set fresh300" in ax.get_title(loc="left")
+        assert [t.get_text() for t in ax.get_yticklabels()] == ["qwen3-8b", "llama-3.1-8b"]
+        assert len(out.rows) == 2 * len(ax.texts)  # both runs' rows are the sidecar's
+    finally:
+        plt.close(out.figure)
+    single = build("delta_grid", rows)
+    try:
+        assert all("(" not in t.get_text() for t in single.figure.axes[0].texts)
+    finally:
+        plt.close(single.figure)
+
+
+def test_an_interval_cut_by_the_axis_is_marked():
+    from analysis.figures.marks import CUT_GID
+
+    rows = default_rows()
+    wide = [r | {"ci_low": -5.0, "ci_high": 5.0} if r["arm"] == "budget" else r
+            for r in rows["delta"]]
+    out = build("delta_forest", rows | {"delta": wide})
+    try:
+        marks = [line for ax in out.figure.axes for line in ax.get_lines()
+                 if line.get_gid() == CUT_GID]
+        low, high = out.figure.axes[0].get_xlim()
+        assert -5.0 < low and high < 5.0  # the wide interval does not set the axis
+        # both ends of the budget arm's interval, in every cell that draws it
+        cells = sum(1 for r in wide if r["arm"] == "budget" and r["scope"].endswith("by t"))
+        assert len(marks) == 2 * cells and cells
+        assert {line.get_marker() for line in marks} == {"<", ">"}
+    finally:
+        plt.close(out.figure)
+    plain = build("delta_forest", rows)
+    try:
+        assert not [line for ax in plain.figure.axes for line in ax.get_lines()
+                    if line.get_gid() == CUT_GID]
+    finally:
+        plt.close(plain.figure)
+
+
+def _point_xs(out: Drawn) -> dict[str, float]:
+    """Legend label -> the x of its point, in the first panel."""
+    ax = out.figure.axes[0]
+    return {text: float(handle.lines[0].get_xdata()[0])  # type: ignore[attr-defined]
+            for handle, text in zip(*ax.get_legend_handles_labels())}
+
+
+def test_points_on_top_of_one_another_are_dodged():
+    rows = default_rows()
+    same = [r | {"estimate": 4.0} if r["measure"] == "tool calls" else
+            r | {"estimate": 0.3} if r["measure"] == "success" else r for r in rows["cost"]]
+    out = build("cost_success", rows | {"cost": same})
+    try:
+        xs = _point_xs(out)
+        assert len(xs) == 5 and len(set(xs.values())) == 5, xs
+        assert all(abs(x - 4.0) < 0.5 for x in xs.values())
+    finally:
+        plt.close(out.figure)
+    apart = build("cost_success", rows)
+    try:  # points apart stay where their numbers put them
+        assert sorted(_point_xs(apart).values()) == [4.0, 5.0, 6.0, 7.0, 8.0]
+    finally:
+        plt.close(apart.figure)
+
+
+def test_every_arm_point_of_success_against_calls_is_in_its_arms_look():
+    out = build("cost_success", default_rows())
+    try:
+        for ax in out.figure.axes:
+            for handle, text in zip(*ax.get_legend_handles_labels()):
+                line = handle.lines[0]
+                look = arm_look(text)
+                assert (to_hex(line.get_color()), line.get_marker()) == \
+                    (look.color.lower(), look.marker), text
+    finally:
+        plt.close(out.figure)
+
+
+def test_ece_by_depth_on_traces_draws_raw_and_calibrated_in_the_controllers_looks():
+    out = build("trace_ece_by_depth", default_rows())
+    try:
+        (ax,) = out.figure.axes
+        labels = ax.get_legend_handles_labels()[1]
+        assert labels == ["raw · hotpotqa", "raw · nq", "calibrated · hotpotqa",
+                          "calibrated · nq"]
+        lines = ax.get_lines()
+        assert [to_hex(line.get_color()) for line in lines[::2]] == [
+            arm_look("Raw-Gated").color.lower(), arm_look("Calibrated-Gated").color.lower()]
+        assert list(lines[0].get_xdata()) == [0, 1, 2, 3]
+        assert list(lines[0].get_ydata()) == pytest.approx([0.3, 0.28, 0.26, 0.24])
+    finally:
+        plt.close(out.figure)
+
+
+@pytest.fixture(scope="module")
+def trace_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A lab.db holding only the trace sim's states (the second seed's study alone)."""
+    from analysis.replay.trace_sim import sim_traces
+    from core import store
+    from core.store import traces as traces_store
+
+    path = tmp_path_factory.mktemp("traces") / "lab.db"
+    db = store.connect(path)
+    traces_store.write_traces(db, [traces_store.TraceRecord(
+        run=r.run, model=r.model, dataset=r.dataset, set_name=r.set_name,
+        question_id=r.question_id, depth=int(r.depth), plan_sha256=r.plan_sha256,
+        answer=r.answer, confidence=float(r.confidence), parsed=True, correct=bool(r.correct),
+        prompt_tokens=int(r.prompt_tokens), completion_tokens=int(r.completion_tokens))
+        for r in sim_traces(9).itertuples()])
+    db.conn.close()
+    return path
+
+
+TRACE_OPTIONS = ("--tau-hi", "0.8", "--tau-lo", "0.2", "--max-retrievals", "2",
+                 "--split-seed", "3", "--fit-depths", "all")
+
+
+def _json(db: Path, *args: str) -> list[dict[str, Any]]:
+    code, out, err = lab(db, *args)
+    assert code == 0, err
+    rows: list[dict[str, Any]] = json.loads(out)
+    return rows
+
+
+def test_lab_figures_takes_the_trace_options_as_lab_results_does(trace_db, tmp_path):
+    code, out, err = lab(trace_db, "figures", str(tmp_path / "f"), "--resamples", "20",
+                         "--format", "svg", "--table", "trace_sweeps", "--table",
+                         "trace_table2", *TRACE_OPTIONS)
+    assert code == 0, err
+    assert "wrote 4 figures" in out
+    table2 = _json(trace_db, "results", "trace_table2", "--format", "json", "--resamples",
+                   "20", *TRACE_OPTIONS)
+    side = json.loads((tmp_path / "f" / "trace_ece_by_depth.json").read_text(encoding="utf-8"))
+    assert side["rows"] == [r for r in table2 if r["measure"] in ("ece_raw", "ece_cal")]
+    assert all("τ_hi=0.8" in r["detail"] and "split seed 3" in r["detail"]
+               for r in side["rows"])
+    sweeps = _json(trace_db, "results", "trace_sweeps", "--format", "json", "--resamples",
+                   "20", *TRACE_OPTIONS)
+    side = json.loads((tmp_path / "f" / "trace_oa_cost.json").read_text(encoding="utf-8"))
+    assert side["rows"] and all(r in sweeps for r in side["rows"])
+    default = _json(trace_db, "results", "trace_table2", "--format", "json",
+                    "--resamples", "20")
+    assert [r["estimate"] for r in default] != [r["estimate"] for r in table2]
+
+
+def test_lab_report_takes_the_trace_options(trace_db, tmp_path):
+    page = tmp_path / "r.html"
+    code, _, err = lab(trace_db, "report", str(page), "--resamples", "20", "--split-seed",
+                       "3", "--tau-hi", "0.8")
+    assert code == 0, err
+    html = page.read_text(encoding="utf-8")
+    assert "split seed 3" in html and "τ_hi=0.8" in html
+    assert "split seed 0" not in html
+
+
+def test_a_table_no_figure_draws_says_so_in_one_line(trace_db, tmp_path):
+    code, out, err = lab(trace_db, "figures", str(tmp_path / "n"), "--resamples", "20",
+                         "--table", "trace_table1")
+    assert code == 0, err
+    assert err.strip().splitlines() == [
+        "no figure draws the trace_table1 table; `lab results trace_table1` prints it"]
+    assert "wrote 0 figures" in out
