@@ -293,3 +293,50 @@ def test_every_command_of_the_page_runs(page: Path, demo_db: Path, tmp_path: Pat
             if failure:
                 failures.append(failure)
     assert not failures, "\n\n".join(failures)
+
+
+FIGURES_PAGE = ROOT / "docs" / "figures.md"
+DOCS_FIGURES = ROOT / "docs" / "figures"
+IMAGE = re.compile(r"!\[[^\]]+\]\(figures/demo_([a-z0-9_]+)\.png\)")
+REDRAW = "LAB_REDRAW_DOCS_FIGURES"
+"""Set to 1 to write the demo's figures over docs/figures/ (then commit them)."""
+
+
+def test_docs_figures_show_every_figure_the_demo_draws(demo_db: Path, tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str],
+                                                       monkeypatch: pytest.MonkeyPatch):
+    """docs/figures.md shows each figure `lab figures --style column` draws on the demo,
+    as the PNG this test draws (docs/figures/demo_NAME.png, one column wide), each
+    under the command that makes it; LAB_REDRAW_DOCS_FIGURES=1 writes them anew."""
+    from matplotlib.image import imread
+
+    shutil.copy(demo_db, tmp_path / "lab.db")
+    monkeypatch.chdir(tmp_path)
+    code, out, err = _run(["--db", "lab.db", "figures", "figs", "--style", "column",
+                           "--format", "png"], capsys)
+    assert code == 0, err
+    drawn = sorted(p.stem for p in (tmp_path / "figs").glob("*.png"))
+    assert len(drawn) >= 7, drawn
+    if os.environ.get(REDRAW) == "1":
+        for name in drawn:
+            shutil.copy(tmp_path / "figs" / f"{name}.png", DOCS_FIGURES / f"demo_{name}.png")
+    page = FIGURES_PAGE.read_text(encoding="utf-8")
+    shown = IMAGE.findall(page)
+    assert sorted(shown) == drawn, "docs/figures.md must show each figure the demo draws"
+    for name in drawn:
+        committed = DOCS_FIGURES / f"demo_{name}.png"
+        assert committed.exists(), f"{committed} missing: run this test with {REDRAW}=1"
+        fresh = imread(tmp_path / "figs" / f"{name}.png").shape
+        assert imread(committed).shape[1] == fresh[1] == 990, name  # 3.3 in at 300 dpi
+        at = page.index(f"(figures/demo_{name}.png)")
+        before = page[:at]
+        assert f"--table {_table_of(name)}" in before[before.rfind("```sh"):], (
+            f"docs/figures.md: no `lab figures … --table {_table_of(name)}` command above "
+            f"the {name} figure")
+
+
+def _table_of(figure: str) -> str:
+    """The first results table figure `figure` reads."""
+    from analysis.figures import FIGURES
+
+    return next(f.tables[0] for f in FIGURES if f.name == figure)

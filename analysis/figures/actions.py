@@ -24,7 +24,7 @@ from analysis.figures.base import (
     value,
 )
 from analysis.figures.identity import arm_look
-from analysis.figures.marks import tick_rotation
+from analysis.figures.marks import label_room, tick_rotation
 from analysis.figures.study import RowDict, StudyRows
 from analysis.figures.style import Style, new_figure
 
@@ -53,10 +53,10 @@ def answer_action_by_budget(study: StudyRows, style: Style) -> Drawn | Skipped:
     models = by_model(rows)
     cols = max(1, min(len(models), int(style.width // PANEL_INCHES)))
     grid = -(-len(models) // cols)
-    longest = max(len(str(r["arm"])) for r in rows)
+    arms = ordered(str(r["arm"]) for r in rows)
     fig, axes = new_figure(style, rows=grid, cols=cols, sharey=True,
-                           height=grid * (style.panel_height * 1.1
-                                          + longest * 0.55 * style.font_size / 72))
+                           height=grid * (style.panel_height * 1.1 + label_room(
+                               arms, 90, style.font_size)))
     width = 0.8 / len(budgets)
     for ax, (model, model_rows) in zip(axes, models):
         label = labeller([r for r in model_rows if _budget(r) == budgets[0]],

@@ -13,7 +13,7 @@ import numpy as np
 from matplotlib.colors import TwoSlopeNorm
 
 from analysis.figures.base import Drawn, FigureDef, Skipped, ordered, pick, value
-from analysis.figures.marks import tick_rotation
+from analysis.figures.marks import label_room, tick_rotation
 from analysis.figures.study import RowDict, StudyRows
 from analysis.figures.style import Style, new_figure
 
@@ -50,9 +50,11 @@ def delta_grid(study: StudyRows, style: Style) -> Drawn | Skipped:
     grid = np.full((len(models), len(arms)), np.nan)
     for (model, arm), runs in cells.items():
         grid[models.index(model), arms.index(arm)] = runs.get(0, math.nan)
+    turn = tick_rotation(arms, 0.8 * style.width / max(1, len(arms)), style.font_size)
     fig, (ax,) = new_figure(style, height=min(style.max_height,
                                               0.42 * len(models) * style.font_size / 8
-                                              + 1.3))
+                                              + 0.9 + label_room(arms, turn,
+                                                                 style.font_size)))
     finite = grid[np.isfinite(grid)]
     span = float(max(0.05, np.abs(finite).max())) if finite.size else 1.0
     ax.pcolormesh(np.arange(len(arms) + 1) - 0.5, np.arange(len(models) + 1) - 0.5,
@@ -65,7 +67,6 @@ def delta_grid(study: StudyRows, style: Style) -> Drawn | Skipped:
         dark = math.isfinite(main) and abs(main) > 0.6 * span
         ax.text(arms.index(arm), models.index(model), text, ha="center", va="center",
                 fontsize="small", color="white" if dark else "black")
-    turn = tick_rotation(arms, 0.8 * style.width / max(1, len(arms)), style.font_size)
     ax.set_xticks(range(len(arms)), arms, rotation=turn)
     ax.set_yticks(range(len(models)), models)
     ax.grid(False)

@@ -19,9 +19,9 @@ from analysis.figures.base import (
     pick,
     value,
 )
-from analysis.figures.marks import tick_rotation
+from analysis.figures.marks import label_room, tick_rotation
 from analysis.figures.study import RowDict, StudyRows
-from analysis.figures.style import NEUTRAL, Style, new_figure
+from analysis.figures.style import Style, new_figure
 
 JUDGED = "USELESS on failed"
 ANSWERED = "answered after 5 own useless"
@@ -44,9 +44,17 @@ def judged_but_not_acted(study: StudyRows, style: Style) -> Drawn | Skipped:
     if not rows:
         return Skipped("no side-channel judgments of the unaided arm (none) in this "
                        "selection; `lab replay judgments --run R` records them")
-    label = labeller(rows)
+    several = len({r["arm"] for r in rows}) > 1
+    name = labeller(rows, with_model=True)
+
+    def label(row: RowDict) -> str:  # the arm only when it varies (it is the unaided one)
+        return name(row) if several else " · ".join(
+            p for i, p in enumerate(name(row).split(" · ")) if i != 1)
+
     groups = ordered(label(r) for r in rows)
-    fig, (ax,) = new_figure(style, height=style.panel_height * 1.3)
+    turn = tick_rotation(groups, 0.85 * style.width / max(1, len(groups)), style.font_size)
+    fig, (ax,) = new_figure(style, height=style.panel_height * 1.3
+                            + label_room(groups, turn, style.font_size))
     width = 0.38
     for b_i, (measure, legend, colour, hatch) in enumerate(BARS):
         part = [r for r in rows if r["measure"] == measure]
@@ -61,10 +69,6 @@ def judged_but_not_acted(study: StudyRows, style: Style) -> Drawn | Skipped:
                             capsize=2, linewidth=0.8)
             if not math.isfinite(y):
                 na_mark(ax, x, 0.08)
-            else:
-                ax.annotate(f"{y:.0%}", (x, y), textcoords="offset points", xytext=(0, 2),
-                            ha="center", va="bottom", fontsize="x-small", color=NEUTRAL)
-    turn = tick_rotation(groups, 0.85 * style.width / max(1, len(groups)), style.font_size)
     ax.set_xticks(range(len(groups)), groups, rotation=turn)
     ax.set_ylim(0, 1.3)
     ax.set_yticks([0, 0.25, 0.5, 0.75, 1.0])

@@ -136,3 +136,10 @@ def tick_rotation(labels: Sequence[str], slot_inches: float, font_size: float) -
     where slanted ones of unequal length do)."""
     longest = max((len(t) for t in labels), default=0)
     return 0 if longest * 0.6 * font_size / 72 <= 0.9 * slot_inches else 90
+
+
+def label_room(labels: Sequence[str], rotation: int, font_size: float) -> float:
+    """Inches below a panel that its category labels take (upright ones their length)."""
+    if rotation != 90:
+        return 0.0
+    return max((len(t) for t in labels), default=0) * 0.55 * font_size / 72
