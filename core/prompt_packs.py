@@ -16,7 +16,6 @@ import difflib
 import hashlib
 import re
 import string
-import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +25,7 @@ from sqlite_utils import Database
 import prompts
 from core.episode import prompt_set_sha256
 from core.errors import ConfigError
+from core.inert import inert as shown_inert
 from core.store import prompt_packs as rows
 
 SUFFIX = ".txt"
@@ -241,7 +241,5 @@ def diff_folder(db: Database, folder: Path) -> str:
 
 
 def inert(text: str) -> str:
-    """`text` safe to print on a terminal: control and format characters other than
-    newline and tab are shown escaped (\\x1b), never interpreted."""
-    return "".join(c if c in "\n\t" or unicodedata.category(c) not in ("Cc", "Cf")
-                   else c.encode("unicode_escape").decode("ascii") for c in text)
+    """`text` safe to print on a terminal (`core.inert.inert`, the one sanitizer)."""
+    return shown_inert(text)

@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 
 from console.cli.options import CONFIG_HELP, DB_HELP, LabGroup, check_config, config_explicit
+from console.cli.output import echo, error_line
 from core.errors import LabError
 
 COMMAND_MODULES = {
@@ -71,13 +72,13 @@ def main(argv: list[str] | None = None) -> int:
     except click.exceptions.Exit as exc:
         return int(exc.exit_code or 0)
     except click.exceptions.Abort:
-        click.echo("error: aborted", err=True)
+        echo("error: aborted", err=True)
         return 130
     except click.ClickException as exc:
-        click.echo(f"error: {exc.format_message()}", err=True)
+        echo(f"error: {error_line(exc.format_message())}", err=True)
         return exc.exit_code if exc.exit_code else 2
     except LabError as exc:
-        click.echo(f"error: {exc}", err=True)
+        echo(f"error: {error_line(exc)}", err=True)
         return exc.exit_code
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from console.cli.output import echo
 from core.store.backup import backup, restore
 
 WORKER_LEASE_S = 60.0
@@ -51,7 +52,7 @@ def backup_cmd(ctx: click.Context, file: Path, force: bool) -> None:
       lab backup lab-backup.db --force
     """
     copied = backup(Path(ctx.obj["db"]), file, force=force)
-    click.echo(copied.line("backed up to"))
+    echo(copied.line("backed up to"))
 
 
 @click.command("restore")
@@ -70,7 +71,7 @@ def restore_cmd(ctx: click.Context, file: Path) -> None:
     """
     db_path = Path(ctx.obj["db"])
     copied = restore(file, db_path, _live_workers(db_path))
-    click.echo(copied.line("restored"))
+    echo(copied.line("restored"))
 
 
 COMMANDS = (backup_cmd, restore_cmd)

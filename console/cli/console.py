@@ -12,6 +12,7 @@ from pathlib import Path
 
 import click
 
+from console.cli.output import echo
 from core.errors import ConfigError, LabError
 
 NEEDS_TERMINAL = ("the console needs a terminal (stdout is not a tty): run `lab` in a "
@@ -46,7 +47,7 @@ def ensure_db(db_path: Path, ask: bool) -> None:
     db = store.connect(db_path)
     ensure_demo_set(db)
     db.conn.close()
-    click.echo(f"created {db_path} with the demo questions and the demo question set")
+    echo(f"created {db_path} with the demo questions and the demo question set")
 
 
 def open_console(db_path: Path, config_path: Path, export_dir: Path,
@@ -85,8 +86,8 @@ def open_console(db_path: Path, config_path: Path, export_dir: Path,
 def open_from_group(ctx: click.Context) -> None:
     """`lab` with no command: the console on a terminal, else the help and one line."""
     if not is_tty("stdout"):
-        click.echo(ctx.get_help())
-        click.echo(f"\n{NEEDS_TERMINAL}")
+        echo(ctx.get_help())
+        echo(f"\n{NEEDS_TERMINAL}")
         return
     open_console(Path(ctx.obj["db"]), Path(ctx.obj["config"]), Path("lab-exports"))
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from console.cli.options import bounded, number, open_db
+from console.cli.output import echo
 from console.render import plural
 from core import store
 from core.bounds import Bounds
@@ -41,7 +42,7 @@ def init(ctx: click.Context) -> None:
     """
     db = open_db(ctx)
     new = load_demo_questions(db)
-    click.echo(f"{ctx.obj['db']}: schema version {store.schema_version(db)}; "
+    echo(f"{ctx.obj['db']}: schema version {store.schema_version(db)}; "
                f"demo questions added: {new}; datasets: "
                + ", ".join(f"{k} ({v})" for k, v in store.datasets(db).items()))
 
@@ -145,12 +146,12 @@ def data_import(ctx: click.Context, kind: str, files: tuple[Path, ...], dataset:
         skipped += f"; skipped {plural(read.skipped_unanswerable, 'unanswerable record')}"
     db = open_db(ctx)
     new, same = store_data_file(db, read)
-    click.echo(f"imported {plural(new, read.noun)} from {file} into dataset '{read.dataset}'"
+    echo(f"imported {plural(new, read.noun)} from {file} into dataset '{read.dataset}'"
                + (f" ({same} already present)" if same else "") + skipped)
     big = oversized(read.questions, warn_kb)
     if big:
         shown = ", ".join(f"{qid} ({n / 1024:,.0f} KB)" for qid, n in big[:3])
-        click.echo(f"warning: {plural(len(big), 'question')} above {warn_kb:g} KB of context "
+        echo(f"warning: {plural(len(big), 'question')} above {warn_kb:g} KB of context "
                    f"text: {shown}{' …' if len(big) > 3 else ''}; each call sends ≈ chars/4 "
                    f"tokens of it (lab enqueue refuses models whose max_context it exceeds)",
                    err=True)
@@ -173,7 +174,7 @@ def import_paper_values(ctx: click.Context, files: tuple[Path, ...], name: str, 
     read = read_paper_values(files[0])
     db = open_db(ctx)
     store_paper_values(db, read, name, dataset, budget, replace)
-    click.echo(f"imported {plural(len(read.values), 'value')} from {read.path.name} as reference "
+    echo(f"imported {plural(len(read.values), 'value')} from {read.path.name} as reference "
                f"set '{name}' (splits {', '.join(read.splits)}; dataset {dataset}, budget "
                f"{budget}); sha256 {read.sha256[:12]}, license {PAPER_VALUES_LICENSE}")
 
@@ -186,15 +187,15 @@ def import_episodes(ctx: click.Context, files: tuple[Path, ...], dataset: str,
     plan = read_episode_import(db, files, model, condition, run, dataset, budget)
     stored = store_episode_import(db, plan)
     cells = plan.cells()
-    click.echo(f"imported {plural(stored, 'episode')} from {plural(len(plan.files), 'file')} "
+    echo(f"imported {plural(stored, 'episode')} from {plural(len(plan.files), 'file')} "
                f"into run '{plan.run}' ({plural(len(cells), 'cell')}: "
                + ", ".join(sorted({f"{m} {c}" for m, c, _, _ in cells})) + "); no text, "
                f"license {LICENSE}")
     linked = sorted(set(plan.sets))
     if linked:
-        click.echo(f"linked to question set {', '.join(linked)}")
+        echo(f"linked to question set {', '.join(linked)}")
     if plan.unknown:
-        click.echo(f"{plural(len(plan.unknown), 'question')} not in lab.db yet, kept by id "
+        echo(f"{plural(len(plan.unknown), 'question')} not in lab.db yet, kept by id "
                    f"under dataset '{dataset}' (they link up when it is imported)")
 
 
@@ -212,21 +213,21 @@ def data_list(ctx: click.Context) -> None:
 
     db = open_db(ctx, create=False)
     counts = store.datasets(db)
-    click.echo("datasets: " + (", ".join(f"{k} ({v})" for k, v in counts.items()) or
+    echo("datasets: " + (", ".join(f"{k} ({v})" for k, v in counts.items()) or
                                "none (lab data import KIND FILE)"))
     runs = sorted(imported_runs(db))
-    click.echo("imported runs: " + ("none (lab data import episodes FILE...)" if not runs
+    echo("imported runs: " + ("none (lab data import episodes FILE...)" if not runs
                                     else ""))
     for run in runs:
         files = imports(db, run)
-        click.echo(f"  {run}: {plural(sum(f.records for f in files), 'episode')} from "
+        echo(f"  {run}: {plural(sum(f.records for f in files), 'episode')} from "
                    + ", ".join(f"{f.file} (sha256 {f.sha256[:12]})" for f in files)
                    + f"; {files[0].license}")
     refs = reference_sets(db)
-    click.echo("reference sets: " + ("none (lab data import paper-values FILE)" if not refs
+    echo("reference sets: " + ("none (lab data import paper-values FILE)" if not refs
                                      else ""))
     for r in refs:
-        click.echo(f"  {r.name}: {plural(r.values, 'value')} (splits {r.splits.replace(',', ', ')};"
+        echo(f"  {r.name}: {plural(r.values, 'value')} (splits {r.splits.replace(',', ', ')};"
                    f" dataset {r.dataset}, budget {r.budget}) from {r.file} (sha256 "
                    f"{r.sha256[:12]}); {r.license}")
 
@@ -272,7 +273,7 @@ def sets_create(ctx: click.Context, name: str, dataset: str, n: int, seed: int,
         load_demo_questions(db)
     draft = draw_set(db, name, dataset, n, seed, exclude, held_out)
     save_set(db, draft)
-    click.echo(f"created {draft.kind} set '{name}': {len(draft.ids)} questions from "
+    echo(f"created {draft.kind} set '{name}': {len(draft.ids)} questions from "
                f"{dataset}{draft.balance()}, sha256 {draft.sha256[:12]}")
 
 
@@ -300,7 +301,7 @@ def sets_import(ctx: click.Context, file: Path, dataset: str, name: str | None,
       lab sets import ids.txt --dataset hotpotqa --name pilot20
     """
     draft, linked = import_set(open_db(ctx), file, dataset, name, held_out)
-    click.echo(f"imported {draft.kind} set '{draft.name}': {len(draft.ids)} questions from "
+    echo(f"imported {draft.kind} set '{draft.name}': {len(draft.ids)} questions from "
                f"{dataset}, sha256 {draft.sha256[:12]}"
                + (f"; linked {plural(linked, 'imported cell')}" if linked else ""))
 
@@ -316,12 +317,12 @@ def sets_list(ctx: click.Context) -> None:
     """
     rows = store.question_sets(open_db(ctx, create=False))
     if not rows:
-        click.echo("no question sets (create one with `lab sets create`)")
+        echo("no question sets (create one with `lab sets create`)")
         return
-    click.echo(f"{'name':<16} {'dataset':<12} {'n':>5} {'seed':>6} {'kind':<9} sha256")
+    echo(f"{'name':<16} {'dataset':<12} {'n':>5} {'seed':>6} {'kind':<9} sha256")
     for r in rows:
         kind = "held-out" if r["held_out"] else "dev"
-        click.echo(f"{r['name']:<16} {r['dataset']:<12} {r['n']:>5} {r['seed']:>6} {kind:<9} "
+        echo(f"{r['name']:<16} {r['dataset']:<12} {r['n']:>5} {r['seed']:>6} {kind:<9} "
                    f"{r['sha256'][:12]}")
 
 
@@ -338,14 +339,14 @@ def sets_show(ctx: click.Context, name: str, ids: bool) -> None:
     """
     s = store.question_set(open_db(ctx, create=False), name)
     kind = "held-out" if s["held_out"] else "dev"
-    click.echo(f"{s['name']}: {s['n']} questions from {s['dataset']} ({kind}), seed {s['seed']}, "
+    echo(f"{s['name']}: {s['n']} questions from {s['dataset']} ({kind}), seed {s['seed']}, "
                f"exclude {', '.join(s['exclude']) or '-'}, sha256 {s['sha256']}")
     if s["manifest"]:
-        click.echo("imported from " + ", ".join(f"{k} {v}" if not isinstance(v, dict) else
+        echo("imported from " + ", ".join(f"{k} {v}" if not isinstance(v, dict) else
                                                 f"{k} {json.dumps(v, sort_keys=True)}"
                                                 for k, v in s["manifest"].items()))
     if ids:
-        click.echo("\n".join(s["ids"]))
+        echo("\n".join(s["ids"]))
 
 
 @click.command("demo-set", hidden=True)

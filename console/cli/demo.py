@@ -12,6 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from sqlite_utils import Database
 
 from console.cli.options import bounded, open_db
+from console.cli.output import echo
 from core import prereg, store
 from core.bounds import MAX_WORKERS
 from core.demo_set import DEMO_SET, ensure_demo_set
@@ -115,11 +116,11 @@ def run_demo(db_path: Path, config_path: Path, workers: int = 2) -> str:
     ensure_demo_set(db)
     models = load_registry(config_path)
     amendment = ensure_demo_amendment(db, models)
-    click.echo(f"demo amendment {amendment} is frozen: {len(DEMO_TESTS)} registered tests")
+    echo(f"demo amendment {amendment} is frozen: {len(DEMO_TESTS)} registered tests")
     settings = WorkerSettings(db_path=db_path, config_path=config_path)
     plan, grid_id, njobs = enqueue_grid(db, settings, demo_request(amendment), models)
     stored = stored_episodes(db, plan)
-    click.echo(progress_line(plan, grid_id, njobs, stored))
+    echo(progress_line(plan, grid_id, njobs, stored))
     remaining = len(plan.cells) * len(plan.question_ids) - stored
     if remaining == 0:
         return amendment
@@ -218,9 +219,9 @@ def finish_demo(db_path: Path, config_path: Path, amendment: str, no_console: bo
 
         make_app(db_path, ConsoleConfig(db_path=db_path, config_path=config_path,
                                         first_screen="results")).run()
-        click.echo(f"demo tables: lab --db {db_path} results   (or `lab demo --no-console`)")
+        echo(f"demo tables: lab --db {db_path} results   (or `lab demo --no-console`)")
         return
-    click.echo(summary(db_path, amendment, colour=is_tty("stdout")))
+    echo(summary(db_path, amendment, colour=is_tty("stdout")))
 
 
 class DemoInterrupted(LabError):

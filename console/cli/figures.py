@@ -13,6 +13,7 @@ import click
 
 from analysis.tables.registry import EPISODES, table_def
 from console.cli.options import TableChoice, bounded, open_db
+from console.cli.output import echo
 from console.cli.results import (
     _study_frames,
     results_spec,
@@ -133,14 +134,14 @@ def figures_cmd(ctx: click.Context, directory: Path, runs: tuple[str, ...],
         table_def(t).family != EPISODES for t in tables), spec=spec)
     for table in tables:
         if not figures_for((table,)):
-            click.echo(f"no figure draws the {table} table; `lab results {table}` prints it",
+            echo(f"no figure draws the {table} table; `lab results {table}` prints it",
                        err=True)
     written = write_figures(study, directory, formats, STYLES[style], figures_for(tables),
                             declared)
     for name, reason in written.skipped:
-        click.echo(f"skipped {name}: {reason}", err=True)
+        echo(f"skipped {name}: {reason}", err=True)
     drawn = sum(1 for p in written.paths if p.suffix == ".json")
-    click.echo(f"wrote {drawn} figures ({', '.join(formats)} + .json) to {directory}")
+    echo(f"wrote {drawn} figures ({', '.join(formats)} + .json) to {directory}")
 
 
 COMMANDS = (figures_cmd,)

@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 import click
 
 from console.cli.options import number, open_db
+from console.cli.output import echo
 from core.bounds import MAX_TIMEOUT_S, Bounds
 from core.errors import ConfigError
 from core.models.endpoint_url import redact_endpoint
@@ -52,11 +53,11 @@ def models(ctx: click.Context, check_api: bool, timeout_s: float) -> None:
     """
     for name, spec in sorted(load_registry(ctx.obj["config"]).items()):
         config = spec.config
-        click.echo(f"{name:<22} {spec.backend:<10} {config.detail}")
+        echo(f"{name:<22} {spec.backend:<10} {config.detail}")
         for url in config.served_at():
             state = (config.check_server(url, timeout_s) if check_api or not config.check_needs_key
                      else "not checked (--check-api)")
-            click.echo(f"  {redact_endpoint(url)}  {state}")
+            echo(f"  {redact_endpoint(url)}  {state}")
 
 
 @click.command("serve")
@@ -109,7 +110,7 @@ def serve(ctx: click.Context, model: str, dry_run: bool, port: int | None, host:
     port = port or default_port(config)
     cmd = vllm_command(spec, host, port, executable)
     if dry_run:
-        click.echo(shlex.join(cmd))
+        echo(shlex.join(cmd))
         return
     if shutil.which(executable) is None:
         raise ConfigError(f"'{executable}' is not installed here (pip install 'lab[gpu]' on a "
@@ -132,7 +133,7 @@ def serve(ctx: click.Context, model: str, dry_run: bool, port: int | None, host:
     sid = record_server(db, model=spec.name, served_model=config.model,
                         endpoint=endpoint, version=version, command=cmd, flags=flags,
                         pid=proc.pid)
-    click.echo(f"serving {spec.name} at {endpoint} (vLLM {version or 'unknown version'}, "
+    echo(f"serving {spec.name} at {endpoint} (vLLM {version or 'unknown version'}, "
                f"pid {proc.pid}); recorded as server {sid}; log {log}")
     if detach:
         return

@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from console.cli.options import bounded, open_db
+from console.cli.output import echo
 from core import prereg
 from core.atomic_write import write_text_atomic
 from core.bounds import MAX_RESAMPLES
@@ -86,7 +87,7 @@ def new(ctx: click.Context, title: str | None, body_file: Path | None, tests_fil
     if not title:
         raise ConfigError("an amendment needs a title: --title \"…\" (or write it with --edit)")
     amendment_id = prereg.create(open_db(ctx), title, body, tests, scope)
-    click.echo(amendment_id)
+    echo(amendment_id)
 
 
 def _editor_text(row: dict[str, Any]) -> str:
@@ -155,7 +156,7 @@ def edit(ctx: click.Context, amendment_id: str, title: str | None, body_file: Pa
         # only what was changed is validated and written (an untouched empty scope stays)
         fields = {k: (v if v != row[k] else None) for k, v in edited.items()}
     prereg.edit(db, amendment_id, **fields)
-    click.echo(f"{amendment_id} updated")
+    echo(f"{amendment_id} updated")
 
 
 @prereg_group.command("show")
@@ -173,29 +174,29 @@ def show(ctx: click.Context, amendment_id: str | None) -> None:
     if amendment_id is None:
         entries = rows.amendments(db)
         if not entries:
-            click.echo("no amendments yet (lab prereg new --title …)")
+            echo("no amendments yet (lab prereg new --title …)")
         for r in entries:
             digest = (r["content_sha256"] or "")[:12] or "-"
             ndev = len(rows.deviations(db, r["id"]))
-            click.echo(f"{r['id']:<4} {r['state']:<7} {digest:<12} {len(r['tests'])} tests"
+            echo(f"{r['id']:<4} {r['state']:<7} {digest:<12} {len(r['tests'])} tests"
                        f"{f', {ndev} deviations' if ndev else ''}  {r['title']}")
         return
     r = rows.amendment(db, amendment_id)
-    click.echo(f"{r['id']}: {r['title']}  [{r['state']}]")
+    echo(f"{r['id']}: {r['title']}  [{r['state']}]")
     if r["state"] == "frozen":
-        click.echo(f"frozen {r['frozen_at']}  lab {r['version']}  sha256 {r['content_sha256']}"
+        echo(f"frozen {r['frozen_at']}  lab {r['version']}  sha256 {r['content_sha256']}"
                    f"\nprevious {r['prev_sha256']}")
         existed = r["data_existed"] or []
-        click.echo("data existed at freeze: " + (
+        echo("data existed at freeze: " + (
             "; ".join(f"run {d['run']} cell {d['cell']} ({d['episodes']} episodes)"
                       for d in existed) if existed else "no"))
     if r["body"]:
-        click.echo("\n" + r["body"].rstrip())
-    click.echo("\nscope: " + json.dumps(r["scope"]))
+        echo("\n" + r["body"].rstrip())
+    echo("\nscope: " + json.dumps(r["scope"]))
     for t in r["tests"]:
-        click.echo(f"test {t['id']}: {json.dumps({k: v for k, v in t.items() if k != 'id'})}")
+        echo(f"test {t['id']}: {json.dumps({k: v for k, v in t.items() if k != 'id'})}")
     for d in rows.deviations(db, amendment_id):
-        click.echo(f"deviation {d['id']} ({d['created_at']}): {d['text']}")
+        echo(f"deviation {d['id']} ({d['created_at']}): {d['text']}")
 
 
 @prereg_group.command("freeze")
@@ -217,7 +218,7 @@ def freeze(ctx: click.Context, amendment_id: str, yes: bool) -> None:
         pins = prereg.pins_for(db, row["scope"], models)
         pack = pins[prereg.PACK_PIN]["active"]
         wording = "built-in wording" if pack == prereg.BUILTIN else f"prompt pack {pack[:12]}…"
-        click.echo(f"Freezing {amendment_id} pins {len(pins['prompts'])} prompt files "
+        echo(f"Freezing {amendment_id} pins {len(pins['prompts'])} prompt files "
                    f"({wording}), "
                    f"question sets {', '.join(pins['question_sets']) or '-'}, "
                    f"{len(pins['conditions'])} conditions, {len(pins['regimes'])} regimes, "
@@ -226,7 +227,7 @@ def freeze(ctx: click.Context, amendment_id: str, yes: bool) -> None:
             raise click.exceptions.Abort()
     frozen = prereg.freeze(db, amendment_id, models)
     existed = frozen["data_existed"]
-    click.echo(f"{amendment_id} frozen at {frozen['frozen_at']}, sha256 "
+    echo(f"{amendment_id} frozen at {frozen['frozen_at']}, sha256 "
                f"{frozen['content_sha256'][:16]}…"
                + (f"; data existed at freeze: {sum(d['episodes'] for d in existed)} episodes "
                   f"in {len(existed)} cells" if existed else ""))
@@ -245,10 +246,10 @@ def verify(ctx: click.Context) -> None:
     problems = prereg.verify(db, load_registry(ctx.obj["config"]))
     if problems:
         for p in problems:
-            click.echo(f"{p.amendment}: {p.what}", err=True)
+            echo(f"{p.amendment}: {p.what}", err=True)
         ctx.exit(1)
     frozen = sum(r["state"] == "frozen" for r in rows.amendments(db))
-    click.echo(f"ok: {frozen} frozen amendments, chain and pins intact")
+    echo(f"ok: {frozen} frozen amendments, chain and pins intact")
 
 
 @prereg_group.command("deviation")
@@ -269,7 +270,7 @@ def deviation(ctx: click.Context, amendment_id: str, text: str) -> None:
     if not text.strip():
         raise ConfigError("a deviation needs a non-empty text")
     dev = rows.add_deviation(db, amendment_id, text.strip())
-    click.echo(f"deviation {dev} logged on {amendment_id}")
+    echo(f"deviation {dev} logged on {amendment_id}")
 
 
 def _runs_text(runs: tuple[str, ...]) -> str:
@@ -314,16 +315,16 @@ def outcomes(ctx: click.Context, amendment_id: str | None, resamples: int, fmt: 
         rows.amendment(db, amendment_id)
     results = amendment_outcomes(db, ids, resamples)
     if fmt == "json":
-        click.echo(json.dumps([o.to_dict() for o in results], indent=2))
+        echo(json.dumps([o.to_dict() for o in results], indent=2))
         return
     if not results:
-        click.echo("no registered tests to evaluate")
+        echo("no registered tests to evaluate")
         return
-    click.echo(f"{'doc':<4} {'test':<6} {'verdict':<7} prediction")
-    click.echo("\n".join(outcome_lines(results)))
+    echo(f"{'doc':<4} {'test':<6} {'verdict':<7} prediction")
+    echo("\n".join(outcome_lines(results)))
     for amendment in ids:
         for d in rows.deviations(db, amendment):
-            click.echo(f"deviation on {amendment} ({d['created_at'][:19]}): {d['text']}")
+            echo(f"deviation on {amendment} ({d['created_at'][:19]}): {d['text']}")
 
 
 @prereg_group.command("export")
@@ -345,13 +346,13 @@ def export(ctx: click.Context, file: Path | None, resamples: int) -> None:
 
     text = document_markdown(open_db(ctx, create=False), resamples)
     if file is None:
-        click.echo(text, nl=False)
+        echo(text, nl=False)
         return
     try:
         write_text_atomic(file, text)
     except OSError as exc:
         raise ConfigError(f"{file}: cannot write ({exc.strerror})") from None
-    click.echo(f"wrote {file}")
+    echo(f"wrote {file}")
 
 
 COMMANDS = (prereg_group,)

@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 
 from console.cli.options import bounded, open_db
+from console.cli.output import echo
 from core import prompt_packs as packs
 from core.bounds import MAX_BUDGET
 from core.errors import ConfigError
@@ -43,12 +44,12 @@ def list_(ctx: click.Context) -> None:
     """
     db = open_db(ctx)
     sha = pack_rows.active_sha(db)
-    click.echo(f"active: {'prompt pack ' + sha if sha else 'built-in wording (prompts/)'}")
+    echo(f"active: {'prompt pack ' + sha if sha else 'built-in wording (prompts/)'}")
     rows = packs.piece_rows(db)
     width = max(len(r.name) for r in rows)
     for r in rows:
         holes = " ".join(f"{{{p}}}" for p in r.placeholders) or "-"
-        click.echo(f"{r.name:<{width}}  {r.sha256[:16]}  {r.source:<17}  {holes}")
+        echo(f"{r.name:<{width}}  {r.sha256[:16]}  {r.source:<17}  {holes}")
 
 
 @prompts_group.command("show")
@@ -62,7 +63,7 @@ def show(ctx: click.Context, name: str) -> None:
       lab prompts show forced_observation
     """
     text = packs.piece_text(open_db(ctx), name)
-    click.echo(packs.inert(text), nl=not text.endswith("\n"))
+    echo(packs.inert(text), nl=not text.endswith("\n"))
 
 
 @prompts_group.command("export")
@@ -77,7 +78,7 @@ def export(ctx: click.Context, folder: Path, force: bool) -> None:
       lab prompts export my-pack/
     """
     written = packs.export_folder(open_db(ctx), folder, force)
-    click.echo(f"wrote {len(written)} pieces to {folder}")
+    echo(f"wrote {len(written)} pieces to {folder}")
 
 
 @prompts_group.command("import")
@@ -103,12 +104,12 @@ def import_(ctx: click.Context, folder: Path | None, builtin: bool) -> None:
     db = open_db(ctx)
     if builtin:
         packs.reset(db)
-        click.echo("active: built-in wording (prompts/)")
+        echo("active: built-in wording (prompts/)")
         return
     assert folder is not None
     sha, pieces = packs.import_folder(db, folder)
     total = len(packs.piece_rows(db))
-    click.echo(f"active: prompt pack {sha} ({len(pieces)} of {total} pieces replaced)")
+    echo(f"active: prompt pack {sha} ({len(pieces)} of {total} pieces replaced)")
 
 
 @prompts_group.command("reset")
@@ -121,7 +122,7 @@ def reset(ctx: click.Context) -> None:
       lab prompts reset
     """
     packs.reset(open_db(ctx))
-    click.echo("active: built-in wording (prompts/)")
+    echo("active: built-in wording (prompts/)")
 
 
 @prompts_group.command("diff")
@@ -135,7 +136,7 @@ def diff(ctx: click.Context, folder: Path) -> None:
       lab prompts diff paper-pack/
     """
     out = packs.diff_folder(open_db(ctx), folder)
-    click.echo(packs.inert(out) if out else "no differences", nl=not out)
+    echo(packs.inert(out) if out else "no differences", nl=not out)
 
 
 @prompts_group.command("render")
@@ -198,7 +199,7 @@ def render(ctx: click.Context, condition: str, regime: str, step: int, forced: b
     out = {"model": model, "condition": cond.label(), "regime": reg.name, "question": q.id,
            "prompt_pack": active.sha256 if active else "built-in",
            **render_request(setup, client, step, forced, active.pieces if active else None)}
-    click.echo(json.dumps(out, indent=2, ensure_ascii=True))
+    echo(json.dumps(out, indent=2, ensure_ascii=True))
 
 
 def _demo_question(task: str) -> str:

@@ -15,6 +15,7 @@ import click
 from sqlite_utils import Database
 
 from console.cli.options import IntList, bounded, number, open_db
+from console.cli.output import echo
 from console.render import imported_summary, plural, step_lines, summary_lines
 from core import store
 from core.bounds import MAX_BUDGET, MAX_TIMEOUT_S, MAX_WORKERS, Bounds
@@ -139,23 +140,23 @@ def enqueue_cmd(ctx: click.Context, models: str, conditions: str, regimes: str,
         grid_plan, grid_id, njobs = enqueue_grid(db, settings_for(ctx), request, registry)
         summary = grid_plan.summary() | {"grid": grid_id, "jobs": njobs}
     for note in summary["notes"]:
-        click.echo(f"note: {note}", err=True)
+        echo(f"note: {note}", err=True)
     if not dry_run:
         if summary["grid"] is None and not as_json:
-            click.echo(f"nothing to queue: all {summary['already_stored_or_queued']} episodes "
+            echo(f"nothing to queue: all {summary['already_stored_or_queued']} episodes "
                        f"of {plural(summary['cells'], 'cell')} are already stored or queued")
             return
     if as_json:
-        click.echo(json.dumps(summary, indent=2))
+        echo(json.dumps(summary, indent=2))
         return
     head = "would queue" if dry_run else f"grid {summary['grid']}: queued"
-    click.echo(f"{head} {plural(summary['cells'], 'cell')}, "
+    echo(f"{head} {plural(summary['cells'], 'cell')}, "
                f"{plural(summary['new_episodes'], 'episode')} in "
                f"{plural(summary['jobs'], 'job')} (≤ {summary['max_model_calls']} model calls"
                + (f", {summary['sim_episodes']} episodes simulated" if summary["sim_episodes"]
                   else "") + f"); {summary['already_stored_or_queued']} already stored or queued")
     for model, est in summary["estimate"].items():
-        click.echo(f"  {model}: ≤ {est['calls']:,} calls, ≈ {est['input_tokens']:,.0f} input "
+        echo(f"  {model}: ≤ {est['calls']:,} calls, ≈ {est['input_tokens']:,.0f} input "
                    f"tokens ({est['cache_read_tokens']:,.0f} cache reads, "
                    f"{est['cache_write_tokens']:,.0f} cache writes), ≈ "
                    f"{est['output_tokens']:,.0f} output tokens, ≈ ${est['dollars']:,.2f}")
@@ -225,7 +226,7 @@ def worker_cmd(ctx: click.Context, workers: int, concurrency: int, worker_type: 
         log_to(log_file)
         logging.getLogger("lab.worker").info("%s, concurrency %d", banner, concurrency)
     else:
-        click.echo(banner, err=True)
+        echo(banner, err=True)
     run_worker(settings, workers=workers, until_idle=until_idle)
     logging.getLogger("lab.worker").info("worker %s stopped", settings.worker_id)
 
@@ -277,7 +278,7 @@ def status_cmd(ctx: click.Context, as_json: bool) -> None:
     down = endpoints_down(db, now=now, stale_s=lease_s)  # outages the workers wait out
     if as_json:
         states = {w.id: w.state for w in workers}
-        click.echo(json.dumps({"grids": [g.to_dict() for g in grids],
+        echo(json.dumps({"grids": [g.to_dict() for g in grids],
                                "jobs": ledger.job_states(db),
                                "workers": [w | {"state": states.get(w["id"], w["state"])}
                                            for w in ledger.workers(db)],
@@ -288,9 +289,9 @@ def status_cmd(ctx: click.Context, as_json: bool) -> None:
                               indent=2))
         return
     for d in down:
-        click.echo(d.line())
+        echo(d.line())
     if not grids:
-        click.echo("nothing queued yet (lab enqueue …)")
+        echo("nothing queued yet (lab enqueue …)")
         return
     tty = sys.stdout.isatty()
     for g in grids:
@@ -300,24 +301,24 @@ def status_cmd(ctx: click.Context, as_json: bool) -> None:
         eta = "-" if g.eta_s is None else f"{g.eta_s:.0f}s"
         bar = f"{_bar(g.stored, g.expected, 16)} " if tty else ""
         unit = "episodes" if g.unit == "episodes" else f"{g.kind} {g.unit}"
-        click.echo(f"grid {g.grid:<3} {g.run:<12} {bar}{g.stored}/{g.expected} {unit}, "
+        echo(f"grid {g.grid:<3} {g.run:<12} {bar}{g.stored}/{g.expected} {unit}, "
                    f"{g.rate:.1f}/s, ETA {eta}")
         running = f"{g.running} running; " if g.unit == "episodes" else ""
         apart = apart_text({"truncated": g.truncated, "refused": g.refused})
-        click.echo(f"    {g.errored} errored, {running}{apart + ', ' if apart else ''}"
+        echo(f"    {g.errored} errored, {running}{apart + ', ' if apart else ''}"
                    f"jobs: {jobs or '-'}")
         if g.retry:
-            click.echo(f"    retry errored: {g.retry}")
+            echo(f"    retry errored: {g.retry}")
     lost = [r for r in live if r.state == "lost"]
     if lost:
         whys = sorted({r.why or "" for r in lost})
-        click.echo(f"{plural(len(lost), 'live episode')} of lost workers, not running (removed "
+        echo(f"{plural(len(lost), 'live episode')} of lost workers, not running (removed "
                    f"by the next worker's reconcile): {'; '.join(whys[:3])}"
                    + (f"; … {len(whys) - 3} more" if len(whys) > 3 else ""))
     for w in workers:
         if w.state != "stopped" and w.age_s < 30:
             shown = "lost (process gone)" if w.state == "lost" else w.state
-            click.echo(f"worker {w.id}: {shown}, heartbeat {w.age_s:.0f}s ago")
+            echo(f"worker {w.id}: {shown}, heartbeat {w.age_s:.0f}s ago")
 
 
 def _target(action: str, run_name: str | None, grid: int | None,
@@ -359,7 +360,7 @@ def _control_command(action: str) -> click.Command:
                 job: int | None) -> None:
         target, value = _target(action, run_name, grid, job)
         moved = control(open_db(ctx), settings_for(ctx), action, target, value)
-        click.echo(f"{action}: {len(moved)} job(s) of {target} {value}")
+        echo(f"{action}: {len(moved)} job(s) of {target} {value}")
 
     return command
 
@@ -396,10 +397,10 @@ def retry_cmd(ctx: click.Context, run_name: str | None, grid: int | None, job: i
     result = retry(open_db(ctx), settings_for(ctx), target, value,
                    errored_only=errored_only)
     for note in result.notes:
-        click.echo(f"cell re-specced: {note}")
+        echo(f"cell re-specced: {note}")
     for amendment, dev_id, _ in result.deviations:
-        click.echo(f"deviation {dev_id} logged on {amendment} (lab prereg show {amendment})")
-    click.echo(f"retry {target} {value}: " + ", ".join(k.text for k in result.kinds)
+        echo(f"deviation {dev_id} logged on {amendment} (lab prereg show {amendment})")
+    echo(f"retry {target} {value}: " + ", ".join(k.text for k in result.kinds)
                + ("" if errored_only else f", {len(result.reopened)} failed/cancelled job(s) "
                                           f"re-opened"))
 
@@ -461,17 +462,17 @@ def tail_cmd(ctx: click.Context, episode: int | None, follow: bool,
 def _tail_one(db: Database, live_id: int, info: dict[str, Any], deadline: float | None) -> str:
     """Print a live episode's steps until it ends; returns "stored", "ended", "lost" or
     "timeout". A dead or stopped worker's episode ends the tail at once with one line."""
-    click.echo(f"live episode {live_id}: {info['label']} · question {info['question_id']}")
+    echo(f"live episode {live_id}: {info['label']} · question {info['question_id']}")
     title_of = title_resolver(db)
     seen = 0
     while True:
         for step in store.live_steps(db, live_id, after_t=seen):
-            click.echo("\n".join(step_lines(step, title_of)))
+            echo("\n".join(step_lines(step, title_of)))
             seen = step.t
         now = ledger.live_info(db, live_id)
         rows = monitor.live_rows(db, live_id=live_id) if _same_live(now, info) else []
         if rows and rows[0].state == "lost":
-            click.echo(f"live episode {live_id} is lost: {rows[0].why}; it was not stored "
+            echo(f"live episode {live_id} is lost: {rows[0].why}; it was not stored "
                        f"(its job runs the question again)")
             return "lost"
         if not rows:  # stored, or ended without a record
@@ -479,7 +480,7 @@ def _tail_one(db: Database, live_id: int, info: dict[str, Any], deadline: float 
             if row is not None:
                 _print_finished(db, row, header=False, after_t=seen)
                 return "stored"
-            click.echo(f"live episode {live_id} ended without being stored")
+            echo(f"live episode {live_id} ended without being stored")
             return "ended"
         if deadline and time.monotonic() > deadline:
             return "timeout"
@@ -499,21 +500,21 @@ def _print_finished(db: Database, episode_id: int, header: bool = True, after_t:
     if row is None:
         raise ConfigError(f"no episode {episode_id} (live or finished)")
     if header:
-        click.echo(f"episode {episode_id}: {row['model']} / {row['condition']} / {row['regime']}"
+        echo(f"episode {episode_id}: {row['model']} / {row['condition']} / {row['regime']}"
                    f" · question {row['question_id']}")
     imported = episode_imported(db, episode_id)
     if header and imported:
-        click.echo(f"{NO_TEXT}: its actions, judgments and success only")
+        echo(f"{NO_TEXT}: its actions, judgments and success only")
     title_of = title_resolver(db)
     for step in store.episode_steps(db, episode_id):
         if step.t > after_t:
-            click.echo("\n".join(step_lines(step, title_of, imported=imported)))
+            echo("\n".join(step_lines(step, title_of, imported=imported)))
     fields = {k: row[k] for k in ("answered", "answer", "answer_action", "correct", "f1",
                                   "placeholder", "tool_calls", "extra_calls", "forced_turns",
                                   "refused_calls", "format_failures", "input_tokens",
                                   "output_tokens", "reasoning_tokens", "end_reason", "error")}
     result = EpisodeResult(question_id=row["question_id"], **fields)
-    click.echo("\n".join(imported_summary(result) if imported else
+    echo("\n".join(imported_summary(result) if imported else
                           summary_lines(result, row["gold"])))
 
 COMMANDS = (enqueue_cmd, worker_cmd, status_cmd, tail_cmd, *CONTROL_COMMANDS)

@@ -12,6 +12,7 @@ from collections.abc import Callable
 import click
 
 from console.cli.options import bounded, open_db
+from console.cli.output import echo
 from core.models.registry import load_registry
 from core.probes import COMMANDS as PROBE_COMMANDS
 from jobs.kinds.replay import ReplayPlan, ReplayRequest, plan_replay, request_from
@@ -41,9 +42,9 @@ def _run_request(ctx: click.Context, request: ReplayRequest, dry_run: bool,
             lambda plan, n: f"run {request.run}: {n} {request.kind} jobs, {plan.calls} calls")
     summary = plan.summary() | {"grid": grid_id, "jobs": len(jobs), "dry_run": dry_run}
     if as_json:
-        click.echo(json.dumps(summary, indent=2))
+        echo(json.dumps(summary, indent=2))
         return
-    click.echo(_plan_text(plan, grid_id, len(jobs), dry_run))
+    echo(_plan_text(plan, grid_id, len(jobs), dry_run))
 
 
 def _plan_text(plan: ReplayPlan, grid_id: int | None, jobs: int, dry_run: bool) -> str:

@@ -12,6 +12,7 @@ from pathlib import Path
 import click
 
 from console.cli.options import bounded, open_db
+from console.cli.output import echo
 from console.cli.results import (
     _study_frames,
     results_spec,
@@ -72,7 +73,7 @@ def report_cmd(ctx: click.Context, file: Path, runs: tuple[str, ...], sets: tupl
     study = study_rows(db, selection, resamples, seed, spec=spec)
     html = build_report(db, study, Path(ctx.obj["db"]).name, style, title)
     write_text_atomic(file, html)
-    click.echo(f"wrote {file} ({len(html.encode('utf-8')) / 1e6:.2f} MB; "
+    echo(f"wrote {file} ({len(html.encode('utf-8')) / 1e6:.2f} MB; "
                f"{sum(len(r) for r in study.rows.values()):,} rows in {len(study.tables)} "
                "tables)")
 

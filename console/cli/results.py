@@ -18,6 +18,7 @@ from sqlite_utils import Database
 
 from analysis.tables.provenance import provenance_lines, row_provenance
 from console.cli.options import TableChoice, bounded, number, open_db
+from console.cli.output import echo
 from core import store
 from core.bounds import MAX_RESAMPLES, MAX_SEEDS, Bounds
 from core.errors import ConfigError, LabError, StoreError
@@ -223,14 +224,14 @@ def results(ctx: click.Context, table: str, runs: tuple[str, ...], sets: tuple[s
     if res.repaired is not None:
         note = (f"note: repaired answers (lab repair) replace the raw ones of {res.repaired} "
                 f"episodes; raw results are primary" if res.repaired else NO_REPAIRED)
-        click.echo(note, err=True)
+        echo(note, err=True)
     provenance = prereg_rows.run_provenance(db, frames.runs)
     if fmt == "table":
         text = render_results(res, charts=True, colorless=not sys.stdout.isatty())
-        click.echo((note + "\n\n" if note else "") + "\n".join(
+        echo((note + "\n\n" if note else "") + "\n".join(
             provenance_lines(provenance)) + "\n" + text)
         return
-    click.echo(_rows_out([d | row_provenance(d, provenance) for t in res.tables
+    echo(_rows_out([d | row_provenance(d, provenance) for t in res.tables
                           for d in t.dicts()], fmt))
 
 
@@ -240,12 +241,12 @@ def _print_trace(table: Table, fmt: str) -> None:
     from analysis.tables.trace_charts import sweep_charts
 
     if fmt != "table":
-        click.echo(_rows_out(table.dicts(), fmt))
+        echo(_rows_out(table.dicts(), fmt))
         return
     parts = [render_table(table)]
     if table.name == "trace_sweeps":
         parts += sweep_charts(table, colorless=not sys.stdout.isatty())
-    click.echo("\n\n".join(parts))
+    echo("\n\n".join(parts))
 
 
 @click.command("validate-measures")
@@ -347,9 +348,9 @@ def validate_measures_cmd(ctx: click.Context, set_name: str | None, seeds: int,
             paper_decisions(db, questions, seed_list, models or ()), models or (), seed_list))
         tables.append(paper_table(v))
     if fmt == "table":
-        click.echo("\n\n".join(render_table(t) for t in tables))
+        echo("\n\n".join(render_table(t) for t in tables))
     else:
-        click.echo(_rows_out([d for t in tables for d in t.dicts()], fmt))
+        echo(_rows_out([d for t in tables for d in t.dicts()], fmt))
     if not v.passed:
         failed = v.failures()
         raise ValidationFailed(f"{len(failed)} check(s) on simulated policies failed: "
@@ -402,10 +403,10 @@ def export_cmd(ctx: click.Context, directory: Path, runs: tuple[str, ...],
             raise
         episodes = False  # trace states only: no episode files or tables
         if store.count(db, "episodes"):
-            click.echo(f"note: {exc}; writing the trace states' files only", err=True)
+            echo(f"note: {exc}; writing the trace states' files only", err=True)
     paths = export(db, directory, selection, resamples, min(resamples, 1000),
                    episodes=episodes)
-    click.echo(f"wrote {len(paths)} files to {directory}: " + ", ".join(p.name for p in paths))
+    echo(f"wrote {len(paths)} files to {directory}: " + ", ".join(p.name for p in paths))
 
 COMMANDS = (results, validate_measures_cmd, export_cmd)
 """The commands to register on the `lab` group."""

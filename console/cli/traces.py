@@ -13,6 +13,7 @@ import json
 import click
 
 from console.cli.options import bounded, number, open_db
+from console.cli.output import echo
 from console.render import plural
 from core.bounds import Bounds
 from core.models.registry import load_registry
@@ -90,10 +91,10 @@ def collect(ctx: click.Context, question_set: str, models: str, run_name: str | 
             db, settings_for(ctx), "traces", request, registry, priority, "traces",
             lambda plan, n: f"run {request.run_name}: {n} trace jobs, {plan.calls} calls")
     if as_json:
-        click.echo(json.dumps(plan.summary() | {"grid": grid_id, "jobs": len(jobs),
+        echo(json.dumps(plan.summary() | {"grid": grid_id, "jobs": len(jobs),
                                                 "dry_run": dry_run}, indent=2))
         return
-    click.echo(plan_text(plan, grid_id, len(jobs), dry_run))
+    echo(plan_text(plan, grid_id, len(jobs), dry_run))
 
 
 def plan_text(plan: TracePlan, grid_id: int | None, jobs: int, dry_run: bool) -> str:

@@ -7,6 +7,7 @@ import asyncio
 import click
 
 from console.cli.options import bounded, open_db
+from console.cli.output import echo
 from console.render import step_lines, summary_lines
 from core import store
 from core.bounds import MAX_BUDGET
@@ -71,12 +72,12 @@ def try_(ctx: click.Context, model: str, condition: str, regime: str, question: 
     def title_of(ref: str) -> str:
         return ref_title(ref, by_id.get)
 
-    click.echo(f"{spec.name} · {cond.name} · {reg.name} · budget {budget} · seed {seed}")
-    click.echo(f"question {q.id}: {q.question}")
+    echo(f"{spec.name} · {cond.name} · {reg.name} · budget {budget} · seed {seed}")
+    echo(f"question {q.id}: {q.question}")
     setup = setup_for(cell, q, ForeignPool(pool_questions), client)
-    result = asyncio.run(run_one(setup, client, on_step=lambda s: click.echo(
+    result = asyncio.run(run_one(setup, client, on_step=lambda s: echo(
         "\n".join(step_lines(s, title_of)))))
-    click.echo("\n".join(summary_lines(result, q.answer)))
+    echo("\n".join(summary_lines(result, q.answer)))
     if result.error:
         raise EpisodeFailed(f"the episode ended in an error: {result.error}")
 

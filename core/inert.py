@@ -1,0 +1,45 @@
+"""Text from outside shown inert: the one sanitizer of everything lab prints.
+
+Model answers, imported question text and ids, set, run and model names, amendment
+titles and server errors can hold terminal control sequences (an OSC title set,
+`ESC[2J` clearing the screen, a carriage return rewriting a line, bidirectional
+overrides). Every CLI printer (`console.cli.output.echo`) and every console widget
+that shows stored text passes it through `inert`, which shows each control or format
+character escaped (`\\x1b`, `\\u202e`) instead of letting the terminal interpret it;
+newlines and tabs stay where the layout needs them. `plain` strips them instead, for
+text that must stay well-formed elsewhere (SVG/PDF figure text).
+"""
+
+from __future__ import annotations
+
+import unicodedata
+
+
+def inert(text: str, keep: str = "\n\t") -> str:
+    """`text` safe to print on a terminal: control and format characters other than
+    those in `keep` (newline and tab) are shown escaped (`\\x1b`), never interpreted.
+
+    Args:
+        text: any text (a non-string is shown by its `str`).
+        keep: control characters left as they are ("" on a one-line field).
+    """
+    text = text if isinstance(text, str) else str(text)
+    if text.isprintable() or not any(_is_unsafe(c, keep) for c in text):
+        return text
+    return "".join(_shown_char(c) if _is_unsafe(c, keep) else c for c in text)
+
+
+def _is_unsafe(c: str, keep: str) -> bool:
+    return c not in keep and unicodedata.category(c) in ("Cc", "Cf", "Cs")
+
+
+def _shown_char(c: str) -> str:
+    return c.encode("unicode_escape", "backslashreplace").decode("ascii")
+
+
+def plain(text: str) -> str:
+    """`text` without control or format characters (newline and tab become spaces): for
+    figure text, where they would make an SVG or PDF malformed."""
+    text = text if isinstance(text, str) else str(text)
+    return "".join(" " if c in "\n\t" else c for c in text
+                   if c in "\n\t" or unicodedata.category(c) not in ("Cc", "Cf", "Cs"))
