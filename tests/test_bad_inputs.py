@@ -497,12 +497,12 @@ def test_a_full_disk_while_enqueueing_is_one_line_and_writes_nothing(db, capsys,
 
 
 def test_a_full_disk_in_the_queue_file_is_one_line(db, capsys, monkeypatch):
-    import jobs.control
+    import jobs.queue
 
     def full(*_a, **_k):  # what Huey's SqliteStorage raises on a full disk
         raise sqlite3.OperationalError("database or disk is full")
 
-    monkeypatch.setattr(jobs.control, "enqueue_job", full)
+    monkeypatch.setattr(jobs.queue, "enqueue_job", full)
     one_error(*lab(capsys, "--db", db, *ENQUEUE)[::2], "queue file", "database or disk is full")
     # the grid and its jobs are whole in lab.db; any worker's reconcile queues them
     conn = sqlite3.connect(db)
