@@ -177,17 +177,24 @@ class LiveBuffer:
         new, steps, done, dropped = self._new, self._steps, self._done, self._dropped
         self._new, self._steps, self._done, self._dropped = [], [], [], []
         db = self.db
-        with store.write(db):
-            for token, qid in new:
-                if token not in ended:
-                    self._ids[token] = store.live_start(db, self.cell_id, qid, self.label,
-                                                        self.worker)
-            # an ended episode's live row goes: skip its steps
-            write_live_steps(db, [(self._ids[token], step) for token, step in steps
-                                  if token in self._ids and token not in ended])
-            for token in dropped:
-                if token in self._ids:
-                    store.live_end(db, self._ids.pop(token))
-            ids = store.write_episodes(
-                db, [(self.cell_id, r, self._ids.pop(t, None)) for t, r in done]) if done else []
+        ids_now = dict(self._ids)  # kept only once the transaction commits
+        try:
+            with store.write(db):
+                for token, qid in new:
+                    if token not in ended:
+                        ids_now[token] = store.live_start(db, self.cell_id, qid, self.label,
+                                                          self.worker)
+                # an ended episode's live row goes: skip its steps
+                write_live_steps(db, [(ids_now[token], step) for token, step in steps
+                                      if token in ids_now and token not in ended])
+                for token in dropped:
+                    if token in ids_now:
+                        store.live_end(db, ids_now[token])
+                ids = store.write_episodes(
+                    db, [(self.cell_id, r, ids_now.get(t)) for t, r in done]) if done else []
+        except BaseException:  # rolled back (a full disk): all of it waits for the next flush
+            self._new, self._steps = new + self._new, steps + self._steps
+            self._done, self._dropped = done + self._done, dropped + self._dropped
+            raise
+        self._ids = {t: i for t, i in ids_now.items() if t not in ended}
         return sum(i is not None for i in ids)

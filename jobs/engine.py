@@ -32,6 +32,7 @@ from core.models.health import HEALTH, Change
 from core.models.registry import ModelSpec, make_client
 from core.store import jobs as ledger
 from core.store.endpoints import record_change
+from jobs.pump import unless_disk_full
 from jobs.settings import WorkerSettings
 from jobs.slots import CallSlots, slots_path
 from jobs.tasks import PoolCache, Resources, run_job
@@ -128,8 +129,10 @@ class Engine:
         """An endpoint went down or up (in the loop's thread): record it where `lab
         status`, the Dashboard and Jobs read it (`core.store.endpoints`)."""
         if self._db is not None and self._pid == os.getpid():
-            record_change(self._db, self.settings.worker_id, change.url, change.state,
-                          change.since, change.models, change.error)
+            db = self._db
+            unless_disk_full(lambda: record_change(
+                db, self.settings.worker_id, change.url, change.state, change.since,
+                change.models, change.error))
 
     def submit(self, job: dict) -> str:
         """Run a job whose lease this worker holds; return once its questions have started.

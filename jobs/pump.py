@@ -18,6 +18,10 @@ kind needs and used to write for itself:
   still stored;
 - **bounded stop**: `should_stop` is read before each item; the worker's `CallStop`
   cuts the calls in flight;
+- **a full disk**: while lab.db's disk is full (`core.store.disk`) no item starts;
+  finished results stay in memory and the flush is tried again every `PROBE_S` until
+  it commits, then the job resumes (a stop during the wait leaves them unstored: the
+  released job runs them again);
 - **client closing**: the work's clients are closed at the end unless the worker
   shares them.
 
@@ -33,12 +37,25 @@ from typing import Any, Generic, TypeVar
 from core.errors import ModelError
 from core.models.base import ModelClient, aclose
 from core.models.retry import call_stop
+from core.store.disk import DISK, PROBE_S, is_disk_full
 
 T = TypeVar("T")
 R = TypeVar("R")
 
 FLUSH_S = 0.1
 """How often finished results are committed by default."""
+
+
+def unless_disk_full(write: Callable[[], Any]) -> bool:
+    """Run a write; False when the disk under lab.db is full (it was rolled back and what
+    it would have stored is kept for the next try; `core.store.disk` says so once)."""
+    try:
+        write()
+    except Exception as exc:
+        if not is_disk_full(exc):
+            raise
+        return False
+    return True
 
 
 class Pending(Generic[R]):
@@ -59,13 +76,17 @@ class Pending(Generic[R]):
         """A finished result: stored at the next flush (at once when the batch is full)."""
         self.items.append(result)
         if len(self.items) >= self.batch:
-            self.flush()
+            unless_disk_full(self.flush)
 
     def flush(self) -> None:
-        """Write what gathered since the last flush."""
+        """Write what gathered since the last flush (kept for the next one if it fails)."""
         if self.items:
             items, self.items = self.items, []
-            self.stored += self.write(items)
+            try:
+                self.stored += self.write(items)
+            except BaseException:
+                self.items = items + self.items
+                raise
 
 
 class Work(Generic[T]):
@@ -173,9 +194,21 @@ async def pump(work: Work[T], client: ModelClient, *, concurrency: int | None = 
     limit = slots or asyncio.Semaphore(
         max(1, min(client.concurrency, concurrency or client.concurrency)))
     admission = _Admission(len(items), on_admitted)
+    probing = asyncio.Lock()
 
     def stopping() -> bool:
         return should_stop is not None and should_stop()
+
+    async def disk_ready() -> bool:
+        """Wait while lab.db's disk is full, trying the flush again; False: stopped."""
+        while DISK.full:
+            if stopping() or call_stop().requested:
+                return False
+            await asyncio.sleep(PROBE_S)
+            if not probing.locked():
+                async with probing:
+                    unless_disk_full(work.flush)
+        return True
 
     async def one(item: T) -> None:
         try:
@@ -186,6 +219,8 @@ async def pump(work: Work[T], client: ModelClient, *, concurrency: int | None = 
                 admission.one()
                 if stopping() or not await endpoint_ready(client, should_stop):
                     return  # an outage: wait, not burn
+                if not await disk_ready():
+                    return  # stopped while the disk was full
                 await work.run(item)
         finally:
             work.ended(item)
@@ -193,7 +228,7 @@ async def pump(work: Work[T], client: ModelClient, *, concurrency: int | None = 
     async def flusher(every: float) -> None:
         while True:
             await asyncio.sleep(every)
-            work.flush()
+            unless_disk_full(work.flush)
 
     if not items:
         admission.all()
@@ -205,7 +240,10 @@ async def pump(work: Work[T], client: ModelClient, *, concurrency: int | None = 
         await asyncio.gather(*tasks)
         if flushing is not None:
             flushing.cancel()
-        work.flush()
+        while not unless_disk_full(work.flush):  # the last results: wait for space
+            if stopping() or call_stop().requested:
+                return work.stored
+            await asyncio.sleep(PROBE_S)
         work.finish()
     except BaseException:  # one item raised: stop the others (their items stay missing)
         for task in tasks:
@@ -217,7 +255,7 @@ async def pump(work: Work[T], client: ModelClient, *, concurrency: int | None = 
         if flushing is not None:
             flushing.cancel()
         try:  # store what finished even when another item raised (a bug in lab)
-            work.flush()
+            unless_disk_full(work.flush)
         finally:
             if close_client:  # release connections before the event loop ends
                 await close_all(work.clients())

@@ -24,6 +24,7 @@ from core.regimes import parse_regime
 from core.runner import CallGate, CellSpec
 from core.store import jobs as ledger
 from core.store import prompt_packs
+from core.store.disk import PROBE_S, is_disk_full
 from jobs.kinds import job_kind
 from jobs.kinds.base import JobContext
 from jobs.sets import PoolCache
@@ -71,7 +72,12 @@ async def _heartbeat(db: Database, job_id: int, settings: WorkerSettings, stop: 
         if res.stopping:
             stop.reason = "worker stopping"
             break
-        state = ledger.heartbeat(db, job_id, settings.worker_id, settings.lease_s)
+        try:
+            state = ledger.heartbeat(db, job_id, settings.worker_id, settings.lease_s)
+        except sqlite3.OperationalError as exc:
+            if not is_disk_full(exc):
+                raise
+            continue  # a full disk: the job is paused (jobs.pump), not lost
         if state is None:
             stop.reason = "lease lost"
         elif state != "running":
@@ -187,7 +193,12 @@ def execute_job(settings: WorkerSettings, job_id: int, pools: PoolCache | None =
     """
     db = store.connect(settings.db_path)
     try:
-        job = ledger.acquire(db, job_id, settings.worker_id, settings.lease_s)
+        try:
+            job = ledger.acquire(db, job_id, settings.worker_id, settings.lease_s)
+        except sqlite3.OperationalError as exc:
+            if not is_disk_full(exc):
+                raise
+            return "skipped"  # still queued: reconcile sends it again once there is space
         if job is None:
             return "skipped"
         if engine is not None:
@@ -222,7 +233,11 @@ async def run_job(db: Database, job: dict, settings: WorkerSettings, res: Resour
             isinstance(exc, Exception) and job["attempts"] >= settings.max_attempts)
         state = "failed" if fatal else "queued"
         reason = failure_text(exc)
-        ledger.finish(db, job_id, settings.worker_id, state, error=reason)
+        try:
+            ledger.finish(db, job_id, settings.worker_id, state, error=reason)
+        except sqlite3.OperationalError as write_failed:  # a full disk: its lease runs out
+            if not is_disk_full(write_failed):
+                raise
         if not isinstance(exc, Exception):
             raise
         log.warning("job %s %s: %s", job_id, "failed" if fatal else "will retry",
@@ -235,6 +250,21 @@ async def run_job(db: Database, job: dict, settings: WorkerSettings, res: Resour
     missing = job_kind(job.get("kind") or "episodes").unsettled(db, job, mark)
     if stop.reason == "worker stopping" or res.stopping or missing:
         # a stop's interrupted episodes are errored records: the released job re-runs them
-        released = ledger.finish(db, job_id, settings.worker_id, "queued")
+        released = await _settle(db, job_id, settings, "queued", res)
         return "released" if released else "lost"
-    return "done" if ledger.finish(db, job_id, settings.worker_id, "done") else "lost"
+    return "done" if await _settle(db, job_id, settings, "done", res) else "lost"
+
+
+async def _settle(db: Database, job_id: int, settings: WorkerSettings, state: str,
+                  res: Resources) -> bool:
+    """`ledger.finish`, waiting while lab.db's disk is full (a stopping worker gives up:
+    the job's lease runs out and the next worker takes it)."""
+    while True:
+        try:
+            return ledger.finish(db, job_id, settings.worker_id, state)
+        except sqlite3.OperationalError as exc:
+            if not is_disk_full(exc):
+                raise
+            if res.stopping:
+                return False
+        await asyncio.sleep(PROBE_S)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import sqlite3
 import threading
 import time
 from collections.abc import Callable
@@ -34,6 +35,7 @@ from huey.consumer import Consumer, ConsumerStopped
 
 from core import store
 from core.store import jobs as ledger
+from core.store.disk import is_disk_full
 from core.store.endpoints import forget_worker
 from core.store.episodes import remove_live
 from jobs.child import start_child, stop_child
@@ -210,11 +212,16 @@ def run_worker(settings: WorkerSettings, workers: int = 1, until_idle: bool = Fa
             tick = consumer.loop(tick)
             now = time.monotonic()
             if now - last >= settings.reconcile_s:
-                revived = reconcile(db, huey, task)
+                last = now
+                try:
+                    revived = reconcile(db, huey, task)
+                    ledger.worker_heartbeat(db, settings.worker_id)
+                except sqlite3.OperationalError as exc:
+                    if not is_disk_full(exc):
+                        raise
+                    continue  # a full disk: the jobs wait (jobs.pump), the loop goes on
                 if revived:
                     log.info("re-enqueued jobs %s", revived)
-                ledger.worker_heartbeat(db, settings.worker_id)
-                last = now
             if on_tick is not None:
                 on_tick()
             if until_idle and is_idle(db, huey):
@@ -234,7 +241,7 @@ def _stop(db: Any, consumer: LabConsumer, engine: Engine, settings: WorkerSettin
           grace: float) -> None:
     """Stop within the grace (and margin): drain, join, release what is left, clean up."""
     consumer.begin_stop()
-    ledger.worker_heartbeat(db, settings.worker_id, "stopping")
+    _unless_disk_full(lambda: ledger.worker_heartbeat(db, settings.worker_id, "stopping"))
     started = consumer.stopped_at if consumer.stopped_at is not None else time.monotonic()
     try:
         engine.drain(grace)  # thread workers: calls in flight get the grace, then are cut
@@ -245,11 +252,27 @@ def _stop(db: Any, consumer: LabConsumer, engine: Engine, settings: WorkerSettin
         # jobs of children killed at the deadline, and episodes still in flight after
         # the drain (hung calls), run no more: queue the jobs again, and their live rows
         # must not say "running" (the console would show ghost episodes)
-        released = ledger.release_worker_jobs(db, settings.worker_id,
-                                              "worker stopped before its episodes ended")
-        if released:
-            log.warning("stopping: re-queued jobs %s", released)
-        remove_live(db, settings.worker_id)
-        forget_worker(db, settings.worker_id)  # the endpoints it saw down: no longer shown
-        ledger.worker_heartbeat(db, settings.worker_id, "stopped")
+        def settle() -> None:
+            released = ledger.release_worker_jobs(db, settings.worker_id,
+                                                  "worker stopped before its episodes ended")
+            if released:
+                log.warning("stopping: re-queued jobs %s", released)
+            remove_live(db, settings.worker_id)
+            forget_worker(db, settings.worker_id)  # the endpoints it saw down: not shown
+            ledger.worker_heartbeat(db, settings.worker_id, "stopped")
+
+        # on a full disk this is left to the next worker (leases run out, live rows of a
+        # dead worker are removed when it reconciles)
+        _unless_disk_full(settle)
         db.conn.close()
+
+
+def _unless_disk_full(write: Callable[[], None]) -> None:
+    """Run a write of the stop; on a full disk say so and go on (the stop must end)."""
+    try:
+        write()
+    except sqlite3.OperationalError as exc:
+        if not is_disk_full(exc):
+            raise
+        log.warning("stopping: lab.db's disk is full; the next worker re-queues this "
+                    "worker's jobs")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
 import sys
 import time
 from collections.abc import Callable
@@ -34,6 +35,9 @@ from jobs.grid import GridRequest, plan
 from jobs.retry import retry
 from jobs.settings import WorkerSettings
 from jobs.worker import run_worker
+
+LOW_DISK_BYTES = 16 * 1024 * 1024
+"""Free space under lab.db below which `lab status` says the disk is full."""
 
 
 def _split(text: str) -> tuple[str, ...]:
@@ -290,6 +294,9 @@ def status_cmd(ctx: click.Context, as_json: bool) -> None:
         return
     for d in down:
         echo(d.line())
+    low = low_disk(Path(ctx.obj["db"]))
+    if low is not None:
+        echo(low)
     if not grids:
         echo("nothing queued yet (lab enqueue …)")
         return
@@ -319,6 +326,18 @@ def status_cmd(ctx: click.Context, as_json: bool) -> None:
         if w.state != "stopped" and w.age_s < 30:
             shown = "lost (process gone)" if w.state == "lost" else w.state
             echo(f"worker {w.id}: {shown}, heartbeat {w.age_s:.0f}s ago")
+
+
+def low_disk(db_path: Path) -> str | None:
+    """A line when the disk under lab.db is (nearly) full: workers pause their jobs then."""
+    try:
+        free = shutil.disk_usage(db_path.resolve().parent).free
+    except OSError:
+        return None
+    if free >= LOW_DISK_BYTES:
+        return None
+    return (f"lab.db's disk is full ({free / 1e6:.1f} MB free): workers pause their jobs "
+            f"(finished episodes wait in memory) and resume when space is freed")
 
 
 def _target(action: str, run_name: str | None, grid: int | None,

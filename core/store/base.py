@@ -12,6 +12,7 @@ from sqlite_utils import Database
 
 from core.errors import StoreError
 from core.schema import MIGRATIONS, SCHEMA_VERSION
+from core.store.disk import DISK, is_disk_full
 
 BUSY_TIMEOUT_MS = 60_000
 Rederive = Callable[[Database, Path, bool], None]
@@ -158,12 +159,15 @@ def write(db: Database) -> Iterator[Database]:
     conn.execute("BEGIN IMMEDIATE")
     try:
         yield db
-    except BaseException:
+        if conn.in_transaction:  # the body may end it itself (check_writable rolls back)
+            conn.execute("COMMIT")
+    except BaseException as exc:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
+        if is_disk_full(exc):  # rolled back whole; a worker pauses (core.store.disk)
+            DISK.failed(exc)
         raise
-    if conn.in_transaction:  # the body may end it itself (check_writable rolls back)
-        conn.execute("COMMIT")
+    DISK.written()
 
 
 def check_writable(db: Database, path: Path | str) -> None:
