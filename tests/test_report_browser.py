@@ -65,7 +65,7 @@ def test_the_report_opens_without_errors_and_draws_every_figure(report_file, tmp
         errors = page.collect_errors()
     assert errors == [], errors
     assert checks["broken"] == 0
-    assert len(checks["svgs"]) == 9
+    assert len(checks["svgs"]) == 12  # every figure the study feeds (no trace states)
     assert all(w > 200 and h > 100 for w, h in checks["svgs"]), checks["svgs"]
     assert checks["tables"] >= 11 and checks["sheets"] == 1
     assert checks["h1"] == "Rule study" and checks["title"] == "Rule study"
