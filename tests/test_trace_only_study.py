@@ -17,10 +17,10 @@ def test_figures_draw_the_trace_study_alone(tmp_path: Path):
     code, out, err = lab(db, "figures", str(tmp_path / "figs"), "--resamples", "20",
                          "--format", "svg")
     assert code == 0, err
-    assert "wrote 3 figures" in out
+    assert "wrote 4 figures" in out
     drawn = sorted(p.name for p in (tmp_path / "figs").glob("*.json"))
-    assert drawn == ["trace_oa_cost.json", "trace_reliability.json",
-                     "trace_risk_coverage.json"]
+    assert drawn == ["trace_ece_by_depth.json", "trace_oa_cost.json",
+                     "trace_reliability.json", "trace_risk_coverage.json"]
     rows = json.loads((tmp_path / "figs" / "trace_oa_cost.json").read_text())
     assert rows
 
