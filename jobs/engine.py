@@ -9,7 +9,8 @@ settles it in the ledger (done, released, failed) when its last episode ends.
 
 Shared by the jobs of the process: one client per model (its connections and
 endpoint load counters), one semaphore of `min(model concurrency, --concurrency)`
-episode slots per model, and per non-sim model the host-wide call cap
+episode slots per model (the model's concurrency unless `--concurrency` sets a lower
+bound), and per non-sim model the host-wide call cap
 (`jobs.slots.CallSlots`). Huey threads of a `--type thread` worker share one engine;
 each child of a `--type process` worker starts its own (the engine notices the fork).
 """
@@ -63,7 +64,7 @@ class _Shared(Resources):
                       settings: WorkerSettings) -> asyncio.Semaphore:
         if model.name not in self.slots:
             self.slots[model.name] = asyncio.Semaphore(
-                max(1, min(client.concurrency, settings.concurrency)))
+                max(1, min(client.concurrency, settings.concurrency or client.concurrency)))
         return self.slots[model.name]
 
     def gate(self, model: ModelSpec, client: ModelClient) -> CallSlots | None:

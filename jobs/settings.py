@@ -41,8 +41,9 @@ class WorkerSettings:
     Attributes:
         db_path: lab.db.
         config_path: the model registry (lab.toml); missing means built-in sims only.
-        concurrency: upper bound on concurrent episodes inside one job (the model's
-            own concurrency also applies).
+        concurrency: a further bound on the episodes of one model this worker process
+            runs at once, across its jobs; None (the default): the model's own
+            `concurrency` alone, so a model with a large batch is never held below it.
         lease_s: job lease; a job whose lease is not renewed for this long is
             re-enqueued by any worker.
         heartbeat_s: how often a running job renews its lease and checks for
@@ -58,7 +59,7 @@ class WorkerSettings:
 
     db_path: Path
     config_path: Path | None = None
-    concurrency: int = setting(256, ge=1, le=MAX_CONCURRENCY)
+    concurrency: int | None = setting(None, ge=1, le=MAX_CONCURRENCY)
     lease_s: float = setting(60.0, gt=0, **_SECONDS)
     heartbeat_s: float = setting(1.0, gt=0, **_SECONDS)
     reconcile_s: float = setting(2.0, gt=0, **_SECONDS)

@@ -173,9 +173,10 @@ def enqueue_cmd(ctx: click.Context, models: str, conditions: str, regimes: str,
               help="Huey workers (threads or processes).")
 
 
-@click.option("--concurrency", type=number(cls=WorkerSettings, key="concurrency"), default=256,
-              show_default=True,
-              help="Concurrent episodes per job (the model's own limit also applies).")
+@click.option("--concurrency", type=number(cls=WorkerSettings, key="concurrency"),
+              default=None,
+              help="At most this many episodes of a model at once in this worker "
+                   "[default: the model's concurrency].")
 
 
 @click.option("--type", "worker_type", type=click.Choice(["thread", "process"]),
@@ -207,7 +208,7 @@ def enqueue_cmd(ctx: click.Context, models: str, conditions: str, regimes: str,
 @click.pass_context
 
 
-def worker_cmd(ctx: click.Context, workers: int, concurrency: int, worker_type: str,
+def worker_cmd(ctx: click.Context, workers: int, concurrency: int | None, worker_type: str,
                until_idle: bool, lease: float, grace: float, log_file: Path | None) -> None:
     """Run jobs from the queue. SIGINT/SIGTERM stop in bounded time (jobs are released).
 
@@ -228,7 +229,8 @@ def worker_cmd(ctx: click.Context, workers: int, concurrency: int, worker_type: 
               f"{ctx.obj['db']}")
     if log_file is not None:
         log_to(log_file)
-        logging.getLogger("lab.worker").info("%s, concurrency %d", banner, concurrency)
+        logging.getLogger("lab.worker").info(
+            "%s, concurrency %s", banner, concurrency or "the model's")
     else:
         echo(banner, err=True)
     run_worker(settings, workers=workers, until_idle=until_idle)

@@ -300,7 +300,7 @@ class ReplayWork(Work[tuple[RecordedEpisode, int]]):
 
 
 async def replay_questions(db: Database, job: Mapping[str, Any], client: ModelClient,
-                           concurrency: int, should_stop: Callable[[], bool] | None = None,
+                           concurrency: int | None, should_stop: Callable[[], bool] | None = None,
                            batch: int = 256, close_client: bool = True,
                            batch_poll_s: float = BATCH_POLL_S,
                            slots: asyncio.Semaphore | None = None, gate: CallGate | None = None,

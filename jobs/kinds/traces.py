@@ -337,7 +337,7 @@ class TraceWork(Work[tuple[str, int]]):
 
 
 async def collect_questions(db: Database, job: Mapping[str, Any], client: ModelClient,
-                            concurrency: int, should_stop: Callable[[], bool] | None = None,
+                            concurrency: int | None, should_stop: Callable[[], bool] | None = None,
                             close_client: bool = True, judge: ModelClient | None = None,
                             slots: asyncio.Semaphore | None = None,
                             gate: CallGate | None = None,
