@@ -20,11 +20,13 @@ from core.errors import ConfigError, LabError
 from core.models.base import ModelClient
 from core.models.registry import ModelSpec, load_registry, make_client, resolve_model
 from core.models.retry import CALL_STOP, CallStop
+from core.models.serving import with_endpoints
 from core.regimes import parse_regime
 from core.runner import CallGate, CellSpec
 from core.store import jobs as ledger
 from core.store import prompt_packs
 from core.store.disk import PROBE_S, is_disk_full
+from core.store.servers import running_endpoints
 from jobs.kinds import job_kind
 from jobs.kinds.base import JobContext
 from jobs.sets import PoolCache
@@ -46,6 +48,10 @@ class _Stop:
 def cell_spec(db: Database, cell_id: int, settings: WorkerSettings) -> CellSpec:
     """Rebuild a cell's spec from lab.db and the registry.
 
+    The model is served at its registry endpoints and at those `lab serve` started for
+    it and has not seen stop (`core.store.servers.running_endpoints`), so replicas
+    started with `--replicas` share its episodes without an edit of lab.toml.
+
     Raises:
         ConfigError: the registry's model no longer matches what the cell recorded.
     """
@@ -54,7 +60,7 @@ def cell_spec(db: Database, cell_id: int, settings: WorkerSettings) -> CellSpec:
     if model.to_json() != row["model_spec"]:
         raise ConfigError(f"model '{row['model']}' changed in the registry since cell {cell_id} "
                           f"was enqueued; restore it or enqueue a new run")
-    return cell_from_row(row, model)
+    return cell_from_row(row, with_endpoints(model, running_endpoints(db, model.name)))
 
 
 def cell_from_row(row: Mapping[str, Any], model: ModelSpec) -> CellSpec:

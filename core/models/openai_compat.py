@@ -261,7 +261,7 @@ class OpenAIClient:
         key = os.environ.get(API_KEY_ENV) or "EMPTY"
         self.secrets: tuple[str, ...] = (key,) if key != "EMPTY" else ()
         self.endpoints = [Endpoint(url, key, self.policy.timeout_s, spec.transport)
-                          for url in spec.endpoints]
+                          for url in spec.served_at()]
         self.secrets += tuple(s for e in self.endpoints for s in e.secrets)
         # outages (core.models.health): one breaker per endpoint URL, shared process-wide
         self.breakers: dict[str, Breaker] = {e.url: HEALTH.breaker(e.url, name, e.probe)

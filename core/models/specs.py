@@ -14,7 +14,7 @@ import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 from core.bounds import MAX_PRICE, MAX_RETRIES, MAX_TIMEOUT_S, MAX_TOKENS, Bounds
 from core.errors import ConfigError
@@ -53,6 +53,10 @@ httpx.AsyncClient always; "sdk", the openai SDK's AsyncOpenAI (bench/concurrency
 SAMPLING_KEYS = frozenset({"temperature", "top_p", "top_k", "min_p", "presence_penalty",
                            "frequency_penalty", "repetition_penalty", "seed"})
 """Keys a `sampling = { … }` table may hold (sent to the server as they are)."""
+REPLICAS_WITH_RAY = (
+    "replicas runs copies of a model on the GPUs of one box; with ray_address one vLLM "
+    "server spans the Ray cluster: set data_parallel_size for copies across it instead")
+"""Why `replicas` and `ray_address` do not go together."""
 _PRICE_KEYS = ("input", "output", "cache_write", "cache_read")
 _SECONDS = {"unit": "seconds", "le": MAX_TIMEOUT_S, "serving": True}
 
@@ -92,6 +96,29 @@ def _urls(key: str, value: Any) -> str | None:
     return None
 
 
+def _ray_address(key: str, value: Any) -> str | None:
+    if value is None or (isinstance(value, str) and value.strip() and " " not in value):
+        return None
+    return f"{key} must be the Ray cluster's address, e.g. \"10.0.0.1:6379\" or \"auto\""
+
+
+def replica_urls(url: str, replicas: int) -> tuple[str, ...]:
+    """`url` and the next `replicas - 1` ports of its host (one vLLM replica on each).
+
+    Userinfo, path and query are kept, so a credential reaches every replica. A URL
+    without a port stands for the scheme's (80 or 443).
+    """
+    if replicas <= 1:
+        return (url,)
+    parts = urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    head = parts.netloc.rsplit("@", 1)[0] + "@" if "@" in parts.netloc else ""
+    host = parts.hostname or ""
+    host = f"[{host}]" if ":" in host else host
+    return tuple(urlunsplit(parts._replace(netloc=f"{head}{host}:{port + i}"))
+                 for i in range(replicas))
+
+
 def _url(key: str, value: Any) -> str | None:
     error = url_error(value)
     if error is None:
@@ -113,7 +140,8 @@ ANTHROPIC_MAX_TEMPERATURE = 1.0
 PRICE_BOUNDS = Bounds(ge=0, le=MAX_PRICE, unit="dollars per million tokens")
 """A price in dollars per million tokens."""
 MAX_GPUS = 1024
-"""The most GPUs one vLLM server may be given (`tensor_parallel_size`)."""
+"""The most GPUs one vLLM server may be given (`tensor_parallel_size`; also the bound of
+the pipeline and data parallel sizes and of `replicas`)."""
 
 
 def _sampling_check(max_temperature: float) -> Check:
@@ -280,7 +308,13 @@ class OpenAISpec(ServedSpec):
             never store or print them unredacted).
         prompt_format: "react" or "search_r1".
         transport: how requests are sent ("stream", "httpx" or "sdk").
-        tensor_parallel_size: GPUs per vLLM server (`lab serve`), when set.
+        tensor_parallel_size, pipeline_parallel_size, data_parallel_size: vLLM's
+            parallelism of each server `lab serve` starts, when set.
+        ray_address: the Ray cluster one server spans (`lab serve` starts vLLM with
+            its Ray executor there: a model larger than one box).
+        replicas: vLLM servers of this model on one box, each on its own GPUs and on
+            consecutive ports: each URL in `endpoints` stands for itself and the next
+            `replicas - 1` ports of its host (`served_at`).
         seed: the per-request seed: "prompt" (derived from each request), "none" (none
             sent) or a fixed integer; an integer sampling.seed fixes it too.
     """
@@ -290,14 +324,24 @@ class OpenAISpec(ServedSpec):
                                  note=" (\"search_r1\": Search-R1's <search>/<answer> tags)")
     transport: str = setting("stream", choices=TRANSPORTS, serving=True)
     tensor_parallel_size: int | None = setting(None, ge=1, le=MAX_GPUS, serving=True)
+    pipeline_parallel_size: int | None = setting(None, ge=1, le=MAX_GPUS, serving=True)
+    data_parallel_size: int | None = setting(None, ge=1, le=MAX_GPUS, serving=True)
+    ray_address: str | None = setting(None, check=_ray_address, serving=True)
+    replicas: int = setting(1, ge=1, le=MAX_GPUS, serving=True)
     seed: int | str = setting(SEED_PROMPT, check=_seed)
 
     backend: ClassVar[str] = "openai"
     server: ClassVar[str] = "vLLM"
 
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.replicas > 1 and self.ray_address is not None:
+            raise ConfigError(REPLICAS_WITH_RAY)
+
     def served_at(self) -> tuple[str, ...]:
-        """The endpoints."""
-        return self.endpoints
+        """The endpoints, each with its replicas' ports (`replicas`), in order."""
+        return tuple(dict.fromkeys(u for url in self.endpoints
+                                   for u in replica_urls(url, self.replicas)))
 
     def check_server(self, url: str, timeout_s: float) -> str:
         """GET /v1/models and vLLM's /health (`core.models.server_checks`)."""

@@ -21,6 +21,9 @@ def record_server(db: Database, *, model: str, served_model: str, endpoint: str,
                   pid: int | None = None, started_at: str | None = None) -> int:
     """Store one started server; returns its id.
 
+    One server listens on an endpoint at a time: an older record of the endpoint still
+    open (its server killed without `lab serve` seeing it) is closed now.
+
     Args:
         model: registry name.
         served_model: the model the server loads.
@@ -31,12 +34,15 @@ def record_server(db: Database, *, model: str, served_model: str, endpoint: str,
         pid: its process id.
         started_at: when it became healthy (default: now).
     """
+    now = started_at or utc_now()
     with write(db):
+        db.conn.execute("UPDATE servers SET stopped_at = ? WHERE endpoint = ? AND "
+                        "stopped_at IS NULL", (now, endpoint))
         cur = db.conn.execute(
             "INSERT INTO servers (model, served_model, endpoint, version, command, flags, pid, "
             "started_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             (model, served_model, endpoint, version, json.dumps(list(command)),
-             json.dumps(dict(flags), sort_keys=True), pid, started_at or utc_now()))
+             json.dumps(dict(flags), sort_keys=True), pid, now))
         return int(cur.lastrowid or 0)
 
 
@@ -54,3 +60,11 @@ def servers(db: Database, endpoint: str | None = None) -> list[dict[str, Any]]:
     for r in rows:
         r["command"], r["flags"] = json.loads(r["command"]), json.loads(r["flags"])
     return rows
+
+
+def running_endpoints(db: Database, model: str) -> list[str]:
+    """The endpoints of `model` whose servers `lab serve` started and has not seen stop,
+    oldest first (redacted, as recorded)."""
+    rows = db.query("SELECT endpoint FROM servers WHERE model = ? AND stopped_at IS NULL "
+                    "ORDER BY id", [model])
+    return list(dict.fromkeys(r["endpoint"] for r in rows))
