@@ -11,6 +11,14 @@ lab.db's running episodes; calls/s is measured over the middle 80 % of the calls
    `--workers 2`: calls/s as a ratio to the ideal (concurrency ÷ 0.1 s; target ≥ 0.9),
    the server's peak calls in flight (never above the concurrency), episodes in
    flight (mean / peak) and the worker's CPU per call.
+   With `--endpoints N` every case runs against N servers at once, each serving at
+   most concurrency ÷ N calls at a time (like a GPU batch): one queue spreading a
+   model's episodes over N endpoints (e.g. `--endpoints 4 --cases 512x2`: 4 × 128).
+   Each line also gives the CPU-allowed ideal: the calls/s the CPU this run could
+   have had (the worker's and servers' own plus what stayed idle, from /proc/stat)
+   pays for at the measured CPU per call (worker and servers), so on a machine
+   shared with other jobs the ratio says whether lab or the CPUs were the limit;
+   and the calls/s one core drives (1 s ÷ the worker's CPU per call).
 2. Endpoints serving at most 32 calls at once each (like a GPU batch), concurrency
    128: 4 endpoints against 1 (target ≥ 3.5×).
 3. With --in-process: the same calls through core.runner alone in this process (no
@@ -20,7 +28,7 @@ lab.db's running episodes; calls/s is measured over the middle 80 % of the calls
 default), "httpx" (httpx.AsyncClient) or "sdk" (the openai SDK's AsyncOpenAI).
 
 Usage: python bench/concurrency.py [--waves N] [--delay S] [--transport T]
-       [--only 1|2] [--cases 32x1,128x2] [--in-process]
+       [--only 1|2] [--cases 32x1,128x2] [--endpoints N] [--in-process]
 """
 
 from __future__ import annotations
@@ -65,6 +73,10 @@ CALLS_PER_EPISODE = SEARCHES + 1
 DEMO_QUESTIONS = 60
 
 
+SERVER_PIDS: dict[str, int] = {}
+"""Each running loopback server's process id by its base URL (its CPU is read from /proc)."""
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -81,6 +93,7 @@ def loopback_server(delay: float, max_concurrent: int | None) -> Iterator[str]:
         cmd += ["--max-concurrent", str(max_concurrent)]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env)
+    SERVER_PIDS[f"http://127.0.0.1:{port}"] = proc.pid
     try:
         for _ in range(100):
             try:
@@ -90,13 +103,63 @@ def loopback_server(delay: float, max_concurrent: int | None) -> Iterator[str]:
                 time.sleep(0.1)
         yield f"http://127.0.0.1:{port}"
     finally:
+        SERVER_PIDS.pop(f"http://127.0.0.1:{port}", None)
         proc.terminate()
         proc.wait(10)
 
 
+def _machine_idle() -> float | None:
+    """Idle CPU-seconds of the whole machine so far (/proc/stat); None elsewhere."""
+    try:
+        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    except (OSError, ValueError):
+        return None
+    return (fields[3] + (fields[4] if len(fields) > 4 else 0)) / os.sysconf("SC_CLK_TCK")
+
+
+def _process_cpu(pids: Sequence[int]) -> float | None:
+    """CPU-seconds the processes `pids` used so far (/proc); None elsewhere or once gone."""
+    total = 0.0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            return None
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+@dataclasses.dataclass(frozen=True)
+class Sample:
+    """What the bench reads every 0.2 s while the worker runs."""
+
+    t: float
+    calls: int
+    running: int
+    worker_cpu: float | None
+    server_cpu: float | None
+    idle: float | None
+
+    def cpu(self) -> tuple[float, float, float] | None:
+        """(worker, servers, machine idle) CPU-seconds so far; None off Linux."""
+        if self.worker_cpu is None or self.server_cpu is None or self.idle is None:
+            return None
+        return self.worker_cpu, self.server_cpu, self.idle
+
+
 @dataclasses.dataclass(frozen=True)
 class Figure:
-    """One measurement."""
+    """One measurement.
+
+    Attributes:
+        peaks: each endpoint's peak calls in flight.
+        cpu_ms_per_call: the worker's CPU per call (in the measured window on Linux,
+            else over the whole run).
+        server_ms_per_call: the loopback servers' CPU per call (None off Linux).
+        cpu_allowed: the calls/s the CPU this run could have had pays for (None off
+            Linux): (the worker's and servers' CPU-seconds + the machine's idle ones)
+            per second ÷ their CPU per call, over the measured window.
+    """
 
     rate: float
     calls: int
@@ -104,6 +167,9 @@ class Figure:
     episodes_mean: float
     episodes_peak: int
     cpu_ms_per_call: float
+    peaks: tuple[int, ...] = ()
+    server_ms_per_call: float | None = None
+    cpu_allowed: float | None = None
 
 
 def _registry(path: Path, urls: Sequence[str], concurrency: int, transport: str) -> None:
@@ -142,17 +208,21 @@ def through_worker(tmp: Path, urls: Sequence[str], concurrency: int, workers: in
     calls0 = _stats(client, urls, reset=True)[0]
     reader = sqlite3.connect(db_path, timeout=60)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    server_pids = [SERVER_PIDS[u] for u in urls]
     proc = subprocess.Popen([sys.executable, "-m", "console.cli", "--db", str(db_path),
                              "--config", str(config), "worker", "--workers", str(workers),
                              "--until-idle"], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
                             stderr=subprocess.DEVNULL)
-    samples: list[tuple[float, int, int]] = []
+    samples: list[Sample] = []
     while proc.poll() is None:
         calls, _, _ = _stats(client, urls)
         running = reader.execute("SELECT count(*) FROM live_episodes").fetchone()[0]
-        samples.append((time.perf_counter(), calls - calls0, running))
+        samples.append(Sample(time.perf_counter(), calls - calls0, running,
+                              _process_cpu([proc.pid]), _process_cpu(server_pids),
+                              _machine_idle()))
         time.sleep(0.2)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    peaks = tuple(client.get(f"{u}/stats").json()["peak"] for u in urls)
     total, _, peak = _stats(client, urls)
     total -= calls0
     stored, errors = reader.execute("SELECT count(*), sum(error IS NOT NULL) FROM episodes"
@@ -160,13 +230,22 @@ def through_worker(tmp: Path, urls: Sequence[str], concurrency: int, workers: in
     if proc.returncode != 0 or stored != expected or errors:
         raise SystemExit(f"bench: worker exit {proc.returncode}, {stored}/{expected} stored, "
                          f"{errors} errored")
-    window = [s for s in samples if 0.1 * total <= s[1] <= 0.9 * total]
+    window = [s for s in samples if 0.1 * total <= s.calls <= 0.9 * total]
     if len(window) < 3:
         raise SystemExit("bench: too short to measure; raise --waves")
-    rate = (window[-1][1] - window[0][1]) / (window[-1][0] - window[0][0])
-    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
-    return Figure(rate, total, peak, statistics.mean(s[2] for s in window),
-                  max(s[2] for s in samples), 1000 * cpu / max(total, 1))
+    first, last = window[0], window[-1]
+    calls, seconds = last.calls - first.calls, last.t - first.t
+    rate = calls / seconds
+    worker_ms = 1000 * ((after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+                        ) / max(total, 1)
+    server_ms = allowed = None
+    a, b = first.cpu(), last.cpu()
+    if a is not None and b is not None:
+        worker, servers, idle = (y - x for x, y in zip(a, b, strict=True))
+        worker_ms, server_ms = 1000 * worker / calls, 1000 * servers / calls
+        allowed = (worker + servers + idle) / seconds / ((worker + servers) / calls)
+    return Figure(rate, total, peak, statistics.mean(s.running for s in window),
+                  max(s.running for s in samples), worker_ms, peaks, server_ms, allowed)
 
 
 def questions_for(n: int) -> list[Question]:
@@ -200,10 +279,18 @@ async def in_process(db_path: Path, urls: Sequence[str], concurrency: int, episo
 
 
 def _line(head: str, f: Figure, ideal: float, concurrency: int) -> str:
-    return (f"  {head}: {f.rate:7.1f} calls/s  ideal {ideal:6.0f}  ratio {f.rate / ideal:.2f}  "
-            f"peak in flight {f.peak_calls}/{concurrency}  episodes in flight "
-            f"{f.episodes_mean:.0f} / {f.episodes_peak}  CPU {f.cpu_ms_per_call:.2f} ms/call  "
-            f"({f.calls} calls)")
+    per_endpoint = (f" (per endpoint {'/'.join(map(str, f.peaks))} of "
+                    f"{math.ceil(concurrency / len(f.peaks))})" if len(f.peaks) > 1 else "")
+    line = (f"  {head}: {f.rate:7.1f} calls/s  ideal {ideal:6.0f}  ratio {f.rate / ideal:.2f}  "
+            f"peak in flight {f.peak_calls if len(f.peaks) < 2 else sum(f.peaks)}/{concurrency}"
+            f"{per_endpoint}  episodes in flight {f.episodes_mean:.0f} / {f.episodes_peak}  "
+            f"CPU {f.cpu_ms_per_call:.2f} ms/call (one core drives "
+            f"{1000 / max(f.cpu_ms_per_call, 1e-9):,.0f} calls/s)")
+    if f.cpu_allowed is not None and f.server_ms_per_call is not None:
+        allowed = min(ideal, f.cpu_allowed)
+        line += (f"  servers {f.server_ms_per_call:.2f} ms/call  CPU-allowed ideal "
+                 f"{allowed:6.0f}  ratio {f.rate / allowed:.2f}")
+    return line + f"  ({f.calls} calls)"
 
 
 def main() -> None:
@@ -216,6 +303,8 @@ def main() -> None:
     parser.add_argument("--only", choices=["1", "2"], default=None, help="run one part")
     parser.add_argument("--cases", default="1x1,8x1,32x1,128x1,32x2,128x2",
                         help="part 1: CONCURRENCYxWORKERS, comma-separated")
+    parser.add_argument("--endpoints", type=int, default=1,
+                        help="part 1: N servers at once, each serving ≤ concurrency ÷ N calls")
     parser.add_argument("--in-process", action="store_true",
                         help="also the lighter figure: core.runner alone, no queue")
     args = parser.parse_args()
@@ -225,15 +314,20 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
         work = Path(tmp)
         if args.only in (None, "1"):
-            url = stack.enter_context(loopback_server(args.delay, None))
-            print(f"1. through `lab worker`, one endpoint answering after "
-                  f"{args.delay * 1000:.0f} ms")
-            for c, w in (tuple(int(x) for x in case.split("x")) for case in
-                         args.cases.split(",")):
-                f = through_worker(work, [url], c, w, c * args.waves, args.transport)
+            cases = [tuple(int(x) for x in case.split("x")) for case in args.cases.split(",")]
+            n = max(1, args.endpoints)
+            print(f"1. through `lab worker`, {n} endpoint(s) answering after "
+                  f"{args.delay * 1000:.0f} ms" + (", each serving ≤ concurrency ÷ "
+                                                   f"{n} calls at once" if n > 1 else ""))
+            for c, w in cases:
+                with ExitStack() as servers:
+                    urls = [servers.enter_context(loopback_server(
+                        args.delay, math.ceil(c / n) if n > 1 else None)) for _ in range(n)]
+                    f = through_worker(work, urls, c, w, c * args.waves, args.transport)
                 print(_line(f"concurrency {c:>3}, --workers {w}", f, c / args.delay, c),
                       flush=True)
             if args.in_process:
+                url = stack.enter_context(loopback_server(args.delay, None))
                 print("3. in-process runner, no queue (live tables on): a lighter path")
                 for c in (32, 128):
                     rate = asyncio.run(in_process(work / "inproc.db", [url], c,
