@@ -24,7 +24,7 @@ from core import store
 from core.errors import ConfigError
 from core.models.openai_compat import OpenAIClient
 from core.models.registry import load_registry
-from core.models.serving import with_endpoints
+from core.models.serving import served_endpoints, with_endpoints
 from core.models.specs import OpenAISpec
 from core.store.servers import running_endpoints, servers
 from tests.helpers.queue import lab_here
@@ -234,3 +234,12 @@ def test_recorded_endpoints_join_the_registrys_once():
                                   "http://h:8005/v1")
     assert merged.spec_hash() == spec.spec_hash()  # where a model is served is not hashed
     assert with_endpoints(spec, ["http://h:8000/v1"]) is spec
+
+
+def test_a_server_is_recorded_under_its_own_boxs_registry_url():
+    config = OpenAISpec(model="m", replicas=2, endpoints=(
+        "http://box1:8000/v1", "http://box2:8000/v1", "http://127.0.0.1:9000/v1"))
+    assert served_endpoints(config, "box2", [8000, 8001]) == [
+        "http://box2:8000/v1", "http://box2:8001/v1"]
+    assert served_endpoints(config, "0.0.0.0", [9001, 8000]) == [
+        "http://127.0.0.1:9001/v1", "http://127.0.0.1:8000/v1"]  # 8000: not this box's

@@ -11,6 +11,7 @@ CUDA_VISIBLE_DEVICES. Whether an endpoint answers is `core.models.server_checks`
 from __future__ import annotations
 
 import shlex
+import socket
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
@@ -162,10 +163,24 @@ def launches(spec: ModelSpec, host: str, port: int, parallel: Parallelism,
 
 
 def served_endpoints(config: OpenAISpec, host: str, ports: Sequence[int]) -> list[str]:
-    """The endpoint URL of each port: the registry's spelling when it lists that port
-    (`served_at`, replicas included), else http://`host`:port/v1."""
-    known = {urlsplit(u).port: u for u in reversed(config.served_at())}
-    return [known.get(p, f"http://{host}:{p}/v1") for p in ports]
+    """The endpoint URL of each port a server of this box listens on.
+
+    The registry's spelling (`served_at`, replicas included) of that port on this host
+    (`host`, or for a loopback or any-address bind a local name: 127.0.0.1, localhost,
+    the host's name) or, failing that, the one registry URL with that port; else
+    http://`host`:port/v1.
+    """
+    bind_all = host in ("0.0.0.0", "::")
+    local = "127.0.0.1" if bind_all else host
+    names = ({local, "127.0.0.1", "localhost", socket.gethostname(), socket.getfqdn()}
+             if bind_all or local in ("127.0.0.1", "localhost") else {local})
+    out = []
+    for port in ports:
+        same = [u for u in config.served_at() if urlsplit(u).port == port]
+        here = [u for u in same if urlsplit(u).hostname in names]
+        pick = here[:1] or (same if len(same) == 1 else [])
+        out.append(pick[0] if pick else f"http://{local}:{port}/v1")
+    return out
 
 
 def with_endpoints(spec: ModelSpec, extra: Sequence[str]) -> ModelSpec:
