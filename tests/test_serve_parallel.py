@@ -157,6 +157,9 @@ def test_refusals_are_one_line(tmp_path, db_path, monkeypatch):
     out = invoke(["qwen-par", "--dry-run", "--replicas", "2", "--ray-address", "auto"],
                  db_path, cfg)
     assert isinstance(out.exception, ConfigError) and "data_parallel_size" in str(out.exception)
+    out = invoke(["qwen-par", "--dry-run", "--ray-address", " "], db_path, cfg)
+    assert isinstance(out.exception, ConfigError) and "Ray cluster's address" in str(
+        out.exception)
     bad = registry(tmp_path / "bad.toml", 8000, "replicas = 0\n")
     with pytest.raises(ConfigError, match="replicas"):
         load_registry(bad)

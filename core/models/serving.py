@@ -24,7 +24,7 @@ import httpx
 from core.errors import ConfigError, LabError
 from core.models.endpoint_url import redact_endpoint
 from core.models.registry import ModelSpec
-from core.models.specs import REPLICAS_WITH_RAY, OpenAISpec
+from core.models.specs import REPLICAS_WITH_RAY, OpenAISpec, ray_address_problem
 
 VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"
 """The variable that gives each replica its GPUs."""
@@ -58,6 +58,9 @@ class Parallelism:
     def overridden(self, **flags: int | str | None) -> Parallelism:
         """These settings with each flag that was given (not None) in place of its key."""
         given = {k: v for k, v in flags.items() if v is not None}
+        problem = ray_address_problem("--ray-address", given.get("ray_address"))
+        if problem:
+            raise ConfigError(problem)
         out = replace(self, **given)  # type: ignore[arg-type]
         if out.replicas > 1 and out.ray_address is not None:
             raise ConfigError(REPLICAS_WITH_RAY)

@@ -96,7 +96,8 @@ def _urls(key: str, value: Any) -> str | None:
     return None
 
 
-def _ray_address(key: str, value: Any) -> str | None:
+def ray_address_problem(key: str, value: Any) -> str | None:
+    """What is wrong with a Ray address (None: nothing, or none given)."""
     if value is None or (isinstance(value, str) and value.strip() and " " not in value):
         return None
     return f"{key} must be the Ray cluster's address, e.g. \"10.0.0.1:6379\" or \"auto\""
@@ -326,7 +327,7 @@ class OpenAISpec(ServedSpec):
     tensor_parallel_size: int | None = setting(None, ge=1, le=MAX_GPUS, serving=True)
     pipeline_parallel_size: int | None = setting(None, ge=1, le=MAX_GPUS, serving=True)
     data_parallel_size: int | None = setting(None, ge=1, le=MAX_GPUS, serving=True)
-    ray_address: str | None = setting(None, check=_ray_address, serving=True)
+    ray_address: str | None = setting(None, check=ray_address_problem, serving=True)
     replicas: int = setting(1, ge=1, le=MAX_GPUS, serving=True)
     seed: int | str = setting(SEED_PROMPT, check=_seed)
 
