@@ -5,6 +5,7 @@ and runs a worker (Huey consumer, default 2 thread workers) until idle. Prints
 episodes/s measured from worker start to idle. Target ≥ 300.
 
 Usage: python bench/queue_throughput.py [--workers N] [--type thread|process]
+       [--concurrency C]
 """
 
 from __future__ import annotations
@@ -36,12 +37,15 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--type", default="thread", choices=["thread", "process"])
     parser.add_argument("--seeds", type=int, default=2)
+    parser.add_argument("--concurrency", type=int, default=None,
+                        help="lab worker --concurrency (default: each model's own)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         db_path = Path(tmp) / "lab.db"
         db = store.connect(db_path)
         ensure_demo_set(db)
-        settings = WorkerSettings(db_path=db_path, worker_type=args.type)
+        settings = WorkerSettings(db_path=db_path, worker_type=args.type,
+                                  concurrency=args.concurrency)
         request = GridRequest(models=MODELS, conditions=CONDITIONS, regimes=MEAN6,
                               question_set="demo", seeds=tuple(range(args.seeds)), run="bench")
         plan, _, jobs = enqueue_grid(db, settings, request, load_registry(None))
