@@ -64,6 +64,7 @@ SKIP = {
     "python bench/analysis.py": "benchmark",
     "python bench/concurrency.py --cases 32x1,128x1,128x2": "benchmark",
     "python bench/concurrency.py --only 1 --cases 32x1,128x2 --transport httpx": "benchmark",
+    "python bench/concurrency.py --only 1 --cases 512x2 --endpoints 4": "benchmark",
     "python bench/soak.py": "benchmark (10 minutes with kill -9s)",
     "python bench/episodes.py": "benchmark",
     "python bench/console.py": "benchmark",
