@@ -171,6 +171,32 @@ class LabConsumer(Consumer):
         os._exit(1)
 
 
+HUEY_LOGGERS = ("huey", "huey.consumer", "huey.consumer.Worker", "huey.consumer.Scheduler")
+"""Huey's loggers (a filter on a logger covers only the records logged on it)."""
+
+
+class DiskFullOneLine(logging.Filter):
+    """Huey logs a failed queue read or task with its traceback; on a full disk (the
+    queue file cannot be written either) that is one line, not a traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Drop the traceback of a full disk's error and say what it is; keep the record."""
+        exc = record.exc_info[1] if record.exc_info else None
+        if exc is not None and is_disk_full(exc):
+            record.msg, record.args = (f"{record.getMessage()}: the disk is full "
+                                       f"({' '.join(str(exc).split())}); waiting for space"), None
+            record.exc_info, record.exc_text = None, None
+        return True
+
+
+def quiet_huey_disk_full() -> None:
+    """Put `DiskFullOneLine` on Huey's loggers (idempotent)."""
+    for name in HUEY_LOGGERS:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, DiskFullOneLine) for f in logger.filters):
+            logger.addFilter(DiskFullOneLine())
+
+
 def is_idle(db: Any, huey: Any) -> bool:
     """No queued or running job in the ledger and no message in the queue."""
     states = ledger.job_states(db)
@@ -191,6 +217,7 @@ def run_worker(settings: WorkerSettings, workers: int = 1, until_idle: bool = Fa
     """
     grace = settings.grace_s if shutdown_timeout is None else shutdown_timeout
     db = store.connect(settings.db_path)
+    quiet_huey_disk_full()
     engine = Engine(settings)
     # the signal's delivery stops new calls at once, in this process and every child
     delivered = StopSignal.install()

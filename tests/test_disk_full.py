@@ -103,3 +103,16 @@ def test_status_says_when_the_disk_under_lab_db_is_full(tmp_path, monkeypatch):
     monkeypatch.setattr(shutil, "disk_usage", lambda p: usage._replace(free=4096))
     out = lab_here(db, config, "status")
     assert out.returncode == 0 and "disk is full (0.0 MB free): workers pause" in out.stdout
+
+
+def test_huey_logs_a_full_disk_in_one_line(caplog):
+    from jobs.worker import quiet_huey_disk_full
+
+    quiet_huey_disk_full()
+    with caplog.at_level(logging.ERROR):
+        try:
+            raise sqlite3.OperationalError("database or disk is full")
+        except sqlite3.OperationalError:
+            logging.getLogger("huey.consumer.Worker").exception("Error reading from queue")
+    assert "Error reading from queue: the disk is full" in caplog.text
+    assert "Traceback" not in caplog.text
