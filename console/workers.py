@@ -37,14 +37,14 @@ class LocalWorker:
     Attributes:
         process: the process.
         log: its log file.
-        concurrency: its `--concurrency`.
+        concurrency: its `--concurrency` (None: each model's own).
         keep: keep it running after the console quits.
         paused: SIGSTOPped by the console.
     """
 
     process: subprocess.Popen[bytes]
     log: Path
-    concurrency: int
+    concurrency: int | None
     keep: bool = False
     paused: bool = False
 
@@ -73,16 +73,18 @@ class LocalWorkers:
     log_dir: Callable[[], Path]
     started: list[LocalWorker] = field(default_factory=list)
 
-    def command(self, concurrency: int, log: Path) -> list[str]:
-        """The `lab worker` command line of one worker."""
+    def command(self, concurrency: int | None, log: Path) -> list[str]:
+        """The `lab worker` command line of one worker (no `--concurrency` for None)."""
         head = [sys.executable, "-m", "console.cli", "--db", str(self.db_path)]
         if self.config_path.exists():
             head += ["--config", str(self.config_path)]
-        return head + ["worker", "--concurrency", str(concurrency), "--grace", str(GRACE_S),
-                       "--log-file", str(log)]
+        bound = ["--concurrency", str(concurrency)] if concurrency is not None else []
+        return head + ["worker", *bound, "--grace", str(GRACE_S), "--log-file", str(log)]
 
-    def start(self, processes: int, concurrency: int, keep: bool) -> list[LocalWorker]:
-        """Start `processes` workers, each with `concurrency` episodes in flight at most.
+    def start(self, processes: int, concurrency: int | None, keep: bool
+              ) -> list[LocalWorker]:
+        """Start `processes` workers, each with `concurrency` episodes in flight at most
+        (None: each model's own concurrency).
 
         Raises:
             OSError: a process or its log file could not be made.

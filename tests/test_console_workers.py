@@ -16,6 +16,7 @@ from textual.widgets import Input, Static
 
 from console.widgets.confirm import Confirm
 from console.widgets.workers import StartForm, WorkerLogs, no_worker_banner, parse_start
+from console.workers import LocalWorkers
 from core import store
 from core.errors import ConfigError
 from core.store import jobs as ledger
@@ -81,10 +82,19 @@ async def test_start_a_worker_from_the_console_and_quit(tmp_path: Path) -> None:
 
 def test_the_start_form_checks_its_fields() -> None:
     assert parse_start(" 2 ", "64", True).processes == 2
+    # left empty (as the form opens): lab worker's default, each model's own concurrency
+    assert parse_start("1", " ", False).concurrency is None
     with pytest.raises(ConfigError, match="worker processes: 'two' is not a whole number"):
         parse_start("two", "64", False)
     with pytest.raises(ConfigError, match=r"concurrency: 0 is out of range \(1 to "):
         parse_start("1", "0", False)
+
+
+def test_a_worker_started_with_the_default_gets_no_smaller_cap(tmp_path: Path) -> None:
+    workers = LocalWorkers(tmp_path / "lab.db", tmp_path / "lab.toml", lambda: tmp_path)
+    assert "--concurrency" not in workers.command(None, tmp_path / "w.log")
+    line = workers.command(64, tmp_path / "w.log")
+    assert line[line.index("--concurrency") + 1] == "64"
 
 
 def test_the_banner_shows_only_while_jobs_wait_for_no_worker() -> None:

@@ -16,14 +16,16 @@ from textual.widgets import Checkbox, Input, Label, Static
 
 from console.widgets.confirm import Confirm
 from console.workers import GRACE_S, LOG_LINES, worker_logs
+from core.bounds import MAX_CONCURRENCY
 from core.errors import ConfigError
 
 if TYPE_CHECKING:
     from console.app import LabApp
 
 MAX_PROCESSES = 32
-DEFAULT_CONCURRENCY = 256
-"""`lab worker --concurrency`'s default."""
+MODELS_OWN = "the model's"
+"""What the concurrency field shows when empty: `lab worker`'s default, each model's own
+`concurrency`."""
 
 
 @dataclass(frozen=True)
@@ -31,35 +33,42 @@ class StartRequest:
     """What `w` asked for: worker processes, episodes in flight each, outlive the console."""
 
     processes: int
-    concurrency: int
+    concurrency: int | None
     keep: bool
 
 
 def parse_start(processes: str, concurrency: str, keep: bool) -> StartRequest:
-    """The form's fields as a request.
+    """The form's fields as a request; an empty concurrency is `lab worker`'s default
+    (each model's own concurrency).
 
     Raises:
         ConfigError: a field is not a whole number in its range (one line, with an example).
     """
-    out = []
-    for name, text, top in (("worker processes", processes, MAX_PROCESSES),
-                            ("concurrency", concurrency, 100_000)):
-        try:
-            value = int(text.strip())
-        except ValueError:
-            raise ConfigError(f"{name}: {text.strip()!r} is not a whole number, e.g. 2"
-                              ) from None
-        if not 1 <= value <= top:
-            raise ConfigError(f"{name}: {value} is out of range (1 to {top:,})")
-        out.append(value)
-    return StartRequest(out[0], out[1], keep)
+    bound = concurrency.strip()
+    return StartRequest(_whole("worker processes", processes, MAX_PROCESSES),
+                        _whole("concurrency", bound, MAX_CONCURRENCY) if bound else None,
+                        keep)
+
+
+def _whole(name: str, text: str, top: int) -> int:
+    """`text` as a whole number from 1 to `top`, or one line saying what is wrong."""
+    try:
+        value = int(text.strip())
+    except ValueError:
+        raise ConfigError(f"{name}: {text.strip()!r} is not a whole number, e.g. 2") from None
+    if not 1 <= value <= top:
+        raise ConfigError(f"{name}: {value} is out of range (1 to {top:,})")
+    return value
 
 
 def start_question(request: StartRequest, db_path: Path) -> Confirm:
     """The confirmation of a start: what runs, where, until when."""
     n = request.processes
-    detail = (f"Each runs `lab worker --concurrency {request.concurrency}` (at most "
-              f"{request.concurrency} episodes in flight, the model's own limit applies), "
+    bound = (f"`lab worker --concurrency {request.concurrency}` (at most "
+             f"{request.concurrency} episodes in flight, the model's own limit applies)"
+             if request.concurrency is not None else
+             "`lab worker` (each model's own concurrency in flight)")
+    detail = (f"Each runs {bound}, "
               f"logging to {db_path.name}.logs/worker-N.log (L shows the logs).\n"
               + ("They keep running after the console quits (stop them with S, or "
                  "SIGTERM)." if request.keep else
@@ -84,7 +93,7 @@ class StartForm(ModalScreen[StartRequest | None]):
             yield Horizontal(Label("worker processes", classes="form-label"),
                              Input("1", id="w-processes"), classes="form-row")
             yield Horizontal(Label("concurrency", classes="form-label"),
-                             Input(str(DEFAULT_CONCURRENCY), id="w-concurrency"),
+                             Input("", placeholder=MODELS_OWN, id="w-concurrency"),
                              classes="form-row")
             yield Checkbox("keep running after the console quits", False, id="w-keep")
             yield Static("enter / ctrl+s = next (y/n asks)    escape = cancel",
