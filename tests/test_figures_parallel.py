@@ -108,3 +108,28 @@ def test_report_svgs_are_the_same_drawn_here_or_on_two_cores(cores):
     assert [(r.figure.name, r.svg, r.rows, r.note) for r in alone] == \
         [(r.figure.name, r.svg, r.rows, r.note) for r in shared]
     assert sum(bool(r.svg) for r in shared) >= 4
+
+
+def test_study_rows_on_two_cores_are_those_on_one(cores, tmp_path_factory):
+    """The episode tables and the tables on answer-now branches are computed side by side
+    in two forked processes, each reading lab.db through its own connection: the same
+    tables, rows, runs and counts as computed one after the other here."""
+    import shutil
+
+    from analysis.figures.study import study_rows
+    from core import store
+    from core.store.selection import Selection
+    from tests.helpers.report_study import RESAMPLES, study_db
+
+    path = study_db(tmp_path_factory)
+    got = {}
+    for n in (1, 2):
+        cores(n)
+        shutil.rmtree(f"{path}.results", ignore_errors=True)  # computed, not read back
+        db = store.connect(path)
+        s = study_rows(db, Selection(), RESAMPLES)
+        db.conn.close()
+        got[n] = ([t.name for t in s.tables], s.rows, s.runs, s.errored, s.pooled,
+                  s.n_episodes, s.provenance)
+    assert got[1] == got[2]
+    assert {"policies", "controllers", "success"} <= set(got[2][0])

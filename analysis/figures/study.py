@@ -9,6 +9,8 @@ does the same, so a figure's sidecar rows equal the table's JSON rows (tests/tes
 
 from __future__ import annotations
 
+import os
+import sqlite3
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -88,7 +90,8 @@ def study_rows(db: Database, selection: Selection, resamples: int, seed: int = 0
     Returns:
         The StudyRows.
     """
-    from analysis.measures.frames import load_frames
+    from analysis.base.parallel import each
+    from analysis.measures.frames import db_file, load_frames
     from analysis.tables.compute import compute
     from analysis.tables.registry import EPISODES, PROBES, TRACES, table_names
     from analysis.tables.results import ResultsSpec, results_for
@@ -99,16 +102,33 @@ def study_rows(db: Database, selection: Selection, resamples: int, seed: int = 0
     episode_tables, probes = table_names(EPISODES), table_names(PROBES)
     wanted = set(names) if names is not None else {*episode_tables, *probes, "trace_sweeps"}
     frames = load_frames(db, selection)
-    res = compute(frames, [n for n in episode_tables if n in wanted], resamples,
-                  min(resamples, 1000), seed)
-    tables = list(res.tables)
     counts = probe_counts(db)
-    if probe_tables and wanted & set(probes) and (
-            counts.get("answer_now") or counts.get("answer_now_confidence")):
-        for name in probes:
-            if name in wanted:
-                tables += results_for(db, selection, name, spec, frames).tables
-    provenance = prereg_rows.run_provenance(db, res.runs)
+    on_branches = [n for n in probes if n in wanted] if probe_tables and (
+        counts.get("answer_now") or counts.get("answer_now_confidence")) else []
+    parent, path = os.getpid(), db_file(db)
+
+    def piece(i: int) -> tuple[tuple[Table, ...], tuple[str, ...], int, str]:
+        """The episode tables (0) or the tables on answer-now branches (1); a forked
+        process reads lab.db through a connection of its own."""
+        if i == 0:
+            res = compute(frames, [n for n in episode_tables if n in wanted], resamples,
+                          min(resamples, 1000), seed)
+            return res.tables, res.runs, res.errored, res.pooled
+        own = os.getpid() != parent
+        reader = Database(sqlite3.connect(path)) if own else db
+        try:
+            return tuple(t for name in on_branches
+                         for t in results_for(reader, selection, name, spec, frames).tables
+                         ), (), 0, ""
+        finally:
+            if own:
+                reader.conn.close()
+
+    # the two groups are independent: side by side on two cores (analysis.base.parallel)
+    parts = each(2, piece) if on_branches and path else [piece(0), piece(1)]
+    (episode_part, runs, errored, pooled), (branch_part, *_) = parts
+    tables = [*episode_part, *branch_part]
+    provenance = prereg_rows.run_provenance(db, runs)
     rows: dict[str, list[RowDict]] = {}
     for table in tables:
         rows[table.name] = [d | row_provenance(d, provenance) for d in table.dicts()]
@@ -122,7 +142,7 @@ def study_rows(db: Database, selection: Selection, resamples: int, seed: int = 0
         record = prereg_rows.amendment(db, a)
         amendments.append({k: record.get(k) for k in ("id", "title", "state", "frozen_at",
                                                        "content_sha256", "prev_sha256")})
-    return StudyRows(tuple(tables), rows, provenance, res.runs, res.errored, res.pooled,
+    return StudyRows(tuple(tables), rows, provenance, runs, errored, pooled,
                      frames.n_episodes, selection, resamples, seed, amendments)
 
 

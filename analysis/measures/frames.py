@@ -353,7 +353,7 @@ def apart_episodes(episodes: pd.DataFrame) -> pd.DataFrame:
     return episodes.loc[mask]
 
 
-def _db_file(db: Database) -> str:
+def db_file(db: Database) -> str:
     """The main database file of a connection ("" for an in-memory database)."""
     for _, name, file in db.conn.execute("PRAGMA database_list").fetchall():
         if name == "main":
@@ -392,7 +392,7 @@ def load_frames(db: Database, selection: Selection | None = None,
         sel = replace(sel, runs=tuple(runs))
     if models:
         sel = replace(sel, models=tuple(models))
-    path = _db_file(db)
+    path = db_file(db)
     if not path:
         return frames_from(episodes_frame(db, selection=sel), steps_frame(db, selection=sel),
                            sel)

@@ -36,7 +36,7 @@ from sqlite_utils import Database
 
 from analysis.base.arms import EXPLORATORY
 from analysis.measures.cost import own_call_column, parse_condition_of
-from analysis.measures.frames import load_frames
+from analysis.measures.frames import db_file, load_frames
 from analysis.stats.bootstrap import N_BOOT
 from analysis.tables.compute import compute
 from analysis.tables.csv_files import (
@@ -227,7 +227,7 @@ def _episode_files(db: Database, directory: Path, selection: Selection, version:
     from analysis.base.parallel import each
 
     frames = load_frames(db, selection)  # the fingerprint and errored episodes, read here
-    parent, path = os.getpid(), _db_path(db)
+    parent, path = os.getpid(), db_file(db)
 
     def piece(i: int) -> list[Path]:
         if i == 1:
@@ -248,14 +248,6 @@ def _episode_files(db: Database, directory: Path, selection: Selection, version:
 
     steps, tables, episodes = each(3, piece) if path else [piece(i) for i in range(3)]
     return [*episodes, *steps, *tables]
-
-
-def _db_path(db: Database) -> str:
-    """The main database file of a connection ("" for an in-memory database)."""
-    for _, name, file in db.conn.execute("PRAGMA database_list").fetchall():
-        if name == "main":
-            return str(file or "")
-    return ""
 
 
 def export(db: Database, directory: Path, selection: Selection | None = None,
