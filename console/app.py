@@ -46,7 +46,7 @@ from console.watch import DataVersion
 from console.workers import LocalWorkers
 from core import store
 from core.errors import LabError
-from core.store.base import check_writable
+from core.store.base import check_writable, corruption_error
 
 
 @dataclass(frozen=True)
@@ -286,7 +286,8 @@ class LabApp(App[None]):
         event is left alone: it tells Pilot to stop waiting for an app that is ending).
         """
         cause = error.error if isinstance(error, WorkerFailed) else error
-        line = logs.one_line(cause)
+        corrupt = corruption_error(self.config.db_path, cause)  # how to recover, if it is
+        line = str(corrupt) if corrupt is not None else logs.one_line(cause)
         self.errors.append(line)
         try:
             path: Path | None = self.log_dir()

@@ -156,3 +156,17 @@ def test_a_corrupt_lab_db_is_one_line_that_says_how_to_recover(tmp_path):
     out = lab_here(db, config, "restore", str(dest))
     assert out.returncode == 0, out.stderr
     assert lab_here(db, config, "status").returncode == 0
+
+
+def test_the_console_says_a_corrupt_lab_db_is_corrupt_and_how_to_recover(tmp_path):
+    from console.app import make_app
+
+    db, config = _study(tmp_path)
+    assert lab_here(db, config, "worker", "--until-idle").returncode == 0
+    _corrupt(db)
+    app = make_app(db)
+    try:
+        sqlite3.connect(db).execute("SELECT * FROM episodes").fetchall()
+    except sqlite3.DatabaseError as exc:
+        app._handle_exception(exc)  # what Textual does with a screen's failed read
+    assert app.fatal is not None and "is corrupt" in app.fatal and "lab restore" in app.fatal
