@@ -33,6 +33,12 @@ FAILURE_REGIMES = MEAN6[1:]
 MEAN3 = ("clean", "persistent", "recover_after_2")
 """The three regimes of the paper's 16-action runs (Table 16), averaged as mean3."""
 MAIN_FAMILY = "main"
+DELTA_FAILURE, DELTA_MEAN6 = "failure", "mean6"
+DELTA_REGIMES = (DELTA_FAILURE, DELTA_MEAN6)
+"""What the main family's time-matched Δ pools (``lab results --delta-regimes``): its
+five failure regimes (the default, as the main paper pools Δ, App. C.1 and Table 13)
+or all six mean6 regimes, clean included (lab's definition before it followed the
+paper). Other families pool their own regime either way."""
 
 
 def regime_family(name: str) -> str:

@@ -248,7 +248,7 @@ async def test_delta_drilldown_opens_the_trajectory_at_that_step(lab_db: Path) -
         assert "sim-never × none" in _text(screen, "#results-cell")
         await pilot.press("j")
         cell = _text(screen, "#results-cell")
-        assert "sim-own5 × none" in cell and "n 25 decisions (a 7/24, b 0/1)" in cell
+        assert "sim-own5 × none" in cell and "n 24 decisions (a 7/23, b 0/1)" in cell
         await pilot.press("enter")
         await _settle(pilot)
         assert screen._body() == "results-drill"
@@ -256,7 +256,7 @@ async def test_delta_drilldown_opens_the_trajectory_at_that_step(lab_db: Path) -
         await _settle(pilot)
         assert screen._body() == "results-drill"
         table = screen.query_one("#results-drill-table")
-        assert table.row_count == 25
+        assert table.row_count == 24
         assert "(a) s = t" in _text(screen, "#results-drill-head")
         first = screen._drill.a[0]
         assert (first.t, first.s) == (3, 3)

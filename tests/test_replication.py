@@ -134,16 +134,38 @@ def test_each_line_beside_its_published_value(paper_db, capsys):
     assert "+0.250" in text and "yes" in text and " no" in text
 
 
+FIVE = "persistent,recover_after_1,recover_after_2,recover_after_3,late_onset_from_3"
+
+
+def _own_delta(capsys: pytest.CaptureFixture[str], db: Path, *args: object
+               ) -> dict[str, Any]:
+    out = _ok(capsys, "--db", db, "results", "delta", "--format", "json", "--resamples", "50",
+              "--models", "m1", *args)
+    return next(r for r in json.loads(out) if r["scope"] == "own judgments, by t")
+
+
 def test_delta_is_on_the_five_failure_regimes_as_published(paper_db, capsys):
-    # with clean q1 (U U U U: t3 (a) search, t4 (a) finish) the t3 stratum is a 1/3,
-    # b 0/1 (w 3/4, diff 1/3) and t4 a 2/2, b 0/2 (w 1, diff 1): Δ = 5/7, which lab's
-    # delta table gives on the main family; the replication line leaves clean out: 0.75
-    out = _ok(capsys, "--db", paper_db, "results", "delta", "--format", "json",
-              "--resamples", "50", "--models", "m1")
-    own = next(r for r in json.loads(out) if r["scope"] == "own judgments, by t")
-    assert own["estimate"] == pytest.approx(5 / 7, abs=1e-12)
+    # the four HAND episodes (five failure regimes) by t: t3 a 1/2, b 0/1 (w 2/3, diff
+    # 1/2), t4 a 1/1, b 0/2 (w 2/3, diff 1): Δ = (1/3 + 2/3) / (4/3) = 0.75; (a) holds 3
+    # decisions (2 answers), (b) 6 (1 answer; 3 of them at t5–t6, where (a) has none).
+    # Clean q1 (U U U U) would add a decision to (a) at t3 (searching) and one at t4
+    # (answering): t3 a 1/3, b 0/1 (w 3/4, diff 1/3), t4 a 2/2, b 0/2 (w 1, diff 1):
+    # Δ = 5/7 on 5 + 6. The delta table leaves clean out, as the paper does
+    own = _own_delta(capsys, paper_db)
+    assert own["estimate"] == pytest.approx(0.75, abs=1e-12)
+    assert (own["n"], own["detail"], own["regimes"]) == (9, "a 2/3, b 1/6", FIVE)
+    # the old pooling, by name
+    pooled = _own_delta(capsys, paper_db, "--delta-regimes", "mean6")
+    assert pooled["estimate"] == pytest.approx(5 / 7, abs=1e-12)
+    assert (pooled["n"], pooled["detail"]) == (11, "a 3/5, b 1/6")
+    assert pooled["regimes"] == "clean," + FIVE
+    # the replication line is the delta table's row, interval and all
     rows = _replication(capsys, paper_db, "--run", "s1", "--models", "m1")
-    assert rows["m1", "delta_lab"]["estimate"] == pytest.approx(0.75, abs=1e-12)
+    lab_row = rows["m1", "delta_lab"]
+    assert {k: lab_row[k] for k in ("estimate", "ci_low", "ci_high", "n", "detail", "regimes",
+                                    "errored")} == \
+        {k: own[k] for k in ("estimate", "ci_low", "ci_high", "n", "detail", "regimes",
+                             "errored")}
 
 
 def test_a_run_named_otherwise_is_compared_with_the_split_given(paper_db, capsys):

@@ -72,6 +72,35 @@ def _same(got: dict, want: dict) -> bool:
     return True
 
 
+def test_delta_rows_equal_those_of_the_five_failure_regimes_alone(
+        stored: tuple[Path, dict]) -> None:
+    """The main family's Δ rows on a study with clean are those of the same study with
+    clean left out of the selection (the paper's Δ pools the five failure regimes): same
+    decisions, questions, intervals, counts; ``--delta-regimes mean6`` pools clean."""
+    from core.regimes import FAILURE_REGIMES
+
+    path, _ = stored
+    db = store.connect(path)
+
+    def rows(selection: Selection, pool: str = "failure") -> list[dict]:
+        table = compute(load_frames(db, selection), ("delta",), 50, delta_regimes=pool
+                        ).tables[0]
+        return [{k: v for k, v in r.items() if k != "provenance"} for r in table.dicts()
+                if r["measure"] == "delta" and r["regimes"].startswith("persistent")]
+
+    whole, five = rows(Selection()), rows(Selection(regimes=FAILURE_REGIMES))
+    assert whole == five and len(whole) > 0
+    assert all(r["regimes"] == ",".join(FAILURE_REGIMES) for r in whole)
+    pooled = rows(Selection(), "mean6")
+    assert not pooled  # every row covers clean too
+    with_clean = [r for r in compute(load_frames(db), ("delta",), 50, delta_regimes="mean6"
+                                     ).tables[0].dicts() if r["measure"] == "delta"
+                  and r["regimes"].startswith("clean,")]
+    assert len(with_clean) == len(whole)
+    assert all(c["n"] >= f["n"] for c, f in zip(with_clean, whole))
+    assert any(c["n"] > f["n"] for c, f in zip(with_clean, whole))  # clean has (a)/(b)
+
+
 def test_stored_decisions_equal_the_definition_and_rederive(stored: tuple[Path, dict]) -> None:
     """lab.db's decisions (written with each episode) equal `decision_table` on the steps,
     and recomputing them (judgment replay, the migration's backfill) changes nothing."""

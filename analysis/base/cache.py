@@ -40,12 +40,14 @@ SUFFIX = ".results"
 
 @functools.lru_cache(maxsize=1)
 def code_hash() -> str:
-    """sha256 of the analysis code and the decision definitions (a change drops the cache).
+    """sha256 of the analysis code and the decision and regime definitions (a change drops
+    the cache: e.g. the regimes Δ pools).
 
     Cached for the process: the files do not change under a running program.
     """
     root = Path(__file__).resolve().parents[1]  # analysis/
-    files = sorted(root.rglob("*.py")) + [root.parent / "core" / "decisions.py"]
+    files = sorted(root.rglob("*.py")) + [root.parent / "core" / name
+                                          for name in ("decisions.py", "regimes.py")]
     digest = hashlib.sha256()
     for path in files:
         digest.update(path.relative_to(root.parent).as_posix().encode())

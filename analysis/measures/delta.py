@@ -34,7 +34,7 @@ from analysis.stats.bootstrap import (
 # sorted_codes: `codes`' sorted codes (the frame's question ids and regimes are never
 # missing, so no missing-value code)
 from analysis.stats.codes import sorted_codes
-from core.regimes import MAIN_FAMILY
+from core.regimes import DELTA_FAILURE, DELTA_REGIMES, FAILURE_REGIMES, MAIN_FAMILY
 
 T_MIN, T_MAX = 3, 6
 STRATA = ("t", "question_action", "regime_action", "action")
@@ -301,13 +301,16 @@ class _Window:
         return cls.split(dec, np.zeros(len(dec), dtype=np.int64), 1)[0]
 
     @classmethod
-    def split(cls, dec: pd.DataFrame, group: np.ndarray, n_groups: int) -> list[_Window]:
+    def split(cls, dec: pd.DataFrame, group: np.ndarray, n_groups: int,
+              include: np.ndarray | None = None) -> list[_Window]:
         """The window of every group of decision rows, read from the frame once.
 
         Args:
             dec: decision table rows.
             group: group code per row (0 … n_groups − 1, e.g. `Grouping.codes`).
             n_groups: number of groups.
+            include: which rows count (None: all), as if the others were not in `dec`:
+                a question only they hold is no resampling unit of its group.
 
         Returns:
             One window per group, its rows in frame order.
@@ -317,9 +320,13 @@ class _Window:
         question, _ = sorted_codes(dec["question_id"])
         width = int(question.max()) + 1 if len(question) else 1
         pair = group * width + question
+        if include is not None:
+            # rows left out mark no pair present (their codes are never read)
+            pair = np.where(include, pair, n_groups * width)
         if n_groups * width <= _DENSE_PAIRS:
-            present = np.zeros(n_groups * width + 1, dtype=np.int64)
+            present = np.zeros(n_groups * width + 2, dtype=np.int64)
             present[pair + 1] = 1
+            present = present[:-1]
             rank = np.cumsum(present)  # rank[p]: pairs present before pair p
             starts = rank[np.arange(n_groups + 1) * width]
             local = rank[pair] - starts[:-1][group]
@@ -330,6 +337,8 @@ class _Window:
         regime, regimes = sorted_codes(dec["regime"])
         n_obs = dec["n_obs"].to_numpy()
         keep = (n_obs >= T_MIN) & (n_obs <= T_MAX) & ~dec["final"].to_numpy(dtype=bool)
+        if include is not None:
+            keep &= include
         known = (dec["stated_known"].to_numpy(dtype=bool) if "stated_known" in dec
                  else np.ones(len(dec), dtype=bool))
         replayed = (dec[REPLAYED].to_numpy(dtype=bool) if REPLAYED in dec
@@ -508,35 +517,80 @@ VARIANTS = (
 )
 
 
+def delta_regimes(family: str, present: Sequence[str], pool: str = DELTA_FAILURE
+                  ) -> tuple[str, ...]:
+    """The regimes of a group that its time-matched Δ pools.
+
+    Args:
+        family: the group's regime family (`core.regimes.regime_family`).
+        present: the group's regimes.
+        pool: "failure" or "mean6" (`core.regimes.DELTA_REGIMES`).
+
+    Returns:
+        `present` without clean for the main family under "failure", else `present`.
+
+    Raises:
+        ValueError: an unknown `pool`.
+    """
+    if pool not in DELTA_REGIMES:
+        raise ValueError(f"delta regimes must be one of {', '.join(DELTA_REGIMES)}, "
+                         f"got {pool!r}")
+    if pool == DELTA_FAILURE and family == MAIN_FAMILY:
+        return tuple(r for r in present if r in FAILURE_REGIMES)
+    return tuple(present)
+
+
+def _delta_windows(decisions: pd.DataFrame, keys: Sequence[ArmKey], group: np.ndarray,
+                   covered: Sequence[tuple[str, ...]], whole: list[_Window]
+                   ) -> list[_Window]:
+    """Every group's window on the regimes `covered` names (`whole` where that is all
+    of the group's regimes), as if the other rows were not in `decisions`."""
+    if all(c == tuple(k.regimes) for c, k in zip(covered, keys)):
+        return whole
+    regime, names = sorted_codes(decisions["regime"])
+    allowed = np.array([[str(r) in c for r in names] for c in covered],
+                       dtype=bool).reshape(len(keys), len(names))
+    return _Window.split(decisions, group, len(keys), allowed[group, regime])
+
+
 def delta_table(decisions: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0,
-                grouping: Grouping | None = None) -> Table:
+                grouping: Grouping | None = None, pool: str = DELTA_FAILURE) -> Table:
     """Δ (four variants) and the design-label contrast for every group and regime family.
 
     Regimes of different families are never pooled (`core.regimes.regime_family`);
-    the design-label contrast exists only in the main family.
+    within the main family Δ pools the regimes `delta_regimes` names (by default the
+    five failure regimes: clean's decisions and questions are left out, as the main
+    paper computes it); the design-label contrast exists only in the main family.
 
     Args:
         decisions: the decision table.
         n_boot: question-level resamples.
         seed: bootstrap seed.
         grouping: what rows pool and the errored episodes they count.
+        pool: what the main family's Δ pools (`core.regimes.DELTA_REGIMES`).
 
     Returns:
         Table "delta" (long layout; unit: decisions in groups (a) and (b)).
+
+    Raises:
+        ValueError: an unknown `pool`.
     """
     grouping = grouping or Grouping()
     # every group's contrasts are counted first, then resampled together
     items: list[Counts] = []
-    labels: list[tuple[ArmKey, str, str, list[str] | None, str]] = []
+    labels: list[tuple[ArmKey, str, str, Sequence[str] | None, str]] = []
     keys, group = grouping.codes(decisions, families=True)
-    for arm, window in zip(keys, _Window.split(decisions, group, len(keys))):
+    covered = [delta_regimes(arm.family, arm.regimes, pool) for arm in keys]
+    whole = _Window.split(decisions, group, len(keys))
+    windows = _delta_windows(decisions, keys, group, covered, whole)
+    for arm, regimes, window, full in zip(keys, covered, windows, whole):
         sources = {j: window.sources(j) for j in ("side_channel", "stated")}
         for measure, judg, strata, scope in VARIANTS:
             items.append(time_matched_counts(window, judg, strata))
-            labels.append((arm, measure, scope, None, sources[judg]))
+            labels.append((arm, measure, scope, regimes, sources[judg]))
         if arm.family != MAIN_FAMILY:
             continue
-        items.append(_design(window))
+        items.append(_design(full))
         labels.append((arm, "design", "persistent − late_onset_from_3",
                        [r for r in arm.regimes if r in (DESIGN_A, DESIGN_B)], ""))
     rows: list[Row] = [
@@ -548,6 +602,10 @@ def delta_table(decisions: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0,
         ("Δ: P(answer | every result so far judged useless) − P(answer | latest useless, an "
         "earlier one not; run 1…t−2), decisions after 3–6 results, final action excluded, "
         "Mantel–Haenszel weights n_a·n_b/(n_a+n_b); 95% question-cluster bootstrap."),
+        ("Δ pools the main family's five failure regimes, clean left out, as the main paper "
+         "does (--delta-regimes mean6 pools clean too)" if pool == DELTA_FAILURE else
+         "Δ pools all six mean6 regimes, clean included (--delta-regimes mean6); the main "
+         "paper's Δ leaves clean out"),
         "detail: answers/decisions in (a) and (b); – : the two groups never meet in a stratum.",
         ("judgments (side-channel variants): the decisions in (a) and (b) by where the "
          "judgment of their latest result came from: side_channel (asked in-run) or replay "
@@ -559,4 +617,5 @@ def delta_table(decisions: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0,
 
 def delta_results(inp: TableInput) -> TablePart:
     """The "delta" results table (`analysis.tables.registry`)."""
-    return TablePart((delta_table(inp.decisions, inp.n_boot, inp.seed, inp.grouping),))
+    return TablePart((delta_table(inp.decisions, inp.n_boot, inp.seed, inp.grouping,
+                                  inp.delta_regimes),))

@@ -99,6 +99,8 @@ class TableInput:
         lam: price per call for utility.
         reference: arm label the paired differences subtract.
         cache: the results cache (None for frames built in memory).
+        delta_regimes: what the main family's Δ pools, "failure" or "mean6"
+            (`core.regimes.DELTA_REGIMES`).
     """
 
     frames: Frames
@@ -110,6 +112,7 @@ class TableInput:
     lam: float
     reference: str
     cache: ResultsCache | None = field(default=None, repr=False)
+    delta_regimes: str = "failure"
 
     @property
     def decisions(self) -> pd.DataFrame:

@@ -28,11 +28,12 @@ from analysis.stats.bootstrap import N_BOOT
 from analysis.stats.lpm import HAZARD_BOOT
 from analysis.tables.registry import EPISODES, table_def, table_names
 from core.conditions import LAMBDA
+from core.regimes import DELTA_FAILURE, DELTA_REGIMES
 
 
 def compute(frames: Frames, names: Sequence[str] | None = None, n_boot: int = N_BOOT,
             hazard_boot: int = HAZARD_BOOT, seed: int = 0, lam: float = LAMBDA,
-            reference: str = REFERENCE) -> Results:
+            reference: str = REFERENCE, delta_regimes: str = DELTA_FAILURE) -> Results:
     """Compute the requested tables.
 
     Signature: ``compute(load_frames(db, selection), ("success", "delta"), n_boot=2000)``.
@@ -49,18 +50,23 @@ def compute(frames: Frames, names: Sequence[str] | None = None, n_boot: int = N_
         seed: bootstrap seed.
         lam: price per call for utility.
         reference: arm label the paired differences subtract (default "none").
+        delta_regimes: what the main family's Δ pools: "failure" (its five failure
+            regimes, the default) or "mean6" (`core.regimes.DELTA_REGIMES`).
 
     Returns:
         The Results.
 
     Raises:
-        ValueError: for an unknown table name.
+        ValueError: for an unknown table name or `delta_regimes`.
     """
     known = table_names(EPISODES)
     names = known if names is None else tuple(names)
     unknown = [n for n in names if n not in known]
     if unknown:
         raise ValueError(f"unknown table {unknown[0]!r}; choose from {', '.join(known)}")
+    if delta_regimes not in DELTA_REGIMES:
+        raise ValueError(f"delta regimes must be one of {', '.join(DELTA_REGIMES)}, "
+                         f"got {delta_regimes!r}")
     single_thread()
     grouping = Grouping(frames.selection.pool, frames.errored_episodes, frames.apart_episodes)
     cache = ResultsCache(frames.source.path) if frames.source is not None else None
@@ -70,8 +76,10 @@ def compute(frames: Frames, names: Sequence[str] | None = None, n_boot: int = N_
     curves: tuple[tuple[ArmKey, tuple[float, ...]], ...] = ()
     actions: tuple[tuple[ArmKey, tuple[tuple[int, int], ...]], ...] = ()
     counts: tuple[int, ...] = ()
-    keys = {n: cache.key(frames.source, n, spec) if cache and frames.source else ""
-            for n in names}
+    options = {"delta_regimes": delta_regimes}
+    keys = {n: cache.key(frames.source, n,
+                         {**spec, **{o: options[o] for o in table_def(n).options}})
+            if cache and frames.source else "" for n in names}
     parts = {n: cache.get(keys[n]) if cache else None for n in names}
     order, full = _memory_order([n for n in names if parts[n] is None], frames)
     if any(n != _RELEASE and table_def(n).reads.decisions for n in order):
@@ -83,7 +91,7 @@ def compute(frames: Frames, names: Sequence[str] | None = None, n_boot: int = N_
             frames.release_episodes()
             continue
         parts[name] = _compute_one(frames, name, grouping, n_boot, hazard_boot, seed, lam,
-                                   reference, cache)
+                                   reference, cache, delta_regimes)
         if cache:
             cache.put(keys[name], parts[name])
     for name in names:
@@ -124,7 +132,8 @@ _RELEASE = "<release episodes>"
 
 def _compute_one(frames: Frames, name: str, grouping: Grouping, n_boot: int,
                  hazard_boot: int, seed: int, lam: float, reference: str,
-                 cache: ResultsCache | None = None) -> TablePart:
+                 cache: ResultsCache | None = None, delta_regimes: str = DELTA_FAILURE
+                 ) -> TablePart:
     """One table name, reading only the frames its `Reads` declare (the tables that only
     group episodes get their key columns, `Frames.episode_keys`, not the full episodes);
     the hazard table's fits of unchanged group samples come from `cache`."""
@@ -137,5 +146,6 @@ def _compute_one(frames: Frames, name: str, grouping: Grouping, n_boot: int,
     if reads.two_source_episodes and two_source_mask(ep).any():
         ep = frames.episodes  # switching reads answered and answer_action
     part: TablePart = table.function()(TableInput(frames, ep, grouping, n_boot, hazard_boot,
-                                                  seed, lam, reference, cache))
+                                                  seed, lam, reference, cache,
+                                                  delta_regimes))
     return part

@@ -73,6 +73,9 @@ class TableDef:
         compute: ``"module:function"`` computing it (see the module docstring).
         reads: what an episode table reads (the other families read their own data).
         views: the Results screen's tabs showing it (none: CLI, export and report only).
+        options: the `ResultsSpec` options an episode table reads besides resamples and
+            seed (e.g. ``delta_regimes``); they join its results-cache key, so rows
+            computed under different options never share an entry.
     """
 
     name: str
@@ -81,6 +84,7 @@ class TableDef:
     compute: str
     reads: Reads = Reads()
     views: tuple[View, ...] = ()
+    options: tuple[str, ...] = ()
 
     def function(self) -> Callable[..., Any]:
         """The compute function, imported now."""
@@ -102,7 +106,7 @@ _TABLES: dict[str, TableDef] = {t.name: t for t in (
              (View("success", "Success"),)),
     TableDef("delta", EPISODES, "time-matched contrast Δ and design-label contrast",
              "analysis.measures.delta:delta_results", Reads(decisions=True),
-             (View("delta", "Δ grid"),)),
+             (View("delta", "Δ grid"),), options=("delta_regimes",)),
     TableDef("index", EPISODES, "the stopping index I",
              "analysis.measures.hazard:index_results", Reads(decisions=True),
              (View("index", "I"),)),

@@ -32,7 +32,7 @@ from analysis.measures.delta import VARIANTS
 from analysis.measures.results import Results
 from analysis.measures.success import MEAN6_LABEL
 from core.errors import ConfigError
-from core.regimes import FAILURE_REGIMES
+from core.regimes import DELTA_FAILURE, MAIN_FAMILY
 from core.store.references import ReferenceSet, reference_set, reference_sets, reference_values
 
 if TYPE_CHECKING:
@@ -121,8 +121,12 @@ def _line_key(r: Row) -> _LineKey:
 
 def _lab_lines(db: Database, selection: Selection, spec: ResultsSpec,
                frames: Frames | None) -> tuple[dict[_LineKey, dict[str, Row]], Results | None]:
-    """Lab's Δ row (five failure regimes) and mean6 row of every line of `selection`,
-    and the success results they came from (None when the selection holds no episode)."""
+    """Lab's Δ row and mean6 row of every line of `selection`, and the success results
+    they came from (None when the selection holds no episode).
+
+    The Δ row is the delta table's own (`results_for`, so the two tables cannot
+    disagree), on the five failure regimes whatever ``spec.delta_regimes`` says: the
+    paper's Δ pools those."""
     from analysis.measures.frames import load_frames
     from analysis.tables.results import results_for
 
@@ -130,15 +134,12 @@ def _lab_lines(db: Database, selection: Selection, spec: ResultsSpec,
     if not frames.n_episodes:
         return {}, None
     lines: dict[_LineKey, dict[str, Row]] = {}
-    failure = tuple(r for r in (selection.regimes or FAILURE_REGIMES) if r in FAILURE_REGIMES)
-    if failure:
-        narrowed = replace(selection, regimes=failure)
-        delta_frames = load_frames(db, narrowed)
-        if delta_frames.n_episodes:
-            delta = results_for(db, narrowed, "delta", spec, delta_frames).table("delta")
-            for r in delta.rows if delta else ():
-                if r.measure == "delta" and r.scope == OWN_DELTA:
-                    lines.setdefault(_line_key(r), {})["delta"] = r
+    delta = results_for(db, selection, "delta", replace(spec, delta_regimes=DELTA_FAILURE),
+                        frames).table("delta")
+    for r in delta.rows if delta else ():
+        if r.measure == "delta" and r.scope == OWN_DELTA and r.regimes \
+                and r.family == MAIN_FAMILY:
+            lines.setdefault(_line_key(r), {})["delta"] = r
     success = results_for(db, selection, "success", spec, frames)
     table = success.table("success")
     for r in table.rows if table else ():

@@ -57,6 +57,9 @@ class ResultsSpec:
         repaired: stored answer repairs replace the raw answers.
         against: the replication table's reference (``NAME``, ``NAME/SPLIT`` or
             ``run:OTHER``; None: the first imported reference set).
+        delta_regimes: what the main family's Δ pools: "failure" (its five failure
+            regimes, as the main paper) or "mean6" (clean too;
+            `core.regimes.DELTA_REGIMES`).
     """
 
     n_boot: int = N_BOOT
@@ -68,6 +71,7 @@ class ResultsSpec:
     judge: bool = False
     repaired: bool = False
     against: str | None = None
+    delta_regimes: str = "failure"
 
     def trace_settings(self) -> TraceSettings:
         """How the trace tables replay the traces under this spec (π, fit, split,
@@ -140,7 +144,7 @@ def results_for(db: Database, selection: Selection, name: str,
         from analysis.tables.compute import compute
 
         res = compute(frames, None if name == ALL else (name,), spec.n_boot,
-                      spec.hazard_boot, spec.seed)
+                      spec.hazard_boot, spec.seed, delta_regimes=spec.delta_regimes)
     return replace(res, repaired=repaired)
 
 

@@ -22,6 +22,7 @@ from console.cli.output import echo
 from core import store
 from core.bounds import MAX_RESAMPLES, MAX_SEEDS, Bounds
 from core.errors import ConfigError, LabError, StoreError
+from core.regimes import DELTA_FAILURE, DELTA_REGIMES
 from core.store import prereg as prereg_rows
 from core.store.selection import Selection, check_selection, selection_from
 
@@ -88,15 +89,17 @@ def trace_options(command: Callable[..., None]) -> Callable[..., None]:
 
 def results_spec(resamples: int, seed: int, tau_lo: float, tau_hi: float,
                  max_retrievals: int, fit_depths: str, split_seed: int, judge: bool,
-                 repaired: bool = False, against: str | None = None) -> ResultsSpec:
+                 repaired: bool = False, against: str | None = None,
+                 delta_regimes: str = DELTA_FAILURE) -> ResultsSpec:
     """How `lab results` (and `lab figures`, `lab report`) compute the tables from their
-    options: the hazard model takes at most 1,000 of the resamples."""
+    options: the hazard model takes at most 1,000 of the resamples; Δ pools the main
+    family's five failure regimes unless `delta_regimes` is "mean6"."""
     from analysis.replay.controllers import Gate
     from analysis.tables.results import ResultsSpec
 
     return ResultsSpec(resamples, min(resamples, 1000), seed,
                        Gate(tau_lo, tau_hi, max_retrievals), fit_depths, split_seed, judge,
-                       repaired, against=against)
+                       repaired, against=against, delta_regimes=delta_regimes)
 
 
 def _frames(db: Database, selection: Selection, path: Path) -> Frames:
@@ -163,6 +166,12 @@ def _rows_out(dicts: list[dict[str, object]], fmt: str) -> str:
                    "reference set imported).")
 
 
+@click.option("--delta-regimes", type=click.Choice(DELTA_REGIMES), default=DELTA_FAILURE,
+              show_default=True,
+              help="delta: what the main family's Δ pools: its five failure regimes (as the "
+                   "main paper) or all six mean6 regimes, clean included.")
+
+
 @click.pass_context
 
 
@@ -170,7 +179,7 @@ def results(ctx: click.Context, table: str, runs: tuple[str, ...], sets: tuple[s
             seeds: str | None, models: str | None, conditions: str | None,
             regimes: str | None, pool: str | None, repaired: bool, fmt: str, resamples: int,
             seed: int, tau_lo: float, tau_hi: float, max_retrievals: int, fit_depths: str,
-            split_seed: int, judge: bool, against: str | None) -> None:
+            split_seed: int, judge: bool, against: str | None, delta_regimes: str) -> None:
     """Print results tables: success, delta, index, hazard, cost, judgments or all.
 
     One row per model × arm (its full spec: enforced_rule:k=7 and enforced_rule are
@@ -205,7 +214,7 @@ def results(ctx: click.Context, table: str, runs: tuple[str, ...], sets: tuple[s
     db = open_db(ctx, create=False)
     selection = selection_from(runs, sets, seeds, models, conditions, regimes, pool)
     spec = results_spec(resamples, seed, tau_lo, tau_hi, max_retrievals, fit_depths,
-                        split_seed, judge, repaired, against)
+                        split_seed, judge, repaired, against, delta_regimes)
     if against is not None and family_of(table) != REPLICATION:
         raise ConfigError("--against applies to `lab results replication` only")
     if family_of(table) == TRACES:
