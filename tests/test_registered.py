@@ -269,6 +269,27 @@ def test_delta_bound_on_the_estimate_and_on_the_bounds():
     assert one(f, {**legacy, "bound": "upper"}).verdict == "pass"  # UB < 1.5
 
 
+def test_delta_bound_leaves_clean_out_as_the_paper_does():
+    # clean qc: three real results judged useless, then an answer at action 4: an (a)
+    # decision at t=3 that answers. Pooled with the five failure regimes it would make
+    # t=3 a 1/2, b 0/1 (w 2/3, diff ½) beside t=4 a 1/1, b 0/1 (w ½, diff 1): Δ = 5/7;
+    # the paper's Δ leaves clean out, so the test reads Δ = 0.5 on delta_data's two
+    # episodes (and says it read those two)
+    b = Builder()
+    delta_data(b)
+    b.add(regime="clean", q="qc", obs="uuu", answer_at=4)
+    f = b.frames()
+    test = {"id": "T", "kind": "delta_bound", "condition": "none", "on": "estimate",
+            "op": ">=", "threshold": 0.5, "models": ["m1"]}
+    got = one(f, test)
+    assert got.estimate == pytest.approx(0.5) and "a 1/2, b 0/4" in got.numbers
+    assert got.n_episodes == 2
+    # a test that names its regimes pools exactly those, clean too
+    named = one(f, {**test, "regimes": MAIN})
+    assert named.estimate == pytest.approx(5 / 7) and "a 2/3, b 0/4" in named.numbers
+    assert named.n_episodes == 3
+
+
 def test_design_contrast_and_index_by_hand():
     b = Builder()
     # persistent: answers at action 5 (decisions at actions 4 and 5 in the window);

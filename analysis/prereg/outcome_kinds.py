@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.measures.cost import charged_cost
-from analysis.measures.delta import design_contrast, time_matched_contrast
+from analysis.measures.delta import delta_regimes, design_contrast, time_matched_contrast
 from analysis.measures.dissociation import dissociation
 from analysis.measures.hazard import integration_index
 from analysis.measures.leaving import leave_delta, switching
@@ -27,7 +27,7 @@ from analysis.measures.success import paired_regime_mean, paired_success
 from analysis.prereg.outcome_data import TestData, Unit, families
 from analysis.stats.bootstrap import Interval, bootstrap_p, holm
 from core.conditions import LAMBDA
-from core.regimes import MEAN3, MEAN6
+from core.regimes import MEAN3, MEAN6, regime_family
 from core.registered_tests import DEFAULT_BUDGET, bound_rule, named_conditions, named_regimes
 
 Z95 = 1.959963984540054
@@ -212,6 +212,16 @@ def _split_families(test: Mapping[str, Any], dec: pd.DataFrame
     return [(f if len(fams) > 1 else "", dec.loc[dec["regime"].isin(rs)]) for f, rs in fams]
 
 
+def _delta_slice(test: Mapping[str, Any], dec: pd.DataFrame) -> pd.DataFrame:
+    """The decisions Δ pools in one family's slice: in the main family its five failure
+    regimes, clean left out as the main paper computes Δ (App. C.1), unless the test
+    names its regimes (then exactly those, clean too if named)."""
+    if named_regimes(test) or dec.empty:
+        return dec
+    present = sorted(str(r) for r in dec["regime"].unique())
+    return dec.loc[dec["regime"].isin(delta_regimes(regime_family(present[0]), present))]
+
+
 def bound(data: TestData, test: Mapping[str, Any], units: Sequence[Unit], n_boot: int,
           seed: int) -> list[Part]:
     """Δ, I or the design-label contrast against a threshold, per unit and condition."""
@@ -223,6 +233,8 @@ def bound(data: TestData, test: Mapping[str, Any], units: Sequence[Unit], n_boot
             dec_all = data.arm_decisions(u, c, _budget(test), mark=False)
             for fam, dec in _split_families(test, dec_all):
                 what = " ".join(x for x in (c if len(conditions) > 1 else "", fam) if x)
+                if test["kind"] == "delta_bound":
+                    dec = _delta_slice(test, dec)
                 if dec.empty:
                     out.append(Part(u, what, NA, detail=f"no decisions of {c}"))
                     continue
