@@ -7,7 +7,9 @@ Adaptive proxy's thresholds off by one, the paper's C4 test without its regime, 
 A5 amendment on six regimes instead of three, and a Holm family of one (in the
 registered tests and in the results tables); and three more of the verdict layer's
 (exact ties compared as the floats came out, an n.a. condition overriding a decided
-one in `classify`, the proxy's marker threshold). For each, this script copies the
+one in `classify`, the proxy's marker threshold); and Δ pooling clean with the five
+failure regimes (in the delta table, the replication table or a registered test) or
+the results cache serving one --delta-regimes for the other. For each, this script copies the
 checkout (the files git tracks or would track) to a temporary folder, replaces one
 exact piece of text in one file (refusing when the text is not there exactly once,
 so a mutation never silently stops applying), runs the tests named for it there, and
@@ -179,10 +181,33 @@ MUTATIONS: tuple[Mutation, ...] = (
         "replication-delta-with-clean",
         "lab's Δ set beside the published one pools clean with the five failure regimes",
         "analysis/tables/replication.py",
-        "    failure = tuple(r for r in (selection.regimes or FAILURE_REGIMES) "
-        "if r in FAILURE_REGIMES)",
-        "    failure = selection.regimes or (\"clean\", *FAILURE_REGIMES)",
+        "replace(spec, delta_regimes=DELTA_FAILURE)",
+        "replace(spec, delta_regimes=\"mean6\")",
         ("tests/test_replication.py::test_delta_is_on_the_five_failure_regimes_as_published",)),
+    Mutation(
+        "delta-with-clean",
+        "the delta table's Δ pools clean with the main family's five failure regimes (the "
+        "paper's Δ leaves it out)",
+        "analysis/measures/delta.py",
+        "        return tuple(r for r in present if r in FAILURE_REGIMES)",
+        "        return tuple(present)",
+        ("tests/test_replication.py::test_delta_is_on_the_five_failure_regimes_as_published",
+         "tests/test_scale_equivalence.py::"
+         "test_delta_rows_equal_those_of_the_five_failure_regimes_alone")),
+    Mutation(
+        "options-not-in-cache-key",
+        "the results cache serves Δ computed under one --delta-regimes for the other",
+        "analysis/tables/compute.py",
+        "{**spec, **{o: options[o] for o in table_def(n).options}}",
+        "spec",
+        ("tests/test_replication.py::test_delta_is_on_the_five_failure_regimes_as_published",)),
+    Mutation(
+        "delta-bound-with-clean",
+        "a registered Δ test pools clean with the main family's five failure regimes",
+        "analysis/prereg/outcome_kinds.py",
+        "    if named_regimes(test) or dec.empty:\n        return dec\n    present",
+        "    if True:\n        return dec\n    present",
+        ("tests/test_registered.py::test_delta_bound_leaves_clean_out_as_the_paper_does",)),
 )
 
 

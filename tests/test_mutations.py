@@ -20,7 +20,8 @@ sys.modules[_spec.name] = mutations  # dataclasses look their module up there
 _spec.loader.exec_module(mutations)
 
 REQUIRED = {"pi-abstains-early", "pooled-first-dataset", "map-all-depths", "proxy-18",
-            "proxy-9", "c4-without-regime", "a5-six-regimes", "holm-tests", "holm-tables"}
+            "proxy-9", "c4-without-regime", "a5-six-regimes", "holm-tests", "holm-tables",
+            "delta-with-clean"}
 """The mutations of the science that must each be caught."""
 
 
