@@ -323,6 +323,12 @@ class LabApp(App[None]):
                     return
         self.exit()
 
+    def mode_screen(self, mode: str) -> Screen | None:
+        """The screen of `mode` (its base screen), or None when it was never shown."""
+        stacks = getattr(self, "_screen_stacks", None) or {}
+        stack = stacks.get(mode) or []
+        return stack[0] if stack else None
+
     def typing(self) -> bool:
         """Whether a text field has focus: then 1–7, p and ? are text, not keys."""
         return isinstance(self.focused, (Input, TextArea))

@@ -98,10 +98,11 @@ def short_regime(name: str) -> str:
     return _SHORT.get(name, name)
 
 
-_VALID_NAMES = (
+VALID_NAMES = (
     "clean, persistent, recover_after_1..recover_after_5, late_onset_from_<k> (k >= 1), "
     "late_onset (= late_onset_from_3), plausible, answerless"
 )
+"""Every regime name `parse_regime` accepts, in words (error lines, the amendment template)."""
 _PARAM_NAME = re.compile(r"(recover_after|late_onset_from)_([1-9][0-9]*)")
 # Foreign pages whose title is also in the question's own KB are redrawn (from the
 # same seeded stream), so a "failed" observation never shows the question's own page.
@@ -194,7 +195,7 @@ def parse_regime(name: str) -> Regime:
         ConfigError: for any other name.
     """
     if not isinstance(name, str):
-        raise ConfigError(f"regime name must be a string, got {name!r}; valid: {_VALID_NAMES}")
+        raise ConfigError(f"regime name must be a string, got {name!r}; valid: {VALID_NAMES}")
     if name in ("clean", "persistent", "plausible", "answerless"):
         return Regime(name, name, None)
     if name == "late_onset":
@@ -205,7 +206,7 @@ def parse_regime(name: str) -> Regime:
         kind, param = m.group(1), int(m.group(2))
         if kind == "late_onset_from" or param <= MAX_RECOVER_AFTER:
             return Regime(name, kind, param)
-    raise ConfigError(f"unknown regime {name!r}; valid: {_VALID_NAMES}")
+    raise ConfigError(f"unknown regime {name!r}; valid: {VALID_NAMES}")
 
 
 def draw_rng(seed: int, question_id: str, obs_index: int) -> random.Random:

@@ -76,11 +76,19 @@ _SPEC: Mapping[str, Mapping[str, Any]] = MappingProxyType({
 KINDS: Mapping[str, Mapping[str, Any]] = MappingProxyType(_SPEC)
 """Kind → {"required", "optional" fields, "arm": takes condition(s)}."""
 
-_CHOICES = MappingProxyType({
+CHOICES: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "alternative": ("greater", "less", "two-sided"), "correction": ("holm", "none"),
     "bound": ("upper", "lower"), "op": OPS, "comparison": OPS, "on": ON,
     "judgments": ("side_channel", "stated"), "strata": ("t", "question_action",
                                                         "regime_action")})
+"""Fields whose value is one of a few words (any kind that takes the field)."""
+
+
+def metric_choices(kind: str) -> tuple[str, ...]:
+    """The metrics a test of `kind` may name (empty: the kind takes no metric)."""
+    if "metric" not in KINDS[kind].get("required", {}):
+        return ()
+    return {"leaving": LEAVING_METRICS, "budget_contrast": BUDGET_METRICS}.get(kind, METRICS)
 
 
 def _type_ok(value: Any, kind: type) -> bool:
@@ -91,7 +99,8 @@ def _type_ok(value: Any, kind: type) -> bool:
     return isinstance(value, kind)
 
 
-def _fields(kind: str) -> dict[str, type]:
+def kind_fields(kind: str) -> dict[str, type]:
+    """Every field a test of `kind` may have, with its JSON type (required ones too)."""
     spec = KINDS[kind]
     out = dict(_COMMON) | spec.get("required", {}) | spec.get("optional", {})
     if spec.get("arm"):
@@ -150,7 +159,7 @@ def bound_rule(test: Mapping[str, Any]) -> tuple[str, str]:
 
 
 def _check_choices(test: Mapping[str, Any], label: str) -> None:
-    for key, options in _CHOICES.items():
+    for key, options in CHOICES.items():
         if key in test and test[key] not in options:
             raise ConfigError(f"{label}: {key} must be one of {', '.join(options)}, "
                               f"got {test[key]!r}")
@@ -183,13 +192,10 @@ def _check_kind_rules(test: Mapping[str, Any], kind: str, label: str) -> None:
     spec = KINDS[kind]
     if spec.get("arm") and ("condition" in test) == ("conditions" in test):
         raise ConfigError(f"{label}: give exactly one of 'condition' or 'conditions'")
-    if kind == "leaving" and test["metric"] not in LEAVING_METRICS:
+    if "metric" in test and kind != "budget_contrast" \
+            and test["metric"] not in metric_choices(kind):
         raise ConfigError(f"{label}: unknown metric {test['metric']!r}; one of: "
-                          f"{', '.join(LEAVING_METRICS)}")
-    if "metric" in test and kind not in ("budget_contrast", "leaving") \
-            and test["metric"] not in METRICS:
-        raise ConfigError(f"{label}: unknown metric {test['metric']!r}; one of: "
-                          f"{', '.join(METRICS)}")
+                          f"{', '.join(metric_choices(kind))}")
     if test.get("metric") == "success" and "regime" not in test and "regimes" not in test:
         raise ConfigError(f"{label}: metric success needs a regime")
     if "regime" in test and "regimes" in test:
@@ -211,7 +217,7 @@ def _check_kind_rules(test: Mapping[str, Any], kind: str, label: str) -> None:
     elif kind == "paired_diff" and ("op" in test or "threshold" in test):
         raise ConfigError(f"{label}: 'op'/'threshold' need 'on' (estimate, ci_low, ci_high)")
     if kind == "budget_contrast":
-        if test["metric"] not in BUDGET_METRICS:
+        if test["metric"] not in metric_choices(kind):
             raise ConfigError(f"{label}: metric must be one of {', '.join(BUDGET_METRICS)}, "
                               f"got {test['metric']!r}")
         budgets = test["budgets"]
@@ -327,7 +333,7 @@ def validate_test(test: Any, where: str, nested: bool = False) -> dict[str, Any]
     allowed_kinds = [k for k in KINDS if not (nested and k == "classify")]
     if not isinstance(kind, str) or kind not in allowed_kinds:
         raise ConfigError(f"{label}: unknown kind {kind!r}; one of: {', '.join(allowed_kinds)}")
-    allowed = _fields(kind)
+    allowed = kind_fields(kind)
     if nested:  # a condition reads its parent's units and data
         for key in ("models", "runs", "datasets", "question_sets", "descriptive"):
             del allowed[key]

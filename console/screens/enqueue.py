@@ -280,6 +280,23 @@ class EnqueueScreen(LabScreen):
             amendment=amendment if isinstance(amendment, str) and amendment != EXPLORATORY
             else None)
 
+    def grid_scope(self) -> dict[str, Any]:
+        """The grid picked on the form as an amendment's scope: its models, conditions
+        (knob variants included), regimes, question set and budgets.
+
+        Raises:
+            ConfigError: the form holds no grid yet (no set, a bad budget, nothing
+                ticked), in the words of the scope's own check.
+        """
+        from core.registered_tests import validate_scope
+
+        request = self._request()
+        return validate_scope({"models": list(request.models),
+                               "conditions": list(request.conditions),
+                               "regimes": list(request.regimes),
+                               "question_sets": [request.question_set],
+                               "budgets": list(request.budgets)})
+
     def _start_preview(self) -> None:
         self._timer = None
         try:

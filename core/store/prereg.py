@@ -78,7 +78,8 @@ def update_draft(db: Database, amendment_id: str, fields: dict[str, Any]) -> Non
 
 
 def freeze(db: Database, amendment_id: str, record: dict[str, Any]) -> None:
-    """Store what freezing computed and make the row frozen (draft → frozen only)."""
+    """Store what freezing computed and make the row frozen (draft → frozen only); any
+    unsaved editor text kept for it goes."""
     with write(db):
         cur = db.conn.execute(
             "UPDATE amendments SET state = 'frozen', frozen_at = ?, content_sha256 = ?, "
@@ -89,6 +90,8 @@ def freeze(db: Database, amendment_id: str, record: dict[str, Any]) -> None:
              amendment_id))
         if cur.rowcount == 0:
             raise StoreError(f"{amendment_id} is already frozen")
+        # a frozen amendment is never edited again: unsaved editor text has no use
+        db.conn.execute("DELETE FROM draft_texts WHERE amendment_id = ?", (amendment_id,))
 
 
 def add_deviation(db: Database, amendment_id: str, text: str) -> int:
@@ -142,3 +145,38 @@ def governed_runs(db: Database, amendment_ids: list[str] | tuple[str, ...]) -> l
     cur = db.conn.execute(f"SELECT name FROM runs WHERE amendment_id IN ({marks}) ORDER BY id",
                           tuple(amendment_ids))
     return [r[0] for r in cur.fetchall()]
+
+
+DRAFT_TEXT_FIELDS = ("title", "body", "tests", "scope")
+"""What the console's editor keeps of a draft's unsaved text (`draft_texts`)."""
+
+
+def keep_draft_text(db: Database, amendment_id: str, texts: dict[str, str]) -> None:
+    """Keep the editor's unsaved text of a draft (replacing what was kept before).
+
+    Raises:
+        StoreError: the amendment is not a draft (nothing is kept).
+    """
+    with write(db):
+        row = db.conn.execute("SELECT state FROM amendments WHERE id = ?",
+                              (amendment_id,)).fetchone()
+        if row is None or row[0] != "draft":
+            raise StoreError(f"{amendment_id} is not a draft: its text is not kept")
+        db.conn.execute(
+            "INSERT OR REPLACE INTO draft_texts (amendment_id, title, body, tests, scope, "
+            "kept_at) VALUES (?, ?, ?, ?, ?, ?)",
+            (amendment_id, *(texts[k] for k in DRAFT_TEXT_FIELDS), utc_now()))
+
+
+def kept_draft_text(db: Database, amendment_id: str) -> dict[str, str] | None:
+    """The unsaved text kept for a draft (with `kept_at`), or None."""
+    cur = db.conn.execute("SELECT title, body, tests, scope, kept_at FROM draft_texts "
+                          "WHERE amendment_id = ?", (amendment_id,))
+    row = cur.fetchone()
+    return dict(zip([d[0] for d in cur.description], row)) if row else None
+
+
+def drop_draft_text(db: Database, amendment_id: str) -> None:
+    """Forget a draft's kept text (it was saved or discarded)."""
+    with write(db):
+        db.conn.execute("DELETE FROM draft_texts WHERE amendment_id = ?", (amendment_id,))

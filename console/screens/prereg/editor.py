@@ -5,6 +5,13 @@ changed (JSON parsed); the screen validates and writes them through core.prereg 
 a worker and calls `show_error` with the library's one line when they are refused,
 so nothing is half-saved and the text stays for the person to fix.
 
+Tests and Scope open as the commented templates of `core.amendment_template` (every
+kind, field and allowed value, `//` notes dropped on save) and are checked as they
+are typed: the check line says what is valid, or the first error and its line. While
+text is unsaved the editor asks the screen (`Keep`, after a pause in typing) to keep
+it in lab.db, so a console that closes or dies loses nothing; opening the draft again
+brings it back.
+
 It knows what is unsaved (`unsaved()`, compared with the text it loaded): each
 changed section's tab and the head line carry a `*` marker, and the screen asks
 before leaving with unsaved text. Tab / shift+tab cycle Title → Body → Tests →
@@ -13,8 +20,7 @@ Scope inside the editor (switching the section tab), never out of it.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -23,17 +29,20 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.message import Message
+from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Input, Static, TabbedContent, TabPane, Tabs, TextArea
 
+from core.amendment_template import (
+    TextError,
+    parse_notes_json,
+    read_scope,
+    read_tests,
+    scope_template,
+    tests_template,
+)
 from core.errors import ConfigError
 
-EXAMPLES = MappingProxyType({
-    "tests": '[] or [{"id": "H1", "kind": "paired_diff", "metric": "mean6", '
-             '"a": "enforced_rule", "b": "none"}]',
-    "scope": '{"models": ["sim-own5"], "conditions": ["none"], "regimes": ["clean"], '
-             '"question_sets": ["dev100"], "budgets": [8]}',
-})
 FIELDS = ("title", "body", "tests", "scope")
 """The editor's fields in Tab order; each is the widget `#editor-<name>`."""
 TAB_LABELS = MappingProxyType({"body": "Body", "tests": "Tests (JSON)",
@@ -59,13 +68,9 @@ def changed_fields(original: Mapping[str, Any], title: str, body: str, tests: st
         out["body"] = body.rstrip("\n")
     for key, text, kind in (("tests", tests, "JSON list"), ("scope", scope, "JSON object")):
         try:
-            value = json.loads(text) if text.strip() else None
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"{key}: invalid JSON for a {kind} ({exc}); "
-                              f"nothing was changed") from None
-        if value is None:
-            raise ConfigError(f"{key}: empty; write a {kind} ({EXAMPLES[key]}); "
-                              f"nothing was changed")
+            value = parse_notes_json(text, key, kind)
+        except TextError as exc:
+            raise ConfigError(f"{exc}; nothing was changed") from None
         if value != original.get(key):
             out[key] = value
     return out
@@ -84,11 +89,25 @@ class PreregEditor(Vertical):
         amendment_id: str
         fields: dict[str, Any]
 
+    @dataclass
+    class Keep(Message):
+        """Unsaved text to keep in lab.db (`texts` None: nothing unsaved, forget it)."""
+
+        amendment_id: str
+        texts: dict[str, str] | None
+
+    KEEP_AFTER_S = 1.0
+    """Seconds without typing before unsaved text is kept (the screen may change it)."""
+
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._original: dict[str, Any] = {}
         self._loaded: dict[str, str] = {}
         self._marked: tuple[str, ...] = ()
+        self._keep_timer: Timer | None = None
+        self._kept: dict[str, str] | None = None
+        self.names: tuple[Sequence[str], Sequence[str]] = ((), ())
+        """The registry's models and lab.db's question sets, listed in the Scope notes."""
 
     def compose(self) -> ComposeResult:
         """Title line, the three sections in tabs, the error line and the keys."""
@@ -99,9 +118,10 @@ class PreregEditor(Vertical):
             for name, label in TAB_LABELS.items():
                 with TabPane(label, id=f"editor-tab-{name}"):
                     yield TextArea(id=f"editor-{name}")
-        yield Static("", id="editor-error", classes="error-line")
-        yield Static("ctrl+s save · escape/q leave (asks if unsaved) · tab next field",
-                     id="editor-keys")
+        yield Static("", id="editor-check", markup=False)
+        yield Static("", id="editor-error", classes="error-line", markup=False)
+        yield Static("ctrl+s save · ctrl+g scope from the Enqueue grid · escape/q leave "
+                     "(asks if unsaved) · tab next field", id="editor-keys")
 
     def on_mount(self) -> None:
         """The section tabs are reached with Tab from a field, so the tab bar takes no focus
@@ -113,19 +133,69 @@ class PreregEditor(Vertical):
         """The draft being edited (None before `load`)."""
         return self._original.get("id")
 
-    def load(self, row: Mapping[str, Any]) -> None:
-        """Fill the editor from a draft row and focus the body."""
+    def load(self, row: Mapping[str, Any], kept: Mapping[str, str] | None = None) -> None:
+        """Fill the editor from a draft row and focus the body.
+
+        Args:
+            row: the draft as stored.
+            kept: unsaved text kept from an earlier session (`Keep`): shown instead of
+                the stored fields, and unsaved until ctrl+s.
+        """
+        if self._keep_timer is not None:
+            self._keep_timer.stop()
         self._original = dict(row)
+        models, sets = self.names
         self._loaded = {"title": row["title"], "body": row.get("body") or "",
-                        "tests": json.dumps(row.get("tests") or [], indent=2),
-                        "scope": json.dumps(row.get("scope") or {}, indent=2)}
-        self.query_one("#editor-title", Input).value = self._loaded["title"]
+                        "tests": tests_template(row.get("tests") or []),
+                        "scope": scope_template(row.get("scope") or {}, models, sets)}
+        shown = {name: (kept or self._loaded)[name] for name in FIELDS}
+        self._kept = dict(kept) if kept else None
+        self.query_one("#editor-title", Input).value = shown["title"]
         for name in TAB_LABELS:
-            self.query_one(f"#editor-{name}", TextArea).text = self._loaded[name]
+            self.query_one(f"#editor-{name}", TextArea).text = shown[name]
         self.show_error("")
         self._show_marks()
+        self.check()
         self.query_one("#editor-tabs", TabbedContent).active = "editor-tab-body"
         self.query_one("#editor-body", TextArea).focus()
+
+    def fill_scope(self, scope: Mapping[str, Any]) -> None:
+        """Replace the Scope text with `scope` (and its notes) and show that tab."""
+        models, sets = self.names
+        area = self.query_one("#editor-scope", TextArea)
+        area.text = scope_template(scope, models, sets)
+        self.query_one("#editor-tabs", TabbedContent).active = "editor-tab-scope"
+        self.call_after_refresh(area.focus)
+
+    def check(self) -> None:
+        """Check Tests and Scope as typed: the first error with its line, or what is valid.
+
+        Tests are checked against the scope when the scope is valid (a test may only
+        name what the scope governs)."""
+        line = self.query_one("#editor-check", Static)
+        scope: dict[str, Any] = {}
+        problems: list[str] = []
+        try:
+            scope = read_scope(self._text("scope"))
+        except TextError as exc:
+            problems.append(f"✗ Scope {exc}")
+        try:
+            tests = read_tests(self._text("tests"), scope)
+        except TextError as exc:
+            problems.insert(0 if self._active() == "tests" else 1, f"✗ Tests {exc}")
+        if problems:
+            line.update(problems[0] + (" (and Scope has an error)" if len(problems) > 1
+                                       and "Scope" not in problems[0] else ""))
+            line.set_class(True, "-invalid")
+            return
+        line.set_class(False, "-invalid")
+        line.update(f"✓ Tests: {len(tests)} valid · Scope: " + (
+            ", ".join(f"{len(scope[k])} {k.replace('_', ' ')}" for k in
+                      ("models", "conditions", "regimes", "question_sets")) if scope else
+            "not written yet (ctrl+g: from the Enqueue grid)"))
+
+    def _active(self) -> str:
+        return self.query_one("#editor-tabs", TabbedContent).active.removeprefix("editor-tab-")
 
     def _text(self, name: str) -> str:
         if name == "title":
@@ -154,13 +224,42 @@ class PreregEditor(Vertical):
                                                                 else "")
 
     def on_text_area_changed(self, event: TextArea.Changed) -> None:
-        """A section was typed in: update the markers."""
+        """A section was typed in: update the markers, check it, keep it soon."""
         self._show_marks()
+        if event.text_area.id in ("editor-tests", "editor-scope"):
+            self.check()
+        self._keep_soon()
 
     def on_input_changed(self, event: Input.Changed) -> None:
-        """The title was typed in: update the markers."""
+        """The title was typed in: update the markers, keep it soon."""
         if event.input.id == "editor-title":
             self._show_marks()
+            self._keep_soon()
+
+    def _keep_soon(self) -> None:
+        """Keep the text after a pause in typing (restarted by every change)."""
+        if self.amendment_id is None:
+            return
+        if self._keep_timer is not None:
+            self._keep_timer.stop()
+        self._keep_timer = self.set_timer(self.KEEP_AFTER_S, self.keep_now)
+
+    def keep_now(self) -> None:
+        """Ask the screen to keep the unsaved text (or forget it: nothing is unsaved)."""
+        self._keep_timer = None
+        if self.amendment_id is None:
+            return
+        texts = {name: self._text(name) for name in FIELDS} if self.unsaved() else None
+        if texts != self._kept:
+            self._kept = texts
+            self.post_message(self.Keep(self.amendment_id, texts))
+
+    def forget_kept(self) -> None:
+        """The text was saved or discarded: stop keeping it (the screen drops it)."""
+        if self._keep_timer is not None:
+            self._keep_timer.stop()
+            self._keep_timer = None
+        self._kept = None
 
     def action_cycle(self, step: int) -> None:
         """Tab / shift+tab: the next / previous field, showing its section tab."""

@@ -61,7 +61,8 @@ class PreregScreen(LabScreen):
     """Amendments with state and hash; view, edit, freeze, deviations, outcomes, verify."""
 
     CSS_PATH = "prereg.tcss"
-    WRITE_ACTIONS = frozenset({"new", "edit", "freeze", "deviation", "save"})
+    WRITE_ACTIONS = frozenset({"new", "edit", "freeze", "deviation", "save",
+                               "scope_from_grid"})
     AUTO_FOCUS = "#prereg-list"
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
     BINDINGS = [
@@ -77,6 +78,7 @@ class PreregScreen(LabScreen):
         Binding("k", "cursor(-1)", "Up", show=False),
         Binding("escape", "back", "Back"),
         Binding("ctrl+s", "save", "Save draft", show=False),
+        Binding("ctrl+g", "scope_from_grid", "Scope from the Enqueue grid", show=False),
         # only while the editor is open (check_action): q leaves it, asking if unsaved,
         # and never reaches the app's quit; outside the editor q quits as everywhere
         Binding("q", "leave_editor", "Leave editor", show=False),
@@ -90,6 +92,10 @@ class PreregScreen(LabScreen):
 
         entries: list[dict[str, Any]]
         devs: dict[str, list[dict[str, Any]]]
+        kept: dict[str, dict[str, str]]
+        """Each draft's unsaved editor text kept from before (`draft_texts`)."""
+        names: tuple[list[str], list[str]]
+        """The registry's models and lab.db's question sets (the Scope notes list them)."""
 
     @dataclass
     class PinsRead(Message):
@@ -124,6 +130,13 @@ class PreregScreen(LabScreen):
 
         amendment_id: str
         fields: list[str]
+
+    @dataclass
+    class KeptText(Message):
+        """The editor's unsaved text was kept in lab.db (or forgotten: `texts` None)."""
+
+        amendment_id: str
+        texts: dict[str, str] | None
 
     @dataclass
     class Refused(Message):
@@ -163,6 +176,7 @@ class PreregScreen(LabScreen):
         self._outcomes_for: str | None = None
         self._outcomes_text = Text()
         self._verify: Text = Text("verify: not run yet (v recomputes the hash chain and pins)")
+        self._kept: dict[str, dict[str, str]] = {}
 
     def compose(self) -> ComposeResult:
         """Header, the amendment list, the tabs or the editor, footer."""
@@ -207,17 +221,27 @@ class PreregScreen(LabScreen):
 
     @work(thread=True, exclusive=True, group="prereg")
     def _load(self) -> None:
+        from core import store
+
+        try:
+            models = sorted(load_registry(self.lab.config_path))
+        except LabError:  # a broken lab.toml: the Scope notes list no models
+            models = []
         with self._db() as db:
             entries = rows.amendments(db)
             devs: dict[str, list[dict[str, Any]]] = {}
             for d in rows.deviations(db):
                 devs.setdefault(d["amendment_id"], []).append(d)
-        self.post_message(self.Loaded(entries, devs))
+            kept = {r["id"]: text for r in entries if r["state"] == "draft"
+                    and (text := rows.kept_draft_text(db, r["id"])) is not None}
+            sets = [s["name"] for s in store.question_sets(db)]
+        self.post_message(self.Loaded(entries, devs, kept, (models, sets)))
 
     def on_prereg_screen_loaded(self, message: Loaded) -> None:
         """Show the amendments (and open the editor on a draft just created)."""
         entries = message.entries
-        self._rows, self._devs = entries, message.devs
+        self._rows, self._devs, self._kept = entries, message.devs, message.kept
+        self.query_one(PreregEditor).names = message.names
         self._fill_table()
         frozen = sum(r["state"] == "frozen" for r in entries)
         self.query_one("#prereg-count", Static).update(
@@ -439,7 +463,11 @@ class PreregScreen(LabScreen):
         if row is None:
             return
         self.query_one("#prereg-right", ContentSwitcher).current = "prereg-editor"
-        self.query_one(PreregEditor).load(row)
+        kept = self._kept.get(amendment_id)
+        self.query_one(PreregEditor).load(row, kept)
+        if kept is not None:
+            self.notify(f"{amendment_id}: unsaved text from {kept['kept_at'][:19]} UTC is "
+                        f"back (ctrl+s saves it; escape then d discards it)", timeout=8)
 
     def _editing(self) -> bool:
         return self.query_one("#prereg-right", ContentSwitcher).current == "prereg-editor"
@@ -479,6 +507,7 @@ class PreregScreen(LabScreen):
                 editor.request_save()
             elif choice == "discard":
                 self.notify(f"{editor.amendment_id}: unsaved {', '.join(unsaved)} discarded")
+                self._forget_text(editor)
                 self._after_save = then
                 self._close_editor()
 
@@ -516,6 +545,7 @@ class PreregScreen(LabScreen):
         """Validate and write the changed fields."""
         if not message.fields:
             self.notify(f"{message.amendment_id}: nothing changed")
+            self._forget_text(self.query_one(PreregEditor))
             self._close_editor()
             return
         self._save(message.amendment_id, message.fields)
@@ -538,8 +568,64 @@ class PreregScreen(LabScreen):
     def on_prereg_screen_saved(self, message: Saved) -> None:
         """Close the editor and re-read."""
         self.notify(f"{message.amendment_id} saved ({', '.join(message.fields)})")
+        self._forget_text(self.query_one(PreregEditor))
         self._close_editor()
         self._load()
+
+    # ---- unsaved text kept in lab.db, scope from the Enqueue grid --------------------
+
+    def _forget_text(self, editor: PreregEditor) -> None:
+        """The editor's text was saved or discarded: drop what was kept of it."""
+        amendment_id = editor.amendment_id
+        editor.forget_kept()
+        if amendment_id is not None and self.lab_app.read_only is None:
+            self._kept.pop(amendment_id, None)
+            self._keep_text(amendment_id, None)
+
+    def on_prereg_editor_keep(self, message: PreregEditor.Keep) -> None:
+        """Keep (or forget) the editor's unsaved text, in a worker."""
+        if self.lab_app.read_only is None:
+            self._keep_text(message.amendment_id, message.texts)
+
+    @work(thread=True, group="prereg-keep")
+    def _keep_text(self, amendment_id: str, texts: dict[str, str] | None) -> None:
+        try:
+            with self._write_db(f"keep the unsaved text of {amendment_id}") as db:
+                if texts is None:
+                    rows.drop_draft_text(db, amendment_id)
+                else:
+                    rows.keep_draft_text(db, amendment_id, texts)
+                kept = rows.kept_draft_text(db, amendment_id)
+        except LabError as exc:
+            self._error(str(exc))
+            return
+        self.post_message(self.KeptText(amendment_id, kept))
+
+    def on_prereg_screen_kept_text(self, message: KeptText) -> None:
+        """Remember what lab.db keeps, for the next time the editor opens on it."""
+        if message.texts is None:
+            self._kept.pop(message.amendment_id, None)
+        else:
+            self._kept[message.amendment_id] = message.texts
+
+    def action_scope_from_grid(self) -> None:
+        """ctrl+g in the editor: the Scope becomes the grid picked on the Enqueue screen
+        (its models, conditions with knobs, regimes, question set and budgets)."""
+        if not self._editing():
+            return
+        enqueue = self.lab_app.mode_screen("enqueue")
+        grid_scope = getattr(enqueue, "grid_scope", None)
+        if grid_scope is None:
+            self.notify("no grid to copy yet: pick one on Enqueue (3), then ctrl+g here",
+                        severity="warning")
+            return
+        try:
+            scope = grid_scope()
+        except LabError as exc:
+            self.notify(f"the Enqueue grid cannot be a scope: {exc}", severity="warning")
+            return
+        self.query_one(PreregEditor).fill_scope(scope)
+        self.notify("Scope filled from the Enqueue grid (ctrl+s saves it)")
 
     def action_freeze(self) -> None:
         """Show what freezing the selected draft pins; `y` freezes it."""
@@ -703,8 +789,8 @@ class PreregScreen(LabScreen):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Outside the editor the list keys work; inside it only save, back and q (leave)."""
         if self._editing_safe():
-            return action in ("save", "back", "reload", "leave_editor")
-        if action in ("save", "leave_editor"):
+            return action in ("save", "back", "reload", "leave_editor", "scope_from_grid")
+        if action in ("save", "leave_editor", "scope_from_grid"):
             return False  # q falls through to the app: quit
         return super().check_action(action, parameters)  # write keys dimmed when read-only
 
