@@ -208,6 +208,20 @@ MUTATIONS: tuple[Mutation, ...] = (
         "    if named_regimes(test) or dec.empty:\n        return dec\n    present",
         "    if True:\n        return dec\n    present",
         ("tests/test_registered.py::test_delta_bound_leaves_clean_out_as_the_paper_does",)),
+    Mutation(
+        "beliefs-prior-by-size",
+        "the ideal observer's prior weighs each regime by its decision points, not equally",
+        "analysis/replay/beliefs.py",
+        "weight[r] = prior * float",
+        "weight[r] = prior * values[(r, k)][1] * float",
+        ("tests/test_beliefs.py::test_the_ideal_observer_is_the_hand_computed_posterior_mean",)),
+    Mutation(
+        "beliefs-k-off-by-one",
+        "the ideal observer after k failed results updates on only k − 1 of them",
+        "analysis/replay/beliefs.py",
+        "for i in range(1, k + 1)]))",
+        "for i in range(1, k)]))",
+        ("tests/test_beliefs.py::test_the_ideal_observer_is_the_hand_computed_posterior_mean",)),
 )
 
 

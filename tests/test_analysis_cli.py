@@ -158,7 +158,7 @@ def test_validate_measures_command_on_a_small_set(tmp_path):
 def test_each_probe_and_trace_table_is_its_own_replay_function():
     from analysis.tables.registry import PROBES, TRACES, table_def, table_names
 
-    assert table_names(PROBES) == ("policies", "controllers")
+    assert table_names(PROBES) == ("policies", "controllers", "beliefs")
     assert table_names(TRACES) == ("trace_table1", "trace_table2", "trace_table3",
                                    "trace_sweeps", "trace_calibration")
     functions = [table_def(n).function() for n in table_names(PROBES, TRACES)]

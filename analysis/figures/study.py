@@ -78,8 +78,9 @@ def study_rows(db: Database, selection: Selection, resamples: int, seed: int = 0
         resamples: question-level bootstrap resamples (the hazard model uses at most
             1,000, as in `lab results`).
         seed: bootstrap seed.
-        probe_tables: also compute the tables on answer-now branches (policies,
-            controllers) and the second seed's tables on trace states (trace_*) when
+        probe_tables: also compute the tables on stored probes (policies, controllers
+            on answer-now branches, beliefs on belief probes), each where lab.db holds
+            the probes it reads, and the second seed's tables on trace states (trace_*) when
             lab.db holds any.
         names: only these tables (any of `analysis.tables.registry`; naming one trace
             table computes them all); default every one.
@@ -93,7 +94,7 @@ def study_rows(db: Database, selection: Selection, resamples: int, seed: int = 0
     from analysis.base.parallel import each
     from analysis.measures.frames import db_file, load_frames
     from analysis.tables.compute import compute
-    from analysis.tables.registry import EPISODES, PROBES, TRACES, table_names
+    from analysis.tables.registry import EPISODES, PROBES, TRACES, table_def, table_names
     from analysis.tables.results import ResultsSpec, results_for
     from core.store.probes import probe_counts
 
@@ -103,12 +104,12 @@ def study_rows(db: Database, selection: Selection, resamples: int, seed: int = 0
     wanted = set(names) if names is not None else {*episode_tables, *probes, "trace_sweeps"}
     frames = load_frames(db, selection)
     counts = probe_counts(db)
-    on_branches = [n for n in probes if n in wanted] if probe_tables and (
-        counts.get("answer_now") or counts.get("answer_now_confidence")) else []
+    on_branches = [n for n in probes if probe_tables and n in wanted and (
+        not table_def(n).probe_kinds or any(counts.get(k) for k in table_def(n).probe_kinds))]
     parent, path = os.getpid(), db_file(db)
 
     def piece(i: int) -> tuple[tuple[Table, ...], tuple[str, ...], int, str]:
-        """The episode tables (0) or the tables on answer-now branches (1); a forked
+        """The episode tables (0) or the tables on stored probes (1); a forked
         process reads lab.db through a connection of its own."""
         if i == 0:
             res = compute(frames, [n for n in episode_tables if n in wanted], resamples,

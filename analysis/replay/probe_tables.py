@@ -1,5 +1,6 @@
-"""`lab results policies|controllers`: the tables that read answer-now branches, each a
-function of a `ProbeInput` registered by name in `analysis.tables.registry`; and the
+"""`lab results policies|controllers|beliefs`: the tables that read stored probes
+(answer-now branches, belief probes), each a function of a `ProbeInput` registered by
+name in `analysis.tables.registry`; and the
 readers of the trace tables' input: stored trace states, their plans, question texts
 (docs/traces.md)."""
 
@@ -59,6 +60,16 @@ def controllers_results(inp: ProbeInput) -> Table:
     probes = probes_frame(inp.db, inp.frames.selection, kinds=BRANCH_KINDS)
     return controller_table(inp.frames.episodes, inp.frames.steps, probes, inp.n_boot,
                             inp.seed, inp.grouping, inp.gate, inp.split_seed, inp.fit_depths)
+
+
+def beliefs_results(inp: ProbeInput) -> Table:
+    """Self-reported values of continuing and answering now beside their realized values
+    and the ideal observer (`analysis.replay.beliefs`), on repaired answers where stored."""
+    from analysis.replay.beliefs import BELIEF, REPAIR, belief_table
+
+    probes = probes_frame(inp.db, inp.frames.selection, kinds=(BELIEF, ANSWER_NOW, REPAIR))
+    return belief_table(inp.frames.episodes, inp.frames.steps, inp.frames.decisions, probes,
+                        inp.grouping)
 
 
 def question_texts(db: Database, question_ids: list[str]) -> dict[str, str] | None:

@@ -44,7 +44,7 @@ from analysis.tables.csv_files import (
     write_frame,
     write_rows_atomic,
 )
-from analysis.tables.registry import PROBES, REPLICATION, TRACES, table_names
+from analysis.tables.registry import PROBES, REPLICATION, TRACES, table_def, table_names
 from core.errors import ConfigError
 from core.store.export_rows import episode_rows, step_rows
 from core.store.selection import Selection
@@ -171,22 +171,25 @@ def export_traces(db: Database, directory: Path, selection: Selection | None = N
 
 def export_probes(db: Database, directory: Path, selection: Selection, version: str,
                   n_boot: int, seed: int = 0) -> list[Path]:
-    """probes.csv (every complete probe of the selection); where answer-now branches
-    exist, policies.csv and controllers.csv (`lab export`; the trace tables are
-    `export_traces`).
+    """probes.csv (every complete probe of the selection), and each probe table's CSV
+    where lab.db holds the probes it reads: policies.csv and controllers.csv with
+    answer-now branches, beliefs.csv with belief probes (`lab export`; the trace tables
+    are `export_traces`).
 
     Returns:
         The paths written.
     """
     from analysis.tables.results import ResultsSpec, results_for
-    from core.probes import BRANCH_KINDS
     from core.store.probes import EXPORT_COLUMNS, probes_frame
 
     probes = probes_frame(db, selection)
     written = [write_frame(probes.loc[:, list(EXPORT_COLUMNS)], directory / "probes.csv")]
-    if probes["kind"].isin(BRANCH_KINDS).any():
+    held = set(probes["kind"].unique())
+    names = [n for n in table_names(PROBES)
+             if not table_def(n).probe_kinds or held & set(table_def(n).probe_kinds)]
+    if names:
         frames = load_frames(db, selection)
-        for name in table_names(PROBES):
+        for name in names:
             (table,) = results_for(db, selection, name, ResultsSpec(n_boot, seed=seed),
                                    frames).tables
             written.append(write_frame(table_frame(table, version), directory / f"{name}.csv"))

@@ -76,6 +76,9 @@ class TableDef:
         options: the `ResultsSpec` options an episode table reads besides resamples and
             seed (e.g. ``delta_regimes``); they join its results-cache key, so rows
             computed under different options never share an entry.
+        probe_kinds: the probe kinds a ``probes`` table reads (`core.probes.KINDS`):
+            `lab export`, `lab figures` and the report compute it only when lab.db holds
+            a probe of one of them (none: always).
     """
 
     name: str
@@ -85,6 +88,7 @@ class TableDef:
     reads: Reads = Reads()
     views: tuple[View, ...] = ()
     options: tuple[str, ...] = ()
+    probe_kinds: tuple[str, ...] = ()
 
     def function(self) -> Callable[..., Any]:
         """The compute function, imported now."""
@@ -99,6 +103,9 @@ _COST_COLUMNS = (*_EPISODE_COLUMNS, "extra_calls", "input_tokens", "output_token
                  "backup_calls", "primary_judgments")
 """The cost table's episode columns: `analysis.measures.cost._COLUMNS`, the own-call
 columns (`own_call_column`), the backup calls and the acting tokens."""
+
+_BRANCHES = ("answer_now", "answer_now_confidence")
+"""The answer-now branch kinds (`core.probes.BRANCH_KINDS`)."""
 
 _TABLES: dict[str, TableDef] = {t.name: t for t in (
     TableDef("success", EPISODES, "success per arm, with paired differences",
@@ -125,10 +132,12 @@ _TABLES: dict[str, TableDef] = {t.name: t for t in (
              Reads(decisions=True, two_source_episodes=True)),
     TableDef("policies", PROBES, "simple stopping policies on answer-now branches",
              "analysis.replay.probe_tables:policies_results",
-             views=(View("policies", "Policies"),)),
+             views=(View("policies", "Policies"),), probe_kinds=_BRANCHES),
     TableDef("controllers", PROBES, "confidence-gated controllers on answer-now branches",
              "analysis.replay.probe_tables:controllers_results",
-             views=(View("controllers", "Controllers"),)),
+             views=(View("controllers", "Controllers"),), probe_kinds=_BRANCHES),
+    TableDef("beliefs", PROBES, "beliefs about continuing and answering now vs realized",
+             "analysis.replay.probe_tables:beliefs_results", probe_kinds=("belief",)),
     TableDef("trace_table1", TRACES, "second paper Table 1: systems' OA, CA, coverage, cost",
              "analysis.replay.trace_tables:table1", views=(View("trace_table1", "Trace T1"),)),
     TableDef("trace_table2", TRACES, "second paper Table 2: calibration error by depth",
