@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from analysis.base.rows import Row
 from analysis.measures.decisions import decision_table
 from analysis.replay.beliefs import belief_table
 
@@ -77,7 +78,7 @@ def _fixture(repairs: dict[int, int] | None = None
     return episodes, step_frame, decision_table(episodes, step_frame), pd.DataFrame(probes)
 
 
-def _table(repairs: dict[int, int] | None = None) -> dict[tuple[str, str, str, str], object]:
+def _table(repairs: dict[int, int] | None = None) -> dict[tuple[str, str, str, str], Row]:
     table = belief_table(*_fixture(repairs))
     return {(r.model, r.regimes, r.scope, r.measure): r for r in table.rows}
 
@@ -90,7 +91,7 @@ def test_every_measure_equals_the_hand_computation():
 
     def est(regime: str, k: int, measure: str) -> tuple[float, int]:
         row = rows[("m", regime, f"k={k}", measure)]
-        return row.estimate, row.n  # type: ignore[attr-defined]
+        return row.estimate, row.n
 
     assert est("persistent", 1, "p_continue") == (pytest.approx(0.7), 2)
     assert est("persistent", 1, "p_answer_now") == (pytest.approx(0.15), 2)
@@ -120,21 +121,21 @@ def test_the_ideal_observer_is_the_hand_computed_posterior_mean():
     k=2: clean's q(2) = 0 leaves persistent alone: E = 0."""
     rows = _table()
     k1 = rows[("m", "persistent", "k=1", "ideal_continue")]
-    assert k1.estimate == pytest.approx(0.5 * 2 / 3)  # type: ignore[attr-defined]
-    assert k1.n == 5  # type: ignore[attr-defined]  # decision points at position 1
-    assert k1.detail == ("equal prior over clean, persistent; posterior clean 0.50, "  # type: ignore[attr-defined]
+    assert k1.estimate == pytest.approx(0.5 * 2 / 3)
+    assert k1.n == 5  # decision points at position 1
+    assert k1.detail == ("equal prior over clean, persistent; posterior clean 0.50, "
                          "persistent 0.50")
-    assert rows[("m", "persistent", "k=2", "ideal_continue")].estimate == 0.0  # type: ignore[attr-defined]
-    assert rows[("m", "persistent", "k=3", "ideal_continue")].estimate == 0.0  # type: ignore[attr-defined]
+    assert rows[("m", "persistent", "k=2", "ideal_continue")].estimate == 0.0
+    assert rows[("m", "persistent", "k=3", "ideal_continue")].estimate == 0.0
     k0 = rows[("m", "clean", "k=0", "ideal_continue")]
-    assert k0.estimate != k0.estimate and k0.detail == "no failed result yet"  # type: ignore[attr-defined]
+    assert k0.estimate != k0.estimate and k0.detail == "no failed result yet"
 
 
 def test_realized_values_read_repaired_answers():
     rows = _table(repairs={1: 1})  # A's answer repaired into a right one
-    assert rows[("m", "persistent", "k=1", "value_continue")].estimate == 0.5  # type: ignore[attr-defined]
+    assert rows[("m", "persistent", "k=1", "value_continue")].estimate == 0.5
     # and the ideal observer's persistent value of continuing with it: ½·½ + ½·2/3
-    assert rows[("m", "persistent", "k=1", "ideal_continue")].estimate == pytest.approx(  # type: ignore[attr-defined]
+    assert rows[("m", "persistent", "k=1", "ideal_continue")].estimate == pytest.approx(
         0.5 * 0.5 + 0.5 * 2 / 3)
 
 
