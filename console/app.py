@@ -24,20 +24,23 @@ error line, exiting non-zero.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from textual import events, work
 from textual.app import App, ScreenStackError, SystemCommand
 from textual.binding import Binding
+from textual.filter import LineFilter
 from textual.message import Message
+from textual.notifications import SeverityLevel
 from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Input, SelectionList, TextArea
 from textual.worker import WorkerFailed, WorkerState
 
 from console import contain, logs, warmup
+from console.inert_filter import InertLines
 from console.messages import DbChanged, Notice, ReadOnly
 from console.screens import SCREENS, LazyScreen, ScreenInfo, screen_mode
 from console.screens.base import LabScreen, is_read_only_error
@@ -46,6 +49,7 @@ from console.watch import DataVersion
 from console.workers import LocalWorkers
 from core import store
 from core.errors import LabError
+from core.inert import inert
 from core.store.base import check_writable, corruption_error
 
 
@@ -90,6 +94,10 @@ class ConsoleConfig:
     outcome_resamples: int = 2000
     preview_debounce_s: float = 0.3
     freeze_gc: bool | None = None
+
+
+INERT_LINES = InertLines()
+"""The app's last line filter (it holds no state)."""
 
 
 class LabApp(App[None]):
@@ -386,6 +394,17 @@ class LabApp(App[None]):
         self.paused = not self.paused
         self.notify("refresh paused (p resumes)" if self.paused else "refresh resumed",
                     timeout=2)
+
+    def get_line_filters(self) -> Sequence[LineFilter]:
+        """Textual's filters, then `InertLines`: no control character left in stored
+        text reaches the terminal, whichever widget shows it."""
+        return [*super().get_line_filters(), INERT_LINES]
+
+    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
+               timeout: float | None = None, markup: bool = True) -> None:
+        """A notice, its message and title shown inert (errors quote stored text)."""
+        super().notify(inert(message, keep="\n"), title=inert(title, keep=""),
+                       severity=severity, timeout=timeout, markup=markup)
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         """The command palette: every screen and every action of the current screen."""

@@ -12,7 +12,11 @@ text that must stay well-formed elsewhere (SVG/PDF figure text).
 
 from __future__ import annotations
 
+import dataclasses
 import unicodedata
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 def inert(text: str, keep: str = "\n\t") -> str:
@@ -43,3 +47,31 @@ def plain(text: str) -> str:
     text = text if isinstance(text, str) else str(text)
     return "".join(" " if c in "\n\t" else c for c in text
                    if c in "\n\t" or unicodedata.category(c) not in ("Cc", "Cf", "Cs"))
+
+
+def inert_fields(value: T) -> T:
+    """`value` with every string in it shown `inert` (newlines and tabs kept): a string,
+    a dataclass's fields, the items of a tuple or list and a dict's keys and values,
+    recursively; anything else is returned as it is. For a record read from lab.db that
+    a console screen shows: one call where it enters the screen covers every field.
+
+    Args:
+        value: the record (it is not changed; a changed copy is returned).
+    """
+    return _inert_any(value)
+
+
+def _inert_any(value: Any) -> Any:
+    if isinstance(value, str):
+        return inert(value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        changes = {f.name: _inert_any(getattr(value, f.name))
+                   for f in dataclasses.fields(value) if f.init}
+        return dataclasses.replace(value, **changes)
+    if isinstance(value, tuple) and not hasattr(value, "_fields"):
+        return tuple(_inert_any(v) for v in value)
+    if isinstance(value, list):
+        return [_inert_any(v) for v in value]
+    if isinstance(value, dict):
+        return {_inert_any(k): _inert_any(v) for k, v in value.items()}
+    return value

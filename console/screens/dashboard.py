@@ -29,6 +29,7 @@ from console.widgets.workers import WorkerKeys, no_worker_banner
 from core import store
 from core.end_reasons import apart_text
 from core.errors import LabError
+from core.inert import inert
 from core.store import monitor
 from core.store.endpoints import EndpointDown, endpoints_down
 
@@ -330,10 +331,10 @@ class DashboardScreen(WorkerKeys, LabScreen):
             text.append("\n")
             text.append_text(banner)
         for d in data.down:  # an outage: episodes wait for the endpoint (plain text, no markup)
-            text.append(f"\n⚠ {d.line()}", style="bold red")
+            text.append(f"\n⚠ {inert(d.line())}", style="bold red")
         for r in data.reasons[:5]:
             text.append(f"\n✗ {r.count:,} {r.unit} {r.reason}: ", style="bold red")
-            text.append(r.example.removeprefix(r.reason + ": "), style="red")
+            text.append(inert(r.example.removeprefix(r.reason + ": ")), style="red")
         self.query_one("#queue-text", Static).update(text)
 
         workers = self.query_one("#workers", DataTable)
@@ -358,7 +359,7 @@ class DashboardScreen(WorkerKeys, LabScreen):
         table.add_column("detail", key="detail", width=width)
         for e in self._events:
             style = "bold red" if e.kind == "failed" else ""
-            table.add_row(_short_time(e.at), Text(e.kind, style=style), Text(e.detail),
+            table.add_row(_short_time(e.at), Text(e.kind, style=style), Text(inert(e.detail)),
                           height=None)
         if not self._events:
             table.add_row("-", "-", "no events yet (enqueue, freeze, pause, retry …)",
@@ -371,7 +372,7 @@ class DashboardScreen(WorkerKeys, LabScreen):
         spend = self.query_one("#spend", DataTable)
         spend.clear()
         for s in spent.rows:
-            spend.add_row(clip(s.model, MODEL_WIDTH), f"{s.dollars:,.2f}", f"{s.episodes:,}",
+            spend.add_row(clip(inert(s.model), MODEL_WIDTH), f"{s.dollars:,.2f}", f"{s.episodes:,}",
                           f"{s.input_tokens:,}", f"{s.output_tokens:,}",
                           f"{s.cache_read_tokens:,}", f"{s.cache_write_tokens:,}")
         if not spent.rows:
@@ -393,8 +394,9 @@ class DashboardScreen(WorkerKeys, LabScreen):
                 up = "stopped" if s["stopped_at"] else "started"
                 health += f"; lab serve: {s['served_model']} {s['version'] or ''} {up}"
             bad = health.startswith("unreachable")
-            table.add_row(e.model, e.backend, e.endpoint,
-                          Text(("✗ " if bad else "") + health, style="bold red" if bad else ""))
+            table.add_row(inert(e.model), e.backend, inert(e.endpoint),
+                          Text(("✗ " if bad else "") + inert(health),
+                               style="bold red" if bad else ""))
         for endpoint, s in served.items():
             up = "stopped" if s["stopped_at"] else "started " + _short_time(s["started_at"])
             table.add_row(s["model"], "vLLM", endpoint, f"not in the registry; {up}")

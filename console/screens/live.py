@@ -37,6 +37,7 @@ from core import store
 from core.end_reasons import end_text
 from core.episode import Step
 from core.errors import LabError
+from core.inert import inert, inert_fields
 from core.store import jobs as ledger
 from core.store import monitor
 
@@ -352,14 +353,14 @@ class LiveScreen(LabScreen):
         for step, title in update.steps:
             if step.t <= self.seen_t:
                 continue
-            log.write(indented(step_parts(step, title)), expand=True)
+            log.write(indented(step_parts(inert_fields(step), inert(title))), expand=True)
             self.seen_t = step.t
             if self.episode is not None:
                 key = (self.episode.cell_id, self.episode.question_id, step.t)
                 self.shown_at[key] = time.monotonic()
         if update.outcome is not None and not self.finished:
             self.lost = update.lost
-            log.write(indented(outcome_parts(update.outcome)), expand=True)
+            log.write(indented(outcome_parts(inert_fields(update.outcome))), expand=True)
             self.finished = True
             if self.follow:
                 self._poll(check=False)  # move on to the newest running episode
@@ -372,7 +373,7 @@ class LiveScreen(LabScreen):
             text.append("no running episode yet · ", style="bold")
             text.append("episodes appear here as workers run them (lab worker) · " + mode)
         else:
-            e = self.episode
+            e = inert_fields(self.episode)
             state = ("✗ lost" if self.lost else "✓ stored") if self.finished else "● running"
             text.append(f"live {e.live_id} · {e.label} · question {e.question_id} · {state}",
                         style="bold")
@@ -416,7 +417,8 @@ class LiveScreen(LabScreen):
         needle = self._pick_filter.lower()
         for r in rows:
             state = "● running" if r.state == "running" else "✗ lost"
-            cells = (str(r.id), r.label, r.question_id, str(r.steps), r.worker or "-", state)
+            cells = inert_fields((str(r.id), r.label, r.question_id, str(r.steps),
+                                  r.worker or "-", state))
             if not needle or needle in " ".join(cells).lower():
                 table.add_row(*cells, key=str(r.id))
         if table.row_count == 0:

@@ -33,6 +33,7 @@ from console.widgets.sets_forms import ImportForm, ImportRequest, SetForm, SetRe
 from console.widgets.sets_render import created_text, import_confirm, imported_text, set_confirm
 from core.data_import import DataFile, already_stored, check_task, read_data_file, store_data_file
 from core.errors import LabError
+from core.inert import inert
 from core.limits import DEFAULT_WARN_KB, oversized
 from core.question_sets import DatasetInfo, SetDraft, draw_set, overview, save_set
 
@@ -147,16 +148,16 @@ class SetsScreen(LabScreen):
         keep = self._cursor_key(table)
         table.clear()
         for d in datasets:
-            table.add_row(d.name, d.task, f"{d.questions:,}", str(d.sets), f"{d.unused:,}",
-                          key=d.name)
+            table.add_row(inert(d.name), inert(d.task), f"{d.questions:,}", str(d.sets),
+                          f"{d.unused:,}", key=d.name)
         self._restore(table, keep)
         table = self.query_one("#sets-sets", DataTable)
         keep = self.created or self._cursor_key(table)
         table.clear()
         for s in sets:
-            table.add_row(s["name"], s["dataset"], f"{s['n']:,}", str(s["seed"]),
+            table.add_row(inert(s["name"]), inert(s["dataset"]), f"{s['n']:,}", str(s["seed"]),
                           "HELD-OUT" if s["held_out"] else "dev",
-                          ", ".join(_names(s["exclude"])) or "-", s["sha256"][:8],
+                          inert(", ".join(_names(s["exclude"])) or "-"), s["sha256"][:8],
                           key=s["name"])
         self._restore(table, keep)
         self.query_one("#sets-status", Static).update(

@@ -28,6 +28,7 @@ from console.widgets import traj_render as render
 from console.widgets.footer import LabFooter
 from core import store
 from core.errors import LabError
+from core.inert import inert_fields
 from core.regimes import short_regime
 from core.store import trajectories as traj
 
@@ -263,7 +264,7 @@ class TrajectoriesScreen(LabScreen):
     def _load(self, f: traj.EpisodeFilter, append: bool) -> None:
         db = store.connect(self.lab.db_path, read_only_fallback=True)
         try:
-            rows = traj.list_episodes(db, f)
+            rows = inert_fields(traj.list_episodes(db, f))
             total = traj.count_episodes(db, f)
         except LabError as exc:
             self.post_message(self.Failed(str(exc)))
@@ -277,7 +278,7 @@ class TrajectoriesScreen(LabScreen):
     def _open(self, episode_id: int, step: int | None) -> None:
         db = store.connect(self.lab.db_path, read_only_fallback=True)
         try:
-            detail = traj.episode_detail(db, episode_id)
+            detail = inert_fields(traj.episode_detail(db, episode_id))
         except LabError as exc:
             self.post_message(self.Failed(str(exc)))
             return
@@ -299,7 +300,7 @@ class TrajectoriesScreen(LabScreen):
             db.conn.close()
         divergence = traj.first_divergence([d.steps for d in details])
         if not get_current_worker().is_cancelled:
-            self.post_message(self.Matched(details, divergence))
+            self.post_message(self.Matched(inert_fields(details), divergence))
 
     def on_trajectories_screen_failed(self, message: Failed) -> None:
         """Show a read error in one line."""

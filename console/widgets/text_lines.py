@@ -21,9 +21,12 @@ from textual.strip import Strip
 from textual.style import Style
 from textual.widget import Widget
 
+from core.inert import inert
+
 
 class TextLines(Widget):
-    """Lines of plain text (no markup), sized to fit them, rendered as they come into view.
+    """Lines of plain text (no markup), sized to fit them, rendered as they come into view;
+    control characters in it are shown escaped (`core.inert.inert`).
 
     Args:
         text: the text; lines are split on newlines.
@@ -48,6 +51,7 @@ class TextLines(Widget):
         self._set(text)
 
     def _set(self, text: str) -> None:
+        text = inert(text)  # names and labels in a table are stored text
         if "\t" in text:
             text = "\n".join(line.expandtabs(8) for line in text.split("\n"))
         self._text = text

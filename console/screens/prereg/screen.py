@@ -51,6 +51,7 @@ from console.widgets.confirm import Choose, Confirm
 from console.widgets.footer import LabFooter
 from core import prereg
 from core.errors import LabError
+from core.inert import inert
 from core.models.registry import load_registry
 from core.store import prereg as rows
 
@@ -277,7 +278,7 @@ class PreregScreen(LabScreen):
         head.append(short_hash(row["content_sha256"], 8) if row["content_sha256"] else "no hash")
         if ndev:
             head.append(f"  {ndev} dev", style="bold")
-        return head + Text(f"\n    {row['title']}")
+        return head + Text(f"\n    {inert(row['title'])}")
 
     def _row(self, amendment_id: str | None) -> dict[str, Any] | None:
         return next((r for r in self._rows if r["id"] == amendment_id), None)
@@ -303,11 +304,11 @@ class PreregScreen(LabScreen):
             self.query_one("#prereg-pins", Static).update(self._verify)
             return
         devs = self._devs.get(row["id"], [])
-        doc.update(amendment_markdown(row, devs))
-        devs_view.update(Text("\n".join(
+        doc.update(inert(amendment_markdown(row, devs)))
+        devs_view.update(Text(inert("\n".join(
             f"deviation {d['id']} ({str(d['created_at'])[:19]}): {d['text']}" for d in devs)
             or (f"no deviations on {row['id']}" + (": d logs one" if row["state"] == "frozen"
-                                                   else " (a draft is edited instead)"))))
+                                                   else " (a draft is edited instead)")))))
         self._load_pins(row["id"])
         if self.query_one("#prereg-view", TabbedContent).active == "tab-outcomes":
             self.action_outcomes()

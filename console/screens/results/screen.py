@@ -50,6 +50,7 @@ from console.widgets.footer import LabFooter
 from console.widgets.text_lines import TextLines
 from core import store
 from core.errors import ConfigError, LabError
+from core.inert import inert
 from core.store import trajectories as traj
 from core.store.selection import Selection
 
@@ -642,10 +643,10 @@ class ResultsScreen(LabScreen):
         what = "Δ" if measure == "delta" else "design"
         widget.add_column(f"{what}: {scope}", key="line")
         for arm in grid.arms:
-            widget.add_column(arm, key=f"arm:{arm}")
+            widget.add_column(inert(arm), key=f"arm:{arm}")
         for i, line in enumerate(grid.lines):
-            widget.add_row(line, *(grid_cell(grid.cell(i, j)) for j in range(len(grid.arms))),
-                           key=str(i))
+            cells = (grid_cell(grid.cell(i, j)) for j in range(len(grid.arms)))
+            widget.add_row(inert(line), *cells, key=str(i))
         widget.move_cursor(row=min(row, len(grid.lines) - 1), column=max(col, 1))
         self._switch("results-delta")
         self._show_cell()
@@ -712,7 +713,7 @@ class ResultsScreen(LabScreen):
         self._show_provenance()
 
     def _show_provenance(self) -> None:
-        line = Text(self._provenance)
+        line = Text(inert(self._provenance))
         if self._stale:
             line.append("  ⟳ new episodes since computed: r recomputes", style="bold")
         self.query_one("#results-prov", Static).update(line)
@@ -744,7 +745,7 @@ class ResultsScreen(LabScreen):
         """List a Δ cell's decisions, group (a) first."""
         d = message.decisions
         self._drill = d
-        head = Text(message.title + "\n", style="bold")
+        head = Text(inert(message.title) + "\n", style="bold")
         if d.source == "design":
             head.append(f"(a) persistent: {len(d.a)} decisions   (b) late_onset_from_3: "
                         f"{len(d.b)} decisions")
@@ -760,9 +761,9 @@ class ResultsScreen(LabScreen):
                       "answered", "run"):
             table.add_column(label, key=label)
         for i, p in enumerate([*d.a, *d.b]):
-            table.add_row(f"({p.group})", str(p.episode_id), p.question_id, p.regime,
+            table.add_row(f"({p.group})", str(p.episode_id), inert(p.question_id), p.regime,
                           str(p.seed), str(p.t), str(p.s), str(p.action),
-                          Text("⏎ yes", style="bold") if p.answered else "no", p.run,
+                          Text("⏎ yes", style="bold") if p.answered else "no", inert(p.run),
                           key=str(i))
         self._switch("results-drill")
 
