@@ -19,6 +19,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from analysis.figures.identity import LINESTYLES, MARKERS, PALETTE  # noqa: E402
+from analysis.figures.plain_text import plain_figure, plain_metadata  # noqa: E402
+from core.inert import plain  # noqa: E402
 
 NEUTRAL = "#555555"
 """Reference lines (no effect, diagonal)."""
@@ -143,11 +145,12 @@ def save(fig: Figure, stem: Path, formats: tuple[str, ...], style: Style,
         "png": {"Software": CREATOR, "Description": caption, "Keywords": keywords}}
     written = []
     try:
+        plain_figure(fig)
         legible(fig, style)
-        with_caption(fig, caption, style)
+        with_caption(fig, plain(caption), style)
         for fmt in formats:
             path = stem.with_suffix(f".{fmt}")
-            fig.savefig(path, format=fmt, metadata=metadata[fmt], dpi=style.dpi)
+            fig.savefig(path, format=fmt, metadata=plain_metadata(metadata[fmt]), dpi=style.dpi)
             written.append(path)
     finally:
         plt.close(fig)
@@ -160,6 +163,7 @@ def svg_text(fig: Figure) -> str:
 
     buf = io.StringIO()
     try:
+        plain_figure(fig)
         fig.tight_layout()
         fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": CREATOR})
     finally:
