@@ -160,6 +160,9 @@ def load_registry(path: Path | None) -> dict[str, ModelSpec]:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    except RecursionError:  # tomllib parses arrays and inline tables recursively
+        raise ConfigError(f"{path}: invalid TOML: arrays or tables nested too "
+                          "deeply") from None
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not a UTF-8 text file (byte {exc.start}); lab.toml "
                           f"must be TOML text") from None

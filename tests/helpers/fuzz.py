@@ -1,0 +1,130 @@
+"""What the fuzz suite (tests/test_fuzz_*.py) shares: its hypothesis settings, the
+strategies that build inputs near each format, and the one property every input must
+keep through the real command line.
+
+The property: `lab …` on a generated file either loads it (exit 0) or refuses it with
+one line on stderr (`error: …`, exit ≠ 0) and stores nothing (the SQL dump of lab.db
+is the same before and after); it never ends on an exception (a traceback for a user)
+and never hangs (pytest-timeout ends a test that would).
+
+Quick by default: each target tries `default` inputs, the same ones on every run
+(derandomized, so CI is reproducible). `LAB_FUZZ_EXAMPLES=N` tries N fresh random
+inputs per target instead (the deep run docs/queue.md quotes).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+
+from tests.helpers.cli import dump_hash, lab
+
+DEEP = int(os.environ.get("LAB_FUZZ_EXAMPLES", "0") or 0)
+"""Inputs per target of a deep run (0: the quick, derandomized run)."""
+
+
+def fuzz_settings(default: int) -> settings:
+    """hypothesis settings of one target: `default` inputs, or LAB_FUZZ_EXAMPLES."""
+    return settings(max_examples=DEEP or default, deadline=None, derandomize=not DEEP,
+                    database=None, print_blob=True,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                           HealthCheck.filter_too_much,
+                                           # capsys: each run reads (and so clears) it
+                                           HealthCheck.function_scoped_fixture])
+
+
+# ── strategies ───────────────────────────────────────────────────────────────────────
+
+CONTROL = "\x00\x01\x07\x08\x0b\x1b\x7f\x85\u202e\ufeff"
+WEIRD_TEXT = st.text(alphabet=st.one_of(st.characters(codec="utf-8"),
+                                        st.sampled_from(list(CONTROL + "\n\t\"\\[]{}=#'"))),
+                     max_size=40)
+"""Short text with control characters, quotes and brackets among any other."""
+
+NUMBERS = st.one_of(
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.sampled_from([0, 1, -1, 2**31, 2**63, 10**9, 10**30]),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([0.0, -0.0, 0.5, 1.0, 1e-300, 1e300, math.inf, -math.inf, math.nan]))
+
+SCALARS = st.one_of(st.none(), st.booleans(), NUMBERS, WEIRD_TEXT)
+
+
+def values(keys: list[str]) -> st.SearchStrategy[Any]:
+    """Any JSON-like value: scalars, lists and objects whose keys are mostly `keys`."""
+    names = st.one_of(st.sampled_from(keys), WEIRD_TEXT) if keys else WEIRD_TEXT
+    return st.recursive(SCALARS, lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.dictionaries(names, inner, max_size=5)),
+        max_leaves=12)
+
+
+def near(valid: dict[str, Any], keys: list[str]) -> st.SearchStrategy[dict[str, Any]]:
+    """`valid` with some fields dropped, replaced by any value or added."""
+    pool = sorted(set(keys) | set(valid))
+
+    @st.composite
+    def build(draw: st.DrawFn) -> dict[str, Any]:
+        record = dict(valid)
+        for key in draw(st.lists(st.sampled_from(pool), max_size=4, unique=True)):
+            action = draw(st.sampled_from(["drop", "replace", "replace"]))
+            if action == "drop":
+                record.pop(key, None)
+            else:
+                record[key] = draw(values(keys))
+        return record
+
+    return build()
+
+
+def nested() -> st.SearchStrategy[bytes]:
+    """Deeply nested JSON (`[[[…]]]`, `{"a": {"a": …}}`), past any recursion limit at
+    its deepest."""
+    depth = st.one_of(st.integers(1, 100), st.integers(900, 1100), st.integers(1, 200_000))
+    return st.one_of(depth.map(lambda n: b"[" * n + b"]" * n),
+                     depth.map(lambda n: b'{"a": ' * n + b"1" + b"}" * n))
+
+
+def json_text(value: Any) -> str:
+    """`value` as JSON text (NaN and infinity as Python writes them: not strict JSON)."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def garbage() -> st.SearchStrategy[bytes]:
+    """Bytes that are rarely any format: random bytes, random text, truncated JSON."""
+    return st.one_of(st.binary(max_size=200),
+                     WEIRD_TEXT.map(lambda s: s.encode("utf-8", "surrogatepass")),
+                     st.sampled_from([b"", b"{", b"[", b'{"a": ', b"\xff\xfe", b"null",
+                                      b"5", b"true", b'"text"', b"[]", b"{}"]))
+
+
+# ── the property ─────────────────────────────────────────────────────────────────────
+
+def fresh_db(template: Path, target: Path) -> Path:
+    """`target` as a copy of `template` (its -wal and -shm gone)."""
+    for suffix in ("-wal", "-shm"):
+        Path(f"{target}{suffix}").unlink(missing_ok=True)
+    shutil.copy(template, target)
+    return target
+
+
+def loads_or_refuses(capsys: pytest.CaptureFixture[str], db: Path, *args: object) -> bool:
+    """Run `lab --db DB ARGS`; True when it loaded, False when it refused in one line
+    with lab.db unchanged. Anything else fails the example (an exception escapes
+    `main` as it would reach the user as a traceback)."""
+    before = dump_hash(db)
+    code, _, err = lab(capsys, "--db", db, *args)
+    assert "Traceback" not in err, err
+    if code == 0:
+        return True
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), (code, err)
+    assert dump_hash(db) == before, f"stored on refusal: {lines[0]}"
+    return False
