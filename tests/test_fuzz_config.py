@@ -34,7 +34,7 @@ FIELDS = sorted({k for b in BACKENDS.values() for k in table_keys(b.config)} | {
 INNER = ["input", "output", "cache_read", "cache_write", "temperature", "top_p", "top_k",
          "min_p", "presence_penalty", "repetition_penalty", "url"]
 """Keys of the tables inside a model's table (prices, sampling) and of endpoint tables."""
-VALID = {"openai": {"backend": "openai", "model": "m", "endpoints": ["http://127.0.0.1:9/v1"]},
+VALID: dict[str, dict[str, Any]] = {"openai": {"backend": "openai", "model": "m", "endpoints": ["http://127.0.0.1:9/v1"]},
          "anthropic": {"backend": "anthropic", "model": "claude"},
          "sim": {"backend": "sim", "policy": "own_count", "k": 5}}
 """A valid table of each built-in backend, the seed the generated tables vary."""
