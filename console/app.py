@@ -112,6 +112,11 @@ class LabApp(App[None]):
         Binding("question_mark", "help", "Help", key_display="?"),
         Binding("p", "toggle_pause", "Pause refresh", show=False),
         Binding("q", "quit", "Quit"),
+        # ctrl+q and ctrl+c quit from anywhere (drill-downs too), asking as q does when
+        # text is unsaved; in a text field ctrl+c copies, as Textual has it
+        Binding("ctrl+q", "quit_app", "Quit", show=False, priority=True),
+        Binding("ctrl+c", "quit_app", "Quit", show=False),
+        Binding("ctrl+z", "suspend", "Suspend", show=False),
     ]
 
     paused: reactive[bool] = reactive(False)
@@ -321,8 +326,31 @@ class LabApp(App[None]):
         self.local_workers.stop_on_quit()
 
     async def action_quit(self) -> None:
-        """q / ctrl+q / the palette's Quit: quit, unless a screen holds unsaved text (that
-        screen is shown and asks save / discard / stay; `guard_quit`)."""
+        """q: back one level in a drill-down (an episode, a Δ cell's decisions, the Sets
+        view), else quit as `action_quit_app` does."""
+        screen = self.screen
+        if isinstance(screen, LabScreen) and screen.drilled_in():
+            screen.go_back()
+            return
+        await self.action_quit_app()
+
+    def action_help_quit(self) -> None:
+        """(Textual's ctrl+c when no lab binding took it) quit, as ctrl+c does elsewhere."""
+        self.run_worker(self.action_quit_app(), exclusive=True, group="quit")
+
+    def action_suspend(self) -> None:
+        """ctrl+z: suspend the console like any terminal program (`fg` brings it back), or
+        say why it cannot be."""
+        driver = self._driver
+        if driver is None or not driver.can_suspend:
+            self.notify("ctrl+z: this terminal cannot suspend lab (q quits)", timeout=5)
+            return
+        self.action_suspend_process()
+
+    async def action_quit_app(self) -> None:
+        """ctrl+q, ctrl+c, q at the top level, the palette's Quit: quit, unless a screen
+        holds unsaved text (that screen is shown and asks save / discard / stay;
+        `guard_quit`)."""
         stacks = getattr(self, "_screen_stacks", None) or {"": self.screen_stack}
         for stack in list(stacks.values()):  # every mode's screens, shown or not
             for screen in list(stack):

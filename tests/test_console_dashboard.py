@@ -87,12 +87,25 @@ async def test_dashboard_endpoint_check_in_a_worker(lab_db: Path, tmp_path: Path
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
         rows = _cells(app.screen.query_one("#endpoints", DataTable))
-        assert rows[0][:3] == ["local", "vLLM", "http://127.0.0.1:9/v1"]
+        # the backend lab calls it by: an openai endpoint may be any server, not only vLLM
+        assert rows[0][:3] == ["local", "openai", "http://127.0.0.1:9/v1"]
         assert "not checked" in rows[0][3]
         await pilot.press("h")
         await settle(pilot)
         rows = _cells(app.screen.query_one("#endpoints", DataTable))
         assert "unreachable" in rows[0][3]
+        # lab.toml edited while the console runs: the endpoints follow without a key
+        registry.write_text('[models.other]\nbackend = "openai"\nmodel = "m"\n'
+                            'endpoints = ["http://127.0.0.1:7/v1", "http://127.0.0.1:8/v1"]\n')
+        deadline = time.monotonic() + PATIENCE_S
+        while time.monotonic() < deadline:
+            await pilot.pause(0.05)
+            await settle(pilot)
+            rows = _cells(app.screen.query_one("#endpoints", DataTable))
+            if rows[0][0] == "other":
+                break
+        assert [r[:3] for r in rows] == [["other", "openai", "http://127.0.0.1:7/v1"],
+                                         ["other", "openai", "http://127.0.0.1:8/v1"]]
 
 
 @pytest.mark.asyncio

@@ -40,6 +40,17 @@ if TYPE_CHECKING:
     from console.app import ConsoleConfig, LabApp
 
 
+HEADER_ICON = 8
+"""Columns Textual's header gives its icon, left of the title."""
+
+
+def path_tail(path: object, width: int) -> str:
+    """`path` in at most `width` characters: its end (the file and the folders nearest
+    it) after "…" when it is longer."""
+    text = str(path)
+    return text if len(text) <= width else "…" + text[len(text) - width + 1:]
+
+
 def read_stamp(ts: float) -> str:
     """`read 03:04:05 UTC` for a read at `ts` (UTC, like the dashboard's events)."""
     return "read " + time.strftime("%H:%M:%S", time.gmtime(ts)) + " UTC"
@@ -164,13 +175,19 @@ class LabScreen(Screen[None]):
         if self.lab_app.read_only is not None:
             title += " · READ-ONLY"
         self.title = title
-        parts = [str(self.lab.db_path)]
+        tail = ""
         if self.read_at is not None:
-            parts.append(read_stamp(self.read_at))
-        line = " · ".join(parts)
+            tail += " · " + read_stamp(self.read_at)
         if self.lab_app.paused:
-            line += "  ‖ PAUSED (p resumes)"
-        self.sub_title = line
+            tail += "  ‖ PAUSED (p resumes)"
+        # the path gives way (cut in its middle) so the stamp is never cut: the header has
+        # the width less its icon (HEADER_ICON) and " — " between title and this line
+        room = self.app.size.width - HEADER_ICON - len(title) - 3 - len(tail)
+        self.sub_title = path_tail(self.lab.db_path, max(room, 12)) + tail
+
+    def on_resize(self, event: events.Resize) -> None:
+        """The header's path is cut to the width: cut it again for the new one."""
+        self.show_header()
 
     def on_mount(self) -> None:
         """Load once when first shown, after the first layout: a read that came back
@@ -196,6 +213,22 @@ class LabScreen(Screen[None]):
 
     def reload(self) -> None:
         """Start loading this screen's data (override)."""
+
+    # ---- drill-downs: q goes back one level, never quits from inside one --------------
+
+    def drilled_in(self) -> bool:
+        """Whether this screen shows a level below its top (an episode, a cell's
+        decisions, a view pushed over a screen): then `q` goes back, as escape does."""
+        return self.app.screen_stack.index(self) > 0 if self in self.app.screen_stack \
+            else False
+
+    def go_back(self) -> None:
+        """Back one level (`drilled_in`); a view pushed over a screen closes."""
+        back = getattr(self, "action_back", None)
+        if back is not None:
+            back()
+        else:
+            self.dismiss()
 
     # ---- read-only -------------------------------------------------------------------
 

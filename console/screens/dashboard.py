@@ -122,8 +122,18 @@ def check_endpoints(config_path: Path, check: bool) -> list[Endpoint]:
             health = ("not checked here (lab models --check-api)" if config.check_needs_key
                       else config.check_server(url, CHECK_TIMEOUT_S) if check
                       else "not checked (h checks)")
-            out.append(Endpoint(name, config.server, redact_endpoint(url), health))
+            out.append(Endpoint(name, spec.backend, redact_endpoint(url), health))
     return out
+
+
+def registry_stamp(config_path: Path) -> tuple[int, int] | None:
+    """When lab.toml last changed (mtime, size), None when there is none: the Dashboard
+    lists the endpoints again when it moves."""
+    try:
+        st = Path(config_path).stat()
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size
 
 
 def _ago(seconds: float) -> str:
@@ -210,6 +220,7 @@ class DashboardScreen(WorkerKeys, LabScreen):
                                                              "health / server")
         self._endpoints: list[Endpoint] = []
         self._servers: list[dict] = []
+        self._registry_stamp = registry_stamp(self.lab.config_path)
         self._check(self.lab.check_endpoints)
         self.set_interval(TICK_S, self._tick)
 
@@ -278,7 +289,12 @@ class DashboardScreen(WorkerKeys, LabScreen):
 
     @work(thread=True, exclusive=True, group="dashboard-health")
     def _check(self, check: bool) -> None:
-        self.post_message(self.Checked(check_endpoints(self.lab.config_path, check)))
+        try:
+            endpoints = check_endpoints(self.lab.config_path, check)
+        except LabError as exc:  # lab.toml mid-edit or broken: say so, keep the list shown
+            self.post_message(Notice(f"endpoints not listed again: {exc}", severity="warning"))
+            return
+        self.post_message(self.Checked(endpoints))
 
     def on_dashboard_screen_read(self, message: Read) -> None:
         """Show the queue, workers, servers and events."""
@@ -298,6 +314,10 @@ class DashboardScreen(WorkerKeys, LabScreen):
         the rate falls without a key."""
         if self._data is not None:
             self._render_live(self._data)
+        stamp = registry_stamp(self.lab.config_path)
+        if stamp != self._registry_stamp:  # lab.toml was edited: its endpoints changed
+            self._registry_stamp = stamp
+            self._check(self.lab.check_endpoints)
 
     def _render_live(self, data: DashboardData) -> None:
         """The queue panel and the workers as they read at the clock's now."""

@@ -11,7 +11,9 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
 EVERYWHERE = (("1 … 7", "switch screen (not while typing)"),
-              ("?", "this help"), ("p", "Pause refresh"), ("q", "Quit"),
+              ("?", "this help"), ("p", "Pause refresh"),
+              ("q", "back from a drill-down, else quit"), ("ctrl+c", "quit"),
+              ("ctrl+z", "suspend (fg resumes)"),
               ("ctrl+p", "command palette"),
               ("escape", "back / close / leave a field"))
 """The keys that work on every screen (the app's), last in every cheat sheet."""

@@ -438,6 +438,10 @@ class LiveScreen(LabScreen):
         self.query_one("#live-filter", Input).add_class("hidden")
         self.query_one("#live-log", RichLog).focus()
 
+    def drilled_in(self) -> bool:
+        """The pick list is open: q closes it."""
+        return not self.query_one("#live-pick", DataTable).has_class("hidden")
+
     def action_back(self) -> None:
         """escape: close the pick list / filter."""
         self._close_pick()

@@ -178,6 +178,10 @@ class TrajectoriesScreen(LabScreen):
         self._show(LIST)
         self.reload()
 
+    def drilled_in(self) -> bool:
+        """An episode or its matched arms is open: q goes back to the list."""
+        return self.view != LIST
+
     def action_back(self) -> None:
         """Close the filter input, or go back one view."""
         box = self.query_one("#traj-filter", Input)

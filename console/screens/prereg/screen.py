@@ -35,6 +35,7 @@ from textual.widgets import (
 from textual.widgets.option_list import Option
 
 from console.messages import Notice
+from console.render import plural
 from console.screens.base import LabScreen
 from console.screens.prereg.editor import PreregEditor
 from console.screens.prereg.modals import FreezeConfirm, TitlePrompt
@@ -246,7 +247,7 @@ class PreregScreen(LabScreen):
         self._fill_table()
         frozen = sum(r["state"] == "frozen" for r in entries)
         self.query_one("#prereg-count", Static).update(
-            f"{len(entries)} amendments, {frozen} frozen" if entries else
+            f"{plural(len(entries), 'amendment')}, {frozen} frozen" if entries else
             "no amendments yet: n starts a draft")
         if self._edit_after_load and self._row(self._edit_after_load):
             amendment_id, self._edit_after_load = self._edit_after_load, None

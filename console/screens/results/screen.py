@@ -296,6 +296,10 @@ class ResultsScreen(LabScreen):
         self._forget()
         self.refresh_data()
 
+    def drilled_in(self) -> bool:
+        """A Δ cell's decisions are open: q goes back to the grid."""
+        return self._body() == "results-drill"
+
     def action_back(self) -> None:
         """Close the selection input, or go back from the decision list to the grid."""
         box = self.query_one("#results-select", Input)

@@ -1,0 +1,58 @@
+"""Small things a researcher at 80 columns tripped over: the header's read stamp is never
+cut by a long lab.db path, and counts agree with their nouns (`1 amendment`)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from textual.widgets import Static
+from textual.widgets._header import HeaderTitle
+
+from core import prereg, store
+from tests.helpers.console import build, console_app, settle
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A lab.db with a run sim grid and one draft amendment."""
+    path = build(tmp_path_factory.mktemp("small") / "lab.db", run=True)
+    db = store.connect(path)
+    prereg.create(db, "A draft")
+    db.conn.close()
+    return path
+
+
+def copy_to(built: Path, folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for suffix in ("", "-wal", "-shm"):
+        if Path(str(built) + suffix).exists():
+            shutil.copy(str(built) + suffix, str(folder / "lab.db") + suffix)
+    return folder / "lab.db"
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("width", [80, 60])
+async def test_a_long_db_path_gives_way_to_the_read_stamp(built: Path, tmp_path: Path,
+                                                          width: int) -> None:
+    db = copy_to(built, tmp_path / ("runs-of-the-pilot-study-" * 3) / "second-attempt")
+    app = console_app(db)
+    async with app.run_test(size=(width, 24)) as pilot:
+        await settle(pilot)
+        line = str(app.screen.query_one(HeaderTitle).render())
+        assert "— …" in line and line.endswith("/lab.db · read 03:04:05 UTC"), line
+        assert len(line) <= width - 8  # the header's icon takes 8 columns
+        await pilot.resize_terminal(120, 24)
+        await settle(pilot)
+        wider = str(app.screen.query_one(HeaderTitle).render())
+        assert len(wider) > len(line) and wider.endswith("lab.db · read 03:04:05 UTC")
+
+
+@pytest.mark.asyncio
+async def test_one_amendment_is_singular(built: Path, tmp_path: Path) -> None:
+    app = console_app(copy_to(built, tmp_path), first_screen="prereg")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        count = str(app.screen.query_one("#prereg-count", Static).render())
+        assert count == "1 amendment, 0 frozen"
