@@ -6,9 +6,10 @@ and draws them with matplotlib (`analysis.figures.style`: Agg, DejaVu Sans, Okab
 colours with markers and line styles, deterministic SVG/PDF). One module per family:
 judgments (judged useless, queried anyway), success, grid (the Δ grid), forest (Δ,
 design contrast, hazard slopes), hazard, actions (budgets), cost (success against
-calls), leaving, replay (controllers, calibration, Table 17), traces (matched trajectory
-replay's sweeps and calibration by depth); marks holds the shared drawing rules (dodged
-series, cut intervals). A figure whose rows are absent from the selection is skipped with one line
+calls), leaving, replay (controllers, calibration, Table 17), beliefs (Figure 6),
+traces (matched trajectory replay's sweeps and calibration by depth); marks holds the
+shared drawing rules (dodged series, cut intervals). A figure whose rows are absent from
+the selection is skipped with one line
 saying why, never drawn empty.
 """
 
@@ -22,6 +23,7 @@ from pathlib import Path
 from analysis.base.parallel import each
 from analysis.figures import (
     actions,
+    beliefs,
     cost,
     forest,
     grid,
@@ -41,7 +43,8 @@ from analysis.figures.style import STYLES, Style, save, styled, svg_text
 FIGURES: tuple[FigureDef, ...] = (*judgments.FIGURES, *success.FIGURES, *grid.FIGURES,
                                   *forest.FIGURES[:1], *hazard.FIGURES,
                                   *forest.FIGURES[1:], *actions.FIGURES, *cost.FIGURES,
-                                  *leaving.FIGURES, *replay.FIGURES, *traces.FIGURES)
+                                  *leaving.FIGURES, *replay.FIGURES, *beliefs.FIGURES,
+                                  *traces.FIGURES)
 """Every figure, in the order the report shows them."""
 
 

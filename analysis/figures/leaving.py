@@ -20,7 +20,7 @@ from analysis.figures.base import (
     value,
 )
 from analysis.figures.study import StudyRows
-from analysis.figures.style import NEUTRAL, Style, new_figure, series_style
+from analysis.figures.style import NEUTRAL, Style, narrow, new_figure, series_style
 
 SHARES = ("switched_by_4", "ever_switched", "answered_first", "backup_first_share")
 
@@ -33,7 +33,9 @@ def leaving(study: StudyRows, style: Style) -> Drawn | Skipped:
     label = labeller(rows)
     groups = ordered(label(r) for r in rows)
     height = max(style.panel_height, 0.35 * len(groups) * style.font_size / 8 + 1.0)
-    fig, (left, right) = new_figure(style, cols=2, height=height, sharey=True)
+    stacked = narrow(style)  # one column: the shares above the Δ, each full width
+    fig, (left, right) = new_figure(style, rows=2 if stacked else 1, cols=1 if stacked else 2,
+                                    height=height * (2.4 if stacked else 1.0), sharey=True)
     measures = [m for m in SHARES if any(r["measure"] == m for r in rows)]
     for i, measure in enumerate(measures):
         st = series_style(i)
@@ -46,9 +48,12 @@ def leaving(study: StudyRows, style: Style) -> Drawn | Skipped:
                       fmt=str(st["marker"]), color=st["color"], capsize=2, label=measure,
                       linestyle="none")
     left.set_xlim(-0.05, 1.05)
-    left.set_xlabel("share of episodes on a failing primary")
+    left.set_xlabel("share of episodes")
     left.set_yticks(range(len(groups)), groups)
-    left.legend(loc="upper center", bbox_to_anchor=(0.5, -0.32), ncol=2, frameon=False)
+    if stacked:
+        left.legend(loc="lower left", bbox_to_anchor=(0.0, 1.02), frameon=False)
+    else:
+        left.legend(loc="upper center", bbox_to_anchor=(0.5, -0.32), ncol=2, frameon=False)
     for r in (r for r in rows if r["measure"] == "leave_delta"):
         y, est, bar = groups.index(label(r)), value(r["estimate"]), error_bar(r)
         if est != est:
@@ -57,10 +62,11 @@ def leaving(study: StudyRows, style: Style) -> Drawn | Skipped:
         right.errorbar([est], [y], xerr=[[bar[0]], [bar[1]]] if bar else None, fmt="o",
                        color=series_style(0)["color"], capsize=2)
     right.axvline(0.0, color=NEUTRAL, linestyle="--", linewidth=0.8)
-    right.set_xlabel("Δ for leaving (95% CI); dashed: no effect")
+    right.set_xlabel("Δ for leaving (95% CI)")
     right.set_ylim(-0.7, len(groups) - 0.3)
-    return Drawn(fig, rows, "leaving the failing primary source: shares and Δ (two-source "
-                            "arms)")
+    return Drawn(fig, rows, "leaving the failing primary source: shares of episodes on a "
+                            "failing primary and Δ for leaving (two-source arms); dashed: "
+                            "no effect")
 
 
 FIGURES = (FigureDef("leaving", "Leaving a failing source (two-source arms)", ("leaving",),

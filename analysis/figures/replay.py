@@ -32,7 +32,7 @@ from analysis.figures.base import (
 )
 from analysis.figures.identity import row_look
 from analysis.figures.study import StudyRows
-from analysis.figures.style import NEUTRAL, Style, new_figure
+from analysis.figures.style import NEUTRAL, Style, legend_beside, new_figure
 
 KINDS = ("raw", "isotonic")
 
@@ -62,7 +62,7 @@ def risk_coverage(study: StudyRows, style: Style) -> Drawn | Skipped:
                 linestyle=st["linestyle"], linewidth=0.8)
         first = next(r for r in rows if group_key(r) == key)
         ax.plot(*points[0], marker="o", color=st["color"], linestyle="none",
-                label=f"{label(first)}: raw (o) → isotonic (s)")
+                label=label(first))
         if len(points) > 1:
             ax.plot(*points[1], marker="s", color=st["color"], linestyle="none",
                     markerfacecolor="white")
@@ -70,7 +70,7 @@ def risk_coverage(study: StudyRows, style: Style) -> Drawn | Skipped:
     ax.set_ylim(-0.03, 1.03)
     ax.set_xlabel("coverage (share of episodes committed)")
     ax.set_ylabel("risk (1 − committed accuracy)")
-    ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False)
+    legend_beside(ax, style)
     return Drawn(fig, rows, "controller operating points, raw (circles) and isotonic "
                             "(squares) confidence")
 
@@ -102,7 +102,7 @@ def ece_by_depth(study: StudyRows, style: Style) -> Drawn | Skipped:
     ax.set_xlabel("t: observations seen")
     ax.set_ylabel("ECE (10 bins)")
     ax.set_ylim(bottom=0)
-    ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False)
+    legend_beside(ax, style)
     return Drawn(fig, rows, "calibration error by depth, raw (solid) and isotonic (dashed)")
 
 

@@ -127,8 +127,9 @@ def declare(study: StudyRows, declared: Declared) -> tuple[StudyRows, Chosen]:
         if (budgeted[table] and row.get("budget") not in (None, "")
                 and int(row["budget"]) not in chosen_budgets):
             return False
-        fam = _family(row)
-        return not (family and family != ALL and fam and fam != family)
+        fam = _family(row)  # a row pooling families by design (Table 17's mean4) is
+        # drawn with any of them
+        return not (family and family != ALL and fam and family not in fam.split(","))
 
     rows = {t: [r for r in rs if kept(t, r)] for t, rs in study.rows.items()}
     drawn = [r for rs in rows.values() for r in rs]

@@ -10,12 +10,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
 matplotlib.use("Agg")  # headless: no display, no GUI toolkit
 
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from analysis.figures.identity import LINESTYLES, MARKERS, PALETTE  # noqa: E402
@@ -92,6 +94,30 @@ def new_figure(style: Style, rows: int = 1, cols: int = 1, height: float | None 
                                  style.max_height, height or style.panel_height * rows)),
                              squeeze=False, sharex=sharex, sharey=sharey)
     return fig, [ax for row in axes for ax in row]
+
+
+NARROW = 5.0
+"""A style narrower than this (in inches; `column`) stacks panels and puts legends above
+the axes instead of beside them, where they would take the plot's width."""
+
+
+def narrow(style: Style) -> bool:
+    """Whether `style` is a single column (`NARROW`)."""
+    return style.width < NARROW
+
+
+def legend_beside(ax: Axes, style: Style, **kw: Any) -> None:
+    """The axes' legend to its right on a wide style, above it on a narrow one."""
+    if narrow(style):  # the figure grows by the legend's lines, so the plot keeps its height
+        entries = len(kw.get("handles") or ax.get_legend_handles_labels()[0])
+        fig = ax.figure
+        if isinstance(fig, Figure) and entries:
+            width, height = fig.get_size_inches()
+            fig.set_size_inches(width, min(style.max_height, height + entries * style.font_size
+                                           * 0.85 * 1.4 / 72))
+        ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.02), frameon=False, **kw)
+    else:
+        ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False, **kw)
 
 
 def legible(fig: Figure, style: Style) -> None:

@@ -126,7 +126,14 @@ def _study_frames(db: Database, selection: Selection, path: Path) -> None:
         if not store.count(db, "episodes"):
             raise StoreError(f"no finished episodes or trace states in {path}; run `lab demo`, "
                              "`lab enqueue` then `lab worker`, or `lab traces collect`")
-        _frames(db, selection, path)
+        try:
+            _frames(db, selection, path)
+        except ConfigError:
+            from analysis.tables.export import has_traces
+
+            # a trace run or set (`--run seed2`) beside episodes: its trace states draw
+            if not (selection.runs or selection.sets) or not has_traces(db, selection):
+                raise
 
 
 def _rows_out(dicts: list[dict[str, object]], fmt: str) -> str:
