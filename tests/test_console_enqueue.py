@@ -291,3 +291,47 @@ def test_snapshot(lab_db: Path, snap_compare, size: tuple[int, int]) -> None:
         await settle(pilot)
 
     assert snap_compare(app_on(Path("lab.db")), terminal_size=size, run_before=fill_form)
+
+
+async def plan_now(pilot) -> None:
+    """Fire the preview's debounce timer now (the test's timer is too long to fire)."""
+    screen = pilot.app.screen
+    if screen._timer is not None:
+        screen._timer.stop()
+    screen._start_preview()
+    await settle(pilot)
+
+
+@pytest.mark.asyncio
+async def test_ctrl_s_while_planning_queues_the_new_plan_and_focus_leaves_the_run_name(
+        lab_db: Path) -> None:
+    """ctrl+s typed right after a change, before the new plan is on show, waits for that
+    plan and asks about it (it used to say 'nothing to queue' beside 'can be queued');
+    after queueing, a digit switches screens instead of renaming the next run."""
+    app = make_app(lab_db, ConsoleConfig(db_path=lab_db, first_screen="enqueue",
+                                         preview_debounce_s=600, clock=lambda: FIXED_TS))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await plan_now(pilot)
+        screen = pilot.app.screen
+        assert isinstance(screen, EnqueueScreen)
+        await fill(pilot, run="pilot")
+        await settle(pilot)  # the fields' change events come in
+        await plan_now(pilot)
+        assert preview(screen).startswith("✓ can be queued")
+        run = screen.query_one("#enq-run", Input)
+        run.focus()
+        await pilot.press("end", "4", "ctrl+s")  # the plan of "pilot4" is not made yet
+        await settle(pilot)
+        assert screen.planning() and not isinstance(pilot.app.screen, Confirm)
+        assert not any("nothing to queue" in n.message for n in pilot.app._notifications)
+        await plan_now(pilot)
+        assert isinstance(pilot.app.screen, Confirm)
+        assert "in run pilot4" in pilot.app.screen.text
+        await pilot.press("y")
+        await settle(pilot)
+        assert not isinstance(screen.focused, Input)
+        await pilot.press("4")
+        await settle(pilot)
+        assert pilot.app.current_mode == "jobs"
+    assert ledger(lab_db) == (1, 10, [("pilot4", None)])

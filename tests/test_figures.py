@@ -257,3 +257,27 @@ def test_each_figure_declares_results_views_that_exist() -> None:
             } - declared == set()
     assert [f.name for f in FIGURES if "hazard" in f.views] == ["hazard_by_run",
                                                                  "hazard_slopes"]
+
+
+def test_no_figure_drawn_leaves_no_empty_folder(figures, tmp_path):
+    """Every figure asked for skipped: the folders made for them go again (the console's
+    `F` on such a table left empty figures-VIEW-TIME folders behind)."""
+    from analysis.figures import write_figures
+    from analysis.figures.leaving import FIGURES as LEAVING
+    from analysis.figures.study import study_rows
+    from analysis.figures.style import STYLES
+    from core import store
+    from core.store.selection import Selection
+
+    db_path, _, _ = figures
+    db = store.connect(db_path)
+    try:
+        study = study_rows(db, Selection(models=("sim-own5",), conditions=("none",)), 10, 0,
+                           names=("leaving",))
+    finally:
+        db.conn.close()
+    (tmp_path / "kept").mkdir()
+    written = write_figures(study, tmp_path / "kept" / "new" / "deeper", ("svg",),
+                            STYLES["page"], LEAVING)
+    assert written.paths == () and written.skipped[0][0] == "leaving"
+    assert list((tmp_path / "kept").iterdir()) == []

@@ -77,8 +77,9 @@ def sidecar(fig: FigureDef, drawn: Drawn, study: StudyRows, files: Sequence[str]
 def write_figures(study: StudyRows, directory: Path, formats: Sequence[str] = ("png",),
                   style: Style = STYLES["paper"], figures: Sequence[FigureDef] = FIGURES,
                   declared: Declared = DEFAULT) -> Written:
-    """Draw every figure the study's rows feed into `directory` (created if missing):
-    NAME.FORMAT for each format and NAME.json, its sidecar.
+    """Draw every figure the study's rows feed into `directory` (created if missing, and
+    removed again with the folders made for it when no figure was drawn): NAME.FORMAT
+    for each format and NAME.json, its sidecar.
 
     Args:
         study: the results rows (`study_rows`).
@@ -92,6 +93,7 @@ def write_figures(study: StudyRows, directory: Path, formats: Sequence[str] = ("
     Returns:
         The paths written and the figures skipped with their reasons.
     """
+    made = [d for d in (directory, *directory.parents) if not d.exists()]
     directory.mkdir(parents=True, exist_ok=True)
     study, _ = declare(study, declared)
 
@@ -114,6 +116,10 @@ def write_figures(study: StudyRows, directory: Path, formats: Sequence[str] = ("
     for files, skip in each(len(figures), draw):  # drawn on every core
         paths += files
         skipped += [skip] if skip else []
+    if not paths:  # nothing drawn: leave no empty folder behind
+        for folder in made:  # the innermost first
+            if folder.is_dir() and not any(folder.iterdir()):
+                folder.rmdir()
     return Written(tuple(paths), tuple(skipped))
 
 

@@ -111,6 +111,10 @@ class EnqueueScreen(LabScreen):
         self._applied_amendment: object = None
         self._want_set: str | None = None
         """A set created on the Sets view: picked at the next fill."""
+        self._shown_token = 0
+        """The form's change count the preview on show was planned for."""
+        self._queue_when_planned = False
+        """ctrl+s came while the preview was being planned: ask once it is shown."""
 
     def compose(self) -> ComposeResult:
         """Header, the form, the preview, footer."""
@@ -334,9 +338,17 @@ class EnqueueScreen(LabScreen):
                       summary: dict[str, Any] | None = None) -> None:
         if token != self._token:
             return  # the form changed since: a newer plan is on its way
+        self._shown_token = token
         self._ready, self._ready_summary = ready, summary
         self.query_one("#enq-preview-text", Static).update(text)
         self.query_one("#enq-queue", Button).disabled = ready is None
+        if self._queue_when_planned:
+            self._queue_when_planned = False
+            self.action_queue()
+
+    def planning(self) -> bool:
+        """Whether the preview on show is older than the form (a plan is on its way)."""
+        return self._shown_token != self._token
 
     # ---- actions ---------------------------------------------------------------------
 
@@ -359,9 +371,14 @@ class EnqueueScreen(LabScreen):
         """Show what the previewed grid costs (episodes, calls, tokens, dollars); `y`
         queues it (refused ones never get here: the button is off)."""
         request, summary = self._ready, self._ready_summary
+        if (request is None or summary is None) and self.planning():
+            # the form changed since the preview on show: queue what it plans now
+            self._queue_when_planned = True
+            self.notify("planning the grid as it is now: it is shown to confirm when ready",
+                        timeout=3)
+            return
         if request is None or summary is None:
-            self.notify("nothing to queue: the preview shows why (or is still planning)",
-                        severity="warning")
+            self.notify("nothing to queue: the preview shows why", severity="warning")
             return
         question, detail, yes = confirm_text(summary)
 
@@ -389,8 +406,13 @@ class EnqueueScreen(LabScreen):
             "nothing to queue: every episode is already stored or queued"))
 
     def on_enqueue_screen_queued(self, message: Queued) -> None:
-        """Say what was queued and plan the form again (its episodes are queued now)."""
+        """Say what was queued and plan the form again (its episodes are queued now).
+
+        The focus leaves the text fields (for the preview), so a digit typed next
+        switches screens instead of renaming the next run."""
         self.notify(message.text)
+        if isinstance(self.focused, Input):
+            self.query_one("#enq-preview", VerticalScroll).focus()
         self._changed()
 
     def action_sets(self) -> None:

@@ -19,6 +19,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Checkbox, Input, Label, Select, Static
 from textual.widgets._select import NoSelection
 
+from console.widgets.tick_box import TickBox
 from core.data_import import KINDS
 from core.errors import ConfigError
 from core.limits import INT64_MAX
@@ -224,7 +225,7 @@ class ImportForm(_Form):
             yield self.row("dataset", Input(r.dataset or "" if r else "",
                                             placeholder="default: the format's name",
                                             id="imp-dataset", compact=True))
-            yield self.row("NEI", Checkbox("keep NOT ENOUGH INFO claims (fever)",
+            yield self.row("NEI", TickBox("keep NOT ENOUGH INFO claims (fever)",
                                            r.include_nei if r else False, id="imp-nei",
                                            compact=True,
                                            disabled=(r.kind if r else "hotpotqa") != "fever"))

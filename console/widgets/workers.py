@@ -15,6 +15,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Checkbox, Input, Label, Static
 
 from console.widgets.confirm import Confirm
+from console.widgets.tick_box import TickBox
 from console.workers import GRACE_S, LOG_LINES, worker_logs
 from core.bounds import MAX_CONCURRENCY
 from core.errors import ConfigError
@@ -95,7 +96,7 @@ class StartForm(ModalScreen[StartRequest | None]):
             yield Horizontal(Label("concurrency", classes="form-label"),
                              Input("", placeholder=MODELS_OWN, id="w-concurrency"),
                              classes="form-row")
-            yield Checkbox("keep running after the console quits", False, id="w-keep")
+            yield TickBox("keep running after the console quits", False, id="w-keep")
             yield Static("enter / ctrl+s = next (y/n asks)    escape = cancel",
                          classes="form-keys")
 
