@@ -263,3 +263,46 @@ def test_a_table_no_figure_draws_says_so_in_one_line(trace_db, tmp_path):
     assert err.strip().splitlines() == [
         "no figure draws the trace_table1 table; `lab results trace_table1` prints it"]
     assert "wrote 0 figures" in out
+
+
+def test_arms_that_figure_4_pairs_differ_in_colour_and_in_greyscale():
+    """Figure 4's bars carry no marker, so two arms drawn there must differ by colour
+    alone, in greyscale too: budget and two_source once shared orange."""
+    from matplotlib.colors import to_rgb
+
+    from tests.helpers.figure_rows import ARMS
+
+    def grey(arm: str) -> float:
+        red, green, blue = to_rgb(arm_look(arm).color)
+        return 0.299 * red + 0.587 * green + 0.114 * blue
+
+    colours = [arm_look(a).color for a in ARMS]
+    assert len(set(colours)) == len(ARMS), colours
+    assert abs(grey("budget") - grey("two_source")) > 0.2
+    out = build("answer_action_by_budget", _budget_rows())
+    try:
+        ax = next(ax for ax in out.figure.axes if ax.get_visible())
+        bars = sorted(ax.patches, key=lambda p: p.get_x())
+        faces = [to_hex(b.get_facecolor()[:3]) for b in bars[1::2]]
+        assert len(set(faces)) == len(ARMS), faces
+    finally:
+        plt.close(out.figure)
+
+
+def test_a_caption_gives_each_unit_its_own_range():
+    """Figure 1 (right) draws judgment shares and question shares: the caption's n says
+    each in its own unit, never one range under one of them."""
+    from analysis.figures.caption import provenance
+    from tests.helpers.figure_rows import synthetic_study
+
+    out = build("judged_but_not_acted", default_rows())
+    try:
+        rows = [r | ({"n": 93, "unit": "judgments"} if r["measure"] == "USELESS on failed"
+                     else {"n": 2 if i == 1 else 30, "unit": "questions"})
+                for i, r in enumerate(out.rows)]
+        caption = provenance(synthetic_study(), rows, "").caption
+        assert "n = 93 judgments, 2–30 questions" in caption or \
+            "n = 2–30 questions, 93 judgments" in caption, caption
+        assert "2–93" not in caption
+    finally:
+        plt.close(out.figure)

@@ -69,11 +69,15 @@ def provenance(study: StudyRows, rows: list[RowDict], note: str) -> Provenance:
     if families:
         parts.append(", ".join(families) + (" family" if len(families) == 1 else
                                             " families"))
-    ns = [int(r["n"]) for r in rows if isinstance(r.get("n"), int)]
-    unit = next((str(r["unit"]) for r in rows if r.get("unit")), "")
-    if ns:
-        parts.append(f"n = {min(ns)}" + (f"–{max(ns)}" if max(ns) != min(ns) else "") +
+    counted = [(int(r["n"]), str(r.get("unit") or "")) for r in rows
+               if isinstance(r.get("n"), int)]
+    spans = []
+    for unit in ordered(u for _, u in counted):  # each unit its own range (Figure 1 right
+        ns = [n for n, u in counted if u == unit]  # counts judgments and questions)
+        spans.append(f"{min(ns)}" + (f"–{max(ns)}" if max(ns) != min(ns) else "") +
                      (f" {unit}" if unit else ""))
+    if spans:
+        parts.append("n = " + ", ".join(spans))
     caption = " · ".join(p for p in parts if p)
     if note:
         caption += f". {note[0].upper()}{note[1:]}."

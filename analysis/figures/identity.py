@@ -36,15 +36,20 @@ TRACE_SYSTEMS = ("Raw-Gated", "Calibrated-Gated", "Parametric only", "Fixed RAG@
 """The second seed's systems (trace tables' arms), after the conditions."""
 KNOWN = (*ARMS, *TRACE_SYSTEMS)
 _BLUE, _ORANGE, _GREEN, _PURPLE, _SKY, _VERMILLION, _BLACK, _YELLOW = PALETTE
+WINE = "#882255"
+"""Paul Tol's colour-blind-safe wine, for the two-source arm: the eight Okabe–Ito colours
+are the paper's eight arms, and two_source is drawn beside `budget` (Figure 4's bars,
+which carry no marker), so it may not share budget's orange; much darker than orange,
+it stays apart in greyscale too."""
 COLOURS = {"none": _BLUE, "permit": _SKY, "budget": _ORANGE, "stated_rule": _GREEN,
            "call_cost": _YELLOW, "decide": _BLACK, "enforced_rule": _VERMILLION,
            "combo": _PURPLE, "random_rule": _BLACK, "lexical_rule": _GREEN,
            "stated_judgment_rule": _PURPLE, "stated_judgment_combo": _SKY,
-           "two_source": _ORANGE, "switch_rule": _PURPLE,
+           "two_source": WINE, "switch_rule": _PURPLE,
            "Raw-Gated": _BLUE, "Calibrated-Gated": _VERMILLION}
 """Arms drawn together (the paper's five arms; none beside the three enforced rules; the
-two-source arms beside none) get different colours; the marker tells apart the few
-that share one."""
+two-source arms beside none and budget) get different colours; the marker tells apart the
+few that share one (never two arms a bar chart draws together)."""
 
 
 @dataclass(frozen=True)
