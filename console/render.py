@@ -5,8 +5,6 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Callable
 
-import click
-
 from core.end_reasons import end_text
 from core.episode import EpisodeResult, Step
 from core.store.imports import NO_TEXT
@@ -42,8 +40,8 @@ def step_lines(step: Step, title_of: TitleOf | None = None, width: int = 100,
     head = f"── step {step.t}" + (f"  [{', '.join(flags)}]" if flags else "")
     lines = [head]
     line = reasoning_line(step)
-    if line:
-        lines.append(click.style(line, dim=True))
+    if line:  # plain: printers show every line inert, so a style's escape would show as text
+        lines.append(line)
     if step.decision:
         lines.append(f"  decision: {step.decision}")
     if step.thought:

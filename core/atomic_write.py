@@ -16,11 +16,13 @@ from pathlib import Path
 
 
 @contextmanager
-def atomic_path(path: Path) -> Iterator[Path]:
+def atomic_path(path: Path, side_suffixes: tuple[str, ...] = ()) -> Iterator[Path]:
     """A temporary path beside `path` to write; renamed onto `path` when the block ends.
 
     Args:
         path: the file to (re)place.
+        side_suffixes: files the writer may leave beside the temporary one (SQLite's
+            "-journal", "-wal", "-shm"): removed whatever happens.
 
     Yields:
         The temporary path; the block writes it whole (it does not exist yet).
@@ -35,6 +37,15 @@ def atomic_path(path: Path) -> Iterator[Path]:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+    finally:
+        for suffix in side_suffixes:
+            Path(f"{tmp}{suffix}").unlink(missing_ok=True)
+
+
+def move_aside(path: Path, to: Path) -> None:
+    """Move `path` out of the way to `to` (same folder), the other half of replacing a
+    file that must be kept: the old lab.db a restore keeps, its -wal and -shm."""
+    os.replace(path, to)
 
 
 def write_text_atomic(path: Path, text: str) -> Path:

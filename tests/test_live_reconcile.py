@@ -230,7 +230,7 @@ def test_console_live_marks_a_dead_workers_episode_lost_and_never_follows_it(tmp
 def test_a_graceful_stop_with_hung_calls_leaves_no_live_row(tmp_path):
     """The drain times out on episodes whose calls never return: their rows go on stop."""
     db, config, _ = _grid(tmp_path)
-    config.write_text(config.read_text().replace("latency_ms = 0", "latency_ms = 600000"))
+    config.write_text(config.read_text().replace("latency_ms = 0", "latency_ms = 60000"))
     settings = WorkerSettings(db_path=tmp_path / "lab.db", config_path=config,
                               concurrency=4, lease_s=30)
     seen = []

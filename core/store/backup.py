@@ -17,15 +17,12 @@ into place. The queue file (`lab.queue.db`) is not part of a backup: it only car
 
 from __future__ import annotations
 
-import contextlib
-import os
-import secrets
 import sqlite3
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.atomic_write import atomic_path, move_aside
 from core.errors import ConfigError, StoreError
 from core.schema import SCHEMA_VERSION
 
@@ -55,18 +52,6 @@ class Copied:
                  if self.moved_aside is not None else "")
         return (f"{verb} {self.path} ({self.episodes:,} episodes, "
                 f"{self.size / 1e6:.1f} MB){aside}")
-
-
-@contextlib.contextmanager
-def _temp_beside(target: Path) -> Iterator[Path]:
-    """A fresh temporary path in `target`'s folder, removed unless renamed away."""
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    try:
-        yield tmp
-    finally:
-        for suffix in ("", "-journal", *SIDE_FILES):
-            with contextlib.suppress(FileNotFoundError):
-                Path(f"{tmp}{suffix}").unlink()
 
 
 def _copy(src: Path, dst: Path) -> int:
@@ -131,12 +116,11 @@ def backup(db_path: Path, dest: Path, force: bool = False) -> Copied:
         raise ConfigError(f"{dest} exists: name a new file, or add --force to replace it")
     if not dest.parent.is_dir():
         raise ConfigError(f"{dest}: folder {dest.parent} does not exist")
-    with _temp_beside(dest) as tmp:
-        try:
+    try:
+        with atomic_path(dest, ("-journal", *SIDE_FILES)) as tmp:
             episodes = _copy(db_path, tmp)
-            os.replace(tmp, dest)
-        except (sqlite3.Error, OSError) as exc:
-            raise _failed(dest, exc) from None
+    except (sqlite3.Error, OSError) as exc:
+        raise _failed(dest, exc) from None
     return Copied(dest, episodes, dest.stat().st_size)
 
 
@@ -190,20 +174,19 @@ def restore(backup_file: Path, db_path: Path, live_workers: list[str]) -> Copied
     if backup_file.resolve() == db_path.resolve():
         raise ConfigError(f"{backup_file} is lab.db itself: name the backup file")
     check_backup(backup_file)
-    with _temp_beside(db_path) as tmp:
+    aside: Path | None = None
+    with atomic_path(db_path, ("-journal", *SIDE_FILES)) as tmp:
         try:
             episodes = _copy(backup_file, tmp)
         except (sqlite3.Error, OSError) as exc:
             raise _failed(db_path, exc) from None
-        aside: Path | None = None
         if db_path.exists():
             aside = db_path.with_name(
                 f"{db_path.name}.before-restore-{time.strftime('%Y%m%dT%H%M%S')}")
-            os.replace(db_path, aside)
+            move_aside(db_path, aside)
         for suffix in SIDE_FILES:  # they belong to the old file: never pair them with the new
             side = Path(f"{db_path}{suffix}")
             if side.exists():
-                os.replace(side, Path(f"{aside}{suffix}") if aside else side.with_suffix(
+                move_aside(side, Path(f"{aside}{suffix}") if aside else side.with_suffix(
                     side.suffix + ".orphan"))
-        os.replace(tmp, db_path)
     return Copied(db_path, episodes, db_path.stat().st_size, aside)
