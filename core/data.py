@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from core import json_text
 from core.errors import DataError
 
 TASK_HOTPOTQA = "hotpotqa"
@@ -477,7 +478,7 @@ def _read_records(path: Path) -> list[Any]:
     if path.suffix.lower() == ".jsonl":
         return _parse_jsonl(path, text)
     try:
-        data = json.loads(text)
+        data = json_text.loads(text)
     except json.JSONDecodeError as exc:
         if _looks_like_jsonl(text):
             return _parse_jsonl(path, text)
@@ -500,7 +501,7 @@ def _looks_like_jsonl(text: str) -> bool:
     if len(lines) < 2:
         return False
     try:
-        return isinstance(json.loads(lines[0]), dict)
+        return isinstance(json_text.loads(lines[0]), dict)
     except json.JSONDecodeError:
         return False
 
@@ -512,7 +513,7 @@ def _parse_jsonl(path: Path, text: str) -> list[Any]:
         if not line.strip():
             continue
         try:
-            records.append(json.loads(line))
+            records.append(json_text.loads(line))
         except json.JSONDecodeError as exc:
             msg = f"{exc.msg} (column {exc.colno})"
             raise DataError(f"{path}: line {lineno}: invalid JSON: {msg}") from None

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from core import json_text
 from core.canonical import keyed_rng
 from core.data import CLAIM_TYPE, NEI_LABEL, Paragraph, Question, read_data_text, sample_ids
 from core.errors import DataError
@@ -337,7 +338,7 @@ def _gold_fact(gold: tuple[str | None, str], page_ids: Sequence[str], titles: di
 def _decode(path: Path, text: str) -> Any:
     """One JSON document."""
     try:
-        return json.loads(text)
+        return json_text.loads(text)
     except json.JSONDecodeError as exc:
         raise DataError(f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: "
                         f"{exc.msg}") from None
@@ -350,7 +351,7 @@ def _read_jsonl(path: Path) -> list[Any]:
         if not line.strip():
             continue
         try:
-            records.append(json.loads(line))
+            records.append(json_text.loads(line))
         except json.JSONDecodeError as exc:
             raise DataError(f"{path}: line {lineno}: invalid JSON: {exc.msg} "
                             f"(column {exc.colno})") from None

@@ -3,10 +3,11 @@ other text (a code fence, a sentence), and nothing in it is coerced."""
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from typing import Any
+
+from core import json_text
 
 _JSON_RE = re.compile(r"\{.*\}", re.DOTALL)
 
@@ -18,7 +19,7 @@ def json_object(text: str | None) -> dict[str, Any] | None:
     if m is None:
         return None
     try:
-        data = json.loads(m.group(0))
+        data = json_text.loads(m.group(0))
     except ValueError:
         return None
     return data if isinstance(data, dict) else None

@@ -23,6 +23,7 @@ from typing import Any
 
 from sqlite_utils import Database
 
+from core import json_text
 from core.errors import ConfigError, DataError
 from core.released_episodes import CONDITIONS, arm_of
 from core.store.references import ReferenceSet, ReferenceValue, store_reference_set
@@ -169,7 +170,7 @@ def read_paper_values(path: Path | str) -> PaperValues:
         raise ConfigError(f"{path}: is a directory; give the paper_values.json file")
     data = path.read_bytes()
     try:
-        top = json.loads(data.decode("utf-8"), object_pairs_hook=_unique_keys)
+        top = json_text.loads(data.decode("utf-8"), object_pairs_hook=_unique_keys)
     except UnicodeDecodeError as exc:
         raise DataError(f"{path}: not UTF-8 text: {exc.reason}") from None
     except json.JSONDecodeError as exc:

@@ -44,10 +44,10 @@ The same DECISION line is read.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 
+from core import json_text
 from core.thinking import THINK_BLOCK_RE, THINK_CLOSE, THINK_TAG_RE
 
 ACTION_NAMES: tuple[str, ...] = ("search", "lookup", "finish", "backup_search")
@@ -287,7 +287,7 @@ def _clean(value: str, json_value: bool = True) -> str:
 def _json_string(value: str) -> str:
     """The string value of a JSON-ish object argument, else `value` unchanged."""
     try:
-        data = json.loads(value)
+        data = json_text.loads(value)
     except ValueError:
         return value
     if not isinstance(data, dict):

@@ -39,6 +39,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from core import json_text
 from core.conditions import ARMS
 from core.end_reasons import END_BUDGET, END_FINISH, END_FORMAT_FAILURE
 from core.episode import EpisodeResult, Step
@@ -248,7 +249,7 @@ def read_released(path: Path | str, model: str | None = None, condition: str | N
             continue
         at = _Line(path, line)
         try:
-            record = json.loads(text)
+            record = json_text.loads(text)
         except json.JSONDecodeError as exc:
             raise at.error("record", f"invalid JSON: {exc.msg} (column {exc.colno})") from None
         episode = _episode(record, at, line, flags, budget)

@@ -19,7 +19,7 @@ from typing import Any
 
 from sqlite_utils import Database
 
-from core import store
+from core import json_text, store
 from core.data import ids_hash
 from core.errors import ConfigError, DataError, StoreError
 from core.question_sets import HELD_OUT_PREFIXES, SetDraft, check_set_name
@@ -59,7 +59,7 @@ def _parse(path: Path, text: str) -> tuple[list[Any], dict[str, Any]]:
     if not stripped.startswith(("[", "{")):
         return [line.strip() for line in text.splitlines() if line.strip()], {}
     try:
-        data = json.loads(text)
+        data = json_text.loads(text)
     except json.JSONDecodeError as exc:
         raise DataError(f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: "
                         f"{exc.msg}") from None

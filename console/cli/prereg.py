@@ -11,7 +11,7 @@ import click
 
 from console.cli.options import bounded, open_db
 from console.cli.output import echo
-from core import prereg
+from core import json_text, prereg
 from core.atomic_write import write_text_atomic
 from core.bounds import MAX_RESAMPLES
 from core.errors import ConfigError
@@ -26,7 +26,7 @@ def _read_json(path: Path | None, what: str) -> Any:
     if text is None:
         return None
     try:
-        return json.loads(text)
+        return json_text.loads(text)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{path}: invalid JSON for {what}: {exc}") from None
 
@@ -104,7 +104,7 @@ def _parse_editor_text(text: str) -> dict[str, Any]:
         raise ConfigError("edited text lost its section markers; nothing was changed")
     try:
         return {"title": head[len("title:"):].strip(), "body": body.rstrip("\n"),
-                "tests": json.loads(tests), "scope": json.loads(scope)}
+                "tests": json_text.loads(tests), "scope": json_text.loads(scope)}
     except json.JSONDecodeError as exc:
         raise ConfigError(f"edited text: invalid JSON ({exc}); nothing was changed") from None
 

@@ -14,6 +14,8 @@ inputs per target instead (the deep run docs/queue.md quotes).
 
 from __future__ import annotations
 
+import gc
+import itertools
 import json
 import math
 import os
@@ -22,8 +24,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
+from hypothesis.errors import InvalidArgument
 
 from tests.helpers.cli import dump_hash, lab
 
@@ -92,7 +95,7 @@ def nested() -> st.SearchStrategy[bytes]:
                      depth.map(lambda n: b'{"a": ' * n + b"1" + b"}" * n))
 
 
-def json_text(value: Any) -> str:
+def json_dump(value: Any) -> str:
     """`value` as JSON text (NaN and infinity as Python writes them: not strict JSON)."""
     return json.dumps(value, ensure_ascii=False)
 
@@ -107,12 +110,24 @@ def garbage() -> st.SearchStrategy[bytes]:
 
 # ── the property ─────────────────────────────────────────────────────────────────────
 
+_COPIES = itertools.count()
+
+
 def fresh_db(template: Path, target: Path) -> Path:
-    """`target` as a copy of `template` (its -wal and -shm gone)."""
-    for suffix in ("-wal", "-shm"):
-        Path(f"{target}{suffix}").unlink(missing_ok=True)
-    shutil.copy(template, target)
-    return target
+    """A new copy of `template` beside `target` (`target`'s name with a serial number),
+    the previous copies and their -wal and -shm removed.
+
+    Commands run in this process leave their lab.db connections to the garbage
+    collector; SQLite keeps locks and shared memory per file in the process, and a
+    connection closed after its file was removed or rewritten under it made the next
+    example's command see an empty lab.db ("disk I/O error", or no tables). So the
+    leftovers are collected first, and each example gets a file of its own."""
+    gc.collect()  # close the connections earlier commands left to the collector
+    for old in target.parent.glob(f"{target.stem}-*{target.suffix}*"):
+        old.unlink(missing_ok=True)
+    copy = target.with_name(f"{target.stem}-{next(_COPIES)}{target.suffix}")
+    shutil.copy(template, copy)
+    return copy
 
 
 def loads_or_refuses(capsys: pytest.CaptureFixture[str], db: Path, *args: object) -> bool:
@@ -122,9 +137,18 @@ def loads_or_refuses(capsys: pytest.CaptureFixture[str], db: Path, *args: object
     before = dump_hash(db)
     code, _, err = lab(capsys, "--db", db, *args)
     assert "Traceback" not in err, err
+    _count(f"{args[0]}: " + ("loaded" if code == 0 else "refused"))
     if code == 0:
         return True
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: "), (code, err)
     assert dump_hash(db) == before, f"stored on refusal: {lines[0]}"
     return False
+
+
+def _count(outcome: str) -> None:
+    """Tally an outcome in hypothesis's statistics (`--hypothesis-show-statistics`)."""
+    try:
+        event(outcome)
+    except InvalidArgument:
+        pass  # called outside a generated example
