@@ -64,7 +64,7 @@ def create(db: Database, title: str, body: str = "", tests: Any = (),
     if not title.strip():
         raise LabError("an amendment needs a non-empty --title")
     scope = validate_scope(scope) if scope is not None else {}
-    tests = validate_tests(list(tests), scope)
+    tests = validate_tests(list(tests) if isinstance(tests, tuple) else tests, scope)
     with store.write(db):
         seq = len(rows.amendments(db)) + 1
         amendment_id = f"A{seq}"

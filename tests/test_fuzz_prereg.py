@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from console.cli import main
 from core.registered_tests import KINDS
-from tests.helpers.cli import lab, one_error
+from tests.helpers.cli import dump_hash, lab, one_error
 from tests.helpers.fuzz import (
     fresh_db,
     fuzz_settings,
@@ -107,3 +107,25 @@ def test_deeply_nested_tests_or_scope_is_one_line(template, tmp_path, capsys, pa
     path.write_bytes(b"[" * 100_000 + b"]" * 100_000)
     code, _, err = lab(capsys, "--db", db, "prereg", "new", "--title", "t", f"--{part}", path)
     one_error(code, err, "nested too deeply")
+
+
+@pytest.mark.parametrize(("document", "words"), [
+    (b"1", ("must be a JSON list",)),
+    (b"null", ("must be a JSON list",)),
+    (b"false", ("must be a JSON list",)),
+    (b"{}", ("one object", "wrap it in [ ]")),
+    (json.dumps(TEST).encode(), ("one object", "wrap it in [ ]")),
+])
+def test_a_tests_file_that_is_not_a_list_is_one_line(template, tmp_path, capsys,
+                                                     document: bytes, words: tuple[str, ...]
+                                                     ) -> None:
+    """Found by the fuzzer: a tests file holding `1` was a TypeError (the draft took
+    `list(tests)`), a single object became its keys ('tests[0]: a test must be a JSON
+    object') and `{}`, `false` or `null` were saved as no tests."""
+    db = fresh_db(template, tmp_path / "lab.db")
+    path = tmp_path / "tests.json"
+    path.write_bytes(document)
+    before = dump_hash(db)
+    code, _, err = lab(capsys, "--db", db, "prereg", "new", "--title", "t", "--tests", path)
+    one_error(code, err, *words)
+    assert dump_hash(db) == before

@@ -78,7 +78,8 @@ def new(ctx: click.Context, title: str | None, body_file: Path | None, tests_fil
           --tests a1-tests.json --scope a1-scope.json
       EDITOR=vim lab prereg new --edit
     """
-    body, tests = _read_text(body_file) or "", _read_json(tests_file, "tests") or []
+    body = _read_text(body_file) or ""
+    tests = [] if tests_file is None else _read_json(tests_file, "tests")  # as the file says
     scope = _read_json(scope_file, "scope")
     if in_editor:
         fields = _edit_in_editor({"title": title or "", "body": body, "tests": tests,
