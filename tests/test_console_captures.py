@@ -12,6 +12,7 @@ writes them into the page instead (read the diff: it is what the docs will show)
 
 from __future__ import annotations
 
+import difflib
 import os
 import shutil
 import sqlite3
@@ -52,9 +53,12 @@ async def _enqueue(pilot) -> None:
     screen.query_one("#enq-regimes", SelectionList).focus()
     await pilot.press("m")
     screen.query_one("#enq-run", Input).value = "pilot"
-    for _ in range(3):
+    for _ in range(400):  # the preview plans after a pause in changes: wait for it
         await pilot.pause(0.05)
         await settle(pilot)
+        if not screen.planning() and "can be queued" in screen_text(pilot.app):
+            return
+    raise AssertionError("the Enqueue preview never showed the grid")
 
 
 async def _help(pilot) -> None:
@@ -136,6 +140,8 @@ async def test_the_docs_captures_are_the_consoles(built: Path, tmp_path: Path) -
     if UPDATE:
         DOC.write_text(fresh, encoding="utf-8")
         return
+    diff = "".join(difflib.unified_diff(page.splitlines(True), fresh.splitlines(True),
+                                        "docs/console.md", "the console now", n=1))
     assert page == fresh, ("docs/console.md's captures differ from the console's: "
                            "LAB_UPDATE_GOLDEN=1 pytest tests/test_console_captures.py "
-                           "rewrites them (read the diff)")
+                           "rewrites them (read the diff)\n" + diff)

@@ -63,7 +63,7 @@ async def test_the_editors_open_on_templates_and_check_as_you_type(lab_db: Path)
         await pilot.press("tab")  # Body → Tests
         await settle(pilot)
         assert screen.focused is tests
-        tests.move_cursor((at, 1))
+        assert tests.cursor_location == (at, 1)  # past the head notes, inside the []
         await pilot.press(*'{"id": "K1", "kind": "median_action", "condition": "none", ')
         await pilot.press(*'"op": ">=", "valeu": 3}')
         await pilot.pause()

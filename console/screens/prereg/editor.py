@@ -76,6 +76,17 @@ def changed_fields(original: Mapping[str, Any], title: str, body: str, tests: st
     return out
 
 
+def to_value(area: TextArea) -> None:
+    """A cursor still at the top of Tests or Scope goes to the JSON value, past the
+    template's head notes (inside an empty `[]` or `{}`), where typing starts."""
+    if area.cursor_location != (0, 0):
+        return
+    for row, line in enumerate(area.text.splitlines()):
+        if line.strip() and not line.lstrip().startswith("//"):
+            area.move_cursor((row, 1 if line.strip() in ("[]", "{}") else 0))
+            return
+
+
 class PreregEditor(Vertical):
     """Edits one draft amendment; `Save` goes up to the screen (escape there asks/leaves)."""
 
@@ -270,6 +281,8 @@ class PreregEditor(Vertical):
         name = FIELDS[(at + step) % len(fields)]
         if name in TAB_LABELS:
             self.query_one("#editor-tabs", TabbedContent).active = f"editor-tab-{name}"
+            if isinstance(target, TextArea):
+                to_value(target)
             self.call_after_refresh(target.focus)
         else:
             target.focus()
