@@ -47,19 +47,52 @@ class ProbeInput:
     split_seed: int = 0
 
 
+EPISODE_VALUES = ("correct", "tool_calls")
+"""The episode columns the probe tables read beside the keys (`Frames.episode_columns`):
+the branches' episodes need their outcome and calls, the grouping their keys (budget,
+regime and question among them); never the full episode frame."""
+
+
+def branch_inputs(db: Database, frames: Frames, probes: pd.DataFrame
+                  ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The episodes and steps a branch table reads for `probes`.
+
+    The steps serve only to place each stored branch at its decision point: with no
+    probe stored for the selection, every group is left out for want of branches
+    whatever its steps, so none are read (an empty step frame; at 198,000 episodes
+    reading the million steps took most of the table's 17 s of CPU for a table of
+    notes). The episodes are their keys with `EPISODE_VALUES`.
+
+    Args:
+        db: an open lab.db.
+        frames: the selection's frames.
+        probes: the probes the table reads (`core.store.probes.probes_frame`).
+
+    Returns:
+        (episodes, steps).
+    """
+    from core.store.frames import steps_frame
+
+    episodes = frames.episode_columns(EPISODE_VALUES)
+    if len(probes) or frames.source is None:
+        return episodes, frames.steps
+    return episodes, steps_frame(db, selection=frames.selection, where=("0",))
+
+
 def policies_results(inp: ProbeInput) -> Table:
     """Simple stopping policies on the paper's answer-now branches."""
     probes = probes_frame(inp.db, inp.frames.selection, kinds=(ANSWER_NOW,))
-    return policy_table(inp.frames.episodes, inp.frames.steps, probes, inp.n_boot, inp.seed,
-                        inp.grouping)
+    episodes, steps = branch_inputs(inp.db, inp.frames, probes)
+    return policy_table(episodes, steps, probes, inp.n_boot, inp.seed, inp.grouping)
 
 
 def controllers_results(inp: ProbeInput) -> Table:
     """Confidence-gated controllers on each group's confidence-request branches where it
     has any, else the paper's (`analysis.replay.controllers.branch_kind`)."""
     probes = probes_frame(inp.db, inp.frames.selection, kinds=BRANCH_KINDS)
-    return controller_table(inp.frames.episodes, inp.frames.steps, probes, inp.n_boot,
-                            inp.seed, inp.grouping, inp.gate, inp.split_seed, inp.fit_depths)
+    episodes, steps = branch_inputs(inp.db, inp.frames, probes)
+    return controller_table(episodes, steps, probes, inp.n_boot, inp.seed, inp.grouping,
+                            inp.gate, inp.split_seed, inp.fit_depths)
 
 
 def beliefs_results(inp: ProbeInput) -> Table:

@@ -456,6 +456,7 @@ class ResultsScreen(LabScreen):
         from analysis.base.arms import Grouping
         from analysis.measures.repairs import repaired_frames
         from analysis.replay.controllers import chart_curves
+        from analysis.replay.probe_tables import branch_inputs
         from analysis.tables.plots import line_chart
         from console.screens.results.views import controller_series
         from core.probes import BRANCH_KINDS
@@ -464,7 +465,8 @@ class ResultsScreen(LabScreen):
         if self.repaired:
             frames, _ = repaired_frames(db, frames)
         probes = probes_frame(db, frames.selection, kinds=BRANCH_KINDS)
-        curves = chart_curves(frames.episodes, frames.steps, probes,
+        episodes, steps = branch_inputs(db, frames, probes)
+        curves = chart_curves(episodes, steps, probes,
                               Grouping(frames.selection.pool, frames.errored_episodes))
         if not curves:
             return ()
