@@ -56,3 +56,24 @@ async def test_one_amendment_is_singular(built: Path, tmp_path: Path) -> None:
         await settle(pilot)
         count = str(app.screen.query_one("#prereg-count", Static).render())
         assert count == "1 amendment, 0 frozen"
+
+
+@pytest.mark.asyncio
+async def test_hints_name_the_consoles_keys_not_cli_options(built: Path, tmp_path: Path) -> None:
+    """Where the console has a key for it, a hint names the key: errored episodes are
+    retried with E on Jobs, a worker starts with w (not `lab retry --errored`,
+    `lab worker`)."""
+    db = copy_to(built, tmp_path)
+    conn = store.connect(db)
+    with conn.conn:
+        conn.conn.execute("UPDATE episodes SET error = 'boom' WHERE id = 1")
+    conn.conn.close()
+    app = console_app(db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        queue = str(app.screen.query_one("#queue-text", Static).render())
+        assert "1 errored (excluded from analysis; E on Jobs (4) retries them)" in queue
+        await pilot.press("5")
+        await settle(pilot)
+        live = str(app.screen.query_one("#live-head", Static).render())
+        assert "w on the Dashboard starts one" in live and "lab worker" not in live

@@ -330,7 +330,7 @@ class DashboardScreen(WorkerKeys, LabScreen):
         text.append("episodes  ", style="bold")
         text.append(f"{q.episodes:,} stored · ")
         text.append(f"{q.errored:,} errored", style="bold red" if q.errored else "")
-        text.append(" (excluded from analysis; lab retry --errored)" if q.errored
+        text.append(" (excluded from analysis; E on Jobs (4) retries them)" if q.errored
                     else " (excluded from analysis)")
         apart = apart_text({"truncated": q.truncated, "refused": q.refused})
         if apart:  # complete episodes without an answer, neither errors nor format failures

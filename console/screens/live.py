@@ -371,7 +371,8 @@ class LiveScreen(LabScreen):
         text = Text()
         if self.episode is None:
             text.append("no running episode yet · ", style="bold")
-            text.append("episodes appear here as workers run them (lab worker) · " + mode)
+            text.append("episodes appear here as workers run them (w on the Dashboard "
+                        "starts one) · " + mode)
         else:
             e = inert_fields(self.episode)
             state = ("✗ lost" if self.lost else "✓ stored") if self.finished else "● running"
