@@ -105,7 +105,9 @@ async def test_an_error_in_a_handler_is_a_notice_and_a_log_line(
     app = console_app(lab_db)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        assert app.errors == ["RuntimeError: the queue panel broke"]
+        # one line per failed read, its first line only; a loaded machine may let the
+        # Dashboard read twice before the test looks, so count lines, not reads
+        assert app.errors and set(app.errors) == {"RuntimeError: the queue panel broke"}
         assert any(t.startswith("RuntimeError: the queue panel broke (details in ")
                    for t in toasts)
         await pilot.press("4")  # the console goes on
