@@ -15,13 +15,8 @@ import pytest
 
 from console.app import ConsoleConfig, make_app
 from console.screens.results.screen import ResultsScreen
-from console.screens.results.table_cursor import (
-    CURSOR_CELL,
-    MATCH_CURRENT,
-    Sort,
-    sort_value,
-    sorted_order,
-)
+from console.screens.results.table_cursor import sorted_order
+from console.widgets.table_ops import CURSOR_CELL, MATCH_CURRENT, Sort, sort_value
 from console.widgets.text_lines import TextLines
 from tests.helpers.console import FIXED_TS, settle
 from tests.helpers.two_runs import build_two_runs_db

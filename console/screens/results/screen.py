@@ -39,14 +39,10 @@ from analysis.tables.registry import EPISODES, TRACES, TableDef, views
 from console.messages import DbChanged
 from console.screens.base import LabScreen
 from console.screens.results.selection import parse_selection
-from console.screens.results.table_cursor import Layout, Sort
-from console.screens.results.widgets import (
-    DrillTable,
-    GridTable,
-    TableScroll,
-    datatable_cells,
-)
+from console.screens.results.table_cursor import Layout
+from console.screens.results.widgets import DrillTable, GridTable, TableScroll
 from console.widgets.footer import LabFooter
+from console.widgets.table_ops import Sort, copy_text, datatable_cells, next_sort
 from console.widgets.text_lines import TextLines
 from core import store
 from core.errors import ConfigError, LabError
@@ -846,12 +842,7 @@ class ResultsScreen(LabScreen):
 
     def _mark(self, scroll: bool = False) -> None:
         """Draw the cursor's row and cell and the search matches; scroll to the cursor."""
-        from console.screens.results.table_cursor import (
-            CURSOR_CELL,
-            CURSOR_ROW,
-            MATCH,
-            MATCH_CURRENT,
-        )
+        from console.widgets.table_ops import CURSOR_CELL, CURSOR_ROW, MATCH, MATCH_CURRENT
 
         lines = self.query_one("#results-text", TextLines)
         marks: dict[int, list[tuple[int, int, str]]] = {}
@@ -888,17 +879,11 @@ class ResultsScreen(LabScreen):
         placed, _, column = here
         t = computed.layout.tables.index(placed)
         sorts = self._sorts.setdefault(self.view, {})
-        now = sorts.get(t)
-        if now is None or now.column != column:
-            sorts[t] = Sort(column)
-        elif not now.descending:
-            sorts[t] = Sort(column, True)
-        else:
-            del sorts[t]
-        name = placed.cells.header[column]
+        sort = next_sort(sorts.pop(t, None), column)
+        if sort is not None:
+            sorts[t] = sort
         self._relayout(width=computed.width)
-        self.notify((f"sorted by {name}, " + ("descending ▼" if sorts[t].descending
-                                               else "ascending ▲")) if t in sorts
+        self.notify(sort.describe(placed.cells.header[column]) if sort is not None
                     else "back in the table's own order", timeout=3, markup=False)
 
     def _relayout(self, width: int) -> None:
@@ -939,7 +924,7 @@ class ResultsScreen(LabScreen):
     def _search(self, query: str, move: bool) -> None:
         """Find `query` in the view's text; `move`: go to the first match at or after the
         cursor's line."""
-        from console.screens.results.table_cursor import matches
+        from console.widgets.table_ops import matches
 
         self._query = query
         computed = self._computed.get(self.view)
@@ -988,8 +973,6 @@ class ResultsScreen(LabScreen):
     def action_copy(self, what: str) -> None:
         """Copy the cursor's cell, its row or the whole table as TSV to the clipboard
         (OSC 52: the terminal's clipboard, also over SSH), and say what was copied."""
-        from console.screens.results.table_cursor import tsv
-
         body = self._body()
         if body in ("results-delta", "results-drill"):
             table = self.query_one("#results-grid" if body == "results-delta"
@@ -1002,13 +985,9 @@ class ResultsScreen(LabScreen):
                 return
             placed, r, c = here
             rows, header = placed.cells.body, placed.cells.header
-        if not rows:
+        copied = copy_text(what, header, rows, r, c)
+        if copied is None:
             return
-        if what == "cell":
-            text, said = rows[r][c], f"cell {header[c]}"
-        elif what == "row":
-            text, said = tsv([rows[r]]), f"row {r + 1} ({len(rows[r])} cells)"
-        else:
-            text, said = tsv([header, *rows]), f"table ({len(rows)} rows + header)"
+        text, said = copied
         self.app.copy_to_clipboard(text)
         self.notify(f"copied {said} to the clipboard", title="copy", timeout=4, markup=False)

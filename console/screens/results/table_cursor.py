@@ -1,5 +1,7 @@
 """The Results screen's tables as something to move in: where each table's rows and cells
-sit in the view's text, a cursor on a cell, sorting by a column, search, and TSV to copy.
+sit in the view's text, for a cursor on a cell, sorting by a column, search and copy
+(what sorting, searching and copying do to cells is console/widgets/table_ops.py's,
+shared with the console's other tables).
 
 Only layout over `analysis.tables.text.table_text`: the text shown is the text `lab
 results` prints (rows reordered when sorted, the sort marked in the header); no
@@ -8,35 +10,12 @@ statistics and no lab.db here.
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from analysis.base.rows import Table
 from analysis.tables.text import ROW_NUMBER, Cells, Fitted, table_cells, table_text
-
-CURSOR_ROW = "reverse"
-"""How the cursor's row is drawn in every block (readable without colour)."""
-CURSOR_CELL = "reverse bold underline"
-"""How the cursor's cell is drawn."""
-MATCH = "black on yellow"
-"""How a search match is drawn."""
-MATCH_CURRENT = "bold black on bright_green"
-"""How the match `n`/`N` went to is drawn."""
-ASCENDING, DESCENDING = "▲", "▼"
-
-
-@dataclass(frozen=True)
-class Sort:
-    """A table's sort: the column (index into its cells' header) and the direction."""
-
-    column: int
-    descending: bool = False
-
-    def mark(self) -> str:
-        """The arrow the column's header gets."""
-        return DESCENDING if self.descending else ASCENDING
+from console.widgets.table_ops import Sort, order_rows
 
 
 @dataclass(frozen=True)
@@ -81,37 +60,11 @@ class Layout:
         return "\n".join(self.lines)
 
 
-_NUMBER = re.compile(r"[+\-−]?(?:\d[\d,]*\.?\d*|\.\d+|∞)")
-
-
-def sort_value(text: str) -> float:
-    """The number a cell sorts by: its first number (an interval's estimate), ∞ and −∞
-    included; NaN for text with no number ("–")."""
-    found = _NUMBER.search(text)
-    if found is None:
-        return math.nan
-    s = found.group().replace("−", "-").replace(",", "")
-    if s.lstrip("+-") == "∞":
-        return -math.inf if s.startswith("-") else math.inf
-    try:
-        return float(s)
-    except ValueError:
-        return math.nan
-
-
 def sorted_order(cells: Cells, sort: Sort | None) -> list[int]:
-    """Body row indexes in the order `sort` puts them (stable; cells with no number last
-    whichever the direction); the rows' own order when `sort` is None."""
-    order = list(range(len(cells.body)))
-    if sort is None:
-        return order
-    c = sort.column
-    if c in cells.right:
-        values = [sort_value(row[c]) for row in cells.body]
-        known = [i for i in order if not math.isnan(values[i])]
-        known.sort(key=lambda i: values[i], reverse=sort.descending)
-        return known + [i for i in order if math.isnan(values[i])]
-    return sorted(order, key=lambda i: cells.body[i][c].casefold(), reverse=sort.descending)
+    """Body row indexes in the order `sort` puts them (stable; a number column by its
+    numbers, cells with no number last whichever the direction); the rows' own order
+    when `sort` is None."""
+    return order_rows(cells.body, sort, sort is not None and sort.column in cells.right)
 
 
 def layout(tables: Sequence[Table], note: str, width: int,
@@ -146,28 +99,6 @@ def layout(tables: Sequence[Table], note: str, width: int,
             placed.append(Placed(cells, text.fitted, len(lines) + text.grid, table.title))
         lines += text.lines
     return Layout(lines, tuple(placed))
-
-
-def tsv(rows: Sequence[Sequence[str]]) -> str:
-    """Rows as tab-separated values (a tab or newline inside a cell becomes a space)."""
-    def clean(cell: str) -> str:
-        return " ".join(cell.replace("\t", " ").splitlines())
-
-    return "\n".join("\t".join(clean(c) for c in row) for row in rows)
-
-
-def matches(lines: Sequence[str], query: str) -> list[tuple[int, int, int]]:
-    """Every (line, start, end) where `query` occurs, case-insensitive, in order."""
-    q = query.casefold()
-    if not q:
-        return []
-    out = []
-    for y, line in enumerate(lines):
-        low, x = line.casefold(), 0
-        while (x := low.find(q, x)) >= 0:
-            out.append((y, x, x + len(q)))
-            x += len(q)
-    return out
 
 
 def row_at(tables: Sequence[Placed], line: int) -> tuple[int, int] | None:

@@ -54,19 +54,3 @@ class TableScroll(VerticalScroll):
         self._move(10**9, 0, "scroll_end")
         self.scroll_end(animate=False)
 
-
-def datatable_cells(table: DataTable) -> tuple[list[list[str]], list[str]]:
-    """A DataTable's cells as plain text, rows in the order shown, and its header (what
-    copying a cell, a row or the table takes).
-
-    Args:
-        table: the table.
-
-    Returns:
-        (rows, header).
-    """
-    header = [str(c.label.plain if hasattr(c.label, "plain") else c.label)
-              for c in table.ordered_columns]
-    rows = [[getattr(v, "plain", str(v)) for v in table.get_row_at(i)]
-            for i in range(table.row_count)]
-    return rows, header
