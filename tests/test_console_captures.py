@@ -74,7 +74,7 @@ CAPTURES: tuple[tuple[str, str, Step], ...] = (
      "on the right", "enqueue", _enqueue),
     ("Jobs (`4`), the finished run and its grid", "jobs", _nothing),
     ("Live (`5`), nothing running", "live", _nothing),
-    ("Trajectories (`6`), newest episodes first (`/` filters, `m` matched arms)",
+    ("Trajectories (`6`), newest episodes first (`:` filters, `/` searches, `m` matched arms)",
      "trajectories", _nothing),
     ("Results (`7`), the Success table (`]`/`[` step through the tables)", "results",
      _nothing),

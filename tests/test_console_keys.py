@@ -20,7 +20,7 @@ ESSENTIAL = {
     "enqueue": ["^s Queue it", "m mean6 regimes"],
     "jobs": ["P Pause", "u Resume", "x Cancel", "t Retry", "/ Filter"],
     "live": ["f Follow on/off", "o Pick episode", "/ Filter"],
-    "trajectories": ["/ Filter"],
+    "trajectories": ["/ Search", ": Filter", "s Sort", "c Copy"],
     "results": ["/ Search", "] Next table", "s Sort", "c Copy cell"],
 }
 """What each screen's footer must show at 80 columns (besides ? Help and q Quit)."""

@@ -133,7 +133,7 @@ async def test_filter_open_and_step(lab_db: Path) -> None:
         await _settle(pilot)
         screen = app.screen
         assert "72 of 72 episodes" in str(screen.query_one("#traj-status").render())
-        await pilot.press("slash")
+        await pilot.press("colon")
         for ch in "model=sim-own5 outcome=wrong":
             await pilot.press("space" if ch == " " else ch)
         await pilot.press("enter")
@@ -164,7 +164,7 @@ async def test_bad_filter_is_one_error_line(lab_db: Path) -> None:
     app = _app(lab_db)
     async with app.run_test(size=(80, 24)) as pilot:
         await _settle(pilot)
-        await pilot.press("slash")
+        await pilot.press("colon")
         for ch in "colour=red":
             await pilot.press(ch)
         await pilot.press("enter")
@@ -228,7 +228,7 @@ async def test_matched_arms_marks_first_divergence(lab_db: Path) -> None:
     app = _app(lab_db)
     async with app.run_test(size=(80, 24)) as pilot:
         await _settle(pilot)
-        await pilot.press("slash")
+        await pilot.press("colon")
         for ch in "model=sim-never regime=persistent arm=none demo-003":
             await pilot.press("space" if ch == " " else ch)
         await pilot.press("enter")

@@ -34,8 +34,11 @@ WORKFLOW = {
             "t retries, E re-queues errored probes; / filters, escape clears.",
     "live": "Follows the newest running episode's steps as they are committed (f toggles); "
             "o picks another episode, / filters the running ones.",
-    "trajectories": "/ filters episodes (model= arm= regime= outcome=), enter opens one, "
-                    "←/→ step through it, m shows its matched arms, n loads older ones.",
+    "trajectories": ": filters episodes (model= arm= regime= outcome=), ] loads older ones, "
+                    "enter opens one, ←/→ step through it, m shows its matched arms; "
+                    "arrows/hjkl move the cursor, s sorts the loaded list by its column, "
+                    "/ searches what is shown (n/N), c C T copy the cell, row or list as TSV "
+                    "(an episode: the step, or T the whole trajectory), g/G first/last.",
     "results": "[ and ] switch tables; arrows/hjkl move the cursor, s sorts by its column, "
                "/ searches (n/N), c C T copy the cell, row or table as TSV, g/G top/bottom; "
                ": selects runs, models and conditions, v changes the Δ variant, R repaired, "
