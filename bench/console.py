@@ -126,13 +126,15 @@ async def _shown(pilot, mode: str) -> None:  # type: ignore[no-untyped-def]
     done and what they posted is drawn."""
     from textual.worker import WorkerState
 
+    from console.screens import screen_mode
     from console.screens.base import LabScreen
 
     app = pilot.app
     busy = (WorkerState.PENDING, WorkerState.RUNNING)
     while True:
         screen = app.screen
-        if (type(screen).__module__.rsplit(".", 1)[-1] == mode and screen.is_mounted
+        # a screen in a package (results/, prereg/) has its mode in the package's name
+        if (screen_mode(type(screen)) == mode and screen.is_mounted
                 and (not isinstance(screen, LabScreen) or screen.read_at is not None)
                 and not any(w.node is screen and w.state in busy for w in app.workers)):
             break
