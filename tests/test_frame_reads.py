@@ -143,3 +143,18 @@ def test_all_tables_never_hold_the_episodes_and_the_decisions_together(stored: P
     alone = [t for name in table_names(EPISODES)
              for t in compute(load_frames(db), (name,), 50, 20, 0).tables]
     assert [repr(t.rows) for t in together.tables] == [repr(t.rows) for t in alone]  # NaN-safe
+
+
+def test_episode_keys_come_from_episode_columns_already_read(stored: Path,
+                                                            monkeypatch: pytest.MonkeyPatch
+                                                            ) -> None:
+    """A table of episode columns read first (Success) leaves the keys for the next
+    (Δ): the same frame as read alone, and no second read."""
+    from analysis.measures.frames import Frames, load_frames
+
+    db = store.connect(stored)
+    want = load_frames(db).episode_keys
+    frames = load_frames(db)
+    frames.episode_columns(("correct", "tool_calls"))
+    monkeypatch.setattr(Frames, "_read_episode_keys", lambda self: pytest.fail("read again"))
+    assert_same(frames.episode_keys, want)

@@ -100,11 +100,15 @@ class Frames:
     def episode_keys(self) -> pd.DataFrame:
         """The rows of `episodes` with only their key columns (`EPISODE_KEYS`: what
         grouping and the decision table read), same values and dtypes; taken from
-        `episodes` when those are loaded, else read alone (three values per episode)."""
+        `episodes` or a frame of `episode_columns` when one is loaded (the console's
+        Δ tab after Success: 0.3 s of CPU not spent reading them again at 198k), else
+        read alone (three values per episode)."""
         with self._lock:
             if self._episode_keys is None:
-                if self._episodes is not None:
-                    self._episode_keys = episode_keys_of(self._episodes)
+                loaded = self._episodes if self._episodes is not None else next(
+                    iter(self._episode_columns.values()), None)
+                if loaded is not None:
+                    self._episode_keys = episode_keys_of(loaded)
                 else:
                     self._episode_keys = self._read_episode_keys()
             return self._episode_keys

@@ -461,6 +461,8 @@ class ResultsScreen(LabScreen):
         if self.repaired:
             frames, _ = repaired_frames(db, frames)
         probes = probes_frame(db, frames.selection, kinds=BRANCH_KINDS)
+        if not len(probes):  # no group has a branch to chart
+            return ()
         episodes, steps = branch_inputs(db, frames, probes)
         curves = chart_curves(episodes, steps, probes,
                               Grouping(frames.selection.pool, frames.errored_episodes))
