@@ -18,7 +18,7 @@ from analysis.figures.base import (
     value,
 )
 from analysis.figures.identity import row_look
-from analysis.figures.marks import bounded_limits, cut_interval
+from analysis.figures.marks import bounded_limits, cut_interval, interval_rows
 from analysis.figures.study import RowDict, StudyRows
 from analysis.figures.style import NEUTRAL, Style
 
@@ -59,6 +59,7 @@ def forest(rows: list[RowDict], style: Style, panel_of: str = "scope",
     for slot, (panel, model) in zip(slots, cells):
         ax = flat[slot]
         part = [r for r in rows if (r["measure"], r[panel_of]) == panel and r["model"] == model]
+        drawn = []
         for r in part:
             y = len(names) - 1 - names.index(label(r))
             bar = error_bar(r)
@@ -67,11 +68,11 @@ def forest(rows: list[RowDict], style: Style, panel_of: str = "scope",
                 ax.annotate("n.a.", (0, y), ha="center", va="center", fontsize="x-small",
                             color=NEUTRAL)
                 continue
-            look = row_look(r, primary) | {"linestyle": "none"}
-            ax.errorbar([est], [y], xerr=[[bar[0]], [bar[1]]] if bar else None,
-                        capsize=2, **look)
+            drawn.append((est, float(y), bar, row_look(r, primary)))
+        interval_rows(ax, drawn)
+        for est, at, bar, look in drawn:
             if bar:
-                cut_interval(ax, y, est - bar[0], est + bar[1], limits, look["color"])
+                cut_interval(ax, at, est - bar[0], est + bar[1], limits, look["color"])
         ax.axvline(0.0, color=NEUTRAL, linestyle="--", linewidth=0.8)
         ax.set_title(f"{model}\n{panel[0]} · {panel[1]}", loc="left", fontsize="small")
         ax.grid(axis="y", visible=False)

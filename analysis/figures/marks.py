@@ -57,6 +57,45 @@ def bounded_limits(estimates: Sequence[float], lows: Sequence[float],
     return low - pad, high + pad
 
 
+CAPSIZE = 2.0
+"""The interval caps' half-length in points (`errorbar`'s ``capsize``)."""
+
+
+def interval_rows(ax: Axes, rows: Sequence[tuple[float, float, tuple[float, float] | None,
+                                                  dict[str, Any]]]) -> None:
+    """Draw horizontal estimates with their intervals as one `Axes.errorbar` call per row
+    would (``capsize=CAPSIZE``, the row's look, no line), in a few artists per panel: a
+    marker line per row, one line collection for every interval of the panel and one
+    cap line per side and colour. A forest of 660 rows spent most of its drawing time in
+    `errorbar`'s five artists per row; the pixels are the same (the same artists'
+    styles and z-order: intervals and caps at 2, points at 2.1 above them).
+
+    Args:
+        ax: the panel.
+        rows: each row's (estimate, y, (distance down, distance up) or None for no
+            interval, its look: `Line2D` keywords with a ``color``).
+    """
+    from matplotlib.lines import Line2D
+
+    for est, y, _, look in rows:
+        ax.plot([est], [y], **(look | {"linestyle": "none", "zorder": 2.1,
+                                      "label": "_nolegend_"}))
+    bars = [(est, y, bar, look["color"]) for est, y, bar, look in rows if bar is not None]
+    if not bars:
+        return
+    ys = [y for _, y, _, _ in bars]
+    lows = [est - bar[0] for est, _, bar, _ in bars]
+    highs = [est + bar[1] for est, _, bar, _ in bars]
+    colours = [c for _, _, _, c in bars]
+    ax.hlines(ys, lows, highs, colors=colours, zorder=2, label="_nolegend_")
+    for colour in dict.fromkeys(colours):
+        at = [i for i, c in enumerate(colours) if c == colour]
+        for ends in (lows, highs):
+            ax.add_line(Line2D([ends[i] for i in at], [ys[i] for i in at], marker="|",
+                               linestyle="none", markersize=2 * CAPSIZE, color=colour,
+                               markeredgecolor=colour, zorder=2, label="_nolegend_"))
+
+
 def cut_interval(ax: Axes, position: float, low: float, high: float,
                  limits: tuple[float, float], color: str, horizontal: bool = True,
                  **kw: Any) -> bool:
