@@ -27,7 +27,7 @@ ROWS: list[tuple[float, float, tuple[float, float] | None, dict[str, Any]]] = [
 ]
 
 
-def _pixels(draw) -> np.ndarray:  # type: ignore[no-untyped-def]
+def _pixels(draw) -> np.ndarray:
     fig, ax = plt.subplots(figsize=(3, 2.5), dpi=150)
     draw(ax)
     ax.set_xlim(-0.6, 0.8)
@@ -38,7 +38,7 @@ def _pixels(draw) -> np.ndarray:  # type: ignore[no-untyped-def]
     return np.asarray(Image.open(buf).convert("RGBA"))
 
 
-def _one_errorbar_per_row(ax) -> None:  # type: ignore[no-untyped-def]
+def _one_errorbar_per_row(ax) -> None:
     for est, y, bar, look in ROWS:
         ax.errorbar([est], [y], xerr=[[bar[0]], [bar[1]]] if bar else None,
                     capsize=CAPSIZE, **(look | {"linestyle": "none"}))
