@@ -66,7 +66,7 @@ from core.models.reasoning import estimate_reasoning_tokens
 from core.models.retry import MalformedResponse, call_with_retries, reading_reply
 from core.models.server_checks import ANTHROPIC_KEY_ENV
 from core.models.specs import BATCH_DISCOUNT, DEFAULT_ANTHROPIC_URL, AnthropicSpec
-from core.redaction import remember
+from core.redaction import any_registered, redact, remember
 
 if TYPE_CHECKING:
     import anthropic
@@ -320,7 +320,9 @@ class AnthropicSession:
         reply: Reply = await call_with_retries(
             lambda: self._once(body), c.policy, f"{c.name} ({c.model})",
             (anthropic.AnthropicError,), c.secrets)
-        text, use = reply.text, reply.use
+        text, use, reasoning = reply.text, reply.use, reply.reasoning
+        if any_registered():  # a reply that echoes a credential stores it as ***
+            text, reasoning = redact(text), redact(reasoning)
         if use is not None and kind == "act" and not c.thinking and c.native_tools:
             replies = sum(m["role"] == "assistant" for m in messages)
             self.tool_uses[(replies, text)] = use
@@ -330,9 +332,8 @@ class AnthropicSession:
                           cache_read_tokens=read, cache_write_tokens=write,
                           cost_usd=c.prices.dollars(total, output, read, write),
                           latency_ms=(time.perf_counter() - start) * 1000,
-                          reasoning=reply.reasoning, finish=reply.finish,
-                          reasoning_tokens=estimate_reasoning_tokens(output, reply.reasoning,
-                                                                     text))
+                          reasoning=reasoning, finish=reply.finish,
+                          reasoning_tokens=estimate_reasoning_tokens(output, reasoning, text))
 
     async def _once(self, body: dict[str, Any]) -> Reply:
         """One attempt: the reply read (`_read_message`)."""
@@ -499,11 +500,13 @@ class MessageBatches:
                 continue
             plain, output, read, write = reply.usage
             total = plain + read + write
+            text, reasoning = reply.text, reply.reasoning
+            if any_registered():  # as for a live reply: an echoed credential is ***
+                text, reasoning = redact(text), redact(reasoning)
             out.append(BatchResult(str(item.custom_id), Generation(
-                text=reply.text, input_tokens=total, output_tokens=output,
+                text=text, input_tokens=total, output_tokens=output,
                 cache_read_tokens=read, cache_write_tokens=write,
                 cost_usd=c.prices.dollars(total, output, read, write) * BATCH_DISCOUNT,
-                latency_ms=0.0, reasoning=reply.reasoning, finish=reply.finish,
-                reasoning_tokens=estimate_reasoning_tokens(output, reply.reasoning,
-                                                           reply.text))))
+                latency_ms=0.0, reasoning=reasoning, finish=reply.finish,
+                reasoning_tokens=estimate_reasoning_tokens(output, reasoning, text))))
         return out
