@@ -192,6 +192,9 @@ async def test_colon_filters_and_bracket_loads_older(lab_db: Path) -> None:
         await pilot.press("right_square_bracket")
         await settle(pilot)
         assert len(screen._rows) == 60 and "60 of 72" in str(status.render())
+        await pilot.press("r")  # a re-read (r, or lab.db changed) keeps the older page
+        await settle(pilot)
+        assert len(screen._rows) == 60 and "60 of 72" in str(status.render())
         await pilot.press("colon", *"outcome=wrong", "enter")
         await settle(pilot)
         assert screen._rows and all(r.outcome == "wrong" for r in screen._rows)

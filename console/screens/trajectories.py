@@ -127,6 +127,8 @@ class TrajectoriesScreen(LabScreen):
     def __init__(self) -> None:
         super().__init__()
         self.filter = traj.EpisodeFilter()
+        self._listed_filter: traj.EpisodeFilter | None = None
+        """The filter the list was last read with (`]` pages keep to it)."""
         self._rows: list[traj.EpisodeRow] = []
         self._detail: traj.EpisodeDetail | None = None
         self._step = 0
@@ -457,7 +459,11 @@ class TrajectoriesScreen(LabScreen):
             episode_id, step = self._pending
             self._pending = None
             self._open(episode_id, step)
-        self._load(self.filter, append=False)
+        f = self.filter
+        if self._rows and f == self._listed_filter and len(self._rows) > f.limit:
+            f = replace(f, limit=len(self._rows))  # a re-read keeps the older pages loaded
+        self._listed_filter = self.filter
+        self._load(f, append=False)
 
     @work(thread=True, exclusive=True, group="trajectories-list")
     def _load(self, f: traj.EpisodeFilter, append: bool) -> None:
