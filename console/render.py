@@ -137,6 +137,3 @@ def summary_lines(result: EpisodeResult, gold: str) -> list[str]:
     return [head, counts]
 
 
-def plural(n: int, noun: str) -> str:
-    """`1 cell`, `2 cells`."""
-    return f"{n} {noun}{'' if n == 1 else 's'}"

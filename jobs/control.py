@@ -15,6 +15,7 @@ from core.errors import LabError
 from core.models.registry import ModelSpec
 from core.store import jobs as ledger
 from core.store import progress
+from core.wording import plural
 from jobs.grid import GridPlan, GridRequest
 from jobs.kinds import job_kind
 from jobs.queue import put_on_queue
@@ -58,7 +59,8 @@ def enqueue_grid(db: Database, settings: WorkerSettings, request: GridRequest,
     """
     grid_plan, grid_id, jobs = enqueue_request(
         db, settings, "episodes", request, models, request.priority, "enqueue",
-        lambda plan, n: f"run {request.run}: {n} jobs, {plan.episodes} episodes")
+        lambda plan, n: (f"run {request.run}: {plural(n, 'job')}, "
+                         f"{plural(plan.episodes, 'episode')}"))
     return grid_plan, grid_id, len(jobs)
 
 
@@ -92,7 +94,7 @@ def control(db: Database, settings: WorkerSettings, action: str, target: str,
     moved = ledger.transition(db, ids, from_states, to_state)
     if to_state == "queued" and moved:
         put_on_queue(settings, ((job_id, 0) for job_id in moved))
-    ledger.log_event(db, action, f"{target} {value}: {len(moved)} jobs")
+    ledger.log_event(db, action, f"{target} {value}: {plural(len(moved), 'job')}")
     return moved
 
 

@@ -266,3 +266,15 @@ def test_random_rule_without_a_rate_is_an_error_where_it_is_used(lab):
     with pytest.raises(ConfigError, match="random_rule: no rate"):
         asyncio.run(run_episode(setup, session))
     assert calls == []
+
+
+def test_logged_events_count_one_job_in_the_singular(lab):
+    """The events log (the Dashboard's list) says `1 job`, never `1 jobs`."""
+    db, settings, models = lab
+    _, _, njobs = enqueue_grid(db, settings, request(models=("sim-own5",), conditions=("none",),
+                                                     regimes=("clean",), run="one"), models)
+    job_id = db.conn.execute("SELECT max(id) FROM jobs").fetchone()[0]
+    control(db, settings, "pause", "job", job_id)
+    details = [r[0] for r in db.conn.execute("SELECT detail FROM events ORDER BY id")]
+    assert details[-2].endswith(f"run one: {njobs} jobs, 60 episodes")
+    assert details[-1] == f"job {job_id}: 1 job"

@@ -10,7 +10,6 @@ import click
 
 from console.cli.options import bounded, number, open_db
 from console.cli.output import echo
-from console.render import plural
 from core import store
 from core.bounds import Bounds
 from core.data_import import read_data_file, store_data_file
@@ -29,6 +28,7 @@ from core.paper_values import LICENSE as PAPER_VALUES_LICENSE
 from core.question_sets import check_set_name, draw_set, save_set
 from core.released_episodes import DEFAULT_BUDGET, LICENSE
 from core.set_import import import_set
+from core.wording import plural
 
 
 @click.command()

@@ -23,6 +23,7 @@ from core.regimes import MEAN6
 from core.registered_tests import validate_scope
 from core.store import jobs as ledger
 from core.store import prereg as prereg_rows
+from core.wording import plural
 from jobs.control import enqueue_grid, status
 from jobs.grid import GridPlan, GridRequest
 from jobs.settings import WorkerSettings
@@ -156,7 +157,7 @@ def progress_line(plan: GridPlan, grid_id: int | None, njobs: int, stored: int) 
     if earlier:
         parts.append(f"{earlier:,} queued by an earlier run of the demo")
     if grid_id is not None:
-        parts.append(f"{plan.episodes} new episodes in {njobs} jobs")
+        parts.append(f"{plural(plan.episodes, 'new episode')} in {plural(njobs, 'job')}")
     head = f"demo grid {grid_id}" if grid_id is not None else "demo"
     return "\n".join(textwrap.wrap(f"{head}: {len(plan.cells)} cells; " + "; ".join(parts)
                                    + f"; running the {total - stored:,} that remain", WIDTH,

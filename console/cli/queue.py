@@ -17,7 +17,7 @@ from sqlite_utils import Database
 
 from console.cli.options import IntList, bounded, number, open_db
 from console.cli.output import echo
-from console.render import imported_summary, plural, step_lines, summary_lines
+from console.render import imported_summary, step_lines, summary_lines
 from core import store
 from core.bounds import MAX_BUDGET, MAX_TIMEOUT_S, MAX_WORKERS, Bounds
 from core.end_reasons import apart_text
@@ -30,6 +30,7 @@ from core.store.base import check_writable
 from core.store.endpoints import endpoints_down
 from core.store.imports import NO_TEXT, episode_imported
 from core.store.questions import title_resolver
+from core.wording import plural
 from jobs.control import control, enqueue_grid, status
 from jobs.grid import GridRequest, plan
 from jobs.retry import retry

@@ -15,6 +15,7 @@ from console.cli.options import bounded, open_db
 from console.cli.output import echo
 from core.models.registry import load_registry
 from core.probes import COMMANDS as PROBE_COMMANDS
+from core.wording import plural
 from jobs.kinds.replay import ReplayPlan, ReplayRequest, plan_replay, request_from
 
 KIND_WORDS = {"judgment": "judgments", "belief": "belief probes",
@@ -39,7 +40,8 @@ def _run_request(ctx: click.Context, request: ReplayRequest, dry_run: bool,
     else:
         plan, grid_id, jobs = enqueue_request(
             db, settings_for(ctx), "replay", request, registry, request.priority, "replay",
-            lambda plan, n: f"run {request.run}: {n} {request.kind} jobs, {plan.calls} calls")
+            lambda plan, n: (f"run {request.run}: {plural(n, request.kind + ' job')}, "
+                             f"{plural(plan.calls, 'call')}"))
     summary = plan.summary() | {"grid": grid_id, "jobs": len(jobs), "dry_run": dry_run}
     if as_json:
         echo(json.dumps(summary, indent=2))
@@ -61,7 +63,7 @@ def _plan_text(plan: ReplayPlan, grid_id: int | None, jobs: int, dry_run: bool) 
     if plan.calls == 0:
         return (f"nothing to queue for run {run}: its {what}{at} are {recorded}already "
                 f"stored ({plan.stored:,}) or queued")
-    head = "would queue" if dry_run else f"grid {grid_id}: queued {jobs} jobs,"
+    head = "would queue" if dry_run else f"grid {grid_id}: queued {plural(jobs, 'job')},"
     lines = [f"{head} {plan.calls:,} {what}{at} on {plan.episodes:,} episodes of run "
              f"{run} ({kept}{plan.stored:,} already stored)"]
     for model, est in plan.summary()["per_model"].items():

@@ -14,12 +14,12 @@ import click
 
 from console.cli.options import bounded, number, open_db
 from console.cli.output import echo
-from console.render import plural
 from core.bounds import Bounds
 from core.models.registry import load_registry
 from core.plans import DEFAULT_SIMILARITY, SIMILARITIES
 from core.scoring import DEFAULT_THRESHOLD
 from core.traces import EMPTY_SLICE, EMPTY_SLICES
+from core.wording import plural
 from jobs.kinds.traces import TracePlan, TraceRequest, plan_traces
 
 
@@ -105,7 +105,7 @@ def plan_text(plan: TracePlan, grid_id: int | None, jobs: int, dry_run: bool) ->
     if plan.calls + plan.copies == 0:
         return (f"nothing to queue for run {s['run']}: {shape}, all already stored "
                 f"({s['already_stored']:,}) or queued")
-    head = "would ask" if dry_run else f"grid {grid_id}: queued {jobs} jobs to ask"
+    head = "would ask" if dry_run else f"grid {grid_id}: queued {plural(jobs, 'job')} to ask"
     lines = [f"{head} {plan.calls:,} states of run {s['run']} ({shape}; "
              f"{s['already_stored']:,} already stored; evidence plans: "
              f"{s['new_plans']:,} {'to make' if dry_run else 'made'}, {s['similarity']})"]

@@ -26,7 +26,6 @@ from textual.timer import Timer
 from textual.widgets import Button, Header, Input, Label, Select, SelectionList, Static
 
 from console.messages import Notice
-from console.render import plural
 from console.screens.base import LabScreen
 from console.widgets.confirm import Confirm
 from console.widgets.enqueue_checklist import EnqueueChecklist
@@ -45,6 +44,7 @@ from core.models.registry import load_registry
 from core.prereg import GateError
 from core.regimes import MEAN6
 from core.store import prereg as rows
+from core.wording import plural
 from jobs.control import enqueue_grid
 from jobs.grid import GridRequest, plan
 from jobs.settings import WorkerSettings

@@ -25,7 +25,6 @@ from textual.message import Message
 from textual.widgets import DataTable, Header, Label, Static
 
 from console.messages import Notice
-from console.render import plural
 from console.screens.base import LabScreen
 from console.widgets.confirm import Confirm
 from console.widgets.footer import LabFooter
@@ -36,6 +35,7 @@ from core.errors import LabError
 from core.inert import inert
 from core.limits import DEFAULT_WARN_KB, oversized
 from core.question_sets import DatasetInfo, SetDraft, draw_set, overview, save_set
+from core.wording import plural
 
 
 class SetsScreen(LabScreen):

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from console.render import plural
 from core.data_import import DataFile
 from core.limits import DEFAULT_WARN_KB
 from core.question_sets import SetDraft
+from core.wording import plural
 
 
 def set_confirm(draft: SetDraft) -> tuple[str, str, str]:

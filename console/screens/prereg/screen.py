@@ -35,7 +35,6 @@ from textual.widgets import (
 from textual.widgets.option_list import Option
 
 from console.messages import Notice
-from console.render import plural
 from console.screens.base import LabScreen
 from console.screens.prereg.editor import PreregEditor
 from console.screens.prereg.modals import FreezeConfirm, TitlePrompt
@@ -55,6 +54,7 @@ from core.errors import LabError
 from core.inert import inert
 from core.models.registry import load_registry
 from core.store import prereg as rows
+from core.wording import plural
 
 TABS = ("tab-doc", "tab-outcomes", "tab-devs", "tab-pins")
 
