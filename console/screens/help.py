@@ -31,7 +31,9 @@ WORKFLOW = {
             "exclude, dev or held-out: drawn, then y stores it); escape goes back to "
             "Enqueue with the new set picked.",
     "jobs": "Runs → grids → jobs (enter/l opens, h closes): P pauses, u resumes, x cancels, "
-            "t retries, E re-queues errored probes; / filters, escape clears.",
+            "t retries, E re-queues errored probes; / filters, escape clears; s orders "
+            "the jobs by state, progress, errors, seed or cell, C copies a job's row, T "
+            "the jobs shown (TSV).",
     "live": "Follows the newest running episode's steps as they are committed (f toggles); "
             "o picks another episode, / filters the running ones.",
     "trajectories": ": filters episodes (model= arm= regime= outcome=), ] loads older ones, "

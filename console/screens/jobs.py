@@ -26,6 +26,15 @@ from console.screens.base import LabScreen
 from console.widgets.confirm import Confirm
 from console.widgets.footer import LabFooter
 from console.widgets.jobs_confirm import act_prompt, nothing_text
+from console.widgets.jobs_table import (
+    JOB_HEADER,
+    JOB_SORTS,
+    SORT_WORDS,
+    job_cells,
+    next_job_sort,
+    sort_jobs,
+)
+from console.widgets.table_ops import tsv
 from console.widgets.workers import WorkerKeys, no_worker_banner
 from core import store
 from core.end_reasons import apart_text
@@ -241,6 +250,9 @@ class JobsScreen(WorkerKeys, LabScreen):
         Binding("E", "act('retry_errored')", "Retry errored", key_display="E"),
         Binding("slash", "filter", "Filter", key_display="/"),
         Binding("escape", "clear_filter", "Clear filter", show=False),
+        Binding("s", "sort_jobs", "Sort jobs", show=False),
+        Binding("C", "copy('row')", "Copy row", show=False, key_display="C"),
+        Binding("T", "copy('table')", "Copy jobs", show=False, key_display="T"),
         Binding("j", "cursor('down')", "Down", show=False),
         Binding("k", "cursor('up')", "Up", show=False),
         Binding("l", "expand(True)", "Expand", show=False),
@@ -280,6 +292,8 @@ class JobsScreen(WorkerKeys, LabScreen):
         self._open_grids: set[int] = set()
         self._tree_keys: dict[tuple[str, int | str], TreeNode] = {}
         self._filter_text = ""
+        self._job_sort = JOB_SORTS[0]
+        """The order of every opened grid's jobs (`s` steps through JOB_SORTS)."""
         self._jobs_data = JobsData([])
         self.query_one(Tree).focus()
         self.set_interval(TICK_S, self._tick)
@@ -356,7 +370,8 @@ class JobsScreen(WorkerKeys, LabScreen):
                                        grid_label(g, data.grid_errors.get(g.grid)), True,
                                        opened=bool(self._filter_text and job_hits[g.grid]))
                 wanted.add(("grid", g.grid))
-                shown = jobs_of[g.grid] if self._matches(name) else job_hits[g.grid]
+                shown = sort_jobs(jobs_of[g.grid] if self._matches(name) else job_hits[g.grid],
+                                  self._job_sort, self._progress_of)
                 for j in shown:
                     self._node(grid_node, ("job", j.id),
                                job_label(j, data.job_errors.get(j.id)), False)
@@ -395,6 +410,60 @@ class JobsScreen(WorkerKeys, LabScreen):
                              "x cancel · t retry · E errored (y/n)" if kind == "run" else
                              "enter/l opens a grid · P pause · u resume · x cancel · "
                              "t retry · E errored (y/n)"))
+
+    def _progress_of(self, job: progress.JobRow) -> tuple[int, int, str | None]:
+        """A job's (complete, errored, last error) as its row shows them."""
+        return _progress(job, self._jobs_data.job_errors.get(job.id))
+
+    def action_sort_jobs(self) -> None:
+        """s: order every opened grid's jobs by the next field (job id, state, share
+        complete, errored, seed, cell); the runs and grids keep their order."""
+        self._job_sort = next_job_sort(self._job_sort)
+        target = self._target()
+        tree = self.query_one(Tree)
+        for key in [k for k in self._tree_keys if k[0] == "job"]:
+            if key in self._tree_keys:
+                self._drop(self._tree_keys[key])
+        self._show(self._jobs_data)
+        node = self._tree_keys.get(target) if target is not None else None
+        if node is not None:  # once the tree has laid out its lines again
+            tree.call_after_refresh(tree.move_cursor, node)
+        self.notify(f"jobs sorted by {SORT_WORDS[self._job_sort]}", timeout=3, markup=False)
+
+    def action_copy(self, what: str) -> None:
+        """C: the highlighted job as a tab-separated row (a run or grid: its line as
+        shown); T: the jobs shown under the highlighted run or grid, header first, in the
+        tree's order. To the clipboard (OSC 52), with a notice."""
+        target = self._target()
+        if target is None:
+            self.notify("select a run, grid or job first", severity="warning")
+            return
+        kind, value = target
+        grids, job = self._scope(kind, value)
+        if what == "row":
+            node = self._tree_keys.get(target)
+            if job is not None:
+                text, said = tsv([job_cells(job, self._progress_of)]), f"job {job.id}"
+            elif node is not None:
+                text, said = str(node.label.plain if isinstance(node.label, Text)
+                                 else node.label), f"{kind} {value}'s line"
+            else:
+                return
+        else:
+            rows = [job_cells(j, self._progress_of) for g in grids
+                    for j in sort_jobs(self._shown_jobs(g.grid), self._job_sort,
+                                       self._progress_of)]
+            if not rows:
+                self.notify("no jobs shown here: enter opens a grid's jobs", severity="warning")
+                return
+            text = tsv([list(JOB_HEADER), *rows])
+            said = f"{len(rows)} jobs of {kind} {value} (+ header)"
+        self.app.copy_to_clipboard(text)
+        self.notify(f"copied {said} to the clipboard", title="copy", timeout=4, markup=False)
+
+    def _shown_jobs(self, grid: int) -> list[progress.JobRow]:
+        """A grid's jobs that are in the tree (read and, with a filter on, matching)."""
+        return [j for j in self._jobs_data.jobs.get(grid, []) if ("job", j.id) in self._tree_keys]
 
     def on_tree_node_highlighted(self, event: Tree.NodeHighlighted) -> None:
         """Show the highlighted node in full under the tree."""
