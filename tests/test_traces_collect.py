@@ -120,7 +120,7 @@ def test_collect_stores_four_states_per_question_and_is_idempotent(served, capsy
     assert dump_hash(db) == before and app.calls == 0  # a dry run writes and asks nothing
     code, out, err = lab(capsys, "--db", db, "--config", config, "traces", "collect", "--set",
                          "d6", "--models", "loop")
-    assert code == 0 and "queued 1 jobs to ask 24 states" in out, err
+    assert code == 0 and "queued 1 job to ask 24 states" in out, err
     code, out, _ = lab(capsys, "--db", db, "--config", config, "status")
     assert "0/24 trace states" in out
     assert lab(capsys, "--db", db, "--config", config, "worker", "--until-idle")[0] == 0
