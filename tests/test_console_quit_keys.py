@@ -11,7 +11,9 @@ import signal
 from pathlib import Path
 
 import pytest
-from textual.widgets import DataTable, OptionList, TextArea
+from textual.geometry import Offset
+from textual.selection import Selection
+from textual.widgets import DataTable, OptionList, Static, TextArea
 
 from console.screens.sets import SetsScreen
 from console.widgets.confirm import Choose
@@ -78,6 +80,26 @@ async def test_ctrl_c_quits_without_textuals_notice(lab_db: Path) -> None:
         await pilot.pause()
         assert app.return_code == 0
         assert not any("to quit" in n.message for n in app._notifications)
+
+
+@pytest.mark.asyncio
+async def test_ctrl_c_with_a_selection_copies_it_then_quits(lab_db: Path) -> None:
+    """Text selected with the mouse: ctrl+c copies it and says so (the console stays);
+    the selection is then cleared, so the next ctrl+c quits as before."""
+    app = console_app(lab_db)
+    copied: list[str] = []
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        app.copy_to_clipboard = copied.append
+        queue = app.screen.query_one("#queue-text", Static)
+        app.screen.selections = {queue: Selection.from_offsets(Offset(0, 0), Offset(4, 0))}
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+        assert app.return_code is None and copied == ["jobs"]
+        assert any("copied 4 characters" in n.message for n in app._notifications)
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+        assert app.return_code == 0 and copied == ["jobs"]
 
 
 @pytest.mark.asyncio

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from sqlite_utils import Database
 from textual import events
+from textual.actions import SkipAction
 from textual.binding import Binding
 from textual.screen import Screen
 
@@ -35,6 +36,7 @@ from console.messages import DbChanged, Notice, ReadOnly, Wrote
 from core import store
 from core.errors import LabError, StoreError
 from core.store.base import access_error
+from core.wording import plural
 
 if TYPE_CHECKING:
     from console.app import ConsoleConfig, LabApp
@@ -229,6 +231,20 @@ class LabScreen(Screen[None]):
             back()
         else:
             self.dismiss()
+
+    # ---- select-to-copy --------------------------------------------------------------
+
+    def action_copy_text(self) -> None:
+        """ctrl+c with text selected by the mouse copies it (OSC 52) and says so, as in
+        lazygit or harlequin; with nothing selected the key goes on to the app (quit,
+        asking first when text is unsaved)."""
+        text = self.get_selected_text()
+        if not text:
+            raise SkipAction()
+        self.app.copy_to_clipboard(text)
+        self.clear_selection()
+        self.notify(f"copied {plural(len(text), 'character')} to the clipboard",
+                    title="copy", timeout=4, markup=False)
 
     # ---- read-only -------------------------------------------------------------------
 

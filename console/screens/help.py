@@ -12,7 +12,7 @@ from textual.widgets import DataTable, Static
 
 EVERYWHERE = (("1 … 7", "switch screen (not while typing)"),
               ("?", "this help"), ("p", "Pause refresh"),
-              ("q", "back from a drill-down, else quit"), ("ctrl+c", "quit"),
+              ("q", "back from a drill-down, else quit"), ("ctrl+c", "copy a selection, else quit"),
               ("ctrl+z", "suspend (fg resumes)"),
               ("ctrl+p", "command palette"),
               ("escape", "back / close / leave a field"))
