@@ -118,6 +118,16 @@ class Row:
                       self.question_set, self.runs, self.seeds, self.replicates, self.family,
                       self.condition_hash, self.condition, self.amendment)
 
+    def line_key(self, family: bool = True) -> tuple[Any, ...]:
+        """The fields of `key()` as a plain tuple (its regime family blank unless
+        `family`): the same identity, without building a dataclass per row (a wide
+        table's text at paper scale built two per row, a third of the Results screen's
+        first visit)."""
+        return (self.model, self.label, int(self.budget or 0), self.dataset,
+                self.question_set, self.runs, self.seeds, self.replicates,
+                self.family if family else "", self.condition_hash, self.condition,
+                self.amendment)
+
     def as_dict(self) -> dict[str, Any]:
         """The row as a plain dict in ROW_FIELDS order (then ENDED_FIELDS, only when one
         of them is not 0); NaN (undefined) becomes None and

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import textwrap
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from analysis.base.arms import ArmKey
 from analysis.base.rows import ENDED_FIELDS, Row, Table
@@ -342,8 +342,7 @@ def wide_cells(table: Table) -> WideCells:
     lines: dict[object, dict[str, Row]] = {}
     for r in rows:
         # one line per group; per-regime columns (by_scope) never pool regimes themselves
-        group = replace(r.key(), family="") if by_scope else r.key()
-        lines.setdefault(group, {})[key(r)] = r
+        lines.setdefault(r.line_key(family=not by_scope), {})[key(r)] = r
     header = ["model", "arm"] + [h for _, h in varying]
     names = dict(table.headers)
     p_cols = {c: _p_columns(table, c, [r for r in rows if key(r) == c]) for c in columns}
