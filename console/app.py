@@ -45,6 +45,7 @@ from console.messages import DbChanged, Notice, ReadOnly
 from console.screens import SCREENS, LazyScreen, ScreenInfo, screen_mode
 from console.screens.base import LabScreen, is_read_only_error
 from console.screens.help import EVERYWHERE, HelpScreen, workflow
+from console.toast_place import place_toasts
 from console.watch import DataVersion
 from console.workers import LocalWorkers
 from core import store
@@ -378,8 +379,11 @@ class LabApp(App[None]):
         return True
 
     def on_descendant_focus(self, event: events.DescendantFocus) -> None:
-        """A checklist shows its cursor as soon as it has focus (not at the first arrow)."""
+        """A checklist shows its cursor as soon as it has focus (not at the first arrow);
+        toasts move off a text field that takes focus (`console.toast_place`)."""
         widget = event.widget
+        screen = widget.screen
+        self.call_after_refresh(place_toasts, screen, widget)
         if isinstance(widget, SelectionList) and widget.highlighted is None \
                 and widget.option_count:
             widget.highlighted = 0
