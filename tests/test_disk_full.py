@@ -5,7 +5,9 @@ The error is injected at the store layer: every write transaction of lab.db (its
 `database or disk is full`, after its body ran, so the transaction is rolled back
 whole. A real `lab worker --until-idle` runs in this process on a slow sim model; a
 helper thread makes the disk "full" once episodes are being stored and gives the
-space back after the worker has had 25 writes refused. Then: no episode started
+space back after the worker has had 25 writes refused; the paused worker tries its writes
+again every 0.05 s instead of every second (`PROBE_S`: the 25 refusals, counted, decide
+when the space returns, not a clock). Then: no episode started
 while the worker knew the disk was full, every question ran exactly once (nothing
 that finished was dropped and run again), all 120 episodes are stored whole, every
 job is done, and the worker said it paused and resumed, without a traceback.
@@ -24,6 +26,7 @@ import pytest
 
 from core.store import base
 from core.store.disk import DISK
+from jobs import pump, tasks
 from jobs.kinds import episodes as episode_kind
 from tests.helpers.queue import episode_census, lab_here, write_registry
 
@@ -31,7 +34,7 @@ from tests.helpers.queue import episode_census, lab_here, write_registry
 @pytest.mark.timeout(300)
 def test_a_worker_pauses_on_a_full_disk_and_resumes_when_space_returns(
         tmp_path, monkeypatch, caplog):
-    db, config = tmp_path / "lab.db", write_registry(tmp_path, 20.0)
+    db, config = tmp_path / "lab.db", write_registry(tmp_path, 5.0)
     assert lab_here(db, config, "demo-set").returncode == 0
     out = lab_here(db, config, "enqueue", "--models", "sim-slow", "--conditions", "none",
                    "--regimes", "clean,persistent", "--set", "demo", "--budget", "4",
@@ -48,6 +51,8 @@ def test_a_worker_pauses_on_a_full_disk_and_resumes_when_space_returns(
             if full.is_set() and threading.current_thread().name != "disk-test":
                 raise sqlite3.OperationalError("database or disk is full")
 
+    for module in (pump, tasks):  # the paused worker's retry interval, shortened
+        monkeypatch.setattr(module, "PROBE_S", 0.05)
     for module in list(sys.modules.values()):
         if getattr(module, "write", None) is real_write:
             monkeypatch.setattr(module, "write", write)
