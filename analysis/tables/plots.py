@@ -8,16 +8,25 @@ not run concurrently in two threads.
 from __future__ import annotations
 
 import math
+import re
+import textwrap
 from collections.abc import Sequence
+from typing import Literal
 
 MARKERS = ("●", "■", "▲", "◆", "○", "□", "✗", "+", "◇", "△")
 WIDTH, HEIGHT = 72, 18
 
 Series = tuple[str, Sequence[float], Sequence[float]]
+Legend = Literal["inside", "below"]
+"""Where a chart's legend goes: plotext's box in the plot's corner, or keyed lines under
+the chart (the plot left whole; what a narrow screen needs)."""
+
+_SGR_RUN = re.compile(r"((?:\x1b\[[0-9;]*m)+)([^\x1b]*)")
 
 
 def line_chart(series: Sequence[Series], title: str, xlabel: str, ylabel: str = "",
-               width: int = WIDTH, height: int = HEIGHT, colorless: bool = True) -> str:
+               width: int = WIDTH, height: int = HEIGHT, colorless: bool = True,
+               legend: Legend = "inside") -> str:
     """A line chart with one marker per series (readable without colours).
 
     Args:
@@ -28,6 +37,9 @@ def line_chart(series: Sequence[Series], title: str, xlabel: str, ylabel: str = 
         width: width in terminal cells.
         height: height in terminal cells.
         colorless: strip ANSI colours (for files and pipes).
+        legend: "inside" (plotext's box over the plot's corner) or "below": one marker
+            and label per series on lines under the x axis, in the series' colours, so
+            no label covers the plot (`height` then holds those lines too).
 
     Returns:
         The chart, or a one-line note when there is nothing to draw.
@@ -37,17 +49,26 @@ def line_chart(series: Sequence[Series], title: str, xlabel: str, ylabel: str = 
     fig = plotext.figure
     fig.clear()
     drawn, xs_all = 0, set[float]()
+    keyed: list[tuple[str, str]] = []
+    below = legend == "below"
+    if below:
+        labels = [(MARKERS[i % len(MARKERS)], label) for i, (label, _, ys) in enumerate(series)
+                  if any(y is not None and not math.isnan(y) for y in ys)]
+        legend_lines = len(legend_text(labels, width))
+        height = max(height - legend_lines, 6)
     try:
         fig.plot_size(width, height)
         for i, (label, xs, ys) in enumerate(series):
             pts = [(x, y) for x, y in zip(xs, ys) if y is not None and not math.isnan(y)]
             if not pts:
                 continue
-            sig = fig.signal([p[0] for p in pts], [p[1] for p in pts],
-                             marker=MARKERS[i % len(MARKERS)])
-            sig.label(label)
+            marker = MARKERS[i % len(MARKERS)]
+            sig = fig.signal([p[0] for p in pts], [p[1] for p in pts], marker=marker)
+            if not below:
+                sig.label(label)
             sig.lines()
             fig.draw(sig)
+            keyed.append((marker, label))
             drawn += 1
             xs_all.update(p[0] for p in pts)
         if not drawn:
@@ -59,9 +80,69 @@ def line_chart(series: Sequence[Series], title: str, xlabel: str, ylabel: str = 
         fig.label(xlabel)
         if ylabel:
             fig.label(ylabel, axis="y")
-        return fig.build().string(colorless=colorless)
+        chart = fig.build().string(colorless=colorless)
     finally:
         fig.clear()
+    if not below:
+        return chart
+    styles = {} if colorless else marker_styles(chart)
+    lines = legend_text(keyed, width, styles)
+    return chart.rstrip("\n") + "\n" + "\n".join(lines) + "\n"
+
+
+def legend_text(keyed: Sequence[tuple[str, str]], width: int,
+                styles: dict[str, str] | None = None) -> list[str]:
+    """The legend under a chart: "● label" per series, three spaces apart, wrapped on
+    whole entries to `width` (a label longer than a line wraps after its marker).
+
+    Args:
+        keyed: (marker, label) per series drawn.
+        width: the chart's width in cells.
+        styles: the ANSI codes a marker is drawn with in the chart (`marker_styles`);
+            a marker without one is plain.
+
+    Returns:
+        The lines (no newline).
+    """
+    styles = styles or {}
+    lines: list[str] = []
+    shown, length = "", 0
+    for marker, label in keyed:
+        entry = f"{marker} {label}"
+        if length and length + 3 + len(entry) > width:
+            lines.append(shown)
+            shown, length = "", 0
+        pieces = textwrap.wrap(entry, width, subsequent_indent="  ") or [entry]
+        for piece in pieces[:-1]:
+            lines.append(("   " if length else "") + _styled(piece, marker, styles))
+        tail = pieces[-1]
+        if len(pieces) > 1:
+            shown, length = _styled(tail, marker, styles), len(tail)
+            continue
+        shown += ("   " if length else "") + _styled(tail, marker, styles)
+        length += (3 if length else 0) + len(tail)
+    if length:
+        lines.append(shown)
+    return lines
+
+
+def _styled(piece: str, marker: str, styles: dict[str, str]) -> str:
+    """`piece` with its marker drawn in the series' colour (the label stays plain)."""
+    code = styles.get(marker)
+    if not code or not piece.startswith(marker):
+        return piece
+    return f"{code}{marker}\x1b[0m{piece[len(marker):]}"
+
+
+def marker_styles(chart: str) -> dict[str, str]:
+    """The ANSI codes each marker is first drawn with in a coloured `chart` (so the
+    legend under it shows each series in its colour)."""
+    styles: dict[str, str] = {}
+    for match in _SGR_RUN.finditer(chart):
+        for marker in MARKERS:
+            if marker in match.group(2) and marker not in styles:
+                styles[marker] = match.group(1)
+    return styles
 
 
 def hazard_chart(curves: Sequence[tuple[str, Sequence[float]]], title: str = "",

@@ -471,10 +471,11 @@ class ResultsScreen(LabScreen):
         risk, reliability = controller_series(curves)
         w, h = max(width - 4, 40), max(min(height - 4, 20), 10)
         return (line_chart(risk, "Risk–coverage (raw stated confidence, most confident "
-                           "first)", "coverage", "risk", width=w, height=h, colorless=False),
+                           "first)", "coverage", "risk", width=w, height=h, colorless=False,
+                           legend="below"),
                 line_chart(reliability, "Reliability: accuracy by stated confidence "
                            "(10 equal-width bins)", "confidence", "accuracy", width=w,
-                           height=h, colorless=False))
+                           height=h, colorless=False, legend="below"))
 
     @staticmethod
     def _charts(view: str, results: Results, width: int, height: int) -> tuple[str, ...]:
@@ -487,11 +488,13 @@ class ResultsScreen(LabScreen):
             return tuple(sweep_charts(results.tables[0], colorless=False))
         if view == "hazard":
             return tuple(line_chart(series, f"{model}: P(answer) after j consecutive failed "
-                                    "observations", "j", width=w, height=h, colorless=False)
+                                    "observations", "j", width=w, height=h, colorless=False,
+                                    legend="below")
                          for model, series in hazard_series(results.hazard_curves).items())
         if view == "answering":
             return tuple(line_chart(series, f"{model}: share of episodes answering at each "
-                                    "action", "action", width=w, height=h, colorless=False)
+                                    "action", "action", width=w, height=h, colorless=False,
+                                    legend="below")
                          for model, series in answer_series(results.answer_actions,
                                                             results.episodes_per_arm).items())
         return ()
