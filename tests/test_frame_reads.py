@@ -158,3 +158,23 @@ def test_episode_keys_come_from_episode_columns_already_read(stored: Path,
     frames.episode_columns(("correct", "tool_calls"))
     monkeypatch.setattr(Frames, "_read_episode_keys", lambda self: pytest.fail("read again"))
     assert_same(frames.episode_keys, want)
+
+
+@pytest.mark.parametrize("selection", [F.Selection(), F.Selection(seeds=(1,))],
+                         ids=["all", "seed"])
+def test_the_apart_episodes_are_read_through_their_index(stored: Path, selection) -> None:
+    """Every analysis reads the truncated and refused episodes: through the partial index
+    `episodes_apart`, never a scan of every episode (red when the reader's condition and
+    the index's differ, e.g. a new APART reason without a new index)."""
+    db = store.connect(stored)
+    statements: list[str] = []
+    db.conn.set_trace_callback(statements.append)
+    try:
+        F.episodes_frame(db, selection=selection, upto=10**9, apart=True)
+    finally:
+        db.conn.set_trace_callback(None)
+    reads = [s for s in statements if "end_reason IN" in s and s.lstrip().startswith("SELECT")]
+    assert reads
+    for read in reads:  # the packed read, and the plain one when it finds no rows
+        plan = " ".join(str(r[-1]) for r in db.conn.execute("EXPLAIN QUERY PLAN " + read))
+        assert "USING INDEX episodes_apart" in plan, plan

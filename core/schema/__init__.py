@@ -43,6 +43,7 @@ from core.schema import (
     m0019_imported_episodes,
     m0020_reference_values,
     m0021_draft_texts,
+    m0022_apart_episodes_index,
 )
 
 STEPS = (m0001_initial, m0002_servers, m0003_errored_episodes_and_prompt_sets,
@@ -51,13 +52,14 @@ STEPS = (m0001_initial, m0002_servers, m0003_errored_episodes_and_prompt_sets,
          m0010_episode_packs, m0011_errored_episodes_index, m0012_live_owner,
          m0013_derived_layouts, m0014_traces, m0015_trace_copies,
          m0016_prompt_packs, m0017_endpoint_health, m0018_decision_replies,
-         m0019_imported_episodes, m0020_reference_values, m0021_draft_texts)
+         m0019_imported_episodes, m0020_reference_values, m0021_draft_texts,
+         m0022_apart_episodes_index)
 """The migration modules, in the order they run."""
 
 MIGRATIONS = Migrations("lab")
 for _step in STEPS:
     MIGRATIONS(name=_step.NAME)(_step.migrate)
 
-SCHEMA_VERSION = 21
+SCHEMA_VERSION = 22
 """Number of migrations above (bump it with each one; a test checks the count); equals
 `PRAGMA user_version` of an up-to-date lab.db."""
