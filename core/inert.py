@@ -28,9 +28,18 @@ def inert(text: str, keep: str = "\n\t") -> str:
         keep: control characters left as they are ("" on a one-line field).
     """
     text = text if isinstance(text, str) else str(text)
-    if text.isprintable() or not any(_is_unsafe(c, keep) for c in text):
+    if text.isprintable() or _printable_but(text, keep):
         return text
     return "".join(_shown_char(c) if _is_unsafe(c, keep) else c for c in text)
+
+
+def _printable_but(text: str, keep: str) -> bool:
+    """Whether `text` is printable once the characters in `keep` are taken out: then it
+    holds no control or format character to escape (each is unprintable). A table's
+    JSON or text (megabytes, newlines in it) is checked in C, not a character at a time."""
+    for c in keep:
+        text = text.replace(c, "")
+    return text.isprintable()
 
 
 def _is_unsafe(c: str, keep: str) -> bool:

@@ -227,7 +227,8 @@ def decisions_with_episodes(ints: pd.DataFrame, episodes: pd.DataFrame,
     data: dict[str, object] = {"episode_id": ints["episode_id"].to_numpy(np.int64)}
     for c in _DECISION_ORDER[1:]:
         values = ints[c].to_numpy()
-        data[c] = values.astype(bool) if c in _FLAGS else values.astype(np.int64)
+        # int64 columns are kept as they are (no copy: 7 MB each at 886k decisions)
+        data[c] = values.astype(bool) if c in _FLAGS else values.astype(np.int64, copy=False)
     data[REPLAYED] = (ints[REPLAYED].to_numpy(dtype=bool) if REPLAYED in ints
                       else np.zeros(len(ints), dtype=bool))
     for c in columns:
