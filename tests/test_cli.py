@@ -153,6 +153,24 @@ def test_a_results_command_loads_neither_the_worker_nor_the_console(db_path):
     assert out.stdout.strip().splitlines()[-1] == "0 []", out.stdout + out.stderr
 
 
+@pytest.mark.parametrize("asked, want", [(None, "False"), ("1", "True")])
+def test_lab_asks_numpy_for_ordinary_pages_unless_told(asked, want):
+    """`lab` sets numpy's huge-page switch off before numpy is imported (huge pages made
+    a paper-scale table spend 0.3 s more system time, docs/performance.md); a value the
+    environment already holds is kept."""
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != "NUMPY_MADVISE_HUGEPAGE"}
+    if asked is not None:
+        env["NUMPY_MADVISE_HUGEPAGE"] = asked
+    code = ("from console.cli import main; main(['--help']); import numpy; "
+            "core = getattr(numpy, '_core', None) or numpy.core; "
+            "print(core.multiarray._get_madvise_hugepage())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         cwd=Path(__file__).resolve().parents[1])
+    assert out.stdout.strip().splitlines()[-1] == want, out.stdout + out.stderr
+
+
 def test_try_on_a_stated_arm_prints_the_streak_the_next_thought_states(db_path):
     """The stated judgment of an observation is read from the next step's thought, after
     the observation's step was emitted: `lab try` prints that step once it is known."""
