@@ -20,7 +20,7 @@ from core.store import jobs as ledger
 from jobs.settings import WorkerSettings
 from jobs.tasks import execute_job
 from tests.helpers.kinds import KINDS, kind_registry, queue_kind, units
-from tests.helpers.queue import run_lab, start_lab
+from tests.helpers.queue import lab_here, start_lab
 from tests.helpers.waiting import wait_until
 
 
@@ -52,7 +52,7 @@ def test_kill_9_mid_job_loses_nothing_and_stores_nothing_twice(tmp_path, kind):
     mid = units(db, kind)[0]
     assert 0 < mid < planned  # the kill really interrupted the job
     _expire_leases(db)
-    done = run_lab(db, config, "worker", "--until-idle", "--concurrency", "64")
+    done = lab_here(db, config, "worker", "--until-idle", "--concurrency", "64")  # no kill
     assert done.returncode == 0, done.stderr[-2000:]
     assert units(db, kind) == (planned, planned)
     assert set(_job_states(db)) == {"done"}
@@ -60,7 +60,7 @@ def test_kill_9_mid_job_loses_nothing_and_stores_nothing_twice(tmp_path, kind):
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_lease_lost_while_the_first_worker_runs_duplicates_nothing(tmp_path, kind):
-    db_path, config = tmp_path / "lab.db", kind_registry(tmp_path, latency=100)
+    db_path, config = tmp_path / "lab.db", kind_registry(tmp_path, latency=50)
     planned = queue_kind(db_path, config, kind)
     db = store.connect(db_path)
     (job_id,) = [j for j in ledger.select_jobs(db, "run", "k")

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.queue import ROOT, episode_census, lab_here, run_lab, start_lab, write_registry
+from tests.helpers.waiting import wait_until
 
 GRID = ["enqueue", "--models", "sim-slow,sim-slow-clock", "--conditions", "none,enforced_rule",
         "--regimes", "clean,persistent,recover_after_2", "--set", "demo", "--run", "crash"]
@@ -42,17 +43,25 @@ def _stop(proc, sig=signal.SIGKILL) -> None:
     proc.wait(timeout=60)
 
 
-def _wait_for_episodes(db: Path, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while episode_census(db)["episodes"] == 0:
-        assert time.monotonic() < deadline, "the worker stored nothing"
-        time.sleep(0.1)
+def _wait_for_episodes(db: Path) -> None:
+    wait_until(lambda: episode_census(db)["episodes"], "the worker to store an episode")
 
 
 def _finish(db: Path, config: Path, log: Path, worker_type: str = "thread") -> None:
-    out = run_lab(db, config, "worker", "--until-idle", "--lease", "2", "--workers", "2",
-                  "--type", worker_type, timeout=240)
+    """Complete the grid: a thread worker runs in this process (no signal, no kill, and a
+    `lab` process costs 1.5-2 s to start), a process worker in its own."""
+    args = ("worker", "--until-idle", "--lease", "2", "--workers", "2", "--type", worker_type)
+    out = (lab_here(db, config, *args) if worker_type == "thread"
+           else run_lab(db, config, *args, timeout=240))
     assert out.returncode == 0, out.stderr[-2000:]
+
+
+def _group_gone(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return True
+    return False
 
 
 def _live_rows(db: Path) -> int:
@@ -83,18 +92,18 @@ def test_kill_9_at_random_moments_then_restart(grid, worker_type):
         time.sleep(rng.uniform(0.8, 2.5))
         os.kill(proc.pid, signal.SIGKILL)  # the consumer only: process children are orphaned
         proc.wait(timeout=30)
-        time.sleep(0.2)
+        deadline = time.monotonic() + 1.7  # orphans notice their parent died and exit
+        while not _group_gone(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.02)
         try:
-            os.killpg(proc.pid, 0)
-            time.sleep(1.5)  # orphans notice their parent died and exit
-            os.killpg(proc.pid, signal.SIGKILL)
+            os.killpg(proc.pid, signal.SIGKILL)  # the ones still there
         except ProcessLookupError:
             pass
     partial = episode_census(db)
     assert partial["broken"] == 0 and partial["episodes"] == partial["distinct"]
     assert partial["episodes"] < EXPECTED  # the kills really interrupted the grid
     # the killed workers' live rows are left, but nothing reads them as running
-    status = run_lab(db, config, "status", "--json")
+    status = lab_here(db, config, "status", "--json")
     assert status.returncode == 0, status.stderr
     assert all(g["running"] == 0 for g in json.loads(status.stdout)["grids"])
     assert all(r["state"] == "lost" for r in json.loads(status.stdout)["live"])
@@ -152,13 +161,14 @@ def test_two_workers_and_a_reader_share_lab_db(grid):
 def test_pause_cancel_and_resume_through_the_cli(grid):
     db, config, log = grid
     assert lab_here(db, config, "pause", "--run", "crash").returncode == 0
-    out = run_lab(db, config, "worker", "--until-idle", timeout=60)
+    out = lab_here(db, config, "worker", "--until-idle")
     assert out.returncode == 0 and episode_census(db)["episodes"] == 0
     assert lab_here(db, config, "resume", "--run", "crash").returncode == 0
     proc = start_lab(db, config, "worker", "--workers", "2", log=log)
     _wait_for_episodes(db)
     assert lab_here(db, config, "cancel", "--run", "crash").returncode == 0
-    time.sleep(2.0)
+    assert "running" not in episode_census(db)["jobs"]  # cancelled at once, mid-grid
+    wait_until(lambda: _live_rows(db) == 0, "the worker to let go of the cancelled episodes")
     _stop(proc, signal.SIGTERM)
     census = episode_census(db)
     assert set(census["jobs"]) <= {"cancelled", "done"} and census["broken"] == 0
