@@ -6,15 +6,11 @@ worker's episodes and no `r`, Results (7), export (e); then writes from other pr
 switched to, without `r`; a question set made in the Sets view (`s` on Enqueue) and picked
 on Enqueue; quit (q). Skipped where tmux is missing.
 
-Every wait polls the pane until its text appears, with a deadline generous enough for a
-loaded machine (PATIENCE_S); the few short sleeps only pace keys (an Escape followed at
-once by a key reads as alt+key; keys typed faster than the console reads them can land
-out of order).
+Every wait polls the pane until its text appears (tests/helpers/tmux.py says how).
 """
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
@@ -23,73 +19,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.queue import ROOT
-from tests.helpers.waiting import PATIENCE_S
+from tests.helpers.tmux import SETS_READ, Tmux, cli, registry
 
-# One slow sim whose name sorts after every built-in sim, so `End` reaches it in the list.
-REGISTRY = """
-[models.zz-slow]
-backend = "sim"
-policy = "own_count"
-k = 5
-latency_ms = 150
-"""
+REGISTRY = registry(latency_ms=150)
+"""A slow sim: Live shows its steps arriving while the worker runs."""
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
-
-
-class Tmux:
-    """One private tmux server (its own socket) with helpers to type and read."""
-
-    def __init__(self, tmp: Path) -> None:
-        self.socket = str(tmp / "tmux.sock")
-        self.env = dict(os.environ, PYTHONPATH=str(ROOT), NO_COLOR="1", TERM="xterm-256color")
-        self.env.pop("LAB_DB", None)
-        self.env.pop("LAB_CONFIG", None)
-
-    def run(self, *args: str) -> str:
-        out = subprocess.run(["tmux", "-S", self.socket, *args], capture_output=True,
-                             text=True, env=self.env, timeout=60)
-        return out.stdout
-
-    def start(self, window: str, command: str, cwd: Path) -> None:
-        if window == "console":
-            self.run("new-session", "-d", "-s", "e2e", "-n", window, "-x", "80", "-y", "24",
-                     "-c", str(cwd), command)
-        else:
-            self.run("new-window", "-d", "-t", "e2e", "-n", window, "-c", str(cwd), command)
-
-    def keys(self, window: str, *keys: str) -> None:
-        self.run("send-keys", "-t", f"e2e:{window}", *keys)
-
-    def screen(self, window: str = "console") -> str:
-        return self.run("capture-pane", "-p", "-t", f"e2e:{window}")
-
-    def wait(self, text: str, window: str = "console", timeout: float = PATIENCE_S) -> str:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            screen = self.screen(window)
-            if text in screen:
-                return screen
-            time.sleep(0.1)
-        raise AssertionError(f"{text!r} never appeared in {window}:\n{self.screen(window)}")
-
-    def wait_gone(self, text: str, window: str = "console",
-                  timeout: float = PATIENCE_S) -> None:
-        deadline = time.monotonic() + timeout
-        while text in self.screen(window):
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{text!r} stayed in {window}:\n{self.screen(window)}")
-            time.sleep(0.1)
-
-    def close(self) -> None:
-        self.run("kill-server")
-
-
-def cli(tmux: Tmux, cwd: Path, *args: str) -> None:
-    """`lab ARGS` in another process, on the console's lab.db."""
-    subprocess.run([sys.executable, "-m", "console.cli", *args], cwd=cwd, env=tmux.env,
-                   check=True, capture_output=True, timeout=PATIENCE_S * 2)
 
 
 def test_console_end_to_end_in_tmux(tmp_path: Path) -> None:
@@ -171,7 +106,7 @@ def test_console_end_to_end_in_tmux(tmp_path: Path) -> None:
             time.sleep(0.5)
             tmux.keys("console", "s")
             try:
-                tmux.wait("Question sets", timeout=15)
+                tmux.wait(SETS_READ, timeout=15)
                 break
             except AssertionError:
                 continue

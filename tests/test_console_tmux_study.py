@@ -19,24 +19,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.tmux import SETS_READ, Tmux, registry, retry
 from tests.helpers.waiting import PATIENCE_S
-from tests.test_console_tmux import REGISTRY, Tmux
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
 TEST = '{"id": "H1", "kind": "median_action", "condition": "none", "op": ">=", "value": 1}'
 
-
-def retry(tmux: Tmux, attempt, check: str, what: str, tries: int = 3,
-          timeout: float = 20) -> str:
-    """Run `attempt()` until `check` shows on the console (a key lost to a busy console)."""
-    for _ in range(tries):
-        attempt()
-        try:
-            return tmux.wait(check, timeout=timeout)
-        except AssertionError:
-            continue
-    raise AssertionError(f"{what}:\n{tmux.screen()}")
+REGISTRY = registry(latency_ms=10)
+"""The study only watches Jobs finish: its sim need not be slow."""
 
 
 def test_a_study_from_an_empty_lab_db_in_the_console(tmp_path: Path) -> None:
@@ -58,7 +49,7 @@ def test_a_study_from_an_empty_lab_db_in_the_console(tmp_path: Path) -> None:
             time.sleep(0.5)  # an Escape followed at once by a key reads as alt+key
             tmux.keys("console", "s")
 
-        retry(tmux, open_sets, "Question sets", "s did not open the Sets view")
+        retry(tmux, open_sets, SETS_READ, "s did not open the Sets view")  # `c` works now
 
         def fill_set() -> None:
             if "New question set" in tmux.screen():
