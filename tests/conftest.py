@@ -47,3 +47,12 @@ def cost_grid(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from tests.helpers.cost_grid import build_cost_grid
 
     return build_cost_grid(tmp_path_factory.mktemp("cost") / "lab.db")
+
+
+@pytest.fixture(scope="session")
+def prereg_built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The Pre-registration screen's lab.db (a frozen A1 that ran, a draft A2), built once
+    per session: copy it (`tests.helpers.console.copy_db`)."""
+    from tests.helpers.console import build_prereg_lab
+
+    return build_prereg_lab(tmp_path_factory.mktemp("prereg") / "lab.db")

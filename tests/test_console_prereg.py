@@ -5,7 +5,8 @@ and ask (save / discard / stay); a deviation is logged only after its confirmati
 
 Pilot tests on a lab.db filled through the real pipeline: a frozen amendment A1
 whose grid ran through the queue with an in-process worker, a draft A2. The
-database is built once per module and copied into each test's directory.
+database is built once per session (conftest's `prereg_built`) and copied into each
+test's directory.
 """
 
 from __future__ import annotations
@@ -18,72 +19,28 @@ import pytest
 from textual.widgets import Input, Markdown, OptionList, Static, TabbedContent, TextArea
 
 import prompts
-from console.app import ConsoleConfig, make_app
 from console.screens.prereg import PreregScreen
 from console.screens.prereg.modals import FreezeConfirm, TitlePrompt
 from console.widgets.confirm import Choose, Confirm
-from core import prereg, store
-from core.data import ids_hash
-from core.demo_set import ensure_demo_set
-from core.models.registry import load_registry
+from core import store
 from core.store import prereg as rows
-from jobs.control import enqueue_grid
-from jobs.grid import GridRequest
-from jobs.settings import WorkerSettings
-from jobs.worker import run_worker
-from tests.helpers.console import FIXED_TS, wait_workers
+from tests.helpers.console import (
+    DRAFT_SCOPE,
+    amendment,
+    copy_db,
+    open_editor,
+)
+from tests.helpers.console import prereg_app as app_on
+from tests.helpers.console import select_amendment as select
+from tests.helpers.console import settle_prereg as settle
 
-SCOPE = {"models": ["sim-never", "sim-own5"], "conditions": ["none", "enforced_rule"],
-         "regimes": ["clean", "persistent"], "question_sets": ["test20"], "budgets": [8]}
-TESTS = [{"id": "H1", "kind": "paired_diff", "metric": "success", "regime": "persistent",
-          "a": "enforced_rule", "b": "none", "models": ["sim-never"]},
-         {"id": "H2", "kind": "delta_bound", "condition": "none", "bound": "upper",
-          "threshold": 0.06}]
-DRAFT_SCOPE = {"models": ["sim-own5"], "conditions": ["none", "enforced_rule:k=7"],
-               "regimes": ["clean"], "question_sets": ["dev10"], "budgets": [8]}
 FIXED = "2025-01-02T03:04:05+00:00"
 
 
-def build_lab(path: Path) -> None:
-    """Question sets, A1 frozen and run (sim grid through the queue), a deviation, draft A2."""
-    db = store.connect(path)
-    ensure_demo_set(db)
-    ids = store.question_set(db, "demo")["ids"]
-    store.save_question_set(db, "dev10", "demo", ids[:10], 1, [], False, ids_hash(ids[:10]))
-    store.save_question_set(db, "test20", "demo", ids[10:30], 2, [], True, ids_hash(ids[10:30]))
-    models = load_registry(None)
-    a1 = prereg.create(db, "Enforced rule beats none on test20",
-                       "We predict **H1**: the enforced rule answers more often.\n\n"
-                       "- H2: the clock-free sims show no time-matched contrast.", TESTS, SCOPE)
-    prereg.freeze(db, a1, models)
-    settings = WorkerSettings(db_path=path, heartbeat_s=0.2)
-    request = GridRequest(models=("sim-never", "sim-own5"), conditions=("none", "enforced_rule"),
-                          regimes=("clean", "persistent"), question_set="test20",
-                          run="confirm", amendment=a1)
-    enqueue_grid(db, settings, request, models)
-    run_worker(settings, until_idle=True)
-    rows.add_deviation(db, a1, "system.txt reworded after a typo; same meaning")
-    prereg.create(db, "Knob variant: k=7", "A draft: **not** frozen yet.", [], DRAFT_SCOPE)
-    db.conn.close()
-
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The module's lab.db, built once through the real pipeline."""
-    path = tmp_path_factory.mktemp("prereg") / "lab.db"
-    build_lab(path)
-    return path
-
-
 @pytest.fixture
-def lab_db(built: Path, tmp_path: Path) -> Path:
+def lab_db(prereg_built: Path, tmp_path: Path) -> Path:
     """A private copy of the built lab.db in the test's directory (the cwd)."""
-    target = tmp_path / "lab.db"
-    src, dst = sqlite3.connect(built), sqlite3.connect(target)
-    src.backup(dst)
-    src.close()
-    dst.close()
-    return target
+    return copy_db(prereg_built, tmp_path / "lab.db")
 
 
 @pytest.fixture
@@ -96,40 +53,9 @@ def own_prompts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return copy
 
 
-def app_on(db: Path):
-    """The console opened on the Pre-registration screen, with few resamples."""
-    return make_app(db, ConsoleConfig(db_path=db, first_screen="prereg",
-                                      outcome_resamples=200,
-                                      clock=lambda: FIXED_TS))  # the header's read time
-
-
-async def settle(pilot) -> None:
-    """Let workers (and the ones their results start) finish."""
-    for _ in range(3):
-        await pilot.pause()
-        await wait_workers(pilot.app)
-    await pilot.pause()
-
-
 def text_of(screen, selector: str) -> str:
     """The plain text a Static shows."""
     return str(screen.query_one(selector, Static).render())
-
-
-def amendment(db: Path, amendment_id: str) -> dict:
-    """The row as stored now."""
-    conn = store.connect(db)
-    try:
-        return rows.amendment(conn, amendment_id)
-    finally:
-        conn.conn.close()
-
-
-async def select(pilot, amendment_id: str) -> None:
-    """Move the list cursor to an amendment."""
-    listing = pilot.app.screen.query_one("#prereg-list", OptionList)
-    listing.highlighted = listing.get_option_index(amendment_id)
-    await settle(pilot)
 
 
 @pytest.mark.asyncio
@@ -186,13 +112,6 @@ async def test_freeze_refused_for_a_frozen_amendment(lab_db: Path) -> None:
         await settle(pilot)
         assert isinstance(pilot.app.screen, PreregScreen)
         assert any("already frozen" in n.message for n in pilot.app._notifications)
-
-
-async def open_editor(pilot, amendment_id: str):
-    await select(pilot, amendment_id)
-    await pilot.press("e")
-    await settle(pilot)
-    return pilot.app.screen
 
 
 @pytest.mark.asyncio

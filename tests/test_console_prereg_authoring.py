@@ -8,7 +8,6 @@ Pilot tests on the Pre-registration screen's lab.db (a frozen A1, a draft A2).
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 import pytest
@@ -19,26 +18,15 @@ from console.widgets.confirm import Choose
 from core import store
 from core.registered_tests import KINDS
 from core.store import prereg as rows
-from tests.test_console_prereg import amendment, app_on, build_lab, open_editor, settle
-
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The Pre-registration tests' lab.db, built once."""
-    path = tmp_path_factory.mktemp("authoring") / "lab.db"
-    build_lab(path)
-    return path
+from tests.helpers.console import amendment, copy_db, open_editor
+from tests.helpers.console import prereg_app as app_on
+from tests.helpers.console import settle_prereg as settle
 
 
 @pytest.fixture
-def lab_db(built: Path, tmp_path: Path) -> Path:
-    """A private copy in the test's directory."""
-    target = tmp_path / "lab.db"
-    src, dst = sqlite3.connect(built), sqlite3.connect(target)
-    src.backup(dst)
-    src.close()
-    dst.close()
-    return target
+def lab_db(prereg_built: Path, tmp_path: Path) -> Path:
+    """A private copy of the Pre-registration tests' lab.db in the test's directory."""
+    return copy_db(prereg_built, tmp_path / "lab.db")
 
 
 def check_line(screen) -> str:

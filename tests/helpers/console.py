@@ -11,9 +11,11 @@ import shutil
 import sqlite3
 from pathlib import Path
 
-from core import store
+from core import prereg, store
+from core.data import ids_hash
 from core.demo_set import ensure_demo_set
 from core.models.registry import load_registry
+from core.store import prereg as prereg_rows
 from jobs.control import enqueue_grid
 from jobs.grid import GridRequest
 from jobs.settings import WorkerSettings
@@ -105,3 +107,94 @@ async def settle(pilot) -> None:
     for _ in range(2):
         await wait_workers(pilot.app)
         await pilot.pause()
+
+
+# ---- the Pre-registration screen's lab.db (test_console_prereg*.py) ------------------
+
+PREREG_SCOPE = {"models": ["sim-never", "sim-own5"], "conditions": ["none", "enforced_rule"],
+                "regimes": ["clean", "persistent"], "question_sets": ["test20"],
+                "budgets": [8]}
+PREREG_TESTS = [{"id": "H1", "kind": "paired_diff", "metric": "success",
+                 "regime": "persistent", "a": "enforced_rule", "b": "none",
+                 "models": ["sim-never"]},
+                {"id": "H2", "kind": "delta_bound", "condition": "none", "bound": "upper",
+                 "threshold": 0.06}]
+DRAFT_SCOPE = {"models": ["sim-own5"], "conditions": ["none", "enforced_rule:k=7"],
+               "regimes": ["clean"], "question_sets": ["dev10"], "budgets": [8]}
+
+
+def build_prereg_lab(path: Path) -> Path:
+    """Question sets, A1 frozen and run (sim grid through the queue), a deviation, draft A2."""
+    db = store.connect(path)
+    ensure_demo_set(db)
+    ids = store.question_set(db, "demo")["ids"]
+    store.save_question_set(db, "dev10", "demo", ids[:10], 1, [], False, ids_hash(ids[:10]))
+    store.save_question_set(db, "test20", "demo", ids[10:30], 2, [], True, ids_hash(ids[10:30]))
+    models = load_registry(None)
+    a1 = prereg.create(db, "Enforced rule beats none on test20",
+                       "We predict **H1**: the enforced rule answers more often.\n\n"
+                       "- H2: the clock-free sims show no time-matched contrast.",
+                       PREREG_TESTS, PREREG_SCOPE)
+    prereg.freeze(db, a1, models)
+    settings = WorkerSettings(db_path=path, heartbeat_s=0.2)
+    request = GridRequest(models=("sim-never", "sim-own5"), conditions=("none", "enforced_rule"),
+                          regimes=("clean", "persistent"), question_set="test20",
+                          run="confirm", amendment=a1)
+    enqueue_grid(db, settings, request, models)
+    run_worker(settings, until_idle=True)
+    prereg_rows.add_deviation(db, a1, "system.txt reworded after a typo; same meaning")
+    prereg.create(db, "Knob variant: k=7", "A draft: **not** frozen yet.", [], DRAFT_SCOPE)
+    db.conn.close()
+    return path
+
+
+def copy_db(built: Path, target: Path) -> Path:
+    """A private copy of a lab.db built once (SQLite's backup: its WAL included)."""
+    src, dst = sqlite3.connect(built), sqlite3.connect(target)
+    src.backup(dst)
+    src.close()
+    dst.close()
+    return target
+
+
+def prereg_app(db: Path):
+    """The console opened on the Pre-registration screen, with few resamples."""
+    from console.app import ConsoleConfig, make_app
+
+    return make_app(db, ConsoleConfig(db_path=db, first_screen="prereg",
+                                      outcome_resamples=200,
+                                      clock=lambda: FIXED_TS))  # the header's read time
+
+
+async def settle_prereg(pilot) -> None:
+    """Let workers (and the ones their results start) finish."""
+    for _ in range(3):
+        await pilot.pause()
+        await wait_workers(pilot.app)
+    await pilot.pause()
+
+
+def amendment(db: Path, amendment_id: str) -> dict:
+    """The amendment's row as stored now."""
+    conn = store.connect(db)
+    try:
+        return prereg_rows.amendment(conn, amendment_id)
+    finally:
+        conn.conn.close()
+
+
+async def select_amendment(pilot, amendment_id: str) -> None:
+    """Move the Pre-registration list's cursor to an amendment."""
+    from textual.widgets import OptionList
+
+    listing = pilot.app.screen.query_one("#prereg-list", OptionList)
+    listing.highlighted = listing.get_option_index(amendment_id)
+    await settle_prereg(pilot)
+
+
+async def open_editor(pilot, amendment_id: str):
+    """Select an amendment and open it in the editor (`e`); returns the screen."""
+    await select_amendment(pilot, amendment_id)
+    await pilot.press("e")
+    await settle_prereg(pilot)
+    return pilot.app.screen
