@@ -177,18 +177,34 @@ class _Stratified:
         start = np.cumsum([0] + [active[i].size for i in order])
         self.n_active = int(start[-1])
         # columns: every active stratum's n_a, then its answers in (a) where there are
-        # any, n_b, answers in (b) where there are any (the others are 0 in every resample)
-        chosen = (np.concatenate([counts[i][:, active[i]] for i in order], axis=1) if order
-                  else np.zeros((n_q, 0, 4)))
-        kinds = [chosen[..., k] for k in range(4)]
-        self.answered = [np.flatnonzero(kinds[k].any(axis=0)) for k in (1, 3)]
-        kinds[1], kinds[3] = kinds[1][:, self.answered[0]], kinds[3][:, self.answered[1]]
-        self.cuts = np.cumsum([0] + [k.shape[1] for k in kinds])
-        dense = np.hstack(kinds)
+        # any, n_b, answers in (b) where there are any (the others are 0 in every resample);
+        # written block by block into the one matrix, in its final dtype (no float64 copy
+        # of every contrast's counts first: 45 MB less at 198,000 episodes)
+        answered: dict[int, list[np.ndarray]] = {1: [], 3: []}
+        top = 0.0
+        for i in order:
+            chosen = counts[i][:, active[i]]
+            if chosen.size:
+                top = max(top, float(chosen.max()))
+            for k in (1, 3):
+                answered[k].append(chosen[..., k].any(axis=0))
+        flags = {k: np.concatenate(v) if v else np.zeros(0, dtype=bool)
+                 for k, v in answered.items()}
+        self.answered = [np.flatnonzero(flags[k]) for k in (1, 3)]
+        widths = [self.n_active, self.answered[0].size, self.n_active, self.answered[1].size]
+        self.cuts = np.cumsum([0] + widths)
         # a resampled total is at most n_q times the largest count: float32 holds it
         # exactly below 2**24, and multiplies twice as fast
-        exact32 = dense.size == 0 or float(dense.max()) * n_q < 2.0 ** 24
-        self.dense = dense.astype(np.float32 if exact32 else np.float64)
+        exact32 = top * n_q < 2.0 ** 24
+        self.dense = np.empty((n_q, int(self.cuts[-1])), np.float32 if exact32 else np.float64)
+        at = [int(self.cuts[k]) for k in range(4)]
+        for j, i in enumerate(order):
+            chosen = counts[i][:, active[i]]
+            for k in range(4):
+                block = chosen[..., k] if k in (0, 2) else chosen[..., k][:, flags[k][
+                    start[j]:start[j + 1]]]
+                self.dense[:, at[k]:at[k] + block.shape[1]] = block
+                at[k] += block.shape[1]
         # per class of contrasts with n_s strata: each of its strata's column among the
         # active ones (n_active: a zero column for the strata left out)
         self.classes: list[tuple[list[int], int, np.ndarray]] = []
@@ -593,6 +609,9 @@ def delta_table(decisions: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0,
         items.append(_design(full))
         labels.append((arm, "design", "persistent − late_onset_from_3",
                        [r for r in arm.regimes if r in (DESIGN_A, DESIGN_B)], ""))
+    # every contrast is counted: the windows' arrays (60 MB at 198,000 episodes) go before
+    # the resampling builds its matrices, not after (the table's peak memory)
+    del whole, windows
     rows: list[Row] = [
         replace(interval_row(arm, measure, c.interval, scope, "decisions", c.n_a + c.n_b,
                              c.detail, regimes=regimes), judgments=sources)

@@ -234,7 +234,7 @@ def coded_samples(decisions: pd.DataFrame, fr: FailureRows, judgments: str
     parts = (column("answer").astype(float), text_rank("action"), text_rank("regime"),
              column(run_col).astype(float), column(earlier).astype(float),
              text_rank("question_id"))
-    content = np.column_stack(parts).astype(float)
+    content = np.column_stack(parts).astype(float, copy=False)  # float64 already: no copy
     return [(CodedSample(*(c[bounds[g]:bounds[g + 1]] for c in parts)),
              content[bounds[g]:bounds[g + 1]].tobytes()) for g in range(len(fr.keys))]
 
