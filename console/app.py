@@ -420,7 +420,9 @@ class LabApp(App[None]):
                          binding.description, where))
         keys.extend((key, what, "everywhere") for key, what in EVERYWHERE)
         mode = screen_mode(type(screen))
-        self.push_screen(HelpScreen(screen.screen_name(), workflow(mode), keys))
+        codes = screen.help_codes()
+        self.push_screen(HelpScreen(screen.screen_name(),
+                                    workflow(mode) + ("\n" + codes if codes else ""), keys))
 
     def action_toggle_pause(self) -> None:
         """Pause or resume the automatic refresh."""

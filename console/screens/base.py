@@ -218,6 +218,11 @@ class LabScreen(Screen[None]):
 
     # ---- drill-downs: q goes back one level, never quits from inside one --------------
 
+    def help_codes(self) -> str:
+        """What the screen's short codes mean, shown under its workflow in `?` ("" when
+        it has none to explain)."""
+        return ""
+
     def drilled_in(self) -> bool:
         """Whether this screen shows a level below its top (an episode, a cell's
         decisions, a view pushed over a screen): then `q` goes back, as escape does."""

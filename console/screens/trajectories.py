@@ -34,6 +34,7 @@ from textual.worker import get_current_worker
 from console.screens.base import LabScreen
 from console.widgets import traj_render as render
 from console.widgets.footer import LabFooter
+from console.widgets.hanging import hang
 from console.widgets.key_table import Column, KeyTable
 from console.widgets.table_ops import MATCH
 from core import store
@@ -45,12 +46,15 @@ from core.store import trajectories as traj
 LIST, EPISODE, MATCHED = "traj-list", "traj-episode", "traj-matched"
 
 
+ACT_COLUMN = "the action it answered at, else its last"
+"""What the episode list's `act` column holds (its `?` help says so)."""
+
 LIST_COLUMNS = (Column("id", "id", numeric=True), Column("model", "model"),
                 Column("arm", "arm"), Column("regime", "regime"),
                 Column("seed", "seed", numeric=True), Column("question", "q"),
                 Column("outcome", "outcome"), Column("act", "act", numeric=True),
                 Column("run", "run"))
-"""The episode list's columns (`act`: the action it answered at, else its last)."""
+"""The episode list's columns (`act`: ACT_COLUMN)."""
 
 
 class OpenTable(KeyTable):
@@ -575,7 +579,7 @@ class TrajectoriesScreen(LabScreen):
             body = Text.assemble(Text(f"search '{self._step_query}': {where} · n/N · "
                                       "escape clears\n", style="dim"), body)
         body.append("\n" + render.LEGEND, style="dim")
-        self.query_one("#traj-step", Static).update(body)
+        self.query_one("#traj-step", Static).update(hang(body, self._text_width()))
 
     def on_trajectories_screen_matched(self, message: Matched) -> None:
         """Show matched arms side by side, aligned by action."""
@@ -591,6 +595,7 @@ class TrajectoriesScreen(LabScreen):
         if self._detail is not None:
             self.query_one("#traj-head", Static).update(
                 render.episode_head(self._detail, event.size.width))
+            self._render_step()
 
     def _layout_matched(self, screen_width: int, cursor: int | None) -> None:
         """Fill the matched-arms head and table for `screen_width` columns.
@@ -613,6 +618,8 @@ class TrajectoriesScreen(LabScreen):
             head.append(f"≠ first divergence at action {div}", style="bold reverse")
             head.append("  (failure draws are identical across arms: the difference is the "
                         "arm's)")
+        if len(details) > 1:
+            head.append("\n" + render.MATCHED_KEY, style="dim")
         self.query_one("#traj-m-head", Static).update(head)
         table = self.query_one("#traj-m-table", KeyTable)
         width = max((screen_width - 8) // max(len(details), 1) - 2, 12)
@@ -665,4 +672,13 @@ class TrajectoriesScreen(LabScreen):
         return out
 
     def _render_matched_detail(self, row: int) -> None:
-        self.query_one("#traj-m-detail", Static).update(self._matched_detail(row + 1))
+        self.query_one("#traj-m-detail", Static).update(
+            hang(self._matched_detail(row + 1), self._text_width()))
+
+    def _text_width(self) -> int:
+        """The columns a step's text has: the screen less the padding and a scroll bar."""
+        return self.size.width - 4
+
+    def help_codes(self) -> str:
+        """What the list's, an episode's and matched arms' short codes mean."""
+        return render.codes_text(ACT_COLUMN)

@@ -16,8 +16,10 @@ from typing import Any
 from rich.text import Text
 
 from console.render import move_text, observation_label, reasoning_line
+from console.widgets.hanging import hang
 from core.end_reasons import end_text
 from core.episode import Step
+from core.regimes import short_regime
 from core.store.imports import NO_TEXT
 from core.store.trajectories import EpisodeDetail, EpisodeRow
 
@@ -26,6 +28,11 @@ OUTCOME_MARK = {"correct": "✓ correct", "wrong": "✗ wrong", "unanswered": "�
 """Outcome words with a sign, as listed."""
 OUTCOME_STYLE = {"correct": "green", "wrong": "red", "unanswered": "yellow",
                  "errored": "bold red"}
+USELESS_MARK, USEFUL_MARK = "U", "ok"
+"""A matched-arms cell's judgment: `U3` judged useless, the third in a row; `ok` useful."""
+MATCHED_KEY = (f"{USELESS_MARK}1, {USELESS_MARK}2 …: judged useless, the 1st, 2nd … in a "
+               f"row · {USEFUL_MARK}: judged useful")
+"""The matched-arms view's key line for the judgment marks."""
 LEGEND = ("✗ failed obs  ✓ real obs  ⏎ answer  ! forced  ⊘ refused  ? format failure  "
           "↺ discarded")
 
@@ -96,7 +103,10 @@ def episode_head(d: EpisodeDetail, width: int = 80) -> Text:
     out = Text()
     out.append(clip(f"episode {r.id} · {arm_title(r)} · budget {r.budget} · run {r.run}", w),
                style="bold")
-    out.append("\n" + clip(f"Q {r.question_id}: {d.question}", w) + "\n")
+    asked = f"Q {r.question_id}: "
+    out.append("\n")
+    out.append_text(hang(Text(asked + " ".join((d.question or "").split())), w, len(asked)))
+    out.append("\n")
     out.append(OUTCOME_MARK[r.outcome], style=OUTCOME_STYLE[r.outcome])
     if d.error:
         tail = f": {d.error}"
@@ -133,6 +143,12 @@ def _observation(step: Step, text: str | None, title: str) -> Text:
     if text:
         out.append("\n  " + text)
     return out
+
+
+def latency_text(ms: float | None) -> str:
+    """A step's model time: `812 ms`, or `– (no time recorded)` for a step that has none
+    (imported episodes and built-in sims store 0)."""
+    return f"{ms:.0f} ms" if ms is not None and ms > 0 else "– (no time recorded)"
 
 
 def _num(value: object, places: int = 2) -> str:
@@ -227,7 +243,7 @@ def step_body(step: Step, text: str | None, title: str, total: int,
     for probe in probes:
         out.append(probe_line(probe) + "\n", style="cyan")
     out.append(f"tokens {step.input_tokens} in / {step.output_tokens} out · "
-               f"{step.latency_ms:.0f} ms", style="dim")
+               f"{latency_text(step.latency_ms)}", style="dim")
     if legend:
         out.append("\n" + LEGEND, style="dim")
     return out
@@ -250,5 +266,23 @@ def matched_cell(step: Step | None, width: int) -> str:
         move = "format failure"
     else:
         move = move_text(step)
-    judged = {"USELESS": f" U{step.streak}", "USEFUL": " ok"}.get(step.judgment or "", "")
+    judged = {"USELESS": f" {USELESS_MARK}{step.streak}",
+              "USEFUL": f" {USEFUL_MARK}"}.get(step.judgment or "", "")
     return clip(f"{sign} {move}", max(width - len(judged), 4)) + judged
+
+
+def codes_text(act_column: str) -> str:
+    """What the Trajectories screen's short codes mean (its `?` help), from the names that
+    make them: the list's `act` column, the regimes' short names (`core.regimes`) and the
+    matched-arms judgment marks.
+
+    Args:
+        act_column: what the list's `act` column holds.
+    """
+    rec = [short_regime(f"recover_after_{k}") for k in (1, 5)]
+    late = short_regime("late_onset_from_3")
+    return (f"Codes: act = {act_column}; {short_regime('persistent')} = persistent, "
+            f"{rec[0]}…{rec[1]} = recover_after_1…5 (the first 1…5 observations fail, then "
+            f"real ones), {late} = late_onset_from_3 (observations 3 on fail); "
+            f"{MATCHED_KEY}; signs: {LEGEND}; a step's time – : none recorded (imported "
+            "episodes, built-in sims).")

@@ -1,0 +1,79 @@
+"""Text wrapped with a hanging indent: a long line's continuations start under its text
+column (after a `label: `), not at the left edge, so a wrapped thought, observation or
+question still reads as one item at 80 columns.
+
+The wrap is done here rather than by the widget because Textual wraps a continuation
+at the left edge; the text a search or a copy takes stays unwrapped.
+"""
+
+from __future__ import annotations
+
+import re
+
+from rich.cells import cell_len
+from rich.text import Text
+
+LABEL = re.compile(r" *[A-Za-z][A-Za-z ]{0,24}: ")
+"""A line's label (`thought: `, `judgment: `, `Q demo-006: ` is handled by the caller)."""
+
+MIN_TEXT = 16
+"""The fewest columns a continuation keeps for its text (a very long label indents less)."""
+
+
+def text_column(line: str) -> int:
+    """Where a line's text starts: after its `label: `, else after its leading spaces
+    (2 when it has none, so a continuation still stands out)."""
+    match = LABEL.match(line)
+    if match:
+        return match.end()
+    spaces = len(line) - len(line.lstrip(" "))
+    return spaces or 2
+
+
+def breaks(line: str, width: int, indent: int) -> list[tuple[int, int]]:
+    """(start, end) of each piece of `line` wrapped at `width`, continuations having
+    `indent` columns less; on spaces, a word longer than a line is cut."""
+    pieces: list[tuple[int, int]] = []
+    start, room = 0, width
+    while cell_len(line[start:]) > room:
+        cut = line.rfind(" ", start, start + room + 1)
+        if cut <= start:
+            cut = start + room
+            nxt = cut
+        else:
+            nxt = cut + 1
+            while nxt < len(line) and line[nxt] == " ":
+                nxt += 1
+            while cut > start and line[cut - 1] == " ":
+                cut -= 1
+        pieces.append((start, cut))
+        start, room = nxt, width - indent
+    pieces.append((start, len(line)))
+    return pieces
+
+
+def hang(text: Text, width: int, indent: int | None = None) -> Text:
+    """`text` wrapped at `width` columns, each line's continuations indented to its text
+    column (`text_column`, or `indent` for every line when given); styles are kept.
+
+    Args:
+        text: the text, lines separated by newlines.
+        width: the columns available.
+        indent: the continuation indent of every line (None: each line's own).
+
+    Returns:
+        The wrapped text.
+    """
+    width = max(width, MIN_TEXT + 2)
+    out = Text(style=text.style, end=text.end)
+    for n, line in enumerate(text.split("\n", allow_blank=True)):
+        if n:
+            out.append("\n")
+        plain = line.plain
+        column = text_column(plain) if indent is None else indent
+        column = min(column, width - MIN_TEXT)
+        for i, (start, end) in enumerate(breaks(plain, width, column)):
+            if i:
+                out.append("\n" + " " * column)
+            out.append_text(line[start:end])
+    return out
