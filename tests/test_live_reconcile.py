@@ -3,8 +3,8 @@
 Reconcile removes the live rows of dead, stopped or lease-less workers and of
 episodes already stored, and keeps those of a live worker; `lab status`, `lab tail`
 and the console's Live never show a dead worker's episode as running. Time and the
-pid check are injected where the test runs in-process; subprocess tests use a pid
-that has exited.
+pid check are injected where the test runs the code directly; the CLI tests (in this
+process: what they read is lab.db, not a process boundary) use a pid that has exited.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from jobs.queue import make_huey
 from jobs.reconcile import reconcile
 from jobs.settings import WorkerSettings
 from jobs.worker import run_worker
-from tests.helpers.queue import run_lab, write_registry
+from tests.helpers.queue import lab_here, write_registry
 
 HOST = "labhost"
 NOW = 1_000_000.0
@@ -191,7 +191,7 @@ def test_status_and_monitor_never_count_a_dead_workers_episode_as_running(tmp_pa
     assert monitor.newest_running(db) is None
     assert [(r.id, r.state) for r in monitor.running_episodes(db)] == [(live_id, "lost")]
     assert {w.state for w in monitor.workers(db, lease_s=600)} == {"lost"}
-    out = run_lab(tmp_path / "lab.db", config, "status")
+    out = lab_here(tmp_path / "lab.db", config, "status")
     assert out.returncode == 0, out.stderr
     assert "0 running" in out.stdout and "1 live episode of lost workers" in out.stdout
     assert "lost (process gone)" in out.stdout
@@ -199,11 +199,11 @@ def test_status_and_monitor_never_count_a_dead_workers_episode_as_running(tmp_pa
 
 def test_tail_of_a_dead_workers_episode_stops_with_one_line(tmp_path):
     db, config, live_id = _ghost_lab(tmp_path)
-    out = run_lab(tmp_path / "lab.db", config, "tail", str(live_id), "--follow", timeout=60)
+    out = lab_here(tmp_path / "lab.db", config, "tail", str(live_id), "--follow")
     assert out.returncode == 1
     assert f"live episode {live_id} is lost: worker" in out.stdout and "is gone" in out.stdout
     # following the newest: a lost row is never picked, so nothing is running
-    out = run_lab(tmp_path / "lab.db", config, "tail", timeout=60)
+    out = lab_here(tmp_path / "lab.db", config, "tail")
     assert out.returncode != 0 and "no running episode" in out.stderr
 
 
@@ -213,7 +213,7 @@ def test_tail_of_a_stored_episodes_leftover_row_prints_the_episode(tmp_path):
     _hold(db, jobs[0], me, time.time() + 600)
     live_id = _live(db, jobs[0], 0, me)
     _store(db, jobs[0], 0, finished_at="2999-01-01T00:00:00.000000+00:00")
-    out = run_lab(tmp_path / "lab.db", config, "tail", str(live_id), "--follow", timeout=60)
+    out = lab_here(tmp_path / "lab.db", config, "tail", str(live_id), "--follow")
     assert out.returncode == 0, out.stderr
     assert f"live episode {live_id}:" in out.stdout and "gold" in out.stdout
 

@@ -12,7 +12,7 @@ import sqlite3
 from pathlib import Path
 
 from tests.helpers.gates import FillGate
-from tests.helpers.queue import lab_here, run_lab, start_lab
+from tests.helpers.queue import lab_here, start_lab
 from tests.servers import LoopbackServer, react_responder
 
 REGISTRY = """
@@ -37,7 +37,7 @@ def test_replay_jobs_of_two_workers_never_exceed_the_models_concurrency(tmp_path
                       "--regimes", "clean", "--set", "demo", "--budget", "4", "--seeds", "0,1",
                       "--run", "r")
         assert out.returncode == 0, out.stderr
-        assert run_lab(db, config, "worker", "--until-idle").returncode == 0
+        assert lab_here(db, config, "worker", "--until-idle").returncode == 0  # the episodes
         plan = lab_here(db, config, "replay", "judgments", "--run", "r", "--json")
         assert plan.returncode == 0, plan.stderr
         planned = json.loads(plan.stdout)["calls"]

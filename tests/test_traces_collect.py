@@ -28,7 +28,7 @@ from core.store import monitor, progress
 from core.store.traces import TRACE_COLUMNS, load_traces
 from core.traces import parse_answer, parse_judge
 from tests.helpers.cli import dump_hash, lab, one_error
-from tests.helpers.queue import run_lab, start_lab
+from tests.helpers.queue import lab_here, start_lab
 from tests.servers import Fault, LoopbackServer, OpenAIApp
 
 REGISTRY = """
@@ -279,10 +279,10 @@ def test_kill_minus_9_mid_collection_loses_and_duplicates_no_state(tmp_path, cap
     assert lab(capsys, "--db", db, "sets", "create", "d10", "--dataset", "demo", "--n", "10",
                "--seed", "7")[0] == 0
     responder = TraceServer(_golds(db))
-    app = OpenAIApp(responder=responder, record=False, delay_s=0.2)
+    app = OpenAIApp(responder=responder, record=False, delay_s=0.1)
     with LoopbackServer(app) as server:
         config.write_text(REGISTRY.format(url=server.url, slots=2, retries=2))
-        out = run_lab(db, config, "traces", "collect", "--set", "d10", "--models", "loop")
+        out = lab_here(db, config, "traces", "collect", "--set", "d10", "--models", "loop")
         assert out.returncode == 0, out.stderr
         worker = start_lab(db, config, "worker", "--concurrency", "2", log=tmp_path / "w.log")
         deadline = time.monotonic() + 120
@@ -297,7 +297,7 @@ def test_kill_minus_9_mid_collection_loses_and_duplicates_no_state(tmp_path, cap
         with conn:  # the dead worker's lease: expire it now instead of waiting
             conn.execute("UPDATE jobs SET lease_until = 0 WHERE state = 'running'")
         conn.close()
-        done = run_lab(db, config, "worker", "--until-idle", "--concurrency", "4")
+        done = lab_here(db, config, "worker", "--until-idle", "--concurrency", "4")  # no kill
         assert done.returncode == 0, done.stderr
     assert _query(db, "SELECT count(*), count(DISTINCT question_id || '|' || depth), "
                       "count(error) FROM traces") == [(40, 40, 0)]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.queue import episode_census, lab_here, run_lab, start_lab, write_registry
+from tests.helpers.queue import episode_census, lab_here, start_lab, write_registry
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
 
@@ -88,7 +88,7 @@ def test_kill_9_of_the_consumer_ends_its_children(busy_worker):
         [k for k in kids if _alive(k)]
     assert not any(_holds(k, db) for k in kids)
     # the jobs of the dead worker are retaken at once, not after the hour's lease
-    out = run_lab(db, config, "worker", "--until-idle", "--workers", "2", timeout=300)
+    out = lab_here(db, config, "worker", "--until-idle", "--workers", "2")  # a thread worker
     assert out.returncode == 0, out.stderr[-2000:]
     census = episode_census(db)
     assert census["episodes"] == census["distinct"] == 2 * 3 * 60 and census["broken"] == 0

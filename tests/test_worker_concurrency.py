@@ -19,7 +19,7 @@ import pytest
 from core.demo_data import demo_questions
 from jobs.slots import CallSlots
 from tests.helpers.gates import FillGate
-from tests.helpers.queue import ROOT, lab_here, run_lab, start_lab
+from tests.helpers.queue import ROOT, lab_here, start_lab
 from tests.helpers.waiting import async_until
 from tests.servers import LoopbackServer, OpenAIApp, react_responder
 
@@ -97,7 +97,7 @@ def test_a_jobs_straggler_does_not_hold_back_the_next_job(tmp_path):
     with LoopbackServer(app) as server:
         db, config = _lab(tmp_path, server.url, concurrency=16)
         _enqueue(db, config)  # 60 questions: jobs of 50 and 10
-        out = run_lab(db, config, "worker", "--until-idle", "--workers", "1", timeout=240)
+        out = lab_here(db, config, "worker", "--until-idle", "--workers", "1")
         assert out.returncode == 0, out.stderr[-2000:]
     conn = sqlite3.connect(db)
     rows = dict(conn.execute("SELECT question_id, finished_at FROM episodes"))
