@@ -187,7 +187,7 @@ class _Stratified:
             if chosen.size:
                 top = max(top, float(chosen.max()))
             for k in (1, 3):
-                answered[k].append(chosen[..., k].any(axis=0))
+                answered[k].append(np.asarray(chosen[..., k].any(axis=0)))
         flags = {k: np.concatenate(v) if v else np.zeros(0, dtype=bool)
                  for k, v in answered.items()}
         self.answered = [np.flatnonzero(flags[k]) for k in (1, 3)]
@@ -197,14 +197,14 @@ class _Stratified:
         # exactly below 2**24, and multiplies twice as fast
         exact32 = top * n_q < 2.0 ** 24
         self.dense = np.empty((n_q, int(self.cuts[-1])), np.float32 if exact32 else np.float64)
-        at = [int(self.cuts[k]) for k in range(4)]
+        filled = [int(self.cuts[k]) for k in range(4)]
         for j, i in enumerate(order):
             chosen = counts[i][:, active[i]]
             for k in range(4):
                 block = chosen[..., k] if k in (0, 2) else chosen[..., k][:, flags[k][
                     start[j]:start[j + 1]]]
-                self.dense[:, at[k]:at[k] + block.shape[1]] = block
-                at[k] += block.shape[1]
+                self.dense[:, filled[k]:filled[k] + block.shape[1]] = block
+                filled[k] += block.shape[1]
         # per class of contrasts with n_s strata: each of its strata's column among the
         # active ones (n_active: a zero column for the strata left out)
         self.classes: list[tuple[list[int], int, np.ndarray]] = []
