@@ -162,7 +162,10 @@ def test_no_two_series_of_a_panel_share_a_style(name, every_budget):
 
 def every_drawn(style_name: str) -> list[tuple[str, Drawn]]:
     """Every figure the synthetic study (with the second seed's Table 2 rows) feeds, on
-    its default selection, in a style."""
+    its default selection, in a style (built once per style for this module: the checks
+    below only read the figures; `_EVERY` closes them at the module's end)."""
+    if style_name in _EVERY:
+        return _EVERY[style_name]
     from analysis.figures.select import Declared, declare
     from analysis.figures.style import legible
     from tests.helpers.figure_rows import study_table_rows, trace_table2_rows
@@ -177,7 +180,23 @@ def every_drawn(style_name: str) -> list[tuple[str, Drawn]]:
             if isinstance(built, Drawn):
                 legible(built.figure, style)
                 out.append((fig.name, built))
+    _EVERY[style_name] = out
     return out
+
+
+_EVERY: dict[str, list[tuple[str, Drawn]]] = {}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _close_every_drawn():
+    """Close the figures `every_drawn` kept, once the module's tests are done (both
+    styles' stay open until then: past matplotlib's warning at 20 open figures)."""
+    with plt.rc_context({"figure.max_open_warning": 64}):
+        yield
+        for figures in _EVERY.values():
+            for _, out in figures:
+                close(out.figure)
+        _EVERY.clear()
 
 
 @pytest.mark.parametrize("style_name", ["column", "page"])
@@ -190,13 +209,10 @@ def test_every_figure_fits_its_width_and_a_page_with_no_text_under_6_pt(style_na
             "trace_ece_by_depth"} <= {name for name, _ in figures}
     assert len(figures) >= 10
     for name, out in figures:
-        try:
-            width, height = out.figure.get_size_inches()
-            assert width == pytest.approx(style.width) and height <= 9.0, name
-            sizes = [t.get_fontsize() for t in out.figure.findobj(Text) if t.get_text()]
-            assert min(sizes) >= 6.0, name
-        finally:
-            close(out.figure)
+        width, height = out.figure.get_size_inches()
+        assert width == pytest.approx(style.width) and height <= 9.0, name
+        sizes = [t.get_fontsize() for t in out.figure.findobj(Text) if t.get_text()]
+        assert min(sizes) >= 6.0, name
 
 
 def test_the_delta_grid_is_models_side_by_side_with_arms_as_rows():
@@ -268,19 +284,16 @@ def test_no_two_labels_of_a_panel_collide(style_name):
     """Tick labels along x and y and legend entries never overlap, in either print
     width."""
     for name, out in every_drawn(style_name):
-        try:
-            out.figure.canvas.draw()
-            renderer = out.figure.canvas.get_renderer()
-            for ax in out.figure.axes:
-                if not ax.get_visible():
-                    continue
-                for axis, labels in (("y", ax.get_yticklabels()), ("x", ax.get_xticklabels())):
-                    ticks = [t.get_window_extent(renderer) for t in labels
-                             if t.get_text() and t.get_visible()]
-                    assert not overlapping(ticks), (name, f"{axis} labels")
-                legend = ax.get_legend()
-                if legend is not None:
-                    texts = [t.get_window_extent(renderer) for t in legend.get_texts()]
-                    assert not overlapping(texts), (name, "legend")
-        finally:
-            close(out.figure)
+        out.figure.canvas.draw()
+        renderer = out.figure.canvas.get_renderer()
+        for ax in out.figure.axes:
+            if not ax.get_visible():
+                continue
+            for axis, labels in (("y", ax.get_yticklabels()), ("x", ax.get_xticklabels())):
+                ticks = [t.get_window_extent(renderer) for t in labels
+                         if t.get_text() and t.get_visible()]
+                assert not overlapping(ticks), (name, f"{axis} labels")
+            legend = ax.get_legend()
+            if legend is not None:
+                texts = [t.get_window_extent(renderer) for t in legend.get_texts()]
+                assert not overlapping(texts), (name, "legend")
