@@ -69,7 +69,7 @@ class EnqueueScreen(LabScreen):
     CSS_PATH = "enqueue.tcss"
     WRITE_ACTIONS = frozenset({"queue"})
     AUTO_FOCUS = "#enq-amendment"
-    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
+    HORIZONTAL_BREAKPOINTS = [(0, "-tiny"), (70, "-narrow"), (110, "-wide")]
     BINDINGS = [
         Binding("ctrl+s", "queue", "Queue it"),
         Binding("m", "mean6", "mean6 regimes"),
