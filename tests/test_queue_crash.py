@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.queue import ROOT, episode_census, lab_here, run_lab, start_lab, write_registry
+from tests.helpers.queue import ROOT, episode_census, lab_here, start_lab, write_registry
 from tests.helpers.waiting import wait_until
 
 GRID = ["enqueue", "--models", "sim-slow,sim-slow-clock", "--conditions", "none,enforced_rule",
@@ -47,12 +47,11 @@ def _wait_for_episodes(db: Path) -> None:
     wait_until(lambda: episode_census(db)["episodes"], "the worker to store an episode")
 
 
-def _finish(db: Path, config: Path, log: Path, worker_type: str = "thread") -> None:
-    """Complete the grid: a thread worker runs in this process (no signal, no kill, and a
-    `lab` process costs 1.5-2 s to start), a process worker in its own."""
-    args = ("worker", "--until-idle", "--lease", "2", "--workers", "2", "--type", worker_type)
-    out = (lab_here(db, config, *args) if worker_type == "thread"
-           else run_lab(db, config, *args, timeout=240))
+def _finish(db: Path, config: Path) -> None:
+    """Complete the grid. What the killed or stopped workers left is in lab.db and its
+    queue file, whatever their type: a thread worker in this process takes it up (no
+    signal reaches it, and a `lab` process costs 1.5-2 s to start)."""
+    out = lab_here(db, config, "worker", "--until-idle", "--lease", "2", "--workers", "2")
     assert out.returncode == 0, out.stderr[-2000:]
 
 
@@ -107,7 +106,7 @@ def test_kill_9_at_random_moments_then_restart(grid, worker_type):
     assert status.returncode == 0, status.stderr
     assert all(g["running"] == 0 for g in json.loads(status.stdout)["grids"])
     assert all(r["state"] == "lost" for r in json.loads(status.stdout)["live"])
-    _finish(db, config, log, worker_type)
+    _finish(db, config)
     _assert_complete(db, log)
 
 
@@ -123,7 +122,7 @@ def test_sigterm_releases_jobs_then_restart_completes(grid):
     assert "running" not in census["jobs"], census  # released, not left under a lease
     assert _live_rows(db) == 0  # a graceful stop leaves no live row
     assert census["episodes"] < EXPECTED and census["broken"] == 0
-    _finish(db, config, log)  # lease 30 s would block a retake: released jobs need none
+    _finish(db, config)  # lease 30 s would block a retake: released jobs need none
     _assert_complete(db, log)
 
 
@@ -173,5 +172,5 @@ def test_pause_cancel_and_resume_through_the_cli(grid):
     census = episode_census(db)
     assert set(census["jobs"]) <= {"cancelled", "done"} and census["broken"] == 0
     assert lab_here(db, config, "retry", "--run", "crash").returncode == 0
-    _finish(db, config, log)
+    _finish(db, config)
     _assert_complete(db, log)
