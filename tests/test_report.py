@@ -125,8 +125,10 @@ def test_title_and_generation_time(report, tmp_path, monkeypatch):
     db, html = report
     assert "<title>lab report</title>" in html  # A1 governs no run of this selection
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1800000000")
+    # one model's unaided arm: the title and time do not depend on what is drawn
     code, _, err = lab(db, "report", str(tmp_path / "t.html"), "--resamples", "5",
-                       "--title", "Budget study <draft>")
+                       "--title", "Budget study <draft>", "--models", "sim-own5",
+                       "--conditions", "none")
     assert code == 0, err
     page = (tmp_path / "t.html").read_text(encoding="utf-8")
     assert "<title>Budget study &lt;draft&gt;</title>" in page
