@@ -52,7 +52,7 @@ async def test_help_lists_the_screen_and_app_keys(lab_db: Path) -> None:
         rows = [tuple(str(c) for c in table.get_row_at(i)) for i in range(table.row_count)]
         actions = {r[1] for r in rows}
         assert {"Pause", "Resume", "Cancel", "Retry", "Retry errored", "Filter",
-                "Pause refresh", "back from a drill-down, else quit", "quit",
+                "Pause refresh", "back from a drill-down, else quit", "copy a selection, else quit",
                 "switch screen (not while typing)"} <= actions
         await pilot.press("escape")
         assert not isinstance(app.screen, HelpScreen)
