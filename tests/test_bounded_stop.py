@@ -25,7 +25,7 @@ import pytest
 
 from core.errors import ModelError
 from core.models.retry import CALL_STOP, CallStop, RetryPolicy, call_with_retries
-from tests.helpers.queue import lab_here, start_lab
+from tests.helpers.queue import age_queued_jobs, lab_here, start_lab
 from tests.servers import Fault, LoopbackServer, OpenAIApp, Reply, Request, react_responder
 
 GRACE_S = 0.5
@@ -153,6 +153,7 @@ def test_a_stop_with_hung_calls_ends_in_bounded_time(tmp_path, kind, worker_type
         app.script.always = None  # the model answers again: the next worker completes the grid
         # what the stopped worker left is in lab.db and its queue file, whatever its type: a
         # thread worker in this process completes the grid (no signal reaches it)
+        age_queued_jobs(db)  # the released jobs: re-sent at the worker's start
         out = lab_here(db, config, "worker", "--until-idle")
         assert out.returncode == 0, out.stderr[-2000:]
     assert {state for (state, _) in _query(db, "SELECT state, count(*) FROM jobs GROUP BY "

@@ -19,7 +19,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.queue import ROOT, episode_census, lab_here, start_lab, write_registry
+from tests.helpers.queue import (
+    ROOT,
+    age_queued_jobs,
+    episode_census,
+    lab_here,
+    start_lab,
+    write_registry,
+)
 from tests.helpers.waiting import wait_until
 
 GRID = ["enqueue", "--models", "sim-slow,sim-slow-clock", "--conditions", "none,enforced_rule",
@@ -122,6 +129,7 @@ def test_sigterm_releases_jobs_then_restart_completes(grid):
     assert "running" not in census["jobs"], census  # released, not left under a lease
     assert _live_rows(db) == 0  # a graceful stop leaves no live row
     assert census["episodes"] < EXPECTED and census["broken"] == 0
+    age_queued_jobs(db)  # released jobs: re-sent at the next worker's start
     _finish(db, config)  # lease 30 s would block a retake: released jobs need none
     _assert_complete(db, log)
 

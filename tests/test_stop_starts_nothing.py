@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.queue import lab_here, start_lab
+from tests.helpers.queue import age_queued_jobs, lab_here, start_lab
 from tests.servers import LoopbackServer, OpenAIApp, Reply, Request, react_responder
 
 ROUNDS = int(os.environ.get("LAB_STOP_ROUNDS", "4"))
@@ -139,6 +139,7 @@ def test_stops_start_no_call_after_the_signal(tmp_path):
         assert out.returncode == 0, out.stderr
         leaks = []
         for i, (kind, how, k) in enumerate(STOPS):
+            age_queued_jobs(db)  # the jobs the last stop released: taken at the start
             log = tmp_path / f"worker-{i}.log"
             proc = start_lab(db, config, "worker", "--type", kind, "--lease", "30",
                              "--grace", "1", log=log)
@@ -155,6 +156,7 @@ def test_stops_start_no_call_after_the_signal(tmp_path):
                 leaks.append((i, kind, how, k, server_app.after))
         assert not leaks, f"calls after the signal (stop, type, how, K, calls): {leaks}"
         server_app.answer_all()
+        age_queued_jobs(db)
         done = lab_here(db, config, "worker", "--until-idle")  # no signal: in this process
         assert done.returncode == 0, done.stderr[-2000:]
     conn = sqlite3.connect(db)

@@ -8,6 +8,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+from datetime import datetime, timedelta
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -69,6 +70,26 @@ def _env() -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     return env
+
+
+def age_queued_jobs(db: Path, seconds: float = 3600.0) -> None:
+    """Make the queued jobs `seconds` older, as a worker sees them once that time passed.
+
+    A job a stopping worker released has no message in the queue, and a worker's
+    reconcile sends it one only once it is older than `jobs.reconcile.GRACE_S` (it may be
+    on its way into the queue), at start or every few seconds: aged, the next worker
+    takes it at once instead of after its next reconcile. The time is injected; the
+    sequence is the same.
+    """
+    conn = sqlite3.connect(db)
+    try:
+        with conn:
+            rows = conn.execute("SELECT id, updated_at FROM jobs WHERE state = 'queued'")
+            conn.executemany("UPDATE jobs SET updated_at = ? WHERE id = ?", [
+                ((datetime.fromisoformat(at) - timedelta(seconds=seconds)).isoformat(), i)
+                for i, at in rows.fetchall()])
+    finally:
+        conn.close()
 
 
 def episode_census(db: Path) -> dict:
