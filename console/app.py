@@ -382,8 +382,7 @@ class LabApp(App[None]):
         """A checklist shows its cursor as soon as it has focus (not at the first arrow);
         toasts move off a text field that takes focus (`console.toast_place`)."""
         widget = event.widget
-        screen = widget.screen
-        self.call_after_refresh(place_toasts, screen, widget)
+        self.call_after_refresh(place_toasts, widget)
         if isinstance(widget, SelectionList) and widget.highlighted is None \
                 and widget.option_count:
             widget.highlighted = 0

@@ -11,6 +11,7 @@ docked at the top (app.tcss); otherwise toasts stay at the bottom.
 
 from __future__ import annotations
 
+from textual.dom import NoScreen
 from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Input, TextArea
@@ -31,6 +32,13 @@ def toasts_on_top(field: Widget, screen: Screen[object]) -> bool:
     return middle >= screen.size.height / 2
 
 
-def place_toasts(screen: Screen[object], focused: Widget | None) -> None:
-    """Dock `screen`'s toasts away from the focused text field (see the module's note)."""
-    screen.set_class(focused is not None and toasts_on_top(focused, screen), TOP)
+def place_toasts(focused: Widget) -> None:
+    """Dock the toasts of `focused`'s screen away from it when it is a text field (see
+    the module's note); nothing when it has left its screen since it took focus."""
+    if not focused.is_attached:
+        return
+    try:
+        screen = focused.screen
+    except NoScreen:
+        return
+    screen.set_class(toasts_on_top(focused, screen), TOP)
