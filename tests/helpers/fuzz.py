@@ -49,10 +49,13 @@ def fuzz_settings(default: int) -> settings:
 # ── strategies ───────────────────────────────────────────────────────────────────────
 
 CONTROL = "\x00\x01\x07\x08\x0b\x1b\x7f\x85\u202e\ufeff"
-WEIRD_TEXT = st.text(alphabet=st.one_of(st.characters(codec="utf-8"),
+WEIRD_TEXT = st.text(alphabet=st.one_of(st.characters(exclude_categories=["Cs"]),
                                         st.sampled_from(list(CONTROL + "\n\t\"\\[]{}=#'"))),
                      max_size=40)
-"""Short text with control characters, quotes and brackets among any other."""
+"""Short text with control characters, quotes and brackets among any other (any
+character UTF-8 encodes: all but the surrogates, category Cs; the same characters as
+`codec="utf-8"`, whose table hypothesis builds by encoding every code point, about 5 s
+in each test process before its first cached run)."""
 
 NUMBERS = st.one_of(
     st.integers(min_value=-(2**70), max_value=2**70),
