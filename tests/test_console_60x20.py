@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import re
 import shutil
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
-from textual.app import App
+from textual.app import App, ComposeResult
 from textual.geometry import Region
 from textual.pilot import Pilot
 from textual.widget import Widget
@@ -94,9 +93,6 @@ def split_words(app: App[None]) -> list[str]:
     return found
 
 
-Step = Callable[[Pilot[None]], Awaitable[None]]
-
-
 async def keys(pilot: Pilot[None], *pressed: str) -> None:
     await pilot.press(*pressed)
     await settle(pilot)
@@ -155,3 +151,21 @@ async def test_the_enqueue_preview_keeps_its_words_at_60x20(lab_db: Path) -> Non
                 break
         assert "can be queued" in str(preview.render())
         assert split_words(app) == []
+
+
+class _Narrow(App[None]):
+    """Two 8-column labels: one word too long for a line, and words that wrap between."""
+
+    CSS = "Static { width: 8; height: auto; }"
+
+    def compose(self) -> ComposeResult:
+        yield Static("exploratory", id="long")
+        yield Static("one two three", id="words")
+
+
+@pytest.mark.asyncio
+async def test_the_scan_finds_a_split_word_and_only_that() -> None:
+    app = _Narrow()
+    async with app.run_test(size=(20, 8)) as pilot:
+        await pilot.pause()
+        assert split_words(app) == ["Static#long: explorat|ory"]
