@@ -206,11 +206,11 @@ def test_a_long_refusal_mid_grid_errors_nothing_and_the_grid_completes(tmp_path)
     server = LoopbackServer(app).start()
     port = server.port
     config.write_text(REGISTRY.format(url=server.url))
-    for args in (("demo-set",), ("sets", "create", "d25", "--dataset", "demo", "--n", "25",
+    for args in (("demo-set",), ("sets", "create", "d12", "--dataset", "demo", "--n", "12",
                                  "--seed", "0"),
                  ("enqueue", "--models", "vllm-loop", "--conditions",
                   "none,enforced_rule,permit,budget", "--regimes", "clean,persistent",
-                  "--set", "d25", "--run", "outage")):
+                  "--set", "d12", "--run", "outage")):
         done = lab_here(db, config, *args)
         assert done.returncode == 0, done.stderr
     conn = sqlite3.connect(db, timeout=30)
@@ -238,7 +238,7 @@ def test_a_long_refusal_mid_grid_errors_nothing_and_the_grid_completes(tmp_path)
         if worker.poll() is None:
             worker.kill()
         server.stop()
-    assert count("SELECT count(*) FROM episodes") == 200
+    assert count("SELECT count(*) FROM episodes") == 96
     assert count("SELECT count(*) FROM episodes WHERE error IS NOT NULL") == 0
     assert app.calls > before  # the server answered the episodes that waited
     with sqlite3.connect(db) as c:

@@ -47,10 +47,10 @@ def test_queue_file_is_beside_lab_db_not_inside(db_path):
 
 def test_dry_run_counts_match_what_a_run_stores(lab):
     db, settings, models = lab
-    req = request(seeds=(0, 1))
+    req = request(models=("sim-own5",), seeds=(0, 1))  # one model: the counts multiply alike
     dry = plan(db, req, models).summary()
-    assert dry["cells"] == 2 * 2 * 3 * 2 and dry["new_episodes"] == 24 * 60
-    assert dry["jobs"] == 24 * 2  # 60 questions → jobs of 50 and 10
+    assert dry["cells"] == 1 * 2 * 3 * 2 and dry["new_episodes"] == 12 * 60
+    assert dry["jobs"] == 12 * 2  # 60 questions → jobs of 50 and 10
     assert store.count(db, "cells") == 0  # a dry run writes nothing
     _, grid, njobs = enqueue_grid(db, settings, req, models)
     assert njobs == dry["jobs"]
@@ -59,7 +59,7 @@ def test_dry_run_counts_match_what_a_run_stores(lab):
     assert store.count(db, "cells") == dry["cells"]
     assert ledger.job_states(db) == {"done": dry["jobs"]}
     (g,) = status(db)
-    assert (g.expected, g.stored, g.errored) == (1440, 1440, 0)
+    assert (g.expected, g.stored, g.errored) == (720, 720, 0)
 
 
 def test_enqueueing_existing_cells_resumes_only_missing(lab):
@@ -121,14 +121,14 @@ def test_expired_lease_while_first_worker_runs_duplicates_nothing(lab, tmp_path)
 
 def test_pause_resume_and_cancel(lab):
     db, settings, models = lab
-    enqueue_grid(db, settings, request(run="p"), models)
+    enqueue_grid(db, settings, request(models=("sim-own5",), run="p"), models)
     paused = control(db, settings, "pause", "run", "p")
     assert paused and ledger.job_states(db) == {"paused": len(paused)}
     run_worker(settings, until_idle=True)  # paused jobs are not work: returns at once
     assert store.count(db, "episodes") == 0
     control(db, settings, "resume", "run", "p")
     run_worker(settings, until_idle=True)
-    assert store.count(db, "episodes") == 12 * 60
+    assert store.count(db, "episodes") == 6 * 60
     with pytest.raises(LabError, match="no jobs for run 'zzz'"):
         control(db, settings, "cancel", "run", "zzz")
 
