@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.base.arms import _run_starts
-from analysis.stats.codes import sorted_codes
+from analysis.stats.codes import changes, sorted_codes
 
 
 def test_equal_text_in_distinct_objects_gets_one_code_and_missing_comes_last() -> None:
@@ -27,3 +27,25 @@ def test_runs_start_where_a_value_changes() -> None:
                           "b": [1, 1, 1, 2, 2]})
     assert _run_starts(frame, ["a", "b"]).tolist() == [0, 2, 3, 4]
     assert _run_starts(frame.iloc[:0], ["a"]).tolist() == []
+
+
+def test_changes_are_the_elementwise_comparison_of_neighbours() -> None:
+    """`changes` compares pointers first, then values where the objects differ: the
+    comparison numpy makes, on equal text in distinct objects, None, NaN and numbers;
+    only the very same object twice is never a change (the same NaN object included)."""
+    nan = float("nan")
+    x1, x2 = "".join(["x", "y"]), "".join(["x", "y"])
+    rng = np.random.default_rng(0)
+    pool = [x1, x2, "z", None, 3, 3.0, float("nan")]
+    values = np.array([pool[i] for i in rng.integers(0, len(pool), 500)], dtype=object)
+    want = values[1:] != values[:-1]
+    same = np.array([a is b for a, b in zip(values[1:], values[:-1])])
+    want[same] = False
+    assert changes(values).tolist() == want.tolist()
+    assert changes(np.array([nan, nan, x1, x2, "z"], dtype=object)).tolist() == [
+        False, True, False, True]
+    assert changes(np.array([1, 1, 2])).tolist() == [False, True]
+    assert changes(np.array([nan, nan])).tolist() == [True]  # float NaNs: numpy's rule
+    assert changes(np.array([], dtype=object)).tolist() == []
+    strided = np.array([x1, "q", x2, "q", "z", "q"], dtype=object)[::2]
+    assert changes(strided).tolist() == [False, True]

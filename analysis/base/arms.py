@@ -25,7 +25,7 @@ from types import MappingProxyType
 import numpy as np
 import pandas as pd
 
-from analysis.stats.codes import first_rows, sorted_codes
+from analysis.stats.codes import changes, first_rows, sorted_codes
 from core.pack_labels import split_pack
 from core.regimes import MEAN6, regime_family
 
@@ -149,7 +149,8 @@ def _families(frame: pd.DataFrame, split: bool) -> pd.Series:
 
 def _run_starts(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
     """The first row of each run of rows holding equal values in `columns` (a NaN starts
-    a run of its own: runs are only ever cut too often, never joined wrongly).
+    a run of its own unless the row before holds the very same object: runs are only
+    ever cut too often, never joined wrongly).
 
     Args:
         frame: the rows.
@@ -161,8 +162,7 @@ def _run_starts(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
     n = len(frame)
     change = np.zeros(max(n - 1, 0), dtype=bool)
     for column in columns:
-        values = frame[column].to_numpy()
-        change |= values[1:] != values[:-1]
+        change |= changes(frame[column].to_numpy())
     return np.flatnonzero(np.concatenate(([n > 0], change)))
 
 

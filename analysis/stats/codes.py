@@ -7,6 +7,8 @@ from its episodes), so comparing equal strings is an identity check inside panda
 
 from __future__ import annotations
 
+import ctypes
+
 import numpy as np
 import pandas as pd
 
@@ -42,3 +44,32 @@ def codes(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
             return c, u
     c, u = pd.factorize(values, sort=True)
     return c.astype(np.int64), np.asarray(u)
+
+
+def changes(values: np.ndarray) -> np.ndarray:
+    """Where each value differs from the one before: ``values[1:] != values[:-1]``, except
+    that an object is never unequal to itself (the same NaN object twice is no change).
+
+    For an object column only the neighbours held by different objects are compared:
+    a decision frame's text columns hold one object per distinct value, spread over its
+    rows, so the comparison is of pointers (integers, in C) and of the few places where
+    they differ (0.07 s -> under 0.01 s for 12 columns of 886,000 decisions).
+
+    Args:
+        values: a 1-D array.
+
+    Returns:
+        Boolean array of length ``len(values) - 1`` (empty for fewer than two values).
+    """
+    n = len(values)
+    if n < 2:
+        return np.zeros(0, dtype=bool)
+    if values.dtype != object or values.ndim != 1 or not values.flags.c_contiguous:
+        return np.asarray(values[1:] != values[:-1], dtype=bool)
+    # the object pointers themselves, read in place (numpy gives no view of an object
+    # array as integers); `values` outlives the view, used only here
+    pointers = np.ctypeslib.as_array((ctypes.c_size_t * n).from_address(values.ctypes.data))
+    at = np.flatnonzero(pointers[1:] != pointers[:-1])
+    out = np.zeros(n - 1, dtype=bool)
+    out[at] = np.asarray(values[at + 1] != values[at], dtype=bool)
+    return out
