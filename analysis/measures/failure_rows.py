@@ -20,7 +20,7 @@ from analysis.base.arms import GROUP_KEYS, ArmKey, Grouping
 from analysis.measures.decisions import judgment_columns
 from analysis.measures.hazard_sample import after_useless
 from analysis.stats.bootstrap import Interval, resample_weights, summarize_columns
-from analysis.stats.codes import codes
+from analysis.stats.codes import changes, codes
 from analysis.stats.lpm_batch import CodedSample
 from analysis.stats.lpm_boot import distinct_columns
 from core.regimes import FAILURE_REGIMES, MAIN_FAMILY
@@ -90,16 +90,16 @@ def _group_codes(decisions: pd.DataFrame, grouping: Grouping
     A decision repeats its episode's grouping columns, so a run is typically one
     episode: grouping a fifth of the rows gives the same groups and keys (a key reads
     only the distinct values within its group), spread back over the runs. A boundary
-    is wherever a column's value changes (a NaN always starts a run of its own, which
-    only splits a run and changes nothing).
+    is wherever a column's value changes (`analysis.stats.codes.changes`: compared by
+    pointer first; a NaN starts a run of its own unless the row before holds the same
+    object, which only splits a run and changes nothing).
     """
     n = len(decisions)
     start = np.zeros(n, dtype=bool)
     start[:1] = True
     for column in (*GROUP_KEYS, "regime", "condition", "amendment"):
         if column in decisions:
-            values = decisions[column].to_numpy()
-            start[1:] |= values[1:] != values[:-1]
+            start[1:] |= changes(decisions[column].to_numpy())
     first = np.flatnonzero(start)
     if len(first) == n:
         return grouping.codes(decisions, families=True)
