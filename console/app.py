@@ -79,6 +79,9 @@ class ConsoleConfig:
             (`console.warmup`); None: when the console runs in a terminal (then it owns
             its process), not headless (tests run many apps in one process). The bench
             sets True to measure what `lab` does.
+        warm_up: warm the other screens up once the first shows its numbers
+            (`console.warmup`); tests that do not test it turn it off (its thread keeps
+            Textual's Pilot waiting for an idle process).
     """
 
     db_path: Path
@@ -95,6 +98,7 @@ class ConsoleConfig:
     outcome_resamples: int = 2000
     preview_debounce_s: float = 0.3
     freeze_gc: bool | None = None
+    warm_up: bool = True
 
 
 INERT_LINES = InertLines()
@@ -177,7 +181,8 @@ class LabApp(App[None]):
         self.switch_mode(self.config.first_screen)
         self._check_writable()
         self.set_interval(self.config.poll_s, self._poll)
-        self._warm_timer = self.set_interval(0.05, self._tick_warm_up)
+        if self.config.warm_up:
+            self._warm_timer = self.set_interval(0.05, self._tick_warm_up)
         self._started = True
 
     # ---- warm-up (target: each screen's first visit ≤ 0.5 s) ------------------------

@@ -78,7 +78,7 @@ def lab_db(tmp_path: Path) -> Path:
 def app_on(db: Path, config: Path = Path("lab.toml")):
     """The console on the Enqueue screen, previews without a debounce pause."""
     return make_app(db, ConsoleConfig(db_path=db, config_path=config, first_screen="enqueue",
-                                      preview_debounce_s=0.01,
+                                      preview_debounce_s=0.01, warm_up=False,
                                       clock=lambda: FIXED_TS))  # the header's read time
 
 
@@ -308,7 +308,7 @@ async def test_ctrl_s_while_planning_queues_the_new_plan_and_focus_leaves_the_ru
     """ctrl+s typed right after a change, before the new plan is on show, waits for that
     plan and asks about it (it used to say 'nothing to queue' beside 'can be queued');
     after queueing, a digit switches screens instead of renaming the next run."""
-    app = make_app(lab_db, ConsoleConfig(db_path=lab_db, first_screen="enqueue",
+    app = make_app(lab_db, ConsoleConfig(warm_up=False, db_path=lab_db, first_screen="enqueue",
                                          preview_debounce_s=600, clock=lambda: FIXED_TS))
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)

@@ -25,7 +25,7 @@ def lab_db(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> Path:
 
 
 def _app(db: Path, first: str):
-    return make_app(Path(db.name), ConsoleConfig(
+    return make_app(Path(db.name), ConsoleConfig(warm_up=False,
         db_path=Path(db.name), first_screen=first, export_dir=Path("exports"),
         clock=lambda: FIXED_TS, check_endpoints=False, n_boot=RESAMPLES,
         hazard_boot=RESAMPLES))

@@ -136,7 +136,7 @@ def lab_db(tmp_path: Path) -> Path:
 async def test_warm_up_loads_every_screen_then_first_visits_skip_restyles(
         lab_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     frozen = gc.get_freeze_count()
-    app = console_app(lab_db)
+    app = console_app(lab_db, warm_up=True)
     async with app.run_test(size=(80, 24)) as pilot:
         await pause_until(pilot, lambda: app.warm, "the warm-up")
         for info in SCREENS:

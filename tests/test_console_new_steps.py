@@ -65,7 +65,8 @@ async def _settle(pilot) -> None:
 
 async def _body(db_path: Path, episode_id: int, t: int) -> tuple[str, str, object]:
     """The step body and step strip the Trajectories screen shows at action t."""
-    app = make_app(db_path, ConsoleConfig(db_path=db_path, first_screen="trajectories"))
+    app = make_app(db_path, ConsoleConfig(db_path=db_path, first_screen="trajectories",
+                                          warm_up=False))
     async with app.run_test(size=(120, 40)) as pilot:
         await _settle(pilot)
         app.screen.open_episode(episode_id, t)

@@ -54,7 +54,7 @@ RESAMPLES = 200
 
 def _app(db: Path):
     rel = Path(db.name) if db.parent == Path.cwd() else db
-    return make_app(rel, ConsoleConfig(db_path=rel, first_screen="results",
+    return make_app(rel, ConsoleConfig(warm_up=False, db_path=rel, first_screen="results",
                                        export_dir=Path("exports"), clock=lambda: FIXED_TS,
                                        n_boot=RESAMPLES, hazard_boot=RESAMPLES))
 

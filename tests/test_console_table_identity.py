@@ -115,7 +115,7 @@ async def test_console_at_80x24_every_block_tells_its_rows_apart(two_runs: Path,
     shutil.copy(two_runs, db)
     app = make_app(db, ConsoleConfig(db_path=db, first_screen="results", clock=lambda: FIXED_TS,
                                      export_dir=tmp_path / "exports", n_boot=100,
-                                     hazard_boot=100))
+                                     hazard_boot=100, warm_up=False))
     seen = {}
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)

@@ -33,7 +33,7 @@ def _app(two_runs: Path, tmp_path: Path):
     shutil.copy(two_runs, db)
     return make_app(db, ConsoleConfig(db_path=db, first_screen="results", clock=lambda: FIXED_TS,
                                       export_dir=tmp_path / "exports", n_boot=100,
-                                      hazard_boot=100))
+                                      hazard_boot=100, warm_up=False))
 
 
 def test_sort_values_and_order() -> None:

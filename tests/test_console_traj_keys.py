@@ -36,7 +36,7 @@ def lab_db(trajectories_db: Path, tmp_path: Path) -> Path:
 
 
 def _app(db: Path):
-    return make_app(db, ConsoleConfig(db_path=db, first_screen="trajectories",
+    return make_app(db, ConsoleConfig(warm_up=False, db_path=db, first_screen="trajectories",
                                       clock=lambda: FIXED_TS))
 
 

@@ -36,7 +36,7 @@ def lab_db(trajectories_db: Path, tmp_path: Path) -> Path:
 def _app(db: Path):
     """The console on `db`, named relative to the test's directory (the header shows it)."""
     rel = Path(db.name) if db.parent == Path.cwd() else db
-    return make_app(rel, ConsoleConfig(db_path=rel, first_screen="trajectories",
+    return make_app(rel, ConsoleConfig(warm_up=False, db_path=rel, first_screen="trajectories",
                                        clock=lambda: FIXED_TS))  # the header's read time
 
 
@@ -332,7 +332,7 @@ async def test_resizing_lays_out_matched_arms_again(lab_db: Path) -> None:
 async def test_escape_from_a_trajectory_opened_from_results_returns_to_results(
         lab_db: Path) -> None:
     rel = Path(lab_db.name) if lab_db.parent == Path.cwd() else lab_db
-    app = make_app(rel, ConsoleConfig(db_path=rel, first_screen="results",
+    app = make_app(rel, ConsoleConfig(warm_up=False, db_path=rel, first_screen="results",
                                       clock=lambda: FIXED_TS))
     async with app.run_test(size=(80, 24)) as pilot:
         await _settle(pilot)

@@ -81,12 +81,12 @@ def cached_fixture(cache: Path, target: Path) -> Path:
 def console_app(db: Path, **config: object):
     """The console on `db`, named relative to the test's directory (the header shows it),
     with the clock frozen at FIXED_TS, no endpoint checks and 200 resamples (Results,
-    Pre-registration outcomes) unless asked."""
+    Pre-registration outcomes) and no warm-up (`console.warmup`) unless asked."""
     from console.app import ConsoleConfig, make_app
 
     rel = Path(db.name) if db.parent == Path.cwd() else db
     settings = {"clock": lambda: FIXED_TS, "check_endpoints": False, "n_boot": 200,
-                "hazard_boot": 200, "outcome_resamples": 200, **config}
+                "hazard_boot": 200, "outcome_resamples": 200, "warm_up": False, **config}
     return make_app(rel, ConsoleConfig(db_path=rel, **settings))  # type: ignore[arg-type]
 
 
@@ -102,11 +102,21 @@ async def wait_workers(app) -> None:
             continue
 
 
-async def settle(pilot) -> None:
-    """Wait for every worker, then let the screen refresh (twice: results start workers)."""
-    for _ in range(2):
+def busy(app) -> bool:
+    """Whether a worker of the app is pending or running."""
+    from textual.worker import WorkerState
+
+    return any(w.state in (WorkerState.PENDING, WorkerState.RUNNING) for w in app.workers)
+
+
+async def settle(pilot, rounds: int = 4) -> None:
+    """Wait for every worker, then let the screen refresh; again while that refresh
+    started workers (a read's result starts the next read), `rounds` times at most."""
+    for _ in range(rounds):
         await wait_workers(pilot.app)
         await pilot.pause()
+        if not busy(pilot.app):
+            return
 
 
 # ---- the Pre-registration screen's lab.db (test_console_prereg*.py) ------------------
@@ -158,20 +168,18 @@ def copy_db(built: Path, target: Path) -> Path:
 
 
 def prereg_app(db: Path):
-    """The console opened on the Pre-registration screen, with few resamples."""
+    """The console opened on the Pre-registration screen, with few resamples (no warm-up)."""
     from console.app import ConsoleConfig, make_app
 
     return make_app(db, ConsoleConfig(db_path=db, first_screen="prereg",
-                                      outcome_resamples=200,
+                                      outcome_resamples=200, warm_up=False,
                                       clock=lambda: FIXED_TS))  # the header's read time
 
 
 async def settle_prereg(pilot) -> None:
     """Let workers (and the ones their results start) finish."""
-    for _ in range(3):
-        await pilot.pause()
-        await wait_workers(pilot.app)
     await pilot.pause()
+    await settle(pilot)
 
 
 def amendment(db: Path, amendment_id: str) -> dict:
