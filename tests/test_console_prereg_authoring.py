@@ -52,7 +52,8 @@ async def test_the_editors_open_on_templates_and_check_as_you_type(lab_db: Path)
         await settle(pilot)
         assert screen.focused is tests
         assert tests.cursor_location == (at, 1)  # past the head notes, inside the []
-        await pilot.press(*'{"id": "K1", "kind": "median_action", "condition": "none", ')
+        # the test's head put in at once, the rest (the typo) typed key by key
+        tests.insert('{"id": "K1", "kind": "median_action", "condition": "none", ')
         await pilot.press(*'"op": ">=", "valeu": 3}')
         await pilot.pause()
         line = check_line(screen)
@@ -138,10 +139,10 @@ async def test_unsaved_text_survives_a_restart_until_saved_or_discarded(
         screen = await open_editor(pilot, "A2")
         body = screen.query_one("#editor-body", TextArea)
         body.move_cursor(body.document.end)
-        await pilot.press(*" Typed before the crash.")
+        await pilot.press(*" Typed.")
         screen.query_one("#editor-scope", TextArea).text = '{"models": [broken'
         texts = await wait_kept(pilot, lab_db, True)
-        assert texts is not None and texts["body"].endswith("Typed before the crash.")
+        assert texts is not None and texts["body"].endswith("Typed.")
         assert texts["scope"] == '{"models": [broken'
     # the console ended without a save (as a killed one would): a new one brings it back
     assert amendment(lab_db, "A2")["body"] == "A draft: **not** frozen yet."
@@ -149,7 +150,7 @@ async def test_unsaved_text_survives_a_restart_until_saved_or_discarded(
         await settle(pilot)
         screen = await open_editor(pilot, "A2")
         assert screen.query_one("#editor-body", TextArea).text.endswith(
-            "Typed before the crash.")
+            "Typed.")
         assert "unsaved: body, scope" in str(screen.query_one("#editor-head").render())
         assert check_line(screen).startswith("✗ Scope line 1: scope: invalid JSON")
         assert any("unsaved text from" in n.message for n in pilot.app._notifications)
