@@ -41,9 +41,8 @@ async def test_digit_keys_switch_screens(lab_db: Path) -> None:
 
 @pytest.mark.asyncio
 async def test_help_lists_the_screen_and_app_keys(lab_db: Path) -> None:
-    app = console_app(lab_db)
+    app = console_app(lab_db, first_screen="jobs")
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.press("4")
         await settle(pilot)
         await pilot.press("question_mark")
         await pilot.pause()
@@ -61,9 +60,8 @@ async def test_help_lists_the_screen_and_app_keys(lab_db: Path) -> None:
 
 @pytest.mark.asyncio
 async def test_palette_has_every_screen_and_the_screens_actions(lab_db: Path) -> None:
-    app = console_app(lab_db)
+    app = console_app(lab_db, first_screen="live")
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.press("5")
         await settle(pilot)
         titles = [c.title for c in app.get_system_commands(app.screen)]
         for i, info in enumerate(SCREENS, start=1):
@@ -186,9 +184,8 @@ async def test_footer_rebuilds_only_when_its_keys_change(lab_db: Path) -> None:
 
     from console.widgets.footer import LabFooter
 
-    app = console_app(lab_db)
+    app = console_app(lab_db, first_screen="jobs")
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.press("4")
         await settle(pilot)
         footer = app.screen.query_one(LabFooter)
         keys = list(footer.query(FooterKey))

@@ -68,9 +68,8 @@ def test_monitor_error_reads(lab_db: Path) -> None:
 
 @pytest.mark.asyncio
 async def test_jobs_show_errored_counts_and_last_error(lab_db: Path) -> None:
-    app = console_app(lab_db)
+    app = console_app(lab_db, first_screen="jobs")
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.press("4")
         await settle(pilot)
         await pilot.press("j", "l")
         await settle(pilot)

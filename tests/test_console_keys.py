@@ -90,9 +90,8 @@ def test_rank_keys_cuts_the_least_useful_first() -> None:
 
 @pytest.mark.asyncio
 async def test_help_is_the_screens_cheat_sheet_workflow_first(lab_db: Path) -> None:
-    app = console_app(lab_db)
+    app = console_app(lab_db, first_screen="jobs")
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.press("4")
         await settle(pilot)
         await pilot.press("question_mark")
         await pilot.pause()

@@ -60,9 +60,8 @@ async def test_follow_a_slow_sim_while_a_worker_runs_it(tmp_path: Path) -> None:
     # 300 ms a step: the screen's 0.2 s poll sees several steps of each episode even
     # when a loaded machine slows it down a few times over
     db_path, settings = _slow_grid(tmp_path, latency=300)
-    app = console_app(db_path, config_path=settings.config_path)
+    app = console_app(db_path, config_path=settings.config_path, first_screen="live")
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.press("5")
         await settle(pilot)
         assert "no running episode yet" in str(app.screen.query_one("#live-head", Static)
                                                  .render())
@@ -94,10 +93,9 @@ async def test_follow_a_slow_sim_while_a_worker_runs_it(tmp_path: Path) -> None:
 async def test_pick_an_episode_and_toggle_follow(tmp_path: Path) -> None:
     db_path, settings = _slow_grid(tmp_path, latency=400)
     worker = _worker(db_path, settings)
-    app = console_app(db_path, config_path=settings.config_path)
+    app = console_app(db_path, config_path=settings.config_path, first_screen="live")
     try:
         async with app.run_test(size=(80, 24)) as pilot:
-            await pilot.press("5")
             await pause_until(pilot, lambda: app.screen.episode is not None,
                               "the worker's first live episode")
             await pilot.press("o")
@@ -200,9 +198,8 @@ async def test_wrapped_lines_lose_nothing_and_keep_their_indent(built: Path,
     store.live_step(db, live, replace(last, t=last.t + 1, thought=thought, shown=page,
                                       obs_index=(last.obs_index or 0) + 1))
     db.conn.close()
-    app = console_app(tmp_path / "lab.db")
+    app = console_app(tmp_path / "lab.db", first_screen="live")
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.press("5")
         await settle(pilot)
         await pilot.pause(0.3)
         await settle(pilot)

@@ -220,12 +220,10 @@ async def test_every_write_action_fails_into_a_toast(lab_db: Path, undetected: N
                                                      what: str) -> None:
     frozen, draft = _ids(lab_db)
     before = _snapshot(lab_db)
-    key, kind = (("4", JobsScreen) if what in JOBS_ACTIONS else
-                 ("3", EnqueueScreen) if what == "queue" else ("2", PreregScreen))
-    app = console_app(lab_db)
+    mode, kind = (("jobs", JobsScreen) if what in JOBS_ACTIONS else
+                  ("enqueue", EnqueueScreen) if what == "queue" else ("prereg", PreregScreen))
+    app = console_app(lab_db, first_screen=mode)  # the write's screen: no other one shown
     async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot)
-        await pilot.press(key)
         await settle(pilot)
         assert isinstance(app.screen, kind)
         _start_write(app.screen, what, frozen, draft)
