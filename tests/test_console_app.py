@@ -14,15 +14,21 @@ from console.cli import console as console_cmd
 from console.screens import SCREENS
 from console.screens.help import HelpScreen
 from core import store
-from tests.helpers.console import build, console_app, settle
+from tests.helpers.console import build, console_app, copy_db, settle
 from tests.helpers.queue import run_lab
 from tests.helpers.waiting import pause_until
 
 
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A lab.db with a queued (not run) sim grid, built once per module."""
+    return build(tmp_path_factory.mktemp("app") / "lab.db", run=False)
+
+
 @pytest.fixture
-def lab_db(tmp_path: Path) -> Path:
-    """A lab.db with a queued (not run) sim grid."""
-    return build(tmp_path / "lab.db", run=False)
+def lab_db(built: Path, tmp_path: Path) -> Path:
+    """A private copy of it in the test's directory."""
+    return copy_db(built, tmp_path / "lab.db")
 
 
 @pytest.mark.asyncio

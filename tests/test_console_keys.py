@@ -12,7 +12,7 @@ from textual.widgets import Input, SelectionList, Static
 from console.screens import SCREENS
 from console.screens.help import HelpScreen, workflow
 from console.widgets.footer import LabFooter, rank_keys
-from tests.helpers.console import build, console_app, settle
+from tests.helpers.console import build, console_app, copy_db, settle
 
 ESSENTIAL = {
     "dashboard": ["r Reload", "h Check endpoints"],
@@ -26,10 +26,16 @@ ESSENTIAL = {
 """What each screen's footer must show at 80 columns (besides ? Help and q Quit)."""
 
 
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A lab.db with a run sim grid, built once per module."""
+    return build(tmp_path_factory.mktemp("keys") / "lab.db", run=True)
+
+
 @pytest.fixture
-def lab_db(tmp_path: Path) -> Path:
-    """A lab.db with a run sim grid."""
-    return build(tmp_path / "lab.db", run=True)
+def lab_db(built: Path, tmp_path: Path) -> Path:
+    """A private copy of it in the test's directory."""
+    return copy_db(built, tmp_path / "lab.db")
 
 
 @pytest.mark.asyncio
