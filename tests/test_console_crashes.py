@@ -32,20 +32,26 @@ from console.widgets.footer import LabFooter
 from core import store
 from core.demo_set import ensure_demo_set
 from core.errors import LabError, StoreError
-from tests.helpers.console import build, console_app, settle
+from tests.helpers.console import build, console_app, copy_db, settle
 from tests.helpers.waiting import pause_until
 
 ROUNDS = 50
 
 
-@pytest.fixture
-def lab_db(tmp_path: Path) -> Path:
-    """The demo questions and set."""
-    path = tmp_path / "lab.db"
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo questions and set, built once."""
+    path = tmp_path_factory.mktemp("crashes") / "lab.db"
     db = store.connect(path)
     ensure_demo_set(db)
     db.conn.close()
     return path
+
+
+@pytest.fixture
+def lab_db(built: Path, tmp_path: Path) -> Path:
+    """A private copy of it in the test's directory."""
+    return copy_db(built, tmp_path / "lab.db")
 
 
 @pytest.fixture

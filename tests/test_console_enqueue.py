@@ -22,7 +22,7 @@ from core import prereg, store
 from core.data import ids_hash
 from core.demo_set import ensure_demo_set
 from core.models.registry import load_registry
-from tests.helpers.console import FIXED_TS, wait_workers
+from tests.helpers.console import FIXED_TS, copy_db, wait_workers
 
 SCOPE = {"models": ["sim-own5", "sim-never"], "conditions": ["none", "enforced_rule:k=7"],
          "regimes": ["clean", "persistent"], "question_sets": ["test20"], "budgets": [8]}
@@ -56,10 +56,10 @@ y = queue 10 episodes (≈ $0.08)    n / escape = no, do nothing"""
 """What the enqueue confirmation says: run, amendment, episodes, calls, tokens, dollars."""
 
 
-@pytest.fixture
-def lab_db(tmp_path: Path) -> Path:
-    """dev10, held-out test20, frozen A1 (governs test20) and draft A2."""
-    path = tmp_path / "lab.db"
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """dev10, held-out test20, frozen A1 (governs test20) and draft A2, built once."""
+    path = tmp_path_factory.mktemp("enqueue") / "lab.db"
     db = store.connect(path)
     ensure_demo_set(db)
     ids = store.question_set(db, "demo")["ids"]
@@ -73,6 +73,12 @@ def lab_db(tmp_path: Path) -> Path:
                     "ELSE '2025-01-02T03:04:05+00:00' END")
     db.conn.close()
     return path
+
+
+@pytest.fixture
+def lab_db(built: Path, tmp_path: Path) -> Path:
+    """A private copy of it in the test's directory."""
+    return copy_db(built, tmp_path / "lab.db")
 
 
 def app_on(db: Path, config: Path = Path("lab.toml")):
