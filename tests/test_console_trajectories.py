@@ -13,6 +13,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from textual.widgets import Input
 
 from console.app import ConsoleConfig, make_app
 from core import store
@@ -228,9 +229,9 @@ async def test_matched_arms_marks_first_divergence(lab_db: Path) -> None:
     app = _app(lab_db)
     async with app.run_test(size=(80, 24)) as pilot:
         await _settle(pilot)
-        await pilot.press("colon")
-        for ch in "model=sim-never regime=persistent arm=none demo-003":
-            await pilot.press("space" if ch == " " else ch)
+        await pilot.press("colon")  # the filter set at once (test_filter_open_and_step types one)
+        app.screen.query_one("#traj-filter", Input).value = (
+            "model=sim-never regime=persistent arm=none demo-003")
         await pilot.press("enter")
         await _settle(pilot)
         assert len(app.screen._rows) == 1
