@@ -68,12 +68,24 @@ def reconcile(db: Database, huey: SqliteHuey, task: TaskWrapper) -> list[int]:
     """
     revived = set(recover_dead(db)) | set(ledger.expired(db))
     reconcile_live(db)
+    return send_missing(db, huey, task, GRACE_S, revived)
+
+
+def send_missing(db: Database, huey: SqliteHuey, task: TaskWrapper, grace_s: float,
+                 revived: set[int] | frozenset[int] = frozenset()) -> list[int]:
+    """Send a message for each queued job that has none and is at least `grace_s` old
+    (or in `revived`); returns their ids.
+
+    A worker's reconcile waits `GRACE_S`: a job stored a moment ago may be on its way
+    into the queue. A stopping worker sends at once (grace 0) for the jobs it and its
+    threads put back: their messages were taken, and the next worker would otherwise
+    wait for its reconcile to see them old enough."""
     pending = pending_job_ids(huey)
     now = time.time()
     out = []
     for job in ledger.queued(db):
         age = now - datetime.fromisoformat(job["updated_at"]).timestamp()
-        if job["id"] not in pending and (age >= GRACE_S or job["id"] in revived):
+        if job["id"] not in pending and (age >= grace_s or job["id"] in revived):
             enqueue_job(huey, task, job["id"], job["priority"])
             out.append(job["id"])
     return out

@@ -41,7 +41,7 @@ from core.store.episodes import remove_live
 from jobs.child import start_child, stop_child
 from jobs.engine import Engine
 from jobs.queue import make_huey
-from jobs.reconcile import reconcile
+from jobs.reconcile import reconcile, send_missing
 from jobs.settings import STOP_MARGIN_S, WorkerSettings
 from jobs.stop_signal import StopSignal
 
@@ -284,6 +284,7 @@ def _stop(db: Any, consumer: LabConsumer, engine: Engine, settings: WorkerSettin
                                                   "worker stopped before its episodes ended")
             if released:
                 log.warning("stopping: re-queued jobs %s", released)
+            send_missing(db, *make_huey(settings), grace_s=0.0)  # put back: on the queue
             remove_live(db, settings.worker_id)
             forget_worker(db, settings.worker_id)  # the endpoints it saw down: not shown
             ledger.worker_heartbeat(db, settings.worker_id, "stopped")

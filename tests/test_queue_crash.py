@@ -19,9 +19,10 @@ from pathlib import Path
 
 import pytest
 
+from jobs.queue import make_huey, pending_job_ids
+from jobs.settings import WorkerSettings
 from tests.helpers.queue import (
     ROOT,
-    age_queued_jobs,
     episode_census,
     lab_here,
     start_lab,
@@ -129,7 +130,10 @@ def test_sigterm_releases_jobs_then_restart_completes(grid):
     assert "running" not in census["jobs"], census  # released, not left under a lease
     assert _live_rows(db) == 0  # a graceful stop leaves no live row
     assert census["episodes"] < EXPECTED and census["broken"] == 0
-    age_queued_jobs(db)  # released jobs: re-sent at the next worker's start
+    # the released jobs are back on the queue (not left for a reconcile's grace)
+    queued = {int(i) for (i,) in sqlite3.connect(db).execute(
+        "SELECT id FROM jobs WHERE state = 'queued'")}
+    assert queued and queued <= pending_job_ids(make_huey(WorkerSettings(db_path=db))[0])
     _finish(db, config)  # lease 30 s would block a retake: released jobs need none
     _assert_complete(db, log)
 
