@@ -141,7 +141,14 @@ class KnowledgeBase:
             return exact
         best, best_ratio = None, 0.0
         for i, title in enumerate(self._titles):
-            ratio = SequenceMatcher(None, q, title).ratio()
+            matcher = SequenceMatcher(None, q, title)
+            # real_quick_ratio and quick_ratio bound ratio from above (difflib's own
+            # bounds, the same formula on at least as many matches): a title they cannot
+            # lift above the best is not matched in full. Same page, a fraction of the
+            # CPU (ratio was 45% of a worker's CPU per model call)
+            if matcher.real_quick_ratio() <= best_ratio or matcher.quick_ratio() <= best_ratio:
+                continue
+            ratio = matcher.ratio()
             if ratio > best_ratio:  # strict: ties keep the lowest index
                 best, best_ratio = i, ratio
         if best is not None and best_ratio > FUZZY_TITLE_MIN:
