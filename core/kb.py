@@ -49,6 +49,9 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 PRIMARY, BACKUP = "primary", "backup"
 """Values of steps.tool_source in two-source episodes."""
 
+FOUND_KEPT = 256
+"""Queries whose page one knowledge base remembers (`KnowledgeBase.search`)."""
+
 
 def normalize_title(s: str) -> str:
     """Normalise a title for exact matching.
@@ -100,7 +103,7 @@ class KnowledgeBase:
     """
 
     __slots__ = ("paragraphs", "_titles", "_first_by_title", "_words", "_texts",
-                 "_sentences")
+                 "_sentences", "_found")
 
     def __init__(self, paragraphs: Sequence[Paragraph]) -> None:
         self.paragraphs: tuple[Paragraph, ...] = tuple(paragraphs)
@@ -113,6 +116,10 @@ class KnowledgeBase:
         self._words = tuple(frozenset(page_text(p).lower().split()) for p in self.paragraphs)
         self._sentences = tuple(tuple(_SENTENCE_END.split(page_text(p)))
                                 for p in self.paragraphs)
+        self._found: dict[str, int | None] = {}
+        """Pages found for queries already searched (a KB lives as long as its question's
+        cache entry, and episodes of one question in other arms, regimes and seeds
+        search it with the same queries again); at most FOUND_KEPT."""
 
     def __len__(self) -> int:
         return len(self.paragraphs)
@@ -136,6 +143,17 @@ class KnowledgeBase:
             The page index, or None when no step selects a page.
         """
         q = query.strip().lower()
+        try:
+            return self._found[q]
+        except KeyError:
+            pass
+        found = self._search(q)
+        if len(self._found) < FOUND_KEPT:  # a plain dict: threads may both add one
+            self._found[q] = found
+        return found
+
+    def _search(self, q: str) -> int | None:
+        """`search` of a stripped, lower-cased query, not remembered."""
         exact = self._first_by_title.get(q)
         if exact is not None:
             return exact

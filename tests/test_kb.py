@@ -232,6 +232,8 @@ def _plain_search(kb: KnowledgeBase, query: str) -> int | None:
 
 
 _TITLES = [p.title for p in PAGES] + ["Otter Lanterns", "Quiet Mills of the Canal", "Velvet"]
+_SHARED_KB = KnowledgeBase(PAGES + tuple(Paragraph(t, ("Filler text.",)) for t in _TITLES[5:]))
+"""One KB for every example: its remembered pages are read by the later ones."""
 
 
 @given(st.one_of(
@@ -241,8 +243,10 @@ _TITLES = [p.title for p in PAGES] + ["Otter Lanterns", "Quiet Mills of the Cana
     .map(lambda x: x[0][:x[1]] + x[3] + x[0][x[2]:])))
 @settings(max_examples=400, deadline=None, derandomize=True, database=None)
 def test_search_is_its_definition(query: str) -> None:
-    """Skipping titles whose difflib upper bounds cannot beat the best keeps the page the
-    full match picks, ties and threshold included (titles edited by cuts and insertions,
-    and any text)."""
-    kb = KnowledgeBase(PAGES + tuple(Paragraph(t, ("Filler text.",)) for t in _TITLES[5:]))
-    assert kb.search(query) == _plain_search(kb, query)
+    """Skipping titles whose difflib upper bounds cannot beat the best, and remembering
+    what a query found, keep the page the full match picks, ties and threshold included
+    (titles edited by cuts and insertions, and any text; case and outer spaces)."""
+    want = _plain_search(_SHARED_KB, query)
+    assert _SHARED_KB.search(query) == want  # found, or remembered from an earlier query
+    assert _SHARED_KB.search(f"  {query.upper()} ") == _plain_search(_SHARED_KB, query.upper())
+    assert KnowledgeBase(_SHARED_KB.paragraphs).search(query) == want  # a fresh one
