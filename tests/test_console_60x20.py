@@ -7,7 +7,6 @@ cut inside a word without "…" (a tab strip's tabs scroll into view, and are le
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,7 @@ from textual.widget import Widget
 from textual.widgets import Input, Select, SelectionList, Static, Tab
 
 from core import prereg, store
-from tests.helpers.console import build, console_app, settle
+from tests.helpers.console import build, console_app, copy_db, settle
 
 SIZE = (60, 20)
 WORD_END = re.compile(r"([A-Za-z]+)$")
@@ -38,10 +37,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def lab_db(built: Path, tmp_path: Path) -> Path:
-    for suffix in ("", "-wal", "-shm"):
-        if Path(str(built) + suffix).exists():
-            shutil.copy(str(built) + suffix, str(tmp_path / "lab.db") + suffix)
-    return tmp_path / "lab.db"
+    return copy_db(built, tmp_path / "lab.db")
 
 
 def source_text(widget: Widget) -> str:

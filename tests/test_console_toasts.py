@@ -4,7 +4,6 @@ from the focused field)."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,7 @@ from textual.widgets._toast import Toast
 
 from console.widgets.sets_forms import SetForm
 from core import prereg, store
-from tests.helpers.console import build, console_app, settle
+from tests.helpers.console import build, console_app, copy_db, settle
 
 MESSAGE = ("a notice long enough to wrap over two lines of a toast, as the console's "
            "errors and copies often are")
@@ -34,10 +33,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def lab_db(built: Path, tmp_path: Path) -> Path:
-    for suffix in ("", "-wal", "-shm"):
-        if Path(str(built) + suffix).exists():
-            shutil.copy(str(built) + suffix, str(tmp_path / "lab.db") + suffix)
-    return tmp_path / "lab.db"
+    return copy_db(built, tmp_path / "lab.db")
 
 
 async def toast_regions(app: App[None], pilot: Pilot[None], field: Input) -> list[Region]:
