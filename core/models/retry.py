@@ -25,8 +25,9 @@ import logging
 import random
 import re
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from types import TracebackType
 from typing import Any, Protocol, TypeVar
 
 import httpx
@@ -80,14 +81,18 @@ class CallStop:
         """No call or retry starts from now on (safe from a signal handler or thread)."""
         self._requested = True
 
-    def check(self, where: str) -> None:
+    def check(self, where: Where) -> None:
         """Raise the interruption if the stop was requested (before a call or a retry).
+
+        Args:
+            where: the call's place in the message (or a function making it, called
+                only when the stop was requested).
 
         Raises:
             ModelError: reason "interrupted", when the stop was requested.
         """
         if self.requested:
-            raise interrupted(where, "the worker is stopping: call not started")
+            raise interrupted(_said(where), "the worker is stopping: call not started")
 
     def cut(self) -> None:
         """End every scope in flight now (call in the event loop's thread)."""
@@ -96,27 +101,66 @@ class CallStop:
         for scope in list(self._scopes):
             scope.reschedule(now)
 
-    @contextlib.asynccontextmanager
-    async def scope(self, where: str, timeout_s: float | None) -> AsyncIterator[None]:
-        """Bound a call (or a wait) by `timeout_s` and by the cut.
+    def scope(self, where: Where, timeout_s: float | None) -> StopScope:
+        """Bound a call (or a wait) by `timeout_s` and by the cut: `async with
+        stop.scope(where, timeout_s): ...` (`StopScope`).
 
         Raises:
             TimeoutError: `timeout_s` passed (no cut).
             ModelError: reason "interrupted", when the cut ended it.
         """
+        return StopScope(self, where, timeout_s)
+
+
+Where = str | Callable[[], str]
+"""A call's place in an interruption's message, or a function making it (the redacted
+text is then made only when a call is interrupted, not for every call)."""
+
+
+def _said(where: Where) -> str:
+    return where if isinstance(where, str) else where()
+
+
+class StopScope:
+    """A call (or a wait) bounded by a timeout and by its `CallStop`'s cut.
+
+    An async context manager written as a class: a model call enters two or three
+    scopes, and a generator-based one cost about twice as much CPU each.
+
+    Raises (on exit):
+        TimeoutError: the timeout passed (no cut).
+        ModelError: reason "interrupted", when the cut ended it.
+    """
+
+    __slots__ = ("_stop", "_timeout", "_timeout_s", "_where")
+
+    def __init__(self, stop: CallStop, where: Where, timeout_s: float | None) -> None:
+        self._stop = stop
+        self._where = where
+        self._timeout_s = timeout_s
+        self._timeout: asyncio.Timeout | None = None
+
+    async def __aenter__(self) -> None:
+        timeout = self._timeout = asyncio.timeout(self._timeout_s)
+        await timeout.__aenter__()
+        if self._stop.cut_off:
+            timeout.reschedule(asyncio.get_running_loop().time())
+        self._stop._scopes.add(timeout)
+
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc: BaseException | None, tb: TracebackType | None) -> None:
+        timeout = self._timeout
+        assert timeout is not None
+        self._stop._scopes.discard(timeout)
         try:
-            async with asyncio.timeout(timeout_s) as scope:
-                if self.cut_off:
-                    scope.reschedule(asyncio.get_running_loop().time())
-                self._scopes.add(scope)
-                try:
-                    yield
-                finally:
-                    self._scopes.discard(scope)
+            await timeout.__aexit__(exc_type, exc, tb)
         except TimeoutError:
-            if self.cut_off:
-                raise interrupted(where, "the worker stopped: call cut off") from None
+            if self._stop.cut_off:
+                raise interrupted(_said(self._where), "the worker stopped: call cut off"
+                                  ) from None
             raise
+        if isinstance(exc, TimeoutError) and self._stop.cut_off:
+            raise interrupted(_said(self._where), "the worker stopped: call cut off") from None
 
 
 CALL_STOP: contextvars.ContextVar[CallStop | None] = contextvars.ContextVar(
@@ -378,17 +422,22 @@ async def call_with_retries(call: Callable[[], Awaitable[T]], policy: RetryPolic
     """
     handled = (*errors, *_HANDLED)
     stop = call_stop()
+    remember(secrets)  # every message below is redacted of them
+
+    def shown() -> str:  # the place as an interruption says it (made only then)
+        return redact_text(place)
+
     attempt = 0
     while True:
         place = where if isinstance(where, str) else where()
-        stop.check(redact(place, secrets))  # a stopping worker starts no call and no retry
+        stop.check(shown)  # a stopping worker starts no call and no retry
         if outage is not None:
-            async with stop.scope(redact(place, secrets), None):  # the cut ends the wait
+            async with stop.scope(shown, None):  # the cut ends the wait
                 if await outage.ready():
                     attempt = 0  # sent again after an outage: fresh retries
             place = where if isinstance(where, str) else where()  # it may have moved
         try:
-            async with stop.scope(redact(place, secrets), policy.timeout_s):
+            async with stop.scope(shown, policy.timeout_s):
                 result = await call()
         except handled as exc:
             if isinstance(exc, ModelError) and exc.reason == INTERRUPTED:
@@ -404,7 +453,7 @@ async def call_with_retries(call: Callable[[], Awaitable[T]], policy: RetryPolic
             if err.reason in _ANSWERED:
                 outage.answered()
             else:
-                async with stop.scope(redact(place, secrets), None):  # its probe, cut-able
+                async with stop.scope(shown, None):  # its probe, cut-able
                     down = await outage.failed(err)
         if stop.requested:  # failed after the stop: no retry
             raise interrupted(str(err), f"not retried ({err.reason}): the worker is stopping")
@@ -426,6 +475,6 @@ async def call_with_retries(call: Callable[[], Awaitable[T]], policy: RetryPolic
         LOG.warning("retry %d/%d in %.2fs: %s: %s", attempt + 1, policy.max_retries, wait,
                     err.reason, err)
         attempt += 1
-        async with stop.scope(redact(place, secrets), None):  # the cut ends the backoff too
+        async with stop.scope(shown, None):  # the cut ends the backoff too
             await asyncio.sleep(wait)
 
