@@ -45,6 +45,7 @@ from console.messages import DbChanged, Notice, ReadOnly
 from console.screens import SCREENS, LazyScreen, ScreenInfo, screen_mode
 from console.screens.base import LabScreen, is_read_only_error
 from console.screens.help import EVERYWHERE, HelpScreen, workflow
+from console.selection import copy_selected
 from console.toast_place import place_toasts
 from console.watch import DataVersion
 from console.workers import LocalWorkers
@@ -117,10 +118,12 @@ class LabApp(App[None]):
         Binding("question_mark", "help", "Help", key_display="?"),
         Binding("p", "toggle_pause", "Pause refresh", show=False),
         Binding("q", "quit", "Quit"),
-        # ctrl+q and ctrl+c quit from anywhere (drill-downs too), asking as q does when
-        # text is unsaved; in a text field ctrl+c copies, as Textual has it
+        # ctrl+q and ctrl+c quit from anywhere (drill-downs, dialogs, forms, the help and
+        # the palette too), asking as q does when text is unsaved; ctrl+c copies a
+        # selection first (`console.selection`). Priority: Textual stops ordinary
+        # bindings at the topmost modal screen
         Binding("ctrl+q", "quit_app", "Quit", show=False, priority=True),
-        Binding("ctrl+c", "quit_app", "Quit", show=False),
+        Binding("ctrl+c", "ctrl_c", "Quit", show=False, priority=True),
         Binding("ctrl+z", "suspend", "Suspend", show=False),
     ]
 
@@ -339,6 +342,12 @@ class LabApp(App[None]):
             screen.go_back()
             return
         await self.action_quit_app()
+
+    async def action_ctrl_c(self) -> None:
+        """ctrl+c, on every screen and dialog: copy the selected text (the focused
+        field's, else the mouse's) and say so, else quit as ctrl+q does."""
+        if not copy_selected(self):
+            await self.action_quit_app()
 
     def action_help_quit(self) -> None:
         """(Textual's ctrl+c when no lab binding took it) quit, as ctrl+c does elsewhere."""

@@ -8,15 +8,22 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from rich.text import Text
 from textual.geometry import Offset
+from textual.screen import Screen
 from textual.selection import Selection
 from textual.widgets import DataTable, OptionList, Static, TextArea
 
+from console.screens.help import HelpScreen
+from console.screens.prereg.modals import FreezeConfirm, TitlePrompt
 from console.screens.sets import SetsScreen
-from console.widgets.confirm import Choose
+from console.widgets.confirm import Choose, Confirm
+from console.widgets.sets_forms import ImportForm, SetForm
+from console.widgets.workers import StartForm, WorkerLogs
 from core import prereg, store
 from tests.helpers.console import build, console_app, settle
 
@@ -138,3 +145,97 @@ async def test_ctrl_z_suspends_or_says_why_not(lab_db: Path,
         await pilot.pause()
         assert sent == [(os.getpid(), signal.SIGTSTP)]
         assert app.return_code is None
+
+
+def _dialogs(tmp: Path) -> dict[str, Callable[[], Screen]]:
+    """Every kind of dialog, form and panel the console pushes over a screen."""
+    return {
+        "confirm": lambda: Confirm("Pause grid 1 of run fixture?", "16 jobs"),
+        "choose": lambda: Choose("Which?", "", [("a", "a", "one"), ("b", "b", "two")], "a"),
+        "freeze": lambda: FreezeConfirm("A1", Text("models: sim-never"), "no"),
+        "title": lambda: TitlePrompt("Title of the new draft amendment:"),
+        "set form": lambda: SetForm([("demo", "demo")], ["demo"]),
+        "import form": ImportForm,
+        "start workers": StartForm,
+        "worker logs": lambda: WorkerLogs(tmp, {}),
+        "help": lambda: HelpScreen("1 Dashboard", "", [("r", "Reload", "this screen")]),
+    }
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("kind", ["confirm", "choose", "freeze", "title", "set form",
+                                  "import form", "start workers", "worker logs", "help",
+                                  "palette"])
+async def test_ctrl_c_on_a_dialog_quits_as_on_a_screen(lab_db: Path, tmp_path: Path,
+                                                       kind: str) -> None:
+    """A dialog, a form, the help or the command palette over a screen: ctrl+c quits
+    (Textual stops the key at the topmost modal screen, where it did nothing). A form
+    whose first field selects its text on focus (the workers' count) copies that first
+    and says so, as a text field on a screen does; the next ctrl+c quits."""
+    app = console_app(lab_db)
+    copied: list[str] = []
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        app.copy_to_clipboard = copied.append
+        if kind == "palette":
+            await pilot.press("ctrl+p")
+        else:
+            app.push_screen(_dialogs(tmp_path)[kind]())
+        await settle(pilot)
+        assert app.screen.is_modal
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+        if kind == "start workers":
+            assert app.return_code is None and copied == ["1"]
+            assert any("copied 1 character " in n.message for n in app._notifications)
+            await pilot.press("ctrl+c")
+            await pilot.pause()
+        assert app.return_code == 0
+
+
+@pytest.mark.asyncio
+async def test_ctrl_c_on_a_dialog_copies_its_selection_and_says_so(lab_db: Path) -> None:
+    app = console_app(lab_db)
+    copied: list[str] = []
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        app.copy_to_clipboard = copied.append
+        app.push_screen(Confirm("Pause grid 1 of run fixture?", "16 jobs"))
+        await settle(pilot)
+        question = app.screen.query_one("#ask-question", Static)
+        app.screen.selections = {question: Selection.from_offsets(Offset(0, 0),
+                                                                  Offset(5, 0))}
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+        assert app.return_code is None and copied == ["Pause"]
+        assert any("copied 5 characters" in n.message for n in app._notifications)
+        assert isinstance(app.screen, Confirm)
+
+
+@pytest.mark.asyncio
+async def test_ctrl_c_on_the_help_over_unsaved_text_asks_once(lab_db: Path) -> None:
+    """Unsaved editor text under the help: ctrl+c asks save / discard / stay as on the
+    screen, and a second ctrl+c on that question keeps the one question (never a second
+    one over it); d then quits."""
+    app = console_app(lab_db, first_screen="prereg")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("e")
+        await settle(pilot)
+        body = app.screen.query_one("#editor-body", TextArea)
+        body.move_cursor(body.document.end)
+        await pilot.press("x")
+        app.screen.query_one("#prereg-list", OptionList).focus()
+        await pilot.press("question_mark")
+        await settle(pilot)
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.press("ctrl+c")
+        await settle(pilot)
+        assert app.return_code is None and isinstance(app.screen, Choose)
+        await pilot.press("ctrl+c")
+        await settle(pilot)
+        assert app.return_code is None
+        assert sum(isinstance(s, Choose) for s in app.screen_stack) == 1
+        await pilot.press("d")
+        await settle(pilot)
+        assert app.return_code == 0

@@ -33,10 +33,10 @@ from textual.binding import Binding
 from textual.screen import Screen
 
 from console.messages import DbChanged, Notice, ReadOnly, Wrote
+from console.selection import copy_selected
 from core import store
 from core.errors import LabError, StoreError
 from core.store.base import access_error
-from core.wording import plural
 
 if TYPE_CHECKING:
     from console.app import ConsoleConfig, LabApp
@@ -242,14 +242,10 @@ class LabScreen(Screen[None]):
     def action_copy_text(self) -> None:
         """ctrl+c with text selected by the mouse copies it (OSC 52) and says so, as in
         lazygit or harlequin; with nothing selected the key goes on to the app (quit,
-        asking first when text is unsaved)."""
-        text = self.get_selected_text()
-        if not text:
+        asking first when text is unsaved): `console.selection`. The app's ctrl+c takes
+        the key first; this is the screen's other copy key (super+c)."""
+        if not copy_selected(self.app, self):
             raise SkipAction()
-        self.app.copy_to_clipboard(text)
-        self.clear_selection()
-        self.notify(f"copied {plural(len(text), 'character')} to the clipboard",
-                    title="copy", timeout=4, markup=False)
 
     # ---- read-only -------------------------------------------------------------------
 

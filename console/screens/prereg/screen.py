@@ -175,6 +175,11 @@ class PreregScreen(LabScreen):
         self._filter = ""
         self._edit_after_load: str | None = None
         self._after_save: Callable[[], object] | None = None
+        self._leave_question: Choose | None = None
+        """The save / discard / stay question while it is shown (asked once, however
+        many times escape, q or ctrl+c ask to leave)."""
+        self._leave_then: Callable[[], object] | None = None
+        """What that question's save or discard runs next (quit, after ctrl+c)."""
         self._outcomes_for: str | None = None
         self._outcomes_text = Text()
         self._verify: Text = Text("verify: not run yet (v recomputes the hash chain and pins)")
@@ -503,7 +508,12 @@ class PreregScreen(LabScreen):
             self._close_editor()
             return
 
+        if self._leave_question is not None:  # already asking: that answer decides
+            self._leave_then = then or self._leave_then
+            return
+
         def answered(choice: str | None) -> None:
+            then, self._leave_then, self._leave_question = self._leave_then, None, None
             if choice == "save":
                 self._after_save = then
                 editor.request_save()
@@ -513,12 +523,14 @@ class PreregScreen(LabScreen):
                 self._after_save = then
                 self._close_editor()
 
-        self.app.push_screen(Choose(
+        self._leave_then = then
+        self._leave_question = Choose(
             f"Draft {editor.amendment_id} has unsaved changes: {', '.join(unsaved)}.",
             "Leave the editor? s saves them to the draft (it stays a draft) and leaves; "
             "d throws them away for good and leaves.",
             [("s", "save", "save"), ("d", "discard", "discard"),
-             ("n", "stay", "keep editing")], default="stay"), answered)
+             ("n", "stay", "keep editing")], default="stay")
+        self.app.push_screen(self._leave_question, answered)
 
     def guard_quit(self) -> bool:
         """Before the app quits: True when unsaved editor text holds the quit.
