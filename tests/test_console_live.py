@@ -185,7 +185,8 @@ async def test_wrapped_lines_lose_nothing_and_keep_their_indent(built: Path,
                                                                 tmp_path: Path) -> None:
     """At 80 columns every letter of a wrapped thought or page is on screen (RichLog's
     default 78-column minimum once cut one or two at each wrap), and a wrapped line
-    continues under its own indent, not at column 1."""
+    hangs under its text column, as on Trajectories: a thought under its first word
+    after `thought: `, a page under its first letter, never at column 1."""
     shutil.copy(built, tmp_path / "lab.db")
     db = store.connect(tmp_path / "lab.db")
     (live,) = db.conn.execute("SELECT id FROM live_episodes").fetchone()
@@ -210,16 +211,17 @@ async def test_wrapped_lines_lose_nothing_and_keep_their_indent(built: Path,
         assert log.virtual_size.width <= width  # nothing hidden to the right
         words = " ".join(" ".join(lines).split())
         assert f"thought: {thought}" in words and page in words
-        wrapped = 0
-        for above, line in zip(lines, lines[1:]):
-            if above.startswith("  thought:") and not line.lstrip().startswith(
-                    ("obs", "judgment", "step")):
-                assert line.startswith("  ") and not line.startswith("   "), line
-                wrapped += 1
-            if above.startswith("    ") and not line.lstrip().startswith(("judgment", "step")):
-                assert line.startswith("    ") and not line.startswith("     "), line
-                wrapped += 1
-        assert wrapped >= 3  # thoughts and pages did wrap at this width
+        hung = {"  thought: ": 0, "    Lerrstead: ": 0}
+        for n, line in enumerate(lines):
+            for label in hung:
+                if line.startswith(label):  # its continuations, up to the next part
+                    for more in lines[n + 1:]:
+                        if not more.startswith(" " * (len(label) + 1)) and \
+                                more.startswith(" " * len(label)) and more.strip():
+                            hung[label] += 1
+                        else:
+                            break
+        assert hung["  thought: "] >= 2 and hung["    Lerrstead: "] >= 2, hung
 
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 40)])

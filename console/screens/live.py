@@ -19,8 +19,6 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from rich.console import Group
-from rich.padding import Padding
 from rich.text import Text
 from sqlite_utils import Database
 from textual import work
@@ -33,6 +31,7 @@ from console.render import reasoning_line
 from console.screens.base import LabScreen
 from console.watch import DataVersion
 from console.widgets.footer import LabFooter
+from console.widgets.hanging import Hanging
 from core import store
 from core.end_reasons import end_text
 from core.episode import Step
@@ -208,12 +207,12 @@ def joined(parts: list[Part]) -> Text:
     return out
 
 
-def indented(parts: list[Part]) -> Group:
-    """The lines as a renderable that wraps each under its own indent (a hanging indent),
-    so a wrapped thought or page continues under its first word, never at column 1.
-    Written with `expand=True`: a Padding measures no wider than the app's console, so
-    RichLog would otherwise wrap at that width instead of its own."""
-    return Group(*(Padding(text, (0, 0, 0, indent), expand=False) for indent, text in parts))
+def indented(parts: list[Part]) -> Hanging:
+    """The lines as a renderable that wraps each under its text column (a hanging
+    indent, `console.widgets.hanging` as on Trajectories), so a wrapped thought continues
+    under its first word after `thought: ` and a page under its first letter, never at
+    column 1."""
+    return Hanging(joined(parts))
 
 
 def outcome_parts(row: dict) -> list[Part]:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 
 from rich.cells import cell_len
+from rich.console import Console, ConsoleOptions, RenderResult
+from rich.measure import Measurement
 from rich.text import Text
 
 LABEL = re.compile(r" *[A-Za-z][A-Za-z ]{0,24}: ")
@@ -77,3 +79,21 @@ def hang(text: Text, width: int, indent: int | None = None) -> Text:
                 out.append("\n" + " " * column)
             out.append_text(line[start:end])
     return out
+
+
+class Hanging:
+    """`text` as a renderable that hangs its wrapped lines (`hang`) at whatever width it
+    is drawn, for a widget that lays its content out itself (Live's RichLog)."""
+
+    def __init__(self, text: Text, indent: int | None = None) -> None:
+        self.text = text
+        self.indent = indent
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        """The text wrapped at the width given."""
+        yield hang(self.text, options.max_width, self.indent)
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        """As wide as the widest line, at most the width given."""
+        widest = max((cell_len(line) for line in self.text.plain.split("\n")), default=0)
+        return Measurement(min(MIN_TEXT + 2, widest), min(widest, options.max_width))
