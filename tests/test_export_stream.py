@@ -224,3 +224,22 @@ def test_an_error_in_a_forked_piece_is_raised_as_itself(odd_db, tmp_path, monkey
     monkeypatch.setattr(ex, "compute", broken)
     with pytest.raises(ConfigError, match="no tables today"):
         export(odd_db, tmp_path / "out", n_boot=5, hazard_boot=5)
+    # steps.csv's pieces were written beside the failing one: none is left behind
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["episodes.csv"]
+
+
+def test_steps_csv_in_pieces_is_the_file_in_one(odd_db, tmp_path, monkeypatch) -> None:
+    """steps.csv written in pieces by episode id (one header, the pieces in id order,
+    none left beside it) is the file written in one piece, for any number of pieces."""
+    import analysis.base.parallel as parallel
+    import analysis.tables.export as ex
+
+    monkeypatch.setattr(parallel, "cores", lambda: 2)
+    written = {}
+    for parts in (1, 2, 3, 7):
+        monkeypatch.setattr(ex, "STEP_PARTS", parts)
+        out = tmp_path / str(parts)
+        export(odd_db, out, n_boot=5, hazard_boot=5)
+        written[parts] = (out / "steps.csv").read_bytes()
+        assert not [p.name for p in out.iterdir() if p.name.startswith(".")]
+    assert written[2] == written[1] and written[3] == written[1] and written[7] == written[1]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import os
+import shutil
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -57,15 +58,18 @@ def table_frame(table: Table, version: str | None = None) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(TABLE_COLUMNS))
 
 
-def write_rows_atomic(rows: Iterable[Sequence[Any]], columns: Sequence[str], path: Path) -> Path:
+def write_rows_atomic(rows: Iterable[Sequence[Any]], columns: Sequence[str] | None,
+                      path: Path) -> Path:
     """Write a CSV row by row (constant memory), under a temporary name, then rename.
 
     The stdlib writer with pandas' `to_csv` dialect (minimal quoting, os.linesep): the
     bytes are those the old DataFrame path wrote (tests/test_export_stream.py).
+    `columns` None writes no header (a piece of a file `join_parts` puts together).
     """
     with atomic_path(path) as tmp, tmp.open("w", encoding="utf-8", newline="") as fh:
         writer = csv.writer(fh, lineterminator=os.linesep)
-        writer.writerow(columns)
+        if columns is not None:
+            writer.writerow(columns)
         writer.writerows(rows)
     return path
 
@@ -74,4 +78,24 @@ def write_frame(frame: pd.DataFrame, path: Path) -> Path:
     """Write a frame as CSV under a temporary name, then rename (no half-written file)."""
     with atomic_path(path) as tmp:
         frame.to_csv(tmp, index=False, encoding="utf-8")
+    return path
+
+
+def join_parts(parts: Sequence[Path], path: Path) -> Path:
+    """Put the files `parts` together, in order, as `path` (under a temporary name, then
+    renamed); the parts are gone afterwards, whatever happens.
+
+    The first part becomes the temporary file (renamed, not copied) and the others are
+    appended to it.
+    """
+    try:
+        with atomic_path(path) as tmp:
+            os.replace(parts[0], tmp)
+            with tmp.open("ab") as out:
+                for part in parts[1:]:
+                    with part.open("rb") as fh:
+                        shutil.copyfileobj(fh, out, 1 << 20)
+    finally:
+        for part in parts:
+            part.unlink(missing_ok=True)
     return path

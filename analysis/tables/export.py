@@ -40,13 +40,14 @@ from analysis.measures.frames import db_file, load_frames
 from analysis.stats.bootstrap import N_BOOT
 from analysis.tables.compute import compute
 from analysis.tables.csv_files import (
+    join_parts,
     table_frame,
     write_frame,
     write_rows_atomic,
 )
 from analysis.tables.registry import PROBES, REPLICATION, TRACES, table_def, table_names
 from core.errors import ConfigError
-from core.store.export_rows import episode_rows, step_rows
+from core.store.export_rows import episode_rows, episode_spans, step_rows
 from core.store.selection import Selection
 from core.store.traces import EXPORT_COLUMNS as TRACE_STATE_COLUMNS
 from core.store.traces import count_traces, export_rows
@@ -66,6 +67,8 @@ STEP_COLUMNS = ("episode_id", "run", "model", "arm", "condition", "regime", "que
                 "discarded", "input_tokens", "output_tokens", "reasoning", "reasoning_tokens")
 """steps.csv: one row per stored turn, a turn the stated-judgment rule discarded
 (``discarded`` = 1) included; input/output_tokens are that turn's acting call."""
+STEP_PARTS = 2
+"""Pieces `lab export` writes steps.csv in, side by side (on more than one core)."""
 TRACES_COLUMNS = (*TRACE_STATE_COLUMNS, "version")
 """traces.csv: one row per stored trace state (every column of the traces table), then
 the project version."""
@@ -222,35 +225,53 @@ def _episode_files(db: Database, directory: Path, selection: Selection, version:
                    n_boot: int, hazard_boot: int, seed: int) -> list[Path]:
     """episodes.csv, steps.csv and one CSV per results table, in that order.
 
-    The three pieces are independent and each takes seconds at paper scale (steps.csv
-    the longest), so they are written side by side on every core
-    (`analysis.base.parallel`): a forked process reads lab.db through a connection of
-    its own (a connection must not cross a fork), the tables' frames through theirs.
+    The pieces are independent and each takes seconds at paper scale, so they are
+    written side by side on every core (`analysis.base.parallel`): a forked process
+    reads lab.db through a connection of its own (a connection must not cross a fork),
+    the tables' frames through theirs. steps.csv, the longest (at 198,000 episodes
+    about as much CPU as the tables and episodes.csv together), is written in
+    `STEP_PARTS` pieces by episode id and put together after; every piece runs at once,
+    so the cores share the work whatever each piece costs on this study.
     """
-    from analysis.base.parallel import each
+    from analysis.base.parallel import cores, each
 
     frames = load_frames(db, selection)  # the fingerprint and errored episodes, read here
     parent, path = os.getpid(), db_file(db)
+    forked = bool(path) and cores() > 1
+    spans = episode_spans(db, STEP_PARTS if forked else 1)
+    steps = directory / "steps.csv"
+    parts = ([steps] if len(spans) == 1
+             else [directory / f".steps.csv.{k}.part" for k in range(len(spans))])
 
     def piece(i: int) -> list[Path]:
-        if i == 1:
+        if i == 0:
             return [write_frame(table_frame(table, version), directory / f"{table.name}.csv")
                     for table in compute(frames, None, n_boot, hazard_boot, seed).tables]
         own = path and os.getpid() != parent
         reader = Database(sqlite3.connect(path)) if own else db
         try:
-            if i == 0:
-                return [write_rows_atomic(step_rows(reader, selection), STEP_COLUMNS,
-                                          directory / "steps.csv")]
-            return [write_rows_atomic(episode_rows(reader, selection, version, EXPLORATORY,
-                                                   own_calls_column),
-                                      EPISODE_COLUMNS, directory / "episodes.csv")]
+            if i == 1:
+                return [write_rows_atomic(episode_rows(reader, selection, version, EXPLORATORY,
+                                                       own_calls_column),
+                                          EPISODE_COLUMNS, directory / "episodes.csv")]
+            k = i - 2
+            return [write_rows_atomic(step_rows(reader, selection, spans[k]),
+                                      STEP_COLUMNS if k == 0 else None, parts[k])]
         finally:
             if own:
                 reader.conn.close()
 
-    steps, tables, episodes = each(3, piece) if path else [piece(i) for i in range(3)]
-    return [*episodes, *steps, *tables]
+    n = 2 + len(spans)
+    try:
+        tables, episodes, *_ = (each(n, piece, processes=n) if forked
+                                else [piece(i) for i in range(n)])
+    except BaseException:
+        for part in parts if len(parts) > 1 else ():  # (one part is steps.csv itself)
+            part.unlink(missing_ok=True)
+        raise
+    if len(parts) > 1:
+        join_parts(parts, steps)
+    return [*episodes, steps, *tables]
 
 
 def export(db: Database, directory: Path, selection: Selection | None = None,
