@@ -49,3 +49,23 @@ def test_changes_are_the_elementwise_comparison_of_neighbours() -> None:
     assert changes(np.array([], dtype=object)).tolist() == []
     strided = np.array([x1, "q", x2, "q", "z", "q"], dtype=object)[::2]
     assert changes(strided).tolist() == [False, True]
+
+
+def test_a_column_in_runs_is_coded_as_the_whole_column() -> None:
+    """A column whose rows come in runs (a decision frame's text) is coded by each run's
+    first row: the codes and the very distinct objects of pandas' factorize of every
+    row (the missing value pandas makes anew), on equal text in distinct objects, None,
+    NaN and pd.NA (missing last)."""
+    rng = np.random.default_rng(1)
+    x1, x2 = "".join(["x", "y"]), "".join(["x", "y"])
+    pool = [x1, x2, "z", "a", None, float("nan"), pd.NA]
+    for trial in range(60):
+        runs = [pool[i] for i in rng.integers(0, len(pool) - (trial % 2) * 3, 40)]
+        values = np.repeat(np.array(runs, dtype=object), rng.integers(1, 6, len(runs)))
+        codes, uniques = sorted_codes(pd.Series(values, dtype=object))
+        want, want_uniques = pd.factorize(values, sort=True, use_na_sentinel=False)
+        assert codes.tolist() == want.tolist()
+        assert len(uniques) == len(want_uniques)
+        assert all(a is b or pd.isna(a) and pd.isna(b) for a, b in zip(uniques, want_uniques))
+    codes, uniques = sorted_codes(pd.Series(["b", "b", "a", "a", "b"], dtype="str"))
+    assert codes.tolist() == [1, 1, 0, 0, 1] and uniques.tolist() == ["a", "b"]

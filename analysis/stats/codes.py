@@ -24,8 +24,24 @@ def first_rows(codes: np.ndarray, n: int) -> np.ndarray:
 def sorted_codes(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     """Codes and sorted distinct values of a column, missing values last (the order
     ``groupby(sort=True, dropna=False)`` gives its keys).
+
+    A text column whose rows come in runs of one value (a decision frame's question,
+    regime and arm: an episode's or a cell's decisions) is coded by the first row of
+    each run (`changes`), the code spread over the run: the same codes and the very
+    same distinct objects (each value's first row starts a run), a fifth of the hashing
+    (question ids of 886,000 decisions 0.076 -> 0.028 s, regimes 0.065 -> 0.001 s).
     """
-    codes, uniques = pd.factorize(values.to_numpy(), sort=True, use_na_sentinel=False)
+    array = values.to_numpy()
+    if array.dtype == object and array.ndim == 1 and len(array) > 1:
+        try:
+            starts = np.flatnonzero(np.concatenate(([True], changes(array))))
+        except (TypeError, ValueError):  # a value that compares to no truth value (pd.NA)
+            starts = array
+        if len(starts) * 2 <= len(array):
+            codes, uniques = pd.factorize(array[starts], sort=True, use_na_sentinel=False)
+            return (np.repeat(codes.astype(np.int64), np.diff(np.append(starts, len(array)))),
+                    np.asarray(uniques, dtype=object))
+    codes, uniques = pd.factorize(array, sort=True, use_na_sentinel=False)
     return codes.astype(np.int64), np.asarray(uniques, dtype=object)
 
 
