@@ -79,15 +79,28 @@ class Pacer:
 
 
 RESULTS_IMPORTS = ("analysis.tables.compute", "analysis.tables.plots", "plotext",
-                   "console.screens.results.views")
+                   "console.screens.results.views", "analysis.tables.trace_charts")
 """What Results' computations import in their worker, beyond the screen module: plotext
 is imported by the first chart drawn (Hazard, Answering), 1.0 s of CPU at load 10."""
+
+
+def results_once() -> None:
+    """What Results' first computation pays once per process, beyond imports: setting
+    the BLAS libraries to one thread (threadpoolctl lists every loaded library, 25–70
+    ms) and the analysis code's hash that keys the results cache (every analysis module
+    read and hashed, 20–40 ms); both are kept for the process."""
+    from analysis.base.cache import code_hash
+    from analysis.stats.blas import single_thread
+
+    single_thread()
+    code_hash()
 
 
 def import_screens(factories: Iterable[LazyScreen], between: Callable[[], object]
                    ) -> tuple[list[type[Screen]], list[str]]:
     """Import each screen's module, in the order given (the digit keys'), then what
-    Results' first computation imports. Call from a thread: the UI keeps running.
+    Results' first computation imports and pays once (`results_once`). Call from a
+    thread: the UI keeps running.
 
     Args:
         factories: the screens' factories.
@@ -111,6 +124,11 @@ def import_screens(factories: Iterable[LazyScreen], between: Callable[[], object
             importlib.import_module(name)
         except ImportError as exc:
             failed.append(f"{name}: {exc}")
+    between()
+    try:
+        results_once()
+    except (ImportError, OSError) as exc:  # the visit that needs it says so again
+        failed.append(f"results warm-up: {exc}")
     return classes, failed
 
 

@@ -105,7 +105,7 @@ def test_import_screens_says_what_failed() -> None:
         lambda: calls.append(1))
     assert [c.__name__ for c in classes] == ["HelpScreen"]
     assert len(failed) == 1 and failed[0].startswith("console.screens.no_such_screen: ")
-    assert len(calls) == 2 + len(warmup.RESULTS_IMPORTS)  # before every import
+    assert len(calls) == 2 + len(warmup.RESULTS_IMPORTS) + 1  # before every import and call
 
 
 def test_pacer_starts_once_settled_and_waits_while_a_screen_is_shown(
@@ -135,6 +135,11 @@ def lab_db(tmp_path: Path) -> Path:
 @pytest.mark.asyncio
 async def test_warm_up_loads_every_screen_then_first_visits_skip_restyles(
         lab_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from analysis.base.cache import code_hash
+    from analysis.stats.blas import single_thread
+
+    single_thread.cache_clear()
+    code_hash.cache_clear()
     frozen = gc.get_freeze_count()
     app = console_app(lab_db, warm_up=True)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -145,6 +150,8 @@ async def test_warm_up_loads_every_screen_then_first_visits_skip_restyles(
             for path in warmup.css_paths(info.factory.screen_class()):
                 assert app.stylesheet.has_source(str(path))
         assert set(warmup.RESULTS_IMPORTS) <= set(sys.modules)
+        # what Results' first computation pays once per process is paid
+        assert single_thread.cache_info().currsize == code_hash.cache_info().currsize == 1
         assert gc.get_freeze_count() == frozen  # headless: the test process's GC is its own
         restyles: list[int] = []
         real = type(app).refresh_css

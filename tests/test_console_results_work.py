@@ -1,0 +1,85 @@
+"""What the Results screen does for a visit, beyond what it shows: the first view is
+computed once, asked for while the screen is composed (before its first read stamp, so
+lab.db is read while Textual mounts and draws the screen), and the Δ grid's table is
+never laid out as text it does not show (docs/performance.md)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.widgets import DataTable
+
+from console.app import ConsoleConfig, make_app
+from console.screens.results.screen import ResultsScreen
+from tests.helpers.console import FIXED_TS, wait_workers
+
+
+@pytest.fixture
+def lab_db(trajectories_db: Path, tmp_path: Path) -> Path:
+    """A private copy of the fixture lab.db (two sims × two arms × three regimes)."""
+    target = tmp_path / "lab.db"
+    shutil.copy(trajectories_db, target)
+    return target
+
+
+def _app(db: Path, first: str = "dashboard"):
+    return make_app(db, ConsoleConfig(warm_up=False, db_path=db, first_screen=first,
+                                      clock=lambda: FIXED_TS, n_boot=50, hazard_boot=50))
+
+
+async def _settle(pilot) -> None:
+    await pilot.pause()
+    await wait_workers(pilot.app)
+    await pilot.pause()
+
+
+@pytest.mark.asyncio
+async def test_the_first_view_is_asked_once_while_the_screen_is_composed(
+        lab_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    asked: list[tuple[str, bool]] = []
+    real = ResultsScreen._compute
+
+    def counted(self: ResultsScreen, view: str, *args: Any) -> Any:
+        asked.append((view, self.read_at is None))
+        return real(self, view, *args)
+
+    monkeypatch.setattr(ResultsScreen, "_compute", counted)
+    app = _app(lab_db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _settle(pilot)
+        await pilot.press("7")
+        await _settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, ResultsScreen)
+        assert asked == [("success", True)]  # once, before the screen's first read
+        assert "success" in screen._computed and screen.read_at is not None
+        assert "Success per regime" in str(screen.query_one("#results-text").render())
+        await pilot.press("r")  # a reload asks again, once
+        await _settle(pilot)
+        assert asked == [("success", True), ("success", False)]
+
+
+@pytest.mark.asyncio
+async def test_the_delta_grid_is_not_laid_out_as_text(lab_db: Path) -> None:
+    app = _app(lab_db, first="results")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, ResultsScreen)
+        await pilot.press("right_square_bracket")
+        await _settle(pilot)
+        assert screen.view == "delta" and screen._body() == "results-delta"
+        computed = screen._computed["delta"]
+        assert computed.layout is None and computed.text == ""
+        assert screen.query_one("#results-grid", DataTable).row_count == 2  # the grid is drawn
+        await pilot.press("right_square_bracket")  # the next view is text, laid out
+        await _settle(pilot)
+        assert screen._computed["index"].layout is not None
+        await pilot.resize_terminal(100, 30)  # back on the grid at another width: still not
+        await _settle(pilot)
+        await pilot.press("left_square_bracket")
+        await _settle(pilot)
+        assert screen._body() == "results-delta" and screen._computed["delta"].layout is None
