@@ -34,6 +34,7 @@ from types import MappingProxyType
 from typing import Any
 
 from core.canonical import canonical_json
+from core.models.request_json import MessageJSON
 
 FAMILIES: tuple[tuple[str, str, int], ...] = (
     ("qwen3", "qwen3", 1024),
@@ -122,14 +123,16 @@ def default_thinking_budget(act_max_tokens: int) -> int:
 
 
 def request_seed(messages: Sequence[Mapping[str, Any]], episode_seed: int,
-                 replicate: int) -> int:
+                 replicate: int, encoded: MessageJSON | None = None) -> int:
     """A request's seed: sha256 of the episode's seed, replicate and messages, below 2**31.
 
     The same request in the same episode draws the same seed; another replicate (or
-    cell seed) draws another.
+    cell seed) draws another. `encoded` keeps the episode's messages' canonical JSON
+    for its later calls (the same text).
     """
-    payload = canonical_json([episode_seed, replicate, [dict(m) for m in messages]],
-                             ensure_ascii=False)
+    payload = (canonical_json([episode_seed, replicate, [dict(m) for m in messages]],
+                              ensure_ascii=False) if encoded is None
+               else encoded.canonical((episode_seed, replicate), messages))
     return int(hashlib.sha256(payload.encode("utf-8")).hexdigest()[:15], 16) % _SEED_MOD
 
 

@@ -59,6 +59,7 @@ from core.models.endpoint_url import parse_endpoint, scrub_client_logs
 from core.models.generation import SEED_NONE, SEED_PROMPT, cut_at_stop, request_seed
 from core.models.health import HEALTH, Breaker, Failover, http_alive, wait_admission
 from core.models.reasoning import estimate_reasoning_tokens, split_reasoning
+from core.models.request_json import MessageJSON
 from core.models.retry import LOG, StatusFailure, call_with_retries, reading_reply
 from core.models.specs import OpenAISpec
 from core.models.transport import Response, StreamPool
@@ -293,12 +294,14 @@ class OpenAIClient:
         return self.thinking and kind == "act"
 
     def request(self, messages: Sequence[Message], kind: str, max_tokens: int,
-                stop: Sequence[str], view: EpisodeView | None = None) -> dict[str, Any]:
+                stop: Sequence[str], view: EpisodeView | None = None,
+                encoded: MessageJSON | None = None) -> dict[str, Any]:
         """The JSON body of one chat-completions call (vLLM's extra parameters top-level).
 
         A thinking turn may generate `thinking_budget` more tokens and is sent without
         stop strings (they are applied to its visible text afterwards). The seed is the
-        registry's, or derived from the messages and `view`'s seed and replicate.
+        registry's, or derived from the messages and `view`'s seed and replicate
+        (`encoded`: the episode's messages' JSON kept for its later calls).
         """
         thinking = self.thinks(kind)
         body: dict[str, Any] = {"model": self.model, "messages": [dict(m) for m in messages],
@@ -308,7 +311,7 @@ class OpenAIClient:
             body["stop"] = list(stop)
         if "seed" not in body and self.seed != SEED_NONE:
             body["seed"] = (request_seed(messages, view.seed if view else 0,
-                                         view.replicate if view else 0)
+                                         view.replicate if view else 0, encoded)
                             if self.seed == SEED_PROMPT else self.seed)
         body["chat_template_kwargs"] = {"enable_thinking": thinking}
         return body
@@ -336,6 +339,7 @@ class OpenAISession:
         self.endpoint = endpoint
         self.server = endpoint.url
         self.view = view
+        self.encoded = MessageJSON()  # the history's JSON, each message encoded once
 
     async def generate(self, messages: Sequence[Message], *, kind: str, max_tokens: int,
                        stop: Sequence[str] = ()) -> Generation:
@@ -347,10 +351,11 @@ class OpenAISession:
         """
         c = self.client
         thinking = c.thinks(kind)
-        body = c.request(messages, kind, max_tokens, stop, self.view)
+        body = c.request(messages, kind, max_tokens, stop, self.view, self.encoded)
+        payload = self.encoded.body(body).encode()  # json.dumps(body), byte for byte
         start = time.perf_counter()
         reply: Completion = await call_with_retries(
-            lambda: self._once(body, thinking), c.policy,
+            lambda: self._once(body, payload, thinking), c.policy,
             lambda: f"{c.name} at {self.endpoint.url}",
             (httpx.HTTPError, StatusFailure), c.secrets, on_failure=self._failed,
             outage=Failover(c.endpoints, lambda e: c.breakers[e.url], lambda: self.endpoint,
@@ -393,16 +398,15 @@ class OpenAISession:
                         self.endpoint.url, moved.url)
             self.endpoint, self.server = moved, moved.url
 
-    async def _once(self, body: dict[str, Any], thinking: bool) -> Completion:
-        """One attempt: the reply read (`read_completion`)."""
+    async def _once(self, body: dict[str, Any], payload: bytes, thinking: bool) -> Completion:
+        """One attempt: the reply read (`read_completion`); `payload` is `body`'s JSON."""
         e = self.endpoint
         e.outstanding += 1
         try:
             if e.transport == "sdk":
                 status, headers, content = await e.sdk_chat(body)
             else:
-                status, headers, content = await e.post("chat/completions",
-                                                        json.dumps(body).encode())
+                status, headers, content = await e.post("chat/completions", payload)
         finally:
             e.outstanding -= 1
         if status >= 400:
