@@ -122,9 +122,23 @@ def current(name: str) -> Prompt:
     pack = _PACK.get()
     if pack is not None and name in pack:
         return _from_text(name, pack[name])
-    path = PROMPT_DIR / f"{name}.txt"
+    path = _path(name)
     st = os.stat(path)
-    return _read(str(path), (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns))
+    return _read(path, (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns))
+
+
+_PATHS: dict[tuple[Path, str], str] = {}
+"""Each piece's file path by (PROMPT_DIR, name): a pathlib join per load cost more than
+the stat that follows it (a few per model call)."""
+
+
+def _path(name: str) -> str:
+    """The path of prompts/<name>.txt under the current PROMPT_DIR."""
+    key = (PROMPT_DIR, name)
+    path = _PATHS.get(key)
+    if path is None:
+        path = _PATHS[key] = str(PROMPT_DIR / f"{name}.txt")
+    return path
 
 
 def load(name: str) -> str:

@@ -57,6 +57,17 @@ def test_load_serves_the_text_on_disk_now(prompt_dir):
     assert prompts.current("question").sha256 == _sha(path)
 
 
+def test_load_reads_under_the_prompt_dir_of_the_moment(prompt_dir, tmp_path, monkeypatch):
+    other = tmp_path / "other"
+    shutil.copytree(prompt_dir, other)
+    (other / "question.txt").write_text("Elsewhere: {question}\n", encoding="utf-8")
+    first = prompts.load("question")
+    monkeypatch.setattr(prompts, "PROMPT_DIR", other)
+    assert prompts.load("question") == "Elsewhere: {question}"
+    monkeypatch.setattr(prompts, "PROMPT_DIR", prompt_dir)
+    assert prompts.load("question") == first
+
+
 def test_an_episode_keeps_the_version_it_read_first(prompt_dir):
     path = prompt_dir / "counter.txt"
     first = prompts.load("counter")
