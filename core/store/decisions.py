@@ -195,7 +195,7 @@ def _decision_rows(episode_id: int, budget: int, steps: Sequence[Sequence[Any]]
 
 
 def store_derived(conn: sqlite3.Connection, episode_id: int, cell_id: int,
-                  steps: Sequence[Any]) -> None:
+                  steps: Sequence[Any], budget: int | None = None, packs: bool = True) -> None:
     """Write an episode's decision points, judgment counts and acting tokens.
 
     Inside the caller's transaction, after the episode's steps are written (its
@@ -206,8 +206,13 @@ def store_derived(conn: sqlite3.Connection, episode_id: int, cell_id: int,
         episode_id: the new episode's id.
         cell_id: its cell (whose budget marks final actions).
         steps: its `core.episode.Step` objects.
+        budget: the cell's budget, when the caller has it (else read from `cells`).
+        packs: also write its episode and judgment packs now; False when the caller
+            writes those of all its episodes at once (`store_episode_packs`, later in
+            the same transaction).
     """
-    budget = conn.execute("SELECT budget FROM cells WHERE id = ?", (cell_id,)).fetchone()[0]
+    if budget is None:
+        budget = cell_budget(conn, cell_id)
     rows = [tuple(getattr(s, f, None) for f in (*STEP_FIELDS, *_TOTAL_FIELDS)) for s in steps]
     decisions = _decision_rows(episode_id, budget, rows)
     conn.executemany(INSERT_SQL, decisions)
@@ -215,8 +220,24 @@ def store_derived(conn: sqlite3.Connection, episode_id: int, cell_id: int,
         conn.execute(PACK_INSERT_SQL, (episode_id, len(decisions),
                                        pack(episode_id, [d[2:] for d in decisions])))
     conn.execute(_TOTALS_SQL, (*step_totals(rows), episode_id))
-    store_packs(conn, [episode_id])  # after the totals: that update drops the episode's pack
-    store_counts(conn, [episode_id])
+    if packs:
+        store_episode_packs(conn, [episode_id])
+
+
+def cell_budget(conn: sqlite3.Connection, cell_id: int) -> int:
+    """A cell's budget (which marks its episodes' final actions)."""
+    return int(conn.execute("SELECT budget FROM cells WHERE id = ?", (cell_id,)).fetchone()[0])
+
+
+def store_episode_packs(conn: sqlite3.Connection, episode_ids: Sequence[int]) -> None:
+    """Write the episode and judgment packs of episodes just stored with their derived rows.
+
+    After `store_derived` (its totals update drops an episode's pack), in the same
+    transaction; several episodes at once cost one query each instead of one per episode.
+    """
+    if episode_ids:
+        store_packs(conn, episode_ids)
+        store_counts(conn, episode_ids)
 
 
 def _by_episode(rows: Iterable[tuple[Any, ...]]

@@ -15,7 +15,7 @@ from core.episode import EpisodeResult, Step, utc_now
 from core.errors import StoreError
 from core.redaction import redact_optional
 from core.store.base import write
-from core.store.decisions import store_derived
+from core.store.decisions import cell_budget, store_derived, store_episode_packs
 from core.store.monitor import pid_alive, stale_live_ids
 
 _EPISODE_COLS = ("answered", "answer", "answer_action", "em", "f1", "correct", "placeholder",
@@ -66,6 +66,8 @@ def write_episodes(db: Database, items: Sequence[tuple[int, EpisodeResult, int |
     """
     ids: list[int | None] = []
     conn = db.conn
+    budgets: dict[int, int] = {}
+    prompt_sets: set[str] = set()  # recorded in this transaction already
     with write(db):
         for cell_id, r, live_id in items:
             if live_id is not None:
@@ -74,7 +76,8 @@ def write_episodes(db: Database, items: Sequence[tuple[int, EpisodeResult, int |
                 ids.append(None)
                 continue
             set_sha = r.prompts_sha256
-            if set_sha is not None:
+            if set_sha is not None and set_sha not in prompt_sets:
+                prompt_sets.add(set_sha)
                 conn.execute("INSERT OR IGNORE INTO prompt_sets (sha256, files, created_at) "
                              "VALUES (?, ?, ?)",
                              (set_sha, json.dumps(r.prompts, sort_keys=True), utc_now()))
@@ -84,8 +87,12 @@ def write_episodes(db: Database, items: Sequence[tuple[int, EpisodeResult, int |
                  cell_id, r.question_id, *(_episode_value(r, c) for c in _EPISODE_COLS)))
             episode_id = int(cur.lastrowid or 0)
             conn.executemany(_STEP_SQL, [(episode_id, *_step_row(s)) for s in r.steps])
-            store_derived(conn, episode_id, cell_id, r.steps)  # analysis reads these, not steps
+            if cell_id not in budgets:
+                budgets[cell_id] = cell_budget(conn, cell_id)
+            # analysis reads these, not steps; the packs of all of them at once below
+            store_derived(conn, episode_id, cell_id, r.steps, budgets[cell_id], packs=False)
             ids.append(episode_id)
+        store_episode_packs(conn, [i for i in ids if i is not None])
     return ids
 
 
