@@ -149,8 +149,11 @@ USEFUL_PATTERNS: tuple[str, ...] = (
 gives ("It says he...", "The page lists the members", "According to the article")."""
 
 _SENTENCE_END_RE = re.compile(r"(?<=[.!?])\s+")
-_USELESS_RE = tuple(re.compile(p, re.IGNORECASE) for p in USELESS_PATTERNS)
-_USEFUL_RE = tuple(re.compile(p, re.IGNORECASE) for p in USEFUL_PATTERNS)
+# each kind's phrases as one alternation: a text holds some phrase exactly when the
+# alternation matches in it (no phrase captures or refers back to a group), and one
+# search is about twice as fast as a search per phrase
+_USELESS_RE = (re.compile("|".join(f"(?:{p})" for p in USELESS_PATTERNS), re.IGNORECASE),)
+_USEFUL_RE = (re.compile("|".join(f"(?:{p})" for p in USEFUL_PATTERNS), re.IGNORECASE),)
 
 
 def leading_sentences(thought: str | None, n: int = 2) -> str:
