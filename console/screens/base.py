@@ -192,9 +192,9 @@ class LabScreen(Screen[None]):
         self.show_header()
 
     def on_mount(self) -> None:
-        """Load once when first shown, after the first layout: a read that came back
-        before the screen took its size would fill a DataTable that is then drawn before
-        it measures its rows, and Textual keeps that header row at the old widths."""
+        """Load once when first shown, after the first layout, so what the read fills is
+        laid out at the screen's size (the tables' widths themselves are right whenever
+        they are filled: console/widgets/measured_table.py)."""
         self.call_after_refresh(self.refresh_data)
 
     def on_screen_resume(self, event: events.ScreenResume) -> None:

@@ -25,6 +25,7 @@ from textual.widgets import DataTable, Header, Static
 from console.messages import Notice
 from console.screens.base import LabScreen
 from console.widgets.footer import LabFooter
+from console.widgets.measured_table import MeasuredTable
 from console.widgets.workers import WorkerKeys, no_worker_banner
 from core import store
 from core.end_reasons import apart_text
@@ -197,17 +198,17 @@ class DashboardScreen(WorkerKeys, LabScreen):
                     yield Static("reading lab.db …", id="queue-text")
                 with Vertical(classes="panel"):
                     yield Static("Workers", classes="panel-title")
-                    yield DataTable(id="workers", cursor_type="row", show_cursor=False)
+                    yield MeasuredTable(id="workers", cursor_type="row", show_cursor=False)
                 with Vertical(classes="panel"):
                     yield Static("Spend so far (complete episodes)", id="spend-title",
                                  classes="panel-title")
-                    yield DataTable(id="spend", cursor_type="row", show_cursor=False)
+                    yield MeasuredTable(id="spend", cursor_type="row", show_cursor=False)
                 with Vertical(classes="panel"):
                     yield Static("Endpoints", classes="panel-title")
-                    yield DataTable(id="endpoints", cursor_type="row", show_cursor=False)
+                    yield MeasuredTable(id="endpoints", cursor_type="row", show_cursor=False)
             with Vertical(id="dash-right", classes="panel"):
                 yield Static("Recent events", classes="panel-title")
-                yield DataTable(id="events", cursor_type="row", show_cursor=False)
+                yield MeasuredTable(id="events", cursor_type="row", show_cursor=False)
         yield LabFooter()
 
     def on_mount(self) -> None:

@@ -32,6 +32,7 @@ from console.screens.base import LabScreen
 from console.watch import DataVersion
 from console.widgets.footer import LabFooter
 from console.widgets.hanging import Hanging
+from console.widgets.measured_table import MeasuredTable
 from core import store
 from core.end_reasons import end_text
 from core.episode import Step
@@ -278,7 +279,7 @@ class LiveScreen(LabScreen):
         yield RichLog(id="live-log", wrap=True, markup=False, auto_scroll=True, min_width=0)
         yield Input(placeholder="filter running episodes: model, arm, regime, question",
                     id="live-filter", classes="hidden")
-        yield DataTable(id="live-pick", cursor_type="row", classes="hidden")
+        yield MeasuredTable(id="live-pick", cursor_type="row", classes="hidden")
         yield LabFooter()
 
     def on_mount(self) -> None:

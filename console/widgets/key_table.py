@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from rich.cells import cell_len
 from rich.text import Text
 from textual.binding import Binding
-from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey
 
+from console.widgets.measured_table import MeasuredTable
 from console.widgets.table_ops import (
     MATCH,
     MATCH_CURRENT,
@@ -53,7 +53,7 @@ def _plain(cell: Cell) -> str:
     return cell.plain if isinstance(cell, Text) else cell
 
 
-class KeyTable(DataTable[Cell]):
+class KeyTable(MeasuredTable):
     """A cell-cursor DataTable over rows it keeps: sort, search with marks, copy, ends.
 
     Home / End go to the first / last row (as on the Results tables), not the first /
