@@ -10,6 +10,9 @@ between), which is what the loaded machine did by chance.
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
 import pytest
 from textual.app import App, ComposeResult
 
@@ -62,3 +65,23 @@ async def test_cells_and_headers_are_shown_as_stored_not_as_markup() -> None:
         keyed.fill([("1", ["[link=http://x]y[/link]"])])
         await pilot.pause()
         assert _lines(keyed, 2)[1].strip() == "[link=http://x]y[/link]"
+
+
+def test_every_table_in_the_console_is_a_measured_table() -> None:
+    """A screen that builds Textual's DataTable itself brings both faults back (the Sets
+    screen's set and sha256 columns were drawn header-wide at start on a loaded
+    machine): every table is a MeasuredTable or a subclass of one."""
+    root = Path(__file__).resolve().parents[1] / "console"
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        if path.name == "measured_table.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            bases = node.bases if isinstance(node, ast.ClassDef) else []
+            called = [node.func] if isinstance(node, ast.Call) else []
+            for name in [*bases, *called]:
+                if isinstance(name, ast.Subscript):
+                    name = name.value
+                if isinstance(name, ast.Name) and name.id == "DataTable":
+                    found.append(f"{path.relative_to(root.parent)}:{getattr(node, 'lineno', 0)}")
+    assert not found, f"Textual's DataTable built directly at {found}"

@@ -10,6 +10,8 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
+from console.widgets.measured_table import MeasuredTable
+
 EVERYWHERE = (("1 … 7", "switch screen (not while typing)"),
               ("?", "this help"), ("p", "Pause refresh"),
               ("q", "back from a drill-down, else quit"), ("ctrl+c", "copy a selection, else quit"),
@@ -73,7 +75,7 @@ class HelpScreen(ModalScreen[None]):
             yield Static(f"Help — {self._title}   (escape closes)", id="help-title",
                          markup=False)
             yield Static(self._workflow, id="help-workflow", markup=False)
-            yield DataTable(id="help-keys", cursor_type="row", zebra_stripes=True)
+            yield MeasuredTable(id="help-keys", cursor_type="row", zebra_stripes=True)
 
     def on_mount(self) -> None:
         """Fill the table."""

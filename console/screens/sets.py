@@ -28,6 +28,7 @@ from console.messages import Notice
 from console.screens.base import LabScreen
 from console.widgets.confirm import Confirm
 from console.widgets.footer import LabFooter
+from console.widgets.measured_table import MeasuredTable
 from console.widgets.sets_forms import ImportForm, ImportRequest, SetForm, SetRequest
 from console.widgets.sets_render import created_text, import_confirm, imported_text, set_confirm
 from core.data_import import DataFile, already_stored, check_task, read_data_file, store_data_file
@@ -110,9 +111,9 @@ class SetsScreen(LabScreen):
         yield Header()
         yield Static("reading…", id="sets-status", markup=False)
         yield Label("Datasets", classes="sets-head")
-        yield DataTable(id="sets-datasets", cursor_type="row", zebra_stripes=True)
+        yield MeasuredTable(id="sets-datasets", cursor_type="row", zebra_stripes=True)
         yield Label("Question sets", classes="sets-head")
-        yield DataTable(id="sets-sets", cursor_type="row", zebra_stripes=True)
+        yield MeasuredTable(id="sets-sets", cursor_type="row", zebra_stripes=True)
         yield LabFooter()
 
     def on_mount(self) -> None:

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.widgets import DataTable
+
+from console.widgets.measured_table import MeasuredTable
 
 
-class GridTable(DataTable):
+class GridTable(MeasuredTable):
     """The Δ grid, whose Enter is listed in the footer."""
 
     BINDINGS = [Binding("enter", "select_cursor", "Decisions")]
 
 
-class DrillTable(DataTable):
+class DrillTable(MeasuredTable):
     """The decision list, whose Enter is listed in the footer."""
 
     BINDINGS = [Binding("enter", "select_cursor", "Open trajectory")]
