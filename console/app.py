@@ -180,6 +180,7 @@ class LabApp(App[None]):
         """Show the first screen, check that lab.db is writable, poll it for changes,
         and warm the other screens up once the first shows its numbers."""
         self.sub_title = str(self.config.db_path)
+        self._version.prime()  # before the first screen reads: a poll then means a commit
         self.switch_mode(self.config.first_screen)
         self._check_writable()
         self.set_interval(self.config.poll_s, self._poll)

@@ -24,6 +24,19 @@ class DataVersion:
         self._last: int | None = None
         self._lock = threading.Lock()
 
+    def prime(self) -> None:
+        """Take lab.db's version now, so that the next `changed()` says only whether a
+        commit came since (the console's first screen reads after this; without it the
+        first poll always reported a change and every screen read twice at start). An
+        error here is left for `changed()` to meet, which then reports a change."""
+        with self._lock:
+            try:
+                if self._conn is None:
+                    self._conn = self._open()
+                self._last = int(self._conn.execute("PRAGMA data_version").fetchone()[0])
+            except sqlite3.Error:
+                self._last = None
+
     def changed(self) -> bool:
         """True on the first call and whenever lab.db changed since the previous one."""
         with self._lock:

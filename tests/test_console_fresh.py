@@ -84,7 +84,6 @@ async def test_another_process_enqueues_then_switching_shows_it_without_r(lab_db
     app = console_app(lab_db, poll_s=NO_POLL)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        await _poll(pilot)  # the poll's first look (a change by definition)
         assert "queued 0" in _queue_text(app)
         await _show(pilot, "4")
         assert "nothing queued yet" in _jobs_hint(app)
@@ -97,6 +96,22 @@ async def test_another_process_enqueues_then_switching_shows_it_without_r(lab_db
         assert "nothing queued yet" not in _jobs_hint(app)
         runs = app.screen.query_one("Tree").root.children
         assert any("run fixture" in str(n.label) for n in runs)
+
+
+@pytest.mark.asyncio
+async def test_the_polls_first_look_is_no_change_when_nothing_committed(lab_db: Path) -> None:
+    """The version is taken before the first screen reads, so the first poll after an
+    unchanged start reports nothing (it used to, and every screen read twice at start);
+    a commit after start is still seen."""
+    app = console_app(lab_db, poll_s=NO_POLL)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        seen = app.changes
+        await _poll(pilot)
+        assert app.changes == seen
+        _enqueue_elsewhere(lab_db)
+        await _poll(pilot)
+        assert app.changes == seen + 1
 
 
 @pytest.mark.asyncio
