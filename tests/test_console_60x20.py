@@ -14,7 +14,7 @@ from textual.app import App, ComposeResult
 from textual.geometry import Region
 from textual.pilot import Pilot
 from textual.widget import Widget
-from textual.widgets import Input, Select, SelectionList, Static, Tab
+from textual.widgets import Input, Select, SelectionList, Static, Tab, Tabs
 
 from core import prereg, store
 from tests.helpers.console import build, console_app, copy_db, settle
@@ -147,6 +147,53 @@ async def test_the_enqueue_preview_keeps_its_words_at_60x20(lab_db: Path) -> Non
                 break
         assert "can be queued" in str(preview.render())
         assert split_words(app) == []
+
+
+def strip_row(app: App[None], tabs: Tabs) -> str:
+    """The tab strip's row of labels as drawn, its two sign columns included."""
+    lines = [strip.text for strip in app.screen._compositor.render_strips()]
+    region = tabs.region
+    return lines[region.y][region.x:region.right]
+
+
+async def walk_tabs(pilot: Pilot[None], tabs: Tabs, key: str) -> list[str]:
+    """Press `key` once per tab and, after each, check the active tab's whole label is
+    in the strip's row; the rows seen, in turn (the first before any key)."""
+    rows: list[str] = []
+    for _ in range(tabs.tab_count):
+        row = strip_row(pilot.app, tabs)
+        label = str(tabs.active_tab.label) if tabs.active_tab else "?"
+        assert label in row[1:-1], f"{label!r} is not on screen: {row!r}"
+        rows.append(row)
+        await keys(pilot, key)
+    return rows
+
+
+@pytest.mark.asyncio
+async def test_every_tab_is_reachable_and_its_strip_says_more_lie_beyond(
+        lab_db: Path) -> None:
+    """At 60×20 Results' tables and an amendment's views are wider than their strips:
+    stepping through them (`]`, `t`) keeps the active tab's label on screen, and a strip
+    shows › while tabs lie beyond its right edge and ‹ while some lie off its left."""
+    app = console_app(lab_db, first_screen="results")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        tabs = app.screen.query_one("#results-tabs", Tabs)
+        rows = await walk_tabs(pilot, tabs, "right_square_bracket")
+        assert rows[0].startswith(" ") and rows[0].endswith("›"), rows[0]
+        assert rows[-1].startswith("‹") and rows[-1].rstrip().endswith("Replication")
+        assert all(row[0] == "‹" or row[-1] == "›" for row in rows)  # never all shown
+        await pilot.resize_terminal(200, 40)
+        await settle(pilot)
+        wide = strip_row(app, tabs)
+        assert "Replication" in wide and "‹" not in wide and "›" not in wide, wide
+    app = console_app(lab_db, first_screen="prereg")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        tabs = app.screen.query_one("#prereg-view Tabs", Tabs)
+        rows = await walk_tabs(pilot, tabs, "t")
+        assert rows[0].endswith("›") and rows[-1].startswith("‹"), rows
+        assert "Pins & verify" in rows[-1]
 
 
 class _Narrow(App[None]):

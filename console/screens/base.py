@@ -34,6 +34,7 @@ from textual.screen import Screen
 
 from console.messages import DbChanged, Notice, ReadOnly, Wrote
 from console.selection import copy_selected
+from console.widgets.tab_marks import mark_tabs_in
 from core import store
 from core.errors import LabError, StoreError
 from core.store.base import access_error
@@ -188,14 +189,17 @@ class LabScreen(Screen[None]):
         self.sub_title = path_tail(self.lab.db_path, max(room, 12)) + tail
 
     def on_resize(self, event: events.Resize) -> None:
-        """The header's path is cut to the width: cut it again for the new one."""
+        """The header's path is cut to the width: cut it again for the new one; a tab
+        strip's signs of tabs beyond its edges follow its room."""
         self.show_header()
+        self.call_after_refresh(mark_tabs_in, self)
 
     def on_mount(self) -> None:
         """Load once when first shown, after the first layout, so what the read fills is
         laid out at the screen's size (the tables' widths themselves are right whenever
         they are filled: console/widgets/measured_table.py)."""
         self.call_after_refresh(self.refresh_data)
+        self.call_after_refresh(mark_tabs_in, self)
 
     def on_screen_resume(self, event: events.ScreenResume) -> None:
         """Shown again: re-read when lab.db changed since this screen's last read."""
