@@ -20,6 +20,7 @@ from core.canonical import canonical_json
 
 MESSAGES = "messages"
 """The body key holding the conversation."""
+_KEY = json.dumps(MESSAGES)
 
 
 class MessageJSON:
@@ -49,14 +50,15 @@ class MessageJSON:
                 side[key] = value
         parts = [json.dumps(before)[1:-1]] if before else []
         listed = ", ".join(self._encoded(m, self._plain, _plain) for m in messages)
-        parts.append(f"{json.dumps(MESSAGES)}: [{listed}]")
+        parts.append(f"{_KEY}: [{listed}]")
         if after:
             parts.append(json.dumps(after)[1:-1])
         return "{" + ", ".join(parts) + "}"
 
     def canonical(self, head: Sequence[Any], messages: Sequence[Mapping[str, Any]]) -> str:
         """`canonical_json([*head, [dict(m) for m in messages]], ensure_ascii=False)`."""
-        items = [canonical_json(x, ensure_ascii=False) for x in head]
+        items = [str(x) if type(x) is int else canonical_json(x, ensure_ascii=False)
+                 for x in head]  # an int's JSON is its str (json.dumps made an encoder)
         items.append("[" + ",".join(self._encoded(m, self._canonical, _canonical)
                                     for m in messages) + "]")
         return "[" + ",".join(items) + "]"
