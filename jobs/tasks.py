@@ -18,7 +18,7 @@ from core import store
 from core.conditions import Condition
 from core.errors import ConfigError, LabError
 from core.models.base import ModelClient
-from core.models.registry import ModelSpec, load_registry, make_client, resolve_model
+from core.models.registry import ModelSpec, make_client, registry_now, resolve_model
 from core.models.retry import CALL_STOP, CallStop
 from core.models.serving import with_endpoints
 from core.regimes import parse_regime
@@ -56,7 +56,7 @@ def cell_spec(db: Database, cell_id: int, settings: WorkerSettings) -> CellSpec:
         ConfigError: the registry's model no longer matches what the cell recorded.
     """
     row = ledger.cell(db, cell_id)
-    model = resolve_model(load_registry(settings.config_path), row["model"])
+    model = resolve_model(registry_now(settings.config_path), row["model"])
     if model.to_json() != row["model_spec"]:
         raise ConfigError(f"model '{row['model']}' changed in the registry since cell {cell_id} "
                           f"was enqueued; restore it or enqueue a new run")

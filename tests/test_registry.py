@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from core.errors import ConfigError
-from core.models.registry import builtin_models, load_registry, resolve_model
+from core.models.registry import builtin_models, load_registry, registry_now, resolve_model
 
 BUILTINS = {"sim-never", "sim-deadline", "sim-clock4", "sim-clock6", "sim-hazard-time",
             "sim-own3", "sim-own5", "sim-own7", "sim-design3", "sim-design5", "sim-hazard-own",
@@ -78,3 +78,33 @@ def test_registry_errors(tmp_path, body, message):
 def test_unknown_model_lists_known():
     with pytest.raises(ConfigError, match="unknown model 'gpt'.*sim-own5"):
         resolve_model(builtin_models(), "gpt")
+
+
+REGISTRY_K5 = """
+[models.sim-k]
+backend = "sim"
+policy = "own_count"
+k = 5
+"""
+
+
+def test_registry_now_parses_again_only_when_the_bytes_change(tmp_path):
+    import os
+
+    path = tmp_path / "lab.toml"
+    path.write_text(REGISTRY_K5)
+    first, again = registry_now(path), registry_now(path)
+    assert first == load_registry(path) and first is not again  # a fresh dict each time
+    assert first["sim-k"] is again["sim-k"]  # unchanged bytes: not parsed again
+    st = path.stat()
+    path.write_text(REGISTRY_K5.replace("k = 5", "k = 4"))  # same size, same times
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert registry_now(path)["sim-k"] == load_registry(path)["sim-k"] != first["sim-k"]
+    path.write_bytes(REGISTRY_K5.replace("\n", "\r\n").encode())  # read as the file reads
+    assert registry_now(path) == load_registry(path) == first
+    path.write_text("[models.x\n")
+    for _ in range(2):  # an invalid file is refused every time
+        with pytest.raises(ConfigError, match="invalid TOML"):
+            registry_now(path)
+    path.unlink()
+    assert registry_now(path) == builtin_models() == registry_now(None)

@@ -142,11 +142,13 @@ def _validate(where: str, name: str, table: Mapping[str, Any]) -> ModelSpec:
     return ModelSpec(name, backend.name, config.stored(params))
 
 
-def load_registry(path: Path | None) -> dict[str, ModelSpec]:
+def load_registry(path: Path | None, data: bytes | None = None) -> dict[str, ModelSpec]:
     """Built-in sim models plus the models of `path` (lab.toml) when it exists.
 
     Args:
         path: the registry file; None or a missing default file means built-ins only.
+        data: the file's bytes when the caller read them already (read as the file
+            would be: UTF-8, any line ending a newline).
 
     Raises:
         ConfigError: unreadable or non-UTF-8 TOML, an unknown top-level table, a
@@ -154,10 +156,12 @@ def load_registry(path: Path | None) -> dict[str, ModelSpec]:
             bad value, naming the file and the model.
     """
     models = builtin_models()
-    if path is None or not path.exists():
+    if path is None or (data is None and not path.exists()):
         return models
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        text = (path.read_text(encoding="utf-8") if data is None else
+                data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n"))
+        document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
     except RecursionError:  # tomllib parses arrays and inline tables recursively
@@ -168,11 +172,11 @@ def load_registry(path: Path | None) -> dict[str, ModelSpec]:
                           f"must be TOML text") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read ({exc.strerror})") from None
-    unknown = sorted(set(data) - set(TOP_LEVEL))
+    unknown = sorted(set(document) - set(TOP_LEVEL))
     if unknown:
         raise ConfigError(f"{path}: unknown top-level table or key '{unknown[0]}' (known: "
                           f"{', '.join(TOP_LEVEL)}; a model is [models.NAME])")
-    tables = data.get("models", {})
+    tables = document.get("models", {})
     if not isinstance(tables, dict):
         raise ConfigError(f"{path}: [models] must be a table of [models.NAME] tables")
     for name, table in tables.items():
@@ -185,6 +189,31 @@ def load_registry(path: Path | None) -> dict[str, ModelSpec]:
                               f"{', '.join(BUILTIN_SIMS)})")
         models[name] = _validate(where, name, table)
     return models
+
+
+_READ: dict[str, tuple[bytes | None, dict[str, ModelSpec]]] = {}
+"""The registry last read from each path, with the file's bytes then (None: no file)."""
+
+
+def registry_now(path: Path | None) -> dict[str, ModelSpec]:
+    """`load_registry(path)`, parsed and validated again only when the file's bytes
+    changed since the last read in this process: a worker rebuilds each job's cell from
+    it, and parsing and validating lab.toml per job cost as much as a few model calls.
+
+    Raises:
+        ConfigError: as `load_registry` (an invalid file is read, and refused, each time).
+    """
+    try:
+        data = None if path is None else path.read_bytes()
+    except FileNotFoundError:
+        data = None
+    except OSError:  # unreadable: refused in load_registry's words
+        return load_registry(path)
+    key = str(path)
+    kept = _READ.get(key)
+    if kept is None or kept[0] != data:
+        kept = _READ[key] = (data, load_registry(path, data))
+    return dict(kept[1])
 
 
 def resolve_model(models: Mapping[str, ModelSpec], name: str) -> ModelSpec:
