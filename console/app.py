@@ -450,9 +450,13 @@ class LabApp(App[None]):
 
     def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
                timeout: float | None = None, markup: bool = True) -> None:
-        """A notice, its message and title shown inert (errors quote stored text)."""
+        """A notice, its message and title shown inert and as plain text, whatever
+        `markup` says (a screen's `notify` passes True): errors quote stored text, and a
+        name like `[/]` raised in the markup parser while the notice drew, while
+        `[@click=app.quit]` made a clickable action of it."""
+        del markup  # never markup: no notice of the console's uses it
         super().notify(inert(message, keep="\n"), title=inert(title, keep=""),
-                       severity=severity, timeout=timeout, markup=markup)
+                       severity=severity, timeout=timeout, markup=False)
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         """The command palette: every screen and every action of the current screen."""
