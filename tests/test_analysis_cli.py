@@ -164,3 +164,26 @@ def test_each_probe_and_trace_table_is_its_own_replay_function():
     functions = [table_def(n).function() for n in table_names(PROBES, TRACES)]
     assert len(set(functions)) == len(functions)
     assert all(f.__module__.startswith("analysis.replay.") for f in functions)
+
+
+@pytest.mark.parametrize("table", ["delta", "index", "hazard", "success", "cost"])
+def test_an_episode_table_loads_no_replay_or_probe_code(grid_db, table):
+    """`lab results TABLE` of an episode table imports what that table computes and no
+    more (docs/performance.md: each cold table pays its imports): not the controllers
+    (their `Gate` comes from `analysis.replay.gate`), not the probe and trajectory reads
+    (the replayed observations come from `core.store.replayed`), not another table's
+    module. Run in a fresh interpreter, so this test's own imports do not count."""
+    import subprocess
+    import sys
+
+    heavy = ("analysis.replay.controllers", "analysis.replay.branches", "core.probes",
+             "core.store.probes", "core.store.trajectories", "core.react",
+             "analysis.measures.leaving", *(() if table in ("success", "cost")
+                                            else ("analysis.measures.success",)))
+    code = ("import sys; from console.cli import main; "
+            f"code = main(['--db', {str(grid_db)!r}, 'results', {table!r}, '--resamples', '20', "
+            "'--format', 'json']); "
+            f"print(code, [m for m in {heavy!r} if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=Path(__file__).resolve().parents[1])
+    assert out.stdout.strip().splitlines()[-1] == "0 []", out.stdout[-2000:] + out.stderr

@@ -152,7 +152,7 @@ def replayed_steps(steps: pd.DataFrame) -> np.ndarray:
         steps: a step frame (without ``judgment_source``: none was replayed).
 
     Returns:
-        int64 array (rows × 2), the layout of `core.store.probes.replayed_observations`.
+        int64 array (rows × 2), the layout of `core.store.replayed.replayed_observations`.
     """
     if "judgment_source" not in steps or not len(steps):
         return np.zeros((0, 2), dtype=np.int64)
@@ -170,7 +170,7 @@ def replayed_mask(ints: pd.DataFrame, replayed: np.ndarray) -> np.ndarray:
     Args:
         ints: decision rows with ``episode_id`` and ``n_obs``.
         replayed: (episode, obs_index) pairs (`replayed_steps`,
-            `core.store.probes.replayed_observations`).
+            `core.store.replayed.replayed_observations`).
 
     Returns:
         A boolean array, one per row.

@@ -246,7 +246,7 @@ class Frames:
 
     def _read_decisions(self, episodes: pd.DataFrame) -> pd.DataFrame:
         from core.store.frames import decisions_frame
-        from core.store.probes import replayed_observations
+        from core.store.replayed import replayed_observations
 
         src = self._need_source()
         packs = self._packs.result() if self._packs is not None else None

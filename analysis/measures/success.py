@@ -16,14 +16,13 @@ import pandas as pd
 
 from analysis.base.arms import Grouping
 from analysis.base.rows import Row, Table, interval_row, with_holm
-from analysis.measures.results import TableInput, TablePart
+from analysis.measures.results import REFERENCE, TableInput, TablePart
 from analysis.stats.bootstrap import N_BOOT, Interval, bootstrap_intervals, noninferior, safe_ratio
 from analysis.stats.codes import sorted_codes
 from analysis.stats.ties import paired_tolerance
 from core.regimes import MEAN6
 
 MEAN6_LABEL = "mean6"
-REFERENCE = "none"
 
 
 @dataclass(frozen=True)

@@ -57,45 +57,16 @@ from analysis.replay.calibration import (
     fit_isotonic,
     risk_coverage,
 )
+from analysis.replay.gate import Gate
 from analysis.replay.policies import LAMBDAS
 from analysis.stats.bootstrap import N_BOOT, cluster_mean, paired_difference
 from core.errors import ConfigError
 from core.probes import ANSWER_NOW, ANSWER_NOW_CONFIDENCE
 
-TAU_HI = 0.7
-TAU_LO = 0.3
-MAX_RETRIEVALS = 3
 FIT_DEPTHS = ("0", "all")
 """Which records fit the isotonic map: depth zero only (the seed's §4.1) or every depth."""
 SEARCH_COST = 500.0
 """TPC's cost of one tool call in tokens (over-searching §3.2, μ = 500)."""
-
-
-@dataclass(frozen=True)
-class Gate:
-    """The controller's parameters (the seed's §4.2).
-
-    Attributes:
-        tau_lo: abstain at or below this once the budget is spent.
-        tau_hi: commit at or above this.
-        max_retrievals: the retrieval budget at the first state.
-    """
-
-    tau_lo: float = TAU_LO
-    tau_hi: float = TAU_HI
-    max_retrievals: int = MAX_RETRIEVALS
-
-    def __post_init__(self) -> None:
-        if not (0.0 <= self.tau_lo <= 1.0 and 0.0 <= self.tau_hi <= 1.0):
-            raise ConfigError(f"thresholds must lie in [0, 1]: τ_lo={self.tau_lo:g}, "
-                              f"τ_hi={self.tau_hi:g} (e.g. --tau-lo 0.3 --tau-hi 0.7)")
-        if self.max_retrievals < 0:
-            raise ConfigError(f"--max-retrievals must be ≥ 0, not {self.max_retrievals}")
-
-    @property
-    def text(self) -> str:
-        """What every row says about the controller, e.g. "τ_lo=0.3, τ_hi=0.7, budget 3"."""
-        return f"τ_lo={self.tau_lo:g}, τ_hi={self.tau_hi:g}, budget {self.max_retrievals}"
 
 
 COMMIT, RETRIEVE, ABSTAIN, ESCALATE = "commit", "retrieve", "abstain", "escalate"

@@ -15,20 +15,22 @@ module only orders, caches and gathers them.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from analysis.base.arms import ArmKey, Grouping
 from analysis.base.cache import ResultsCache
 from analysis.base.rows import Table
 from analysis.measures.frames import Frames
-from analysis.measures.leaving import two_source_mask
-from analysis.measures.results import Results, TableInput, TablePart, apart_totals
-from analysis.measures.success import REFERENCE
+from analysis.measures.results import REFERENCE, Results, TableInput, TablePart, apart_totals
 from analysis.stats.blas import single_thread
 from analysis.stats.bootstrap import N_BOOT
 from analysis.stats.lpm import HAZARD_BOOT
 from analysis.tables.registry import EPISODES, table_def, table_names
 from core.conditions import LAMBDA
 from core.regimes import DELTA_FAILURE, DELTA_REGIMES
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def compute(frames: Frames, names: Sequence[str] | None = None, n_boot: int = N_BOOT,
@@ -116,7 +118,7 @@ def _memory_order(names: list[str], frames: Frames) -> tuple[list[str], bool]:
     # only leaving with two-source arms reads the full frame (switching reads answered
     # and answer_action)
     full = [n for n in names if table_def(n).reads.two_source_episodes]
-    if full and not two_source_mask(frames.episode_keys).any():
+    if full and not _two_source(frames.episode_keys):
         full = []
     first = sorted((n for n in names if table_def(n).reads.columns or n in full),
                    key=lambda n: -len(table_def(n).reads.columns))
@@ -124,6 +126,14 @@ def _memory_order(names: list[str], frames: Frames) -> tuple[list[str], bool]:
         return names, False
     rest = [n for n in names if n not in first]
     return [*first, *([_RELEASE] if rest else []), *rest], bool(full)
+
+
+def _two_source(frame: pd.DataFrame) -> bool:
+    """Whether any row is of a two-source arm (`analysis.measures.leaving.two_source_mask`,
+    imported here only when a table that reads them is asked for)."""
+    from analysis.measures.leaving import two_source_mask
+
+    return bool(two_source_mask(frame).any())
 
 
 _RELEASE = "<release episodes>"
@@ -143,7 +153,7 @@ def _compute_one(frames: Frames, name: str, grouping: Grouping, n_boot: int,
         ep = frames.episode_columns(reads.columns)
     else:
         ep = frames.episode_keys
-    if reads.two_source_episodes and two_source_mask(ep).any():
+    if reads.two_source_episodes and _two_source(ep):
         ep = frames.episodes  # switching reads answered and answer_action
     part: TablePart = table.function()(TableInput(frames, ep, grouping, n_boot, hazard_boot,
                                                   seed, lam, reference, cache,

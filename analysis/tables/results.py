@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
     from analysis.base.rows import Table
     from analysis.measures.frames import Frames
-    from analysis.replay.controllers import Gate
+    from analysis.replay.gate import Gate
     from analysis.replay.trace_tables import TraceSettings
     from core.store.selection import Selection
 
@@ -76,7 +76,7 @@ class ResultsSpec:
     def trace_settings(self) -> TraceSettings:
         """How the trace tables replay the traces under this spec (π, fit, split,
         labels)."""
-        from analysis.replay.controllers import Gate
+        from analysis.replay.gate import Gate
         from analysis.replay.trace_tables import TraceSettings as Settings
 
         return Settings(self.gate or Gate(), self.fit_depths, self.split_seed,

@@ -94,7 +94,7 @@ def results_spec(resamples: int, seed: int, tau_lo: float, tau_hi: float,
     """How `lab results` (and `lab figures`, `lab report`) compute the tables from their
     options: the hazard model takes at most 1,000 of the resamples; Δ pools the main
     family's five failure regimes unless `delta_regimes` is "mean6"."""
-    from analysis.replay.controllers import Gate
+    from analysis.replay.gate import Gate
     from analysis.tables.results import ResultsSpec
 
     return ResultsSpec(resamples, min(resamples, 1000), seed,

@@ -174,37 +174,6 @@ def recorded_judgments(db: Database, episode_ids: Sequence[int]) -> set[tuple[in
     return out
 
 
-REPLAYED_OBSERVATIONS_SQL = (
-    "SELECT s.episode_id, s.obs_index FROM probes p JOIN steps s ON s.episode_id = "
-    "p.episode_id AND s.t = p.t AND s.discarded = 0 WHERE p.kind = 'judgment' AND p.error "
-    "IS NULL AND s.judgment_source IS NULL AND s.obs_index IS NOT NULL")
-"""Observations whose judgment analysis reads from a replay (the step asked none in-run:
-the same rule as `core.store.frames.STEP_FRAME_SQL`)."""
-
-
-def replayed_observations(db: Database, upto: int | None = None) -> pd.DataFrame:
-    """The observations whose side-channel judgment came from `lab replay judgments`.
-
-    Args:
-        db: an open lab.db.
-        upto: only episodes with id <= upto.
-
-    Returns:
-        int64 array (rows × 2): episode id and ``obs_index`` of each such observation
-        (every other judged observation was judged in-run, by the side channel).
-    """
-    import itertools
-
-    import numpy as np
-
-    sql: str = REPLAYED_OBSERVATIONS_SQL
-    args: tuple[int, ...] = ()
-    if upto is not None:
-        sql, args = sql + " AND p.episode_id <= ?", (int(upto),)
-    cursor = db.conn.execute(sql, args)
-    return np.fromiter(itertools.chain.from_iterable(cursor), dtype=np.int64).reshape(-1, 2)
-
-
 PROBE_FRAME_SQL = ("SELECT p.episode_id, p.t, p.kind, p.model AS probe_model, p.source, "
                    "p.judgment, p.answer, p.em, p.f1, p.correct, p.placeholder, p.confidence, "
                    "p.p_continue, p.p_answer_now, p.prefer, p.parse_ok, p.input_tokens AS "
