@@ -178,9 +178,11 @@ class EnqueueScreen(LabScreen):
         self._filling = True
         amendment = self.query_one("#enq-amendment", Select)
         keep = amendment.value if old else EXPLORATORY
+        # the prompts are Text: a str is read as markup, and a title or name like "[/]"
+        # raised in the markup parser while the list drew
         amendment.set_options([(EXPLORATORY_LABEL, EXPLORATORY)] + [
-            (f"{a['id']} {'■ frozen' if a['state'] == 'frozen' else '✎ draft'}  {a['title']}",
-             a["id"]) for a in choices.amendments])
+            (Text(f"{a['id']} {'■ frozen' if a['state'] == 'frozen' else '✎ draft'}  "
+                  f"{a['title']}"), a["id"]) for a in choices.amendments])
         amendment.value = keep if keep in self._amendment_ids() else EXPLORATORY
         # Select posts Changed after this method returns: remember what is already applied
         # so a reload (another process committed) never resets the person's form.
@@ -189,8 +191,8 @@ class EnqueueScreen(LabScreen):
         keep_set = sets.value
         if self._want_set is not None and self._want_set in {s["name"] for s in choices.sets}:
             keep_set, self._want_set = self._want_set, None
-        sets.set_options([(f"{s['name']}  {s['n']} q, {s['dataset']}"
-                           + (", HELD-OUT" if s["held_out"] else ", dev"), s["name"])
+        sets.set_options([(Text(f"{s['name']}  {s['n']} q, {s['dataset']}"
+                                + (", HELD-OUT" if s["held_out"] else ", dev")), s["name"])
                           for s in choices.sets])
         if keep_set in {s["name"] for s in choices.sets}:
             sets.value = keep_set
@@ -202,7 +204,7 @@ class EnqueueScreen(LabScreen):
             models = self.query_one("#enq-models", SelectionList)
             chosen = set(models.selected)
             models.clear_options()
-            models.add_options([(f"{name} ({backend})", name, name in chosen)
+            models.add_options([(Text(f"{name} ({backend})"), name, name in chosen)
                                 for name, backend in choices.models])
         self._filling = False
         self._changed()

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -161,8 +162,9 @@ class SetForm(_Form):
                          classes="form-title", markup=False)
             yield self.row("name", Input(r.name if r else "", placeholder="e.g. dev100",
                                          id="set-name", compact=True))
-            yield self.row("dataset", Select([(label, name) for name, label in self._datasets],
-                                             value=dataset, prompt="no dataset: import one",
+            datasets = [(Text(label), name) for name, label in self._datasets]  # no markup
+            yield self.row("dataset", Select(datasets, value=dataset,
+                                             prompt="no dataset: import one",
                                              id="set-dataset", compact=True))
             yield self.row("n", Input(str(r.n) if r else "", placeholder="questions, e.g. 100",
                                       id="set-n", compact=True))
