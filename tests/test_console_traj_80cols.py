@@ -5,6 +5,7 @@ U1, ok) are explained on screen, and a step with no recorded time says so, not `
 from __future__ import annotations
 
 import shutil
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -55,6 +56,40 @@ async def test_an_episode_reads_whole_at_80_columns(lab_db: Path) -> None:
         assert step[judged + 1].startswith(" " * len("judgment: ") + "USELESS"), step
         assert any("– (no time recorded)" in line for line in step), step
         assert not any(" 0 ms" in line for line in step), step
+
+
+@pytest.mark.asyncio
+async def test_the_episode_head_is_never_cut_at_80_columns(lab_db: Path) -> None:
+    """The head's lines wrap under their text instead of ending in "…": who ran it (the
+    run was cut), the outcome with a long answer and its gold, the calls and tokens."""
+    answer = "Seiming Optics, founded in the harbour town of Lerrstead well before 1900"
+    conn = sqlite3.connect(lab_db)
+    with conn:
+        conn.execute("UPDATE episodes SET answer = ? WHERE id = 72", (answer,))
+    conn.close()
+    app = console_app(lab_db, first_screen="trajectories")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        app.screen.query_one("#traj-list", DataTable).focus()
+        await pilot.press("enter")
+        await settle(pilot)
+        head = lines_of(app, "#traj-head")
+        assert all(len(line) <= 78 for line in head) and "…" not in "".join(head), head
+        items: list[str] = []  # each wrapped line joined to the line it continues
+        for line in head:
+            if line.startswith(" ") and items:
+                items[-1] += " " + line.strip()
+            else:
+                items.append(line)
+        assert items[0] == ("episode 72 · sim-own5 · enforced_rule:k=2 · clean · seed 0 · "
+                            "budget 8 · run traj"), head
+        assert head[1].startswith(" " * len("episode 72 · ") + "run traj"), head
+        assert items[2] == (f"✓ correct · '{answer}' at action 3, F1 1.00 · gold "
+                            "'Seiming Optics'"), head
+        hung = " " * len("✓ correct ")
+        assert head[5].startswith(hung) and head[5][len(hung)] != " ", head
+        assert items[3].startswith("calls: ") and items[3].endswith(
+            "tokens 1654 in / 105 out"), head
 
 
 @pytest.mark.asyncio

@@ -21,7 +21,7 @@ from core.end_reasons import end_text
 from core.episode import Step
 from core.regimes import short_regime
 from core.store.imports import NO_TEXT
-from core.store.trajectories import EpisodeDetail, EpisodeRow
+from core.store.trajectories import EpisodeDetail
 
 OUTCOME_MARK = {"correct": "✓ correct", "wrong": "✗ wrong", "unanswered": "– unanswered",
                 "errored": "‼ errored"}
@@ -41,11 +41,6 @@ def clip(text: str, width: int) -> str:
     """One line of at most `width` characters (whitespace collapsed, "…" when cut)."""
     text = " ".join((text or "").split())
     return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
-
-
-def arm_title(row: EpisodeRow) -> str:
-    """model · arm · regime · seed, the identity of an episode in one line."""
-    return f"{row.model} · {row.arm} · {row.regime} · seed {row.seed}"
 
 
 def step_sign(step: Step) -> str:
@@ -88,12 +83,29 @@ def strip(steps: tuple[Step, ...], current: int) -> Text:
     return out
 
 
+KEEP = "\u00a0"
+"""A no-break space: `hang` does not break a line there."""
+
+
+def units(*items: str) -> str:
+    """`items` joined by " · ", each kept whole when the line wraps (its spaces are
+    no-break spaces until wrapped), so `run traj` or `seed 0` never splits."""
+    return " · ".join(item.replace(" ", KEEP) for item in items)
+
+
+HEAD_VALUE = 120
+"""The most characters of an answer, gold answer or error the episode head shows (the
+step view shows the rest)."""
+
+
 def episode_head(d: EpisodeDetail, width: int = 80) -> Text:
-    """Who ran what, the question, and how it ended, in four short lines.
+    """Who ran what, the question, and how it ended, in four lines, each wrapped under
+    its text at `width` (never cut: at 80 columns the run, the end reason and the gold
+    answer are still on screen).
 
     Args:
         d: the episode.
-        width: the screen width (long lines are clipped to it).
+        width: the screen width.
 
     Returns:
         The text.
@@ -101,26 +113,36 @@ def episode_head(d: EpisodeDetail, width: int = 80) -> Text:
     r = d.row
     w = max(width - 2, 20)
     out = Text()
-    out.append(clip(f"episode {r.id} · {arm_title(r)} · budget {r.budget} · run {r.run}", w),
-               style="bold")
+    who = f"episode {r.id} · "
+    ident = units(r.model, r.arm, r.regime, f"seed {r.seed}", f"budget {r.budget}",
+                  f"run {r.run}")
+    out.append_text(hang(Text(who + ident, style="bold"), w, len(who)))
     asked = f"Q {r.question_id}: "
     out.append("\n")
     out.append_text(hang(Text(asked + " ".join((d.question or "").split())), w, len(asked)))
     out.append("\n")
-    out.append(OUTCOME_MARK[r.outcome], style=OUTCOME_STYLE[r.outcome])
+    mark = OUTCOME_MARK[r.outcome]
     if d.error:
-        tail = f": {d.error}"
+        tail = f": {clip(d.error, HEAD_VALUE)}"
     elif d.imported:
         tail = (f"· {NO_TEXT} (actions, judgments and success only)"
                 + (f" · answered at action {r.answer_action}" if r.answer_action else ""))
     elif d.answer is not None:
-        tail = f"· {d.answer!r} at action {r.answer_action}, F1 {d.f1:.2f} · gold {d.gold!r}"
+        tail = (f"· {clip(repr(d.answer), HEAD_VALUE)} at action {r.answer_action}, "
+                f"F1 {d.f1:.2f} · gold {clip(repr(d.gold), HEAD_VALUE)}")
     else:
-        tail = f"· no answer ({end_text(d.end_reason)}) · gold {d.gold!r}"
-    out.append(" " + clip(tail, w - len(OUTCOME_MARK[r.outcome]) - 1) + "\n")
-    out.append(clip(f"calls: {d.tool_calls} tool, {d.extra_calls} judgment/extra · "
-                    f"{d.forced_turns} forced · {d.refused_calls} refused · tokens "
-                    f"{d.input_tokens} in / {d.output_tokens} out", w), style="dim")
+        tail = (f"· no answer ({end_text(d.end_reason)}) · gold "
+                f"{clip(repr(d.gold), HEAD_VALUE)}")
+    ended = Text()
+    ended.append(mark, style=OUTCOME_STYLE[r.outcome])
+    ended.append(" " + " ".join(tail.split()))
+    out.append_text(hang(ended, w, len(mark) + 1))
+    out.append("\n")
+    calls = units(f"{d.tool_calls} tool, {d.extra_calls} judgment/extra",
+                  f"{d.forced_turns} forced", f"{d.refused_calls} refused",
+                  f"tokens {d.input_tokens} in / {d.output_tokens} out")
+    out.append_text(hang(Text(f"calls: {calls}", style="dim"), w))
+    out.plain = out.plain.replace(KEEP, " ")  # wrapped now: plain spaces on screen
     return out
 
 
