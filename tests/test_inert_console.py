@@ -72,7 +72,7 @@ async def test_trajectories_show_the_answer_and_question_escaped(hostile_db) -> 
         _raw_free(drawn)
         head = str(screen.query_one("#traj-head", Static).render())
         step = str(screen.query_one("#traj-step", Static).render())
-        assert "Which\\x1b]0;pwned\\x07 city\\x1b[2J?" in head
+        assert "Which\\x1b]0;pwned\\x07 [/]city\\x1b[2J?" in head
         assert SHOWN in step and "\\x1b[2J" in step, step
 
 
@@ -101,7 +101,7 @@ async def test_sets_view_shows_the_set_name_escaped(hostile_db) -> None:
         drawn = app.export_screenshot()
         _raw_free(drawn)
         assert "s\\x" in _visible(drawn)  # as wide as the column is drawn yet
-        assert "s\\x1b]0;pwned\\x07et" in _cells(app.screen.query_one("#sets-sets", DataTable))
+        assert "s\\x1b]0;pwned\\x07et[/]" in _cells(app.screen.query_one("#sets-sets", DataTable))
 
 
 class _Bare(App[None]):

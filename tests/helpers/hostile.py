@@ -1,6 +1,7 @@
 """A lab.db whose stored text holds terminal escapes: a model named with `ESC[2J`
 whose answers hold an OSC title set (ESC ] 0 ; … BEL) and a screen clear, questions
-whose text holds both, and a question set named with them."""
+whose text holds both, and a question set named with them; each also holds `[/]`,
+which Textual would read as markup (and fail on) where a widget is handed a str."""
 
 from __future__ import annotations
 
@@ -14,12 +15,12 @@ from core.models.backends import BACKENDS, Backend, register
 from tests.helpers.cli import lab
 from tests.helpers.toy_backend import OracleClient, OracleConfig
 
-NAME = "or\x1b[2Jacle"
-NAME_SHOWN = "or\\x1b[2Jacle"
-QUESTION = "Which\x1b]0;pwned\x07 city\x1b[2J?"
-SET = "s\x1b]0;pwned\x07et"
+NAME = "or\x1b[2Jacle[/]"
+NAME_SHOWN = "or\\x1b[2Jacle[/]"
+QUESTION = "Which\x1b]0;pwned\x07 [/]city\x1b[2J?"
+SET = "s\x1b]0;pwned\x07et[/]"
 TOML = """
-[models."or\\u001b[2Jacle"]
+[models."or\\u001b[2Jacle[/]"]
 backend = "oracle"
 searches = 0
 hedge = "\\u001b]0;pwned\\u0007 \\u001b[2J"
