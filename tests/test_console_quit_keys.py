@@ -16,7 +16,7 @@ from rich.text import Text
 from textual.geometry import Offset
 from textual.screen import Screen
 from textual.selection import Selection
-from textual.widgets import DataTable, OptionList, Static, TextArea
+from textual.widgets import DataTable, OptionList, Select, Static, TextArea
 
 from console.screens.help import HelpScreen
 from console.screens.prereg.modals import FreezeConfirm, TitlePrompt
@@ -165,7 +165,7 @@ def _dialogs(tmp: Path) -> dict[str, Callable[[], Screen]]:
 @pytest.mark.asyncio
 @pytest.mark.parametrize("kind", ["confirm", "choose", "freeze", "title", "set form",
                                   "import form", "start workers", "worker logs", "help",
-                                  "palette"])
+                                  "palette", "picker"])
 async def test_ctrl_c_on_a_dialog_quits_as_on_a_screen(lab_db: Path, tmp_path: Path,
                                                        kind: str) -> None:
     """A dialog, a form, the help or the command palette over a screen: ctrl+c quits
@@ -179,10 +179,18 @@ async def test_ctrl_c_on_a_dialog_quits_as_on_a_screen(lab_db: Path, tmp_path: P
         app.copy_to_clipboard = copied.append
         if kind == "palette":
             await pilot.press("ctrl+p")
+        elif kind == "picker":  # Enqueue's set picker, opened over the form
+            await pilot.press("3")
+            await settle(pilot)
+            picker = app.screen.query_one("#enq-set", Select)
+            picker.focus()
+            await pilot.press("enter")
+            await settle(pilot)
+            assert picker.expanded
         else:
             app.push_screen(_dialogs(tmp_path)[kind]())
         await settle(pilot)
-        assert app.screen.is_modal
+        assert app.screen.is_modal or kind == "picker"
         await pilot.press("ctrl+c")
         await pilot.pause()
         if kind == "start workers":
