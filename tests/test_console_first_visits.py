@@ -137,9 +137,11 @@ async def test_warm_up_loads_every_screen_then_first_visits_skip_restyles(
         lab_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from analysis.base.cache import code_hash
     from analysis.stats.blas import single_thread
+    from core.version import project_version
 
-    single_thread.cache_clear()
-    code_hash.cache_clear()
+    once = (single_thread, code_hash, project_version)
+    for f in once:
+        f.cache_clear()
     frozen = gc.get_freeze_count()
     app = console_app(lab_db, warm_up=True)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -151,7 +153,7 @@ async def test_warm_up_loads_every_screen_then_first_visits_skip_restyles(
                 assert app.stylesheet.has_source(str(path))
         assert set(warmup.RESULTS_IMPORTS) <= set(sys.modules)
         # what Results' first computation pays once per process is paid
-        assert single_thread.cache_info().currsize == code_hash.cache_info().currsize == 1
+        assert [f.cache_info().currsize for f in once] == [1, 1, 1]
         assert gc.get_freeze_count() == frozen  # headless: the test process's GC is its own
         restyles: list[int] = []
         real = type(app).refresh_css

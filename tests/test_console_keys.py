@@ -1,12 +1,14 @@
-"""Typing and keys: digits typed in a field stay text, the footer keeps
-each screen's essential keys at 80 columns, `?` is the screen's cheat sheet, the palette
-finds Help and Pause refresh, and the header names the screen."""
+"""Typing and keys: digits typed in a field stay text, the footer keeps each screen's
+essential keys at 80 columns (and dims or lights a key where it sits), `?` is the screen's
+cheat sheet, the palette finds Help and Pause refresh, and the header names the screen."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+from textual.app import App, ComposeResult
+from textual.binding import Binding
 from textual.widgets import Input, SelectionList, Static
 
 from console.screens import SCREENS
@@ -146,3 +148,55 @@ async def test_header_names_the_screen(lab_db: Path) -> None:
         app.set_read_only("lab.db: read-only file")
         await pilot.pause()
         assert app.screen.title == "lab · 7 Results · READ-ONLY"
+
+
+class _Toggled(App[None]):
+    """A footer over a key whose state the test sets: shown, dimmed or hidden."""
+
+    BINDINGS = [Binding("x", "x", "Ex"), Binding("y", "y", "Why")]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.state: bool | None = None
+
+    def compose(self) -> ComposeResult:
+        yield LabFooter()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return self.state if action == "x" else True
+
+    def action_x(self) -> None:
+        """Nothing (a key to show)."""
+
+    def action_y(self) -> None:
+        """Nothing (a key to show)."""
+
+
+@pytest.mark.asyncio
+async def test_footer_dims_and_lights_a_key_in_place_and_rebuilds_for_another_key_set(
+        ) -> None:
+    from textual.widgets._footer import FooterKey
+
+    app = _Toggled()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        footer = app.query_one(LabFooter)
+
+        def keys() -> dict[str, FooterKey]:
+            return {k.key: k for k in footer.query(FooterKey)}
+
+        before = keys()
+        assert before["x"].has_class("-disabled") and before["x"]._disabled
+        app.state = True
+        app.refresh_bindings()
+        await pilot.pause()
+        await pilot.pause()
+        after = keys()
+        assert all(after[k] is before[k] for k in before) and after.keys() == before.keys()
+        assert not after["x"].has_class("-disabled") and not after["x"]._disabled
+        assert "x Ex" in footer.text()
+        app.state = False  # hidden: another set of keys, built again
+        app.refresh_bindings()
+        await pilot.pause()
+        await pilot.pause()
+        assert "x" not in keys() and keys()["y"] is not before["y"]

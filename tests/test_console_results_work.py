@@ -83,3 +83,44 @@ async def test_the_delta_grid_is_not_laid_out_as_text(lab_db: Path) -> None:
         await pilot.press("left_square_bracket")
         await _settle(pilot)
         assert screen._body() == "results-delta" and screen._computed["delta"].layout is None
+
+
+@pytest.mark.asyncio
+async def test_table_keys_are_dimmed_while_computing_then_lit_where_they_sit(
+        lab_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    from textual.widgets._footer import FooterKey
+
+    import analysis.tables.results as results_module
+    from console.widgets.footer import LabFooter
+
+    gate = threading.Event()
+    real = results_module.results_for
+
+    def held(*args: Any, **kwargs: Any) -> Any:
+        gate.wait()  # the test looks at the footer while the table is being computed
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(results_module, "results_for", held)
+    app = _app(lab_db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        try:
+            await _settle(pilot)
+            await pilot.press("7")
+            for _ in range(3):
+                await pilot.pause()
+            screen = app.screen
+            assert isinstance(screen, ResultsScreen) and "success" not in screen._computed
+            footer = screen.query_one(LabFooter)
+            before = {k.key: k for k in footer.query(FooterKey)}
+            assert {"slash", "s", "c"} <= before.keys()
+            assert all(before[k].has_class("-disabled") for k in ("slash", "s", "c"))
+        finally:
+            gate.set()  # the worker never waits beyond the test
+        await _settle(pilot)
+        await pilot.pause()
+        assert "success" in screen._computed
+        after = {k.key: k for k in footer.query(FooterKey)}
+        assert after.keys() == before.keys() and all(after[k] is before[k] for k in after)
+        assert not any(after[k].has_class("-disabled") for k in ("slash", "s", "c"))

@@ -246,15 +246,24 @@ class ResultsScreen(LabScreen):
                     or self.query_one("#results-select").has_class("shown")
                     or self.query_one("#results-search").has_class("shown"))
         if action in ("export", "figures"):
-            return self.view in self._computed
+            return True if self.view in self._computed else self._computing()
         if action in ("sort", "search", "ends"):
-            return self._body() == "results-text-view" and self._layout() is not None
+            return True if self._body() == "results-text-view" and self._layout() is not None \
+                else self._computing()
         if action == "next_match":
             return bool(self._found)
         if action == "copy":
-            return (self._body() == "results-text-view" and self._layout() is not None) or \
-                self._body() in ("results-delta", "results-drill")
+            return True if (self._body() == "results-text-view" and self._layout() is not None
+                            ) or self._body() in ("results-delta", "results-drill") \
+                else self._computing()
         return True
+
+    def _computing(self) -> bool | None:
+        """A table key's state while no table is shown: dimmed (None) while the view is
+        being computed, so the footer keeps its keys and only lights them when the table
+        arrives (`LabFooter` restyles them in place); else hidden (False)."""
+        return None if self.view not in self._computed and \
+            self._asked == (self.view, self._generation) else False
 
     def action_tab(self, delta: int) -> None:
         """Show the next or previous table."""
