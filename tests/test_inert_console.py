@@ -3,7 +3,11 @@ text, a model name and a set name holding an OSC title set (ESC ] 0 ; … BEL) a
 screen clear (ESC [ 2 J) are shown escaped (`\\x1b`) on the Trajectories screen, in
 Results and in the Sets view, and no raw ESC or BEL is in what the app draws. Whatever
 a widget shows without `inert`, the app's last line filter deletes the control
-characters left (`console.inert_filter`)."""
+characters left (`console.inert_filter`).
+
+Stored text is never read as markup either: one app run visits every screen and view
+with names, titles, a hypothesis id and a live label holding `[/]` (which Textual's
+markup parser refuses), `[@click=app.quit]` (an action) and `[red]` (a style)."""
 
 from __future__ import annotations
 
@@ -143,3 +147,177 @@ def test_inert_fields_reach_every_string_of_a_record() -> None:
 
     row = inert_fields(Row(NAME, ("a\x1b", "b"), {"k\x07": ["x\x1b[2J"], "n": 3}))
     assert row == Row(NAME_SHOWN, ("a\\x1b", "b"), {"k\\x07": ["x\\x1b[2J"], "n": 3})
+
+
+# ---- every screen and view with stored text that Textual would read as markup -------
+
+TITLE = "[/]Ends [@click=app.quit]x[/] [red]red[/red]"
+"""An amendment title: a closing tag with nothing open, a click action and a style."""
+BODY = "Body [/] and [@click=app.quit]x[/]."
+HYPOTHESIS = "[/]H1[@click=app.quit]x[/]"
+SIM = "sim[/]own5 [@click=app.quit]x[/]"
+"""A sim model (it searches, so the Δ grid has decisions to drill into)."""
+LIVE_LABEL = f"{NAME} / none / clean [@click=app.quit]x[/]"
+
+
+@pytest.fixture(scope="module")
+def markup_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]:
+    """The hostile lab.db plus a frozen amendment whose title, body and hypothesis id
+    hold markup, a draft titled the same, and a running live episode labelled with it.
+    Built once for the module: the one app run below only reads it."""
+    from console.cli import main
+    from core import prereg, store
+    from core.data import ids_hash
+    from core.models.registry import load_registry
+
+    tmp = tmp_path_factory.mktemp("markup")
+
+    class _Quiet:  # hostile_lab reads the CLI's output through a capsys-like object
+        def readouterr(self):  # noqa: ANN202
+            return "", ""
+
+    with hostile_lab(tmp, _Quiet()) as (db_path, config):
+        with config.open("a", encoding="utf-8") as f:
+            f.write(f'\n[models."{SIM}"]\nbackend = "sim"\npolicy = "own_count"\nk = 5\n')
+        db = store.connect(db_path)
+        ids = [q for (q,) in db.conn.execute("SELECT id FROM questions WHERE dataset = 'demo' "
+                                             "ORDER BY id LIMIT 12")]
+        store.save_question_set(db, "f", "demo", ids, 3, [], False, ids_hash(ids))
+        db.conn.close()
+        for args in (("enqueue", "--models", SIM, "--conditions", "none,enforced_rule",
+                      "--regimes", "persistent", "--set", "f", "--run", "r2"),
+                     ("worker", "--until-idle")):
+            assert main(["--db", str(db_path), "--config", str(config), *args]) == 0, args
+        db = store.connect(db_path)
+        scope = {"models": [NAME], "conditions": ["none"], "regimes": ["clean"],
+                 "question_sets": ["d"], "budgets": [8]}
+        tests = [{"id": HYPOTHESIS, "kind": "median_action", "condition": "none",
+                  "op": ">=", "value": 1}]
+        frozen = prereg.create(db, TITLE, BODY, tests, scope)
+        prereg.freeze(db, frozen, load_registry(config))
+        prereg.create(db, TITLE, BODY)
+        row = db.conn.execute("SELECT e.id, e.cell_id, e.question_id FROM episodes e "
+                              "ORDER BY e.id LIMIT 1").fetchone()
+        live = store.live_start(db, row[1], row[2], LIVE_LABEL, worker="hostile-host:1")
+        for step in store.episode_steps(db, row[0])[:2]:
+            store.live_step(db, live, step)
+        # its worker is up and holds the job of its question under a lease that outlives
+        # the test (a stopped worker's row would be a leftover, never followed)
+        db.conn.execute("INSERT OR REPLACE INTO workers (id, state, heartbeat_at, started_at) "
+                        "VALUES ('hostile-host:1', 'running', 4102444800, '2025-01-01')")
+        db.conn.execute("UPDATE jobs SET state = 'running', worker = 'hostile-host:1', "
+                        "lease_until = 4102444800 WHERE id = (SELECT j.id FROM jobs j, "
+                        "json_each(j.question_ids) q WHERE j.cell_id = ? AND q.value = ? "
+                        "LIMIT 1)", (row[1], row[2]))
+        db.conn.commit()
+        db.conn.close()
+        yield db_path, config
+
+
+def _on_screen(app) -> str:  # noqa: ANN001
+    """Every line the app draws now, the modal's and toasts' included."""
+    return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+
+
+def _still_up(app, where: str, *shown: str) -> str:  # noqa: ANN001
+    """The app runs, caught no error, and draws each of `shown` as stored."""
+    drawn = _on_screen(app)
+    assert app.is_running, where
+    assert not app.errors, (where, app.errors)
+    for text in shown:
+        assert text in drawn, (where, text, drawn)
+    return drawn
+
+
+@pytest.mark.asyncio
+async def test_every_screen_shows_stored_markup_as_stored(markup_db) -> None:
+    """One app run at 120x40 through every screen and view: a stored `[/]` (which
+    Textual's markup parser refuses), `[@click=app.quit]` (an action) and `[red]` (a
+    style) never reach a parser: the console stays up, logs no error, and shows them."""
+    from textual.widgets import OptionList, Select, Tree
+
+    from console import logs
+
+    db, config = markup_db
+    app = console_app(db, config_path=config)
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await settle(pilot)
+        _still_up(app, "dashboard")
+
+        await pilot.press("2")
+        await settle(pilot)
+        listing = app.screen.query_one("#prereg-list", OptionList)
+        for amendment in ("A1", "A2"):
+            listing.highlighted = listing.get_option_index(amendment)
+            await settle(pilot)
+            _still_up(app, f"prereg {amendment}", "[@click=app.quit]x[/]", "[red]red[/red]")
+        listing.highlighted = listing.get_option_index("A1")
+        await settle(pilot)
+        _still_up(app, "prereg outcomes", HYPOTHESIS)
+
+        await pilot.press("3")
+        await settle(pilot)
+        for select in app.screen.query(Select):
+            select.focus()
+            await pilot.press("enter")  # its list open: every option drawn
+            await settle(pilot)
+            _still_up(app, f"enqueue {select.id}")
+            await pilot.press("escape")
+            await settle(pilot)
+        drawn = _still_up(app, "enqueue")
+        assert "acle[/]" in drawn
+        await pilot.press("escape", "s")  # the Sets view
+        await settle(pilot)
+        _still_up(app, "sets", "et[/]")
+        await pilot.press("escape")
+        await settle(pilot)
+
+        await pilot.press("4")
+        await settle(pilot)
+        tree = app.screen.query_one(Tree)
+        for node in list(tree.root.children):
+            node.expand()
+            for grid in node.children:
+                grid.expand()
+        await settle(pilot)
+        tree.focus()
+        for _ in range(6):  # the detail line of a run, its grids and their jobs
+            await pilot.press("j")
+            await settle(pilot)
+            _still_up(app, "jobs")
+        _still_up(app, "jobs", "acle[/]")
+
+        await pilot.press("5")
+        await settle(pilot)
+        _still_up(app, "live", "[@click=app.quit]x[/]")
+
+        await pilot.press("6")
+        await settle(pilot)
+        _still_up(app, "trajectories", "acle[/]")
+        await pilot.press("enter")
+        await settle(pilot)
+        _still_up(app, "episode", "[/]city")
+        await pilot.press("m")
+        await settle(pilot)
+        _still_up(app, "matched arms")
+        await pilot.press("escape", "escape")
+        await settle(pilot)
+
+        await pilot.press("7")
+        await settle(pilot)
+        drilled = False
+        for tab in range(12):
+            _still_up(app, f"results tab {tab}")
+            if app.screen._body() == "results-delta":
+                _still_up(app, "results Δ grid", "sim[/]own5", f"{SIM} × none")
+                drilled = True
+                await pilot.press("enter")  # the Δ cell's decisions
+                await settle(pilot)
+                _still_up(app, "results drill-down", f"{SIM} × none")
+                await pilot.press("escape")
+                await settle(pilot)
+            await pilot.press("right_square_bracket")
+            await settle(pilot)
+        assert drilled and app.is_running and not app.errors, app.errors
+    log = logs.log_dir(db) / logs.ERROR_LOG
+    assert not log.exists() or "MarkupError" not in log.read_text(encoding="utf-8")
