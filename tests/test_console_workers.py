@@ -2,13 +2,17 @@
 whether they outlive the console, then `y`), `L` shows their logs, and a banner says when
 jobs are queued with no live worker. On a queued demo grid a worker started from the
 console runs every job (waited for on lab.db, generously), and quitting the console stops
-it: no worker process is left and its row says stopped.
+it: no worker process is left and its row says stopped. `Z` pauses and resumes the
+console's workers and `S` stops them, each after a question, and only a worker started
+to outlive the console is left running when it quits.
 """
 
 from __future__ import annotations
 
 import os
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,7 +20,7 @@ from textual.widgets import Input, Static
 
 from console.widgets.confirm import Confirm
 from console.widgets.workers import StartForm, WorkerLogs, no_worker_banner, parse_start
-from console.workers import LocalWorkers
+from console.workers import LocalWorker, LocalWorkers
 from core import store
 from core.errors import ConfigError
 from core.store import jobs as ledger
@@ -101,3 +105,75 @@ def test_the_banner_shows_only_while_jobs_wait_for_no_worker() -> None:
     assert no_worker_banner(0, 0) is None and no_worker_banner(5, 1) is None
     banner = no_worker_banner(1, 0)
     assert banner is not None and banner.plain == "⚠ 1 job queued, no worker: press w to start one"
+
+
+def _sleeper(app, keep: bool = False) -> LocalWorker:
+    """A stand-in for a started `lab worker`: a process in a group of its own that only
+    sleeps (pausing, resuming and stopping are signals to its group, whatever it runs)."""
+    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"],
+                               start_new_session=True)
+    worker = LocalWorker(process, app.log_dir() / f"worker-{process.pid}.log", None, keep)
+    app.local_workers.started.append(worker)
+    return worker
+
+
+def _state(pid: int) -> str:
+    """The process's state letter in /proc (T: stopped by a signal)."""
+    with open(f"/proc/{pid}/stat", "rb") as f:
+        return f.read().rpartition(b")")[2].split()[0].decode()
+
+
+@pytest.mark.asyncio
+async def test_z_pauses_and_resumes_and_s_stops_the_consoles_workers(tmp_path: Path) -> None:
+    path = build(tmp_path / "lab.db", run=False)
+    app = console_app(path.resolve())
+    workers: list[LocalWorker] = []
+    try:
+        async with app.run_test(size=(100, 30)) as pilot:
+            await settle(pilot)
+            await pilot.press("Z")  # none started yet: said, nothing asked
+            assert not isinstance(app.screen, Confirm)
+            workers = [_sleeper(app), _sleeper(app)]
+            for verb, letter in (("Pause", "T"), ("Resume", "S")):
+                await pilot.press("Z")
+                await pause_until(pilot, lambda: isinstance(app.screen, Confirm), "the question")
+                assert app.screen.text.startswith(f"{verb} 2 worker(s) started here?")
+                await pilot.press("y")
+                await pause_until(pilot, lambda want=letter: all(  # type: ignore[misc]
+                    _state(w.pid) == want for w in workers), f"both workers {verb.lower()}d")
+                assert all(w.paused == (verb == "Pause") for w in workers)
+            await pilot.press("S")
+            await pause_until(pilot, lambda: isinstance(app.screen, Confirm), "the question")
+            assert app.screen.text.startswith("Stop 2 worker(s) started here?")
+            await pilot.press("n")  # no: they go on
+            await pilot.pause()
+            assert all(w.alive() for w in workers)
+            await pilot.press("S")
+            await pause_until(pilot, lambda: isinstance(app.screen, Confirm), "the question")
+            await pilot.press("y")
+            await pause_until(pilot, lambda: not any(w.alive() for w in workers),
+                              "both workers stopped")
+    finally:
+        for w in workers:
+            if w.alive():
+                w.process.kill()
+                w.process.wait()
+
+
+@pytest.mark.asyncio
+async def test_only_a_worker_started_to_outlive_the_console_survives_its_quit(
+        tmp_path: Path) -> None:
+    path = build(tmp_path / "lab.db", run=False)
+    app = console_app(path.resolve())
+    workers: list[LocalWorker] = []
+    try:
+        async with app.run_test(size=(100, 30)) as pilot:
+            await settle(pilot)
+            workers = [_sleeper(app), _sleeper(app, keep=True)]
+            await pilot.press("q")
+        assert not workers[0].alive() and workers[1].alive()
+    finally:
+        for w in workers:
+            if w.alive():
+                w.process.kill()
+                w.process.wait()
