@@ -131,7 +131,8 @@ async def endpoint_ready(client: ModelClient,
                          should_stop: Callable[[], bool] | None = None) -> bool:
     """Hold a new item while every endpoint of its model is down (`core.models.health`).
 
-    A client without endpoints (sims) never waits. Returns False when the job or the
+    A client without endpoints (sims) never waits; one whose `admits` says an endpoint
+    is up starts the item without entering the wait. Returns False when the job or the
     worker stopped during the wait: the item is then not started.
     """
     ready = getattr(client, "ready", None)
@@ -142,6 +143,9 @@ async def endpoint_ready(client: ModelClient,
     def give_up() -> bool:
         return stop.requested or (should_stop is not None and should_stop())
 
+    admits = getattr(client, "admits", None)
+    if admits is not None and admits():  # the wait would return at once
+        return not give_up()
     try:
         async with stop.scope("endpoint down", None):  # a stopping worker's cut ends it
             await ready(give_up)

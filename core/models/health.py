@@ -383,6 +383,10 @@ class Failover(Generic[T]):
     def _breaker(self) -> Breaker:
         return self.breaker_of(self.current())
 
+    def up(self) -> bool:
+        """Whether the episode's endpoint is up now (`ready` would return at once)."""
+        return not self._breaker().down
+
     async def ready(self) -> bool:
         """Wait until the episode's endpoint (or another of the model's) is up.
 

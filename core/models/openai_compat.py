@@ -281,6 +281,10 @@ class OpenAIClient:
         best.episodes += 1
         return best
 
+    def admits(self) -> bool:
+        """Whether a new episode may start now without waiting (an endpoint is up)."""
+        return not self.breakers or any(not b.down for b in self.breakers.values())
+
     async def ready(self, give_up: Callable[[], bool] | None = None) -> None:
         """Hold a new episode while every endpoint is down (`core.models.health`)."""
         await wait_admission(list(self.breakers.values()), self.policy, give_up)

@@ -366,6 +366,11 @@ class Outage(Protocol):
     """Where a call's endpoint stands (`core.models.health.Failover`): calls to a down
     endpoint wait for it instead of spending their retries."""
 
+    def up(self) -> bool:
+        """Whether the call's endpoint is up now (then `ready` would neither wait nor move
+        it): a call checks this first and enters the cut-able wait only when it is not."""
+        ...
+
     async def ready(self) -> bool:
         """Wait until the call may be sent (moving it to a live endpoint if it can);
         returns whether it waited. Raises ModelError ("endpoint_down") past the bound."""
@@ -431,7 +436,7 @@ async def call_with_retries(call: Callable[[], Awaitable[T]], policy: RetryPolic
     while True:
         place = where if isinstance(where, str) else where()
         stop.check(shown)  # a stopping worker starts no call and no retry
-        if outage is not None:
+        if outage is not None and not outage.up():
             async with stop.scope(shown, None):  # the cut ends the wait
                 if await outage.ready():
                     attempt = 0  # sent again after an outage: fresh retries
