@@ -14,6 +14,7 @@ from console.app import ConsoleConfig, make_app
 from tests.helpers.console import FIXED_TS, wait_workers
 from tests.helpers.html_check import check_html
 from tests.helpers.report_study import RESAMPLES, results_json, study_db
+from tests.helpers.waiting import pause_until
 
 
 @pytest.fixture
@@ -65,3 +66,23 @@ async def test_w_on_the_dashboard_writes_the_report(lab_db: Path) -> None:
         notes = [n for n in app._notifications if n.title == "report"]
         assert notes and notes[-1].message.startswith(f"{report.name}\nwritten in exports/")
     assert check_html(report.read_text(encoding="utf-8")) == []
+
+
+@pytest.mark.asyncio
+async def test_f_on_a_table_without_a_figure_says_so_and_leaves_no_folder(
+        lab_db: Path) -> None:
+    """No figure draws the replication table: `F` on its tab says so in a toast and leaves
+    no empty figures-VIEW-TIME folder (nor the export folder); a figure skipped for want of
+    rows is test_figures' test_no_figure_drawn_leaves_no_empty_folder."""
+    app = _app(lab_db, "results")
+    async with app.run_test(size=(100, 30), notifications=True) as pilot:
+        await _settle(pilot)
+        screen = app.screen
+        screen.query_one("#results-tabs").active = "tab-replication"
+        await pause_until(pilot, lambda: "replication" in screen._computed,
+                          "the replication table")
+        await pilot.press("F")
+        await _settle(pilot)
+        notes = [n.message for n in app._notifications]
+        assert "no figure for replication: no figure draws this table" in notes, notes
+    assert not Path("exports").exists() or list(Path("exports").iterdir()) == []
