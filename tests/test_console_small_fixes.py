@@ -12,6 +12,7 @@ from textual.widgets._header import HeaderTitle
 
 from core import prereg, store
 from tests.helpers.console import build, console_app, settle
+from tests.helpers.waiting import pause_until
 
 
 @pytest.fixture(scope="module")
@@ -61,8 +62,8 @@ async def test_one_amendment_is_singular(built: Path, tmp_path: Path) -> None:
 @pytest.mark.asyncio
 async def test_hints_name_the_consoles_keys_not_cli_options(built: Path, tmp_path: Path) -> None:
     """Where the console has a key for it, a hint names the key: errored episodes are
-    retried with E on Jobs, a worker starts with w (not `lab retry --errored`,
-    `lab worker`)."""
+    retried with E on Jobs (on the Dashboard and under Results' tables), a worker starts
+    with w (not `lab retry --errored`, `lab status`, `lab worker`)."""
     db = copy_to(built, tmp_path)
     conn = store.connect(db)
     with conn.conn:
@@ -77,3 +78,8 @@ async def test_hints_name_the_consoles_keys_not_cli_options(built: Path, tmp_pat
         await settle(pilot)
         live = str(app.screen.query_one("#live-head", Static).render())
         assert "w on the Dashboard starts one" in live and "lab worker" not in live
+        await pilot.press("7")
+        await pause_until(pilot, lambda: "errored" in str(
+            app.screen.query_one("#results-status", Static).render()), "the Results status")
+        status = str(app.screen.query_one("#results-status", Static).render())
+        assert "⚠ 1 errored episode left out (E on Jobs (4) retries them)" in status

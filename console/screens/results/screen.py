@@ -49,6 +49,7 @@ from core.errors import ConfigError, LabError
 from core.inert import inert
 from core.store import trajectories as traj
 from core.store.selection import Selection
+from core.wording import plural
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -665,7 +666,8 @@ class ResultsScreen(LabScreen):
         if self.repaired:
             line.append("  · repaired answers (R: raw)", style="bold cyan")
         if errored:
-            line.append(f"  ⚠ {errored} errored episode(s) left out (see lab status)",
+            line.append(f"  ⚠ {plural(errored, 'errored episode')} left out (E on Jobs (4) "
+                        f"retries them)",
                         style="bold yellow")
         self.query_one("#results-status", Static).update(line)
 
