@@ -19,13 +19,19 @@ from pathlib import Path
 
 import pytest
 from textual.app import App, ComposeResult
-from textual.widgets import DataTable, Static
+from textual.widgets import DataTable, OptionList, Select, Static, Tree
 
+from analysis.tables.registry import views
+from console import logs
 from console.app import INERT_LINES
+from console.cli import main
 from console.screens.results.screen import ResultsScreen
 from console.screens.sets import SetsScreen
 from console.screens.trajectories import TrajectoriesScreen
+from core import prereg, store
+from core.data import ids_hash
 from core.inert import inert_fields
+from core.models.registry import load_registry
 from tests.helpers.console import console_app, settle
 from tests.helpers.hostile import NAME, NAME_SHOWN, hostile_lab
 
@@ -157,6 +163,9 @@ BODY = "Body [/] and [@click=app.quit]x[/]."
 HYPOTHESIS = "[/]H1[@click=app.quit]x[/]"
 SIM = "sim[/]own5 [@click=app.quit]x[/]"
 """A sim model (it searches, so the Δ grid has decisions to drill into)."""
+RUN = "r2[/] [@click=app.quit]x[/]"
+ERROR = "ValueError: no page '[/]' [@click=app.quit]x[/]"
+"""The last error of a failed job of that run."""
 LIVE_LABEL = f"{NAME} / none / clean [@click=app.quit]x[/]"
 
 
@@ -165,12 +174,8 @@ def markup_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, 
     """The hostile lab.db plus a frozen amendment whose title, body and hypothesis id
     hold markup, a draft titled the same, and a running live episode labelled with it.
     Built once for the module: the one app run below only reads it."""
-    from console.cli import main
-    from core import prereg, store
-    from core.data import ids_hash
-    from core.models.registry import load_registry
-
-    tmp = tmp_path_factory.mktemp("markup")
+    tmp = tmp_path_factory.mktemp("markup") / "x[" / "]"  # lab.db's path holds '[/]'
+    tmp.mkdir(parents=True)
 
     class _Quiet:  # hostile_lab reads the CLI's output through a capsys-like object
         def readouterr(self):  # noqa: ANN202
@@ -185,7 +190,7 @@ def markup_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, 
         store.save_question_set(db, "f", "demo", ids, 3, [], False, ids_hash(ids))
         db.conn.close()
         for args in (("enqueue", "--models", SIM, "--conditions", "none,enforced_rule",
-                      "--regimes", "persistent", "--set", "f", "--run", "r2"),
+                      "--regimes", "persistent", "--set", "f", "--run", RUN),
                      ("worker", "--until-idle")):
             assert main(["--db", str(db_path), "--config", str(config), *args]) == 0, args
         db = store.connect(db_path)
@@ -209,6 +214,8 @@ def markup_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, 
                         "lease_until = 4102444800 WHERE id = (SELECT j.id FROM jobs j, "
                         "json_each(j.question_ids) q WHERE j.cell_id = ? AND q.value = ? "
                         "LIMIT 1)", (row[1], row[2]))
+        db.conn.execute("UPDATE jobs SET state = 'failed', last_error = ? WHERE id = "
+                        "(SELECT max(id) FROM jobs)", (ERROR,))
         db.conn.commit()
         db.conn.close()
         yield db_path, config
@@ -234,15 +241,11 @@ async def test_every_screen_shows_stored_markup_as_stored(markup_db) -> None:
     """One app run at 120x40 through every screen and view: a stored `[/]` (which
     Textual's markup parser refuses), `[@click=app.quit]` (an action) and `[red]` (a
     style) never reach a parser: the console stays up, logs no error, and shows them."""
-    from textual.widgets import OptionList, Select, Tree
-
-    from console import logs
-
     db, config = markup_db
     app = console_app(db, config_path=config)
     async with app.run_test(size=(120, 40), notifications=True) as pilot:
         await settle(pilot)
-        _still_up(app, "dashboard")
+        _still_up(app, "dashboard", "x[/]/lab.db", "acle[/]")  # the header's path, spend
 
         await pilot.press("2")
         await settle(pilot)
@@ -253,7 +256,12 @@ async def test_every_screen_shows_stored_markup_as_stored(markup_db) -> None:
             _still_up(app, f"prereg {amendment}", "[@click=app.quit]x[/]", "[red]red[/red]")
         listing.highlighted = listing.get_option_index("A1")
         await settle(pilot)
+        await pilot.press("o")  # the registered tests evaluated, by id
+        await settle(pilot)
         _still_up(app, "prereg outcomes", HYPOTHESIS)
+        await pilot.press("v")  # the hash chain and pins
+        await settle(pilot)
+        _still_up(app, "prereg verify")
 
         await pilot.press("3")
         await settle(pilot)
@@ -281,10 +289,19 @@ async def test_every_screen_shows_stored_markup_as_stored(markup_db) -> None:
                 grid.expand()
         await settle(pilot)
         tree.focus()
-        for _ in range(6):  # the detail line of a run, its grids and their jobs
+        seen = []
+        for _ in range(8):  # the detail line of a run, its grids and their jobs
+            seen.append(_still_up(app, "jobs", RUN))
             await pilot.press("j")
             await settle(pilot)
-            _still_up(app, "jobs")
+        assert any(ERROR in drawn for drawn in seen), seen  # the failed job's detail
+        tree.move_cursor(next(n for n in tree.root.children if n.data == ("run", RUN)))
+        await pilot.press("t")  # retry asks first, naming the run
+        await settle(pilot)
+        assert app.screen.query("#ask-question"), "no question asked"
+        _still_up(app, "jobs: the run's retry question", RUN)
+        await pilot.press("n")
+        await settle(pilot)
         _still_up(app, "jobs", "acle[/]")
 
         await pilot.press("5")
@@ -300,13 +317,14 @@ async def test_every_screen_shows_stored_markup_as_stored(markup_db) -> None:
         await pilot.press("m")
         await settle(pilot)
         _still_up(app, "matched arms")
-        await pilot.press("escape", "escape")
+        await pilot.press("escape", "escape", "slash", *"[/]", "enter")  # search the list
         await settle(pilot)
+        _still_up(app, "trajectories search", "acle[/]")
 
         await pilot.press("7")
         await settle(pilot)
         drilled = False
-        for tab in range(12):
+        for tab in range(len(views())):
             _still_up(app, f"results tab {tab}")
             if app.screen._body() == "results-delta":
                 _still_up(app, "results Δ grid", "sim[/]own5", f"{SIM} × none")
@@ -318,6 +336,9 @@ async def test_every_screen_shows_stored_markup_as_stored(markup_db) -> None:
                 await settle(pilot)
             await pilot.press("right_square_bracket")
             await settle(pilot)
+        await pilot.press("slash", *"[/]", "enter")  # search the tables shown
+        await settle(pilot)
+        _still_up(app, "results search", RUN)
         assert drilled and app.is_running and not app.errors, app.errors
     log = logs.log_dir(db) / logs.ERROR_LOG
     assert not log.exists() or "MarkupError" not in log.read_text(encoding="utf-8")
