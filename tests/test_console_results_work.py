@@ -124,3 +124,32 @@ async def test_table_keys_are_dimmed_while_computing_then_lit_where_they_sit(
         after = {k.key: k for k in footer.query(FooterKey)}
         assert after.keys() == before.keys() and all(after[k] is before[k] for k in after)
         assert not any(after[k].has_class("-disabled") for k in ("slash", "s", "c"))
+
+
+@pytest.mark.asyncio
+async def test_hazard_shows_the_first_models_chart_then_every_models(
+        lab_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    first: list[int] = []
+    real = ResultsScreen.on_results_screen_ready
+
+    def ready(self: ResultsScreen, message: ResultsScreen.Ready) -> None:
+        if message.computed.view == "hazard":
+            first.append(len(message.computed.charts))
+        real(self, message)
+
+    monkeypatch.setattr(ResultsScreen, "on_results_screen_ready", ready)
+    app = _app(lab_db, first="results")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, ResultsScreen)
+        for _ in range(3):  # Success, Δ, I, then Hazard
+            await pilot.press("right_square_bracket")
+            await _settle(pilot)
+        assert screen.view == "hazard"
+        await _settle(pilot)
+        assert first == [1]  # the first frame drew one chart (a screenful)
+        computed = screen._computed["hazard"]
+        charts = str(screen.query_one("#results-chart").render())
+        assert len(computed.charts) == 2 and not computed.more_charts  # both sims, then
+        assert "sim-never: P(answer)" in charts and "sim-own5: P(answer)" in charts

@@ -77,11 +77,17 @@ class Computed:
     """The width `text` was fitted to (shown at another, it is fitted again)."""
     layout: Layout | None = None
     """Where the tables' rows and cells sit in `text` (the cursor, sort, search, copy)."""
+    more_charts: bool = False
+    """Only the first model's chart is in `charts`; the others are being drawn."""
 
 
 def text_width(screen_width: int) -> int:
     """Columns a table may take on the text view (its padding and scrollbar apart)."""
     return max(screen_width - 4, 40)
+
+PER_MODEL_CHARTS = ("hazard", "answering")
+"""Views with a chart per model above their tables."""
+
 
 def view_table(view: str) -> TableDef:
     """The registry's table a view shows."""
@@ -149,6 +155,14 @@ class ResultsScreen(LabScreen):
 
         computed: Computed
         fingerprint: tuple[int, int]
+        generation: int
+
+    @dataclass
+    class ChartsDrawn(Message):
+        """Every model's chart of a view, drawn after its first frame."""
+
+        view: str
+        charts: tuple[str, ...]
         generation: int
 
     @dataclass
@@ -452,7 +466,7 @@ class ResultsScreen(LabScreen):
                 if table.family == EPISODES and not self.repaired else None
             results = shared.results if shared else results_for(
                 db, self.selection, table.name, spec, frames)
-            charts = self._charts(view, results, width, height) or (
+            charts = self._charts(view, results, width, height, first=True) or (
                 self._controller_charts(db, frames, width, height)
                 if view == "controllers" and frames is not None else ())
         except LabError as exc:
@@ -466,8 +480,9 @@ class ResultsScreen(LabScreen):
         tables = view_tables(view, [t for t in results.tables])
         lay = None if shows_grid(view, tables) else \
             layout(display_tables(view, tables), note, text_width(width), sorts)
+        more = view in PER_MODEL_CHARTS and len(charts) < len(self._chart_models(view, results))
         computed = Computed(view, tables, lay.text if lay else "", charts, results,
-                            time.monotonic() - started, note, text_width(width), lay)
+                            time.monotonic() - started, note, text_width(width), lay, more)
         self.post_message(self.Ready(computed, fingerprint, generation))
 
     def _controller_charts(self, db: Any, frames: Frames, width: int, height: int
@@ -501,26 +516,44 @@ class ResultsScreen(LabScreen):
                            height=h, colorless=False, legend="below"))
 
     @staticmethod
-    def _charts(view: str, results: Results, width: int, height: int) -> tuple[str, ...]:
+    def _chart_models(view: str, results: Results) -> dict[str, Any]:
+        """The series of each model's chart on Hazard and Answering ({} elsewhere)."""
+        from console.screens.results.views import answer_series, hazard_series
+
+        if view == "hazard":
+            return hazard_series(results.hazard_curves)
+        if view == "answering":
+            return answer_series(results.answer_actions, results.episodes_per_arm)
+        return {}
+
+    @classmethod
+    def _charts(cls, view: str, results: Results, width: int, height: int,
+                first: bool = False) -> tuple[str, ...]:
+        """The view's charts; `first`: only the first model's on Hazard and Answering (a
+        chart fills an 80×24 screen; the others are drawn after the first frame by
+        `_draw_charts`: at 198,000 episodes 11 charts, 0.1–0.2 s)."""
         from analysis.tables.plots import line_chart
         from analysis.tables.trace_charts import sweep_charts
-        from console.screens.results.views import answer_series, hazard_series
 
         w, h = max(width - 4, 40), max(min(height - 4, 20), 10)
         if view == "trace_sweeps":
             return tuple(sweep_charts(results.tables[0], colorless=False))
-        if view == "hazard":
-            return tuple(line_chart(series, f"{model}: P(answer) after j consecutive failed "
-                                    "observations", "j", width=w, height=h, colorless=False,
-                                    legend="below")
-                         for model, series in hazard_series(results.hazard_curves).items())
-        if view == "answering":
-            return tuple(line_chart(series, f"{model}: share of episodes answering at each "
-                                    "action", "action", width=w, height=h, colorless=False,
-                                    legend="below")
-                         for model, series in answer_series(results.answer_actions,
-                                                            results.episodes_per_arm).items())
-        return ()
+        what = {"hazard": ("P(answer) after j consecutive failed observations", "j"),
+                "answering": ("share of episodes answering at each action", "action")}
+        if view not in what:
+            return ()
+        title, x = what[view]
+        models = list(cls._chart_models(view, results).items())
+        return tuple(line_chart(series, f"{model}: {title}", x, width=w, height=h,
+                                colorless=False, legend="below")
+                     for model, series in (models[:1] if first else models))
+
+    @work(thread=True, exclusive=True, group="results-charts")
+    def _draw_charts(self, view: str, results: Results, width: int, height: int,
+                     generation: int) -> None:
+        """Every model's chart of a view whose first frame showed the first one."""
+        self.post_message(self.ChartsDrawn(view, self._charts(view, results, width, height),
+                                           generation))
 
     @work(thread=True, exclusive=True, group="results-drill")
     def _drill_cell(self, keys: dict[str, Any], measure: str, scope: str, title: str) -> None:
@@ -627,13 +660,16 @@ class ResultsScreen(LabScreen):
         self._switch("results-text-view")
         self.query_one("#results-text", TextLines).update(computed.text)
         self._search(self._query, move=False)
+        self._show_charts(computed.charts)
+
+    def _show_charts(self, charts: tuple[str, ...]) -> None:
         chart = Text()
-        for c in computed.charts:
+        for c in charts:
             chart.append_text(Text.from_ansi(c))
             chart.append("\n")
         widget = self.query_one("#results-chart", Static)
         widget.update(chart)
-        widget.display = bool(computed.charts)
+        widget.display = bool(charts)
 
     def _fitted(self, computed: Computed) -> Computed:
         """The view's text fitted to the screen's width now (fitted again after a resize;
@@ -779,9 +815,24 @@ class ResultsScreen(LabScreen):
             self._show_provenance()
         self._fingerprint = message.fingerprint
         self._computed[message.computed.view] = message.computed
+        if message.computed.more_charts:
+            size = self.size if self.size.width else self.app.size
+            self._draw_charts(message.computed.view, message.computed.results, size.width,
+                              size.height, message.generation)
         if message.computed.view == self.view and self.read_at is not None:
             self._show_view()  # before the screen's first read it is shown by that read
         self.refresh_bindings()
+
+    def on_results_screen_charts_drawn(self, message: ChartsDrawn) -> None:
+        """Show every model's chart where the first one was: the top of the view, what a
+        first frame shows, stays as it was; the tables below the charts move down."""
+        computed = self._computed.get(message.view)
+        if message.generation != self._generation or computed is None:
+            return
+        self._computed[message.view] = replace(computed, charts=message.charts,
+                                               more_charts=False)
+        if message.view == self.view and self._body() == "results-text-view":
+            self._show_charts(message.charts)
 
     def on_results_screen_stale(self, message: Stale) -> None:
         """Say that lab.db has new episodes since these numbers were computed."""
