@@ -44,7 +44,7 @@ async def test_the_editors_open_on_templates_and_check_as_you_type(lab_db: Path)
         assert all(f"//   {kind}: " in tests.text for kind in KINDS)
         assert '"enforced_rule:k=7"' in scope.text and "//   question_sets:" in scope.text
         assert "dev10" in scope.text and "sim-own5" in scope.text  # what lab.db holds
-        assert check_line(screen).startswith("✓ Tests: 0 valid · Scope: 1 models, 2 conditions")
+        assert check_line(screen).startswith("✓ Tests: 0 valid · Scope: 1 model, 2 conditions")
         # a typo, typed key by key: the check names it and its line
         lines = tests.text.splitlines()
         at = lines.index("[]")
@@ -102,7 +102,7 @@ async def test_ctrl_g_takes_the_scope_from_the_enqueue_grid(lab_db: Path) -> Non
         await settle(pilot)
         assert screen.query_one("#editor-tabs").active == "editor-tab-scope"
         assert check_line(screen).startswith(
-            "✓ Tests: 0 valid · Scope: 1 models, 2 conditions, 2 regimes, 1 question sets")
+            "✓ Tests: 0 valid · Scope: 1 model, 2 conditions, 2 regimes, 1 question set")
         await pilot.press("ctrl+s")
         await settle(pilot)
     assert amendment(lab_db, "A2")["scope"] == {

@@ -96,7 +96,7 @@ def test_a_study_from_an_empty_lab_db_in_the_console(tmp_path: Path) -> None:
         tmux.keys("console", "-l", TEST)
         tmux.wait("✓ Tests: 1 valid")
         tmux.keys("console", "C-g")  # the Scope from the Enqueue grid
-        editor = tmux.wait("✓ Tests: 1 valid · Scope: 1 models, 1")
+        editor = tmux.wait("✓ Tests: 1 valid · Scope: 1 model, 1")
         assert "✗" not in editor, editor
         tmux.keys("console", "C-s")
         tmux.wait("A1 saved")

@@ -42,6 +42,7 @@ from core.amendment_template import (
     tests_template,
 )
 from core.errors import ConfigError
+from core.wording import plural
 
 FIELDS = ("title", "body", "tests", "scope")
 """The editor's fields in Tab order; each is the widget `#editor-<name>`."""
@@ -201,8 +202,9 @@ class PreregEditor(Vertical):
             return
         line.set_class(False, "-invalid")
         line.update(f"✓ Tests: {len(tests)} valid · Scope: " + (
-            ", ".join(f"{len(scope[k])} {k.replace('_', ' ')}" for k in
-                      ("models", "conditions", "regimes", "question_sets")) if scope else
+            ", ".join(plural(len(scope[k]), noun) for k, noun in
+                      (("models", "model"), ("conditions", "condition"),
+                       ("regimes", "regime"), ("question_sets", "question set"))) if scope else
             "not written yet (ctrl+g: from the Enqueue grid)"))
 
     def _active(self) -> str:
