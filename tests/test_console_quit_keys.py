@@ -26,6 +26,7 @@ from console.widgets.sets_forms import ImportForm, SetForm
 from console.widgets.workers import StartForm, WorkerLogs
 from core import prereg, store
 from tests.helpers.console import build, console_app, settle
+from tests.helpers.waiting import pause_until
 
 
 @pytest.fixture(scope="module")
@@ -76,6 +77,39 @@ async def test_q_in_the_sets_view_goes_back_to_enqueue(lab_db: Path) -> None:
         await pilot.press("q")
         await settle(pilot)
         assert app.return_code is None and app.screen is enqueue
+
+
+@pytest.mark.asyncio
+async def test_q_on_a_delta_cells_decisions_goes_back_to_the_grid(lab_db: Path) -> None:
+    app = console_app(lab_db, first_screen="results")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        await pilot.press("right_square_bracket")
+        await pause_until(pilot, lambda: screen._body() == "results-delta", "the Δ grid")
+        await settle(pilot)
+        await pilot.press("enter")
+        await pause_until(pilot, lambda: screen._body() == "results-drill", "the decisions")
+        await pilot.press("q")
+        await settle(pilot)
+        assert app.return_code is None and screen._body() == "results-delta"
+
+
+@pytest.mark.asyncio
+async def test_q_in_lives_pick_list_closes_it_then_quits(lab_db: Path) -> None:
+    app = console_app(lab_db, first_screen="live")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        pick = app.screen.query_one("#live-pick", DataTable)
+        await pilot.press("o")
+        await settle(pilot)
+        assert not pick.has_class("hidden")
+        await pilot.press("q")
+        await settle(pilot)
+        assert app.return_code is None and pick.has_class("hidden")
+        await pilot.press("q")
+        await pilot.pause()
+        assert app.return_code == 0
 
 
 @pytest.mark.asyncio
