@@ -24,7 +24,13 @@ def canonical_json(obj: Any, *, ensure_ascii: bool = True) -> str:
     Returns:
         The JSON text.
     """
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=ensure_ascii)
+    return _ENCODERS[bool(ensure_ascii)].encode(obj)
+
+
+_ENCODERS = {escape: json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=escape)
+             for escape in (True, False)}
+"""The encoders `json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=…)`
+would build on every call (an encoder keeps no state between calls)."""
 
 
 def sha256_hex(text: str) -> str:

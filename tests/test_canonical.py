@@ -8,9 +8,12 @@ folded into core.canonical; a change here changes every stored spec hash and eve
 from __future__ import annotations
 
 import hashlib
+import json
 import random
 
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from analysis.replay.calibration import calibration_split
 from core.canonical import (
@@ -68,3 +71,17 @@ def test_keyed_draws_are_the_known_ones() -> None:
         "USELESS", "USELESS", "USEFUL", "USELESS"]
     split = calibration_split(np.array(["a", "b", "c", "d", "e", "f"]), 0.5, 3)
     assert split.tolist() == [False, False, True, True, True, False]
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20)
+
+
+@settings(max_examples=300, deadline=None)
+@given(JSON, st.booleans())
+def test_canonical_json_is_json_dumps_with_sorted_keys_and_no_spaces(obj, escape):
+    # the encoders are kept between calls: the text must still be json.dumps' own
+    assert canonical_json(obj, ensure_ascii=escape) == json.dumps(
+        obj, sort_keys=True, separators=(",", ":"), ensure_ascii=escape)

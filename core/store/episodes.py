@@ -149,7 +149,11 @@ def live_step_json(step: Step) -> str:
         value = getattr(step, name)
         if default is MISSING or value != default or type(value) is not type(default):
             out[name] = value
-    return json.dumps(out, ensure_ascii=False, check_circular=False)
+    return _LIVE_ENCODER.encode(out)
+
+
+_LIVE_ENCODER = json.JSONEncoder(ensure_ascii=False, check_circular=False)
+"""What `json.dumps(…, ensure_ascii=False, check_circular=False)` builds on every call."""
 
 
 def live_step(db: Database, live_id: int, step: Step) -> None:
