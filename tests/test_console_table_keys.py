@@ -1,7 +1,8 @@
-"""The Results screen's tables as a table: a cursor on a cell (arrows, hjkl, g/G), `s`
-sorts by the cursor's column (▲, ▼, then the table's own order), `/` searches with
-every match highlighted and n/N going from one to the next, and `c`/`C`/`T` copy the
-cell, the row or the whole table as TSV to the clipboard with a notice.
+"""The Results screen's tables as a table: a cursor on a cell (arrows, hjkl, g/G,
+Home/End), `s` sorts by the cursor's column (▲, ▼, then the table's own order), `/`
+searches with every match highlighted and n/N going from one to the next, and `c`/`C`/`T`
+copy the cell, the row or the whole table as TSV to the clipboard (an OSC 52 sequence to
+the terminal) with a notice.
 
 On the two-runs study (tests/helpers/two_runs.py) at 80×24.
 """
@@ -140,3 +141,42 @@ async def test_sort_search_copy_and_ends(two_runs: Path, tmp_path: Path) -> None
         await pilot.press("g")
         await pilot.press("C")
         assert app.clipboard.split("\t")[:4] == ["sim-hazard-own", "none", "pilot-a", "0"]
+
+
+@pytest.mark.asyncio
+async def test_home_end_and_each_copy_goes_out_as_osc_52_with_a_notice(
+        two_runs: Path, tmp_path: Path) -> None:
+    """End and Home move the cursor as G and g do; a copied cell, row or table reaches the
+    terminal as an OSC 52 sequence (the clipboard of a terminal over ssh or tmux) and a
+    notice says what went."""
+    import base64
+
+    app = _app(two_runs, tmp_path)
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        await settle(pilot)
+        sent: list[str] = []
+        driver = app._driver
+        assert driver is not None
+        write = driver.write
+
+        def tee(data: str) -> None:
+            sent.append(data)
+            write(data)
+
+        driver.write = tee
+        await pilot.press("end", "C")
+        last = app.clipboard
+        assert last.split("\t")[2:4] == ["pilot-b", "1"]
+        await pilot.press("home", "C")
+        first = app.clipboard
+        assert first.split("\t")[:4] == ["sim-hazard-own", "none", "pilot-a", "0"]
+        await pilot.press("G", "C")
+        assert app.clipboard == last
+        await pilot.press("g", "c")
+        assert app.clipboard == "sim-hazard-own"
+        osc = [base64.b64decode(s[len("\x1b]52;c;"):-1]).decode() for s in sent
+               if s.startswith("\x1b]52;c;")]
+        assert osc == [last, first, last, "sim-hazard-own"]
+        notes = [n.message for n in app._notifications]
+        assert any(m.startswith("copied row ") for m in notes), notes
+        assert any(m.startswith("copied cell model") for m in notes), notes
