@@ -194,20 +194,20 @@ class DashboardScreen(WorkerKeys, LabScreen):
         with VerticalScroll(id="dash"):
             with Vertical(id="dash-left"):
                 with Vertical(id="dash-queue", classes="panel"):
-                    yield Static("Queue", classes="panel-title")
-                    yield Static("reading lab.db …", id="queue-text")
+                    yield Static("Queue", classes="panel-title", markup=False)
+                    yield Static("reading lab.db …", id="queue-text", markup=False)
                 with Vertical(classes="panel"):
-                    yield Static("Workers", classes="panel-title")
+                    yield Static("Workers", classes="panel-title", markup=False)
                     yield MeasuredTable(id="workers", cursor_type="row", show_cursor=False)
                 with Vertical(classes="panel"):
                     yield Static("Spend so far (complete episodes)", id="spend-title",
-                                 classes="panel-title")
+                                 classes="panel-title", markup=False)
                     yield MeasuredTable(id="spend", cursor_type="row", show_cursor=False)
                 with Vertical(classes="panel"):
-                    yield Static("Endpoints", classes="panel-title")
+                    yield Static("Endpoints", classes="panel-title", markup=False)
                     yield MeasuredTable(id="endpoints", cursor_type="row", show_cursor=False)
             with Vertical(id="dash-right", classes="panel"):
-                yield Static("Recent events", classes="panel-title")
+                yield Static("Recent events", classes="panel-title", markup=False)
                 yield MeasuredTable(id="events", cursor_type="row", show_cursor=False)
         yield LabFooter()
 

@@ -122,33 +122,33 @@ class EnqueueScreen(LabScreen):
         with Horizontal(id="enq-main"):
             with VerticalScroll(id="enq-form"):
                 with Horizontal(classes="enq-row"):
-                    yield Label("amendment", classes="enq-label")
+                    yield Label("amendment", classes="enq-label", markup=False)
                     yield Select[str]([(EXPLORATORY_LABEL, EXPLORATORY)], allow_blank=False,
                                       value=EXPLORATORY, id="enq-amendment", compact=True)
                 with Horizontal(classes="enq-row"):
-                    yield Label("set", classes="enq-label")
+                    yield Label("set", classes="enq-label", markup=False)
                     yield Select[str]([], prompt="pick a question set", id="enq-set",
                                       compact=True)
-                yield Label("models", classes="enq-head")
+                yield Label("models", classes="enq-head", markup=False)
                 yield EnqueueChecklist(id="enq-models", compact=True)
-                yield Label("conditions (+ knob variants below)", classes="enq-head")
+                yield Label("conditions (+ knob variants below)", classes="enq-head", markup=False)
                 yield EnqueueChecklist(*((name, name) for name in ARMS), id="enq-conditions",
                                          compact=True)
                 yield Input(placeholder="e.g. enforced_rule:k=7 random_rule:rate=0.6",
                             id="enq-knobs", compact=True)
-                yield Label("regimes (m: the six mean6 regimes)", classes="enq-head")
+                yield Label("regimes (m: the six mean6 regimes)", classes="enq-head", markup=False)
                 yield EnqueueChecklist(*((r, r) for r in REGIMES), id="enq-regimes",
                                          compact=True)
                 for label, value, field_id in (("budget(s)", "8", "enq-budget"),
                                                ("seeds", "0", "enq-seeds"),
                                                ("run name", "default", "enq-run")):
                     with Horizontal(classes="enq-row"):
-                        yield Label(label, classes="enq-label")
+                        yield Label(label, classes="enq-label", markup=False)
                         yield Input(value, id=field_id, compact=True)
                 yield Button("Queue it (ctrl+s)", id="enq-queue", variant="primary",
                              disabled=True, compact=True)
             with VerticalScroll(id="enq-preview"):
-                yield Static("loading…", id="enq-preview-text")
+                yield Static("loading…", id="enq-preview-text", markup=False)
         yield LabFooter()
 
     # ---- choices ---------------------------------------------------------------------

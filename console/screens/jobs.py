@@ -282,9 +282,9 @@ class JobsScreen(WorkerKeys, LabScreen):
                     id="jobs-filter", classes="hidden")
         tree: Tree[tuple[str, int | str]] = Tree("runs", id="jobs-tree")
         tree.show_root = False
-        yield Static("", id="jobs-down", classes="hidden")
+        yield Static("", id="jobs-down", classes="hidden", markup=False)
         yield tree
-        yield Static("", id="jobs-hint", classes="provenance")
+        yield Static("", id="jobs-hint", classes="provenance", markup=False)
         yield LabFooter()
 
     def on_mount(self) -> None:

@@ -273,7 +273,7 @@ class LiveScreen(LabScreen):
     def compose(self) -> ComposeResult:
         """Header, the episode line, the steps, the pick list (hidden), footer."""
         yield Header()
-        yield Static("", id="live-head")
+        yield Static("", id="live-head", markup=False)
         # min_width 0: RichLog renders at least 78 columns by default, wider than its
         # content at 80 (padding and scrollbar), which cut letters at every wrap
         yield RichLog(id="live-log", wrap=True, markup=False, auto_scroll=True, min_width=0)

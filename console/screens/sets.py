@@ -110,9 +110,9 @@ class SetsScreen(LabScreen):
         """Header, the two tables, footer."""
         yield Header()
         yield Static("reading…", id="sets-status", markup=False)
-        yield Label("Datasets", classes="sets-head")
+        yield Label("Datasets", classes="sets-head", markup=False)
         yield MeasuredTable(id="sets-datasets", cursor_type="row", zebra_stripes=True)
-        yield Label("Question sets", classes="sets-head")
+        yield Label("Question sets", classes="sets-head", markup=False)
         yield MeasuredTable(id="sets-sets", cursor_type="row", zebra_stripes=True)
         yield LabFooter()
 

@@ -119,7 +119,8 @@ class _Form(ModalScreen[object]):
     @staticmethod
     def row(label: str, widget: Input | Select[str] | Checkbox) -> Horizontal:
         """A label and its field on one line."""
-        return Horizontal(Label(label, classes="form-label"), widget, classes="form-row")
+        return Horizontal(Label(label, classes="form-label", markup=False), widget,
+                          classes="form-row")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         """Enter in any field submits the form."""

@@ -90,15 +90,15 @@ class StartForm(ModalScreen[StartRequest | None]):
     def compose(self) -> ComposeResult:
         """The three fields and the keys line."""
         with Vertical(id="form-box"):
-            yield Static("Start local workers (lab worker)", classes="form-title")
-            yield Horizontal(Label("worker processes", classes="form-label"),
+            yield Static("Start local workers (lab worker)", classes="form-title", markup=False)
+            yield Horizontal(Label("worker processes", classes="form-label", markup=False),
                              Input("1", id="w-processes"), classes="form-row")
-            yield Horizontal(Label("concurrency", classes="form-label"),
+            yield Horizontal(Label("concurrency", classes="form-label", markup=False),
                              Input("", placeholder=MODELS_OWN, id="w-concurrency"),
                              classes="form-row")
             yield TickBox("keep running after the console quits", False, id="w-keep")
             yield Static("enter / ctrl+s = next (y/n asks)    escape = cancel",
-                         classes="form-keys")
+                         classes="form-keys", markup=False)
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         """Enter in a field submits."""

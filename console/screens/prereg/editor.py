@@ -123,7 +123,7 @@ class PreregEditor(Vertical):
 
     def compose(self) -> ComposeResult:
         """Title line, the three sections in tabs, the error line and the keys."""
-        yield Static("", id="editor-head")
+        yield Static("", id="editor-head", markup=False)
         # select_on_focus off: Tab into the title, then a key, must not replace it
         yield Input(placeholder="title", id="editor-title", select_on_focus=False)
         with TabbedContent(id="editor-tabs"):
@@ -133,7 +133,7 @@ class PreregEditor(Vertical):
         yield Static("", id="editor-check", markup=False)
         yield Static("", id="editor-error", classes="error-line", markup=False)
         yield Static("ctrl+s save · ctrl+g scope from the Enqueue grid · escape/q leave "
-                     "(asks if unsaved) · tab next field", id="editor-keys")
+                     "(asks if unsaved) · tab next field", id="editor-keys", markup=False)
 
     def on_mount(self) -> None:
         """The section tabs are reached with Tab from a field, so the tab bar takes no focus

@@ -37,9 +37,9 @@ class FreezeConfirm(ModalScreen[bool]):
             yield Static(f"Freeze {self._id} for good? It can never change again; "
                          f"it pins:", markup=False, id="freeze-question")
             with VerticalScroll(id="freeze-pins"):
-                yield Static(self._pinned)
+                yield Static(self._pinned, markup=False)
             yield Static(f"Data at freeze: {self._existed}", markup=False, id="freeze-existed")
-            yield Static("y = yes, freeze    n / escape = no", classes="modal-keys")
+            yield Static("y = yes, freeze    n / escape = no", classes="modal-keys", markup=False)
 
     def action_answer(self, yes: bool) -> None:
         """Close with the answer."""
@@ -67,7 +67,7 @@ class TitlePrompt(ModalScreen[str | None]):
         with Vertical(id="title-box"):
             yield Static(self._question, markup=False)
             yield Input(placeholder=self._placeholder, id="title-input")
-            yield Static("enter = create    escape = cancel", classes="modal-keys")
+            yield Static("enter = create    escape = cancel", classes="modal-keys", markup=False)
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         """Give the typed line back."""

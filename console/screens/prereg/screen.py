@@ -192,7 +192,7 @@ class PreregScreen(LabScreen):
             with Vertical(id="prereg-side"):
                 yield Input(placeholder="filter: id, state or title", id="prereg-filter")
                 yield OptionList(id="prereg-list")
-                yield Static("", id="prereg-count")
+                yield Static("", id="prereg-count", markup=False)
             with ContentSwitcher(initial="prereg-view", id="prereg-right"):
                 with TabbedContent(id="prereg-view"):
                     with TabPane("Document", id="tab-doc"):
@@ -200,15 +200,15 @@ class PreregScreen(LabScreen):
                             yield Markdown(id="prereg-doc")
                     with TabPane("Outcomes", id="tab-outcomes"):
                         with VerticalScroll():
-                            yield Static("", id="prereg-outcomes")
+                            yield Static("", id="prereg-outcomes", markup=False)
                     with TabPane("Deviations", id="tab-devs"):
                         with VerticalScroll():
-                            yield Static("", id="prereg-devs")
+                            yield Static("", id="prereg-devs", markup=False)
                         yield Input(placeholder="deviation: what changed and why (enter logs it)",
                                     id="prereg-dev-input")
                     with TabPane("Pins & verify", id="tab-pins"):
                         with VerticalScroll():
-                            yield Static("", id="prereg-pins")
+                            yield Static("", id="prereg-pins", markup=False)
                 yield PreregEditor(id="prereg-editor")
         yield LabFooter()
 
