@@ -153,3 +153,29 @@ async def test_hazard_shows_the_first_models_chart_then_every_models(
         charts = str(screen.query_one("#results-chart").render())
         assert len(computed.charts) == 2 and not computed.more_charts  # both sims, then
         assert "sim-never: P(answer)" in charts and "sim-own5: P(answer)" in charts
+
+
+@pytest.mark.asyncio
+async def test_a_first_view_that_fails_says_so_once(lab_db: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    import analysis.tables.results as results_module
+    from core.errors import ConfigError
+
+    calls: list[str] = []
+
+    def failing(*args: Any, **kwargs: Any) -> Any:
+        calls.append("results_for")
+        raise ConfigError("no such table here")
+
+    monkeypatch.setattr(results_module, "results_for", failing)
+    app = _app(lab_db)
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        await _settle(pilot)
+        await pilot.press("7")
+        await _settle(pilot)
+        await _settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, ResultsScreen)
+        assert "no such table here" in str(screen.query_one("#results-status").render())
+        said = [n.message for n in app._notifications if "no such table" in n.message]
+        assert said == ["no such table here"] and calls == ["results_for"]

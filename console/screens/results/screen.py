@@ -221,6 +221,9 @@ class ResultsScreen(LabScreen):
         self._asked: tuple[str, int] | None = None
         """(view, generation) of the computation started last (not asked again while it
         runs; None after a failure, so showing the view again retries)."""
+        self._early_error: str | None = None
+        """A failure of the computation asked for at compose, before the screen's first
+        read: that read shows it (once) instead of asking again."""
 
     def compose(self) -> ComposeResult:
         """Provenance, tabs, status, the body views, footer; the first view's computation
@@ -650,6 +653,10 @@ class ResultsScreen(LabScreen):
             self._switch("results-text-view")
             self.query_one("#results-text", TextLines).update("")
             self.query_one("#results-chart", Static).display = False
+            if self._early_error is not None:
+                error, self._early_error = self._early_error, None
+                self.on_results_screen_failed(self.Failed(error))
+                return
             self._ask()
             return
         computed = self._fitted(computed)
@@ -874,6 +881,9 @@ class ResultsScreen(LabScreen):
     def on_results_screen_failed(self, message: Failed) -> None:
         """Show an error in one line."""
         self._asked = None
+        if self.read_at is None:  # before the screen's first read, which shows it
+            self._early_error = message.error
+            return
         self.query_one("#results-status", Static).update(message.error)
         self.notify(message.error, severity="error")
 
