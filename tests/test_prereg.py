@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
 import sqlite3
@@ -284,3 +285,15 @@ def test_a_scoped_models_spec_is_pinned_and_a_change_is_caught(db):
     assert prereg.verify(db, changed)
     with pytest.raises(prereg.GateError, match="model sim-own5 changed since A1 was frozen"):
         plan(db, req(amendment="A1"), changed)
+
+
+def test_cli_freeze_asks_with_counted_nouns(db, db_path, monkeypatch, capsys):
+    """The freeze question counts what it pins: `1 model`, never `1 models`; `n`
+    leaves the amendment a draft."""
+    prereg.create(db, "one model", "", [], {**SCOPE, "models": ["sim-own5"],
+                                             "conditions": ["none"]})
+    monkeypatch.setattr("sys.stdin", io.StringIO("n\n"))
+    assert main(["--db", str(db_path), "prereg", "freeze", "A1"]) != 0
+    out = capsys.readouterr().out
+    assert "1 condition, 2 regimes, 1 model." in out, out
+    assert rows.amendment(db, "A1")["state"] == "draft"

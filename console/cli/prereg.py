@@ -17,6 +17,7 @@ from core.bounds import MAX_RESAMPLES
 from core.errors import ConfigError
 from core.models.registry import load_registry
 from core.store import prereg as rows
+from core.wording import plural
 
 SECTIONS = ("body", "tests", "scope")
 
@@ -219,11 +220,12 @@ def freeze(ctx: click.Context, amendment_id: str, yes: bool) -> None:
         pins = prereg.pins_for(db, row["scope"], models)
         pack = pins[prereg.PACK_PIN]["active"]
         wording = "built-in wording" if pack == prereg.BUILTIN else f"prompt pack {pack[:12]}…"
-        echo(f"Freezing {amendment_id} pins {len(pins['prompts'])} prompt files "
-                   f"({wording}), "
-                   f"question sets {', '.join(pins['question_sets']) or '-'}, "
-                   f"{len(pins['conditions'])} conditions, {len(pins['regimes'])} regimes, "
-                   f"{len(pins['models'])} models.")
+        echo(f"Freezing {amendment_id} pins {plural(len(pins['prompts']), 'prompt file')} "
+             f"({wording}), "
+             f"question sets {', '.join(pins['question_sets']) or '-'}, "
+             f"{plural(len(pins['conditions']), 'condition')}, "
+             f"{plural(len(pins['regimes']), 'regime')}, "
+             f"{plural(len(pins['models']), 'model')}.")
         if not click.confirm("Freeze it for good?", default=False):
             raise click.exceptions.Abort()
     frozen = prereg.freeze(db, amendment_id, models)
