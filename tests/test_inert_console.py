@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from textual.app import App, ComposeResult
-from textual.widgets import DataTable, OptionList, Select, Static, Tree
+from textual.widgets import DataTable, Input, OptionList, Select, SelectionList, Static, Tree
 
 from analysis.tables.registry import views
 from console import logs
@@ -33,7 +33,7 @@ from core.data import ids_hash
 from core.inert import inert_fields
 from core.models.registry import load_registry
 from tests.helpers.console import console_app, settle
-from tests.helpers.hostile import NAME, NAME_SHOWN, hostile_lab
+from tests.helpers.hostile import NAME, NAME_SHOWN, SET, hostile_lab
 
 SHOWN = "\\x1b]0;pwned\\x07"
 
@@ -242,7 +242,7 @@ async def test_every_screen_shows_stored_markup_as_stored(markup_db) -> None:
     Textual's markup parser refuses), `[@click=app.quit]` (an action) and `[red]` (a
     style) never reach a parser: the console stays up, logs no error, and shows them."""
     db, config = markup_db
-    app = console_app(db, config_path=config)
+    app = console_app(db, config_path=config, preview_debounce_s=600)
     async with app.run_test(size=(120, 40), notifications=True) as pilot:
         await settle(pilot)
         _still_up(app, "dashboard", "x[/]/lab.db", "acle[/]")  # the header's path, spend
@@ -272,12 +272,34 @@ async def test_every_screen_shows_stored_markup_as_stored(markup_db) -> None:
             _still_up(app, f"enqueue {select.id}")
             await pilot.press("escape")
             await settle(pilot)
-        drawn = _still_up(app, "enqueue")
-        assert "acle[/]" in drawn
+        screen = app.screen
+        screen.query_one("#enq-models", SelectionList).select(NAME)
+        screen.query_one("#enq-conditions", SelectionList).select("none")
+        screen.query_one("#enq-regimes", SelectionList).select("clean")
+        screen.query_one("#enq-set", Select).value = SET
+        screen.query_one("#enq-run", Input).value = RUN
+        await pilot.pause()
+        screen._start_preview()  # at once: the debounce timer waits past the test
+        await settle(pilot)
+        preview = str(screen.query_one("#enq-preview-text", Static).render())
+        assert "can be queued" in preview and f"run       {RUN}" in preview, repr(preview)
+        assert f"models    {NAME_SHOWN}" in preview and "set       s\\x1b]0;" in preview
+        _still_up(app, "enqueue preview", f"run       {RUN}")
+        await pilot.press("ctrl+s")  # queueing asks first, naming the run
+        await settle(pilot)
+        assert app.screen.query("#ask-question"), "no question asked"
+        _still_up(app, "enqueue: the queue question", f"Queue this grid in run {RUN}")
+        detail = str(app.screen.query_one("#ask-detail", Static).render())
+        assert "set s\\x1b]0;pwned\\x07et[/]," in detail, detail
+        await pilot.press("n")
+        await settle(pilot)
         await pilot.press("escape", "s")  # the Sets view
         await settle(pilot)
         _still_up(app, "sets", "et[/]")
-        await pilot.press("escape")
+        await pilot.press("c")  # the new-set form lists the sets
+        await settle(pilot)
+        _still_up(app, "sets: new set form", "et[/]")
+        await pilot.press("escape", "escape")
         await settle(pilot)
 
         await pilot.press("4")
@@ -307,6 +329,11 @@ async def test_every_screen_shows_stored_markup_as_stored(markup_db) -> None:
         await pilot.press("5")
         await settle(pilot)
         _still_up(app, "live", "[@click=app.quit]x[/]")
+        await pilot.press("o")  # the running episodes to pick from
+        await settle(pilot)
+        _still_up(app, "live: pick an episode", "[@click=app.quit]x[/]")
+        await pilot.press("escape")
+        await settle(pilot)
 
         await pilot.press("6")
         await settle(pilot)

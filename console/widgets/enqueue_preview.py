@@ -2,7 +2,7 @@
 
 Pure functions: parse the form's fields into a `GridRequest` (with the CLI's
 errors) and turn `GridPlan.summary()` or a refusal into Rich `Text`, the same
-numbers `lab enqueue --dry-run` prints. No lab.db here.
+numbers `lab enqueue --dry-run` prints, names shown inert (`core.inert`). No lab.db here.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Any
 from rich.text import Text
 
 from core.errors import ConfigError
+from core.inert import inert
 from jobs.grid import GridRequest
 
 
@@ -99,7 +100,7 @@ def preview_text(summary: Mapping[str, Any]) -> Text:
             out.append(f"{label:<10}", style="bold")
             out.append(f"{value}\n")
     for model, est in estimate.items():
-        out.append(f"\n{model}\n", style="bold")
+        out.append(f"\n{inert(model, keep='')}\n", style="bold")
         out.append(f"  ≤ {_count(est['calls'])} calls, ≈ {_count(est['input_tokens'])} input "
                    f"tokens ({_count(est['cache_read_tokens'])} cache reads, "
                    f"{_count(est['cache_write_tokens'])} cache writes), ≈ "
@@ -116,7 +117,7 @@ def request_text(request: Mapping[str, Any]) -> Text:
             ("seeds", request["seeds"]), ("run", [request["run"]]))
     for label, values in axes:
         out.append(f"{label:<10}", style="bold")
-        out.append(", ".join(map(str, values)) + "\n")
+        out.append(inert(", ".join(map(str, values)), keep="") + "\n")
     return out
 
 
@@ -132,7 +133,7 @@ def refusal_text(message: str, gate: bool) -> Text:
     """A refusal in words: the pre-registration gate's or the input's one line."""
     out = Text("✗ REFUSED by the pre-registration\n\n" if gate else "✗ cannot queue yet\n\n",
                style="bold red")
-    out.append(message + "\n")
+    out.append(inert(message) + "\n")
     return out
 
 
@@ -147,7 +148,7 @@ def confirm_text(summary: Mapping[str, Any]) -> tuple[str, str, str]:
     request = summary["request"]
     governed = (f"governed by {request['amendment']}" if summary["mode"] == "governed"
                 else "EXPLORATORY, no amendment")
-    question = f"Queue this grid in run {request['run']} ({governed})?"
+    question = f"Queue this grid in run {inert(request['run'], keep='')} ({governed})?"
     estimate: Mapping[str, Mapping[str, float]] = summary["estimate"]
     tokens = sum(e["input_tokens"] + e["output_tokens"] for e in estimate.values())
     dollars = sum(e["dollars"] for e in estimate.values())
@@ -160,13 +161,13 @@ def confirm_text(summary: Mapping[str, Any]) -> tuple[str, str, str]:
                 if summary["sim_episodes"] else ""),
              f"Tokens:   ≈ {_count(tokens)}" if estimate else "Tokens:   none (sims only)",
              f"Dollars:  ≈ ${dollars:,.2f}" if estimate else "Dollars:  $0.00 (sims only)"]
-    lines += [f"  {model}: ≤ {_count(est['calls'])} calls, ≈ "
+    lines += [f"  {inert(model, keep='')}: ≤ {_count(est['calls'])} calls, ≈ "
               f"{_count(est['input_tokens'] + est['output_tokens'])} tokens, ≈ "
               f"${est['dollars']:,.2f}" for model, est in estimate.items()]
     lines.append(f"Grid:     {_counted(len(request['models']), 'model')} × "
                  f"{_counted(len(request['conditions']), 'arm')} × "
                  f"{_counted(len(request['regimes']), 'regime')}, set "
-                 f"{request['question_set']}, budget {_ints(request['budgets'])}, "
+                 f"{inert(request['question_set'], keep='')}, budget {_ints(request['budgets'])}, "
                  f"seed {_ints(request['seeds'])}")
     yes = f"queue {_count(episodes)} episodes" + (f" (≈ ${dollars:,.2f})" if estimate else "")
     return question, "\n".join(lines), yes
