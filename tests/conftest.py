@@ -56,3 +56,19 @@ def prereg_built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from tests.helpers.console import build_prereg_lab
 
     return build_prereg_lab(tmp_path_factory.mktemp("prereg") / "lab.db")
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist names each test's group
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests of a module that use one of its module-scoped fixtures run on one xdist
+    worker (group `module:PATH`), so the fixture is built once, not once per worker that
+    takes one of its tests: a figures module drew every figure in three formats on each of
+    the four workers. Tests already in a group keep it."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is not None:
+            continue
+        info = getattr(item, "_fixtureinfo", None)
+        if info is None:
+            continue
+        if any(defs and defs[-1].scope == "module" for defs in info.name2fixturedefs.values()):
+            item.add_marker(pytest.mark.xdist_group(f"module:{item.path.name}"))
