@@ -350,9 +350,11 @@ async def test_every_screen_shows_stored_markup_as_stored(markup_db) -> None:
 
         await pilot.press("7")
         await settle(pilot)
-        drilled = False
+        drilled, answering = False, ""
         for tab in range(len(views())):
             _still_up(app, f"results tab {tab}")
+            if app.screen.view == "answering":  # a chart titled with the model's name
+                answering = str(app.screen.query_one("#results-chart", Static).render())
             if app.screen._body() == "results-delta":
                 _still_up(app, "results Δ grid", "sim[/]own5", f"{SIM} × none")
                 drilled = True
@@ -367,5 +369,6 @@ async def test_every_screen_shows_stored_markup_as_stored(markup_db) -> None:
         await settle(pilot)
         _still_up(app, "results search", RUN)
         assert drilled and app.is_running and not app.errors, app.errors
+        assert f"{NAME_SHOWN}: share of episodes" in answering, answering
     log = logs.log_dir(db) / logs.ERROR_LOG
     assert not log.exists() or "MarkupError" not in log.read_text(encoding="utf-8")

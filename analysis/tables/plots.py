@@ -13,6 +13,8 @@ import textwrap
 from collections.abc import Sequence
 from typing import Literal
 
+from core.inert import inert
+
 MARKERS = ("●", "■", "▲", "◆", "○", "□", "✗", "+", "◇", "△")
 WIDTH, HEIGHT = 72, 18
 
@@ -42,9 +44,14 @@ def line_chart(series: Sequence[Series], title: str, xlabel: str, ylabel: str = 
             no label covers the plot (`height` then holds those lines too).
 
     Returns:
-        The chart, or a one-line note when there is nothing to draw.
+        The chart, or a one-line note when there is nothing to draw. Labels and titles
+        are drawn inert (a control character escaped, `\\x1b`): the chart is read back
+        as ANSI, which would take a stored name's escape for its own.
     """
     import plotext
+
+    series = [(inert(label, keep=""), xs, ys) for label, xs, ys in series]
+    title, xlabel, ylabel = (inert(t, keep="") for t in (title, xlabel, ylabel))
 
     fig = plotext.figure
     fig.clear()
