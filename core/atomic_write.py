@@ -43,8 +43,9 @@ def atomic_path(path: Path, side_suffixes: tuple[str, ...] = ()) -> Iterator[Pat
 
 
 def move_aside(path: Path, to: Path) -> None:
-    """Move `path` out of the way to `to` (same folder), the other half of replacing a
-    file that must be kept: the old lab.db a restore keeps, its -wal and -shm."""
+    """Move `path` to `to` on the same file system in one step (a rename): the other half
+    of replacing a file that must be kept (the old lab.db a restore keeps, its -wal and
+    -shm), or a finished piece becoming the temporary file of a whole (`join_parts`)."""
     os.replace(path, to)
 
 

@@ -19,7 +19,7 @@ import pandas as pd
 
 from analysis.base.rows import ENDED_FIELDS, ROW_FIELDS, Table
 from analysis.tables.provenance import EXTRA_FIELDS
-from core.atomic_write import atomic_path
+from core.atomic_write import atomic_path, move_aside
 from core.version import project_version
 
 TABLE_COLUMNS = (*ROW_FIELDS, *ENDED_FIELDS, "version")
@@ -90,7 +90,7 @@ def join_parts(parts: Sequence[Path], path: Path) -> Path:
     """
     try:
         with atomic_path(path) as tmp:
-            os.replace(parts[0], tmp)
+            move_aside(parts[0], tmp)
             with tmp.open("ab") as out:
                 for part in parts[1:]:
                     with part.open("rb") as fh:
