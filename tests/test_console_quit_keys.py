@@ -143,17 +143,23 @@ async def test_ctrl_c_with_a_selection_copies_it_then_quits(lab_db: Path) -> Non
         assert app.return_code == 0 and copied == ["jobs"]
 
 
+async def _unsaved_editor_text(pilot) -> None:
+    """On Pre-registration: open the editor, type into the body, focus the list (the
+    text stays unsaved)."""
+    await settle(pilot)
+    await pilot.press("e")
+    await settle(pilot)
+    body = pilot.app.screen.query_one("#editor-body", TextArea)
+    body.move_cursor(body.document.end)
+    await pilot.press("x")
+    pilot.app.screen.query_one("#prereg-list", OptionList).focus()
+
+
 @pytest.mark.asyncio
 async def test_ctrl_c_with_unsaved_text_asks_like_q(lab_db: Path) -> None:
     app = console_app(lab_db, first_screen="prereg")
     async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot)
-        await pilot.press("e")
-        await settle(pilot)
-        body = app.screen.query_one("#editor-body", TextArea)
-        body.move_cursor(body.document.end)
-        await pilot.press("x")
-        app.screen.query_one("#prereg-list", OptionList).focus()
+        await _unsaved_editor_text(pilot)
         await pilot.press("ctrl+c")
         await settle(pilot)
         assert app.return_code is None and isinstance(app.screen, Choose)
@@ -261,13 +267,7 @@ async def test_ctrl_c_on_the_help_over_unsaved_text_asks_once(lab_db: Path) -> N
     one over it); d then quits."""
     app = console_app(lab_db, first_screen="prereg")
     async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot)
-        await pilot.press("e")
-        await settle(pilot)
-        body = app.screen.query_one("#editor-body", TextArea)
-        body.move_cursor(body.document.end)
-        await pilot.press("x")
-        app.screen.query_one("#prereg-list", OptionList).focus()
+        await _unsaved_editor_text(pilot)
         await pilot.press("question_mark")
         await settle(pilot)
         assert isinstance(app.screen, HelpScreen)

@@ -117,6 +117,14 @@ def _sleeper(app, keep: bool = False) -> LocalWorker:
     return worker
 
 
+def _kill(workers: list[LocalWorker]) -> None:
+    """Kill what a test's workers left running."""
+    for w in workers:
+        if w.alive():
+            w.process.kill()
+            w.process.wait()
+
+
 def _state(pid: int) -> str:
     """The process's state letter in /proc (T: stopped by a signal)."""
     with open(f"/proc/{pid}/stat", "rb") as f:
@@ -154,10 +162,7 @@ async def test_z_pauses_and_resumes_and_s_stops_the_consoles_workers(tmp_path: P
             await pause_until(pilot, lambda: not any(w.alive() for w in workers),
                               "both workers stopped")
     finally:
-        for w in workers:
-            if w.alive():
-                w.process.kill()
-                w.process.wait()
+        _kill(workers)
 
 
 @pytest.mark.asyncio
@@ -173,7 +178,4 @@ async def test_only_a_worker_started_to_outlive_the_console_survives_its_quit(
             await pilot.press("q")
         assert not workers[0].alive() and workers[1].alive()
     finally:
-        for w in workers:
-            if w.alive():
-                w.process.kill()
-                w.process.wait()
+        _kill(workers)
