@@ -186,3 +186,35 @@ def test_the_migration_backfills_a_version_9_db(db) -> None:
     with old.conn:  # the migration's trigger is in place
         old.conn.execute("UPDATE episodes SET em = em WHERE id = ?", (all_ids(old)[0],))
     assert len(packs(old)) == len(want) - 1
+
+
+def scanned_apart(db, upto=None):
+    """Whether `read_key_packs` reads the episodes and the packs by two scans (no join)."""
+    from core.store import packs as K
+
+    return K._scanned_apart(db, (1 << 63) - 1 if upto is None else upto) is not None
+
+
+def test_consecutive_ids_read_two_scans_and_a_gap_the_join(db, monkeypatch) -> None:
+    ids = all_ids(db)
+    assert ids == list(range(ids[0], ids[-1] + 1)) and scanned_apart(db)
+    with db.conn:  # a deleted episode leaves a gap in the ids (its pack goes too)
+        db.conn.execute("DELETE FROM episodes WHERE id = ?", (ids[5],))
+    assert not scanned_apart(db) and scanned_apart(db, ids[4])
+    assert read_packs(db, None, COST) is not None  # the join reads them
+    assert_same(F.episode_keys_frame(db, values=COST), rows_read(db, monkeypatch, values=COST))
+
+
+def test_a_pack_of_no_episode_is_never_read_as_one(db, monkeypatch) -> None:
+    """As many packs as episodes, in increasing id order, yet one of them belongs to no
+    episode (id 0) where an episode has none: the two scans must not take it."""
+    ids = all_ids(db)
+    words = bytearray(packs(db)[ids[3]])
+    words[:8] = (0).to_bytes(8, "little")
+    db.conn.execute("PRAGMA foreign_keys = OFF")  # as a lab.db written without them
+    with db.conn:
+        db.conn.execute("DELETE FROM episode_packs WHERE episode_id = ?", (ids[3],))
+        db.conn.execute("INSERT INTO episode_packs VALUES (0, ?)", (bytes(words),))
+    assert len(packs(db)) == len(ids) and not scanned_apart(db)
+    assert read_packs(db, None, COST) is None  # the join sees the missing pack: rows
+    assert_same(F.episode_keys_frame(db, values=COST), rows_read(db, monkeypatch, values=COST))

