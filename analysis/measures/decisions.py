@@ -29,6 +29,7 @@ import pandas as pd
 
 from analysis.base.arms import GROUP_KEYS, ArmKey, Grouping
 from core.decisions import COLUMNS, STEP_FIELDS, episode_decisions
+from core.store.packs import run_positions
 
 ARM_KEYS = GROUP_KEYS
 """What splits rows by default: model, arm, condition_hash, budget, dataset,
@@ -219,7 +220,7 @@ def decisions_with_episodes(ints: pd.DataFrame, episodes: pd.DataFrame,
     """
     ids = episodes["episode_id"].to_numpy()
     dec_ids = ints["episode_id"].to_numpy()
-    pos = np.searchsorted(ids, dec_ids)
+    pos = run_positions(ids, dec_ids)
     keep = pos < len(ids)
     keep[keep] = ids[pos[keep]] == dec_ids[keep]
     if not keep.all():
