@@ -175,3 +175,23 @@ def test_frames_prefetch_the_packs_only_for_an_unfiltered_selection(db) -> None:
     filtered.prefetch_decisions()
     assert filtered._packs is None
     assert set(filtered.decisions["model"]) == {"sim-own5"}
+
+
+@pytest.mark.parametrize("table", ["leaving", "delta"])
+def test_compute_reads_the_packs_ahead_before_any_episode_keys(db, monkeypatch, table) -> None:
+    """Every table that reads decisions starts the packs' read before the episodes' keys
+    are read, those that choosing the tables' order reads (leaving) included: the two
+    then overlap."""
+    from analysis.measures.frames import Frames, load_frames
+    from analysis.tables.compute import compute
+
+    seen: list[bool] = []
+    real = Frames._read_episode_keys
+
+    def keys(self: Frames) -> pd.DataFrame:
+        seen.append(self._packs is not None)
+        return real(self)
+
+    monkeypatch.setattr(Frames, "_read_episode_keys", keys)
+    compute(load_frames(db), (table,), n_boot=20)
+    assert seen == [True]

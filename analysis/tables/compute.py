@@ -83,9 +83,11 @@ def compute(frames: Frames, names: Sequence[str] | None = None, n_boot: int = N_
                          {**spec, **{o: options[o] for o in table_def(n).options}})
             if cache and frames.source else "" for n in names}
     parts = {n: cache.get(keys[n]) if cache else None for n in names}
-    order, full = _memory_order([n for n in names if parts[n] is None], frames)
-    if any(n != _RELEASE and table_def(n).reads.decisions for n in order):
-        frames.prefetch_decisions()  # the packs' SQL runs while the episodes are read
+    pending = [n for n in names if parts[n] is None]
+    if any(table_def(n).reads.decisions for n in pending):
+        # the packs' SQL runs while the episodes are read, those `_memory_order` reads too
+        frames.prefetch_decisions()
+    order, full = _memory_order(pending, frames)
     if full:
         frames.episodes  # noqa: B018  (loaded first: success and budgets read it too)
     for name in order:
