@@ -177,11 +177,10 @@ def test_frames_prefetch_the_packs_only_for_an_unfiltered_selection(db) -> None:
     assert set(filtered.decisions["model"]) == {"sim-own5"}
 
 
-@pytest.mark.parametrize("table", ["leaving", "delta"])
+@pytest.mark.parametrize("table", ["delta", "judgments"])
 def test_compute_reads_the_packs_ahead_before_any_episode_keys(db, monkeypatch, table) -> None:
-    """Every table that reads decisions starts the packs' read before the episodes' keys
-    are read, those that choosing the tables' order reads (leaving) included: the two
-    then overlap."""
+    """A table that reads decisions starts the packs' read before the episodes' keys are
+    read: the two then overlap."""
     from analysis.measures.frames import Frames, load_frames
     from analysis.tables.compute import compute
 
@@ -195,3 +194,59 @@ def test_compute_reads_the_packs_ahead_before_any_episode_keys(db, monkeypatch, 
     monkeypatch.setattr(Frames, "_read_episode_keys", keys)
     compute(load_frames(db), (table,), n_boot=20)
     assert seen == [True]
+
+
+def _decision_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Which of the decision packs and the decision frame are read from now on."""
+    from analysis.measures import frames as M
+
+    reads: list[str] = []
+    packs, frame = M._read_pack_span, M.Frames._read_decisions
+
+    def read_packs(src):
+        reads.append("packs")
+        return packs(src)
+
+    def read_frame(self, episodes):
+        reads.append("decisions")
+        return frame(self, episodes)
+
+    monkeypatch.setattr(M, "_read_pack_span", read_packs)
+    monkeypatch.setattr(M.Frames, "_read_decisions", read_frame)
+    return reads
+
+
+def test_leaving_reads_no_decisions_without_a_two_source_arm(db, monkeypatch) -> None:
+    """The leaving table's rows are the two-source arms': on a study without any it
+    reads neither the packs nor the decision frame, and prints the same empty table."""
+    from analysis.measures.frames import load_frames
+    from analysis.measures.leaving import leaving_table
+    from analysis.tables.compute import compute
+
+    want = leaving_table(load_frames(db).episode_keys, pd.DataFrame(),
+                         load_frames(db).decisions, n_boot=20)
+    reads = _decision_reads(monkeypatch)
+    got = compute(load_frames(db), ("leaving",), n_boot=20).table("leaving")
+    assert got is not None
+    assert reads == [] and got.rows == want.rows == ()
+
+
+def test_leaving_reads_the_decisions_of_two_source_arms(cost_grid: Path, tmp_path: Path,
+                                                        monkeypatch) -> None:
+    from analysis.base.arms import Grouping
+    from analysis.measures.frames import load_frames
+    from analysis.measures.leaving import leaving_table
+    from analysis.tables.compute import compute
+
+    path = tmp_path / "lab.db"
+    path.write_bytes(cost_grid.read_bytes())
+    db = store.connect(path)
+    frames = load_frames(db)
+    grouping = Grouping(frames.selection.pool, frames.errored_episodes, frames.apart_episodes)
+    want = leaving_table(frames.episodes, frames.backup_steps, frames.decisions, n_boot=20,
+                         grouping=grouping)
+    reads = _decision_reads(monkeypatch)
+    got = compute(load_frames(db), ("leaving",), n_boot=20).table("leaving")
+    assert got is not None and reads == ["packs", "decisions"]
+    assert got.rows and repr(got.rows) == repr(want.rows)  # NaN intervals compare as text
+    assert any(r.measure == "leave_delta" and r.n for r in got.rows)

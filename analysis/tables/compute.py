@@ -84,10 +84,13 @@ def compute(frames: Frames, names: Sequence[str] | None = None, n_boot: int = N_
             if cache and frames.source else "" for n in names}
     parts = {n: cache.get(keys[n]) if cache else None for n in names}
     pending = [n for n in names if parts[n] is None]
-    if any(table_def(n).reads.decisions for n in pending):
-        # the packs' SQL runs while the episodes are read, those `_memory_order` reads too
+    reading = [n for n in pending if table_def(n).reads.decisions]
+    ahead = [n for n in reading if not table_def(n).reads.two_source_only]
+    if ahead:  # the packs' SQL runs while the episodes are read (`_memory_order`'s too)
         frames.prefetch_decisions()
     order, full = _memory_order(pending, frames)
+    if reading and not ahead and _two_source(frames.episode_keys):
+        frames.prefetch_decisions()  # a two-source table's decisions, once there are some
     if full:
         frames.episodes  # noqa: B018  (loaded first: success and budgets read it too)
     for name in order:

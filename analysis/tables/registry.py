@@ -42,11 +42,14 @@ class Reads:
         columns: episode columns besides the grouping keys (`Frames.episode_columns`);
             () reads the keys only.
         two_source_episodes: the full episode frame when an arm has two sources.
+        two_source_only: its rows are the two-source arms' alone: without such an arm
+            among the episodes' keys it reads nothing more (no decisions).
     """
 
     decisions: bool = False
     columns: tuple[str, ...] = ()
     two_source_episodes: bool = False
+    two_source_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -129,7 +132,7 @@ _TABLES: dict[str, TableDef] = {t.name: t for t in (
              "analysis.measures.budgets:budgets_results", Reads(columns=_EPISODE_COLUMNS)),
     TableDef("leaving", EPISODES, "leaving a failing source for a backup",
              "analysis.measures.leaving:leaving_results",
-             Reads(decisions=True, two_source_episodes=True)),
+             Reads(decisions=True, two_source_episodes=True, two_source_only=True)),
     TableDef("policies", PROBES, "simple stopping policies on answer-now branches",
              "analysis.replay.probe_tables:policies_results",
              views=(View("policies", "Policies"),), probe_kinds=_BRANCHES),
