@@ -31,13 +31,15 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from core.canonical import canonical_json
 from core.data import Paragraph, Question
 from core.errors import ConfigError, DataError
 from core.scoring import normalize_answer
+
+if TYPE_CHECKING:  # numpy loads when a plan is built, not with every `lab` command
+    import numpy as np
 
 SLICES = 3
 """Evidence slices of a plan (depths 1–3)."""
@@ -156,6 +158,8 @@ def tfidf_cosine(question: str, passages: Sequence[str]) -> np.ndarray:
     Returns:
         One cosine per passage, in [0, 1].
     """
+    import numpy as np
+
     docs = [Counter(tokens(question))] + [Counter(tokens(p)) for p in passages]
     vocab = sorted(set().union(*docs))
     if not vocab:

@@ -153,6 +153,33 @@ def test_a_results_command_loads_neither_the_worker_nor_the_console(db_path):
     assert out.stdout.strip().splitlines()[-1] == "0 []", out.stdout + out.stderr
 
 
+def test_queue_commands_load_neither_pandas_nor_numpy(db_path):
+    """sqlite_utils imports pandas and numpy whenever they are installed (0.3 s of CPU a
+    process); lab loads it without them, so enqueueing, the status and the sets list pay
+    for neither. Red if core/__init__ stops hiding them or a queue path imports them at
+    the top of a module."""
+    assert main(["--db", str(db_path), "demo-set"]) == 0
+    code = ("import sys; from console.cli import main; db = " + repr(str(db_path)) + "; "
+            "codes = [main(['--db', db] + a.split()) for a in ("
+            "'enqueue --models sim-own3 --conditions none --regimes persistent --set demo', "
+            "'status', 'sets list', 'models')]; "
+            "print(codes, [m for m in ('pandas', 'numpy') if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=Path(__file__).resolve().parents[1])
+    assert out.stdout.strip().splitlines()[-1] == "[0, 0, 0, 0] []", out.stdout + out.stderr
+
+
+def test_sqlite_utils_without_numpy_refuses_to_type_a_column_from_a_numpy_value():
+    """The cost of hiding numpy from sqlite_utils: a table it would create from a numpy
+    value now raises instead of being made; lab declares its tables' types, so none of
+    its paths does this (the whole suite runs with the hiding on)."""
+    code = ("import core, numpy, sqlite_utils; "
+            "sqlite_utils.Database(memory=True)['t'].insert({'x': numpy.int64(1)})")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=Path(__file__).resolve().parents[1])
+    assert out.returncode != 0 and "KeyError" in out.stderr, out.stderr
+
+
 @pytest.mark.parametrize("asked, want", [(None, "False"), ("1", "True")])
 def test_lab_asks_numpy_for_ordinary_pages_unless_told(asked, want):
     """`lab` sets numpy's huge-page switch off before numpy is imported (huge pages made

@@ -11,13 +11,15 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 from sqlite_utils import Database
 
 from core.episode import utc_now
 from core.store.model_results import upsert_sql, write_results
+
+if TYPE_CHECKING:  # pandas loads when a frame is built, not on import
+    import pandas as pd
 
 TRACE_COLUMNS = ("id", "run", "model", "dataset", "set_name", "question_id", "depth", "answer",
                  "confidence", "parsed", "correct", "judge_correct", "prompt_tokens",
@@ -193,6 +195,8 @@ def load_traces(db: Database, runs: Sequence[str] = (), sets: Sequence[str] = ()
     sql = (f"SELECT {', '.join(TRACE_COLUMNS)} FROM traces{where} "
            f"ORDER BY run, model, question_id, depth")
     rows = db.conn.execute(sql, args).fetchall()
+    import pandas as pd
+
     frame = pd.DataFrame(rows, columns=list(TRACE_COLUMNS))
     for column in ("id", "depth", "parsed", "prompt_tokens", "completion_tokens"):
         frame[column] = frame[column].astype("int64")
