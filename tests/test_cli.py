@@ -117,6 +117,16 @@ def test_every_command_has_help_with_example(capsys):
         assert "Example:" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("group", ["sets", "prereg", "data"])
+def test_a_group_without_its_subcommand_prints_its_help_on_lines(group, capsys):
+    """`lab sets` alone shows the group's help as lines (as click does: stderr, exit 2),
+    not the help folded into one `error:` line with its newlines written as \\n."""
+    assert main([group]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"Usage: lab {group} ") and "\nCommands:\n" in err, err
+    assert "\\n" not in err and not err.startswith("error:")
+
+
 def test_command_modules_hold_exactly_the_commands_the_group_lists():
     import importlib
 

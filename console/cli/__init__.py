@@ -91,6 +91,11 @@ def main(argv: list[str] | None = None) -> int:
     except click.exceptions.Abort:
         echo("error: aborted", err=True)
         return 130
+    except click.exceptions.NoArgsIsHelpError as exc:
+        # `lab sets` with no subcommand: the group's help as click prints it (lab's own
+        # text, several lines), not folded into one error line
+        echo(exc.format_message(), err=True)
+        return exc.exit_code
     except click.ClickException as exc:
         echo(f"error: {error_line(exc.format_message())}", err=True)
         return exc.exit_code if exc.exit_code else 2
