@@ -136,6 +136,7 @@ class Sample:
     t: float
     calls: int
     running: int
+    active: int
     worker_cpu: float | None
     server_cpu: float | None
     idle: float | None
@@ -159,6 +160,11 @@ class Figure:
         cpu_allowed: the calls/s the CPU this run could have had pays for (None off
             Linux): (the worker's and servers' CPU-seconds + the machine's idle ones)
             per second ÷ their CPU per call, over the measured window.
+        at_servers: calls the servers were answering (their /stats "active", from a
+            request's arrival at the app to its reply), mean over the measured window:
+            ÷ calls/s it is how long each call stayed at a server (the delay and the
+            server's own lag); the rest of the concurrency ÷ calls/s is a call's time
+            in lab (and in the kernel between them).
     """
 
     rate: float
@@ -170,6 +176,7 @@ class Figure:
     peaks: tuple[int, ...] = ()
     server_ms_per_call: float | None = None
     cpu_allowed: float | None = None
+    at_servers: float = 0.0
 
 
 def _registry(path: Path, urls: Sequence[str], concurrency: int, transport: str) -> None:
@@ -215,9 +222,9 @@ def through_worker(tmp: Path, urls: Sequence[str], concurrency: int, workers: in
                             stderr=subprocess.DEVNULL)
     samples: list[Sample] = []
     while proc.poll() is None:
-        calls, _, _ = _stats(client, urls)
+        calls, active, _ = _stats(client, urls)
         running = reader.execute("SELECT count(*) FROM live_episodes").fetchone()[0]
-        samples.append(Sample(time.perf_counter(), calls - calls0, running,
+        samples.append(Sample(time.perf_counter(), calls - calls0, running, active,
                               _process_cpu([proc.pid]), _process_cpu(server_pids),
                               _machine_idle()))
         time.sleep(0.2)
@@ -245,7 +252,8 @@ def through_worker(tmp: Path, urls: Sequence[str], concurrency: int, workers: in
         worker_ms, server_ms = 1000 * worker / calls, 1000 * servers / calls
         allowed = (worker + servers + idle) / seconds / ((worker + servers) / calls)
     return Figure(rate, total, peak, statistics.mean(s.running for s in window),
-                  max(s.running for s in samples), worker_ms, peaks, server_ms, allowed)
+                  max(s.running for s in samples), worker_ms, peaks, server_ms, allowed,
+                  statistics.mean(s.active for s in window))
 
 
 def questions_for(n: int) -> list[Question]:
@@ -286,6 +294,9 @@ def _line(head: str, f: Figure, ideal: float, concurrency: int) -> str:
             f"{per_endpoint}  episodes in flight {f.episodes_mean:.0f} / {f.episodes_peak}  "
             f"CPU {f.cpu_ms_per_call:.2f} ms/call (one core drives "
             f"{1000 / max(f.cpu_ms_per_call, 1e-9):,.0f} calls/s)")
+    if f.rate > 0:  # Little's law: calls at a server ÷ calls/s = how long a call is there
+        line += (f"  a call's round: {1000 * f.at_servers / f.rate:.1f} ms at the servers, "
+                 f"{1000 * (concurrency - f.at_servers) / f.rate:.1f} ms in lab")
     if f.cpu_allowed is not None and f.server_ms_per_call is not None:
         allowed = min(ideal, f.cpu_allowed)
         line += (f"  servers {f.server_ms_per_call:.2f} ms/call  CPU-allowed ideal "
