@@ -9,6 +9,7 @@ import logging
 import time
 from collections.abc import Iterator
 
+import httpx
 import pytest
 
 from core.demo_data import demo_questions
@@ -259,6 +260,37 @@ def test_stream_pool_reads_chunked_bodies_and_replaces_stale_connections():
 
     first, second = asyncio.run(main())
     assert first[0] == second[0] == 200 and first[2] == second[2] == b"hello world"
+
+
+@pytest.mark.timeout(60)
+def test_a_bounded_post_sets_no_read_timer_of_its_own():
+    # a call inside call_with_retries is bounded by the policy's timeout_s already (the
+    # same seconds, started first), so the stream pool's own read timer is left out;
+    # an unbounded post still gets it. A server that never answers: the pool's timer
+    # (0.2 s) fires before the caller's (30 s) only when the pool sets one.
+    from core.models.openai_compat import Endpoint
+
+    async def handler(reader, writer):  # reads the request, never answers
+        await reader.read(1)
+        await asyncio.sleep(3600)
+
+    async def post(bounded: bool) -> str:
+        srv, port = await _raw_server(handler)
+        endpoint = Endpoint(f"http://127.0.0.1:{port}/v1", "EMPTY", 0.2)
+        try:
+            async with asyncio.timeout(30 if not bounded else 0.5):
+                await endpoint.post("chat/completions", b"{}", bounded=bounded)
+        except httpx.ReadTimeout:
+            return "the pool's read timer"
+        except TimeoutError:
+            return "the caller's bound"
+        finally:
+            await endpoint.close()
+            srv.close()
+        return "answered"
+
+    assert asyncio.run(post(bounded=False)) == "the pool's read timer"
+    assert asyncio.run(post(bounded=True)) == "the caller's bound"
 
 
 @pytest.mark.parametrize("table, message", [

@@ -187,8 +187,13 @@ class Endpoint:
             self._loop = loop
         return self._conns
 
-    async def post(self, path: str, body: bytes) -> Response:
+    async def post(self, path: str, body: bytes, bounded: bool = False) -> Response:
         """POST JSON to `path` under the base URL; returns (status, headers, body).
+
+        Args:
+            bounded: the caller already bounds the whole request by this endpoint's
+                `timeout_s` (`call_with_retries`, whose bound starts first and so always
+                ends first): the stream pool then sets no read timer of its own.
 
         Raises:
             httpx.HTTPError: the connection failed or timed out.
@@ -196,7 +201,7 @@ class Endpoint:
         conns = self._for_loop()
         if isinstance(conns, StreamPool):
             return await conns.post(self.address.target(path), self._header_lines, body,
-                                    self.connect_s, self.timeout_s)
+                                    self.connect_s, None if bounded else self.timeout_s)
         resp = await conns.post(self.address.request_url(path), content=body)
         return resp.status_code, resp.headers, resp.content
 
@@ -410,7 +415,9 @@ class OpenAISession:
             if e.transport == "sdk":
                 status, headers, content = await e.sdk_chat(body)
             else:
-                status, headers, content = await e.post("chat/completions", payload)
+                # call_with_retries bounds this attempt by the policy's timeout_s
+                status, headers, content = await e.post("chat/completions", payload,
+                                                        bounded=True)
         finally:
             e.outstanding -= 1
         if status >= 400:

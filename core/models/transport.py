@@ -47,7 +47,7 @@ class StreamPool:
         self._idle: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
 
     async def post(self, target: str, headers: bytes, body: bytes, connect_timeout: float,
-                   read_timeout: float) -> Response:
+                   read_timeout: float | None) -> Response:
         """POST `body` to `target` and read the whole response.
 
         Args:
@@ -55,7 +55,8 @@ class StreamPool:
             headers: extra header lines, each ending in CRLF.
             body: the request body.
             connect_timeout: seconds to open a new connection.
-            read_timeout: seconds from sending to the last response byte.
+            read_timeout: seconds from sending to the last response byte; None when
+                the caller bounds the whole request itself (no timer of its own).
 
         Raises:
             httpx.ConnectError, httpx.ConnectTimeout, httpx.ReadTimeout,
@@ -120,32 +121,41 @@ class StreamPool:
 
 
 async def _exchange(conn: tuple[asyncio.StreamReader, asyncio.StreamWriter], payload: bytes,
-                    timeout: float) -> tuple[int, dict[str, str], bytes, bool]:
-    reader, writer = conn
-    writer.write(payload)
+                    timeout: float | None) -> tuple[int, dict[str, str], bytes, bool]:
+    conn[1].write(payload)
+    if timeout is None:  # the caller's own bound ends it
+        return await _reply(conn)
     async with asyncio.timeout(timeout):
-        await writer.drain()
-        line = await reader.readline()
-        if not line:
-            raise _StaleConnection
-        parts = line.split(b" ", 2)
-        status = int(parts[1])
-        headers: dict[str, str] = {}
-        keep = parts[0] == b"HTTP/1.1"
-        for _ in range(_MAX_HEADER_LINES):
-            h = await reader.readline()
-            if h in (b"\r\n", b"\n", b""):
-                break
-            k, _, v = h.partition(b":")
-            headers[k.strip().lower().decode("latin-1")] = v.strip().decode("latin-1")
-        connection = headers.get("connection", "").lower()
-        keep = connection == "keep-alive" or (keep and connection != "close")
-        if "chunked" in headers.get("transfer-encoding", "").lower():
-            content = await _read_chunked(reader)
-        elif "content-length" in headers:
-            content = await reader.readexactly(int(headers["content-length"]))
-        else:
-            content, keep = await reader.read(), False
+        return await _reply(conn)
+
+
+async def _reply(conn: tuple[asyncio.StreamReader, asyncio.StreamWriter]
+                 ) -> tuple[int, dict[str, str], bytes, bool]:
+    """Wait until the request is sent, then read the response (status, headers, body,
+    whether the connection may be kept)."""
+    reader, writer = conn
+    await writer.drain()
+    line = await reader.readline()
+    if not line:
+        raise _StaleConnection
+    parts = line.split(b" ", 2)
+    status = int(parts[1])
+    headers: dict[str, str] = {}
+    keep = parts[0] == b"HTTP/1.1"
+    for _ in range(_MAX_HEADER_LINES):
+        h = await reader.readline()
+        if h in (b"\r\n", b"\n", b""):
+            break
+        k, _, v = h.partition(b":")
+        headers[k.strip().lower().decode("latin-1")] = v.strip().decode("latin-1")
+    connection = headers.get("connection", "").lower()
+    keep = connection == "keep-alive" or (keep and connection != "close")
+    if "chunked" in headers.get("transfer-encoding", "").lower():
+        content = await _read_chunked(reader)
+    elif "content-length" in headers:
+        content = await reader.readexactly(int(headers["content-length"]))
+    else:
+        content, keep = await reader.read(), False
     return status, headers, content, keep
 
 
