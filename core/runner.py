@@ -81,6 +81,10 @@ def setup_for(cell: CellSpec, question: Question, pool: ForeignPool,
 class CallGate(Protocol):
     """A cap on a model's calls in flight shared beyond one job (jobs.slots.CallSlots)."""
 
+    def try_acquire(self) -> int | None:
+        """A call slot now if one is free, else None (without waiting)."""
+        ...
+
     async def acquire(self) -> int:
         """Wait for a call slot; returns its number."""
         ...
@@ -106,8 +110,10 @@ class GatedSession:
         """
         stop = call_stop()
         stop.check("call slot")
-        async with stop.scope("call slot", None):
-            slot = await self.gate.acquire()
+        slot = self.gate.try_acquire()  # a free slot: no wait, so no cut-able scope
+        if slot is None:
+            async with stop.scope("call slot", None):
+                slot = await self.gate.acquire()
         try:
             return await self.session.generate(messages, **kw)
         finally:

@@ -117,12 +117,19 @@ class CallSlots:
         self.peak = max(self.peak, self.in_flight)
         return slot
 
-    async def acquire(self) -> int:
-        """Wait for a call slot; returns its number (pass it to `release`)."""
+    def try_acquire(self) -> int | None:
+        """A call slot now, without waiting (None: one must be waited for with `acquire`)."""
         if not self._waiters:
             slot = self._try_lock()
             if slot is not None:
                 return self._took(slot)
+        return None
+
+    async def acquire(self) -> int:
+        """Wait for a call slot; returns its number (pass it to `release`)."""
+        slot = self.try_acquire()
+        if slot is not None:
+            return slot
         fut: asyncio.Future[int] = asyncio.get_running_loop().create_future()
         self._waiters.append(fut)
         self._announce(True)

@@ -146,3 +146,30 @@ def test_call_slots_are_shared_by_processes_and_freed_when_one_dies(tmp_path):
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_try_acquire_takes_a_free_slot_at_once_and_never_one_a_waiting_call_is_owed(tmp_path):
+    # a model call takes its slot with try_acquire and enters the cut-able wait only
+    # when none is free; it must not overtake a call already waiting for one
+    async def main() -> None:
+        slots = CallSlots(tmp_path / "calls.lock", 2)
+        first, second = slots.try_acquire(), slots.try_acquire()
+        assert {first, second} == {0, 1} and slots.in_flight == 2
+        assert slots.try_acquire() is None  # all held: the caller must wait
+        waiting = asyncio.ensure_future(slots.acquire())
+        await asyncio.sleep(0)  # it queues as a waiter
+        assert second is not None
+        slots.release(second)  # handed straight to the waiting call
+        assert await waiting == second
+        slots.close()
+        other = CallSlots(tmp_path / "calls2.lock", 1)
+        held = other.try_acquire()
+        queued = asyncio.ensure_future(other.acquire())
+        await asyncio.sleep(0)
+        assert held is not None
+        other._give_back(held)  # freed to the host while a call here still waits
+        assert other.try_acquire() is None  # owed to the waiting call, not taken
+        assert await asyncio.wait_for(queued, 60) == held
+        other.close()
+
+    asyncio.run(main())
