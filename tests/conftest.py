@@ -26,6 +26,16 @@ def _fresh_endpoint_health() -> Iterator[None]:
     HEALTH.reset()
 
 
+@pytest.fixture(autouse=True)
+def _nothing_left_frozen() -> Iterator[None]:
+    """`lab worker` run in-process freezes the objects alive then (`gc.freeze`): give
+    them back to the collector after each test, so no test's garbage outlives it."""
+    yield
+    import gc
+
+    gc.unfreeze()
+
+
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
     """Path of a fresh lab.db in the test's temporary directory."""
