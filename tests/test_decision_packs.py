@@ -250,3 +250,23 @@ def test_leaving_reads_the_decisions_of_two_source_arms(cost_grid: Path, tmp_pat
     assert got is not None and reads == ["packs", "decisions"]
     assert got.rows and repr(got.rows) == repr(want.rows)  # NaN intervals compare as text
     assert any(r.measure == "leave_delta" and r.n for r in got.rows)
+
+
+def test_the_decoded_fields_are_the_stored_decision_rows(db) -> None:
+    """Every field `decisions_frame` decodes is the `decisions` table's own column (the
+    one-bit ones as bool), read plainly row by row."""
+    from core.store.decisions import PACKED_FIELDS
+
+    names = [name for name, *_ in PACKED_FIELDS]
+    ids = complete_ids(db)
+    got = F.decisions_frame(db, episode_ids=ids)
+    rows = db.conn.execute(f"SELECT episode_id, {', '.join(names)} FROM decisions WHERE "
+                           f"episode_id IN ({', '.join(map(str, ids))}) "
+                           "ORDER BY episode_id, seq").fetchall()
+    want = pd.DataFrame(rows, columns=["episode_id", *names])
+    assert len(got) == len(want) > 0
+    for name, _, _, bits in [("episode_id", 0, 0, 64), *PACKED_FIELDS]:
+        column = got[name].to_numpy()
+        assert column.dtype == (bool if bits == 1 else "int64"), name
+        assert (column.astype("int64") == want[name].to_numpy()).all(), name
+    assert got["stated_run"].min() == -1 and got["own_latest"].any()

@@ -229,12 +229,13 @@ def decisions_with_episodes(ints: pd.DataFrame, episodes: pd.DataFrame,
     for c in _DECISION_ORDER[1:]:
         values = ints[c].to_numpy()
         # int64 columns are kept as they are (no copy: 7 MB each at 886k decisions)
-        data[c] = values.astype(bool) if c in _FLAGS else values.astype(np.int64, copy=False)
+        data[c] = (values.astype(bool, copy=False) if c in _FLAGS
+                   else values.astype(np.int64, copy=False))
     data[REPLAYED] = (ints[REPLAYED].to_numpy(dtype=bool) if REPLAYED in ints
                       else np.zeros(len(ints), dtype=bool))
     for c in columns:
         data[c] = _taken(episodes[c], pos)
-    data["final"] = ints["final"].to_numpy().astype(bool)
+    data["final"] = ints["final"].to_numpy().astype(bool, copy=False)
     for c in after:
         data[c] = _taken(episodes[c], pos)
     # no copy into consolidated blocks: each column keeps the array built above
