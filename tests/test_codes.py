@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.base.arms import _run_starts
-from analysis.stats.codes import changes, sorted_codes
+from analysis.stats.codes import changes, in_rows, sorted_codes
 
 
 def test_equal_text_in_distinct_objects_gets_one_code_and_missing_comes_last() -> None:
@@ -69,3 +69,25 @@ def test_a_column_in_runs_is_coded_as_the_whole_column() -> None:
         assert all(a is b or pd.isna(a) and pd.isna(b) for a, b in zip(uniques, want_uniques))
     codes, uniques = sorted_codes(pd.Series(["b", "b", "a", "a", "b"], dtype="str"))
     assert codes.tolist() == [1, 1, 0, 0, 1] and uniques.tolist() == ["a", "b"]
+
+
+def test_in_rows_is_isin_asked_once_per_run() -> None:
+    """`in_rows` of a column in runs (a decision frame's regimes) is ``isin`` of every
+    row: equal text in distinct objects, None, NaN and pd.NA, short runs and long ones,
+    object and str columns."""
+    rng = np.random.default_rng(2)
+    x1, x2 = "".join(["x", "y"]), "".join(["x", "y"])
+    pool = [x1, x2, "z", "a", None, float("nan"), pd.NA]
+    for trial in range(60):
+        runs = [pool[i] for i in rng.integers(0, len(pool) - (trial % 2) * 3, 40)]
+        values = np.repeat(np.array(runs, dtype=object), rng.integers(1, 8, len(runs)))
+        for dtype in (object, "str"):
+            if dtype == "str" and trial % 2 == 0:
+                continue  # str columns hold text and NaN only
+            column = pd.Series(values, dtype=dtype)
+            for wanted in (["xy"], ["z", "a"], ["q"], []):
+                got = in_rows(column, wanted)
+                assert got.dtype == bool
+                assert got.tolist() == column.isin(wanted).tolist(), (trial, dtype, wanted)
+    mixed = pd.Series(np.array(["a", "b"] * 20, dtype=object))  # no runs: isin itself
+    assert in_rows(mixed, ["a"]).tolist() == [True, False] * 20

@@ -39,6 +39,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.measures.decisions import judgment_columns
+from analysis.stats.codes import in_rows
 from core.errors import LabError
 
 DISSOCIATION_RUN = 5
@@ -150,7 +151,7 @@ def group_dissociations(decisions: pd.DataFrame, groups: np.ndarray, n_groups: i
     run_col = judgment_columns(judgments)[0]
     if k < 1:
         raise LabError(f"dissociation needs a run length k ≥ 1, got k={k}")
-    rows = (decisions["regime"] == regime).to_numpy() & (np.asarray(groups) >= 0)
+    rows = in_rows(decisions["regime"], [regime]) & (np.asarray(groups) >= 0)
 
     def column(name: str) -> np.ndarray:
         return decisions[name].to_numpy()[rows]

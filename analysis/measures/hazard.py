@@ -31,7 +31,7 @@ from analysis.measures.failure_rows import family_failure_regimes as family_fail
 from analysis.measures.hazard_sample import after_useless
 from analysis.measures.results import TableInput, TablePart
 from analysis.stats.bootstrap import N_BOOT, Interval, bootstrap_intervals, cluster_sums, safe_ratio
-from analysis.stats.codes import codes
+from analysis.stats.codes import codes, in_rows
 from analysis.stats.lpm import HAZARD_BOOT, HazardFit
 from analysis.stats.lpm_batch import fit_samples
 from core.regimes import FAILURE_REGIMES
@@ -72,7 +72,7 @@ def failure_decisions(dec: pd.DataFrame, regimes: Sequence[str] = FAILURE_REGIME
     Returns:
         The subset used by I, the hazard curve and the hazard model.
     """
-    return dec.loc[dec["regime"].isin(list(regimes)) & ~dec["final"].astype(bool)]
+    return dec.loc[in_rows(dec["regime"], list(regimes)) & ~dec["final"].to_numpy(dtype=bool)]
 
 
 def integration_index(dec: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0,

@@ -89,3 +89,28 @@ def changes(values: np.ndarray) -> np.ndarray:
     out = np.zeros(n - 1, dtype=bool)
     out[at] = np.asarray(values[at + 1] != values[at], dtype=bool)
     return out
+
+
+def in_rows(values: pd.Series, wanted: object) -> np.ndarray:
+    """``values.isin(wanted)`` as a bool array, asked of the first row of each run of one
+    value (`changes`) and spread over the run: a decision frame's regime or condition
+    column holds a few objects in long runs, so a few thousand rows are compared instead
+    of hashing 886,000 (regimes: 0.03 s -> 0.003 s of CPU).
+
+    Args:
+        values: the column.
+        wanted: the values looked for (a list, set or tuple, as for ``Series.isin``).
+
+    Returns:
+        One bool per row, equal to ``values.isin(wanted).to_numpy()``.
+    """
+    array = values.to_numpy()
+    if array.dtype == object and array.ndim == 1 and len(array) > 1:
+        try:
+            starts = np.flatnonzero(np.concatenate(([True], changes(array))))
+        except (TypeError, ValueError):  # a value that compares to no truth value (pd.NA)
+            starts = array
+        if len(starts) * 2 <= len(array):
+            hit = values.iloc[starts].isin(wanted).to_numpy(dtype=bool)
+            return np.repeat(hit, np.diff(np.append(starts, len(array))))
+    return values.isin(wanted).to_numpy(dtype=bool)
