@@ -36,6 +36,7 @@ from textual.message import Message
 from textual.notifications import SeverityLevel
 from textual.reactive import reactive
 from textual.screen import Screen
+from textual.widget import AwaitMount
 from textual.widgets import Input, SelectionList, TextArea
 from textual.worker import WorkerFailed, WorkerState
 
@@ -169,12 +170,37 @@ class LabApp(App[None]):
         that (after `warmup.preload_css`) has not changed."""
         def build() -> Screen:
             screen = factory()
-            if self.warm and all(self.stylesheet.has_source(str(path))
-                                 for path in warmup.css_paths(type(screen))):
-                # Textual's count of stylesheet reloads: equal = styled by the current one
-                screen._css_update_count = self._css_update_count
+            if self.warm:
+                self._mark_styled(screen)
             return screen
         return build
+
+    def _mark_styled(self, screen: Screen) -> None:
+        """Tell Textual that `screen` is styled by the current stylesheet when every
+        stylesheet of its class is in it (`warmup.preload_css`): then its first show
+        skips the restyle of every mounted screen."""
+        if all(self.stylesheet.has_source(str(path))
+               for path in warmup.css_paths(type(screen))):
+            # Textual's count of stylesheet reloads: equal = styled by the current one
+            screen._css_update_count = self._css_update_count
+
+    async def _premount(self, classes: Iterable[type[Screen]]) -> None:
+        """Mount the screens of `warmup.PREMOUNT` that were never shown (and whose module
+        imported: `classes`) unseen and prepare them (`LabScreen.prepare_unseen`), so
+        that a first visit only shows what it reads (`LabScreen.premounted`)."""
+        imported = {screen_mode(cls) for cls in classes}
+        for mode in warmup.PREMOUNT:
+            if mode in self._screen_stacks or mode not in imported or not self.is_running:
+                continue
+            screen = self._modes[mode]()  # type: ignore[operator]
+            if not isinstance(screen, LabScreen):
+                continue
+            self._mark_styled(screen)
+            screen.premounted = True
+            # what Textual's switch_mode does for a new mode, less showing it
+            self._screen_stacks[mode] = [screen]
+            await AwaitMount(screen, self._register(self, screen))
+            await screen.prepare_unseen(self.size)
 
     def on_mount(self) -> None:
         """Show the first screen, check that lab.db is writable, poll it for changes,
@@ -213,12 +239,13 @@ class LabApp(App[None]):
             self._pacer.wait)
         self.post_message(self.WarmedUp(classes, failed))
 
-    def on_lab_app_warmed_up(self, message: WarmedUp) -> None:
-        """Read every screen's stylesheet now; freeze start-up's objects when the console
-        owns its process."""
+    async def on_lab_app_warmed_up(self, message: WarmedUp) -> None:
+        """Read every screen's stylesheet now, mount the screens of `warmup.PREMOUNT`;
+        freeze start-up's objects when the console owns its process."""
         for line in message.failed:
             self.notify(f"cannot import {line}", severity="error", timeout=15)
         warmup.preload_css(self, message.classes)
+        await self._premount(message.classes)
         freeze = self.config.freeze_gc
         if freeze or (freeze is None and not self.is_headless):
             warmup.freeze_startup_objects()

@@ -14,7 +14,10 @@ restyles of every mounted screen), and, when the console owns its process, freez
 what start-up allocated out of the collector's scans. On a 200,000-episode lab.db
 (bench/console.py, load 2 on 2 cores), with Results' text drawn by `TextLines`, the
 first visits went from 0.36–1.24 s to 0.16–0.61 s (medians), Results' from 1.2 s to
-0.45–0.6 s.
+0.45–0.6 s. Last, the screens of `PREMOUNT` (Results) are mounted unseen: composed,
+styled, laid out at the terminal's size, their footer built; they read lab.db only
+when first shown (`LabScreen.premounted`), which then costs only the read and its
+drawing.
 """
 
 from __future__ import annotations
@@ -77,6 +80,12 @@ class Pacer:
         """(warm-up thread) Wait until the screen shown is settled (WAIT_S at most)."""
         self.quiet.wait(WAIT_S)
 
+
+PREMOUNT = ("results",)
+"""Screens mounted unseen at the end of the warm-up (`LabApp._premount`): mounting,
+styling and laying out Results' ~50 widgets and building its footer was 0.1–0.15 s of
+the UI thread's CPU in its first visit at 200,000 episodes, the read's thread waiting
+for the interpreter meanwhile. Each still reads lab.db only when first shown."""
 
 RESULTS_IMPORTS = ("analysis.tables.compute", "analysis.tables.plots", "plotext",
                    "console.screens.results.views", "analysis.tables.trace_charts")

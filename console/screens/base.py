@@ -30,10 +30,12 @@ from sqlite_utils import Database
 from textual import events
 from textual.actions import SkipAction
 from textual.binding import Binding
+from textual.geometry import Size
 from textual.screen import Screen
 
 from console.messages import DbChanged, Notice, ReadOnly, Wrote
 from console.selection import copy_selected
+from console.widgets.footer import LabFooter
 from console.widgets.tab_marks import mark_tabs_in
 from core import store
 from core.errors import LabError, StoreError
@@ -80,6 +82,9 @@ class LabScreen(Screen[None]):
     """Actions that write lab.db: dimmed, and refused with the reason, when read-only."""
 
     _read_changes: int | None = None
+    premounted = False
+    """Mounted by the warm-up before it was shown (`LabApp._premount`): it reads lab.db
+    when first shown, not when mounted."""
     read_at: float | None = None
     """When this screen last started reading lab.db (the injected clock's seconds)."""
 
@@ -197,14 +202,38 @@ class LabScreen(Screen[None]):
     def on_mount(self) -> None:
         """Load once when first shown, after the first layout, so what the read fills is
         laid out at the screen's size (the tables' widths themselves are right whenever
-        they are filled: console/widgets/measured_table.py)."""
+        they are filled: console/widgets/measured_table.py). A screen mounted unseen
+        (`premounted`) loads when first shown instead (`first_show`)."""
+        if not self.premounted:
+            self.first_show()
+
+    async def prepare_unseen(self, size: Size) -> None:
+        """(premounted, before it is first shown) Do now what a first show does before
+        it reads: lay the screen out at the terminal's `size` (its first show then
+        finds it laid out at that size) and build the footer's keys."""
+        self._refresh_layout(size)
+        for footer in self.query(LabFooter):
+            footer._bindings_ready = True
+            await footer.recompose()
+
+    def first_show(self) -> None:
+        """Load, after the first layout (`on_mount`; a premounted screen's first show)."""
         self.call_after_refresh(self.refresh_data)
         self.call_after_refresh(mark_tabs_in, self)
 
     def on_screen_resume(self, event: events.ScreenResume) -> None:
-        """Shown again: re-read when lab.db changed since this screen's last read."""
+        """Shown again: re-read when lab.db changed since this screen's last read; shown
+        for the first time after being mounted unseen: load (`first_show`)."""
         self.show_header()
         self.refresh_bindings()  # read-only may have begun while another screen was shown
+        if self.premounted and self._read_changes is None:
+            self.premounted = False
+            if self._css_update_count == self.app._css_update_count:
+                # styled by the current stylesheet when mounted unseen, focus included
+                # (Screen's handler, after this one, would restyle every widget again)
+                event.refresh_styles = False
+            self.first_show()
+            return
         if self._read_changes is not None and self._read_changes != self.lab_app.changes:
             self.post_message(DbChanged())
 

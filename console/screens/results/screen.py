@@ -31,7 +31,7 @@ from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.geometry import Region
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.widgets import ContentSwitcher, DataTable, Header, Input, Static, Tab, Tabs
 
@@ -227,8 +227,10 @@ class ResultsScreen(LabScreen):
 
     def compose(self) -> ComposeResult:
         """Provenance, tabs, status, the body views, footer; the first view's computation
-        starts now, while the screen is mounted and drawn (`_ask`)."""
-        self._ask()
+        starts now, while the screen is mounted and drawn (`_ask`), unless the screen is
+        mounted unseen (`premounted`: then when first shown, `first_show`)."""
+        if not self.premounted:
+            self._ask()
         yield Header()
         yield Static("reading runs…", id="results-prov", classes="provenance", markup=False)
         yield Tabs(*(Tab(v.label, id=f"tab-{v.id}") for v, _ in views()), id="results-tabs")
@@ -278,10 +280,11 @@ class ResultsScreen(LabScreen):
 
     def _computing(self) -> bool | None:
         """A table key's state while no table is shown: dimmed (None) while the view is
-        being computed, so the footer keeps its keys and only lights them when the table
+        being computed (or, on a screen mounted unseen, is about to be: its first show
+        computes it), so the footer keeps its keys and only lights them when the table
         arrives (`LabFooter` restyles them in place); else hidden (False)."""
-        return None if self.view not in self._computed and \
-            self._asked == (self.view, self._generation) else False
+        return None if self.view not in self._computed and (
+            self._asked == (self.view, self._generation) or self.premounted) else False
 
     def action_tab(self, delta: int) -> None:
         """Show the next or previous table."""
@@ -388,6 +391,19 @@ class ResultsScreen(LabScreen):
             self._figures(self.view, self.selection)
 
     # ── reading and computing (thread workers) ─────────────────────────────────────────
+
+    async def prepare_unseen(self, size: Size) -> None:
+        """(premounted) Focus the text view, as the first view's "computing…" does, and
+        the base's preparation; the footer lists the table keys dimmed, as while the
+        first view is computed."""
+        self.set_focus(self.query_one("#results-text-view"), scroll_visible=False)
+        await super().prepare_unseen(size)
+
+    def first_show(self) -> None:
+        """Shown for the first time: the first view's computation starts at once, before
+        the screen is laid out (`_ask`: the app's size serves), then the usual load."""
+        self._ask()
+        super().first_show()
 
     def reload(self) -> None:
         """Read the provenance line at once, then compute the view on show."""
