@@ -429,6 +429,39 @@ async def test_new_episodes_mark_numbers_stale(lab_db: Path) -> None:
         assert "new episodes" not in _text(screen, "#results-prov")
 
 
+@pytest.mark.asyncio
+async def test_episodes_outside_the_selection_leave_its_numbers_current(lab_db: Path) -> None:
+    app = _app(lab_db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _settle(pilot)
+        await pilot.press("colon")
+        for ch in "models=sim-never":
+            await pilot.press(ch)
+        await pilot.press("enter")
+        await _settle(pilot)
+        screen = app.screen
+        before = _text(screen, "#results-text")
+        assert "sim-never" in before and "sim-own5" not in before
+        db = store.connect(lab_db)
+        settings = WorkerSettings(db_path=lab_db, worker_id="test:2")
+        enqueue_grid(db, settings, GridRequest(models=("sim-clock4",), conditions=("none",),
+                                               regimes=("clean",), question_set="traj6",
+                                               run="traj"), load_registry(None))
+        run_worker(settings, until_idle=True)
+        screen.post_message(DbChanged())
+        await _settle(pilot)
+        assert "new episodes" not in _text(screen, "#results-prov")  # none of them is shown
+        enqueue_grid(db, settings, GridRequest(models=("sim-never",), conditions=("none",),
+                                               regimes=("clean",), question_set="traj6",
+                                               run="traj", seeds=(7,)), load_registry(None))
+        run_worker(settings, until_idle=True)
+        db.conn.close()
+        screen.post_message(DbChanged())
+        await _settle(pilot)
+        assert "new episodes since computed: r recomputes" in _text(screen, "#results-prov")
+        assert _text(screen, "#results-text") == before
+
+
 def _on_view(presses: int):
     async def run_before(pilot) -> None:
         await _settle(pilot)

@@ -48,7 +48,7 @@ from core import store
 from core.errors import ConfigError, LabError
 from core.inert import inert
 from core.store import trajectories as traj
-from core.store.selection import Selection
+from core.store.selection import Fingerprint, Selection
 from core.wording import plural
 
 if TYPE_CHECKING:
@@ -154,7 +154,7 @@ class ResultsScreen(LabScreen):
         """A view was computed."""
 
         computed: Computed
-        fingerprint: tuple[int, int]
+        fingerprint: Fingerprint
         generation: int
 
     @dataclass
@@ -201,7 +201,9 @@ class ResultsScreen(LabScreen):
         self.selection_text = ""
         self.view = "success"
         self._frames: Frames | None = None
-        self._fingerprint: tuple[int, int] | None = None
+        self._fingerprint: Fingerprint | None = None
+        """The state of lab.db the numbers on show were computed from (the selection's
+        episodes and lab.db's change counter): another state marks them stale."""
         self._computed: dict[str, Computed] = {}
         self._grid: Grid | None = None
         self._variant = 0
@@ -445,18 +447,20 @@ class ResultsScreen(LabScreen):
         self.post_message(self.Provenance(text))
 
     @work(thread=True, exclusive=True, group="results-stale")
-    def _check_stale(self, seen: tuple[int, int] | None) -> None:
+    def _check_stale(self, seen: Fingerprint | None) -> None:
+        from core.store.selection import fingerprint
+
         db = self._connect()
         try:
-            fingerprint = traj.episodes_fingerprint(db)
+            now = fingerprint(db, self.selection)
         finally:
             db.conn.close()
-        if seen is not None and fingerprint != seen:
+        if seen is not None and now != seen:
             self.post_message(self.Stale())
 
     @work(thread=True, exclusive=True, group="results-compute")
     def _compute(self, view: str, width: int, height: int, generation: int,
-                 frames: Frames | None, seen: tuple[int, int] | None,
+                 frames: Frames | None, seen: Fingerprint | None,
                  computed_views: tuple[Computed, ...], sorts: dict[int, Sort]) -> None:
         """Compute one view (`frames`, `seen` and `computed_views`: what the screen held
         when it asked, read on the app's thread: the frames, their fingerprint and the
@@ -465,7 +469,7 @@ class ResultsScreen(LabScreen):
         from analysis.tables.results import ResultsSpec, results_for
         from console.screens.results.table_cursor import layout
         from console.screens.results.views import display_tables, view_tables
-        from core.store.selection import check_selection
+        from core.store.selection import check_selection, fingerprint
 
         started = time.monotonic()
         table = view_table(view)
@@ -473,10 +477,17 @@ class ResultsScreen(LabScreen):
                            repaired=self.repaired and table.family != TRACES)
         db = self._connect()
         try:
-            fingerprint = traj.episodes_fingerprint(db)
-            if table.family != TRACES and (frames is None or fingerprint != seen):
+            # the first view reads the selection's state with its frames (one count of
+            # its episodes, not two); a later one, to know whether the frames kept are
+            # current
+            state = None if frames is None and table.family != TRACES else \
+                fingerprint(db, self.selection)
+            if table.family != TRACES and (frames is None or state != seen):
                 check_selection(db, self.selection)
                 frames = load_frames(db, self.selection)
+                state = frames.source.fingerprint if frames.source is not None else \
+                    fingerprint(db, self.selection)
+            assert state is not None
             if generation != self._generation:
                 return
             if frames is not None and table.family != TRACES:
@@ -502,7 +513,7 @@ class ResultsScreen(LabScreen):
         more = view in PER_MODEL_CHARTS and len(charts) < len(self._chart_models(view, results))
         computed = Computed(view, tables, lay.text if lay else "", charts, results,
                             time.monotonic() - started, note, text_width(width), lay, more)
-        self.post_message(self.Ready(computed, fingerprint, generation))
+        self.post_message(self.Ready(computed, state, generation))
 
     def _controller_charts(self, db: Any, frames: Frames, width: int, height: int
                            ) -> tuple[str, ...]:
