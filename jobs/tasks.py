@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import sqlite3
+import threading
 import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -197,7 +199,7 @@ def execute_job(settings: WorkerSettings, job_id: int, pools: PoolCache | None =
     once when it is a bug in lab's code: `last_error` then starts with HARNESS_ERROR
     and holds the traceback).
     """
-    db = store.connect(settings.db_path)
+    db = store.connect(settings.db_path) if engine is None else _thread_db(settings)
     try:
         try:
             job = ledger.acquire(db, job_id, settings.worker_id, settings.lease_s)
@@ -211,7 +213,26 @@ def execute_job(settings: WorkerSettings, job_id: int, pools: PoolCache | None =
             return engine.submit(job)
         return asyncio.run(run_job(db, job, settings, Resources(pools)))
     finally:
-        db.conn.close()
+        if engine is None:
+            db.conn.close()
+
+
+_THREAD_DB = threading.local()
+
+
+def _thread_db(settings: WorkerSettings) -> Database:
+    """This Huey worker thread's lab.db connection, opened at its first job and kept.
+
+    A worker's thread takes job after job; opening lab.db for each (its pragmas,
+    schema and layout checks) cost a few ms of the worker's CPU per job, part of it
+    holding the GIL the event loop waits for. One per thread (a connection is used
+    by one thread at a time) and per process (a `--type process` child opens its own).
+    """
+    key = (settings.db_path, os.getpid())
+    held = getattr(_THREAD_DB, "held", None)
+    if held is None or held[0] != key:
+        held = _THREAD_DB.held = (key, store.connect(settings.db_path))
+    return held[1]
 
 
 async def run_job(db: Database, job: dict, settings: WorkerSettings, res: Resources,

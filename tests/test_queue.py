@@ -278,3 +278,34 @@ def test_logged_events_count_one_job_in_the_singular(lab):
     details = [r[0] for r in db.conn.execute("SELECT detail FROM events ORDER BY id")]
     assert details[-2].endswith(f"run one: {njobs} jobs, 60 episodes")
     assert details[-1] == f"job {job_id}: 1 job"
+
+
+def test_a_worker_thread_opens_lab_db_once_for_all_its_jobs(lab, monkeypatch):
+    # a Huey worker thread takes job after job; it keeps one connection instead of
+    # opening lab.db (pragmas, schema and layout checks) for each
+    db, settings, models = lab
+    _, _, njobs = enqueue_grid(db, settings, request(models=("sim-own5",),
+                                                     conditions=("none",)), models)
+    ids = [r[0] for r in db.conn.execute("SELECT id FROM jobs ORDER BY id")]
+    assert len(ids) == njobs >= 4
+    opened: list[Path] = []
+    connect = store.connect
+    monkeypatch.setattr(store, "connect", lambda path, **kw: opened.append(path)
+                        or connect(path, **kw))
+
+    class Engine:  # takes each job as a worker's engine would, and hands it back
+        def submit(self, job: dict) -> str:
+            return "handed off"
+
+    def take(jobs: list[int], out: list[str]) -> None:
+        out += [execute_job(settings, j, engine=Engine()) for j in jobs]  # type: ignore[arg-type]
+
+    one: list[str] = []
+    other: list[str] = []
+    for jobs, out in ((ids[:2], one), (ids[2:4], other)):
+        t = threading.Thread(target=take, args=(jobs, out))
+        t.start()
+        t.join(60)
+    assert one == other == ["handed off"] * 2
+    assert len(opened) == 2  # one per thread, not one per job
+    assert ledger.job_states(db)["running"] == 4
