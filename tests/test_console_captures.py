@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import difflib
 import os
-import shutil
 import sqlite3
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -24,7 +23,7 @@ from textual.widgets import Input, Select, SelectionList
 
 from core import prereg, store
 from core.models.registry import load_registry
-from tests.helpers.console import FIXED_ISO, build, console_app, freeze_times, settle
+from tests.helpers.console import FIXED_ISO, build, console_app, copy_db, freeze_times, settle
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "console.md"
 HEADING = "## Screen captures\n"
@@ -147,7 +146,7 @@ def section(captures: list[tuple[str, str]]) -> str:
 @pytest.mark.asyncio
 async def test_the_docs_captures_are_the_consoles(built: Path, tmp_path: Path) -> None:
     db = tmp_path / "lab.db"
-    shutil.copy(built, db)
+    copy_db(built, db)
     page = DOC.read_text(encoding="utf-8")
     made = [(caption, await capture(db, mode, step,
                                     None if UPDATE else expected_capture(page, caption)))

@@ -5,14 +5,13 @@ over the plot's cells."""
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 
 import pytest
 from textual.content import Content
 
 from analysis.tables.plots import MARKERS, legend_text, line_chart
-from tests.helpers.console import console_app, settle
+from tests.helpers.console import console_app, copy_db, settle
 
 LABELS = ("enforced_rule:k=2", "none")
 """The arms the Trajectories fixture runs (each chart's series)."""
@@ -21,7 +20,7 @@ LABELS = ("enforced_rule:k=2", "none")
 @pytest.fixture
 def lab_db(trajectories_db: Path, tmp_path: Path) -> Path:
     target = tmp_path / "lab.db"
-    shutil.copy(trajectories_db, target)
+    copy_db(trajectories_db, target)
     return target
 
 

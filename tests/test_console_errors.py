@@ -3,7 +3,6 @@ line per job and grid on Jobs, errored-by-reason and spend reads, a paused grid'
 
 from __future__ import annotations
 
-import shutil
 import sqlite3
 from pathlib import Path
 
@@ -12,7 +11,7 @@ from textual.widgets import Tree
 
 from core import store
 from core.store import monitor
-from tests.helpers.console import build, console_app, freeze_times, settle
+from tests.helpers.console import build, console_app, copy_db, freeze_times, settle
 
 ERR = "connection: local at http://127.0.0.1:9/v1: connection failed (ConnectionRefusedError)"
 
@@ -36,7 +35,7 @@ def errored_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def lab_db(errored_db: Path, tmp_path: Path) -> Path:
-    shutil.copy(errored_db, tmp_path / "lab.db")
+    copy_db(errored_db, tmp_path / "lab.db")
     return tmp_path / "lab.db"
 
 

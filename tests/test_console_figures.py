@@ -5,13 +5,12 @@ console's export folder, the same files `lab figures` and `lab report` write."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
 from console.app import ConsoleConfig, make_app
-from tests.helpers.console import FIXED_TS, wait_workers
+from tests.helpers.console import FIXED_TS, copy_db, wait_workers
 from tests.helpers.html_check import check_html
 from tests.helpers.report_study import RESAMPLES, results_json, study_db
 from tests.helpers.waiting import pause_until
@@ -21,7 +20,7 @@ from tests.helpers.waiting import pause_until
 def lab_db(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> Path:
     """A private copy of the figures study in the test's directory (the cwd)."""
     target = tmp_path / "lab.db"
-    shutil.copy(study_db(tmp_path_factory), target)
+    copy_db(study_db(tmp_path_factory), target)
     return target
 
 

@@ -8,7 +8,6 @@ is set to an hour so that only the calls made here move anything.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -23,7 +22,7 @@ from jobs.control import enqueue_grid
 from jobs.grid import GridRequest
 from jobs.settings import WorkerSettings
 from jobs.worker import run_worker
-from tests.helpers.console import FIXED_TS, SMALL_GRID, build, console_app, settle
+from tests.helpers.console import FIXED_TS, SMALL_GRID, build, console_app, copy_db, settle
 
 NO_POLL = 3600.0
 SCOPE = {"models": ["sim-never"], "conditions": ["none"], "regimes": ["clean"],
@@ -46,7 +45,7 @@ def empty(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def lab_db(empty: Path, tmp_path: Path) -> Path:
     """A private copy of the empty lab.db."""
-    shutil.copy(empty, tmp_path / "lab.db")
+    copy_db(empty, tmp_path / "lab.db")
     return tmp_path / "lab.db"
 
 

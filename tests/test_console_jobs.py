@@ -4,7 +4,6 @@ the action, the target and how many jobs and episodes it moves; snapshots."""
 
 from __future__ import annotations
 
-import shutil
 import sqlite3
 from pathlib import Path
 
@@ -14,7 +13,7 @@ from textual.widgets import Tree
 from console.widgets.confirm import Confirm
 from core import store
 from core.store import jobs as ledger
-from tests.helpers.console import build, console_app, freeze_times, settle
+from tests.helpers.console import build, console_app, copy_db, freeze_times, settle
 
 RUN_DIALOGS = {
     "P": "Pause run fixture (1 grid)?\n"
@@ -50,7 +49,7 @@ def queued(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def lab_db(queued: Path, tmp_path: Path) -> Path:
     """A private copy in the test's directory (the Huey queue file is made on demand)."""
-    shutil.copy(queued, tmp_path / "lab.db")
+    copy_db(queued, tmp_path / "lab.db")
     return tmp_path / "lab.db"
 
 
@@ -236,7 +235,7 @@ async def test_detail_line_and_a_requeued_job(errored: Path, tmp_path: Path) -> 
     from jobs.retry import retry
     from jobs.settings import WorkerSettings
 
-    shutil.copy(errored, tmp_path / "lab.db")
+    copy_db(errored, tmp_path / "lab.db")
     lab_db = tmp_path / "lab.db"
     app = console_app(lab_db)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -274,7 +273,7 @@ def test_snapshot(snap_compare, lab_db: Path, size: tuple[int, int]) -> None:
 
 def test_snapshot_worked_80x24(snap_compare, errored: Path, tmp_path: Path) -> None:
     """After a worker ran the grid: progress, job 1's errored questions, its detail line."""
-    shutil.copy(errored, tmp_path / "lab.db")
+    copy_db(errored, tmp_path / "lab.db")
 
     async def opened(pilot) -> None:
         await _open(pilot)

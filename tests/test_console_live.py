@@ -4,7 +4,6 @@ snapshots of a live episode (rows written by the store's own live functions)."""
 
 from __future__ import annotations
 
-import shutil
 import sqlite3
 import subprocess
 import threading
@@ -24,7 +23,7 @@ from jobs.grid import GridRequest
 from jobs.settings import WorkerSettings
 from jobs.worker import run_worker
 from tests.helpers import reads
-from tests.helpers.console import FIXED_ISO, build, console_app, freeze_times, settle
+from tests.helpers.console import FIXED_ISO, build, console_app, copy_db, freeze_times, settle
 from tests.helpers.queue import start_lab, write_registry
 from tests.helpers.waiting import PATIENCE_S, pause_until
 
@@ -187,7 +186,7 @@ async def test_wrapped_lines_lose_nothing_and_keep_their_indent(built: Path,
     default 78-column minimum once cut one or two at each wrap), and a wrapped line
     hangs under its text column, as on Trajectories: a thought under its first word
     after `thought: `, a page under its first letter, never at column 1."""
-    shutil.copy(built, tmp_path / "lab.db")
+    copy_db(built, tmp_path / "lab.db")
     db = store.connect(tmp_path / "lab.db")
     (live,) = db.conn.execute("SELECT id FROM live_episodes").fetchone()
     last = store.live_steps(db, live, after_t=0)[-1]
@@ -226,7 +225,7 @@ async def test_wrapped_lines_lose_nothing_and_keep_their_indent(built: Path,
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 40)])
 def test_snapshot(snap_compare, built: Path, tmp_path: Path, size: tuple[int, int]) -> None:
-    shutil.copy(built, tmp_path / "lab.db")
+    copy_db(built, tmp_path / "lab.db")
 
     async def opened(pilot) -> None:
         await pilot.press("5")
@@ -239,7 +238,7 @@ def test_snapshot(snap_compare, built: Path, tmp_path: Path, size: tuple[int, in
 
 
 def test_newest_live_is_followed(tmp_path: Path, built: Path) -> None:
-    shutil.copy(built, tmp_path / "lab.db")
+    copy_db(built, tmp_path / "lab.db")
     db = store.connect(tmp_path / "lab.db")
     assert reads.newest_live(db) is not None
 
@@ -252,7 +251,7 @@ async def test_only_the_app_thread_changes_the_screen(built: Path, tmp_path: Pat
     an update read for an episode no longer shown is dropped."""
     from console.screens.live import Episode, LiveScreen, Update
 
-    shutil.copy(built, tmp_path / "lab.db")
+    copy_db(built, tmp_path / "lab.db")
     ui = threading.get_ident()  # run_test runs the app on the test's thread
     off_thread: list[str] = []
 

@@ -10,7 +10,6 @@ with errors says `done with errors` and never shows an ETA.
 
 from __future__ import annotations
 
-import shutil
 import sqlite3
 from pathlib import Path
 
@@ -21,7 +20,7 @@ import console.screens.dashboard as dashboard
 import console.screens.jobs as jobs_screen
 from console.screens.jobs import grid_label, run_label
 from jobs.control import GridStatus, rate_and_eta
-from tests.helpers.console import FIXED_TS, build, console_app, freeze_times, settle
+from tests.helpers.console import FIXED_TS, build, console_app, copy_db, freeze_times, settle
 from tests.helpers.waiting import pause_until
 
 WORKER = "fixture-host:1"
@@ -50,7 +49,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def lab_db(built: Path, tmp_path: Path) -> Path:
     """A private copy."""
-    shutil.copy(built, tmp_path / "lab.db")
+    copy_db(built, tmp_path / "lab.db")
     return tmp_path / "lab.db"
 
 

@@ -29,7 +29,7 @@ from core.models.registry import load_registry
 from core.store import jobs as ledger
 from core.store import prereg as rows
 from jobs.grid import GridRequest
-from tests.helpers.console import build, console_app, freeze_times, settle
+from tests.helpers.console import build, console_app, copy_db, freeze_times, settle
 
 SCOPE = {"models": ["sim-never"], "conditions": ["none"], "regimes": ["clean"],
          "question_sets": ["demo"], "budgets": [8]}
@@ -52,7 +52,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def lab_db(built: Path, tmp_path: Path) -> Path:
     """A private copy of the module's lab.db."""
-    shutil.copy(built, tmp_path / "lab.db")
+    copy_db(built, tmp_path / "lab.db")
     return tmp_path / "lab.db"
 
 

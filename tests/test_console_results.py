@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import csv
 import io
-import shutil
 from pathlib import Path
 
 import pytest
@@ -34,7 +33,7 @@ from jobs.control import enqueue_grid
 from jobs.grid import GridRequest
 from jobs.settings import WorkerSettings
 from jobs.worker import run_worker
-from tests.helpers.console import FIXED_TS, wait_workers
+from tests.helpers.console import FIXED_TS, copy_db, wait_workers
 
 TRACE_VIEWS = tuple(v.id for v, t in views() if t.family == TRACES)
 """The views of the second paper's tables on trace states."""
@@ -44,7 +43,7 @@ TRACE_VIEWS = tuple(v.id for v, t in views() if t.family == TRACES)
 def lab_db(trajectories_db: Path, tmp_path: Path) -> Path:
     """A private copy of the fixture lab.db in the test's directory (the cwd)."""
     target = tmp_path / "lab.db"
-    shutil.copy(trajectories_db, target)
+    copy_db(trajectories_db, target)
     return target
 
 

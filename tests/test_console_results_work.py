@@ -5,7 +5,6 @@ never laid out as text it does not show (docs/performance.md)."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -14,14 +13,14 @@ from textual.widgets import DataTable
 
 from console.app import ConsoleConfig, make_app
 from console.screens.results.screen import ResultsScreen
-from tests.helpers.console import FIXED_TS, wait_workers
+from tests.helpers.console import FIXED_TS, copy_db, wait_workers
 
 
 @pytest.fixture
 def lab_db(trajectories_db: Path, tmp_path: Path) -> Path:
     """A private copy of the fixture lab.db (two sims × two arms × three regimes)."""
     target = tmp_path / "lab.db"
-    shutil.copy(trajectories_db, target)
+    copy_db(trajectories_db, target)
     return target
 
 

@@ -10,7 +10,6 @@ rows that cannot be told apart.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -23,7 +22,7 @@ from analysis.tables.text import render_table
 from console.app import ConsoleConfig, make_app
 from console.screens.results.screen import ResultsScreen
 from core import store
-from tests.helpers.console import FIXED_TS, settle
+from tests.helpers.console import FIXED_TS, copy_db, settle
 from tests.helpers.two_runs import RUNS, SEEDS, build_two_runs_db
 
 
@@ -112,7 +111,7 @@ async def test_console_at_80x24_every_block_tells_its_rows_apart(two_runs: Path,
     """The console at 80×24: Success, Paired differences, Cost and Answering,
     every block; and the Δ grid's labels stay distinct and keep the seed."""
     db = tmp_path / "lab.db"
-    shutil.copy(two_runs, db)
+    copy_db(two_runs, db)
     app = make_app(db, ConsoleConfig(db_path=db, first_screen="results", clock=lambda: FIXED_TS,
                                      export_dir=tmp_path / "exports", n_boot=100,
                                      hazard_boot=100, warm_up=False))

@@ -9,7 +9,6 @@ On the two-runs study (tests/helpers/two_runs.py) at 80×24.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -19,7 +18,7 @@ from console.screens.results.screen import ResultsScreen
 from console.screens.results.table_cursor import sorted_order
 from console.widgets.table_ops import CURSOR_CELL, MATCH_CURRENT, Sort, sort_value
 from console.widgets.text_lines import TextLines
-from tests.helpers.console import FIXED_TS, settle
+from tests.helpers.console import FIXED_TS, copy_db, settle
 from tests.helpers.two_runs import build_two_runs_db
 
 
@@ -31,7 +30,7 @@ def two_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _app(two_runs: Path, tmp_path: Path):
     db = tmp_path / "lab.db"
-    shutil.copy(two_runs, db)
+    copy_db(two_runs, db)
     return make_app(db, ConsoleConfig(db_path=db, first_screen="results", clock=lambda: FIXED_TS,
                                       export_dir=tmp_path / "exports", n_boot=100,
                                       hazard_boot=100, warm_up=False))

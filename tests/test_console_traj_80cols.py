@@ -4,7 +4,6 @@ U1, ok) are explained on screen, and a step with no recorded time says so, not `
 
 from __future__ import annotations
 
-import shutil
 import sqlite3
 from pathlib import Path
 
@@ -14,7 +13,7 @@ from textual.widgets import DataTable, Static
 from console.widgets.hanging import hang
 from console.widgets.traj_render import MATCHED_KEY, step_body
 from core.episode import Step
-from tests.helpers.console import console_app, settle
+from tests.helpers.console import console_app, copy_db, settle
 
 QUESTION = "Which company was founded earlier, Seiming Optics or Bithell Lamps?"
 """The question of the fixture's newest episode (72, demo-006)."""
@@ -23,7 +22,7 @@ QUESTION = "Which company was founded earlier, Seiming Optics or Bithell Lamps?"
 @pytest.fixture
 def lab_db(trajectories_db: Path, tmp_path: Path) -> Path:
     target = tmp_path / "lab.db"
-    shutil.copy(trajectories_db, target)
+    copy_db(trajectories_db, target)
     return target
 
 

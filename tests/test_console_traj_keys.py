@@ -11,7 +11,6 @@ On the trajectories fixture (tests/helpers/trajectories.py: 72 episodes) at 80×
 
 from __future__ import annotations
 
-import shutil
 import sqlite3
 from dataclasses import replace
 from pathlib import Path
@@ -24,14 +23,14 @@ from console.app import ConsoleConfig, make_app
 from console.screens.trajectories import TrajectoriesScreen
 from console.widgets.key_table import KeyTable
 from console.widgets.table_ops import MATCH, MATCH_CURRENT
-from tests.helpers.console import FIXED_TS, settle
+from tests.helpers.console import FIXED_TS, copy_db, settle
 
 
 @pytest.fixture
 def lab_db(trajectories_db: Path, tmp_path: Path) -> Path:
     """A private copy of the fixture lab.db."""
     target = tmp_path / "lab.db"
-    shutil.copy(trajectories_db, target)
+    copy_db(trajectories_db, target)
     return target
 
 

@@ -8,7 +8,6 @@ two useless results, so the matched arms diverge there under `persistent`.
 from __future__ import annotations
 
 import asyncio
-import shutil
 import sqlite3
 from pathlib import Path
 
@@ -23,14 +22,14 @@ from core.models.registry import load_registry, make_client, resolve_model
 from core.regimes import ForeignPool, parse_regime
 from core.runner import CellSpec, run_one, setup_for
 from core.store import trajectories as traj
-from tests.helpers.console import FIXED_TS, wait_workers
+from tests.helpers.console import FIXED_TS, copy_db, wait_workers
 
 
 @pytest.fixture
 def lab_db(trajectories_db: Path, tmp_path: Path) -> Path:
     """A private copy of the fixture lab.db."""
     target = tmp_path / "lab.db"
-    shutil.copy(trajectories_db, target)
+    copy_db(trajectories_db, target)
     return target
 
 

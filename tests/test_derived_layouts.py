@@ -20,6 +20,7 @@ from core.store import frames as F
 from core.store.judgment_counts import judgment_counts
 from core.store.layouts import TABLES, code_layout, recorded_layouts, require_layout
 from tests.golden_study import GRID, build_study
+from tests.helpers.console import copy_db
 
 SMALL = GRID[:1] + GRID[-2:]
 """own-judgment, stated and two-source arms: every derived table has rows."""
@@ -36,7 +37,7 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def path(template: Path, tmp_path: Path) -> Path:
     """A copy of the template lab.db (checkpointed: one file)."""
     store.connect(template).conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    shutil.copy(template, tmp_path / "lab.db")
+    copy_db(template, tmp_path / "lab.db")
     return tmp_path / "lab.db"
 
 

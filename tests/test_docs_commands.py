@@ -32,6 +32,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.console import copy_db
+
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 NOT_RUN = re.compile(r"#\s*not run:\s*\S")
@@ -282,7 +284,7 @@ def test_every_skip_is_still_on_a_page():
 def test_every_command_of_the_page_runs(page: Path, demo_db: Path, tmp_path: Path,
                                         capsys: pytest.CaptureFixture[str],
                                         monkeypatch: pytest.MonkeyPatch):
-    shutil.copy(demo_db, tmp_path / "lab.db")
+    copy_db(demo_db, tmp_path / "lab.db")
     (tmp_path / "tests").mkdir()
     os.symlink(ROOT / "tests" / "data", tmp_path / "tests" / "data")
     failures = []
@@ -311,7 +313,7 @@ def test_docs_figures_show_every_figure_the_demo_draws(demo_db: Path, tmp_path: 
     under the command that makes it; LAB_REDRAW_DOCS_FIGURES=1 writes them anew."""
     from matplotlib.image import imread
 
-    shutil.copy(demo_db, tmp_path / "lab.db")
+    copy_db(demo_db, tmp_path / "lab.db")
     monkeypatch.chdir(tmp_path)
     code, out, err = _run(["--db", "lab.db", "figures", "figs", "--style", "column",
                            "--format", "png"], capsys)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import math
-import shutil
 import sqlite3
 import tracemalloc
 import types
@@ -25,6 +24,7 @@ from core.models.specs import SAMPLING_KEYS
 from jobs.settings import WorkerSettings
 from jobs.slots import CallSlots
 from tests.helpers.cli import dump_hash, lab, one_error
+from tests.helpers.console import copy_db
 
 REQUIRED = {
     "openai": 'model = "m"\nendpoints = ["http://127.0.0.1:9/v1"]\n',
@@ -134,7 +134,7 @@ def test_bad_endpoints_are_one_line(tmp_path, capsys, url, words) -> None:
 
 def test_a_bad_lab_toml_is_refused_before_anything_is_stored(template, tmp_path, capsys):
     db = tmp_path / "lab.db"
-    shutil.copy(template, db)
+    copy_db(template, db)
     config = _toml(tmp_path, "openai", "price_per_mtok = { input = nan, output = 1 }")
     before = dump_hash(db)
     one_error(*lab(capsys, "--db", db, "--config", config, "enqueue", "--models", "m",
@@ -169,7 +169,7 @@ ENQUEUE = ("enqueue", "--models", "sim-own5", "--conditions", "none", "--regimes
 ])
 def test_option_values_out_of_range_are_one_line(template, tmp_path, capsys, args, words):
     db = tmp_path / "lab.db"
-    shutil.copy(template, db)
+    copy_db(template, db)
     before = dump_hash(db)
     code, _, err = lab(capsys, "--db", db, *args)
     one_error(code, err, *words)

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from analysis.report.tables import EXACT, LEFT_OUT, exact, fmt
+from tests.helpers.console import copy_db
 from tests.helpers.html_check import check_html, report_tables
 from tests.helpers.report_study import RESAMPLES, lab, registered_study
 
@@ -237,13 +238,11 @@ def test_trace_pseudo_arms_are_not_listed_as_arms():
 
 
 def test_the_header_lists_trace_runs_probes_and_states(report, tmp_path):
-    import shutil
-
     from core import store
     from core.store.runs import run_contents
 
     db_path, _ = report
-    shutil.copy(db_path, tmp_path / "lab.db")
+    copy_db(db_path, tmp_path / "lab.db")
     db = store.connect(tmp_path / "lab.db", create=False)
     db.conn.execute("INSERT INTO traces (run, model, dataset, set_name, question_id, depth, "
                     "plan_sha256, created_at) VALUES ('seed2', 'm', 'demo', 'd6', 'q1', 0, "

@@ -8,7 +8,6 @@ from __future__ import annotations
 import csv
 import importlib
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -36,7 +35,7 @@ from console.app import ConsoleConfig, make_app
 from console.cli.results import export_cmd, results
 from console.screens.results import ResultsScreen  # loaded before any toy is registered
 from core.errors import ConfigError
-from tests.helpers.console import FIXED_TS, wait_workers
+from tests.helpers.console import FIXED_TS, copy_db, wait_workers
 from tests.helpers.tables import registered
 
 TOY = TableDef("toy", EPISODES, "episodes per selection (a test's table)",
@@ -77,7 +76,7 @@ def toy_trace_results(inp: TraceInput) -> Table:
 @pytest.fixture
 def lab_db(trajectories_db: Path, tmp_path: Path) -> Path:
     target = tmp_path / "lab.db"
-    shutil.copy(trajectories_db, target)
+    copy_db(trajectories_db, target)
     return target
 
 

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.console import copy_db
+
 RESAMPLES = 30
 """Few resamples: the tests compare rows, not intervals' precision."""
 _BUILT: dict[str, Path] = {}
@@ -84,11 +86,10 @@ def registered_study(factory: pytest.TempPathFactory) -> Path:
     """A copy of the study with amendment A1 ("Rule helps", one registered test)
     frozen and a deviation recorded (built on first use in this session)."""
     if "registered" not in _BUILT:
-        import shutil
 
         where = factory.mktemp("registered_study")
         db = where / "lab.db"
-        shutil.copy(study_db(factory), db)
+        copy_db(study_db(factory), db)
         (where / "tests.json").write_text(json.dumps(PREREG_TESTS), encoding="utf-8")
         (where / "scope.json").write_text(json.dumps(PREREG_SCOPE), encoding="utf-8")
         for args in (("sets", "create", "d6", "--dataset", "demo", "--n", "6", "--seed", "1"),
