@@ -209,12 +209,12 @@ class LabScreen(Screen[None]):
 
     async def prepare_unseen(self, size: Size) -> None:
         """(premounted, before it is first shown) Do now what a first show does before
-        it reads: lay the screen out at the terminal's `size` (its first show then
-        finds it laid out at that size) and build the footer's keys."""
-        self._refresh_layout(size)
+        it reads: build the footer's keys, then lay the screen out at the terminal's
+        `size` (its first show then finds it laid out at that size)."""
         for footer in self.query(LabFooter):
             footer._bindings_ready = True
             await footer.recompose()
+        self._refresh_layout(size)
 
     def first_show(self) -> None:
         """Load, after the first layout (`on_mount`; a premounted screen's first show)."""
