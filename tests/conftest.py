@@ -27,13 +27,16 @@ def _fresh_endpoint_health() -> Iterator[None]:
 
 
 @pytest.fixture(autouse=True)
-def _nothing_left_frozen() -> Iterator[None]:
-    """`lab worker` run in-process freezes the objects alive then (`gc.freeze`): give
-    them back to the collector after each test, so no test's garbage outlives it."""
-    yield
+def _collector_as_it_was() -> Iterator[None]:
+    """`lab worker` run in-process tunes the garbage collector (`jobs.worker.tune_collector`:
+    it freezes the objects alive then): each test ends with the collector as it began,
+    so no test's garbage outlives it."""
     import gc
 
+    threshold = gc.get_threshold()
+    yield
     gc.unfreeze()
+    gc.set_threshold(*threshold)
 
 
 @pytest.fixture

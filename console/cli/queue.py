@@ -35,7 +35,7 @@ from jobs.control import control, enqueue_grid, status
 from jobs.grid import GridRequest, plan
 from jobs.retry import retry
 from jobs.settings import WorkerSettings
-from jobs.worker import freeze_startup_objects, run_worker
+from jobs.worker import run_worker, tune_collector
 
 LOW_DISK_BYTES = 16 * 1024 * 1024
 """Free space under lab.db below which `lab status` says the disk is full."""
@@ -234,7 +234,7 @@ def worker_cmd(ctx: click.Context, workers: int, concurrency: int | None, worker
             "%s, concurrency %s", banner, concurrency or "the model's")
     else:
         echo(banner, err=True)
-    freeze_startup_objects()
+    tune_collector()
     run_worker(settings, workers=workers, until_idle=until_idle)
     logging.getLogger("lab.worker").info("worker %s stopped", settings.worker_id)
 
