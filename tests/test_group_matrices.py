@@ -109,3 +109,25 @@ def test_cost_table_and_answer_actions_equal_per_group_functions():
     actions, counts = group_answer_actions(ep, grouping)
     assert actions == tuple((a, answer_actions(sub)) for a, sub in groups)
     assert counts == tuple(len(sub) for _, sub in groups)
+
+
+def test_success_results_builds_the_group_matrices_once(monkeypatch):
+    """The success table and the paired differences read the same groups' matrices:
+    `success_results` builds them once and gives both tables as computed apart."""
+    from analysis.measures import success as S
+    from analysis.measures.frames import Frames
+    from analysis.measures.results import TableInput
+
+    ep = random_episodes()
+    want = (success_table(ep, n_boot=50), paired_table(ep, n_boot=50))
+    calls = []
+    real = S.group_question_matrices
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(S, "group_question_matrices", counted)
+    got = S.success_results(TableInput(Frames(ep), ep, Grouping(), 50, 50, 0, 0.0, "none"))
+    assert len(calls) == 1
+    assert [repr(t.rows) for t in got.tables] == [repr(t.rows) for t in want]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis.base.arms import Grouping
+from analysis.base.arms import ArmKey, Grouping
 from analysis.base.rows import Row, Table, interval_row, with_holm
 from analysis.measures.results import REFERENCE, TableInput, TablePart
 from analysis.stats.bootstrap import N_BOOT, Interval, bootstrap_intervals, noninferior, safe_ratio
@@ -23,6 +23,11 @@ from analysis.stats.ties import paired_tolerance
 from core.regimes import MEAN6
 
 MEAN6_LABEL = "mean6"
+
+
+NI_MARGIN = -0.05
+"""The paired table's non-inferiority margin (its detail says whether the lower bound
+is above it)."""
 
 
 @dataclass(frozen=True)
@@ -367,10 +372,24 @@ def success_table(episodes: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0,
         Table "success".
     """
     grouping = grouping or Grouping()
-    rows: list[Row] = []
+    return _success_table(_arm_matrices(episodes, grouping), n_boot, seed, grouping)
+
+
+def _arm_matrices(episodes: pd.DataFrame, grouping: Grouping
+                  ) -> tuple[list[ArmKey], list[QuestionMatrix]]:
+    """Every group's ArmKey and its success question matrix (what the success and the
+    paired tables both read: computed once for the two)."""
     keys, code = grouping.codes(episodes)
     mats = group_question_matrices(episodes, code, len(keys), [episodes["correct"]])
-    for arm, (m,) in zip(keys, mats):
+    return keys, [m for (m,) in mats]
+
+
+def _success_table(arms: tuple[list[ArmKey], list[QuestionMatrix]], n_boot: int, seed: int,
+                   grouping: Grouping) -> Table:
+    """`success_table` from `_arm_matrices`."""
+    keys, mats = arms
+    rows: list[Row] = []
+    for arm, m in zip(keys, mats):
         for regime, iv in _regime_intervals(m, n_boot, seed):
             rows.append(interval_row(arm, "success", iv, regime,
                                      regimes=_covers(regime, arm.regimes)))
@@ -383,7 +402,7 @@ def success_table(episodes: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0,
 
 def paired_table(episodes: pd.DataFrame, reference: str = REFERENCE, n_boot: int = N_BOOT,
                  seed: int = 0, grouping: Grouping | None = None,
-                 margin: float = -0.05) -> Table:
+                 margin: float = NI_MARGIN) -> Table:
     """Every arm minus the `reference` arm of the same group, paired by question.
 
     An arm is paired only with the reference arm (label exactly `reference`) of the
@@ -404,9 +423,14 @@ def paired_table(episodes: pd.DataFrame, reference: str = REFERENCE, n_boot: int
         Table "paired" (empty when no group has `reference` and another arm).
     """
     grouping = grouping or Grouping()
-    arms, code = grouping.codes(episodes)
-    mats = [m for (m,) in group_question_matrices(episodes, code, len(arms),
-                                                  [episodes["correct"]])]
+    return _paired_table(_arm_matrices(episodes, grouping), reference, n_boot, seed, grouping,
+                         margin)
+
+
+def _paired_table(groups: tuple[list[ArmKey], list[QuestionMatrix]], reference: str,
+                  n_boot: int, seed: int, grouping: Grouping, margin: float) -> Table:
+    """`paired_table` from `_arm_matrices`."""
+    arms, mats = groups
     refs = {k.pair_key(): i for i, k in enumerate(arms) if k.is_arm(reference)}
     pairs = [(arm, i, refs[arm.pair_key()]) for i, arm in enumerate(arms)
              if not arm.is_arm(reference) and arm.pair_key() in refs]
@@ -433,6 +457,7 @@ def paired_table(episodes: pd.DataFrame, reference: str = REFERENCE, n_boot: int
 
 def success_results(inp: TableInput) -> TablePart:
     """The "success" results table with the paired differences (`analysis.tables.registry`)."""
-    return TablePart((success_table(inp.episodes, inp.n_boot, inp.seed, inp.grouping),
-                      paired_table(inp.episodes, inp.reference, inp.n_boot, inp.seed,
-                                   inp.grouping)))
+    arms = _arm_matrices(inp.episodes, inp.grouping)
+    return TablePart((_success_table(arms, inp.n_boot, inp.seed, inp.grouping),
+                      _paired_table(arms, inp.reference, inp.n_boot, inp.seed, inp.grouping,
+                                    NI_MARGIN)))
