@@ -39,6 +39,14 @@ def _collector_as_it_was() -> Iterator[None]:
     gc.set_threshold(*threshold)
 
 
+@pytest.fixture(autouse=True)
+def _notices_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every notice a console says stays readable to the test (`tests.helpers.notices`)."""
+    from tests.helpers.notices import keep_notices
+
+    keep_notices(monkeypatch)
+
+
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
     """Path of a fresh lab.db in the test's temporary directory."""

@@ -23,6 +23,7 @@ from core.data import ids_hash
 from core.demo_set import ensure_demo_set
 from core.models.registry import load_registry
 from tests.helpers.console import FIXED_TS, copy_db, wait_workers
+from tests.helpers.notices import said
 
 SCOPE = {"models": ["sim-own5", "sim-never"], "conditions": ["none", "enforced_rule:k=7"],
          "regimes": ["clean", "persistent"], "question_sets": ["test20"], "budgets": [8]}
@@ -238,7 +239,7 @@ async def test_amendment_fills_its_scope_and_queues_governed_jobs(lab_db: Path) 
         await pilot.press("y")
         await settle(pilot)
         assert any("grid 1: queued 8 jobs, 160 episodes" in n.message
-                   for n in pilot.app._notifications)
+                   for n in said(pilot.app))
         assert "nothing to queue" in preview(screen)  # re-planned: all queued now
     jobs, questions, runs = ledger(lab_db)
     assert (jobs, questions, runs) == (8, 160, [("confirm", "A1")])
@@ -330,7 +331,7 @@ async def test_ctrl_s_while_planning_queues_the_new_plan_and_focus_leaves_the_ru
         await pilot.press("end", "4", "ctrl+s")  # the plan of "pilot4" is not made yet
         await settle(pilot)
         assert screen.planning() and not isinstance(pilot.app.screen, Confirm)
-        assert not any("nothing to queue" in n.message for n in pilot.app._notifications)
+        assert not any("nothing to queue" in n.message for n in said(pilot.app))
         await plan_now(pilot)
         assert isinstance(pilot.app.screen, Confirm)
         assert "in run pilot4" in pilot.app.screen.text

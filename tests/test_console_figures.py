@@ -12,6 +12,7 @@ import pytest
 from console.app import ConsoleConfig, make_app
 from tests.helpers.console import FIXED_TS, copy_db, wait_workers
 from tests.helpers.html_check import check_html
+from tests.helpers.notices import said
 from tests.helpers.report_study import RESAMPLES, results_json, study_db
 from tests.helpers.waiting import pause_until
 
@@ -45,7 +46,7 @@ async def test_f_on_results_writes_the_figure_of_the_table_shown(lab_db: Path) -
         await pilot.press("F")
         await _settle(pilot)
         (folder,) = Path("exports").glob("figures-success-*")
-        notes = [n for n in app._notifications if n.title == "export"]
+        notes = [n for n in said(app) if n.title == "export"]
         assert notes and notes[-1].message == f"success_by_regime.png\nwritten in {folder}/"
     assert sorted(p.name for p in folder.iterdir()) == [
         "success_by_regime.json", "success_by_regime.png", "success_by_regime.svg"]
@@ -62,7 +63,7 @@ async def test_w_on_the_dashboard_writes_the_report(lab_db: Path) -> None:
         await pilot.press("W")
         await _settle(pilot)
         (report,) = Path("exports").glob("report-*.html")
-        notes = [n for n in app._notifications if n.title == "report"]
+        notes = [n for n in said(app) if n.title == "report"]
         assert notes and notes[-1].message.startswith(f"{report.name}\nwritten in exports/")
     assert check_html(report.read_text(encoding="utf-8")) == []
 
@@ -82,6 +83,6 @@ async def test_f_on_a_table_without_a_figure_says_so_and_leaves_no_folder(
                           "the replication table")
         await pilot.press("F")
         await _settle(pilot)
-        notes = [n.message for n in app._notifications]
+        notes = [n.message for n in said(app)]
         assert "no figure for replication: no figure draws this table" in notes, notes
     assert not Path("exports").exists() or list(Path("exports").iterdir()) == []

@@ -14,6 +14,7 @@ from console.widgets.confirm import Confirm
 from core import store
 from core.store import jobs as ledger
 from tests.helpers.console import build, console_app, copy_db, freeze_times, settle
+from tests.helpers.notices import said
 
 RUN_DIALOGS = {
     "P": "Pause run fixture (1 grid)?\n"
@@ -184,14 +185,14 @@ async def test_action_on_one_job_and_error_line(lab_db: Path) -> None:
         await settle(pilot)
         assert not isinstance(app.screen, Confirm)
         assert any("Resume job 1 of grid 1 (sim-never · none · clean · seed 0): no job to "
-                   "resume" in str(n.message) for n in app._notifications)
+                   "resume" in str(n.message) for n in said(app))
         assert _states(lab_db) == {"cancelled": 1, "queued": 15}
         # the grid vanishing under the console: the library's one-line error is shown
         conn = store.connect(lab_db).conn
         conn.execute("DELETE FROM jobs WHERE id = 1")
         await pilot.press("t", "y")
         await settle(pilot)
-        assert any("no jobs for job 1" in str(n.message) for n in app._notifications)
+        assert any("no jobs for job 1" in str(n.message) for n in said(app))
 
 
 ERROR = ("connection: local at http://127.0.0.1:9/v1: connection failed "

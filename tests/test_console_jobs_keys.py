@@ -12,6 +12,7 @@ import pytest
 from textual.widgets import Tree
 
 from tests.helpers.console import build, console_app, freeze_times, settle
+from tests.helpers.notices import said
 
 
 @pytest.fixture
@@ -45,7 +46,7 @@ async def test_sort_and_copy_jobs(lab_db: Path) -> None:
         ids = _job_ids(app)
         assert ids[0] == 16 and ids[-1] == 9 and ids[1:-1] == [i for i in range(1, 16)
                                                                if i != 9]
-        assert any("jobs sorted by state" in str(n.message) for n in app._notifications)
+        assert any("jobs sorted by state" in str(n.message) for n in said(app))
         await pilot.press("T")  # the grid's jobs, in the tree's order
         rows = [r.split("\t") for r in app.clipboard.splitlines()]
         assert rows[0][:5] == ["job", "state", "complete", "expected", "errored"]

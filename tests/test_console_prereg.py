@@ -33,6 +33,7 @@ from tests.helpers.console import (
 from tests.helpers.console import prereg_app as app_on
 from tests.helpers.console import select_amendment as select
 from tests.helpers.console import settle_prereg as settle
+from tests.helpers.notices import said
 
 FIXED = "2025-01-02T03:04:05+00:00"
 
@@ -111,7 +112,7 @@ async def test_freeze_refused_for_a_frozen_amendment(lab_db: Path) -> None:
         await pilot.press("f")
         await settle(pilot)
         assert isinstance(pilot.app.screen, PreregScreen)
-        assert any("already frozen" in n.message for n in pilot.app._notifications)
+        assert any("already frozen" in n.message for n in said(pilot.app))
 
 
 @pytest.mark.asyncio
@@ -220,7 +221,7 @@ async def test_unsaved_editor_q_escape_and_shift_tab_q_keep_the_text_and_ask(
         await settle(pilot)
         assert screen.query_one("#prereg-right").current == "prereg-view"
         assert any("unsaved title, body discarded" in n.message
-                   for n in pilot.app._notifications)
+                   for n in said(pilot.app))
         # outside the editor q quits, as everywhere
         await pilot.press("q")
         await pilot.pause()
@@ -369,7 +370,7 @@ async def test_add_deviation(lab_db: Path) -> None:
         await select(pilot, "A2")
         await pilot.press("d")
         await settle(pilot)
-        assert any("is a draft" in n.message for n in pilot.app._notifications)
+        assert any("is a draft" in n.message for n in said(pilot.app))
     conn = store.connect(lab_db)
     assert [d["text"] for d in rows.deviations(conn, "A1")][-1] == "judge prompt fixed"
     assert rows.deviations(conn, "A2") == []

@@ -21,6 +21,7 @@ from core.store import prereg as rows
 from tests.helpers.console import amendment, copy_db, open_editor
 from tests.helpers.console import prereg_app as app_on
 from tests.helpers.console import settle_prereg as settle
+from tests.helpers.notices import said
 
 
 @pytest.fixture
@@ -81,7 +82,7 @@ async def test_ctrl_g_takes_the_scope_from_the_enqueue_grid(lab_db: Path) -> Non
         screen = await open_editor(pilot, "A2")
         await pilot.press("ctrl+g")  # Enqueue never shown: nothing to copy, it says so
         await settle(pilot)
-        assert any("pick one on Enqueue (3)" in n.message for n in pilot.app._notifications)
+        assert any("pick one on Enqueue (3)" in n.message for n in said(pilot.app))
         screen.query_one("#prereg-list", OptionList).focus()
         await pilot.press("3")
         await settle(pilot)
@@ -153,7 +154,7 @@ async def test_unsaved_text_survives_a_restart_until_saved_or_discarded(
             "Typed.")
         assert "unsaved: body, scope" in str(screen.query_one("#editor-head").render())
         assert check_line(screen).startswith("✗ Scope line 1: scope: invalid JSON")
-        assert any("unsaved text from" in n.message for n in pilot.app._notifications)
+        assert any("unsaved text from" in n.message for n in said(pilot.app))
         screen.query_one("#prereg-list", OptionList).focus()
         await pilot.press("escape")
         await settle(pilot)

@@ -26,6 +26,7 @@ from console.widgets.sets_forms import ImportForm, SetForm
 from console.widgets.workers import StartForm, WorkerLogs
 from core import prereg, store
 from tests.helpers.console import build, console_app, settle
+from tests.helpers.notices import said
 from tests.helpers.waiting import pause_until
 
 
@@ -120,7 +121,7 @@ async def test_ctrl_c_quits_without_textuals_notice(lab_db: Path) -> None:
         await pilot.press("ctrl+c")
         await pilot.pause()
         assert app.return_code == 0
-        assert not any("to quit" in n.message for n in app._notifications)
+        assert not any("to quit" in n.message for n in said(app))
 
 
 @pytest.mark.asyncio
@@ -137,7 +138,7 @@ async def test_ctrl_c_with_a_selection_copies_it_then_quits(lab_db: Path) -> Non
         await pilot.press("ctrl+c")
         await pilot.pause()
         assert app.return_code is None and copied == ["jobs"]
-        assert any("copied 4 characters" in n.message for n in app._notifications)
+        assert any("copied 4 characters" in n.message for n in said(app))
         await pilot.press("ctrl+c")
         await pilot.pause()
         assert app.return_code == 0 and copied == ["jobs"]
@@ -176,7 +177,7 @@ async def test_ctrl_z_suspends_or_says_why_not(lab_db: Path,
         await settle(pilot)
         await pilot.press("ctrl+z")  # the test's terminal cannot suspend
         await pilot.pause()
-        assert any("cannot suspend" in n.message for n in app._notifications)
+        assert any("cannot suspend" in n.message for n in said(app))
         sent: list[tuple[int, int]] = []
         monkeypatch.setattr(type(app._driver), "can_suspend", property(lambda self: True))
         monkeypatch.setattr(os, "kill", lambda pid, sig: sent.append((pid, sig)))
@@ -235,7 +236,7 @@ async def test_ctrl_c_on_a_dialog_quits_as_on_a_screen(lab_db: Path, tmp_path: P
         await pilot.pause()
         if kind == "start workers":
             assert app.return_code is None and copied == ["1"]
-            assert any("copied 1 character " in n.message for n in app._notifications)
+            assert any("copied 1 character " in n.message for n in said(app))
             await pilot.press("ctrl+c")
             await pilot.pause()
         assert app.return_code == 0
@@ -256,7 +257,7 @@ async def test_ctrl_c_on_a_dialog_copies_its_selection_and_says_so(lab_db: Path)
         await pilot.press("ctrl+c")
         await pilot.pause()
         assert app.return_code is None and copied == ["Pause"]
-        assert any("copied 5 characters" in n.message for n in app._notifications)
+        assert any("copied 5 characters" in n.message for n in said(app))
         assert isinstance(app.screen, Confirm)
 
 

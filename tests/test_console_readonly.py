@@ -30,6 +30,7 @@ from core.store import jobs as ledger
 from core.store import prereg as rows
 from jobs.grid import GridRequest
 from tests.helpers.console import build, console_app, copy_db, freeze_times, settle
+from tests.helpers.notices import said
 
 SCOPE = {"models": ["sim-never"], "conditions": ["none"], "regimes": ["clean"],
          "question_sets": ["demo"], "budgets": [8]}
@@ -96,7 +97,7 @@ def undetected(monkeypatch: pytest.MonkeyPatch, query_only: None) -> None:
 
 
 def _toasts(app) -> list[str]:  # type: ignore[no-untyped-def]
-    return [str(n.message) for n in app._notifications]
+    return [str(n.message) for n in said(app)]
 
 
 @pytest.fixture

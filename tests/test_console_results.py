@@ -34,6 +34,7 @@ from jobs.grid import GridRequest
 from jobs.settings import WorkerSettings
 from jobs.worker import run_worker
 from tests.helpers.console import FIXED_TS, copy_db, wait_workers
+from tests.helpers.notices import said
 
 TRACE_VIEWS = tuple(v.id for v, t in views() if t.family == TRACES)
 """The views of the second paper's tables on trace states."""
@@ -288,7 +289,7 @@ async def test_export_equals_lab_results_delta_csv(lab_db: Path) -> None:
         await pilot.press("e")
         await _settle(pilot)
         (path,) = Path("exports").glob("delta-*.csv")
-        (note,) = [n for n in app._notifications if n.title == "export"]
+        (note,) = [n for n in said(app) if n.title == "export"]
         assert note.message == f"{path.name}\nwritten in exports/"
         await pilot.pause()
         toast = app.screen.query_one("Toast")

@@ -14,6 +14,7 @@ from textual.widgets import DataTable
 from console.app import ConsoleConfig, make_app
 from console.screens.results.screen import ResultsScreen
 from tests.helpers.console import FIXED_TS, copy_db, wait_workers
+from tests.helpers.notices import said
 
 
 @pytest.fixture
@@ -176,5 +177,5 @@ async def test_a_first_view_that_fails_says_so_once(lab_db: Path,
         screen = app.screen
         assert isinstance(screen, ResultsScreen)
         assert "no such table here" in str(screen.query_one("#results-status").render())
-        said = [n.message for n in app._notifications if "no such table" in n.message]
-        assert said == ["no such table here"] and calls == ["results_for"]
+        told = [n.message for n in said(app) if "no such table" in n.message]
+        assert told == ["no such table here"] and calls == ["results_for"]

@@ -27,6 +27,7 @@ from core.data import ids_hash
 from core.demo_set import ensure_demo_set
 from core.question_sets import draw_set
 from tests.helpers.console import console_app, settle
+from tests.helpers.notices import said
 
 CREATE_CONFIRM = """\
 Create held-out question set test8 from dataset demo?
@@ -79,7 +80,7 @@ def fever_folder(folder: Path) -> Path:
 
 
 def toasts(app) -> list[str]:
-    return [str(n.message) for n in app._notifications]
+    return [str(n.message) for n in said(app)]
 
 
 def datasets(path: Path) -> dict[str, int]:

@@ -19,6 +19,7 @@ from console.screens.results.table_cursor import sorted_order
 from console.widgets.table_ops import CURSOR_CELL, MATCH_CURRENT, Sort, sort_value
 from console.widgets.text_lines import TextLines
 from tests.helpers.console import FIXED_TS, copy_db, settle
+from tests.helpers.notices import said
 from tests.helpers.two_runs import build_two_runs_db
 
 
@@ -88,7 +89,7 @@ async def test_sort_search_copy_and_ends(two_runs: Path, tmp_path: Path) -> None
         table = app.clipboard.splitlines()
         assert table[0].split("\t")[:4] == ["model", "arm", "run", "seed"]
         assert len(table) == 1 + 8 and "mean6" in table[0].split("\t")
-        assert any(n.message.startswith("copied table (8 rows") for n in app._notifications)
+        assert any(n.message.startswith("copied table (8 rows") for n in said(app))
         # sort by seed: ascending, descending, then the table's order again
         before = _rows(lines.text, "model")
         await pilot.press("s")
@@ -176,6 +177,6 @@ async def test_home_end_and_each_copy_goes_out_as_osc_52_with_a_notice(
         osc = [base64.b64decode(s[len("\x1b]52;c;"):-1]).decode() for s in sent
                if s.startswith("\x1b]52;c;")]
         assert osc == [last, first, last, "sim-hazard-own"]
-        notes = [n.message for n in app._notifications]
+        notes = [n.message for n in said(app)]
         assert any(m.startswith("copied row ") for m in notes), notes
         assert any(m.startswith("copied cell model") for m in notes), notes

@@ -24,6 +24,7 @@ from console.screens.trajectories import TrajectoriesScreen
 from console.widgets.key_table import KeyTable
 from console.widgets.table_ops import MATCH, MATCH_CURRENT
 from tests.helpers.console import FIXED_TS, copy_db, settle
+from tests.helpers.notices import said
 
 
 @pytest.fixture
@@ -49,7 +50,7 @@ def _episode(db_path: Path, **where: str) -> int:
 
 
 def _notes(app) -> list[str]:
-    return [str(n.message) for n in app._notifications]
+    return [str(n.message) for n in said(app)]
 
 
 def _styles(cell: object) -> set[str]:

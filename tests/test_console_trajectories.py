@@ -23,6 +23,7 @@ from core.regimes import ForeignPool, parse_regime
 from core.runner import CellSpec, run_one, setup_for
 from core.store import trajectories as traj
 from tests.helpers.console import FIXED_TS, copy_db, wait_workers
+from tests.helpers.notices import said
 
 
 @pytest.fixture
@@ -170,7 +171,7 @@ async def test_bad_filter_is_one_error_line(lab_db: Path) -> None:
         await pilot.press("enter")
         await _settle(pilot)
         assert any("unknown key 'colour'" in str(n.message) and n.severity == "error"
-                   for n in app._notifications)
+                   for n in said(app))
         assert len(app.screen._rows) == 72
 
 
