@@ -237,7 +237,9 @@ def read_packs(db: Database, ids: Any, span: PackSpan | None = None) -> Any:
         span = read_pack_span(db, int(ids[0]), int(ids[-1]))
     if span.points != span.rows or len(span.blob) != 16 * span.rows:
         return None
-    words = np.frombuffer(span.blob, dtype="<i8").astype(np.int64).reshape(-1, 2)
+    # read in place (no int64 copy of the BLOB: 14 MB at 886,000 decisions); the rows
+    # are written once, into the array returned
+    words = np.frombuffer(span.blob, dtype="<i8").reshape(-1, 2)
     episode = words[:, 1] >> _ID_SHIFT
     if not (episode[1:] >= episode[:-1]).all():
         order = np.argsort(episode, kind="stable")
@@ -248,8 +250,11 @@ def read_packs(db: Database, ids: Any, span: PackSpan | None = None) -> Any:
     keep = ids[at] == episode
     if not keep.all():
         words, episode = words[keep], episode[keep]
-    words[:, 1] &= (1 << _ID_SHIFT) - 1
-    return np.column_stack([episode, words])
+    packed = np.empty((len(episode), 3), dtype=np.int64)
+    packed[:, 0] = episode
+    packed[:, 1:] = words
+    packed[:, 2] &= (1 << _ID_SHIFT) - 1
+    return packed
 
 
 def run_positions(ids: Any, wanted: Any) -> Any:
