@@ -20,6 +20,7 @@ import pytest
 from sqlite_utils import Database
 
 from core.schema import MIGRATIONS, SCHEMA_VERSION, STEPS
+from core.store.scripts import LabDatabase
 
 SCHEMA_DIR = Path(__file__).resolve().parent.parent / "core" / "schema"
 FINGERPRINTS = Path(__file__).parent / "data" / "schema_versions.json"
@@ -66,11 +67,12 @@ def test_every_migration_module_is_registered_in_order() -> None:
     assert [m.name for m in MIGRATIONS._migrations] == [s.NAME for s in STEPS]
 
 
-def schema_fingerprint(version: int) -> str:
-    """sha256 of the schema that migrations 1..version leave in an empty database."""
+def schema_fingerprint(version: int, database: type[Database] = LabDatabase) -> str:
+    """sha256 of the schema that migrations 1..version leave in an empty database, run
+    through `database` (lab's, by default)."""
     conn = sqlite3.connect(":memory:", isolation_level=None)
     names = [s.NAME for s in STEPS]
-    MIGRATIONS.apply(Database(conn), stop_before=names[version:])
+    MIGRATIONS.apply(database(conn), stop_before=names[version:])
     rows = conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master WHERE name "
                         "NOT LIKE '\\_sqlite%' ESCAPE '\\' ORDER BY type, name").fetchall()
     conn.close()
@@ -85,3 +87,9 @@ def test_the_schema_of_every_version_is_frozen(version: int) -> None:
     assert schema_fingerprint(version) == want[STEPS[version - 1].NAME], (
         f"migration {STEPS[version - 1].NAME} (or an earlier one) now builds another schema: "
         "a migration is frozen once released; append a new one instead")
+
+
+def test_lab_and_sqlite_utils_run_the_migrations_to_the_same_schema() -> None:
+    """lab's Database splits scripts its own (linear) way: every migration leaves the
+    schema sqlite_utils' own split leaves."""
+    assert schema_fingerprint(SCHEMA_VERSION) == schema_fingerprint(SCHEMA_VERSION, Database)

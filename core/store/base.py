@@ -13,6 +13,7 @@ from sqlite_utils import Database
 from core.errors import StoreError
 from core.schema import MIGRATIONS, SCHEMA_VERSION
 from core.store.disk import DISK, is_disk_full
+from core.store.scripts import LabDatabase
 
 BUSY_TIMEOUT_MS = 60_000
 Rederive = Callable[[Database, Path, bool], None]
@@ -49,7 +50,7 @@ def open_migrated(path: Path | str, create: bool, rederive: Rederive,
         raise StoreError(f"no lab database at {path} (create one with `lab init`)")
     conn = sqlite3.connect(str(path), isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000,
                            check_same_thread=False)
-    db = Database(conn)
+    db = LabDatabase(conn)
     try:
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         version = conn.execute("PRAGMA user_version").fetchone()[0]
@@ -123,7 +124,7 @@ def open_read_only(path: Path) -> Database:
                              f"{'upgrade' if version < SCHEMA_VERSION else 'use'} it")
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         conn.execute("PRAGMA foreign_keys = ON")
-        return Database(conn)
+        return LabDatabase(conn)
     raise StoreError(f"{path}: cannot open the database, even read-only ({errors[-1]})")
 
 
