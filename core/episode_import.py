@@ -114,9 +114,12 @@ def read_episode_import(db: Database, paths: Sequence[Path | str], model: str | 
     splits = tuple(dict.fromkeys(s for f in files for s in f.splits))
     if run is None:
         if len(splits) != 1 or not splits[0]:
-            said = ", ".join(s or "none" for s in splits)
-            raise ConfigError(f"the records name {len(splits)} splits ({said}); give the "
-                              f"run to import into with --run NAME")
+            named = [s for s in splits if s]
+            said = ("name no split" if not named else
+                    f"name {len(named)} splits ({', '.join(named)})" if len(named) > 1 else
+                    f"name the split {named[0]} and some records none")
+            raise ConfigError(f"the records {said}; give the run to import into with "
+                              f"--run NAME")
         run = splits[0]
     if not run.strip() or not run.isprintable():
         raise ConfigError(f"run name {run!r}: give a printable, non-empty name, e.g. --run "

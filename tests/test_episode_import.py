@@ -166,6 +166,26 @@ def test_flags_fill_what_a_file_lacks_and_gz_reads_the_same(tmp_path, db_path, c
     assert steps == [("released",)]  # replayed by the authors, not asked in the run
 
 
+@pytest.mark.parametrize("splits, said", [
+    ((None, None), "the records name no split; give the run to import into with --run NAME"),
+    (("s1", None), "the records name the split s1 and some records none; give the run"),
+    (("s1", "s2"), "the records name 2 splits (s1, s2); give the run"),
+])
+def test_without_one_split_the_run_is_asked_for_in_words(splits, said, tmp_path, db_path,
+                                                          capsys):
+    """A file naming no split (as the paper's released cells), or several, asks for
+    --run; the line says which, without "1 splits (none)"."""
+    paths = [write_released(tmp_path / f"f{i}.jsonl", HAND[i:i + 1],
+                            drop=("split",) if split is None else ())
+             for i, split in enumerate(splits)]
+    for path, split in zip(paths, splits):
+        if split is not None:
+            lines = [dict(json.loads(x), split=split) for x in path.read_text().splitlines()]
+            path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    code, _, err = lab(capsys, "--db", db_path, "data", "import", "episodes", *paths)
+    one_error(code, err, said)
+
+
 def test_a_flag_that_contradicts_the_file_is_refused(tmp_path, db_path, capsys):
     path = write_released(tmp_path / "m1.jsonl", HAND)
     code, _, err = lab(capsys, "--db", db_path, "data", "import", "episodes", path,
