@@ -15,8 +15,10 @@ def _load_sqlite_utils_without_pandas() -> None:
     commands that never build a frame included. lab creates its tables with declared
     types (core/schema) and hands sqlite_utils plain Python values, so it loads
     sqlite_utils without them; analysis imports pandas and numpy itself when it needs
-    them. Two tests in tests/test_cli.py hold both halves: a plain command loads neither,
-    and creating a table from a numpy value still fails loudly rather than silently.
+    them. console, jobs and analysis import core first in their `__init__`, so it runs
+    before any of their modules imports sqlite_utils. Two tests in tests/test_cli.py hold
+    both halves: a plain command and the console's start load neither, and creating a
+    table from a numpy value still fails loudly rather than silently.
     """
     if "sqlite_utils" in sys.modules:
         return

@@ -165,11 +165,13 @@ def test_a_results_command_loads_neither_the_worker_nor_the_console(db_path):
 
 def test_queue_commands_load_neither_pandas_nor_numpy(db_path):
     """sqlite_utils imports pandas and numpy whenever they are installed (0.3 s of CPU a
-    process); lab loads it without them, so enqueueing, the status and the sets list pay
-    for neither. Red if core/__init__ stops hiding them or a queue path imports them at
-    the top of a module."""
+    process); lab loads it without them, so enqueueing, the status, the sets list and the
+    console's start pay for neither. Red if core/__init__ stops hiding them, a package
+    imports sqlite_utils before core, or a queue path imports them at the top of a
+    module."""
     assert main(["--db", str(db_path), "demo-set"]) == 0
-    code = ("import sys; from console.cli import main; db = " + repr(str(db_path)) + "; "
+    code = ("import sys, console.app; from console.cli import main; "
+            "db = " + repr(str(db_path)) + "; "
             "codes = [main(['--db', db] + a.split()) for a in ("
             "'enqueue --models sim-own3 --conditions none --regimes persistent --set demo', "
             "'status', 'sets list', 'models')]; "
