@@ -126,6 +126,15 @@ def test_pacer_starts_once_settled_and_waits_while_a_screen_is_shown(
     assert not pacer.tick(False) and pacer.quiet.is_set()
 
 
+def test_a_console_that_owns_its_process_freezes_and_tunes_the_collector() -> None:
+    # conftest's autouse fixture puts the collector back as it was
+    gc.unfreeze()
+    before = gc.get_threshold()
+    warmup.freeze_startup_objects()
+    assert gc.get_freeze_count() > 1000  # the modules and classes at least
+    assert gc.get_threshold() == (warmup.YOUNG_OBJECTS, *before[1:])
+
+
 @pytest.fixture
 def lab_db(tmp_path: Path) -> Path:
     """A lab.db with a queued (not run) sim grid."""
