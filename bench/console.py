@@ -46,6 +46,10 @@ import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from textual.pilot import Pilot
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -122,7 +126,7 @@ def big_db(episodes: int) -> Path:
     return path
 
 
-async def _shown(pilot, mode: str) -> None:  # type: ignore[no-untyped-def]
+async def _shown(pilot: Pilot[Any], mode: str) -> None:
     """Wait until the screen of `mode` is shown, has read lab.db, its thread workers are
     done and what they posted is drawn."""
     from textual.worker import WorkerState
@@ -219,6 +223,8 @@ async def first_frame(db_path: Path) -> float:
 
 async def live_latency(tmp: Path, seconds: float = 12.0) -> list[float]:
     """Commit-to-screen latencies (s) of the steps of a slow sim followed on Live."""
+    from console.screens.live import LiveScreen  # here: the first visits time its import
+
     db_path = tmp / "live.db"
     db = store.connect(db_path)
     ensure_demo_set(db)
@@ -252,7 +258,9 @@ async def live_latency(tmp: Path, seconds: float = 12.0) -> list[float]:
         watcher.start()
         async with app.run_test(size=(80, 24)) as pilot:
             await pilot.pause(seconds)
-            shown = dict(app.screen.shown_at)
+            screen = app.screen
+            assert isinstance(screen, LiveScreen)
+            shown = dict(screen.shown_at)
     finally:
         stop.set()
         worker.terminate()

@@ -227,8 +227,9 @@ def run_measured(args: list[str]) -> tuple[float, float, str]:
     start = time.perf_counter()
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     chunks = []
-    assert proc.stdout is not None
-    for block in iter(lambda: proc.stdout.read(1 << 16), b""):
+    stdout = proc.stdout
+    assert stdout is not None
+    for block in iter(lambda: stdout.read(1 << 16), b""):
         chunks.append(block)
     err = proc.stderr.read() if proc.stderr else b""
     _, status, usage = os.wait4(proc.pid, 0)
@@ -307,7 +308,7 @@ def main() -> None:
     subprocess.run(compileall, check=True)  # the module cache an installed lab has
     print(f"load: {os.getloadavg()[0]:.1f} {os.getloadavg()[1]:.1f} {os.getloadavg()[2]:.1f} "
           f"on {os.cpu_count()} cores", flush=True)
-    results = {}
+    results: dict[int, list[tuple[str, float, float, float, float]]] = {}
     for path in paths.values():
         n = sqlite3.connect(path).execute("SELECT count(*) FROM episodes").fetchone()[0]
         rounds = [measure(path) for _ in range(max(1, args.repeat))]

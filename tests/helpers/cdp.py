@@ -79,12 +79,12 @@ class _Pipe:
                 return event
         deadline = time.monotonic() + timeout
         while True:
-            event = self.messages.get(timeout=max(0.1, deadline - time.monotonic()))
-            if event is None:
+            message = self.messages.get(timeout=max(0.1, deadline - time.monotonic()))
+            if message is None:
                 raise RuntimeError(f"the browser exited waiting for {method}")
-            self.events.append(event)
-            if event.get("method") == method:
-                return event
+            self.events.append(message)
+            if message.get("method") == method:
+                return message
 
 
 @dataclass

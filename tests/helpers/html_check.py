@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from html.parser import HTMLParser
+from typing import TypedDict
 
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source",
         "track", "wbr"}
@@ -93,12 +94,19 @@ def check_html(text: str) -> list[str]:
     return errors
 
 
+class Cell(TypedDict):
+    """One cell of a report table: its text, and its exact ``data-v`` (None without one)."""
+
+    text: str
+    v: str | None
+
+
 class _Tables(HTMLParser):
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
         self.tables: dict[str, dict[str, list]] = {}
         self.current: dict[str, list] | None = None
-        self.cell: dict[str, str] | None = None
+        self.cell: Cell | None = None
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         a = dict(attrs)
@@ -126,7 +134,7 @@ class _Tables(HTMLParser):
             self.current = None
 
 
-def report_tables(text: str) -> dict[str, list[dict[str, dict[str, str]]]]:
+def report_tables(text: str) -> dict[str, list[dict[str, Cell]]]:
     """Each results table of the report: its rows as {field: {"text", "v"}} in order."""
     parser = _Tables()
     parser.feed(text)

@@ -43,7 +43,7 @@ def results_json(results: Any) -> dict[str, Any]:
             return None if math.isnan(value) else repr(value)
         if isinstance(value, (list, tuple)):
             return [clean(v) for v in value]
-        if dataclasses.is_dataclass(value):
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
             return clean(dataclasses.astuple(value))
         return value
 
