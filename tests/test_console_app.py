@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from textual.widgets import DataTable
 
 from console.app import LabApp
 from console.cli import cli
@@ -53,7 +54,7 @@ async def test_help_lists_the_screen_and_app_keys(lab_db: Path) -> None:
         await pilot.press("question_mark")
         await pilot.pause()
         assert isinstance(app.screen, HelpScreen)
-        table = app.screen.query_one("DataTable")
+        table = app.screen.query_one("DataTable", DataTable)
         rows = [tuple(str(c) for c in table.get_row_at(i)) for i in range(table.row_count)]
         actions = {r[1] for r in rows}
         assert {"Pause", "Resume", "Cancel", "Retry", "Retry errored", "Filter",
@@ -84,7 +85,7 @@ async def test_pause_stops_refresh_and_says_so(lab_db: Path) -> None:
         await pilot.press("p")
         assert app.paused and "PAUSED" in app.sub_title
         reloads: list[int] = []
-        app.screen.reload = lambda: reloads.append(1)  # type: ignore[method-assign]
+        app.screen.reload = lambda: reloads.append(1)
         db = store.connect(lab_db)
         store.jobs.log_event(db, "note", "a commit while paused")
         await pilot.pause(0.3)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.widgets import Input, SelectionList, Static
+from textual.widgets import DataTable, Input, SelectionList, Static
 
 from console.screens import SCREENS
 from console.screens.help import HelpScreen, workflow
@@ -108,7 +108,7 @@ async def test_help_is_the_screens_cheat_sheet_workflow_first(lab_db: Path) -> N
         line = str(app.screen.query_one("#help-workflow", Static).render())
         assert "4 Jobs" in title
         assert line == workflow("jobs") and line.startswith("Runs → grids → jobs")
-        table = app.screen.query_one("DataTable")
+        table = app.screen.query_one("DataTable", DataTable)
         rows = [tuple(str(c) for c in table.get_row_at(i)) for i in range(table.row_count)]
         assert rows[0][2] == "this screen"  # the screen's keys first, then everywhere
         assert {"copy", "Copy selected text"}.isdisjoint({r[1] for r in rows})  # not Textual's

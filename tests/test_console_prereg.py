@@ -16,7 +16,15 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from textual.widgets import Input, Markdown, OptionList, Static, TabbedContent, TextArea
+from textual.widgets import (
+    ContentSwitcher,
+    Input,
+    Markdown,
+    OptionList,
+    Static,
+    TabbedContent,
+    TextArea,
+)
 
 import prompts
 from console.screens.prereg import PreregScreen
@@ -131,7 +139,7 @@ async def test_bad_tests_json_shows_the_error_and_saves_nothing(lab_db: Path, te
         await pilot.press("ctrl+s")
         await settle(pilot)
         assert message in text_of(screen, "#editor-error")
-        assert screen.query_one("#prereg-right").current == "prereg-editor"
+        assert screen.query_one("#prereg-right", ContentSwitcher).current == "prereg-editor"
     after = amendment(lab_db, "A2")
     assert (after["body"], after["tests"]) == (before["body"], before["tests"])
 
@@ -148,7 +156,7 @@ async def test_good_edit_is_saved(lab_db: Path) -> None:
             '"op": ">=", "value": 3}]')
         await pilot.press("ctrl+s")
         await settle(pilot)
-        assert screen.query_one("#prereg-right").current == "prereg-view"
+        assert screen.query_one("#prereg-right", ContentSwitcher).current == "prereg-view"
         assert "Edited in the console." in screen.query_one("#prereg-doc", Markdown).source
     row = amendment(lab_db, "A2")
     assert row["title"] == "Knob variant: k=7 beats k=5"
@@ -203,8 +211,8 @@ async def test_unsaved_editor_q_escape_and_shift_tab_q_keep_the_text_and_ask(
             "s = save    d = discard    n / escape = keep editing")
         await pilot.press("n")  # stay
         await settle(pilot)
-        assert pilot.app.screen is screen and screen.query_one("#prereg-right").current \
-            == "prereg-editor"
+        assert pilot.app.screen is screen \
+            and screen.query_one("#prereg-right", ContentSwitcher).current == "prereg-editor"
         assert body.text == BODY + "Typedbyhandq"
         # escape asks too; escape on the dialog stays
         body.focus()
@@ -219,7 +227,7 @@ async def test_unsaved_editor_q_escape_and_shift_tab_q_keep_the_text_and_ask(
         await settle(pilot)
         await pilot.press("d")
         await settle(pilot)
-        assert screen.query_one("#prereg-right").current == "prereg-view"
+        assert screen.query_one("#prereg-right", ContentSwitcher).current == "prereg-view"
         assert any("unsaved title, body discarded" in n.message
                    for n in said(pilot.app))
         # outside the editor q quits, as everywhere
@@ -241,7 +249,7 @@ async def test_escape_then_s_saves_and_leaves(lab_db: Path) -> None:
         await pilot.press("s")
         await settle(pilot)
         assert pilot.app.screen is screen
-        assert screen.query_one("#prereg-right").current == "prereg-view"
+        assert screen.query_one("#prereg-right", ContentSwitcher).current == "prereg-view"
     assert amendment(lab_db, "A2")["body"] == BODY + "Kept"
 
 
@@ -253,13 +261,13 @@ async def test_clean_editor_leaves_without_asking(lab_db: Path) -> None:
         await pilot.press("escape")
         await settle(pilot)
         assert pilot.app.screen is screen
-        assert screen.query_one("#prereg-right").current == "prereg-view"
+        assert screen.query_one("#prereg-right", ContentSwitcher).current == "prereg-view"
         await open_editor(pilot, "A2")
         screen.query_one("#prereg-list", OptionList).focus()
         await pilot.press("q")  # q in the editor leaves it, never quits
         await settle(pilot)
         assert pilot.app.return_code is None
-        assert screen.query_one("#prereg-right").current == "prereg-view"
+        assert screen.query_one("#prereg-right", ContentSwitcher).current == "prereg-view"
 
 
 @pytest.mark.asyncio
@@ -333,7 +341,7 @@ async def test_new_draft_opens_the_editor(lab_db: Path) -> None:
         await pilot.press("enter")
         await settle(pilot)
         screen = pilot.app.screen
-        assert screen.query_one("#prereg-right").current == "prereg-editor"
+        assert screen.query_one("#prereg-right", ContentSwitcher).current == "prereg-editor"
         assert "A3" in text_of(screen, "#editor-head")
     row = amendment(lab_db, "A3")
     assert (row["title"], row["state"]) == ("Budget arm", "draft")

@@ -10,8 +10,10 @@ import importlib
 import json
 from pathlib import Path
 
+import click
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
+from textual.widgets import Tab, Tabs
 
 from analysis.base.rows import Table, make_row
 from analysis.measures.results import TableInput, TablePart
@@ -80,8 +82,8 @@ def lab_db(trajectories_db: Path, tmp_path: Path) -> Path:
     return target
 
 
-def _invoke(command: object, args: list[str], db: Path):  # type: ignore[no-untyped-def]
-    return CliRunner().invoke(command, args,  # type: ignore[arg-type]
+def _invoke(command: click.Command, args: list[str], db: Path) -> Result:
+    return CliRunner().invoke(command, args,
                               obj={"db": db, "config": db.with_name("lab.toml")})
 
 
@@ -121,9 +123,9 @@ async def test_a_registered_table_has_its_tab_on_the_results_screen(lab_db: Path
             await wait_workers(app)
             screen = app.screen
             assert isinstance(screen, ResultsScreen)
-            tab = screen.query_one("#tab-toy")
+            tab = screen.query_one("#tab-toy", Tab)
             assert str(tab.label) == "Toy"
-            screen.query_one("#results-tabs").active = "tab-toy"
+            screen.query_one("#results-tabs", Tabs).active = "tab-toy"
             await pilot.pause()
             await wait_workers(app)
             await pilot.pause()
