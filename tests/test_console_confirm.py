@@ -4,6 +4,8 @@ on a grid with errored, failed and paused jobs (E's dialog included)."""
 
 from __future__ import annotations
 
+from typing import cast
+
 import pytest
 from textual.app import App
 from textual.widgets import Static
@@ -65,7 +67,8 @@ async def test_choose_gives_the_chosen_value_and_escape_the_default() -> None:
                                                    ("n", "stay", "stay")], "stay"),
                             app.answers.append)
             await pilot.pause()
-            assert app.screen.text == "Unsaved\ns = save    d = discard    n / escape = stay"
+            assert cast(Choose, app.screen).text \
+                == "Unsaved\ns = save    d = discard    n / escape = stay"
             await pilot.press("x")  # any other key: nothing
             await pilot.pause()
             assert isinstance(app.screen, Choose)

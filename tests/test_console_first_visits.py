@@ -166,8 +166,12 @@ async def test_warm_up_loads_every_screen_then_first_visits_skip_restyles(
         assert gc.get_freeze_count() == frozen  # headless: the test process's GC is its own
         restyles: list[int] = []
         real = type(app).refresh_css
-        monkeypatch.setattr(type(app), "refresh_css",
-                            lambda self, animate=True: (restyles.append(1), real(self, animate)))
+
+        def counted(self: App[object], animate: bool = True) -> None:
+            restyles.append(1)
+            real(self, animate)
+
+        monkeypatch.setattr(type(app), "refresh_css", counted)
         for key in "2345":
             await pilot.press(key)
             await settle(pilot)

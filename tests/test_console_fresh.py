@@ -9,10 +9,14 @@ is set to an hour so that only the calls made here move anything.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
+from textual.app import App
+from textual.pilot import Pilot
 from textual.widgets import Select, Static
 
+from console.app import LabApp
 from console.screens.results import ResultsScreen
 from core import prereg, store
 from core.demo_set import ensure_demo_set
@@ -58,21 +62,21 @@ def _enqueue_elsewhere(path: Path, request: GridRequest = SMALL_GRID) -> None:
         db.conn.close()
 
 
-async def _poll(pilot) -> None:  # type: ignore[no-untyped-def]
+async def _poll(pilot: Pilot[Any]) -> None:
     """One tick of the app's change poll (the timer is off in these tests)."""
-    pilot.app._check_version()
+    cast(LabApp, pilot.app)._check_version()
     await settle(pilot)
 
 
-def _queue_text(app) -> str:  # type: ignore[no-untyped-def]
+def _queue_text(app: App[Any]) -> str:
     return str(app.screen.query_one("#queue-text", Static).render())
 
 
-def _jobs_hint(app) -> str:  # type: ignore[no-untyped-def]
+def _jobs_hint(app: App[Any]) -> str:
     return str(app.screen.query_one("#jobs-hint", Static).render())
 
 
-async def _show(pilot, key: str) -> None:  # type: ignore[no-untyped-def]
+async def _show(pilot: Pilot[Any], key: str) -> None:
     await pilot.press(key)
     await settle(pilot)
 

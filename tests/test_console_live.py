@@ -46,6 +46,7 @@ def _slow_grid(tmp_path: Path, latency: float) -> tuple[Path, WorkerSettings]:
 
 def _worker(db_path: Path, settings: WorkerSettings) -> subprocess.Popen:
     """`lab worker --until-idle` in its own process, as a researcher would start it."""
+    assert settings.config_path is not None
     return start_lab(db_path, settings.config_path, "worker", "--until-idle",
                      "--concurrency", "1", log=db_path.with_suffix(".worker.log"))
 

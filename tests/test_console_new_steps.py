@@ -7,15 +7,18 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import replace
 from pathlib import Path
+from typing import cast
 
 import pytest
 
 from console.app import ConsoleConfig, make_app
 from console.screens.live import joined, step_parts
+from console.screens.trajectories import TrajectoriesScreen
 from console.widgets import traj_render
 from core import store
 from core.data import ids_hash
 from core.demo_data import demo_questions
+from core.episode import Step
 from core.models.registry import load_registry
 from core.store.episodes import episode_steps
 from jobs.control import enqueue_grid
@@ -63,15 +66,16 @@ async def _settle(pilot) -> None:
     await pilot.pause()
 
 
-async def _body(db_path: Path, episode_id: int, t: int) -> tuple[str, str, object]:
+async def _body(db_path: Path, episode_id: int, t: int) -> tuple[str, str, Step]:
     """The step body and step strip the Trajectories screen shows at action t."""
     app = make_app(db_path, ConsoleConfig(db_path=db_path, first_screen="trajectories",
                                           warm_up=False))
     async with app.run_test(size=(120, 40)) as pilot:
         await _settle(pilot)
-        app.screen.open_episode(episode_id, t)
+        cast(TrajectoriesScreen, app.screen).open_episode(episode_id, t)
         await _settle(pilot)
-        screen = app.screen
+        screen = cast(TrajectoriesScreen, app.screen)
+        assert screen._detail is not None
         step = screen._detail.steps[screen._step]
         return (str(screen.query_one("#traj-step").render()),
                 str(screen.query_one("#traj-strip").render()), step)

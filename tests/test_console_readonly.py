@@ -16,8 +16,11 @@ import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from sqlite_utils import Database
+from textual.app import App
 
 import console.app
 from console.screens.enqueue import EnqueueScreen
@@ -82,7 +85,7 @@ def query_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every connection the console opens refuses writes, as on a read-only file."""
     connect = store.connect
 
-    def read_only_connect(path, create=True, **options):  # type: ignore[no-untyped-def]
+    def read_only_connect(path: Path | str, create: bool = True, **options: bool) -> Database:
         db = connect(path, create, **options)
         db.conn.execute("PRAGMA query_only = ON")
         return db
@@ -96,7 +99,7 @@ def undetected(monkeypatch: pytest.MonkeyPatch, query_only: None) -> None:
     monkeypatch.setattr(console.app, "check_writable", lambda db, path: None)
 
 
-def _toasts(app) -> list[str]:  # type: ignore[no-untyped-def]
+def _toasts(app: App[Any]) -> list[str]:
     return [str(n.message) for n in said(app)]
 
 
@@ -198,7 +201,7 @@ JOBS_ACTIONS = ("pause", "resume", "cancel", "retry", "retry_errored")
 PREREG_WRITES = ("create", "save", "freeze", "deviation")
 
 
-def _start_write(screen, what: str, frozen: str, draft: str) -> None:  # type: ignore[no-untyped-def]
+def _start_write(screen: Any, what: str, frozen: str, draft: str) -> None:
     """Start the worker that the key (after its prompt or confirmation) would start."""
     if what in JOBS_ACTIONS:
         screen._control(what, "run", "fixture")

@@ -269,6 +269,7 @@ async def test_delta_drilldown_opens_the_trajectory_at_that_step(lab_db: Path) -
         traj = app.screen
         assert isinstance(traj, TrajectoriesScreen)
         assert traj.view == "traj-episode"
+        assert traj._detail is not None
         assert traj._detail.row.id == first.episode_id
         assert traj._detail.steps[traj._step].t == first.action
         assert f"action {first.action} of" in _text(traj, "#traj-step")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
+from typing import cast
 
 CONSOLE = Path(__file__).resolve().parents[1] / "console"
 CALL_FROM_THREAD_ALLOWED: dict[str, str] = {}
@@ -64,7 +65,8 @@ def test_thread_workers_only_post_messages() -> None:
                 for target in targets:
                     for t in ast.walk(target):
                         if isinstance(t, ast.Attribute) and _on_self(t):
-                            problems.append(f"{where}:{node.lineno} assigns {ast.unparse(t)}")
+                            line = cast(ast.stmt, node).lineno  # an assignment
+                            problems.append(f"{where}:{line} assigns {ast.unparse(t)}")
                 if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                         and _on_self(node.func) and node.func.attr in WIDGET_CALLS):
                     problems.append(f"{where}:{node.lineno} calls {ast.unparse(node.func)}")

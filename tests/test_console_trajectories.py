@@ -10,11 +10,14 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from pathlib import Path
+from typing import cast
 
 import pytest
 from textual.widgets import Input
 
 from console.app import ConsoleConfig, make_app
+from console.screens.results import ResultsScreen
+from console.screens.trajectories import TrajectoriesScreen
 from core import store
 from core.conditions import parse_condition
 from core.errors import ConfigError
@@ -337,14 +340,14 @@ async def test_escape_from_a_trajectory_opened_from_results_returns_to_results(
                                       clock=lambda: FIXED_TS))
     async with app.run_test(size=(80, 24)) as pilot:
         await _settle(pilot)
-        results = app.screen
+        results = cast(ResultsScreen, app.screen)
         await pilot.press("right_square_bracket")  # the Δ grid
         await _settle(pilot)
         await pilot.press("j", "enter")  # a cell's decisions
         await _settle(pilot)
         await pilot.press("enter")  # the first one's trajectory
         await _settle(pilot)
-        screen = app.screen
+        screen = cast(TrajectoriesScreen, app.screen)
         assert app.current_mode == "trajectories" and screen.view == "traj-episode"
         assert "escape returns to Results" in str(screen.query_one("#traj-status").render())
         await pilot.press("m")  # matched arms and back: still the episode first
