@@ -12,6 +12,7 @@ useful, ``-`` none.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -34,7 +35,7 @@ def frames(specs: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame]:
         stated = iter(s.get("stated", ""))
         n_obs = 0
         for t, c in enumerate(s["acts"], start=1):
-            row = {"episode_id": i, "t": t, "action": None, "obs_index": None,
+            row: dict[str, Any] = {"episode_id": i, "t": t, "action": None, "obs_index": None,
                    "obs_failed": None, "judgment": None, "stated_judgment": None,
                    "format_failure": 0, "refused": 0, "forced": 0}
             if c in _JUDG:

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from sqlite_utils import Database
 
 from core import store
 from core.errors import StoreError
@@ -41,7 +42,7 @@ def path(template: Path, tmp_path: Path) -> Path:
     return tmp_path / "lab.db"
 
 
-def _rows(db) -> dict[str, list]:  # type: ignore[no-untyped-def]
+def _rows(db: Database) -> dict[str, list]:
     return {t: db.conn.execute(f"SELECT * FROM {t} ORDER BY 1, 2").fetchall() for t in TABLES}
 
 

@@ -173,8 +173,8 @@ def test_failure_rows_group_as_grouping_codes(pool: tuple[str, ...]) -> None:
     keys, group = grouping.codes(dec, families=True)
     fr = failure_rows(dec, grouping)
     assert set(fr.keys) <= set(keys) and len(fr.keys) > 2
-    at = [keys.index(k) for k in fr.keys]
-    assert (np.asarray(at)[fr.group] == group[fr.rows]).all()
+    where = [keys.index(k) for k in fr.keys]
+    assert (np.asarray(where)[fr.group] == group[fr.rows]).all()
 
 
 def test_hazard_table_reuses_given_fits_and_orders_them_by_last_use() -> None:

@@ -166,6 +166,7 @@ def test_group_rates_equal_judgment_rates_of_each_group(db, pool) -> None:
 
 def test_table_from_lab_db_equals_the_in_memory_frames(db) -> None:
     from_db = compute(load_frames(db), ("judgments",)).table("judgments")
+    assert from_db is not None
     frames = frames_from(episodes_frame(db), steps_frame(db))
     grouping = Grouping((), frames.errored_episodes)
     in_memory = judgments_table(frame_counts(frames), frames.decisions, frames.episodes,

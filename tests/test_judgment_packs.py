@@ -11,7 +11,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_judgment_counts import GRID, REGIMES, _edit
 
 from core import store
 from core.schema import SCHEMA_VERSION
@@ -20,6 +19,7 @@ from core.store.decisions import rederive
 from core.store.judgment_packs import counts_sql
 from core.store.selection import Selection, where_clause
 from tests.helpers.builders import store_sim_grid, undo_migration
+from tests.test_judgment_counts import GRID, REGIMES, _edit
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +52,7 @@ def stored_rows(db) -> dict[int, tuple[int, ...]]:
 def sql_rows(db) -> dict[int, tuple[int, ...]]:
     """episode → its `counts_sql` row (every episode, errored ones too; zeros without an
     observation step)."""
-    rows = {e: (e, 0, 0, 0, 0, 0) for e in all_ids(db)}
+    rows: dict[int, tuple[int, ...]] = {e: (e, 0, 0, 0, 0, 0) for e in all_ids(db)}
     cursor = db.conn.execute(counts_sql(True) + " WHERE s.obs_index IS NOT NULL GROUP BY e.id")
     rows.update({r[0]: tuple(r) for r in cursor})
     return rows

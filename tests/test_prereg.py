@@ -7,6 +7,7 @@ import json
 import shutil
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -51,7 +52,7 @@ def own_prompts(tmp_path, monkeypatch):
 
 
 def req(**kw) -> GridRequest:
-    base = dict(models=("sim-own5",), conditions=("none",), regimes=("clean",),
+    base: dict[str, Any] = dict(models=("sim-own5",), conditions=("none",), regimes=("clean",),
                 question_set="test20", run="r")
     base.update(kw)
     return GridRequest(**base)

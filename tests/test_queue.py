@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -34,9 +35,10 @@ def lab(db_path: Path, tmp_path: Path):
 
 
 def request(**kw) -> GridRequest:
-    base = dict(models=("sim-own5", "sim-clock6"), conditions=("none", "enforced_rule"),
-                regimes=("clean", "persistent", "recover_after_2"), question_set="demo",
-                seeds=(0,), run="t")
+    base: dict[str, Any] = dict(
+        models=("sim-own5", "sim-clock6"), conditions=("none", "enforced_rule"),
+        regimes=("clean", "persistent", "recover_after_2"), question_set="demo", seeds=(0,),
+        run="t")
     base.update(kw)
     return GridRequest(**base)
 

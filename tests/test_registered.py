@@ -89,8 +89,8 @@ SCOPE = {"models": ["m1", "m2", "m3"], "conditions": ["none", "enforced_rule", "
 
 
 def amendment(*tests: dict, scope: dict | None = None) -> dict:
-    tests = validate_tests([dict(t) for t in tests], scope or SCOPE)
-    return {"id": "A1", "scope": scope or SCOPE, "frozen_at": FROZEN, "tests": tests}
+    valid = validate_tests([dict(t) for t in tests], scope or SCOPE)
+    return {"id": "A1", "scope": scope or SCOPE, "frozen_at": FROZEN, "tests": valid}
 
 
 def one(frames, test: dict, **kw):

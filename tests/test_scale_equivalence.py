@@ -8,7 +8,9 @@ and count identical and floats to 1e-12 relative.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
@@ -141,7 +143,9 @@ def test_holm_matches_statsmodels(monkeypatch: pytest.MonkeyPatch) -> None:
         for _ in range(50):
             p = rng.random(n)
             p[rng.random(n) < 0.3] = rng.choice([0.0, 0.5, 1.0])
-            assert list(holm(p)) == list(multipletests(p, method="holm")[1])
+            # holm takes a sequence; the array stands for one
+            adjusted = holm(cast("Sequence[float]", p))
+            assert list(adjusted) == list(multipletests(p, method="holm")[1])
     assert holm([float("nan"), 0.01])[1] == 0.01 and holm([float("nan"), 0.01])[0] != 0.0
 
 
@@ -172,7 +176,7 @@ def test_results_cache_serves_unchanged_numbers_and_new_episodes_invalidate(
     assert len(list(Path(f"{path}{SUFFIX}").glob("*.pkl"))) == 2
     real, calls = measures._compute_one, []
 
-    def counting(*args: object, **kwargs: object) -> object:
+    def counting(*args: Any, **kwargs: Any) -> Any:
         calls.append(args[1])
         return real(*args, **kwargs)
 
@@ -244,6 +248,7 @@ def test_hazard_fits_are_kept_by_sample_and_new_episodes_refit_only_what_they_ch
     import analysis.measures.hazard as hazard
     from analysis.base.cache import ResultsCache
     from analysis.measures.hazard import FITS_KEPT
+    from analysis.stats.lpm_batch import CodedSample
     from core.episode import EpisodeResult
     from core.store import cell_hash
 
@@ -251,7 +256,7 @@ def test_hazard_fits_are_kept_by_sample_and_new_episodes_refit_only_what_they_ch
     db = store.connect(path)
     real, fitted = hazard.fit_samples, []
 
-    def counting(samples, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def counting(samples: Sequence[CodedSample], *args: Any, **kwargs: Any) -> Any:
         fitted.append(len(samples))
         return real(samples, *args, **kwargs)
 

@@ -12,6 +12,7 @@ import json
 import re
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -80,7 +81,7 @@ def _known(db: Path) -> pd.DataFrame:
     collector: `load_traces`' columns, every state parsed."""
     opened = store.connect(db)
     questions = store.load_questions(opened, ids=list(store.question_set(opened, SET)["ids"]))
-    rows = []
+    rows: list[dict[str, Any]] = []
     for q in questions:
         for depth in range(4):
             answer, confidence, right = trace_state("sim-trace", q, depth)
