@@ -127,7 +127,7 @@ def test_a_group_without_its_subcommand_prints_its_help_on_lines(group, capsys):
     assert "\\n" not in err and not err.startswith("error:")
 
 
-def test_command_modules_hold_exactly_the_commands_the_group_lists():
+def test_command_modules_hold_exactly_the_commands_the_group_lists() -> None:
     import importlib
 
     from console.cli import COMMAND_MODULES, cli
@@ -139,6 +139,7 @@ def test_command_modules_hold_exactly_the_commands_the_group_lists():
     assert len(listed) == len(set(listed)) == sum(map(len, COMMAND_MODULES.values()))
     for name in listed:  # every command, group and subcommand takes --db and --config
         command = cli.get_command(None, name)  # type: ignore[arg-type]
+        assert command is not None, name
         stack = [command]
         while stack:
             cmd = stack.pop()

@@ -199,7 +199,7 @@ def test_sets_create_draws_balanced_fever_sets(db_path, capsys):
 # --------------------------------------------------------------------------- episodes
 
 
-def test_fever_episodes_see_the_fever_prompts():
+def test_fever_episodes_see_the_fever_prompts() -> None:
     q = demo_fever_questions()[0]
     client = ScriptedClient(acts=[
         "Thought: check it\nAction: search\nAction Input: Varnholt Bridge",

@@ -18,6 +18,7 @@ import pytest
 from core import store
 from core.conditions import Condition
 from core.demo_set import ensure_demo_set
+from core.models.base import EpisodeView, ModelSession
 from core.models.registry import ModelSpec, load_registry
 from core.regimes import parse_regime
 from core.runner import CellSpec
@@ -154,11 +155,17 @@ def test_an_unknown_kind_is_one_error_line():
 
 
 class FakeClient:
-    """A client with a concurrency and an `aclose` that is counted."""
+    """A client with a concurrency and an `aclose` that is counted (a `ModelClient` whose
+    sessions the pump never opens: the work items run without one)."""
+
+    name = "fake"
 
     def __init__(self, concurrency: int = 3) -> None:
         self.concurrency = concurrency
         self.closed = 0
+
+    def start(self, view: EpisodeView) -> ModelSession:
+        raise NotImplementedError("the pump's work runs without a session")
 
     async def aclose(self) -> None:
         self.closed += 1

@@ -40,7 +40,7 @@ def registry(tmp_path):
     return load_registry(path)
 
 
-def test_openai_table_becomes_a_typed_spec(registry):
+def test_openai_table_becomes_a_typed_spec(registry) -> None:
     spec = registry["qwen"]
     config = spec.config
     assert isinstance(config, OpenAISpec)
@@ -52,7 +52,7 @@ def test_openai_table_becomes_a_typed_spec(registry):
                                                                         "stream")
     assert spec.config is config  # parsed once
     with pytest.raises(dataclasses.FrozenInstanceError):
-        config.model = "other"  # type: ignore[misc]
+        config.model = "other"
 
 
 def test_anthropic_and_sim_specs_and_their_defaults(registry):

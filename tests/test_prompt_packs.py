@@ -210,7 +210,7 @@ def test_an_amendment_frozen_with_a_pack_pins_it(lab, tmp_path):
     assert "prompts/question.txt" in prereg.prompt_diffs(row, db)
 
 
-def test_render_shows_what_a_scripted_episode_actually_sent(lab):
+def test_render_shows_what_a_scripted_episode_actually_sent(lab) -> None:
     db_path, config, db = lab
     (q,) = store.load_questions(db, ids=["demo-001"])
     setup = EpisodeSetup(question=q, condition=parse_condition("enforced_rule:k=2"),
