@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from analysis.base.rows import Row
 from analysis.measures.budgets import BudgetSide, budget_pairs, budget_table, weighted_median
 from console.cli import main
 from core import prereg, store
@@ -39,7 +40,7 @@ def frame() -> pd.DataFrame:
     return pd.DataFrame(at8 + at16)
 
 
-def _by_measure(rows) -> dict[tuple[str, str], object]:
+def _by_measure(rows) -> dict[tuple[str, str], Row]:
     return {(r.measure, r.scope): r for r in rows}
 
 

@@ -29,7 +29,7 @@ from jobs.pump import Pending, Work, pump
 from jobs.settings import WorkerSettings
 from jobs.tasks import execute_job
 from jobs.worker import run_worker
-from tests.helpers.queue import write_registry
+from tests.helpers.queue import job_row, write_registry
 
 STORED: dict[tuple[int, str], int] = {}
 """What the toy kind stores: (cell, question) → how many times (a real kind uses lab.db)."""
@@ -128,7 +128,7 @@ def test_a_registered_toy_kind_runs_through_the_worker(toy):
     kind = kinds.job_kind("toy")
     missing, grid_id, jobs = kind.insert(db, (cell_id, questions), {})
     assert missing == questions and len(jobs) == 2  # 60 questions: jobs of 50 and 10
-    assert {ledger.job(db, j)["kind"] for j in jobs} == {"toy"}
+    assert {job_row(db, j)["kind"] for j in jobs} == {"toy"}
     assert execute_job(settings, jobs[0]) == "done"  # in this thread, no engine
     assert len(STORED) == 50
     run_worker(settings, until_idle=True)  # the worker's engine and Huey take the rest
@@ -143,7 +143,7 @@ def test_a_toy_job_left_unsettled_is_released(toy, monkeypatch):
     _, _, jobs = KIND.insert(db, (cell_id, questions[:5]), {})
     monkeypatch.setattr(ToyKind, "unsettled", lambda self, db, job, mark: {"q"})
     assert execute_job(settings, jobs[0]) == "released"
-    assert ledger.job(db, jobs[0])["state"] == "queued"
+    assert job_row(db, jobs[0])["state"] == "queued"
 
 
 def test_an_unknown_kind_is_one_error_line():
@@ -322,6 +322,7 @@ def test_lab_retry_asks_a_toy_kinds_errored_work_again(toy, capsys):
 
     db, settings, cell_id, questions = toy
     _, grid_id, jobs = KIND.insert(db, (cell_id, questions[:5]), {})
+    assert grid_id is not None
     run_worker(settings, until_idle=True)
     ERRORED.update((cell_id, q) for q in questions[1:3])
     r = CliRunner().invoke(retry_cmd, ["--grid", str(grid_id), "--errored"],

@@ -20,7 +20,7 @@ from core.store import jobs as ledger
 from jobs.settings import WorkerSettings
 from jobs.tasks import execute_job
 from tests.helpers.kinds import KINDS, kind_registry, queue_kind, units
-from tests.helpers.queue import lab_here, start_lab
+from tests.helpers.queue import job_row, lab_here, start_lab
 from tests.helpers.waiting import wait_until
 
 
@@ -64,7 +64,7 @@ def test_a_lease_lost_while_the_first_worker_runs_duplicates_nothing(tmp_path, k
     planned = queue_kind(db_path, config, kind)
     db = store.connect(db_path)
     (job_id,) = [j for j in ledger.select_jobs(db, "run", "k")
-                 if ledger.job(db, j)["kind"] == kind and ledger.job(db, j)["state"] == "queued"]
+                 if job_row(db, j)["kind"] == kind and job_row(db, j)["state"] == "queued"]
     # worker A never renews its lease in time; B takes the job over while A still runs
     a = WorkerSettings(db_path=db_path, config_path=config, lease_s=3600, heartbeat_s=3600,
                        worker_id="A", concurrency=2)
@@ -79,4 +79,4 @@ def test_a_lease_lost_while_the_first_worker_runs_duplicates_nothing(tmp_path, k
     ta.join()
     assert results == {"A": "lost", "B": "done"}
     assert units(db_path, kind) == (planned, planned)
-    assert ledger.job(db, job_id)["state"] == "done"
+    assert job_row(db, job_id)["state"] == "done"

@@ -35,7 +35,7 @@ from jobs.queue import make_huey
 from jobs.reconcile import reconcile
 from jobs.settings import WorkerSettings
 from jobs.worker import run_worker
-from tests.helpers.queue import lab_here, write_registry
+from tests.helpers.queue import job_row, lab_here, write_registry
 
 HOST = "labhost"
 NOW = 1_000_000.0
@@ -166,7 +166,7 @@ def test_reconcile_runs_the_live_cleanup_and_keeps_a_live_workers_rows(tmp_path)
     reconcile(db, huey, task)
     ids = [r[0] for r in db.conn.execute("SELECT id FROM live_episodes")]
     assert dead not in ids and mine in ids
-    assert ledger.job(db, jobs[0]["id"])["state"] == "queued"
+    assert job_row(db, jobs[0]["id"])["state"] == "queued"
 
 
 def _exited_pid() -> int:

@@ -127,7 +127,7 @@ def test_run_lengths_reset_and_unchanged_rules():
 
 
 def test_delta_group_boundaries():
-    specs = [
+    specs: list[dict] = [
         {"judg": "UUU", "finish": 4},                  # A: t=3, s=3 -> (a), answers
         {"judg": "UUUU"},                              # D: t=3, s=3 -> (a), continues
         {"judg": "UFU", "finish": 4},                  # C: t=3, s=1 -> (b), answers
@@ -145,7 +145,7 @@ def test_delta_group_boundaries():
 
 
 def test_delta_mantel_haenszel_weights_two_strata():
-    specs = [
+    specs: list[dict] = [
         {"judg": "UUUU", "finish": 5},    # J1: t=3 (a) 0, t=4 (a) 1
         {"judg": "UUUUU"},                # J2: t=3 (a) 0, t=4 (a) 0
         {"judg": "UFUU", "finish": 5},    # K1: t=3 s=1 (b) 0, t=4 s=2 (b) 1
@@ -165,7 +165,7 @@ def test_delta_mantel_haenszel_weights_two_strata():
 
 
 def test_delta_variants_and_stated_judgments():
-    specs = [
+    specs: list[dict] = [
         {"judg": "UUU", "stated": "uuu", "finish": 4, "q": "a", "regime": "persistent"},
         {"judg": "UFU", "stated": "ufu", "q": "a", "regime": "recover_after_1",
          "failed": "100", "finish": None},
@@ -186,7 +186,7 @@ def test_delta_variants_and_stated_judgments():
 
 
 def test_design_label_contrast_by_action():
-    specs = [
+    specs: list[dict] = [
         {"failed": "111", "finish": 4, "regime": "persistent"},          # P1
         {"failed": "11111", "regime": "persistent"},                     # P2
         {"failed": "0011", "finish": 5, "regime": "late_onset_from_3"},  # L1
@@ -205,7 +205,7 @@ def test_design_label_contrast_by_action():
 
 
 def test_integration_index_components():
-    specs = [
+    specs: list[dict] = [
         {"failed": "1111", "finish": 5},                           # j1 0, j2 0, j3 -, j4 1
         {"failed": "11111"},                                       # j1 0, j2 0, j3 -, j4 0
         {"failed": "1100", "finish": 5, "regime": "recover_after_2"},  # j1 0, j2 0, j0, j0
@@ -267,7 +267,7 @@ def test_hazard_model_unidentified_without_earlier_useful():
 def test_success_per_regime_and_mean6():
     regimes = ["clean", "persistent", "recover_after_1", "recover_after_2", "recover_after_3",
                "late_onset_from_3"]
-    specs = [{"q": q, "regime": r, "failed": "1", "correct": int(q == "a"), "seed": s}
+    specs: list[dict] = [{"q": q, "regime": r, "failed": "1", "correct": int(q == "a"), "seed": s}
              for q in ("a", "b") for r in regimes for s in (0, 1)]
     specs[0]["correct"] = 0  # q a, clean, seed 0 wrong: a's clean success = 1/2
     ep, _ = build(specs)
@@ -292,9 +292,10 @@ def test_paired_success_difference_by_question():
 
 
 def test_stopping_cost_and_tpc_by_hand():
-    specs = [{"failed": "11", "finish": 3, "correct": 1, "inp": 1000, "out": 100, "extra": 2},
-             {"failed": "1111", "finish": 5, "correct": 0, "inp": 3000, "out": 300},
-             {"failed": "11111111", "finish": None, "correct": 0, "inp": 5000, "out": 500}]
+    specs: list[dict] = [
+        {"failed": "11", "finish": 3, "correct": 1, "inp": 1000, "out": 100, "extra": 2},
+        {"failed": "1111", "finish": 5, "correct": 0, "inp": 3000, "out": 300},
+        {"failed": "11111111", "finish": None, "correct": 0, "inp": 5000, "out": 500}]
     ep, _ = build(specs)
     ep["budget"] = [8, 5, 8]
     c = stopping_cost(ep, lam=0.05, n_boot=50)
@@ -326,7 +327,7 @@ def test_tpc_leaves_out_tokens_of_judgments_that_only_measure():
 
 
 def test_judgment_rates_first_repeat_and_dissociation():
-    specs = [
+    specs: list[dict] = [
         {"judg": "FFU", "failed": "000", "sources": ["gold", "gold", "distractor"],
          "refs": ["q#0", "q#0", "q#5"], "finish": 4},
         {"judg": "UUUUUU", "finish": None},       # own run reaches 5 after obs 5, continues

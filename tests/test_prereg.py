@@ -19,11 +19,12 @@ from core.errors import ConfigError, LabError, StoreError
 from core.models.registry import builtin_models
 from core.store import prereg as rows
 from jobs.grid import GridRequest, plan
+from tests.helpers.queue import job_row
 
 SCOPE = {"models": ["sim-own5", "sim-clock6"], "conditions": ["none", "enforced_rule"],
          "regimes": ["clean", "persistent"], "question_sets": ["test20", "dev10"],
          "budgets": [8]}
-TESTS = [
+TESTS: list[dict[str, Any]] = [
     {"id": "H1", "kind": "paired_diff", "metric": "mean6", "a": "enforced_rule", "b": "none",
      "alternative": "greater", "correction": "holm", "models": ["sim-own5"]},
     {"id": "H2", "kind": "delta_bound", "condition": "none", "bound": "upper",
@@ -171,7 +172,7 @@ def test_data_existed_at_freeze(db):
     from core.store import jobs as ledger
     from jobs.kinds.episodes import run_questions
 
-    job = ledger.job(db, ledger.select_jobs(db, "run", "explore")[0])
+    job = job_row(db, ledger.select_jobs(db, "run", "explore")[0])
     cell_spec = __import__("jobs.tasks").tasks.cell_spec(
         db, job["cell_id"], __import__("jobs.settings").settings.WorkerSettings(
             db_path=Path(db.conn.execute("PRAGMA database_list").fetchone()[2])))

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlite_utils import Database
 
 from core import store
 from core.demo_set import ensure_demo_set
@@ -20,7 +21,7 @@ from jobs.grid import GridRequest, plan
 from jobs.settings import WorkerSettings, queue_path
 from jobs.tasks import execute_job
 from jobs.worker import run_worker
-from tests.helpers.queue import write_registry
+from tests.helpers.queue import job_row, write_registry
 from tests.helpers.waiting import wait_until
 
 
@@ -103,10 +104,10 @@ def test_expired_lease_while_first_worker_runs_duplicates_nothing(lab, tmp_path)
                        heartbeat_s=30, worker_id="A")
     b = WorkerSettings(db_path=settings.db_path, config_path=slow, lease_s=30,
                        heartbeat_s=0.2, worker_id="B")
-    results = {}
+    results: dict[str, str] = {}
     ta = threading.Thread(target=lambda: results.__setitem__("A", execute_job(a, job_id)))
     ta.start()
-    held = wait_until(lambda: (j := ledger.job(db, job_id))["worker"] == "A" and j,
+    held = wait_until(lambda: (j := job_row(db, job_id))["worker"] == "A" and j,
                       "worker A to take the lease")
     # what any worker's reconcile does once A's lease has run out (the clock injected:
     # A's 50 slow episodes are still running, however loaded the machine)
@@ -118,7 +119,7 @@ def test_expired_lease_while_first_worker_runs_duplicates_nothing(lab, tmp_path)
                              "WHERE cell_id = (SELECT cell_id FROM jobs WHERE id = ?)",
                              (job_id,)).fetchone()
     assert census == (50, 50)
-    assert ledger.job(db, job_id)["state"] == "done"
+    assert job_row(db, job_id)["state"] == "done"
 
 
 def test_pause_resume_and_cancel(lab):
@@ -144,7 +145,7 @@ def test_cancel_stops_a_running_job_and_retry_finishes_it(lab, tmp_path):
     enqueue_grid(db, s, request(models=("sim-slow",), conditions=("none",),
                                 regimes=("persistent",), run="c"), models)
     job_id = ledger.select_jobs(db, "run", "c")[0]
-    out = {}
+    out: dict[str, str] = {}
     t = threading.Thread(target=lambda: out.__setitem__("r", execute_job(s, job_id)))
     t.start()
     wait_until(lambda: store.count(db, "episodes"), "the job's first stored episode")
@@ -168,7 +169,7 @@ def test_model_changed_in_registry_fails_the_job_clearly(lab, tmp_path):
     s = WorkerSettings(db_path=settings.db_path, config_path=settings.config_path,
                        max_attempts=1, worker_id="w")
     assert execute_job(s, job_id) == "failed"
-    assert "changed in the registry" in ledger.job(db, job_id)["last_error"]
+    assert "changed in the registry" in job_row(db, job_id)["last_error"]
 
 
 def test_tail_prints_steps_of_a_running_episode(lab, tmp_path, capsys):
@@ -218,6 +219,7 @@ def test_random_rule_defaults_to_the_models_dev_set_useless_rate(lab):
                                        regimes=("persistent", "clean"), run="dev"), models)
     run_worker(settings, until_idle=True)
     rate, n = store.useless_rate(db, "sim-own5")
+    assert rate is not None
     per_regime = db.conn.execute(
         "SELECT c.regime, sum(s.judgment = 'USELESS'), count(s.judgment) FROM steps s "
         "JOIN episodes e ON e.id = s.episode_id JOIN cells c ON c.id = e.cell_id "
@@ -264,7 +266,7 @@ def test_random_rule_without_a_rate_is_an_error_where_it_is_used(lab):
         calls.append(kw.get("kind"))
         return await generate(*args, **kw)
 
-    session.generate = counted
+    session.generate = counted  # type: ignore[method-assign]
     with pytest.raises(ConfigError, match="random_rule: no rate"):
         asyncio.run(run_episode(setup, session))
     assert calls == []
@@ -292,8 +294,12 @@ def test_a_worker_thread_opens_lab_db_once_for_all_its_jobs(lab, monkeypatch):
     assert len(ids) == njobs >= 4
     opened: list[Path] = []
     connect = store.connect
-    monkeypatch.setattr(store, "connect", lambda path, **kw: opened.append(path)
-                        or connect(path, **kw))
+
+    def counted(path: Path, **kw: Any) -> Database:
+        opened.append(path)
+        return connect(path, **kw)
+
+    monkeypatch.setattr(store, "connect", counted)
 
     class Engine:  # takes each job as a worker's engine would, and hands it back
         def submit(self, job: dict) -> str:

@@ -26,6 +26,7 @@ from jobs.retry import retry
 from jobs.settings import WorkerSettings
 from jobs.tasks import HARNESS_ERROR, execute_job
 from jobs.worker import run_worker
+from tests.helpers.queue import job_row
 from tests.servers import Fault, LoopbackServer, OpenAIApp
 
 REGISTRY = """
@@ -152,8 +153,9 @@ def test_retry_targets_exactly_the_errored_pairs_of_a_job_grid_or_run(lab, db_pa
     config = registry(tmp_path, "http://127.0.0.1:9")
     settings = settings_for(db_path, config)
     _, grid_id, _ = enqueue_grid(lab, settings, grid(), load_registry(config))
+    assert grid_id is not None
     job_a, job_b = ledger.select_jobs(lab, "run", "r")
-    a, b = ledger.job(lab, job_a), ledger.job(lab, job_b)
+    a, b = job_row(lab, job_a), job_row(lab, job_b)
     ledger.transition(lab, [job_a, job_b], ("queued",), "done")
     _errored(lab, a["cell_id"], a["question_ids"][:3])
     _errored(lab, a["cell_id"], a["question_ids"][:1])  # a second failed try of one pair
@@ -162,12 +164,12 @@ def test_retry_targets_exactly_the_errored_pairs_of_a_job_grid_or_run(lab, db_pa
     one = retry(lab, settings, "job", job_a, errored_only=True)
     (new,) = one.created
     assert one.errored == 3 and one.reopened == ()
-    assert ledger.job(lab, new)["question_ids"] == a["question_ids"][:3]
-    assert ledger.job(lab, new)["grid_id"] == grid_id
+    assert job_row(lab, new)["question_ids"] == a["question_ids"][:3]
+    assert job_row(lab, new)["grid_id"] == grid_id
     # pairs already queued again are not queued twice
     rest = retry(lab, settings, "grid", grid_id, errored_only=True)
     assert rest.errored == 2
-    assert ledger.job(lab, rest.created[0])["question_ids"] == b["question_ids"][-2:]
+    assert job_row(lab, rest.created[0])["question_ids"] == b["question_ids"][-2:]
     assert retry(lab, settings, "run", "r", errored_only=True).jobs == []
 
 
@@ -176,21 +178,21 @@ def test_plain_retry_reopens_failed_jobs_and_errored_pairs_once(lab, db_path, tm
     settings = settings_for(db_path, config)
     enqueue_grid(lab, settings, grid(), load_registry(config))
     job_a, job_b = ledger.select_jobs(lab, "run", "r")
-    a = ledger.job(lab, job_a)
+    a = job_row(lab, job_a)
     ledger.transition(lab, [job_a], ("queued",), "failed")
     ledger.transition(lab, [job_b], ("queued",), "done")
     _errored(lab, a["cell_id"], a["question_ids"][:2])  # inside the failed job: reopened
-    b = ledger.job(lab, job_b)
+    b = job_row(lab, job_b)
     _errored(lab, b["cell_id"], b["question_ids"][:1])
     errored_only = retry(lab, settings, "run", "r", errored_only=True)
     assert errored_only.reopened == () and errored_only.errored == 3
-    assert ledger.job(lab, job_a)["state"] == "failed"  # --errored leaves failed jobs
+    assert job_row(lab, job_a)["state"] == "failed"  # --errored leaves failed jobs
     for job_id in errored_only.created:
         ledger.transition(lab, [job_id], ("queued",), "done")
     both = retry(lab, settings, "run", "r")
     assert both.reopened == (job_a,)
     assert both.errored == 1  # job_a's errored pairs ride with job_a itself
-    assert ledger.job(lab, job_a)["state"] == "queued" and ledger.job(lab, job_a)["attempts"] == 0
+    assert job_row(lab, job_a)["state"] == "queued" and job_row(lab, job_a)["attempts"] == 0
 
 
 @pytest.fixture
@@ -243,7 +245,7 @@ def test_retry_refuses_a_model_changed_in_more_than_max_context(lab, db_path, tm
     settings = settings_for(db_path, config)
     enqueue_grid(lab, settings, grid(), load_registry(config))
     job_a, _ = ledger.select_jobs(lab, "run", "r")
-    a = ledger.job(lab, job_a)
+    a = job_row(lab, job_a)
     ledger.transition(lab, [job_a], ("queued",), "done")
     _errored(lab, a["cell_id"], a["question_ids"][:2])
     config.write_text(config.read_text().replace('model = "loopback-model"',
@@ -267,7 +269,7 @@ def test_a_bug_in_lab_fails_the_job_with_its_traceback_at_once(lab, db_path, tmp
     (job_id,) = ledger.select_jobs(lab, "run", "b")
 
     def broken(setup, observation, t):
-        if setup.question.id == ledger.job(lab, job_id)["question_ids"][-1]:
+        if setup.question.id == job_row(lab, job_id)["question_ids"][-1]:
             raise KeyError("observation_template")
         return real(setup, observation, t)
 
@@ -275,7 +277,7 @@ def test_a_bug_in_lab_fails_the_job_with_its_traceback_at_once(lab, db_path, tmp
 
     monkeypatch.setattr("core.react.observation_message", broken)
     assert execute_job(settings, job_id) == "failed"
-    job = ledger.job(lab, job_id)
+    job = job_row(lab, job_id)
     assert job["state"] == "failed" and job["attempts"] == 1  # not retried as a model fault
     assert job["last_error"].startswith(f"{HARNESS_ERROR}KeyError: 'observation_template'")
     assert "Traceback (most recent call last)" in job["last_error"]

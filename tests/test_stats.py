@@ -50,12 +50,12 @@ def test_paired_difference_matches_a_direct_loop():
     got = paired_difference(a, b, n_boot=700, seed=9)
     # The same resamples, one by one: batch i draws from default_rng([seed, i]), 250 rows
     # per batch, each row 40 question indices; the statistic is mean(a[idx] - b[idx]).
-    diffs = []
+    each = []
     for batch, size in enumerate((250, 250, 200)):
         idx = np.random.default_rng([9, batch]).integers(0, 40, size=(size, 40))
         for row in idx:
-            diffs.append(np.mean(a[row] - b[row]))
-    diffs = np.array(diffs)
+            each.append(np.mean(a[row] - b[row]))
+    diffs = np.array(each)
     assert got.estimate == pytest.approx(np.mean(a - b))
     assert got.low == pytest.approx(np.percentile(diffs, 2.5))
     assert got.high == pytest.approx(np.percentile(diffs, 97.5))
@@ -79,9 +79,11 @@ def test_mh_risk_difference_two_strata_by_hand():
     # stratum 2: (a) 2/2,  (b) 0/8  -> w = 2*8/10  = 1.6, d = 1.0 - 0.0 = 1.0
     # stratum 3: (a) 3/3,  (b) none -> w = 0 (no comparison)
     # RD = (5*0.4 + 1.6*1.0) / (5 + 1.6) = 3.6 / 6.6
-    rd = mh_risk_difference([10, 2, 3], [6, 2, 3], [10, 8, 0], [2, 0, 0])
+    rd = mh_risk_difference(np.array([10, 2, 3]), np.array([6, 2, 3]), np.array([10, 8, 0]),
+                            np.array([2, 0, 0]))
     assert rd == pytest.approx(3.6 / 6.6)
-    assert math.isnan(mh_risk_difference([3], [1], [0], [0]))  # no stratum with both groups
+    assert math.isnan(mh_risk_difference(np.array([3]), np.array([1]), np.array([0]),
+                                         np.array([0])))  # no stratum with both groups
 
 
 def test_mh_risk_difference_is_vectorised_over_resamples():

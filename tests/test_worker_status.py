@@ -16,7 +16,7 @@ from jobs.grid import GridRequest
 from jobs.queue import make_huey
 from jobs.reconcile import dead_workers, reconcile
 from jobs.settings import WorkerSettings
-from tests.helpers.queue import run_lab, write_registry
+from tests.helpers.queue import job_row, run_lab, write_registry
 
 
 def _dead_pid() -> int:
@@ -63,7 +63,7 @@ def test_a_dead_local_workers_job_is_retaken_before_its_lease_ends(tmp_path):
     assert dead_workers({worker, "otherhost:1", "w1"}) == [worker]
     huey, task = make_huey(settings)
     reconcile(db, huey, task)
-    job = ledger.job(db, job_id)
+    job = job_row(db, job_id)
     assert job["state"] == "queued" and job["worker"] is None
     assert "died" in job["last_error"]
     assert ledger.workers(db) == [] or all(w["id"] != worker for w in ledger.workers(db))
@@ -73,4 +73,4 @@ def test_a_job_of_another_host_waits_for_its_lease(tmp_path):
     db, _, settings, job_id = _lab_with_a_lost_job(tmp_path, "otherhost:1", heartbeat_age=5)
     huey, task = make_huey(settings)
     reconcile(db, huey, task)
-    assert ledger.job(db, job_id)["state"] == "running"
+    assert job_row(db, job_id)["state"] == "running"

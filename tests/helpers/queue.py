@@ -10,6 +10,11 @@ import subprocess
 import sys
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
+
+from sqlite_utils import Database
+
+from core.store import jobs as ledger
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -109,3 +114,10 @@ def episode_census(db: Path) -> dict:
         return {"episodes": pairs[0], "distinct": pairs[1], "broken": broken, "jobs": states}
     finally:
         conn.close()
+
+
+def job_row(db: Database, job_id: int) -> dict[str, Any]:
+    """The jobs row of `job_id`, which the test knows is there (question_ids decoded)."""
+    row = ledger.job(db, job_id)
+    assert row is not None, f"no job {job_id}"
+    return row
