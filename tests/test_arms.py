@@ -185,13 +185,15 @@ def test_groups_and_codes_split_like_a_sorted_groupby():
     rng = np.random.default_rng(0)
     n = 400
     models = np.array(["m2", "m1", "".join(["m", "1"])], dtype=object)  # m1 twice, 2 objects
+    datasets = np.array(["b", "a", None], dtype=object)
+    amendments = np.array([None, "A1"], dtype=object)
     frame = pd.DataFrame({
         "episode_id": rng.integers(0, 60, n), "model": models[rng.integers(0, 3, n)],
         "arm": "none", "condition": "none", "condition_hash": "h",
-        "budget": rng.choice([8, 4], n), "dataset": rng.choice(["b", "a", None], n),
+        "budget": rng.choice([8, 4], n), "dataset": rng.choice(datasets, n),
         "run": "r", "seed": rng.integers(0, 3, n), "replicate": 0,
         "regime": rng.choice(["persistent", "plausible", "clean"], n), "question_set": "",
-        "amendment": rng.choice([None, "A1"], n)}, index=np.arange(n)[::-1] * 2)
+        "amendment": rng.choice(amendments, n)}, index=np.arange(n)[::-1] * 2)
     for pool, families in (((), False), (("seeds",), True)):
         grouping = Grouping(pool=pool)
         by = grouping.columns()

@@ -67,7 +67,7 @@ def _corrupt(db: Path, table: str = "episodes") -> None:
 def test_a_backup_taken_while_a_worker_writes_is_one_consistent_snapshot(tmp_path):
     db, config = _study(tmp_path, latency=20.0)
     proc = start_lab(db, config, "worker", "--until-idle", log=tmp_path / "worker.log")
-    taken = []
+    taken: list[tuple[int, Path, int, int]] = []
     try:
         while proc.poll() is None or not taken:
             before = _count(db)

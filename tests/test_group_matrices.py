@@ -4,6 +4,8 @@ the answer actions against the per-group functions they replace."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -73,9 +75,9 @@ def test_success_and_paired_tables_equal_per_group_functions():
 
     ep = random_episodes(seed=3)
     groups = list(arm_groups(ep, Grouping()))
-    want = [(a.model, a.arm, r, iv.estimate, iv.low, iv.high) for a, sub in groups
-            for r, iv in success_by_regime(sub, 200, 0)]
-    got = [(r.model, r.arm, r.scope, r.estimate, r.ci_low, r.ci_high)
+    want: list[tuple[Any, ...]] = [(a.model, a.arm, r, iv.estimate, iv.low, iv.high)
+                                   for a, sub in groups for r, iv in success_by_regime(sub, 200, 0)]
+    got: list[tuple[Any, ...]] = [(r.model, r.arm, r.scope, r.estimate, r.ci_low, r.ci_high)
            for r in success_table(ep, 200, 0).rows]
     assert repr(got) == repr(want)
     refs = {a.pair_key(): sub for a, sub in groups if a.arm == "none"}

@@ -180,7 +180,9 @@ def test_own_calls_charge_discarded_turns_and_backup_price(sim_db):
 
 def test_leaving_table_from_lab_db(sim_db):
     res = compute(load_frames(sim_db), ("leaving",), n_boot=100)
-    rows = res.table("leaving").rows
+    table = res.table("leaving")
+    assert table is not None
+    rows = table.rows
     assert {r.arm for r in rows} == {"two_source", "switch_rule"}
     by = {(r.arm, r.measure): r for r in rows}
     assert by[("two_source", "switched_by_4")].estimate == 1.0  # own3 switches at action 4

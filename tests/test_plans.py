@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import pytest
@@ -72,7 +73,7 @@ def test_plan_interleaves_supports_in_source_order_with_ranked_distractors():
     # distractors by r: 2 (overlap 1, top similarity) first, 1 (nothing shared) last
     ranked = [p.source_index for p in plan.passages if not p.supporting]
     assert ranked[0] == 2 and ranked[-1] == 1
-    scores = [p.score for p in plan.passages if not p.supporting]
+    scores = [cast(float, p.score) for p in plan.passages if not p.supporting]
     assert scores == sorted(scores, reverse=True) and scores[0] == 1.0 and scores[-1] == 0.0
     # P = (g0, d0, g1, d1, d2, d3)
     assert order == [0, ranked[0], 4, *ranked[1:]]

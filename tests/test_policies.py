@@ -38,7 +38,8 @@ def test_best_policy_is_the_known_one_and_regret_is_exact():
     assert names[:7] == [f"cap {c}" for c in range(1, 8)] and names[-1] == "agent"
     assert len(names) == 7 + 7 + 49 + 1
     for lam in (0.0, 0.02, 0.05):
-        assert best_policy(results, lam).name == "cap 3"
+        best = best_policy(results, lam)
+        assert best is not None and best.name == "cap 3"
     by = {r.name: r for r in results}
     assert by["cap 3"].calls.tolist() == [3.0] * 10 and by["cap 3"].correct.mean() == 1.0
     assert by["own 2"].correct.mean() == 0.0  # fires after the 2nd observation: too early
@@ -60,7 +61,8 @@ def test_policy_without_its_branches_is_not_eligible():
     probes = probes.loc[probes["t"] != 3]  # nobody replayed the 3rd point
     results = list(policies(build_branches(episodes, steps, probes)))
     assert {r.name: r.missing for r in results}["cap 3"] == 10
-    assert best_policy(results, 0.05).name == "cap 4"
+    best = best_policy(results, 0.05)
+    assert best is not None and best.name == "cap 4"
 
 
 def test_would_stopping_have_paid_at_the_first_five_useless_point():

@@ -106,7 +106,7 @@ def test_parse_at_and_probe_points(db_path):
     ep = probe_rows.recorded_episode(db, eid)
     assert decision_points(ep) == [1, 2, 3, 4, 5, 6, 7]
     assert probe_points(ep, parse_at("t=3,5,9")) == [3, 5]
-    judged = {t: "USELESS" for t in range(1, 8)}
+    judged: dict[int, str | None] = {t: "USELESS" for t in range(1, 8)}
     judged[2] = "USEFUL"
     assert probe_points(ep, parse_at("first-useless-5"), judged) == [7]
     assert probe_points(ep, parse_at("first-useless-5"), {}) == []

@@ -87,6 +87,7 @@ def test_batch_partial_results_stored_and_the_rest_asked_again(app, server, db_p
              for r in b["results"] if r["result"]["type"] == "succeeded"}
     for cid, u in usage.items():
         m = re.match(r"e(\d+)-t(\d+)-", cid)
+        assert m is not None
         (cost,) = db.conn.execute("SELECT cost_usd FROM probes WHERE episode_id = ? AND t = ?",
                                   (int(m.group(1)), int(m.group(2)))).fetchone()
         read, write = u["cache_read_input_tokens"], u["cache_creation_input_tokens"]

@@ -10,6 +10,7 @@ definition. tests/test_golden_requests.py checks the bodies real episodes send.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -52,7 +53,8 @@ def test_the_kept_encodings_make_the_plain_json(turns, before, after, seed, repl
 def test_a_message_that_cannot_be_a_key_is_encoded_each_time():
     kept = MessageJSON()
     parts = {"role": "user", "content": [{"type": "text", "text": "hi"}]}
-    body = {"model": "m", "messages": [parts, {"role": "user", "content": "é"}], "seed": 1}
+    body: dict[str, Any] = {"model": "m", "messages": [parts, {"role": "user", "content": "é"}],
+                            "seed": 1}
     for _ in range(2):
         assert kept.body(body) == json.dumps(body)
         assert kept.canonical((0, 0), body["messages"]) == canonical_json(

@@ -14,6 +14,7 @@ import signal
 import socket
 import sys
 from pathlib import Path
+from typing import cast
 
 import httpx
 import pytest
@@ -142,7 +143,8 @@ def test_the_same_keys_in_lab_toml_and_flags_override_them(tmp_path, db_path, mo
         f"CUDA_VISIBLE_DEVICES={d}" for d in (4, 5, 6, 7)]
     # the registry's replicas are the model's endpoints: a worker's client uses all of them
     spec = load_registry(cfg)["qwen-par"]
-    assert [e.url for e in OpenAIClient("qwen-par", spec.config).endpoints] == [
+    config = cast(OpenAISpec, spec.config)
+    assert [e.url for e in OpenAIClient("qwen-par", config).endpoints] == [
         "http://127.0.0.1:9000/v1", "http://127.0.0.1:9001/v1"]
 
 

@@ -7,7 +7,9 @@ from __future__ import annotations
 import csv
 import json
 from pathlib import Path
+from typing import cast
 
+import click
 import pytest
 from click.testing import CliRunner
 
@@ -46,7 +48,8 @@ def test_cli_lists_the_trace_tables():
     from analysis.tables.registry import TRACES, table_names
 
     assert table_names(TRACES) == table_names(TRACES)
-    assert set(table_names(TRACES)) <= set(results_cli.results.params[0].type.choices)
+    choice = cast(click.Choice, results_cli.results.params[0].type)
+    assert set(table_names(TRACES)) <= set(choice.choices)
 
 
 def test_results_trace_table1_json_matches_the_frame(tmp_path: Path):

@@ -262,8 +262,10 @@ def test_an_episode_run_is_not_reused_for_traces(served, capsys):
 
 
 def test_parsing_is_strict():
-    assert parse_answer('{"answer": "Paris", "confidence": 85}').confidence == 85.0
-    assert parse_answer('```json\n{"answer": "Paris", "confidence": 0}\n```').answer == "Paris"
+    parsed = parse_answer('{"answer": "Paris", "confidence": 85}')
+    assert parsed is not None and parsed.confidence == 85.0
+    parsed = parse_answer('```json\n{"answer": "Paris", "confidence": 0}\n```')
+    assert parsed is not None and parsed.answer == "Paris"
     for bad in ('{"answer": "Paris", "confidence": "85"}', '{"answer": "", "confidence": 5}',
                 '{"answer": "Paris", "confidence": 101}', '{"answer": "P", "confidence": true}',
                 '{"answer": "P", "confidence": 5, "why": "x"}', '{"answer": "P"}',

@@ -128,6 +128,7 @@ def test_call_slots_are_shared_by_processes_and_freed_when_one_dies(tmp_path):
     path = tmp_path / "calls.lock"
     holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(path)], cwd=ROOT,
                               stdout=subprocess.PIPE, text=True)
+    assert holder.stdout is not None
     try:
         assert holder.stdout.readline().strip() == "held"
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from core import store
 from core.conditions import parse_condition
 from core.demo_data import demo_questions
+from core.episode import Step
 from core.models.registry import builtin_models, make_client
 from core.regimes import ForeignPool, parse_regime
 from core.runner import CellSpec, LiveBuffer, run_one, setup_for
@@ -17,7 +19,7 @@ def _episode(db, q):
                     parse_regime("persistent"), None, 8, 0)
     cell_id = store.ensure_cell(db, store.ensure_run(db, "live"), cell.columns())
     client = make_client(cell.model)
-    steps = []
+    steps: list[Step] = []
     result = asyncio.run(run_one(setup_for(cell, q, ForeignPool(demo_questions()), client),
                                  client, steps.append))
     return cell_id, result, steps
@@ -50,7 +52,12 @@ def test_an_episode_that_ends_between_flushes_never_gets_a_live_row(db_path, mon
     db = store.connect(db_path)
     started = []
     real = store.live_start
-    monkeypatch.setattr(store, "live_start", lambda *a, **k: started.append(a) or real(*a, **k))
+
+    def counted(*a: Any, **k: Any) -> Any:
+        started.append(a)
+        return real(*a, **k)
+
+    monkeypatch.setattr(store, "live_start", counted)
     q = demo_questions()[1]
     store.insert_questions(db, [q])
     cell_id, result, steps = _episode(db, q)
