@@ -8,12 +8,13 @@ import asyncio
 import time
 from collections.abc import Iterator
 from datetime import UTC
+from typing import cast
 
 import pytest
 
 from core.demo_data import demo_questions
 from core.errors import ConfigError
-from core.models.anthropic import ToolUse, build_request, react_text
+from core.models.anthropic import AnthropicSession, ToolUse, build_request, react_text
 from core.models.base import EpisodeView
 from core.models.registry import ModelSpec, make_client
 from core.parser import parse_action
@@ -93,7 +94,7 @@ def test_cost_from_prices_including_cache_tokens(app, server):
     assert g.cost_usd == pytest.approx((plain * 1.0 + g.cache_read_tokens * 0.10
                                         + g.cache_write_tokens * 1.25
                                         + g.output_tokens * 5.0) / 1e6)
-    assert session.server == server.url
+    assert cast(AnthropicSession, session).server == server.url
 
 
 def test_tool_use_becomes_react_text_the_parser_reads():
@@ -101,7 +102,8 @@ def test_tool_use_becomes_react_text_the_parser_reads():
     parsed = parse_action(text)
     assert parsed is not None and (parsed.name, parsed.argument) == ("search", "Ada Brun")
     assert parsed.thought == "The page is unrelated."
-    assert parse_action(react_text("", "finish", {"answer": "Lake Orrin"})).argument == "Lake Orrin"
+    parsed = parse_action(react_text("", "finish", {"answer": "Lake Orrin"}))
+    assert parsed is not None and parsed.argument == "Lake Orrin"
 
 
 def test_build_request_merges_roles_and_keeps_duplicate_calls_apart():
@@ -223,15 +225,23 @@ def test_retry_after_and_classification_helpers():
     from datetime import datetime, timedelta
     from email.utils import format_datetime
 
-    from core.models.retry import StatusFailure, classify, redact, retry_after_seconds
+    from core.models.retry import (
+        RetryableFailure,
+        StatusFailure,
+        classify,
+        redact,
+        retry_after_seconds,
+    )
     assert retry_after_seconds({"retry-after": "2"}) == 2.0
     assert retry_after_seconds({"retry-after-ms": "250", "retry-after": "9"}) == 0.25
     later = format_datetime(datetime.now(UTC) + timedelta(seconds=30), usegmt=True)
-    assert 25 <= retry_after_seconds({"retry-after": later}) <= 31
+    wait = retry_after_seconds({"retry-after": later})
+    assert wait is not None and 25 <= wait <= 31
     assert retry_after_seconds({}) is None
     assert redact("key sk-ant-abcdef123 leaked", ["sk-ant-abcdef123"]) == "key *** leaked"
     err = classify(StatusFailure(413, {}, '{"error": {"message": "prompt is too long"}}'), "m")
     assert err.reason == "context_overflow" and not err.retryable
     err = classify(StatusFailure(429, {"retry-after": "3"}, "slow down"), "m")
-    assert err.reason == "rate_limited" and err.retryable and err.retry_after_s == 3.0
+    assert err.reason == "rate_limited" and err.retryable
+    assert isinstance(err, RetryableFailure) and err.retry_after_s == 3.0
     assert classify(StatusFailure(404, {}, "nope"), "m").reason == "bad_request"

@@ -8,6 +8,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Iterator
+from typing import cast
 
 import httpx
 import pytest
@@ -15,7 +16,7 @@ import pytest
 from core.demo_data import demo_questions
 from core.errors import ModelError
 from core.models.base import EpisodeView
-from core.models.openai_compat import OpenAIClient, split_reasoning
+from core.models.openai_compat import OpenAIClient, OpenAISession, split_reasoning
 from core.models.registry import ModelSpec, make_client
 from core.models.specs import OpenAISpec
 from tests.helpers.backends import FAST, HANG_TIMEOUT_S, openai_spec
@@ -72,7 +73,7 @@ def test_usage_cost_and_reasoning_kept_apart(server, app):
     expected = ((gen.input_tokens - gen.cache_read_tokens) * 1.0 + gen.cache_read_tokens * 0.1
                 + gen.output_tokens * 2.0) / 1e6
     assert gen.cost_usd == pytest.approx(expected)
-    assert session.server == f"{server.url}/v1"
+    assert cast(OpenAISession, session).server == f"{server.url}/v1"
 
 
 @pytest.mark.parametrize("text, clean, reasoning", [
@@ -215,7 +216,8 @@ def test_https_path_through_httpx_behaves_the_same(app, server, fault, reason):
     app.script.always = fault
     hang = {"timeout_s": HANG_TIMEOUT_S["always"]} if reason == "timeout" else {}
     client = make_client(openai_spec(server.url, **hang))
-    client.endpoints[0].plain = False  # take the httpx branch against the loopback server
+    # take the httpx branch against the loopback server
+    cast(OpenAIClient, client).endpoints[0].plain = False
     session = client.start(EpisodeView(demo_questions()[0], 0, 4))
     call = session.generate([{"role": "user", "content": "Question: x"}], kind="act",
                             max_tokens=16)

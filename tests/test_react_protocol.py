@@ -89,7 +89,7 @@ def count(text: str, piece: str) -> int:
 
 
 def test_forced_lines_enter_the_history_once_and_stay():
-    model = Recorder(acts=[SEARCH] * 4 + [FINISH], judgments=["USELESS"] * 8)
+    model = Recorder(acts=[*[SEARCH] * 4, FINISH], judgments=["USELESS"] * 8)
     result = run(model, "enforced_rule:k=2", "persistent")
     acts = model.of("act")
     forced_line, instruction = prompts.load("forced_system"), prompts.load("forced_observation")
@@ -138,7 +138,7 @@ def test_a_forced_search_judged_useful_resets_the_streak_but_keeps_the_system_li
 
 def test_refuse_option_refuses_with_the_instruction_once_per_message():
     cond = "enforced_rule:k=2,forced_tool_call=refuse"
-    model = Recorder(acts=[SEARCH] * 5 + [FINISH], judgments=["USELESS"] * 8)
+    model = Recorder(acts=[*[SEARCH] * 5, FINISH], judgments=["USELESS"] * 8)
     result = run(model, cond, "persistent")
     assert [s.refused for s in result.steps] == [False, False, True, True, True, False]
     assert result.tool_calls == 2 and result.refused_calls == 3 and result.answered
@@ -147,7 +147,7 @@ def test_refuse_option_refuses_with_the_instruction_once_per_message():
     after_refusal = model.of("act")[3].messages
     assert after_refusal[-1]["content"] == prompts.load("forced_observation")
     # on a budget arm the refusal carries the counter, still one instruction
-    model = Recorder(acts=[SEARCH] * 5 + [FINISH], judgments=["USELESS"] * 8)
+    model = Recorder(acts=[*[SEARCH] * 5, FINISH], judgments=["USELESS"] * 8)
     run(model, "combo:k=2,forced_tool_call=refuse", "persistent")
     last = model.of("act")[4].messages[-1]["content"]
     assert count(last, "forced_observation") == 1 and "[Actions remaining:" in last
@@ -327,7 +327,7 @@ def test_search_r1_template_and_question_share_the_first_user_turn():
 
 def test_search_r1_forced_turn_has_no_system_line_and_one_instruction():
     r1_search = "<think>Look.</think>\n<search> Vellmore Quartet </search>"
-    model = Recorder(acts=[r1_search] * 3 + ["<answer> x </answer>"],
+    model = Recorder(acts=[*[r1_search] * 3, "<answer> x </answer>"],
                      judgments=["USELESS"] * 3)
     run(model, "enforced_rule:k=2", "persistent", task_format="search_r1")
     forced = model.of("act")[2].messages
