@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -28,6 +28,7 @@ from core.models.generation import (
     request_seed,
 )
 from core.models.registry import ModelSpec, load_registry, make_client
+from core.models.specs import AnthropicSpec, OpenAISpec
 from core.regimes import ForeignPool, parse_regime
 from core.runner import CellSpec, setup_for
 from jobs.grid import check_context
@@ -142,7 +143,8 @@ def test_a_thinking_turn_sends_no_stop_strings_and_8192_tokens(app, server):
     assert act["chat_template_kwargs"] == {"enable_thinking": True}
     assert judge["chat_template_kwargs"] == {"enable_thinking": False}
     bare = {"model": "Qwen/Qwen3-32B", "endpoints": [f"{server.url}/v1"]}
-    timeout = [ModelSpec("t", "openai", {**bare, **extra}).config.retry.timeout_s for extra in (
+    timeout = [cast(OpenAISpec, ModelSpec("t", "openai", {**bare, **extra}).config).retry.timeout_s
+               for extra in (
         {"thinking": True}, {"thinking": True, "timeout_s": 30.0}, {})]
     assert timeout == [THINKING_TIMEOUT_S, 30.0, 60.0]
     generate(served(server.url, model="Qwen/Qwen3-32B"))  # not thinking: stop strings sent
@@ -223,7 +225,8 @@ def test_generation_settings_enter_the_spec_hash():
         "temperature": 0.0}
     assert ModelSpec("h", "anthropic", {**haiku, "thinking": True, "thinking_budget": 2048}
                      ).spec()["generation"]["sampling"] == {}
-    assert ModelSpec("s", "anthropic", {"model": "claude-sonnet-5"}).config.request_sampling == {}
+    sonnet = ModelSpec("s", "anthropic", {"model": "claude-sonnet-5"})
+    assert cast(AnthropicSpec, sonnet.config).request_sampling == {}
     sim = load_registry(None)["sim-own5"]
     assert "generation" not in sim.spec()
 
@@ -248,7 +251,7 @@ def test_registry_accepts_claude_tools_and_refuses_other_modes(tmp_path):
     path.write_text('[models.c]\nbackend = "anthropic"\nmodel = "c"\ntools = "native"\n'
                     'max_tokens = 2048\n')
     spec = load_registry(path)["c"]
-    assert (spec.config.tools, spec.act_max_tokens) == ("native", 2048)
+    assert (cast(AnthropicSpec, spec.config).tools, spec.act_max_tokens) == ("native", 2048)
     path.write_text('[models.c]\nbackend = "anthropic"\nmodel = "c"\ntools = "xml"\n')
     with pytest.raises(ConfigError, match="tools must be one of text, native"):
         load_registry(path)
@@ -293,12 +296,12 @@ def test_claude_native_tools_are_an_option(claude):
     ("max_tokens", FINISH_LENGTH), ("refusal", FINISH_REFUSAL), ("end_turn", FINISH_STOP),
     ("stop_sequence", FINISH_STOP)])
 def test_claude_stop_reason_becomes_finish_live_and_in_batches(claude, stop_reason, finish):
-    from core.models.anthropic import MessageBatches
+    from core.models.anthropic import AnthropicClient, MessageBatches
     app, srv = claude
     app.stop_reason = stop_reason
     spec = anthropic_spec(srv.url)
     assert generate(spec).finish == finish
-    batches = MessageBatches(make_client(spec))
+    batches = MessageBatches(cast(AnthropicClient, make_client(spec)))
 
     async def go() -> Any:
         batch = await batches.create([("r1", batches.params(MSGS, "act", 1024, STOP))])

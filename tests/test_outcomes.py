@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -24,9 +25,10 @@ from jobs.worker import run_worker
 
 REGIMES = ["clean", "persistent", "recover_after_1", "recover_after_2", "recover_after_3",
            "late_onset_from_3"]
-SCOPE = {"models": ["sim-never", "sim-deadline"], "conditions": ["none", "enforced_rule"],
-         "regimes": REGIMES, "question_sets": ["t20"], "budgets": [8]}
-TESTS = [
+SCOPE: dict[str, Any] = {
+    "models": ["sim-never", "sim-deadline"], "conditions": ["none", "enforced_rule"],
+    "regimes": REGIMES, "question_sets": ["t20"], "budgets": [8]}
+TESTS: list[dict[str, Any]] = [
     {"id": "P", "kind": "paired_diff", "metric": "mean6", "a": "enforced_rule", "b": "none",
      "models": ["sim-never"]},
     {"id": "F", "kind": "paired_diff", "metric": "mean6", "a": "none", "b": "enforced_rule",

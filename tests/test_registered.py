@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import itertools
 import re
+from typing import Any
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -493,7 +495,8 @@ def test_judgment_validity_and_kappa():
     # stated vs side channel on the 6 observations with a statement:
     # (x,l) (x,l) (x,s) (f,s) (u,l) (r,s): agreement 5/6, both "useless" rates 1/2 → κ = 2/3
     assert got.parts[2].estimate == pytest.approx(2 / 3)
-    assert cohen_kappa([1, 1, 1, 0, 1, 0], [1, 1, 0, 0, 1, 0]) == pytest.approx(2 / 3)
+    assert cohen_kappa(np.array([1, 1, 1, 0, 1, 0]), np.array([1, 1, 0, 0, 1, 0])) \
+        == pytest.approx(2 / 3)
 
 
 def test_utility_with_all_calls_counted():
@@ -519,7 +522,7 @@ def test_classify_takes_the_first_outcome_that_holds():
     b.add(model="m2", q="z1", obs="x" * 8)     # no decision in (a)/(b) meets: Δ undefined
     b.add(model="m3", q="y1", obs="xxxxxxxx")
     b.add(model="m3", q="y2", obs="xxxxxxxx")  # only group (a), never answers
-    test = {"id": "PP1", "kind": "classify", "models": ["m1", "m3"], "outcomes": [
+    test: dict[str, Any] = {"id": "PP1", "kind": "classify", "models": ["m1", "m3"], "outcomes": [
         {"label": "executed", "all": [
             {"kind": "delta_bound", "condition": "none", "on": "estimate", "op": ">",
              "threshold": 0.25},
@@ -550,7 +553,8 @@ def test_classify_conditions_inherit_the_budget_and_may_span_two():
     for i in range(2):
         b.add(cond="budget", q=f"q{i}", obs="x" * 5, answer_at=6, budget=16, tool_calls=5)
         b.add(cond="budget", q=f"q{i}", obs="x" * 5, answer_at=6, tool_calls=5)
-    test = {"id": "A9x", "kind": "classify", "budget": 16, "models": ["m1"], "outcomes": [
+    test: dict[str, Any] = {"id": "A9x", "kind": "classify", "budget": 16, "models": ["m1"],
+                            "outcomes": [
         {"label": "pass", "all": [
             {"kind": "median_action", "condition": "budget", "op": "<=", "value": 7},
             {"kind": "budget_contrast", "condition": "budget", "metric": "tool_calls",
