@@ -398,8 +398,10 @@ def test_validate_measures_separates_simulated_policies(tmp_path):
     assert by["sim-clock6"].expected == ("positive", "zero", "zero")
     assert by["sim-design3"].expected == ("undefined", "positive", "positive")
     assert by["sim-hazard-time"].index.index.low > 0
-    again = validate_measures(db, questions, seeds=(0, 1), n_boot=300)
-    assert again.new_episodes == 0 and again.episodes == v.episodes  # episodes reused
+    # episodes reused: whether a run is stored does not depend on the resamples, so the
+    # second pass draws none (its intervals are not what this line checks)
+    again = validate_measures(db, questions, seeds=(0, 1), n_boot=0)
+    assert again.new_episodes == 0 and again.episodes == v.episodes
 
 
 def test_separation_rule():
