@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from typing import cast
 
 from core import store
 from core.data import Paragraph
@@ -68,18 +69,20 @@ def test_a_worker_loads_a_question_set_once_and_serves_jobs_from_it(db_path):
     from click.testing import CliRunner
 
     from console.cli import cli
+    from core.runner import CellSpec
     from jobs.sets import job_questions, loaded_set
 
     assert CliRunner().invoke(cli, ["--db", str(db_path), "demo-set"]).exit_code == 0
     db = store.connect(db_path)
     pools: dict = {}
-    cell = SimpleNamespace(question_set="demo")
+    cell = cast(CellSpec, SimpleNamespace(question_set="demo"))  # all loaded_set reads
     loaded = loaded_set(db, cell, pools)
+    assert loaded is not None
     assert loaded_set(db, cell, pools) is loaded and len(pools) == 1
     ids = ["demo-003", "demo-001"]
     got = job_questions(db, {"question_ids": ids}, loaded)
     assert [q.id for q in got] == ids and got[0] is loaded.questions["demo-003"]
     assert got == store.load_questions(db, ids=ids)  # the same questions as a fresh read
-    assert loaded_set(db, SimpleNamespace(question_set=None), pools) is None
+    assert loaded_set(db, cast(CellSpec, SimpleNamespace(question_set=None)), pools) is None
     fresh = job_questions(db, {"question_ids": ids}, None)
     assert fresh == got and fresh[0] is not got[0]

@@ -67,6 +67,7 @@ def test_sidecar_rows_are_the_tables_json_rows(figures):
             assert side["rows"] == [r for r in want if r["measure"].startswith("median_action@")
                                     and r["regimes"] == "persistent"]
         elif name == "judged_but_not_acted":  # the unaided arm's two shares
+            assert measures is not None
             assert side["rows"] == [r for r in want if r["measure"] in measures
                                     and r["arm"].split(":")[0] == "none"
                                     and r["budget"] == 8]
@@ -75,6 +76,7 @@ def test_sidecar_rows_are_the_tables_json_rows(figures):
                                     and r["scope"] == "own judgments, by t"
                                     and r["budget"] == 8]
         elif name == "delta_forest":  # Δ matched by t and the design contrast
+            assert measures is not None
             assert side["rows"] == [r for r in want if r["measure"] in measures
                                     and "×" not in r["scope"] and r["budget"] == 8]
         elif name == "leaving":
@@ -84,6 +86,7 @@ def test_sidecar_rows_are_the_tables_json_rows(figures):
             # a subset of the measures' rows (by depth; Table 17's scope; raw/isotonic)
             assert all(r in want for r in side["rows"]), name
         else:  # at the primary budget
+            assert measures is not None
             assert side["rows"] == [r for r in want if r["measure"] in measures
                                     and r["budget"] == 8], name
 

@@ -6,10 +6,13 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from pathlib import Path
+from typing import cast
 
 import pytest
+from textual.widgets import DataTable
 
 from console.app import ConsoleConfig, make_app
+from console.screens.trajectories import TrajectoriesScreen
 from console.widgets import traj_render as render
 from core import store
 from core.store import trajectories as traj
@@ -76,7 +79,7 @@ async def test_the_trajectories_screen_opens_an_imported_episode_and_its_match(i
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
         await wait_workers(pilot.app)
-        app.screen.open_episode(eid, 2)
+        cast(TrajectoriesScreen, app.screen).open_episode(eid, 2)
         await pilot.pause()
         await wait_workers(pilot.app)
         body = str(app.screen.query_one("#traj-step").render())
@@ -86,9 +89,9 @@ async def test_the_trajectories_screen_opens_an_imported_episode_and_its_match(i
         await pilot.pause()
         await wait_workers(pilot.app)
         await asyncio.sleep(0)
-        screen = app.screen
+        screen = cast(TrajectoriesScreen, app.screen)
         assert screen.view == "traj-matched"
-        table = screen.query_one("#traj-m-table")
+        table = screen.query_one("#traj-m-table", DataTable)
         assert [str(c.label) for c in table.columns.values()] == ["t", "enforced_rule", "none"]
         assert [str(c) for c in table.get_row("2")][1:] == ["? invalid", "? invalid"]
 

@@ -13,6 +13,7 @@ import io
 import json
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -33,7 +34,7 @@ def lab(db: Path, *args: str) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
-def results_json(db: Path, table: str, *filters: str) -> list[dict[str, object]]:
+def results_json(db: Path, table: str, *filters: str) -> list[dict[str, Any]]:
     """`lab results TABLE --format json --resamples RESAMPLES` rows of table TABLE only."""
     code, out, err = lab(db, "results", table, "--format", "json", "--resamples",
                          str(RESAMPLES), *filters)
