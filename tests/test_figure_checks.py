@@ -5,13 +5,15 @@ no line joins two regime families, no two rows of a panel share a label."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
 from analysis.figures import FIGURES
 from analysis.figures.base import Drawn
@@ -30,6 +32,11 @@ def drawn(name: str, **fields: Any) -> Drawn:
 
 def close(figure: Figure) -> None:
     plt.close(figure)
+
+
+def _line(handle: Any) -> Line2D:
+    """A legend handle's line: the handle itself, or an errorbar container's data line."""
+    return handle if hasattr(handle, "get_marker") else handle.lines[0]
 
 
 def data_lines(ax: Axes) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -90,7 +97,7 @@ def test_an_arm_keeps_its_look_in_every_panel(name):
         for ax in out.figure.axes:
             for handle, text in zip(*ax.get_legend_handles_labels()):
                 arm = text.split(" · ")[0]
-                line = handle if hasattr(handle, "get_marker") else handle.lines[0]
+                line = _line(handle)
                 look = arm_look(arm)
                 assert (to_hex(line.get_color()), line.get_marker()) == \
                     (look.color.lower(), look.marker), (arm, name)
@@ -152,7 +159,7 @@ def test_no_two_series_of_a_panel_share_a_style(name, every_budget):
         for ax in out.figure.axes:
             styles = []
             for handle in ax.get_legend_handles_labels()[0]:
-                line = handle if hasattr(handle, "get_marker") else handle.lines[0]
+                line = _line(handle)
                 styles.append((str(line.get_color()), line.get_marker(),
                                str(line.get_markerfacecolor()), line.get_fillstyle()))
             assert styles and len(styles) == len(set(styles)), styles
@@ -211,7 +218,7 @@ def test_every_figure_fits_its_width_and_a_page_with_no_text_under_6_pt(style_na
     for name, out in figures:
         width, height = out.figure.get_size_inches()
         assert width == pytest.approx(style.width) and height <= 9.0, name
-        sizes = [t.get_fontsize() for t in out.figure.findobj(Text) if t.get_text()]
+        sizes = [cast(float, t.get_fontsize()) for t in out.figure.findobj(Text) if t.get_text()]
         assert min(sizes) >= 6.0, name
 
 
@@ -285,7 +292,7 @@ def test_no_two_labels_of_a_panel_collide(style_name):
     width."""
     for name, out in every_drawn(style_name):
         out.figure.canvas.draw()
-        renderer = out.figure.canvas.get_renderer()
+        renderer = cast(FigureCanvasAgg, out.figure.canvas).get_renderer()
         for ax in out.figure.axes:
             if not ax.get_visible():
                 continue

@@ -7,12 +7,14 @@ intervals."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import matplotlib.pyplot as plt
 import pytest
 from matplotlib.colors import to_hex
+from matplotlib.patches import Rectangle
 
 from analysis.figures import FIGURES
 from analysis.figures.base import Drawn
@@ -79,14 +81,16 @@ def test_figure_4_pairs_each_arms_budgets_side_by_side_in_its_colour_per_model()
         panels = [ax for ax in out.figure.axes if ax.get_visible()]
         assert [ax.get_title(loc="left") for ax in panels] == list(MODELS)
         for ax in panels:
-            bars = sorted(ax.patches, key=lambda p: p.get_x())
+            bars = sorted(cast("Sequence[Rectangle]", ax.patches), key=lambda p: p.get_x())
             assert len(bars) == 2 * len(ARMS)  # one pair per arm, no unpaired bar
             for arm, (light, dark) in zip(ARMS, zip(bars[::2], bars[1::2])):
                 assert dark.get_x() == pytest.approx(light.get_x() + light.get_width())
                 colour = arm_look(arm).color.lower()
                 assert to_hex(light.get_facecolor()[:3]) == colour, arm
                 assert to_hex(dark.get_facecolor()[:3]) == colour, arm
-                assert light.get_alpha() < dark.get_alpha()
+                alpha_light, alpha_dark = light.get_alpha(), dark.get_alpha()
+                assert alpha_light is not None and alpha_dark is not None
+                assert alpha_light < alpha_dark
             assert [t.get_text() for t in ax.get_xticklabels()] == list(ARMS)
     finally:
         plt.close(out.figure)
@@ -171,7 +175,7 @@ def test_every_arm_point_of_success_against_calls_is_in_its_arms_look():
     try:
         for ax in out.figure.axes:
             for handle, text in zip(*ax.get_legend_handles_labels()):
-                line = handle.lines[0]
+                line = cast(Any, handle).lines[0]  # an errorbar container's data line
                 look = arm_look(text)
                 assert (to_hex(line.get_color()), line.get_marker()) == \
                     (look.color.lower(), look.marker), text
@@ -189,8 +193,9 @@ def test_ece_by_depth_on_traces_draws_raw_and_calibrated_in_the_controllers_look
         lines = ax.get_lines()
         assert [to_hex(line.get_color()) for line in lines[::2]] == [
             arm_look("Raw-Gated").color.lower(), arm_look("Calibrated-Gated").color.lower()]
-        assert list(lines[0].get_xdata()) == [0, 1, 2, 3]
-        assert list(lines[0].get_ydata()) == pytest.approx([0.3, 0.28, 0.26, 0.24])
+        assert list(cast("Sequence[float]", lines[0].get_xdata())) == [0, 1, 2, 3]
+        assert list(cast("Sequence[float]", lines[0].get_ydata())) == pytest.approx(
+            [0.3, 0.28, 0.26, 0.24])
     finally:
         plt.close(out.figure)
 
@@ -282,7 +287,7 @@ def test_arms_that_figure_4_pairs_differ_in_colour_and_in_greyscale():
     out = build("answer_action_by_budget", _budget_rows())
     try:
         ax = next(ax for ax in out.figure.axes if ax.get_visible())
-        bars = sorted(ax.patches, key=lambda p: p.get_x())
+        bars = sorted(cast("Sequence[Rectangle]", ax.patches), key=lambda p: p.get_x())
         faces = [to_hex(b.get_facecolor()[:3]) for b in bars[1::2]]
         assert len(set(faces)) == len(ARMS), faces
     finally:
