@@ -6,7 +6,6 @@ when shown, so episodes written after the warm-up are in its first numbers
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +15,7 @@ from console.app import ConsoleConfig, make_app
 from console.screens.results.screen import ResultsScreen
 from console.widgets.footer import LabFooter
 from jobs.grid import GridRequest
-from tests.helpers.console import FIXED_TS, build, settle
+from tests.helpers.console import FIXED_TS, build, copy_db, settle
 from tests.helpers.waiting import pause_until
 
 
@@ -24,7 +23,7 @@ from tests.helpers.waiting import pause_until
 def lab_db(trajectories_db: Path, tmp_path: Path) -> Path:
     """A private copy of the fixture lab.db (two sims × two arms × three regimes)."""
     target = tmp_path / "lab.db"
-    shutil.copy(trajectories_db, target)
+    copy_db(trajectories_db, target)
     return target
 
 
@@ -97,3 +96,25 @@ async def test_results_mounted_unseen_reads_the_episodes_written_before_its_firs
         provenance = str(screen.query_one("#results-prov").render())
         assert "later: EXPLORATORY" in provenance
         assert "later" in screen._computed["success"].text
+
+
+@pytest.mark.asyncio
+async def test_footer_keys_rebuilt_by_the_apps_message_pump_keep_the_console_up(lab_db):
+    """The warm-up rebuilds a premounted screen's footer keys from the app's message pump,
+    not the footer's; a key bound to the footer's `compact` (Textual's Footer does so)
+    raised ReactiveError there whenever the keys had changed since they were mounted, and
+    the console ended after its first frame (seen once in a bench run)."""
+    app = _app(lab_db, warm_up=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        footer = app.screen.query_one(LabFooter)
+        shown = footer.text()
+        footer._planned = ()  # the keys changed since they were mounted
+
+        async def rebuild() -> None:
+            await footer.recompose()
+
+        app.call_later(rebuild)  # run as the app's message pump, as the warm-up does
+        await settle(pilot)
+        assert app.is_running and app._exception is None
+        assert footer.text() == shown and "Help" in shown

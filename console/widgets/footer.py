@@ -77,11 +77,12 @@ class LabFooter(Footer):
     rebuilt when the bindings change and when the terminal is resized.
 
     Leak-free: Footer rebuilds its keys whenever the bindings change (every screen
-    switch), and each key binds to the footer's ``compact`` reactive. Textual drops a
-    watcher of a removed widget only when the watched value next changes, which
+    switch), and Textual's binds each key to the footer's ``compact`` reactive; a watcher
+    of a removed widget is dropped only when the watched value next changes, which
     ``compact`` never does, so every switch kept ~15 dead keys alive (the soak's console
-    grew 0.2 MB/s). After each rebuild this re-checks the watchers, which drops the
-    removed keys' (public API: `mutate_reactive`; the live keys see their value unchanged).
+    grew 0.2 MB/s). These keys take the footer's ``compact`` when built instead of being
+    bound to it, so a rebuild leaves no watcher behind, and building them does not depend
+    on which message pump runs the rebuild.
     """
 
     _planned: tuple[Planned, ...] | None = None
@@ -139,7 +140,13 @@ class LabFooter(Footer):
             widget = FooterKey(key.key, key.display, key.description, key.action,
                                classes="-command-palette" if key.palette else "",
                                disabled=not key.enabled, tooltip=key.tooltip)
-            yield widget if key.palette else widget.data_bind(compact=Footer.compact)
+            if not key.palette:
+                # the footer's style, set rather than bound: Textual's Footer binds it,
+                # which needs compose to run as the footer's own message pump, and the
+                # warm-up rebuilds a premounted screen's keys from the app's (a bound key
+                # raised ReactiveError there and ended the console); lab never changes it
+                widget.compact = self.compact
+            yield widget
 
     def on_resize(self, event: events.Resize) -> None:
         """Another width fits other keys."""
@@ -163,7 +170,6 @@ class LabFooter(Footer):
             if plan == self._planned or self._enable(plan):
                 return
         await super().recompose()
-        self.mutate_reactive(Footer.compact)
 
     def _enable(self, plan: tuple[Planned, ...]) -> bool:
         """Show the same keys as now with `plan`'s enabled states, dimming or undimming
