@@ -48,6 +48,7 @@ from core.demo_set import ensure_demo_set  # noqa: E402
 from core.end_reasons import END_REASONS  # noqa: E402
 from core.errors import LabError  # noqa: E402
 from core.models.registry import load_registry  # noqa: E402
+from core.store.backup import backup  # noqa: E402
 from jobs.control import enqueue_grid  # noqa: E402
 from jobs.grid import GridRequest  # noqa: E402
 from jobs.settings import WorkerSettings  # noqa: E402
@@ -263,8 +264,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print_mix(mix)
         if args.keep:
             args.keep.mkdir(parents=True, exist_ok=True)
-            for path in (db_path, config):
-                shutil.copy(path, args.keep / path.name)
+            # lab.db through SQLite's backup: what its WAL holds is in the copy (a worker
+            # thread keeps its connection open, so the main file alone misses it)
+            backup(db_path, args.keep / db_path.name, force=True)
+            shutil.copy(config, args.keep / config.name)
             print(f"kept {args.keep / 'lab.db'} and {args.keep / 'lab.toml'}")
         return 0 if stored == planned else 1
 
