@@ -87,6 +87,24 @@ async def test_lists_amendments_with_state_and_hash(lab_db: Path) -> None:
 
 
 @pytest.mark.asyncio
+async def test_a_link_in_an_amendment_is_shown_not_opened(
+        lab_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Over SSH, following a link would start a browser on the lab's machine: the link's
+    address is said instead, as inert text."""
+    opened: list[str] = []
+    async with app_on(lab_db).run_test(size=(80, 24)) as pilot:
+        monkeypatch.setattr(pilot.app, "open_url", lambda url, **kw: opened.append(url))
+        await settle(pilot)
+        await select(pilot, "A1")
+        doc = pilot.app.screen.query_one("#prereg-doc", Markdown)
+        doc.post_message(Markdown.LinkClicked(doc, "file:///etc/passwd\x1b]0;x\x07"))
+        await settle(pilot)
+        assert opened == []
+        notices = [n.message for n in said(pilot.app) if "link (not opened)" in n.message]
+        assert notices and "file:///etc/passwd" in notices[0] and "\x1b" not in notices[0]
+
+
+@pytest.mark.asyncio
 async def test_freeze_asks_with_what_gets_pinned_and_y_freezes(lab_db: Path) -> None:
     async with app_on(lab_db).run_test(size=(80, 24)) as pilot:
         await settle(pilot)

@@ -197,7 +197,7 @@ class PreregScreen(LabScreen):
                 with TabbedContent(id="prereg-view"):
                     with TabPane("Document", id="tab-doc"):
                         with VerticalScroll():
-                            yield Markdown(id="prereg-doc")
+                            yield Markdown(id="prereg-doc", open_links=False)
                     with TabPane("Outcomes", id="tab-outcomes"):
                         with VerticalScroll():
                             yield Static("", id="prereg-outcomes", markup=False)
@@ -299,6 +299,13 @@ class PreregScreen(LabScreen):
         """Enter opens the amendment: focus its document."""
         self.query_one("#prereg-view", TabbedContent).active = "tab-doc"
         self.query_one("#tab-doc VerticalScroll").focus()
+
+    def on_markdown_link_clicked(self, event: Markdown.LinkClicked) -> None:
+        """A link in an amendment is shown, never opened: over SSH a browser would start on
+        the lab's machine (a console browser there takes over the terminal), and an
+        amendment's text is not lab's to follow."""
+        event.stop()
+        self.notify(f"link (not opened): {event.href}")
 
     def _show_selected(self) -> None:
         row = self._row(self._selected)
