@@ -27,13 +27,14 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from types import ModuleType
 
 _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 TARGET_MB = 5.0
 
 
-def _scale_module():
+def _scale_module() -> ModuleType:
     """bench/scale.py as a module (it is a script, not a package member)."""
     spec = importlib.util.spec_from_file_location("bench_scale", _HERE / "scale.py")
     assert spec and spec.loader

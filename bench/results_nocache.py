@@ -42,6 +42,10 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from textual.pilot import Pilot
 
 ROOT = Path(__file__).resolve().parents[1]
 POLL_S = 0.05
@@ -61,7 +65,7 @@ def _cpu() -> float:
     return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
-async def _drawn(pilot, view: str) -> bool:
+async def _drawn(pilot: Pilot[None], view: str) -> bool:
     """Wait until the Results screen shows `view` computed (True), or its computation
     ended without a table (False: its status line shows an error, e.g. no trace states
     stored); what the worker posted is handled and drawn."""
@@ -107,7 +111,7 @@ async def visits(db_path: Path, first_view: str | None, views: list[str] | None,
         profile.mkdir(parents=True, exist_ok=True)
         compute = results_screen.ResultsScreen._compute.__wrapped__  # type: ignore[attr-defined]
 
-        def profiled(self, view, *args):
+        def profiled(self: ResultsScreen, view: str, *args: Any) -> None:
             prof = cProfile.Profile()
             prof.enable()
             try:
