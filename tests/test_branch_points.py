@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from analysis.replay.branches import BranchPoints, build_branches
@@ -15,7 +16,8 @@ from tests.helpers.report_study import study_db
 
 
 @pytest.fixture(scope="module")
-def frames(tmp_path_factory: pytest.TempPathFactory):
+def frames(tmp_path_factory: pytest.TempPathFactory
+           ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     from analysis.measures.frames import load_frames
     from core import store
     from core.probes import BRANCH_KINDS

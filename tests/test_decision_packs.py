@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from sqlite_utils import Database
 
 from core import store
 from core.schema import SCHEMA_VERSION
@@ -34,7 +35,7 @@ def stored(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture()
-def db(stored: Path, tmp_path: Path):
+def db(stored: Path, tmp_path: Path) -> Database:
     """A fresh copy of the stored grid."""
     path = tmp_path / "lab.db"
     path.write_bytes(stored.read_bytes())

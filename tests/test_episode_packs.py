@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from sqlite_utils import Database
 
 from core import store
 from core.conditions import parse_condition
@@ -45,7 +46,7 @@ def all_ids(db) -> list[int]:
 
 
 @pytest.fixture()
-def db(cost_grid: Path, tmp_path: Path):
+def db(cost_grid: Path, tmp_path: Path) -> Database:
     """test_cost_reads' grid (its direct updates dropped the packs), repacked by `rederive`."""
     path = tmp_path / "lab.db"
     shutil.copy(cost_grid, path)

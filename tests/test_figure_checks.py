@@ -5,6 +5,7 @@ no line joins two regime families, no two rows of a panel share a label."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any, cast
 
 import matplotlib.pyplot as plt
@@ -195,7 +196,7 @@ _EVERY: dict[str, list[tuple[str, Drawn]]] = {}
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _close_every_drawn():
+def _close_every_drawn() -> Iterator[None]:
     """Close the figures `every_drawn` kept, once the module's tests are done (both
     styles' stay open until then: past matplotlib's warning at 20 open figures)."""
     with plt.rc_context({"figure.max_open_warning": 64}):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import signal
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -27,7 +28,7 @@ def _files(directory: Path) -> dict[str, bytes]:
 
 
 @pytest.fixture
-def cores(monkeypatch: pytest.MonkeyPatch):
+def cores(monkeypatch: pytest.MonkeyPatch) -> Callable[[int], None]:
     def set_cores(n: int) -> None:
         monkeypatch.setattr(parallel, "cores", lambda: n)
     return set_cores

@@ -8,6 +8,7 @@ import math
 
 import pytest
 
+from analysis.base.rows import Row
 from analysis.measures.frames import load_frames
 from analysis.measures.hazard import GAMMA_MIN_SHARE, gamma_warning
 from analysis.stats.bootstrap import UNDEFINED
@@ -34,7 +35,7 @@ def test_the_warning_starts_below_five_percent() -> None:
 
 
 @pytest.fixture(scope="module")
-def hazard_rows(tmp_path_factory: pytest.TempPathFactory):
+def hazard_rows(tmp_path_factory: pytest.TempPathFactory) -> list[Row]:
     """Run "p": persistent only (every judgment useless: no earlier useful one); run "l":
     late_onset_from_3 (two useful results before the failures)."""
     db = store.connect(tmp_path_factory.mktemp("gamma") / "lab.db")

@@ -9,11 +9,12 @@ closing) are checked on it directly.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlite_utils import Database
 
 from core import store
 from core.conditions import Condition
@@ -104,7 +105,8 @@ KIND = ToyKind()
 
 
 @pytest.fixture
-def toy(db_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+def toy(db_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+        ) -> Iterator[tuple[Database, WorkerSettings, int, list[str]]]:
     """lab.db with one sim cell, and the toy kind registered (one registry line)."""
     monkeypatch.setitem(kinds.KINDS, "toy", __name__)
     STORED.clear()

@@ -10,6 +10,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from sqlite_utils import Database
 
 from analysis.base.arms import Grouping
 from analysis.measures.cost import JUDGMENT_MEASURES
@@ -89,7 +90,7 @@ def _edit(db) -> None:
 
 
 @pytest.fixture(scope="module")
-def db(tmp_path_factory: pytest.TempPathFactory):
+def db(tmp_path_factory: pytest.TempPathFactory) -> Database:
     """Sims of plain and stated arms over three regimes, then `_edit`."""
     db = store.connect(tmp_path_factory.mktemp("judgments") / "lab.db")
     store_sim_grid(db, "j", GRID, REGIMES, 8)

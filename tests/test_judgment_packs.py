@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from sqlite_utils import Database
 
 from core import store
 from core.schema import SCHEMA_VERSION
@@ -23,7 +24,7 @@ from tests.test_judgment_counts import GRID, REGIMES, _edit
 
 
 @pytest.fixture(scope="module")
-def edited(tmp_path_factory: pytest.TempPathFactory):
+def edited(tmp_path_factory: pytest.TempPathFactory) -> Database:
     """test_judgment_counts' lab.db: sims of plain and stated arms, then its `_edit`."""
     db = store.connect(tmp_path_factory.mktemp("jpacks") / "lab.db")
     store_sim_grid(db, "j", GRID, REGIMES, 8)
@@ -32,7 +33,7 @@ def edited(tmp_path_factory: pytest.TempPathFactory):
 
 
 @pytest.fixture()
-def db(edited, tmp_path: Path):
+def db(edited: Database, tmp_path: Path) -> Database:
     """A fresh copy of the edited lab.db."""
     copy = store.connect(tmp_path / "lab.db")
     edited.conn.backup(copy.conn)

@@ -14,6 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from sqlite_utils import Database
 
 from analysis.base.rows import Row
 from analysis.measures.decisions import judgment_sources
@@ -61,7 +62,7 @@ def _reads_side_channel(r: Row) -> bool:
 
 
 @pytest.fixture(scope="module")
-def study(tmp_path_factory: pytest.TempPathFactory):
+def study(tmp_path_factory: pytest.TempPathFactory) -> tuple[Database, list[Row]]:
     """Runs a and b of the same sims; the rows before run b's judgments were replayed."""
     path: Path = tmp_path_factory.mktemp("sources") / "lab.db"
     db = store.connect(path)

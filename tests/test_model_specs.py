@@ -4,11 +4,12 @@ the defaults in one place; readers use it instead of params.get with their own."
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 
 from core.models.cost import Prices
-from core.models.registry import load_registry
+from core.models.registry import ModelSpec, load_registry
 from core.models.retry import RetryPolicy
 from core.models.sim import SimSpec
 from core.models.specs import AnthropicSpec, OpenAISpec
@@ -34,7 +35,7 @@ sampling = "default"
 
 
 @pytest.fixture()
-def registry(tmp_path):
+def registry(tmp_path: Path) -> dict[str, ModelSpec]:
     path = tmp_path / "lab.toml"
     path.write_text(TOML)
     return load_registry(path)

@@ -7,6 +7,7 @@ import asyncio
 import numpy as np
 import pandas as pd
 import pytest
+from sqlite_utils import Database
 
 import prompts
 from analysis.measures.cost import charged_cost, measurement_calls, own_calls
@@ -127,7 +128,7 @@ def test_stated_rule_lets_a_finish_through():
 
 
 @pytest.fixture(scope="module")
-def sim_db(tmp_path_factory):
+def sim_db(tmp_path_factory: pytest.TempPathFactory) -> Database:
     """A small two-source and stated grid of sims stored in a real lab.db."""
     db = store.connect(tmp_path_factory.mktemp("arms") / "lab.db")
     questions = demo_questions()[:12]

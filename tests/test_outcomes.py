@@ -9,6 +9,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from sqlite_utils import Database
 
 from analysis.measures.frames import frames_from, load_frames
 from analysis.prereg.outcomes import VERDICTS, evaluate, prediction_text
@@ -52,7 +53,7 @@ TESTS: list[dict[str, Any]] = [
 
 
 @pytest.fixture
-def governed(db_path):
+def governed(db_path: Path) -> Database:
     db = store.connect(db_path)
     ensure_demo_set(db)
     ids = store.question_set(db, "demo")["ids"][:20]

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlite_utils import Database
 
 import prompts
 from console.cli import main
@@ -33,7 +34,7 @@ TESTS: list[dict[str, Any]] = [
 
 
 @pytest.fixture
-def db(db_path):
+def db(db_path: Path) -> Database:
     db = store.connect(db_path)
     ensure_demo_set(db)
     ids = store.question_set(db, "demo")["ids"]
@@ -44,7 +45,7 @@ def db(db_path):
 
 
 @pytest.fixture(autouse=True)
-def own_prompts(tmp_path, monkeypatch):
+def own_prompts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A private copy of prompts/ so tests can change a pinned file."""
     copy = tmp_path / "prompts"
     shutil.copytree(prompts.PROMPT_DIR, copy, ignore=shutil.ignore_patterns("*.py", "__pycache__"))

@@ -8,6 +8,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from sqlite_utils import Database
 
 import prompts
 from core import prereg, store
@@ -32,7 +33,7 @@ NEW_FORCED = "Stop searching now: reply with finish and your best answer.\n"
 
 
 @pytest.fixture
-def lab(tmp_path: Path):
+def lab(tmp_path: Path) -> tuple[Path, Path, Database]:
     """(db path, config path, open db) with the demo set stored."""
     db_path = tmp_path / "lab.db"
     db = store.connect(db_path)

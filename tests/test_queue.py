@@ -13,7 +13,7 @@ from sqlite_utils import Database
 from core import store
 from core.demo_set import ensure_demo_set
 from core.errors import ConfigError, LabError
-from core.models.registry import load_registry
+from core.models.registry import ModelSpec, load_registry
 from core.store import jobs as ledger
 from core.store import monitor
 from jobs.control import control, enqueue_grid, status
@@ -26,7 +26,8 @@ from tests.helpers.waiting import wait_until
 
 
 @pytest.fixture
-def lab(db_path: Path, tmp_path: Path):
+def lab(db_path: Path, tmp_path: Path
+        ) -> tuple[Database, WorkerSettings, dict[str, ModelSpec]]:
     db = store.connect(db_path)
     ensure_demo_set(db)
     config = write_registry(tmp_path, latency=0)

@@ -36,7 +36,7 @@ EXPECTED = 2 * 2 * 3 * 60  # 720 episodes
 
 
 @pytest.fixture
-def grid(tmp_path: Path):
+def grid(tmp_path: Path) -> tuple[Path, Path, Path]:
     db = tmp_path / "lab.db"
     config = write_registry(tmp_path, latency=10)
     assert lab_here(db, config, "demo-set").returncode == 0

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -21,7 +23,7 @@ BENCH = Path(__file__).resolve().parents[1] / "bench" / "realmodel.py"
 
 
 @pytest.fixture(scope="module")
-def bench():
+def bench() -> Iterator[ModuleType]:
     spec = importlib.util.spec_from_file_location("bench_realmodel", BENCH)
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)

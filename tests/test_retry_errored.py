@@ -7,9 +7,11 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from sqlite_utils import Database
 
 import prompts
 from console.cli import main
@@ -45,7 +47,7 @@ N_QUESTIONS = 8
 
 
 @pytest.fixture
-def lab(db_path: Path, tmp_path: Path):
+def lab(db_path: Path, tmp_path: Path) -> Database:
     db = store.connect(db_path)
     ensure_demo_set(db)
     ids = store.question_set(db, "demo")["ids"][:N_QUESTIONS]
@@ -54,7 +56,7 @@ def lab(db_path: Path, tmp_path: Path):
 
 
 @pytest.fixture
-def server():
+def server() -> Iterator[tuple[OpenAIApp, LoopbackServer]]:
     app = OpenAIApp()
     with LoopbackServer(app, hang_s=5) as srv:
         yield app, srv
@@ -196,7 +198,7 @@ def test_plain_retry_reopens_failed_jobs_and_errored_pairs_once(lab, db_path, tm
 
 
 @pytest.fixture
-def own_prompts(tmp_path, monkeypatch):
+def own_prompts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A private copy of prompts/ (freezing pins every prompt file)."""
     copy = tmp_path / "prompts"
     shutil.copytree(prompts.PROMPT_DIR, copy, ignore=shutil.ignore_patterns("*.py", "__*"))

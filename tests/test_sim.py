@@ -7,6 +7,7 @@ import asyncio
 import pytest
 
 from core.conditions import parse_condition
+from core.data import Question
 from core.demo_data import demo_questions
 from core.models.registry import builtin_models, make_client
 from core.react import EpisodeSetup
@@ -15,7 +16,7 @@ from core.runner import run_one
 
 
 @pytest.fixture(scope="module")
-def pool():
+def pool() -> list[Question]:
     return demo_questions()
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from analysis.base.rows import Table
 from analysis.replay.trace_sim import sim_questions, sim_traces
 from analysis.replay.trace_tables import TraceSettings
 from analysis.replay.traces import proxy_depth
@@ -14,7 +15,7 @@ DATASETS = ("hotpotqa", "musique")
 
 
 @pytest.fixture(scope="module")
-def table1():
+def table1() -> Table:
     frame = sim_traces(30, datasets=DATASETS)
     questions = {**sim_questions(30, DATASETS[0]), **sim_questions(30, DATASETS[1])}
     (table,) = trace_tables(frame, ("trace_table1",), questions, TraceSettings(), n_boot=20)

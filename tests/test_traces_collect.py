@@ -17,7 +17,7 @@ import signal
 import sqlite3
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -95,7 +95,8 @@ def _query(db: Path, sql: str) -> list[tuple]:
 
 
 @pytest.fixture
-def served(tmp_path: Path, capsys):
+def served(tmp_path: Path, capsys: pytest.CaptureFixture[str]
+           ) -> Iterator[tuple[Path, Path, TraceServer, OpenAIApp]]:
     """(db, config, responder, app) with the demo set d6 and a loopback server."""
     db, config = tmp_path / "lab.db", tmp_path / "lab.toml"
     assert lab(capsys, "--db", db, "init")[0] == 0

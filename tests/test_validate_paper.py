@@ -131,7 +131,8 @@ def test_paper_comparisons_average_the_seeds(tmp_path) -> None:
 
 
 @pytest.fixture
-def small_scale(monkeypatch):
+def small_scale(monkeypatch: pytest.MonkeyPatch
+                ) -> tuple[tuple[str, tuple[float | None, float | None, float | None]], ...]:
     monkeypatch.setattr(validate, "PAPER_QUESTIONS", 12)
     monkeypatch.setattr(validate, "PAPER_SEEDS", 2)
     table = tuple((m, v) for m, v in PAPER_TABLE7 if m in DETERMINISTIC)

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -56,7 +58,8 @@ def _wait(cond, timeout: float) -> bool:
 
 
 @pytest.fixture
-def busy_worker(tmp_path: Path):
+def busy_worker(tmp_path: Path
+                ) -> Iterator[tuple[Path, Path, subprocess.Popen[bytes], list[int]]]:
     """A process-type worker with two children mid-grid (slow sims)."""
     db = tmp_path / "lab.db"
     config = write_registry(tmp_path, latency=20)
