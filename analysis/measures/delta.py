@@ -131,15 +131,39 @@ def contrasts(items: Sequence[Counts], n_boot: int = N_BOOT, seed: int = 0) -> l
         One Contrast per item, in order.
     """
     intervals: list[Interval] = [UNDEFINED] * len(items)
+    same = _first_equal(items)
     by_questions: dict[int, list[int]] = {}
     for i, item in enumerate(items):
-        by_questions.setdefault(item.counts.shape[0], []).append(i)
+        if same[i] == i:
+            by_questions.setdefault(item.counts.shape[0], []).append(i)
     for n_q, positions in by_questions.items():
         found = _same_questions([items[i] for i in positions], n_q, n_boot, seed)
         for i, interval in zip(positions, found):
             intervals[i] = interval
-    return [Contrast(iv, it.n_a, it.n_b, it.answered_a, it.answered_b, it.strata)
-            for iv, it in zip(intervals, items)]
+    return [Contrast(intervals[same[i]], it.n_a, it.n_b, it.answered_a, it.answered_b,
+                     it.strata) for i, it in enumerate(items)]
+
+
+def _first_equal(items: Sequence[Counts]) -> list[int]:
+    """For each counted contrast, the first item with equal counts (itself if none before).
+
+    A contrast's interval is a function of its counts alone (and of whether its strata
+    are nested in questions): groups whose decisions count alike, such as arms a
+    simulated model answers the same way, get the same interval, so each distinct
+    contrast is resampled once. Candidates are found by their four totals and shape,
+    then compared in full.
+    """
+    seen: dict[tuple[object, ...], list[int]] = {}
+    out: list[int] = []
+    for i, it in enumerate(items):
+        alike = seen.setdefault((it.per_question, it.counts.shape, it.n_a, it.n_b,
+                                 it.answered_a, it.answered_b), [])
+        found = next((j for j in alike if np.array_equal(items[j].counts, it.counts)), None)
+        if found is None:
+            alike.append(i)
+            found = i
+        out.append(found)
+    return out
 
 
 class _PerQuestion:
