@@ -157,14 +157,28 @@ def restrict(m: QuestionMatrix, questions: Sequence[str], regimes: Sequence[str]
     Returns:
         The QuestionMatrix `question_matrix` would give with these questions and regimes.
     """
-    qi = pd.Index(m.questions).get_indexer(list(questions))
-    ri = pd.Index(m.regimes).get_indexer(list(regimes))
+    qi, ri = _positions(m.questions, questions), _positions(m.regimes, regimes)
     value = np.zeros((len(qi), len(ri)))
     present = np.zeros((len(qi), len(ri)), dtype=bool)
     rows, cols = np.flatnonzero(qi >= 0), np.flatnonzero(ri >= 0)
     value[np.ix_(rows, cols)] = m.value[np.ix_(qi[rows], ri[cols])]
     present[np.ix_(rows, cols)] = m.present[np.ix_(qi[rows], ri[cols])]
     return QuestionMatrix(tuple(questions), tuple(regimes), value, present)
+
+
+def _positions(have: tuple[str, ...], want: Sequence[str]) -> np.ndarray:
+    """Where each of `want` is in `have` (-1: absent), as ``pd.Index.get_indexer``; without
+    building an index when the two are the same (a group that ran every question)."""
+    if len(have) == len(want) and have == tuple(want):
+        return np.arange(len(have))
+    return pd.Index(have).get_indexer(list(want))
+
+
+def _matrix_key(m: QuestionMatrix) -> tuple[object, ...]:
+    """Everything a question matrix's intervals are computed from: matrices with equal
+    keys are equal, so their intervals are too (groups whose episodes score alike, such
+    as arms a simulated model answers the same way)."""
+    return (m.questions, m.regimes, m.value.shape, m.value.tobytes(), m.present.tobytes())
 
 
 def regime_means(m: QuestionMatrix, weights: np.ndarray, scope: str = MEAN6_LABEL
@@ -324,8 +338,13 @@ def paired_matrices(pairs: Sequence[tuple[QuestionMatrix, QuestionMatrix, object
         regimes = regime_order(sorted(set(ma.regimes) & set(mb.regimes)))
         batches.setdefault((ref, common, regimes), []).append(i)
     out: list[tuple[tuple[str, Interval], ...]] = [()] * len(pairs)
-    for (_, common, regimes), members in batches.items():
-        mb = restrict(pairs[members[0]][1], common, regimes)
+    for (_, common, regimes), all_members in batches.items():
+        mb = restrict(pairs[all_members[0]][1], common, regimes)
+        # arms with equal matrices have equal differences: each is resampled once
+        alike: dict[tuple[object, ...], list[int]] = {}
+        for i in all_members:
+            alike.setdefault(_matrix_key(pairs[i][0]), []).append(i)
+        members = [same[0] for same in alike.values()]
         mas = [restrict(pairs[i][0], common, regimes) for i in members]
 
         def stat(w: np.ndarray, mb: QuestionMatrix = mb,
@@ -338,8 +357,9 @@ def paired_matrices(pairs: Sequence[tuple[QuestionMatrix, QuestionMatrix, object
                                                 columns) for ma in mas])
         res = bootstrap_intervals(stat, len(common), n_boot, seed, with_p=True, ties=ties)
         width = len(regimes) + 1
-        for k, i in enumerate(members):
-            out[i] = tuple(zip((*regimes, MEAN6_LABEL), res[k * width:(k + 1) * width]))
+        for k, same in enumerate(alike.values()):
+            for i in same:
+                out[i] = tuple(zip((*regimes, MEAN6_LABEL), res[k * width:(k + 1) * width]))
     return out
 
 
@@ -389,8 +409,12 @@ def _success_table(arms: tuple[list[ArmKey], list[QuestionMatrix]], n_boot: int,
     """`success_table` from `_arm_matrices`."""
     keys, mats = arms
     rows: list[Row] = []
+    done: dict[tuple[object, ...], tuple[tuple[str, Interval], ...]] = {}
     for arm, m in zip(keys, mats):
-        for regime, iv in _regime_intervals(m, n_boot, seed):
+        key = _matrix_key(m)  # equal matrices are resampled once
+        if key not in done:
+            done[key] = _regime_intervals(m, n_boot, seed)
+        for regime, iv in done[key]:
             rows.append(interval_row(arm, "success", iv, regime,
                                      regimes=_covers(regime, arm.regimes)))
     notes = (("Share of questions answered correctly (F1 ≥ threshold), raw; mean6 = equal-weight "
