@@ -41,7 +41,7 @@ async def _grid(path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def grid_db(tmp_path_factory) -> Path:
+def grid_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A lab.db with 2 sims × 2 conditions × mean6 × 20 demo questions (480 episodes)."""
     path = tmp_path_factory.mktemp("grid") / "lab.db"
     asyncio.run(_grid(path))
@@ -52,7 +52,7 @@ def invoke(command, args, db: Path):
     return CliRunner().invoke(command, [*args], obj={"db": db, "config": db.with_name("lab.toml")})
 
 
-def test_results_all_prints_tables_and_charts(grid_db):
+def test_results_all_prints_tables_and_charts(grid_db: Path) -> None:
     r = invoke(results, ["all", "--resamples", "100"], grid_db)
     assert r.exit_code == 0, r.output
     for title in ("Success per regime and mean6", "Time-matched contrast Δ",
@@ -62,7 +62,7 @@ def test_results_all_prints_tables_and_charts(grid_db):
     assert "[+" in r.stdout  # paper-style intervals
 
 
-def test_results_json_rows_carry_the_contract_fields(grid_db):
+def test_results_json_rows_carry_the_contract_fields(grid_db: Path) -> None:
     r = invoke(results, ["delta", "--format", "json", "--resamples", "100",
                          "--models", "sim-own5"], grid_db)
     assert r.exit_code == 0, r.output
@@ -74,7 +74,7 @@ def test_results_json_rows_carry_the_contract_fields(grid_db):
     assert all(x["ci_low"] > 0 for x in own)  # own5 stops on its own judgments
 
 
-def test_results_csv_has_a_header_row(grid_db):
+def test_results_csv_has_a_header_row(grid_db: Path) -> None:
     r = invoke(results, ["success", "--format", "csv", "--resamples", "50", "--run", "main"],
                grid_db)
     assert r.exit_code == 0, r.output
@@ -82,7 +82,7 @@ def test_results_csv_has_a_header_row(grid_db):
     assert header == ["table", *ROW_FIELDS, *ENDED_FIELDS, "version", "provenance"]
 
 
-def test_results_repaired_falls_back_to_raw_and_says_so(grid_db):
+def test_results_repaired_falls_back_to_raw_and_says_so(grid_db: Path) -> None:
     r = invoke(results, ["cost", "--repaired", "--resamples", "20", "--format", "json"], grid_db)
     assert r.exit_code == 0
     assert "no repaired answers stored yet" in r.stderr
@@ -94,14 +94,14 @@ def test_results_repaired_falls_back_to_raw_and_says_so(grid_db):
     (["--models", "sim-x"], "no episodes of model 'sim-x'"),
     (["bogus"], None),
 ])
-def test_results_bad_selection_exits_non_zero(grid_db, args, message):
+def test_results_bad_selection_exits_non_zero(grid_db: Path, args, message: str | None) -> None:
     r = invoke(results, args, grid_db)
     assert r.exit_code != 0
     if message:
         assert isinstance(r.exception, LabError) and message in str(r.exception)
 
 
-def test_results_on_an_empty_db_explains(tmp_path):
+def test_results_on_an_empty_db_explains(tmp_path: Path) -> None:
     from core import store
 
     missing = invoke(results, [], tmp_path / "lab.db")
@@ -112,7 +112,7 @@ def test_results_on_an_empty_db_explains(tmp_path):
     assert r.exit_code == 1 and "no finished episodes" in str(r.exception)
 
 
-def test_export_writes_documented_columns(grid_db, tmp_path):
+def test_export_writes_documented_columns(grid_db: Path, tmp_path: Path) -> None:
     out = tmp_path / "export"
     r = invoke(export_cmd, [str(out), "--resamples", "20"], grid_db)
     assert r.exit_code == 0, r.output
@@ -130,14 +130,14 @@ def test_export_writes_documented_columns(grid_db, tmp_path):
     assert not list(out.glob(".*.tmp"))
 
 
-def test_export_into_a_file_path_fails_cleanly(grid_db, tmp_path):
+def test_export_into_a_file_path_fails_cleanly(grid_db: Path, tmp_path: Path) -> None:
     target = tmp_path / "file.csv"
     target.write_text("x")
     r = invoke(export_cmd, [str(target)], grid_db)
     assert r.exit_code == 1 and "not a directory" in str(r.exception)
 
 
-def test_validate_measures_command_on_a_small_set(tmp_path):
+def test_validate_measures_command_on_a_small_set(tmp_path: Path) -> None:
     db_path = tmp_path / "lab.db"
     db = store.connect(db_path)
     questions = demo_questions()
@@ -155,7 +155,7 @@ def test_validate_measures_command_on_a_small_set(tmp_path):
     assert store.count(store.connect(db_path), "episodes") == 13 * 5 * 40 * 2
 
 
-def test_each_probe_and_trace_table_is_its_own_replay_function():
+def test_each_probe_and_trace_table_is_its_own_replay_function() -> None:
     from analysis.tables.registry import PROBES, TRACES, table_def, table_names
 
     assert table_names(PROBES) == ("policies", "controllers", "beliefs")
@@ -167,7 +167,7 @@ def test_each_probe_and_trace_table_is_its_own_replay_function():
 
 
 @pytest.mark.parametrize("table", ["delta", "index", "hazard", "success", "cost"])
-def test_an_episode_table_loads_no_replay_or_probe_code(grid_db, table):
+def test_an_episode_table_loads_no_replay_or_probe_code(grid_db: Path, table: str) -> None:
     """`lab results TABLE` of an episode table imports what that table computes and no
     more (docs/performance.md: each cold table pays its imports): not the controllers
     (their `Gate` comes from `analysis.replay.gate`), not the probe and trajectory reads

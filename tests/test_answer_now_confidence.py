@@ -63,8 +63,9 @@ def _last(body: dict[str, Any]) -> str:
     return content if isinstance(content, str) else "".join(b["text"] for b in content)
 
 
-def test_the_option_appends_only_the_confidence_line_and_is_stored_apart(app, server,
-                                                                         db_path):
+def test_the_option_appends_only_the_confidence_line_and_is_stored_apart(app: OpenAIApp,
+                                                                         server: LoopbackServer,
+                                                                         db_path: Path) -> None:
     db, eid, _ = scripted_episode(db_path, "none", "persistent", [SEARCH] * 3 + [FINISH])
     ep = probe_rows.recorded_episode(db, eid)
     points = decision_points(ep)
@@ -97,7 +98,8 @@ def test_the_option_appends_only_the_confidence_line_and_is_stored_apart(app, se
     assert app.calls == 6
 
 
-def test_the_batch_path_sends_the_confidence_request(monkeypatch, db_path):
+def test_the_batch_path_sends_the_confidence_request(monkeypatch: pytest.MonkeyPatch, db_path: Path
+                                                    ) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", ANTHROPIC_KEY)
     batch_app = AnthropicApp(responder=lambda body: [{"type": "text", "text": ASKED_REPLY}])
     db, eid, _ = scripted_episode(db_path, "none", "persistent", [SEARCH] * 2 + [FINISH])
@@ -120,7 +122,8 @@ def lab(db: Path, *args: str):
     return CliRunner().invoke(cli, ["--db", str(db), *args])
 
 
-def test_lab_replay_confidence_on_the_sims_and_the_controllers_read_it(tmp_path, capsys):
+def test_lab_replay_confidence_on_the_sims_and_the_controllers_read_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = tmp_path / "lab.db"
     for args in (("init",),
                  ("sets", "create", "d8", "--dataset", "demo", "--n", "8", "--seed", "1"),

@@ -8,6 +8,7 @@ import asyncio
 import time
 from collections.abc import Iterator
 from datetime import UTC
+from pathlib import Path
 from typing import cast
 
 import pytest
@@ -40,7 +41,8 @@ def server(app: AnthropicApp) -> Iterator[LoopbackServer]:
         yield srv
 
 
-def test_episode_round_trips_tool_use_and_caches(app, server, db_path):
+def test_episode_round_trips_tool_use_and_caches(app: AnthropicApp, server: LoopbackServer,
+                                                 db_path: Path) -> None:
     stored, rows = drive(anthropic_spec(server.url, tools="native"), db_path, n=2, budget=6)
     assert stored == 2
     r = rows[0]
@@ -57,7 +59,9 @@ def test_episode_round_trips_tool_use_and_caches(app, server, db_path):
     assert body["stop_sequences"] and all("bservation" in s for s in body["stop_sequences"])
 
 
-def test_breakpoint_on_newest_stable_block_and_fork_prefix_matches(app, server, db_path):
+def test_breakpoint_on_newest_stable_block_and_fork_prefix_matches(app: AnthropicApp,
+                                                                   server: LoopbackServer,
+                                                                   db_path: Path) -> None:
     drive(anthropic_spec(server.url, tools="native"), db_path, n=1, budget=6)
     act1, judge1, act2 = app.requests[:3]
     marked = [[(i, j) for i, t in enumerate(b["messages"]) for j, blk in enumerate(t["content"])
@@ -77,12 +81,12 @@ def test_breakpoint_on_newest_stable_block_and_fork_prefix_matches(app, server, 
     assert strip(judge1)[:-1] == strip(act2)[:len(strip(judge1)) - 1]
 
 
-def test_sampling_table_is_sent(app, server, db_path):
+def test_sampling_table_is_sent(app: AnthropicApp, server: LoopbackServer, db_path: Path) -> None:
     drive(anthropic_spec(server.url, sampling={"temperature": 0.3, "top_p": 0.9}), db_path, n=1)
     assert app.requests[0]["temperature"] == 0.3 and app.requests[0]["top_p"] == 0.9
 
 
-def test_cost_from_prices_including_cache_tokens(app, server):
+def test_cost_from_prices_including_cache_tokens(app: AnthropicApp, server: LoopbackServer) -> None:
     session = make_client(anthropic_spec(server.url)).start(EpisodeView(demo_questions()[0], 0, 4))
     msgs = [{"role": "system", "content": "s" * 800}, {"role": "user", "content": "Question: x"}]
     first = asyncio.run(session.generate(msgs, kind="act", max_tokens=64))
@@ -97,7 +101,7 @@ def test_cost_from_prices_including_cache_tokens(app, server):
     assert cast(AnthropicSession, session).server == server.url
 
 
-def test_tool_use_becomes_react_text_the_parser_reads():
+def test_tool_use_becomes_react_text_the_parser_reads() -> None:
     text = react_text("The page is unrelated.", "search", {"query": "Ada\nBrun"})
     parsed = parse_action(text)
     assert parsed is not None and (parsed.name, parsed.argument) == ("search", "Ada Brun")
@@ -106,7 +110,7 @@ def test_tool_use_becomes_react_text_the_parser_reads():
     assert parsed is not None and parsed.argument == "Lake Orrin"
 
 
-def test_build_request_merges_roles_and_keeps_duplicate_calls_apart():
+def test_build_request_merges_roles_and_keeps_duplicate_calls_apart() -> None:
     same = "Action: search\nAction Input: X"
     uses = {(0, same): ToolUse("t0", "search", {"query": "X"}, ""),
             (1, same): ToolUse("t1", "search", {"query": "X"}, "")}
@@ -123,7 +127,8 @@ def test_build_request_merges_roles_and_keeps_duplicate_calls_apart():
     assert turns[4]["content"][1] == {"type": "text", "text": "side question"}
 
 
-def test_text_reply_without_tool_use_passes_through(server, app, db_path):
+def test_text_reply_without_tool_use_passes_through(server: LoopbackServer, app: AnthropicApp,
+                                                    db_path: Path) -> None:
     app.responder = lambda body: [{"type": "text", "text": (
         "Thought: I know it.\nAction: finish\nAction Input: Lake Orrin")}]
     _, rows = drive(anthropic_spec(server.url), db_path, n=1)
@@ -149,7 +154,8 @@ FAULTS = [
 @pytest.mark.parametrize("fault, times, reason", FAULTS,
                          ids=[f"{f.kind}{f.status if f.kind == 'status' else ''}-"
                               f"{'always' if t is None else t}" for f, t, _ in FAULTS])
-def test_episodes_through_fault(app, server, db_path, fault, times, reason):
+def test_episodes_through_fault(app: AnthropicApp, server: LoopbackServer, db_path: Path, fault,
+                                times, reason) -> None:
     app.responder = tool_responder(searches=1)
     if times is None:
         app.script.always = fault
@@ -177,7 +183,8 @@ def test_episodes_through_fault(app, server, db_path, fault, times, reason):
 
 
 @pytest.mark.timeout(60)
-def test_api_key_sent_but_never_in_errors_or_db(app, server, db_path):
+def test_api_key_sent_but_never_in_errors_or_db(app: AnthropicApp, server: LoopbackServer,
+                                                db_path: Path) -> None:
     app.script.always = Fault("status", status=401, message="invalid x-api-key {api_key}")
     _, rows = drive(anthropic_spec(server.url), db_path, n=2)
     assert KEY in (app.headers[0].get("x-api-key"), app.headers[0].get("authorization", "")[7:])
@@ -187,13 +194,13 @@ def test_api_key_sent_but_never_in_errors_or_db(app, server, db_path):
         assert KEY.encode() not in f.read_bytes()
 
 
-def test_missing_key_is_a_config_error(monkeypatch):
+def test_missing_key_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY")
     with pytest.raises(ConfigError, match="ANTHROPIC_API_KEY is not set"):
         make_client(anthropic_spec("http://127.0.0.1:9"))
 
 
-def test_registry_accepts_base_url_and_refuses_a_bad_one(tmp_path):
+def test_registry_accepts_base_url_and_refuses_a_bad_one(tmp_path: Path) -> None:
     from core.models.registry import load_registry
     path = tmp_path / "lab.toml"
     path.write_text('[models.c]\nbackend = "anthropic"\nmodel = "claude-x"\n'
@@ -204,7 +211,7 @@ def test_registry_accepts_base_url_and_refuses_a_bad_one(tmp_path):
         load_registry(path)
 
 
-def test_estimate_cost_for_claude_cells():
+def test_estimate_cost_for_claude_cells() -> None:
     from core.models.cost import Assumptions, estimate_cost
     spec = anthropic_spec("http://127.0.0.1:9")
     one = estimate_cost(spec, 1, 8)
@@ -221,7 +228,7 @@ def test_estimate_cost_for_claude_cells():
     assert free["dollars"] == 0 and free["calls"] == 80
 
 
-def test_retry_after_and_classification_helpers():
+def test_retry_after_and_classification_helpers() -> None:
     from datetime import datetime, timedelta
     from email.utils import format_datetime
 

@@ -51,7 +51,7 @@ async def _grid(path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def grid_db(tmp_path_factory) -> Path:
+def grid_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """sim-own5 × 6 arms × 3 regimes × 2 seeds × 6 questions (216 episodes)."""
     path = tmp_path_factory.mktemp("arms") / "lab.db"
     asyncio.run(_grid(path))
@@ -92,7 +92,7 @@ def _insert_errored(db_path: Path, cell_id: int, question_id: str) -> None:
 
 
 @pytest.mark.parametrize("a, b", KNOB_PAIRS, ids=["k", "judge", "rate"])
-def test_two_arms_differing_in_one_knob_are_two_rows_in_every_table(grid_db, a, b):
+def test_two_arms_differing_in_one_knob_are_two_rows_in_every_table(grid_db: Path, a, b) -> None:
     sel = ["--conditions", f"{a},{b}", "--seeds", "0"]
     hashes = {parse_condition(a).spec_hash(), parse_condition(b).spec_hash()}
     checks = (("success", "success", "persistent"), ("delta", "delta", "own judgments, by t"),
@@ -108,7 +108,8 @@ def test_two_arms_differing_in_one_knob_are_two_rows_in_every_table(grid_db, a, 
 
 
 @pytest.mark.parametrize("a, b", KNOB_PAIRS, ids=["k", "judge", "rate"])
-def test_export_keeps_the_two_arms_apart_with_provenance(grid_db, tmp_path, a, b):
+def test_export_keeps_the_two_arms_apart_with_provenance(grid_db: Path, tmp_path: Path, a, b
+                                                        ) -> None:
     out = tmp_path / "export"
     r = invoke(export_cmd, [str(out), "--resamples", "10", "--conditions", f"{a},{b}",
                             "--seeds", "1"], grid_db)
@@ -131,7 +132,7 @@ def test_export_keeps_the_two_arms_apart_with_provenance(grid_db, tmp_path, a, b
 # --- pooling ----------------------------------------------------------------------
 
 
-def test_seeds_split_by_default_and_pool_only_when_asked(grid_db):
+def test_seeds_split_by_default_and_pool_only_when_asked(grid_db: Path) -> None:
     def persistent(rows: list[dict]) -> list[dict]:
         return [x for x in rows if x["table"] == "success" and x["scope"] == "persistent"]
 
@@ -149,7 +150,7 @@ def test_seeds_split_by_default_and_pool_only_when_asked(grid_db):
     assert "pooled: nothing" in default.stdout
 
 
-def test_paired_differences_pair_only_with_exactly_none_of_the_same_seed(grid_db):
+def test_paired_differences_pair_only_with_exactly_none_of_the_same_seed(grid_db: Path) -> None:
     rows = [x for x in rows_of(grid_db, "success") if x["table"] == "paired"
             and x["scope"] == "persistent"]
     # every arm but "none" itself, once per seed; none:judge=true is an arm, not a reference
@@ -160,7 +161,7 @@ def test_paired_differences_pair_only_with_exactly_none_of_the_same_seed(grid_db
     assert all(x["estimate"] == 0 for x in same)
 
 
-def test_pooling_sets_lists_what_the_row_covers():
+def test_pooling_sets_lists_what_the_row_covers() -> None:
     frame = pd.DataFrame({
         "episode_id": range(4), "model": "m", "arm": "none", "condition": "none",
         "condition_hash": "h", "budget": 8, "dataset": "d", "run": "r", "seed": 0,
@@ -176,7 +177,7 @@ def test_pooling_sets_lists_what_the_row_covers():
 
 
 
-def test_groups_and_codes_split_like_a_sorted_groupby():
+def test_groups_and_codes_split_like_a_sorted_groupby() -> None:
     """`Grouping.groups` and `Grouping.codes` give pandas' sorted groupby split: same
     order, same rows and index labels; equal strings held by different objects are
     one value, a missing value is its own group, sorted last."""
@@ -217,13 +218,13 @@ def test_groups_and_codes_split_like_a_sorted_groupby():
 # --- regime families --------------------------------------------------------------
 
 
-def test_regime_family():
+def test_regime_family() -> None:
     assert regime_family("persistent") == regime_family("clean") == "main"
     assert regime_family("plausible") == "plausible"
     assert regime_family("recover_after_4") == "recover_after_4"
 
 
-def test_regime_families_are_never_pooled(grid_db):
+def test_regime_families_are_never_pooled(grid_db: Path) -> None:
     rows = rows_of(grid_db, "delta", "--conditions", "none:", "--seeds", "0")
     covered = {x["regimes"] for x in rows if x["measure"] == "delta"}
     assert covered == {"persistent,late_onset_from_3", "plausible"}
@@ -243,7 +244,7 @@ def test_regime_families_are_never_pooled(grid_db):
 
 
 @pytest.fixture
-def errored_db(grid_db, tmp_path) -> Path:
+def errored_db(grid_db: Path, tmp_path: Path) -> Path:
     """The grid plus one errored episode without a retry and one superseded by a retry."""
     path = tmp_path / "lab.db"
     src, dst = store.connect(grid_db), store.connect(path)
@@ -256,7 +257,7 @@ def errored_db(grid_db, tmp_path) -> Path:
     return path
 
 
-def test_errored_episodes_are_counted_on_their_row_with_a_warning(errored_db):
+def test_errored_episodes_are_counted_on_their_row_with_a_warning(errored_db: Path) -> None:
     rows = rows_of(errored_db, "cost", "--seeds", "0")
     calls = {(x["arm"], x["regimes"]): x["errored"] for x in rows if x["measure"] == "tool calls"}
     assert calls[("none", "persistent,late_onset_from_3")] == 1
@@ -275,7 +276,7 @@ def test_errored_episodes_are_counted_on_their_row_with_a_warning(errored_db):
     assert "warning" not in clean.stdout
 
 
-def test_superseded_errors_are_not_errored():
+def test_superseded_errors_are_not_errored() -> None:
     frame = pd.DataFrame({"episode_id": [1, 2, 3], "cell_id": [7, 7, 7],
                           "question_id": ["a", "a", "b"], "error": ["503", None, "503"]})
     assert errored_episodes(frame)["episode_id"].tolist() == [3]
@@ -284,7 +285,7 @@ def test_superseded_errors_are_not_errored():
 # --- filters ----------------------------------------------------------------------
 
 
-def test_filters_select_in_sql(grid_db):
+def test_filters_select_in_sql(grid_db: Path) -> None:
     rows = rows_of(grid_db, "cost", "--regimes", "persistent", "--conditions", "enforced_rule")
     assert {x["regimes"] for x in rows} == {"persistent"}
     # a bare name selects every arm of the condition, a label exactly one
@@ -302,14 +303,15 @@ def test_filters_select_in_sql(grid_db):
     (["--seeds", "x"], "--seeds takes comma-separated integers"),
     (["--pool", "arms"], "cannot pool 'arms'; choose from runs, seeds, replicates, sets"),
 ])
-def test_unknown_names_are_one_error_listing_the_known_ones(grid_db, args, message):
+def test_unknown_names_are_one_error_listing_the_known_ones(grid_db: Path, args, message: str
+                                                           ) -> None:
     r = invoke(results, ["cost", *args], grid_db)
     assert r.exit_code != 0
     assert isinstance(r.exception, LabError) and message in str(r.exception)
     assert "\n" not in str(r.exception)
 
 
-def test_unknown_arm_message_lists_every_label(grid_db):
+def test_unknown_arm_message_lists_every_label(grid_db: Path) -> None:
     r = invoke(results, ["cost", "--conditions", "none:judge=false,permit"], grid_db)
     assert r.exit_code != 0
     listed = str(r.exception).split("arms: ")[1]
@@ -317,7 +319,7 @@ def test_unknown_arm_message_lists_every_label(grid_db):
         assert arm in listed
 
 
-def test_row_fields_name_every_row_attribute_in_csv_order():
+def test_row_fields_name_every_row_attribute_in_csv_order() -> None:
     from dataclasses import fields
 
     from analysis.base.rows import ENDED_FIELDS, ROW_FIELDS, Row
@@ -329,7 +331,7 @@ def test_row_fields_name_every_row_attribute_in_csv_order():
                                                                           *ENDED_FIELDS]
 
 
-def test_row_as_dict_is_asdict_with_nan_as_none_and_infinities_as_text():
+def test_row_as_dict_is_asdict_with_nan_as_none_and_infinities_as_text() -> None:
     """NaN (undefined) is None; ±inf (defined, unbounded, e.g. a TPC) is "inf"/"-inf"."""
     import math
     from dataclasses import asdict

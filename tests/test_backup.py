@@ -64,7 +64,7 @@ def _corrupt(db: Path, table: str = "episodes") -> None:
 
 
 @pytest.mark.timeout(240)
-def test_a_backup_taken_while_a_worker_writes_is_one_consistent_snapshot(tmp_path):
+def test_a_backup_taken_while_a_worker_writes_is_one_consistent_snapshot(tmp_path: Path) -> None:
     db, config = _study(tmp_path, latency=20.0)
     proc = start_lab(db, config, "worker", "--until-idle", log=tmp_path / "worker.log")
     taken: list[tuple[int, Path, int, int]] = []
@@ -87,7 +87,7 @@ def test_a_backup_taken_while_a_worker_writes_is_one_consistent_snapshot(tmp_pat
         assert not Path(f"{dest}-wal").exists()  # one self-contained file
 
 
-def test_backup_refuses_to_overwrite_without_force_and_restore_round_trips(tmp_path):
+def test_backup_refuses_to_overwrite_without_force_and_restore_round_trips(tmp_path: Path) -> None:
     db, config = _study(tmp_path)
     assert lab_here(db, config, "worker", "--until-idle").returncode == 0
     dest = tmp_path / "safe.db"
@@ -112,7 +112,7 @@ def test_backup_refuses_to_overwrite_without_force_and_restore_round_trips(tmp_p
     assert status.returncode == 0 and "120/120" in status.stdout
 
 
-def test_restore_refuses_a_corrupt_backup_and_a_live_worker(tmp_path):
+def test_restore_refuses_a_corrupt_backup_and_a_live_worker(tmp_path: Path) -> None:
     db, config = _study(tmp_path)
     assert lab_here(db, config, "worker", "--until-idle").returncode == 0
     dest = tmp_path / "safe.db"
@@ -140,7 +140,7 @@ def test_restore_refuses_a_corrupt_backup_and_a_live_worker(tmp_path):
     assert not list(tmp_path.glob("*before-restore*"))
 
 
-def test_a_corrupt_lab_db_is_one_line_that_says_how_to_recover(tmp_path):
+def test_a_corrupt_lab_db_is_one_line_that_says_how_to_recover(tmp_path: Path) -> None:
     db, config = _study(tmp_path)
     assert lab_here(db, config, "worker", "--until-idle").returncode == 0
     dest = tmp_path / "safe.db"
@@ -158,7 +158,7 @@ def test_a_corrupt_lab_db_is_one_line_that_says_how_to_recover(tmp_path):
     assert lab_here(db, config, "status").returncode == 0
 
 
-def test_the_console_says_a_corrupt_lab_db_is_corrupt_and_how_to_recover(tmp_path):
+def test_the_console_says_a_corrupt_lab_db_is_corrupt_and_how_to_recover(tmp_path: Path) -> None:
     from console.app import make_app
 
     db, config = _study(tmp_path)

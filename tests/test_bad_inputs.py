@@ -61,7 +61,8 @@ def _amendment(db_path: Path) -> dict:
             "scope": json.loads(row["scope"])}
 
 
-def test_prereg_edit_one_part_at_a_time(db, tmp_path, capsys):
+def test_prereg_edit_one_part_at_a_time(db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                                       ) -> None:
     (tmp_path / "scope.json").write_text(json.dumps(SCOPE), encoding="utf-8")
     (tmp_path / "body.md").write_text("why", encoding="utf-8")
     assert lab(capsys, "--db", db, "prereg", "new", "--title", "t", "--body",
@@ -83,7 +84,8 @@ def test_prereg_edit_one_part_at_a_time(db, tmp_path, capsys):
 
 # --- repeated names ------------------------------------------------------------------------
 
-def test_repeated_names_queue_one_cell_with_a_note(db, capsys):
+def test_repeated_names_queue_one_cell_with_a_note(db: Path, capsys: pytest.CaptureFixture[str]
+                                                  ) -> None:
     code, out, err = lab(capsys, "--db", db, "enqueue", "--models", "sim-own5,sim-own5",
                          "--conditions", "none,none,enforced_rule,enforced_rule:k=5",
                          "--regimes", "clean,clean", "--set", "d", "--seeds", "0,0",
@@ -132,7 +134,7 @@ def _lab_readonly(db_path: Path, *args: str, timeout: float = 60) -> subprocess.
      "--set", "d"),
     ("worker", "--until-idle"),
 ])
-def test_read_only_database_is_one_line(template, shared_dir, args):
+def test_read_only_database_is_one_line(template: Path, shared_dir: Path, args) -> None:
     path = shared_dir / "lab.db"
     shutil.copy(template, path)
     before = dump_hash(path)
@@ -143,7 +145,7 @@ def test_read_only_database_is_one_line(template, shared_dir, args):
     assert dump_hash(path) == before
 
 
-def test_read_only_directory_status_is_one_line(template, shared_dir):
+def test_read_only_directory_status_is_one_line(template: Path, shared_dir: Path) -> None:
     path = shared_dir / "lab.db"
     shutil.copy(template, path)
     path.chmod(0o444)
@@ -154,7 +156,9 @@ def test_read_only_directory_status_is_one_line(template, shared_dir):
 
 
 @pytest.mark.parametrize("option", ["--body", "--tests", "--scope"])
-def test_non_utf8_prereg_files_are_one_line(db, tmp_path, capsys, option):
+def test_non_utf8_prereg_files_are_one_line(db: Path, tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str], option: str
+                                           ) -> None:
     bad = tmp_path / "bad.txt"
     bad.write_bytes(b"\xff\xfe[]")
     before = dump_hash(db)
@@ -166,14 +170,17 @@ def test_non_utf8_prereg_files_are_one_line(db, tmp_path, capsys, option):
     assert dump_hash(db) == edited != before
 
 
-def test_binary_lab_toml_is_one_line(db, tmp_path, capsys):
+def test_binary_lab_toml_is_one_line(db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                                    ) -> None:
     config = tmp_path / "lab.toml"
     config.write_bytes(bytes(range(256)))
     one_error(*lab(capsys, "--db", db, "--config", config, "models")[::2], str(config),
               "UTF-8")
 
 
-def test_prereg_export_into_missing_directory_is_one_line(db, capsys):
+def test_prereg_export_into_missing_directory_is_one_line(db: Path,
+                                                          capsys: pytest.CaptureFixture[str]
+                                                         ) -> None:
     before = dump_hash(db)
     one_error(*lab(capsys, "--db", db, "prereg", "export", "/nonexistent/dir/p.md")[::2],
               "/nonexistent/dir", "does not exist")
@@ -188,7 +195,9 @@ def test_prereg_export_into_missing_directory_is_one_line(db, capsys):
      'sampling = { topp = 0.8 }\n', ("models.q", "topp", "top_p")),
     ('[models.sim-own5]\nbackend = "sim"\npolicy = "never"\n', ("models.sim-own5", "built-in")),
 ])
-def test_lab_toml_mistakes_name_file_table_and_key(db, tmp_path, capsys, text, words):
+def test_lab_toml_mistakes_name_file_table_and_key(db: Path, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str], text: str,
+                                                   words) -> None:
     config = tmp_path / "lab.toml"
     config.write_text(text, encoding="utf-8")
     before = dump_hash(db)
@@ -199,7 +208,9 @@ def test_lab_toml_mistakes_name_file_table_and_key(db, tmp_path, capsys, text, w
 
 
 @pytest.mark.parametrize("where", ["group", "command", "env"])
-def test_missing_config_given_explicitly_is_refused(db, capsys, monkeypatch, where):
+def test_missing_config_given_explicitly_is_refused(db: Path, capsys: pytest.CaptureFixture[str],
+                                                    monkeypatch: pytest.MonkeyPatch, where: str
+                                                   ) -> None:
     args = {"group": ("--db", db, "--config", "nope.toml", "models"),
             "command": ("--db", db, "models", "--config", "nope.toml"),
             "env": ("--db", db, "models")}[where]
@@ -208,7 +219,7 @@ def test_missing_config_given_explicitly_is_refused(db, capsys, monkeypatch, whe
     one_error(*lab(capsys, *args)[::2], "nope.toml", "no such file")
 
 
-def test_missing_default_config_is_fine(db, capsys):
+def test_missing_default_config_is_fine(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = lab(capsys, "--db", db, "models")
     assert code == 0 and "sim-own5" in out
 
@@ -223,7 +234,8 @@ def test_missing_default_config_is_fine(db, capsys):
     ("enforced_rule:k=4,k=5", ("knob k is given twice",)),
     ("enforced_rule:k", ("knob k needs a value, e.g. enforced_rule:k=5",)),
 ])
-def test_condition_knobs_are_validated_per_condition(db, capsys, condition, words):
+def test_condition_knobs_are_validated_per_condition(db: Path, capsys: pytest.CaptureFixture[str],
+                                                     condition: str, words) -> None:
     before = dump_hash(db)
     one_error(*lab(capsys, "--db", db, "enqueue", "--models", "sim-own5", "--conditions",
                    condition, "--regimes", "clean", "--set", "d")[::2], *words)
@@ -232,7 +244,8 @@ def test_condition_knobs_are_validated_per_condition(db, capsys, condition, word
 
 @pytest.mark.parametrize("condition", ["budget:judge=true", "lexical_rule:tau=0.3,judge=true",
                                        "call_cost:price=0.1", "enforced_rule:k=7,judge=true"])
-def test_every_condition_takes_its_own_knobs_and_judge(db, capsys, condition):
+def test_every_condition_takes_its_own_knobs_and_judge(db: Path, capsys: pytest.CaptureFixture[str],
+                                                       condition: str) -> None:
     code, out, err = lab(capsys, "--db", db, "enqueue", "--models", "sim-own5",
                          "--conditions", condition, "--regimes", "clean", "--set", "d",
                          "--json", "--dry-run")
@@ -247,14 +260,17 @@ def test_every_condition_takes_its_own_knobs_and_judge(db, capsys, condition):
     ("sets", "show", "d"), ("export", "out"), ("prereg", "outcomes"), ("prereg", "verify"),
     ("prereg", "export"),
 ])
-def test_read_only_commands_do_not_create_a_database(tmp_path, capsys, args):
+def test_read_only_commands_do_not_create_a_database(tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str], args
+                                                    ) -> None:
     path = tmp_path / "lab.bd"
     one_error(*lab(capsys, "--db", path, *args)[::2], f"no lab database at {path}",
               "lab init")
     assert not path.exists()
 
 
-def test_models_does_not_create_a_database(tmp_path, capsys):
+def test_models_does_not_create_a_database(tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                                          ) -> None:
     path = tmp_path / "lab.bd"
     assert lab(capsys, "--db", path, "models")[0] == 0
     assert not path.exists()
@@ -262,7 +278,9 @@ def test_models_does_not_create_a_database(tmp_path, capsys):
 
 # --- --db / --config after the subcommand --------------------------------------------------
 
-def test_db_and_config_after_the_subcommand(db, tmp_path, capsys, monkeypatch):
+def test_db_and_config_after_the_subcommand(db: Path, tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str],
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path / "..")  # no lab.db in the working directory
     code, out, err = lab(capsys, "sets", "list", "--db", db)
     assert code == 0 and "d " in out, err
@@ -278,7 +296,8 @@ def test_db_and_config_after_the_subcommand(db, tmp_path, capsys, monkeypatch):
 
 # --- lab try / lab demo exit codes ---------------------------------------------------------
 
-def test_try_exits_non_zero_when_the_episode_errors(db, tmp_path, capsys):
+def test_try_exits_non_zero_when_the_episode_errors(db: Path, tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
     config = tmp_path / "lab.toml"
     config.write_text('[models.dead]\nbackend = "openai"\nmodel = "m"\n'
                       'endpoints = ["http://127.0.0.1:9/v1"]\nmax_retries = 0\ntimeout_s = 2\n',
@@ -289,13 +308,13 @@ def test_try_exits_non_zero_when_the_episode_errors(db, tmp_path, capsys):
     assert "ERROR" in out
 
 
-def test_try_exits_zero_on_a_clean_episode(db, capsys):
+def test_try_exits_zero_on_a_clean_episode(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = lab(capsys, "--db", db, "try", "--model", "sim-own5", "--condition", "none",
                        "--regime", "clean", "--question", "demo-001")
     assert code == 0, err
 
 
-def test_demo_interrupted_exits_130_and_says_partial(tmp_path):
+def test_demo_interrupted_exits_130_and_says_partial(tmp_path: Path) -> None:
     path = tmp_path / "demo.db"
     proc = subprocess.Popen([sys.executable, "-m", "console.cli", "--db", str(path), "demo",
                              "--no-console", "--workers", "1"],
@@ -321,14 +340,14 @@ def test_demo_interrupted_exits_130_and_says_partial(tmp_path):
 # --- set names -----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name", ["", "a/b", "a b", " "])
-def test_bad_set_names_are_refused(db, capsys, name):
+def test_bad_set_names_are_refused(db: Path, capsys: pytest.CaptureFixture[str], name: str) -> None:
     before = dump_hash(db)
     one_error(*lab(capsys, "--db", db, "sets", "create", name, "--dataset", "demo", "--n", "1",
                    "--seed", "0")[::2], "set name")
     assert dump_hash(db) == before
 
 
-def test_exclude_accepts_commas(db, capsys):
+def test_exclude_accepts_commas(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert lab(capsys, "--db", db, "sets", "create", "e", "--dataset", "demo", "--n", "3",
                "--seed", "2", "--exclude", "d")[0] == 0
     code, _, err = lab(capsys, "--db", db, "sets", "create", "f", "--dataset", "demo", "--n",
@@ -346,13 +365,13 @@ def test_exclude_accepts_commas(db, capsys):
 # --- help and wording ----------------------------------------------------------------------
 
 @pytest.mark.parametrize("group", ["data", "sets", "prereg"])
-def test_group_help_has_an_example(capsys, group):
+def test_group_help_has_an_example(capsys: pytest.CaptureFixture[str], group: str) -> None:
     code, out, _ = lab(capsys, group, "--help")
     assert code == 0 and "Example:" in out and f"lab {group} " in out
 
 
 @pytest.mark.parametrize("command", ["pause", "cancel", "resume", "retry"])
-def test_control_targets_have_help(capsys, command):
+def test_control_targets_have_help(capsys: pytest.CaptureFixture[str], command: str) -> None:
     code, out, _ = lab(capsys, command, "--help")
     assert code == 0
     options = out.split("Options:")[1].splitlines()
@@ -366,7 +385,7 @@ def _hotpot_file(path: Path, questions) -> Path:
     return path
 
 
-def test_wording_for_one(db, tmp_path, capsys):
+def test_wording_for_one(db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = lab(capsys, "--db", db, "data", "import", "hotpotqa",
                        _hotpot_file(tmp_path / "one.json", [make_question("w1")]))
     assert code == 0 and "imported 1 question from" in out
@@ -383,7 +402,8 @@ def _huge_question():
     return replace(q, paragraphs=q.paragraphs + (page,))
 
 
-def test_huge_question_imports_with_a_warning(db, tmp_path, capsys):
+def test_huge_question_imports_with_a_warning(db: Path, tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
     file = _hotpot_file(tmp_path / "big.json", [_huge_question(), make_question("small")])
     code, out, err = lab(capsys, "--db", db, "data", "import", "hotpotqa", file)
     assert code == 0 and "imported 2 questions" in out
@@ -393,7 +413,8 @@ def test_huge_question_imports_with_a_warning(db, tmp_path, capsys):
     assert code == 0 and "already present" in out and err == ""
 
 
-def test_enqueue_refuses_a_question_beyond_max_context(db, tmp_path, capsys):
+def test_enqueue_refuses_a_question_beyond_max_context(db: Path, tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
     file = _hotpot_file(tmp_path / "big.json", [_huge_question(), make_question("small")])
     assert lab(capsys, "--db", db, "data", "import", "hotpotqa", file, "--dataset", "big")[0] == 0
     assert lab(capsys, "--db", db, "sets", "create", "big", "--dataset", "big", "--n", "2",
@@ -436,7 +457,8 @@ ENQUEUE = ("enqueue", "--models", "sim-own5", "--conditions", "none", "--regimes
     (("export", "out", "--resamples", "100001"), ("--resamples", "100001")),
     (("validate-measures", "--resamples", "100001"), ("--resamples", "100001")),
 ])
-def test_numbers_beyond_bounds_are_one_line(db, capsys, args, words):
+def test_numbers_beyond_bounds_are_one_line(db: Path, capsys: pytest.CaptureFixture[str], args,
+                                            words) -> None:
     before = dump_hash(db)
     one_error(*lab(capsys, "--db", db, *args)[::2], *words)
     assert dump_hash(db) == before
@@ -461,8 +483,9 @@ def with_episodes(template: Path, tmp_path_factory: pytest.TempPathFactory) -> P
     ("file", ("exists and is not a directory",)),
     ("file/sub", ("is inside", "not a directory")),
 ])
-def test_export_into_a_file_shadowed_folder_is_one_line(with_episodes, tmp_path, capsys,
-                                                         where, words):
+def test_export_into_a_file_shadowed_folder_is_one_line(with_episodes: Path, tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str],
+                                                        where: str, words) -> None:
     (tmp_path / "file").write_text("x", encoding="utf-8")
     target = tmp_path / where
     one_error(*lab(capsys, "--db", with_episodes, "export", target, "--resamples", "5")[::2],
@@ -471,7 +494,8 @@ def test_export_into_a_file_shadowed_folder_is_one_line(with_episodes, tmp_path,
 
 
 @pytest.mark.parametrize("sub", ["", "missing/deeper"])
-def test_export_into_an_unwritable_folder_is_one_line(with_episodes, shared_dir, sub):
+def test_export_into_an_unwritable_folder_is_one_line(with_episodes: Path, shared_dir: Path,
+                                                      sub: str) -> None:
     shared_dir.chmod(0o555)  # like a read-only mount
     target = shared_dir / sub if sub else shared_dir
     result = _lab_readonly(with_episodes, "export", str(target), "--resamples", "5")
@@ -483,11 +507,12 @@ def test_export_into_an_unwritable_folder_is_one_line(with_episodes, shared_dir,
 # --- a full disk ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize("text", ["database or disk is full", "disk I/O error"])
-def test_a_full_disk_while_enqueueing_is_one_line_and_writes_nothing(db, capsys,
-                                                                     monkeypatch, text):
+def test_a_full_disk_while_enqueueing_is_one_line_and_writes_nothing(
+        db: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, text: str
+    ) -> None:
     from core.store import jobs as ledger
 
-    def full(*_a, **_k):
+    def full(*_a, **_k) -> None:
         raise sqlite3.OperationalError(text)
 
     monkeypatch.setattr(ledger, "insert_jobs", full)  # mid-transaction: the grid row is in
@@ -496,10 +521,11 @@ def test_a_full_disk_while_enqueueing_is_one_line_and_writes_nothing(db, capsys,
     assert dump_hash(db) == before  # rolled back: no grid without its jobs
 
 
-def test_a_full_disk_in_the_queue_file_is_one_line(db, capsys, monkeypatch):
+def test_a_full_disk_in_the_queue_file_is_one_line(db: Path, capsys: pytest.CaptureFixture[str],
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     import jobs.queue
 
-    def full(*_a, **_k):  # what Huey's SqliteStorage raises on a full disk
+    def full(*_a, **_k) -> None:  # what Huey's SqliteStorage raises on a full disk
         raise sqlite3.OperationalError("database or disk is full")
 
     monkeypatch.setattr(jobs.queue, "enqueue_job", full)
@@ -510,10 +536,11 @@ def test_a_full_disk_in_the_queue_file_is_one_line(db, capsys, monkeypatch):
     conn.close()
 
 
-def test_a_disk_io_error_on_a_read_is_one_line(db, capsys, monkeypatch):
+def test_a_disk_io_error_on_a_read_is_one_line(db: Path, capsys: pytest.CaptureFixture[str],
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
     import jobs.control
 
-    def broken(*_a, **_k):
+    def broken(*_a, **_k) -> None:
         raise sqlite3.OperationalError("disk I/O error")
 
     monkeypatch.setattr(jobs.control.progress, "grid_progress", broken)

@@ -83,7 +83,7 @@ def _table(repairs: dict[int, int] | None = None) -> dict[tuple[str, str, str, s
     return {(r.model, r.regimes, r.scope, r.measure): r for r in table.rows}
 
 
-def test_every_measure_equals_the_hand_computation():
+def test_every_measure_equals_the_hand_computation() -> None:
     rows = _table()
     assert {m for m, *_ in rows} == {"m"}  # m2 has no belief probe: no rows
     assert {(g, s) for _, g, s, _ in rows} == {
@@ -113,7 +113,7 @@ def test_every_measure_equals_the_hand_computation():
     assert est("clean", 0, "value_continue") == (pytest.approx(2 / 3), 9)
 
 
-def test_the_ideal_observer_is_the_hand_computed_posterior_mean():
+def test_the_ideal_observer_is_the_hand_computed_posterior_mean() -> None:
     """Equal prior 1/2 on persistent and clean. q_persistent = 1/2, 1, 1 at positions 1–3
     (A: U U U, B: F U U U); q_clean = 1/2, 0, 1/3 (C: F F U, D: U F F, E: ? F F, its
     unparsed reply left out). The values of continuing: persistent 0 (A, B wrong), clean
@@ -131,7 +131,7 @@ def test_the_ideal_observer_is_the_hand_computed_posterior_mean():
     assert k0.estimate != k0.estimate and k0.detail == "no failed result yet"
 
 
-def test_realized_values_read_repaired_answers():
+def test_realized_values_read_repaired_answers() -> None:
     rows = _table(repairs={1: 1})  # A's answer repaired into a right one
     assert rows[("m", "persistent", "k=1", "value_continue")].estimate == 0.5
     # and the ideal observer's persistent value of continuing with it: ½·½ + ½·2/3
@@ -139,7 +139,7 @@ def test_realized_values_read_repaired_answers():
         0.5 * 0.5 + 0.5 * 2 / 3)
 
 
-def test_lab_results_beliefs_on_the_sims_through_the_queue(tmp_path: Path):
+def test_lab_results_beliefs_on_the_sims_through_the_queue(tmp_path: Path) -> None:
     from tests.helpers.report_study import lab
 
     db = tmp_path / "lab.db"

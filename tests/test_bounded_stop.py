@@ -109,7 +109,8 @@ def _queue(db: Path, config: Path, kind: str, app: OpenAIApp) -> None:
     ("episodes", "thread", "term"), ("episodes", "process", "term"),
     ("episodes", "process", "int-group"), ("replay", "thread", "term"),
     ("traces", "process", "term")])
-def test_a_stop_with_hung_calls_ends_in_bounded_time(tmp_path, kind, worker_type, how):
+def test_a_stop_with_hung_calls_ends_in_bounded_time(tmp_path: Path, kind: str, worker_type: str,
+                                                     how: str) -> None:
     app = OpenAIApp(responder=react_responder(1), record=False)
     chat = ChatLog(app)
     with LoopbackServer(chat) as server:
@@ -184,7 +185,7 @@ class _Flaky(Exception):
     pass
 
 
-def test_no_retry_starts_after_the_stop():
+def test_no_retry_starts_after_the_stop() -> None:
     stop = CallStop()
     attempts = 0
 
@@ -205,7 +206,7 @@ def test_no_retry_starts_after_the_stop():
     assert "server_error" in str(err.value)
 
 
-def test_no_call_starts_after_the_stop():
+def test_no_call_starts_after_the_stop() -> None:
     stop = CallStop()
     stop.request()
     attempts = 0
@@ -224,7 +225,7 @@ def test_no_call_starts_after_the_stop():
     assert attempts == 0 and err.value.reason == "interrupted"
 
 
-def test_the_cut_ends_an_attempt_in_flight_and_a_backoff():
+def test_the_cut_ends_an_attempt_in_flight_and_a_backoff() -> None:
     async def main(hang_in: str) -> tuple[str, float]:
         stop = CallStop()
         CALL_STOP.set(stop)
@@ -257,7 +258,7 @@ def test_the_cut_ends_an_attempt_in_flight_and_a_backoff():
         assert reason == "interrupted" and took < 10.0, (where, reason, took)
 
 
-def test_without_a_stop_calls_retry_as_before():
+def test_without_a_stop_calls_retry_as_before() -> None:
     attempts = 0
 
     async def call() -> str:

@@ -29,7 +29,8 @@ def frames(tmp_path_factory: pytest.TempPathFactory
 
 
 @pytest.mark.parametrize("kind", ["answer_now", "answer_now_confidence"])
-def test_every_group_gets_the_branches_it_would_get_alone(frames, kind):
+def test_every_group_gets_the_branches_it_would_get_alone(
+        frames: tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame], kind: str) -> None:
     from analysis.base.arms import Grouping
     from analysis.measures.decisions import arm_groups
 
@@ -49,7 +50,8 @@ def test_every_group_gets_the_branches_it_would_get_alone(frames, kind):
     assert branched >= (6 if kind == "answer_now" else 0)
 
 
-def test_the_budget_cut_is_the_groups_own(frames):
+def test_the_budget_cut_is_the_groups_own(frames: tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]
+                                         ) -> None:
     """A point at t ≥ the episode's budget is not a decision point, shared or not."""
     episodes, steps, probes = frames
     points = BranchPoints(steps, probes)

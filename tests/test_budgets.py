@@ -44,7 +44,7 @@ def _by_measure(rows) -> dict[tuple[str, str], Row]:
     return {(r.measure, r.scope): r for r in rows}
 
 
-def test_table_by_hand(frame):
+def test_table_by_hand(frame: pd.DataFrame) -> None:
     table = budget_table(frame, n_boot=200, seed=1)
     rows = _by_measure(table.rows)
     scope = "persistent · 16 vs 8"
@@ -70,7 +70,7 @@ def test_table_by_hand(frame):
     assert rows[("tool_calls_diff", scope)].ci_low > 0
 
 
-def test_groups_and_regimes_never_pool(frame):
+def test_groups_and_regimes_never_pool(frame: pd.DataFrame) -> None:
     other_arm = frame.assign(arm="enforced_rule", condition="enforced_rule")
     clean = frame.assign(regime="clean")
     only8 = frame.loc[frame["budget"] == 8].assign(arm="none", condition="none")
@@ -81,7 +81,7 @@ def test_groups_and_regimes_never_pool(frame):
                      ("enforced_rule", "persistent · 16 vs 8")}  # none ran one budget only
 
 
-def test_three_budgets_give_every_pair(frame):
+def test_three_budgets_give_every_pair(frame: pd.DataFrame) -> None:
     at12 = frame.loc[frame["budget"] == 8].assign(budget=12)
     table = budget_table(pd.concat([frame, at12], ignore_index=True), n_boot=10)
     assert {r.scope for r in table.rows} == {"persistent · 12 vs 8", "persistent · 16 vs 8",
@@ -90,18 +90,19 @@ def test_three_budgets_give_every_pair(frame):
 
 
 @pytest.mark.parametrize("values", [[3.0], [1.0, 4.0], [5.0, 1.0, 3.0, 2.0, 9.0], [2.0, 2.0]])
-def test_weighted_median_is_numpys_median_with_unit_weights(values):
+def test_weighted_median_is_numpys_median_with_unit_weights(values) -> None:
     v = np.array(values)
     assert weighted_median(v, np.ones((1, v.size)))[0] == np.median(v)
 
 
-def test_weighted_median_under_weights():
+def test_weighted_median_under_weights() -> None:
     v = np.array([1.0, 2.0, 10.0])
     got = weighted_median(v, np.array([[0.0, 0.0, 3.0], [2.0, 1.0, 1.0], [0.0, 0.0, 0.0]]))
     assert got[0] == 10.0 and got[1] == 1.5 and np.isnan(got[2])
 
 
-def test_budgets_grid_through_the_queue(db_path: Path, tmp_path: Path, capsys):
+def test_budgets_grid_through_the_queue(db_path: Path, tmp_path: Path,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--db", str(db_path), "demo-set"]) == 0
     config = tmp_path / "empty.toml"
     config.write_text("", encoding="utf-8")
@@ -141,7 +142,7 @@ def test_budgets_grid_through_the_queue(db_path: Path, tmp_path: Path, capsys):
     assert "Budget scaling" in text and "median_action_diff" in text
 
 
-def test_an_amendment_scope_gates_each_budget(db_path: Path):
+def test_an_amendment_scope_gates_each_budget(db_path: Path) -> None:
     db = store.connect(db_path)
     ensure_demo_set(db)
     ids = store.question_set(db, "demo")["ids"][:10]
@@ -179,7 +180,7 @@ def _per_episode(side: BudgetSide, w: np.ndarray) -> np.ndarray:
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_measures_summed_by_question_equal_the_per_episode_definition(seed):
+def test_measures_summed_by_question_equal_the_per_episode_definition(seed) -> None:
     rng = np.random.default_rng(seed)
     n_q, n_ep = 7, 25  # several episodes per question (seeds pooled), some unanswered
     question = np.sort(rng.integers(0, n_q, n_ep))

@@ -41,7 +41,7 @@ def _call(stop: CallStop, where: str | object = PLACE) -> ModelError:
     return asyncio.run(go())
 
 
-def test_a_call_not_started_says_where_redacted():
+def test_a_call_not_started_says_where_redacted() -> None:
     stop = CallStop()
     stop.request()
     err = _call(stop)
@@ -49,13 +49,13 @@ def test_a_call_not_started_says_where_redacted():
     assert str(err) == f"{SHOWN}: the worker is stopping: call not started"
 
 
-def test_a_call_cut_off_says_where_redacted():
+def test_a_call_cut_off_says_where_redacted() -> None:
     err = _call(CallStop(), lambda: PLACE)
     assert err.reason == "interrupted"
     assert str(err) == f"{SHOWN}: the worker stopped: call cut off"
 
 
-def test_a_scope_that_times_out_uncut_is_a_timeout():
+def test_a_scope_that_times_out_uncut_is_a_timeout() -> None:
     async def go() -> None:
         async with CallStop().scope(PLACE, 0):
             await _never()
@@ -64,7 +64,7 @@ def test_a_scope_that_times_out_uncut_is_a_timeout():
         asyncio.run(go())
 
 
-def test_a_timeout_raised_inside_a_cut_scope_is_the_interruption():
+def test_a_timeout_raised_inside_a_cut_scope_is_the_interruption() -> None:
     async def go() -> None:
         stop = CallStop()
         stop.cut_off = True

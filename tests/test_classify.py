@@ -22,7 +22,7 @@ def _never_answers() -> Builder:
     return b
 
 
-def test_an_all_with_a_false_condition_is_decided_whatever_the_na_ones_say():
+def test_an_all_with_a_false_condition_is_decided_whatever_the_na_ones_say() -> None:
     test = {"id": "PP1", "kind": "classify", "models": ["m3"], "outcomes": [
         {"label": "executed", "all": [DELTA, NEVER]},
         {"label": "not executed", "all": [{**NEVER, "op": "<"}]}, {"label": "else"}]}
@@ -38,7 +38,7 @@ def test_an_all_with_a_false_condition_is_decided_whatever_the_na_ones_say():
     assert one(_never_answers().frames(), true_na).verdict == "n.a."
 
 
-def test_an_any_with_a_true_condition_holds_whatever_the_na_ones_say():
+def test_an_any_with_a_true_condition_holds_whatever_the_na_ones_say() -> None:
     test = {"id": "PP2", "kind": "classify", "models": ["m3"], "outcomes": [
         {"label": "silent", "any": [DELTA, {**NEVER, "op": "<"}]}, {"label": "else"}]}
     assert one(_never_answers().frames(), test).verdict == "silent"
@@ -63,7 +63,7 @@ def _four_models() -> Builder:
     return b
 
 
-def test_holm_inside_classify_is_the_tests_own_family():
+def test_holm_inside_classify_is_the_tests_own_family() -> None:
     frames = _four_models().frames()
     alone = one(frames, {"id": "H", **PAIRED, "models": MODELS}, scope=FOUR)
     assert all(p.holm_m == 4 for p in alone.parts)
@@ -75,7 +75,7 @@ def test_holm_inside_classify_is_the_tests_own_family():
     assert got.verdict == "not significant"  # each model alone (m = 1): "significant"
 
 
-def test_holm_inside_classify_still_passes_what_passes_alone():
+def test_holm_inside_classify_still_passes_what_passes_alone() -> None:
     b = Builder()
     for m in MODELS:
         success_pair(b, m, 8, 0, n=8)
@@ -88,7 +88,7 @@ def test_holm_inside_classify_still_passes_what_passes_alone():
 
 
 @pytest.mark.parametrize("models", [["m1"], ["m1", "m3"]])
-def test_delta_data_still_classifies_as_executed(models):
+def test_delta_data_still_classifies_as_executed(models) -> None:
     b = _never_answers()
     delta_data(b, "m1")
     test = {"id": "PP1", "kind": "classify", "models": models, "outcomes": [

@@ -20,7 +20,8 @@ def lab(*args: str, db: Path) -> tuple[int, str, str]:
     return proc.returncode, proc.stdout, proc.stderr
 
 
-def test_init_is_idempotent_and_loads_demo(db_path, capsys):
+def test_init_is_idempotent_and_loads_demo(db_path: Path, capsys: pytest.CaptureFixture[str]
+                                          ) -> None:
     assert main(["--db", str(db_path), "init"]) == 0
     assert main(["--db", str(db_path), "init"]) == 0
     out = capsys.readouterr().out
@@ -28,7 +29,7 @@ def test_init_is_idempotent_and_loads_demo(db_path, capsys):
     assert store.datasets(store.connect(db_path))["demo"] >= 40
 
 
-def test_try_prints_the_episode(db_path):
+def test_try_prints_the_episode(db_path: Path) -> None:
     code, out, err = lab("try", "--model", "sim-own5", "--condition", "enforced_rule",
                          "--regime", "persistent", "--question", "demo-001", db=db_path)
     assert code == 0, err
@@ -54,7 +55,8 @@ def test_try_prints_the_episode(db_path):
     (["sets", "show", "nothing"], "no lab database at"),
     (["try", "--model", "sim-own5"], "Missing option"),
 ])
-def test_bad_input_one_line_nonzero(db_path, args, message, capsys):
+def test_bad_input_one_line_nonzero(db_path: Path, args, message: str,
+                                    capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["--db", str(db_path), *args])
     err = capsys.readouterr().err
     assert code != 0
@@ -73,7 +75,9 @@ def _record(i: int) -> dict:
             "context": [["T1", ["A is here."]], ["T2", ["B is here."]]]}
 
 
-def test_import_counts_and_broken_file_leaves_db_byte_for_byte(db_path, tmp_path, capsys):
+def test_import_counts_and_broken_file_leaves_db_byte_for_byte(db_path: Path, tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]
+                                                              ) -> None:
     good = _write(tmp_path / "good.json", [_record(i) for i in range(5)])
     assert main(["--db", str(db_path), "data", "import", "hotpotqa", str(good)]) == 0
     assert "imported 5 questions" in capsys.readouterr().out
@@ -90,7 +94,7 @@ def test_import_counts_and_broken_file_leaves_db_byte_for_byte(db_path, tmp_path
     assert store.count(store.connect(db_path), "questions") == 5
 
 
-def test_sets_create_list_show_disjoint(db_path, capsys):
+def test_sets_create_list_show_disjoint(db_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     base = ["--db", str(db_path)]
     assert main([*base, "sets", "create", "dev10", "--dataset", "demo", "--n", "10",
                  "--seed", "1"]) == 0
@@ -110,7 +114,7 @@ def test_sets_create_list_show_disjoint(db_path, capsys):
     assert "test20" in capsys.readouterr().out
 
 
-def test_every_command_has_help_with_example(capsys):
+def test_every_command_has_help_with_example(capsys: pytest.CaptureFixture[str]) -> None:
     for args in (["init"], ["data", "import"], ["sets", "create"], ["sets", "list"],
                  ["sets", "show"], ["try"], ["models"]):
         assert main([*args, "--help"]) == 0
@@ -118,7 +122,9 @@ def test_every_command_has_help_with_example(capsys):
 
 
 @pytest.mark.parametrize("group", ["sets", "prereg", "data"])
-def test_a_group_without_its_subcommand_prints_its_help_on_lines(group, capsys):
+def test_a_group_without_its_subcommand_prints_its_help_on_lines(group: str,
+                                                                 capsys: pytest.CaptureFixture[str]
+                                                                ) -> None:
     """`lab sets` alone shows the group's help as lines (as click does: stderr, exit 2),
     not the help folded into one `error:` line with its newlines written as \\n."""
     assert main([group]) == 2
@@ -147,7 +153,7 @@ def test_command_modules_hold_exactly_the_commands_the_group_lists() -> None:
             stack += list(getattr(cmd, "commands", {}).values())
 
 
-def test_a_results_command_loads_neither_the_worker_nor_the_console(db_path):
+def test_a_results_command_loads_neither_the_worker_nor_the_console(db_path: Path) -> None:
     """Commands are imported when they run: `lab results` pays for the analysis only."""
     assert main(["--db", str(db_path), "demo-set"]) == 0
     assert main(["--db", str(db_path), "enqueue", "--models", "sim-own3", "--conditions", "none",
@@ -164,7 +170,7 @@ def test_a_results_command_loads_neither_the_worker_nor_the_console(db_path):
     assert out.stdout.strip().splitlines()[-1] == "0 []", out.stdout + out.stderr
 
 
-def test_queue_commands_load_neither_pandas_nor_numpy(db_path):
+def test_queue_commands_load_neither_pandas_nor_numpy(db_path: Path) -> None:
     """sqlite_utils imports pandas and numpy whenever they are installed (0.3 s of CPU a
     process); lab loads it without them, so enqueueing, the status, the sets list and the
     console's start pay for neither. Red if core/__init__ stops hiding them, a package
@@ -182,7 +188,7 @@ def test_queue_commands_load_neither_pandas_nor_numpy(db_path):
     assert out.stdout.strip().splitlines()[-1] == "[0, 0, 0, 0] []", out.stdout + out.stderr
 
 
-def test_sqlite_utils_without_numpy_refuses_to_type_a_column_from_a_numpy_value():
+def test_sqlite_utils_without_numpy_refuses_to_type_a_column_from_a_numpy_value() -> None:
     """The cost of hiding numpy from sqlite_utils: a table it would create from a numpy
     value now raises instead of being made; lab declares its tables' types, so none of
     its paths does this (the whole suite runs with the hiding on)."""
@@ -194,7 +200,7 @@ def test_sqlite_utils_without_numpy_refuses_to_type_a_column_from_a_numpy_value(
 
 
 @pytest.mark.parametrize("asked, want", [(None, "False"), ("1", "True")])
-def test_lab_asks_numpy_for_ordinary_pages_unless_told(asked, want):
+def test_lab_asks_numpy_for_ordinary_pages_unless_told(asked: str | None, want: str) -> None:
     """`lab` sets numpy's huge-page switch off before numpy is imported (huge pages made
     a paper-scale table spend 0.3 s more system time, docs/performance.md); a value the
     environment already holds is kept."""
@@ -211,7 +217,7 @@ def test_lab_asks_numpy_for_ordinary_pages_unless_told(asked, want):
     assert out.stdout.strip().splitlines()[-1] == want, out.stdout + out.stderr
 
 
-def test_try_on_a_stated_arm_prints_the_streak_the_next_thought_states(db_path):
+def test_try_on_a_stated_arm_prints_the_streak_the_next_thought_states(db_path: Path) -> None:
     """The stated judgment of an observation is read from the next step's thought, after
     the observation's step was emitted: `lab try` prints that step once it is known."""
     code, out, err = lab("try", "--model", "sim-own5", "--condition", "stated_judgment_rule",
@@ -224,7 +230,8 @@ def test_try_on_a_stated_arm_prints_the_streak_the_next_thought_states(db_path):
     assert steps == sorted(steps) and len(steps) >= 4
 
 
-def test_enqueue_takes_mean6_for_the_six_regimes(db_path, capsys):
+def test_enqueue_takes_mean6_for_the_six_regimes(db_path: Path, capsys: pytest.CaptureFixture[str]
+                                                ) -> None:
     from core.regimes import MEAN6
 
     assert main(["--db", str(db_path), "demo-set"]) == 0

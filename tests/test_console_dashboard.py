@@ -18,6 +18,7 @@ from core.store import monitor
 from jobs.control import control
 from jobs.settings import WorkerSettings
 from tests.helpers.console import FIXED_TS, build, console_app, freeze_times, settle
+from tests.helpers.snapshots import SnapCompare
 from tests.helpers.waiting import PATIENCE_S
 
 
@@ -200,7 +201,7 @@ async def test_wide_dashboard_gives_events_a_column_and_wraps_them(lab_db: Path)
 
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 60)])
-def test_snapshot(snap_compare, lab_db: Path, size: tuple[int, int]) -> None:
+def test_snapshot(snap_compare: SnapCompare, lab_db: Path, size: tuple[int, int]) -> None:
     async def loaded(pilot) -> None:
         # the spend table fills in a worker of its own, which a poll can restart after
         # the others finished (CI once saw it empty under load): wait for its rows

@@ -24,6 +24,7 @@ from core.demo_set import ensure_demo_set
 from core.models.registry import load_registry
 from tests.helpers.console import FIXED_TS, copy_db, wait_workers
 from tests.helpers.notices import said
+from tests.helpers.snapshots import SnapCompare
 
 SCOPE = {"models": ["sim-own5", "sim-never"], "conditions": ["none", "enforced_rule:k=7"],
          "regimes": ["clean", "persistent"], "question_sets": ["test20"], "budgets": [8]}
@@ -290,7 +291,7 @@ async def test_real_model_preview_shows_tokens_and_dollars(lab_db: Path, tmp_pat
 
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 40)])
-def test_snapshot(lab_db: Path, snap_compare, size: tuple[int, int]) -> None:
+def test_snapshot(lab_db: Path, snap_compare: SnapCompare, size: tuple[int, int]) -> None:
     async def fill_form(pilot) -> None:
         await settle(pilot)
         await fill(pilot, models=("sim-own5", "sim-never"), conditions=("none",),

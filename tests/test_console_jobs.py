@@ -15,6 +15,7 @@ from core import store
 from core.store import jobs as ledger
 from tests.helpers.console import build, console_app, copy_db, freeze_times, settle
 from tests.helpers.notices import said
+from tests.helpers.snapshots import SnapCompare
 
 RUN_DIALOGS = {
     "P": "Pause run fixture (1 grid)?\n"
@@ -263,7 +264,7 @@ async def test_detail_line_and_a_requeued_job(errored: Path, tmp_path: Path) -> 
 
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 40)])
-def test_snapshot(snap_compare, lab_db: Path, size: tuple[int, int]) -> None:
+def test_snapshot(snap_compare: SnapCompare, lab_db: Path, size: tuple[int, int]) -> None:
     async def opened(pilot) -> None:
         await _open(pilot)
         await pilot.press("j", "l")
@@ -272,7 +273,7 @@ def test_snapshot(snap_compare, lab_db: Path, size: tuple[int, int]) -> None:
     assert snap_compare(console_app(lab_db), terminal_size=size, run_before=opened)
 
 
-def test_snapshot_worked_80x24(snap_compare, errored: Path, tmp_path: Path) -> None:
+def test_snapshot_worked_80x24(snap_compare: SnapCompare, errored: Path, tmp_path: Path) -> None:
     """After a worker ran the grid: progress, job 1's errored questions, its detail line."""
     copy_db(errored, tmp_path / "lab.db")
 

@@ -25,6 +25,7 @@ from jobs.worker import run_worker
 from tests.helpers import reads
 from tests.helpers.console import FIXED_ISO, build, console_app, copy_db, freeze_times, settle
 from tests.helpers.queue import start_lab, write_registry
+from tests.helpers.snapshots import SnapCompare
 from tests.helpers.waiting import PATIENCE_S, pause_until
 
 
@@ -225,7 +226,8 @@ async def test_wrapped_lines_lose_nothing_and_keep_their_indent(built: Path,
 
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 40)])
-def test_snapshot(snap_compare, built: Path, tmp_path: Path, size: tuple[int, int]) -> None:
+def test_snapshot(snap_compare: SnapCompare, built: Path, tmp_path: Path, size: tuple[int, int]
+                 ) -> None:
     copy_db(built, tmp_path / "lab.db")
 
     async def opened(pilot) -> None:

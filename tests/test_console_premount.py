@@ -99,7 +99,8 @@ async def test_results_mounted_unseen_reads_the_episodes_written_before_its_firs
 
 
 @pytest.mark.asyncio
-async def test_footer_keys_rebuilt_by_the_apps_message_pump_keep_the_console_up(lab_db):
+async def test_footer_keys_rebuilt_by_the_apps_message_pump_keep_the_console_up(lab_db: Path
+                                                                               ) -> None:
     """The warm-up rebuilds a premounted screen's footer keys from the app's message pump,
     not the footer's; a key bound to the footer's `compact` (Textual's Footer does so)
     raised ReactiveError there whenever the keys had changed since they were mounted, and

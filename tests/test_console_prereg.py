@@ -42,6 +42,7 @@ from tests.helpers.console import prereg_app as app_on
 from tests.helpers.console import select_amendment as select
 from tests.helpers.console import settle_prereg as settle
 from tests.helpers.notices import said
+from tests.helpers.snapshots import SnapCompare
 
 FIXED = "2025-01-02T03:04:05+00:00"
 
@@ -453,7 +454,7 @@ def freeze_clock(db: Path) -> None:
 
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 40)])
-def test_snapshot(lab_db: Path, snap_compare, size: tuple[int, int]) -> None:
+def test_snapshot(lab_db: Path, snap_compare: SnapCompare, size: tuple[int, int]) -> None:
     freeze_clock(lab_db)
 
     async def show_a1(pilot) -> None:

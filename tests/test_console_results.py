@@ -35,6 +35,7 @@ from jobs.settings import WorkerSettings
 from jobs.worker import run_worker
 from tests.helpers.console import FIXED_TS, copy_db, wait_workers
 from tests.helpers.notices import said
+from tests.helpers.snapshots import SnapCompare
 
 TRACE_VIEWS = tuple(v.id for v, t in views() if t.family == TRACES)
 """The views of the second paper's tables on trace states."""
@@ -472,17 +473,17 @@ def _on_view(presses: int):
     return run_before
 
 
-def test_snapshot_delta_80x24(lab_db: Path, snap_compare) -> None:
+def test_snapshot_delta_80x24(lab_db: Path, snap_compare: SnapCompare) -> None:
     assert snap_compare(_app(lab_db), terminal_size=(80, 24), run_before=_on_view(1))
 
 
-def test_snapshot_success_80x24(lab_db: Path, snap_compare) -> None:
+def test_snapshot_success_80x24(lab_db: Path, snap_compare: SnapCompare) -> None:
     assert snap_compare(_app(lab_db), terminal_size=(80, 24), run_before=_on_view(0))
 
 
-def test_snapshot_delta_120x40(lab_db: Path, snap_compare) -> None:
+def test_snapshot_delta_120x40(lab_db: Path, snap_compare: SnapCompare) -> None:
     assert snap_compare(_app(lab_db), terminal_size=(120, 40), run_before=_on_view(1))
 
 
-def test_snapshot_hazard_120x40(lab_db: Path, snap_compare) -> None:
+def test_snapshot_hazard_120x40(lab_db: Path, snap_compare: SnapCompare) -> None:
     assert snap_compare(_app(lab_db), terminal_size=(120, 40), run_before=_on_view(3))

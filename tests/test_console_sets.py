@@ -28,6 +28,7 @@ from core.demo_set import ensure_demo_set
 from core.question_sets import draw_set
 from tests.helpers.console import console_app, settle
 from tests.helpers.notices import said
+from tests.helpers.snapshots import SnapCompare
 
 CREATE_CONFIRM = """\
 Create held-out question set test8 from dataset demo?
@@ -355,7 +356,7 @@ async def test_a_write_that_fails_read_only_is_a_toast(lab_db: Path, query_only:
     assert set_names(lab_db) == ["demo", "dev10"]
 
 
-def test_snapshot(lab_db: Path, snap_compare) -> None:
+def test_snapshot(lab_db: Path, snap_compare: SnapCompare) -> None:
     async def open_view(pilot) -> None:
         await open_sets(pilot)
 

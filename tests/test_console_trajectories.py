@@ -27,6 +27,7 @@ from core.runner import CellSpec, run_one, setup_for
 from core.store import trajectories as traj
 from tests.helpers.console import FIXED_TS, copy_db, wait_workers
 from tests.helpers.notices import said
+from tests.helpers.snapshots import SnapCompare
 
 
 @pytest.fixture
@@ -273,17 +274,17 @@ def _matched_snapshot(db: Path):
     return run_before
 
 
-def test_snapshot_list_80x24(lab_db: Path, snap_compare) -> None:
+def test_snapshot_list_80x24(lab_db: Path, snap_compare: SnapCompare) -> None:
     assert snap_compare(_app(lab_db), terminal_size=(80, 24),
                         run_before=lambda pilot: _settle(pilot))
 
 
-def test_snapshot_matched_80x24(lab_db: Path, snap_compare) -> None:
+def test_snapshot_matched_80x24(lab_db: Path, snap_compare: SnapCompare) -> None:
     assert snap_compare(_app(lab_db), terminal_size=(80, 24),
                         run_before=_matched_snapshot(lab_db))
 
 
-def test_snapshot_episode_120x40(lab_db: Path, snap_compare) -> None:
+def test_snapshot_episode_120x40(lab_db: Path, snap_compare: SnapCompare) -> None:
     async def run_before(pilot) -> None:
         await _settle(pilot)
         pilot.app.screen.open_episode(_episode(lab_db, model="sim-own5", condition="none",
@@ -293,7 +294,7 @@ def test_snapshot_episode_120x40(lab_db: Path, snap_compare) -> None:
     assert snap_compare(_app(lab_db), terminal_size=(120, 40), run_before=run_before)
 
 
-def test_snapshot_matched_120x40(lab_db: Path, snap_compare) -> None:
+def test_snapshot_matched_120x40(lab_db: Path, snap_compare: SnapCompare) -> None:
     assert snap_compare(_app(lab_db), terminal_size=(120, 40),
                         run_before=_matched_snapshot(lab_db))
 

@@ -21,7 +21,7 @@ CONF = np.array([0.05, 0.15, 0.15, 0.25, 0.35, 0.45, 0.45, 0.55, 0.55, 0.65,
 RIGHT = np.array([0, 0, 1, 0, 0, 1, 0, 1, 0, 1, 1, 1, 0, 1, 1, 1, 1, 0, 1, 1])
 
 
-def test_ece_ten_equal_width_bins_by_hand():
+def test_ece_ten_equal_width_bins_by_hand() -> None:
     # bins: [0,.1): .05/0 gap .05 (n1); [.1,.2): .15,.15/0,1 gap |.5-.15|=.35 (n2);
     # [.2,.3): .25/0 .25 (n1); [.3,.4): .35/0 .35 (n1); [.4,.5): .45,.45/1,0 gap .05 (n2);
     # [.5,.6): .55,.55/1,0 .05 (n2); [.6,.7): .65,.65/1,1 .35 (n2); [.7,.8): .75,.75/1,0
@@ -32,7 +32,7 @@ def test_ece_ten_equal_width_bins_by_hand():
     assert ece(np.array([np.nan, 0.5]), np.array([1, 1])) == pytest.approx(0.5)
 
 
-def test_risk_coverage_and_aurc_by_hand():
+def test_risk_coverage_and_aurc_by_hand() -> None:
     conf = np.array([0.9, 0.8, 0.8, 0.3])
     right = np.array([1, 0, 1, 0])
     rc = risk_coverage(conf, right)
@@ -45,7 +45,7 @@ def test_risk_coverage_and_aurc_by_hand():
     assert risk_coverage(CONF[::-1], RIGHT[::-1]).aurc == pytest.approx(full.aurc)
 
 
-def test_isotonic_pools_violators_and_is_monotone():
+def test_isotonic_pools_violators_and_is_monotone() -> None:
     iso = fit_isotonic(np.array([0.1, 0.2, 0.3, 0.4]), np.array([0, 1, 0, 1]))
     assert iso.y.tolist() == pytest.approx([0.0, 0.5, 0.5, 1.0])
     pred = iso.predict(CONF)
@@ -72,7 +72,8 @@ def _branches(n_episodes: int, seed: int = 0) -> tuple[pd.DataFrame, pd.DataFram
     return pd.DataFrame(ep), pd.DataFrame(st), pd.DataFrame(pr)
 
 
-def test_isotonic_fit_only_on_depth_zero_of_the_calibration_split_and_a_leak_would_change_it():
+def test_isotonic_fit_only_on_depth_zero_of_the_calibration_split_and_a_leak_would_change_it(
+        ) -> None:
     episodes, steps, probes = _branches(400)
     table = controller_table(episodes, steps, probes, n_boot=50)
     got = {(r.measure, r.scope): r.estimate for r in table.rows}
@@ -103,7 +104,7 @@ def test_isotonic_fit_only_on_depth_zero_of_the_calibration_split_and_a_leak_wou
                if r.measure in ("coverage", "abstain", "escalate", "retrievals"))
 
 
-def test_pi_on_five_traces_by_hand():
+def test_pi_on_five_traces_by_hand() -> None:
     """Five depth 0–3 traces under (τ_lo, τ_hi) = (0.3, 0.7), budget 3 (b_t = 3 − t)."""
     kappa = np.array([
         [0.80, 0.10, 0.10, 0.10],  # t=0: 0.80 ≥ 0.7 → commit at once, 0 retrievals
@@ -132,7 +133,7 @@ def test_pi_on_five_traces_by_hand():
         Gate(tau_hi=1.5)
 
 
-def test_controller_on_react_branches_uses_pi_with_the_next_point_as_retrieval():
+def test_controller_on_react_branches_uses_pi_with_the_next_point_as_retrieval() -> None:
     valid = np.ones((5, 3), dtype=bool)
     conf = np.array([[0.5, 0.9, 0.9],    # retrieve, then commit at the 2nd point
                      [0.1, 0.9, 0.9],    # low at b > 0 only retrieves: commit at the 2nd
@@ -162,7 +163,7 @@ def _estimates(table) -> dict[tuple[str, str], float]:
     return {(r.measure, r.scope): r.estimate for r in table.rows}
 
 
-def test_controllers_read_the_branches_asked_for_a_confidence_never_mixed_with_the_plain():
+def test_controllers_read_the_branches_asked_for_a_confidence_never_mixed_with_the_plain() -> None:
     episodes, steps, asked = _branches(200)
     asked["kind"] = "answer_now_confidence"
     # the paper's branches at the same points: other answers, and a confidence stated

@@ -29,7 +29,8 @@ def stored(cost_grid: Path) -> Path:
 @pytest.mark.parametrize("selection, upto", [
     (F.Selection(), None), (F.Selection(), 40),
     (F.Selection(conditions=("two_source", "none")), None)], ids=["all", "upto", "arms"])
-def test_cost_columns_are_those_of_episodes_frame(stored: Path, selection, upto) -> None:
+def test_cost_columns_are_those_of_episodes_frame(stored: Path, selection, upto: int | None
+                                                 ) -> None:
     db = store.connect(stored)
     episodes = F.episodes_frame(db, selection=selection, upto=upto)
     want = episodes.loc[episodes["error"].isna(), [*F.EPISODE_KEYS, *COST]]

@@ -64,11 +64,11 @@ def assert_nowhere(*texts: bytes | str, files: tuple[Path, ...] = ()) -> None:
     ("http://h:8000/v1", "http://h:8000/v1"),
     ("https://api.anthropic.com", "https://api.anthropic.com"),
 ])
-def test_redact_endpoint_drops_userinfo_and_credential_params(url, public):
+def test_redact_endpoint_drops_userinfo_and_credential_params(url: str, public: str) -> None:
     assert redact_endpoint(url) == public
 
 
-def test_parse_endpoint_keeps_credentials_for_the_request_only():
+def test_parse_endpoint_keeps_credentials_for_the_request_only() -> None:
     e = parse_endpoint("http://us%40r:p%2Fss@h:8000/v1?api_key=S%2B1&x=1")
     assert (e.username, e.password) == ("us@r", "p/ss")
     assert e.request_url("models") == "http://h:8000/v1/models?api_key=S%2B1&x=1"
@@ -79,7 +79,7 @@ def test_parse_endpoint_keeps_credentials_for_the_request_only():
         "GET http://h/v1?x=1&api_key=*** failed")
 
 
-def test_spec_hash_ignores_endpoints_so_rotating_a_credential_keeps_pins():
+def test_spec_hash_ignores_endpoints_so_rotating_a_credential_keeps_pins() -> None:
     a = ModelSpec("m", "openai", {"model": "x", "endpoints": ["http://u:one@h/v1?api_key=1"]})
     b = ModelSpec("m", "openai", {"model": "x", "endpoints": ["http://u:two@h/v1?api_key=2"]})
     assert a.spec_hash() == b.spec_hash() and "api_key" not in a.to_json()
@@ -88,7 +88,8 @@ def test_spec_hash_ignores_endpoints_so_rotating_a_credential_keeps_pins():
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("transport", ["stream", "httpx", "sdk"])
 def test_openai_credentials_reach_the_server_but_not_db_exports_or_logs(
-        transport, db_path, tmp_path, caplog, capsys):
+        transport: str, db_path: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture,
+        capsys: pytest.CaptureFixture[str]) -> None:
     app = OpenAIApp()
     # the first call fails (a logged retry); later, every call of one run fails with a
     # body that echoes the URL as a careless proxy would (an error stored in lab.db)
@@ -121,8 +122,10 @@ def test_openai_credentials_reach_the_server_but_not_db_exports_or_logs(
 
 
 @pytest.mark.timeout(60)
-def test_anthropic_base_url_credentials_reach_the_server_but_not_db(db_path, monkeypatch,
-                                                                    caplog):
+def test_anthropic_base_url_credentials_reach_the_server_but_not_db(db_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch,
+                                                                    caplog: pytest.LogCaptureFixture
+                                                                   ) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-cred-0123456789abcdef")
     app = AnthropicApp()
     app.script.push(Fault("status", status=500, message="echo http://x:hunter2-PASSWORD@y"), 1)
@@ -141,14 +144,14 @@ def test_anthropic_base_url_credentials_reach_the_server_but_not_db(db_path, mon
     assert_nowhere(caplog.text, files=tuple(f for f in db_path.parent.rglob("*") if f.is_file()))
 
 
-def test_userinfo_and_a_vllm_key_together_are_refused(monkeypatch):
+def test_userinfo_and_a_vllm_key_together_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("VLLM_API_KEY", "vllm-key-0123456789")
     spec = ModelSpec("v", "openai", {"model": "m", "endpoints": ["http://u:p@h:8000/v1"]})
     with pytest.raises(ConfigError, match=r"endpoint http://h:8000/v1: has user:password@"):
         make_client(spec)
 
 
-def test_lab_models_checks_with_credentials_and_prints_none(tmp_path, db_path):
+def test_lab_models_checks_with_credentials_and_prints_none(tmp_path: Path, db_path: Path) -> None:
     rec = Recording(OpenAIApp())
     with LoopbackServer(rec) as srv:
         cfg = tmp_path / "lab.toml"

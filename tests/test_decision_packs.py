@@ -74,14 +74,14 @@ def assert_pack_read_equals_row_read(db) -> pd.DataFrame:
     return got
 
 
-def test_stored_packs_are_the_sql_words_and_read_as_the_rows(db) -> None:
+def test_stored_packs_are_the_sql_words_and_read_as_the_rows(db: Database) -> None:
     assert stored_packs(db) == sql_packs(db)
     frame = assert_pack_read_equals_row_read(db)
     stated = frame["stated_run"]
     assert (stated == -1).any() and (stated > 0).any()  # the stated arm's unknown runs
 
 
-def test_replayed_judgments_rederive_rows_and_packs_together(db) -> None:
+def test_replayed_judgments_rederive_rows_and_packs_together(db: Database) -> None:
     conn = db.conn
     ids = [r[0] for r in conn.execute(
         "SELECT e.id FROM episodes e JOIN cells c ON c.id = e.cell_id WHERE c.condition = "
@@ -105,7 +105,7 @@ def test_replayed_judgments_rederive_rows_and_packs_together(db) -> None:
     assert_pack_read_equals_row_read(db)
 
 
-def test_an_errored_episodes_rows_are_dropped_from_the_pack_read(db) -> None:
+def test_an_errored_episodes_rows_are_dropped_from_the_pack_read(db: Database) -> None:
     eid = db.conn.execute("SELECT episode_id FROM decision_packs ORDER BY episode_id "
                           "LIMIT 1 OFFSET 3").fetchone()[0]
     with db.conn:
@@ -114,7 +114,7 @@ def test_an_errored_episodes_rows_are_dropped_from_the_pack_read(db) -> None:
     assert eid not in set(frame["episode_id"])
 
 
-def test_missing_packs_fall_back_to_the_rows(db) -> None:
+def test_missing_packs_fall_back_to_the_rows(db: Database) -> None:
     ids = complete_ids(db)
     want = F.decisions_frame(db, episode_ids=ids)
     with db.conn:
@@ -126,7 +126,7 @@ def test_missing_packs_fall_back_to_the_rows(db) -> None:
     assert F.read_packs(db, ids[:3]) is not None  # a range the packs still cover
 
 
-def test_packs_in_another_layout_fall_back_to_the_rows(db) -> None:
+def test_packs_in_another_layout_fall_back_to_the_rows(db: Database) -> None:
     """Words without the episode id in word 1 (a writer of another layout; seen once on a
     db a half-edited build had migrated) must never decode to an empty frame."""
     ids = complete_ids(db)
@@ -138,7 +138,7 @@ def test_packs_in_another_layout_fall_back_to_the_rows(db) -> None:
     assert len(got) and got.equals(want) and got.dtypes.equals(want.dtypes)
 
 
-def test_the_migration_backfills_an_old_db(db, tmp_path: Path) -> None:
+def test_the_migration_backfills_an_old_db(db: Database, tmp_path: Path) -> None:
     want = stored_packs(db)
     old = store.connect(undo_migration(db, "0008_decision_packs", "decision_packs"))
     assert store.schema_version(old) == SCHEMA_VERSION
@@ -146,7 +146,7 @@ def test_the_migration_backfills_an_old_db(db, tmp_path: Path) -> None:
     assert_pack_read_equals_row_read(old)
 
 
-def test_packs_read_ahead_for_a_wider_range_decode_as_the_rows(db) -> None:
+def test_packs_read_ahead_for_a_wider_range_decode_as_the_rows(db: Database) -> None:
     """A PackSpan read for every id up to the last (what `prefetch_decisions` reads while
     the keys load) gives the rows of exactly the ids asked for; one that does not cover
     them is read again for their own range."""
@@ -162,7 +162,7 @@ def test_packs_read_ahead_for_a_wider_range_decode_as_the_rows(db) -> None:
     assert F.decisions_frame(db, episode_ids=ids, packs=narrow).equals(want)
 
 
-def test_frames_prefetch_the_packs_only_for_an_unfiltered_selection(db) -> None:
+def test_frames_prefetch_the_packs_only_for_an_unfiltered_selection(db: Database) -> None:
     from analysis.measures.frames import load_frames
 
     frames = load_frames(db)
@@ -179,7 +179,9 @@ def test_frames_prefetch_the_packs_only_for_an_unfiltered_selection(db) -> None:
 
 
 @pytest.mark.parametrize("table", ["delta", "judgments"])
-def test_compute_reads_the_packs_ahead_before_any_episode_keys(db, monkeypatch, table) -> None:
+def test_compute_reads_the_packs_ahead_before_any_episode_keys(db: Database,
+                                                               monkeypatch: pytest.MonkeyPatch,
+                                                               table: str) -> None:
     """A table that reads decisions starts the packs' read before the episodes' keys are
     read: the two then overlap."""
     from analysis.measures.frames import Frames, load_frames
@@ -217,7 +219,9 @@ def _decision_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return reads
 
 
-def test_leaving_reads_no_decisions_without_a_two_source_arm(db, monkeypatch) -> None:
+def test_leaving_reads_no_decisions_without_a_two_source_arm(db: Database,
+                                                             monkeypatch: pytest.MonkeyPatch
+                                                            ) -> None:
     """The leaving table's rows are the two-source arms': on a study without any it
     reads neither the packs nor the decision frame, and prints the same empty table."""
     from analysis.measures.frames import load_frames
@@ -233,7 +237,7 @@ def test_leaving_reads_no_decisions_without_a_two_source_arm(db, monkeypatch) ->
 
 
 def test_leaving_reads_the_decisions_of_two_source_arms(cost_grid: Path, tmp_path: Path,
-                                                        monkeypatch) -> None:
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     from analysis.base.arms import Grouping
     from analysis.measures.frames import load_frames
     from analysis.measures.leaving import leaving_table
@@ -253,7 +257,7 @@ def test_leaving_reads_the_decisions_of_two_source_arms(cost_grid: Path, tmp_pat
     assert any(r.measure == "leave_delta" and r.n for r in got.rows)
 
 
-def test_the_decoded_fields_are_the_stored_decision_rows(db) -> None:
+def test_the_decoded_fields_are_the_stored_decision_rows(db: Database) -> None:
     """Every field `decisions_frame` decodes is the `decisions` table's own column (the
     one-bit ones as bool), read plainly row by row."""
     from core.store.decisions import PACKED_FIELDS

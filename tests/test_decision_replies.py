@@ -4,6 +4,8 @@ and the trajectory view shows the reply when it says more than the decision."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from console.widgets import traj_render
 from core.episode import Step
 from core.probes import history_at
@@ -21,7 +23,7 @@ def _decision_turns(messages: list[dict]) -> list[str]:
             if m["role"] == "user" and "DECISION" in m["content"]]
 
 
-def test_a_step_stored_without_its_reply_rebuilds_it_from_the_decision(db_path) -> None:
+def test_a_step_stored_without_its_reply_rebuilds_it_from_the_decision(db_path: Path) -> None:
     db, eid, _ = scripted_episode(db_path, "decide", "persistent",
                                   [SEARCH, WORDY, SEARCH, VAGUE, FINISH],
                                   judgments=["USELESS", "USELESS"])

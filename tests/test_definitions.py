@@ -66,7 +66,7 @@ def table(specs: list[dict]) -> pd.DataFrame:
 # --- stated runs (A18) ---------------------------------------------------------------
 
 
-def test_a_silent_observation_makes_the_stated_run_unknown_until_a_useful_one():
+def test_a_silent_observation_makes_the_stated_run_unknown_until_a_useful_one() -> None:
     d = table([{"acts": "UUUUUA", "stated": "u-u-u"},
                {"acts": "UUUUUUA", "stated": "uuu"},
                {"acts": "UUUUUUA", "stated": "u-ufuu"}])
@@ -81,7 +81,7 @@ def test_a_silent_observation_makes_the_stated_run_unknown_until_a_useful_one():
     assert three["stated_run"].tolist() == [1, -1, -1, 0, 1, 2]
 
 
-def test_stated_delta_leaves_unknown_points_out():
+def test_stated_delta_leaves_unknown_points_out() -> None:
     # At t = 4: (b) would be "useless, none, useless, none" under the old rule (s = 2 ≤
     # t − 2); it is unknown now, so only the (a) and (b) episodes below are counted.
     specs = [{"acts": "UUUUA", "stated": "uuuu"},          # (a) at t=4, answers
@@ -98,7 +98,7 @@ def test_stated_delta_leaves_unknown_points_out():
 # --- decision points after invalid turns -------------------------------------------
 
 
-def test_a_decision_belongs_to_the_next_valid_action():
+def test_a_decision_belongs_to_the_next_valid_action() -> None:
     d = table([
         {"acts": "UxA"},     # format failure at 2, finish at 3: one decision, at 3, answers
         {"acts": "UUrrA"},   # two refused forced turns, then finish at 5
@@ -120,7 +120,7 @@ def test_a_decision_belongs_to_the_next_valid_action():
 # --- dissociation ------------------------------------------------------------------
 
 
-def test_dissociation_counts_answers_at_any_later_action():
+def test_dissociation_counts_answers_at_any_later_action() -> None:
     d = table([
         {"acts": "UUUUUA"},      # run 5 at the decision at action 6, answers there: yes
         {"acts": "UUUUUUUA"},    # reaches 5 at action 6, answers at the final action 8: yes
@@ -139,7 +139,7 @@ def test_dissociation_counts_answers_at_any_later_action():
     assert (clean.questions, clean.answered) == (1, 1)
 
 
-def test_dissociation_counts_questions_with_their_seeds_averaged():
+def test_dissociation_counts_questions_with_their_seeds_averaged() -> None:
     d = table([{"acts": "UUUUUA", "q": "q1", "seed": 0},    # q1: one of two seeds answers
                {"acts": "UUUUUUUU", "q": "q1", "seed": 1},
                {"acts": "UUUUUA", "q": "q2", "seed": 0},    # q2: both seeds answer
@@ -158,14 +158,14 @@ def test_dissociation_counts_questions_with_their_seeds_averaged():
     assert whole.counts == "1/1 questions (2/2 episodes)"
 
 
-def test_dissociation_with_one_episode_per_question_is_the_papers_count():
+def test_dissociation_with_one_episode_per_question_is_the_papers_count() -> None:
     d = table([{"acts": "UUUUUA"}, {"acts": "UUUUUUUU"}, {"acts": "UUUUUUUA"}])
     r = dissociation(d)
     assert (r.questions, r.answered, r.episodes, r.episodes_answered) == (3, 2, 3, 2)
     assert r.counts == "2/3 questions"
 
 
-def test_group_dissociations_equal_dissociation_of_each_group():
+def test_group_dissociations_equal_dissociation_of_each_group() -> None:
     specs = [{"acts": a, "q": f"q{i % 3}", "seed": i // 3, "condition": c}
              for i, a in enumerate(("UUUUUA", "UUUUUUUU", "UUUUUUA", "UFUUUUUA", "UUUUUU",
                                     "UUUUUA", "UUUUUUUU", "UUA"))
@@ -181,7 +181,7 @@ def test_group_dissociations_equal_dissociation_of_each_group():
     assert got[0] != got[1] and got[0].questions == 2
 
 
-def test_dissociation_from_stated_judgments_skips_unknown_runs():
+def test_dissociation_from_stated_judgments_skips_unknown_runs() -> None:
     d = table([
         {"acts": "UUUUUA", "stated": "uuuuu"},    # stated run 5: counted, answered
         {"acts": "UUUUUUA", "stated": "uu-uuu"},  # unknown from obs 3 on (else it would be 5)
@@ -191,7 +191,7 @@ def test_dissociation_from_stated_judgments_skips_unknown_runs():
     assert (r.questions, r.answered) == (1, 1)
 
 
-def test_dissociation_empty_and_bad_input():
+def test_dissociation_empty_and_bad_input() -> None:
     r = dissociation(table([{"acts": "UUA"}]))
     assert (r.questions, r.answered) == (0, 0) and math.isnan(r.share)
     two_arms = table([{"acts": "UUUUUA"}, {"acts": "UUUUUA", "condition": "permit"}])
@@ -206,7 +206,7 @@ def test_dissociation_empty_and_bad_input():
 # --- calls charged to an arm -------------------------------------------------------
 
 
-def test_charged_calls_count_only_the_conditions_own_judgment_calls():
+def test_charged_calls_count_only_the_conditions_own_judgment_calls() -> None:
     ep = pd.DataFrame({
         "condition": ["none", "none", "enforced_rule", "decide", "combo", "random_rule",
                       "lexical_rule", "budget"],

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
+
+import pytest
 
 from tests.helpers.queue import run_lab
 
 
-def test_demo_from_nothing_then_reuse(tmp_path):
+def test_demo_from_nothing_then_reuse(tmp_path: Path) -> None:
     db = tmp_path / "lab.db"
     config = tmp_path / "lab.toml"
     config.write_text("")  # only the built-in sims
@@ -59,7 +62,10 @@ def _fits_and_defines(out: str) -> None:
     assert all(h[:2] == ["model", "arm"] for h in headers)
 
 
-def test_a_resumed_demo_says_what_is_stored_and_what_remains(tmp_path, monkeypatch, capsys):
+def test_a_resumed_demo_says_what_is_stored_and_what_remains(tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch,
+                                                             capsys: pytest.CaptureFixture[str]
+                                                            ) -> None:
     from console.cli import demo as demo_cmd
     from core import store
     from core.store import jobs as ledger
@@ -68,7 +74,7 @@ def test_a_resumed_demo_says_what_is_stored_and_what_remains(tmp_path, monkeypat
     db_path, config = tmp_path / "lab.db", tmp_path / "lab.toml"
     config.write_text("")
 
-    def first_jobs(settings, **_kw):  # an interrupted first demo: three jobs ran
+    def first_jobs(settings, **_kw) -> None:  # an interrupted first demo: three jobs ran
         jobs = ledger.select_jobs(store.connect(db_path), "run", demo_cmd.DEMO_RUN)
         for job_id in jobs[:3]:
             assert execute_job(settings, job_id) == "done"

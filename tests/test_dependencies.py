@@ -32,7 +32,7 @@ def _names(requirements: list[str]) -> set[str]:
     return {re.split(r"[<>=\[ ;]", r, maxsplit=1)[0].lower() for r in requirements}
 
 
-def test_every_import_is_declared_and_every_dependency_used():
+def test_every_import_is_declared_and_every_dependency_used() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     runtime = _names(project["dependencies"])
     optional = set().union(*(_names(v) for v in project["optional-dependencies"].values()))
@@ -47,7 +47,7 @@ PINNED = ("textual", "huey", "sqlite-utils")
 silently."""
 
 
-def test_libraries_lab_reaches_into_are_bounded_above_and_installed_within():
+def test_libraries_lab_reaches_into_are_bounded_above_and_installed_within() -> None:
     from importlib.metadata import version
 
     from packaging.requirements import Requirement
@@ -61,7 +61,7 @@ def test_libraries_lab_reaches_into_are_bounded_above_and_installed_within():
         assert version(name) in spec, f"installed {name} {version(name)} is outside {spec}"
 
 
-def test_tests_import_lab_plainly():
+def test_tests_import_lab_plainly() -> None:
     """`pytest.importorskip` is for optional third-party packages: a test that skips when
     one of lab's own modules fails to import would hide the breakage it should show."""
     own = re.compile(r"importorskip\(\s*[\"']({})\b".format("|".join(PACKAGES)))

@@ -21,6 +21,7 @@ import sqlite3
 import sys
 import threading
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -33,7 +34,7 @@ from tests.helpers.queue import episode_census, lab_here, write_registry
 
 @pytest.mark.timeout(300)
 def test_a_worker_pauses_on_a_full_disk_and_resumes_when_space_returns(
-        tmp_path, monkeypatch, caplog):
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     db, config = tmp_path / "lab.db", write_registry(tmp_path, 5.0)
     assert lab_here(db, config, "demo-set").returncode == 0
     out = lab_here(db, config, "enqueue", "--models", "sim-slow", "--conditions", "none",
@@ -61,7 +62,7 @@ def test_a_worker_pauses_on_a_full_disk_and_resumes_when_space_returns(
     started_while_full = []
     real_run = episode_kind.EpisodeWork.run
 
-    async def run(self, item):
+    async def run(self, item) -> None:
         runs[self.cell_id, item.id] += 1
         if DISK.full:
             started_while_full.append(item.id)
@@ -98,7 +99,8 @@ def test_a_worker_pauses_on_a_full_disk_and_resumes_when_space_returns(
     conn.close()
 
 
-def test_status_says_when_the_disk_under_lab_db_is_full(tmp_path, monkeypatch):
+def test_status_says_when_the_disk_under_lab_db_is_full(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     import shutil
 
     db, config = tmp_path / "lab.db", write_registry(tmp_path)
@@ -110,7 +112,7 @@ def test_status_says_when_the_disk_under_lab_db_is_full(tmp_path, monkeypatch):
     assert out.returncode == 0 and "disk is full (0.0 MB free): workers pause" in out.stdout
 
 
-def test_huey_logs_a_full_disk_in_one_line(caplog):
+def test_huey_logs_a_full_disk_in_one_line(caplog: pytest.LogCaptureFixture) -> None:
     from jobs.worker import quiet_huey_disk_full
 
     quiet_huey_disk_full()

@@ -29,11 +29,11 @@ def _table() -> list[tuple[str, dict[str, str]]]:
     return rows
 
 
-def test_every_arm_is_in_the_conditions_table_in_order():
+def test_every_arm_is_in_the_conditions_table_in_order() -> None:
     assert [arm for arm, _ in _table()] == list(ARMS)
 
 
-def test_each_row_lists_the_arms_knobs_with_their_defaults():
+def test_each_row_lists_the_arms_knobs_with_their_defaults() -> None:
     defaults = {f.name: f.default for f in fields(Condition) if f.init}
     for arm, knobs in _table():
         assert tuple(knobs) == ARMS[arm].knobs, arm

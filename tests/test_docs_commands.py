@@ -265,13 +265,13 @@ def _run_line(command: Command, capsys: pytest.CaptureFixture[str],
     return None
 
 
-def test_pages_are_found_with_commands():
+def test_pages_are_found_with_commands() -> None:
     commands = [c for p in PAGES for c in page_items(p) if isinstance(c, Command)]
     assert {c.page for c in commands} >= {"README.md", "docs/queue.md", "docs/results.md"}
     assert sum(not c.skipped for c in commands) >= 50
 
 
-def test_every_skip_is_still_on_a_page():
+def test_every_skip_is_still_on_a_page() -> None:
     """SKIP and EXPECT hold no stale entry: each command still appears on its page."""
     shown = {c.text for p in PAGES for c in page_items(p) if isinstance(c, Command)}
     assert sorted(set(SKIP) - shown) == []
@@ -283,7 +283,7 @@ def test_every_skip_is_still_on_a_page():
 @pytest.mark.parametrize("page", PAGES, ids=[p.relative_to(ROOT).as_posix() for p in PAGES])
 def test_every_command_of_the_page_runs(page: Path, demo_db: Path, tmp_path: Path,
                                         capsys: pytest.CaptureFixture[str],
-                                        monkeypatch: pytest.MonkeyPatch):
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
     copy_db(demo_db, tmp_path / "lab.db")
     (tmp_path / "tests").mkdir()
     os.symlink(ROOT / "tests" / "data", tmp_path / "tests" / "data")
@@ -307,7 +307,7 @@ REDRAW = "LAB_REDRAW_DOCS_FIGURES"
 
 def test_docs_figures_show_every_figure_the_demo_draws(demo_db: Path, tmp_path: Path,
                                                        capsys: pytest.CaptureFixture[str],
-                                                       monkeypatch: pytest.MonkeyPatch):
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """docs/figures.md shows each figure `lab figures --style column` draws on the demo,
     as the PNG this test draws (docs/figures/demo_NAME.png, one column wide), each
     under the command that makes it; LAB_REDRAW_DOCS_FIGURES=1 writes them anew."""

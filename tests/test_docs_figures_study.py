@@ -25,7 +25,7 @@ REDRAW = "LAB_REDRAW_DOCS_FIGURES"
 
 
 def test_docs_figures_show_every_figure_each_from_the_demo_or_the_study(
-        tmp_path_factory: pytest.TempPathFactory, tmp_path: Path):
+        tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:
     from matplotlib.image import imread
 
     from analysis.figures import FIGURES

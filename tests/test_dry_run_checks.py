@@ -67,7 +67,9 @@ REFUSED = {
 
 
 @pytest.mark.parametrize("extra", list(REFUSED.values()), ids=list(REFUSED))
-def test_the_dry_run_refuses_what_the_real_enqueue_refuses(db, capsys, extra):
+def test_the_dry_run_refuses_what_the_real_enqueue_refuses(db: Path,
+                                                           capsys: pytest.CaptureFixture[str], extra
+                                                          ) -> None:
     if extra == ("--run", "default", "--amendment", "A1"):  # an exploratory run 'default'
         assert main(["--db", str(db), *BASE, "--run", "default"]) == 0
         capsys.readouterr()
@@ -80,7 +82,8 @@ def test_the_dry_run_refuses_what_the_real_enqueue_refuses(db, capsys, extra):
     assert dump_hash(db) == before
 
 
-def test_the_dry_run_says_what_the_real_enqueue_does(db, capsys):
+def test_the_dry_run_says_what_the_real_enqueue_does(db: Path, capsys: pytest.CaptureFixture[str]
+                                                    ) -> None:
     code, dry, err = lab(capsys, "--db", db, *BASE, "--run", "p", "--budgets", "8,64",
                          "--dry-run")
     assert code == 0, err

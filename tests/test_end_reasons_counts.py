@@ -74,7 +74,8 @@ def _rows(capsys: pytest.CaptureFixture[str], db: Path, *tables: str) -> list[di
     return rows
 
 
-def test_results_rows_count_truncated_and_refused_apart_from_errors(ends_db, capsys):
+def test_results_rows_count_truncated_and_refused_apart_from_errors(
+        ends_db: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rows = _rows(capsys, ends_db, "success", "cost")
     never = {(r["table"], r["measure"], r["scope"]): r for r in rows
              if r["model"] == "sim-never"}
@@ -94,7 +95,8 @@ def test_results_rows_count_truncated_and_refused_apart_from_errors(ends_db, cap
     assert own5 and all("truncated" not in r and "refused" not in r for r in own5)
 
 
-def test_results_text_shows_the_columns_the_note_and_the_head_line(ends_db, capsys):
+def test_results_text_shows_the_columns_the_note_and_the_head_line(
+        ends_db: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = lab(capsys, "--db", ends_db, "results", "success", "--resamples", "20")
     assert code == 0, err
     head = out.splitlines()[0] + out.splitlines()[1]
@@ -108,7 +110,8 @@ def test_results_text_shows_the_columns_the_note_and_the_head_line(ends_db, caps
     assert "generation cut at max_tokens or a refusal" in " ".join(out.split())
 
 
-def test_results_csv_always_has_the_columns(ends_db, capsys):
+def test_results_csv_always_has_the_columns(ends_db: Path, capsys: pytest.CaptureFixture[str]
+                                           ) -> None:
     code, out, err = lab(capsys, "--db", ends_db, "results", "success", "--format", "csv",
                          "--resamples", "20")
     assert code == 0, err
@@ -119,7 +122,8 @@ def test_results_csv_always_has_the_columns(ends_db, capsys):
     assert (own5["truncated"], own5["refused"]) == ("0", "0")
 
 
-def test_status_jobs_and_dashboard_counts(ends_db, capsys):
+def test_status_jobs_and_dashboard_counts(ends_db: Path, capsys: pytest.CaptureFixture[str]
+                                         ) -> None:
     from console.screens.jobs import grid_label, job_detail, run_label
     from core.store import monitor, progress
     from jobs.control import status
@@ -145,7 +149,8 @@ def test_status_jobs_and_dashboard_counts(ends_db, capsys):
     assert "errored" not in grid_label(grid).plain
 
 
-def test_export_has_each_episodes_end_reason(ends_db, capsys, tmp_path):
+def test_export_has_each_episodes_end_reason(ends_db: Path, capsys: pytest.CaptureFixture[str],
+                                             tmp_path: Path) -> None:
     code, _, err = lab(capsys, "--db", ends_db, "export", tmp_path / "out", "--resamples", "20")
     assert code == 0, err
     with open(tmp_path / "out" / "episodes.csv", encoding="utf-8") as f:
@@ -155,7 +160,7 @@ def test_export_has_each_episodes_end_reason(ends_db, capsys, tmp_path):
     assert ends.count(END_FORMAT_FAILURE) == 1 and ends.count("error") == 1
 
 
-def test_an_episodes_end_line_names_truncation_and_refusal():
+def test_an_episodes_end_line_names_truncation_and_refusal() -> None:
     from console.render import summary_lines
     from console.screens.live import outcome_parts
 
@@ -169,7 +174,9 @@ def test_an_episodes_end_line_names_truncation_and_refusal():
     assert apart_text({"truncated": 0, "refused": 3}) == "3 refused"
 
 
-def test_the_report_shows_truncated_and_refused_columns(ends_db, capsys, tmp_path):
+def test_the_report_shows_truncated_and_refused_columns(ends_db: Path,
+                                                        capsys: pytest.CaptureFixture[str],
+                                                        tmp_path: Path) -> None:
     """The HTML report's success table has the two columns (the sim-never rows hold
     them); a study without such episodes keeps its tables as they were (columns shown
     only when a row has one)."""

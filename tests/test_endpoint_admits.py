@@ -34,7 +34,7 @@ class Client:
         self.waited += 1
 
 
-def test_an_item_waits_only_when_its_client_does_not_admit():
+def test_an_item_waits_only_when_its_client_does_not_admit() -> None:
     for up, waits in ((True, 0), (False, 1)):
         client = Client(up)
         assert asyncio.run(endpoint_ready(cast(Any, client))) is True
@@ -42,7 +42,7 @@ def test_an_item_waits_only_when_its_client_does_not_admit():
         assert asyncio.run(endpoint_ready(cast(Any, Client(up)), lambda: True)) is False
 
 
-def test_an_openai_client_admits_while_one_endpoint_is_up():
+def test_an_openai_client_admits_while_one_endpoint_is_up() -> None:
     client = cast(OpenAIClient, make_client(openai_spec("http://127.0.0.1:9",
                                                         "http://127.0.0.1:10")))
     first, second = client.breakers.values()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -50,7 +51,7 @@ class HoldApp(OpenAIApp):
 
 
 @pytest.mark.timeout(180)
-def test_a_slow_endpoint_gets_only_the_episodes_it_took_before_it_was_slow(db_path):
+def test_a_slow_endpoint_gets_only_the_episodes_it_took_before_it_was_slow(db_path: Path) -> None:
     slow, fast = HoldApp(), OpenAIApp(record=False)
     with LoopbackServer(slow) as a, LoopbackServer(fast) as b:
 

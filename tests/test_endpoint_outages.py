@@ -12,6 +12,7 @@ import asyncio
 import json
 import sqlite3
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -66,7 +67,7 @@ def _conn_error() -> ModelError:
     return ModelError("x: connection failed (ConnectError)", "connection", retryable=True)
 
 
-def test_breaker_counts_probes_and_bounds_with_an_injected_clock():
+def test_breaker_counts_probes_and_bounds_with_an_injected_clock() -> None:
     clock = FakeClock()
     health = Health(clock)
     changes: list[Change] = []
@@ -104,7 +105,7 @@ def test_breaker_counts_probes_and_bounds_with_an_injected_clock():
     assert "connection failed" in changes[0].error
 
 
-def test_failures_while_health_answers_are_not_an_outage():
+def test_failures_while_health_answers_are_not_an_outage() -> None:
     health = Health(FakeClock())
     changes: list[Change] = []
     health.listen(changes.append)
@@ -128,7 +129,8 @@ def test_failures_while_health_answers_are_not_an_outage():
 
 
 @pytest.mark.timeout(120)
-def test_outage_past_outage_wait_s_errors_episodes_as_endpoint_down_and_they_rerun(db_path):
+def test_outage_past_outage_wait_s_errors_episodes_as_endpoint_down_and_they_rerun(db_path: Path
+                                                                                  ) -> None:
     app = OpenAIApp()
     with LoopbackServer(app) as srv:
         port, url = srv.port, srv.url
@@ -144,7 +146,7 @@ def test_outage_past_outage_wait_s_errors_episodes_as_endpoint_down_and_they_rer
 
 
 @pytest.mark.timeout(120)
-def test_5xx_storm_marks_down_waits_and_recovers(db_path):
+def test_5xx_storm_marks_down_waits_and_recovers(db_path: Path) -> None:
     app = StormApp(delay_s=0.01)
     app.storm = True
     changes: list[Change] = []
@@ -169,7 +171,7 @@ def test_5xx_storm_marks_down_waits_and_recovers(db_path):
 
 
 @pytest.mark.timeout(120)
-def test_two_endpoints_one_down_work_goes_to_the_other(db_path):
+def test_two_endpoints_one_down_work_goes_to_the_other(db_path: Path) -> None:
     dead, live = StormApp(), OpenAIApp()
     dead.storm = True
     with LoopbackServer(dead) as a, LoopbackServer(live) as b:
@@ -200,7 +202,7 @@ depends on its length (any outage under `outage_wait_s`, 900 s, must error nothi
 
 
 @pytest.mark.timeout(240)
-def test_a_long_refusal_mid_grid_errors_nothing_and_the_grid_completes(tmp_path):
+def test_a_long_refusal_mid_grid_errors_nothing_and_the_grid_completes(tmp_path: Path) -> None:
     db, config, log = tmp_path / "lab.db", tmp_path / "lab.toml", tmp_path / "worker.log"
     app = OpenAIApp(delay_s=0.02)
     server = LoopbackServer(app).start()
@@ -249,7 +251,8 @@ def test_a_long_refusal_mid_grid_errors_nothing_and_the_grid_completes(tmp_path)
     conn.close()
 
 
-def test_status_readers_show_an_endpoint_down_only_while_a_live_worker_sees_it(db_path):
+def test_status_readers_show_an_endpoint_down_only_while_a_live_worker_sees_it(db_path: Path
+                                                                              ) -> None:
     from console.screens.dashboard import read_dashboard
     from console.screens.jobs import read_jobs
     from core import store

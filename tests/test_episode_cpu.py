@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 from typing import cast
 
 from core import store
@@ -24,7 +25,7 @@ def _same_search(a: KnowledgeBase, b: KnowledgeBase, queries: list[str]) -> bool
         [a.paragraph_text(i) for i in range(len(a))] == [b.paragraph_text(i) for i in range(len(b))]
 
 
-def test_a_questions_kb_is_built_once_and_answers_as_a_fresh_one():
+def test_a_questions_kb_is_built_once_and_answers_as_a_fresh_one() -> None:
     q = demo_questions()[3]
     copy = dataclasses.replace(q)  # loaded again from lab.db: an equal, distinct object
     assert knowledge_base(q) is knowledge_base(copy)
@@ -35,7 +36,7 @@ def test_a_questions_kb_is_built_once_and_answers_as_a_fresh_one():
     assert _same_search(stripped, KnowledgeBase(strip_supporting_facts(q)), queries)
 
 
-def test_a_question_with_other_pages_gets_its_own_kb():
+def test_a_question_with_other_pages_gets_its_own_kb() -> None:
     q = demo_questions()[4]
     edited = dataclasses.replace(q, paragraphs=(Paragraph("Only page", ("New text.",)),
                                                 *q.paragraphs[1:]))
@@ -44,7 +45,7 @@ def test_a_question_with_other_pages_gets_its_own_kb():
     assert knowledge_base(q).paragraph_text(0) != "[Only page] New text."
 
 
-def test_live_steps_store_only_non_default_fields_and_read_back_equal(db_path):
+def test_live_steps_store_only_non_default_fields_and_read_back_equal(db_path: Path) -> None:
     steps = [Step(t=1, raw="Thought: x\nAction: search\nAction Input: é", thought="x",
                   action="search", argument="é", obs_index=0, obs_failed=False,
                   obs_source="gold", obs_ref="q#0", streak=0, input_tokens=12,
@@ -63,7 +64,7 @@ def test_live_steps_store_only_non_default_fields_and_read_back_equal(db_path):
     assert [dataclasses.asdict(s) for s in back] == [dataclasses.asdict(s) for s in steps]
 
 
-def test_a_worker_loads_a_question_set_once_and_serves_jobs_from_it(db_path):
+def test_a_worker_loads_a_question_set_once_and_serves_jobs_from_it(db_path: Path) -> None:
     from types import SimpleNamespace
 
     from click.testing import CliRunner

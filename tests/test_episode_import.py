@@ -51,7 +51,8 @@ def hand_db(tmp_path: Path, db_path: Path, capsys: pytest.CaptureFixture[str]) -
     return db_path
 
 
-def test_success_per_regime_is_the_records_success(hand_db, capsys):
+def test_success_per_regime_is_the_records_success(hand_db: Path, capsys: pytest.CaptureFixture[str]
+                                                  ) -> None:
     rows = {r["scope"]: r for r in _results(capsys, hand_db, "success")
             if r["table"] == "success"}
     # persistent: q1 and q2 wrong; recover_after_1: both right; clean: q1 right, q2 wrong
@@ -62,7 +63,8 @@ def test_success_per_regime_is_the_records_success(hand_db, capsys):
     assert {r["runs"] for r in rows.values()} == {"s1"}
 
 
-def test_delta_counts_an_invalid_turn_as_an_observation_not_answered(hand_db, capsys):
+def test_delta_counts_an_invalid_turn_as_an_observation_not_answered(
+        hand_db: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rows = {r["scope"]: r for r in _results(capsys, hand_db, "delta")}
     row = rows["own judgments, by t"]
     # decisions after t = 3..6 results (final action excluded), group (a) run = t,
@@ -80,7 +82,9 @@ def test_delta_counts_an_invalid_turn_as_an_observation_not_answered(hand_db, ca
     assert rows["stated judgments, by t"]["n"] == 0  # no stated judgments were released
 
 
-def test_hazard_and_index_read_the_regimes_design_labels(hand_db, capsys):
+def test_hazard_and_index_read_the_regimes_design_labels(hand_db: Path,
+                                                         capsys: pytest.CaptureFixture[str]
+                                                        ) -> None:
     rows = _results(capsys, hand_db, "hazard")
     hazard = {r["scope"]: (r["estimate"], r["n"]) for r in rows
               if r["table"] == "hazard" and r["measure"] == "hazard"}
@@ -99,7 +103,8 @@ def test_hazard_and_index_read_the_regimes_design_labels(hand_db, capsys):
     assert index == {"I": (0.5, 9), "h45": (0.5, 2), "h12": (0.0, 7)}
 
 
-def test_judgment_rates_count_released_judgments(hand_db, capsys):
+def test_judgment_rates_count_released_judgments(hand_db: Path, capsys: pytest.CaptureFixture[str]
+                                                ) -> None:
     rows = {r["measure"]: r for r in _results(capsys, hand_db, "judgments")}
     # failed results judged: q1 pers 4 U; q1 rec obs 1 USEFUL; q2 pers 6 U (obs 8 not
     # judged, the invalid turn is no failed result); q2 rec obs 1 U → 11/12
@@ -111,7 +116,7 @@ def test_judgment_rates_count_released_judgments(hand_db, capsys):
     assert rows["answered after 5 own useless"]["detail"] == "0/1"
 
 
-def test_episodes_carry_no_text_and_keep_their_actions(hand_db):
+def test_episodes_carry_no_text_and_keep_their_actions(hand_db: Path) -> None:
     db = store.connect(hand_db)
     row = db.conn.execute(
         "SELECT e.id, e.answered, e.correct, e.tool_calls, e.format_failures, e.end_reason, "
@@ -131,7 +136,7 @@ def test_episodes_carry_no_text_and_keep_their_actions(hand_db):
     assert {c[5] for c in cells} == {None}  # no set named s1
 
 
-def test_the_run_records_its_source_file(hand_db, tmp_path):
+def test_the_run_records_its_source_file(hand_db: Path, tmp_path: Path) -> None:
     db = store.connect(hand_db)
     (f,) = imports(db, "s1")
     import hashlib
@@ -140,7 +145,7 @@ def test_the_run_records_its_source_file(hand_db, tmp_path):
     assert "CC BY 4.0" in f.license
 
 
-def test_unknown_questions_link_up_when_their_dataset_is_imported(hand_db):
+def test_unknown_questions_link_up_when_their_dataset_is_imported(hand_db: Path) -> None:
     db = store.connect(hand_db)
     assert question_datasets(db) == {"q1": "hotpotqa", "q2": "hotpotqa"}
     store.insert_questions(db, [replace(make_question("q1"), dataset="hotpotqa")])
@@ -150,7 +155,9 @@ def test_unknown_questions_link_up_when_their_dataset_is_imported(hand_db):
     assert episode_detail(db, eid).question == make_question("q1").question
 
 
-def test_flags_fill_what_a_file_lacks_and_gz_reads_the_same(tmp_path, db_path, capsys):
+def test_flags_fill_what_a_file_lacks_and_gz_reads_the_same(tmp_path: Path, db_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]
+                                                           ) -> None:
     path = write_released(tmp_path / "cell.jsonl.gz", HAND[:2],
                           drop=("model", "condition", "split"))
     code, _, err = lab(capsys, "--db", db_path, "data", "import", "episodes", path)
@@ -171,8 +178,10 @@ def test_flags_fill_what_a_file_lacks_and_gz_reads_the_same(tmp_path, db_path, c
     (("s1", None), "the records name the split s1 and some records none; give the run"),
     (("s1", "s2"), "the records name 2 splits (s1, s2); give the run"),
 ])
-def test_without_one_split_the_run_is_asked_for_in_words(splits, said, tmp_path, db_path,
-                                                          capsys):
+def test_without_one_split_the_run_is_asked_for_in_words(splits, said: str, tmp_path: Path,
+                                                         db_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]
+                                                        ) -> None:
     """A file naming no split (as the paper's released cells), or several, asks for
     --run; the line says which, without "1 splits (none)"."""
     paths = [write_released(tmp_path / f"f{i}.jsonl", HAND[i:i + 1],
@@ -186,7 +195,8 @@ def test_without_one_split_the_run_is_asked_for_in_words(splits, said, tmp_path,
     one_error(code, err, said)
 
 
-def test_a_flag_that_contradicts_the_file_is_refused(tmp_path, db_path, capsys):
+def test_a_flag_that_contradicts_the_file_is_refused(tmp_path: Path, db_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
     path = write_released(tmp_path / "m1.jsonl", HAND)
     code, _, err = lab(capsys, "--db", db_path, "data", "import", "episodes", path,
                        "--model", "other")
@@ -224,7 +234,8 @@ BAD = {
 
 
 @pytest.mark.parametrize("case", list(BAD))
-def test_a_malformed_file_stores_nothing(case, tmp_path, db_path, capsys):
+def test_a_malformed_file_stores_nothing(case, tmp_path: Path, db_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
     records, words = BAD[case]
     path = write_released(tmp_path / "bad.jsonl", records)
     good = write_released(tmp_path / "good.jsonl", HAND, drop=("split",))
@@ -236,7 +247,8 @@ def test_a_malformed_file_stores_nothing(case, tmp_path, db_path, capsys):
     assert dump_hash(db_path) == before
 
 
-def test_a_line_that_is_no_json_stores_nothing(tmp_path, db_path, capsys):
+def test_a_line_that_is_no_json_stores_nothing(tmp_path: Path, db_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
     path = write_released(tmp_path / "bad.jsonl", HAND)
     path.write_text(path.read_text() + '{"question_id": "q9", \n', encoding="utf-8")
     store.connect(db_path).close()
@@ -246,7 +258,8 @@ def test_a_line_that_is_no_json_stores_nothing(tmp_path, db_path, capsys):
     assert dump_hash(db_path) == before
 
 
-def test_imported_runs_never_mix_with_run_episodes(hand_db, tmp_path, capsys):
+def test_imported_runs_never_mix_with_run_episodes(hand_db: Path, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
     # a second import of the same episodes into the run: refused, nothing stored
     before = dump_hash(hand_db)
     code, _, err = lab(capsys, "--db", hand_db, "data", "import", "episodes",
@@ -260,7 +273,8 @@ def test_imported_runs_never_mix_with_run_episodes(hand_db, tmp_path, capsys):
     one_error(code, err, "s1", "imported")
 
 
-def test_a_question_of_another_dataset_is_refused(hand_db, tmp_path, capsys):
+def test_a_question_of_another_dataset_is_refused(hand_db: Path, tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
     db = store.connect(hand_db)
     store.insert_questions(db, [replace(make_question("q7"), dataset="other")])
     db.close()
@@ -270,7 +284,7 @@ def test_a_question_of_another_dataset_is_refused(hand_db, tmp_path, capsys):
     one_error(code, err, "o.jsonl", "line 1", "q7", "other", "--dataset")
 
 
-def test_import_reads_files_without_touching_lab_db(tmp_path, db_path):
+def test_import_reads_files_without_touching_lab_db(tmp_path: Path, db_path: Path) -> None:
     db = store.connect(db_path)
     before = dump_hash(db_path)
     plan = read_episode_import(db, [write_released(tmp_path / "m1.jsonl", HAND)])
@@ -279,7 +293,8 @@ def test_import_reads_files_without_touching_lab_db(tmp_path, db_path):
     assert store_episode_import(db, plan) == 6
 
 
-def test_the_released_cell_gives_the_published_delta(tmp_path, db_path, capsys):
+def test_the_released_cell_gives_the_published_delta(tmp_path: Path, db_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
     cell = released_cell()
     if cell is None:
         pytest.skip("the released development cell is not beside this checkout "

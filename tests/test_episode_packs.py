@@ -95,7 +95,7 @@ def test_every_episode_stored_gets_its_pack(tmp_path: Path) -> None:
     assert read_packs(db, None, COST) is not None
 
 
-def test_stored_packs_equal_a_fresh_pack(db) -> None:
+def test_stored_packs_equal_a_fresh_pack(db: Database) -> None:
     stored_packs = packs(db)
     assert sorted(stored_packs) == all_ids(db) and stored_packs == fresh(db)
     flags = {i: np.frombuffer(w, "<i8")[2] for i, w in stored_packs.items()}
@@ -106,7 +106,8 @@ def test_stored_packs_equal_a_fresh_pack(db) -> None:
 
 @pytest.mark.parametrize("values", READS.values(), ids=READS.keys())
 @pytest.mark.parametrize("upto", [None, 40])
-def test_keys_frame_from_packs_equals_the_row_read(db, monkeypatch, values, upto) -> None:
+def test_keys_frame_from_packs_equals_the_row_read(db: Database, monkeypatch: pytest.MonkeyPatch,
+                                                   values, upto: int | None) -> None:
     assert read_packs(db, upto, values) is not None  # the packs are read
     got = F.episode_keys_frame(db, upto=upto, values=values)
     assert_same(got, rows_read(db, monkeypatch, upto=upto, values=values))
@@ -117,7 +118,8 @@ def test_keys_frame_from_packs_equals_the_row_read(db, monkeypatch, values, upto
     assert set(got["condition"]) >= {"two_source", "switch_rule", "stated_judgment_rule"}
 
 
-def test_a_missing_pack_falls_back_to_the_rows(db, monkeypatch) -> None:
+def test_a_missing_pack_falls_back_to_the_rows(db: Database, monkeypatch: pytest.MonkeyPatch
+                                              ) -> None:
     with db.conn:
         db.conn.execute("DELETE FROM episode_packs WHERE episode_id = ?", (all_ids(db)[7],))
     assert read_packs(db, None, COST) is None
@@ -126,7 +128,7 @@ def test_a_missing_pack_falls_back_to_the_rows(db, monkeypatch) -> None:
     assert read_packs(db, all_ids(db)[6], COST) is not None
 
 
-def test_an_updated_episode_drops_its_pack(db) -> None:
+def test_an_updated_episode_drops_its_pack(db: Database) -> None:
     target = all_ids(db)[3]
     with db.conn:
         db.conn.execute("UPDATE episodes SET correct = 1 - correct, cost_usd = 7.5 "
@@ -143,7 +145,8 @@ def test_an_updated_episode_drops_its_pack(db) -> None:
     assert len(packs(db)) == len(all_ids(db)) - 1
 
 
-def test_values_that_do_not_fit_are_read_from_the_rows(db, monkeypatch) -> None:
+def test_values_that_do_not_fit_are_read_from_the_rows(db: Database, monkeypatch: pytest.MonkeyPatch
+                                                      ) -> None:
     target = all_ids(db)[2]
     with db.conn:
         db.conn.execute("UPDATE episodes SET tool_calls = 70000 WHERE id = ?", (target,))
@@ -156,7 +159,8 @@ def test_values_that_do_not_fit_are_read_from_the_rows(db, monkeypatch) -> None:
     assert_same(got, rows_read(db, monkeypatch, values=("tool_calls",)))
 
 
-def test_a_question_id_holding_the_separator_falls_back(db, monkeypatch) -> None:
+def test_a_question_id_holding_the_separator_falls_back(db: Database,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     target = all_ids(db)[1]
     with db.conn:
         db.conn.execute("UPDATE episodes SET question_id = question_id || char(31) || 'x' "
@@ -169,7 +173,7 @@ def test_a_question_id_holding_the_separator_falls_back(db, monkeypatch) -> None
     assert_same(got, rows_read(db, monkeypatch))
 
 
-def test_rederive_keeps_the_packs_exact(db) -> None:
+def test_rederive_keeps_the_packs_exact(db: Database) -> None:
     ids = all_ids(db)
     with db.conn:  # another writer's update drops the packs ...
         db.conn.execute("UPDATE episodes SET backup_calls = 9, acting_input_tokens = NULL "
@@ -179,7 +183,7 @@ def test_rederive_keeps_the_packs_exact(db) -> None:
     assert packs(db) == fresh(db) and len(packs(db)) == len(ids)
 
 
-def test_the_migration_backfills_a_version_9_db(db) -> None:
+def test_the_migration_backfills_a_version_9_db(db: Database) -> None:
     want = packs(db)
     old = store.connect(undo_migration(db, "0010_episode_packs", "episode_packs"))
     assert store.schema_version(old) == SCHEMA_VERSION
@@ -196,7 +200,8 @@ def scanned_apart(db, upto=None):
     return K._scanned_apart(db, (1 << 63) - 1 if upto is None else upto) is not None
 
 
-def test_consecutive_ids_read_two_scans_and_a_gap_the_join(db, monkeypatch) -> None:
+def test_consecutive_ids_read_two_scans_and_a_gap_the_join(db: Database,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     ids = all_ids(db)
     assert ids == list(range(ids[0], ids[-1] + 1)) and scanned_apart(db)
     with db.conn:  # a deleted episode leaves a gap in the ids (its pack goes too)
@@ -206,7 +211,8 @@ def test_consecutive_ids_read_two_scans_and_a_gap_the_join(db, monkeypatch) -> N
     assert_same(F.episode_keys_frame(db, values=COST), rows_read(db, monkeypatch, values=COST))
 
 
-def test_a_pack_of_no_episode_is_never_read_as_one(db, monkeypatch) -> None:
+def test_a_pack_of_no_episode_is_never_read_as_one(db: Database, monkeypatch: pytest.MonkeyPatch
+                                                  ) -> None:
     """As many packs as episodes, in increasing id order, yet one of them belongs to no
     episode (id 0) where an episode has none: the two scans must not take it."""
     ids = all_ids(db)

@@ -60,7 +60,7 @@ async def _grid(path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def db_path(tmp_path_factory) -> Path:
+def db_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("recompute") / "lab.db"
     asyncio.run(_grid(path))
     return path
@@ -71,7 +71,7 @@ def invoke(command, args, db: Path):
 
 
 @pytest.fixture(scope="module")
-def exported(db_path, tmp_path_factory) -> Path:
+def exported(db_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("export")
     r = invoke(export_cmd, [str(out), "--resamples", "10"], db_path)
     assert r.exit_code == 0, r.output
@@ -109,7 +109,7 @@ def _covered(row: dict[str, str], episodes: list[dict[str, str]]) -> list[dict[s
         and within(e["replicate"], row["replicates"]) and within(e["regime"], row["regimes"])]
 
 
-def test_tpc_recomputed_from_the_export_equals_the_cost_table(exported) -> None:
+def test_tpc_recomputed_from_the_export_equals_the_cost_table(exported: Path) -> None:
     episodes, steps = _read(exported / "episodes.csv"), _read(exported / "steps.csv")
     acting: dict[str, tuple[int, int]] = defaultdict(lambda: (0, 0))
     for s in steps:  # every stored turn, discarded ones included, is an acting call
@@ -132,7 +132,7 @@ def test_tpc_recomputed_from_the_export_equals_the_cost_table(exported) -> None:
     assert differs >= 2
 
 
-def test_infinite_tpc_is_inf_in_every_export_format(db_path, exported) -> None:
+def test_infinite_tpc_is_inf_in_every_export_format(db_path: Path, exported: Path) -> None:
     tpc = {r["model"]: r for r in _read(exported / "cost.csv") if r["measure"] == "TPC"}
     never = tpc["sim-never"]
     assert never["estimate"] == "inf" and never["n"] == "8"  # defined: 8 episodes, 0 correct
@@ -155,7 +155,7 @@ def test_infinite_tpc_is_inf_in_every_export_format(db_path, exported) -> None:
     assert row["estimate"] == "inf" and float(row["estimate"]) == math.inf
 
 
-def test_refused_turns_and_the_call_split_recomputed_from_the_export(exported) -> None:
+def test_refused_turns_and_the_call_split_recomputed_from_the_export(exported: Path) -> None:
     episodes, steps = _read(exported / "episodes.csv"), _read(exported / "steps.csv")
     refused: dict[str, int] = defaultdict(int)
     discarded: dict[str, int] = defaultdict(int)

@@ -131,7 +131,7 @@ def _oddities(db: Any) -> None:
 
 
 @pytest.fixture(scope="module")
-def odd_db(tmp_path_factory) -> Any:
+def odd_db(tmp_path_factory: pytest.TempPathFactory) -> Any:
     db = store.connect(tmp_path_factory.mktemp("stream") / "lab.db")
     store.insert_questions(db, demo_questions())
     asyncio.run(_grid(db))
@@ -139,7 +139,7 @@ def odd_db(tmp_path_factory) -> Any:
     return db
 
 
-def test_fixture_exercises_every_case(odd_db) -> None:
+def test_fixture_exercises_every_case(odd_db: Any) -> None:
     one = odd_db.conn.execute
     assert one("SELECT count(*) FROM steps WHERE discarded = 1").fetchone()[0] > 0
     assert one("SELECT count(*) FROM episodes WHERE error IS NOT NULL").fetchone()[0] == 3
@@ -152,7 +152,7 @@ def test_fixture_exercises_every_case(odd_db) -> None:
     Selection(), Selection(runs=("main",)), Selection(conditions=("enforced_rule",)),
     Selection(regimes=("persistent",), seeds=(1,)), Selection(runs=("nobody",))],
     ids=["all", "run", "arm", "regime-seed", "empty"])
-def test_streamed_csvs_equal_the_pandas_ones_byte_for_byte(odd_db, tmp_path, selection
+def test_streamed_csvs_equal_the_pandas_ones_byte_for_byte(odd_db: Any, tmp_path: Path, selection
                                                            ) -> None:
     (tmp_path / "old").mkdir()
     (tmp_path / "new").mkdir()
@@ -163,7 +163,7 @@ def test_streamed_csvs_equal_the_pandas_ones_byte_for_byte(odd_db, tmp_path, sel
     assert got[1].read_bytes() == want[1]
 
 
-def test_the_csvs_hold_the_awkward_values(odd_db, tmp_path) -> None:
+def test_the_csvs_hold_the_awkward_values(odd_db: Any, tmp_path: Path) -> None:
     episodes, steps = (p.read_bytes().decode("utf-8")
                        for p in write_rows_csvs(odd_db, tmp_path, Selection(), "9.9.9"))
     assert '"TimeoutError: server said ""no"", twice\nretry later"' in episodes
@@ -174,8 +174,9 @@ def test_the_csvs_hold_the_awkward_values(odd_db, tmp_path) -> None:
     assert steps.count(os.linesep) > steps.count(THOUGHT) and "stated_judgment_rule:k=3" in steps
 
 
-def test_export_writes_the_streamed_csvs_and_nothing_half_written(odd_db, tmp_path,
-                                                                  monkeypatch) -> None:
+def test_export_writes_the_streamed_csvs_and_nothing_half_written(odd_db: Any, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch
+                                                                 ) -> None:
     import analysis.tables.export as ex
 
     out = tmp_path / "out"
@@ -195,8 +196,9 @@ def test_export_writes_the_streamed_csvs_and_nothing_half_written(odd_db, tmp_pa
     assert not list(out.glob(".*.tmp"))
 
 
-def test_export_on_two_cores_writes_the_same_files_as_on_one(odd_db, tmp_path, monkeypatch
-                                                              ) -> None:
+def test_export_on_two_cores_writes_the_same_files_as_on_one(odd_db: Any, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch
+                                                            ) -> None:
     """episodes.csv, steps.csv and the tables are written side by side in forked
     processes (`analysis.base.parallel`), each reading lab.db through a connection of
     its own: the same files, in the same order, as written one after another here."""
@@ -211,8 +213,8 @@ def test_export_on_two_cores_writes_the_same_files_as_on_one(odd_db, tmp_path, m
     assert [name for name, _ in written[2][:3]] == ["episodes.csv", "steps.csv", "success.csv"]
 
 
-def test_an_error_in_a_forked_piece_is_raised_as_itself(odd_db, tmp_path, monkeypatch
-                                                         ) -> None:
+def test_an_error_in_a_forked_piece_is_raised_as_itself(odd_db: Any, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     import analysis.base.parallel as parallel
     import analysis.tables.export as ex
     from core.errors import ConfigError
@@ -228,7 +230,8 @@ def test_an_error_in_a_forked_piece_is_raised_as_itself(odd_db, tmp_path, monkey
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["episodes.csv"]
 
 
-def test_steps_csv_in_pieces_is_the_file_in_one(odd_db, tmp_path, monkeypatch) -> None:
+def test_steps_csv_in_pieces_is_the_file_in_one(odd_db: Any, tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """steps.csv written in pieces by episode id (one header, the pieces in id order,
     none left beside it) is the file written in one piece, for any number of pieces."""
     import analysis.base.parallel as parallel

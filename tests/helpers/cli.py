@@ -5,8 +5,7 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 from pathlib import Path
-
-import pytest
+from typing import Protocol
 
 from console.cli import main
 
@@ -20,7 +19,13 @@ def dump_hash(path: Path) -> str:
         conn.close()
 
 
-def lab(capsys: pytest.CaptureFixture[str], *args: object) -> tuple[int, str, str]:
+class ReadsOutput(Protocol):
+    """Where `lab` reads a command's output: pytest's `capsys`, or a stand-in."""
+
+    def readouterr(self) -> tuple[str, str]: ...
+
+
+def lab(capsys: ReadsOutput, *args: object) -> tuple[int, str, str]:
     """Run `lab ARGS` in-process through `main`; (exit code, stdout, stderr)."""
     code = main([str(a) for a in args])
     out, err = capsys.readouterr()

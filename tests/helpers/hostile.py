@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from core.models.backends import BACKENDS, Backend, register
-from tests.helpers.cli import lab
+from tests.helpers.cli import ReadsOutput, lab
 from tests.helpers.toy_backend import OracleClient, OracleConfig
 
 NAME = "or\x1b[2Jacle[/]"
@@ -28,7 +28,7 @@ hedge = "\\u001b]0;pwned\\u0007 \\u001b[2J"
 
 
 @contextmanager
-def hostile_lab(tmp_path: Path, capsys) -> Iterator[tuple[Path, Path]]:  # noqa: ANN001
+def hostile_lab(tmp_path: Path, capsys: ReadsOutput) -> Iterator[tuple[Path, Path]]:
     """(lab.db, lab.toml): one grid of the hostile oracle model on two demo questions
     (run `r`, set `d`), every question's text hostile, and a second set named `SET`.
     The oracle backend is registered while the context is open."""
