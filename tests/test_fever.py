@@ -61,7 +61,8 @@ def small_fever(folder: Path) -> Path:
 # --------------------------------------------------------------------------- import
 
 
-def test_import_skips_nei_and_says_how_many(tmp_path, db_path, capsys):
+def test_import_skips_nei_and_says_how_many(tmp_path: Path, db_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
     folder = small_fever(tmp_path / "fever")
     assert main(["--db", str(db_path), "data", "import", "fever", str(folder)]) == 0
     out = capsys.readouterr().out
@@ -82,7 +83,9 @@ def test_import_skips_nei_and_says_how_many(tmp_path, db_path, capsys):
     (lambda c, p: c[3].update(id=c[0]["id"]), "record 3: duplicate id '100'"),
     (lambda c, p: p["Page_3"].update(lines={"two": "x"}), "pages.json: page 'Page_3': line key"),
 ])
-def test_import_errors_are_one_line_and_store_nothing(tmp_path, db_path, capsys, mutate, message):
+def test_import_errors_are_one_line_and_store_nothing(tmp_path: Path, db_path: Path,
+                                                      capsys: pytest.CaptureFixture[str], mutate,
+                                                      message: str) -> None:
     folder = small_fever(tmp_path / "fever")
     claims = [json.loads(x) for x in (folder / "claims.jsonl").read_text().splitlines()]
     pages = json.loads((folder / "pages.json").read_text())
@@ -94,7 +97,8 @@ def test_import_errors_are_one_line_and_store_nothing(tmp_path, db_path, capsys,
     assert "fever" not in store.datasets(store.connect(db_path))
 
 
-def test_import_needs_both_files(tmp_path, db_path, capsys):
+def test_import_needs_both_files(tmp_path: Path, db_path: Path, capsys: pytest.CaptureFixture[str]
+                                ) -> None:
     folder = small_fever(tmp_path / "fever")
     (folder / "pages.json").unlink()
     assert main(["--db", str(db_path), "data", "import", "fever", str(folder)]) == 1
@@ -103,7 +107,7 @@ def test_import_needs_both_files(tmp_path, db_path, capsys):
     assert "is a directory" in capsys.readouterr().err
 
 
-def test_kb_is_evidence_plus_eight_drawn_by_claim_id(tmp_path):
+def test_kb_is_evidence_plus_eight_drawn_by_claim_id(tmp_path: Path) -> None:
     folder = small_fever(tmp_path / "fever")
     questions = load_fever(folder).questions
     evidence = {page_title(f"Page_{i}") for i in range(1, 12)} | {"Soul Food (film)"}
@@ -124,7 +128,7 @@ def test_kb_is_evidence_plus_eight_drawn_by_claim_id(tmp_path):
     assert all(again[q.id] == q for q in questions)
 
 
-def test_a_claim_whose_pages_are_missing_gets_its_gold_sentence_as_a_page(tmp_path):
+def test_a_claim_whose_pages_are_missing_gets_its_gold_sentence_as_a_page(tmp_path: Path) -> None:
     folder = small_fever(tmp_path / "fever")
     claims = [json.loads(x) for x in (folder / "claims.jsonl").read_text().splitlines()]
     claims.append({**_claim(300, "REFUTES", "Backbeat_-LRB-film-RRB-", None,
@@ -138,7 +142,7 @@ def test_a_claim_whose_pages_are_missing_gets_its_gold_sentence_as_a_page(tmp_pa
     assert read.skipped_no_text == 1 and "301" not in {x.id for x in read.questions}
 
 
-def test_answerless_claims_lose_their_evidence_sentences():
+def test_answerless_claims_lose_their_evidence_sentences() -> None:
     q = demo_fever_questions()[0]
     stripped = {p.title: p.text for p in strip_supporting_facts(q)}
     (title, j), = q.supporting_facts
@@ -149,7 +153,7 @@ def test_answerless_claims_lose_their_evidence_sentences():
 # --------------------------------------------------------------------------- scoring and sets
 
 
-def test_labels_are_scored_as_the_harness_reads_them_and_answers_by_f1():
+def test_labels_are_scored_as_the_harness_reads_them_and_answers_by_f1() -> None:
     # a verdict is the one of SUPPORT/REFUT that occurs in the answer (the paper's
     # harness); a sentence around it counts, both stems in one answer do not
     assert score_for_task("SUPPORTS", "SUPPORTS", "fever").correct
@@ -163,7 +167,7 @@ def test_labels_are_scored_as_the_harness_reads_them_and_answers_by_f1():
         score_for_task("x", "x", "trivia")
 
 
-def test_demo_claims_are_balanced_and_stable():
+def test_demo_claims_are_balanced_and_stable() -> None:
     claims = demo_fever_questions()
     assert len(claims) >= 20 and claims == demo_fever_questions()
     labels = [q.answer for q in claims]
@@ -171,7 +175,7 @@ def test_demo_claims_are_balanced_and_stable():
     assert {q.dataset for q in claims} == {DEMO_FEVER_DATASET}
 
 
-def test_balanced_sample():
+def test_balanced_sample() -> None:
     labels = {f"s{i}": "SUPPORTS" for i in range(10)} | {f"r{i}": "REFUTES" for i in range(30)}
     ids = balanced_sample(labels, 12, seed=4)
     assert len(ids) == len(set(ids)) == 12 and ids == balanced_sample(labels, 12, seed=4)
@@ -184,7 +188,8 @@ def test_balanced_sample():
         balanced_sample(labels, 22, seed=1)
 
 
-def test_sets_create_draws_balanced_fever_sets(db_path, capsys):
+def test_sets_create_draws_balanced_fever_sets(db_path: Path, capsys: pytest.CaptureFixture[str]
+                                              ) -> None:
     args = ["--db", str(db_path), "sets", "create"]
     assert main([*args, "fv10", "--dataset", DEMO_FEVER_DATASET, "--n", "10", "--seed", "2"]) == 0
     assert "(5 REFUTES, 5 SUPPORTS)" in capsys.readouterr().out
@@ -222,7 +227,9 @@ def _conditions() -> list[str]:
     return [f"{name}:rate=0.5" if name == "random_rule" else name for name in ARMS]
 
 
-def test_every_condition_and_regime_runs_on_fever_through_lab_try(db_path, capsys):
+def test_every_condition_and_regime_runs_on_fever_through_lab_try(db_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]
+                                                                 ) -> None:
     """`lab try` with a sim over every condition × regime on one demo claim."""
     for condition in _conditions():
         for regime in REGIMES:
@@ -252,7 +259,7 @@ async def _two_datasets(path: Path) -> None:
                                 make_client(spec))
 
 
-def test_results_keep_datasets_apart(db_path, capsys):
+def test_results_keep_datasets_apart(db_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     asyncio.run(_two_datasets(db_path))
     frame = store.episodes_frame(store.connect(db_path))
     assert set(frame["dataset"]) == {"demo", DEMO_FEVER_DATASET}
@@ -281,7 +288,8 @@ def _fact(q, i: int = 0) -> tuple[str, str]:
     return title, page.sentences[line]
 
 
-def test_dev_format_sample_imports_13_and_skips_2(db_path, capsys):
+def test_dev_format_sample_imports_13_and_skips_2(db_path: Path, capsys: pytest.CaptureFixture[str]
+                                                 ) -> None:
     assert main(["--db", str(db_path), "data", "import", "fever", str(DEV_FORMAT)]) == 0
     out = capsys.readouterr().out
     assert "imported 13 claims" in out and "skipped 2 NOT ENOUGH INFO claims" in out

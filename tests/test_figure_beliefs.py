@@ -23,7 +23,8 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return figures_study(tmp_path_factory)
 
 
-def test_figure_6_sidecar_rows_are_the_beliefs_tables_json_rows(study: Path, tmp_path: Path):
+def test_figure_6_sidecar_rows_are_the_beliefs_tables_json_rows(study: Path, tmp_path: Path
+                                                               ) -> None:
     code, out, err = lab(study, "figures", str(tmp_path), "--table", "beliefs", "--resamples",
                          str(RESAMPLES), "--format", "png", "--style", "column")
     assert code == 0, err
@@ -36,7 +37,8 @@ def test_figure_6_sidecar_rows_are_the_beliefs_tables_json_rows(study: Path, tmp
     assert {r["model"] for r in side["rows"]} == set(MODELS)
 
 
-def test_figure_6_draws_a_report_and_a_reference_line_per_model_in_three_panels(study: Path):
+def test_figure_6_draws_a_report_and_a_reference_line_per_model_in_three_panels(study: Path
+                                                                               ) -> None:
     from analysis.figures import FIGURES
     from analysis.figures.select import DEFAULT, declare
     from analysis.figures.study import study_rows

@@ -6,6 +6,7 @@ no line joins two regime families, no two rows of a panel share a label."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, cast
 
 import matplotlib.pyplot as plt
@@ -50,7 +51,7 @@ def data_lines(ax: Axes) -> list[tuple[np.ndarray, np.ndarray]]:
     return out
 
 
-def test_a_hazard_line_never_joins_two_regime_families():
+def test_a_hazard_line_never_joins_two_regime_families() -> None:
     out = drawn("hazard_by_run")
     try:
         for ax in out.figure.axes:
@@ -63,7 +64,7 @@ def test_a_hazard_line_never_joins_two_regime_families():
 
 
 @pytest.mark.parametrize("name", ["delta_forest", "hazard_slopes"])
-def test_no_two_rows_of_a_forest_panel_share_a_label(name):
+def test_no_two_rows_of_a_forest_panel_share_a_label(name: str) -> None:
     out = drawn(name)
     try:
         labelled = [[t.get_text() for t in ax.get_yticklabels()] for ax in out.figure.axes]
@@ -75,7 +76,7 @@ def test_no_two_rows_of_a_forest_panel_share_a_label(name):
         close(out.figure)
 
 
-def test_every_known_arm_has_a_marker_of_its_own():
+def test_every_known_arm_has_a_marker_of_its_own() -> None:
     from analysis.figures.identity import KNOWN, arm_look
 
     looks = [arm_look(a) for a in KNOWN]
@@ -86,7 +87,7 @@ def test_every_known_arm_has_a_marker_of_its_own():
 
 
 @pytest.mark.parametrize("name", ["success_by_regime", "hazard_by_run"])
-def test_an_arm_keeps_its_look_in_every_panel(name):
+def test_an_arm_keeps_its_look_in_every_panel(name: str) -> None:
     """Each legend entry is drawn in its arm's look, whatever the panel or its order."""
     from matplotlib.colors import to_hex
 
@@ -115,7 +116,7 @@ def declared_rows(**kw: Any) -> tuple[list[dict[str, Any]], Any]:
     return [r for rows in study.rows.values() for r in rows], chosen
 
 
-def test_by_default_figures_draw_confirmatory_runs_at_the_primary_budget_in_one_family():
+def test_by_default_figures_draw_confirmatory_runs_at_the_primary_budget_in_one_family() -> None:
     from analysis.figures.base import family
 
     rows, chosen = declared_rows()
@@ -126,7 +127,7 @@ def test_by_default_figures_draw_confirmatory_runs_at_the_primary_budget_in_one_
     assert {r["table"] for r in rows} == {t for t, rs in study.rows.items() if rs}
 
 
-def test_budgets_family_and_runs_are_chosen_when_asked():
+def test_budgets_family_and_runs_are_chosen_when_asked() -> None:
     from analysis.figures.base import family
 
     rows, _ = declared_rows(budgets=(16,))
@@ -140,7 +141,7 @@ def test_budgets_family_and_runs_are_chosen_when_asked():
     assert not chosen.exploratory
 
 
-def test_a_study_of_exploratory_runs_only_is_drawn_and_said_so():
+def test_a_study_of_exploratory_runs_only_is_drawn_and_said_so() -> None:
     from analysis.figures.select import Declared, declare
     from tests.helpers.figure_rows import study_table_rows
 
@@ -151,7 +152,7 @@ def test_a_study_of_exploratory_runs_only_is_drawn_and_said_so():
 
 @pytest.mark.parametrize("name", ["success_by_regime", "hazard_by_run"])
 @pytest.mark.parametrize("every_budget", [False, True])
-def test_no_two_series_of_a_panel_share_a_style(name, every_budget):
+def test_no_two_series_of_a_panel_share_a_style(name: str, every_budget: bool) -> None:
     from analysis.figures.select import Declared, declare
 
     study, _ = declare(synthetic_study(), Declared(all_budgets=every_budget))
@@ -208,7 +209,7 @@ def _close_every_drawn() -> Iterator[None]:
 
 
 @pytest.mark.parametrize("style_name", ["column", "page"])
-def test_every_figure_fits_its_width_and_a_page_with_no_text_under_6_pt(style_name):
+def test_every_figure_fits_its_width_and_a_page_with_no_text_under_6_pt(style_name: str) -> None:
     from matplotlib.text import Text
 
     style = STYLES[style_name]
@@ -223,7 +224,7 @@ def test_every_figure_fits_its_width_and_a_page_with_no_text_under_6_pt(style_na
         assert min(sizes) >= 6.0, name
 
 
-def test_the_delta_grid_is_models_side_by_side_with_arms_as_rows():
+def test_the_delta_grid_is_models_side_by_side_with_arms_as_rows() -> None:
     from analysis.figures.select import Declared, declare
 
     out = drawn("delta_forest", rows=declare(synthetic_study(), Declared())[0].rows)
@@ -236,7 +237,7 @@ def test_the_delta_grid_is_models_side_by_side_with_arms_as_rows():
         close(out.figure)
 
 
-def test_a_figure_file_says_where_its_rows_come_from(tmp_path):
+def test_a_figure_file_says_where_its_rows_come_from(tmp_path: Path) -> None:
     """The caption under the figure and the PNG/SVG/PDF metadata: amendment and its freeze
     date, run, set, budget, family, n, and the sidecar rows' sha256."""
     import json
@@ -261,7 +262,7 @@ def test_a_figure_file_says_where_its_rows_come_from(tmp_path):
     assert written.paths
 
 
-def test_an_exploratory_figure_says_so_first():
+def test_an_exploratory_figure_says_so_first() -> None:
     from analysis.figures.caption import provenance
     from tests.helpers.figure_rows import study_table_rows
 
@@ -274,7 +275,7 @@ def test_an_exploratory_figure_says_so_first():
     ("none", "permit", "budget", "stated_rule", "enforced_rule"),
     ("none", "enforced_rule", "lexical_rule", "random_rule", "stated_judgment_rule"),
     ("none", "two_source", "switch_rule"), ("Raw-Gated", "Calibrated-Gated")])
-def test_arms_drawn_together_differ_in_colour(arms):
+def test_arms_drawn_together_differ_in_colour(arms) -> None:
     from analysis.figures.identity import arm_look
 
     assert len({arm_look(a).color for a in arms}) == len(arms)
@@ -288,7 +289,7 @@ def overlapping(boxes: list[Any]) -> list[tuple[int, int]]:
 
 
 @pytest.mark.parametrize("style_name", ["column", "page"])
-def test_no_two_labels_of_a_panel_collide(style_name):
+def test_no_two_labels_of_a_panel_collide(style_name: str) -> None:
     """Tick labels along x and y and legend entries never overlap, in either print
     width."""
     for name, out in every_drawn(style_name):

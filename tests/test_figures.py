@@ -43,7 +43,7 @@ TRACE_FIGURES = ("trace_risk_coverage", "trace_oa_cost", "trace_reliability")
 they are skipped (with the calibration-by-depth figure)."""
 
 
-def test_every_figure_is_written_with_its_sidecar(figures):
+def test_every_figure_is_written_with_its_sidecar(figures: tuple[Path, Path, str]) -> None:
     _, out, stderr = figures
     for name in FIGURE_TABLES:
         for suffix in ("svg", "pdf", "png", "json"):
@@ -54,7 +54,7 @@ def test_every_figure_is_written_with_its_sidecar(figures):
                                                        "trace_ece_by_depth")]
 
 
-def test_sidecar_rows_are_the_tables_json_rows(figures):
+def test_sidecar_rows_are_the_tables_json_rows(figures: tuple[Path, Path, str]) -> None:
     db, out, _ = figures
     tables = {t: results_json(db, t) for t, _ in FIGURE_TABLES.values()}  # each once
     for name, (table, measures) in FIGURE_TABLES.items():
@@ -91,7 +91,7 @@ def test_sidecar_rows_are_the_tables_json_rows(figures):
                                     and r["budget"] == 8], name
 
 
-def test_sidecar_provenance_names_runs_hashes_and_version(figures):
+def test_sidecar_provenance_names_runs_hashes_and_version(figures: tuple[Path, Path, str]) -> None:
     from core.version import project_version
 
     _, out, _ = figures
@@ -107,7 +107,8 @@ def test_sidecar_provenance_names_runs_hashes_and_version(figures):
                              "success_by_regime.png"]
 
 
-def test_same_data_gives_the_same_svg_and_pdf_bytes(figures, tmp_path):
+def test_same_data_gives_the_same_svg_and_pdf_bytes(figures: tuple[Path, Path, str], tmp_path: Path
+                                                   ) -> None:
     db, out, _ = figures
     again = tmp_path / "again"
     code, _, err = lab(db, "figures", str(again), "--resamples", str(RESAMPLES),
@@ -121,7 +122,8 @@ def test_same_data_gives_the_same_svg_and_pdf_bytes(figures, tmp_path):
     assert "<dc:date>" not in svg and "DejaVu" in svg
 
 
-def test_a_figure_the_selection_cannot_feed_is_skipped_with_one_line(figures, tmp_path):
+def test_a_figure_the_selection_cannot_feed_is_skipped_with_one_line(
+        figures: tuple[Path, Path, str], tmp_path: Path) -> None:
     db, _, _ = figures
     code, stdout, stderr = lab(db, "figures", str(tmp_path / "f"), "--resamples", "10",
                                "--format", "svg", "--models", "sim-own5",
@@ -134,7 +136,7 @@ def test_a_figure_the_selection_cannot_feed_is_skipped_with_one_line(figures, tm
     assert (tmp_path / "f" / "success_by_regime.svg").exists()
 
 
-def test_bad_format_is_one_line(figures, tmp_path):
+def test_bad_format_is_one_line(figures: tuple[Path, Path, str], tmp_path: Path) -> None:
     db, _, _ = figures
     code, _, stderr = lab(db, "figures", str(tmp_path / "g"), "--format", "png,gif")
     assert code != 0
@@ -143,7 +145,8 @@ def test_bad_format_is_one_line(figures, tmp_path):
         "--format png,svg"]
 
 
-def test_column_and_page_styles_are_their_widths_in_print(figures, tmp_path):
+def test_column_and_page_styles_are_their_widths_in_print(figures: tuple[Path, Path, str],
+                                                          tmp_path: Path) -> None:
     """--style column is 3.3 in wide and the default (page) 6.9 in, at 300 dpi."""
     db, out, _ = figures
     code, _, err = lab(db, "figures", str(tmp_path / "t"), "--resamples", str(RESAMPLES),
@@ -156,7 +159,7 @@ def test_column_and_page_styles_are_their_widths_in_print(figures, tmp_path):
     assert (column[1], page[1]) == (990, 2070)
 
 
-def test_the_trace_figures_draw_the_trace_sweeps_rows(tmp_path):
+def test_the_trace_figures_draw_the_trace_sweeps_rows(tmp_path: Path) -> None:
     """Trace states of the trace sim (as tests/test_trace_tables_cli.py stores them) give
     the risk–coverage, OA–cost and reliability figures, whose rows are those of `lab
     results trace_sweeps --format json`."""
@@ -202,7 +205,8 @@ def test_the_trace_figures_draw_the_trace_sweeps_rows(tmp_path):
         r["scope"].startswith("budget ") or r["scope"] == "baseline")]
 
 
-def test_a_results_views_figures_are_its_tables(figures, tmp_path):
+def test_a_results_views_figures_are_its_tables(figures: tuple[Path, Path, str], tmp_path: Path
+                                               ) -> None:
     """The Results screen's `F` (analysis.figures.view): the view's figures only, their
     rows those of the table the view shows; a view without one writes nothing."""
     from analysis.figures.view import write_view_figures
@@ -228,7 +232,8 @@ def test_a_results_views_figures_are_its_tables(figures, tmp_path):
         db.conn.close()
 
 
-def test_every_budget_and_mean6_are_drawn_when_asked(figures, tmp_path):
+def test_every_budget_and_mean6_are_drawn_when_asked(figures: tuple[Path, Path, str], tmp_path: Path
+                                                    ) -> None:
     db, _, _ = figures
     code, _, err = lab(db, "figures", str(tmp_path / "b"), "--resamples", str(RESAMPLES),
                        "--format", "svg", "--table", "success", "--budgets", "all",
@@ -239,7 +244,8 @@ def test_every_budget_and_mean6_are_drawn_when_asked(figures, tmp_path):
     assert {r["budget"] for r in side["rows"]} == {8, 12}
 
 
-def test_a_table_without_a_figure_says_so_in_one_line(figures, tmp_path):
+def test_a_table_without_a_figure_says_so_in_one_line(figures: tuple[Path, Path, str],
+                                                      tmp_path: Path) -> None:
     db, _, _ = figures
     code, stdout, stderr = lab(db, "figures", str(tmp_path / "c"), "--resamples", "10",
                                "--format", "svg", "--table", "index")
@@ -264,7 +270,8 @@ def test_each_figure_declares_results_views_that_exist() -> None:
                                                                  "hazard_slopes"]
 
 
-def test_no_figure_drawn_leaves_no_empty_folder(figures, tmp_path):
+def test_no_figure_drawn_leaves_no_empty_folder(figures: tuple[Path, Path, str], tmp_path: Path
+                                               ) -> None:
     """Every figure asked for skipped: the folders made for them go again (the console's
     `F` on such a table left empty figures-VIEW-TIME folders behind)."""
     from analysis.figures import write_figures

@@ -46,7 +46,7 @@ def default_rows() -> dict[str, list[RowDict]]:
 
 
 @pytest.mark.parametrize("name", NEW)
-def test_a_new_figure_draws_one_budget_and_one_family_by_default(name):
+def test_a_new_figure_draws_one_budget_and_one_family_by_default(name) -> None:
     from analysis.figures.base import family
 
     out = build(name, default_rows())
@@ -73,7 +73,7 @@ def _budget_rows() -> dict[str, list[RowDict]]:
     return rows | {"budgets": fixed}
 
 
-def test_figure_4_pairs_each_arms_budgets_side_by_side_in_its_colour_per_model():
+def test_figure_4_pairs_each_arms_budgets_side_by_side_in_its_colour_per_model() -> None:
     from tests.helpers.figure_rows import ARMS, MODELS
 
     out = build("answer_action_by_budget", _budget_rows())
@@ -96,7 +96,7 @@ def test_figure_4_pairs_each_arms_budgets_side_by_side_in_its_colour_per_model()
         plt.close(out.figure)
 
 
-def test_the_delta_grid_shows_a_replication_in_parentheses():
+def test_the_delta_grid_shows_a_replication_in_parentheses() -> None:
     rows = default_rows()
     again = [r | {"runs": "fresh", "question_set": "fresh300",
                   "estimate": r["estimate"] + 0.05}
@@ -119,7 +119,7 @@ def test_the_delta_grid_shows_a_replication_in_parentheses():
         plt.close(single.figure)
 
 
-def test_an_interval_cut_by_the_axis_is_marked():
+def test_an_interval_cut_by_the_axis_is_marked() -> None:
     from analysis.figures.marks import CUT_GID
 
     rows = default_rows()
@@ -152,7 +152,7 @@ def _point_xs(out: Drawn) -> dict[str, float]:
             for handle, text in zip(*ax.get_legend_handles_labels())}
 
 
-def test_points_on_top_of_one_another_are_dodged():
+def test_points_on_top_of_one_another_are_dodged() -> None:
     rows = default_rows()
     same = [r | {"estimate": 4.0} if r["measure"] == "tool calls" else
             r | {"estimate": 0.3} if r["measure"] == "success" else r for r in rows["cost"]]
@@ -170,7 +170,7 @@ def test_points_on_top_of_one_another_are_dodged():
         plt.close(apart.figure)
 
 
-def test_every_arm_point_of_success_against_calls_is_in_its_arms_look():
+def test_every_arm_point_of_success_against_calls_is_in_its_arms_look() -> None:
     out = build("cost_success", default_rows())
     try:
         for ax in out.figure.axes:
@@ -183,7 +183,7 @@ def test_every_arm_point_of_success_against_calls_is_in_its_arms_look():
         plt.close(out.figure)
 
 
-def test_ece_by_depth_on_traces_draws_raw_and_calibrated_in_the_controllers_looks():
+def test_ece_by_depth_on_traces_draws_raw_and_calibrated_in_the_controllers_looks() -> None:
     out = build("trace_ece_by_depth", default_rows())
     try:
         (ax,) = out.figure.axes
@@ -230,7 +230,8 @@ def _json(db: Path, *args: str) -> list[dict[str, Any]]:
     return rows
 
 
-def test_lab_figures_takes_the_trace_options_as_lab_results_does(trace_db, tmp_path):
+def test_lab_figures_takes_the_trace_options_as_lab_results_does(trace_db: Path, tmp_path: Path
+                                                                ) -> None:
     code, out, err = lab(trace_db, "figures", str(tmp_path / "f"), "--resamples", "20",
                          "--format", "svg", "--table", "trace_sweeps", "--table",
                          "trace_table2", *TRACE_OPTIONS)
@@ -251,7 +252,7 @@ def test_lab_figures_takes_the_trace_options_as_lab_results_does(trace_db, tmp_p
     assert [r["estimate"] for r in default] != [r["estimate"] for r in table2]
 
 
-def test_lab_report_takes_the_trace_options(trace_db, tmp_path):
+def test_lab_report_takes_the_trace_options(trace_db: Path, tmp_path: Path) -> None:
     page = tmp_path / "r.html"
     code, _, err = lab(trace_db, "report", str(page), "--resamples", "20", "--split-seed",
                        "3", "--tau-hi", "0.8")
@@ -261,7 +262,7 @@ def test_lab_report_takes_the_trace_options(trace_db, tmp_path):
     assert "split seed 0" not in html
 
 
-def test_a_table_no_figure_draws_says_so_in_one_line(trace_db, tmp_path):
+def test_a_table_no_figure_draws_says_so_in_one_line(trace_db: Path, tmp_path: Path) -> None:
     code, out, err = lab(trace_db, "figures", str(tmp_path / "n"), "--resamples", "20",
                          "--table", "trace_table1")
     assert code == 0, err
@@ -270,7 +271,7 @@ def test_a_table_no_figure_draws_says_so_in_one_line(trace_db, tmp_path):
     assert "wrote 0 figures" in out
 
 
-def test_arms_that_figure_4_pairs_differ_in_colour_and_in_greyscale():
+def test_arms_that_figure_4_pairs_differ_in_colour_and_in_greyscale() -> None:
     """Figure 4's bars carry no marker, so two arms drawn there must differ by colour
     alone, in greyscale too: budget and two_source once shared orange."""
     from matplotlib.colors import to_rgb
@@ -294,7 +295,7 @@ def test_arms_that_figure_4_pairs_differ_in_colour_and_in_greyscale():
         plt.close(out.figure)
 
 
-def test_a_caption_gives_each_unit_its_own_range():
+def test_a_caption_gives_each_unit_its_own_range() -> None:
     """Figure 1 (right) draws judgment shares and question shares: the caption's n says
     each in its own unit, never one range under one of them."""
     from analysis.figures.caption import provenance

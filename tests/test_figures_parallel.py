@@ -34,14 +34,14 @@ def cores(monkeypatch: pytest.MonkeyPatch) -> Callable[[int], None]:
     return set_cores
 
 
-def test_items_are_drawn_in_other_processes_in_order(cores):
+def test_items_are_drawn_in_other_processes_in_order(cores: Callable[[int], None]) -> None:
     cores(2)
     got = parallel.each(6, lambda i: (i * i, os.getpid()))
     assert [v for v, _ in got] == [0, 1, 4, 9, 16, 25]
     assert os.getpid() not in {pid for _, pid in got}
 
 
-def test_a_piece_that_fails_raises_its_error_here(cores):
+def test_a_piece_that_fails_raises_its_error_here(cores: Callable[[int], None]) -> None:
     cores(2)
 
     def work(i: int) -> int:
@@ -63,7 +63,7 @@ def test_a_piece_that_fails_raises_its_error_here(cores):
         parallel.each(3, odd)
 
 
-def test_a_sigterm_handler_does_not_keep_the_processes(cores):
+def test_a_sigterm_handler_does_not_keep_the_processes(cores: Callable[[int], None]) -> None:
     """The worker installs a SIGTERM handler in the process that runs it (tests do):
     the forked processes leave by themselves and never wait for a signal."""
     cores(2)
@@ -74,7 +74,7 @@ def test_a_sigterm_handler_does_not_keep_the_processes(cores):
         signal.signal(signal.SIGTERM, previous)
 
 
-def test_one_core_or_another_thread_draws_here(cores):
+def test_one_core_or_another_thread_draws_here(cores: Callable[[int], None]) -> None:
     cores(1)
     assert {pid for pid in parallel.each(3, lambda i: os.getpid())} == {os.getpid()}
     cores(2)
@@ -88,7 +88,8 @@ def test_one_core_or_another_thread_draws_here(cores):
         other.join()
 
 
-def test_files_are_the_same_bytes_drawn_here_or_on_two_cores(cores, tmp_path):
+def test_files_are_the_same_bytes_drawn_here_or_on_two_cores(cores: Callable[[int], None],
+                                                             tmp_path: Path) -> None:
     study = _small_study()
     cores(1)
     alone = write_figures(study, tmp_path / "alone", ("svg", "pdf"))
@@ -100,7 +101,7 @@ def test_files_are_the_same_bytes_drawn_here_or_on_two_cores(cores, tmp_path):
     assert _files(tmp_path / "alone") == _files(tmp_path / "shared")
 
 
-def test_report_svgs_are_the_same_drawn_here_or_on_two_cores(cores):
+def test_report_svgs_are_the_same_drawn_here_or_on_two_cores(cores: Callable[[int], None]) -> None:
     study = _small_study()
     cores(1)
     alone = render_svgs(study)
@@ -111,7 +112,8 @@ def test_report_svgs_are_the_same_drawn_here_or_on_two_cores(cores):
     assert sum(bool(r.svg) for r in shared) >= 4
 
 
-def test_study_rows_on_two_cores_are_those_on_one(cores, tmp_path_factory):
+def test_study_rows_on_two_cores_are_those_on_one(cores: Callable[[int], None],
+                                                  tmp_path_factory: pytest.TempPathFactory) -> None:
     """The episode tables and the tables on answer-now branches are computed side by side
     in two forked processes, each reading lab.db through its own connection: the same
     tables, rows, runs and counts as computed one after the other here."""

@@ -100,7 +100,7 @@ def with_errors(stored: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     (F.Selection(pool=("seeds", "runs")), None), (F.Selection(seeds=(99,)), None)],
     ids=["all", "upto", "seed", "model-arm", "pooled", "none"])
 def test_episode_keys_are_the_key_columns_of_episodes(with_errors: Path, selection,
-                                                      upto) -> None:
+                                                      upto: int | None) -> None:
     from analysis.measures.frames import episode_keys_of, load_frames
 
     db = store.connect(with_errors)

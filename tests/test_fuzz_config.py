@@ -107,7 +107,8 @@ documents = st.one_of(
 
 @fuzz_settings(default=60)
 @given(document=documents)
-def test_fuzz_lab_toml(template, tmp_path_factory, capsys, document: bytes) -> None:
+def test_fuzz_lab_toml(template: Path, tmp_path_factory: pytest.TempPathFactory,
+                       capsys: pytest.CaptureFixture[str], document: bytes) -> None:
     work = tmp_path_factory.getbasetemp() / "fuzz-toml"
     work.mkdir(exist_ok=True)
     db = fresh_db(template, work / "lab.db")
@@ -127,8 +128,8 @@ OPTION_VALUES = st.one_of(WEIRD_TEXT, st.sampled_from(
 @given(options=st.dictionaries(
     st.sampled_from(["--workers", "--concurrency", "--type", "--lease", "--grace"]),
     OPTION_VALUES, min_size=1, max_size=3))
-def test_fuzz_worker_options(template, tmp_path_factory, capsys, options: dict[str, str]
-                             ) -> None:
+def test_fuzz_worker_options(template: Path, tmp_path_factory: pytest.TempPathFactory,
+                             capsys: pytest.CaptureFixture[str], options: dict[str, str]) -> None:
     """An idle worker with any option values: it starts and ends, or is refused."""
     work = tmp_path_factory.getbasetemp() / "fuzz-worker"
     work.mkdir(exist_ok=True)
@@ -146,7 +147,8 @@ def test_the_toml_writer_writes_what_tomllib_reads() -> None:
     assert tomllib.loads(text)["models"]["m"]["t"]["a"] == "x\x1b\x7f"
 
 
-def test_lab_toml_fuzz_sees_a_loaded_registry(template, tmp_path, capsys) -> None:
+def test_lab_toml_fuzz_sees_a_loaded_registry(template: Path, tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
     """The command the fuzzer runs loads a valid lab.toml (so a refusal is the file's)."""
     config = tmp_path / "lab.toml"
     config.write_text(toml_document({"m": VALID["sim"]}, {}), encoding="utf-8")
@@ -159,7 +161,8 @@ def test_lab_toml_fuzz_sees_a_loaded_registry(template, tmp_path, capsys) -> Non
 
 @pytest.mark.parametrize("nesting", [b"a = " + b"[" * 100_000 + b"]" * 100_000,
                                      b"a = " + b"{b = " * 5_000 + b"1" + b"}" * 5_000])
-def test_deeply_nested_toml_is_one_line(template, tmp_path, capsys, nesting: bytes) -> None:
+def test_deeply_nested_toml_is_one_line(template: Path, tmp_path: Path,
+                                        capsys: pytest.CaptureFixture[str], nesting: bytes) -> None:
     """Found by the fuzzer: tomllib recursed past Python's limit (a RecursionError)."""
     config = tmp_path / "lab.toml"
     config.write_bytes(nesting)

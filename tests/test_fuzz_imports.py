@@ -104,8 +104,8 @@ HOTPOT_FILES = _files(st.one_of(records(HOTPOT, HOTPOT_KEYS).map(as_json),
 
 @fuzz_settings(default=40)
 @given(data=HOTPOT_FILES, suffix=st.sampled_from([".json", ".jsonl"]))
-def test_fuzz_hotpotqa_import(template, tmp_path_factory, capsys, data: bytes, suffix: str
-                              ) -> None:
+def test_fuzz_hotpotqa_import(template: Path, tmp_path_factory: pytest.TempPathFactory,
+                              capsys: pytest.CaptureFixture[str], data: bytes, suffix: str) -> None:
     work, db = _work(tmp_path_factory, "hotpotqa", template)
     path = work / f"hotpot{suffix}"
     path.write_bytes(data)
@@ -115,7 +115,8 @@ def test_fuzz_hotpotqa_import(template, tmp_path_factory, capsys, data: bytes, s
 @fuzz_settings(default=30)
 @given(data=_files(st.one_of(records(MUSIQUE, MUSIQUE_KEYS).map(as_jsonl),
                              records(MUSIQUE, MUSIQUE_KEYS).map(as_json))))
-def test_fuzz_musique_import(template, tmp_path_factory, capsys, data: bytes) -> None:
+def test_fuzz_musique_import(template: Path, tmp_path_factory: pytest.TempPathFactory,
+                             capsys: pytest.CaptureFixture[str], data: bytes) -> None:
     work, db = _work(tmp_path_factory, "musique", template)
     path = work / "musique.jsonl"
     path.write_bytes(data)
@@ -134,8 +135,8 @@ PAGE_VALUES = st.one_of(
                                         values(CLAIM_KEYS)), min_size=1, max_size=4)
                      .map(as_jsonl)),
        pages=st.one_of(PAGE_VALUES.map(as_json), garbage(), nested()))
-def test_fuzz_fever_import(template, tmp_path_factory, capsys, claims: bytes, pages: bytes
-                           ) -> None:
+def test_fuzz_fever_import(template: Path, tmp_path_factory: pytest.TempPathFactory,
+                           capsys: pytest.CaptureFixture[str], claims: bytes, pages: bytes) -> None:
     work, db = _work(tmp_path_factory, "fever", template)
     folder = work / "fever"
     folder.mkdir(exist_ok=True)
@@ -146,8 +147,9 @@ def test_fuzz_fever_import(template, tmp_path_factory, capsys, claims: bytes, pa
 
 @fuzz_settings(default=40)
 @given(data=_files(records(EPISODE, EPISODE_KEYS).map(as_jsonl)), packed=st.booleans())
-def test_fuzz_episodes_import(template, tmp_path_factory, capsys, data: bytes, packed: bool
-                              ) -> None:
+def test_fuzz_episodes_import(template: Path, tmp_path_factory: pytest.TempPathFactory,
+                              capsys: pytest.CaptureFixture[str], data: bytes, packed: bool
+                             ) -> None:
     """The main paper's released episode format (JSONL, plain or gzipped)."""
     work, db = _work(tmp_path_factory, "episodes", template)
     path = work / ("cell.jsonl.gz" if packed else "cell.jsonl")
@@ -161,7 +163,8 @@ def test_fuzz_episodes_import(template, tmp_path_factory, capsys, data: bytes, p
     st.dictionaries(st.sampled_from(sorted(VALUES) + ["s2/m9__none", "x", "a/b__c"]),
                     near(VALUES["s1/m1__enforced_rule"], VALUE_KEYS), max_size=3)
     .map(as_json))))
-def test_fuzz_paper_values_import(template, tmp_path_factory, capsys, data: bytes) -> None:
+def test_fuzz_paper_values_import(template: Path, tmp_path_factory: pytest.TempPathFactory,
+                                  capsys: pytest.CaptureFixture[str], data: bytes) -> None:
     work, db = _work(tmp_path_factory, "paper-values", template)
     path = work / "paper_values.json"
     path.write_bytes(data)
@@ -177,7 +180,8 @@ SET_FILES = st.one_of(
 
 @fuzz_settings(default=30)
 @given(data=_files(SET_FILES))
-def test_fuzz_sets_import(template, tmp_path_factory, capsys, data: bytes) -> None:
+def test_fuzz_sets_import(template: Path, tmp_path_factory: pytest.TempPathFactory,
+                          capsys: pytest.CaptureFixture[str], data: bytes) -> None:
     work, db = _work(tmp_path_factory, "sets", template)
     path = work / "fz_v1.json"
     path.write_bytes(data)
@@ -190,8 +194,8 @@ def test_fuzz_sets_import(template, tmp_path_factory, capsys, data: bytes) -> No
     ("episodes", "e.jsonl", as_jsonl([EPISODE])),
     ("paper-values", "p.json", as_json(VALUES)),
 ])
-def test_each_seed_loads(template, tmp_path, capsys, kind: str, name: str, data: bytes
-                         ) -> None:
+def test_each_seed_loads(template: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                         kind: str, name: str, data: bytes) -> None:
     """The valid records the fuzzer varies load, so a refusal is the change's."""
     db = fresh_db(template, tmp_path / "lab.db")
     path = tmp_path / name
@@ -211,7 +215,8 @@ DEEP_LIST = b"[" * 100_000 + b"]" * 100_000
     (("data", "import", "paper-values"), "p.json"),
     (("sets", "import"), "s.json"),
 ])
-def test_deeply_nested_json_is_one_line(template, tmp_path, capsys, args: tuple[str, ...],
+def test_deeply_nested_json_is_one_line(template: Path, tmp_path: Path,
+                                        capsys: pytest.CaptureFixture[str], args: tuple[str, ...],
                                         name: str) -> None:
     """Found by the fuzzer: json.loads recursed past Python's limit (RecursionError)."""
     db = fresh_db(template, tmp_path / "lab.db")
@@ -222,7 +227,8 @@ def test_deeply_nested_json_is_one_line(template, tmp_path, capsys, args: tuple[
     one_error(code, err, "nested too deeply")
 
 
-def test_deeply_nested_fever_claims_are_one_line(template, tmp_path, capsys) -> None:
+def test_deeply_nested_fever_claims_are_one_line(template: Path, tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
     db = fresh_db(template, tmp_path / "lab.db")
     folder = tmp_path / "fever"
     folder.mkdir()

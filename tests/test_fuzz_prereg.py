@@ -74,7 +74,8 @@ SCOPES = st.one_of(
 
 @fuzz_settings(default=60)
 @given(tests=TESTS, scope=SCOPES)
-def test_fuzz_amendment_tests_and_scope(template, tmp_path_factory, capsys, tests: bytes,
+def test_fuzz_amendment_tests_and_scope(template: Path, tmp_path_factory: pytest.TempPathFactory,
+                                        capsys: pytest.CaptureFixture[str], tests: bytes,
                                         scope: bytes) -> None:
     work = tmp_path_factory.getbasetemp() / "fuzz-prereg"
     work.mkdir(exist_ok=True)
@@ -88,7 +89,8 @@ def test_fuzz_amendment_tests_and_scope(template, tmp_path_factory, capsys, test
         loads_or_refuses(capsys, db, "prereg", "freeze", "A1", "--yes")
 
 
-def test_the_valid_amendment_freezes(template, tmp_path, capsys) -> None:
+def test_the_valid_amendment_freezes(template: Path, tmp_path: Path,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
     """The documents the fuzzer varies are saved and frozen, so a refusal is the change's."""
     db = fresh_db(template, tmp_path / "lab.db")
     (tmp_path / "tests.json").write_text(json.dumps([TEST]), encoding="utf-8")
@@ -99,8 +101,9 @@ def test_the_valid_amendment_freezes(template, tmp_path, capsys) -> None:
 
 
 @pytest.mark.parametrize("part", ["tests", "scope"])
-def test_deeply_nested_tests_or_scope_is_one_line(template, tmp_path, capsys, part: str
-                                                  ) -> None:
+def test_deeply_nested_tests_or_scope_is_one_line(template: Path, tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str], part: str
+                                                 ) -> None:
     """Found by the fuzzer: json.loads recursed past Python's limit (RecursionError)."""
     db = fresh_db(template, tmp_path / "lab.db")
     path = tmp_path / f"{part}.json"
@@ -116,9 +119,10 @@ def test_deeply_nested_tests_or_scope_is_one_line(template, tmp_path, capsys, pa
     (b"{}", ("one object", "wrap it in [ ]")),
     (json.dumps(TEST).encode(), ("one object", "wrap it in [ ]")),
 ])
-def test_a_tests_file_that_is_not_a_list_is_one_line(template, tmp_path, capsys,
+def test_a_tests_file_that_is_not_a_list_is_one_line(template: Path, tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str],
                                                      document: bytes, words: tuple[str, ...]
-                                                     ) -> None:
+                                                    ) -> None:
     """Found by the fuzzer: a tests file holding `1` was a TypeError (the draft took
     `list(tests)`), a single object became its keys ('tests[0]: a test must be a JSON
     object') and `{}`, `false` or `null` were saved as no tests."""

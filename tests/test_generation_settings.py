@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, cast
 
 import pytest
@@ -104,14 +105,16 @@ CASES = [  # (id, thinking, message, finish_reason, text, reasoning, finish)
 
 @pytest.mark.parametrize("thinking, message, finish_reason, text, reasoning, finish",
                          [c[1:] for c in CASES], ids=[c[0] for c in CASES])
-def test_each_raw_reply_reads_as_listed(app, server, thinking, message, finish_reason, text,
-                                        reasoning, finish):
+def test_each_raw_reply_reads_as_listed(app: OpenAIApp, server: LoopbackServer, thinking, message,
+                                        finish_reason, text, reasoning, finish) -> None:
     app.choice = raw({"role": "assistant", **message}, finish_reason)
     gen = generate(served(server.url, thinking=thinking))
     assert (gen.text, gen.reasoning, gen.finish) == (text, reasoning, finish)
 
 
-def test_an_answer_filed_as_reasoning_warns_once_per_model(app, server, caplog):
+def test_an_answer_filed_as_reasoning_warns_once_per_model(app: OpenAIApp, server: LoopbackServer,
+                                                           caplog: pytest.LogCaptureFixture
+                                                          ) -> None:
     app.choice = raw({"role": "assistant", "content": None, "reasoning_content": ACTION})
     spec = served(server.url)
     client = make_client(spec)
@@ -124,7 +127,8 @@ def test_an_answer_filed_as_reasoning_warns_once_per_model(app, server, caplog):
     assert len(warnings) == 2 and all("--reasoning-parser" in w for w in warnings)
 
 
-def test_thinking_on_keeps_the_split_and_never_warns(app, server, caplog):
+def test_thinking_on_keeps_the_split_and_never_warns(app: OpenAIApp, server: LoopbackServer,
+                                                     caplog: pytest.LogCaptureFixture) -> None:
     app.choice = raw({"role": "assistant", "content": None, "reasoning_content": ACTION})
     with caplog.at_level(logging.WARNING, logger="lab.models"):
         gen = generate(served(server.url, thinking=True))
@@ -134,7 +138,8 @@ def test_thinking_on_keeps_the_split_and_never_warns(app, server, caplog):
 
 # --- what is sent -----------------------------------------------------------------------
 
-def test_a_thinking_turn_sends_no_stop_strings_and_8192_tokens(app, server):
+def test_a_thinking_turn_sends_no_stop_strings_and_8192_tokens(app: OpenAIApp,
+                                                               server: LoopbackServer) -> None:
     spec = served(server.url, model="Qwen/Qwen3-32B", thinking=True)
     generate(spec)
     generate(spec, kind="judge", stop=[])
@@ -151,7 +156,7 @@ def test_a_thinking_turn_sends_no_stop_strings_and_8192_tokens(app, server):
     assert app.requests[-1]["stop"] == STOP and app.requests[-1]["max_tokens"] == 1024
 
 
-def test_greedy_and_a_seed_without_a_sampling_table(app, server):
+def test_greedy_and_a_seed_without_a_sampling_table(app: OpenAIApp, server: LoopbackServer) -> None:
     generate(served(server.url))
     body = app.requests[-1]
     assert (body["temperature"], body["top_p"]) == (0.0, 1.0)
@@ -164,7 +169,9 @@ def test_greedy_and_a_seed_without_a_sampling_table(app, server):
     assert app.requests[-1]["seed"] == 7 and app.requests[-1]["temperature"] == 0.7
 
 
-def test_seeds_are_stable_within_a_replicate_and_new_across_replicates(app, server):
+def test_seeds_are_stable_within_a_replicate_and_new_across_replicates(app: OpenAIApp,
+                                                                       server: LoopbackServer
+                                                                      ) -> None:
     spec = served(server.url)
     for rep in (0, 0, 1, 2):
         generate(spec, v=view(seed=3, replicate=rep))
@@ -175,7 +182,8 @@ def test_seeds_are_stable_within_a_replicate_and_new_across_replicates(app, serv
     assert request_seed(MSGS[:1], 3, 0) != seeds[0]  # another prompt draws another
 
 
-def test_the_replicate_reaches_the_session_through_setup_for(app, server):
+def test_the_replicate_reaches_the_session_through_setup_for(app: OpenAIApp, server: LoopbackServer
+                                                            ) -> None:
     spec = served(server.url)
     questions = demo_questions()
     cells = [CellSpec(spec, parse_condition("none"), parse_regime("clean"), None, 4, 0, rep)
@@ -197,7 +205,7 @@ def test_the_replicate_reaches_the_session_through_setup_for(app, server):
     ("Qwen/Qwen2.5-7B-Instruct", "openai", 400), ("SmolLM2-135M", "openai", 400),
     ("claude-sonnet-5", "anthropic", 1024),
 ])
-def test_acting_max_tokens_by_family(model, backend, expected):
+def test_acting_max_tokens_by_family(model: str, backend: str, expected: int) -> None:
     assert default_act_max_tokens(backend, model) == expected
     params = {"model": model, **({"endpoints": ["http://127.0.0.1:9/v1"]}
                                   if backend == "openai" else {})}
@@ -207,7 +215,7 @@ def test_acting_max_tokens_by_family(model, backend, expected):
     assert family("Qwen/Qwen2.5-7B") == "qwen2.5" and family("gpt-x") is None
 
 
-def test_generation_settings_enter_the_spec_hash():
+def test_generation_settings_enter_the_spec_hash() -> None:
     base = {"model": "Qwen/Qwen3-8B", "endpoints": ["http://127.0.0.1:9/v1"]}
     spec = ModelSpec("q", "openai", base)
     assert spec.spec()["generation"] == {
@@ -238,7 +246,7 @@ def test_generation_settings_enter_the_spec_hash():
     ('seed = "random"', "seed must be an integer >= 0"),
     ('tools = "native"', "unknown field 'tools'"),
 ])
-def test_registry_checks_generation_fields(tmp_path, line, message):
+def test_registry_checks_generation_fields(tmp_path: Path, line: str, message: str) -> None:
     path = tmp_path / "lab.toml"
     path.write_text(f'[models.m]\nbackend = "openai"\nmodel = "m"\n'
                     f'endpoints = ["http://127.0.0.1:9/v1"]\n{line}\n')
@@ -246,7 +254,7 @@ def test_registry_checks_generation_fields(tmp_path, line, message):
         load_registry(path)
 
 
-def test_registry_accepts_claude_tools_and_refuses_other_modes(tmp_path):
+def test_registry_accepts_claude_tools_and_refuses_other_modes(tmp_path: Path) -> None:
     path = tmp_path / "lab.toml"
     path.write_text('[models.c]\nbackend = "anthropic"\nmodel = "c"\ntools = "native"\n'
                     'max_tokens = 2048\n')
@@ -257,7 +265,7 @@ def test_registry_accepts_claude_tools_and_refuses_other_modes(tmp_path):
         load_registry(path)
 
 
-def test_cut_at_stop():
+def test_cut_at_stop() -> None:
     assert cut_at_stop("a\nObservation: b\nobservation: c", STOP) == ("a", True)
     assert cut_at_stop("no stop here", STOP) == ("no stop here", False)
     assert cut_at_stop("x</search> rest", ["</search>", ""]) == ("x", True)
@@ -273,7 +281,7 @@ def claude(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[AnthropicApp, Loop
         yield app, srv
 
 
-def test_claude_is_text_only_react_by_default(claude):
+def test_claude_is_text_only_react_by_default(claude: tuple[AnthropicApp, LoopbackServer]) -> None:
     app, srv = claude
     spec = anthropic_spec(srv.url)
     gen = generate(spec)
@@ -285,7 +293,7 @@ def test_claude_is_text_only_react_by_default(claude):
     assert gen.text == ACTION and gen.finish == FINISH_STOP
 
 
-def test_claude_native_tools_are_an_option(claude):
+def test_claude_native_tools_are_an_option(claude: tuple[AnthropicApp, LoopbackServer]) -> None:
     app, srv = claude
     generate(anthropic_spec(srv.url, tools="native"))
     assert {t["name"] for t in app.requests[-1]["tools"]} == {"search", "lookup", "finish"}
@@ -295,7 +303,8 @@ def test_claude_native_tools_are_an_option(claude):
 @pytest.mark.parametrize("stop_reason, finish", [
     ("max_tokens", FINISH_LENGTH), ("refusal", FINISH_REFUSAL), ("end_turn", FINISH_STOP),
     ("stop_sequence", FINISH_STOP)])
-def test_claude_stop_reason_becomes_finish_live_and_in_batches(claude, stop_reason, finish):
+def test_claude_stop_reason_becomes_finish_live_and_in_batches(
+        claude: tuple[AnthropicApp, LoopbackServer], stop_reason: str, finish) -> None:
     from core.models.anthropic import AnthropicClient, MessageBatches
     app, srv = claude
     app.stop_reason = stop_reason
@@ -315,7 +324,7 @@ def test_claude_stop_reason_becomes_finish_live_and_in_batches(claude, stop_reas
 
 # --- the enqueue context check ------------------------------------------------------------
 
-def test_context_check_counts_max_tokens_and_the_thinking_budget(tmp_path):
+def test_context_check_counts_max_tokens_and_the_thinking_budget(tmp_path: Path) -> None:
     db = store.connect(tmp_path / "lab.db")
     questions = demo_questions()[:1]
     store.insert_questions(db, questions)

@@ -28,7 +28,7 @@ from tests.oracles.measures import stopping_cost
 
 
 @pytest.mark.parametrize("pool", [(), ("seeds",)])
-def test_group_matrices_equal_each_groups_own(pool):
+def test_group_matrices_equal_each_groups_own(pool) -> None:
     ep = random_episodes()
     value = ep["correct"] - 0.05 * ep["tool_calls"] + ep["cost_usd"]
     value[::17] = np.nan  # a cell whose episodes are all undefined is absent
@@ -43,7 +43,7 @@ def test_group_matrices_equal_each_groups_own(pool):
             assert np.array_equal(want.value, m.value) and np.array_equal(want.present, m.present)
 
 
-def test_resample_means_equal_regime_means_bit_for_bit():
+def test_resample_means_equal_regime_means_bit_for_bit() -> None:
     ep = random_episodes(seed=1)
     m = question_matrix(ep, ep["correct"] - 0.05 * ep["tool_calls"])
     assert m.present.all()
@@ -53,7 +53,7 @@ def test_resample_means_equal_regime_means_bit_for_bit():
                                   equal_nan=True)
 
 
-def test_summarize_columns_equal_summarize_per_column():
+def test_summarize_columns_equal_summarize_per_column() -> None:
     rng = np.random.default_rng(2)
 
     def stat(w: np.ndarray) -> np.ndarray:
@@ -70,7 +70,7 @@ def test_summarize_columns_equal_summarize_per_column():
         assert np.isnan(got[1].low) or got[1].n_boot < 500
 
 
-def test_success_and_paired_tables_equal_per_group_functions():
+def test_success_and_paired_tables_equal_per_group_functions() -> None:
     from analysis.stats.bootstrap import bootstrap_p
 
     ep = random_episodes(seed=3)
@@ -89,7 +89,7 @@ def test_success_and_paired_tables_equal_per_group_functions():
     assert len(want) > 20 and repr(got) == repr(want)
 
 
-def test_cost_table_and_answer_actions_equal_per_group_functions():
+def test_cost_table_and_answer_actions_equal_per_group_functions() -> None:
     ep = random_episodes(seed=4)
     grouping = Grouping()
     groups = list(arm_groups(ep, grouping, families=True))
@@ -113,7 +113,7 @@ def test_cost_table_and_answer_actions_equal_per_group_functions():
     assert counts == tuple(len(sub) for _, sub in groups)
 
 
-def test_success_results_builds_the_group_matrices_once(monkeypatch):
+def test_success_results_builds_the_group_matrices_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """The success table and the paired differences read the same groups' matrices:
     `success_results` builds them once and gives both tables as computed apart."""
     from analysis.measures import success as S

@@ -45,7 +45,8 @@ def hazard_rows(tmp_path_factory: pytest.TempPathFactory) -> list[Row]:
     return [r for r in table.rows if r.measure in ("beta", "gamma")]
 
 
-def test_gamma_rows_warn_only_where_few_decisions_have_an_earlier_useful_one(hazard_rows):
+def test_gamma_rows_warn_only_where_few_decisions_have_an_earlier_useful_one(hazard_rows: list[Row]
+                                                                            ) -> None:
     by_run = {run: [r for r in hazard_rows if r.runs == run] for run in ("p", "l")}
     assert all(len(rows) == 4 for rows in by_run.values())  # β, γ × pooled, question FE
     for r in by_run["p"]:

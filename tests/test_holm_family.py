@@ -14,7 +14,8 @@ from analysis.measures.success import paired_table
 from tests.helpers.synthetic import random_episodes
 
 
-def test_paired_table_adjusts_across_models_within_each_family(monkeypatch):
+def test_paired_table_adjusts_across_models_within_each_family(monkeypatch: pytest.MonkeyPatch
+                                                              ) -> None:
     import gc
 
     # statsmodels' holm branch ends with gc.collect(): no number changes, but each call
@@ -34,13 +35,13 @@ def test_paired_table_adjusts_across_models_within_each_family(monkeypatch):
         assert [r.p_holm for r in rows] == pytest.approx(list(want))
 
 
-def test_a_family_of_one_keeps_its_p_and_says_so():
+def test_a_family_of_one_keeps_its_p_and_says_so() -> None:
     table = paired_table(random_episodes(seed=3).query("model == 'm1'"), n_boot=200)
     assert table.rows and all(r.p_holm == r.p and r.holm_m == 1 for r in table.rows
                               if not math.isnan(r.p))
 
 
-def test_identical_arms_give_p_one_in_the_table():
+def test_identical_arms_give_p_one_in_the_table() -> None:
     ep = random_episodes(seed=5).query("condition == 'none'")
     twin = ep.assign(condition="enforced_rule:k=3", episode_id=ep["episode_id"] + 10_000)
     rows = paired_table(pd.concat([ep, twin], ignore_index=True), n_boot=200).rows
@@ -48,7 +49,7 @@ def test_identical_arms_give_p_one_in_the_table():
                         if not math.isnan(r.estimate))
 
 
-def test_with_holm_leaves_rows_without_p_alone():
+def test_with_holm_leaves_rows_without_p_alone() -> None:
     from analysis.base.rows import Row
 
     rows = (Row("m1", "none", 8, "x", "s", 0.1), Row("m2", "none", 8, "x", "s", 0.2, p=0.01),
@@ -61,7 +62,7 @@ def test_with_holm_leaves_rows_without_p_alone():
     assert with_holm(()) == ()
 
 
-def test_a_family_stays_within_one_amendments_runs_as_the_registered_test_reads_it():
+def test_a_family_stays_within_one_amendments_runs_as_the_registered_test_reads_it() -> None:
     """Four models under amendment A1 and four exploratory ones with the same arms: the
     table's family for A1's rows is A1's four models, and its p_holm is the test's."""
     from analysis.prereg.outcomes import evaluate_test

@@ -43,7 +43,9 @@ def _episode(db_path: Path, condition: str, regime: str, question: str) -> int:
     return int(eid)
 
 
-def test_tail_of_an_imported_episode_says_it_has_no_text(imported_db, capsys):
+def test_tail_of_an_imported_episode_says_it_has_no_text(imported_db: Path,
+                                                         capsys: pytest.CaptureFixture[str]
+                                                        ) -> None:
     eid = _episode(imported_db, "enforced_rule", "persistent", "q2")
     code, out, err = lab(capsys, "--db", imported_db, "tail", eid)
     assert code == 0, err
@@ -54,7 +56,7 @@ def test_tail_of_an_imported_episode_says_it_has_no_text(imported_db, capsys):
     assert "None" not in out and "[]" not in out
 
 
-def test_the_detail_and_its_rendering_carry_no_made_up_text(imported_db):
+def test_the_detail_and_its_rendering_carry_no_made_up_text(imported_db: Path) -> None:
     db = store.connect(imported_db)
     eid = _episode(imported_db, "enforced_rule", "recover_after_1", "q1")
     d = traj.episode_detail(db, eid)
@@ -71,7 +73,8 @@ def test_the_detail_and_its_rendering_carry_no_made_up_text(imported_db):
 
 
 @pytest.mark.asyncio
-async def test_the_trajectories_screen_opens_an_imported_episode_and_its_match(imported_db):
+async def test_the_trajectories_screen_opens_an_imported_episode_and_its_match(imported_db: Path
+                                                                              ) -> None:
     eid = _episode(imported_db, "enforced_rule", "persistent", "q2")
     rel = imported_db
     app = make_app(rel, ConsoleConfig(db_path=rel, first_screen="trajectories",
@@ -97,7 +100,8 @@ async def test_the_trajectories_screen_opens_an_imported_episode_and_its_match(i
 
 
 @pytest.mark.parametrize("what", ["judgments", "beliefs", "answer-now"])
-def test_probes_refuse_an_imported_run_in_one_line(what, imported_db, capsys):
+def test_probes_refuse_an_imported_run_in_one_line(what: str, imported_db: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = lab(capsys, "--db", imported_db, "replay", what, "--run", "s1", "--dry-run")
     one_error(code, err, "s1", NO_TEXT)
     code, _, err = lab(capsys, "--db", imported_db, "repair", "--run", "s1", "--dry-run")

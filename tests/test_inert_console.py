@@ -67,7 +67,8 @@ def _first_episode(db: Path) -> int:
 
 
 @pytest.mark.asyncio
-async def test_trajectories_show_the_answer_and_question_escaped(hostile_db) -> None:
+async def test_trajectories_show_the_answer_and_question_escaped(hostile_db: tuple[Path, Path]
+                                                                ) -> None:
     db, config = hostile_db
     app = console_app(db, config_path=config, first_screen="trajectories")
     async with app.run_test(size=(160, 50)) as pilot:
@@ -87,7 +88,7 @@ async def test_trajectories_show_the_answer_and_question_escaped(hostile_db) -> 
 
 
 @pytest.mark.asyncio
-async def test_results_show_the_model_name_escaped(hostile_db) -> None:
+async def test_results_show_the_model_name_escaped(hostile_db: tuple[Path, Path]) -> None:
     db, config = hostile_db
     app = console_app(db, config_path=config, first_screen="results")
     async with app.run_test(size=(160, 50)) as pilot:
@@ -100,7 +101,7 @@ async def test_results_show_the_model_name_escaped(hostile_db) -> None:
 
 
 @pytest.mark.asyncio
-async def test_sets_view_shows_the_set_name_escaped(hostile_db) -> None:
+async def test_sets_view_shows_the_set_name_escaped(hostile_db: tuple[Path, Path]) -> None:
     db, config = hostile_db
     app = console_app(db, config_path=config, first_screen="enqueue")
     async with app.run_test(size=(160, 50)) as pilot:
@@ -178,7 +179,7 @@ def markup_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, 
     tmp.mkdir(parents=True)
 
     class _Quiet:  # hostile_lab reads the CLI's output through a capsys-like object
-        def readouterr(self):  # noqa: ANN202
+        def readouterr(self) -> tuple[str, str]:
             return "", ""
 
     with hostile_lab(tmp, _Quiet()) as (db_path, config):
@@ -237,7 +238,7 @@ def _still_up(app, where: str, *shown: str) -> str:  # noqa: ANN001
 
 
 @pytest.mark.asyncio
-async def test_every_screen_shows_stored_markup_as_stored(markup_db) -> None:
+async def test_every_screen_shows_stored_markup_as_stored(markup_db: tuple[Path, Path]) -> None:
     """One app run at 120x40 through every screen and view: a stored `[/]` (which
     Textual's markup parser refuses), `[@click=app.quit]` (an action) and `[red]` (a
     style) never reach a parser: the console stays up, logs no error, and shows them."""

@@ -34,8 +34,10 @@ def _a_pdf(data: bytes) -> None:
     assert data.startswith(b"%PDF-") and data.rstrip().endswith(b"%%EOF")
 
 
-def test_lab_figures_with_a_control_character_in_a_model_name(hostile_db, tmp_path, capsys
-                                                               ) -> None:
+def test_lab_figures_with_a_control_character_in_a_model_name(hostile_db: tuple[Path, Path],
+                                                              tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]
+                                                             ) -> None:
     db, config = hostile_db
     out = tmp_path / "figs"
     code, _, err = lab(capsys, "--db", db, "--config", config, "figures", out,
@@ -54,7 +56,7 @@ def test_lab_figures_with_a_control_character_in_a_model_name(hostile_db, tmp_pa
         _a_pdf(pdf.read_bytes())
 
 
-def test_every_text_of_a_figure_and_its_metadata_is_plain(tmp_path) -> None:
+def test_every_text_of_a_figure_and_its_metadata_is_plain(tmp_path: Path) -> None:
     """Tick labels (written when drawn), title, axis labels, legend, annotation and
     caption, each holding a control character, in SVG and PDF."""
     fig, ax = plt.subplots()

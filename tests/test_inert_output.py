@@ -65,7 +65,8 @@ def test_inert_shows_controls_and_keeps_layout() -> None:
     assert plain(f"m{HOSTILE}\nx") == "m]0;pwned [2J x"
 
 
-def test_lab_try_prints_the_answer_escaped(lab_db, capsys) -> None:
+def test_lab_try_prints_the_answer_escaped(lab_db: tuple[Path, Path],
+                                           capsys: pytest.CaptureFixture[str]) -> None:
     db, config = lab_db
     code, out, err = lab(capsys, "--db", db, "--config", config, "try", "--model", NAME,
                          "--condition", "none", "--regime", "clean", "--question", "demo-001")
@@ -74,7 +75,8 @@ def test_lab_try_prints_the_answer_escaped(lab_db, capsys) -> None:
     assert SHOWN in out
 
 
-def test_lab_tail_prints_the_answer_escaped(lab_db, capsys) -> None:
+def test_lab_tail_prints_the_answer_escaped(lab_db: tuple[Path, Path],
+                                            capsys: pytest.CaptureFixture[str]) -> None:
     db, config = lab_db
     conn = sqlite3.connect(db)
     episode = conn.execute("SELECT id FROM episodes ORDER BY id LIMIT 1").fetchone()[0]
@@ -85,7 +87,8 @@ def test_lab_tail_prints_the_answer_escaped(lab_db, capsys) -> None:
     assert SHOWN in out
 
 
-def test_lab_results_prints_the_model_name_escaped(lab_db, capsys) -> None:
+def test_lab_results_prints_the_model_name_escaped(lab_db: tuple[Path, Path],
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
     db, config = lab_db
     code, out, err = lab(capsys, "--db", db, "--config", config, "results", "success")
     assert code == 0, err
@@ -93,7 +96,8 @@ def test_lab_results_prints_the_model_name_escaped(lab_db, capsys) -> None:
     assert "or\\x1b[2Jacle" in out
 
 
-def test_an_error_line_is_one_inert_line(lab_db, capsys) -> None:
+def test_an_error_line_is_one_inert_line(lab_db: tuple[Path, Path],
+                                         capsys: pytest.CaptureFixture[str]) -> None:
     db, config = lab_db
     code = main(["--db", str(db), "--config", str(config), "enqueue", "--models", "nope",
                  "--conditions", "none", "--regimes", "clean", "--set", "d"])

@@ -125,7 +125,8 @@ def toy(db_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     STORED.clear()
 
 
-def test_a_registered_toy_kind_runs_through_the_worker(toy):
+def test_a_registered_toy_kind_runs_through_the_worker(
+        toy: tuple[Database, WorkerSettings, int, list[str]]) -> None:
     db, settings, cell_id, questions = toy
     kind = kinds.job_kind("toy")
     missing, grid_id, jobs = kind.insert(db, (cell_id, questions), {})
@@ -140,7 +141,8 @@ def test_a_registered_toy_kind_runs_through_the_worker(toy):
     assert kind.insert(db, (cell_id, questions), {})[0] == []  # nothing left to plan
 
 
-def test_a_toy_job_left_unsettled_is_released(toy, monkeypatch):
+def test_a_toy_job_left_unsettled_is_released(toy: tuple[Database, WorkerSettings, int, list[str]],
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
     db, settings, cell_id, questions = toy
     _, _, jobs = KIND.insert(db, (cell_id, questions[:5]), {})
     monkeypatch.setattr(ToyKind, "unsettled", lambda self, db, job, mark: {"q"})
@@ -148,7 +150,7 @@ def test_a_toy_job_left_unsettled_is_released(toy, monkeypatch):
     assert job_row(db, jobs[0])["state"] == "queued"
 
 
-def test_an_unknown_kind_is_one_error_line():
+def test_an_unknown_kind_is_one_error_line() -> None:
     with pytest.raises(Exception, match="job kind 'nope' is not one this lab runs"):
         kinds.job_kind("nope")
 
@@ -224,7 +226,7 @@ class Probe(Work[int]):
         return [self.client] if self.client is not None else []
 
 
-def test_the_pump_bounds_items_by_the_model_and_the_job():
+def test_the_pump_bounds_items_by_the_model_and_the_job() -> None:
     client = FakeClient(3)
     work = Probe(12, client=client)
     admitted: list[int] = []
@@ -242,13 +244,13 @@ def test_the_pump_bounds_items_by_the_model_and_the_job():
         assert work2.peak == 2 and other.closed == 0
 
 
-def test_the_pump_batches_writes_and_flushes_the_rest_at_the_end():
+def test_the_pump_batches_writes_and_flushes_the_rest_at_the_end() -> None:
     work = Probe(10, batch=4)
     assert asyncio.run(pump(work, FakeClient(10), flush_s=None)) == 10
     assert [len(w) for w in work.writes] == [4, 4, 2]
 
 
-def test_an_item_that_raises_cancels_the_others_and_keeps_what_finished():
+def test_an_item_that_raises_cancels_the_others_and_keeps_what_finished() -> None:
     client = FakeClient(3)  # item 6 never gets a slot: only the end admits it
     work = Probe(7, fail=2, client=client)
     admitted: list[bool] = []
@@ -258,7 +260,7 @@ def test_an_item_that_raises_cancels_the_others_and_keeps_what_finished():
     assert not work.finished and client.closed == 1 and admitted == [True]
 
 
-def test_a_stopped_job_starts_no_item_and_still_admits():
+def test_a_stopped_job_starts_no_item_and_still_admits() -> None:
     work = Probe(5)
     admitted: list[bool] = []
     stored = asyncio.run(pump(work, FakeClient(2), should_stop=lambda: True,
@@ -267,7 +269,7 @@ def test_a_stopped_job_starts_no_item_and_still_admits():
     assert sorted(work.ended_items) == list(range(5))  # each item still told it ended
 
 
-def test_shared_slots_bound_items_across_pumps():
+def test_shared_slots_bound_items_across_pumps() -> None:
     slots_seen: list[int] = []
 
     async def main() -> None:
@@ -293,7 +295,7 @@ def test_shared_slots_bound_items_across_pumps():
     assert slots_seen == [2]
 
 
-def test_an_item_waits_while_every_endpoint_is_down():
+def test_an_item_waits_while_every_endpoint_is_down() -> None:
     class Down(FakeClient):
         waited = 0
 
@@ -315,7 +317,9 @@ def test_an_item_waits_while_every_endpoint_is_down():
     assert asyncio.run(main()) == 0 and Down.waited == 1 and work.peak == 0
 
 
-def test_lab_retry_asks_a_toy_kinds_errored_work_again(toy, capsys):
+def test_lab_retry_asks_a_toy_kinds_errored_work_again(
+        toy: tuple[Database, WorkerSettings, int, list[str]], capsys: pytest.CaptureFixture[str]
+    ) -> None:
     """`lab retry` loops over the kinds: the toy kind's errored questions get new toy
     jobs of the same grid and params, and the summary counts them in its words."""
     from click.testing import CliRunner

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -104,7 +105,7 @@ def _clean_steps(db, selection: Selection | None = None) -> pd.DataFrame:
     return steps.loc[steps["episode_id"].isin(ep.loc[ep["error"].isna(), "episode_id"])]
 
 
-def test_sql_counts_equal_the_step_frame_counts(db) -> None:
+def test_sql_counts_equal_the_step_frame_counts(db: Database) -> None:
     sql = judgment_counts(db)
     frame = observation_counts(_clean_steps(db))
     assert sql.episode_ids.tolist() == frame.episode_ids.tolist()
@@ -118,7 +119,7 @@ def test_sql_counts_equal_the_step_frame_counts(db) -> None:
     assert errored not in sql.episode_ids
 
 
-def test_the_edge_cases_are_in_the_data(db) -> None:
+def test_the_edge_cases_are_in_the_data(db: Database) -> None:
     steps = _clean_steps(db)
     replayed = steps.loc[steps["judgment_source"] == "replay"]
     assert set(replayed["judgment"]) == {"USEFUL", "USELESS"}
@@ -132,7 +133,7 @@ def test_the_edge_cases_are_in_the_data(db) -> None:
     assert reask["obs_ref"].nunique() == 1 and reask["judgment"].notna().all()
 
 
-def test_selection_and_upto_filter_the_counts(db) -> None:
+def test_selection_and_upto_filter_the_counts(db: Database) -> None:
     sel = Selection(models=("sim-own5",), regimes=("persistent",))
     got = judgment_counts(db, sel)
     want = observation_counts(_clean_steps(db, sel))
@@ -148,7 +149,7 @@ def _same(a: object, b: object) -> bool:
 
 
 @pytest.mark.parametrize("pool", [(), ("seeds", "runs")], ids=["split", "pooled"])
-def test_group_rates_equal_judgment_rates_of_each_group(db, pool) -> None:
+def test_group_rates_equal_judgment_rates_of_each_group(db: Database, pool) -> None:
     frames = load_frames(db, Selection(pool=pool))
     grouping = Grouping(pool, frames.errored_episodes)
     got = [(key, rates) for key, rates, _ in _group_rates(frame_counts(frames), frames.decisions,
@@ -165,7 +166,7 @@ def test_group_rates_equal_judgment_rates_of_each_group(db, pool) -> None:
     assert any(g.stated_dissociation.n > 0 for _, g in got)
 
 
-def test_table_from_lab_db_equals_the_in_memory_frames(db) -> None:
+def test_table_from_lab_db_equals_the_in_memory_frames(db: Database) -> None:
     from_db = compute(load_frames(db), ("judgments",)).table("judgments")
     assert from_db is not None
     frames = frames_from(episodes_frame(db), steps_frame(db))
@@ -178,14 +179,14 @@ def test_table_from_lab_db_equals_the_in_memory_frames(db) -> None:
     assert any(not math.isnan(r.estimate) for r in from_db.rows)
 
 
-def test_frames_without_pages_have_no_first_or_repeat(db) -> None:
+def test_frames_without_pages_have_no_first_or_repeat(db: Database) -> None:
     steps = _clean_steps(db).drop(columns=["obs_ref"])
     counts = dict(zip(COUNTS, observation_counts(steps).counts.sum(axis=0).tolist()))
     assert all(counts[c] == 0 for c in COUNTS if "first" in c or "repeat" in c)
     assert counts["judged_real"] > 0
 
 
-def test_an_episode_too_long_to_pack_is_refused(tmp_path) -> None:
+def test_an_episode_too_long_to_pack_is_refused(tmp_path: Path) -> None:
     db = store.connect(tmp_path / "lab.db")
     store.insert_questions(db, demo_questions()[:1])
     run_id = store.ensure_run(db, "long")
@@ -205,8 +206,9 @@ def test_an_episode_too_long_to_pack_is_refused(tmp_path) -> None:
         judgment_counts(db)
 
 
-def test_without_replayed_judgments_the_join_is_left_out_with_the_same_counts(db, tmp_path
-                                                                               ) -> None:
+def test_without_replayed_judgments_the_join_is_left_out_with_the_same_counts(db: Database,
+                                                                              tmp_path: Path
+                                                                             ) -> None:
     copy = store.connect(tmp_path / "copy.db")
     db.conn.backup(copy.conn)
     with copy.conn:
@@ -218,7 +220,7 @@ def test_without_replayed_judgments_the_join_is_left_out_with_the_same_counts(db
     assert not np.array_equal(got.counts, judgment_counts(db).counts)
 
 
-def test_id_ranges_counted_in_parallel_equal_one_count(db) -> None:
+def test_id_ranges_counted_in_parallel_equal_one_count(db: Database) -> None:
     whole = judgment_counts(db)
     frames = load_frames(db)
     for parts in (1, 2, 3):
@@ -229,7 +231,7 @@ def test_id_ranges_counted_in_parallel_equal_one_count(db) -> None:
     assert judgment_counts(db, above=mid).episode_ids.min() > mid
 
 
-def test_a_selection_without_episodes_gives_an_empty_table(db) -> None:
+def test_a_selection_without_episodes_gives_an_empty_table(db: Database) -> None:
     frames = load_frames(db, Selection(runs=("j",), regimes=("clean",), seeds=(0,),
                                        models=("sim-own5",), conditions=("stated_judgment_rule",)))
     assert frames.episodes.empty

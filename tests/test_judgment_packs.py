@@ -77,7 +77,7 @@ def assert_same(got: J.JudgmentCounts, want: J.JudgmentCounts) -> None:
     assert np.array_equal(got.counts, want.counts)
 
 
-def test_stored_counts_are_the_sql_rows_once_rederived(db) -> None:
+def test_stored_counts_are_the_sql_rows_once_rederived(db: Database) -> None:
     # `_edit` changed steps and probes after storing: the triggers dropped those rows
     missing = set(all_ids(db)) - set(stored_rows(db))
     assert missing and len(missing) < len(all_ids(db))
@@ -99,13 +99,13 @@ def test_stored_counts_are_the_sql_rows_once_rederived(db) -> None:
     assert half.episode_ids.min() > upto
 
 
-def test_a_stored_episode_gets_its_row_in_the_same_transaction(db) -> None:
+def test_a_stored_episode_gets_its_row_in_the_same_transaction(db: Database) -> None:
     stored = stored_rows(db)
     fresh = [e for e in all_ids(db) if e in stored]
     assert fresh and all(stored[e] == sql_rows(db)[e] for e in fresh)
 
 
-def test_replayed_judgments_drop_the_rows_until_rederived(db) -> None:
+def test_replayed_judgments_drop_the_rows_until_rederived(db: Database) -> None:
     rederive(db, all_ids(db))
     conn = db.conn
     before = J.judgment_counts(db)
@@ -131,7 +131,7 @@ def test_replayed_judgments_drop_the_rows_until_rederived(db) -> None:
     assert not np.array_equal(after.counts, before.counts)  # the replay changed counts
 
 
-def test_missing_rows_fall_back_to_the_steps(db, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_rows_fall_back_to_the_steps(db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
     rederive(db, all_ids(db))
     want = step_query(db)
     with db.conn:
@@ -148,7 +148,7 @@ def test_missing_rows_fall_back_to_the_steps(db, monkeypatch: pytest.MonkeyPatch
     assert_same(J.judgment_counts(db), want)
 
 
-def test_the_migration_backfills_an_old_db(db) -> None:
+def test_the_migration_backfills_an_old_db(db: Database) -> None:
     rederive(db, all_ids(db))
     want = stored_rows(db)
     old = store.connect(undo_migration(db, "0009_judgment_packs", "judgment_packs"))

@@ -73,7 +73,7 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> tuple[Database, list[Row]
     return db, before
 
 
-def test_each_row_says_side_channel_or_replay_with_its_n(study) -> None:
+def test_each_row_says_side_channel_or_replay_with_its_n(study: tuple[Database, list[Row]]) -> None:
     db, _ = study
     rows = _rows(load_frames(db))
     assert {r.runs for r in rows} == {"a", "b"}
@@ -93,7 +93,7 @@ def test_each_row_says_side_channel_or_replay_with_its_n(study) -> None:
     assert checked > 20
 
 
-def test_pooled_rows_say_both_and_the_counts_add_up(study) -> None:
+def test_pooled_rows_say_both_and_the_counts_add_up(study: tuple[Database, list[Row]]) -> None:
     db, before = study
     pooled = _rows(load_frames(db, Selection(pool=("runs",))))
     alone = {(r.model, r.measure, r.scope, r.runs): r for r in _rows(load_frames(db))}
@@ -117,7 +117,7 @@ def test_pooled_rows_say_both_and_the_counts_add_up(study) -> None:
     assert {r.judgments.split()[0] for r in before if r.judgments} == {"side_channel"}
 
 
-def test_frames_in_memory_say_the_same(study) -> None:
+def test_frames_in_memory_say_the_same(study: tuple[Database, list[Row]]) -> None:
     db, _ = study
     sel = Selection(pool=("runs",))
     stored = _rows(load_frames(db, sel))
@@ -134,7 +134,8 @@ def test_judgment_sources_text() -> None:
     assert judgment_sources(0, 0) == ""
 
 
-def test_the_text_tables_say_where_each_groups_judgments_came_from(study) -> None:
+def test_the_text_tables_say_where_each_groups_judgments_came_from(study: tuple[Database, list[Row]]
+                                                                  ) -> None:
     from analysis.tables.text import render_table
 
     db, _ = study

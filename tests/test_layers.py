@@ -80,14 +80,14 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def test_no_import_cycles():
+def test_no_import_cycles() -> None:
     """No two modules import each other at run time, directly or around a loop (a lazy
     import inside a function counts; one made only for type checkers does not)."""
     cycles = _cycles(_graph(runtime_only=True))
     assert cycles == []
 
 
-def test_no_screen_or_widget_imports_the_command_line():
+def test_no_screen_or_widget_imports_the_command_line() -> None:
     graph = _graph()
     bad = {name: sorted(m for m in deps if m.startswith("console.cli"))
            for name, deps in graph.items()
@@ -95,7 +95,7 @@ def test_no_screen_or_widget_imports_the_command_line():
     assert not {k: v for k, v in bad.items() if v}
 
 
-def test_lower_layers_never_import_higher_ones():
+def test_lower_layers_never_import_higher_ones() -> None:
     above = {"core": ("analysis", "jobs", "console"), "analysis": ("jobs", "console"),
              "jobs": ("console",)}
     graph = _graph()
@@ -108,7 +108,7 @@ def _in_cli(module: str) -> bool:
     return module == "console.cli" or module.startswith("console.cli.")
 
 
-def test_the_command_line_holds_only_commands():
+def test_the_command_line_holds_only_commands() -> None:
     """Library code lives below console/cli: no module outside the command line imports
     console.cli or any of its modules (a screen, a job or the analysis finds what it needs
     in a lower module), so console/cli holds the commands and the helpers they share."""
@@ -149,19 +149,19 @@ def _analysis_violations(graph: dict[str, set[str]]) -> list[str]:
     return bad
 
 
-def test_every_analysis_module_has_a_place_in_the_order():
+def test_every_analysis_module_has_a_place_in_the_order() -> None:
     groups = {_analysis_group(name) for name in _graph()} - {None}
     placed = {g for rank in ANALYSIS_ORDER for g in rank}
     assert groups - placed == set(), "add the new group to ANALYSIS_ORDER and architecture.md"
 
 
-def test_analysis_groups_import_only_earlier_groups():
+def test_analysis_groups_import_only_earlier_groups() -> None:
     """stats < base < measures < replay, prereg < tables, validate < figures < report:
     every import counts, lazy ones inside functions and type-only ones included."""
     assert _analysis_violations(_graph()) == []
 
 
-def test_the_analysis_order_check_catches_a_lazy_upward_import(tmp_path):
+def test_the_analysis_order_check_catches_a_lazy_upward_import(tmp_path: Path) -> None:
     """The check above fails on an import from a later group, even one inside a function."""
     module = tmp_path / "m.py"
     module.write_text("def f():\n    from analysis.tables.text import render_results\n")
@@ -189,7 +189,7 @@ def _documented_imports() -> dict[str, set[str]]:
     return rows
 
 
-def test_architecture_md_says_what_each_analysis_group_may_import():
+def test_architecture_md_says_what_each_analysis_group_may_import() -> None:
     """The docs' "may import" column is the order: every earlier group, nothing else."""
     expected = {group: {g for earlier in ANALYSIS_ORDER[:rank] for g in earlier}
                 for rank, groups in enumerate(ANALYSIS_ORDER) for group in groups}

@@ -103,7 +103,8 @@ def _store(db, job: dict, i: int, finished_at: str | None = None) -> None:
     store.write_episodes(db, [(job["cell_id"], result, None)])
 
 
-def test_reconcile_removes_dead_expired_stopped_and_stored_rows_and_keeps_live_ones(tmp_path):
+def test_reconcile_removes_dead_expired_stopped_and_stored_rows_and_keeps_live_ones(tmp_path: Path
+                                                                                   ) -> None:
     db, _, jobs = _grid(tmp_path)
     assert len(jobs) == 2  # 60 demo questions: jobs of 50 and 10
     job, other = jobs
@@ -141,7 +142,7 @@ def test_reconcile_removes_dead_expired_stopped_and_stored_rows_and_keeps_live_o
     assert _count(db) == 0
 
 
-def test_a_removed_row_takes_no_more_steps_and_its_episode_still_stores(tmp_path):
+def test_a_removed_row_takes_no_more_steps_and_its_episode_still_stores(tmp_path: Path) -> None:
     db, _, jobs = _grid(tmp_path)
     buf = LiveBuffer(db, jobs[0]["cell_id"], "label", worker=f"{HOST}:13")
     steps = _steps()
@@ -156,7 +157,7 @@ def test_a_removed_row_takes_no_more_steps_and_its_episode_still_stores(tmp_path
     assert _count(db) == 0 and _count(db, "live_steps") == 0
 
 
-def test_reconcile_runs_the_live_cleanup_and_keeps_a_live_workers_rows(tmp_path):
+def test_reconcile_runs_the_live_cleanup_and_keeps_a_live_workers_rows(tmp_path: Path) -> None:
     db, config, jobs = _grid(tmp_path)
     me = f"{socket.gethostname()}:{_exited_pid()}"
     _hold(db, jobs[0], me, time.time() + 600)
@@ -184,7 +185,7 @@ def _ghost_lab(tmp_path: Path) -> tuple:
     return db, config, _live(db, jobs[0], 0, worker)
 
 
-def test_status_and_monitor_never_count_a_dead_workers_episode_as_running(tmp_path):
+def test_status_and_monitor_never_count_a_dead_workers_episode_as_running(tmp_path: Path) -> None:
     db, config, live_id = _ghost_lab(tmp_path)
     (g,) = status(db)
     assert g.running == 0
@@ -197,7 +198,7 @@ def test_status_and_monitor_never_count_a_dead_workers_episode_as_running(tmp_pa
     assert "lost (process gone)" in out.stdout
 
 
-def test_tail_of_a_dead_workers_episode_stops_with_one_line(tmp_path):
+def test_tail_of_a_dead_workers_episode_stops_with_one_line(tmp_path: Path) -> None:
     db, config, live_id = _ghost_lab(tmp_path)
     out = lab_here(tmp_path / "lab.db", config, "tail", str(live_id), "--follow")
     assert out.returncode == 1
@@ -207,7 +208,7 @@ def test_tail_of_a_dead_workers_episode_stops_with_one_line(tmp_path):
     assert out.returncode != 0 and "no running episode" in out.stderr
 
 
-def test_tail_of_a_stored_episodes_leftover_row_prints_the_episode(tmp_path):
+def test_tail_of_a_stored_episodes_leftover_row_prints_the_episode(tmp_path: Path) -> None:
     db, config, jobs = _grid(tmp_path)
     me = f"{socket.gethostname()}:1"  # pid 1 lives: only the stored episode ends the row
     _hold(db, jobs[0], me, time.time() + 600)
@@ -218,7 +219,8 @@ def test_tail_of_a_stored_episodes_leftover_row_prints_the_episode(tmp_path):
     assert f"live episode {live_id}:" in out.stdout and "gold" in out.stdout
 
 
-def test_console_live_marks_a_dead_workers_episode_lost_and_never_follows_it(tmp_path):
+def test_console_live_marks_a_dead_workers_episode_lost_and_never_follows_it(tmp_path: Path
+                                                                            ) -> None:
     db, _, live_id = _ghost_lab(tmp_path)
     assert read_update(db, None, 0, False, follow=True).idle  # nothing running to follow
     update = read_update(db, None, 0, False, follow=False, pick=live_id)
@@ -227,7 +229,7 @@ def test_console_live_marks_a_dead_workers_episode_lost_and_never_follows_it(tmp
     assert [s.t for s, _ in update.steps] == [1]  # its steps so far are still shown
 
 
-def test_a_graceful_stop_with_hung_calls_leaves_no_live_row(tmp_path):
+def test_a_graceful_stop_with_hung_calls_leaves_no_live_row(tmp_path: Path) -> None:
     """The drain times out on episodes whose calls never return: their rows go on stop."""
     db, config, _ = _grid(tmp_path)
     config.write_text(config.read_text().replace("latency_ms = 0", "latency_ms = 60000"))

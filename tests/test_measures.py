@@ -10,6 +10,7 @@ its last observation, which then has no decision after it).
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -84,7 +85,7 @@ def decisions(specs: list[dict]) -> pd.DataFrame:
 # --- decision table and runs -------------------------------------------------------
 
 
-def test_decision_table_rows_outcomes_and_final_action():
+def test_decision_table_rows_outcomes_and_final_action() -> None:
     # obs 1..3 then finish at action 4 (budget 4): decisions after obs 1, 2, 3 at actions
     # 2, 3, 4; only the last answers, and it is at the final action.
     d = decisions([{"judg": "UFU", "failed": "110", "finish": 4, "budget": 4}])
@@ -97,7 +98,7 @@ def test_decision_table_rows_outcomes_and_final_action():
     assert d["own_earlier"].tolist() == [False, False, True]  # obs 2 is not "earlier" at t=2
 
 
-def test_a_format_failure_neither_extends_nor_resets_runs():
+def test_a_format_failure_neither_extends_nor_resets_runs() -> None:
     ep, st = build([{"judg": "UUU", "finish": 4}])
     # insert a format failure (no action, no observation) at action 3, shifting obs 3
     st.loc[st["t"] >= 3, "t"] += 1
@@ -112,7 +113,7 @@ def test_a_format_failure_neither_extends_nor_resets_runs():
     assert d["answer"].tolist() == [0, 0, 1]
 
 
-def test_run_lengths_reset_and_unchanged_rules():
+def test_run_lengths_reset_and_unchanged_rules() -> None:
     start = np.array([True, False, False, False, True, False])
     extend = np.array([True, True, False, True, True, True])
     reset = np.array([False, False, True, False, False, False])
@@ -126,7 +127,7 @@ def test_run_lengths_reset_and_unchanged_rules():
 # --- Δ -----------------------------------------------------------------------------
 
 
-def test_delta_group_boundaries():
+def test_delta_group_boundaries() -> None:
     specs: list[dict] = [
         {"judg": "UUU", "finish": 4},                  # A: t=3, s=3 -> (a), answers
         {"judg": "UUUU"},                              # D: t=3, s=3 -> (a), continues
@@ -144,7 +145,7 @@ def test_delta_group_boundaries():
     assert c.interval.n == 7
 
 
-def test_delta_mantel_haenszel_weights_two_strata():
+def test_delta_mantel_haenszel_weights_two_strata() -> None:
     specs: list[dict] = [
         {"judg": "UUUU", "finish": 5},    # J1: t=3 (a) 0, t=4 (a) 1
         {"judg": "UUUUU"},                # J2: t=3 (a) 0, t=4 (a) 0
@@ -164,7 +165,7 @@ def test_delta_mantel_haenszel_weights_two_strata():
                                      n_boot=50).interval.defined
 
 
-def test_delta_variants_and_stated_judgments():
+def test_delta_variants_and_stated_judgments() -> None:
     specs: list[dict] = [
         {"judg": "UUU", "stated": "uuu", "finish": 4, "q": "a", "regime": "persistent"},
         {"judg": "UFU", "stated": "ufu", "q": "a", "regime": "recover_after_1",
@@ -185,7 +186,7 @@ def test_delta_variants_and_stated_judgments():
     assert (st.n_a, st.n_b) == (1, 0) and not st.interval.defined
 
 
-def test_design_label_contrast_by_action():
+def test_design_label_contrast_by_action() -> None:
     specs: list[dict] = [
         {"failed": "111", "finish": 4, "regime": "persistent"},          # P1
         {"failed": "11111", "regime": "persistent"},                     # P2
@@ -204,7 +205,7 @@ def test_design_label_contrast_by_action():
 # --- I and the hazard curve --------------------------------------------------------
 
 
-def test_integration_index_components():
+def test_integration_index_components() -> None:
     specs: list[dict] = [
         {"failed": "1111", "finish": 5},                           # j1 0, j2 0, j3 -, j4 1
         {"failed": "11111"},                                       # j1 0, j2 0, j3 -, j4 0
@@ -232,7 +233,7 @@ def test_integration_index_components():
 
 
 @pytest.mark.parametrize("fe", [False, True])
-def test_hazard_model_recovers_beta_and_gamma(fe):
+def test_hazard_model_recovers_beta_and_gamma(fe: bool) -> None:
     dec = synthetic_hazard(beta=0.08, gamma=0.15)
     fit = hazard_model(dec, fixed_effects=fe, n_boot=200)
     # generated with β = 0.08 per useless judgment, γ = 0.15 after an earlier useful one
@@ -243,7 +244,7 @@ def test_hazard_model_recovers_beta_and_gamma(fe):
 
 
 @pytest.mark.parametrize("fe", [False, True])
-def test_numpy_least_squares_equals_statsmodels_on_the_full_sample(fe):
+def test_numpy_least_squares_equals_statsmodels_on_the_full_sample(fe: bool) -> None:
     dec = synthetic_hazard(beta=0.05, gamma=-0.02, n_q=60, per_q=20, seed=4)
     sample = hazard_sample(dec)
     g, h, cols = question_crossproducts(sample, fe)
@@ -253,7 +254,7 @@ def test_numpy_least_squares_equals_statsmodels_on_the_full_sample(fe):
     assert fast == pytest.approx(fit_statsmodels(sample, fe, dummies=True), abs=1e-9)
 
 
-def test_hazard_model_unidentified_without_earlier_useful():
+def test_hazard_model_unidentified_without_earlier_useful() -> None:
     dec = synthetic_hazard(beta=0.05, gamma=0.0, n_q=30, per_q=10)
     dec["own_earlier"] = False
     dec["own_run"] = dec["n_obs"]  # run = action − 1: collinear with the action effects
@@ -264,7 +265,7 @@ def test_hazard_model_unidentified_without_earlier_useful():
 # --- success, cost, judgments ------------------------------------------------------
 
 
-def test_success_per_regime_and_mean6():
+def test_success_per_regime_and_mean6() -> None:
     regimes = ["clean", "persistent", "recover_after_1", "recover_after_2", "recover_after_3",
                "late_onset_from_3"]
     specs: list[dict] = [{"q": q, "regime": r, "failed": "1", "correct": int(q == "a"), "seed": s}
@@ -280,7 +281,7 @@ def test_success_per_regime_and_mean6():
     assert not no_clean["mean6"].defined  # a mean6 regime is missing -> "–"
 
 
-def test_paired_success_difference_by_question():
+def test_paired_success_difference_by_question() -> None:
     a, _ = build([{"q": q, "regime": "persistent", "failed": "1", "correct": c}
                   for q, c in (("x", 1), ("y", 1), ("z", 0))])
     b, _ = build([{"q": q, "regime": "persistent", "failed": "1", "correct": c}
@@ -291,7 +292,7 @@ def test_paired_success_difference_by_question():
     assert res["persistent"].n == 3 and 0 <= res["persistent"].p <= 1
 
 
-def test_stopping_cost_and_tpc_by_hand():
+def test_stopping_cost_and_tpc_by_hand() -> None:
     specs: list[dict] = [
         {"failed": "11", "finish": 3, "correct": 1, "inp": 1000, "out": 100, "extra": 2},
         {"failed": "1111", "finish": 5, "correct": 0, "inp": 3000, "out": 300},
@@ -314,7 +315,7 @@ def test_stopping_cost_and_tpc_by_hand():
     assert math.isinf(tpc(ep.assign(correct=0)))
 
 
-def test_tpc_leaves_out_tokens_of_judgments_that_only_measure():
+def test_tpc_leaves_out_tokens_of_judgments_that_only_measure() -> None:
     specs = [{"failed": "11", "finish": 3, "correct": 1, "inp": 1000, "out": 100, "extra": 2}]
     ep, _ = build(specs)
     # the acting turns used 600 of the 1000 input and 80 of the 100 output tokens;
@@ -326,7 +327,7 @@ def test_tpc_leaves_out_tokens_of_judgments_that_only_measure():
     assert tpc(ep.assign(condition="enforced_rule")) == pytest.approx(1350)
 
 
-def test_judgment_rates_first_repeat_and_dissociation():
+def test_judgment_rates_first_repeat_and_dissociation() -> None:
     specs: list[dict] = [
         {"judg": "FFU", "failed": "000", "sources": ["gold", "gold", "distractor"],
          "refs": ["q#0", "q#0", "q#5"], "finish": 4},
@@ -351,7 +352,7 @@ def test_judgment_rates_first_repeat_and_dissociation():
 # --- wiring, formatting, undefined -------------------------------------------------
 
 
-def test_everything_runs_on_empty_and_tiny_data_and_prints_dashes():
+def test_everything_runs_on_empty_and_tiny_data_and_prints_dashes() -> None:
     ep, st = build([{"failed": "11", "finish": 3, "regime": "persistent", "error": None},
                     {"failed": "1", "finish": None, "error": "server_error: 500"}])
     res = compute(frames_from(ep, st), table_names(EPISODES), n_boot=20, hazard_boot=20)
@@ -364,7 +365,7 @@ def test_everything_runs_on_empty_and_tiny_data_and_prints_dashes():
     render_results(empty)
 
 
-def test_interval_format_and_charts():
+def test_interval_format_and_charts() -> None:
     assert fmt_interval(0.33, 0.25, 0.41) == "+0.33 [+0.25, +0.41]"
     assert fmt_interval(-0.1, -0.17, -0.05) == "-0.10 [-0.17, -0.05]"
     assert fmt_interval(math.nan, math.nan, math.nan) == "–"
@@ -374,7 +375,7 @@ def test_interval_format_and_charts():
     assert "nothing to plot" in answer_action_chart([("x", ())], [0])
 
 
-def test_validate_measures_separates_simulated_policies(tmp_path):
+def test_validate_measures_separates_simulated_policies(tmp_path: Path) -> None:
     from core import store
 
     db = store.connect(tmp_path / "lab.db")
@@ -404,7 +405,7 @@ def test_validate_measures_separates_simulated_policies(tmp_path):
     assert again.new_episodes == 0 and again.episodes == v.episodes
 
 
-def test_separation_rule():
+def test_separation_rule() -> None:
     from analysis.stats.bootstrap import Interval
     from analysis.validate import separates
 

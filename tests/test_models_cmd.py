@@ -51,7 +51,7 @@ def invoke(cmd, args, db: Path, config: Path):
     return CliRunner().invoke(cmd, args, obj={"db": db, "config": config})
 
 
-def test_models_checks_each_endpoint(tmp_path, db_path):
+def test_models_checks_each_endpoint(tmp_path: Path, db_path: Path) -> None:
     dead = f"http://127.0.0.1:{free_port()}/v1"
     with LoopbackServer(OpenAIApp()) as srv:
         cfg = write_config(tmp_path / "lab.toml", [f"{srv.url}/v1", dead])
@@ -64,7 +64,8 @@ def test_models_checks_each_endpoint(tmp_path, db_path):
     assert "sim-own5" in out
 
 
-def test_models_check_api_uses_the_key_and_never_prints_it(tmp_path, db_path, monkeypatch):
+def test_models_check_api_uses_the_key_and_never_prints_it(tmp_path: Path, db_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     key = "sk-ant-models-check-123456789"
     monkeypatch.setenv("ANTHROPIC_API_KEY", key)
     app = AnthropicApp()
@@ -77,7 +78,7 @@ def test_models_check_api_uses_the_key_and_never_prints_it(tmp_path, db_path, mo
     assert "ANTHROPIC_API_KEY is not set" in result.output
 
 
-def test_serve_dry_run_prints_the_vllm_command(tmp_path, db_path):
+def test_serve_dry_run_prints_the_vllm_command(tmp_path: Path, db_path: Path) -> None:
     cfg = write_config(tmp_path / "lab.toml", ["http://127.0.0.1:8123/v1"])
     result = invoke(serve, ["qwen-test", "--dry-run"], db_path, cfg)
     assert result.exit_code == 0, result.output
@@ -88,7 +89,7 @@ def test_serve_dry_run_prints_the_vllm_command(tmp_path, db_path):
     assert "--port 9000" in result.output
 
 
-def test_serve_refuses_non_vllm_models_and_missing_vllm(tmp_path, db_path):
+def test_serve_refuses_non_vllm_models_and_missing_vllm(tmp_path: Path, db_path: Path) -> None:
     cfg = write_config(tmp_path / "lab.toml", ["http://127.0.0.1:8123/v1"])
     result = invoke(serve, ["claude-test", "--dry-run"], db_path, cfg)
     assert isinstance(result.exception, ConfigError)
@@ -106,7 +107,8 @@ def fake_vllm(tmp_path: Path, *extra: str) -> str:
 
 
 @pytest.mark.timeout(240)
-def test_serve_starts_waits_for_health_and_records_the_server(tmp_path, db_path):
+def test_serve_starts_waits_for_health_and_records_the_server(tmp_path: Path, db_path: Path
+                                                             ) -> None:
     port = free_port()
     cfg = write_config(tmp_path / "lab.toml", [f"http://127.0.0.1:{port}/v1"])
     result = invoke(serve, ["qwen-test", "--detach", "--wait", "120", "--executable",
@@ -125,7 +127,7 @@ def test_serve_starts_waits_for_health_and_records_the_server(tmp_path, db_path)
 
 
 @pytest.mark.timeout(240)
-def test_serve_in_foreground_marks_the_server_stopped(tmp_path, db_path):
+def test_serve_in_foreground_marks_the_server_stopped(tmp_path: Path, db_path: Path) -> None:
     port = free_port()
     cfg = write_config(tmp_path / "lab.toml", [f"http://127.0.0.1:{port}/v1"])
     result = invoke(serve, ["qwen-test", "--wait", "120", "--executable",
@@ -136,7 +138,7 @@ def test_serve_in_foreground_marks_the_server_stopped(tmp_path, db_path):
 
 
 @pytest.mark.timeout(120)
-def test_serve_reports_a_server_that_dies(tmp_path, db_path):
+def test_serve_reports_a_server_that_dies(tmp_path: Path, db_path: Path) -> None:
     cfg = write_config(tmp_path / "lab.toml", [f"http://127.0.0.1:{free_port()}/v1"])
     result = invoke(serve, ["qwen-test", "--executable", "false"], db_path, cfg)
     assert isinstance(result.exception, LabError)

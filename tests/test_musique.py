@@ -45,7 +45,9 @@ def _write(tmp_path: Path, records: list[object], name: str = "musique_dev.jsonl
     return path
 
 
-def test_import_stores_questions_aliases_and_marked_supports(tmp_path, db_path, capsys):
+def test_import_stores_questions_aliases_and_marked_supports(tmp_path: Path, db_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]
+                                                            ) -> None:
     path = _write(tmp_path, [_record(1), _record(2), _record(3, answerable=False)])
     code, out, err = lab(capsys, "--db", db_path, "data", "import", "musique", path)
     assert code == 0, err
@@ -83,7 +85,9 @@ def test_import_stores_questions_aliases_and_marked_supports(tmp_path, db_path, 
     (lambda r: r.update(answer=""), ("record 1", "answer")),
     (lambda r: r.update(id="2hop__101_201"), ("record 1", "duplicate id")),
 ])
-def test_a_bad_record_stores_nothing_and_says_where(tmp_path, db_path, capsys, bad, words):
+def test_a_bad_record_stores_nothing_and_says_where(tmp_path: Path, db_path: Path,
+                                                    capsys: pytest.CaptureFixture[str], bad,
+                                                    words: tuple[str, str]) -> None:
     assert lab(capsys, "--db", db_path, "init")[0] == 0
     before = dump_hash(db_path)
     second = _record(2)
@@ -94,7 +98,8 @@ def test_a_bad_record_stores_nothing_and_says_where(tmp_path, db_path, capsys, b
     assert dump_hash(db_path) == before
 
 
-def test_invalid_json_line_and_empty_file(tmp_path, db_path, capsys):
+def test_invalid_json_line_and_empty_file(tmp_path: Path, db_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "broken.jsonl"
     path.write_text(json.dumps(_record(1)) + "\n{not json\n", encoding="utf-8")
     code, _, err = lab(capsys, "--db", db_path, "data", "import", "musique", path)
@@ -106,7 +111,7 @@ def test_invalid_json_line_and_empty_file(tmp_path, db_path, capsys):
         load_musique(_write(tmp_path, [[1, 2]], "list.jsonl"))
 
 
-def test_hotpotqa_records_are_stored_as_before(db_path):
+def test_hotpotqa_records_are_stored_as_before(db_path: Path) -> None:
     """Records without aliases or marked paragraphs keep their exact stored JSON."""
     db = store.connect(db_path)
     from core.demo_set import load_demo_questions

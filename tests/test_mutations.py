@@ -25,13 +25,13 @@ REQUIRED = {"pi-abstains-early", "pooled-first-dataset", "map-all-depths", "prox
 """The mutations of the science that must each be caught."""
 
 
-def test_every_required_mutation_is_listed():
+def test_every_required_mutation_is_listed() -> None:
     names = [m.name for m in mutations.MUTATIONS]
     assert len(names) == len(set(names)) and REQUIRED <= set(names)
 
 
 @pytest.mark.parametrize("m", mutations.MUTATIONS, ids=lambda m: m.name)
-def test_the_mutation_applies_once_and_changes_the_file(m):
+def test_the_mutation_applies_once_and_changes_the_file(m) -> None:
     text = (ROOT / m.path).read_text(encoding="utf-8")
     mutated = m.apply(text)
     assert mutated != text
@@ -40,14 +40,14 @@ def test_the_mutation_applies_once_and_changes_the_file(m):
 
 
 @pytest.mark.parametrize("m", mutations.MUTATIONS, ids=lambda m: m.name)
-def test_the_catching_tests_exist(m):
+def test_the_catching_tests_exist(m) -> None:
     for node in m.tests:
         path, _, name = node.partition("::")
         source = (ROOT / path).read_text(encoding="utf-8")
         assert not name or f"def {name}(" in source, node
 
 
-def test_a_text_that_is_not_there_exactly_once_is_refused():
+def test_a_text_that_is_not_there_exactly_once_is_refused() -> None:
     m = mutations.Mutation("x", "", "f.py", "a", "b", ())
     with pytest.raises(ValueError, match="occurs 2 times"):
         m.apply("a a")

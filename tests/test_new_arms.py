@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -47,7 +48,7 @@ def run(client: ScriptedClient, condition: str, regime: str = "persistent", budg
     return asyncio.run(run_episode(setup, client.start(view), view=view))
 
 
-def test_backup_never_fails_under_persistent_and_the_primary_still_does():
+def test_backup_never_fails_under_persistent_and_the_primary_still_does() -> None:
     client = ScriptedClient(acts=[SEARCH, BACKUP, SEARCH, FINISH], judgments=["USELESS"] * 8)
     r = run(client, "two_source")
     s = r.steps
@@ -59,7 +60,7 @@ def test_backup_never_fails_under_persistent_and_the_primary_still_does():
     assert not any(kind == "judge" for kind, _ in client.calls)  # two_source asks nothing
 
 
-def test_schedule_counts_primary_results_only():
+def test_schedule_counts_primary_results_only() -> None:
     # recover_after_1: the first PRIMARY result fails even after a backup result
     r = run(ScriptedClient(acts=[BACKUP, SEARCH, SEARCH, FINISH]), "two_source",
             "recover_after_1")
@@ -67,14 +68,14 @@ def test_schedule_counts_primary_results_only():
     assert [x.obs_index for x in r.steps[:3]] == [1, 2, 3]
 
 
-def test_answerless_backup_is_the_intact_page():
+def test_answerless_backup_is_the_intact_page() -> None:
     r = run(ScriptedClient(acts=[SEARCH, BACKUP, FINISH]), "two_source", "answerless")
     primary, backup = r.steps[0].shown, r.steps[1].shown
     assert len(backup) > len(primary) and backup.startswith(primary.split("]")[0] + "]")
     assert r.steps[1].obs_text == backup  # stored, since obs_ref would read stripped
 
 
-def test_switch_rule_disables_primary_exactly_after_k_useless():
+def test_switch_rule_disables_primary_exactly_after_k_useless() -> None:
     client = ScriptedClient(acts=[SEARCH, SEARCH, SEARCH, SEARCH, SEARCH, BACKUP, FINISH],
                             judgments=["USELESS", "USEFUL", "USELESS", "USELESS", "USELESS"])
     r = run(client, "switch_rule:k=2", "persistent")
@@ -92,14 +93,14 @@ def test_switch_rule_disables_primary_exactly_after_k_useless():
     assert r.refused_calls == 1 and r.extra_calls == 4
 
 
-def test_backup_search_without_two_source_is_a_format_failure():
+def test_backup_search_without_two_source_is_a_format_failure() -> None:
     r = run(ScriptedClient(acts=[BACKUP, BACKUP]), "none")
     assert r.end_reason == "format_failure" and r.tool_calls == 0 and r.format_failures == 1
     r = run(ScriptedClient(acts=[BACKUP, BACKUP]), "none:format_retries=1")
     assert r.end_reason == "format_failure" and r.tool_calls == 0 and r.format_failures == 2
 
 
-def test_stated_rule_discards_the_turn_and_re_asks_once():
+def test_stated_rule_discards_the_turn_and_re_asks_once() -> None:
     # stated: useless, none (unchanged), useless -> run 2 = k at the 4th turn's proposal
     # forced_tool_call=refuse: a tool call in the re-asked turn is refused and every
     # later turn is forced (the default executes it: tests/test_react_protocol.py)
@@ -121,7 +122,7 @@ def test_stated_rule_discards_the_turn_and_re_asks_once():
     assert SAID_USELESS not in [m["content"] for m in re_ask[-2:]]
 
 
-def test_stated_rule_lets_a_finish_through():
+def test_stated_rule_lets_a_finish_through() -> None:
     r = run(ScriptedClient(acts=[SEARCH, SAID_USELESS, FINISH.replace(
         "I know it", "This result does not mention it.")]), "stated_judgment_rule:k=2")
     assert r.answer_action == 3 and not any(x.discarded for x in r.steps)
@@ -150,7 +151,7 @@ def sim_db(tmp_path_factory: pytest.TempPathFactory) -> Database:
     return db
 
 
-def test_stored_discarded_turns_and_sources_round_trip(sim_db):
+def test_stored_discarded_turns_and_sources_round_trip(sim_db: Database) -> None:
     rows = sim_db.conn.execute("SELECT count(*), sum(discarded) FROM steps s JOIN episodes e "
                                "ON e.id = s.episode_id JOIN cells c ON c.id = e.cell_id "
                                "WHERE c.condition = 'stated_judgment_rule'").fetchone()
@@ -163,7 +164,7 @@ def test_stored_discarded_turns_and_sources_round_trip(sim_db):
     assert {"primary", "backup", None} <= sources
 
 
-def test_own_calls_charge_discarded_turns_and_backup_price(sim_db):
+def test_own_calls_charge_discarded_turns_and_backup_price(sim_db: Database) -> None:
     ep = load_frames(sim_db).episodes
     stated = ep.loc[ep["condition"] == "stated_judgment_rule"]
     # sims record a judgment after every observation: only the discarded turns are own calls
@@ -179,7 +180,7 @@ def test_own_calls_charge_discarded_turns_and_backup_price(sim_db):
     assert (own_calls(switch) < switch["extra_calls"]).any()  # backup judgments only measure
 
 
-def test_leaving_table_from_lab_db(sim_db):
+def test_leaving_table_from_lab_db(sim_db: Database) -> None:
     res = compute(load_frames(sim_db), ("leaving",), n_boot=100)
     table = res.table("leaving")
     assert table is not None
@@ -213,7 +214,7 @@ def _hand_frames():
     return ep, pd.DataFrame(rows)
 
 
-def test_switching_measures_by_hand():
+def test_switching_measures_by_hand() -> None:
     ep, st = _hand_frames()
     sw = switching(ep, st)
     assert sw.episodes == 4 and sw.switched_by == 0.25 and sw.ever == 0.5
@@ -221,7 +222,7 @@ def test_switching_measures_by_hand():
     assert sw.exits == 4 and sw.backup_first == 0.5
 
 
-def test_leave_delta_by_hand():
+def test_leave_delta_by_hand() -> None:
     ep, st = _hand_frames()
     dec = decision_table(ep, st)
     # episode 2: after 3 and 4 useless results it keeps searching, then leaves at action 5
@@ -231,7 +232,8 @@ def test_leave_delta_by_hand():
 
 
 @pytest.mark.parametrize("condition", NEW_ARMS)
-def test_every_new_condition_and_regime_through_lab_try(db_path, condition, capsys):
+def test_every_new_condition_and_regime_through_lab_try(db_path: Path, condition,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
     regimes = ("clean", "persistent", "recover_after_1", "recover_after_5", "late_onset_from_3",
                "plausible", "answerless")
     model = "sim-backup-own3" if "source" in condition or "switch" in condition else "sim-stated"
@@ -247,14 +249,14 @@ def test_every_new_condition_and_regime_through_lab_try(db_path, condition, caps
             assert "backup_search[" in out
 
 
-def test_arm_labels_and_knobs():
+def test_arm_labels_and_knobs() -> None:
     assert parse_condition("switch_rule:k=3").label() == "switch_rule:k=3"
     assert parse_condition("two_source:backup_price=0.2").label() == "two_source:backup_price=0.2"
     assert parse_condition("two_source").label() == "two_source"
     assert parse_condition("stated_judgment_combo").arm.budget
 
 
-def test_leaving_registered_test_kind(sim_db):
+def test_leaving_registered_test_kind(sim_db: Database) -> None:
     from analysis.prereg.outcomes import evaluate_test
     from core.errors import ConfigError
     from core.registered_tests import validate_test

@@ -11,7 +11,7 @@ from tests.helpers.notices import said
 
 
 @pytest.mark.asyncio
-async def test_a_notice_stays_readable_after_textual_forgot_it():
+async def test_a_notice_stays_readable_after_textual_forgot_it() -> None:
     app: App[None] = App()
     async with app.run_test() as pilot:
         app.notify("first", title="t", severity="warning", timeout=0.01)

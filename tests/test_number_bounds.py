@@ -82,7 +82,9 @@ def _toml(tmp_path: Path, backend: str, extra: str) -> Path:
 
 
 @pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
-def test_nan_and_inf_in_every_numeric_field_are_one_line(tmp_path, capsys, value) -> None:
+def test_nan_and_inf_in_every_numeric_field_are_one_line(tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str],
+                                                         value: str) -> None:
     cases = [(b, k, f"{k} = {value}") for b, k in numeric_fields()]
     for backend in ("openai", "anthropic"):
         for price in ("input", "output", "cache_write", "cache_read"):
@@ -111,7 +113,8 @@ def test_nan_and_inf_in_every_numeric_field_are_one_line(tmp_path, capsys, value
     ("sim", "hazard_slope = 5", ("hazard_slope", "[-1, 1]")),
     ("anthropic", 'base_url = "https://h:0"', ("base_url", "port")),
 ])
-def test_values_out_of_range_are_one_line(tmp_path, capsys, backend, line, words) -> None:
+def test_values_out_of_range_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                          backend: str, line: str, words) -> None:
     code, _, err = lab(capsys, "--config", _toml(tmp_path, backend, line), "models")
     one_error(code, err, *words)
 
@@ -124,7 +127,8 @@ def test_values_out_of_range_are_one_line(tmp_path, capsys, backend, line, words
     ("http://a b/v1", ("endpoints[0]", "space")),
     ("http:///v1", ("endpoints[0]", "no host")),
 ])
-def test_bad_endpoints_are_one_line(tmp_path, capsys, url, words) -> None:
+def test_bad_endpoints_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], url: str,
+                                    words) -> None:
     path = tmp_path / "lab.toml"
     path.write_text(f'[models.m]\nbackend = "openai"\nmodel = "m"\nendpoints = ["{url}"]\n',
                     encoding="utf-8")
@@ -132,7 +136,9 @@ def test_bad_endpoints_are_one_line(tmp_path, capsys, url, words) -> None:
     one_error(code, err, *words)
 
 
-def test_a_bad_lab_toml_is_refused_before_anything_is_stored(template, tmp_path, capsys):
+def test_a_bad_lab_toml_is_refused_before_anything_is_stored(template: Path, tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]
+                                                            ) -> None:
     db = tmp_path / "lab.db"
     copy_db(template, db)
     config = _toml(tmp_path, "openai", "price_per_mtok = { input = nan, output = 1 }")
@@ -167,7 +173,9 @@ ENQUEUE = ("enqueue", "--models", "sim-own5", "--conditions", "none", "--regimes
     (("traces", "collect", "--threshold", "nan"), ("--threshold", "finite")),
     ((*ENQUEUE, "--seeds", "0,nan"), ("--seeds",)),
 ])
-def test_option_values_out_of_range_are_one_line(template, tmp_path, capsys, args, words):
+def test_option_values_out_of_range_are_one_line(template: Path, tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str], args, words
+                                                ) -> None:
     db = tmp_path / "lab.db"
     copy_db(template, db)
     before = dump_hash(db)
@@ -180,7 +188,7 @@ def test_option_values_out_of_range_are_one_line(template, tmp_path, capsys, arg
 @pytest.mark.parametrize("key, value", [
     ("grace_s", math.nan), ("grace_s", math.inf), ("concurrency", 10**9), ("lease_s", 0),
     ("heartbeat_s", math.nan), ("max_attempts", 0)])
-def test_worker_settings_check_their_numbers(tmp_path, key, value) -> None:
+def test_worker_settings_check_their_numbers(tmp_path: Path, key: str, value) -> None:
     with pytest.raises(ConfigError, match=key):
         WorkerSettings(db_path=tmp_path / "lab.db", **{key: value})
 
@@ -199,7 +207,7 @@ def test_bounds_messages() -> None:
     assert Bounds().error("x", -math.inf) == "x must be a finite number, got -inf"
 
 
-def test_the_slot_pool_allocates_lazily(tmp_path) -> None:
+def test_the_slot_pool_allocates_lazily(tmp_path: Path) -> None:
     """A cap of a million slots costs nothing until calls hold them: memory grows with
     the slots taken, never with the cap (a deque of every slot number was ~40 MB)."""
     tracemalloc.start()
@@ -220,6 +228,6 @@ def test_the_slot_pool_allocates_lazily(tmp_path) -> None:
     slots.close()
 
 
-def test_the_slot_pool_refuses_a_cap_past_its_marker(tmp_path) -> None:
+def test_the_slot_pool_refuses_a_cap_past_its_marker(tmp_path: Path) -> None:
     with pytest.raises(ValueError):
         CallSlots(tmp_path / "calls.lock", 2**31)

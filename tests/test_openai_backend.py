@@ -8,6 +8,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import cast
 
 import httpx
@@ -35,7 +36,8 @@ def server(app: OpenAIApp) -> Iterator[LoopbackServer]:
         yield srv
 
 
-def test_request_sends_every_sampling_parameter_and_stop(app, server, db_path):
+def test_request_sends_every_sampling_parameter_and_stop(app: OpenAIApp, server: LoopbackServer,
+                                                         db_path: Path) -> None:
     stored, rows = drive(openai_spec(server.url), db_path, n=1)
     assert stored == 1 and rows[0]["end_reason"] == "finish"
     act, judge = app.requests[0], app.requests[1]
@@ -52,7 +54,7 @@ def test_request_sends_every_sampling_parameter_and_stop(app, server, db_path):
     assert judge["messages"][:-1] == app.requests[2]["messages"][:len(judge["messages"]) - 1]
 
 
-def test_default_sampling_sends_none(app, server, db_path):
+def test_default_sampling_sends_none(app: OpenAIApp, server: LoopbackServer, db_path: Path) -> None:
     spec = ModelSpec("v", "openai", {"model": "m", "endpoints": [f"{server.url}/v1"],
                                      "sampling": "default", **FAST})
     drive(spec, db_path, n=1)
@@ -61,7 +63,7 @@ def test_default_sampling_sends_none(app, server, db_path):
     assert app.requests[0]["chat_template_kwargs"] == {"enable_thinking": False}
 
 
-def test_usage_cost_and_reasoning_kept_apart(server, app):
+def test_usage_cost_and_reasoning_kept_apart(server: LoopbackServer, app: OpenAIApp) -> None:
     app.reasoning = "Let me think about Vellmore."
     client = make_client(openai_spec(server.url, price_per_mtok={"input": 1.0, "output": 2.0}))
     session = client.start(EpisodeView(demo_questions()[0], 0, 4))
@@ -82,7 +84,7 @@ def test_usage_cost_and_reasoning_kept_apart(server, app):
     ("Thought: go", "Thought: go", ""),
     ("<THINK>a</THINK>b<think>c</think>", "b", "a\n\nc"),
 ])
-def test_split_reasoning(text, clean, reasoning):
+def test_split_reasoning(text: str, clean: str, reasoning: str) -> None:
     assert split_reasoning(text) == (clean, reasoning)
 
 
@@ -108,7 +110,8 @@ FAULTS = [
 @pytest.mark.parametrize("fault, times, reason", FAULTS,
                          ids=[f"{f.kind}{f.status if f.kind == 'status' else ''}-"
                               f"{'always' if t is None else t}" for f, t, _ in FAULTS])
-def test_episodes_through_fault(app, server, fault, times, reason, db_path):
+def test_episodes_through_fault(app: OpenAIApp, server: LoopbackServer, fault, times, reason,
+                                db_path: Path) -> None:
     if times is None:
         app.script.always = fault
     else:
@@ -137,7 +140,7 @@ def test_episodes_through_fault(app, server, fault, times, reason, db_path):
 
 
 @pytest.mark.timeout(60)
-def test_connection_refused_is_retried_then_recorded(db_path):
+def test_connection_refused_is_retried_then_recorded(db_path: Path) -> None:
     # refused on every attempt: the endpoint is marked down, the calls wait for it
     # `outage_wait_s` (tests/test_endpoint_outages.py), then the episodes are errored
     with LoopbackServer(OpenAIApp()) as srv:
@@ -149,7 +152,8 @@ def test_connection_refused_is_retried_then_recorded(db_path):
 
 
 @pytest.mark.timeout(60)
-def test_retries_are_logged(app, server, caplog, db_path):
+def test_retries_are_logged(app: OpenAIApp, server: LoopbackServer,
+                            caplog: pytest.LogCaptureFixture, db_path: Path) -> None:
     app.script.push(Fault("status", status=503), 1)
     with caplog.at_level(logging.WARNING, logger="lab.models"):
         drive(openai_spec(server.url), db_path, n=1)
@@ -158,7 +162,8 @@ def test_retries_are_logged(app, server, caplog, db_path):
 
 
 @pytest.mark.timeout(60)
-def test_api_key_never_in_errors(app, server, monkeypatch, db_path):
+def test_api_key_never_in_errors(app: OpenAIApp, server: LoopbackServer,
+                                 monkeypatch: pytest.MonkeyPatch, db_path: Path) -> None:
     secret = "vllm-secret-key-123456"
     monkeypatch.setenv("VLLM_API_KEY", secret)
     app.script.always = Fault("status", status=500, message="denied for key {api_key}")
@@ -167,7 +172,7 @@ def test_api_key_never_in_errors(app, server, monkeypatch, db_path):
 
 
 @pytest.mark.timeout(60)
-def test_episode_and_its_forks_stay_on_one_endpoint_and_load_spreads(db_path):
+def test_episode_and_its_forks_stay_on_one_endpoint_and_load_spreads(db_path: Path) -> None:
     apps = [OpenAIApp(delay_s=0.02), OpenAIApp(delay_s=0.02)]
     with LoopbackServer(apps[0]) as a, LoopbackServer(apps[1]) as b:
         stored, rows = drive(openai_spec(a.url, b.url, concurrency=8), db_path, n=8)
@@ -184,7 +189,7 @@ def test_episode_and_its_forks_stay_on_one_endpoint_and_load_spreads(db_path):
         assert any(text[row["question_id"]] in q for q in seen[served_by])
 
 
-def test_pick_prefers_fewest_outstanding_then_fewest_episodes():
+def test_pick_prefers_fewest_outstanding_then_fewest_episodes() -> None:
     client = OpenAIClient("m", OpenAISpec(model="m", endpoints=(
         "http://a/v1", "http://b/v1", "http://c/v1"), concurrency=4))
     a, b, c = client.endpoints
@@ -196,7 +201,7 @@ def test_pick_prefers_fewest_outstanding_then_fewest_episodes():
 
 
 @pytest.mark.timeout(60)
-def test_context_overflow_raises_without_retry(app, server):
+def test_context_overflow_raises_without_retry(app: OpenAIApp, server: LoopbackServer) -> None:
     app.script.always = Fault("context")
     session = make_client(openai_spec(server.url)).start(EpisodeView(demo_questions()[0], 0, 4))
     with pytest.raises(ModelError) as info:
@@ -211,7 +216,8 @@ def test_context_overflow_raises_without_retry(app, server):
     (None, None), (Fault("status", status=503), "server_error"), (Fault("hang"), "timeout"),
     (Fault("reset"), "connection"), (Fault("malformed"), "bad_response"),
     (Fault("context"), "context_overflow")])
-def test_https_path_through_httpx_behaves_the_same(app, server, fault, reason):
+def test_https_path_through_httpx_behaves_the_same(app: OpenAIApp, server: LoopbackServer, fault,
+                                                   reason: str | None) -> None:
     """https endpoints go through httpx instead of the stream pool: same results."""
     app.script.always = fault
     hang = {"timeout_s": HANG_TIMEOUT_S["always"]} if reason == "timeout" else {}
@@ -235,12 +241,12 @@ async def _raw_server(handler) -> tuple[asyncio.AbstractServer, int]:
 
 
 @pytest.mark.timeout(60)
-def test_stream_pool_reads_chunked_bodies_and_replaces_stale_connections():
+def test_stream_pool_reads_chunked_bodies_and_replaces_stale_connections() -> None:
     from core.models.transport import StreamPool
 
     closed = asyncio.Event()
 
-    async def handler(reader, writer):  # answers once per connection, chunked, then closes
+    async def handler(reader, writer) -> None:  # answers once per connection, chunked, then closes
         while (await reader.readline()) not in (b"\r\n", b""):
             pass
         writer.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"
@@ -265,14 +271,14 @@ def test_stream_pool_reads_chunked_bodies_and_replaces_stale_connections():
 
 
 @pytest.mark.timeout(60)
-def test_a_bounded_post_sets_no_read_timer_of_its_own():
+def test_a_bounded_post_sets_no_read_timer_of_its_own() -> None:
     # a call inside call_with_retries is bounded by the policy's timeout_s already (the
     # same seconds, started first), so the stream pool's own read timer is left out;
     # an unbounded post still gets it. A server that never answers: the pool's timer
     # (0.2 s) fires before the caller's (30 s) only when the pool sets one.
     from core.models.openai_compat import Endpoint
 
-    async def handler(reader, writer):  # reads the request, never answers
+    async def handler(reader, writer) -> None:  # reads the request, never answers
         await reader.read(1)
         await asyncio.sleep(3600)
 
@@ -302,7 +308,7 @@ def test_a_bounded_post_sets_no_read_timer_of_its_own():
     ({"max_retries": -1}, r"max_retries must be in \[0, 100\]"),
     ({"price_per_mtok": {"input": 1, "output": 2, "cache_reads": 1}}, "price_per_mtok.cache_reads"),
 ])
-def test_registry_validates_backend_fields(tmp_path, table, message):
+def test_registry_validates_backend_fields(tmp_path: Path, table, message: str) -> None:
     from core.errors import ConfigError
     from core.models.registry import load_registry
     lines = [f"{k} = {v!r}".replace("'", '"') if not isinstance(v, dict) else
@@ -316,7 +322,8 @@ def test_registry_validates_backend_fields(tmp_path, table, message):
 
 
 @pytest.mark.timeout(60)
-def test_dead_endpoint_is_avoided_and_its_episodes_move(db_path, caplog):
+def test_dead_endpoint_is_avoided_and_its_episodes_move(db_path: Path,
+                                                        caplog: pytest.LogCaptureFixture) -> None:
     with LoopbackServer(OpenAIApp()) as srv:
         dead = srv.url
     app = OpenAIApp()

@@ -70,7 +70,7 @@ def governed(db_path: Path) -> Database:
     return db
 
 
-def test_outcomes_follow_the_data(governed):
+def test_outcomes_follow_the_data(governed: Database) -> None:
     db = governed
     got = {o.id: o for o in evaluate(rows.amendment(db, "A1"), load_frames(db), n_boot=500)}
     verdicts = {k: o.verdict for k, o in got.items()}
@@ -82,7 +82,7 @@ def test_outcomes_follow_the_data(governed):
     assert prediction_text(TESTS[0]) == "enforced_rule > none (mean6); one-sided, Holm"
 
 
-def test_data_before_freeze_is_flagged(db_path, capsys):
+def test_data_before_freeze_is_flagged(db_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = store.connect(db_path)
     ensure_demo_set(db)
     ids = store.question_set(db, "demo")["ids"][:20]
@@ -107,7 +107,8 @@ def test_data_before_freeze_is_flagged(db_path, capsys):
     assert "run early: EXPLORATORY" in capsys.readouterr().out
 
 
-def test_outcomes_and_export_cli(governed, db_path, tmp_path, capsys):
+def test_outcomes_and_export_cli(governed: Database, db_path: Path, tmp_path: Path,
+                                 capsys: pytest.CaptureFixture[str]) -> None:
     base = ["--db", str(db_path)]
     assert main([*base, "prereg", "deviation", "A1", "reran one job"]) == 0
     capsys.readouterr()
@@ -162,7 +163,7 @@ def _na_reasons(outcome) -> list[str]:
     return [p.detail for p in outcome.parts if p.verdict == "n.a."]
 
 
-def test_paper_tables_4_and_5_as_the_paper_ran_them(db_path):
+def test_paper_tables_4_and_5_as_the_paper_ran_them(db_path: Path) -> None:
     """Both fixtures register, freeze and evaluate on a sim study with the paper's
     design (arms, regimes, budgets, seeds and runs each amendment governs), and no test
     of the paper is n.a. for want of data that design has: a fixture that drifts from
@@ -186,7 +187,7 @@ def test_paper_tables_4_and_5_as_the_paper_ran_them(db_path):
     settings = WorkerSettings(db_path=db_path)
     replicate = ("none", "budget", "enforced_rule", "combo")
 
-    def grid(**kw):
+    def grid(**kw) -> None:
         enqueue_grid(db, settings, GridRequest(question_set="test300", **kw), models)
 
     grid(models=sims, conditions=SIM_CONDITIONS,
@@ -235,7 +236,7 @@ def test_paper_tables_4_and_5_as_the_paper_ran_them(db_path):
     assert "sim-never: does not abandon" in numbers["S1–S3"]
 
 
-def test_paper_fixture_tests_are_encoded_as_the_paper_ran_them():
+def test_paper_fixture_tests_are_encoded_as_the_paper_ran_them() -> None:
     """C compares cost-adjusted success on tool calls (Table 6's first number; utility_all
     flips all four verdicts on the paper's numbers); C4 and A9x read persistent; the
     16-action I reads persistent and recover_after_2 (Table 16); not_expressible lists
@@ -254,7 +255,7 @@ def test_paper_fixture_tests_are_encoded_as_the_paper_ran_them():
     assert [e["id"] for e in docs[5]["not_expressible"]] == ["16b", "E1 (applicability)"]
 
 
-def test_another_amendments_runs_are_not_counted(governed, db_path):
+def test_another_amendments_runs_are_not_counted(governed: Database, db_path: Path) -> None:
     db = governed
     prereg.create(db, "same scope", "", TESTS[:1], SCOPE)
     prereg.freeze(db, "A2", builtin_models())

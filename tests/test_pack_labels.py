@@ -73,7 +73,7 @@ def test_label_with_pack_and_back() -> None:
     assert split_pack("none:judge=true") == ("none:judge=true", "")
 
 
-def test_success_rows_name_the_pack_they_cover(study) -> None:
+def test_success_rows_name_the_pack_they_cover(study: tuple[Path, Path, str]) -> None:
     _, _, sha = study
     rows = [r for r in _rows(study, "success") if r["scope"] == "persistent"]
     mark = f" · pack {sha[:8]}"
@@ -88,7 +88,8 @@ def test_success_rows_name_the_pack_they_cover(study) -> None:
     assert plain["n"] == packed["n"] > 0
 
 
-def test_paired_differences_pair_each_arm_with_the_reference_of_its_wording(study) -> None:
+def test_paired_differences_pair_each_arm_with_the_reference_of_its_wording(
+        study: tuple[Path, Path, str]) -> None:
     _, _, sha = study
     mark = f" · pack {sha[:8]}"
     rows = [r for r in _rows(study, "success") if r["table"] == "paired"
@@ -105,7 +106,7 @@ def test_paired_differences_pair_each_arm_with_the_reference_of_its_wording(stud
     assert success["none" + mark]["estimate"] == 0 < success["none"]["estimate"]
 
 
-def test_exported_rows_carry_the_same_labels(study, tmp_path: Path) -> None:
+def test_exported_rows_carry_the_same_labels(study: tuple[Path, Path, str], tmp_path: Path) -> None:
     db_path, config, sha = study
     out = lab_here(db_path, config, "export", str(tmp_path / "out"), "--resamples", "20")
     assert out.returncode == 0, out.stderr

@@ -45,14 +45,14 @@ PAGES = [
 ]
 
 
-def test_overlap_is_the_share_of_distinct_question_tokens_found():
+def test_overlap_is_the_share_of_distinct_question_tokens_found() -> None:
     assert overlap(QUESTION, "Lyon Lyon is a city.") == 0
     assert overlap(QUESTION, "Rivers A river flows through Paris and Rouen.") == 0.8
     assert overlap(QUESTION, "Paris Paris is the capital.") == 0.2
     assert overlap("", "anything") == 0.0
 
 
-def test_tfidf_cosine_matches_the_formula_by_hand():
+def test_tfidf_cosine_matches_the_formula_by_hand() -> None:
     # docs: question "x y", p1 "x x", p2 "z"; df: x 2, y 1, z 1 of n = 3 documents
     idf = {w: math.log(4 / (1 + df)) + 1 for w, df in (("x", 2), ("y", 1), ("z", 1))}
     q = np.array([idf["x"], idf["y"], 0.0])
@@ -62,12 +62,12 @@ def test_tfidf_cosine_matches_the_formula_by_hand():
     assert got[0] == pytest.approx(want) and got[1] == 0.0
 
 
-def test_minmax_is_zero_when_all_equal():
+def test_minmax_is_zero_when_all_equal() -> None:
     assert minmax([2.0, 4.0, 3.0]) == [0.0, 1.0, 0.5]
     assert minmax([1.0, 1.0]) == [0.0, 0.0]
 
 
-def test_plan_interleaves_supports_in_source_order_with_ranked_distractors():
+def test_plan_interleaves_supports_in_source_order_with_ranked_distractors() -> None:
     plan = build_plan(_q(PAGES, ("Seine", "Le Havre"), QUESTION))
     order = [p.source_index for p in plan.passages]
     # distractors by r: 2 (overlap 1, top similarity) first, 1 (nothing shared) last
@@ -88,7 +88,7 @@ def test_plan_interleaves_supports_in_source_order_with_ranked_distractors():
         plan.visible(4)
 
 
-def test_distractor_scores_by_hand():
+def test_distractor_scores_by_hand() -> None:
     """r = 0.5 ℓ̃ + 0.5 s̃ with min-max over the distractors: computed here from the parts."""
     q = _q(PAGES, ("Seine", "Le Havre"), QUESTION)
     texts = [f"{t} {s}" for i, (t, s) in enumerate(PAGES) if i in (1, 2, 3, 5)]
@@ -100,7 +100,7 @@ def test_distractor_scores_by_hand():
     assert got == pytest.approx(want, abs=1e-6)
 
 
-def test_more_supports_than_distractors_and_empty_third_slice():
+def test_more_supports_than_distractors_and_empty_third_slice() -> None:
     plan = build_plan(_q([("A", "x"), ("B", "y"), ("C", "z")], ("A", "C")))
     assert [(p.source_index, p.supporting) for p in plan.passages] == [(0, True), (1, False),
                                                                       (2, True)]
@@ -109,14 +109,14 @@ def test_more_supports_than_distractors_and_empty_third_slice():
     assert short.visible(3) == short.visible(2)
 
 
-def test_marked_supporting_paragraphs_win_over_titles():
+def test_marked_supporting_paragraphs_win_over_titles() -> None:
     """MuSiQue marks paragraphs, and its titles may repeat."""
     q = _q([("Same", "one"), ("Same", "two"), ("Other", "three")], ("Same",), marked=(1,))
     assert supporting_indices(q) == [1]
     assert supporting_indices(_q([("Same", "one"), ("Same", "two")], ("Same",))) == [0, 1]
 
 
-def test_plans_are_deterministic_and_their_hash_covers_the_text():
+def test_plans_are_deterministic_and_their_hash_covers_the_text() -> None:
     q = _q(PAGES, ("Seine", "Le Havre"), QUESTION)
     a, b = build_plan(q), build_plan(q)
     assert a == b and a.sha256 == b.sha256 and a.to_json() == b.to_json()
@@ -131,7 +131,7 @@ def test_plans_are_deterministic_and_their_hash_covers_the_text():
         build_plan(q, "bm25")
 
 
-def test_stored_plans_are_kept_once_and_read_back(db_path: Path):
+def test_stored_plans_are_kept_once_and_read_back(db_path: Path) -> None:
     db = store.connect(db_path)
     q = _q(PAGES, ("Seine", "Le Havre"), QUESTION)
     plans, new = plan_rows.ensure_plans(db, [q], "tfidf", build_plan)

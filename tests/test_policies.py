@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -30,7 +32,7 @@ def _fixture(n: int = 10, judgments=("USELESS", "USELESS", "USEFUL", "USEFUL", "
     return pd.DataFrame(ep), pd.DataFrame(st), pd.DataFrame(pr)
 
 
-def test_best_policy_is_the_known_one_and_regret_is_exact():
+def test_best_policy_is_the_known_one_and_regret_is_exact() -> None:
     episodes, steps, probes = _fixture()
     b = build_branches(episodes, steps, probes)
     results = list(policies(b))
@@ -56,7 +58,7 @@ def test_best_policy_is_the_known_one_and_regret_is_exact():
     assert unaided.detail == "cap 3 on none 0.850 − own runs 0.650"
 
 
-def test_policy_without_its_branches_is_not_eligible():
+def test_policy_without_its_branches_is_not_eligible() -> None:
     episodes, steps, probes = _fixture()
     probes = probes.loc[probes["t"] != 3]  # nobody replayed the 3rd point
     results = list(policies(build_branches(episodes, steps, probes)))
@@ -65,7 +67,7 @@ def test_policy_without_its_branches_is_not_eligible():
     assert best is not None and best.name == "cap 4"
 
 
-def test_would_stopping_have_paid_at_the_first_five_useless_point():
+def test_would_stopping_have_paid_at_the_first_five_useless_point() -> None:
     episodes, steps, probes = _fixture(judgments=("USELESS",) * 7, right_from=5,
                                        agent_correct=0)
     b = build_branches(episodes, steps, probes)
@@ -82,7 +84,7 @@ def test_would_stopping_have_paid_at_the_first_five_useless_point():
     assert not no_branches.rows and "no answer-now branches" in no_branches.notes[-1]
 
 
-def test_a_policy_fires_only_before_the_agent_ended():
+def test_a_policy_fires_only_before_the_agent_ended() -> None:
     episodes, steps, probes = _fixture()
     episodes.loc[0, ["tool_calls", "correct"]] = [2, 0]  # agent 0 answered after 2 calls
     steps = steps.loc[~((steps["episode_id"] == 0) & (steps["t"] > 2))]
@@ -92,7 +94,8 @@ def test_a_policy_fires_only_before_the_agent_ended():
     assert np.all(by["cap 3"].correct[1:] == 1)
 
 
-def test_validate_measures_checks_calibration_and_recovers_the_sims_policies(tmp_path):
+def test_validate_measures_checks_calibration_and_recovers_the_sims_policies(tmp_path: Path
+                                                                            ) -> None:
     from analysis.validate import PROBE_EXPECTED, validation_table
     from core import store
     from core.demo_data import demo_questions
@@ -117,7 +120,7 @@ def test_validate_measures_checks_calibration_and_recovers_the_sims_policies(tmp
     assert {"ece_raw", "ece_isotonic", "recovered_policy"} <= measures
 
 
-def test_a_sim_built_with_another_rule_is_not_recovered():
+def test_a_sim_built_with_another_rule_is_not_recovered() -> None:
     from analysis.validate import ProbeCheck
 
     assert not ProbeCheck("sim-own5", "own 5", ("own 3", 1.0), 0.2, 0.01, 10).passed

@@ -76,7 +76,7 @@ def _rows(table, measure: str, scope: str) -> dict[str, Row]:
     return {r.label: r for r in table.rows if r.measure == measure and r.scope == scope}
 
 
-def test_best_policy_is_chosen_on_the_unaided_runs_and_every_arm_is_regretted_against_it():
+def test_best_policy_is_chosen_on_the_unaided_runs_and_every_arm_is_regretted_against_it() -> None:
     episodes, steps, probes = _study()
     table = policy_table(episodes, steps, probes, n_boot=200)
     for lam, best_u, rule_regret, none_regret in ((0.0, 0.75, 0.25, 0.75),
@@ -102,7 +102,7 @@ def test_best_policy_is_chosen_on_the_unaided_runs_and_every_arm_is_regretted_ag
         assert rule_own[0].detail == "cap 1 − agent"
 
 
-def test_regimes_outside_mean4_do_not_enter_table_17():
+def test_regimes_outside_mean4_do_not_enter_table_17() -> None:
     episodes, steps, probes = _study()
     unaided = episodes.loc[episodes["arm"] == "none"]
     everything = group_policies(unaided, steps, probes)
@@ -117,7 +117,7 @@ def test_regimes_outside_mean4_do_not_enter_table_17():
     assert mean4.success[best4] == pytest.approx(0.75)
 
 
-def test_a_regime_average_is_the_mean_of_regime_means_not_of_pooled_episodes():
+def test_a_regime_average_is_the_mean_of_regime_means_not_of_pooled_episodes() -> None:
     # q1 runs twice in persistent (seeds), q2 once; plausible: q1 only
     cells = regime_cells(np.array(["q1", "q1", "q2", "q1"]),
                          np.array(["persistent", "persistent", "persistent", "plausible"]))
@@ -128,7 +128,7 @@ def test_a_regime_average_is_the_mean_of_regime_means_not_of_pooled_episodes():
     assert m.present.tolist() == [[True, True], [True, False]]
 
 
-def test_policy_and_controller_rows_never_average_plausible_with_the_main_regimes():
+def test_policy_and_controller_rows_never_average_plausible_with_the_main_regimes() -> None:
     episodes, steps, probes = _study()
     table = policy_table(episodes, steps, probes, n_boot=50)
     for r in table.rows:
@@ -170,14 +170,14 @@ def _many(n: int) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     return pd.DataFrame(ep), pd.DataFrame(st), pd.DataFrame(pr)
 
 
-def test_arms_without_unaided_runs_get_no_regret_and_a_note():
+def test_arms_without_unaided_runs_get_no_regret_and_a_note() -> None:
     episodes, steps, probes = _study()
     table = policy_table(episodes.loc[episodes["arm"] != "none"], steps, probes, n_boot=20)
     assert not [r for r in table.rows if "best on none" in r.scope]
     assert any("no 'none' runs" in n for n in table.notes)
 
 
-def test_policies_keeps_its_signature_for_other_callers():
+def test_policies_keeps_its_signature_for_other_callers() -> None:
     episodes, steps, probes = _study()
     gp = group_policies(episodes.loc[episodes["arm"] == "none"], steps, probes)
     assert gp is not None

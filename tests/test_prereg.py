@@ -78,14 +78,15 @@ def req(**kw) -> GridRequest:
       "threshold": "high"}, "threshold must be float"),
     ({"kind": "index_bound"}, "missing field 'id'"),
 ])
-def test_registered_tests_are_validated_with_precise_errors(db, test, message):
+def test_registered_tests_are_validated_with_precise_errors(db: Database, test, message: str
+                                                           ) -> None:
     with pytest.raises(ConfigError, match=message) as info:
         prereg.create(db, "t", tests=[test], scope=SCOPE)
     assert "\n" not in str(info.value)
     assert rows.amendments(db) == []
 
 
-def test_scope_validation(db):
+def test_scope_validation(db: Database) -> None:
     with pytest.raises(ConfigError, match="unknown key 'modles'"):
         prereg.create(db, "t", scope={**SCOPE, "modles": []})
     with pytest.raises(ConfigError, match="regimes: unknown regime 'rain'"):
@@ -94,7 +95,7 @@ def test_scope_validation(db):
         prereg.create(db, "t", tests=[TESTS[0], TESTS[0]], scope=SCOPE)
 
 
-def test_freeze_pins_chain_and_immutability(db):
+def test_freeze_pins_chain_and_immutability(db: Database) -> None:
     a1 = prereg.create(db, "first", "body", TESTS, SCOPE)
     a2 = prereg.create(db, "second", "", [], SCOPE)
     assert (a1, a2) == ("A1", "A2")
@@ -114,7 +115,8 @@ def test_freeze_pins_chain_and_immutability(db):
     assert prereg.verify(db, builtin_models()) == []
 
 
-def test_cli_cannot_change_a_frozen_amendment(db, db_path, tmp_path, capsys):
+def test_cli_cannot_change_a_frozen_amendment(db: Database, db_path: Path, tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
     prereg.create(db, "first", "", TESTS, SCOPE)
     prereg.freeze(db, "A1", builtin_models())
     before = rows.amendment(db, "A1")
@@ -127,7 +129,7 @@ def test_cli_cannot_change_a_frozen_amendment(db, db_path, tmp_path, capsys):
     assert rows.amendment(db, "A1") == before
 
 
-def test_gating(db):
+def test_gating(db: Database) -> None:
     models = builtin_models()
     with pytest.raises(prereg.GateError, match="test20 is held-out"):
         plan(db, req(), models)
@@ -145,7 +147,8 @@ def test_gating(db):
         plan(db, req(amendment="A1", budgets=(16,)), models)
 
 
-def test_changed_prompt_refused_until_a_deviation_is_logged(db, own_prompts):
+def test_changed_prompt_refused_until_a_deviation_is_logged(db: Database, own_prompts: Path
+                                                           ) -> None:
     models = builtin_models()
     prereg.create(db, "first", "", TESTS, SCOPE)
     prereg.freeze(db, "A1", models)
@@ -160,7 +163,7 @@ def test_changed_prompt_refused_until_a_deviation_is_logged(db, own_prompts):
     assert plan(db, req(amendment="A1"), models).mode == "governed"
 
 
-def test_data_existed_at_freeze(db):
+def test_data_existed_at_freeze(db: Database) -> None:
     from jobs.grid import enqueue
 
     models = builtin_models()
@@ -199,7 +202,9 @@ def test_data_existed_at_freeze(db):
     ("UPDATE amendments SET frozen_at = '2020-01-01T00:00:00+00:00' WHERE id = 'A2'",
      "chain broken"),
 ])
-def test_verify_detects_tampering_with_the_file(db, db_path, tamper, finding, capsys):
+def test_verify_detects_tampering_with_the_file(db: Database, db_path: Path, tamper: str,
+                                                finding: str, capsys: pytest.CaptureFixture[str]
+                                               ) -> None:
     prereg.create(db, "first", "body", TESTS, SCOPE)
     prereg.create(db, "second", "", TESTS, SCOPE)
     prereg.freeze(db, "A1", builtin_models())
@@ -215,7 +220,8 @@ def test_verify_detects_tampering_with_the_file(db, db_path, tamper, finding, ca
     assert finding in err
 
 
-def test_cli_new_show_freeze_deviation(db, db_path, tmp_path, capsys):
+def test_cli_new_show_freeze_deviation(db: Database, db_path: Path, tmp_path: Path,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "tests.json").write_text(json.dumps(TESTS))
     (tmp_path / "scope.json").write_text(json.dumps(SCOPE))
     (tmp_path / "body.md").write_text("# Hypotheses\nThe rule helps.")
@@ -236,7 +242,8 @@ def test_cli_new_show_freeze_deviation(db, db_path, tmp_path, capsys):
     assert "invalid JSON for tests" in capsys.readouterr().err
 
 
-def test_freeze_refuses_a_scope_that_does_not_resolve(db, db_path, capsys):
+def test_freeze_refuses_a_scope_that_does_not_resolve(db: Database, db_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
     models = builtin_models()
     prereg.create(db, "ghost model", "", [], {**SCOPE, "models": ["sim-own5", "qwen-ghost"]})
     with pytest.raises(LabError, match="scope model 'qwen-ghost' is not in the model registry"):
@@ -255,7 +262,7 @@ def test_freeze_refuses_a_scope_that_does_not_resolve(db, db_path, capsys):
     assert set(frozen["pins"]["models"]) == {"sim-own5", "sim-clock6"}  # every model pinned
 
 
-def test_tests_stay_inside_their_amendments_scope(db):
+def test_tests_stay_inside_their_amendments_scope(db: Database) -> None:
     outside = {**TESTS[0], "models": ["sim-own7"]}
     with pytest.raises(ConfigError, match="model 'sim-own7' is outside the amendment's scope"):
         prereg.create(db, "t", tests=[outside], scope=SCOPE)
@@ -265,7 +272,7 @@ def test_tests_stay_inside_their_amendments_scope(db):
     assert rows.amendment(db, "A1")["scope"]["models"] == SCOPE["models"]
 
 
-def test_scoped_seeds_gate_the_grid(db):
+def test_scoped_seeds_gate_the_grid(db: Database) -> None:
     models = builtin_models()
     prereg.create(db, "seed 0", "", [], {**SCOPE, "seeds": [0]})
     prereg.freeze(db, "A1", models)
@@ -274,7 +281,7 @@ def test_scoped_seeds_gate_the_grid(db):
         plan(db, req(amendment="A1", seeds=(0, 1)), models)
 
 
-def test_a_scoped_models_spec_is_pinned_and_a_change_is_caught(db):
+def test_a_scoped_models_spec_is_pinned_and_a_change_is_caught(db: Database) -> None:
     from core.models.registry import ModelSpec
 
     models = builtin_models()
@@ -290,7 +297,9 @@ def test_a_scoped_models_spec_is_pinned_and_a_change_is_caught(db):
         plan(db, req(amendment="A1"), changed)
 
 
-def test_cli_freeze_asks_with_counted_nouns(db, db_path, monkeypatch, capsys):
+def test_cli_freeze_asks_with_counted_nouns(db: Database, db_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
     """The freeze question counts what it pins: `1 model`, never `1 models`; `n`
     leaves the amendment a draft."""
     prereg.create(db, "one model", "", [], {**SCOPE, "models": ["sim-own5"],

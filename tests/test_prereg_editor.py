@@ -57,7 +57,8 @@ def _row(path: Path) -> dict:
 
 
 def test_edit_round_trips_through_the_editor(draft: Path, tmp_path: Path,
-                                             monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+                                             monkeypatch: pytest.MonkeyPatch,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
     edit = ("text = text.replace('title: Old title', 'title: New title')\n"
             f"text = text.replace('--- tests (JSON list) ---\\n[]', "
             f"'--- tests (JSON list) ---\\n' + {json.dumps(TESTS)!r})\n"
@@ -73,7 +74,7 @@ def test_edit_round_trips_through_the_editor(draft: Path, tmp_path: Path,
 
 def test_edit_with_broken_markers_changes_nothing(draft: Path, tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch,
-                                                   capsys) -> None:
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("EDITOR", _editor(tmp_path, "text = 'scribbled over'"))
     before = _dump_hash(draft)
     assert main(["--db", str(draft), "prereg", "edit", "A1"]) == 1
@@ -82,7 +83,8 @@ def test_edit_with_broken_markers_changes_nothing(draft: Path, tmp_path: Path,
     assert _dump_hash(draft) == before
 
 
-def test_edit_without_an_editor_is_one_line(draft: Path, capsys) -> None:
+def test_edit_without_an_editor_is_one_line(draft: Path, capsys: pytest.CaptureFixture[str]
+                                           ) -> None:
     before = _dump_hash(draft)
     assert main(["--db", str(draft), "prereg", "edit", "A1"]) == 1
     err = capsys.readouterr().err
@@ -91,7 +93,7 @@ def test_edit_without_an_editor_is_one_line(draft: Path, capsys) -> None:
 
 
 def test_new_in_the_editor(draft: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                           capsys) -> None:
+                           capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("VISUAL", _editor(tmp_path, "text = text.replace('title: ', "
                                                    "'title: Written in the editor')"))
     assert main(["--db", str(draft), "prereg", "new", "--edit"]) == 0
@@ -100,7 +102,7 @@ def test_new_in_the_editor(draft: Path, tmp_path: Path, monkeypatch: pytest.Monk
     assert rows.amendment(db, "A2")["title"] == "Written in the editor"
 
 
-def test_new_needs_a_title(draft: Path, capsys) -> None:
+def test_new_needs_a_title(draft: Path, capsys: pytest.CaptureFixture[str]) -> None:
     before = _dump_hash(draft)
     assert main(["--db", str(draft), "prereg", "new"]) == 1
     err = capsys.readouterr().err

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 import prompts
@@ -37,7 +39,8 @@ SAID_USELESS = ("Thought: This page is not relevant to the question.\nAction: se
     ("enforced_rule:k=2,forced_tool_call=refuse,format_retries=1", "persistent"),
     ("stated_judgment_rule:k=1", "persistent"),
 ])
-def test_rebuilt_history_equals_what_the_agent_and_its_judge_fork_saw(db_path, condition, regime):
+def test_rebuilt_history_equals_what_the_agent_and_its_judge_fork_saw(db_path: Path, condition: str,
+                                                                      regime: str) -> None:
     acts = [SEARCH, GARBLED, LOOKUP, SEARCH, SEARCH, SEARCH, SEARCH, FINISH]
     if condition.startswith("decide"):
         # the scripted client answers the decision turns from `acts` too: one after each
@@ -77,7 +80,7 @@ def test_rebuilt_history_equals_what_the_agent_and_its_judge_fork_saw(db_path, c
     assert full[-1]["content"] == steps[-1].raw
 
 
-def test_answer_now_fork_is_the_forced_turn_and_nothing_more(db_path):
+def test_answer_now_fork_is_the_forced_turn_and_nothing_more(db_path: Path) -> None:
     # the paper's branch: the same history replayed with the rule's finish instruction
     # (no confidence request, which changed the answers the branch records); the second
     # seed's confidence line is an option
@@ -94,7 +97,7 @@ def test_answer_now_fork_is_the_forced_turn_and_nothing_more(db_path):
                                     + prompts.load("answer_now_confidence"))
 
 
-def test_parse_at_and_probe_points(db_path):
+def test_parse_at_and_probe_points(db_path: Path) -> None:
     assert parse_at("every") == At("every")
     assert parse_at("t=5,3") == At("t", (3, 5))
     assert parse_at("first-useless-5").mode == "first-useless-5"
@@ -112,7 +115,7 @@ def test_parse_at_and_probe_points(db_path):
     assert probe_points(ep, parse_at("first-useless-5"), {}) == []
 
 
-def test_confidence_and_belief_parse_strictly_never_coerced():
+def test_confidence_and_belief_parse_strictly_never_coerced() -> None:
     assert parse_confidence("Action Input: x\nConfidence: 85") == 0.85
     assert parse_confidence("confidence = 100%") == 1.0
     assert parse_confidence("Confidence: 150") is None
@@ -128,7 +131,7 @@ def test_confidence_and_belief_parse_strictly_never_coerced():
         assert parse_belief(bad) is None
 
 
-def test_read_reply_scores_answer_now_and_keeps_missing_missing(db_path):
+def test_read_reply_scores_answer_now_and_keeps_missing_missing(db_path: Path) -> None:
     db, eid, _ = scripted_episode(db_path, "none:judge=true", "clean", [SEARCH, FINISH])
     ep = probe_rows.recorded_episode(db, eid)
     right = read_reply(ep, 1, "answer_now", "Thought: ok\nAction: finish\nAction Input: Lake 1\n"
@@ -143,7 +146,7 @@ def test_read_reply_scores_answer_now_and_keeps_missing_missing(db_path):
     assert not belief.parse_ok and belief.p_continue is None
 
 
-def test_write_probes_is_idempotent_and_replaces_only_errors(db_path):
+def test_write_probes_is_idempotent_and_replaces_only_errors(db_path: Path) -> None:
     db, eid, _ = scripted_episode(db_path, "none:judge=true", "clean", [SEARCH, FINISH])
     ep = probe_rows.recorded_episode(db, eid)
     first = read_reply(ep, 1, "judgment", "USELESS", "m")

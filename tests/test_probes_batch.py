@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -55,7 +56,9 @@ def _count(db, where: str = "1") -> int:
     return db.conn.execute(f"SELECT count(*) FROM probes WHERE {where}").fetchone()[0]
 
 
-def test_batch_partial_results_stored_and_the_rest_asked_again(app, server, db_path):
+def test_batch_partial_results_stored_and_the_rest_asked_again(app: AnthropicApp,
+                                                               server: LoopbackServer, db_path: Path
+                                                              ) -> None:
     db, eid, _ = scripted_episode(db_path, "none", "persistent", [SEARCH] * 4 + [FINISH])
     ep = probe_rows.recorded_episode(db, eid)
     points = decision_points(ep)
@@ -105,7 +108,7 @@ def test_batch_partial_results_stored_and_the_rest_asked_again(app, server, db_p
 
 
 def test_a_resumed_job_polls_the_batch_it_submitted_instead_of_paying_again(
-        app, server, db_path):
+        app: AnthropicApp, server: LoopbackServer, db_path: Path) -> None:
     db, eid, _ = scripted_episode(db_path, "none", "persistent", [SEARCH] * 3 + [FINISH])
     ep = probe_rows.recorded_episode(db, eid)
     todo = [(ep, t) for t in decision_points(ep)]
@@ -131,7 +134,8 @@ def test_a_resumed_job_polls_the_batch_it_submitted_instead_of_paying_again(
     assert asyncio.run(replay_questions(db, job, client, 4)) == 0 and len(app.batches) == 1
 
 
-def test_batch_flag_is_ignored_by_other_backends_and_halves_only_claude_in_the_plan(db_path):
+def test_batch_flag_is_ignored_by_other_backends_and_halves_only_claude_in_the_plan(db_path: Path
+                                                                                   ) -> None:
     from core.models.registry import ModelSpec, builtin_models
     from jobs.kinds.replay import _discount
 

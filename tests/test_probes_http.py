@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -41,7 +42,7 @@ def _replay(db, server, kind: str, concurrency: int = 4, refresh: bool = False) 
 
 
 def test_judgment_forks_sent_are_the_recorded_history_and_replay_is_idempotent(
-        app, server, db_path):
+        app: OpenAIApp, server: LoopbackServer, db_path: Path) -> None:
     db, eid, scripted = scripted_episode(db_path, "none:judge=true", "persistent",
                                 [SEARCH] * 4 + [FINISH], judgments=["USEFUL"] * 4)
     ep = probe_rows.recorded_episode(db, eid)
@@ -62,7 +63,8 @@ def test_judgment_forks_sent_are_the_recorded_history_and_replay_is_idempotent(
     assert _replay(db, server, "judgment", refresh=True) == 0 and app.calls == 4  # not twice
 
 
-def test_a_5xx_and_refused_burst_is_retried_then_recorded(app, server, db_path):
+def test_a_5xx_and_refused_burst_is_retried_then_recorded(app: OpenAIApp, server: LoopbackServer,
+                                                          db_path: Path) -> None:
     db, eid, _ = scripted_episode(db_path, "none", "persistent", [SEARCH] * 3 + [FINISH])
     app.script.push(Fault("status", status=503)).push(Fault("reset"))
     assert _replay(db, server, "answer_now", concurrency=1) == 3

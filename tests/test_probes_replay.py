@@ -42,7 +42,7 @@ POINTS = ("SELECT count(*) FROM steps s JOIN episodes e ON e.id = s.episode_id J
           "c.id = e.cell_id WHERE s.obs_index IS NOT NULL AND s.refused = 0 AND s.t < c.budget")
 
 
-def test_answer_now_plans_runs_on_the_queue_and_is_idempotent(sim_run):
+def test_answer_now_plans_runs_on_the_queue_and_is_idempotent(sim_run: Path) -> None:
     points = _count(sim_run, POINTS)
     dry = lab(sim_run, "replay", "answer-now", "--run", "pilot", "--dry-run", "--json")
     assert dry.exit_code == 0, dry.output
@@ -72,7 +72,7 @@ def test_answer_now_plans_runs_on_the_queue_and_is_idempotent(sim_run):
     assert _count(sim_run, "SELECT count(*) FROM steps WHERE judgment_source = 'replay'") == 0
 
 
-def test_replayed_judgments_equal_the_in_run_ones_for_sims(sim_run):
+def test_replayed_judgments_equal_the_in_run_ones_for_sims(sim_run: Path) -> None:
     # sims record their judgments in-run: replay asks them again only on --refresh
     r = lab(sim_run, "replay", "judgments", "--run", "pilot", "--models", "sim-own5")
     assert r.exit_code == 0 and "nothing to queue" in r.output, r.output
@@ -87,7 +87,7 @@ def test_replayed_judgments_equal_the_in_run_ones_for_sims(sim_run):
     assert _count(sim_run, "SELECT count(DISTINCT model) FROM probes") == 1
 
 
-def test_first_useless_5_and_t_list_select_points(sim_run):
+def test_first_useless_5_and_t_list_select_points(sim_run: Path) -> None:
     r = lab(sim_run, "replay", "beliefs", "--run", "pilot", "--at", "t=2,3", "--json", "--dry-run")
     assert json.loads(r.stdout)["calls"] == _count(sim_run, POINTS + " AND s.t IN (2, 3)")
     r = lab(sim_run, "replay", "beliefs", "--run", "pilot", "--at", "first-useless-5")
@@ -102,7 +102,7 @@ def test_first_useless_5_and_t_list_select_points(sim_run):
     assert bad_at.exit_code != 0 and "--at 'often'" in str(bad_at.exception)
 
 
-def test_results_policies_and_controllers_after_answer_now(sim_run):
+def test_results_policies_and_controllers_after_answer_now(sim_run: Path) -> None:
     before = lab(sim_run, "results", "policies", "--format", "json", "--resamples", "20")
     assert before.exit_code == 0 and json.loads(before.stdout) == []
     assert lab(sim_run, "replay", "answer-now", "--run", "pilot").exit_code == 0
@@ -126,7 +126,7 @@ def test_results_policies_and_controllers_after_answer_now(sim_run):
     assert len((out / "probes.csv").read_text().splitlines()) > 1
 
 
-def test_repair_changes_only_the_placeholder_answers(sim_run):
+def test_repair_changes_only_the_placeholder_answers(sim_run: Path) -> None:
     conn = sqlite3.connect(sim_run)
     with conn:  # two answered episodes copied the template
         ids = [r[0] for r in conn.execute(
@@ -156,7 +156,7 @@ def test_repair_changes_only_the_placeholder_answers(sim_run):
     assert r.exit_code == 0 and "replace the raw ones of 2 episodes" in r.stderr
 
 
-def test_an_arm_without_judgments_gets_delta_after_judgment_replay(db_path):
+def test_an_arm_without_judgments_gets_delta_after_judgment_replay(db_path: Path) -> None:
     import asyncio
 
     from analysis.measures.frames import load_frames

@@ -66,7 +66,8 @@ def render(db_path: Path, config: Path, *args: str) -> dict:
     return json.loads(out.stdout)
 
 
-def test_a_complete_pack_changes_the_request_and_the_arm_and_cell_hash(lab, tmp_path):
+def test_a_complete_pack_changes_the_request_and_the_arm_and_cell_hash(
+        lab: tuple[Path, Path, Database], tmp_path: Path) -> None:
     db_path, config, db = lab
     args = ("--condition", "enforced_rule:k=2", "--regime", "persistent", "--step", "2",
             "--forced")
@@ -95,7 +96,8 @@ def test_a_complete_pack_changes_the_request_and_the_arm_and_cell_hash(lab, tmp_
     assert cell_from_row(new, model).columns()["spec_hash"] == new["spec_hash"]
 
 
-def test_the_worker_runs_a_cell_with_its_pack_and_records_its_hashes(lab, tmp_path):
+def test_the_worker_runs_a_cell_with_its_pack_and_records_its_hashes(
+        lab: tuple[Path, Path, Database], tmp_path: Path) -> None:
     db_path, config, db = lab
     settings = WorkerSettings(db_path=db_path, config_path=config, lease_s=30, heartbeat_s=0.2,
                               reconcile_s=0.5, worker_id="w1")
@@ -130,7 +132,10 @@ def test_the_worker_runs_a_cell_with_its_pack_and_records_its_hashes(lab, tmp_pa
     (("observation.txt", "Obs {observation} }\n"), "observation.txt: a lone brace"),
     (("questions.txt", "Q: {question}\n"), "questions.txt: not a prompt piece"),
 ])
-def test_a_bad_pack_is_refused_in_one_line_and_nothing_is_stored(lab, tmp_path, write, needle):
+def test_a_bad_pack_is_refused_in_one_line_and_nothing_is_stored(lab: tuple[Path, Path, Database],
+                                                                 tmp_path: Path,
+                                                                 write: tuple[str, str], needle: str
+                                                                ) -> None:
     db_path, config, _ = lab
     folder = paper_pack(lab, tmp_path)
     name, text = write
@@ -142,7 +147,7 @@ def test_a_bad_pack_is_refused_in_one_line_and_nothing_is_stored(lab, tmp_path, 
     assert dump(db_path) == before
 
 
-def test_undecodable_text_is_refused(lab, tmp_path):
+def test_undecodable_text_is_refused(lab: tuple[Path, Path, Database], tmp_path: Path) -> None:
     db_path, config, _ = lab
     folder = paper_pack(lab, tmp_path)
     (folder / "system.txt").write_bytes(b"caf\xe9\n")
@@ -150,7 +155,8 @@ def test_undecodable_text_is_refused(lab, tmp_path):
     assert out.returncode != 0 and "system.txt: not UTF-8 text (byte 3)" in out.stderr
 
 
-def test_export_import_round_trip_and_back_to_builtin(lab, tmp_path):
+def test_export_import_round_trip_and_back_to_builtin(lab: tuple[Path, Path, Database],
+                                                      tmp_path: Path) -> None:
     db_path, config, db = lab
     first, second = tmp_path / "a", tmp_path / "b"
     lab_here(db_path, config, "prompts", "export", str(first))
@@ -167,7 +173,8 @@ def test_export_import_round_trip_and_back_to_builtin(lab, tmp_path):
     assert pack_rows.active_sha(db) is None
 
 
-def test_diff_shows_the_changed_lines_only(lab, tmp_path):
+def test_diff_shows_the_changed_lines_only(lab: tuple[Path, Path, Database], tmp_path: Path
+                                          ) -> None:
     db_path, config, _ = lab
     folder = paper_pack(lab, tmp_path)
     out = lab_here(db_path, config, "prompts", "diff", str(folder))
@@ -180,7 +187,7 @@ def test_diff_shows_the_changed_lines_only(lab, tmp_path):
     assert lab_here(db_path, config, "prompts", "diff", str(folder)).stdout == "no differences\n"
 
 
-def test_show_prints_a_piece_inert(lab, tmp_path):
+def test_show_prints_a_piece_inert(lab: tuple[Path, Path, Database], tmp_path: Path) -> None:
     db_path, config, _ = lab
     folder = tmp_path / "esc"
     folder.mkdir()
@@ -190,7 +197,8 @@ def test_show_prints_a_piece_inert(lab, tmp_path):
     assert "\x1b" not in out and "\\x1b[31mstop" in out
 
 
-def test_an_amendment_frozen_with_a_pack_pins_it(lab, tmp_path):
+def test_an_amendment_frozen_with_a_pack_pins_it(lab: tuple[Path, Path, Database], tmp_path: Path
+                                                ) -> None:
     db_path, config, db = lab
     models = load_registry(config)
     lab_here(db_path, config, "prompts", "import", str(paper_pack(lab, tmp_path)))
@@ -211,7 +219,8 @@ def test_an_amendment_frozen_with_a_pack_pins_it(lab, tmp_path):
     assert "prompts/question.txt" in prereg.prompt_diffs(row, db)
 
 
-def test_render_shows_what_a_scripted_episode_actually_sent(lab) -> None:
+def test_render_shows_what_a_scripted_episode_actually_sent(lab: tuple[Path, Path, Database]
+                                                           ) -> None:
     db_path, config, db = lab
     (q,) = store.load_questions(db, ids=["demo-001"])
     setup = EpisodeSetup(question=q, condition=parse_condition("enforced_rule:k=2"),
@@ -231,7 +240,8 @@ def test_render_shows_what_a_scripted_episode_actually_sent(lab) -> None:
     assert direct["forced"] and direct["step"] == 3 and direct["body"]["messages"] == sent[2]
 
 
-def test_render_builds_an_openai_models_body(lab, tmp_path):
+def test_render_builds_an_openai_models_body(lab: tuple[Path, Path, Database], tmp_path: Path
+                                            ) -> None:
     db_path, config, _ = lab
     config.write_text(config.read_text() + '\n[models.served]\nbackend = "openai"\n'
                       'model = "org/model"\nendpoints = ["http://127.0.0.1:9/v1"]\n')
@@ -243,7 +253,7 @@ def test_render_builds_an_openai_models_body(lab, tmp_path):
     assert shown["question"].startswith("fever") or "claim" in json.dumps(body).lower()
 
 
-def test_cell_without_pack_keeps_its_old_hash():
+def test_cell_without_pack_keeps_its_old_hash() -> None:
     spec = resolve_model(load_registry(Path("/nonexistent.toml")), "sim-own5")
     cell = CellSpec(spec, parse_condition("none"), parse_regime("clean"), "demo", 8, 0)
     cols = cell.columns()

@@ -45,7 +45,7 @@ def _sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def test_load_serves_the_text_on_disk_now(prompt_dir):
+def test_load_serves_the_text_on_disk_now(prompt_dir: Path) -> None:
     path = prompt_dir / "question.txt"
     old = prompts.load("question")
     assert old == path.read_text(encoding="utf-8").rstrip("\n")
@@ -57,7 +57,8 @@ def test_load_serves_the_text_on_disk_now(prompt_dir):
     assert prompts.current("question").sha256 == _sha(path)
 
 
-def test_load_reads_under_the_prompt_dir_of_the_moment(prompt_dir, tmp_path, monkeypatch):
+def test_load_reads_under_the_prompt_dir_of_the_moment(prompt_dir: Path, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     other = tmp_path / "other"
     shutil.copytree(prompt_dir, other)
     (other / "question.txt").write_text("Elsewhere: {question}\n", encoding="utf-8")
@@ -68,7 +69,7 @@ def test_load_reads_under_the_prompt_dir_of_the_moment(prompt_dir, tmp_path, mon
     assert prompts.load("question") == first
 
 
-def test_an_episode_keeps_the_version_it_read_first(prompt_dir):
+def test_an_episode_keeps_the_version_it_read_first(prompt_dir: Path) -> None:
     path = prompt_dir / "counter.txt"
     first = prompts.load("counter")
     with prompts.recording() as rec:
@@ -79,7 +80,8 @@ def test_an_episode_keeps_the_version_it_read_first(prompt_dir):
     assert set(rec.hashes()) == {"prompts/counter.txt"}
 
 
-def test_prompt_changed_between_two_episodes_in_one_process(prompt_dir, db_path):
+def test_prompt_changed_between_two_episodes_in_one_process(prompt_dir: Path, db_path: Path
+                                                           ) -> None:
     db = store.connect(db_path)
     pool = make_pool(2)
     store.insert_questions(db, pool)
