@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from console.cli import main
 from core import store
 from core.conditions import ARMS
@@ -24,7 +26,7 @@ SETS = {"hp2": ("demo", 2), "fv2": (DEMO_FEVER_DATASET, 2)}
 """Question set → (dataset, questions)."""
 
 
-def _json_rows(capsys, argv: list[str]) -> list[dict]:
+def _json_rows(capsys: pytest.CaptureFixture[str], argv: list[str]) -> list[dict]:
     capsys.readouterr()
     assert main(argv) == 0
     out = json.loads(capsys.readouterr().out)
@@ -32,7 +34,8 @@ def _json_rows(capsys, argv: list[str]) -> list[dict]:
 
 
 def test_every_condition_regime_and_dataset_through_the_queue(db_path: Path, tmp_path: Path,
-                                                              capsys):
+                                                              capsys: pytest.CaptureFixture[str]
+                                                             ) -> None:
     config = tmp_path / "empty.toml"
     config.write_text("", encoding="utf-8")
     base = ["--db", str(db_path), "--config", str(config)]

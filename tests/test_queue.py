@@ -45,11 +45,12 @@ def request(**kw) -> GridRequest:
     return GridRequest(**base)
 
 
-def test_queue_file_is_beside_lab_db_not_inside(db_path):
+def test_queue_file_is_beside_lab_db_not_inside(db_path: Path) -> None:
     assert queue_path(db_path) == db_path.with_name("lab.queue.db")
 
 
-def test_dry_run_counts_match_what_a_run_stores(lab):
+def test_dry_run_counts_match_what_a_run_stores(
+        lab: tuple[Database, WorkerSettings, dict[str, ModelSpec]]) -> None:
     db, settings, models = lab
     req = request(models=("sim-own5",), seeds=(0, 1))  # one model: the counts multiply alike
     dry = plan(db, req, models).summary()
@@ -66,7 +67,8 @@ def test_dry_run_counts_match_what_a_run_stores(lab):
     assert (g.expected, g.stored, g.errored) == (720, 720, 0)
 
 
-def test_enqueueing_existing_cells_resumes_only_missing(lab):
+def test_enqueueing_existing_cells_resumes_only_missing(
+        lab: tuple[Database, WorkerSettings, dict[str, ModelSpec]]) -> None:
     db, settings, models = lab
     req = request(models=("sim-own5",), conditions=("none",), regimes=("clean",))
     _, _, jobs = enqueue_grid(db, settings, req, models)
@@ -83,7 +85,8 @@ def test_enqueueing_existing_cells_resumes_only_missing(lab):
     assert enqueue_grid(db, settings, req, models)[1] is None  # nothing left: no new grid
 
 
-def test_bad_grid_input_writes_nothing(lab):
+def test_bad_grid_input_writes_nothing(lab: tuple[Database, WorkerSettings, dict[str, ModelSpec]]
+                                      ) -> None:
     db, settings, models = lab
     for bad in (request(models=("nope",)), request(regimes=("rain",)),
                 request(conditions=("random_rule",)), request(question_set="missing")):
@@ -93,7 +96,8 @@ def test_bad_grid_input_writes_nothing(lab):
     assert store.count(db, "runs") == 0
 
 
-def test_expired_lease_while_first_worker_runs_duplicates_nothing(lab, tmp_path):
+def test_expired_lease_while_first_worker_runs_duplicates_nothing(
+        lab: tuple[Database, WorkerSettings, dict[str, ModelSpec]], tmp_path: Path) -> None:
     db, settings, models = lab
     slow = write_registry(tmp_path, latency=100)
     models = load_registry(slow)
@@ -123,7 +127,8 @@ def test_expired_lease_while_first_worker_runs_duplicates_nothing(lab, tmp_path)
     assert job_row(db, job_id)["state"] == "done"
 
 
-def test_pause_resume_and_cancel(lab):
+def test_pause_resume_and_cancel(lab: tuple[Database, WorkerSettings, dict[str, ModelSpec]]
+                                ) -> None:
     db, settings, models = lab
     enqueue_grid(db, settings, request(models=("sim-own5",), run="p"), models)
     paused = control(db, settings, "pause", "run", "p")
@@ -137,7 +142,8 @@ def test_pause_resume_and_cancel(lab):
         control(db, settings, "cancel", "run", "zzz")
 
 
-def test_cancel_stops_a_running_job_and_retry_finishes_it(lab, tmp_path):
+def test_cancel_stops_a_running_job_and_retry_finishes_it(
+        lab: tuple[Database, WorkerSettings, dict[str, ModelSpec]], tmp_path: Path) -> None:
     db, settings, _ = lab
     slow = write_registry(tmp_path, latency=30)
     models = load_registry(slow)
@@ -160,7 +166,8 @@ def test_cancel_stops_a_running_job_and_retry_finishes_it(lab, tmp_path):
     assert store.count(db, "episodes") == 50
 
 
-def test_model_changed_in_registry_fails_the_job_clearly(lab, tmp_path):
+def test_model_changed_in_registry_fails_the_job_clearly(
+        lab: tuple[Database, WorkerSettings, dict[str, ModelSpec]], tmp_path: Path) -> None:
     db, settings, models = lab
     enqueue_grid(db, settings, request(models=("sim-slow",), conditions=("none",),
                                        regimes=("clean",), run="m"), models)
@@ -173,7 +180,9 @@ def test_model_changed_in_registry_fails_the_job_clearly(lab, tmp_path):
     assert "changed in the registry" in job_row(db, job_id)["last_error"]
 
 
-def test_tail_prints_steps_of_a_running_episode(lab, tmp_path, capsys):
+def test_tail_prints_steps_of_a_running_episode(
+        lab: tuple[Database, WorkerSettings, dict[str, ModelSpec]], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
     from console.cli import main
 
     db, settings, _ = lab
@@ -214,7 +223,8 @@ latency_ms = 60
     assert "unanswered (budget)" in out
 
 
-def test_random_rule_defaults_to_the_models_dev_set_useless_rate(lab):
+def test_random_rule_defaults_to_the_models_dev_set_useless_rate(
+        lab: tuple[Database, WorkerSettings, dict[str, ModelSpec]]) -> None:
     db, settings, models = lab
     enqueue_grid(db, settings, request(models=("sim-own5",), conditions=("none",),
                                        regimes=("persistent", "clean"), run="dev"), models)
@@ -243,7 +253,8 @@ def test_random_rule_defaults_to_the_models_dev_set_useless_rate(lab):
                          regimes=("clean",), run="rr"), models)
 
 
-def test_random_rule_without_a_rate_is_an_error_where_it_is_used(lab):
+def test_random_rule_without_a_rate_is_an_error_where_it_is_used(
+        lab: tuple[Database, WorkerSettings, dict[str, ModelSpec]]) -> None:
     """Never a silent 0.5: an unresolved rate stops the episode before any model call."""
     import asyncio
 
@@ -273,7 +284,8 @@ def test_random_rule_without_a_rate_is_an_error_where_it_is_used(lab):
     assert calls == []
 
 
-def test_logged_events_count_one_job_in_the_singular(lab):
+def test_logged_events_count_one_job_in_the_singular(
+        lab: tuple[Database, WorkerSettings, dict[str, ModelSpec]]) -> None:
     """The events log (the Dashboard's list) says `1 job`, never `1 jobs`."""
     db, settings, models = lab
     _, _, njobs = enqueue_grid(db, settings, request(models=("sim-own5",), conditions=("none",),
@@ -285,7 +297,9 @@ def test_logged_events_count_one_job_in_the_singular(lab):
     assert details[-1] == f"job {job_id}: 1 job"
 
 
-def test_a_worker_thread_opens_lab_db_once_for_all_its_jobs(lab, monkeypatch):
+def test_a_worker_thread_opens_lab_db_once_for_all_its_jobs(
+        lab: tuple[Database, WorkerSettings, dict[str, ModelSpec]], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
     # a Huey worker thread takes job after job; it keeps one connection instead of
     # opening lab.db (pragmas, schema and layout checks) for each
     db, settings, models = lab

@@ -6,6 +6,9 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+from pathlib import Path
+
+import pytest
 
 from tests.helpers.cli import lab
 from tests.helpers.queue import run_lab
@@ -33,7 +36,8 @@ backoff_s = 0.01
 """
 
 
-def test_real_backends_run_grids_through_the_queue(tmp_path, monkeypatch, capsys):
+def test_real_backends_run_grids_through_the_queue(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-not-a-real-key")
     db = tmp_path / "lab.db"
     with LoopbackServer(OpenAIApp()) as oa, LoopbackServer(AnthropicApp()) as an:

@@ -90,7 +90,8 @@ def _assert_complete(db: Path, log: Path) -> None:
 
 
 @pytest.mark.parametrize("worker_type", ["thread", "process"])
-def test_kill_9_at_random_moments_then_restart(grid, worker_type):
+def test_kill_9_at_random_moments_then_restart(grid: tuple[Path, Path, Path], worker_type: str
+                                              ) -> None:
     db, config, log = grid
     rng = random.Random(worker_type)
     for _ in range(3):
@@ -118,7 +119,7 @@ def test_kill_9_at_random_moments_then_restart(grid, worker_type):
     _assert_complete(db, log)
 
 
-def test_sigterm_releases_jobs_then_restart_completes(grid):
+def test_sigterm_releases_jobs_then_restart_completes(grid: tuple[Path, Path, Path]) -> None:
     db, config, log = grid
     proc = start_lab(db, config, "worker", "--workers", "2", "--lease", "30", log=log)
     _wait_for_episodes(db)  # the worker is up and mid-grid
@@ -159,7 +160,7 @@ print(reads, len(moving))
 """
 
 
-def test_two_workers_and_a_reader_share_lab_db(grid):
+def test_two_workers_and_a_reader_share_lab_db(grid: tuple[Path, Path, Path]) -> None:
     db, config, log = grid
     workers = [start_lab(db, config, "worker", "--workers", "2", "--until-idle",
                          "--lease", "10", "--concurrency", "4", log=log) for _ in range(2)]
@@ -177,7 +178,7 @@ def test_two_workers_and_a_reader_share_lab_db(grid):
     _assert_complete(db, log)
 
 
-def test_pause_cancel_and_resume_through_the_cli(grid):
+def test_pause_cancel_and_resume_through_the_cli(grid: tuple[Path, Path, Path]) -> None:
     db, config, log = grid
     assert lab_here(db, config, "pause", "--run", "crash").returncode == 0
     out = lab_here(db, config, "worker", "--until-idle")

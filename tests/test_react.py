@@ -26,7 +26,7 @@ def run(client: ScriptedClient, condition: str = "none", regime: str = "clean",
     return asyncio.run(run_episode(setup, client.start(view), view=view))
 
 
-def test_side_channel_fork_shares_the_acting_prefix_exactly():
+def test_side_channel_fork_shares_the_acting_prefix_exactly() -> None:
     client = ScriptedClient(acts=[SEARCH, SEARCH, FINISH], judgments=["USEFUL", "USELESS"])
     result = run(client, "enforced_rule")
     kinds = [k for k, _ in client.calls]
@@ -40,7 +40,7 @@ def test_side_channel_fork_shares_the_acting_prefix_exactly():
     assert result.extra_calls == 2
 
 
-def test_judgments_are_never_fed_back():
+def test_judgments_are_never_fed_back() -> None:
     client = ScriptedClient(acts=[SEARCH, SEARCH, FINISH], judgments=["USELESS", "USELESS"])
     run(client, "none:judge=true")
     last_act = [m for k, m in client.calls if k == "act"][-1]
@@ -48,7 +48,7 @@ def test_judgments_are_never_fed_back():
     assert all(m["content"] != "USELESS" for m in last_act)
 
 
-def test_enforced_rule_forces_at_streak_k_and_records_refusals():
+def test_enforced_rule_forces_at_streak_k_and_records_refusals() -> None:
     """With forced_tool_call=refuse (the option; the default executes the call)."""
     client = ScriptedClient(acts=[SEARCH] * 8, judgments=["USELESS"] * 8)
     result = run(client, "enforced_rule:k=3,forced_tool_call=refuse", "persistent")
@@ -66,14 +66,14 @@ def test_enforced_rule_forces_at_streak_k_and_records_refusals():
     assert prompts.load("forced_system") in later[0]["content"]
 
 
-def test_forced_turn_that_finishes_answers():
+def test_forced_turn_that_finishes_answers() -> None:
     client = ScriptedClient(acts=[SEARCH] * 5 + [FINISH], judgments=["USELESS"] * 8)
     result = run(client, "enforced_rule", "persistent")
     assert result.answered and result.answer_action == 6
     assert result.steps[-1].forced and not result.steps[-1].refused
 
 
-def test_non_useless_reply_resets_streak():
+def test_non_useless_reply_resets_streak() -> None:
     replies = ["USELESS", "USELESS", "maybe useful?", "USELESS", "USELESS", "USELESS", "USELESS"]
     client = ScriptedClient(acts=[SEARCH] * 8, judgments=replies)
     result = run(client, "enforced_rule:k=4", "persistent")
@@ -82,7 +82,7 @@ def test_non_useless_reply_resets_streak():
     assert [s.forced for s in result.steps] == [False] * 7 + [True]
 
 
-def test_budget_counter_text():
+def test_budget_counter_text() -> None:
     client = ScriptedClient(acts=[SEARCH, SEARCH, FINISH])
     run(client, "budget", budget=8)
     acts = [m for k, m in client.calls if k == "act"]
@@ -96,7 +96,7 @@ def test_budget_counter_text():
     assert "Actions remaining" not in acts[1][-1]["content"]
 
 
-def test_format_reminder_once_then_format_failure():
+def test_format_reminder_once_then_format_failure() -> None:
     """format_retries=1 (the option; by default the first failed turn ends the episode)."""
     client = ScriptedClient(acts=["I think", SEARCH, "still no action", "nope"])
     result = run(client, "none:format_retries=1")
@@ -106,14 +106,14 @@ def test_format_reminder_once_then_format_failure():
     assert acts[1][-1]["content"] == prompts.load("format_reminder")
 
 
-def test_budget_end_is_unanswered():
+def test_budget_end_is_unanswered() -> None:
     client = ScriptedClient(acts=[SEARCH] * 3)
     result = run(client, budget=3)
     assert result.end_reason == "budget" and not result.answered and result.tool_calls == 3
     assert not result.correct
 
 
-def test_failed_observations_are_labelled_and_drawn_identically_across_conditions():
+def test_failed_observations_are_labelled_and_drawn_identically_across_conditions() -> None:
     pool = make_pool(6)
     a = run(ScriptedClient(acts=[SEARCH] * 8), "none", "recover_after_2", seed=3, pool=pool)
     b = run(ScriptedClient(acts=[SEARCH] * 8, judgments=["USEFUL"] * 8), "enforced_rule",
@@ -127,19 +127,19 @@ def test_failed_observations_are_labelled_and_drawn_identically_across_condition
     assert [s.obs_ref for s in c.steps[:2]] != [s.obs_ref for s in a.steps[:2]]
 
 
-def test_plausible_draws_own_distractors():
+def test_plausible_draws_own_distractors() -> None:
     result = run(ScriptedClient(acts=[SEARCH] * 4), "none", "plausible", budget=4)
     assert all(s.obs_failed and s.obs_source == "distractor" for s in result.steps)
     assert all(s.obs_ref.startswith("q1#") for s in result.steps)
 
 
-def test_answerless_removes_supporting_sentences():
+def test_answerless_removes_supporting_sentences() -> None:
     result = run(ScriptedClient(acts=[SEARCH, FINISH]), "none", "answerless")
     assert "Ada Brun" not in result.steps[0].shown  # the founder sentence is gone
     assert result.steps[0].obs_failed is False
 
 
-def test_decide_writes_judgment_and_count_into_history():
+def test_decide_writes_judgment_and_count_into_history() -> None:
     """The decision comes from its own turn (the scripted client answers it from `acts`)."""
     act = "Thought: go on\nAction: search\nAction Input: Ada Brun"
     client = ScriptedClient(acts=[act, "DECISION: CONTINUE", act, "DECISION: CONTINUE", FINISH],
@@ -151,7 +151,7 @@ def test_decide_writes_judgment_and_count_into_history():
     assert [s.decision for s in result.steps] == [None, "CONTINUE", "CONTINUE"]
 
 
-def test_lexical_and_random_rules_use_their_own_signal():
+def test_lexical_and_random_rules_use_their_own_signal() -> None:
     result = run(ScriptedClient(acts=[SEARCH] * 8), "lexical_rule:k=2", "persistent")
     observed = [s for s in result.steps if s.obs_index is not None and s.t < 8]
     assert observed and all(s.rule_signal in ("USEFUL", "USELESS") for s in observed)
@@ -168,20 +168,20 @@ def test_lexical_and_random_rules_use_their_own_signal():
     assert always.steps[2].forced
 
 
-def test_stated_judgment_read_from_next_thought():
+def test_stated_judgment_read_from_next_thought() -> None:
     nxt = "Thought: This page is not relevant to the question.\nAction: search\nAction Input: X"
     result = run(ScriptedClient(acts=[SEARCH, nxt, FINISH]))
     assert result.steps[0].stated_judgment == "useless"
 
 
-def test_condition_spec_hash_changes_with_knobs():
+def test_condition_spec_hash_changes_with_knobs() -> None:
     a, b = Condition("enforced_rule"), Condition("enforced_rule", k=4)
     assert a.spec_hash() != b.spec_hash()
     assert Condition("none").spec_hash() == Condition("none", k=4).spec_hash()  # k not a knob
     assert a.to_json() == '{"judge":false,"k":5,"name":"enforced_rule"}'
 
 
-def test_on_step_sees_a_stated_arms_streak_once_the_next_thought_states_it():
+def test_on_step_sees_a_stated_arms_streak_once_the_next_thought_states_it() -> None:
     """On stated_judgment_rule the streak of an observation's step is set when the next
     thought is read; `on_step` (live tail, `lab try`) must see it set, in step order."""
     nxt = "Thought: This page is not relevant to the question.\nAction: search\nAction Input: X"

@@ -88,7 +88,7 @@ def count(text: str, piece: str) -> int:
 # --------------------------------------------------------------------------- forced turns
 
 
-def test_forced_lines_enter_the_history_once_and_stay():
+def test_forced_lines_enter_the_history_once_and_stay() -> None:
     model = Recorder(acts=[*[SEARCH] * 4, FINISH], judgments=["USELESS"] * 8)
     result = run(model, "enforced_rule:k=2", "persistent")
     acts = model.of("act")
@@ -111,7 +111,7 @@ def test_forced_lines_enter_the_history_once_and_stay():
         assert forced_line in judge.messages[0]["content"]
 
 
-def test_forced_search_is_executed_judged_and_forced_again():
+def test_forced_search_is_executed_judged_and_forced_again() -> None:
     model = Recorder(acts=[SEARCH, SEARCH, SEARCH, FINISH], judgments=["USELESS"] * 3)
     result = run(model, "enforced_rule:k=2", "persistent")
     forced_step = result.steps[2]
@@ -126,7 +126,7 @@ def test_forced_search_is_executed_judged_and_forced_again():
     assert forced_step.shown in last[-1]["content"]
 
 
-def test_a_forced_search_judged_useful_resets_the_streak_but_keeps_the_system_line():
+def test_a_forced_search_judged_useful_resets_the_streak_but_keeps_the_system_line() -> None:
     model = Recorder(acts=[SEARCH, SEARCH, SEARCH, FINISH], judgments=["USELESS", "USELESS",
                                                                        "USEFUL"])
     result = run(model, "enforced_rule:k=2", "persistent")
@@ -136,7 +136,7 @@ def test_a_forced_search_judged_useful_resets_the_streak_but_keeps_the_system_li
     assert count(last[-1]["content"], "forced_observation") == 0
 
 
-def test_refuse_option_refuses_with_the_instruction_once_per_message():
+def test_refuse_option_refuses_with_the_instruction_once_per_message() -> None:
     cond = "enforced_rule:k=2,forced_tool_call=refuse"
     model = Recorder(acts=[*[SEARCH] * 5, FINISH], judgments=["USELESS"] * 8)
     result = run(model, cond, "persistent")
@@ -153,14 +153,14 @@ def test_refuse_option_refuses_with_the_instruction_once_per_message():
     assert count(last, "forced_observation") == 1 and "[Actions remaining:" in last
 
 
-def test_forced_instruction_follows_the_counter_on_budget_arms():
+def test_forced_instruction_follows_the_counter_on_budget_arms() -> None:
     model = Recorder(acts=[SEARCH, SEARCH, FINISH], judgments=["USELESS"] * 2)
     run(model, "combo:k=2", "persistent")
     last = model.of("act")[2].messages[-1]["content"]
     assert last.index("[Actions remaining: 6]") < last.index(prompts.load("forced_observation"))
 
 
-def test_stated_rule_executes_a_forced_search_and_reasks_each_later_tool_call():
+def test_stated_rule_executes_a_forced_search_and_reasks_each_later_tool_call() -> None:
     model = Recorder(acts=[SEARCH, USELESS_THOUGHT, SEARCH, USELESS_THOUGHT, FINISH])
     result = run(model, "stated_judgment_rule:k=1", "persistent")
     # t=2 proposes a search after a stated useless: discarded, re-asked forced, and the
@@ -181,7 +181,7 @@ def test_stated_rule_executes_a_forced_search_and_reasks_each_later_tool_call():
 # --------------------------------------------------------------------------- format failures
 
 
-def test_format_failure_ends_the_episode_by_default():
+def test_format_failure_ends_the_episode_by_default() -> None:
     model = Recorder(acts=[SEARCH, "I am not sure what to do."])
     result = run(model)
     assert result.end_reason == "format_failure" and result.format_failures == 1
@@ -189,7 +189,7 @@ def test_format_failure_ends_the_episode_by_default():
     assert result.steps[-1].format_failure and result.steps[-1].raw.startswith("I am")
 
 
-def test_format_retries_1_reminds_once_then_ends():
+def test_format_retries_1_reminds_once_then_ends() -> None:
     model = Recorder(acts=["I think", SEARCH, "still no action", "nope", FINISH])
     result = run(model, "none:format_retries=1")
     assert result.end_reason == "format_failure" and result.format_failures == 3
@@ -201,7 +201,7 @@ def test_format_retries_1_reminds_once_then_ends():
                for m in acts[3].messages) == 2  # one per failed turn, never two in a row
 
 
-def test_protocol_options_enter_spec_and_label_only_when_set():
+def test_protocol_options_enter_spec_and_label_only_when_set() -> None:
     base = Condition("enforced_rule")
     assert base.to_json() == '{"judge":false,"k":5,"name":"enforced_rule"}'
     refuse = parse_condition("enforced_rule:forced_tool_call=refuse")
@@ -215,7 +215,7 @@ def test_protocol_options_enter_spec_and_label_only_when_set():
 # --------------------------------------------------------------------------- decide
 
 
-def test_decide_runs_judgment_decision_and_act_turns():
+def test_decide_runs_judgment_decision_and_act_turns() -> None:
     decision = "Keeping on looks unlikely to help.\nDECISION: ANSWER_NOW"
     model = Recorder(acts=[SEARCH, FINISH], judgments=["The last one was USELESS."],
                      decides=[decision])
@@ -241,7 +241,7 @@ def test_decide_runs_judgment_decision_and_act_turns():
     assert result.extra_calls == 2  # one judgment, one decision
 
 
-def test_decide_parses_the_last_decision_line_and_writes_unparsed_judgments():
+def test_decide_parses_the_last_decision_line_and_writes_unparsed_judgments() -> None:
     model = Recorder(acts=[SEARCH, SEARCH, FINISH], judgments=["hmm", "USEFUL"],
                      decides=["DECISION: ANSWER_NOW\nOn reflection:\nDECISION: CONTINUE",
                               "I would rather go on."])
@@ -256,7 +256,7 @@ def test_decide_parses_the_last_decision_line_and_writes_unparsed_judgments():
     assert run(model, "decide", "persistent").steps[1].decision is None
 
 
-def test_fever_decide_pieces():
+def test_fever_decide_pieces() -> None:
     pieces = PromptSet("fever")
     assert pieces.name("decide") == "fever_decide" and pieces.name("decide_act") == \
         "fever_decide_act"
@@ -268,7 +268,7 @@ def test_fever_decide_pieces():
 # --------------------------------------------------------------------------- cut turns
 
 
-def test_truncated_answer_ends_without_an_answer():
+def test_truncated_answer_ends_without_an_answer() -> None:
     model = Recorder(acts=[SEARCH, ("Thought: known\nAction: finish\nAction Input: Lake",
                                     FINISH_LENGTH)])
     result = run(model)
@@ -279,7 +279,7 @@ def test_truncated_answer_ends_without_an_answer():
     assert not last.format_failure and result.format_failures == 0
 
 
-def test_truncated_thought_is_not_a_format_failure():
+def test_truncated_thought_is_not_a_format_failure() -> None:
     model = Recorder(acts=[("Thought: first I should consider the band's hist", FINISH_LENGTH)])
     result = run(model, "none:format_retries=1")
     assert result.end_reason == END_TRUNCATED and result.format_failures == 0
@@ -289,21 +289,21 @@ def test_truncated_thought_is_not_a_format_failure():
     assert seen == [1]  # the cut turn is recorded as a step
 
 
-def test_refusal_ends_the_episode():
+def test_refusal_ends_the_episode() -> None:
     model = Recorder(acts=[SEARCH, ("", FINISH_REFUSAL)])
     result = run(model)
     assert result.end_reason == END_REFUSAL == "refusal" and not result.answered
     assert result.steps[-1].cut == "refusal"
 
 
-def test_judge_cut_at_its_limit_is_normal():
+def test_judge_cut_at_its_limit_is_normal() -> None:
     model = Recorder(acts=[SEARCH, SEARCH, FINISH],
                      judgments=[("USELESS because the", FINISH_LENGTH)] * 2)
     result = run(model, "enforced_rule:k=5", "persistent")
     assert result.end_reason == "finish" and result.steps[0].judgment == "USELESS"
 
 
-def test_a_refused_decision_turn_ends_the_episode():
+def test_a_refused_decision_turn_ends_the_episode() -> None:
     model = Recorder(acts=[SEARCH, FINISH], decides=[("", FINISH_REFUSAL)])
     result = run(model, "decide", "persistent")
     assert result.end_reason == END_REFUSAL and len(model.of("act")) == 1
@@ -312,7 +312,7 @@ def test_a_refused_decision_turn_ends_the_episode():
 # --------------------------------------------------------------------------- Search-R1
 
 
-def test_search_r1_template_and_question_share_the_first_user_turn():
+def test_search_r1_template_and_question_share_the_first_user_turn() -> None:
     r1_search = "<think>Look.</think>\n<search> Vellmore Quartet </search>"
     model = Recorder(acts=[r1_search, "<answer> Lake 1 </answer>"])
     result = run(model, "permit", task_format="search_r1")
@@ -325,7 +325,7 @@ def test_search_r1_template_and_question_share_the_first_user_turn():
     assert result.answered
 
 
-def test_search_r1_forced_turn_has_no_system_line_and_one_instruction():
+def test_search_r1_forced_turn_has_no_system_line_and_one_instruction() -> None:
     r1_search = "<think>Look.</think>\n<search> Vellmore Quartet </search>"
     model = Recorder(acts=[*[r1_search] * 3, "<answer> x </answer>"],
                      judgments=["USELESS"] * 3)

@@ -95,7 +95,7 @@ def spec_for(url: str) -> ModelSpec:
         "max_context": N_CTX, "timeout_s": 120.0, "max_retries": 1, "concurrency": 2})
 
 
-def test_episodes_end_to_end(server, db_path):
+def test_episodes_end_to_end(server: str, db_path: Path) -> None:
     stored, rows = drive(spec_for(server), db_path, n=4, condition="enforced_rule",
                          regime="persistent", budget=4)
     assert stored == 4 and len(rows) == 4
@@ -115,7 +115,7 @@ def test_episodes_end_to_end(server, db_path):
     assert sum(r["input_tokens"] for r in rows) > 0
 
 
-def test_models_command_sees_the_server(server, tmp_path, db_path):
+def test_models_command_sees_the_server(server: str, tmp_path: Path, db_path: Path) -> None:
     cfg = tmp_path / "lab.toml"
     cfg.write_text(f'[models.smollm2]\nbackend = "openai"\nmodel = "smollm2"\n'
                    f'endpoints = ["{server}"]\n')
@@ -123,7 +123,7 @@ def test_models_command_sees_the_server(server, tmp_path, db_path):
     assert f"{server}  ok;" in result.output  # llama.cpp has no /health: reported n/a
 
 
-def test_prompt_past_the_context_is_context_overflow(server):
+def test_prompt_past_the_context_is_context_overflow(server: str) -> None:
     session = make_client(spec_for(server)).start(EpisodeView(demo_questions()[0], 0, 4))
     long = "word " * (N_CTX * 2)
     import asyncio

@@ -33,14 +33,17 @@ def bench() -> Iterator[ModuleType]:
     sys.modules.pop("bench_realmodel", None)
 
 
-def test_without_the_extra_it_prints_one_skip_line(bench, monkeypatch, capsys):
+def test_without_the_extra_it_prints_one_skip_line(bench: ModuleType,
+                                                   monkeypatch: pytest.MonkeyPatch,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setattr(bench, "gguf_path", lambda: None)
     assert bench.main([]) == 0
     out = capsys.readouterr().out.splitlines()
     assert len(out) == 1 and out[0].startswith("skipped: ") and "[realmodel]" in out[0]
 
 
-def test_a_dead_endpoint_is_one_error_line(bench, capsys):
+def test_a_dead_endpoint_is_one_error_line(bench: ModuleType, capsys: pytest.CaptureFixture[str]
+                                          ) -> None:
     with LoopbackServer(OpenAIApp(model="smollm2")) as server:
         url = server.url + "/v1"
     assert bench.main(["--endpoint", url]) == 1  # stopped: nothing answers there now
@@ -48,7 +51,9 @@ def test_a_dead_endpoint_is_one_error_line(bench, capsys):
     assert not out and len(err.strip().splitlines()) == 1 and err.startswith("error: ")
 
 
-def test_the_outcome_mix_of_a_grid_through_the_queue(bench, capsys, tmp_path):
+def test_the_outcome_mix_of_a_grid_through_the_queue(bench: ModuleType,
+                                                     capsys: pytest.CaptureFixture[str],
+                                                     tmp_path: Path) -> None:
     app = OpenAIApp(model="smollm2", responder=react_responder(1), record=False)
     with LoopbackServer(app) as server:
         code = bench.main(["--endpoint", server.url + "/v1", "--conditions", "none,enforced_rule",

@@ -38,7 +38,7 @@ def _same(a: object, b: object) -> bool:
     return repr(a) == repr(b)  # repr writes every float to the last digit, NaN included
 
 
-def test_overall_intervals_equal_each_groups_own_bootstrap():
+def test_overall_intervals_equal_each_groups_own_bootstrap() -> None:
     groups = groups_of_matrices()
     # a group without every mean6 regime ("all" and, forced, an undefined "mean6"), a
     # group whose matrices all miss some cells, and one without questions
@@ -63,7 +63,7 @@ def test_overall_intervals_equal_each_groups_own_bootstrap():
     assert np.isnan(got[-3][0].estimate) and not np.isnan(got[-4][0].estimate)
 
 
-def test_overall_intervals_of_full_mean6_matrices():
+def test_overall_intervals_of_full_mean6_matrices() -> None:
     """Every matrix on the six mean6 regimes with every cell present (the study's case):
     one division by the question count and one mean over a reshape."""
     rng = np.random.default_rng(8)
@@ -82,7 +82,7 @@ def test_overall_intervals_of_full_mean6_matrices():
     np.array([0.1, np.nan, 0.7, 1e-9, 3.3, 0.2] * 3000),
     np.array([np.nan, np.nan]), np.arange(20_000, dtype=np.int64) * 7,
     np.array([True, False, True]), np.array([], dtype=float)])
-def test_column_reductions_equal_pandas(values):
+def test_column_reductions_equal_pandas(values) -> None:
     series = pd.Series(values)
     assert _same(_column_sum(values), series.sum())
     assert _same(_column_mean(values), float(series.mean()))

@@ -112,7 +112,7 @@ DIFF = {"id": "D", "kind": "paired_diff", "metric": "success", "regime": "persis
         "a": "enforced_rule", "b": "none", "on": "estimate", "op": ">=", "threshold": 0.25}
 
 
-def test_each_verdict_of_a_threshold_test():
+def test_each_verdict_of_a_threshold_test() -> None:
     b = Builder()
     success_pair(b, "m1", 4, 2)   # +0.5
     success_pair(b, "m2", 1, 3)   # −0.5
@@ -129,7 +129,7 @@ def test_each_verdict_of_a_threshold_test():
     assert single.runs == ("gov",) and single.after_freeze is True
 
 
-def test_paired_diff_p_value_verdicts_with_holm():
+def test_paired_diff_p_value_verdicts_with_holm() -> None:
     b = Builder()
     success_pair(b, "m1", 8, 0, n=8)   # every resample +1: p = 1/n_boot
     success_pair(b, "m2", 4, 4, n=8)   # every resample 0: p = 1
@@ -149,7 +149,7 @@ def test_paired_diff_p_value_verdicts_with_holm():
 
 @pytest.mark.parametrize("alternative", ["greater", "less", "two-sided"])
 @pytest.mark.parametrize("right", [0, 17, 40])
-def test_identical_arms_never_pass_in_any_direction(alternative: str, right: int):
+def test_identical_arms_never_pass_in_any_direction(alternative: str, right: int) -> None:
     """Every difference is 0, so every resampled difference ties at 0: ties count
     against the hypothesis, p = 1, whatever the alternative (it was 1/n_boot for
     "less" and two-sided when ties counted for the hypothesis)."""
@@ -164,7 +164,7 @@ def test_identical_arms_never_pass_in_any_direction(alternative: str, right: int
     assert [(p.p, p.p_adjusted, p.holm_m) for p in got.parts] == [(1.0, 1.0, 2)] * 2
 
 
-def test_one_worse_question_of_40_is_no_evidence_that_a_is_below_b():
+def test_one_worse_question_of_40_is_no_evidence_that_a_is_below_b() -> None:
     """a is wrong where b is right on one question of 40, tied on 39: "less" reads the
     share of resampled differences ≥ 0 (resamples without that question tie at 0),
     about (39/40)^40 ≈ 0.36, not 1/(resamples + 1)."""
@@ -181,7 +181,7 @@ def test_one_worse_question_of_40_is_no_evidence_that_a_is_below_b():
     assert one(b.frames(), {**test, "alternative": "greater"}).parts[0].p == 1
 
 
-def test_holm_family_is_one_dataset_and_set_across_models():
+def test_holm_family_is_one_dataset_and_set_across_models() -> None:
     """Two models on two question sets: each set is its own family of two (the
     paper's "across models within each hypothesis"), not one family of four."""
     b = Builder()
@@ -197,7 +197,7 @@ def test_holm_family_is_one_dataset_and_set_across_models():
     assert all(p.holm_m == 1 and p.p_adjusted == p.p for p in none.parts)
 
 
-def test_only_the_amendments_own_runs_count():
+def test_only_the_amendments_own_runs_count() -> None:
     """An exploratory run, another amendment's run, another arm spec and another
     budget on the same model and set would each flip the verdict if pooled."""
     b = Builder()
@@ -220,7 +220,7 @@ def test_only_the_amendments_own_runs_count():
     assert pooled.verdict == "fail"  # what pooling would have reported
 
 
-def test_a_test_never_pools_question_sets_or_datasets():
+def test_a_test_never_pools_question_sets_or_datasets() -> None:
     b = Builder()
     success_pair(b, "m1", 4, 2)                         # set s: +0.5
     success_pair(b, "m1", 0, 4, qset="s2")              # set s2: −1
@@ -230,7 +230,7 @@ def test_a_test_never_pools_question_sets_or_datasets():
     assert one(b.frames(), {**DIFF, "models": ["m1"], "question_sets": ["s2"]}).verdict == "fail"
 
 
-def test_arm_labels_match_exactly_and_a_bare_random_rule_takes_the_models_rate():
+def test_arm_labels_match_exactly_and_a_bare_random_rule_takes_the_models_rate() -> None:
     b = Builder()
     for i in range(4):
         b.add(cond="none:judge=true", q=f"q{i}", correct=1, obs="x" * 7, answer_at=8)
@@ -255,7 +255,7 @@ def delta_data(b: Builder, model: str = "m1", cond: str = "none", q: str = "q") 
     b.add(model=model, cond=cond, q=q + "b", obs="xfxxxxxx")
 
 
-def test_delta_bound_on_the_estimate_and_on_the_bounds():
+def test_delta_bound_on_the_estimate_and_on_the_bounds() -> None:
     b = Builder()
     delta_data(b)
     f = b.frames()
@@ -271,7 +271,7 @@ def test_delta_bound_on_the_estimate_and_on_the_bounds():
     assert one(f, {**legacy, "bound": "upper"}).verdict == "pass"  # UB < 1.5
 
 
-def test_delta_bound_leaves_clean_out_as_the_paper_does():
+def test_delta_bound_leaves_clean_out_as_the_paper_does() -> None:
     # clean qc: three real results judged useless, then an answer at action 4: an (a)
     # decision at t=3 that answers. Pooled with the five failure regimes it would make
     # t=3 a 1/2, b 0/1 (w 2/3, diff ½) beside t=4 a 1/1, b 0/1 (w ½, diff 1): Δ = 5/7;
@@ -292,7 +292,7 @@ def test_delta_bound_leaves_clean_out_as_the_paper_does():
     assert named.n_episodes == 3
 
 
-def test_design_contrast_and_index_by_hand():
+def test_design_contrast_and_index_by_hand() -> None:
     b = Builder()
     # persistent: answers at action 5 (decisions at actions 4 and 5 in the window);
     # late_onset_from_3 never answers: MH by action → 0.5
@@ -316,7 +316,7 @@ def test_design_contrast_and_index_by_hand():
     assert one(b2.frames(), index).estimate == pytest.approx(1 / 3)
 
 
-def test_regime_families_are_never_pooled():
+def test_regime_families_are_never_pooled() -> None:
     b = Builder()
     delta_data(b)
     b.add(regime="plausible", q="qp", obs="xxx", answer_at=4)
@@ -326,7 +326,7 @@ def test_regime_families_are_never_pooled():
     assert [p.estimate for p in got.parts] == [5.0, 4.0]
 
 
-def test_budget_contrasts():
+def test_budget_contrasts() -> None:
     b = Builder()
     for i in range(2):
         b.add(cond="budget", q=f"q{i}", obs="x" * 16, budget=16, tool_calls=10 + i)
@@ -346,7 +346,7 @@ def test_budget_contrasts():
     assert one(f, median).estimate == pytest.approx(6.0)  # 12 − 6
 
 
-def test_budget_contrast_compares_the_same_regimes_at_both_budgets():
+def test_budget_contrast_compares_the_same_regimes_at_both_budgets() -> None:
     """Six regimes at 8, three at 16 (the paper's design): the contrast reads only the
     regimes both budgets ran, names them, and is not n.a. for a family label."""
     b = Builder()
@@ -364,7 +364,7 @@ def test_budget_contrast_compares_the_same_regimes_at_both_budgets():
     assert named.verdict == "n.a." and "recover_after_1 not run at budget 16" in named.numbers
 
 
-def test_mean3_is_the_equal_weight_mean_of_the_three_16_action_regimes():
+def test_mean3_is_the_equal_weight_mean_of_the_three_16_action_regimes() -> None:
     b = Builder()
     right = {"clean": (2, 0), "persistent": (1, 1), "recover_after_2": (2, 1),
              "recover_after_1": (0, 2)}  # recover_after_1 is not in mean3
@@ -383,7 +383,7 @@ def test_mean3_is_the_equal_weight_mean_of_the_three_16_action_regimes():
     assert "recover_after_2 not run by both arms" in one(b.frames(), test).numbers
 
 
-def test_a_descriptive_test_reports_its_numbers_without_a_verdict():
+def test_a_descriptive_test_reports_its_numbers_without_a_verdict() -> None:
     b = Builder()
     success_pair(b, "m1", 8, 0, n=8)
     test = {"id": "R", "kind": "paired_diff", "metric": "success", "regime": "persistent",
@@ -398,7 +398,8 @@ def test_a_descriptive_test_reports_its_numbers_without_a_verdict():
     ("alpha", 5, "alpha must be in (0, 1)"), ("alpha", -1, "alpha must be in (0, 1)"),
     ("alpha", 0, "alpha must be in (0, 1)"), ("alpha", float("nan"), "finite"),
     ("lam", -0.1, "lam (price per call) must be ≥ 0"), ("lam", float("inf"), "finite")])
-def test_a_paired_test_with_a_meaningless_number_is_refused(field, value, message):
+def test_a_paired_test_with_a_meaningless_number_is_refused(field: str, value, message: str
+                                                           ) -> None:
     test = {"id": "H", "kind": "paired_diff", "metric": "mean6", "a": "enforced_rule",
             "b": "none", field: value}
     with pytest.raises(ConfigError, match=re.escape(message)):
@@ -429,12 +430,12 @@ def test_a_paired_test_with_a_meaningless_number_is_refused(field, value, messag
         {"kind": "answered_share", "condition": "budget", "op": ">", "value": -0.1}]},
         {"label": "y"}]}, "value is a share"),
 ])
-def test_a_test_with_a_number_that_cannot_mean_anything_is_refused(test, message):
+def test_a_test_with_a_number_that_cannot_mean_anything_is_refused(test, message: str) -> None:
     with pytest.raises(ConfigError, match=re.escape(message)):
         validate_tests([{"id": "T", **test}], SCOPE)
 
 
-def test_at_action_16_is_within_a_16_action_budget():
+def test_at_action_16_is_within_a_16_action_budget() -> None:
     test = {"id": "T", "kind": "answered_share", "condition": "budget", "op": ">",
             "value": 0.5, "at_action": 16, "budget": 16}
     assert validate_tests([test], SCOPE)
@@ -444,12 +445,12 @@ def test_at_action_16_is_within_a_16_action_budget():
     assert validate_tests([nested], SCOPE)
 
 
-def test_a_tests_file_with_one_object_says_so():
+def test_a_tests_file_with_one_object_says_so() -> None:
     with pytest.raises(ConfigError, match=re.escape("this holds one object: wrap it in [ ]")):
         validate_tests({"id": "H", "kind": "paired_diff"}, SCOPE)
 
 
-def test_a_frozen_test_with_a_meaningless_alpha_is_na_never_pass():
+def test_a_frozen_test_with_a_meaningless_alpha_is_na_never_pass() -> None:
     """An amendment stored by an older version, before alpha was checked: the test has
     an effect of +1 on every question and alpha 5 would pass it; it is n.a. instead."""
     b = Builder()
@@ -461,7 +462,7 @@ def test_a_frozen_test_with_a_meaningless_alpha_is_na_never_pass():
     assert got.verdict == "n.a." and "alpha must be in (0, 1)" in got.numbers
 
 
-def test_dissociation_share_and_bound():
+def test_dissociation_share_and_bound() -> None:
     b = Builder()
     # both reach five useless judgments at the decision after observation 5 (action 6);
     # the first answers at action 7, the second never
@@ -479,7 +480,7 @@ def test_dissociation_share_and_bound():
     assert one(f, {**test, "min_questions": 3}).verdict == "reported"  # descriptive below 3
 
 
-def test_judgment_validity_and_kappa():
+def test_judgment_validity_and_kappa() -> None:
     b = Builder()
     # failed observations: x x x f → 3/4 USELESS; real: u r r r → 1/4 USELESS
     b.add(cond="none:judge=true", q="q1", obs="xxxf", answer_at=5, stated="llss")
@@ -499,7 +500,7 @@ def test_judgment_validity_and_kappa():
         == pytest.approx(2 / 3)
 
 
-def test_utility_with_all_calls_counted():
+def test_utility_with_all_calls_counted() -> None:
     b = Builder()
     for i in range(3):  # same answers and tool calls; 3 judgment calls each
         b.add(cond="enforced_rule", q=f"q{i}", correct=1, obs="xx", answer_at=3, extra_calls=3)
@@ -516,7 +517,7 @@ def test_utility_with_all_calls_counted():
     assert one(f, {**test, "metric": "utility", "threshold": 0.0}).verdict == "pass"
 
 
-def test_classify_takes_the_first_outcome_that_holds():
+def test_classify_takes_the_first_outcome_that_holds() -> None:
     b = Builder()
     delta_data(b, "m1")                        # Δ = 0.5
     b.add(model="m2", q="z1", obs="x" * 8)     # no decision in (a)/(b) meets: Δ undefined
@@ -548,7 +549,7 @@ def test_classify_takes_the_first_outcome_that_holds():
     assert one(f, {**test, "models": ["m2"]}).verdict == "not executed"
 
 
-def test_classify_conditions_inherit_the_budget_and_may_span_two():
+def test_classify_conditions_inherit_the_budget_and_may_span_two() -> None:
     b = Builder()
     for i in range(2):
         b.add(cond="budget", q=f"q{i}", obs="x" * 5, answer_at=6, budget=16, tool_calls=5)
@@ -567,7 +568,7 @@ def test_classify_conditions_inherit_the_budget_and_may_span_two():
     assert one(b.frames(), only16).n_episodes == 2
 
 
-def test_verdict_rules():
+def test_verdict_rules() -> None:
     from analysis.prereg.outcome_data import Unit
     from analysis.prereg.outcome_kinds import Part
 
@@ -609,13 +610,13 @@ def test_verdict_rules():
     ({"id": "X", "kind": "median_action", "condition": "enforced_rule:k=7", "op": "<",
       "value": 7}, "condition 'enforced_rule:k=7' is not among the amendment's scoped"),
 ])
-def test_validation_errors(test, message):
+def test_validation_errors(test, message: str) -> None:
     with pytest.raises(ConfigError, match=message) as info:
         validate_tests([test], SCOPE)
     assert "\n" not in str(info.value)
 
 
-def test_to_dict_has_one_object_per_test_with_parts():
+def test_to_dict_has_one_object_per_test_with_parts() -> None:
     b = Builder()
     success_pair(b, "m1", 4, 2)
     (got,) = evaluate(amendment({**DIFF, "models": ["m1"]}), b.frames(), n_boot=200)
@@ -626,7 +627,7 @@ def test_to_dict_has_one_object_per_test_with_parts():
     assert d["ci_low"] <= d["estimate"] == 0.5 <= d["ci_high"]
 
 
-def test_documented_worked_examples_are_valid_tests():
+def test_documented_worked_examples_are_valid_tests() -> None:
     import json
     from pathlib import Path
 

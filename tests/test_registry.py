@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from core.errors import ConfigError
@@ -12,12 +14,12 @@ BUILTINS = {"sim-never", "sim-deadline", "sim-clock4", "sim-clock6", "sim-hazard
             "sim-backup-own3", "sim-backup-clock4", "sim-stated", "sim-stated-own3", "sim-trace"}
 
 
-def test_builtins_without_file(tmp_path):
+def test_builtins_without_file(tmp_path: Path) -> None:
     assert set(builtin_models()) == BUILTINS
     assert set(load_registry(tmp_path / "missing.toml")) == BUILTINS
 
 
-def test_valid_registry(tmp_path):
+def test_valid_registry(tmp_path: Path) -> None:
     f = tmp_path / "lab.toml"
     f.write_text("""
 [models.qwen3-8b]
@@ -66,7 +68,7 @@ k = 4
     ('[models.x]\nbackend = "anthropic"\nmodel = "m"\nprice_per_mtok = { input = 1 }',
      "price_per_mtok needs"),
 ])
-def test_registry_errors(tmp_path, body, message):
+def test_registry_errors(tmp_path: Path, body: str, message: str) -> None:
     f = tmp_path / "lab.toml"
     f.write_text(body)
     with pytest.raises(ConfigError, match=message) as info:
@@ -75,7 +77,7 @@ def test_registry_errors(tmp_path, body, message):
     assert "\n" not in text and "models.x" in text or "TOML" in text
 
 
-def test_unknown_model_lists_known():
+def test_unknown_model_lists_known() -> None:
     with pytest.raises(ConfigError, match="unknown model 'gpt'.*sim-own5"):
         resolve_model(builtin_models(), "gpt")
 
@@ -88,7 +90,7 @@ k = 5
 """
 
 
-def test_registry_now_parses_again_only_when_the_bytes_change(tmp_path):
+def test_registry_now_parses_again_only_when_the_bytes_change(tmp_path: Path) -> None:
     import os
 
     path = tmp_path / "lab.toml"

@@ -27,7 +27,7 @@ sampling = {{ temperature = 0.0 }}
 """
 
 
-def test_replay_jobs_of_two_workers_never_exceed_the_models_concurrency(tmp_path: Path):
+def test_replay_jobs_of_two_workers_never_exceed_the_models_concurrency(tmp_path: Path) -> None:
     app = FillGate(6, delay_s=0.05, responder=react_responder(1), record=False)
     with LoopbackServer(app) as server:
         db, config = tmp_path / "lab.db", tmp_path / "lab.toml"

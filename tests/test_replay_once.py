@@ -104,7 +104,8 @@ def served(tmp_path: Path, capsys: pytest.CaptureFixture[str]
         yield db, config, app
 
 
-def test_a_judge_true_run_is_asked_nothing(served, capsys) -> None:
+def test_a_judge_true_run_is_asked_nothing(served: tuple[Path, Path, OpenAIApp],
+                                           capsys: pytest.CaptureFixture[str]) -> None:
     db, config, app = served
     points = count(db, POINTS, "judged")
     assert points == count(db, IN_RUN, "judged") > 0  # every point judged in-run
@@ -121,7 +122,9 @@ def test_a_judge_true_run_is_asked_nothing(served, capsys) -> None:
     assert count(db, "SELECT count(*) FROM jobs WHERE kind = 'replay'") == 0
 
 
-def test_a_mixed_run_is_asked_only_the_missing_judgments(served, capsys) -> None:
+def test_a_mixed_run_is_asked_only_the_missing_judgments(served: tuple[Path, Path, OpenAIApp],
+                                                         capsys: pytest.CaptureFixture[str]
+                                                        ) -> None:
     db, config, app = served
     conn = sqlite3.connect(db)
     with conn:  # one judge=true episode judged only some observations (as a switch arm)
@@ -157,7 +160,8 @@ def test_a_mixed_run_is_asked_only_the_missing_judgments(served, capsys) -> None
         recorded, 0, missing)
 
 
-def test_refresh_asks_every_point_once_and_keeps_the_in_run_judgments(served, capsys) -> None:
+def test_refresh_asks_every_point_once_and_keeps_the_in_run_judgments(
+        served: tuple[Path, Path, OpenAIApp], capsys: pytest.CaptureFixture[str]) -> None:
     db, config, app = served
     points = count(db, POINTS, "judged")
     steps = "SELECT episode_id, t, judgment, judgment_source FROM steps ORDER BY 1, 2, 3"
@@ -179,7 +183,8 @@ def test_refresh_asks_every_point_once_and_keeps_the_in_run_judgments(served, ca
     assert app.calls == points  # a stored replay is never asked twice
 
 
-def test_refresh_with_another_probe_is_one_error_line(served, capsys) -> None:
+def test_refresh_with_another_probe_is_one_error_line(served: tuple[Path, Path, OpenAIApp],
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
     db, config, app = served
     before = dump_hash(db)
     for what in ("beliefs", "answer-now"):

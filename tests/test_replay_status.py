@@ -23,7 +23,7 @@ def lab(capsys: pytest.CaptureFixture[str], db: Path, *args: str) -> tuple[int, 
 
 
 @pytest.fixture
-def replayed(tmp_path: Path, capsys) -> tuple[Path, int, int]:
+def replayed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[Path, int, int]:
     """A finished sim run with its answer-now replay queued: (db, replay grid, probes)."""
     db = tmp_path / "lab.db"
     for args in (("init",), ("sets", "create", "d3", "--dataset", "demo", "--n", "3",
@@ -49,7 +49,9 @@ def _error_probes(db: Path, n: int) -> None:
     conn.close()
 
 
-def test_status_counts_probes_of_a_replay_grid_while_queued(replayed, capsys):
+def test_status_counts_probes_of_a_replay_grid_while_queued(replayed: tuple[Path, int, int],
+                                                            capsys: pytest.CaptureFixture[str]
+                                                           ) -> None:
     db, grid, calls = replayed
     conn = store.connect(db)
     by_grid = {g.grid: g for g in status(conn)}
@@ -68,7 +70,8 @@ def test_status_counts_probes_of_a_replay_grid_while_queued(replayed, capsys):
     assert (counts.probes, counts.probes_errored) == (0, 0)
 
 
-def test_errored_probes_are_counted_and_retried(replayed, capsys):
+def test_errored_probes_are_counted_and_retried(replayed: tuple[Path, int, int],
+                                                capsys: pytest.CaptureFixture[str]) -> None:
     db, grid, calls = replayed
     assert lab(capsys, db, "worker", "--until-idle")[0] == 0
     conn = store.connect(db)

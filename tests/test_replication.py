@@ -106,7 +106,8 @@ def paper_db(run_db: Path, values_file: Path, capsys: pytest.CaptureFixture[str]
     return run_db
 
 
-def test_each_line_beside_its_published_value(paper_db, capsys):
+def test_each_line_beside_its_published_value(paper_db: Path, capsys: pytest.CaptureFixture[str]
+                                             ) -> None:
     rows = _replication(capsys, paper_db, "--run", "s1")
     m1_lab = rows["m1", "delta_lab"]
     assert m1_lab["estimate"] == pytest.approx(LAB_DELTA, abs=1e-12)
@@ -144,7 +145,9 @@ def _own_delta(capsys: pytest.CaptureFixture[str], db: Path, *args: object
     return next(r for r in json.loads(out) if r["scope"] == "own judgments, by t")
 
 
-def test_delta_is_on_the_five_failure_regimes_as_published(paper_db, capsys):
+def test_delta_is_on_the_five_failure_regimes_as_published(paper_db: Path,
+                                                           capsys: pytest.CaptureFixture[str]
+                                                          ) -> None:
     # the four HAND episodes (five failure regimes) by t: t3 a 1/2, b 0/1 (w 2/3, diff
     # 1/2), t4 a 1/1, b 0/2 (w 2/3, diff 1): Δ = (1/3 + 2/3) / (4/3) = 0.75; (a) holds 3
     # decisions (2 answers), (b) 6 (1 answer; 3 of them at t5–t6, where (a) has none).
@@ -168,7 +171,9 @@ def test_delta_is_on_the_five_failure_regimes_as_published(paper_db, capsys):
                              "errored")}
 
 
-def test_a_run_named_otherwise_is_compared_with_the_split_given(paper_db, capsys):
+def test_a_run_named_otherwise_is_compared_with_the_split_given(paper_db: Path,
+                                                                capsys: pytest.CaptureFixture[str]
+                                                               ) -> None:
     rows = _replication(capsys, paper_db, "--run", "s1", "--against", "paper/s2")
     assert rows["m1", "delta_ref"]["estimate"] == 0.9
     assert rows["m1", "delta_diff"]["estimate"] == pytest.approx(0.75 - 0.9, abs=1e-12)
@@ -177,7 +182,8 @@ def test_a_run_named_otherwise_is_compared_with_the_split_given(paper_db, capsys
     assert ("m2", "delta_ref") not in rows and ("m2", "delta_lab") in rows
 
 
-def test_another_run_as_the_reference(paper_db, tmp_path, capsys):
+def test_another_run_as_the_reference(paper_db: Path, tmp_path: Path,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
     # run rep: the same episodes but m1's q1 recover_after_2 wrong: its mean6 is 3.5/6
     records = _records({("m1", "q1", "recover_after_2"): False})
     _ok(capsys, "--db", paper_db, "data", "import", "episodes",
@@ -196,7 +202,8 @@ def test_another_run_as_the_reference(paper_db, tmp_path, capsys):
     assert {r["runs"] for r in rows.values()} == {"rep"}
 
 
-def test_refusals_are_one_line(paper_db, run_db, capsys):
+def test_refusals_are_one_line(paper_db: Path, run_db: Path, capsys: pytest.CaptureFixture[str]
+                              ) -> None:
     code, _, err = lab(capsys, "--db", paper_db, "results", "replication", "--run", "s1",
                        "--against", "nope")
     one_error(code, err, "no reference set 'nope'", "paper")
@@ -210,7 +217,8 @@ def test_refusals_are_one_line(paper_db, run_db, capsys):
     one_error(code, err, "--against", "replication")
 
 
-def test_without_a_reference_it_says_how_to_import_one(run_db, capsys):
+def test_without_a_reference_it_says_how_to_import_one(run_db: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = lab(capsys, "--db", run_db, "results", "replication", "--run", "s1")
     one_error(code, err, "lab data import paper-values FILE", "run:OTHER")
 
@@ -247,7 +255,8 @@ BAD = [
 
 
 @pytest.mark.parametrize("case", BAD, ids=[c[0] for c in BAD])
-def test_a_malformed_file_stores_nothing(case, paper_db, tmp_path, capsys):
+def test_a_malformed_file_stores_nothing(case, paper_db: Path, tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
     _, text, *words = case
     path = tmp_path / "bad.json"
     path.write_text(text, encoding="utf-8")
@@ -258,7 +267,8 @@ def test_a_malformed_file_stores_nothing(case, paper_db, tmp_path, capsys):
     assert dump_hash(paper_db) == before
 
 
-def test_the_same_name_again_needs_replace(paper_db, values_file, capsys):
+def test_the_same_name_again_needs_replace(paper_db: Path, values_file: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
     before = dump_hash(paper_db)
     code, _, err = lab(capsys, "--db", paper_db, "data", "import", "paper-values", values_file)
     one_error(code, err, "reference set 'paper' exists", "--replace")
@@ -280,8 +290,10 @@ def test_the_same_name_again_needs_replace(paper_db, values_file, capsys):
     one_error(code, err, "--replace", "paper-values")
 
 
-def test_export_writes_replication_csv_once_a_reference_exists(run_db, values_file, tmp_path,
-                                                               capsys):
+def test_export_writes_replication_csv_once_a_reference_exists(run_db: Path, values_file: Path,
+                                                               tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]
+                                                              ) -> None:
     _ok(capsys, "--db", run_db, "export", tmp_path / "before", "--resamples", "20")
     assert not (tmp_path / "before" / "replication.csv").exists()
     _ok(capsys, "--db", run_db, "data", "import", "paper-values", values_file)
@@ -293,8 +305,9 @@ def test_export_writes_replication_csv_once_a_reference_exists(run_db, values_fi
 
 
 @pytest.mark.asyncio
-async def test_the_results_screen_has_a_replication_tab(run_db, values_file, monkeypatch,
-                                                        capsys):
+async def test_the_results_screen_has_a_replication_tab(run_db: Path, values_file: Path,
+                                                        monkeypatch: pytest.MonkeyPatch,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
     from textual.widgets import Tabs
 
     from console.app import ConsoleConfig, make_app
@@ -323,7 +336,9 @@ async def test_the_results_screen_has_a_replication_tab(run_db, values_file, mon
     assert "Replication: lab beside paper" in text and "+0.250" in text
 
 
-def test_the_released_cell_replicates_its_published_delta(tmp_path, db_path, capsys):
+def test_the_released_cell_replicates_its_published_delta(tmp_path: Path, db_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]
+                                                         ) -> None:
     cell = released_cell()
     if cell is None:
         pytest.skip("the released development cell is not beside this checkout "

@@ -26,7 +26,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     return db, path.read_text(encoding="utf-8")
 
 
-def test_the_page_is_valid_and_self_contained(report):
+def test_the_page_is_valid_and_self_contained(report: tuple[Path, str]) -> None:
     _, html = report
     assert check_html(html) == []
     assert "<script>" in html and html.count("<script") == 1  # only the inline sorter
@@ -34,13 +34,13 @@ def test_the_page_is_valid_and_self_contained(report):
         '"http://www.w3.org/1999/xlink"', "")
 
 
-def test_html5lib_parses_it_strictly(report):
+def test_html5lib_parses_it_strictly(report: tuple[Path, str]) -> None:
     import html5lib  # the test extra installs it
     _, html = report
     html5lib.HTMLParser(strict=True, namespaceHTMLElements=False).parse(html)
 
 
-def test_every_table_holds_the_numbers_of_lab_results_json(report):
+def test_every_table_holds_the_numbers_of_lab_results_json(report: tuple[Path, str]) -> None:
     db, html = report
     code, out, err = lab(db, "results", "all", "--format", "json", "--resamples", str(RESAMPLES))
     assert code == 0, err
@@ -67,7 +67,7 @@ def test_every_table_holds_the_numbers_of_lab_results_json(report):
                 assert cell["text"] == fmt(row[field], field), (name, i, field)
 
 
-def test_covers_provenance_and_errored_counts(report):
+def test_covers_provenance_and_errored_counts(report: tuple[Path, str]) -> None:
     from core.version import project_version
 
     _, html = report
@@ -78,7 +78,7 @@ def test_covers_provenance_and_errored_counts(report):
     assert "model error: connection refused" in html  # the errored episode's reason
 
 
-def test_the_preregistration_with_outcomes_hashes_and_deviations(report):
+def test_the_preregistration_with_outcomes_hashes_and_deviations(report: tuple[Path, str]) -> None:
     db, html = report
     from core import store
     from core.store import prereg as rows
@@ -89,7 +89,7 @@ def test_the_preregistration_with_outcomes_hashes_and_deviations(report):
     assert "Outcomes of the registered tests" in html and ">H1<" in html
 
 
-def test_every_figure_is_inline_svg(report):
+def test_every_figure_is_inline_svg(report: tuple[Path, str]) -> None:
     _, html = report
     for name in ("success_by_regime", "delta_forest", "hazard_by_run", "leaving",
                  "risk_coverage", "regret_heatmap"):
@@ -98,7 +98,7 @@ def test_every_figure_is_inline_svg(report):
     assert "<img" not in html
 
 
-def test_a_report_needs_an_html_name(report, tmp_path):
+def test_a_report_needs_an_html_name(report: tuple[Path, str], tmp_path: Path) -> None:
     db, _ = report
     code, _, err = lab(db, "report", str(tmp_path / "study.pdf"))
     assert code != 0 and err.startswith("error: ") and "FILE.html" in err
@@ -108,7 +108,7 @@ def _order(html: str, *needles: str) -> list[int]:
     return [html.index(n) for n in needles]
 
 
-def test_it_reads_top_down_title_time_runs_summary_then_outcomes(report):
+def test_it_reads_top_down_title_time_runs_summary_then_outcomes(report: tuple[Path, str]) -> None:
     from core.version import project_version
 
     _, html = report
@@ -122,7 +122,8 @@ def test_it_reads_top_down_title_time_runs_summary_then_outcomes(report):
     assert "answer-now probes" in header
 
 
-def test_title_and_generation_time(report, tmp_path, monkeypatch):
+def test_title_and_generation_time(report: tuple[Path, str], tmp_path: Path,
+                                   monkeypatch: pytest.MonkeyPatch) -> None:
     db, html = report
     assert "<title>lab report</title>" in html  # A1 governs no run of this selection
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1800000000")
@@ -137,7 +138,7 @@ def test_title_and_generation_time(report, tmp_path, monkeypatch):
     assert "Generated <time>2027-01-15 08:00:00 UTC</time>" in page
 
 
-def test_the_title_defaults_to_the_governing_amendments():
+def test_the_title_defaults_to_the_governing_amendments() -> None:
     from analysis.report.summary import report_title
 
     study = _study({}, amendments=[{"id": "A1", "title": "Rule helps", "state": "frozen"}])
@@ -146,7 +147,7 @@ def test_the_title_defaults_to_the_governing_amendments():
     assert report_title(_study({}), None) == "lab report"
 
 
-def test_the_summary_box_holds_verdicts_and_headline_contrasts(report):
+def test_the_summary_box_holds_verdicts_and_headline_contrasts(report: tuple[Path, str]) -> None:
     db, html = report
     box = html[html.index('id="summary"'):html.index("</section>", html.index('id="summary"'))]
     assert "1 n.a. (of 1)" in box
@@ -175,7 +176,8 @@ def _paper_rows(html: str, name: str) -> list[list[str]]:
 
 
 @pytest.mark.parametrize("name", ["success", "delta", "hazard"])
-def test_each_table_is_first_shown_as_the_terminal_prints_it(report, name):
+def test_each_table_is_first_shown_as_the_terminal_prints_it(report: tuple[Path, str], name: str
+                                                            ) -> None:
     import re
     from html import unescape
 
@@ -194,7 +196,7 @@ def test_each_table_is_first_shown_as_the_terminal_prints_it(report, name):
         f'data-table="{name}"', start)
 
 
-def test_every_exploratory_row_run_and_figure_carries_the_badge(report):
+def test_every_exploratory_row_run_and_figure_carries_the_badge(report: tuple[Path, str]) -> None:
     import re
 
     _, html = report
@@ -208,7 +210,7 @@ def test_every_exploratory_row_run_and_figure_carries_the_badge(report):
     assert all(c.startswith('<figcaption><span class="badge">exploratory') for c in captions)
 
 
-def test_a_governed_row_has_no_badge():
+def test_a_governed_row_has_no_badge() -> None:
     from analysis.report.summary import is_exploratory
 
     assert is_exploratory({"amendment": "exploratory"})
@@ -224,7 +226,7 @@ def _study(rows: dict, amendments: list | None = None):
     return StudyRows((), rows, [], (), 0, "", 0, Selection(), 10, 0, amendments or [])
 
 
-def test_trace_pseudo_arms_are_not_listed_as_arms():
+def test_trace_pseudo_arms_are_not_listed_as_arms() -> None:
     from analysis.report.sections import covers
 
     study = _study({"success": [{"model": "m", "arm": "none"}],
@@ -237,7 +239,8 @@ def test_trace_pseudo_arms_are_not_listed_as_arms():
     assert "m, t" in models[:models.index("</dd>")]
 
 
-def test_the_header_lists_trace_runs_probes_and_states(report, tmp_path):
+def test_the_header_lists_trace_runs_probes_and_states(report: tuple[Path, str], tmp_path: Path
+                                                      ) -> None:
     from core import store
     from core.store.runs import run_contents
 

@@ -58,7 +58,8 @@ def report_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def test_the_report_opens_without_errors_and_draws_every_figure(report_file, tmp_path):
+def test_the_report_opens_without_errors_and_draws_every_figure(report_file: Path, tmp_path: Path
+                                                               ) -> None:
     with open_page(report_file.as_uri()) as page:
         checks = json.loads(page.evaluate(CHECKS))
         shot = page.screenshot(tmp_path / "report-first-screen.png")
@@ -75,7 +76,7 @@ def test_the_report_opens_without_errors_and_draws_every_figure(report_file, tmp
     assert (width, height) == (1280, 900)
 
 
-def test_tables_sort_when_javascript_is_on(report_file):
+def test_tables_sort_when_javascript_is_on(report_file: Path) -> None:
     with open_page(report_file.as_uri()) as page:
         result = json.loads(page.evaluate(SORT))
         assert page.collect_errors() == []
@@ -85,7 +86,7 @@ def test_tables_sort_when_javascript_is_on(report_file):
     assert result["sort"] == "descending"
 
 
-def test_the_check_catches_a_broken_image_and_a_console_error(tmp_path):
+def test_the_check_catches_a_broken_image_and_a_console_error(tmp_path: Path) -> None:
     page_file = tmp_path / "broken.html"
     page_file.write_text('<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
                          "<title>x</title></head><body><img src=\"missing.png\" alt=\"x\">"
@@ -118,7 +119,8 @@ TABLES_FIT = """JSON.stringify(Array.from(document.querySelectorAll('table')).fi
 ).map(t => (t.dataset.table || t.dataset.paper) + ' ' + t.getBoundingClientRect().right))"""
 
 
-def test_title_time_summary_and_verdicts_are_in_the_first_screen(report_file, tmp_path):
+def test_title_time_summary_and_verdicts_are_in_the_first_screen(report_file: Path, tmp_path: Path
+                                                                ) -> None:
     with open_page(report_file.as_uri(), 1400, 900) as page:
         where = json.loads(page.evaluate(FIRST_SCREEN))
         shot = page.screenshot(tmp_path / "report-1400.png")
@@ -129,7 +131,7 @@ def test_title_time_summary_and_verdicts_are_in_the_first_screen(report_file, tm
     assert shot.stat().st_size > 20_000
 
 
-def test_nothing_overflows_sideways_on_a_phone(report_file, tmp_path):
+def test_nothing_overflows_sideways_on_a_phone(report_file: Path, tmp_path: Path) -> None:
     with open_page(report_file.as_uri(), 390, 844) as page:
         found = json.loads(page.evaluate(OVERFLOW))
         shot = page.screenshot(tmp_path / "report-390.png")
@@ -140,7 +142,7 @@ def test_nothing_overflows_sideways_on_a_phone(report_file, tmp_path):
     assert int.from_bytes(png[16:20], "big") == 390
 
 
-def test_the_overflow_check_catches_a_wide_element(tmp_path):
+def test_the_overflow_check_catches_a_wide_element(tmp_path: Path) -> None:
     page_file = tmp_path / "wide.html"
     page_file.write_text('<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
                          '<meta name="viewport" content="width=device-width">'
@@ -151,7 +153,7 @@ def test_the_overflow_check_catches_a_wide_element(tmp_path):
     assert found["page"] > 390 and found["wide"]
 
 
-def test_printed_no_table_is_clipped(report_file):
+def test_printed_no_table_is_clipped(report_file: Path) -> None:
     a4 = 703  # 210 mm less 12 mm margins each side, at 96 px per inch
     with open_page(report_file.as_uri(), a4, 1000) as page:
         page.pipe.call("Emulation.setEmulatedMedia", {"media": "print"}, page.session)
@@ -162,7 +164,7 @@ def test_printed_no_table_is_clipped(report_file):
     assert clipped == [], clipped
 
 
-def test_a_click_zooms_a_figure_and_a_second_one_returns_it(report_file):
+def test_a_click_zooms_a_figure_and_a_second_one_returns_it(report_file: Path) -> None:
     zoom = """(function () {
       var f = document.querySelector('figure.zoomable');
       var before = f.querySelector('svg').getBoundingClientRect().width;

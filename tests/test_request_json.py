@@ -34,7 +34,7 @@ EXTRA = st.dictionaries(st.text(min_size=1, max_size=8).filter(lambda k: k != "m
        before=EXTRA, after=EXTRA, seed=st.integers(0, 2**31), replicate=st.integers(0, 9),
        rewrite=st.booleans())
 def test_the_kept_encodings_make_the_plain_json(turns, before, after, seed, replicate,
-                                                rewrite):
+                                                rewrite) -> None:
     kept = MessageJSON()
     history: list[dict[str, str]] = []
     for turn in turns:
@@ -50,7 +50,7 @@ def test_the_kept_encodings_make_the_plain_json(turns, before, after, seed, repl
                 == request_seed(history, seed, replicate))
 
 
-def test_a_message_that_cannot_be_a_key_is_encoded_each_time():
+def test_a_message_that_cannot_be_a_key_is_encoded_each_time() -> None:
     kept = MessageJSON()
     parts = {"role": "user", "content": [{"type": "text", "text": "hi"}]}
     body: dict[str, Any] = {"model": "m", "messages": [parts, {"role": "user", "content": "é"}],
@@ -61,7 +61,7 @@ def test_a_message_that_cannot_be_a_key_is_encoded_each_time():
             [0, 0, body["messages"]], ensure_ascii=False)
 
 
-def test_a_body_without_messages_is_plain_json():
+def test_a_body_without_messages_is_plain_json() -> None:
     body = {"model": "m", "prompt": "x", "n": [1, 2]}
     assert MessageJSON().body(body) == json.dumps(body)
     assert MessageJSON().body({}) == "{}"

@@ -96,7 +96,8 @@ def cli(db_path: Path, config: Path, *args: str) -> int:
 
 @pytest.mark.timeout(60)
 def test_outage_for_the_first_half_then_retry_errored_completes_every_pair(
-        lab, server, db_path, tmp_path, capsys):
+        lab: Database, server: tuple[OpenAIApp, LoopbackServer], db_path: Path, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
     app, srv = server
     config = registry(tmp_path, srv.url)
     settings = settings_for(db_path, config)
@@ -151,7 +152,8 @@ def _errored(db, cell_id: int, qids: list[str]) -> None:
         "attempts)", started_at=now, finished_at=now), None) for q in qids])
 
 
-def test_retry_targets_exactly_the_errored_pairs_of_a_job_grid_or_run(lab, db_path, tmp_path):
+def test_retry_targets_exactly_the_errored_pairs_of_a_job_grid_or_run(lab: Database, db_path: Path,
+                                                                      tmp_path: Path) -> None:
     config = registry(tmp_path, "http://127.0.0.1:9")
     settings = settings_for(db_path, config)
     _, grid_id, _ = enqueue_grid(lab, settings, grid(), load_registry(config))
@@ -175,7 +177,8 @@ def test_retry_targets_exactly_the_errored_pairs_of_a_job_grid_or_run(lab, db_pa
     assert retry(lab, settings, "run", "r", errored_only=True).jobs == []
 
 
-def test_plain_retry_reopens_failed_jobs_and_errored_pairs_once(lab, db_path, tmp_path):
+def test_plain_retry_reopens_failed_jobs_and_errored_pairs_once(lab: Database, db_path: Path,
+                                                                tmp_path: Path) -> None:
     config = registry(tmp_path, "http://127.0.0.1:9")
     settings = settings_for(db_path, config)
     enqueue_grid(lab, settings, grid(), load_registry(config))
@@ -207,7 +210,8 @@ def own_prompts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.timeout(60)
 def test_context_overflow_retried_with_a_larger_max_context_logs_a_deviation(
-        lab, server, db_path, tmp_path, own_prompts, capsys):
+        lab: Database, server: tuple[OpenAIApp, LoopbackServer], db_path: Path, tmp_path: Path,
+        own_prompts: None, capsys: pytest.CaptureFixture[str]) -> None:
     app, srv = server
     config = registry(tmp_path, srv.url, max_context=4096)
     models = load_registry(config)
@@ -242,7 +246,8 @@ def test_context_overflow_retried_with_a_larger_max_context_logs_a_deviation(
                         )[1] is None
 
 
-def test_retry_refuses_a_model_changed_in_more_than_max_context(lab, db_path, tmp_path):
+def test_retry_refuses_a_model_changed_in_more_than_max_context(lab: Database, db_path: Path,
+                                                                tmp_path: Path) -> None:
     config = registry(tmp_path, "http://127.0.0.1:9")
     settings = settings_for(db_path, config)
     enqueue_grid(lab, settings, grid(), load_registry(config))
@@ -259,8 +264,10 @@ def test_retry_refuses_a_model_changed_in_more_than_max_context(lab, db_path, tm
     assert store.count(lab, "jobs") == jobs and store.count(lab, "events") == events
 
 
-def test_a_bug_in_lab_fails_the_job_with_its_traceback_at_once(lab, db_path, tmp_path,
-                                                                monkeypatch):
+def test_a_bug_in_lab_fails_the_job_with_its_traceback_at_once(lab: Database, db_path: Path,
+                                                               tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch
+                                                              ) -> None:
     from tests.helpers.queue import write_registry
 
     config = write_registry(tmp_path, latency=2)  # slow sims write live rows
@@ -289,11 +296,11 @@ def test_a_bug_in_lab_fails_the_job_with_its_traceback_at_once(lab, db_path, tmp
     assert store.count(lab, "live_episodes") == 0  # no episode left looking "running"
 
 
-def test_malformed_replies_are_model_faults_but_bugs_are_not():
+def test_malformed_replies_are_model_faults_but_bugs_are_not() -> None:
     policy = RetryPolicy(timeout_s=1, max_retries=2, backoff_s=0.001, backoff_max_s=0.001)
     calls = []
 
-    async def malformed():
+    async def malformed() -> None:
         calls.append(1)
         raise MalformedResponse("KeyError: 'choices'")
 
@@ -301,7 +308,7 @@ def test_malformed_replies_are_model_faults_but_bugs_are_not():
         asyncio.run(call_with_retries(malformed, policy, "here", ()))
     assert info.value.reason == "bad_response" and len(calls) == 3
 
-    async def bug():
+    async def bug() -> None:
         calls.append(1)
         raise TypeError("unsupported operand")
 

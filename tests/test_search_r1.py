@@ -132,7 +132,8 @@ def _conditions() -> list[str]:
     return [f"{name}:rate=0.5" if name == "random_rule" else name for name in ARMS]
 
 
-def test_search_r1_runs_under_every_condition(app, server, db_path) -> None:
+def test_search_r1_runs_under_every_condition(app: OpenAIApp, server: LoopbackServer, db_path: Path
+                                             ) -> None:
     for condition in _conditions():
         stored, _ = drive(r1_spec(server.url), db_path, n=1, condition=condition,
                           regime="persistent", budget=4)
@@ -160,7 +161,8 @@ def test_search_r1_runs_under_every_condition(app, server, db_path) -> None:
     assert {(s["action"], s["thought"]) for s in steps} == {("search", "I lack this knowledge.")}
 
 
-def test_search_r1_forced_turn_uses_its_own_instruction(app, server, db_path) -> None:
+def test_search_r1_forced_turn_uses_its_own_instruction(app: OpenAIApp, server: LoopbackServer,
+                                                        db_path: Path) -> None:
     stored, rows = drive(r1_spec(server.url), db_path, n=1, condition="enforced_rule:k=1",
                          regime="persistent", budget=4)
     assert stored == 1 and rows[0]["answered"] and rows[0]["forced_turns"] == 1

@@ -91,7 +91,7 @@ def every_text_value(db: Path) -> list[tuple[str, str]]:
 
 
 @pytest.mark.timeout(300)
-def test_a_server_echoing_every_header_gets_no_credential_stored_or_printed(tmp_path):
+def test_a_server_echoing_every_header_gets_no_credential_stored_or_printed(tmp_path: Path) -> None:
     echo = Echo()
     with LoopbackServer(echo) as server:
         host = server.url.removeprefix("http://")
@@ -143,7 +143,7 @@ def test_a_server_echoing_every_header_gets_no_credential_stored_or_printed(tmp_
         assert_clean(f"the output of {where}", text)
 
 
-def test_every_form_of_a_credential_is_redacted():
+def test_every_form_of_a_credential_is_redacted() -> None:
     remember(["tok-ABCDEFGH-123"], user="alice", password="s3cr3t/pass")
     pair = b"alice:s3cr3t/pass"
     header_dump = b"x-trace: 1\r\nauthorization: Basic " + base64.b64encode(pair)

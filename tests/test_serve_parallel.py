@@ -70,7 +70,7 @@ def free_ports(n: int) -> int:
 
 
 @pytest.fixture
-def stand_in(tmp_path, monkeypatch) -> Path:
+def stand_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A `vllm` program first on PATH; returns the folder its records go to."""
     records, bin_dir = tmp_path / "records", tmp_path / "bin"
     records.mkdir()
@@ -104,7 +104,9 @@ def flag(argv: list[str], name: str) -> str | None:
     return argv[argv.index(name) + 1] if name in argv else None
 
 
-def test_dry_run_prints_tp_pp_dp_and_ray_as_vllm_takes_them(tmp_path, db_path, monkeypatch):
+def test_dry_run_prints_tp_pp_dp_and_ray_as_vllm_takes_them(tmp_path: Path, db_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch
+                                                           ) -> None:
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     cfg = registry(tmp_path / "lab.toml", 8000)
     out = invoke(["qwen-par", "--dry-run", "--tensor-parallel-size", "8",
@@ -129,7 +131,8 @@ def test_dry_run_prints_tp_pp_dp_and_ray_as_vllm_takes_them(tmp_path, db_path, m
     assert all("--tensor-parallel-size 2" in line for line in lines)
 
 
-def test_the_same_keys_in_lab_toml_and_flags_override_them(tmp_path, db_path, monkeypatch):
+def test_the_same_keys_in_lab_toml_and_flags_override_them(tmp_path: Path, db_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,5,6,7")  # replicas share what lab may use
     cfg = registry(tmp_path / "lab.toml", 9000, "tensor_parallel_size = 2\n"
                    "pipeline_parallel_size = 1\nreplicas = 2\n")
@@ -148,7 +151,8 @@ def test_the_same_keys_in_lab_toml_and_flags_override_them(tmp_path, db_path, mo
         "http://127.0.0.1:9000/v1", "http://127.0.0.1:9001/v1"]
 
 
-def test_refusals_are_one_line(tmp_path, db_path, monkeypatch):
+def test_refusals_are_one_line(tmp_path: Path, db_path: Path, monkeypatch: pytest.MonkeyPatch
+                              ) -> None:
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
     cfg = registry(tmp_path / "lab.toml", 8000)
     out = invoke(["qwen-par", "--dry-run", "--replicas", "2", "--tensor-parallel-size", "2"],
@@ -168,7 +172,8 @@ def test_refusals_are_one_line(tmp_path, db_path, monkeypatch):
 
 
 @pytest.mark.timeout(300)
-def test_ray_address_reaches_the_stand_in_as_vllm_reads_it(tmp_path, db_path, stand_in):
+def test_ray_address_reaches_the_stand_in_as_vllm_reads_it(tmp_path: Path, db_path: Path,
+                                                           stand_in: Path) -> None:
     port = free_ports(1)
     cfg = registry(tmp_path / "lab.toml", port, 'ray_address = "10.0.0.1:6379"\n')
     out = invoke(["qwen-par", "--detach", "--wait", "120", "--tensor-parallel-size", "8",
@@ -190,8 +195,8 @@ def test_ray_address_reaches_the_stand_in_as_vllm_reads_it(tmp_path, db_path, st
 
 
 @pytest.mark.timeout(400)
-def test_replicas_are_registered_and_serve_one_models_grid_together(tmp_path, db_path,
-                                                                    stand_in):
+def test_replicas_are_registered_and_serve_one_models_grid_together(tmp_path: Path, db_path: Path,
+                                                                    stand_in: Path) -> None:
     port = free_ports(2)
     cfg = registry(tmp_path / "lab.toml", port)  # lists only the first replica's endpoint
     out = invoke(["qwen-par", "--detach", "--wait", "120", "--replicas", "2",
@@ -228,7 +233,7 @@ def test_replicas_are_registered_and_serve_one_models_grid_together(tmp_path, db
     assert sum(served.values()) == 60 and len(served) == 2, served
 
 
-def test_recorded_endpoints_join_the_registrys_once():
+def test_recorded_endpoints_join_the_registrys_once() -> None:
     from core.models.registry import ModelSpec
     spec = ModelSpec("m", "openai", {"model": "m", "replicas": 2, "endpoints": [
         "http://u:secret@h:8000/v1"]})
@@ -241,7 +246,7 @@ def test_recorded_endpoints_join_the_registrys_once():
     assert with_endpoints(spec, ["http://h:8000/v1"]) is spec
 
 
-def test_a_server_is_recorded_under_its_own_boxs_registry_url():
+def test_a_server_is_recorded_under_its_own_boxs_registry_url() -> None:
     config = OpenAISpec(model="m", replicas=2, endpoints=(
         "http://box1:8000/v1", "http://box2:8000/v1", "http://127.0.0.1:9000/v1"))
     assert served_endpoints(config, "box2", [8000, 8001]) == [

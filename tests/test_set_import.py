@@ -34,7 +34,8 @@ def _manifest(path: Path, ids: list[str]) -> Path:
 
 
 @pytest.mark.parametrize("layout", ["json list", "lines", "manifest"])
-def test_every_layout_makes_the_same_set(layout, with_questions, tmp_path, capsys):
+def test_every_layout_makes_the_same_set(layout: str, with_questions: Path, tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
     ids = ["q2", "q1"]
     path = tmp_path / "ids.json"
     if layout == "json list":
@@ -56,8 +57,9 @@ def test_every_layout_makes_the_same_set(layout, with_questions, tmp_path, capsy
         assert s["manifest"]["excluded"] == {"dev100": 100}
 
 
-def test_missing_ids_store_nothing_and_are_counted_in_one_line(with_questions, tmp_path,
-                                                               capsys):
+def test_missing_ids_store_nothing_and_are_counted_in_one_line(with_questions: Path, tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]
+                                                              ) -> None:
     path = _manifest(tmp_path / "test9_v1.json", ["q1", "x1", "x2", "x3", "x4"])
     before = dump_hash(with_questions)
     code, _, err = lab(capsys, "--db", with_questions, "sets", "import", path,
@@ -72,7 +74,8 @@ def test_missing_ids_store_nothing_and_are_counted_in_one_line(with_questions, t
     ('{"ids": ["q1"]}', ("question_ids",)),
     ("", ("no question ids",)),
 ])
-def test_a_malformed_list_stores_nothing(text, words, with_questions, tmp_path, capsys):
+def test_a_malformed_list_stores_nothing(text: str, words, with_questions: Path, tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "bad.json"
     path.write_text(text, encoding="utf-8")
     before = dump_hash(with_questions)
@@ -82,7 +85,7 @@ def test_a_malformed_list_stores_nothing(text, words, with_questions, tmp_path, 
     assert dump_hash(with_questions) == before
 
 
-def test_the_name_defaults_to_the_file_without_its_version(tmp_path):
+def test_the_name_defaults_to_the_file_without_its_version(tmp_path: Path) -> None:
     assert default_name(Path("test300_v1.json")) == "test300"
     assert default_name(Path("dev100_v2.1.json")) == "dev100"
     assert default_name(Path("pilot.txt")) == "pilot"
@@ -94,7 +97,8 @@ def _cell_sets(db_path: Path) -> set[str | None]:
     return {r[0] for r in db.conn.execute("SELECT question_set FROM cells")}
 
 
-def test_a_set_imported_after_the_episodes_links_them(with_questions, tmp_path, capsys):
+def test_a_set_imported_after_the_episodes_links_them(with_questions: Path, tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = lab(capsys, "--db", with_questions, "data", "import", "episodes",
                        write_released(tmp_path / "m1.jsonl", HAND))
     assert code == 0, err
@@ -111,7 +115,8 @@ def test_a_set_imported_after_the_episodes_links_them(with_questions, tmp_path, 
     assert {r["question_set"] for r in json.loads(out)} == {"s1"}
 
 
-def test_episodes_imported_after_the_set_link_to_it(with_questions, tmp_path, capsys):
+def test_episodes_imported_after_the_set_link_to_it(with_questions: Path, tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = lab(capsys, "--db", with_questions, "sets", "import",
                        _manifest(tmp_path / "s1_v1.json", ["q1", "q2"]),
                        "--dataset", "hotpotqa")
@@ -123,7 +128,9 @@ def test_episodes_imported_after_the_set_link_to_it(with_questions, tmp_path, ca
     assert _cell_sets(with_questions) == {"s1"}
 
 
-def test_an_episode_outside_its_splits_set_stores_nothing(with_questions, tmp_path, capsys):
+def test_an_episode_outside_its_splits_set_stores_nothing(with_questions: Path, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]
+                                                         ) -> None:
     code, _, err = lab(capsys, "--db", with_questions, "sets", "import",
                        _manifest(tmp_path / "s1_v1.json", ["q1", "q3"]),
                        "--dataset", "hotpotqa")

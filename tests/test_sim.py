@@ -33,7 +33,7 @@ def episodes(model: str, condition: str, regime: str, pool, seeds=range(4), budg
     return out
 
 
-def test_every_builtin_sim_runs_every_condition(pool):
+def test_every_builtin_sim_runs_every_condition(pool: list[Question]) -> None:
     for model in builtin_models():
         for cond in ("none", "budget", "decide", "enforced_rule", "lexical_rule",
                      "random_rule:rate=0.5"):
@@ -41,7 +41,7 @@ def test_every_builtin_sim_runs_every_condition(pool):
                 assert r.error is None and r.format_failures == 0
 
 
-def test_clock6_answers_at_action_6_when_not_stopped_before(pool):
+def test_clock6_answers_at_action_6_when_not_stopped_before(pool: list[Question]) -> None:
     results = episodes("sim-clock6", "none", "persistent", pool)
     assert results
     for r in results:
@@ -53,7 +53,7 @@ def test_clock6_answers_at_action_6_when_not_stopped_before(pool):
     assert sum(r.answer_action == 6 for r in results) > 0.9 * len(results)
 
 
-def test_own5_answers_exactly_when_its_own_run_first_reaches_5(pool):
+def test_own5_answers_exactly_when_its_own_run_first_reaches_5(pool: list[Question]) -> None:
     results = episodes("sim-own5", "none", "late_onset_from_3", pool)
     reached = 0
     for r in results:
@@ -68,7 +68,7 @@ def test_own5_answers_exactly_when_its_own_run_first_reaches_5(pool):
     assert reached > 0
 
 
-def test_sim_judgments_follow_design_labels(pool):
+def test_sim_judgments_follow_design_labels(pool: list[Question]) -> None:
     results = episodes("sim-never", "none", "recover_after_3", pool)
     failed = [s.judgment for r in results for s in r.steps if s.obs_failed and s.judgment]
     real = [s.judgment for r in results for s in r.steps if s.obs_failed is False and s.judgment]
@@ -76,20 +76,20 @@ def test_sim_judgments_follow_design_labels(pool):
     assert 0.3 < sum(j == "USELESS" for j in real) / len(real) < 0.6
 
 
-def test_sim_is_deterministic(pool):
+def test_sim_is_deterministic(pool: list[Question]) -> None:
     a = episodes("sim-hazard-own", "none", "persistent", pool[:10], seeds=[1])
     b = episodes("sim-hazard-own", "none", "persistent", pool[:10], seeds=[1])
     assert [(r.answer_action, r.answer) for r in a] == [(r.answer_action, r.answer) for r in b]
 
 
-def test_deadline_and_never(pool):
+def test_deadline_and_never(pool: list[Question]) -> None:
     for r in episodes("sim-deadline", "none", "persistent", pool[:10]):
         assert r.answered
     never = episodes("sim-never", "none", "persistent", pool[:10])
     assert all(not r.answered or r.steps[r.answer_action - 2].judgment == "USEFUL" for r in never)
 
 
-def test_failed_observations_never_teach_the_answer(pool):
+def test_failed_observations_never_teach_the_answer(pool: list[Question]) -> None:
     results = episodes("sim-deadline", "none", "persistent", pool, seeds=range(3))
     share = sum(r.correct for r in results) / len(results)
     assert share < 0.3  # only seeded guesses (p_guess = 0.15) can be right

@@ -25,7 +25,7 @@ from analysis.stats.bootstrap import (
 from tests.oracles.stats import mh_risk_difference
 
 
-def test_resample_weights_count_draws_per_cluster():
+def test_resample_weights_count_draws_per_cluster() -> None:
     batches = list(resample_weights(7, 600, seed=3))
     w = np.vstack(batches)
     assert w.shape == (600, 7)
@@ -33,7 +33,7 @@ def test_resample_weights_count_draws_per_cluster():
     assert [len(b) for b in batches] == [250, 250, 100]  # fixed batch size, seeded per batch
 
 
-def test_bootstrap_is_reproducible_by_seed():
+def test_bootstrap_is_reproducible_by_seed() -> None:
     v = np.arange(20, dtype=float) % 3
     a = cluster_mean(v, n_boot=500, seed=11)
     b = cluster_mean(v, n_boot=500, seed=11)
@@ -43,7 +43,7 @@ def test_bootstrap_is_reproducible_by_seed():
     assert a.estimate == pytest.approx(v.mean())
 
 
-def test_paired_difference_matches_a_direct_loop():
+def test_paired_difference_matches_a_direct_loop() -> None:
     rng = np.random.default_rng(5)
     a = rng.integers(0, 2, 40).astype(float)
     b = rng.integers(0, 2, 40).astype(float)
@@ -63,18 +63,18 @@ def test_paired_difference_matches_a_direct_loop():
     assert got.n == 40 and got.n_boot == 700
 
 
-def test_percentile_interval_ignores_undefined_resamples():
+def test_percentile_interval_ignores_undefined_resamples() -> None:
     boot = np.array([np.nan, 1.0, 2.0, 3.0, np.nan])
     assert percentile_interval(boot, 0.5) == (1.5, 2.5)  # 25th/75th percentile of 1, 2, 3
     assert all(math.isnan(x) for x in percentile_interval(np.array([np.nan])))
 
 
-def test_one_sided_p_is_share_at_or_below_zero():
+def test_one_sided_p_is_share_at_or_below_zero() -> None:
     # resampled differences -1, 0, 1, 2: two of four are <= 0
     assert one_sided_p(np.array([-1.0, 0.0, 1.0, 2.0])) == 0.5
 
 
-def test_mh_risk_difference_two_strata_by_hand():
+def test_mh_risk_difference_two_strata_by_hand() -> None:
     # stratum 1: (a) 6/10, (b) 2/10 -> w = 10*10/20 = 5,   d = 0.6 - 0.2 = 0.4
     # stratum 2: (a) 2/2,  (b) 0/8  -> w = 2*8/10  = 1.6, d = 1.0 - 0.0 = 1.0
     # stratum 3: (a) 3/3,  (b) none -> w = 0 (no comparison)
@@ -86,7 +86,7 @@ def test_mh_risk_difference_two_strata_by_hand():
                                          np.array([0])))  # no stratum with both groups
 
 
-def test_mh_risk_difference_is_vectorised_over_resamples():
+def test_mh_risk_difference_is_vectorised_over_resamples() -> None:
     n_a = np.array([[10, 2], [5, 5]])
     y_a = np.array([[6, 2], [5, 0]])
     n_b = np.array([[10, 8], [5, 5]])
@@ -95,7 +95,7 @@ def test_mh_risk_difference_is_vectorised_over_resamples():
     assert mh_risk_difference(n_a, y_a, n_b, y_b) == pytest.approx([3.6 / 6.6, 0.0])
 
 
-def test_holm_against_statsmodels_and_by_hand():
+def test_holm_against_statsmodels_and_by_hand() -> None:
     p = [0.01, 0.04, 0.03]
     # sorted 0.01, 0.03, 0.04 times 3, 2, 1 = 0.03, 0.06, 0.04; running max 0.03, 0.06, 0.06
     assert holm(p) == pytest.approx((0.03, 0.06, 0.06))
@@ -105,7 +105,7 @@ def test_holm_against_statsmodels_and_by_hand():
     assert math.isnan(out[1]) and out[0] == pytest.approx(0.02) and out[2] == pytest.approx(0.04)
 
 
-def test_noninferiority_at_the_margin():
+def test_noninferiority_at_the_margin() -> None:
     assert noninferior(Interval(0.0, -0.04, 0.05)) is True
     assert noninferior(Interval(0.0, -0.06, 0.05)) is False
     assert noninferior(Interval(0.0, -0.02, 0.05), margin=-0.02) is False  # strictly above
@@ -113,20 +113,20 @@ def test_noninferiority_at_the_margin():
     assert stats.NONINFERIORITY_MARGIN == -0.05
 
 
-def test_undefined_statistic_gives_nan_interval():
+def test_undefined_statistic_gives_nan_interval() -> None:
     (iv,) = bootstrap_intervals(lambda w: np.full(w.shape[0], np.nan), 5, n_boot=50)
     assert not iv.defined and math.isnan(iv.low)
     (empty,) = bootstrap_intervals(lambda w: w.sum(axis=1), 0, n_boot=50)
     assert not empty.defined
 
 
-def test_cluster_sums_by_cluster_and_stratum():
+def test_cluster_sums_by_cluster_and_stratum() -> None:
     # rows (cluster, stratum, value): (0,1,2) (0,1,3) (1,0,5) -> [[0, 5], [5, 0]]
     out = cluster_sums(np.array([0, 0, 1]), np.array([1, 1, 0]), np.array([2.0, 3.0, 5.0]), 2, 2)
     assert out[..., 0].tolist() == [[0.0, 5.0], [5.0, 0.0]]
 
 
-def test_bootstrap_p_counts_ties_against_every_alternative():
+def test_bootstrap_p_counts_ties_against_every_alternative() -> None:
     """greater = share ≤ 0, less = share ≥ 0, two-sided = min(1, 2·min(both)), floored
     at 1/(B + 1); resampled differences of exactly 0 never count as evidence."""
     from analysis.stats.bootstrap import bootstrap_p, summarize
@@ -148,7 +148,7 @@ def test_bootstrap_p_counts_ties_against_every_alternative():
     assert np.isnan(bootstrap_p(summarize(1.0, np.ones(9), 10), "greater"))  # no shares
 
 
-def test_summarize_columns_gives_both_shares_like_summarize():
+def test_summarize_columns_gives_both_shares_like_summarize() -> None:
     from analysis.stats.bootstrap import summarize, summarize_columns
 
     rng = np.random.default_rng(0)

@@ -33,7 +33,7 @@ def installed() -> Iterator[StopSignal]:
             signal.signal(s, handler)
 
 
-def test_nothing_delivered_until_a_stop_signal_then_it_stays(installed):
+def test_nothing_delivered_until_a_stop_signal_then_it_stays(installed: StopSignal) -> None:
     assert not installed.delivered()
     signal.raise_signal(signal.SIGUSR1)  # a byte in the pipe, but not a stop
     assert not installed.delivered()
@@ -43,7 +43,7 @@ def test_nothing_delivered_until_a_stop_signal_then_it_stays(installed):
     assert installed.delivered()
 
 
-def test_asked_from_many_threads_at_once(installed):
+def test_asked_from_many_threads_at_once(installed: StopSignal) -> None:
     errors: list[BaseException] = []
     seen: list[bool] = []
 
@@ -68,7 +68,7 @@ def test_asked_from_many_threads_at_once(installed):
     assert got == [True]
 
 
-def test_uninstalled_is_never_delivered():
+def test_uninstalled_is_never_delivered() -> None:
     previous = signal.signal(signal.SIGTERM, lambda *_: None)
     try:
         stop = StopSignal.install()

@@ -54,7 +54,7 @@ sampling = {{ temperature = 0.0 }}
 
 
 @pytest.mark.parametrize("grace", ["nan", "inf", "-1", "1e9", "601"])
-def test_a_grace_that_is_no_bounded_time_is_refused_in_one_line(tmp_path, grace):
+def test_a_grace_that_is_no_bounded_time_is_refused_in_one_line(tmp_path: Path, grace: str) -> None:
     config = tmp_path / "lab.toml"
     config.write_text("")
     out = lab_here(tmp_path / "lab.db", config, "worker", "--until-idle", "--grace", grace)
@@ -126,7 +126,7 @@ async def _yield() -> None:
 
 
 @pytest.mark.timeout(900)
-def test_stops_start_no_call_after_the_signal(tmp_path):
+def test_stops_start_no_call_after_the_signal(tmp_path: Path) -> None:
     app = OpenAIApp(responder=react_responder(3), record=False)
     server_app = StopAtCall(app)
     with LoopbackServer(server_app) as server:

@@ -8,6 +8,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -25,7 +26,7 @@ FIXED_TABLES = {"questions", "question_sets", "amendments", "deviations", "runs"
                 "episodes", "steps"}
 
 
-def test_schema_tables_wal_and_version(db_path):
+def test_schema_tables_wal_and_version(db_path: Path) -> None:
     db = store.connect(db_path)
     assert FIXED_TABLES <= set(db.table_names())
     assert db.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
@@ -34,7 +35,7 @@ def test_schema_tables_wal_and_version(db_path):
     store.connect(db_path)  # reopening is idempotent
 
 
-def test_newer_schema_is_refused(db_path):
+def test_newer_schema_is_refused(db_path: Path) -> None:
     store.connect(db_path).conn.close()
     conn = sqlite3.connect(db_path)
     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
@@ -43,7 +44,7 @@ def test_newer_schema_is_refused(db_path):
         store.connect(db_path)
 
 
-def test_not_a_database(tmp_path):
+def test_not_a_database(tmp_path: Path) -> None:
     bad = tmp_path / "x.db"
     bad.write_text("hello, I am not sqlite" * 100)
     with pytest.raises(StoreError, match="not a usable lab database"):
@@ -68,7 +69,7 @@ def _one_episode(db_path):
     return db, cell_id, result
 
 
-def test_episode_unique_per_cell_and_question(db_path):
+def test_episode_unique_per_cell_and_question(db_path: Path) -> None:
     db, cell_id, result = _one_episode(db_path)
     first = store.write_episodes(db, [(cell_id, result, None)])
     again = store.write_episodes(db, [(cell_id, result, None)])
@@ -78,7 +79,7 @@ def test_episode_unique_per_cell_and_question(db_path):
     assert store.episode_steps(db, first[0])[0].obs_ref == result.steps[0].obs_ref
 
 
-def test_episode_and_steps_are_one_transaction(db_path):
+def test_episode_and_steps_are_one_transaction(db_path: Path) -> None:
     db, cell_id, result = _one_episode(db_path)
     result.steps.append(result.steps[-1])  # duplicate (episode_id, t): the insert must fail
     with pytest.raises(sqlite3.IntegrityError):
@@ -86,7 +87,7 @@ def test_episode_and_steps_are_one_transaction(db_path):
     assert store.count(db, "episodes") == 0 and store.count(db, "steps") == 0
 
 
-def test_run_questions_stores_each_once(db_path):
+def test_run_questions_stores_each_once(db_path: Path) -> None:
     db = store.connect(db_path)
     pool = make_pool(6)
     store.insert_questions(db, pool)
@@ -98,7 +99,7 @@ def test_run_questions_stores_each_once(db_path):
     assert store.count(db, "episodes") == 6
 
 
-def test_live_steps_visible_to_another_process_while_running(db_path):
+def test_live_steps_visible_to_another_process_while_running(db_path: Path) -> None:
     db = store.connect(db_path)
     pool = make_pool()
     store.insert_questions(db, pool)
@@ -107,7 +108,7 @@ def test_live_steps_visible_to_another_process_while_running(db_path):
     client = make_client(cell.model)
     seen = []
 
-    def on_step(step):
+    def on_step(step) -> None:
         store.live_step(db, live_id, step)
         code = textwrap.dedent(f"""
             from core import store
@@ -125,7 +126,7 @@ def test_live_steps_visible_to_another_process_while_running(db_path):
     assert store.count(db, "live_steps") == 0 and store.count(db, "live_episodes") == 0
 
 
-def test_question_conflict_refused_and_nothing_written(db_path):
+def test_question_conflict_refused_and_nothing_written(db_path: Path) -> None:
     db = store.connect(db_path)
     pool = make_pool(3)
     assert store.insert_questions(db, pool) == (3, 0)
@@ -137,7 +138,7 @@ def test_question_conflict_refused_and_nothing_written(db_path):
     assert store.count(db, "questions") == 3
 
 
-def test_schema_version_counts_the_migrations():
+def test_schema_version_counts_the_migrations() -> None:
     from core.schema import MIGRATIONS
 
     assert SCHEMA_VERSION == len(MIGRATIONS._migrations)
@@ -175,7 +176,7 @@ def _old_schema_db(db_path):
     return before, steps
 
 
-def test_migration_0003_keeps_every_episode_and_step_and_frees_errored_pairs(db_path):
+def test_migration_0003_keeps_every_episode_and_step_and_frees_errored_pairs(db_path: Path) -> None:
     before, steps = _old_schema_db(db_path)
     db = store.connect(db_path)
     conn = db.conn
@@ -204,7 +205,7 @@ def test_migration_0003_keeps_every_episode_and_step_and_frees_errored_pairs(db_
     assert conn.execute("SELECT count(*) FROM steps WHERE episode_id = 9").fetchone()[0] == 2
 
 
-def test_errored_episodes_keep_their_record_but_not_the_key(db_path):
+def test_errored_episodes_keep_their_record_but_not_the_key(db_path: Path) -> None:
     from core.store import jobs as ledger
 
     db, cell_id, result = _one_episode(db_path)
@@ -226,7 +227,7 @@ def test_errored_episodes_keep_their_record_but_not_the_key(db_path):
     assert store.count(db, "steps") == 3 * len(result.steps)
 
 
-def test_episodes_record_the_prompt_files_they_used(db_path):
+def test_episodes_record_the_prompt_files_they_used(db_path: Path) -> None:
     import prompts
     from core.store.episodes import prompt_set
 
@@ -240,7 +241,7 @@ def test_episodes_record_the_prompt_files_they_used(db_path):
     assert sha == result.prompts_sha256 and prompt_set(db, sha) == result.prompts
 
 
-def test_errored_episodes_are_read_through_their_partial_index(db_path):
+def test_errored_episodes_are_read_through_their_partial_index(db_path: Path) -> None:
     """Migration 0011: the errored episodes' read (every analysis makes it) uses the
     index of errored episodes instead of scanning every episode."""
     from core.store.frames import episodes_frame
@@ -255,7 +256,7 @@ def test_errored_episodes_are_read_through_their_partial_index(db_path):
     assert "episodes_errored" in plan, plan
 
 
-def test_selection_runs_are_the_runs_of_the_matching_episodes(db_path):
+def test_selection_runs_are_the_runs_of_the_matching_episodes(db_path: Path) -> None:
     """`selection_runs` asks each run for one matching episode; it names exactly the
     distinct runs of the episodes the selection and the id bound keep."""
     from core.store.selection import EPISODES_FROM, Selection, selection_runs, where_clause

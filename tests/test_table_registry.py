@@ -112,7 +112,8 @@ def test_a_registered_table_is_printed_and_exported_then_gone(lab_db: Path,
 
 @pytest.mark.asyncio
 async def test_a_registered_table_has_its_tab_on_the_results_screen(lab_db: Path,
-                                                                    monkeypatch) -> None:
+                                                                    monkeypatch: pytest.MonkeyPatch
+                                                                   ) -> None:
     monkeypatch.chdir(lab_db.parent)
     with registered(TOY):
         app = make_app(Path(lab_db.name), ConsoleConfig(

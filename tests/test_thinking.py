@@ -66,8 +66,9 @@ def openai_server(openai_app: OpenAIApp) -> Iterator[LoopbackServer]:
 
 
 @pytest.mark.parametrize("mode", ["field", "tags"])
-def test_openai_reasoning_stored_counted_and_never_fed_back(openai_app, openai_server,
-                                                            db_path, mode):
+def test_openai_reasoning_stored_counted_and_never_fed_back(openai_app: OpenAIApp,
+                                                            openai_server: LoopbackServer,
+                                                            db_path: Path, mode: str) -> None:
     openai_app.reasoning_mode = mode
     stored, rows = drive(openai_spec(openai_server.url), db_path, n=2, budget=4)
     assert stored == 2 and all(r["end_reason"] == "finish" for r in rows)
@@ -90,8 +91,9 @@ def test_openai_reasoning_stored_counted_and_never_fed_back(openai_app, openai_s
     assert second["messages"][2] == {"role": "assistant", "content": steps[0]["raw"]}
 
 
-def test_openai_reported_reasoning_tokens_are_used_and_budget_added(openai_app, openai_server,
-                                                                    db_path):
+def test_openai_reported_reasoning_tokens_are_used_and_budget_added(openai_app: OpenAIApp,
+                                                                    openai_server: LoopbackServer,
+                                                                    db_path: Path) -> None:
     openai_app.report_reasoning_tokens = True
     drive(openai_spec(openai_server.url, thinking_budget=1000), db_path, n=1, budget=4)
     steps = _steps(db_path)
@@ -103,7 +105,9 @@ def test_openai_reported_reasoning_tokens_are_used_and_budget_added(openai_app, 
     assert {b["max_tokens"] for b in forks} == {8}
 
 
-def test_openai_thinking_off_is_sent_explicitly(openai_app, openai_server, db_path):
+def test_openai_thinking_off_is_sent_explicitly(openai_app: OpenAIApp,
+                                                openai_server: LoopbackServer, db_path: Path
+                                               ) -> None:
     openai_app.reasoning = None
     spec = ModelSpec("qwen", "openai", {"model": "m", "endpoints": [f"{openai_server.url}/v1"],
                                         "sampling": "default", **FAST})
@@ -119,14 +123,16 @@ def claude_app() -> AnthropicApp:
 
 
 @pytest.fixture
-def claude_server(claude_app: AnthropicApp, monkeypatch) -> Iterator[LoopbackServer]:
+def claude_server(claude_app: AnthropicApp, monkeypatch: pytest.MonkeyPatch
+                 ) -> Iterator[LoopbackServer]:
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
     with LoopbackServer(claude_app, hang_s=5) as srv:
         yield srv
 
 
-def test_claude_extended_thinking_stored_and_never_sent_back(claude_app, claude_server,
-                                                             db_path):
+def test_claude_extended_thinking_stored_and_never_sent_back(claude_app: AnthropicApp,
+                                                             claude_server: LoopbackServer,
+                                                             db_path: Path) -> None:
     stored, rows = drive(claude_spec(claude_server.url), db_path, n=1, budget=5)
     # the loopback server refuses, as the API does, a tool-use turn sent back without
     # its signed thinking block: finishing proves the history went back as text
@@ -149,7 +155,8 @@ def test_claude_extended_thinking_stored_and_never_sent_back(claude_app, claude_
     assert last[1]["role"] == "assistant" and "Action: search" in last[1]["content"][0]["text"]
 
 
-def test_claude_redacted_thinking_is_marked(claude_app, claude_server, db_path):
+def test_claude_redacted_thinking_is_marked(claude_app: AnthropicApp, claude_server: LoopbackServer,
+                                            db_path: Path) -> None:
     claude_app.thinking = ""
     stored, rows = drive(claude_spec(claude_server.url), db_path, n=1, budget=5)
     assert stored == 1 and rows[0]["end_reason"] == "finish", rows[0]["error"]
@@ -157,7 +164,9 @@ def test_claude_redacted_thinking_is_marked(claude_app, claude_server, db_path):
     assert "opaque-loopback" not in _requests_text(claude_app.requests)
 
 
-def test_claude_without_thinking_keeps_native_tool_history(claude_app, claude_server, db_path):
+def test_claude_without_thinking_keeps_native_tool_history(claude_app: AnthropicApp,
+                                                           claude_server: LoopbackServer,
+                                                           db_path: Path) -> None:
     spec = ModelSpec("claude", "anthropic", {"model": "c", "base_url": claude_server.url,
                                              "sampling": "default", "tools": "native", **FAST})
     stored, rows = drive(spec, db_path, n=1, budget=5)
@@ -167,7 +176,8 @@ def test_claude_without_thinking_keeps_native_tool_history(claude_app, claude_se
     assert all(s["reasoning"] is None for s in _steps(db_path))
 
 
-def test_steps_csv_exports_reasoning(openai_app, openai_server, db_path, tmp_path):
+def test_steps_csv_exports_reasoning(openai_app: OpenAIApp, openai_server: LoopbackServer,
+                                     db_path: Path, tmp_path: Path) -> None:
     drive(openai_spec(openai_server.url), db_path, n=1, budget=4)
     assert main(["--db", str(db_path), "export", str(tmp_path / "out"), "--resamples", "10"]) == 0
     with open(tmp_path / "out" / "steps.csv", encoding="utf-8") as f:
@@ -176,8 +186,10 @@ def test_steps_csv_exports_reasoning(openai_app, openai_server, db_path, tmp_pat
     assert all(int(r["reasoning_tokens"]) > 0 for r in rows)
 
 
-def test_lab_try_shows_a_truncated_reasoning_line(openai_app, openai_server, db_path, tmp_path,
-                                                   capsys):
+def test_lab_try_shows_a_truncated_reasoning_line(openai_app: OpenAIApp,
+                                                  openai_server: LoopbackServer, db_path: Path,
+                                                  tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                                                 ) -> None:
     openai_app.reasoning = "Long thought. " * 40
     config = tmp_path / "lab.toml"
     config.write_text(f'[models.qwen-think]\nbackend = "openai"\nmodel = "m"\n'
@@ -194,7 +206,7 @@ def test_lab_try_shows_a_truncated_reasoning_line(openai_app, openai_server, db_
     assert "reasoning)" in out  # summary: tokens of which reasoning
 
 
-def test_step_lines_without_reasoning_have_no_reasoning_line():
+def test_step_lines_without_reasoning_have_no_reasoning_line() -> None:
     step = Step(t=1, raw="Action: finish[x]", action="finish", argument="x")
     assert not any("reasoning" in ln for ln in step_lines(step))
     step.reasoning, step.reasoning_tokens = "short", 2
@@ -208,11 +220,12 @@ def test_step_lines_without_reasoning_have_no_reasoning_line():
     ("Thought: a\n<think>late", "Thought: a", "late"),
     ("<think>x</think>Thought: y", "Thought: y", "x"),
 ])
-def test_split_reasoning_never_leaves_reasoning_in_the_text(text, clean, reasoning):
+def test_split_reasoning_never_leaves_reasoning_in_the_text(text: str, clean: str, reasoning: str
+                                                           ) -> None:
     assert split_reasoning(text) == (clean, reasoning)
 
 
-def test_estimate_splits_output_tokens_by_characters():
+def test_estimate_splits_output_tokens_by_characters() -> None:
     assert estimate_reasoning_tokens(100, "a" * 300, "b" * 100) == 75
     assert estimate_reasoning_tokens(100, "", "b") == 0
     assert estimate_reasoning_tokens(3, "a" * 10_000, "") == 3
@@ -230,14 +243,14 @@ def test_estimate_splits_output_tokens_by_characters():
     ('backend = "anthropic"\nmodel = "c"\nthinking = true\nthinking_budget = 2048\n'
      'sampling = { temperature = 0.5 }', "extended thinking accepts no temperature"),
 ])
-def test_registry_validates_thinking(tmp_path, body, error):
+def test_registry_validates_thinking(tmp_path: Path, body: str, error: str) -> None:
     path = tmp_path / "lab.toml"
     path.write_text(f"[models.x]\n{body}\n", encoding="utf-8")
     with pytest.raises(ConfigError, match=error):
         load_registry(path)
 
 
-def test_registry_accepts_thinking_budget_and_hashes_it(tmp_path):
+def test_registry_accepts_thinking_budget_and_hashes_it(tmp_path: Path) -> None:
     path = tmp_path / "lab.toml"
     path.write_text('[models.c]\nbackend = "anthropic"\nmodel = "c"\nthinking = true\n'
                     'thinking_budget = 4096\n', encoding="utf-8")
@@ -245,8 +258,10 @@ def test_registry_accepts_thinking_budget_and_hashes_it(tmp_path):
     assert spec.spec()["thinking_budget"] == 4096 and spec.spec()["thinking"] is True
 
 
-def test_lab_tail_of_a_finished_episode_shows_reasoning(openai_app, openai_server, db_path,
-                                                        capsys):
+def test_lab_tail_of_a_finished_episode_shows_reasoning(openai_app: OpenAIApp,
+                                                        openai_server: LoopbackServer,
+                                                        db_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
     _, rows = drive(openai_spec(openai_server.url), db_path, n=1, budget=4)
     capsys.readouterr()
     assert main(["--db", str(db_path), "tail", str(rows[0]["id"])]) == 0

@@ -50,7 +50,7 @@ def _weights(n: int, n_boot: int = 2000) -> np.ndarray:
     return np.vstack(list(resample_weights(n, n_boot, 0)))
 
 
-def test_the_twenty_question_tie_reads_the_exact_p():
+def test_the_twenty_question_tie_reads_the_exact_p() -> None:
     got = dict(paired_success(_episodes(A), _episodes(B), 2000, 0))["mean6"]
     exact = _exact_p(_weights(20) @ (np.array(A) - np.array(B)).sum(axis=1))
     assert exact == pytest.approx(0.055)
@@ -58,7 +58,7 @@ def test_the_twenty_question_tie_reads_the_exact_p():
     assert bootstrap_p(got, "greater") >= 0.05
 
 
-def test_the_table_row_reads_the_same_p():
+def test_the_table_row_reads_the_same_p() -> None:
     ep = pd.concat([_episodes(A, "enforced_rule:k=3"), _episodes(B, "none")],
                    ignore_index=True).assign(episode_id=lambda f: np.arange(len(f)))
     rows = [r for r in paired_table(ep, n_boot=2000).rows if r.scope == "mean6"]
@@ -66,7 +66,7 @@ def test_the_table_row_reads_the_same_p():
 
 
 @pytest.mark.parametrize("seed", range(8))
-def test_every_share_equals_the_whole_number_count(seed):
+def test_every_share_equals_the_whole_number_count(seed) -> None:
     """Random arms with two seeds (values in halves; mean6 in twelfths) and per regime:
     each p equals the share computed on whole numbers, in both directions."""
     rng = np.random.default_rng(seed)
@@ -82,7 +82,7 @@ def test_every_share_equals_the_whole_number_count(seed):
     assert got["mean6"].p == np.mean(sums <= 0) and got["mean6"].p_ge == np.mean(sums >= 0)
 
 
-def test_mean3_ties_are_exact():
+def test_mean3_ties_are_exact() -> None:
     regimes = ("clean", "persistent", "recover_after_2")
     a, b = np.array(A)[:, :3], np.array(B)[:, :3]
     iv, _ = paired_regime_mean(_episodes(a, regimes=regimes), _episodes(b, regimes=regimes),
@@ -91,14 +91,14 @@ def test_mean3_ties_are_exact():
     assert iv is not None and iv.p == np.mean(sums <= 0) and iv.p_ge == np.mean(sums >= 0)
 
 
-def test_grid_denominator_finds_the_grid_or_says_none():
+def test_grid_denominator_finds_the_grid_or_says_none() -> None:
     assert grid_denominator(np.array([0, 1, 0.5, 1 / 3])) == 6
     assert grid_denominator(np.array([0.95, 1.0, -0.05])) == 20
     assert grid_denominator(np.array([0, 1])) == 1
     assert grid_denominator(np.array([np.pi])) is None
 
 
-def test_the_tolerance_is_half_the_smallest_step():
+def test_the_tolerance_is_half_the_smallest_step() -> None:
     ones = np.ones((20, 6), dtype=bool)
     values = np.zeros((20, 6))
     values[0, 0] = 0.5

@@ -11,7 +11,7 @@ from tests.helpers.report_study import lab
 from tests.test_trace_tables_cli import _store_sim
 
 
-def test_figures_draw_the_trace_study_alone(tmp_path: Path):
+def test_figures_draw_the_trace_study_alone(tmp_path: Path) -> None:
     db = tmp_path / "lab.db"
     _store_sim(db)
     code, out, err = lab(db, "figures", str(tmp_path / "figs"), "--resamples", "20",
@@ -25,7 +25,7 @@ def test_figures_draw_the_trace_study_alone(tmp_path: Path):
     assert rows
 
 
-def test_the_report_holds_the_trace_tables_alone(tmp_path: Path):
+def test_the_report_holds_the_trace_tables_alone(tmp_path: Path) -> None:
     db = tmp_path / "lab.db"
     _store_sim(db)
     page = tmp_path / "study.html"
@@ -36,7 +36,7 @@ def test_the_report_holds_the_trace_tables_alone(tmp_path: Path):
         assert table in html
 
 
-def test_a_lab_db_without_episodes_or_traces_says_so(tmp_path: Path):
+def test_a_lab_db_without_episodes_or_traces_says_so(tmp_path: Path) -> None:
     db = tmp_path / "lab.db"
     store.connect(db).conn.close()
     for args in (("figures", str(tmp_path / "figs")), ("report", str(tmp_path / "s.html"))):

@@ -93,14 +93,15 @@ def pooled(model: str, system: str) -> dict[str, float]:
     ("mistral", (35.7, 99.9), (81.6, 43.8)),
     ("gpt", (66.1, 97.6), (87.9, 75.6)),
     ("qwen", (56.8, 98.8), (76.1, 87.7))])
-def test_rq2_pooled_ca_and_coverage_at_tau_07(model, raw, cal):
+def test_rq2_pooled_ca_and_coverage_at_tau_07(model: str, raw: tuple[float, float],
+                                              cal: tuple[float, float]) -> None:
     for system, (ca, cov) in (("Raw-Gated", raw), ("Calibrated-Gated", cal)):
         got = pooled(model, system)
         assert got["CA"] == pytest.approx(ca, abs=0.15), system
         assert got["coverage"] == pytest.approx(cov, abs=0.15), system
 
 
-def test_rq4_pooled_oa_and_cost_at_budget_3():
+def test_rq4_pooled_oa_and_cost_at_budget_3() -> None:
     m_raw, m_cal = pooled("mistral", "Raw-Gated"), pooled("mistral", "Calibrated-Gated")
     assert m_raw["OA"] == pytest.approx(35.7, abs=0.15)
     assert m_cal["OA"] == pytest.approx(35.7, abs=0.15)
@@ -121,14 +122,14 @@ def test_rq4_pooled_oa_and_cost_at_budget_3():
     assert q_cal["cost"] - q_rag1["cost"] == pytest.approx(0.58, abs=0.01)
 
 
-def test_table1_gated_rows_satisfy_oa_equals_ca_times_coverage():
+def test_table1_gated_rows_satisfy_oa_equals_ca_times_coverage() -> None:
     for model, systems in TABLE1.items():
         for system in ("Raw-Gated", "Calibrated-Gated"):
             for dataset, (oa, ca, cov, _) in systems[system].items():
                 assert oa == pytest.approx(ca * cov / 100, abs=0.1), (model, system, dataset)
 
 
-def test_table3_denominator_and_average():
+def test_table3_denominator_and_average() -> None:
     n, empty = 2457, 4
     correct = np.zeros((n, 4))
     new = np.ones((n, 4), dtype=bool)
@@ -145,7 +146,7 @@ def test_table3_denominator_and_average():
     assert average.tolist() == pytest.approx([17.7, 3.6, 14.1], abs=0.05)
 
 
-def test_table5_split_sizes():
+def test_table5_split_sizes() -> None:
     assert source_order_counts(3702 + 1852) == (3702, 1852)
     assert source_order_counts(1208 + 605) == (1208, 605)
     n = 5554

@@ -22,7 +22,7 @@ def table1() -> Table:
     return table
 
 
-def test_the_pooled_row_is_every_datasets_questions(table1):
+def test_the_pooled_row_is_every_datasets_questions(table1: Table) -> None:
     """Micro-pooled: each test question one episode, so a mean over questions pools as
     the question-weighted mean of the datasets' rows."""
     rows = {(r.arm, r.measure, r.dataset): r for r in table1.rows if r.scope == ""}
@@ -47,5 +47,5 @@ def _words(n: int) -> str:
     (_words(18), 3), (_words(17), 2), (_words(9), 2), (_words(8), 1),
     (_words(3) + " same both", 3), (_words(3) + " which", 2), ("who was it", 2),
     ("is it the samething", 1), (_words(17) + " before", 3), (_words(8) + " after", 2)])
-def test_the_proxy_depth_thresholds(question, depth):
+def test_the_proxy_depth_thresholds(question, depth: int) -> None:
     assert proxy_depth(question) == depth

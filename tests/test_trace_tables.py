@@ -47,7 +47,7 @@ def tables() -> dict[str, dict[tuple[str, str, str], float]]:
     return out
 
 
-def test_the_sim_is_the_one_in_the_docstring():
+def test_the_sim_is_the_one_in_the_docstring() -> None:
     tr = build_traces(sim_traces(9), "sim-trace")
     assert (~split_mask(tr, 7)).nonzero()[0].tolist() == [2, 3, 7]
     assert (tr.confidence[[2, 3, 7]] * 100).round().tolist() == [
@@ -56,7 +56,7 @@ def test_the_sim_is_the_one_in_the_docstring():
     assert [proxy_depth(q) for q in sim_questions(9).values()][2:8:1] == [3, 3, 3, 3, 2, 3]
 
 
-def test_table1_by_hand(tables):
+def test_table1_by_hand(tables: dict[str, dict[tuple[str, str, str], float]]) -> None:
     t = tables["trace_table1"]
     # always-commit baselines on the test questions' correctness at depths 0–3
     assert t[("Parametric only", "OA", "")] == pytest.approx(THIRD)  # q3 only
@@ -81,7 +81,7 @@ def test_table1_by_hand(tables):
     assert t[("Raw-Gated", "abstain", "")] == t[("Raw-Gated", "escalate", "")] == 0
 
 
-def test_table1_rows_name_the_controller_and_carry_intervals():
+def test_table1_rows_name_the_controller_and_carry_intervals() -> None:
     frame = sim_traces(9)
     (table,) = trace_tables(frame, ("trace_table1",), sim_questions(9),
                             TraceSettings(Gate(0.25, 0.9, 2), "all", 7), n_boot=200)
@@ -94,7 +94,7 @@ def test_table1_rows_name_the_controller_and_carry_intervals():
     assert any("Adaptive proxy left out" in n for n in no_text.notes)
 
 
-def test_table2_by_hand(tables):
+def test_table2_by_hand(tables: dict[str, dict[tuple[str, str, str], float]]) -> None:
     t = tables["trace_table2"]
     # depth 0 raw: three single-state bins, gaps .44, .16, .66
     assert t[("depth 0", "ece_raw", "")] == pytest.approx((0.44 + 0.16 + 0.66) / 3)
@@ -117,7 +117,7 @@ def test_table2_by_hand(tables):
     assert t[("depth 3", "ece_diff", "")] == pytest.approx(-0.11 / 3)
 
 
-def test_table3_by_hand(tables):
+def test_table3_by_hand(tables: dict[str, dict[tuple[str, str, str], float]]) -> None:
     t = tables["trace_table3"]
     # q2 0→1 wrong → right; q7 1→2 wrong → right; nothing turns wrong; 9 transitions
     assert t[("all", "helpful", "")] == pytest.approx(2 / 9)
@@ -128,7 +128,7 @@ def test_table3_by_hand(tables):
     assert t[("2→3", "helpful", "")] == 0
 
 
-def test_sweeps_by_hand(tables):
+def test_sweeps_by_hand(tables: dict[str, dict[tuple[str, str, str], float]]) -> None:
     t = tables["trace_sweeps"]
     # τ_hi = 0.9, raw: q2 never reaches .9 and escalates at depth 3 (.89); q3 commits at 1
     # (.99, right); q7 at 2 (.96, right): OA 2/3, CA 1, coverage 2/3, cost (3 + 1 + 2)/3
@@ -150,7 +150,8 @@ def test_sweeps_by_hand(tables):
     assert t[("Raw-Gated", "bin_accuracy", "t=0 bin [0.8, 0.9)")] == 1
 
 
-def test_calibration_record_lists_split_fit_records_and_map(tables):
+def test_calibration_record_lists_split_fit_records_and_map(
+        tables: dict[str, dict[tuple[str, str, str], float]]) -> None:
     t = tables["trace_calibration"]
     splits = {scope: arm for (arm, measure, scope) in t if measure == "split"}
     assert sorted(s for s, a in splits.items() if a == "test") == [
@@ -161,7 +162,7 @@ def test_calibration_record_lists_split_fit_records_and_map(tables):
     assert points == {"κ=0.34": 0, "κ=0.5": 1, "κ=0.64": 1, "κ=0.94": 1, "κ=0.99": 1}
 
 
-def test_sim_is_over_confident_and_the_depth_zero_map_lowers_held_out_ece():
+def test_sim_is_over_confident_and_the_depth_zero_map_lowers_held_out_ece() -> None:
     raw, cal, n = depth_zero_ece(300)
     assert n > 50 and raw > 0.15 and cal < raw / 2
     frame = sim_traces(300)
@@ -174,7 +175,7 @@ def test_sim_is_over_confident_and_the_depth_zero_map_lowers_held_out_ece():
     assert not sim_traces(20, seed=3).equals(sim_traces(20, seed=4))
 
 
-def test_unparsed_errored_and_copied_states():
+def test_unparsed_errored_and_copied_states() -> None:
     frame = sim_traces(9)
     q7 = frame["question_id"] == "hotpotqa-q7"
     # q7's depth-1 reply did not parse: no confidence, so π retrieves past it
@@ -195,7 +196,7 @@ def test_unparsed_errored_and_copied_states():
     assert n == 9 - 1 - 1  # q3's 0 → 1 has no depth-0 state; q2's 2 → 3 adds no evidence
 
 
-def test_nullable_int_columns_as_load_traces_returns_them():
+def test_nullable_int_columns_as_load_traces_returns_them() -> None:
     frame = sim_traces(9)
     frame["correct"] = frame["correct"].astype("Int64")
     frame.loc[0, "correct"] = pd.NA
@@ -203,7 +204,7 @@ def test_nullable_int_columns_as_load_traces_returns_them():
     assert np.isnan(tr.correct[0, 0]) and tr.correct[1, 0] == 1
 
 
-def test_validate_measures_checks_the_depth_zero_map_on_the_trace_sim():
+def test_validate_measures_checks_the_depth_zero_map_on_the_trace_sim() -> None:
     from analysis.validate import Validation, trace_check, validation_table
 
     check = trace_check()

@@ -44,7 +44,7 @@ def _invoke(path: Path, *args: str) -> tuple[int, str]:
     return out.exit_code, out.output + (str(out.exception) if out.exception else "")
 
 
-def test_cli_lists_the_trace_tables():
+def test_cli_lists_the_trace_tables() -> None:
     from analysis.tables.registry import TRACES, table_names
 
     assert table_names(TRACES) == table_names(TRACES)
@@ -52,7 +52,7 @@ def test_cli_lists_the_trace_tables():
     assert set(table_names(TRACES)) <= set(choice.choices)
 
 
-def test_results_trace_table1_json_matches_the_frame(tmp_path: Path):
+def test_results_trace_table1_json_matches_the_frame(tmp_path: Path) -> None:
     path = tmp_path / "lab.db"
     _store_sim(path)
     code, out = _invoke(path, "trace_table1", "--format", "json", "--resamples", "20",
@@ -72,7 +72,7 @@ def test_results_trace_table1_json_matches_the_frame(tmp_path: Path):
     assert [r.estimate for r in table.rows] == [r.estimate for r in direct.rows]
 
 
-def test_results_trace_sweeps_prints_charts_and_an_empty_selection_one_line(tmp_path: Path):
+def test_results_trace_sweeps_prints_charts_and_an_empty_selection_one_line(tmp_path: Path) -> None:
     path = tmp_path / "lab.db"
     _store_sim(path)
     code, out = _invoke(path, "trace_sweeps", "--resamples", "0")
@@ -82,7 +82,7 @@ def test_results_trace_sweeps_prints_charts_and_an_empty_selection_one_line(tmp_
     assert code != 0 and "lab traces collect" in out
 
 
-def test_export_writes_the_trace_tables(tmp_path: Path):
+def test_export_writes_the_trace_tables(tmp_path: Path) -> None:
     from analysis.tables.export import export_traces
 
     path = tmp_path / "lab.db"
@@ -98,7 +98,7 @@ def test_export_writes_the_trace_tables(tmp_path: Path):
     assert sum(r["measure"] == "fit_record" for r in rows) > 0
 
 
-def test_a_stored_plan_with_an_empty_third_slice_removes_that_transition(tmp_path: Path):
+def test_a_stored_plan_with_an_empty_third_slice_removes_that_transition(tmp_path: Path) -> None:
     from core.plans import EvidencePlan, PlanPassage
     from core.store.plans import save_plans
 

@@ -109,7 +109,9 @@ def served(tmp_path: Path, capsys: pytest.CaptureFixture[str]
         yield db, config, responder, app
 
 
-def test_collect_stores_four_states_per_question_and_is_idempotent(served, capsys):
+def test_collect_stores_four_states_per_question_and_is_idempotent(
+        served: tuple[Path, Path, TraceServer, OpenAIApp], capsys: pytest.CaptureFixture[str]
+    ) -> None:
     db, config, responder, app = served
     before = dump_hash(db)
     code, out, err = lab(capsys, "--db", db, "--config", config, "traces", "collect", "--set",
@@ -168,7 +170,9 @@ def test_collect_stores_four_states_per_question_and_is_idempotent(served, capsy
         (24, 24)]
 
 
-def test_judge_labels_are_stored_beside_the_scorer(served, capsys):
+def test_judge_labels_are_stored_beside_the_scorer(
+        served: tuple[Path, Path, TraceServer, OpenAIApp], capsys: pytest.CaptureFixture[str]
+    ) -> None:
     db, config, responder, app = served
     code, _, err = lab(capsys, "--db", db, "--config", config, "traces", "collect", "--set",
                        "d6", "--models", "loop", "--judge", "judge", "--run", "judged")
@@ -181,7 +185,9 @@ def test_judge_labels_are_stored_beside_the_scorer(served, capsys):
         (0, 0, 0, "judge"), (1, 1, 1, "judge"), (2, None, None, None), (3, 1, 1, "judge")}
 
 
-def test_a_failed_call_is_stored_errored_and_asked_again(tmp_path, capsys):
+def test_a_failed_call_is_stored_errored_and_asked_again(tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]
+                                                        ) -> None:
     db, config = tmp_path / "lab.db", tmp_path / "lab.toml"
     assert lab(capsys, "--db", db, "init")[0] == 0
     assert lab(capsys, "--db", db, "sets", "create", "d2", "--dataset", "demo", "--n", "2",
@@ -201,7 +207,8 @@ def test_a_failed_call_is_stored_errored_and_asked_again(tmp_path, capsys):
     assert _query(db, "SELECT count(*), count(error) FROM traces") == [(8, 0)]
 
 
-def test_retry_errored_asks_the_errored_states_again(tmp_path, capsys):
+def test_retry_errored_asks_the_errored_states_again(tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
     db, config = tmp_path / "lab.db", tmp_path / "lab.toml"
     assert lab(capsys, "--db", db, "init")[0] == 0
     assert lab(capsys, "--db", db, "sets", "create", "d3", "--dataset", "demo", "--n", "3",
@@ -236,7 +243,8 @@ def test_retry_errored_asks_the_errored_states_again(tmp_path, capsys):
     assert code == 0 and "0 errored trace state(s)" in out
 
 
-def test_refusals_are_one_line_and_write_nothing(served, capsys):
+def test_refusals_are_one_line_and_write_nothing(served: tuple[Path, Path, TraceServer, OpenAIApp],
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
     db, config, _, app = served
     before = dump_hash(db)
     for args, words in (
@@ -253,7 +261,8 @@ def test_refusals_are_one_line_and_write_nothing(served, capsys):
     assert dump_hash(db) == before and app.calls == 0
 
 
-def test_an_episode_run_is_not_reused_for_traces(served, capsys):
+def test_an_episode_run_is_not_reused_for_traces(served: tuple[Path, Path, TraceServer, OpenAIApp],
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
     db, config, _, _ = served
     assert lab(capsys, "--db", db, "enqueue", "--models", "sim-own5", "--conditions", "none",
                "--regimes", "clean", "--set", "d6", "--run", "pilot")[0] == 0
@@ -262,7 +271,7 @@ def test_an_episode_run_is_not_reused_for_traces(served, capsys):
     one_error(code, err, "run 'pilot'", "another run name")
 
 
-def test_parsing_is_strict():
+def test_parsing_is_strict() -> None:
     parsed = parse_answer('{"answer": "Paris", "confidence": 85}')
     assert parsed is not None and parsed.confidence == 85.0
     parsed = parse_answer('```json\n{"answer": "Paris", "confidence": 0}\n```')
@@ -276,7 +285,8 @@ def test_parsing_is_strict():
     assert parse_judge('{"correct": "true"}') is None and parse_judge("yes") is None
 
 
-def test_kill_minus_9_mid_collection_loses_and_duplicates_no_state(tmp_path, capsys):
+def test_kill_minus_9_mid_collection_loses_and_duplicates_no_state(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db, config = tmp_path / "lab.db", tmp_path / "lab.toml"
     assert lab(capsys, "--db", db, "init")[0] == 0
     assert lab(capsys, "--db", db, "sets", "create", "d10", "--dataset", "demo", "--n", "10",
@@ -310,7 +320,7 @@ def test_kill_minus_9_mid_collection_loses_and_duplicates_no_state(tmp_path, cap
     assert app.calls >= 40  # the calls in flight at the kill were asked again
 
 
-def test_new_evidence_is_false_where_a_short_plan_has_no_next_slice(db_path):
+def test_new_evidence_is_false_where_a_short_plan_has_no_next_slice(db_path: Path) -> None:
     from core.data import Paragraph, Question
     from core.plans import build_plan
     from core.store import plans as plan_rows
@@ -325,7 +335,7 @@ def test_new_evidence_is_false_where_a_short_plan_has_no_next_slice(db_path):
     assert frame["new_evidence"].tolist() == [False, True, True, False]
 
 
-def test_context_overflows_count_one_models_overflowed_states(db_path):
+def test_context_overflows_count_one_models_overflowed_states(db_path: Path) -> None:
     """`lab retry`'s re-spec note counts the model's states that overflowed its context,
     not its other errors nor another model's overflows."""
     from core.store.traces import TraceRecord, context_overflows, write_traces

@@ -103,7 +103,8 @@ def _json(capsys: pytest.CaptureFixture[str], db: Path, *args: str) -> list[dict
     return json.loads(out)
 
 
-def test_the_sim_states_are_its_known_model_and_the_tables_read_them(collected, capsys):
+def test_the_sim_states_are_its_known_model_and_the_tables_read_them(
+        collected: Path, capsys: pytest.CaptureFixture[str]) -> None:
     stored = load_traces(store.connect(collected))
     known = _known(collected)
     assert len(stored) == 4 * N and stored["parsed"].all() and stored["error"].isna().all()
@@ -143,7 +144,8 @@ def test_the_sim_states_are_its_known_model_and_the_tables_read_them(collected, 
     assert t3[("all", "helpful")] == 3 * len(test)  # demo plans fill every slice
 
 
-def test_trace_tables_print_levels_unsigned_and_differences_signed(collected, capsys):
+def test_trace_tables_print_levels_unsigned_and_differences_signed(
+        collected: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = lab(capsys, "--db", collected, "results", "trace_table1", "--resamples",
                          "50")
     assert code == 0, err
@@ -159,7 +161,8 @@ def test_trace_tables_print_levels_unsigned_and_differences_signed(collected, ca
     assert net.split()[2][0] != "+" and net.split()[-3][0] in "+-"  # helpful level, net signed
 
 
-def test_the_sim_judges_with_the_dataset_scorer(collected, tmp_path, capsys):
+def test_the_sim_judges_with_the_dataset_scorer(collected: Path, tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
     db = _copy(collected, tmp_path)
     _run(capsys, "--db", db, "traces", "collect", "--set", SET, "--models", "sim-trace",
          "--run", "judged", "--judge", "sim-trace")
@@ -169,8 +172,8 @@ def test_the_sim_judges_with_the_dataset_scorer(collected, tmp_path, capsys):
     assert len(rows) == 4 * N and all(c == j and m == "sim-trace" for c, j, m in rows)
 
 
-def test_export_without_episodes_writes_traces_csv_and_the_trace_tables(collected, tmp_path,
-                                                                         capsys):
+def test_export_without_episodes_writes_traces_csv_and_the_trace_tables(
+        collected: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = _copy(collected, tmp_path)
     code, out, err = lab(capsys, "--db", db, "export", tmp_path / "out", "--resamples", "20")
     assert code == 0, err
@@ -204,7 +207,8 @@ def test_export_without_episodes_writes_traces_csv_and_the_trace_tables(collecte
         assert sum(1 for _ in f) == 4 * N + 1
 
 
-def test_trace_cells_never_reach_the_episode_tables(collected, tmp_path, capsys):
+def test_trace_cells_never_reach_the_episode_tables(collected: Path, tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
     db = _copy(collected, tmp_path)
     _run(capsys, "--db", db, "enqueue", "--models", "sim-own5", "--conditions",
          "enforced_rule", "--regimes", "clean", "--set", SET, "--run", "ep")
@@ -240,7 +244,8 @@ def _musique(path: Path, sizes: tuple[int, ...]) -> Path:
     return path
 
 
-def test_an_empty_slice_copies_the_state_before_it_unless_asked_again(tmp_path, capsys):
+def test_an_empty_slice_copies_the_state_before_it_unless_asked_again(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = tmp_path / "lab.db"
     _run(capsys, "--db", db, "init")
     _run(capsys, "--db", db, "data", "import", "musique",

@@ -103,12 +103,12 @@ def test_paper_scale_questions_are_distinct_copies() -> None:
     (math.nan, None, 0, True),            # "–" and undefined in every seed
     (0.10, None, 1, False),               # "–" but defined somewhere
 ])
-def test_paper_comparison_tolerance(mean, paper, defined, within) -> None:
+def test_paper_comparison_tolerance(mean, paper: float | None, defined: int, within: bool) -> None:
     c = PaperComparison("sim-own5", "delta", paper, mean, 2, defined)
     assert c.within is within
 
 
-def test_paper_comparisons_average_the_seeds(tmp_path) -> None:
+def test_paper_comparisons_average_the_seeds(tmp_path: Path) -> None:
     db = store.connect(tmp_path / "lab.db")
     questions = demo_questions()[:20]
     store.insert_questions(db, demo_questions())
@@ -140,7 +140,9 @@ def small_scale(monkeypatch: pytest.MonkeyPatch
     return table
 
 
-def test_paper_scale_cli_passes_within_the_tolerance(small_scale, tmp_path) -> None:
+def test_paper_scale_cli_passes_within_the_tolerance(
+        small_scale: tuple[tuple[str, tuple[float | None, float | None, float | None]], ...],
+        tmp_path: Path) -> None:
     r = invoke(["--paper-scale", "--resamples", "50", "--format", "json"], tmp_path / "lab.db")
     assert r.exit_code == 0, r.output
     rows = json.loads(r.stdout)
@@ -158,8 +160,9 @@ def test_paper_scale_cli_passes_within_the_tolerance(small_scale, tmp_path) -> N
                            "e.question_id = q.id").fetchall() == [(PAPER_DATASET,)]
 
 
-def test_paper_scale_cli_exits_1_outside_the_tolerance(small_scale, monkeypatch,
-                                                        tmp_path) -> None:
+def test_paper_scale_cli_exits_1_outside_the_tolerance(
+        small_scale: tuple[tuple[str, tuple[float | None, float | None, float | None]], ...],
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     shifted = tuple((m, (0.44, *v[1:]) if m == "sim-clock6" else v) for m, v in small_scale)
     monkeypatch.setattr(validate, "PAPER_TABLE7", shifted)
     r = invoke(["--paper-scale", "--resamples", "50"], tmp_path / "lab.db")
@@ -172,7 +175,7 @@ def test_paper_scale_cli_exits_1_outside_the_tolerance(small_scale, monkeypatch,
     assert again.exit_code == 0, again.output  # 0.05 off is inside
 
 
-def test_paper_scale_refuses_other_seeds_and_small_sets(tmp_path) -> None:
+def test_paper_scale_refuses_other_seeds_and_small_sets(tmp_path: Path) -> None:
     r = invoke(["--paper-scale", "--seeds", "3"], tmp_path / "lab.db")
     assert r.exit_code == 1 and "drop --seeds 3" in str(r.exception)
     db = store.connect(tmp_path / "lab.db")

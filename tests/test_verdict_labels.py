@@ -21,21 +21,21 @@ PAIRED = {"id": "P", "kind": "paired_diff", "metric": "success", "regime": "pers
           "a": "enforced_rule", "b": "none", "models": ["m1"]}
 
 
-def test_a_paired_test_counts_only_the_episodes_of_its_regime():
+def test_a_paired_test_counts_only_the_episodes_of_its_regime() -> None:
     b = Builder()
     _two_regimes(b)
     got = one(b.frames(), PAIRED)
     assert got.n_episodes == 8  # both arms × 4 questions in persistent, not clean's 8 too
 
 
-def test_a_paired_test_counts_only_questions_both_arms_ran():
+def test_a_paired_test_counts_only_questions_both_arms_ran() -> None:
     b = Builder()
     _two_regimes(b)
     b.add(cond="none", regime="persistent", q="only-b", obs="x" * 7, answer_at=8)
     assert one(b.frames(), PAIRED).n_episodes == 8
 
 
-def test_a_dissociation_test_counts_only_persistent():
+def test_a_dissociation_test_counts_only_persistent() -> None:
     b = Builder()
     delta_data(b, "m1")                                   # persistent: 2 episodes
     b.add(model="m1", regime="clean", q="c1", obs="rrrr", answer_at=5)
@@ -44,7 +44,7 @@ def test_a_dissociation_test_counts_only_persistent():
     assert one(b.frames(), test).n_episodes == 2
 
 
-def test_a_threshold_test_on_one_regime_counts_that_regime():
+def test_a_threshold_test_on_one_regime_counts_that_regime() -> None:
     b = Builder()
     delta_data(b, "m1")
     b.add(model="m1", regime="clean", q="c1", obs="rrrr", answer_at=5)
@@ -53,7 +53,7 @@ def test_a_threshold_test_on_one_regime_counts_that_regime():
     assert one(b.frames(), test).n_episodes == 2
 
 
-def test_all_before_the_freeze_is_not_called_some():
+def test_all_before_the_freeze_is_not_called_some() -> None:
     b = Builder()
     _two_regimes(b, started=BEFORE)
     got = one(b.frames(), PAIRED)
@@ -63,7 +63,7 @@ def test_all_before_the_freeze_is_not_called_some():
     assert _after(got) == "**none**"
 
 
-def test_some_before_the_freeze_says_how_many():
+def test_some_before_the_freeze_says_how_many() -> None:
     b = Builder()
     _two_regimes(b)
     b.episodes[0]["started_at"] = BEFORE
@@ -75,7 +75,7 @@ def test_some_before_the_freeze_says_how_many():
     assert after.freeze_text() == "all after freeze" and _after(after) == "all"
 
 
-def test_the_dissociation_row_covers_persistent_only():
+def test_the_dissociation_row_covers_persistent_only() -> None:
     from analysis.measures.judgments import frame_counts, judgments_table
 
     b = Builder()
@@ -89,7 +89,7 @@ def test_the_dissociation_row_covers_persistent_only():
     assert other and all(r.regimes == "clean,persistent" for r in other)
 
 
-def test_the_trace_split_says_it_is_a_hashed_split_not_the_seeds():
+def test_the_trace_split_says_it_is_a_hashed_split_not_the_seeds() -> None:
     from analysis.replay.trace_tables import TraceSettings
     from analysis.replay.traces import CAL_SHARE
 

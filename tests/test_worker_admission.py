@@ -81,7 +81,7 @@ def _queue(tmp: Path, url: str) -> tuple[Path, Path]:
 
 
 @pytest.mark.timeout(400)
-def test_a_worker_with_default_options_fills_the_models_whole_concurrency(tmp_path):
+def test_a_worker_with_default_options_fills_the_models_whole_concurrency(tmp_path: Path) -> None:
     app = GateApp(CAP)
     with LoopbackServer(app) as srv:
         db_path, config = _queue(tmp_path, srv.url)

@@ -83,7 +83,8 @@ def busy_worker(tmp_path: Path
             proc.wait(10)
 
 
-def test_kill_9_of_the_consumer_ends_its_children(busy_worker):
+def test_kill_9_of_the_consumer_ends_its_children(
+        busy_worker: tuple[Path, Path, subprocess.Popen[bytes], list[int]]) -> None:
     db, config, proc, kids = busy_worker
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(10)
@@ -97,7 +98,8 @@ def test_kill_9_of_the_consumer_ends_its_children(busy_worker):
     assert census["episodes"] == census["distinct"] == 2 * 3 * 60 and census["broken"] == 0
 
 
-def test_sigterm_to_a_child_ends_it(busy_worker):
+def test_sigterm_to_a_child_ends_it(
+        busy_worker: tuple[Path, Path, subprocess.Popen[bytes], list[int]]) -> None:
     _, _, proc, kids = busy_worker
     for kid in kids:
         os.kill(kid, signal.SIGTERM)

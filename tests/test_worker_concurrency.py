@@ -48,7 +48,7 @@ def _enqueue(db: Path, config: Path, *extra: str) -> None:
     assert out.returncode == 0, out.stderr
 
 
-def test_two_worker_processes_never_exceed_the_models_concurrency(tmp_path):
+def test_two_worker_processes_never_exceed_the_models_concurrency(tmp_path: Path) -> None:
     app = FillGate(6, delay_s=0.05, responder=react_responder(2), record=False)
     with LoopbackServer(app) as server:
         db, config = _lab(tmp_path, server.url, concurrency=6)
@@ -66,7 +66,7 @@ def test_two_worker_processes_never_exceed_the_models_concurrency(tmp_path):
     assert app.peak == 6  # the cap was reached and never passed, by both workers together
 
 
-def test_a_jobs_straggler_does_not_hold_back_the_next_job(tmp_path):
+def test_a_jobs_straggler_does_not_hold_back_the_next_job(tmp_path: Path) -> None:
     slow_question = "demo-007"  # in the first job (questions 1–50); the second has 51–60
     (text,) = [q.question for q in demo_questions() if q.id == slow_question]
 
@@ -124,7 +124,7 @@ asyncio.run(main())
 """
 
 
-def test_call_slots_are_shared_by_processes_and_freed_when_one_dies(tmp_path):
+def test_call_slots_are_shared_by_processes_and_freed_when_one_dies(tmp_path: Path) -> None:
     path = tmp_path / "calls.lock"
     holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(path)], cwd=ROOT,
                               stdout=subprocess.PIPE, text=True)
@@ -149,7 +149,8 @@ def test_call_slots_are_shared_by_processes_and_freed_when_one_dies(tmp_path):
         holder.wait()
 
 
-def test_try_acquire_takes_a_free_slot_at_once_and_never_one_a_waiting_call_is_owed(tmp_path):
+def test_try_acquire_takes_a_free_slot_at_once_and_never_one_a_waiting_call_is_owed(tmp_path: Path
+                                                                                   ) -> None:
     # a model call takes its slot with try_acquire and enters the cut-able wait only
     # when none is free; it must not overtake a call already waiting for one
     async def main() -> None:

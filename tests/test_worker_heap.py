@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -29,11 +30,13 @@ def untuned() -> Iterator[None]:
     gc.set_threshold(*threshold)
 
 
-def test_lab_worker_tunes_the_collector_before_it_runs(db_path, monkeypatch, untuned):
+def test_lab_worker_tunes_the_collector_before_it_runs(db_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch,
+                                                       untuned: None) -> None:
     store.connect(db_path).conn.close()
     seen: list[tuple[int, tuple[int, ...]]] = []
 
-    def run_worker(settings, workers=1, until_idle=False):  # what the worker would find
+    def run_worker(settings, workers=1, until_idle=False) -> None:  # what the worker would find
         seen.append((gc.get_freeze_count(), gc.get_threshold()))
 
     monkeypatch.setattr("console.cli.queue.run_worker", run_worker)

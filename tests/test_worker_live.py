@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 from core import store
 from core.conditions import parse_condition
@@ -29,7 +32,7 @@ def _count(db, table: str) -> int:
     return db.conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
 
 
-def test_a_running_episode_is_live_after_a_flush_and_gone_once_stored(db_path):
+def test_a_running_episode_is_live_after_a_flush_and_gone_once_stored(db_path: Path) -> None:
     db = store.connect(db_path)
     q = demo_questions()[0]
     store.insert_questions(db, [q])
@@ -48,7 +51,9 @@ def test_a_running_episode_is_live_after_a_flush_and_gone_once_stored(db_path):
     assert _count(db, "episodes") == 1 and _count(db, "steps") == len(steps)
 
 
-def test_an_episode_that_ends_between_flushes_never_gets_a_live_row(db_path, monkeypatch):
+def test_an_episode_that_ends_between_flushes_never_gets_a_live_row(db_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch
+                                                                   ) -> None:
     db = store.connect(db_path)
     started = []
     real = store.live_start

@@ -41,7 +41,7 @@ def _lab_with_a_lost_job(tmp_path: Path, worker: str, heartbeat_age: float):
     return db, config, settings, job_id
 
 
-def test_status_shows_a_job_without_heartbeat_as_stale_with_no_eta(tmp_path):
+def test_status_shows_a_job_without_heartbeat_as_stale_with_no_eta(tmp_path: Path) -> None:
     worker = f"{socket.gethostname()}:{_dead_pid()}"
     db, config, _, _ = _lab_with_a_lost_job(tmp_path, worker, heartbeat_age=5)
     (g,) = status(db)
@@ -51,13 +51,13 @@ def test_status_shows_a_job_without_heartbeat_as_stale_with_no_eta(tmp_path):
     assert "stale (worker lost?)" in out.stdout and "ETA -" in out.stdout
 
 
-def test_a_fresh_heartbeat_is_not_stale(tmp_path):
+def test_a_fresh_heartbeat_is_not_stale(tmp_path: Path) -> None:
     db, _, _, _ = _lab_with_a_lost_job(tmp_path, "elsewhere:1", heartbeat_age=0.5)
     (g,) = status(db)
     assert g.stale == 0
 
 
-def test_a_dead_local_workers_job_is_retaken_before_its_lease_ends(tmp_path):
+def test_a_dead_local_workers_job_is_retaken_before_its_lease_ends(tmp_path: Path) -> None:
     worker = f"{socket.gethostname()}:{_dead_pid()}"
     db, _, settings, job_id = _lab_with_a_lost_job(tmp_path, worker, heartbeat_age=5)
     assert dead_workers({worker, "otherhost:1", "w1"}) == [worker]
@@ -69,7 +69,7 @@ def test_a_dead_local_workers_job_is_retaken_before_its_lease_ends(tmp_path):
     assert ledger.workers(db) == [] or all(w["id"] != worker for w in ledger.workers(db))
 
 
-def test_a_job_of_another_host_waits_for_its_lease(tmp_path):
+def test_a_job_of_another_host_waits_for_its_lease(tmp_path: Path) -> None:
     db, _, settings, job_id = _lab_with_a_lost_job(tmp_path, "otherhost:1", heartbeat_age=5)
     huey, task = make_huey(settings)
     reconcile(db, huey, task)
