@@ -67,8 +67,8 @@ def read_packs(db, upto, values) -> np.ndarray | None:
     """read_key_packs for episode_keys_frame's row layout of `values`."""
     probe: dict = {}
 
-    def spy(db_, upto_, fields):
-        probe["rows"] = real(db_, upto_, fields)
+    def spy(db_, upto_, fields, text=None):
+        probe["rows"] = real(db_, upto_, fields, text)
         return probe["rows"]
 
     real = F.read_key_packs

@@ -36,8 +36,10 @@ from analysis.measures.decisions import (
 )
 from core.conditions import TWO_SOURCE_ARMS
 from core.end_reasons import APART
+from core.store.connection import db_file
+from core.store.early_reads import EarlyReads
 from core.store.frames import EPISODE_KEYS
-from core.store.packs import PackSpan
+from core.store.packs import KeyPackText, PackSpan
 from core.store.selection import Selection
 
 DECISION_KEYS = ("arm", "condition_hash", "dataset", "question_set", "run", "seed",
@@ -66,13 +68,16 @@ class Frames:
             a refusal (`apart_episodes`; in every measure, and counted on their row).
         selection: the filters and pooling the frames were loaded with.
         source: where the lazy parts are read from (None: everything is in memory).
+        early: the key and decision packs being read since the command started
+            (`core.store.early_reads`), taken when they describe `source`.
     """
 
     def __init__(self, episodes: pd.DataFrame | None = None, steps: pd.DataFrame | None = None,
                  decisions: pd.DataFrame | None = None, errored: int = 0,
                  runs: tuple[str, ...] = (), errored_episodes: pd.DataFrame | None = None,
                  selection: Selection | None = None, source: FrameSource | None = None,
-                 apart_episodes: pd.DataFrame | None = None) -> None:
+                 apart_episodes: pd.DataFrame | None = None,
+                 early: EarlyReads | None = None) -> None:
         self._episodes, self._steps, self._decisions = episodes, steps, decisions
         self.errored = errored
         self.runs = runs
@@ -85,8 +90,9 @@ class Frames:
         self._backup_steps: pd.DataFrame | None = None
         self._episode_keys: pd.DataFrame | None = None
         self._episode_columns: dict[tuple[str, ...], pd.DataFrame] = {}
-        self._packs: Future[PackSpan] | None = None
+        self._packs: Future[PackSpan | None] | None = None
         self._lock = threading.Lock()
+        self._early = early if source is not None else None
 
     @property
     def episodes(self) -> pd.DataFrame:
@@ -152,10 +158,19 @@ class Frames:
                 db = src.connect()
                 try:
                     self._episode_columns[values] = with_keys(episode_keys_frame(
-                        db, src.selection, src.fingerprint.max_id, values))
+                        db, src.selection, src.fingerprint.max_id, values,
+                        self._early_key_text(src)))
                 finally:
                     db.conn.close()
             return self._episode_columns[values]
+
+    def _early_key_text(self, src: FrameSource) -> KeyPackText | None:
+        """The key packs read since the command started, when they describe `src`: the
+        first read takes them (a later one reads its own; the text is not held beside
+        the frames)."""
+        if self._early is None:
+            return None
+        return self._early.take_key_packs(src.path, src.selection, src.fingerprint)
 
     def prefetch_decisions(self) -> None:
         """Start reading the decision packs in a thread, for a later `decisions`.
@@ -171,6 +186,11 @@ class Frames:
             if (src is None or self._decisions is not None or self._packs is not None
                     or src.selection.filtered or not src.fingerprint.episodes):
                 return
+            if self._early is not None:
+                self._packs = self._early.take_decision_packs(src.path, src.selection,
+                                                              src.fingerprint)
+                if self._packs is not None:
+                    return  # being read since the command started
             pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="packs")
             self._packs = pool.submit(_read_pack_span, src)
             pool.shutdown(wait=False)  # the thread ends with its one read
@@ -240,7 +260,8 @@ class Frames:
         src = self._need_source()
         db = src.connect()
         try:
-            return with_keys(episode_keys_frame(db, src.selection, src.fingerprint.max_id))
+            return with_keys(episode_keys_frame(db, src.selection, src.fingerprint.max_id,
+                                                text=self._early_key_text(src)))
         finally:
             db.conn.close()
 
@@ -357,17 +378,10 @@ def apart_episodes(episodes: pd.DataFrame) -> pd.DataFrame:
     return episodes.loc[mask]
 
 
-def db_file(db: Database) -> str:
-    """The main database file of a connection ("" for an in-memory database)."""
-    for _, name, file in db.conn.execute("PRAGMA database_list").fetchall():
-        if name == "main":
-            return str(file or "")
-    return ""
-
-
 def load_frames(db: Database, selection: Selection | None = None,
                 runs: Sequence[str] | None = None,
-                models: Sequence[str] | None = None) -> Frames:
+                models: Sequence[str] | None = None, early: EarlyReads | None = None
+                ) -> Frames:
     """The selection's Frames; episodes, decisions and steps are read on first use.
 
     Signature: ``load_frames(db, Selection(runs=("main",), seeds=(0, 1),
@@ -381,6 +395,8 @@ def load_frames(db: Database, selection: Selection | None = None,
             nothing pooled).
         runs: run names to keep.
         models: model names to keep.
+        early: packs being read since the command started (`core.store.early_reads`);
+            the frames take them where they describe this selection's data.
 
     Returns:
         The Frames (runs, errored episodes and the fingerprint read now).
@@ -404,4 +420,4 @@ def load_frames(db: Database, selection: Selection | None = None,
     errored = with_keys(episodes_frame(db, selection=sel, upto=fp.max_id, errored=True))
     apart = with_keys(episodes_frame(db, selection=sel, upto=fp.max_id, apart=True))
     return Frames(None, None, None, len(errored), selection_runs(db, sel, fp.max_id), errored,
-                  sel, FrameSource(path, sel, fp), apart)
+                  sel, FrameSource(path, sel, fp), apart, early)

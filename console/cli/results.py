@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from analysis.base.rows import Table
     from analysis.measures.frames import Frames
     from analysis.tables.results import ResultsSpec
+    from core.store.early_reads import EarlyReads
 
 FORMATS = ("table", "csv", "json")
 NO_REPAIRED = ("note: no repaired answers stored yet (answer repair, `lab repair`, is not run in "
@@ -102,15 +103,17 @@ def results_spec(resamples: int, seed: int, tau_lo: float, tau_hi: float,
                        repaired, against=against, delta_regimes=delta_regimes)
 
 
-def _frames(db: Database, selection: Selection, path: Path) -> Frames:
-    """Load the selection, or explain in one line why it is empty or names unknown values."""
+def _frames(db: Database, selection: Selection, path: Path,
+            early: EarlyReads | None = None) -> Frames:
+    """Load the selection, or explain in one line why it is empty or names unknown values
+    (`early`: packs being read since the command started, for `load_frames`)."""
     from analysis.measures.frames import load_frames
 
     if not store.count(db, "episodes"):
         raise StoreError(f"no finished episodes in {path}; run `lab demo`, or `lab enqueue` "
                          "then `lab worker`")
     check_selection(db, selection)
-    frames = load_frames(db, selection)
+    frames = load_frames(db, selection, early=early)
     if frames.n_episodes:  # from the fingerprint: a cached table reads no frame
         return frames
     raise ConfigError("no finished episodes match this selection (they exist, but not in this "
@@ -214,12 +217,16 @@ def results(ctx: click.Context, table: str, runs: tuple[str, ...], sets: tuple[s
     beside the reference's, with the difference and whether the Δ intervals overlap
     (docs/results.md).
     """
+    db = open_db(ctx, create=False)
+    selection = selection_from(runs, sets, seeds, models, conditions, regimes, pool)
+    early = _early_reads(db, selection, table)  # before pandas and the tables' code load
+    if early is not None:
+        ctx.call_on_close(early.close)
+
     from analysis.tables.registry import REPLICATION, TRACES
     from analysis.tables.results import family_of, results_for
     from analysis.tables.text import render_results
 
-    db = open_db(ctx, create=False)
-    selection = selection_from(runs, sets, seeds, models, conditions, regimes, pool)
     spec = results_spec(resamples, seed, tau_lo, tau_hi, max_retrievals, fit_depths,
                         split_seed, judge, repaired, against, delta_regimes)
     if against is not None and family_of(table) != REPLICATION:
@@ -228,7 +235,7 @@ def results(ctx: click.Context, table: str, runs: tuple[str, ...], sets: tuple[s
         (trace,) = results_for(db, selection, table, spec).tables
         _print_trace(trace, fmt)
         return
-    frames = _frames(db, selection, ctx.obj["db"])
+    frames = _frames(db, selection, ctx.obj["db"], early)
     res = results_for(db, selection, table, spec, frames)
     if family_of(table) == REPLICATION:
         from analysis.tables.replication import unmatched
@@ -249,6 +256,26 @@ def results(ctx: click.Context, table: str, runs: tuple[str, ...], sets: tuple[s
         return
     echo(_rows_out([d | row_provenance(d, provenance) for t in res.tables
                           for d in t.dicts()], fmt))
+
+
+def _early_reads(db: Database, selection: Selection, table: str) -> EarlyReads | None:
+    """Start reading what episode table `table` (or "all") reads first, the episodes' key
+    packs and, for a table of decisions, the decision packs, in a thread, so SQLite reads
+    them on another core while pandas and the tables' code are imported
+    (`core.store.early_reads`); None for a filtered selection (it reads its own, narrower
+    rows) or a table of another family."""
+    from analysis.tables.registry import EPISODES, table_def, table_names
+    from core.store.connection import db_file
+    from core.store.early_reads import EarlyReads
+
+    names = table_names(EPISODES) if table == "all" else (table,)
+    if selection.filtered or any(table_def(n).family != EPISODES for n in names):
+        return None
+    path = db_file(db)
+    if not path:
+        return None
+    reads = [table_def(n).reads for n in names]
+    return EarlyReads(path, any(r.decisions and not r.two_source_only for r in reads))
 
 
 def _print_trace(table: Table, fmt: str) -> None:

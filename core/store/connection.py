@@ -47,6 +47,14 @@ def connect(path: Path | str, create: bool = True, read_only_fallback: bool = Fa
     return open_migrated(path, create, _rederive, read_only_fallback)
 
 
+def db_file(db: Database) -> str:
+    """The main database file of a connection ("" for an in-memory database)."""
+    for _, name, file in db.conn.execute("PRAGMA database_list").fetchall():
+        if name == "main":
+            return str(file or "")
+    return ""
+
+
 def _rederive(db: Database, path: Path, everything: bool = False) -> None:
     """Rebuild stale derived tables (all of them when `everything`), logging one line when
     episodes were rederived; skipped on a read-only lab.db."""

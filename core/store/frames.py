@@ -24,6 +24,7 @@ from core.store.layouts import require_layout
 from core.store.packs import (
     PACKED_BY_ID_SQL,
     PACKED_SQL,
+    KeyPackText,
     PackSpan,
     read_key_packs,
     read_packs,
@@ -145,7 +146,8 @@ arms, `_ARM_ONLY`); ``answer_action`` (NULL when unanswered) is float64 with NaN
 
 
 def episode_keys_frame(db: Database, selection: Selection | None = None,
-                       upto: int | None = None, values: Sequence[str] = ()) -> pd.DataFrame:
+                       upto: int | None = None, values: Sequence[str] = (),
+                       text: KeyPackText | None = None) -> pd.DataFrame:
     """The error-free episodes' key columns (_FRAME_ORDER), as a DataFrame.
 
     The rows of `episodes_frame` without an error, in its order, with its EPISODE_KEYS
@@ -162,6 +164,8 @@ def episode_keys_frame(db: Database, selection: Selection | None = None,
         upto: only episodes with id <= upto (the state a `Fingerprint` recorded).
         values: KEY_VALUES columns to read too, after the keys (values and dtypes as in
             `episodes_frame`).
+        text: for an unfiltered selection, `core.store.packs.key_pack_text(db, upto)`
+            when already read (`core.store.early_reads`); None: read here.
 
     Returns:
         One row per error-free episode, ordered by id.
@@ -190,7 +194,8 @@ def episode_keys_frame(db: Database, selection: Selection | None = None,
     fields = np.dtype([("episode_id", "i8"), ("question_id", object), ("bad", "?"), *cell,
                        *((f"w{i}", "i8") for i in words),
                        *((("cost_usd", "f8"),) if "cost_usd" in values else ())])
-    rows = None if sel.filtered else read_key_packs(db, upto, fields)
+    rows = None if sel.filtered else read_key_packs(db, upto, fields, text)
+    text = None  # the packs' BLOB and text are not held while the frame is built
     if rows is None:  # a filtered selection, or episodes some writer left unpacked
         cursor = db.conn.execute("SELECT e.id, e.question_id, e.error IS NOT NULL"
                                  + ("" if 1 in words else ", e.cell_id")

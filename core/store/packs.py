@@ -36,7 +36,41 @@ _KEY_WORDS_SQL = ("SELECT count(*), CAST(group_concat(words, '') AS BLOB) FROM e
 order SQLite concatenates them: `read_key_packs` checks their ids increase)."""
 
 
-def read_key_packs(db: Database, upto: int | None, fields: Any) -> dict[str, Any] | None:
+KeyPackText = tuple[int, bytes, str | None]
+"""`key_pack_text`'s read: (episodes, their packs' BLOB in id order, their question ids
+joined by the unit separator; None when SQLite gave no text)."""
+
+
+def key_pack_text(db: Database, last: int | None) -> KeyPackText | None:
+    """Every episode's pack up to `last` and its question id, as SQLite hands them over:
+    one BLOB and one text for the whole range (`read_key_packs` decodes them; the
+    statements run with the GIL released, so `core.store.early_reads` runs them in a
+    thread).
+
+    Args:
+        db: an open lab.db.
+        last: the last episode id (None: all).
+
+    Returns:
+        The KeyPackText, or None when an episode in the range has no pack or there is
+        no ``episode_packs`` table (a database being migrated): read the rows then.
+    """
+    last = (1 << 63) - 1 if last is None else int(last)
+    try:
+        read = _scanned_apart(db, last)
+        if read is None:
+            total, n, blob, questions = db.conn.execute(_KEY_PACKS_SQL, (last,)).fetchone()
+            if n != total:
+                return None
+            read = (n, blob, questions)
+    except sqlite3.OperationalError:  # no episode_packs table (a database being migrated)
+        return None
+    n, blob, questions = read
+    return int(n), bytes(blob or b""), questions if isinstance(questions, str) else None
+
+
+def read_key_packs(db: Database, upto: int | None, fields: Any,
+                   text: KeyPackText | None = None) -> dict[str, Any] | None:
     """`episode_keys_frame`'s rows of every episode (errored ones included) up to `upto`
     from `episode_packs`: one BLOB and one text for the whole range, not a Python
     object per value.
@@ -47,6 +81,7 @@ def read_key_packs(db: Database, upto: int | None, fields: Any) -> dict[str, Any
         fields: the structured dtype of the row read (episode_id, question_id, bad,
             cell_id unless word 1 is read, ``w{i}`` per `EPISODE_WORDS` word i, and
             cost_usd when read).
+        text: `key_pack_text(db, upto)` when already read (`core.store.early_reads`).
 
     Returns:
         The columns of `fields` (the same values the row read gives), or None when an
@@ -59,21 +94,13 @@ def read_key_packs(db: Database, upto: int | None, fields: Any) -> dict[str, Any
     import numpy as np
 
     require_layout(db, "episode_packs")
-    last = (1 << 63) - 1 if upto is None else int(upto)
-    try:
-        read = _scanned_apart(db, last)
-        if read is None:
-            total, n, blob, questions = db.conn.execute(_KEY_PACKS_SQL, (last,)).fetchone()
-            if n != total:
-                return None
-            read = (n, blob, questions)
-    except sqlite3.OperationalError:  # no episode_packs table (a database being migrated)
+    read = text if text is not None else key_pack_text(db, upto)
+    if read is None:
         return None
     n, blob, questions = read
     if not n:
         return {name: np.zeros(0, dtype=fields[name]) for name in fields.names}
-    blob = bytes(blob)
-    pieces = questions.split("\x1f") if isinstance(questions, str) else []
+    pieces = questions.split("\x1f") if questions is not None else []
     if len(blob) != 8 * PACK_WORDS * n or len(pieces) != n:
         return None
     packs = np.frombuffer(blob, dtype="<i8").reshape(n, PACK_WORDS)

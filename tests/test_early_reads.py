@@ -1,0 +1,104 @@
+"""The packs `lab results` starts reading before its imports (`core.store.early_reads`)
+are what the frames read instead of reading them again, give the very frames the frames
+read themselves, and are left alone where they describe other data."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from analysis.measures.frames import load_frames
+from core import store
+from core.store import packs as P
+from core.store.early_reads import EarlyReads
+from core.store.selection import Selection
+from tests.helpers.scale import load_fixture, write_rows
+
+
+@pytest.fixture(scope="module")
+def stored(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("early") / "lab.db"
+    write_rows(store.connect(path), load_fixture())
+    return path
+
+
+def no_reads_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make the frames' own reads of the key and decision packs fail (the thread of an
+    EarlyReads made before keeps the functions it imported)."""
+    def refuse(*_args: object) -> None:
+        raise AssertionError("read again instead of taking the early read")
+
+    monkeypatch.setattr(P, "key_pack_text", refuse)
+    monkeypatch.setattr(P, "read_pack_span", refuse)
+
+
+def test_the_frames_take_the_early_reads_and_read_the_same(stored: Path,
+                                                           monkeypatch: pytest.MonkeyPatch
+                                                           ) -> None:
+    db = store.connect(stored)
+    want = load_frames(db, Selection())
+    want_keys, want_decisions = want.episode_keys, want.decisions
+    early = EarlyReads(stored, decisions=True)
+    with monkeypatch.context() as m:
+        no_reads_here(m)
+        got = load_frames(db, Selection(), early=early)
+        got.prefetch_decisions()
+        assert got.episode_keys.equals(want_keys)
+        assert got.decisions.equals(want_decisions)
+    early.close()
+
+
+def test_columns_beside_the_keys_come_from_the_early_read(stored: Path,
+                                                         monkeypatch: pytest.MonkeyPatch
+                                                         ) -> None:
+    db = store.connect(stored)
+    values = ("correct", "tool_calls", "cost_usd")
+    want = load_frames(db, Selection()).episode_columns(values)
+    early = EarlyReads(stored, decisions=False)
+    with monkeypatch.context() as m:
+        no_reads_here(m)
+        got = load_frames(db, Selection(), early=early).episode_columns(values)
+    assert got.equals(want)
+    early.close()
+
+
+def test_reads_of_other_data_are_not_taken(stored: Path, tmp_path: Path) -> None:
+    path = tmp_path / "lab.db"
+    path.write_bytes(stored.read_bytes())
+    early = EarlyReads(path, decisions=True)
+    early._thread.join()  # read before the change below
+    db = store.connect(path)
+    with db.conn:
+        db.conn.execute("DELETE FROM episodes WHERE id = (SELECT max(id) FROM episodes)")
+    want = load_frames(db, Selection())
+    got = load_frames(db, Selection(), early=early)
+    got.prefetch_decisions()
+    assert len(got.episode_keys) == len(want.episode_keys)
+    assert got.episode_keys.equals(want.episode_keys)
+    assert got.decisions.equals(want.decisions)
+    early.close()
+
+
+def test_a_filtered_selection_reads_its_own(stored: Path) -> None:
+    db = store.connect(stored)
+    selection = Selection(seeds=(1,))
+    early = EarlyReads(stored, decisions=True)
+    got = load_frames(db, selection, early=early)
+    assert got.episode_keys.equals(load_frames(db, selection).episode_keys)
+    every = load_frames(db, Selection()).source
+    assert every is not None  # even beside every episode's fingerprint: not its rows
+    assert early.take_key_packs(every.path, selection, every.fingerprint) is None
+    assert early.take_decision_packs(every.path, selection, every.fingerprint) is None
+    early.close()
+
+
+def test_a_failed_early_read_leaves_the_frames_reading_their_own(tmp_path: Path) -> None:
+    early = EarlyReads(tmp_path / "missing.db", decisions=True)
+    early._thread.join()
+    db = store.connect(tmp_path / "other.db")
+    frames = load_frames(db, Selection(), early=early)
+    assert frames.source is not None
+    assert early.take_key_packs(frames.source.path, Selection(), frames.source.fingerprint) \
+        is None
+    early.close()
