@@ -94,7 +94,8 @@ def test_results_repaired_falls_back_to_raw_and_says_so(grid_db: Path) -> None:
     (["--models", "sim-x"], "no episodes of model 'sim-x'"),
     (["bogus"], None),
 ])
-def test_results_bad_selection_exits_non_zero(grid_db: Path, args, message: str | None) -> None:
+def test_results_bad_selection_exits_non_zero(grid_db: Path, args: list[str], message: str | None
+                                             ) -> None:
     r = invoke(results, args, grid_db)
     assert r.exit_code != 0
     if message:

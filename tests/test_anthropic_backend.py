@@ -154,8 +154,8 @@ FAULTS = [
 @pytest.mark.parametrize("fault, times, reason", FAULTS,
                          ids=[f"{f.kind}{f.status if f.kind == 'status' else ''}-"
                               f"{'always' if t is None else t}" for f, t, _ in FAULTS])
-def test_episodes_through_fault(app: AnthropicApp, server: LoopbackServer, db_path: Path, fault,
-                                times, reason) -> None:
+def test_episodes_through_fault(app: AnthropicApp, server: LoopbackServer, db_path: Path,
+                                fault: Fault, times: int | None, reason: str | None) -> None:
     app.responder = tool_responder(searches=1)
     if times is None:
         app.script.always = fault

@@ -92,7 +92,8 @@ def _insert_errored(db_path: Path, cell_id: int, question_id: str) -> None:
 
 
 @pytest.mark.parametrize("a, b", KNOB_PAIRS, ids=["k", "judge", "rate"])
-def test_two_arms_differing_in_one_knob_are_two_rows_in_every_table(grid_db: Path, a, b) -> None:
+def test_two_arms_differing_in_one_knob_are_two_rows_in_every_table(grid_db: Path, a: str, b: str
+                                                                   ) -> None:
     sel = ["--conditions", f"{a},{b}", "--seeds", "0"]
     hashes = {parse_condition(a).spec_hash(), parse_condition(b).spec_hash()}
     checks = (("success", "success", "persistent"), ("delta", "delta", "own judgments, by t"),
@@ -108,8 +109,8 @@ def test_two_arms_differing_in_one_knob_are_two_rows_in_every_table(grid_db: Pat
 
 
 @pytest.mark.parametrize("a, b", KNOB_PAIRS, ids=["k", "judge", "rate"])
-def test_export_keeps_the_two_arms_apart_with_provenance(grid_db: Path, tmp_path: Path, a, b
-                                                        ) -> None:
+def test_export_keeps_the_two_arms_apart_with_provenance(grid_db: Path, tmp_path: Path, a: str,
+                                                         b: str) -> None:
     out = tmp_path / "export"
     r = invoke(export_cmd, [str(out), "--resamples", "10", "--conditions", f"{a},{b}",
                             "--seeds", "1"], grid_db)
@@ -303,8 +304,8 @@ def test_filters_select_in_sql(grid_db: Path) -> None:
     (["--seeds", "x"], "--seeds takes comma-separated integers"),
     (["--pool", "arms"], "cannot pool 'arms'; choose from runs, seeds, replicates, sets"),
 ])
-def test_unknown_names_are_one_error_listing_the_known_ones(grid_db: Path, args, message: str
-                                                           ) -> None:
+def test_unknown_names_are_one_error_listing_the_known_ones(grid_db: Path, args: list[str],
+                                                            message: str) -> None:
     r = invoke(results, ["cost", *args], grid_db)
     assert r.exit_code != 0
     assert isinstance(r.exception, LabError) and message in str(r.exception)

@@ -134,7 +134,8 @@ def _lab_readonly(db_path: Path, *args: str, timeout: float = 60) -> subprocess.
      "--set", "d"),
     ("worker", "--until-idle"),
 ])
-def test_read_only_database_is_one_line(template: Path, shared_dir: Path, args) -> None:
+def test_read_only_database_is_one_line(template: Path, shared_dir: Path, args: tuple[str, ...]
+                                       ) -> None:
     path = shared_dir / "lab.db"
     shutil.copy(template, path)
     before = dump_hash(path)
@@ -197,7 +198,7 @@ def test_prereg_export_into_missing_directory_is_one_line(db: Path,
 ])
 def test_lab_toml_mistakes_name_file_table_and_key(db: Path, tmp_path: Path,
                                                    capsys: pytest.CaptureFixture[str], text: str,
-                                                   words) -> None:
+                                                   words: tuple[str, ...]) -> None:
     config = tmp_path / "lab.toml"
     config.write_text(text, encoding="utf-8")
     before = dump_hash(db)
@@ -235,7 +236,8 @@ def test_missing_default_config_is_fine(db: Path, capsys: pytest.CaptureFixture[
     ("enforced_rule:k", ("knob k needs a value, e.g. enforced_rule:k=5",)),
 ])
 def test_condition_knobs_are_validated_per_condition(db: Path, capsys: pytest.CaptureFixture[str],
-                                                     condition: str, words) -> None:
+                                                     condition: str, words: tuple[str, ...]
+                                                    ) -> None:
     before = dump_hash(db)
     one_error(*lab(capsys, "--db", db, "enqueue", "--models", "sim-own5", "--conditions",
                    condition, "--regimes", "clean", "--set", "d")[::2], *words)
@@ -261,8 +263,8 @@ def test_every_condition_takes_its_own_knobs_and_judge(db: Path, capsys: pytest.
     ("prereg", "export"),
 ])
 def test_read_only_commands_do_not_create_a_database(tmp_path: Path,
-                                                     capsys: pytest.CaptureFixture[str], args
-                                                    ) -> None:
+                                                     capsys: pytest.CaptureFixture[str],
+                                                     args: tuple[str, ...]) -> None:
     path = tmp_path / "lab.bd"
     one_error(*lab(capsys, "--db", path, *args)[::2], f"no lab database at {path}",
               "lab init")
@@ -457,8 +459,8 @@ ENQUEUE = ("enqueue", "--models", "sim-own5", "--conditions", "none", "--regimes
     (("export", "out", "--resamples", "100001"), ("--resamples", "100001")),
     (("validate-measures", "--resamples", "100001"), ("--resamples", "100001")),
 ])
-def test_numbers_beyond_bounds_are_one_line(db: Path, capsys: pytest.CaptureFixture[str], args,
-                                            words) -> None:
+def test_numbers_beyond_bounds_are_one_line(db: Path, capsys: pytest.CaptureFixture[str],
+                                            args: tuple[str, ...], words: tuple[str, str]) -> None:
     before = dump_hash(db)
     one_error(*lab(capsys, "--db", db, *args)[::2], *words)
     assert dump_hash(db) == before
@@ -485,7 +487,7 @@ def with_episodes(template: Path, tmp_path_factory: pytest.TempPathFactory) -> P
 ])
 def test_export_into_a_file_shadowed_folder_is_one_line(with_episodes: Path, tmp_path: Path,
                                                         capsys: pytest.CaptureFixture[str],
-                                                        where: str, words) -> None:
+                                                        where: str, words: tuple[str, ...]) -> None:
     (tmp_path / "file").write_text("x", encoding="utf-8")
     target = tmp_path / where
     one_error(*lab(capsys, "--db", with_episodes, "export", target, "--resamples", "5")[::2],

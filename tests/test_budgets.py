@@ -90,7 +90,7 @@ def test_three_budgets_give_every_pair(frame: pd.DataFrame) -> None:
 
 
 @pytest.mark.parametrize("values", [[3.0], [1.0, 4.0], [5.0, 1.0, 3.0, 2.0, 9.0], [2.0, 2.0]])
-def test_weighted_median_is_numpys_median_with_unit_weights(values) -> None:
+def test_weighted_median_is_numpys_median_with_unit_weights(values: list[float]) -> None:
     v = np.array(values)
     assert weighted_median(v, np.ones((1, v.size)))[0] == np.median(v)
 
@@ -180,7 +180,7 @@ def _per_episode(side: BudgetSide, w: np.ndarray) -> np.ndarray:
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_measures_summed_by_question_equal_the_per_episode_definition(seed) -> None:
+def test_measures_summed_by_question_equal_the_per_episode_definition(seed: int) -> None:
     rng = np.random.default_rng(seed)
     n_q, n_ep = 7, 25  # several episodes per question (seeds pooled), some unanswered
     question = np.sort(rng.integers(0, n_q, n_ep))

@@ -88,7 +88,7 @@ def test_holm_inside_classify_still_passes_what_passes_alone() -> None:
 
 
 @pytest.mark.parametrize("models", [["m1"], ["m1", "m3"]])
-def test_delta_data_still_classifies_as_executed(models) -> None:
+def test_delta_data_still_classifies_as_executed(models: list[str]) -> None:
     b = _never_answers()
     delta_data(b, "m1")
     test = {"id": "PP1", "kind": "classify", "models": models, "outcomes": [

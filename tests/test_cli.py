@@ -55,7 +55,7 @@ def test_try_prints_the_episode(db_path: Path) -> None:
     (["sets", "show", "nothing"], "no lab database at"),
     (["try", "--model", "sim-own5"], "Missing option"),
 ])
-def test_bad_input_one_line_nonzero(db_path: Path, args, message: str,
+def test_bad_input_one_line_nonzero(db_path: Path, args: list[str], message: str,
                                     capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["--db", str(db_path), *args])
     err = capsys.readouterr().err

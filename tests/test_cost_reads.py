@@ -16,6 +16,7 @@ from analysis.measures.frames import load_frames
 from analysis.tables.compute import _compute_one, compute
 from core import store
 from core.store import frames as F
+from core.store.selection import Selection
 from tests.helpers.cost_grid import COST, assert_same
 from tests.helpers.scale import results_json
 
@@ -29,8 +30,8 @@ def stored(cost_grid: Path) -> Path:
 @pytest.mark.parametrize("selection, upto", [
     (F.Selection(), None), (F.Selection(), 40),
     (F.Selection(conditions=("two_source", "none")), None)], ids=["all", "upto", "arms"])
-def test_cost_columns_are_those_of_episodes_frame(stored: Path, selection, upto: int | None
-                                                 ) -> None:
+def test_cost_columns_are_those_of_episodes_frame(stored: Path, selection: Selection,
+                                                  upto: int | None) -> None:
     db = store.connect(stored)
     episodes = F.episodes_frame(db, selection=selection, upto=upto)
     want = episodes.loc[episodes["error"].isna(), [*F.EPISODE_KEYS, *COST]]

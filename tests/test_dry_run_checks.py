@@ -68,8 +68,8 @@ REFUSED = {
 
 @pytest.mark.parametrize("extra", list(REFUSED.values()), ids=list(REFUSED))
 def test_the_dry_run_refuses_what_the_real_enqueue_refuses(db: Path,
-                                                           capsys: pytest.CaptureFixture[str], extra
-                                                          ) -> None:
+                                                           capsys: pytest.CaptureFixture[str],
+                                                           extra: tuple[str, ...]) -> None:
     if extra == ("--run", "default", "--amendment", "A1"):  # an exploratory run 'default'
         assert main(["--db", str(db), *BASE, "--run", "default"]) == 0
         capsys.readouterr()

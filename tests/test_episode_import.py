@@ -178,8 +178,8 @@ def test_flags_fill_what_a_file_lacks_and_gz_reads_the_same(tmp_path: Path, db_p
     (("s1", None), "the records name the split s1 and some records none; give the run"),
     (("s1", "s2"), "the records name 2 splits (s1, s2); give the run"),
 ])
-def test_without_one_split_the_run_is_asked_for_in_words(splits, said: str, tmp_path: Path,
-                                                         db_path: Path,
+def test_without_one_split_the_run_is_asked_for_in_words(splits: tuple[str | None, ...], said: str,
+                                                         tmp_path: Path, db_path: Path,
                                                          capsys: pytest.CaptureFixture[str]
                                                         ) -> None:
     """A file naming no split (as the paper's released cells), or several, asks for
@@ -234,7 +234,7 @@ BAD = {
 
 
 @pytest.mark.parametrize("case", list(BAD))
-def test_a_malformed_file_stores_nothing(case, tmp_path: Path, db_path: Path,
+def test_a_malformed_file_stores_nothing(case: str, tmp_path: Path, db_path: Path,
                                          capsys: pytest.CaptureFixture[str]) -> None:
     records, words = BAD[case]
     path = write_released(tmp_path / "bad.jsonl", records)

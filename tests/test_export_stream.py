@@ -152,8 +152,8 @@ def test_fixture_exercises_every_case(odd_db: Any) -> None:
     Selection(), Selection(runs=("main",)), Selection(conditions=("enforced_rule",)),
     Selection(regimes=("persistent",), seeds=(1,)), Selection(runs=("nobody",))],
     ids=["all", "run", "arm", "regime-seed", "empty"])
-def test_streamed_csvs_equal_the_pandas_ones_byte_for_byte(odd_db: Any, tmp_path: Path, selection
-                                                           ) -> None:
+def test_streamed_csvs_equal_the_pandas_ones_byte_for_byte(odd_db: Any, tmp_path: Path,
+                                                           selection: Selection) -> None:
     (tmp_path / "old").mkdir()
     (tmp_path / "new").mkdir()
     want = _pandas_csvs(odd_db, tmp_path / "old", selection, "9.9.9")

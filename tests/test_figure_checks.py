@@ -275,7 +275,7 @@ def test_an_exploratory_figure_says_so_first() -> None:
     ("none", "permit", "budget", "stated_rule", "enforced_rule"),
     ("none", "enforced_rule", "lexical_rule", "random_rule", "stated_judgment_rule"),
     ("none", "two_source", "switch_rule"), ("Raw-Gated", "Calibrated-Gated")])
-def test_arms_drawn_together_differ_in_colour(arms) -> None:
+def test_arms_drawn_together_differ_in_colour(arms: tuple[str, ...]) -> None:
     from analysis.figures.identity import arm_look
 
     assert len({arm_look(a).color for a in arms}) == len(arms)

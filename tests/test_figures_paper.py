@@ -46,7 +46,7 @@ def default_rows() -> dict[str, list[RowDict]]:
 
 
 @pytest.mark.parametrize("name", NEW)
-def test_a_new_figure_draws_one_budget_and_one_family_by_default(name) -> None:
+def test_a_new_figure_draws_one_budget_and_one_family_by_default(name: str) -> None:
     from analysis.figures.base import family
 
     out = build(name, default_rows())

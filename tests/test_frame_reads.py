@@ -10,7 +10,7 @@ import pytest
 
 from core import store
 from core.store import frames as F
-from core.store.selection import where_clause
+from core.store.selection import Selection, where_clause
 from tests.helpers.scale import load_fixture, write_rows
 
 
@@ -41,7 +41,7 @@ def assert_same(got: pd.DataFrame, want: pd.DataFrame) -> None:
     (F.Selection(), {}), (F.Selection(), {"upto": 40}), (F.Selection(seeds=(1,)), {}),
     (F.Selection(models=("sim-own5",), conditions=("stated_rule",)), {})],
     ids=["all", "upto", "seed", "model-arm"])
-def test_episodes_frame_equals_the_plain_read(stored: Path, selection, extra) -> None:
+def test_episodes_frame_equals_the_plain_read(stored: Path, selection: Selection, extra) -> None:
     db = store.connect(stored)
     assert_same(F.episodes_frame(db, selection=selection, **extra),
                 plain_episodes(db, selection, **extra))
@@ -70,7 +70,7 @@ def test_rows_the_packing_cannot_carry_are_read_plainly(stored: Path, tmp_path: 
 
 @pytest.mark.parametrize("selection", [F.Selection(), F.Selection(seeds=(0,))],
                          ids=["all", "seed"])
-def test_decisions_by_episode_ids_equal_the_joined_read(stored: Path, selection) -> None:
+def test_decisions_by_episode_ids_equal_the_joined_read(stored: Path, selection: Selection) -> None:
     db = store.connect(stored)
     episodes = F.episodes_frame(db, selection=selection)
     ids = episodes.loc[episodes["error"].isna(), "episode_id"].to_numpy()
@@ -99,7 +99,7 @@ def with_errors(stored: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     (F.Selection(models=("sim-own5",), conditions=("stated_rule",)), None),
     (F.Selection(pool=("seeds", "runs")), None), (F.Selection(seeds=(99,)), None)],
     ids=["all", "upto", "seed", "model-arm", "pooled", "none"])
-def test_episode_keys_are_the_key_columns_of_episodes(with_errors: Path, selection,
+def test_episode_keys_are_the_key_columns_of_episodes(with_errors: Path, selection: Selection,
                                                       upto: int | None) -> None:
     from analysis.measures.frames import episode_keys_of, load_frames
 
@@ -162,7 +162,8 @@ def test_episode_keys_come_from_episode_columns_already_read(stored: Path,
 
 @pytest.mark.parametrize("selection", [F.Selection(), F.Selection(seeds=(1,))],
                          ids=["all", "seed"])
-def test_the_apart_episodes_are_read_through_their_index(stored: Path, selection) -> None:
+def test_the_apart_episodes_are_read_through_their_index(stored: Path, selection: Selection
+                                                        ) -> None:
     """Every analysis reads the truncated and refused episodes: through the partial index
     `episodes_apart`, never a scan of every episode (red when the reader's condition and
     the index's differ, e.g. a new APART reason without a new index)."""

@@ -105,8 +105,9 @@ CASES = [  # (id, thinking, message, finish_reason, text, reasoning, finish)
 
 @pytest.mark.parametrize("thinking, message, finish_reason, text, reasoning, finish",
                          [c[1:] for c in CASES], ids=[c[0] for c in CASES])
-def test_each_raw_reply_reads_as_listed(app: OpenAIApp, server: LoopbackServer, thinking, message,
-                                        finish_reason, text, reasoning, finish) -> None:
+def test_each_raw_reply_reads_as_listed(app: OpenAIApp, server: LoopbackServer, thinking: bool,
+                                        message: dict[str, str | None], finish_reason: str,
+                                        text: str, reasoning: str, finish: str) -> None:
     app.choice = raw({"role": "assistant", **message}, finish_reason)
     gen = generate(served(server.url, thinking=thinking))
     assert (gen.text, gen.reasoning, gen.finish) == (text, reasoning, finish)
@@ -304,7 +305,7 @@ def test_claude_native_tools_are_an_option(claude: tuple[AnthropicApp, LoopbackS
     ("max_tokens", FINISH_LENGTH), ("refusal", FINISH_REFUSAL), ("end_turn", FINISH_STOP),
     ("stop_sequence", FINISH_STOP)])
 def test_claude_stop_reason_becomes_finish_live_and_in_batches(
-        claude: tuple[AnthropicApp, LoopbackServer], stop_reason: str, finish) -> None:
+        claude: tuple[AnthropicApp, LoopbackServer], stop_reason: str, finish: str) -> None:
     from core.models.anthropic import AnthropicClient, MessageBatches
     app, srv = claude
     app.stop_reason = stop_reason

@@ -40,7 +40,7 @@ def _job_states(db: Path) -> dict[str, int]:
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_kill_9_mid_job_loses_nothing_and_stores_nothing_twice(tmp_path: Path, kind) -> None:
+def test_kill_9_mid_job_loses_nothing_and_stores_nothing_twice(tmp_path: Path, kind: str) -> None:
     db, config = tmp_path / "lab.db", kind_registry(tmp_path, latency=50)
     planned = queue_kind(db, config, kind)
     worker = start_lab(db, config, "worker", "--concurrency", "2", log=tmp_path / "w.log")
@@ -59,7 +59,8 @@ def test_kill_9_mid_job_loses_nothing_and_stores_nothing_twice(tmp_path: Path, k
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_a_lease_lost_while_the_first_worker_runs_duplicates_nothing(tmp_path: Path, kind) -> None:
+def test_a_lease_lost_while_the_first_worker_runs_duplicates_nothing(tmp_path: Path, kind: str
+                                                                    ) -> None:
     db_path, config = tmp_path / "lab.db", kind_registry(tmp_path, latency=50)
     planned = queue_kind(db_path, config, kind)
     db = store.connect(db_path)

@@ -232,7 +232,7 @@ def test_leave_delta_by_hand() -> None:
 
 
 @pytest.mark.parametrize("condition", NEW_ARMS)
-def test_every_new_condition_and_regime_through_lab_try(db_path: Path, condition,
+def test_every_new_condition_and_regime_through_lab_try(db_path: Path, condition: str,
                                                         capsys: pytest.CaptureFixture[str]) -> None:
     regimes = ("clean", "persistent", "recover_after_1", "recover_after_5", "late_onset_from_3",
                "plausible", "answerless")

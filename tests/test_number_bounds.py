@@ -12,6 +12,7 @@ import types
 import typing
 from dataclasses import fields
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -114,7 +115,7 @@ def test_nan_and_inf_in_every_numeric_field_are_one_line(tmp_path: Path,
     ("anthropic", 'base_url = "https://h:0"', ("base_url", "port")),
 ])
 def test_values_out_of_range_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                          backend: str, line: str, words) -> None:
+                                          backend: str, line: str, words: tuple[str, ...]) -> None:
     code, _, err = lab(capsys, "--config", _toml(tmp_path, backend, line), "models")
     one_error(code, err, *words)
 
@@ -128,7 +129,7 @@ def test_values_out_of_range_are_one_line(tmp_path: Path, capsys: pytest.Capture
     ("http:///v1", ("endpoints[0]", "no host")),
 ])
 def test_bad_endpoints_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], url: str,
-                                    words) -> None:
+                                    words: tuple[str, ...]) -> None:
     path = tmp_path / "lab.toml"
     path.write_text(f'[models.m]\nbackend = "openai"\nmodel = "m"\nendpoints = ["{url}"]\n',
                     encoding="utf-8")
@@ -174,7 +175,8 @@ ENQUEUE = ("enqueue", "--models", "sim-own5", "--conditions", "none", "--regimes
     ((*ENQUEUE, "--seeds", "0,nan"), ("--seeds",)),
 ])
 def test_option_values_out_of_range_are_one_line(template: Path, tmp_path: Path,
-                                                 capsys: pytest.CaptureFixture[str], args, words
+                                                 capsys: pytest.CaptureFixture[str],
+                                                 args: tuple[str, ...], words: tuple[str, ...]
                                                 ) -> None:
     db = tmp_path / "lab.db"
     copy_db(template, db)
@@ -188,9 +190,10 @@ def test_option_values_out_of_range_are_one_line(template: Path, tmp_path: Path,
 @pytest.mark.parametrize("key, value", [
     ("grace_s", math.nan), ("grace_s", math.inf), ("concurrency", 10**9), ("lease_s", 0),
     ("heartbeat_s", math.nan), ("max_attempts", 0)])
-def test_worker_settings_check_their_numbers(tmp_path: Path, key: str, value) -> None:
+def test_worker_settings_check_their_numbers(tmp_path: Path, key: str, value: float) -> None:
+    setting: dict[str, Any] = {key: value}  # any one field, as lab.toml or an option sets it
     with pytest.raises(ConfigError, match=key):
-        WorkerSettings(db_path=tmp_path / "lab.db", **{key: value})
+        WorkerSettings(db_path=tmp_path / "lab.db", **setting)
 
 
 def test_bounds_messages() -> None:

@@ -110,8 +110,8 @@ FAULTS = [
 @pytest.mark.parametrize("fault, times, reason", FAULTS,
                          ids=[f"{f.kind}{f.status if f.kind == 'status' else ''}-"
                               f"{'always' if t is None else t}" for f, t, _ in FAULTS])
-def test_episodes_through_fault(app: OpenAIApp, server: LoopbackServer, fault, times, reason,
-                                db_path: Path) -> None:
+def test_episodes_through_fault(app: OpenAIApp, server: LoopbackServer, fault: Fault,
+                                times: int | None, reason: str | None, db_path: Path) -> None:
     if times is None:
         app.script.always = fault
     else:
@@ -216,8 +216,8 @@ def test_context_overflow_raises_without_retry(app: OpenAIApp, server: LoopbackS
     (None, None), (Fault("status", status=503), "server_error"), (Fault("hang"), "timeout"),
     (Fault("reset"), "connection"), (Fault("malformed"), "bad_response"),
     (Fault("context"), "context_overflow")])
-def test_https_path_through_httpx_behaves_the_same(app: OpenAIApp, server: LoopbackServer, fault,
-                                                   reason: str | None) -> None:
+def test_https_path_through_httpx_behaves_the_same(app: OpenAIApp, server: LoopbackServer,
+                                                   fault: Fault | None, reason: str | None) -> None:
     """https endpoints go through httpx instead of the stream pool: same results."""
     app.script.always = fault
     hang = {"timeout_s": HANG_TIMEOUT_S["always"]} if reason == "timeout" else {}
@@ -308,7 +308,8 @@ def test_a_bounded_post_sets_no_read_timer_of_its_own() -> None:
     ({"max_retries": -1}, r"max_retries must be in \[0, 100\]"),
     ({"price_per_mtok": {"input": 1, "output": 2, "cache_reads": 1}}, "price_per_mtok.cache_reads"),
 ])
-def test_registry_validates_backend_fields(tmp_path: Path, table, message: str) -> None:
+def test_registry_validates_backend_fields(tmp_path: Path, table: dict[str, int | dict[str, int]],
+                                           message: str) -> None:
     from core.errors import ConfigError
     from core.models.registry import load_registry
     lines = [f"{k} = {v!r}".replace("'", '"') if not isinstance(v, dict) else

@@ -78,8 +78,9 @@ def req(**kw) -> GridRequest:
       "threshold": "high"}, "threshold must be float"),
     ({"kind": "index_bound"}, "missing field 'id'"),
 ])
-def test_registered_tests_are_validated_with_precise_errors(db: Database, test, message: str
-                                                           ) -> None:
+def test_registered_tests_are_validated_with_precise_errors(db: Database,
+                                                            test: dict[str, str | float],
+                                                            message: str) -> None:
     with pytest.raises(ConfigError, match=message) as info:
         prereg.create(db, "t", tests=[test], scope=SCOPE)
     assert "\n" not in str(info.value)

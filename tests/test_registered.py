@@ -398,7 +398,7 @@ def test_a_descriptive_test_reports_its_numbers_without_a_verdict() -> None:
     ("alpha", 5, "alpha must be in (0, 1)"), ("alpha", -1, "alpha must be in (0, 1)"),
     ("alpha", 0, "alpha must be in (0, 1)"), ("alpha", float("nan"), "finite"),
     ("lam", -0.1, "lam (price per call) must be ≥ 0"), ("lam", float("inf"), "finite")])
-def test_a_paired_test_with_a_meaningless_number_is_refused(field: str, value, message: str
+def test_a_paired_test_with_a_meaningless_number_is_refused(field: str, value: float, message: str
                                                            ) -> None:
     test = {"id": "H", "kind": "paired_diff", "metric": "mean6", "a": "enforced_rule",
             "b": "none", field: value}
@@ -430,7 +430,8 @@ def test_a_paired_test_with_a_meaningless_number_is_refused(field: str, value, m
         {"kind": "answered_share", "condition": "budget", "op": ">", "value": -0.1}]},
         {"label": "y"}]}, "value is a share"),
 ])
-def test_a_test_with_a_number_that_cannot_mean_anything_is_refused(test, message: str) -> None:
+def test_a_test_with_a_number_that_cannot_mean_anything_is_refused(
+        test: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigError, match=re.escape(message)):
         validate_tests([{"id": "T", **test}], SCOPE)
 
@@ -610,7 +611,7 @@ def test_verdict_rules() -> None:
     ({"id": "X", "kind": "median_action", "condition": "enforced_rule:k=7", "op": "<",
       "value": 7}, "condition 'enforced_rule:k=7' is not among the amendment's scoped"),
 ])
-def test_validation_errors(test, message: str) -> None:
+def test_validation_errors(test: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigError, match=message) as info:
         validate_tests([test], SCOPE)
     assert "\n" not in str(info.value)

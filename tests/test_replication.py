@@ -255,7 +255,7 @@ BAD = [
 
 
 @pytest.mark.parametrize("case", BAD, ids=[c[0] for c in BAD])
-def test_a_malformed_file_stores_nothing(case, paper_db: Path, tmp_path: Path,
+def test_a_malformed_file_stores_nothing(case: tuple[str, ...], paper_db: Path, tmp_path: Path,
                                          capsys: pytest.CaptureFixture[str]) -> None:
     _, text, *words = case
     path = tmp_path / "bad.json"

@@ -74,8 +74,9 @@ def test_missing_ids_store_nothing_and_are_counted_in_one_line(with_questions: P
     ('{"ids": ["q1"]}', ("question_ids",)),
     ("", ("no question ids",)),
 ])
-def test_a_malformed_list_stores_nothing(text: str, words, with_questions: Path, tmp_path: Path,
-                                         capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_malformed_list_stores_nothing(text: str, words: tuple[str, ...], with_questions: Path,
+                                         tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                                        ) -> None:
     path = tmp_path / "bad.json"
     path.write_text(text, encoding="utf-8")
     before = dump_hash(with_questions)

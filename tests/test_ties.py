@@ -66,7 +66,7 @@ def test_the_table_row_reads_the_same_p() -> None:
 
 
 @pytest.mark.parametrize("seed", range(8))
-def test_every_share_equals_the_whole_number_count(seed) -> None:
+def test_every_share_equals_the_whole_number_count(seed: int) -> None:
     """Random arms with two seeds (values in halves; mean6 in twelfths) and per regime:
     each p equals the share computed on whole numbers, in both directions."""
     rng = np.random.default_rng(seed)

@@ -47,5 +47,5 @@ def _words(n: int) -> str:
     (_words(18), 3), (_words(17), 2), (_words(9), 2), (_words(8), 1),
     (_words(3) + " same both", 3), (_words(3) + " which", 2), ("who was it", 2),
     ("is it the samething", 1), (_words(17) + " before", 3), (_words(8) + " after", 2)])
-def test_the_proxy_depth_thresholds(question, depth: int) -> None:
+def test_the_proxy_depth_thresholds(question: str, depth: int) -> None:
     assert proxy_depth(question) == depth

@@ -103,7 +103,8 @@ def test_paper_scale_questions_are_distinct_copies() -> None:
     (math.nan, None, 0, True),            # "–" and undefined in every seed
     (0.10, None, 1, False),               # "–" but defined somewhere
 ])
-def test_paper_comparison_tolerance(mean, paper: float | None, defined: int, within: bool) -> None:
+def test_paper_comparison_tolerance(mean: float, paper: float | None, defined: int, within: bool
+                                   ) -> None:
     c = PaperComparison("sim-own5", "delta", paper, mean, 2, defined)
     assert c.within is within
 
