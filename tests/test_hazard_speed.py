@@ -6,16 +6,18 @@ the last digit.
 from __future__ import annotations
 
 import math
+import threading
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from analysis.base.arms import Grouping
-from analysis.measures.failure_rows import coded_samples, failure_rows
+from analysis.measures.failure_rows import _fingerprint, coded_samples, failure_rows
 from analysis.measures.hazard import hazard_table, index_table, integration_index
 from analysis.stats.bootstrap import resample_weights, summarize
-from analysis.stats.lpm_batch import fit_samples
+from analysis.stats.lpm_batch import CodedSample, fit_samples, start_fits
 from analysis.stats.lpm_boot import _certainly_full_rank, coefficient_intervals, lstsq_weighted
 from tests.helpers.synthetic import synthetic_hazard
 from tests.oracles.measures import group_samples, hazard_curve, hazard_sample
@@ -226,3 +228,44 @@ def test_grouping_codes_by_runs_equal_row_by_row(pool: tuple[str, ...]) -> None:
             want_keys, want_codes = grouping._codes_of(with_keys(frame), families)
             assert repr(keys) == repr(want_keys) and codes.tolist() == want_codes.tolist()
             assert len(keys) > 2
+
+
+def test_sample_fingerprints_tell_every_column_apart() -> None:
+    """Equal samples share a fingerprint (in other arrays); a change in any one column, or
+    one decision fewer, gives another."""
+    dec = _decisions()
+    coded = coded_samples(dec, failure_rows(dec, Grouping()), "side_channel")
+    sample, content = next((s, c) for s, c in coded if len(s.answer) > 2)
+    columns = ("answer", "action", "regime", "run", "earlier", "question")
+    copy = CodedSample(*(getattr(sample, c).copy() for c in columns))
+    assert _fingerprint(copy) == content and len(content) == 32
+    seen = {content}
+    for name in columns:
+        changed = {c: getattr(sample, c).copy() for c in columns}
+        changed[name][1] += 1
+        seen.add(_fingerprint(CodedSample(**changed)))
+    seen.add(_fingerprint(CodedSample(*(getattr(sample, c)[:-1] for c in columns))))
+    assert len(seen) == len(columns) + 2
+
+
+def test_fits_started_run_while_their_caller_works_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`start_fits` returns before its fits are made (the hazard table computes its curves
+    meanwhile), and then gives `fit_samples`' numbers in the samples' order."""
+    import analysis.stats.lpm_batch as lpm_batch
+
+    dec = _decisions()
+    coded = [s for s, _ in coded_samples(dec, failure_rows(dec, Grouping()), "side_channel")]
+    monkeypatch.setattr(lpm_batch, "worker_threads", lambda: 1)
+    want = fit_samples(coded, "side_channel", 80, 1)
+    go, real = threading.Event(), lpm_batch._fit_both
+
+    def held(*args: Any) -> Any:
+        if not go.wait(60):  # only a broken start_fits leaves it unset
+            raise AssertionError("start_fits waited for its fits before returning")
+        return real(*args)
+
+    monkeypatch.setattr(lpm_batch, "_fit_both", held)
+    monkeypatch.setattr(lpm_batch, "worker_threads", lambda: 2)
+    fits = start_fits(coded, "side_channel", 80, 1)
+    go.set()  # reached only once start_fits has returned
+    assert repr(fits()) == repr(want)

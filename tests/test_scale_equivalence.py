@@ -254,13 +254,13 @@ def test_hazard_fits_are_kept_by_sample_and_new_episodes_refit_only_what_they_ch
 
     path = _copy(stored[0], tmp_path)
     db = store.connect(path)
-    real, fitted = hazard.fit_samples, []
+    real, fitted = hazard.start_fits, []
 
     def counting(samples: Sequence[CodedSample], *args: Any, **kwargs: Any) -> Any:
         fitted.append(len(samples))
         return real(samples, *args, **kwargs)
 
-    monkeypatch.setattr(hazard, "fit_samples", counting)
+    monkeypatch.setattr(hazard, "start_fits", counting)
     first = compute(load_frames(db), ("hazard",), 50, 20, 0).tables[0].dicts()
     assert len(fitted) == 1 and fitted[0] > 1
     cache = ResultsCache(path)

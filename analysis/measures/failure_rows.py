@@ -10,6 +10,7 @@ and `tests.oracles.measures.hazard_curve` computed group by group, to the last d
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -206,8 +207,8 @@ def cluster_counts(decisions: pd.DataFrame, fr: FailureRows, keep: np.ndarray,
 def coded_samples(decisions: pd.DataFrame, fr: FailureRows, judgments: str
                   ) -> list[tuple[CodedSample, bytes]]:
     """Every group's hazard sample as integer-coded arrays
-    (`analysis.stats.lpm_batch.CodedSample`), each with its content as bytes (equal
-    exactly when the samples are).
+    (`analysis.stats.lpm_batch.CodedSample`), each with a fingerprint of its content
+    (32 bytes, equal exactly when the samples are).
 
     Args:
         decisions: the decision table.
@@ -234,9 +235,22 @@ def coded_samples(decisions: pd.DataFrame, fr: FailureRows, judgments: str
     parts = (column("answer").astype(float), text_rank("action"), text_rank("regime"),
              column(run_col).astype(float), column(earlier).astype(float),
              text_rank("question_id"))
-    content = np.column_stack(parts).astype(float, copy=False)  # float64 already: no copy
-    return [(CodedSample(*(c[bounds[g]:bounds[g + 1]] for c in parts)),
-             content[bounds[g]:bounds[g + 1]].tobytes()) for g in range(len(fr.keys))]
+    out = []
+    for g in range(len(fr.keys)):
+        sample = CodedSample(*(c[bounds[g]:bounds[g + 1]] for c in parts))
+        out.append((sample, _fingerprint(sample)))
+    return out
+
+
+def _fingerprint(sample: CodedSample) -> bytes:
+    """The sha256 of a sample's columns one after the other (each of one dtype, all of
+    one length), read in place: equal exactly when the samples are (barring a sha256
+    collision), without copying the decisions into one matrix first."""
+    digest = hashlib.sha256()
+    for column in (sample.answer, sample.action, sample.regime, sample.run, sample.earlier,
+                   sample.question):
+        digest.update(np.ascontiguousarray(column).data)
+    return digest.digest()
 
 
 def _sample_rows(decisions: pd.DataFrame, fr: FailureRows, judgments: str

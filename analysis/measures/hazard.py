@@ -33,7 +33,7 @@ from analysis.measures.results import TableInput, TablePart
 from analysis.stats.bootstrap import N_BOOT, Interval, bootstrap_intervals, cluster_sums, safe_ratio
 from analysis.stats.codes import codes, in_rows
 from analysis.stats.lpm import HAZARD_BOOT, HazardFit
-from analysis.stats.lpm_batch import fit_samples
+from analysis.stats.lpm_batch import start_fits
 from core.regimes import FAILURE_REGIMES
 
 MAX_J = 7
@@ -122,11 +122,12 @@ def _curve_statistic(c: np.ndarray) -> np.ndarray:
 
 def sample_key(content: bytes) -> bytes:
     """The key of a group's hazard sample among fits (`hazard_table`'s `fitted`): the
-    sha256 of its content (`analysis.measures.failure_rows.coded_samples`), which determines
-    the fit exactly (equal contents are the same arrays, fitted by the same steps).
+    sha256 of its content's fingerprint (`analysis.measures.failure_rows.coded_samples`),
+    which determines the fit exactly (equal contents are the same arrays, fitted by the
+    same steps).
 
     Args:
-        content: the sample's content as bytes.
+        content: the sample's fingerprint (or any bytes that tell samples apart).
 
     Returns:
         32 bytes.
@@ -231,12 +232,6 @@ def hazard_table(decisions: pd.DataFrame, n_boot: int = N_BOOT,
     """
     rows: list[Row] = []
     fr = failure_rows(decisions, grouping)
-    j = decisions["design_run"].to_numpy()[fr.rows]
-    y = decisions["answer"].to_numpy()[fr.rows].astype(float)
-    keep = j <= MAX_J
-    sums, _ = cluster_counts(decisions, fr, keep, j[keep], MAX_J + 1,
-                             np.column_stack([np.ones_like(y[keep]), y[keep]]))
-    curves = grouped_intervals(sums, _curve_statistic, n_boot, seed)
     samples = coded_samples(decisions, fr, "side_channel")
     known = {} if fitted is None else fitted
     keys = [sample_key(content) for _, content in samples]
@@ -246,9 +241,16 @@ def hazard_table(decisions: pd.DataFrame, n_boot: int = N_BOOT,
     for k in distinct:
         if k in known:
             known[k] = known.pop(k)
-    known.update(zip(todo, fit_samples([distinct[k] for k in todo], "side_channel",
-                                       hazard_boot, seed), strict=True))
+    # the fits run on worker threads while this thread computes the curves
+    fits = start_fits([distinct[k] for k in todo], "side_channel", hazard_boot, seed)
+    j = decisions["design_run"].to_numpy()[fr.rows]
+    y = decisions["answer"].to_numpy()[fr.rows].astype(float)
+    keep = j <= MAX_J
+    sums, _ = cluster_counts(decisions, fr, keep, j[keep], MAX_J + 1,
+                             np.column_stack([np.ones_like(y[keep]), y[keep]]))
+    curves = grouped_intervals(sums, _curve_statistic, n_boot, seed)
     sources = _fit_sources(decisions, fr)
+    known.update(zip(todo, fits(), strict=True))
     for g, (arm, regimes, key) in enumerate(zip(fr.keys, fr.regimes, keys, strict=True)):
         counts = sums[g].reshape(-1, MAX_J + 1, 2)[..., 0].sum(axis=0)
         for jj, (pt, n) in enumerate(zip(curves[g], counts)):

@@ -18,7 +18,7 @@ the one division per mean and the cross-product corrections are the expressions
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -66,14 +66,35 @@ def fit_samples(samples: Sequence[CodedSample], judgments: str, n_boot: int, see
     Returns:
         One (pooled fit, fit with question fixed effects) per sample, in their order.
     """
+    return start_fits(samples, judgments, n_boot, seed)()
+
+
+def start_fits(samples: Sequence[CodedSample], judgments: str, n_boot: int, seed: int
+               ) -> Callable[[], list[tuple[HazardFit, HazardFit]]]:
+    """`fit_samples` started on its threads, so that the caller can do other work
+    meanwhile (the hazard table computes its curves): call the function it returns for
+    the fits, in the samples' order (it waits for those not done). On one thread the
+    fits are made when it is called.
+
+    Args:
+        samples: the samples.
+        judgments: the judgment source they were drawn with.
+        n_boot: resamples.
+        seed: bootstrap seed.
+
+    Returns:
+        A function that returns `fit_samples`' list.
+    """
     def fit(s: CodedSample) -> tuple[HazardFit, HazardFit]:
         return _fit_both(s, judgments, n_boot, seed)
 
     threads = min(worker_threads(), len(samples))
     if threads <= 1:
-        return [fit(s) for s in samples]
-    with ThreadPoolExecutor(threads, thread_name_prefix="lpm") as pool:
-        return list(pool.map(fit, samples))
+        return lambda: [fit(s) for s in samples]
+    pool = ThreadPoolExecutor(threads, thread_name_prefix="lpm")
+    futures = [pool.submit(fit, s) for s in samples]
+    pool.shutdown(wait=False)  # its threads end once the fits submitted are made
+    return lambda: [f.result() for f in futures]
 
 
 def _fit_both(s: CodedSample, judgments: str, n_boot: int, seed: int
