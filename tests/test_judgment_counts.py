@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import math
+import threading
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -18,10 +20,12 @@ from analysis.measures.cost import JUDGMENT_MEASURES
 from analysis.measures.decisions import arm_groups
 from analysis.measures.frames import frames_from, load_frames
 from analysis.measures.judgments import (
+    _episode_groups,
     _group_rates,
     frame_counts,
     judgments_table,
     observation_counts,
+    start_frame_counts,
 )
 from analysis.tables.compute import compute
 from core import store
@@ -237,3 +241,45 @@ def test_a_selection_without_episodes_gives_an_empty_table(db: Database) -> None
     assert frames.episodes.empty
     table = compute(frames, ("judgments",)).table("judgments")
     assert table is not None and table.rows == ()
+
+
+@pytest.mark.parametrize("ascending", [True, False])
+def test_episode_groups_find_each_id_or_none(ascending: bool) -> None:
+    """Each id's group by definition (-1 for ids among no episode: below, between and
+    above them), from keys in id order (searched once per run of ids) and shuffled."""
+    known = np.array([3, 5, 8, 13, 21, 34], dtype=np.int64)
+    codes = np.array([0, 1, 1, 2, 0, 3], dtype=np.int64)
+    if not ascending:
+        order = np.random.default_rng(1).permutation(len(known))
+        known, codes = known[order], codes[order]
+    ids = np.array([1, 3, 3, 3, 4, 5, 8, 8, 9, 13, 21, 21, 34, 34, 40], dtype=np.int64)
+    want = [dict(zip(known.tolist(), codes.tolist())).get(i, -1) for i in ids.tolist()]
+    episodes = pd.DataFrame({"episode_id": known})
+    assert _episode_groups(episodes, codes, ids).tolist() == want
+    assert _episode_groups(episodes, codes, ids[::-1]).tolist() == want[::-1]
+
+
+def test_counts_started_are_made_while_the_table_goes_on(db: Database,
+                                                         monkeypatch: pytest.MonkeyPatch
+                                                         ) -> None:
+    """`start_frame_counts` returns before SQLite has counted (the table builds the
+    decision frame meanwhile); the table from the started counts equals the one from
+    `frame_counts`."""
+    import analysis.measures.judgments as judgments
+
+    frames = load_frames(db)
+    grouping = Grouping((), frames.errored_episodes)
+    want = judgments_table(frame_counts(frames), frames.decisions, frames.episode_keys,
+                           grouping)
+    go, real = threading.Event(), judgments.judgment_counts
+
+    def held(*args: Any) -> Any:
+        if not go.wait(60):  # only a broken start_frame_counts leaves it unset
+            raise AssertionError("start_frame_counts waited for its counts")
+        return real(*args)
+
+    monkeypatch.setattr(judgments, "judgment_counts", held)
+    counting = start_frame_counts(frames, 2)
+    go.set()  # reached only once start_frame_counts has returned
+    got = judgments_table(counting, frames.decisions, frames.episode_keys, grouping)
+    assert _same(got, want)

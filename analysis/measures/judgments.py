@@ -11,6 +11,7 @@ the decision table, one pass for all groups. The definitions are those of
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
@@ -31,6 +32,7 @@ from analysis.measures.results import TableInput, TablePart
 from analysis.stats.blas import worker_threads
 from analysis.stats.codes import in_rows
 from core.store.judgment_counts import COUNTS, JudgmentCounts, judgment_counts
+from core.store.packs import run_positions
 
 _SHORT = ("USELESS|fail", "USELESS|real", "USEFUL|gold1", "USEFUL|gold+", "USEFUL|distr1",
           "USEFUL|distr+", "stated useless|fail", "ans@5 own", "ans@5 stated")
@@ -72,9 +74,25 @@ def frame_counts(frames: Frames, parts: int | None = None) -> JudgmentCounts:
     Returns:
         The JudgmentCounts, ordered by episode id.
     """
+    return start_frame_counts(frames, parts)()
+
+
+def start_frame_counts(frames: Frames, parts: int | None = None
+                       ) -> Callable[[], JudgmentCounts]:
+    """`frame_counts` started: SQLite counts on its threads while the caller goes on (the
+    judgments table builds the decision frame meanwhile); the function returned waits
+    for the counts and returns them. Frames built in memory are counted when it is called.
+
+    Args:
+        frames: loaded frames.
+        parts: id ranges counted in parallel (default: one per CPU core, at most 4).
+
+    Returns:
+        A function that returns `frame_counts(frames, parts)`.
+    """
     src = frames.source
     if src is None:
-        return observation_counts(frames.steps)
+        return lambda: observation_counts(frames.steps)
     parts = parts or worker_threads()
     ids = np.sort(frames.episode_keys["episode_id"].to_numpy(dtype=np.int64))
     cuts = [int(ids[len(ids) * i // parts]) for i in range(1, parts) if len(ids)]
@@ -87,8 +105,14 @@ def frame_counts(frames: Frames, parts: int | None = None) -> JudgmentCounts:
         finally:
             db.conn.close()
 
-    with ThreadPoolExecutor(len(ranges)) as pool:
-        done = list(pool.map(count, ranges))
+    pool = ThreadPoolExecutor(len(ranges))
+    futures = [pool.submit(count, r) for r in ranges]
+    pool.shutdown(wait=False)  # its threads end once the ranges are counted
+    return lambda: _joined([f.result() for f in futures])
+
+
+def _joined(done: list[JudgmentCounts]) -> JudgmentCounts:
+    """The counts of consecutive id ranges as one JudgmentCounts."""
     replayed = None
     if any(d.replayed is not None for d in done):
         replayed = np.concatenate([np.zeros_like(d.counts) if d.replayed is None else d.replayed
@@ -160,8 +184,12 @@ def _episode_groups(episodes: pd.DataFrame, codes: np.ndarray, ids: np.ndarray) 
     known = episodes["episode_id"].to_numpy(dtype=np.int64)
     if not len(known):
         return np.full(len(ids), -1, dtype=np.int64)
-    order = np.argsort(known, kind="stable")
-    found = order[np.minimum(np.searchsorted(known, ids, sorter=order), len(known) - 1)]
+    if (known[1:] > known[:-1]).all():  # the keys' order (by id): no sort, and a decision
+        # frame's ids in runs of one episode are searched once per run
+        found = np.minimum(run_positions(known, ids), len(known) - 1)
+    else:
+        order = np.argsort(known, kind="stable")
+        found = order[np.minimum(np.searchsorted(known, ids, sorter=order), len(known) - 1)]
     return np.where(known[found] == ids, codes[found], -1)
 
 
@@ -201,15 +229,20 @@ def _dissociation_sources(decisions: pd.DataFrame, episodes: pd.DataFrame,
     return out
 
 
-def _group_rates(counts: JudgmentCounts, decisions: pd.DataFrame, episodes: pd.DataFrame,
+def _group_rates(counting: JudgmentCounts | Callable[[], JudgmentCounts],
+                 decisions: pd.DataFrame, episodes: pd.DataFrame,
                  grouping: Grouping | None = None
                  ) -> list[tuple[ArmKey, JudgmentRates, dict[str, str]]]:
     """Judgment rates and dissociation counts of every group and regime family, each with
     the ``judgments`` text of its side-channel measures (by JudgmentRates attribute; the
-    n of each split by where its judgments came from)."""
+    n of each split by where its judgments came from). Counts still being made
+    (`start_frame_counts`) are waited for once the dissociations are counted."""
     keys, codes = (grouping or Grouping()).codes(episodes, families=True)
     if not keys:
         return []
+    dissociated = _dissociations(decisions, episodes, codes, len(keys))
+    dissociation_sources = _dissociation_sources(decisions, episodes, codes, len(keys))
+    counts = counting() if callable(counting) else counting
     group = _episode_groups(episodes, codes, np.asarray(counts.episode_ids, dtype=np.int64))
     keep = group >= 0
 
@@ -222,8 +255,6 @@ def _group_rates(counts: JudgmentCounts, decisions: pd.DataFrame, episodes: pd.D
         return sums
 
     sums, replayed = summed(counts.counts), summed(counts.replayed)
-    dissociated = _dissociations(decisions, episodes, codes, len(keys))
-    dissociation_sources = _dissociation_sources(decisions, episodes, codes, len(keys))
     out = []
     for i, key in enumerate(keys):
         c = dict(zip(COUNTS, (int(v) for v in sums[i])))
@@ -238,7 +269,8 @@ def _group_rates(counts: JudgmentCounts, decisions: pd.DataFrame, episodes: pd.D
     return out
 
 
-def judgments_table(counts: JudgmentCounts, decisions: pd.DataFrame, episodes: pd.DataFrame,
+def judgments_table(counts: JudgmentCounts | Callable[[], JudgmentCounts],
+                    decisions: pd.DataFrame, episodes: pd.DataFrame,
                     grouping: Grouping | None = None) -> Table:
     """Judgment rates and the dissociation count of every group and regime family.
 
@@ -246,7 +278,8 @@ def judgments_table(counts: JudgmentCounts, decisions: pd.DataFrame, episodes: p
     frames.episode_keys, grouping)``.
 
     Args:
-        counts: the episodes' judgment counts (`frame_counts`).
+        counts: the episodes' judgment counts (`frame_counts`), or the function
+            `start_frame_counts` returned (waited for once the dissociations are counted).
         decisions: the decision table.
         episodes: error-free episodes (they form the groups; their key columns,
             `Frames.episode_keys`, suffice).
@@ -282,5 +315,5 @@ def _read_regimes(arm: ArmKey, dissociation: bool) -> tuple[str, ...] | None:
 
 def judgments_results(inp: TableInput) -> TablePart:
     """The "judgments" results table (`analysis.tables.registry`)."""
-    return TablePart((judgments_table(frame_counts(inp.frames), inp.decisions, inp.episodes,
-                                      inp.grouping),))
+    counts = start_frame_counts(inp.frames)  # SQLite counts while the decision frame is built
+    return TablePart((judgments_table(counts, inp.decisions, inp.episodes, inp.grouping),))
