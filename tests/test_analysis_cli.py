@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import csv
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
+import click
 import pytest
 from click.testing import CliRunner
 
@@ -48,7 +50,7 @@ def grid_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def invoke(command, args, db: Path):
+def invoke(command: click.Command, args: Sequence[str], db: Path):
     return CliRunner().invoke(command, [*args], obj={"db": db, "config": db.with_name("lab.toml")})
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from sqlite_utils import Database
 
 import prompts
 from console.cli import cli
@@ -47,13 +48,13 @@ def server(app: OpenAIApp) -> Iterator[LoopbackServer]:
         yield srv
 
 
-def _job(db, confidence: bool, batch: bool = False) -> dict[str, Any]:
+def _job(db: Database, confidence: bool, batch: bool = False) -> dict[str, Any]:
     cell_id, qid = db.conn.execute("SELECT cell_id, question_id FROM episodes").fetchone()
     request = request_from("answer-now", "r", "every", batch=batch, confidence=confidence)
     return {"id": 1, "cell_id": cell_id, "question_ids": [qid], "params": request.params()}
 
 
-def _replay(db, client, confidence: bool, batch: bool = False) -> int:
+def _replay(db: Database, client, confidence: bool, batch: bool = False) -> int:
     return asyncio.run(replay_questions(db, _job(db, confidence, batch), client, 1,
                                         batch_poll_s=0.01))
 

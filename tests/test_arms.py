@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
+import click
 import pandas as pd
 import pytest
 from click.testing import CliRunner
@@ -58,7 +60,7 @@ def grid_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def invoke(command, args, db: Path):
+def invoke(command: click.Command, args: Sequence[str], db: Path):
     return CliRunner().invoke(command, [*args], obj={"db": db, "config": db.with_name("lab.toml")})
 
 

@@ -19,6 +19,7 @@ import signal
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -69,7 +70,7 @@ class ChatLog:
             return sum(t > moment for t in self.arrivals)
 
 
-def _wait(cond, timeout: float, what: str) -> None:
+def _wait(cond: Callable[[], bool], timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while not cond():
         assert time.monotonic() < deadline, what

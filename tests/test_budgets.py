@@ -5,6 +5,7 @@ through the queue to `lab results budgets --format json`."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -40,7 +41,7 @@ def frame() -> pd.DataFrame:
     return pd.DataFrame(at8 + at16)
 
 
-def _by_measure(rows) -> dict[tuple[str, str], Row]:
+def _by_measure(rows: Sequence[Row]) -> dict[tuple[str, str], Row]:
     return {(r.measure, r.scope): r for r in rows}
 
 

@@ -17,10 +17,14 @@ import os
 import sqlite3
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import cast
 
 import pytest
+from textual.app import App
+from textual.pilot import Pilot
 from textual.widgets import Input, Select, SelectionList
 
+from console.screens.enqueue import EnqueueScreen
 from core import prereg, store
 from core.models.registry import load_registry
 from tests.helpers.console import FIXED_ISO, build, console_app, copy_db, freeze_times, settle
@@ -36,16 +40,16 @@ INTRO = (
     "when this page differs; `LAB_UPDATE_GOLDEN=1 pytest tests/test_console_captures.py`\n"
     "writes them here.\n")
 
-Step = Callable[[object], Awaitable[None]]
+Step = Callable[[Pilot[None]], Awaitable[None]]
 
 
-async def _nothing(pilot) -> None:
+async def _nothing(pilot: Pilot[None]) -> None:
     await settle(pilot)
 
 
-async def _enqueue(pilot) -> None:
+async def _enqueue(pilot: Pilot[None]) -> None:
     await settle(pilot)
-    screen = pilot.app.screen
+    screen = cast(EnqueueScreen, pilot.app.screen)
     screen.query_one("#enq-set", Select).value = "demo"
     screen.query_one("#enq-models", SelectionList).select("sim-own5")
     screen.query_one("#enq-conditions", SelectionList).select("none")
@@ -60,7 +64,7 @@ async def _enqueue(pilot) -> None:
     raise AssertionError("the Enqueue preview never showed the grid")
 
 
-async def _help(pilot) -> None:
+async def _help(pilot: Pilot[None]) -> None:
     await settle(pilot)
     await pilot.press("question_mark")
     await settle(pilot)
@@ -107,7 +111,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def screen_text(app) -> str:
+def screen_text(app: App[None]) -> str:
     """What the terminal shows: the screen's cells, line by line, right-stripped."""
     return "\n".join(strip.text.rstrip() for strip in app.screen._compositor.render_strips())
 

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from textual.pilot import Pilot
 from textual.widgets import DataTable, Static
 
 from core import store
@@ -202,7 +203,7 @@ async def test_wide_dashboard_gives_events_a_column_and_wraps_them(lab_db: Path)
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 60)])
 def test_snapshot(snap_compare: SnapCompare, lab_db: Path, size: tuple[int, int]) -> None:
-    async def loaded(pilot) -> None:
+    async def loaded(pilot: Pilot[None]) -> None:
         # the spend table fills in a worker of its own, which a poll can restart after
         # the others finished (CI once saw it empty under load): wait for its rows
         deadline = time.monotonic() + PATIENCE_S

@@ -10,8 +10,10 @@ from __future__ import annotations
 import shutil
 import sqlite3
 from pathlib import Path
+from typing import cast
 
 import pytest
+from textual.pilot import Pilot
 from textual.widgets import Button, Input, Select, SelectionList, Static
 
 import prompts
@@ -90,7 +92,7 @@ def app_on(db: Path, config: Path = Path("lab.toml")):
                                       clock=lambda: FIXED_TS))  # the header's read time
 
 
-async def settle(pilot) -> None:
+async def settle(pilot: Pilot[None]) -> None:
     """Let the debounce timer fire and the planning workers finish."""
     for _ in range(3):
         await pilot.pause(0.05)
@@ -98,7 +100,7 @@ async def settle(pilot) -> None:
     await pilot.pause()
 
 
-async def fill(pilot, *, amendment: str = "exploratory", qset: str = "dev10",
+async def fill(pilot: Pilot[None], *, amendment: str = "exploratory", qset: str = "dev10",
                models=("sim-own5",), conditions=("none",), knobs: str = "",
                regimes=("clean",), budget: str = "8", seeds: str = "0",
                run: str = "pilot") -> None:
@@ -292,7 +294,7 @@ async def test_real_model_preview_shows_tokens_and_dollars(lab_db: Path, tmp_pat
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 40)])
 def test_snapshot(lab_db: Path, snap_compare: SnapCompare, size: tuple[int, int]) -> None:
-    async def fill_form(pilot) -> None:
+    async def fill_form(pilot: Pilot[None]) -> None:
         await settle(pilot)
         await fill(pilot, models=("sim-own5", "sim-never"), conditions=("none",),
              knobs="enforced_rule:k=7", regimes=("clean", "persistent"))
@@ -301,9 +303,9 @@ def test_snapshot(lab_db: Path, snap_compare: SnapCompare, size: tuple[int, int]
     assert snap_compare(app_on(Path("lab.db")), terminal_size=size, run_before=fill_form)
 
 
-async def plan_now(pilot) -> None:
+async def plan_now(pilot: Pilot[None]) -> None:
     """Fire the preview's debounce timer now (the test's timer is too long to fire)."""
-    screen = pilot.app.screen
+    screen = cast(EnqueueScreen, pilot.app.screen)
     if screen._timer is not None:
         screen._timer.stop()
     screen._start_preview()

@@ -7,6 +7,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from textual.app import App
 from textual.widgets import Tree
 
 from core import store
@@ -39,7 +40,7 @@ def lab_db(errored_db: Path, tmp_path: Path) -> Path:
     return tmp_path / "lab.db"
 
 
-def _labels(app) -> list[str]:
+def _labels(app: App[None]) -> list[str]:
     tree = app.screen.query_one(Tree)
     out, stack = [], list(reversed(tree.root.children))
     while stack:

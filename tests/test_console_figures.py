@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from textual.pilot import Pilot
 
 from console.app import ConsoleConfig, make_app
 from tests.helpers.console import FIXED_TS, copy_db, wait_workers
@@ -32,7 +33,7 @@ def _app(db: Path, first: str):
         hazard_boot=RESAMPLES))
 
 
-async def _settle(pilot) -> None:
+async def _settle(pilot: Pilot[None]) -> None:
     await pilot.pause()
     await wait_workers(pilot.app)
     await pilot.pause()

@@ -8,6 +8,8 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from textual.app import App
+from textual.pilot import Pilot
 from textual.widgets import Tree
 
 from console.widgets.confirm import Confirm
@@ -55,7 +57,7 @@ def lab_db(queued: Path, tmp_path: Path) -> Path:
     return tmp_path / "lab.db"
 
 
-def _labels(app) -> list[str]:
+def _labels(app: App[None]) -> list[str]:
     tree = app.screen.query_one(Tree)
     out = []
     stack = list(reversed(tree.root.children))
@@ -75,7 +77,7 @@ def _states(db_path: Path) -> dict[str, int]:
         db.conn.close()
 
 
-async def _open(pilot) -> None:
+async def _open(pilot: Pilot[None]) -> None:
     await pilot.press("4")
     await settle(pilot)
 
@@ -265,7 +267,7 @@ async def test_detail_line_and_a_requeued_job(errored: Path, tmp_path: Path) -> 
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 40)])
 def test_snapshot(snap_compare: SnapCompare, lab_db: Path, size: tuple[int, int]) -> None:
-    async def opened(pilot) -> None:
+    async def opened(pilot: Pilot[None]) -> None:
         await _open(pilot)
         await pilot.press("j", "l")
         await settle(pilot)
@@ -277,7 +279,7 @@ def test_snapshot_worked_80x24(snap_compare: SnapCompare, errored: Path, tmp_pat
     """After a worker ran the grid: progress, job 1's errored questions, its detail line."""
     copy_db(errored, tmp_path / "lab.db")
 
-    async def opened(pilot) -> None:
+    async def opened(pilot: Pilot[None]) -> None:
         await _open(pilot)
         await pilot.press("j", "l")
         await settle(pilot)

@@ -9,6 +9,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from textual.app import App
 from textual.widgets import Tree
 
 from tests.helpers.console import build, console_app, freeze_times, settle
@@ -28,9 +29,13 @@ def lab_db(tmp_path: Path) -> Path:
     return path
 
 
-def _job_ids(app) -> list[int]:
+def _job_ids(app: App[None]) -> list[int]:
     grid = app.screen.query_one(Tree).root.children[0].children[0]
-    return [int(n.data[1]) for n in grid.children]
+    ids = []
+    for n in grid.children:
+        assert n.data is not None  # every job's node holds its (kind, id)
+        ids.append(int(n.data[1]))
+    return ids
 
 
 @pytest.mark.asyncio

@@ -12,6 +12,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from textual.app import App
+from textual.pilot import Pilot
 from textual.widgets import DataTable, RichLog, Static
 
 from core import store
@@ -52,7 +54,7 @@ def _worker(db_path: Path, settings: WorkerSettings) -> subprocess.Popen:
                      "--concurrency", "1", log=db_path.with_suffix(".worker.log"))
 
 
-def _log_text(app) -> str:
+def _log_text(app: App[None]) -> str:
     return "\n".join(line.text for line in app.screen.query_one("#live-log", RichLog).lines)
 
 
@@ -230,7 +232,7 @@ def test_snapshot(snap_compare: SnapCompare, built: Path, tmp_path: Path, size: 
                  ) -> None:
     copy_db(built, tmp_path / "lab.db")
 
-    async def opened(pilot) -> None:
+    async def opened(pilot: Pilot[None]) -> None:
         await pilot.press("5")
         await settle(pilot)
         await pilot.pause(0.3)

@@ -12,12 +12,16 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import cast
 
 import pytest
+from textual.app import App
+from textual.pilot import Pilot
 from textual.widgets import DataTable, Static, Tree
 
 import console.screens.dashboard as dashboard
 import console.screens.jobs as jobs_screen
+from console.app import LabApp
 from console.screens.jobs import grid_label, run_label
 from jobs.control import GridStatus, rate_and_eta
 from tests.helpers.console import FIXED_TS, build, console_app, copy_db, freeze_times, settle
@@ -73,22 +77,23 @@ def reads(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     return seen
 
 
-async def _first_poll(pilot, reads: list[float]) -> None:
+async def _first_poll(pilot: Pilot[None], reads: list[float]) -> None:
     """Wait for the data-version poll's first answer, which always says "changed" and
     re-reads the screen shown; from then on lab.db does not change, so nothing re-reads."""
-    await pause_until(pilot, lambda: pilot.app._version._last is not None, "the first poll")
+    app = cast(LabApp, pilot.app)
+    await pause_until(pilot, lambda: app._version._last is not None, "the first poll")
     await settle(pilot)
     read = len(reads)
     await settle(pilot)
     assert len(reads) == read
 
 
-def _worker_row(app) -> list[str]:
+def _worker_row(app: App[None]) -> list[str]:
     table = app.screen.query_one("#workers", DataTable)
     return [str(c) for c in table.get_row_at(0)]
 
 
-def _queue(app) -> str:
+def _queue(app: App[None]) -> str:
     return str(app.screen.query_one("#queue-text", Static).render())
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import cast
 
 import pytest
+from textual.pilot import Pilot
 
 from console.app import ConsoleConfig, make_app
 from console.screens.live import joined, step_parts
@@ -60,7 +61,7 @@ def _first(db_path: Path, where: str) -> tuple[int, int]:
     return int(row[0]), int(row[1])
 
 
-async def _settle(pilot) -> None:
+async def _settle(pilot: Pilot[None]) -> None:
     await pilot.pause()
     await wait_workers(pilot.app)
     await pilot.pause()

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
+from textual.pilot import Pilot
 
-from console.app import ConsoleConfig, make_app
+from console.app import ConsoleConfig, LabApp, make_app
 from console.screens.results.screen import ResultsScreen
 from console.widgets.footer import LabFooter
 from jobs.grid import GridRequest
@@ -32,9 +33,9 @@ def _app(db: Path, warm_up: bool):
                                       check_endpoints=False, n_boot=50, hazard_boot=50))
 
 
-async def _warm(pilot) -> ResultsScreen:
+async def _warm(pilot: Pilot[None]) -> ResultsScreen:
     """Wait for the warm-up; the Results screen it mounted unseen."""
-    app = pilot.app
+    app = cast(LabApp, pilot.app)
     await pause_until(pilot, lambda: app.warm, "the warm-up")
     unseen = app.mode_screen("results")
     assert isinstance(unseen, ResultsScreen) and unseen.is_mounted

@@ -16,6 +16,8 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from textual.dom import DOMNode
+from textual.pilot import Pilot
 from textual.widgets import (
     ContentSwitcher,
     Input,
@@ -63,7 +65,7 @@ def own_prompts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return copy
 
 
-def text_of(screen, selector: str) -> str:
+def text_of(screen: DOMNode, selector: str) -> str:
     """The plain text a Static shows."""
     return str(screen.query_one(selector, Static).render())
 
@@ -184,7 +186,7 @@ async def test_good_edit_is_saved(lab_db: Path) -> None:
     assert row["scope"]["conditions"] == DRAFT_SCOPE["conditions"]
 
 
-async def type_into_body(pilot, text: str) -> None:
+async def type_into_body(pilot: Pilot[None], text: str) -> None:
     """Type (key by key, as a person would) at the end of the focused body."""
     body = pilot.app.screen.query_one("#editor-body", TextArea)
     assert pilot.app.screen.focused is body
@@ -457,7 +459,7 @@ def freeze_clock(db: Path) -> None:
 def test_snapshot(lab_db: Path, snap_compare: SnapCompare, size: tuple[int, int]) -> None:
     freeze_clock(lab_db)
 
-    async def show_a1(pilot) -> None:
+    async def show_a1(pilot: Pilot[None]) -> None:
         await settle(pilot)
         await select(pilot, "A1")
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from textual.dom import DOMNode
+from textual.pilot import Pilot
 from textual.widgets import Input, OptionList, Select, SelectionList, Static, TextArea
 
 from console.screens.prereg.editor import PreregEditor
@@ -30,7 +32,7 @@ def lab_db(prereg_built: Path, tmp_path: Path) -> Path:
     return copy_db(prereg_built, tmp_path / "lab.db")
 
 
-def check_line(screen) -> str:
+def check_line(screen: DOMNode) -> str:
     return str(screen.query_one("#editor-check", Static).render())
 
 
@@ -119,7 +121,7 @@ def kept(db: Path) -> dict | None:
         conn.conn.close()
 
 
-async def wait_kept(pilot, db: Path, present: bool) -> dict | None:
+async def wait_kept(pilot: Pilot[None], db: Path, present: bool) -> dict | None:
     """Let the editor's keep timer fire and its write land (on content, generously)."""
     for _ in range(400):
         await pilot.pause(0.05)

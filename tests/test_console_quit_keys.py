@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from rich.text import Text
 from textual.geometry import Offset
+from textual.pilot import Pilot
 from textual.screen import Screen
 from textual.selection import Selection
 from textual.widgets import DataTable, OptionList, Select, Static, TextArea
@@ -144,7 +145,7 @@ async def test_ctrl_c_with_a_selection_copies_it_then_quits(lab_db: Path) -> Non
         assert app.return_code == 0 and copied == ["jobs"]
 
 
-async def _unsaved_editor_text(pilot) -> None:
+async def _unsaved_editor_text(pilot: Pilot[None]) -> None:
     """On Pre-registration: open the editor, type into the body, focus the list (the
     text stays unsaved)."""
     await settle(pilot)

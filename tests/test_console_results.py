@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from textual.dom import DOMNode
+from textual.pilot import Pilot
 
 from analysis.measures.delta import DESIGN_A, DESIGN_B
 from analysis.measures.drilldown import cell_decisions, select, source_of
@@ -60,13 +62,13 @@ def _app(db: Path):
                                        n_boot=RESAMPLES, hazard_boot=RESAMPLES))
 
 
-async def _settle(pilot) -> None:
+async def _settle(pilot: Pilot[None]) -> None:
     await pilot.pause()
     await wait_workers(pilot.app)
     await pilot.pause()
 
 
-def _text(screen, selector: str) -> str:
+def _text(screen: DOMNode, selector: str) -> str:
     return str(screen.query_one(selector).render())
 
 
@@ -465,7 +467,7 @@ async def test_episodes_outside_the_selection_leave_its_numbers_current(lab_db: 
 
 
 def _on_view(presses: int):
-    async def run_before(pilot) -> None:
+    async def run_before(pilot: Pilot[None]) -> None:
         await _settle(pilot)
         for _ in range(presses):
             await pilot.press("right_square_bracket")

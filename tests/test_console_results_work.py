@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.pilot import Pilot
 from textual.widgets import DataTable
 
 from console.app import ConsoleConfig, make_app
@@ -30,7 +31,7 @@ def _app(db: Path, first: str = "dashboard"):
                                       clock=lambda: FIXED_TS, n_boot=50, hazard_boot=50))
 
 
-async def _settle(pilot) -> None:
+async def _settle(pilot: Pilot[None]) -> None:
     await pilot.pause()
     await wait_workers(pilot.app)
     await pilot.pause()

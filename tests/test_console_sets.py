@@ -15,6 +15,8 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from textual.app import App
+from textual.pilot import Pilot
 from textual.widgets import Checkbox, DataTable, Input, Select, SelectionList, Static
 
 from console.screens.enqueue import EnqueueScreen
@@ -80,7 +82,7 @@ def fever_folder(folder: Path) -> Path:
     return folder
 
 
-def toasts(app) -> list[str]:
+def toasts(app: App[None]) -> list[str]:
     return [str(n.message) for n in said(app)]
 
 
@@ -100,7 +102,7 @@ def set_names(path: Path) -> list[str]:
         conn.close()
 
 
-async def open_sets(pilot) -> SetsScreen:
+async def open_sets(pilot: Pilot[None]) -> SetsScreen:
     """From Enqueue, `s` (out of any field first)."""
     await settle(pilot)
     await pilot.press("escape")
@@ -357,7 +359,7 @@ async def test_a_write_that_fails_read_only_is_a_toast(lab_db: Path, query_only:
 
 
 def test_snapshot(lab_db: Path, snap_compare: SnapCompare) -> None:
-    async def open_view(pilot) -> None:
+    async def open_view(pilot: Pilot[None]) -> None:
         await open_sets(pilot)
 
     assert snap_compare(app_on(Path("lab.db")), terminal_size=(80, 24), run_before=open_view)

@@ -8,6 +8,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from textual.app import App
 from textual.widgets import DataTable, Static
 
 from console.widgets.hanging import hang
@@ -26,7 +27,7 @@ def lab_db(trajectories_db: Path, tmp_path: Path) -> Path:
     return target
 
 
-def lines_of(app, selector: str) -> list[str]:
+def lines_of(app: App[None], selector: str) -> list[str]:
     """The lines a widget shows on screen (its region of the screen's cells)."""
     region = app.screen.query_one(selector).content_region
     rows = list(app.screen._compositor.render_strips())[region.y:region.bottom]

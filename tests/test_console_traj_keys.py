@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from rich.text import Text
+from textual.app import App
 from textual.content import Content
 
 from console.app import ConsoleConfig, make_app
@@ -49,7 +50,7 @@ def _episode(db_path: Path, **where: str) -> int:
     return int(eid)
 
 
-def _notes(app) -> list[str]:
+def _notes(app: App[None]) -> list[str]:
     return [str(n.message) for n in said(app)]
 
 

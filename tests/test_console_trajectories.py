@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import cast
 
 import pytest
+from textual.pilot import Pilot
 from textual.widgets import Input
 
 from console.app import ConsoleConfig, make_app
@@ -45,7 +46,7 @@ def _app(db: Path):
                                        clock=lambda: FIXED_TS))  # the header's read time
 
 
-async def _settle(pilot) -> None:
+async def _settle(pilot: Pilot[None]) -> None:
     await pilot.pause()
     await wait_workers(pilot.app)
     await pilot.pause()
@@ -263,11 +264,11 @@ async def test_matched_arms_marks_first_divergence(lab_db: Path) -> None:
 
 
 def _matched_snapshot(db: Path):
-    async def run_before(pilot) -> None:
+    async def run_before(pilot: Pilot[None]) -> None:
         await _settle(pilot)
         eid = _episode(db, model="sim-never", condition="none", regime="persistent",
                        question_id="demo-003")
-        pilot.app.screen.open_episode(eid, 3)
+        cast(TrajectoriesScreen, pilot.app.screen).open_episode(eid, 3)
         await _settle(pilot)
         await pilot.press("m")
         await _settle(pilot)
@@ -285,11 +286,11 @@ def test_snapshot_matched_80x24(lab_db: Path, snap_compare: SnapCompare) -> None
 
 
 def test_snapshot_episode_120x40(lab_db: Path, snap_compare: SnapCompare) -> None:
-    async def run_before(pilot) -> None:
+    async def run_before(pilot: Pilot[None]) -> None:
         await _settle(pilot)
-        pilot.app.screen.open_episode(_episode(lab_db, model="sim-own5", condition="none",
-                                               regime="recover_after_2",
-                                               question_id="demo-001"), 2)
+        screen = cast(TrajectoriesScreen, pilot.app.screen)
+        screen.open_episode(_episode(lab_db, model="sim-own5", condition="none",
+                                     regime="recover_after_2", question_id="demo-001"), 2)
         await _settle(pilot)
     assert snap_compare(_app(lab_db), terminal_size=(120, 40), run_before=run_before)
 

@@ -16,8 +16,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from textual.app import App
 from textual.widgets import Input, Static
 
+from console.app import LabApp
 from console.widgets.confirm import Confirm
 from console.widgets.workers import StartForm, WorkerLogs, no_worker_banner, parse_start
 from console.workers import LocalWorker, LocalWorkers
@@ -45,7 +47,7 @@ def _states(path: Path) -> dict[str, int]:
         db.conn.close()
 
 
-def _queue(app) -> str:
+def _queue(app: App[None]) -> str:
     return str(app.screen.query_one("#queue-text", Static).render())
 
 
@@ -107,7 +109,7 @@ def test_the_banner_shows_only_while_jobs_wait_for_no_worker() -> None:
     assert banner is not None and banner.plain == "⚠ 1 job queued, no worker: press w to start one"
 
 
-def _sleeper(app, keep: bool = False) -> LocalWorker:
+def _sleeper(app: LabApp, keep: bool = False) -> LocalWorker:
     """A stand-in for a started `lab worker`: a process in a group of its own that only
     sleeps (pausing, resuming and stopping are signals to its group, whatever it runs)."""
     process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"],

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from analysis.base.rows import Table
 from analysis.replay.branches import Branches
 from analysis.replay.calibration import calibration_split, ece, fit_isotonic, risk_coverage
 from analysis.replay.controllers import Gate, controller_table, pi, replay, run_controller
@@ -159,7 +160,7 @@ def test_controller_on_react_branches_uses_pi_with_the_next_point_as_retrieval()
     assert one.calls.tolist() == [2, 2, 2, 1, 2]
 
 
-def _estimates(table) -> dict[tuple[str, str], float]:
+def _estimates(table: Table) -> dict[tuple[str, str], float]:
     return {(r.measure, r.scope): r.estimate for r in table.rows}
 
 

@@ -42,7 +42,7 @@ def db(stored: Path, tmp_path: Path) -> Database:
     return store.connect(path)
 
 
-def sql_packs(db) -> dict[int, tuple[int, bytes]]:
+def sql_packs(db: Database) -> dict[int, tuple[int, bytes]]:
     """episode → (rows, words) as SQLite packs them from the stored `decisions` rows."""
     word0, word1 = pack_words_sql()
     rows = db.conn.execute(f"SELECT d.episode_id, {word0}, {word1} FROM decisions d "
@@ -54,17 +54,17 @@ def sql_packs(db) -> dict[int, tuple[int, bytes]]:
     return out
 
 
-def stored_packs(db) -> dict[int, tuple[int, bytes]]:
+def stored_packs(db: Database) -> dict[int, tuple[int, bytes]]:
     return {r[0]: (r[1], r[2]) for r in
             db.conn.execute("SELECT episode_id, n, words FROM decision_packs ORDER BY 1")}
 
 
-def complete_ids(db):
+def complete_ids(db: Database):
     frame = F.episodes_frame(db)
     return frame.loc[frame["error"].isna(), "episode_id"].to_numpy()
 
 
-def assert_pack_read_equals_row_read(db) -> pd.DataFrame:
+def assert_pack_read_equals_row_read(db: Database) -> pd.DataFrame:
     ids = complete_ids(db)
     assert F.read_packs(db, ids) is not None  # the packs are what is read
     got = F.decisions_frame(db, episode_ids=ids)

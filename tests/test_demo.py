@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from jobs.settings import WorkerSettings
 from tests.helpers.queue import run_lab
 
 
@@ -74,7 +75,8 @@ def test_a_resumed_demo_says_what_is_stored_and_what_remains(tmp_path: Path,
     db_path, config = tmp_path / "lab.db", tmp_path / "lab.toml"
     config.write_text("")
 
-    def first_jobs(settings, **_kw) -> None:  # an interrupted first demo: three jobs ran
+    def first_jobs(settings: WorkerSettings, **_kw: object
+                   ) -> None:  # an interrupted first demo: three jobs ran
         jobs = ledger.select_jobs(store.connect(db_path), "run", demo_cmd.DEMO_RUN)
         for job_id in jobs[:3]:
             assert execute_job(settings, job_id) == "done"

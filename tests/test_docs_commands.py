@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from sqlite_utils import Database
 
 from tests.helpers.console import copy_db
 
@@ -175,7 +176,7 @@ def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from core.demo_data import demo_questions
     from core.demo_set import DEMO_SET, load_demo_questions
 
-    def small_demo_set(db) -> None:
+    def small_demo_set(db: Database) -> None:
         questions = demo_questions()
         load_demo_questions(db, questions)
         ids = [q.id for q in questions[:DEMO_QUESTIONS]]

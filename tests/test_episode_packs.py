@@ -31,17 +31,17 @@ from tests.helpers.cost_grid import COST, assert_same
 READS = {"keys": (), "correct": ("correct",), "cost": COST, "all": KEY_VALUES}
 
 
-def fresh(db) -> dict[int, bytes | None]:
+def fresh(db: Database) -> dict[int, bytes | None]:
     """Every episode's pack computed now from its row."""
     return {row[0]: P.pack(row) for row in db.conn.execute(P.PACK_SQL)}
 
 
-def packs(db) -> dict[int, bytes]:
+def packs(db: Database) -> dict[int, bytes]:
     """The stored packs."""
     return dict(db.conn.execute("SELECT episode_id, words FROM episode_packs").fetchall())
 
 
-def all_ids(db) -> list[int]:
+def all_ids(db: Database) -> list[int]:
     return [r[0] for r in db.conn.execute("SELECT id FROM episodes ORDER BY id")]
 
 
@@ -56,14 +56,14 @@ def db(cost_grid: Path, tmp_path: Path) -> Database:
     return db
 
 
-def rows_read(db, monkeypatch: pytest.MonkeyPatch, *args, **kwargs):
+def rows_read(db: Database, monkeypatch: pytest.MonkeyPatch, *args, **kwargs):
     """episode_keys_frame as it reads without packs (the reference)."""
     with monkeypatch.context() as m:
         m.setattr(F, "read_key_packs", lambda *a: None)
         return F.episode_keys_frame(db, *args, **kwargs)
 
 
-def read_packs(db, upto, values) -> np.ndarray | None:
+def read_packs(db: Database, upto, values) -> np.ndarray | None:
     """read_key_packs for episode_keys_frame's row layout of `values`."""
     probe: dict = {}
 
@@ -193,7 +193,7 @@ def test_the_migration_backfills_a_version_9_db(db: Database) -> None:
     assert len(packs(old)) == len(want) - 1
 
 
-def scanned_apart(db, upto=None):
+def scanned_apart(db: Database, upto=None):
     """Whether `read_key_packs` reads the episodes and the packs by two scans (no join)."""
     from core.store import packs as K
 

@@ -15,8 +15,10 @@ import csv
 import json
 import math
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 
+import click
 import pytest
 from click.testing import CliRunner
 
@@ -66,7 +68,7 @@ def db_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def invoke(command, args, db: Path):
+def invoke(command: click.Command, args: Sequence[str], db: Path):
     return CliRunner().invoke(command, [*args], obj={"db": db, "config": db.with_name("lab.toml")})
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from sqlite_utils import Database
 
 from core import store
 from core.store import frames as F
@@ -21,7 +22,7 @@ def stored(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def plain_episodes(db, selection: F.Selection | None = None, **extra) -> pd.DataFrame:
+def plain_episodes(db: Database, selection: F.Selection | None = None, **extra) -> pd.DataFrame:
     """The reference: every column read through Python rows, joined by a merge."""
     clauses = [f"e.id <= {extra['upto']}"] if "upto" in extra else []
     where, args = where_clause(db, selection or F.Selection(), *clauses)

@@ -23,7 +23,7 @@ from textual.widgets import DataTable, Input, OptionList, Select, SelectionList,
 
 from analysis.tables.registry import views
 from console import logs
-from console.app import INERT_LINES
+from console.app import INERT_LINES, LabApp
 from console.cli import main
 from console.screens.results.screen import ResultsScreen
 from console.screens.sets import SetsScreen
@@ -222,12 +222,12 @@ def markup_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, 
         yield db_path, config
 
 
-def _on_screen(app) -> str:  # noqa: ANN001
+def _on_screen(app: App[None]) -> str:
     """Every line the app draws now, the modal's and toasts' included."""
     return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
 
 
-def _still_up(app, where: str, *shown: str) -> str:  # noqa: ANN001
+def _still_up(app: LabApp, where: str, *shown: str) -> str:
     """The app runs, caught no error, and draws each of `shown` as stored."""
     drawn = _on_screen(app)
     assert app.is_running, where

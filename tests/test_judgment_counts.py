@@ -48,7 +48,7 @@ GRID = (("sim-own5", "none"), ("sim-stated-own3", "stated_judgment_rule:k=3"),
 REGIMES = ("clean", "persistent", "plausible")
 
 
-def _edit(db) -> None:
+def _edit(db: Database) -> None:
     """Edge cases the sims do not produce on their own, written into the stored steps."""
     conn = db.conn
     obs = "SELECT episode_id, t FROM steps WHERE obs_index IS NOT NULL AND discarded = 0 "
@@ -103,7 +103,7 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Database:
     return db
 
 
-def _clean_steps(db, selection: Selection | None = None) -> pd.DataFrame:
+def _clean_steps(db: Database, selection: Selection | None = None) -> pd.DataFrame:
     ep = episodes_frame(db, selection=selection)
     steps = steps_frame(db, selection=selection)
     return steps.loc[steps["episode_id"].isin(ep.loc[ep["error"].isna(), "episode_id"])]

@@ -40,17 +40,17 @@ def db(edited: Database, tmp_path: Path) -> Database:
     return copy
 
 
-def all_ids(db) -> list[int]:
+def all_ids(db: Database) -> list[int]:
     return [r[0] for r in db.conn.execute("SELECT id FROM episodes ORDER BY id")]
 
 
-def stored_rows(db) -> dict[int, tuple[int, ...]]:
+def stored_rows(db: Database) -> dict[int, tuple[int, ...]]:
     """episode → its stored words as six ints."""
     return {e: tuple(np.frombuffer(w, dtype="<i8").tolist())
             for e, w in db.conn.execute("SELECT episode_id, words FROM judgment_packs")}
 
 
-def sql_rows(db) -> dict[int, tuple[int, ...]]:
+def sql_rows(db: Database) -> dict[int, tuple[int, ...]]:
     """episode → its `counts_sql` row (every episode, errored ones too; zeros without an
     observation step)."""
     rows: dict[int, tuple[int, ...]] = {e: (e, 0, 0, 0, 0, 0) for e in all_ids(db)}
@@ -59,7 +59,7 @@ def sql_rows(db) -> dict[int, tuple[int, ...]]:
     return rows
 
 
-def step_query(db, selection: Selection | None = None, upto: int | None = None
+def step_query(db: Database, selection: Selection | None = None, upto: int | None = None
                ) -> J.JudgmentCounts:
     """The counts `judgment_counts` gave before the packs: SQLite over the steps."""
     extra = ["s.obs_index IS NOT NULL", "e.error IS NULL"]

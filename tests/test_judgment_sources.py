@@ -18,7 +18,7 @@ from sqlite_utils import Database
 
 from analysis.base.rows import Row
 from analysis.measures.decisions import judgment_sources
-from analysis.measures.frames import frames_from, load_frames
+from analysis.measures.frames import Frames, frames_from, load_frames
 from analysis.tables.compute import compute
 from core import store
 from core.store.decisions import rederive
@@ -34,7 +34,7 @@ STATED = ("stated judgments, by t", "stated useless on failed",
 """Scopes / measures that read stated judgments, not side-channel ones."""
 
 
-def _replay_run(db, run: str) -> int:
+def _replay_run(db: Database, run: str) -> int:
     """Move the in-run judgments of a run's episodes into probes (source replay)."""
     ids = [r[0] for r in db.conn.execute(
         "SELECT e.id FROM episodes e JOIN cells c ON c.id = e.cell_id JOIN runs r ON "
@@ -51,7 +51,7 @@ def _replay_run(db, run: str) -> int:
     return len(ids)
 
 
-def _rows(frames) -> list[Row]:
+def _rows(frames: Frames) -> list[Row]:
     results = compute(frames, TABLES, n_boot=20, hazard_boot=20)
     return [r for t in results.tables for r in t.rows]
 

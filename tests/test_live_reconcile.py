@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from huey.consumer import ConsumerStopped
+from sqlite_utils import Database
 
 from console.screens.live import read_update
 from core import store
@@ -61,14 +62,14 @@ def _grid(tmp_path: Path, run: str = "ghosts") -> tuple:
     return db, config, ledger.jobs_rows(db, ledger.select_jobs(db, "run", run))
 
 
-def _hold(db, job: dict, worker: str, lease_until: float) -> None:
+def _hold(db: Database, job: dict, worker: str, lease_until: float) -> None:
     """`worker` (registered, running) holds `job` under a lease until `lease_until`."""
     ledger.register_worker(db, worker)
     assert ledger.acquire(db, job["id"], worker, lease_s=60) is not None
     db.conn.execute("UPDATE jobs SET lease_until = ? WHERE id = ?", (lease_until, job["id"]))
 
 
-def _live(db, job: dict, i: int, worker: str) -> int:
+def _live(db: Database, job: dict, i: int, worker: str) -> int:
     live_id = store.live_start(db, job["cell_id"], job["question_ids"][i], "sim-slow / none",
                                worker=worker)
     store.live_step(db, live_id, _steps()[0])
@@ -86,11 +87,11 @@ def _steps():
     return steps
 
 
-def _count(db, table: str = "live_episodes") -> int:
+def _count(db: Database, table: str = "live_episodes") -> int:
     return db.conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
 
 
-def _store(db, job: dict, i: int, finished_at: str | None = None) -> None:
+def _store(db: Database, job: dict, i: int, finished_at: str | None = None) -> None:
     """Store a sim episode of the job's i-th question (finished at `finished_at`)."""
     cell = CellSpec(builtin_models()["sim-own5"], parse_condition("none"),
                     parse_regime("persistent"), None, 8, 0)

@@ -6,6 +6,7 @@ import os
 import signal
 import socket
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -47,7 +48,7 @@ sampling = "default"
     return path
 
 
-def invoke(cmd, args, db: Path, config: Path):
+def invoke(cmd, args: Sequence[str], db: Path, config: Path):
     return CliRunner().invoke(cmd, args, obj={"db": db, "config": config})
 
 

@@ -246,7 +246,8 @@ def test_stream_pool_reads_chunked_bodies_and_replaces_stale_connections() -> No
 
     closed = asyncio.Event()
 
-    async def handler(reader, writer) -> None:  # answers once per connection, chunked, then closes
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+                      ) -> None:  # answers once per connection, chunked, then closes
         while (await reader.readline()) not in (b"\r\n", b""):
             pass
         writer.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"
@@ -278,7 +279,8 @@ def test_a_bounded_post_sets_no_read_timer_of_its_own() -> None:
     # (0.2 s) fires before the caller's (30 s) only when the pool sets one.
     from core.models.openai_compat import Endpoint
 
-    async def handler(reader, writer) -> None:  # reads the request, never answers
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+                      ) -> None:  # reads the request, never answers
         await reader.read(1)
         await asyncio.sleep(3600)
 

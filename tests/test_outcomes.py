@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from sqlite_utils import Database
 
-from analysis.measures.frames import frames_from, load_frames
+from analysis.measures.frames import Frames, frames_from, load_frames
 from analysis.prereg.outcomes import VERDICTS, evaluate, prediction_text
 from console.cli import main
 from core import prereg, store
@@ -146,7 +146,7 @@ STAND_INS = {
 sims add to their grid): A13–A14's two sources and A19's stated-judgment rule."""
 
 
-def _as_governed(frames, amendment):
+def _as_governed(frames: Frames, amendment):
     """The sim episodes as if enqueued under `amendment`, once per question set it scopes."""
     eps, steps = [], []
     for i, name in enumerate(amendment["scope"]["question_sets"]):

@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.base.rows import Row
+from analysis.base.rows import Row, Table
 from analysis.replay.branches import regime_cells
 from analysis.replay.controllers import controller_table
 from analysis.replay.policies import MEAN4, group_policies, policies, policy_table
@@ -72,7 +72,7 @@ def _study() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     return pd.DataFrame(ep), pd.DataFrame(st), pd.DataFrame(pr)
 
 
-def _rows(table, measure: str, scope: str) -> dict[str, Row]:
+def _rows(table: Table, measure: str, scope: str) -> dict[str, Row]:
     return {r.label: r for r in table.rows if r.measure == measure and r.scope == scope}
 
 

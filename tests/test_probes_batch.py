@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlite_utils import Database
 
 from core.models.anthropic import BATCH_DISCOUNT
 from core.models.registry import make_client
@@ -46,13 +47,13 @@ def server(app: AnthropicApp) -> Iterator[LoopbackServer]:
         yield srv
 
 
-def _job(db, kind: str, batch: bool = True) -> dict[str, Any]:
+def _job(db: Database, kind: str, batch: bool = True) -> dict[str, Any]:
     cell_id, qid = db.conn.execute("SELECT cell_id, question_id FROM episodes").fetchone()
     return {"id": 7, "cell_id": cell_id, "question_ids": [qid],
             "params": ReplayRequest("r", kind, batch=batch).params()}
 
 
-def _count(db, where: str = "1") -> int:
+def _count(db: Database, where: str = "1") -> int:
     return db.conn.execute(f"SELECT count(*) FROM probes WHERE {where}").fetchone()[0]
 
 

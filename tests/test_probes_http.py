@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlite_utils import Database
 
 from core.models.registry import make_client
 from core.probes import decision_points, messages_for
@@ -30,13 +31,14 @@ def server(app: OpenAIApp) -> Iterator[LoopbackServer]:
         yield srv
 
 
-def _job(db, kind: str, refresh: bool = False) -> dict[str, Any]:
+def _job(db: Database, kind: str, refresh: bool = False) -> dict[str, Any]:
     cell_id, qid = db.conn.execute("SELECT cell_id, question_id FROM episodes").fetchone()
     return {"id": 1, "cell_id": cell_id, "question_ids": [qid],
             "params": ReplayRequest("r", kind, refresh=refresh).params()}
 
 
-def _replay(db, server, kind: str, concurrency: int = 4, refresh: bool = False) -> int:
+def _replay(db: Database, server: LoopbackServer, kind: str, concurrency: int = 4,
+            refresh: bool = False) -> int:
     client = make_client(openai_spec(server.url))
     return asyncio.run(replay_questions(db, _job(db, kind, refresh), client, concurrency))
 

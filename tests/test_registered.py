@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.measures.frames import frames_from
+from analysis.measures.frames import Frames, frames_from
 from analysis.prereg.outcome_kinds import cohen_kappa, wilson
 from analysis.prereg.outcomes import evaluate, evaluate_test, verdict
 from core.conditions import parse_condition
@@ -95,7 +95,7 @@ def amendment(*tests: dict, scope: dict | None = None) -> dict:
     return {"id": "A1", "scope": scope or SCOPE, "frozen_at": FROZEN, "tests": valid}
 
 
-def one(frames, test: dict, **kw):
+def one(frames: Frames, test: dict, **kw):
     return evaluate_test(amendment(test, **kw), test, frames, n_boot=200)
 
 

@@ -80,7 +80,7 @@ def grid(run: str = "r", amendment: str | None = None) -> GridRequest:
                        amendment=amendment)
 
 
-def census(db) -> dict[str, int]:
+def census(db: Database) -> dict[str, int]:
     """Pairs with a complete episode, most complete episodes of one pair, errored rows."""
     complete = db.conn.execute(
         "SELECT count(*), coalesce(max(n), 0) FROM (SELECT count(*) AS n FROM episodes "
@@ -142,7 +142,7 @@ def test_outage_for_the_first_half_then_retry_errored_completes_every_pair(
     assert retry(lab, settings, "run", "r", errored_only=True).jobs == []
 
 
-def _errored(db, cell_id: int, qids: list[str]) -> None:
+def _errored(db: Database, cell_id: int, qids: list[str]) -> None:
     """Store an errored episode for each question (what a worker does after an outage)."""
     from core.episode import EpisodeResult, utc_now
 

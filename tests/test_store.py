@@ -11,6 +11,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from sqlite_utils import Database
 
 from core import store
 from core.conditions import parse_condition
@@ -51,14 +52,14 @@ def test_not_a_database(tmp_path: Path) -> None:
         store.connect(bad)
 
 
-def _cell(db, model="sim-own5", condition="enforced_rule", regime="persistent"):
+def _cell(db: Database, model="sim-own5", condition="enforced_rule", regime="persistent"):
     cell = CellSpec(builtin_models()[model], parse_condition(condition), parse_regime(regime),
                     None, 8, 0)
     run_id = store.ensure_run(db, "t")
     return cell, store.ensure_cell(db, run_id, cell.columns())
 
 
-def _one_episode(db_path):
+def _one_episode(db_path: Path):
     """A fresh lab.db, one sim cell and one finished (not yet stored) episode of it."""
     db = store.connect(db_path)
     pool = make_pool()
@@ -144,7 +145,7 @@ def test_schema_version_counts_the_migrations() -> None:
     assert SCHEMA_VERSION == len(MIGRATIONS._migrations)
 
 
-def _old_schema_db(db_path):
+def _old_schema_db(db_path: Path):
     """A lab.db at schema version 2 (episodes unique per pair) with two episodes and steps."""
     from sqlite_utils import Database
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -41,7 +42,7 @@ from jobs.validate import validate_measures
 DETERMINISTIC = ("sim-never", "sim-deadline", "sim-clock4", "sim-clock6", "sim-own7")
 
 
-def invoke(args, db: Path):
+def invoke(args: Sequence[str], db: Path):
     return CliRunner().invoke(validate_measures_cmd, [*args],
                               obj={"db": db, "config": db.with_name("lab.toml")})
 

@@ -17,6 +17,7 @@ import pytest
 
 from console.cli import main
 from core import store
+from jobs.settings import WorkerSettings
 from jobs.worker import YOUNG_OBJECTS
 
 
@@ -36,7 +37,8 @@ def test_lab_worker_tunes_the_collector_before_it_runs(db_path: Path,
     store.connect(db_path).conn.close()
     seen: list[tuple[int, tuple[int, ...]]] = []
 
-    def run_worker(settings, workers=1, until_idle=False) -> None:  # what the worker would find
+    def run_worker(settings: WorkerSettings, workers: int = 1, until_idle: bool = False
+                   ) -> None:  # what the worker would find
         seen.append((gc.get_freeze_count(), gc.get_threshold()))
 
     monkeypatch.setattr("console.cli.queue.run_worker", run_worker)

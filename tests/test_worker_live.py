@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlite_utils import Database
 
 from core import store
 from core.conditions import parse_condition
@@ -17,7 +18,7 @@ from core.regimes import ForeignPool, parse_regime
 from core.runner import CellSpec, LiveBuffer, run_one, setup_for
 
 
-def _episode(db, q):
+def _episode(db: Database, q):
     cell = CellSpec(builtin_models()["sim-own5"], parse_condition("none"),
                     parse_regime("persistent"), None, 8, 0)
     cell_id = store.ensure_cell(db, store.ensure_run(db, "live"), cell.columns())
@@ -28,7 +29,7 @@ def _episode(db, q):
     return cell_id, result, steps
 
 
-def _count(db, table: str) -> int:
+def _count(db: Database, table: str) -> int:
     return db.conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
 
 

@@ -11,6 +11,9 @@ import shutil
 import sqlite3
 from pathlib import Path
 
+from textual.app import App
+from textual.pilot import Pilot
+
 from core import prereg, store
 from core.data import ids_hash
 from core.demo_set import ensure_demo_set
@@ -90,7 +93,7 @@ def console_app(db: Path, **config: object):
     return make_app(rel, ConsoleConfig(db_path=rel, **settings))  # type: ignore[arg-type]
 
 
-async def wait_workers(app) -> None:
+async def wait_workers(app: App[None]) -> None:
     """Wait until no worker runs; an exclusive worker cancelled by a newer one is fine."""
     from textual.worker import WorkerCancelled
 
@@ -102,14 +105,14 @@ async def wait_workers(app) -> None:
             continue
 
 
-def busy(app) -> bool:
+def busy(app: App[None]) -> bool:
     """Whether a worker of the app is pending or running."""
     from textual.worker import WorkerState
 
     return any(w.state in (WorkerState.PENDING, WorkerState.RUNNING) for w in app.workers)
 
 
-async def settle(pilot, rounds: int = 4) -> None:
+async def settle(pilot: Pilot[None], rounds: int = 4) -> None:
     """Wait for every worker, then let the screen refresh; again while that refresh
     started workers (a read's result starts the next read), `rounds` times at most."""
     for _ in range(rounds):
@@ -176,7 +179,7 @@ def prereg_app(db: Path):
                                       clock=lambda: FIXED_TS))  # the header's read time
 
 
-async def settle_prereg(pilot) -> None:
+async def settle_prereg(pilot: Pilot[None]) -> None:
     """Let workers (and the ones their results start) finish."""
     await pilot.pause()
     await settle(pilot)
@@ -191,7 +194,7 @@ def amendment(db: Path, amendment_id: str) -> dict:
         conn.conn.close()
 
 
-async def select_amendment(pilot, amendment_id: str) -> None:
+async def select_amendment(pilot: Pilot[None], amendment_id: str) -> None:
     """Move the Pre-registration list's cursor to an amendment."""
     from textual.widgets import OptionList
 
@@ -200,7 +203,7 @@ async def select_amendment(pilot, amendment_id: str) -> None:
     await settle_prereg(pilot)
 
 
-async def open_editor(pilot, amendment_id: str):
+async def open_editor(pilot: Pilot[None], amendment_id: str):
     """Select an amendment and open it in the editor (`e`); returns the screen."""
     await select_amendment(pilot, amendment_id)
     await pilot.press("e")
