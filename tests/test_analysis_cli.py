@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from analysis.base.rows import ENDED_FIELDS, ROW_FIELDS
 from analysis.tables.csv_files import TABLE_COLUMNS
@@ -50,7 +50,7 @@ def grid_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def invoke(command: click.Command, args: Sequence[str], db: Path):
+def invoke(command: click.Command, args: Sequence[str], db: Path) -> Result:
     return CliRunner().invoke(command, [*args], obj={"db": db, "config": db.with_name("lab.toml")})
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 from sqlite_utils import Database
 
 import prompts
@@ -119,7 +119,7 @@ def test_the_batch_path_sends_the_confidence_request(monkeypatch: pytest.MonkeyP
                            (ANSWER_NOW_CONFIDENCE,)).fetchone()[0] == 2
 
 
-def lab(db: Path, *args: str):
+def lab(db: Path, *args: str) -> Result:
     return CliRunner().invoke(cli, ["--db", str(db), *args])
 
 
@@ -154,7 +154,7 @@ def test_lab_replay_confidence_on_the_sims_and_the_controllers_read_it(
     params = {json.loads(p)["kind"] for (p,) in conn.execute(
         "SELECT params FROM jobs WHERE kind = 'replay'")}
     assert params == {ANSWER_NOW, ANSWER_NOW_CONFIDENCE}
-    out = lab(db, "results", "controllers", "--format", "json")
-    assert out.exit_code == 0, out.output
-    assert "branches asked for a confidence" in out.stdout
-    assert "asked without a confidence request" not in out.stdout
+    result = lab(db, "results", "controllers", "--format", "json")
+    assert result.exit_code == 0, result.output
+    assert "branches asked for a confidence" in result.stdout
+    assert "asked without a confidence request" not in result.stdout

@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 import pandas as pd
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from analysis.base.arms import Grouping, regime_order
 from analysis.measures.decisions import arm_groups, errored_episodes
@@ -60,7 +60,7 @@ def grid_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def invoke(command: click.Command, args: Sequence[str], db: Path):
+def invoke(command: click.Command, args: Sequence[str], db: Path) -> Result:
     return CliRunner().invoke(command, [*args], obj={"db": db, "config": db.with_name("lab.toml")})
 
 

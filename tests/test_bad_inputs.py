@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from console.cli import main
-from core.data import Paragraph, question_to_record
+from core.data import Paragraph, Question, question_to_record
 from tests.helpers.builders import make_question
 from tests.helpers.cli import dump_hash, lab, one_error
 
@@ -398,7 +398,7 @@ def test_wording_for_one(db: Path, tmp_path: Path, capsys: pytest.CaptureFixture
 
 # --- question size -------------------------------------------------------------------------
 
-def _huge_question():
+def _huge_question() -> Question:
     q = make_question("huge")
     page = Paragraph("Huge page", ("word " * 200_000,))  # ≈ 1 MB of context text
     return replace(q, paragraphs=q.paragraphs + (page,))

@@ -14,6 +14,7 @@ from __future__ import annotations
 import shutil
 import sqlite3
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from textual.dom import DOMNode
@@ -498,7 +499,8 @@ def test_parts_text_names_dataset_and_set_when_a_test_covers_several() -> None:
 
     nan = float("nan")
 
-    def part(model: str, qset: str, verdict: str, estimate: float, detail: str = ""):
+    def part(model: str, qset: str, verdict: str, estimate: float, detail: str = ""
+            ) -> SimpleNamespace:
         return NS(unit=Unit(model=model, dataset="hotpotqa", question_set=qset),
                   what="persistent", verdict=verdict, estimate=estimate, ci_low=estimate - .1,
                   ci_high=estimate + .1, p=nan, p_adjusted=nan, holm_m=0, detail=detail)

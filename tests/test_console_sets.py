@@ -15,6 +15,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from sqlite_utils.db import Database
 from textual.app import App
 from textual.pilot import Pilot
 from textual.widgets import Checkbox, DataTable, Input, Select, SelectionList, Static
@@ -309,7 +310,7 @@ def query_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every connection the console opens refuses writes, as on a read-only file."""
     connect = store.connect
 
-    def read_only_connect(path, create=True, **options):
+    def read_only_connect(path, create=True, **options) -> Database:
         db = connect(path, create, **options)
         db.conn.execute("PRAGMA query_only = ON")
         return db

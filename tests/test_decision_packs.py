@@ -17,7 +17,7 @@ from core import store
 from core.schema import SCHEMA_VERSION
 from core.store import frames as F
 from core.store.decisions import pack_words_sql, rederive
-from core.store.packs import read_pack_span
+from core.store.packs import PackSpan, read_pack_span
 from tests.helpers.builders import store_sim_grid, undo_migration
 
 GRID = (("sim-own5", "none"), ("sim-stated-own3", "stated_judgment_rule:k=3"))
@@ -206,7 +206,7 @@ def _decision_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     reads: list[str] = []
     packs, frame = M._read_pack_span, M.Frames._read_decisions
 
-    def read_packs(src):
+    def read_packs(src) -> PackSpan:
         reads.append("packs")
         return packs(src)
 

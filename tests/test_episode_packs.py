@@ -193,7 +193,7 @@ def test_the_migration_backfills_a_version_9_db(db: Database) -> None:
     assert len(packs(old)) == len(want) - 1
 
 
-def scanned_apart(db: Database, upto=None):
+def scanned_apart(db: Database, upto=None) -> bool:
     """Whether `read_key_packs` reads the episodes and the packs by two scans (no join)."""
     from core.store import packs as K
 

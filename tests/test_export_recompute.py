@@ -20,7 +20,7 @@ from pathlib import Path
 
 import click
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from console.cli.results import export_cmd, results
 from core import store
@@ -68,7 +68,7 @@ def db_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def invoke(command: click.Command, args: Sequence[str], db: Path):
+def invoke(command: click.Command, args: Sequence[str], db: Path) -> Result:
     return CliRunner().invoke(command, [*args], obj={"db": db, "config": db.with_name("lab.toml")})
 
 

@@ -14,10 +14,11 @@ import pytest
 
 import analysis.base.parallel as parallel
 from analysis.figures import render_svgs, write_figures
+from analysis.figures.study import StudyRows
 from tests.helpers.figure_rows import MODELS, study_table_rows, synthetic_study
 
 
-def _small_study():
+def _small_study() -> StudyRows:
     """The synthetic study with one model (every figure still drawn, in half the time)."""
     return synthetic_study({t: [r for r in rows if r["model"] == MODELS[0]]
                             for t, rows in study_table_rows().items()})

@@ -13,6 +13,7 @@ from analysis.base.arms import Grouping
 from analysis.measures.cost import answer_actions, cost_table, group_answer_actions
 from analysis.measures.decisions import arm_groups
 from analysis.measures.success import (
+    QuestionMatrix,
     group_question_matrices,
     paired_success,
     paired_table,
@@ -125,7 +126,7 @@ def test_success_results_builds_the_group_matrices_once(monkeypatch: pytest.Monk
     calls = []
     real = S.group_question_matrices
 
-    def counted(*args, **kwargs):
+    def counted(*args, **kwargs) -> list[tuple[QuestionMatrix, ...]]:
         calls.append(1)
         return real(*args, **kwargs)
 

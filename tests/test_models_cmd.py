@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from console.cli.models import models, serve
 from core import store
@@ -48,7 +48,7 @@ sampling = "default"
     return path
 
 
-def invoke(cmd, args: Sequence[str], db: Path, config: Path):
+def invoke(cmd, args: Sequence[str], db: Path, config: Path) -> Result:
     return CliRunner().invoke(cmd, args, obj={"db": db, "config": config})
 
 

@@ -20,6 +20,7 @@ from console.cli import main
 from core import store
 from core.conditions import parse_condition
 from core.demo_data import demo_questions
+from core.episode import EpisodeResult
 from core.models.base import EpisodeView
 from core.models.registry import builtin_models, make_client
 from core.react import EpisodeSetup, run_episode
@@ -39,7 +40,8 @@ NEW_ARMS = ("stated_judgment_rule:k=3", "stated_judgment_combo:k=3", "two_source
             "switch_rule:k=3")
 
 
-def run(client: ScriptedClient, condition: str, regime: str = "persistent", budget: int = 8):
+def run(client: ScriptedClient, condition: str, regime: str = "persistent", budget: int = 8
+       ) -> EpisodeResult:
     pool = make_pool()
     setup = EpisodeSetup(question=pool[0], condition=parse_condition(condition),
                          regime=parse_regime(regime), budget=budget, seed=0,
@@ -54,7 +56,8 @@ def test_backup_never_fails_under_persistent_and_the_primary_still_does() -> Non
     s = r.steps
     assert [x.tool_source for x in s[:3]] == ["primary", "backup", "primary"]
     assert [x.obs_failed for x in s[:3]] == [True, False, True]
-    assert s[1].obs_source in ("gold", "distractor") and s[1].shown.startswith("[Vellmore")
+    assert s[1].obs_source in ("gold", "distractor") and s[1].shown is not None
+    assert s[1].shown.startswith("[Vellmore")
     assert r.tool_calls == 3 and r.answered
     assert "backup_search[query]" in client.calls[0][1][0]["content"]
     assert not any(kind == "judge" for kind, _ in client.calls)  # two_source asks nothing
@@ -71,6 +74,7 @@ def test_schedule_counts_primary_results_only() -> None:
 def test_answerless_backup_is_the_intact_page() -> None:
     r = run(ScriptedClient(acts=[SEARCH, BACKUP, FINISH]), "two_source", "answerless")
     primary, backup = r.steps[0].shown, r.steps[1].shown
+    assert primary is not None and backup is not None
     assert len(backup) > len(primary) and backup.startswith(primary.split("]")[0] + "]")
     assert r.steps[1].obs_text == backup  # stored, since obs_ref would read stripped
 

@@ -146,7 +146,7 @@ STAND_INS = {
 sims add to their grid): A13–A14's two sources and A19's stated-judgment rule."""
 
 
-def _as_governed(frames: Frames, amendment):
+def _as_governed(frames: Frames, amendment) -> Frames:
     """The sim episodes as if enqueued under `amendment`, once per question set it scopes."""
     eps, steps = [], []
     for i, name in enumerate(amendment["scope"]["question_sets"]):

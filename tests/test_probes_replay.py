@@ -8,12 +8,12 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from console.cli import cli
 
 
-def lab(db: Path, *args: str):
+def lab(db: Path, *args: str) -> Result:
     return CliRunner().invoke(cli, ["--db", str(db), *args])
 
 

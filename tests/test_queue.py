@@ -13,6 +13,7 @@ from sqlite_utils import Database
 from core import store
 from core.demo_set import ensure_demo_set
 from core.errors import ConfigError, LabError
+from core.models.base import Generation
 from core.models.registry import ModelSpec, load_registry
 from core.store import jobs as ledger
 from core.store import monitor
@@ -274,7 +275,7 @@ def test_random_rule_without_a_rate_is_an_error_where_it_is_used(
     session = client.start(EpisodeView(question=q, seed=0, budget=4))
     generate = session.generate
 
-    async def counted(*args, **kw):
+    async def counted(*args, **kw) -> Generation:
         calls.append(kw.get("kind"))
         return await generate(*args, **kw)
 

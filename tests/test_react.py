@@ -6,6 +6,7 @@ import asyncio
 
 import prompts
 from core.conditions import Condition, parse_condition
+from core.episode import EpisodeResult
 from core.models.base import EpisodeView
 from core.react import EpisodeSetup, run_episode
 from core.regimes import ForeignPool, parse_regime
@@ -17,7 +18,7 @@ FINISH = "Thought: I know it\nAction: finish\nAction Input: Lake 1"
 
 
 def run(client: ScriptedClient, condition: str = "none", regime: str = "clean",
-        budget: int = 8, seed: int = 0, pool=None):
+        budget: int = 8, seed: int = 0, pool=None) -> EpisodeResult:
     pool = pool or make_pool()
     setup = EpisodeSetup(question=pool[0], condition=parse_condition(condition),
                          regime=parse_regime(regime), budget=budget, seed=seed,
@@ -121,7 +122,7 @@ def test_failed_observations_are_labelled_and_drawn_identically_across_condition
     assert [s.obs_failed for s in a.steps] == [True, True] + [False] * 6
     assert [s.obs_source for s in a.steps[:3]] == ["foreign", "foreign", "gold"]
     assert [s.obs_ref for s in a.steps] == [s.obs_ref for s in b.steps]
-    assert not a.steps[0].obs_ref.startswith("q1#")
+    assert a.steps[0].obs_ref is not None and not a.steps[0].obs_ref.startswith("q1#")
     c = run(ScriptedClient(acts=[SEARCH] * 8), "none", "recover_after_2", seed=4, pool=pool)
     # another seed draws other foreign pages (the draw is seeded, so this is fixed)
     assert [s.obs_ref for s in c.steps[:2]] != [s.obs_ref for s in a.steps[:2]]
@@ -130,11 +131,12 @@ def test_failed_observations_are_labelled_and_drawn_identically_across_condition
 def test_plausible_draws_own_distractors() -> None:
     result = run(ScriptedClient(acts=[SEARCH] * 4), "none", "plausible", budget=4)
     assert all(s.obs_failed and s.obs_source == "distractor" for s in result.steps)
-    assert all(s.obs_ref.startswith("q1#") for s in result.steps)
+    assert all(s.obs_ref is not None and s.obs_ref.startswith("q1#") for s in result.steps)
 
 
 def test_answerless_removes_supporting_sentences() -> None:
     result = run(ScriptedClient(acts=[SEARCH, FINISH]), "none", "answerless")
+    assert result.steps[0].shown is not None
     assert "Ada Brun" not in result.steps[0].shown  # the founder sentence is gone
     assert result.steps[0].obs_failed is False
 

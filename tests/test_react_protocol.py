@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import prompts
 from core.conditions import Condition, parse_condition
+from core.episode import EpisodeResult
 from core.models.base import (
     END_REFUSAL,
     END_TRUNCATED,
@@ -71,7 +72,7 @@ class Recorder:
 
 
 def run(model: Recorder, condition: str | Condition = "none", regime: str = "clean",
-        budget: int = 8, task_format: str = "react", on_step=None):
+        budget: int = 8, task_format: str = "react", on_step=None) -> EpisodeResult:
     pool = make_pool()
     cond = parse_condition(condition) if isinstance(condition, str) else condition
     setup = EpisodeSetup(question=pool[0], condition=cond, regime=parse_regime(regime),
@@ -123,7 +124,7 @@ def test_forced_search_is_executed_judged_and_forced_again() -> None:
     # the observation of the forced search went back to the agent
     last = model.of("act")[3].messages
     assert last[-1]["content"].startswith("Observation: ")
-    assert forced_step.shown in last[-1]["content"]
+    assert forced_step.shown is not None and forced_step.shown in last[-1]["content"]
 
 
 def test_a_forced_search_judged_useful_resets_the_streak_but_keeps_the_system_line() -> None:

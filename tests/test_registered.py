@@ -17,7 +17,7 @@ import pytest
 
 from analysis.measures.frames import Frames, frames_from
 from analysis.prereg.outcome_kinds import cohen_kappa, wilson
-from analysis.prereg.outcomes import evaluate, evaluate_test, verdict
+from analysis.prereg.outcomes import Outcome, evaluate, evaluate_test, verdict
 from core.conditions import parse_condition
 from core.errors import ConfigError
 from core.registered_tests import validate_tests
@@ -81,7 +81,7 @@ class Builder:
             "end_reason": "answer" if answer_at else "budget", "error": None,
             "started_at": started, "finished_at": started})
 
-    def frames(self):
+    def frames(self) -> Frames:
         return frames_from(pd.DataFrame(self.episodes), pd.DataFrame(self.steps))
 
 
@@ -95,7 +95,7 @@ def amendment(*tests: dict, scope: dict | None = None) -> dict:
     return {"id": "A1", "scope": scope or SCOPE, "frozen_at": FROZEN, "tests": valid}
 
 
-def one(frames: Frames, test: dict, **kw):
+def one(frames: Frames, test: dict, **kw) -> Outcome:
     return evaluate_test(amendment(test, **kw), test, frames, n_boot=200)
 
 

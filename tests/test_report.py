@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from analysis.figures.study import StudyRows
 from analysis.report.tables import EXACT, LEFT_OUT, exact, fmt
 from tests.helpers.console import copy_db
 from tests.helpers.html_check import check_html, report_tables
@@ -219,7 +220,7 @@ def test_a_governed_row_has_no_badge() -> None:
     assert not is_exploratory({"amendment": None})
 
 
-def _study(rows: dict, amendments: list | None = None):
+def _study(rows: dict, amendments: list | None = None) -> StudyRows:
     from analysis.figures.study import StudyRows
     from core.store.selection import Selection
 

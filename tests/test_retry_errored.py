@@ -277,7 +277,7 @@ def test_a_bug_in_lab_fails_the_job_with_its_traceback_at_once(lab: Database, db
                  load_registry(config))
     (job_id,) = ledger.select_jobs(lab, "run", "b")
 
-    def broken(setup, observation, t):
+    def broken(setup, observation, t) -> str:
         if setup.question.id == job_row(lab, job_id)["question_ids"][-1]:
             raise KeyError("observation_template")
         return real(setup, observation, t)

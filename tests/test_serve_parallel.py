@@ -18,7 +18,7 @@ from typing import cast
 
 import httpx
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from console.cli.models import serve
 from core import store
@@ -92,7 +92,7 @@ def registry(path: Path, port: int, extra: str = "") -> Path:
     return path
 
 
-def invoke(args: list[str], db: Path, config: Path):
+def invoke(args: list[str], db: Path, config: Path) -> Result:
     return CliRunner().invoke(serve, args, obj={"db": db, "config": config})
 
 

@@ -9,6 +9,7 @@ import pytest
 from core.conditions import parse_condition
 from core.data import Question
 from core.demo_data import demo_questions
+from core.episode import EpisodeResult
 from core.models.registry import builtin_models, make_client
 from core.react import EpisodeSetup
 from core.regimes import ForeignPool, parse_regime
@@ -20,7 +21,8 @@ def pool() -> list[Question]:
     return demo_questions()
 
 
-def episodes(model: str, condition: str, regime: str, pool, seeds=range(4), budget=8):
+def episodes(model: str, condition: str, regime: str, pool, seeds=range(4), budget=8
+            ) -> list[EpisodeResult]:
     client = make_client(builtin_models()[model])
     fp = ForeignPool(pool)
     out = []
@@ -45,7 +47,7 @@ def test_clock6_answers_at_action_6_when_not_stopped_before(pool: list[Question]
     results = episodes("sim-clock6", "none", "persistent", pool)
     assert results
     for r in results:
-        assert r.answered
+        assert r.answered and r.answer_action is not None
         if r.answer_action != 6:  # only a useful real observation can stop it earlier
             assert r.answer_action < 6
             prev = r.steps[r.answer_action - 2]
@@ -63,6 +65,7 @@ def test_own5_answers_exactly_when_its_own_run_first_reaches_5(pool: list[Questi
             reached += 1
             assert r.answered and r.answer_action == first + 2
         if r.answered and (first is None or r.answer_action != first + 2):
+            assert r.answer_action is not None  # an answered episode says when
             prev = r.steps[r.answer_action - 2]
             assert prev.judgment == "USEFUL" and prev.obs_failed is False
     assert reached > 0
@@ -86,7 +89,8 @@ def test_deadline_and_never(pool: list[Question]) -> None:
     for r in episodes("sim-deadline", "none", "persistent", pool[:10]):
         assert r.answered
     never = episodes("sim-never", "none", "persistent", pool[:10])
-    assert all(not r.answered or r.steps[r.answer_action - 2].judgment == "USEFUL" for r in never)
+    assert all(not r.answered or r.answer_action is not None
+               and r.steps[r.answer_action - 2].judgment == "USEFUL" for r in never)
 
 
 def test_failed_observations_never_teach_the_answer(pool: list[Question]) -> None:

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 import analysis.validate as validate
 from analysis.stats.bootstrap import Interval
@@ -42,7 +42,7 @@ from jobs.validate import validate_measures
 DETERMINISTIC = ("sim-never", "sim-deadline", "sim-clock4", "sim-clock6", "sim-own7")
 
 
-def invoke(args: Sequence[str], db: Path):
+def invoke(args: Sequence[str], db: Path) -> Result:
     return CliRunner().invoke(validate_measures_cmd, [*args],
                               obj={"db": db, "config": db.with_name("lab.toml")})
 

@@ -22,6 +22,7 @@ from tests.helpers.gates import FillGate
 from tests.helpers.queue import ROOT, lab_here, start_lab
 from tests.helpers.waiting import async_until
 from tests.servers import LoopbackServer, OpenAIApp, react_responder
+from tests.servers.http import Reply
 
 REGISTRY = """
 [models.loop]
@@ -84,7 +85,7 @@ def test_a_jobs_straggler_does_not_hold_back_the_next_job(tmp_path: Path) -> Non
         """The straggler's calls answer once the next job is stored; a worker that held
         that job back would leave them waiting 60 s, and the order below would fail."""
 
-        async def _answer(self, body, fault):
+        async def _answer(self, body, fault) -> Reply:
             if any(text in str(m.get("content")) for m in body["messages"][:2]):
                 try:
                     await async_until(second_job_stored, "the second job", timeout=60,
