@@ -17,6 +17,7 @@ from sqlite_utils import Database
 
 import prompts
 from console.cli import cli
+from core.models.base import ModelClient
 from core.models.registry import make_client
 from core.probes import ANSWER_NOW, ANSWER_NOW_CONFIDENCE, decision_points, messages_for
 from core.store import probes as probe_rows
@@ -54,7 +55,7 @@ def _job(db: Database, confidence: bool, batch: bool = False) -> dict[str, Any]:
     return {"id": 1, "cell_id": cell_id, "question_ids": [qid], "params": request.params()}
 
 
-def _replay(db: Database, client, confidence: bool, batch: bool = False) -> int:
+def _replay(db: Database, client: ModelClient, confidence: bool, batch: bool = False) -> int:
     return asyncio.run(replay_questions(db, _job(db, confidence, batch), client, 1,
                                         batch_poll_s=0.01))
 

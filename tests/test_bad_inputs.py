@@ -11,7 +11,7 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -382,7 +382,7 @@ def test_control_targets_have_help(capsys: pytest.CaptureFixture[str], command: 
         assert len(line.split()) > 2, line  # option, metavar and help text
 
 
-def _hotpot_file(path: Path, questions) -> Path:
+def _hotpot_file(path: Path, questions: Iterable[Question]) -> Path:
     path.write_text(json.dumps([question_to_record(q) for q in questions]), encoding="utf-8")
     return path
 
@@ -514,7 +514,7 @@ def test_a_full_disk_while_enqueueing_is_one_line_and_writes_nothing(
     ) -> None:
     from core.store import jobs as ledger
 
-    def full(*_a, **_k) -> None:
+    def full(*_a: object, **_k: object) -> None:
         raise sqlite3.OperationalError(text)
 
     monkeypatch.setattr(ledger, "insert_jobs", full)  # mid-transaction: the grid row is in
@@ -527,7 +527,7 @@ def test_a_full_disk_in_the_queue_file_is_one_line(db: Path, capsys: pytest.Capt
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     import jobs.queue
 
-    def full(*_a, **_k) -> None:  # what Huey's SqliteStorage raises on a full disk
+    def full(*_a: object, **_k: object) -> None:  # what Huey's SqliteStorage raises on a full disk
         raise sqlite3.OperationalError("database or disk is full")
 
     monkeypatch.setattr(jobs.queue, "enqueue_job", full)
@@ -542,7 +542,7 @@ def test_a_disk_io_error_on_a_read_is_one_line(db: Path, capsys: pytest.CaptureF
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     import jobs.control
 
-    def broken(*_a, **_k) -> None:
+    def broken(*_a: object, **_k: object) -> None:
         raise sqlite3.OperationalError("disk I/O error")
 
     monkeypatch.setattr(jobs.control.progress, "grid_progress", broken)

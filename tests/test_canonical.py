@@ -81,7 +81,8 @@ JSON = st.recursive(
 
 @settings(max_examples=300, deadline=None)
 @given(JSON, st.booleans())
-def test_canonical_json_is_json_dumps_with_sorted_keys_and_no_spaces(obj, escape) -> None:
+def test_canonical_json_is_json_dumps_with_sorted_keys_and_no_spaces(obj: object, escape: bool
+                                                                    ) -> None:
     # the encoders are kept between calls: the text must still be json.dumps' own
     assert canonical_json(obj, ensure_ascii=escape) == json.dumps(
         obj, sort_keys=True, separators=(",", ":"), ensure_ascii=escape)

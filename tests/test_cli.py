@@ -64,7 +64,7 @@ def test_bad_input_one_line_nonzero(db_path: Path, args: list[str], message: str
     assert len(err.strip().splitlines()) == 1
 
 
-def _write(path: Path, records) -> Path:
+def _write(path: Path, records: object) -> Path:
     path.write_text(json.dumps(records))
     return path
 

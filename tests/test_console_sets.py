@@ -15,7 +15,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from sqlite_utils.db import Database
+from sqlite_utils import Database
 from textual.app import App
 from textual.pilot import Pilot
 from textual.widgets import Checkbox, DataTable, Input, Select, SelectionList, Static

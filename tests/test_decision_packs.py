@@ -9,10 +9,12 @@ import itertools
 import struct
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from sqlite_utils import Database
 
+from analysis.base.source import FrameSource
 from core import store
 from core.schema import SCHEMA_VERSION
 from core.store import frames as F
@@ -59,7 +61,7 @@ def stored_packs(db: Database) -> dict[int, tuple[int, bytes]]:
             db.conn.execute("SELECT episode_id, n, words FROM decision_packs ORDER BY 1")}
 
 
-def complete_ids(db: Database):
+def complete_ids(db: Database) -> np.ndarray:
     frame = F.episodes_frame(db)
     return frame.loc[frame["error"].isna(), "episode_id"].to_numpy()
 
@@ -206,11 +208,11 @@ def _decision_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     reads: list[str] = []
     packs, frame = M._read_pack_span, M.Frames._read_decisions
 
-    def read_packs(src) -> PackSpan:
+    def read_packs(src: FrameSource) -> PackSpan:
         reads.append("packs")
         return packs(src)
 
-    def read_frame(self, episodes):
+    def read_frame(self: M.Frames, episodes: pd.DataFrame) -> pd.DataFrame:
         reads.append("decisions")
         return frame(self, episodes)
 

@@ -21,10 +21,13 @@ import sqlite3
 import sys
 import threading
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from sqlite_utils import Database
 
+from core.data import Question
 from core.store import base
 from core.store.disk import DISK
 from jobs import pump, tasks
@@ -46,7 +49,7 @@ def test_a_worker_pauses_on_a_full_disk_and_resumes_when_space_returns(
     real_write = base.write
 
     @contextlib.contextmanager
-    def write(conn_db):
+    def write(conn_db: Database) -> Iterator[Database]:
         with real_write(conn_db):
             yield conn_db
             if full.is_set() and threading.current_thread().name != "disk-test":
@@ -62,7 +65,7 @@ def test_a_worker_pauses_on_a_full_disk_and_resumes_when_space_returns(
     started_while_full = []
     real_run = episode_kind.EpisodeWork.run
 
-    async def run(self, item) -> None:
+    async def run(self: episode_kind.EpisodeWork, item: Question) -> None:
         runs[self.cell_id, item.id] += 1
         if DISK.full:
             started_while_full.append(item.id)

@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import pandas as pd
 import pytest
 from sqlite_utils import Database
 
@@ -24,6 +27,7 @@ from core.store import episode_packs as P
 from core.store import frames as F
 from core.store.decisions import rederive
 from core.store.frames import KEY_VALUES
+from core.store.packs import KeyPackText
 from jobs.kinds.episodes import run_questions
 from tests.helpers.builders import undo_migration
 from tests.helpers.cost_grid import COST, assert_same
@@ -56,19 +60,21 @@ def db(cost_grid: Path, tmp_path: Path) -> Database:
     return db
 
 
-def rows_read(db: Database, monkeypatch: pytest.MonkeyPatch, *args, **kwargs):
+def rows_read(db: Database, monkeypatch: pytest.MonkeyPatch, *args: Any, **kwargs: Any
+              ) -> pd.DataFrame:
     """episode_keys_frame as it reads without packs (the reference)."""
     with monkeypatch.context() as m:
         m.setattr(F, "read_key_packs", lambda *a: None)
         return F.episode_keys_frame(db, *args, **kwargs)
 
 
-def read_packs(db: Database, upto, values) -> np.ndarray | None:
+def read_packs(db: Database, upto: int | None, values: Sequence[str]) -> np.ndarray | None:
     """read_key_packs for episode_keys_frame's row layout of `values`."""
     probe: dict = {}
 
-    def spy(db_, upto_, fields, text=None):
-        probe["rows"] = real(db_, upto_, fields, text)
+    def spy(db: Database, upto: int | None, fields: Any, text: KeyPackText | None = None
+            ) -> dict[str, Any] | None:
+        probe["rows"] = real(db, upto, fields, text)
         return probe["rows"]
 
     real = F.read_key_packs
@@ -107,7 +113,8 @@ def test_stored_packs_equal_a_fresh_pack(db: Database) -> None:
 @pytest.mark.parametrize("values", READS.values(), ids=READS.keys())
 @pytest.mark.parametrize("upto", [None, 40])
 def test_keys_frame_from_packs_equals_the_row_read(db: Database, monkeypatch: pytest.MonkeyPatch,
-                                                   values, upto: int | None) -> None:
+                                                   values: tuple[str, ...], upto: int | None
+                                                   ) -> None:
     assert read_packs(db, upto, values) is not None  # the packs are read
     got = F.episode_keys_frame(db, upto=upto, values=values)
     assert_same(got, rows_read(db, monkeypatch, upto=upto, values=values))
@@ -193,7 +200,7 @@ def test_the_migration_backfills_a_version_9_db(db: Database) -> None:
     assert len(packs(old)) == len(want) - 1
 
 
-def scanned_apart(db: Database, upto=None) -> bool:
+def scanned_apart(db: Database, upto: int | None = None) -> bool:
     """Whether `read_key_packs` reads the episodes and the packs by two scans (no join)."""
     from core.store import packs as K
 

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from console.cli import main
 from core import store
 from core.conditions import ARMS, Condition, parse_condition
-from core.data import TASK_FEVER
+from core.data import TASK_FEVER, Question
 from core.demo_data import demo_questions
 from core.demo_fever import DEMO_FEVER_DATASET, demo_fever_questions
 from core.errors import DataError
@@ -84,7 +86,9 @@ def test_import_skips_nei_and_says_how_many(tmp_path: Path, db_path: Path,
     (lambda c, p: p["Page_3"].update(lines={"two": "x"}), "pages.json: page 'Page_3': line key"),
 ])
 def test_import_errors_are_one_line_and_store_nothing(tmp_path: Path, db_path: Path,
-                                                      capsys: pytest.CaptureFixture[str], mutate,
+                                                      capsys: pytest.CaptureFixture[str],
+                                                      mutate: Callable[[list[dict[str, Any]],
+                                                                        dict[str, Any]], object],
                                                       message: str) -> None:
     folder = small_fever(tmp_path / "fever")
     claims = [json.loads(x) for x in (folder / "claims.jsonl").read_text().splitlines()]
@@ -282,7 +286,7 @@ among a page's unplaced sentences, one on no page at all, a claim outside paper_
 without sentence annotations, two NOT ENOUGH INFO claims."""
 
 
-def _fact(q, i: int = 0) -> tuple[str, str]:
+def _fact(q: Question, i: int = 0) -> tuple[str, str]:
     title, line = q.supporting_facts[i]
     (page,) = [p for p in q.paragraphs if p.title == title]
     return title, page.sentences[line]

@@ -4,6 +4,7 @@ values and dtypes, on a small stored grid and on rows the packed read cannot car
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TypedDict
 
 import pandas as pd
 import pytest
@@ -22,7 +23,14 @@ def stored(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def plain_episodes(db: Database, selection: F.Selection | None = None, **extra) -> pd.DataFrame:
+class Extra(TypedDict, total=False):
+    """The keyword arguments a test adds to episodes_frame."""
+
+    upto: int
+
+
+def plain_episodes(db: Database, selection: F.Selection | None = None, **extra: int
+                   ) -> pd.DataFrame:
     """The reference: every column read through Python rows, joined by a merge."""
     clauses = [f"e.id <= {extra['upto']}"] if "upto" in extra else []
     where, args = where_clause(db, selection or F.Selection(), *clauses)
@@ -42,7 +50,8 @@ def assert_same(got: pd.DataFrame, want: pd.DataFrame) -> None:
     (F.Selection(), {}), (F.Selection(), {"upto": 40}), (F.Selection(seeds=(1,)), {}),
     (F.Selection(models=("sim-own5",), conditions=("stated_rule",)), {})],
     ids=["all", "upto", "seed", "model-arm"])
-def test_episodes_frame_equals_the_plain_read(stored: Path, selection: Selection, extra) -> None:
+def test_episodes_frame_equals_the_plain_read(stored: Path, selection: Selection,
+                                              extra: Extra) -> None:
     db = store.connect(stored)
     assert_same(F.episodes_frame(db, selection=selection, **extra),
                 plain_episodes(db, selection, **extra))

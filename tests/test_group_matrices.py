@@ -29,7 +29,7 @@ from tests.oracles.measures import stopping_cost
 
 
 @pytest.mark.parametrize("pool", [(), ("seeds",)])
-def test_group_matrices_equal_each_groups_own(pool) -> None:
+def test_group_matrices_equal_each_groups_own(pool: tuple[str, ...]) -> None:
     ep = random_episodes()
     value = ep["correct"] - 0.05 * ep["tool_calls"] + ep["cost_usd"]
     value[::17] = np.nan  # a cell whose episodes are all undefined is absent
@@ -126,7 +126,7 @@ def test_success_results_builds_the_group_matrices_once(monkeypatch: pytest.Monk
     calls = []
     real = S.group_question_matrices
 
-    def counted(*args, **kwargs) -> list[tuple[QuestionMatrix, ...]]:
+    def counted(*args: Any, **kwargs: Any) -> list[tuple[QuestionMatrix, ...]]:
         calls.append(1)
         return real(*args, **kwargs)
 

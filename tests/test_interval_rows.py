@@ -4,9 +4,11 @@ one `errorbar` call per row (the reference it replaced)."""
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from typing import Any
 
 import matplotlib
+from matplotlib.axes import Axes
 
 matplotlib.use("Agg")
 
@@ -27,7 +29,7 @@ ROWS: list[tuple[float, float, tuple[float, float] | None, dict[str, Any]]] = [
 ]
 
 
-def _pixels(draw) -> np.ndarray:
+def _pixels(draw: Callable[[Axes], None]) -> np.ndarray:
     fig, ax = plt.subplots(figsize=(3, 2.5), dpi=150)
     draw(ax)
     ax.set_xlim(-0.6, 0.8)
@@ -38,7 +40,7 @@ def _pixels(draw) -> np.ndarray:
     return np.asarray(Image.open(buf).convert("RGBA"))
 
 
-def _one_errorbar_per_row(ax) -> None:
+def _one_errorbar_per_row(ax: Axes) -> None:
     for est, y, bar, look in ROWS:
         ax.errorbar([est], [y], xerr=[[bar[0]], [bar[1]]] if bar else None,
                     capsize=CAPSIZE, **(look | {"linestyle": "none"}))

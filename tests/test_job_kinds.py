@@ -9,7 +9,7 @@ closing) are checked on it directly.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -279,7 +279,7 @@ def test_shared_slots_bound_items_across_pumps() -> None:
         for w in (a, b):
             run = w.run
 
-            async def counted(item: int, run=run) -> None:
+            async def counted(item: int, run: Callable[[int], Awaitable[None]] = run) -> None:
                 counter["now"] += 1
                 counter["peak"] = max(counter["peak"], counter["now"])
                 try:
@@ -299,7 +299,7 @@ def test_an_item_waits_while_every_endpoint_is_down() -> None:
     class Down(FakeClient):
         waited = 0
 
-        async def ready(self, give_up) -> None:
+        async def ready(self, give_up: Callable[[], bool]) -> None:
             Down.waited += 1
             while not give_up():
                 await asyncio.sleep(0.001)

@@ -153,7 +153,8 @@ def _same(a: object, b: object) -> bool:
 
 
 @pytest.mark.parametrize("pool", [(), ("seeds", "runs")], ids=["split", "pooled"])
-def test_group_rates_equal_judgment_rates_of_each_group(db: Database, pool) -> None:
+def test_group_rates_equal_judgment_rates_of_each_group(db: Database, pool: tuple[str, ...]
+                                                        ) -> None:
     frames = load_frames(db, Selection(pool=pool))
     grouping = Grouping(pool, frames.errored_episodes)
     got = [(key, rates) for key, rates, _ in _group_rates(frame_counts(frames), frames.decisions,

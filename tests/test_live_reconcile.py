@@ -24,6 +24,7 @@ from core import store
 from core.conditions import parse_condition
 from core.demo_data import demo_questions
 from core.demo_set import ensure_demo_set
+from core.episode import Step
 from core.models.registry import builtin_models, load_registry, make_client
 from core.regimes import ForeignPool, parse_regime
 from core.runner import CellSpec, LiveBuffer, run_one, setup_for
@@ -76,11 +77,11 @@ def _live(db: Database, job: dict, i: int, worker: str) -> int:
     return live_id
 
 
-def _steps():
+def _steps() -> list[Step]:
     cell = CellSpec(builtin_models()["sim-own5"], parse_condition("none"),
                     parse_regime("persistent"), None, 8, 0)
     client = make_client(cell.model)
-    steps: list = []
+    steps: list[Step] = []
     q = demo_questions()[0]
     asyncio.run(run_one(setup_for(cell, q, ForeignPool(demo_questions()), client), client,
                         steps.append))

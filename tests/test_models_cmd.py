@@ -9,6 +9,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+import click
 import pytest
 from click.testing import CliRunner, Result
 
@@ -48,7 +49,7 @@ sampling = "default"
     return path
 
 
-def invoke(cmd, args: Sequence[str], db: Path, config: Path) -> Result:
+def invoke(cmd: click.Command, args: Sequence[str], db: Path, config: Path) -> Result:
     return CliRunner().invoke(cmd, args, obj={"db": db, "config": config})
 
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -86,7 +88,8 @@ def test_import_stores_questions_aliases_and_marked_supports(tmp_path: Path, db_
     (lambda r: r.update(id="2hop__101_201"), ("record 1", "duplicate id")),
 ])
 def test_a_bad_record_stores_nothing_and_says_where(tmp_path: Path, db_path: Path,
-                                                    capsys: pytest.CaptureFixture[str], bad,
+                                                    capsys: pytest.CaptureFixture[str],
+                                                    bad: Callable[[dict[str, Any]], object],
                                                     words: tuple[str, str]) -> None:
     assert lab(capsys, "--db", db_path, "init")[0] == 0
     before = dump_hash(db_path)

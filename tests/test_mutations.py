@@ -4,6 +4,11 @@ shows it caught; it takes about a minute, so the suite only checks it still fits
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # bench/mutations.py is a script, loaded from its file below
+    from bench.mutations import Mutation
+
 import ast
 import importlib.util
 import sys
@@ -31,7 +36,7 @@ def test_every_required_mutation_is_listed() -> None:
 
 
 @pytest.mark.parametrize("m", mutations.MUTATIONS, ids=lambda m: m.name)
-def test_the_mutation_applies_once_and_changes_the_file(m) -> None:
+def test_the_mutation_applies_once_and_changes_the_file(m: Mutation) -> None:
     text = (ROOT / m.path).read_text(encoding="utf-8")
     mutated = m.apply(text)
     assert mutated != text
@@ -40,7 +45,7 @@ def test_the_mutation_applies_once_and_changes_the_file(m) -> None:
 
 
 @pytest.mark.parametrize("m", mutations.MUTATIONS, ids=lambda m: m.name)
-def test_the_catching_tests_exist(m) -> None:
+def test_the_catching_tests_exist(m: Mutation) -> None:
     for node in m.tests:
         path, _, name = node.partition("::")
         source = (ROOT / path).read_text(encoding="utf-8")

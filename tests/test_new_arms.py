@@ -196,7 +196,7 @@ def test_leaving_table_from_lab_db(sim_db: Database) -> None:
     assert by[("two_source", "switched_by_4")].n == 12  # persistent episodes only
 
 
-def _hand_frames():
+def _hand_frames() -> tuple[pd.DataFrame, pd.DataFrame]:
     """Four persistent episodes: switch at 2, switch at 5, answer at 3, both (answer first)."""
     ep = pd.DataFrame({"episode_id": [1, 2, 3, 4], "regime": "persistent",
                        "answered": [False, False, True, True], "answer_action": [None, None, 3, 2],

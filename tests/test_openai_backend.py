@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from pathlib import Path
 from typing import cast
 
@@ -235,7 +235,8 @@ def test_https_path_through_httpx_behaves_the_same(app: OpenAIApp, server: Loopb
         assert info.value.reason == reason
 
 
-async def _raw_server(handler) -> tuple[asyncio.AbstractServer, int]:
+async def _raw_server(handler: Callable[[asyncio.StreamReader, asyncio.StreamWriter],
+                                        Awaitable[None]]) -> tuple[asyncio.AbstractServer, int]:
     srv = await asyncio.start_server(handler, "127.0.0.1", 0)
     return srv, srv.sockets[0].getsockname()[1]
 
@@ -258,7 +259,8 @@ def test_stream_pool_reads_chunked_bodies_and_replaces_stale_connections() -> No
         await writer.wait_closed()
         closed.set()
 
-    async def main():
+    async def main() -> tuple[tuple[int, Mapping[str, str], bytes],
+                              tuple[int, Mapping[str, str], bytes]]:
         srv, port = await _raw_server(handler)
         pool = StreamPool("127.0.0.1", port)
         first = await pool.post("/x", b"", b"", 30.0, 30.0)

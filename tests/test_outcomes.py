@@ -12,7 +12,7 @@ import pytest
 from sqlite_utils import Database
 
 from analysis.measures.frames import Frames, frames_from, load_frames
-from analysis.prereg.outcomes import VERDICTS, evaluate, prediction_text
+from analysis.prereg.outcomes import VERDICTS, Outcome, evaluate, prediction_text
 from console.cli import main
 from core import prereg, store
 from core.data import ids_hash
@@ -146,7 +146,7 @@ STAND_INS = {
 sims add to their grid): A13–A14's two sources and A19's stated-judgment rule."""
 
 
-def _as_governed(frames: Frames, amendment) -> Frames:
+def _as_governed(frames: Frames, amendment: dict[str, Any]) -> Frames:
     """The sim episodes as if enqueued under `amendment`, once per question set it scopes."""
     eps, steps = [], []
     for i, name in enumerate(amendment["scope"]["question_sets"]):
@@ -157,7 +157,7 @@ def _as_governed(frames: Frames, amendment) -> Frames:
     return frames_from(pd.concat(eps, ignore_index=True), pd.concat(steps, ignore_index=True))
 
 
-def _na_reasons(outcome) -> list[str]:
+def _na_reasons(outcome: Outcome) -> list[str]:
     """The details of an outcome's n.a. parts (a classify part says which condition
     could not be evaluated and why)."""
     return [p.detail for p in outcome.parts if p.verdict == "n.a."]
@@ -187,7 +187,7 @@ def test_paper_tables_4_and_5_as_the_paper_ran_them(db_path: Path) -> None:
     settings = WorkerSettings(db_path=db_path)
     replicate = ("none", "budget", "enforced_rule", "combo")
 
-    def grid(**kw) -> None:
+    def grid(**kw: Any) -> None:
         enqueue_grid(db, settings, GridRequest(question_set="test300", **kw), models)
 
     grid(models=sims, conditions=SIM_CONDITIONS,

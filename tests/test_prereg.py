@@ -53,7 +53,7 @@ def own_prompts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return copy
 
 
-def req(**kw) -> GridRequest:
+def req(**kw: Any) -> GridRequest:
     base: dict[str, Any] = dict(models=("sim-own5",), conditions=("none",), regimes=("clean",),
                 question_set="test20", run="r")
     base.update(kw)

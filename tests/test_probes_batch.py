@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,7 @@ from tests.helpers.probes import FINISH, SEARCH, scripted_episode
 from tests.servers import AnthropicApp, LoopbackServer
 
 
-def _says(text: str):
+def _says(text: str) -> Callable[[dict[str, Any]], list[dict[str, Any]]]:
     def respond(body: dict[str, Any]) -> list[dict[str, Any]]:
         return [{"type": "text", "text": text}]
     return respond

@@ -41,7 +41,7 @@ def lab(tmp_path: Path) -> tuple[Path, Path, Database]:
     return db_path, write_registry(tmp_path, latency=0), db
 
 
-def paper_pack(lab, tmp_path: Path) -> Path:
+def paper_pack(lab: tuple[Path, Path, Database], tmp_path: Path) -> Path:
     """A complete pack: every piece exported, two of them reworded."""
     db_path, config, _ = lab
     folder = tmp_path / "pack"

@@ -14,6 +14,7 @@ import pytest
 import prompts
 from core import store
 from core.conditions import parse_condition
+from core.data import Question
 from core.models.registry import builtin_models
 from core.regimes import ForeignPool, parse_regime
 from core.runner import CellSpec
@@ -92,7 +93,7 @@ def test_prompt_changed_between_two_episodes_in_one_process(prompt_dir: Path, db
     system = prompt_dir / "system.txt"
     old_sha = _sha(system)
 
-    def one(question) -> tuple[str, str]:
+    def one(question: Question) -> tuple[str, str]:
         asyncio.run(run_questions(db, cell_id, cell, [question], ForeignPool(pool), client))
         sent = client.calls[-1][1][0]["content"]  # the system message the model saw
         (sha,) = db.conn.execute("SELECT prompts_sha256 FROM episodes WHERE question_id = ?",

@@ -37,7 +37,7 @@ def lab(db_path: Path, tmp_path: Path
     return db, settings, load_registry(config)
 
 
-def request(**kw) -> GridRequest:
+def request(**kw: Any) -> GridRequest:
     base: dict[str, Any] = dict(
         models=("sim-own5", "sim-clock6"), conditions=("none", "enforced_rule"),
         regimes=("clean", "persistent", "recover_after_2"), question_set="demo", seeds=(0,),
@@ -275,7 +275,7 @@ def test_random_rule_without_a_rate_is_an_error_where_it_is_used(
     session = client.start(EpisodeView(question=q, seed=0, budget=4))
     generate = session.generate
 
-    async def counted(*args, **kw) -> Generation:
+    async def counted(*args: Any, **kw: Any) -> Generation:
         calls.append(kw.get("kind"))
         return await generate(*args, **kw)
 

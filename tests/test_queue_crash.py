@@ -45,7 +45,7 @@ def grid(tmp_path: Path) -> tuple[Path, Path, Path]:
     return db, config, tmp_path / "worker.log"
 
 
-def _stop(proc: subprocess.Popen[bytes], sig=signal.SIGKILL) -> None:
+def _stop(proc: subprocess.Popen[bytes], sig: signal.Signals = signal.SIGKILL) -> None:
     if proc.poll() is None:
         os.killpg(proc.pid, sig) if sig == signal.SIGKILL else proc.send_signal(sig)
     proc.wait(timeout=60)

@@ -6,6 +6,7 @@ import asyncio
 
 import prompts
 from core.conditions import Condition, parse_condition
+from core.data import Question
 from core.episode import EpisodeResult
 from core.models.base import EpisodeView
 from core.react import EpisodeSetup, run_episode
@@ -18,7 +19,7 @@ FINISH = "Thought: I know it\nAction: finish\nAction Input: Lake 1"
 
 
 def run(client: ScriptedClient, condition: str = "none", regime: str = "clean",
-        budget: int = 8, seed: int = 0, pool=None) -> EpisodeResult:
+        budget: int = 8, seed: int = 0, pool: list[Question] | None = None) -> EpisodeResult:
     pool = pool or make_pool()
     setup = EpisodeSetup(question=pool[0], condition=parse_condition(condition),
                          regime=parse_regime(regime), budget=budget, seed=seed,

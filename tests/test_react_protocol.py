@@ -8,12 +8,12 @@ reads exactly what a served model would have been sent.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import prompts
 from core.conditions import Condition, parse_condition
-from core.episode import EpisodeResult
+from core.episode import EpisodeResult, Step
 from core.models.base import (
     END_REFUSAL,
     END_TRUNCATED,
@@ -72,7 +72,8 @@ class Recorder:
 
 
 def run(model: Recorder, condition: str | Condition = "none", regime: str = "clean",
-        budget: int = 8, task_format: str = "react", on_step=None) -> EpisodeResult:
+        budget: int = 8, task_format: str = "react",
+        on_step: Callable[[Step], None] | None = None) -> EpisodeResult:
     pool = make_pool()
     cond = parse_condition(condition) if isinstance(condition, str) else condition
     setup = EpisodeSetup(question=pool[0], condition=cond, regime=parse_regime(regime),

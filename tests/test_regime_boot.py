@@ -82,7 +82,7 @@ def test_overall_intervals_of_full_mean6_matrices() -> None:
     np.array([0.1, np.nan, 0.7, 1e-9, 3.3, 0.2] * 3000),
     np.array([np.nan, np.nan]), np.arange(20_000, dtype=np.int64) * 7,
     np.array([True, False, True]), np.array([], dtype=float)])
-def test_column_reductions_equal_pandas(values) -> None:
+def test_column_reductions_equal_pandas(values: np.ndarray) -> None:
     series = pd.Series(values)
     assert _same(_column_sum(values), series.sum())
     assert _same(_column_mean(values), float(series.mean()))

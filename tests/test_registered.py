@@ -95,11 +95,12 @@ def amendment(*tests: dict, scope: dict | None = None) -> dict:
     return {"id": "A1", "scope": scope or SCOPE, "frozen_at": FROZEN, "tests": valid}
 
 
-def one(frames: Frames, test: dict, **kw) -> Outcome:
+def one(frames: Frames, test: dict, **kw: dict | None) -> Outcome:
     return evaluate_test(amendment(test, **kw), test, frames, n_boot=200)
 
 
-def success_pair(b: Builder, model: str, a_right: int, b_right: int, n: int = 4, **kw) -> None:
+def success_pair(b: Builder, model: str, a_right: int, b_right: int, n: int = 4, **kw: Any
+                 ) -> None:
     """n questions in persistent: arm enforced_rule correct on a_right, none on b_right."""
     for i in range(n):
         b.add(model=model, cond="enforced_rule", q=f"q{i}", correct=int(i < a_right),
@@ -575,7 +576,7 @@ def test_verdict_rules() -> None:
 
     u = Unit("m", "d", "s")
 
-    def parts(*vs: str):
+    def parts(*vs: str) -> list[Part]:
         return [Part(u, str(i), v) for i, v in enumerate(vs)]
 
     assert verdict(parts("pass", "pass")) == "pass"

@@ -33,8 +33,9 @@ EXTRA = st.dictionaries(st.text(min_size=1, max_size=8).filter(lambda k: k != "m
 @given(turns=st.lists(st.lists(MESSAGE, min_size=1, max_size=3), min_size=1, max_size=6),
        before=EXTRA, after=EXTRA, seed=st.integers(0, 2**31), replicate=st.integers(0, 9),
        rewrite=st.booleans())
-def test_the_kept_encodings_make_the_plain_json(turns, before, after, seed, replicate,
-                                                rewrite) -> None:
+def test_the_kept_encodings_make_the_plain_json(turns: list[list[dict[str, str]]],
+                                                before: dict[str, Any], after: dict[str, Any],
+                                                seed: int, replicate: int, rewrite: bool) -> None:
     kept = MessageJSON()
     history: list[dict[str, str]] = []
     for turn in turns:

@@ -21,6 +21,7 @@ from core.demo_set import ensure_demo_set
 from core.errors import ConfigError, ModelError
 from core.models.registry import load_registry
 from core.models.retry import MalformedResponse, RetryPolicy, call_with_retries
+from core.react import EpisodeSetup
 from core.store import jobs as ledger
 from jobs.control import enqueue_grid, status
 from jobs.grid import GridRequest
@@ -277,7 +278,7 @@ def test_a_bug_in_lab_fails_the_job_with_its_traceback_at_once(lab: Database, db
                  load_registry(config))
     (job_id,) = ledger.select_jobs(lab, "run", "b")
 
-    def broken(setup, observation, t) -> str:
+    def broken(setup: EpisodeSetup, observation: str, t: int) -> str:
         if setup.question.id == job_row(lab, job_id)["question_ids"][-1]:
             raise KeyError("observation_template")
         return real(setup, observation, t)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterable
 
 import pytest
 
@@ -21,8 +22,8 @@ def pool() -> list[Question]:
     return demo_questions()
 
 
-def episodes(model: str, condition: str, regime: str, pool, seeds=range(4), budget=8
-            ) -> list[EpisodeResult]:
+def episodes(model: str, condition: str, regime: str, pool: list[Question],
+             seeds: Iterable[int] = range(4), budget: int = 8) -> list[EpisodeResult]:
     client = make_client(builtin_models()[model])
     fp = ForeignPool(pool)
     out = []

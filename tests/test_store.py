@@ -9,12 +9,14 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlite_utils import Database
 
 from core import store
 from core.conditions import parse_condition
+from core.episode import EpisodeResult, Step
 from core.errors import StoreError
 from core.models.registry import builtin_models, make_client
 from core.regimes import ForeignPool, parse_regime
@@ -52,14 +54,15 @@ def test_not_a_database(tmp_path: Path) -> None:
         store.connect(bad)
 
 
-def _cell(db: Database, model="sim-own5", condition="enforced_rule", regime="persistent"):
+def _cell(db: Database, model: str = "sim-own5", condition: str = "enforced_rule",
+          regime: str = "persistent") -> tuple[CellSpec, int]:
     cell = CellSpec(builtin_models()[model], parse_condition(condition), parse_regime(regime),
                     None, 8, 0)
     run_id = store.ensure_run(db, "t")
     return cell, store.ensure_cell(db, run_id, cell.columns())
 
 
-def _one_episode(db_path: Path):
+def _one_episode(db_path: Path) -> tuple[Database, int, EpisodeResult]:
     """A fresh lab.db, one sim cell and one finished (not yet stored) episode of it."""
     db = store.connect(db_path)
     pool = make_pool()
@@ -109,7 +112,7 @@ def test_live_steps_visible_to_another_process_while_running(db_path: Path) -> N
     client = make_client(cell.model)
     seen = []
 
-    def on_step(step) -> None:
+    def on_step(step: Step) -> None:
         store.live_step(db, live_id, step)
         code = textwrap.dedent(f"""
             from core import store
@@ -145,7 +148,7 @@ def test_schema_version_counts_the_migrations() -> None:
     assert SCHEMA_VERSION == len(MIGRATIONS._migrations)
 
 
-def _old_schema_db(db_path: Path):
+def _old_schema_db(db_path: Path) -> tuple[list[Any], list[Any]]:  # sqlite3 rows
     """A lab.db at schema version 2 (episodes unique per pair) with two episodes and steps."""
     from sqlite_utils import Database
 

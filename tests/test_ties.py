@@ -4,7 +4,10 @@ arms on the grid of sixths (mean6) or seed averages is compared exactly, not as 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 import pytest
 
@@ -28,8 +31,8 @@ B = [[1, 1, 1, 1, 0, 0], [1, 1, 0, 0, 0, 1], [1, 0, 1, 1, 1, 1], [0, 1, 1, 1, 1,
      [1, 0, 1, 0, 1, 1], [1, 1, 0, 1, 1, 1], [1, 1, 1, 1, 1, 1], [1, 1, 1, 0, 1, 1]]
 
 
-def _episodes(correct, condition: str = "a", model: str = "m", seeds: int = 1,
-              regimes=MEAN6) -> pd.DataFrame:
+def _episodes(correct: npt.ArrayLike, condition: str = "a", model: str = "m", seeds: int = 1,
+              regimes: Sequence[str] = MEAN6) -> pd.DataFrame:
     c = np.asarray(correct)
     if c.ndim == 2:
         c = c[:, :, None]

@@ -13,6 +13,7 @@ import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,6 +23,7 @@ from tests.helpers.gates import FillGate
 from tests.helpers.queue import ROOT, lab_here, start_lab
 from tests.helpers.waiting import async_until
 from tests.servers import LoopbackServer, OpenAIApp, react_responder
+from tests.servers.faults import Fault
 from tests.servers.http import Reply
 
 REGISTRY = """
@@ -85,7 +87,7 @@ def test_a_jobs_straggler_does_not_hold_back_the_next_job(tmp_path: Path) -> Non
         """The straggler's calls answer once the next job is stored; a worker that held
         that job back would leave them waiting 60 s, and the order below would fail."""
 
-        async def _answer(self, body, fault) -> Reply:
+        async def _answer(self, body: dict[str, Any], fault: Fault | None) -> Reply:
             if any(text in str(m.get("content")) for m in body["messages"][:2]):
                 try:
                     await async_until(second_job_stored, "the second job", timeout=60,

@@ -11,14 +11,15 @@ from sqlite_utils import Database
 
 from core import store
 from core.conditions import parse_condition
+from core.data import Question
 from core.demo_data import demo_questions
-from core.episode import Step
+from core.episode import EpisodeResult, Step
 from core.models.registry import builtin_models, make_client
 from core.regimes import ForeignPool, parse_regime
 from core.runner import CellSpec, LiveBuffer, run_one, setup_for
 
 
-def _episode(db: Database, q):
+def _episode(db: Database, q: Question) -> tuple[int, EpisodeResult, list[Step]]:
     cell = CellSpec(builtin_models()["sim-own5"], parse_condition("none"),
                     parse_regime("persistent"), None, 8, 0)
     cell_id = store.ensure_cell(db, store.ensure_run(db, "live"), cell.columns())
