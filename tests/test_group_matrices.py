@@ -71,6 +71,21 @@ def test_summarize_columns_equal_summarize_per_column() -> None:
         assert np.isnan(got[1].low) or got[1].n_boot < 500
 
 
+def test_summarize_columns_in_blocks_equal_summarize_per_column() -> None:
+    """More columns than one block, each with its own tie tolerance, some undefined in
+    some resamples: every column's Interval is its own."""
+    rng = np.random.default_rng(8)
+    boot = np.round(rng.normal(size=(300, 700)), 1)
+    boot[rng.random(boot.shape) < 0.001] = np.nan
+    est = rng.normal(size=700)
+    ties = rng.choice([0.0, 0.05, 0.2], size=700)
+    got = summarize_columns(est, boot, 12, True, ties=ties)
+    want = tuple(summarize(float(est[k]), boot[:, k], 12, True, tie=float(ties[k]))
+                 for k in range(700))
+    assert got == want
+    assert sum(iv.n_boot < 300 for iv in got) > 50
+
+
 def test_success_and_paired_tables_equal_per_group_functions() -> None:
     from analysis.stats.bootstrap import bootstrap_p
 

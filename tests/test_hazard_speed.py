@@ -14,9 +14,14 @@ import pandas as pd
 import pytest
 
 from analysis.base.arms import Grouping
-from analysis.measures.failure_rows import _fingerprint, coded_samples, failure_rows
+from analysis.measures.failure_rows import (
+    _fingerprint,
+    coded_samples,
+    failure_rows,
+    grouped_intervals,
+)
 from analysis.measures.hazard import hazard_table, index_table, integration_index
-from analysis.stats.bootstrap import resample_weights, summarize
+from analysis.stats.bootstrap import bootstrap_intervals, resample_weights, safe_ratio, summarize
 from analysis.stats.lpm_batch import CodedSample, fit_samples, start_fits
 from analysis.stats.lpm_boot import _certainly_full_rank, coefficient_intervals, lstsq_weighted
 from tests.helpers.synthetic import synthetic_hazard
@@ -269,3 +274,23 @@ def test_fits_started_run_while_their_caller_works_on(monkeypatch: pytest.Monkey
     fits = start_fits(coded, "side_channel", 80, 1)
     go.set()  # reached only once start_fits has returned
     assert repr(fits()) == repr(want)
+
+
+def test_grouped_intervals_over_several_batches_equal_each_group_alone() -> None:
+    """More resamples than one batch of weights, groups of two sizes: each group's
+    intervals are those of its own bootstrap."""
+    rng = np.random.default_rng(9)
+    sums = [rng.integers(0, 4, (n_q, 6)).astype(float) for n_q in (20, 20, 31, 20)]
+    sums[1] = sums[0].copy()  # an equal group: its columns multiplied once
+
+    def ratio(c: np.ndarray) -> np.ndarray:
+        c = c.reshape(*c.shape[:-1], -1, 2)
+        return safe_ratio(c[..., 1], c[..., 0])
+
+    got = grouped_intervals(sums, ratio, 600, 4)
+    for s, intervals in zip(sums, got):
+        def alone(w: np.ndarray, s: np.ndarray = s) -> np.ndarray:
+            return ratio(w @ s)
+
+        want = bootstrap_intervals(alone, s.shape[0], 600, 4)
+        assert repr(intervals) == repr(want)

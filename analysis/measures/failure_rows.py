@@ -168,9 +168,12 @@ def grouped_intervals(sums: list[np.ndarray],
             if n_q == 0:
                 est = est * np.nan
                 boot = np.full((n_boot, *est.shape), np.nan)
-            else:
-                parts = [stat(w) for w in resample_weights(n_q, n_boot, seed)]
-                boot = np.concatenate(parts) if parts else np.empty((0, *est.shape))
+            else:  # each batch written in place (no list of batches, then a copy)
+                boot = np.empty((n_boot, *est.shape))
+                done = 0
+                for w in resample_weights(n_q, n_boot, seed):
+                    boot[done:done + len(w)] = stat(w)
+                    done += len(w)
         k = est.shape[1]
         found = summarize_columns(est.reshape(-1), boot.reshape(len(boot), -1), n_q)
         for g, i in enumerate(members):

@@ -300,19 +300,26 @@ def summarize_columns(estimates: np.ndarray, boot: np.ndarray, n: int, with_p: b
     out: list[Interval | None] = [None] * est.size
     defined = ~np.isnan(boot)
     full = [k for k in range(est.size) if not math.isnan(est[k]) and defined[:, k].all()]
-    if boot.shape[0] and full:
-        vals = boot[:, full]
-        tail = (1 - level) / 2 * 100
+    tail = (1 - level) / 2 * 100
+    # a block of columns at a time: each column's percentiles and shares are its own, so
+    # the blocks bound the copies (a table's thousands of columns took 3 copies of boot)
+    for lo in range(0, len(full) if boot.shape[0] else 0, _SUMMARY_COLUMNS):
+        block = full[lo:lo + _SUMMARY_COLUMNS]
+        vals = boot[:, block]
         low, high = np.percentile(vals, [tail, 100 - tail], axis=0)
-        t = tol[full]
-        p = np.mean(vals <= t, axis=0).tolist() if with_p else [math.nan] * len(full)
-        p_ge = np.mean(vals >= -t, axis=0).tolist() if with_p else [math.nan] * len(full)
-        for j, k in enumerate(full):
+        t = tol[block]
+        p = np.mean(vals <= t, axis=0).tolist() if with_p else [math.nan] * len(block)
+        p_ge = np.mean(vals >= -t, axis=0).tolist() if with_p else [math.nan] * len(block)
+        for j, k in enumerate(block):
             out[k] = Interval(float(est[k]), float(low[j]), float(high[j]), n, p[j],
                               boot.shape[0], p_ge[j])
     return tuple(iv if iv is not None else summarize(float(est[k]), boot[:, k], n, with_p,
                                                      level, float(tol[k]))
                  for k, iv in enumerate(out))
+
+
+_SUMMARY_COLUMNS = 256
+"""Columns `summarize_columns` takes at a time (4 MB of 2,000 resamples)."""
 
 
 def safe_ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
