@@ -101,8 +101,9 @@ async def settle(pilot: Pilot[None]) -> None:
 
 
 async def fill(pilot: Pilot[None], *, amendment: str = "exploratory", qset: str = "dev10",
-               models=("sim-own5",), conditions=("none",), knobs: str = "",
-               regimes=("clean",), budget: str = "8", seeds: str = "0",
+               models: tuple[str, ...] = ("sim-own5",), conditions: tuple[str, ...] = ("none",),
+               knobs: str = "", regimes: tuple[str, ...] = ("clean",), budget: str = "8",
+               seeds: str = "0",
                run: str = "pilot") -> None:
     """Set every field of the form (the amendment first: picking one fills its scope)."""
     screen = pilot.app.screen

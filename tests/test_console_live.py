@@ -260,7 +260,7 @@ async def test_only_the_app_thread_changes_the_screen(built: Path, tmp_path: Pat
     ui = threading.get_ident()  # run_test runs the app on the test's thread
     off_thread: list[str] = []
 
-    def recording(self, name: str, value: object) -> None:
+    def recording(self: LiveScreen, name: str, value: object) -> None:
         if threading.get_ident() != ui:
             off_thread.append(f"{name} in {threading.current_thread().name}")
         super(LiveScreen, self).__setattr__(name, value)

@@ -310,7 +310,7 @@ def query_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every connection the console opens refuses writes, as on a read-only file."""
     connect = store.connect
 
-    def read_only_connect(path, create=True, **options) -> Database:
+    def read_only_connect(path: Path | str, create: bool = True, **options: bool) -> Database:
         db = connect(path, create, **options)
         db.conn.execute("PRAGMA query_only = ON")
         return db

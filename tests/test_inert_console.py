@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from textual.app import App, ComposeResult
+from textual.filter import LineFilter
 from textual.widgets import DataTable, Input, OptionList, Select, SelectionList, Static, Tree
 
 from analysis.tables.registry import views
@@ -125,7 +126,7 @@ class _Bare(App[None]):
     def compose(self) -> ComposeResult:
         yield Static("left\x1b[2Jright\x1b]0;pwned|end", markup=False)
 
-    def get_line_filters(self):  # noqa: ANN201 (Textual's signature)
+    def get_line_filters(self) -> list[LineFilter]:
         return [*super().get_line_filters(), *([INERT_LINES] if self.filtered else [])]
 
 

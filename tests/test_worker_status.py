@@ -7,6 +7,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from sqlite_utils import Database
+
 from core import store
 from core.demo_set import ensure_demo_set
 from core.models.registry import load_registry
@@ -25,7 +27,8 @@ def _dead_pid() -> int:
     return proc.pid
 
 
-def _lab_with_a_lost_job(tmp_path: Path, worker: str, heartbeat_age: float):
+def _lab_with_a_lost_job(tmp_path: Path, worker: str, heartbeat_age: float
+                         ) -> tuple[Database, Path, WorkerSettings, int]:
     db_path = tmp_path / "lab.db"
     db = store.connect(db_path)
     ensure_demo_set(db)
