@@ -290,3 +290,21 @@ def test_selection_runs_are_the_runs_of_the_matching_episodes(db_path: Path) -> 
             assert got == distinct(sel, upto)
             checked.add(got)
     assert {("a", "b", "c"), ("a", "c"), ("b", "c"), ("b",), ("a",), ()} <= checked
+
+
+def test_complete_questions_answers_as_episode_exists_per_question(db_path):
+    db, cell_id, result = _one_episode(db_path)
+    _, other_cell = _cell(db, regime="clean")
+    errored = copy.deepcopy(result)
+    errored.question_id, errored.error, errored.end_reason = "q-errored", "timeout", "error"
+    elsewhere = copy.deepcopy(result)
+    elsewhere.question_id = "q-other-cell"
+    store.write_episodes(db, [(cell_id, result, None), (cell_id, errored, None),
+                              (other_cell, elsewhere, None)])
+    # more ids than one query takes, the stored ones at both ends
+    ids = ["q-other-cell", *(f"absent-{i}" for i in range(1200)), "q-errored",
+           result.question_id]
+    assert store.complete_questions(db, cell_id, ids) == {
+        q for q in ids if store.episode_exists(db, cell_id, q)} == {result.question_id}
+    assert store.complete_questions(db, other_cell, ids) == {"q-other-cell"}
+    assert store.complete_questions(db, cell_id, []) == set()

@@ -9,6 +9,7 @@ share one file under WAL with a busy timeout instead of failing with
 from core.store.base import BUSY_TIMEOUT_MS, schema_version, write
 from core.store.connection import connect
 from core.store.episodes import (
+                                 complete_questions,
                                  count,
                                  episode_exists,
                                  episode_steps,
@@ -40,8 +41,8 @@ from core.store.runs import (
 )
 
 __all__ = [
-    "BUSY_TIMEOUT_MS", "cell_hash", "cell_ids_by_hash", "connect", "count", "dataset_labels",
-    "datasets",
+    "BUSY_TIMEOUT_MS", "cell_hash", "cell_ids_by_hash", "complete_questions", "connect", "count",
+    "dataset_labels", "datasets",
     "ensure_cell", "ensure_run",
     "episode_exists", "episode_steps", "episodes_frame", "insert_questions", "live_end",
     "live_start", "live_step", "live_steps", "load_questions", "next_replicate", "question_ids",

@@ -36,7 +36,8 @@ class EpisodeWork(Work[Question]):
                  live_first: int, gate: CallGate | None, worker: str | None) -> None:
         self.db, self.cell_id, self.cell, self.pool = db, cell_id, cell, pool
         self.client, self.gate, self.worker = client, gate, worker
-        self.items = [q for q in questions if not store.episode_exists(db, cell_id, q.id)]
+        done = store.complete_questions(db, cell_id, [q.id for q in questions])
+        self.items = [q for q in questions if q.id not in done]
         self.label = f"{cell.model.name} / {cell.condition.label()} / {cell.regime.name}"
         self.buffer = LiveBuffer(db, cell_id, self.label, worker) if live else None
         self.pending: Pending[tuple[int, EpisodeResult, int | None]] = Pending(self._write, batch)
