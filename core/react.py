@@ -64,6 +64,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import prompts
 from core.conditions import REFUSE, Condition
@@ -133,12 +134,19 @@ class EpisodeSetup:
     @property
     def prompts(self) -> PromptSet:
         """The prompt files for this question's task in the model's prompt format."""
-        return PromptSet(self.question.task, self.prompt_format)
+        return _prompt_set(self.question.task, self.prompt_format)
 
     @property
     def stop(self) -> tuple[str, ...]:
         """Stop sequences of acting turns in the model's prompt format."""
         return STOP_SEARCH_R1 if self.prompt_format == SEARCH_R1 else STOP
+
+
+@lru_cache(maxsize=64)
+def _prompt_set(task: str, prompt_format: str) -> PromptSet:
+    """The (immutable) PromptSet of a task and format, built and checked once: an
+    episode asks for it a dozen times, and each build re-ran its checks."""
+    return PromptSet(task, prompt_format)
 
 
 def counter(remaining: int) -> str:

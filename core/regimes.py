@@ -15,6 +15,7 @@ import random
 import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 
 from core.canonical import canonical_json, keyed_rng, sha256_hex
 from core.data import Paragraph, Question
@@ -209,6 +210,13 @@ def parse_regime(name: str) -> Regime:
     raise ConfigError(f"unknown regime {name!r}; valid: {VALID_NAMES}")
 
 
+@lru_cache(maxsize=4096)
+def _normalized_titles(titles: tuple[str, ...]) -> frozenset[str]:
+    """The normalized titles of a question's pages, computed once per question: every
+    failed observation of its episodes redraws against them."""
+    return frozenset(normalize_title(t) for t in titles)
+
+
 def draw_rng(seed: int, question_id: str, obs_index: int) -> random.Random:
     """A random stream keyed by (seed, question id, observation index).
 
@@ -286,7 +294,7 @@ class ForeignPool:
                 f"foreign pool has no question other than {question.id!r} "
                 f"in dataset {question.dataset!r} to draw failed observations from"
             )
-        own_titles = frozenset(normalize_title(p.title) for p in question.paragraphs)
+        own_titles = _normalized_titles(tuple(p.title for p in question.paragraphs))
         rng = draw_rng(seed, question.id, obs_index)
         for _ in range(_MAX_FOREIGN_ATTEMPTS):
             j = rng.randrange(n_other)

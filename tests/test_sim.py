@@ -100,3 +100,15 @@ def test_failed_observations_never_teach_the_answer(pool: list[Question]) -> Non
     assert share < 0.3  # only seeded guesses (p_guess = 0.15) can be right
     clean = episodes("sim-deadline", "none", "clean", pool, seeds=range(3))
     assert sum(r.correct for r in clean) / len(clean) > share + 0.3
+
+
+def test_a_sims_remembered_draws_are_its_keyed_draws_per_key_and_type():
+    from core.canonical import keyed_uniform
+    from core.models.sim import _draw
+
+    assert _draw("judge", 0, "demo-001", 3) == keyed_uniform("judge", 0, "demo-001", 3)
+    assert _draw("judge", 0, "demo-001", 3) == keyed_uniform("judge", 0, "demo-001", 3)
+    # equal keys of another type ("1" and "True" hash differently) are drawn apart
+    assert _draw("silent", 1, "q") == keyed_uniform("silent", 1, "q")
+    assert _draw("silent", True, "q") == keyed_uniform("silent", True, "q")
+    assert keyed_uniform("silent", True, "q") != keyed_uniform("silent", 1, "q")

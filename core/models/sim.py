@@ -28,6 +28,7 @@ import asyncio
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from types import MappingProxyType
 from typing import Any, ClassVar
 
@@ -155,7 +156,11 @@ BUILTIN_SIMS: Mapping[str, SimSpec] = MappingProxyType({
 """The simulated models available without any registry file, so `lab demo` runs anywhere."""
 
 
+@lru_cache(maxsize=1 << 16, typed=True)
 def _draw(*key: object) -> float:
+    """A sim's draw in [0, 1) for `key` (`keyed_uniform`). Remembered: the cells of a
+    grid that share a seed draw the same keys (each of its conditions and regimes, and a
+    turn's decision and its act) and need not hash them again."""
     return keyed_uniform(*key)
 
 
@@ -207,7 +212,7 @@ class TraceSimSession:
                                                 stop=stop)
         if self.spec.latency_ms:
             await asyncio.sleep(self.spec.latency_ms / 1000)
-        chars = sum(len(m["content"]) for m in messages)
+        chars = sum([len(m["content"]) for m in messages])
         return Generation(text=text, input_tokens=chars // 4, output_tokens=len(text) // 4 + 1)
 
 
@@ -248,7 +253,7 @@ class SimSession:
         else:
             self.acts += 1
             text = self.act(messages)
-        chars = sum(len(m["content"]) for m in messages)
+        chars = sum([len(m["content"]) for m in messages])
         return Generation(text=text, input_tokens=chars // 4, output_tokens=len(text) // 4 + 1)
 
     def runs(self) -> tuple[int, int]:
