@@ -17,7 +17,7 @@ from textual.pilot import Pilot
 from textual.widgets import Button, Input, Select, SelectionList, Static
 
 import prompts
-from console.app import ConsoleConfig, make_app
+from console.app import ConsoleConfig, LabApp, make_app
 from console.screens.enqueue import EnqueueScreen
 from console.widgets.confirm import Confirm
 from core import prereg, store
@@ -85,7 +85,7 @@ def lab_db(built: Path, tmp_path: Path) -> Path:
     return copy_db(built, tmp_path / "lab.db")
 
 
-def app_on(db: Path, config: Path = Path("lab.toml")):
+def app_on(db: Path, config: Path = Path("lab.toml")) -> LabApp:
     """The console on the Enqueue screen, previews without a debounce pause."""
     return make_app(db, ConsoleConfig(db_path=db, config_path=config, first_screen="enqueue",
                                       preview_debounce_s=0.01, warm_up=False,
@@ -179,7 +179,7 @@ async def test_refusal_is_shown_before_anything_is_queued(lab_db: Path, amendmen
                                                           qset: str, words: str) -> None:
     async with app_on(lab_db).run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        screen = pilot.app.screen
+        screen = cast(EnqueueScreen, pilot.app.screen)
         await fill(pilot, amendment=amendment, qset=qset)
         await settle(pilot)
         text = preview(screen)
@@ -201,7 +201,7 @@ async def test_changed_pin_is_refused_until_a_deviation(lab_db: Path, tmp_path: 
     async with app_on(lab_db).run_test(size=(80, 24)) as pilot:
         await settle(pilot)
         await fill(pilot, amendment="A1", qset="test20", conditions=("none",))
-        text = preview(pilot.app.screen)
+        text = preview(cast(EnqueueScreen, pilot.app.screen))
         assert "REFUSED" in text and "prompts/system.txt changed since A1" in text
         assert "log a deviation" in text
     assert ledger(lab_db)[0] == 0
@@ -213,14 +213,15 @@ async def test_bad_seeds_are_named(lab_db: Path) -> None:
         await settle(pilot)
         await fill(pilot, seeds="0,x")
         await settle(pilot)
-        assert "seeds must be comma-separated integers, got '0,x'" in preview(pilot.app.screen)
+        text = preview(cast(EnqueueScreen, pilot.app.screen))
+        assert "seeds must be comma-separated integers, got '0,x'" in text
 
 
 @pytest.mark.asyncio
 async def test_amendment_fills_its_scope_and_queues_governed_jobs(lab_db: Path) -> None:
     async with app_on(lab_db).run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        screen = pilot.app.screen
+        screen = cast(EnqueueScreen, pilot.app.screen)
         screen.query_one("#enq-run", Input).value = "confirm"
         screen.query_one("#enq-amendment", Select).value = "A1"
         await settle(pilot)
@@ -253,7 +254,7 @@ async def test_amendment_fills_its_scope_and_queues_governed_jobs(lab_db: Path) 
 async def test_queue_button_queues_exploratory_jobs(lab_db: Path) -> None:
     async with app_on(lab_db).run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        screen = pilot.app.screen
+        screen = cast(EnqueueScreen, pilot.app.screen)
         await fill(pilot, models=("sim-own5",), conditions=("none", "enforced_rule"),
              regimes=("clean",), run="pilot")
         await settle(pilot)
@@ -276,7 +277,7 @@ async def test_real_model_preview_shows_tokens_and_dollars(lab_db: Path, tmp_pat
     config.write_text(CLAUDE)
     async with app_on(lab_db, config).run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        screen = pilot.app.screen
+        screen = cast(EnqueueScreen, pilot.app.screen)
         await fill(pilot, models=("claude-x",))
         await settle(pilot)
         text = preview(screen)

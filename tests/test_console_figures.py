@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import cast
 
 import pytest
 from textual.pilot import Pilot
+from textual.widgets import Tabs
 
-from console.app import ConsoleConfig, make_app
+from console.app import ConsoleConfig, LabApp, make_app
+from console.screens.results import ResultsScreen
 from tests.helpers.console import FIXED_TS, copy_db, wait_workers
 from tests.helpers.html_check import check_html
 from tests.helpers.notices import said
@@ -26,7 +29,7 @@ def lab_db(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> Path:
     return target
 
 
-def _app(db: Path, first: str):
+def _app(db: Path, first: str) -> LabApp:
     return make_app(Path(db.name), ConsoleConfig(warm_up=False,
         db_path=Path(db.name), first_screen=first, export_dir=Path("exports"),
         clock=lambda: FIXED_TS, check_endpoints=False, n_boot=RESAMPLES,
@@ -78,8 +81,8 @@ async def test_f_on_a_table_without_a_figure_says_so_and_leaves_no_folder(
     app = _app(lab_db, "results")
     async with app.run_test(size=(100, 30), notifications=True) as pilot:
         await _settle(pilot)
-        screen = app.screen
-        screen.query_one("#results-tabs").active = "tab-replication"
+        screen = cast(ResultsScreen, app.screen)
+        screen.query_one("#results-tabs", Tabs).active = "tab-replication"
         await pause_until(pilot, lambda: "replication" in screen._computed,
                           "the replication table")
         await pilot.press("F")

@@ -28,7 +28,7 @@ def lab_db(trajectories_db: Path, tmp_path: Path) -> Path:
     return target
 
 
-def _app(db: Path, warm_up: bool):
+def _app(db: Path, warm_up: bool) -> LabApp:
     return make_app(db, ConsoleConfig(warm_up=warm_up, db_path=db, clock=lambda: FIXED_TS,
                                       check_endpoints=False, n_boot=50, hazard_boot=50))
 

@@ -12,7 +12,7 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import DataTable
 
-from console.app import ConsoleConfig, make_app
+from console.app import ConsoleConfig, LabApp, make_app
 from console.screens.results.screen import ResultsScreen
 from tests.helpers.console import FIXED_TS, copy_db, wait_workers
 from tests.helpers.notices import said
@@ -26,7 +26,7 @@ def lab_db(trajectories_db: Path, tmp_path: Path) -> Path:
     return target
 
 
-def _app(db: Path, first: str = "dashboard"):
+def _app(db: Path, first: str = "dashboard") -> LabApp:
     return make_app(db, ConsoleConfig(warm_up=False, db_path=db, first_screen=first,
                                       clock=lambda: FIXED_TS, n_boot=50, hazard_boot=50))
 

@@ -20,6 +20,7 @@ from textual.app import App
 from textual.pilot import Pilot
 from textual.widgets import Checkbox, DataTable, Input, Select, SelectionList, Static
 
+from console.app import LabApp
 from console.screens.enqueue import EnqueueScreen
 from console.screens.help import HelpScreen
 from console.screens.sets import SetsScreen
@@ -118,7 +119,7 @@ def rows(table: DataTable) -> list[list[str]]:
     return [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
 
 
-def app_on(db: Path, **config: object):
+def app_on(db: Path, **config: object) -> LabApp:
     return console_app(db, first_screen="enqueue",
                        preview_debounce_s=0.01, **config)
 
@@ -264,9 +265,9 @@ async def test_import_a_fever_folder_then_a_balanced_set_from_it(lab_db: Path,
         table.focus()
         await pilot.press("enter")  # a set from the highlighted dataset
         await pilot.pause()
-        form = app.screen
-        assert isinstance(form, SetForm)
-        assert form.query_one("#set-dataset", Select).value == "fever"
+        set_form = app.screen
+        assert isinstance(set_form, SetForm)
+        assert set_form.query_one("#set-dataset", Select).value == "fever"
         await pilot.press(*"fev4", "tab", "tab", "4", "tab", "2", "enter")
         await settle(pilot)
         assert isinstance(app.screen, Confirm)
@@ -355,7 +356,8 @@ async def test_a_write_that_fails_read_only_is_a_toast(lab_db: Path, query_only:
         await settle(pilot)
         assert app.screen is screen and app.is_running
         assert [t for t in toasts(app) if t.startswith("create set dev5 failed")]
-        assert app.read_only is not None and "READ-ONLY" in screen.title
+        assert app.read_only is not None and screen.title is not None
+        assert "READ-ONLY" in screen.title
     assert set_names(lab_db) == ["demo", "dev10"]
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from console.app import ConsoleConfig, make_app
+from console.app import ConsoleConfig, LabApp, make_app
 from console.screens.results.screen import ResultsScreen
 from console.screens.results.table_cursor import sorted_order
 from console.widgets.table_ops import CURSOR_CELL, MATCH_CURRENT, Sort, sort_value
@@ -29,7 +29,7 @@ def two_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_two_runs_db(tmp_path_factory.mktemp("two_runs_keys") / "lab.db")
 
 
-def _app(two_runs: Path, tmp_path: Path):
+def _app(two_runs: Path, tmp_path: Path) -> LabApp:
     db = tmp_path / "lab.db"
     copy_db(two_runs, db)
     return make_app(db, ConsoleConfig(db_path=db, first_screen="results", clock=lambda: FIXED_TS,
@@ -163,7 +163,7 @@ async def test_home_end_and_each_copy_goes_out_as_osc_52_with_a_notice(
             sent.append(data)
             write(data)
 
-        driver.write = tee
+        driver.__setattr__("write", tee)  # `driver.write = tee`, which mypy refuses for a method
         await pilot.press("end", "C")
         last = app.clipboard
         assert last.split("\t")[2:4] == ["pilot-b", "1"]
