@@ -23,6 +23,7 @@ from jobs.control import enqueue_grid
 from jobs.grid import GridRequest
 from jobs.settings import WorkerSettings
 from jobs.worker import run_worker
+from tests.helpers.console import copy_db
 
 REGIMES = ["clean", "persistent", "recover_after_1", "recover_after_2", "recover_after_3",
            "late_onset_from_3"]
@@ -52,8 +53,11 @@ TESTS: list[dict[str, Any]] = [
 ]
 
 
-@pytest.fixture
-def governed(db_path: Path) -> Database:
+@pytest.fixture(scope="module")
+def governed_built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A1 frozen over SCOPE and its grid run (480 episodes), built once for the module:
+    each test that writes to it gets its own copy (`governed`)."""
+    db_path = tmp_path_factory.mktemp("governed") / "lab.db"
     db = store.connect(db_path)
     ensure_demo_set(db)
     ids = store.question_set(db, "demo")["ids"][:20]
@@ -67,7 +71,15 @@ def governed(db_path: Path) -> Database:
                                            regimes=tuple(REGIMES), question_set="t20",
                                            run="gov", amendment="A1"), models)
     run_worker(settings, until_idle=True)
-    return db
+    db.conn.close()
+    return db_path
+
+
+@pytest.fixture
+def governed(db_path: Path, governed_built: Path) -> Database:
+    """A private copy of `governed_built` at `db_path`."""
+    copy_db(governed_built, db_path)
+    return store.connect(db_path)
 
 
 def test_outcomes_follow_the_data(governed: Database) -> None:
