@@ -4,6 +4,7 @@ read themselves, and are left alone where they describe other data."""
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -101,4 +102,28 @@ def test_a_failed_early_read_leaves_the_frames_reading_their_own(tmp_path: Path)
     assert frames.source is not None
     assert early.take_key_packs(frames.source.path, Selection(), frames.source.fingerprint) \
         is None
+    early.close()
+
+
+def test_a_read_that_fails_midway_hands_over_nothing(stored: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A lab.db that fails after its fingerprint was read (a corrupt page under the
+    episodes) leaves no reader waiting: the keys and packs are None, read by the
+    frames themselves (which then fail the way they always did)."""
+    import core.store.early_reads as E
+
+    def corrupt(*_args: object) -> None:
+        raise sqlite3.DatabaseError("database disk image is malformed")
+
+    monkeypatch.setattr(E, "key_pack_text", corrupt)
+    early = EarlyReads(stored, decisions=True)
+    early._thread.join(timeout=60)
+    assert not early._thread.is_alive()
+    assert early._keys is not None and early._keys.done()  # else a reader waits forever
+    assert early._packs is not None and early._packs.done()
+    every = load_frames(store.connect(stored), Selection()).source
+    assert every is not None
+    assert early.take_key_packs(every.path, Selection(), every.fingerprint) is None
+    packs = early.take_decision_packs(every.path, Selection(), every.fingerprint)
+    assert packs is not None and packs.result(timeout=60) is None
     early.close()

@@ -68,12 +68,12 @@ class EarlyReads:
             try:
                 db.conn.execute("BEGIN")  # one snapshot for the fingerprint and the reads
                 fp = fingerprint(db, Selection())
-                pending.pop(0).set_result(fp)
-                pending.pop(0).set_result(None if self._stop.is_set()
-                                          else key_pack_text(db, fp.max_id))
+                _hand_over(pending, fp)
+                _hand_over(pending, None if self._stop.is_set()
+                           else key_pack_text(db, fp.max_id))
                 if pending:
-                    pending.pop(0).set_result(None if self._stop.is_set() or not fp.episodes
-                                              else read_pack_span(db, 0, fp.max_id))
+                    _hand_over(pending, None if self._stop.is_set() or not fp.episodes
+                               else read_pack_span(db, 0, fp.max_id))
                 db.conn.execute("ROLLBACK")
             finally:
                 self._db = None
@@ -122,6 +122,12 @@ class EarlyReads:
             except Exception:  # noqa: BLE001  (closed meanwhile)
                 pass
         self._thread.join()
+
+
+def _hand_over(pending: list[Future[Any]], result: object) -> None:
+    """Set the first pending Future to `result`, read before it is taken off `pending`
+    (a read that fails leaves it there, for `EarlyReads._run` to set to None)."""
+    pending.pop(0).set_result(result)
 
 
 def one_arena() -> None:
