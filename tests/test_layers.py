@@ -7,6 +7,7 @@ lazy import that breaks the layering fails here too.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,24 +29,44 @@ def _type_only(tree: ast.Module) -> set[int]:
 def _imports(path: Path, runtime_only: bool = False) -> set[str]:
     """Every lab module `path` imports (absolute names, at any depth of the file);
     `runtime_only` leaves out imports made only for type checkers."""
-    found: set[str] = set()
+    return _imports_both(path)[runtime_only]
+
+
+def _imports_both(path: Path) -> dict[bool, set[str]]:
+    """`_imports(path, runtime_only)` for both values of runtime_only, from one parse."""
+    every: set[str] = set()
+    typing_only: set[str] = set()
     tree = ast.parse(path.read_text(), filename=str(path))
-    skip = _type_only(tree) if runtime_only else set()
+    skip = _type_only(tree)
     for node in ast.walk(tree):
-        if id(node) in skip:
-            continue
+        found = typing_only if id(node) in skip else every
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             found.add(node.module)
             found.update(f"{node.module}.{alias.name}" for alias in node.names)
-    return {name for name in found if name.split(".")[0] in PACKAGES}
+    ours = {name for name in every if name.split(".")[0] in PACKAGES}
+    return {True: ours, False: ours | {name for name in typing_only
+                                       if name.split(".")[0] in PACKAGES}}
 
 
 def _graph(runtime_only: bool = False) -> dict[str, set[str]]:
+    graph = _graphs()[runtime_only]
+    return {name: set(deps) for name, deps in graph.items()}  # a copy the test may change
+
+
+@functools.cache
+def _graphs() -> dict[bool, dict[str, frozenset[str]]]:
+    """The import graph of the tree with and without the imports made only for type
+    checkers, each file read and parsed once for every test of the module (the tree
+    does not change while they run)."""
     modules = {_module_name(p): p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py")}
-    return {name: {m for m in _imports(path, runtime_only) if m in modules and m != name}
-            for name, path in modules.items()}
+    graphs: dict[bool, dict[str, frozenset[str]]] = {False: {}, True: {}}
+    for name, path in modules.items():
+        for runtime_only, found in _imports_both(path).items():
+            graphs[runtime_only][name] = frozenset(m for m in found
+                                                   if m in modules and m != name)
+    return graphs
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
