@@ -143,6 +143,59 @@ def open_page(url: str, width: int = 1280, height: int = 900) -> Iterator[Page]:
     Raises:
         RuntimeError: no Chromium on PATH, or the browser failed.
     """
+    with chromium(width, height) as shared:
+        with shared.open(url, width, height, shared.first) as page:
+            yield page
+
+
+@dataclass
+class Browser:
+    """One running headless Chromium, whose tabs load pages one after another.
+
+    Attributes:
+        pipe: its protocol pipe.
+        first: the tab it opened at start (about:blank).
+    """
+
+    pipe: _Pipe
+    first: str
+
+    @contextmanager
+    def open(self, url: str, width: int = 1280, height: int = 900,
+             target: str | None = None) -> Iterator[Page]:
+        """Load `url` in a new tab (or in tab `target`) at `width` x `height` CSS pixels
+        and yield the Page once its load event fired; a new tab is closed afterwards.
+        The events received before the page is loaded (another tab's) are dropped, so
+        the Page's errors are its own."""
+        pipe = self.pipe
+        made = target is None
+        if target is None:
+            target = pipe.call("Target.createTarget", {"url": "about:blank"})["targetId"]
+        try:
+            session = pipe.call("Target.attachToTarget", {"targetId": target,
+                                                          "flatten": True})["sessionId"]
+            for domain in ("Page", "Runtime", "Log"):
+                pipe.call(f"{domain}.enable", session=session)
+            pipe.call("Emulation.setDeviceMetricsOverride",
+                      {"width": width, "height": height, "deviceScaleFactor": 1,
+                       "mobile": False}, session)
+            pipe.events.clear()  # about:blank's events (and other tabs') are not the page's
+            pipe.call("Page.navigate", {"url": url}, session)
+            pipe.wait_event("Page.loadEventFired")
+            yield Page(pipe, session)
+        finally:
+            if made:
+                pipe.call("Target.closeTarget", {"targetId": target})
+
+
+@contextmanager
+def chromium(width: int = 1280, height: int = 900) -> Iterator[Browser]:
+    """A fresh headless Chromium (window `width` x `height`), closed afterwards: pages
+    load in it with `Browser.open`, one tab each, so several checks start it once.
+
+    Raises:
+        RuntimeError: no Chromium on PATH, or the browser failed.
+    """
     browser = find_browser()
     if browser is None:
         raise RuntimeError("no chromium on PATH")
@@ -173,17 +226,7 @@ def open_page(url: str, width: int = 1280, height: int = 900) -> Iterator[Page]:
                 time.sleep(0.1)
             if page is None:
                 raise RuntimeError("the browser opened no page")
-            session = pipe.call("Target.attachToTarget", {"targetId": page["targetId"],
-                                                          "flatten": True})["sessionId"]
-            for domain in ("Page", "Runtime", "Log"):
-                pipe.call(f"{domain}.enable", session=session)
-            pipe.call("Emulation.setDeviceMetricsOverride",
-                      {"width": width, "height": height, "deviceScaleFactor": 1,
-                       "mobile": False}, session)
-            pipe.events.clear()  # about:blank's events are not the page's
-            pipe.call("Page.navigate", {"url": url}, session)
-            pipe.wait_event("Page.loadEventFired")
-            yield Page(pipe, session)
+            yield Browser(pipe, page["targetId"])
         finally:
             try:
                 pipe.call("Browser.close")
