@@ -149,11 +149,28 @@ USEFUL_PATTERNS: tuple[str, ...] = (
 gives ("It says he...", "The page lists the members", "According to the article")."""
 
 _SENTENCE_END_RE = re.compile(r"(?<=[.!?])\s+")
-# each kind's phrases as one alternation: a text holds some phrase exactly when the
-# alternation matches in it (no phrase captures or refers back to a group), and one
-# search is about twice as fast as a search per phrase
-_USELESS_RE = (re.compile("|".join(f"(?:{p})" for p in USELESS_PATTERNS), re.IGNORECASE),)
-_USEFUL_RE = (re.compile("|".join(f"(?:{p})" for p in USEFUL_PATTERNS), re.IGNORECASE),)
+USELESS_FIRST = "acdfhilnoprsuw"
+"""The letters a useless phrase can begin with (after its word boundary; any case)."""
+USEFUL_FIRST = "acgilmnprst"
+"""The letters a useful phrase can begin with (after its word boundary; any case)."""
+
+
+def _phrases_re(patterns: Sequence[str], first: str) -> re.Pattern[str]:
+    """One case-insensitive search for any of `patterns`, each beginning with \\b.
+
+    A text holds some phrase exactly when the alternation matches in it (no phrase
+    captures or refers back to a group), and one search is about twice as fast as a
+    search per phrase. The alternation is tried only at a word start whose letter
+    some phrase begins with (`first`, checked against the patterns by
+    tests/test_judges.py): a search that finds nothing, most thoughts, no longer
+    tries every phrase at every character, about twice as fast again.
+    """
+    return re.compile(rf"\b(?=[{first}])(?:" + "|".join(f"(?:{p})" for p in patterns) + ")",
+                      re.IGNORECASE)
+
+
+_USELESS_RE = (_phrases_re(USELESS_PATTERNS, USELESS_FIRST),)
+_USEFUL_RE = (_phrases_re(USEFUL_PATTERNS, USEFUL_FIRST),)
 
 
 def leading_sentences(thought: str | None, n: int = 2) -> str:

@@ -356,3 +356,61 @@ def test_random_judgment_rate() -> None:
 def test_random_judgment_rejects_bad_rate(rate: float) -> None:
     with pytest.raises(ValueError):
         random_judgment(1, "q", 1, rate)
+
+
+def _first_letters(items: list) -> set[str] | None:
+    """The characters a parsed pattern's match can begin with (None: unknown or empty)."""
+    from re import _constants as sre  # type: ignore[attr-defined]
+
+    for at, (op, arg) in enumerate(items):
+        if op is sre.AT:  # \b: zero-width
+            continue
+        if op is sre.LITERAL:
+            return {chr(arg)}
+        if op is sre.IN and all(o is sre.LITERAL for o, _ in arg):
+            return {chr(a) for _, a in arg}
+        if op is sre.SUBPATTERN:
+            return _first_letters(list(arg[3]))
+        if op is sre.BRANCH:
+            branches = [_first_letters(list(b)) for b in arg[1]]
+            return None if any(b is None for b in branches) else set().union(*branches)
+        if op in (sre.MAX_REPEAT, sre.MIN_REPEAT):
+            item = _first_letters(list(arg[2]))
+            if item is None or arg[0] >= 1:
+                return item
+            rest = _first_letters(items[at + 1:])  # optional: what follows may begin it
+            return None if rest is None else item | rest
+        return None
+    return None
+
+
+def test_the_phrase_searches_start_at_every_letter_a_phrase_can_begin_with():
+    import re
+    from re import _parser  # type: ignore[attr-defined]
+
+    from core.judges import USEFUL_FIRST, USEFUL_PATTERNS, USELESS_FIRST, USELESS_PATTERNS
+
+    for patterns, first in ((USELESS_PATTERNS, USELESS_FIRST), (USEFUL_PATTERNS, USEFUL_FIRST)):
+        for pattern in patterns:
+            assert pattern.startswith(r"\b"), pattern
+            letters = _first_letters(list(_parser.parse(pattern, re.IGNORECASE)))
+            assert letters is not None and {c.lower() for c in letters} <= set(first), pattern
+
+
+def test_the_phrase_searches_read_as_a_search_per_phrase():
+    import re
+
+    from core.judges import _USEFUL_RE, _USELESS_RE, USEFUL_PATTERNS, USELESS_PATTERNS, _classify
+
+    per_phrase = ([re.compile(p, re.IGNORECASE) for p in USELESS_PATTERNS],
+                  [re.compile(p, re.IGNORECASE) for p in USEFUL_PATTERNS])
+    texts = ["This result does not mention Arthur's Magazine.", "NOT RELEVANT at all",
+             "This paragraph states that Radio City is the article I needed.",
+             "Let me think about where to look next.", "It refers to the band, not the film",
+             "The answer is 1923.", "According to the page, he was born there.",
+             "Lacks any details.", "Still nothing.", "Off-topic page", "I couldn't find it",
+             "Now I know the year.", "This confirms the claim.", "", "unrelated", "x" * 300,
+             "It mentions useful information.", "Instead of the film, the novel."]
+    texts += [t.upper() for t in texts] + [t.lower() for t in texts]
+    for text in texts:
+        assert _classify(text, _USELESS_RE, _USEFUL_RE) == _classify(text, *per_phrase), text
