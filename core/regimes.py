@@ -16,6 +16,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from functools import lru_cache
+from typing import Any
 
 from core.canonical import canonical_json, keyed_rng, sha256_hex
 from core.data import Paragraph, Question
@@ -108,6 +109,9 @@ _PARAM_NAME = re.compile(r"(recover_after|late_onset_from)_([1-9][0-9]*)")
 # Foreign pages whose title is also in the question's own KB are redrawn (from the
 # same seeded stream), so a "failed" observation never shows the question's own page.
 _MAX_FOREIGN_ATTEMPTS = 64
+_DRAWS_KEPT = 1 << 16
+"""Foreign draws a pool remembers (then it starts over): every arm and model of a grid
+draws the same (seed, question, observation) pages, a seeded stream each."""
 
 
 @dataclass(frozen=True)
@@ -248,7 +252,7 @@ class ForeignPool:
         ConfigError: if two different questions share an id.
     """
 
-    __slots__ = ("_by_dataset", "_position")
+    __slots__ = ("_by_dataset", "_position", "_draws")
 
     def __init__(self, questions: Sequence[Question]) -> None:
         by_id: dict[str, Question] = {}
@@ -267,6 +271,7 @@ class ForeignPool:
         self._position: dict[tuple[str, str], int] = {
             (d, q.id): i for d, qs in self._by_dataset.items() for i, q in enumerate(qs)
         }
+        self._draws: dict[tuple[Any, ...], tuple[str, int, Paragraph]] = {}
 
     def draw(self, seed: int, question: Question, obs_index: int) -> tuple[str, int, Paragraph]:
         """Draw a page from another question's KB.
@@ -286,6 +291,19 @@ class ForeignPool:
             ConfigError: if the pool has no other question of the same dataset, or
                 every drawn page shares a title with the question's own KB.
         """
+        titles = tuple(p.title for p in question.paragraphs)
+        key = (seed, question.dataset, question.id, obs_index, titles)
+        drawn = self._draws.get(key)
+        if drawn is None:
+            drawn = self._draw(seed, question, obs_index, titles)
+            if len(self._draws) >= _DRAWS_KEPT:
+                self._draws.clear()
+            self._draws[key] = drawn
+        return drawn
+
+    def _draw(self, seed: int, question: Question, obs_index: int,
+              titles: tuple[str, ...]) -> tuple[str, int, Paragraph]:
+        """`draw` without the memory of earlier draws."""
         candidates = self._by_dataset.get(question.dataset, ())
         own = self._position.get((question.dataset, question.id))
         n_other = len(candidates) - (own is not None)
@@ -294,7 +312,7 @@ class ForeignPool:
                 f"foreign pool has no question other than {question.id!r} "
                 f"in dataset {question.dataset!r} to draw failed observations from"
             )
-        own_titles = _normalized_titles(tuple(p.title for p in question.paragraphs))
+        own_titles = _normalized_titles(titles)
         rng = draw_rng(seed, question.id, obs_index)
         for _ in range(_MAX_FOREIGN_ATTEMPTS):
             j = rng.randrange(n_other)

@@ -242,3 +242,19 @@ def test_plausible_draws_only_own_distractors() -> None:
 def test_short_regime(name: str, short: str) -> None:
     """One short name for the results tables and the console's lists."""
     assert short_regime(name) == short
+
+
+def test_a_pools_remembered_draws_are_its_fresh_draws():
+    from core.demo_data import demo_questions
+
+    questions = demo_questions()
+    pool = ForeignPool(questions)
+    q = questions[0]
+    first = pool.draw(0, q, 1)
+    assert pool.draw(0, q, 1) == first == ForeignPool(questions).draw(0, q, 1)
+    assert pool.draw(1, q, 1) == ForeignPool(questions).draw(1, q, 1)
+    # the question re-imported with the drawn page's title among its own: drawn again
+    page = first[2]
+    edited = replace(q, paragraphs=(*q.paragraphs, Paragraph(page.title, ("x",))))
+    again = pool.draw(0, edited, 1)
+    assert again == ForeignPool(questions).draw(0, edited, 1) and again != first
