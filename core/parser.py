@@ -81,6 +81,9 @@ _WRAPPERS: tuple[tuple[str, str], ...] = (
     ("\u201c", "\u201d"), ("\u2018", "\u2019"), ("*", "*"),
 )
 _QUOTE_PAIRS: tuple[tuple[str, str], ...] = (('"', '"'), ("'", "'"), ("\u201c", "\u201d"))
+_WRAPPER_STARTS = "".join(sorted({opener[0] for opener, _ in _WRAPPERS + _QUOTE_PAIRS}))
+"""The first characters of every wrapper and quote: a value that begins otherwise has
+none to strip (most values: `_clean` runs a few times a step)."""
 _JSON_KEYS: tuple[str, ...] = ("query", "keyword", "answer", "input", "q", "text", "term", "title")
 
 
@@ -260,7 +263,7 @@ def _first_line(value: str) -> str:
 def _clean(value: str, json_value: bool = True) -> str:
     """Strip whitespace and matching quotes, backticks or emphasis around a value."""
     value = value.strip()
-    changed = True
+    changed = value[:1] in _WRAPPER_STARTS  # "" too: the loop then ends at once
     while changed and value:
         changed = False
         for opener, closer in _WRAPPERS:
