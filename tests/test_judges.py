@@ -372,8 +372,13 @@ def _first_letters(items: list) -> set[str] | None:
         if op is sre.SUBPATTERN:
             return _first_letters(list(arg[3]))
         if op is sre.BRANCH:
-            branches = [_first_letters(list(b)) for b in arg[1]]
-            return None if any(b is None for b in branches) else set().union(*branches)
+            letters: set[str] = set()
+            for branch in arg[1]:
+                first = _first_letters(list(branch))
+                if first is None:
+                    return None
+                letters |= first
+            return letters
         if op in (sre.MAX_REPEAT, sre.MIN_REPEAT):
             item = _first_letters(list(arg[2]))
             if item is None or arg[0] >= 1:
