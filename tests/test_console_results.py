@@ -10,21 +10,25 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import cast
 
 import pytest
 from click.testing import CliRunner
 from textual.dom import DOMNode
 from textual.pilot import Pilot
+from textual.widgets import DataTable, Tabs
 
 from analysis.measures.delta import DESIGN_A, DESIGN_B
 from analysis.measures.drilldown import cell_decisions, select, source_of
 from analysis.measures.frames import load_frames
 from analysis.tables.compute import compute
 from analysis.tables.registry import TRACES, views
-from console.app import ConsoleConfig, make_app
+from console.app import ConsoleConfig, LabApp, make_app
 from console.cli import cli
 from console.messages import DbChanged
+from console.screens.results import ResultsScreen
 from console.screens.results.selection import parse_selection
 from console.screens.trajectories import TrajectoriesScreen
 from core import store
@@ -55,7 +59,7 @@ RESAMPLES = 200
 """Resamples of the screen's and the CLI's intervals in these tests (fast, same numbers)."""
 
 
-def _app(db: Path):
+def _app(db: Path) -> LabApp:
     rel = Path(db.name) if db.parent == Path.cwd() else db
     return make_app(rel, ConsoleConfig(warm_up=False, db_path=rel, first_screen="results",
                                        export_dir=Path("exports"), clock=lambda: FIXED_TS,
@@ -114,7 +118,7 @@ async def test_every_table_shows(lab_db: Path) -> None:
     app = _app(lab_db)
     async with app.run_test(size=(120, 40)) as pilot:
         await _settle(pilot)
-        screen = app.screen
+        screen = cast(ResultsScreen, app.screen)
         assert "traj: EXPLORATORY" in _text(screen, "#results-prov")
         expected = {
             "success": ("Success per regime and mean6", "Paired success differences"),
@@ -132,7 +136,7 @@ async def test_every_table_shows(lab_db: Path) -> None:
             for title in titles:
                 assert title in text, (view, title)
             if view == "delta":
-                grid = screen.query_one("#results-grid")
+                grid = screen.query_one("#results-grid", DataTable)
                 assert [str(c.label) for c in grid.columns.values()][1:] == [
                     "none", "enforced_rule:k=2"]
                 assert "+0.00" in str(grid.get_row_at(0)[1])
@@ -178,7 +182,7 @@ async def test_policies_controllers_charts_and_the_repaired_toggle(lab_db: Path)
     app = _app(lab_db)
     async with app.run_test(size=(120, 40)) as pilot:
         await _settle(pilot)
-        screen = app.screen
+        screen = cast(ResultsScreen, app.screen)
         raw_success = _text(screen, "#results-text")
         for _ in range(6):
             await pilot.press("right_square_bracket")
@@ -221,8 +225,8 @@ async def test_trace_tables_show_on_a_lab_db_of_trace_states(tmp_path: Path) -> 
     app = _app(db)
     async with app.run_test(size=(120, 40)) as pilot:
         await _settle(pilot)
-        screen = app.screen
-        screen.query_one("#results-tabs").active = "tab-trace_table1"
+        screen = cast(ResultsScreen, app.screen)
+        screen.query_one("#results-tabs", Tabs).active = "tab-trace_table1"
         await _settle(pilot)
         expected = {"trace_table1": ("Second seed Table 1", "Calibrated − Raw", "Fixed RAG@3"),
                     "trace_table2": ("held-out ECE by depth", "depth 3"),
@@ -244,7 +248,7 @@ async def test_delta_drilldown_opens_the_trajectory_at_that_step(lab_db: Path) -
     app = _app(lab_db)
     async with app.run_test(size=(80, 24)) as pilot:
         await _settle(pilot)
-        screen = app.screen
+        screen = cast(ResultsScreen, app.screen)
         await pilot.press("right_square_bracket")
         await _settle(pilot)
         assert screen._body() == "results-delta"
@@ -258,9 +262,10 @@ async def test_delta_drilldown_opens_the_trajectory_at_that_step(lab_db: Path) -
         screen.post_message(DbChanged())  # a worker committed: the list stays on show
         await _settle(pilot)
         assert screen._body() == "results-drill"
-        table = screen.query_one("#results-drill-table")
+        table = screen.query_one("#results-drill-table", DataTable)
         assert table.row_count == 24
         assert "(a) s = t" in _text(screen, "#results-drill-head")
+        assert screen._drill is not None
         first = screen._drill.a[0]
         assert (first.t, first.s) == (3, 3)
         await pilot.press("escape")
@@ -354,7 +359,7 @@ async def test_tables_fit_the_width_and_repeat_model_and_arm(lab_db: Path) -> No
     app = _app(lab_db)
     async with app.run_test(size=(80, 24)) as pilot:
         await _settle(pilot)
-        while app.screen.view != "cost":
+        while cast(ResultsScreen, app.screen).view != "cost":
             await pilot.press("right_square_bracket")
             await _settle(pilot)
         text = _text(app.screen, "#results-text")
@@ -362,14 +367,15 @@ async def test_tables_fit_the_width_and_repeat_model_and_arm(lab_db: Path) -> No
         narrow = [line for line in text.splitlines() if line.startswith("model  ")]
         assert len(narrow) >= 2 and all(line.split()[:2] == ["model", "arm"] for line in narrow)
         assert "med.act = median action" in " ".join(text.split())
-        seconds = app.screen._computed["cost"].seconds
+        seconds = cast(ResultsScreen, app.screen)._computed["cost"].seconds
         await pilot.resize_terminal(160, 40)
         await _settle(pilot)
         text = _text(app.screen, "#results-text")
         wide = [line for line in text.splitlines() if line.startswith("model  ")]
         assert len(wide) < len(narrow)
         assert max(len(line) for line in text.splitlines()) <= text_width(160)
-        assert app.screen._computed["cost"].seconds == seconds  # fitted, not recomputed
+        computed = cast(ResultsScreen, app.screen)._computed
+        assert computed["cost"].seconds == seconds  # fitted, not recomputed
 
 
 @pytest.mark.asyncio
@@ -383,13 +389,14 @@ async def test_delta_grid_labels_are_short_and_pinned(lab_db: Path) -> None:
         await _settle(pilot)
         await pilot.press("right_square_bracket")
         await _settle(pilot)
-        grid = app.screen.query_one("#results-grid")
+        grid = app.screen.query_one("#results-grid", DataTable)
         assert grid.fixed_columns == 1
         labels = [str(grid.get_row_at(i)[0]) for i in range(grid.row_count)]
         assert all(len(label) <= LABEL_WIDTH for label in labels)
         assert labels[0].startswith("sim-never")
         cell = _text(app.screen, "#results-cell")
-        assert cell.startswith(app.screen._grid.covers[0] + " × ")
+        shown = cast(ResultsScreen, app.screen)._grid
+        assert shown is not None and cell.startswith(shown.covers[0] + " × ")
 
 
 @pytest.mark.asyncio
@@ -466,7 +473,7 @@ async def test_episodes_outside_the_selection_leave_its_numbers_current(lab_db: 
         assert _text(screen, "#results-text") == before
 
 
-def _on_view(presses: int):
+def _on_view(presses: int) -> Callable[[Pilot[None]], Awaitable[None]]:
     async def run_before(pilot: Pilot[None]) -> None:
         await _settle(pilot)
         for _ in range(presses):

@@ -14,13 +14,15 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import replace
 from pathlib import Path
+from typing import cast
 
 import pytest
 from rich.text import Text
 from textual.app import App
 from textual.content import Content
+from textual.coordinate import Coordinate
 
-from console.app import ConsoleConfig, make_app
+from console.app import ConsoleConfig, LabApp, make_app
 from console.screens.trajectories import TrajectoriesScreen
 from console.widgets.key_table import KeyTable
 from console.widgets.table_ops import MATCH, MATCH_CURRENT
@@ -36,7 +38,7 @@ def lab_db(trajectories_db: Path, tmp_path: Path) -> Path:
     return target
 
 
-def _app(db: Path):
+def _app(db: Path) -> LabApp:
     return make_app(db, ConsoleConfig(warm_up=False, db_path=db, first_screen="trajectories",
                                       clock=lambda: FIXED_TS))
 
@@ -146,7 +148,7 @@ async def test_list_search_marks_and_steps(lab_db: Path) -> None:
     app = _app(lab_db)
     async with app.run_test(size=(80, 24), notifications=True) as pilot:
         await settle(pilot)
-        screen = app.screen
+        screen = cast(TrajectoriesScreen, app.screen)
         table = screen.query_one("#traj-list", KeyTable)
         hits = [k for k, r in enumerate(screen._rows) if r.question_id == "demo-003"]
         await pilot.press("slash", *"demo-003", "enter")
@@ -154,24 +156,25 @@ async def test_list_search_marks_and_steps(lab_db: Path) -> None:
         assert len(table.found) == len(hits) == 12
         marked = [(r, c) for r in range(table.row_count)
                   for c in range(len(table.columns))
-                  if _styles(table.get_cell_at((r, c))) & {MATCH, MATCH_CURRENT}]
+                  if _styles(table.get_cell_at(Coordinate(r, c))) & {MATCH, MATCH_CURRENT}]
         assert [r for r, _ in marked] == hits  # every match marked, nothing else
-        current = [r for r, c in marked if MATCH_CURRENT in _styles(table.get_cell_at((r, c)))]
+        current = [r for r, c in marked
+                   if MATCH_CURRENT in _styles(table.get_cell_at(Coordinate(r, c)))]
         assert current == [hits[0]] and table.cursor_row == hits[0]
         await pilot.press("c")
         assert app.clipboard == "demo-003"  # the cursor went to the matched cell
         await pilot.press("n")
         await pilot.pause()
         assert table.cursor_row == hits[1]
-        assert MATCH_CURRENT in _styles(table.get_cell_at((hits[1], 5)))
-        assert MATCH_CURRENT not in _styles(table.get_cell_at((hits[0], 5)))
+        assert MATCH_CURRENT in _styles(table.get_cell_at(Coordinate(hits[1], 5)))
+        assert MATCH_CURRENT not in _styles(table.get_cell_at(Coordinate(hits[0], 5)))
         await pilot.press("N", "N")
         await pilot.pause()
         assert table.cursor_row == hits[-1]  # wraps
         await pilot.press("escape")
         await pilot.pause()
         assert not table.found and not any(
-            _styles(table.get_cell_at((r, 5))) for r in range(table.row_count))
+            _styles(table.get_cell_at(Coordinate(r, 5))) for r in range(table.row_count))
         assert screen.view == "traj-list"
         await pilot.press("slash", *"no-such-thing", "enter")
         await pilot.pause()
@@ -183,7 +186,7 @@ async def test_colon_filters_and_bracket_loads_older(lab_db: Path) -> None:
     app = _app(lab_db)
     async with app.run_test(size=(80, 24), notifications=True) as pilot:
         await settle(pilot)
-        screen = app.screen
+        screen = cast(TrajectoriesScreen, app.screen)
         screen.filter = replace(screen.filter, limit=30)
         await pilot.press("r")
         await settle(pilot)
@@ -209,9 +212,10 @@ async def test_episode_search_copy_and_ends(lab_db: Path) -> None:
     app = _app(lab_db)
     async with app.run_test(size=(80, 24), notifications=True) as pilot:
         await settle(pilot)
-        screen = app.screen
+        screen = cast(TrajectoriesScreen, app.screen)
         screen.open_episode(eid, 3, back_to=None)
         await settle(pilot)
+        assert screen._detail is not None
         steps = screen._detail.steps
         body = screen.query_one("#traj-step")
         assert f"action 3 of {len(steps)}" in str(body.render())
@@ -260,7 +264,7 @@ async def test_matched_arms_search_and_copy(lab_db: Path) -> None:
     app = _app(lab_db)
     async with app.run_test(size=(80, 24), notifications=True) as pilot:
         await settle(pilot)
-        screen = app.screen
+        screen = cast(TrajectoriesScreen, app.screen)
         screen.open_episode(eid, None, back_to=None)
         await settle(pilot)
         await pilot.press("m")

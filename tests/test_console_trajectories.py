@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import cast
 
 import pytest
 from textual.pilot import Pilot
-from textual.widgets import Input
+from textual.widgets import DataTable, Input
 
-from console.app import ConsoleConfig, make_app
+from console.app import ConsoleConfig, LabApp, make_app
 from console.screens.results import ResultsScreen
 from console.screens.trajectories import TrajectoriesScreen
 from core import store
@@ -39,7 +40,7 @@ def lab_db(trajectories_db: Path, tmp_path: Path) -> Path:
     return target
 
 
-def _app(db: Path):
+def _app(db: Path) -> LabApp:
     """The console on `db`, named relative to the test's directory (the header shows it)."""
     rel = Path(db.name) if db.parent == Path.cwd() else db
     return make_app(rel, ConsoleConfig(warm_up=False, db_path=rel, first_screen="trajectories",
@@ -137,7 +138,7 @@ async def test_filter_open_and_step(lab_db: Path) -> None:
     app = _app(lab_db)
     async with app.run_test(size=(80, 24)) as pilot:
         await _settle(pilot)
-        screen = app.screen
+        screen = cast(TrajectoriesScreen, app.screen)
         assert "72 of 72 episodes" in str(screen.query_one("#traj-status").render())
         await pilot.press("colon")
         for ch in "model=sim-own5 outcome=wrong":
@@ -150,7 +151,8 @@ async def test_filter_open_and_step(lab_db: Path) -> None:
             screen.query_one("#traj-status").render())
         await pilot.press("j", "enter")
         await _settle(pilot)
-        assert screen.view == "traj-episode" and screen._detail.row.id == rows[1].id
+        assert screen.view == "traj-episode" and screen._detail is not None
+        assert screen._detail.row.id == rows[1].id
         body = str(screen.query_one("#traj-step").render())
         assert "action 1 of" in body and "thought:" in body
         await pilot.press("right")
@@ -177,7 +179,7 @@ async def test_bad_filter_is_one_error_line(lab_db: Path) -> None:
         await _settle(pilot)
         assert any("unknown key 'colour'" in str(n.message) and n.severity == "error"
                    for n in said(app))
-        assert len(app.screen._rows) == 72
+        assert len(cast(TrajectoriesScreen, app.screen)._rows) == 72
 
 
 @pytest.mark.asyncio
@@ -187,12 +189,15 @@ async def test_failed_observation_shows_its_source(lab_db: Path) -> None:
     app = _app(lab_db)
     async with app.run_test(size=(120, 40)) as pilot:
         await _settle(pilot)
-        app.screen.open_episode(eid, 2)
+        screen = cast(TrajectoriesScreen, app.screen)
+        screen.open_episode(eid, 2)
         await _settle(pilot)
         body = str(app.screen.query_one("#traj-step").render())
-        step = app.screen._detail.steps[1]
+        assert screen._detail is not None
+        step = screen._detail.steps[1]
         assert "action 2 of 8" in body
-        assert f"✗ FAILED → foreign page {app.screen._detail.titles[1]!r}" in body
+        assert f"✗ FAILED → foreign page {screen._detail.titles[1]!r}" in body
+        assert step.obs_ref is not None
         assert step.obs_ref in body and "useless streak: 2" in body
 
 
@@ -217,7 +222,7 @@ async def test_probes_show_at_their_step(lab_db: Path) -> None:
     app = _app(lab_db)
     async with app.run_test(size=(120, 40)) as pilot:
         await _settle(pilot)
-        app.screen.open_episode(eid, 2)
+        cast(TrajectoriesScreen, app.screen).open_episode(eid, 2)
         await _settle(pilot)
         body = str(app.screen.query_one("#traj-step").render())
         assert "action 2 of 8" in body
@@ -239,16 +244,16 @@ async def test_matched_arms_marks_first_divergence(lab_db: Path) -> None:
             "model=sim-never regime=persistent arm=none demo-003")
         await pilot.press("enter")
         await _settle(pilot)
-        assert len(app.screen._rows) == 1
+        assert len(cast(TrajectoriesScreen, app.screen)._rows) == 1
         await pilot.press("enter")
         await _settle(pilot)
         await pilot.press("m")
         await _settle(pilot)
-        screen = app.screen
+        screen = cast(TrajectoriesScreen, app.screen)
         assert screen.view == "traj-matched"
         head = str(screen.query_one("#traj-m-head").render())
         assert "≠ first divergence at action 3" in head
-        table = screen.query_one("#traj-m-table")
+        table = screen.query_one("#traj-m-table", DataTable)
         assert [str(c.label) for c in table.columns.values()] == ["t", "none",
                                                                   "enforced_rule:k=2"]
         row3 = [str(c) for c in table.get_row("3")]
@@ -263,7 +268,7 @@ async def test_matched_arms_marks_first_divergence(lab_db: Path) -> None:
         assert screen.view == "traj-list"
 
 
-def _matched_snapshot(db: Path):
+def _matched_snapshot(db: Path) -> Callable[[Pilot[None]], Awaitable[None]]:
     async def run_before(pilot: Pilot[None]) -> None:
         await _settle(pilot)
         eid = _episode(db, model="sim-never", condition="none", regime="persistent",
@@ -305,14 +310,14 @@ async def test_resizing_lays_out_matched_arms_again(lab_db: Path) -> None:
     app = _app(lab_db)
     async with app.run_test(size=(120, 40)) as pilot:
         await _settle(pilot)
-        screen = app.screen
+        screen = cast(TrajectoriesScreen, app.screen)
         eid = _episode(lab_db, model="sim-never", condition="none", regime="persistent",
                        question_id="demo-003")
         screen.open_episode(eid, 3, back_to=None)
         await _settle(pilot)
         await pilot.press("m")
         await _settle(pilot)
-        table = screen.query_one("#traj-m-table")
+        table = screen.query_one("#traj-m-table", DataTable)
 
         def widths() -> list[int]:
             return [c.width for c in list(table.columns.values())[1:]]
