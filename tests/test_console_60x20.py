@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import cast
 
 import pytest
 from textual.app import App, ComposeResult
@@ -16,6 +17,7 @@ from textual.pilot import Pilot
 from textual.widget import Widget
 from textual.widgets import Input, Select, SelectionList, Static, Tab, Tabs
 
+from console.screens.enqueue import EnqueueScreen
 from core import prereg, store
 from tests.helpers.console import build, console_app, copy_db, settle
 
@@ -132,7 +134,7 @@ async def test_the_enqueue_preview_keeps_its_words_at_60x20(lab_db: Path) -> Non
     app = console_app(lab_db, first_screen="enqueue")
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        screen = app.screen
+        screen = cast(EnqueueScreen, app.screen)
         screen.query_one("#enq-set", Select).value = "demo"
         screen.query_one("#enq-models", SelectionList).select("sim-own5")
         screen.query_one("#enq-conditions", SelectionList).select("none")

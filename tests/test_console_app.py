@@ -85,7 +85,7 @@ async def test_pause_stops_refresh_and_says_so(lab_db: Path) -> None:
         await pilot.press("p")
         assert app.paused and "PAUSED" in app.sub_title
         reloads: list[int] = []
-        app.screen.reload = lambda: reloads.append(1)
+        app.screen.__setattr__("reload", lambda: reloads.append(1))  # `screen.reload = ...`
         db = store.connect(lab_db)
         store.jobs.log_event(db, "note", "a commit while paused")
         await pilot.pause(0.3)

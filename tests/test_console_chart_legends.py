@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import cast
 
 import pytest
 from textual.content import Content
 
 from analysis.tables.plots import MARKERS, legend_text, line_chart
+from console.screens.results import ResultsScreen
 from tests.helpers.console import console_app, copy_db, settle
 
 LABELS = ("enforced_rule:k=2", "none")
@@ -53,7 +55,7 @@ async def test_the_legend_leaves_the_plot_whole_at_80x24(lab_db: Path, view: str
     app = console_app(lab_db, first_screen="results")
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        screen = app.screen
+        screen = cast(ResultsScreen, app.screen)
         while screen.view != view:
             await pilot.press("right_square_bracket")
             await settle(pilot)

@@ -22,12 +22,14 @@ import sqlite3
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import cast
 
 import pytest
 
 from console import logs
 from console.app import LabApp
 from console.cli.console import open_console
+from console.screens.base import LabScreen
 from console.screens.dashboard import DashboardScreen
 from console.screens.enqueue import EnqueueScreen
 from console.screens.sets import SetsScreen
@@ -121,7 +123,7 @@ async def test_an_error_in_a_handler_is_a_notice_and_a_log_line(
                    for t in toasts)
         await pilot.press("4")  # the console goes on
         await settle(pilot)
-        assert app.is_running and app.screen.screen_name() == "4 Jobs"
+        assert app.is_running and cast(LabScreen, app.screen).screen_name() == "4 Jobs"
         app._exception = None  # caught on purpose: the harness must not re-raise it
     text = _logged(lab_db)
     assert "error: RuntimeError: the queue panel broke\n" in text
@@ -147,7 +149,8 @@ async def test_an_error_in_a_thread_worker_is_a_notice(lab_db: Path,
         assert any(t.startswith("DatabaseError: database disk image is malformed (details ")
                    for t in toasts), toasts
         await pilot.press("4")
-        await pause_until(pilot, lambda: app.screen.screen_name() == "4 Jobs", "Jobs")
+        await pause_until(pilot, lambda: cast(LabScreen, app.screen).screen_name() == "4 Jobs",
+                          "Jobs")
         app._exception = None
     assert "error: DatabaseError: database disk image is malformed" in _logged(lab_db)
 

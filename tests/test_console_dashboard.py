@@ -197,8 +197,9 @@ async def test_wide_dashboard_gives_events_a_column_and_wraps_them(lab_db: Path)
         events = app.screen.query_one("#events", DataTable)
         assert events.virtual_size.width <= events.scrollable_content_region.width
         first = events.get_row_at(0)
-        assert str(first[2]) == detail.strip() and events.rows[events._row_locations
-                                                               .get_key(0)].height > 1
+        key = events._row_locations.get_key(0)
+        assert key is not None
+        assert str(first[2]) == detail.strip() and events.rows[key].height > 1
 
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 60)])

@@ -19,6 +19,7 @@ from textual.strip import Strip
 from textual.widgets import Static
 
 from console import warmup
+from console.app import LabApp
 from console.screens import SCREENS, LazyScreen
 from console.widgets.text_lines import TextLines
 from tests.helpers.console import build, console_app, settle
@@ -167,7 +168,7 @@ async def test_warm_up_loads_every_screen_then_first_visits_skip_restyles(
         restyles: list[int] = []
         real = type(app).refresh_css
 
-        def counted(self: App[object], animate: bool = True) -> None:
+        def counted(self: LabApp, animate: bool = True) -> None:
             restyles.append(1)
             real(self, animate)
 

@@ -14,9 +14,11 @@ from typing import Any, cast
 import pytest
 from textual.app import App
 from textual.pilot import Pilot
-from textual.widgets import Select, Static
+from textual.widgets import Select, Static, Tree
 
 from console.app import LabApp
+from console.screens.enqueue import EnqueueScreen
+from console.screens.prereg import PreregScreen
 from console.screens.results import ResultsScreen
 from core import prereg, store
 from core.demo_set import ensure_demo_set
@@ -81,6 +83,13 @@ async def _show(pilot: Pilot[Any], key: str) -> None:
     await settle(pilot)
 
 
+def _sub_title(app: LabApp) -> str:
+    """The shown screen's sub-title (the header's second line), which it always has."""
+    sub_title = app.screen.sub_title
+    assert sub_title is not None
+    return sub_title
+
+
 @pytest.mark.asyncio
 async def test_another_process_enqueues_then_switching_shows_it_without_r(lab_db: Path) -> None:
     """Visit 1, 4, 6; stay on 6; enqueue from another shell; press 1: queued 16."""
@@ -97,7 +106,7 @@ async def test_another_process_enqueues_then_switching_shows_it_without_r(lab_db
         assert "queued 16" in _queue_text(app)
         await _show(pilot, "4")
         assert "nothing queued yet" not in _jobs_hint(app)
-        runs = app.screen.query_one("Tree").root.children
+        runs = app.screen.query_one("Tree", Tree).root.children
         assert any("run fixture" in str(n.label) for n in runs)
 
 
@@ -127,7 +136,8 @@ async def test_the_consoles_own_write_refreshes_the_other_screens(lab_db: Path) 
         await _show(pilot, "4")
         assert "nothing queued yet" in _jobs_hint(app)
         await _show(pilot, "3")
-        app.screen._queue(SMALL_GRID)  # what ctrl+s starts once the preview is ready
+        # what ctrl+s starts once the preview is ready
+        cast(EnqueueScreen, app.screen)._queue(SMALL_GRID)
         await settle(pilot)
         await _show(pilot, "4")
         assert "nothing queued yet" not in _jobs_hint(app)
@@ -145,7 +155,7 @@ async def test_an_amendment_frozen_on_2_is_frozen_in_the_list_on_3(lab_db: Path)
         assert any("✎ draft" in str(label) for label, _ in options)
         await _show(pilot, "2")
         (draft,) = [a["id"] for a in rows.amendments(store.connect(lab_db))]
-        app.screen._freeze(draft)  # what y on the freeze confirmation starts
+        cast(PreregScreen, app.screen)._freeze(draft)  # what y on the freeze confirmation starts
         await settle(pilot)
         await _show(pilot, "3")
         options = app.screen.query_one("#enq-amendment", Select)._options
@@ -160,21 +170,21 @@ async def test_header_says_when_the_screen_read_and_unchanged_screens_keep_their
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
         await _poll(pilot)
-        assert app.screen.sub_title.endswith("lab.db · read 03:04:05 UTC")
+        assert _sub_title(app).endswith("lab.db · read 03:04:05 UTC")
         now[0] += 60
         await _show(pilot, "4")
-        assert app.screen.sub_title.endswith("read 03:05:05 UTC")
+        assert _sub_title(app).endswith("read 03:05:05 UTC")
         now[0] += 60
         await _show(pilot, "1")  # nothing changed: no re-read, the old time stays
-        assert app.screen.sub_title.endswith("read 03:04:05 UTC")
+        assert _sub_title(app).endswith("read 03:04:05 UTC")
         _enqueue_elsewhere(lab_db)
         await _poll(pilot)  # the screen on show re-reads at once
-        assert app.screen.sub_title.endswith("read 03:06:05 UTC")
+        assert _sub_title(app).endswith("read 03:06:05 UTC")
         await _show(pilot, "4")  # and Jobs when shown again
-        assert app.screen.sub_title.endswith("read 03:06:05 UTC")
+        assert _sub_title(app).endswith("read 03:06:05 UTC")
         await pilot.press("p")
         await pilot.pause()
-        assert app.screen.sub_title.endswith("read 03:06:05 UTC  ‖ PAUSED (p resumes)")
+        assert _sub_title(app).endswith("read 03:06:05 UTC  ‖ PAUSED (p resumes)")
 
 
 @pytest.mark.asyncio

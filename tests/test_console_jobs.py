@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import cast
 
 import pytest
 from textual.app import App
@@ -174,7 +175,7 @@ async def test_action_on_one_job_and_error_line(lab_db: Path) -> None:
         await pilot.press("j")  # job 1
         await pilot.press("x")
         await pilot.pause()
-        assert app.screen.text == (
+        assert cast(Confirm, app.screen).text == (
             "Cancel job 1 of grid 1 (sim-never · none · clean · seed 0)?\n"
             "Jobs cancelled: 1 (1 queued, 0 running, 0 paused; running ones stop at their "
             "next heartbeat, stored episodes stay)\n"

@@ -63,4 +63,5 @@ async def test_sort_and_copy_jobs(lab_db: Path) -> None:
             await pilot.press("s")
             await pilot.pause()
         assert _job_ids(app) == list(range(1, 17))
-        assert app.screen.query_one(Tree).cursor_node.data == ("job", 16)  # kept
+        cursor = app.screen.query_one(Tree).cursor_node
+        assert cursor is not None and cursor.data == ("job", 16)  # kept

@@ -144,7 +144,8 @@ async def test_header_names_the_screen(lab_db: Path) -> None:
             await pilot.press(str(i))
             await settle(pilot)
             assert app.screen.title == f"lab · {i} {info.title}"
-            assert app.screen.sub_title.startswith("lab.db · read ")
+            sub_title = app.screen.sub_title
+            assert sub_title is not None and sub_title.startswith("lab.db · read ")
         app.set_read_only("lab.db: read-only file")
         await pilot.pause()
         assert app.screen.title == "lab · 7 Results · READ-ONLY"

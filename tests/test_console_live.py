@@ -10,12 +10,14 @@ import threading
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import cast
 
 import pytest
 from textual.app import App
 from textual.pilot import Pilot
 from textual.widgets import DataTable, RichLog, Static
 
+from console.screens.live import LiveScreen
 from core import store
 from core.data import ids_hash
 from core.demo_data import demo_questions
@@ -69,7 +71,7 @@ async def test_follow_a_slow_sim_while_a_worker_runs_it(tmp_path: Path) -> None:
         assert "no running episode yet" in str(app.screen.query_one("#live-head", Static)
                                                  .render())
         worker = _worker(db_path, settings)
-        screen = app.screen
+        screen = cast(LiveScreen, app.screen)
         seen: list[tuple[str | None, int]] = []
         deadline = time.monotonic() + PATIENCE_S
         while time.monotonic() < deadline:  # steps arrive one by one as the worker commits
@@ -99,7 +101,7 @@ async def test_pick_an_episode_and_toggle_follow(tmp_path: Path) -> None:
     app = console_app(db_path, config_path=settings.config_path, first_screen="live")
     try:
         async with app.run_test(size=(80, 24)) as pilot:
-            await pause_until(pilot, lambda: app.screen.episode is not None,
+            await pause_until(pilot, lambda: cast(LiveScreen, app.screen).episode is not None,
                               "the worker's first live episode")
             await pilot.press("o")
             await settle(pilot)
@@ -108,10 +110,10 @@ async def test_pick_an_episode_and_toggle_follow(tmp_path: Path) -> None:
                 table.get_row_at(0)[1])
             await pilot.press("enter")
             await settle(pilot)
-            assert app.screen.follow is False
+            assert cast(LiveScreen, app.screen).follow is False
             assert "PINNED" in str(app.screen.query_one("#live-head", Static).render())
             await pilot.press("f")
-            assert app.screen.follow is True
+            assert cast(LiveScreen, app.screen).follow is True
             assert "FOLLOWING" in str(app.screen.query_one("#live-head", Static).render())
     finally:
         db = store.connect(db_path)

@@ -13,7 +13,16 @@ from pathlib import Path
 import pytest
 from textual.dom import DOMNode
 from textual.pilot import Pilot
-from textual.widgets import Input, OptionList, Select, SelectionList, Static, TextArea
+from textual.widgets import (
+    ContentSwitcher,
+    Input,
+    OptionList,
+    Select,
+    SelectionList,
+    Static,
+    TabbedContent,
+    TextArea,
+)
 
 from console.screens.prereg.editor import PreregEditor
 from console.widgets.confirm import Choose
@@ -72,7 +81,7 @@ async def test_the_editors_open_on_templates_and_check_as_you_type(lab_db: Path)
         assert check_line(screen).startswith("✓ Tests: 1 valid")
         await pilot.press("ctrl+s")
         await settle(pilot)
-        assert screen.query_one("#prereg-right").current == "prereg-view"
+        assert screen.query_one("#prereg-right", ContentSwitcher).current == "prereg-view"
     assert amendment(lab_db, "A2")["tests"] == [
         {"id": "K1", "kind": "median_action", "condition": "none", "op": ">=", "value": 3}]
 
@@ -103,7 +112,7 @@ async def test_ctrl_g_takes_the_scope_from_the_enqueue_grid(lab_db: Path) -> Non
         screen.query_one("#editor-body", TextArea).focus()
         await pilot.press("ctrl+g")
         await settle(pilot)
-        assert screen.query_one("#editor-tabs").active == "editor-tab-scope"
+        assert screen.query_one("#editor-tabs", TabbedContent).active == "editor-tab-scope"
         assert check_line(screen).startswith(
             "✓ Tests: 0 valid · Scope: 1 model, 2 conditions, 2 regimes, 1 question set")
         await pilot.press("ctrl+s")

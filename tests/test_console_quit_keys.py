@@ -10,6 +10,7 @@ import shutil
 import signal
 from collections.abc import Callable
 from pathlib import Path
+from typing import cast
 
 import pytest
 from rich.text import Text
@@ -21,7 +22,9 @@ from textual.widgets import DataTable, OptionList, Select, Static, TextArea
 
 from console.screens.help import HelpScreen
 from console.screens.prereg.modals import FreezeConfirm, TitlePrompt
+from console.screens.results import ResultsScreen
 from console.screens.sets import SetsScreen
+from console.screens.trajectories import TrajectoriesScreen
 from console.widgets.confirm import Choose, Confirm
 from console.widgets.sets_forms import ImportForm, SetForm
 from console.widgets.workers import StartForm, WorkerLogs
@@ -54,7 +57,7 @@ async def test_q_in_an_episode_goes_back_to_the_list_then_quits(lab_db: Path) ->
     app = console_app(lab_db, first_screen="trajectories")
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        screen = app.screen
+        screen = cast(TrajectoriesScreen, app.screen)
         screen.query_one("#traj-list", DataTable).focus()
         await pilot.press("enter")
         await settle(pilot)
@@ -86,7 +89,7 @@ async def test_q_on_a_delta_cells_decisions_goes_back_to_the_grid(lab_db: Path) 
     app = console_app(lab_db, first_screen="results")
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        screen = app.screen
+        screen = cast(ResultsScreen, app.screen)
         await pilot.press("right_square_bracket")
         await pause_until(pilot, lambda: screen._body() == "results-delta", "the Δ grid")
         await settle(pilot)
@@ -133,7 +136,7 @@ async def test_ctrl_c_with_a_selection_copies_it_then_quits(lab_db: Path) -> Non
     copied: list[str] = []
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        app.copy_to_clipboard = copied.append
+        app.__setattr__("copy_to_clipboard", copied.append)  # mypy refuses assigning a method
         queue = app.screen.query_one("#queue-text", Static)
         app.screen.selections = {queue: Selection.from_offsets(Offset(0, 0), Offset(4, 0))}
         await pilot.press("ctrl+c")
@@ -218,7 +221,7 @@ async def test_ctrl_c_on_a_dialog_quits_as_on_a_screen(lab_db: Path, tmp_path: P
     copied: list[str] = []
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        app.copy_to_clipboard = copied.append
+        app.__setattr__("copy_to_clipboard", copied.append)  # mypy refuses assigning a method
         if kind == "palette":
             await pilot.press("ctrl+p")
         elif kind == "picker":  # Enqueue's set picker, opened over the form
@@ -249,7 +252,7 @@ async def test_ctrl_c_on_a_dialog_copies_its_selection_and_says_so(lab_db: Path)
     copied: list[str] = []
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        app.copy_to_clipboard = copied.append
+        app.__setattr__("copy_to_clipboard", copied.append)  # mypy refuses assigning a method
         app.push_screen(Confirm("Pause grid 1 of run fixture?", "16 jobs"))
         await settle(pilot)
         question = app.screen.query_one("#ask-question", Static)

@@ -14,6 +14,7 @@ import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from typing import cast
 
 import pytest
 from textual.app import App
@@ -64,7 +65,7 @@ async def test_start_a_worker_from_the_console_and_quit(tmp_path: Path) -> None:
         app.screen.query_one("#w-concurrency", Input).value = "8"
         await pilot.press("ctrl+s")
         await pause_until(pilot, lambda: isinstance(app.screen, Confirm), "the question")
-        text = app.screen.text
+        text = cast(Confirm, app.screen).text
         assert text.startswith(f"Start 1 worker process on {app.config.db_path}?")
         assert "--concurrency 8" in text and "stop when the console quits" in text
         await pilot.press("y")
@@ -147,14 +148,15 @@ async def test_z_pauses_and_resumes_and_s_stops_the_consoles_workers(tmp_path: P
             for verb, letter in (("Pause", "T"), ("Resume", "S")):
                 await pilot.press("Z")
                 await pause_until(pilot, lambda: isinstance(app.screen, Confirm), "the question")
-                assert app.screen.text.startswith(f"{verb} 2 worker(s) started here?")
+                question = cast(Confirm, app.screen).text
+                assert question.startswith(f"{verb} 2 worker(s) started here?")
                 await pilot.press("y")
                 await pause_until(pilot, lambda want=letter: all(  # type: ignore[misc]
                     _state(w.pid) == want for w in workers), f"both workers {verb.lower()}d")
                 assert all(w.paused == (verb == "Pause") for w in workers)
             await pilot.press("S")
             await pause_until(pilot, lambda: isinstance(app.screen, Confirm), "the question")
-            assert app.screen.text.startswith("Stop 2 worker(s) started here?")
+            assert cast(Confirm, app.screen).text.startswith("Stop 2 worker(s) started here?")
             await pilot.press("n")  # no: they go on
             await pilot.pause()
             assert all(w.alive() for w in workers)

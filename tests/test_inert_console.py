@@ -16,6 +16,7 @@ import re
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
+from typing import cast
 
 import pytest
 from textual.app import App, ComposeResult
@@ -26,6 +27,7 @@ from analysis.tables.registry import views
 from console import logs
 from console.app import INERT_LINES, LabApp
 from console.cli import main
+from console.screens.enqueue import EnqueueScreen
 from console.screens.results.screen import ResultsScreen
 from console.screens.sets import SetsScreen
 from console.screens.trajectories import TrajectoriesScreen
@@ -274,7 +276,7 @@ async def test_every_screen_shows_stored_markup_as_stored(markup_db: tuple[Path,
             _still_up(app, f"enqueue {select.id}")
             await pilot.press("escape")
             await settle(pilot)
-        screen = app.screen
+        screen = cast(EnqueueScreen, app.screen)
         screen.query_one("#enq-models", SelectionList).select(NAME)
         screen.query_one("#enq-conditions", SelectionList).select("none")
         screen.query_one("#enq-regimes", SelectionList).select("clean")
@@ -355,9 +357,10 @@ async def test_every_screen_shows_stored_markup_as_stored(markup_db: tuple[Path,
         drilled, answering = False, ""
         for tab in range(len(views())):
             _still_up(app, f"results tab {tab}")
-            if app.screen.view == "answering":  # a chart titled with the model's name
+            results = cast(ResultsScreen, app.screen)
+            if results.view == "answering":  # a chart titled with the model's name
                 answering = str(app.screen.query_one("#results-chart", Static).render())
-            if app.screen._body() == "results-delta":
+            if results._body() == "results-delta":
                 _still_up(app, "results Δ grid", "sim[/]own5", f"{SIM} × none")
                 drilled = True
                 await pilot.press("enter")  # the Δ cell's decisions

@@ -10,6 +10,7 @@ from __future__ import annotations
 import shutil
 import sqlite3
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 from textual.app import App
 from textual.pilot import Pilot
@@ -23,6 +24,10 @@ from jobs.control import enqueue_grid
 from jobs.grid import GridRequest
 from jobs.settings import WorkerSettings
 from jobs.worker import run_worker
+
+if TYPE_CHECKING:  # the console is imported where a test opens it
+    from console.app import LabApp
+    from console.screens.prereg import PreregScreen
 
 FIXED_ISO = "2025-01-02T03:04:05.000000+00:00"
 FIXED_TS = 1735787045.0
@@ -81,7 +86,7 @@ def cached_fixture(cache: Path, target: Path) -> Path:
     return target
 
 
-def console_app(db: Path, **config: object):
+def console_app(db: Path, **config: object) -> LabApp:
     """The console on `db`, named relative to the test's directory (the header shows it),
     with the clock frozen at FIXED_TS, no endpoint checks and 200 resamples (Results,
     Pre-registration outcomes) and no warm-up (`console.warmup`) unless asked."""
@@ -170,7 +175,7 @@ def copy_db(built: Path, target: Path) -> Path:
     return target
 
 
-def prereg_app(db: Path):
+def prereg_app(db: Path) -> LabApp:
     """The console opened on the Pre-registration screen, with few resamples (no warm-up)."""
     from console.app import ConsoleConfig, make_app
 
@@ -203,9 +208,9 @@ async def select_amendment(pilot: Pilot[None], amendment_id: str) -> None:
     await settle_prereg(pilot)
 
 
-async def open_editor(pilot: Pilot[None], amendment_id: str):
+async def open_editor(pilot: Pilot[None], amendment_id: str) -> PreregScreen:
     """Select an amendment and open it in the editor (`e`); returns the screen."""
     await select_amendment(pilot, amendment_id)
     await pilot.press("e")
     await settle_prereg(pilot)
-    return pilot.app.screen
+    return cast("PreregScreen", pilot.app.screen)
