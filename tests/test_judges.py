@@ -389,7 +389,7 @@ def _first_letters(items: list) -> set[str] | None:
     return None
 
 
-def test_the_phrase_searches_start_at_every_letter_a_phrase_can_begin_with():
+def test_the_phrase_searches_start_at_every_letter_a_phrase_can_begin_with() -> None:
     import re
     from re import _parser  # type: ignore[attr-defined]
 
@@ -402,7 +402,7 @@ def test_the_phrase_searches_start_at_every_letter_a_phrase_can_begin_with():
             assert letters is not None and {c.lower() for c in letters} <= set(first), pattern
 
 
-def test_the_phrase_searches_read_as_a_search_per_phrase():
+def test_the_phrase_searches_read_as_a_search_per_phrase() -> None:
     import re
 
     from core.judges import _USEFUL_RE, _USELESS_RE, USEFUL_PATTERNS, USELESS_PATTERNS, _classify

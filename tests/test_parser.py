@@ -272,7 +272,7 @@ def _clean_every_time(value: str) -> str:
     return value
 
 
-def test_clean_strips_what_it_stripped_when_it_tried_every_wrapper():
+def test_clean_strips_what_it_stripped_when_it_tried_every_wrapper() -> None:
     from itertools import product
 
     from core.parser import _WRAPPERS, _clean

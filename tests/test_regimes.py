@@ -244,7 +244,7 @@ def test_short_regime(name: str, short: str) -> None:
     assert short_regime(name) == short
 
 
-def test_a_pools_remembered_draws_are_its_fresh_draws():
+def test_a_pools_remembered_draws_are_its_fresh_draws() -> None:
     from core.demo_data import demo_questions
 
     questions = demo_questions()

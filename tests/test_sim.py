@@ -102,7 +102,7 @@ def test_failed_observations_never_teach_the_answer(pool: list[Question]) -> Non
     assert sum(r.correct for r in clean) / len(clean) > share + 0.3
 
 
-def test_a_sims_remembered_draws_are_its_keyed_draws_per_key_and_type():
+def test_a_sims_remembered_draws_are_its_keyed_draws_per_key_and_type() -> None:
     from core.canonical import keyed_uniform
     from core.models.sim import _draw
 

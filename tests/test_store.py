@@ -292,7 +292,7 @@ def test_selection_runs_are_the_runs_of_the_matching_episodes(db_path: Path) -> 
     assert {("a", "b", "c"), ("a", "c"), ("b", "c"), ("b",), ("a",), ()} <= checked
 
 
-def test_complete_questions_answers_as_episode_exists_per_question(db_path):
+def test_complete_questions_answers_as_episode_exists_per_question(db_path: Path) -> None:
     db, cell_id, result = _one_episode(db_path)
     _, other_cell = _cell(db, regime="clean")
     errored = copy.deepcopy(result)
