@@ -76,3 +76,18 @@ def test_counts_match_their_decisions() -> None:
     assert (c.n_a, c.answered_a, c.n_b, c.answered_b) == (2, 2, 3, 1)
     np.testing.assert_array_equal(c.counts, cluster_sums(q, s, np.column_stack(
         [a, a * y, b, b * y]), 2, 2))
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_batches_on_threads_equal_one_thread(monkeypatch: pytest.MonkeyPatch,
+                                             threads: int) -> None:
+    """Resample batches spread over worker threads (a few at a time) give the intervals
+    of one thread, batch for batch."""
+    import analysis.measures.delta as delta
+
+    rng = np.random.default_rng(11)
+    items = [_random_counts(rng, 30, n_s, nested) for n_s in (1, 4, 9) for nested in (False, True)]
+    monkeypatch.setattr(delta, "worker_threads", lambda: 1)
+    want = contrasts(items, n_boot=1100, seed=2)
+    monkeypatch.setattr(delta, "worker_threads", lambda: threads)
+    assert repr(contrasts(items, n_boot=1100, seed=2)) == repr(want)

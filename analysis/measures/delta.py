@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from itertools import islice
 
 import numpy as np
 import pandas as pd
@@ -21,6 +23,7 @@ from analysis.base.arms import ArmKey, Grouping
 from analysis.base.rows import Row, Table, interval_row
 from analysis.measures.decisions import REPLAYED, judgment_columns, judgment_sources
 from analysis.measures.results import TableInput, TablePart
+from analysis.stats.blas import worker_threads
 from analysis.stats.bootstrap import (
     N_BOOT,
     UNDEFINED,
@@ -294,9 +297,19 @@ def _same_questions(items: Sequence[Counts], n_q: int, n_boot: int,
             out[:, i] = stat(wts)
         return out
 
-    with np.errstate(divide="ignore", invalid="ignore"):
-        est = statistic(np.ones((1, n_q)))[0]
-        parts = [statistic(w) for w in resample_weights(n_q, n_boot, seed)]
+    def quiet(wts: np.ndarray) -> np.ndarray:  # numpy's error state is per thread
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return statistic(wts)
+
+    est = quiet(np.ones((1, n_q)))[0]
+    # the weight batches on the worker threads: each batch's numbers are its own, and the
+    # matrix products and most of the MH terms' arithmetic run without the GIL
+    # (as many batches at a time as threads: memory stays that of a few batches)
+    batches, threads = iter(resample_weights(n_q, n_boot, seed)), worker_threads()
+    parts: list[np.ndarray] = []
+    with ThreadPoolExecutor(threads, thread_name_prefix="delta") as pool:
+        for chunk in iter(lambda: list(islice(batches, threads)), []):
+            parts += pool.map(quiet, chunk) if len(chunk) > 1 else [quiet(chunk[0])]
     boot = np.vstack(parts) if parts else np.empty((0, len(items)))
     return list(summarize_columns(est, boot, n_q))
 
