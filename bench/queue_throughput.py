@@ -1,7 +1,8 @@
 """Sim episodes per second through the real queue: Huey + consumer + ledger + lab.db.
 
 Enqueues a sim grid of ≥ 20,000 episodes on the demo questions into a fresh lab.db
-and runs a worker (Huey consumer, default 2 thread workers) until idle. Prints
+and runs a worker (Huey consumer, default 2 thread workers) until idle, set up as
+`lab worker` sets itself up (its garbage collector tuned). Prints
 episodes/s measured from worker start to idle, and the worker's CPU (user + sys) per
 episode over the same span. Target ≥ 1,000 episodes/s on a quiet machine.
 
@@ -26,7 +27,7 @@ from core.regimes import MEAN6  # noqa: E402
 from jobs.control import enqueue_grid  # noqa: E402
 from jobs.grid import GridRequest  # noqa: E402
 from jobs.settings import WorkerSettings  # noqa: E402
-from jobs.worker import run_worker  # noqa: E402
+from jobs.worker import run_worker, tune_collector  # noqa: E402
 
 MODELS = ("sim-own5", "sim-clock6", "sim-deadline", "sim-hazard-own")
 CONDITIONS = ("none", "permit", "budget", "stated_rule", "enforced_rule", "lexical_rule", "decide")
@@ -50,6 +51,7 @@ def main() -> None:
         request = GridRequest(models=MODELS, conditions=CONDITIONS, regimes=MEAN6,
                               question_set="demo", seeds=tuple(range(args.seeds)), run="bench")
         plan, _, jobs = enqueue_grid(db, settings, request, load_registry(None))
+        tune_collector()  # as `lab worker` does before it runs the worker (its collector)
         start, cpu_start = time.perf_counter(), time.process_time()
         run_worker(settings, workers=args.workers, until_idle=True)
         seconds = time.perf_counter() - start
