@@ -227,6 +227,7 @@ class SimSession:
         self.forced_marker = prompts.load("forced_system")
         self.decide_marker = prompts.load("decide").split("{", 1)[0]
         self.switch_marker = prompts.load("switch_notice")
+        self._targets: list[str] | None = None  # the pages `target` walks, once known
 
     def useless(self, i: int) -> bool:
         """The agent's own judgment of observation i (1-based), drawn once."""
@@ -348,9 +349,11 @@ class SimSession:
 
     def target(self) -> str:
         """The page to search next: the gold pages in order, moving on after a useful one."""
-        q = self.view.question
-        titles = list(dict.fromkeys(title for title, _ in q.supporting_facts)) or [
-            p.title for p in q.paragraphs]
+        titles = self._targets
+        if titles is None:
+            q = self.view.question
+            titles = self._targets = list(dict.fromkeys(
+                title for title, _ in q.supporting_facts)) or [p.title for p in q.paragraphs]
         n = len(self.view.observations)
         useful = sum(1 for i in range(1, n + 1) if not self.useless(i))
         return titles[min(useful, len(titles) - 1)]

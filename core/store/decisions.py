@@ -107,6 +107,10 @@ def pack_words_sql(alias: str = "d") -> tuple[str, str]:
 
 
 _AT = {name: COLUMNS.index(name) for name, *_ in PACKED_FIELDS}
+_PACKING = tuple((_AT[name], word, shift, PACKED_OFFSET.get(name, 0))
+                 for name, word, shift, _ in PACKED_FIELDS)
+"""Per packed field: its COLUMNS index, word, shift and offset (looked up once, not
+per field of every decision point)."""
 
 
 def _signed64(value: int) -> int:
@@ -129,8 +133,8 @@ def pack(episode_id: int, decisions: Sequence[Sequence[int]]) -> bytes:
     words: list[int] = []
     for d in decisions:
         pair = [0, episode_id << PACKED_ID_SHIFT]
-        for name, word, shift, _ in PACKED_FIELDS:
-            pair[word] |= (d[_AT[name]] + PACKED_OFFSET.get(name, 0)) << shift
+        for at, word, shift, offset in _PACKING:
+            pair[word] |= (d[at] + offset) << shift
         words += (_signed64(pair[0]), _signed64(pair[1]))
     return struct.pack(f"<{len(words)}q", *words)
 
