@@ -8,10 +8,11 @@ run only measures. The 20k/50k/100k subsets are copies holding the first whole
 
 For each size it prints, each in a fresh process (peak RSS is the process's
 ``ru_maxrss``): every ``lab results TABLE --format json`` on its own, the hazard table
-with every group's sample fitted (as with real models, `_EVERY_SAMPLE`), all tables
-together, a second call of the same command (served from the results cache), ``lab
-export``, and the console's Results first frame (the worker the screen runs:
-load_frames + compute of its first tab + rendering).
+with every group's sample fitted (as with real models, `_EVERY_SAMPLE`), Δ and success
+with every group's contrasts and matrices resampled (as with real models,
+`_EVERY_GROUP`), all tables together, a second call of the same command (served from
+the results cache), ``lab export``, and the console's Results first frame (the worker
+the screen runs: load_frames + compute of its first tab + rendering).
 
 Commands run as an installed lab runs them: with Python's compiled-module cache. lab's
 modules are byte-compiled first, and ``PYTHONDONTWRITEBYTECODE`` is dropped from the
@@ -221,6 +222,22 @@ at 198k), and the table fits each distinct sample once. Marking every sample dis
 makes it fit all of them, with the same numbers."""
 
 
+_EVERY_GROUP = """
+import itertools
+import analysis.measures.delta as delta
+import analysis.measures.success as success
+from console.cli import main
+delta._first_equal = lambda items: list(range(len(items)))  # no two contrasts alike
+distinct = itertools.count()
+success._matrix_key = lambda m: (next(distinct),)  # no two question matrices alike
+main()
+"""
+"""`lab results delta` and `success` as they run on a study of real models, where no two
+groups count alike: the sims make many arms' contrasts and question matrices equal (104
+distinct of Δ's 550 contrasts at 198k), and the tables resample each distinct one once.
+Marking every one distinct resamples all of them, with the same numbers."""
+
+
 def run_measured(args: list[str]) -> tuple[float, float, str]:
     """Run a command in a fresh process; return (seconds, its peak RSS in MB, stdout)."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
@@ -266,6 +283,11 @@ def measure(path: Path) -> list[tuple[str, float, float]]:
     seconds, rss, _ = run_measured([sys.executable, "-c", _EVERY_SAMPLE, "--db", str(path),
                                     "results", "hazard", "--format", "json"])
     out.append(("hazard, every sample fitted", seconds, rss))
+    for name in ("delta", "success"):
+        cold()
+        seconds, rss, _ = run_measured([sys.executable, "-c", _EVERY_GROUP, "--db", str(path),
+                                        "results", name, "--format", "json"])
+        out.append((f"{name}, every group distinct", seconds, rss))
     cold()
     seconds, rss, _ = run_measured(_lab(path, "results", "all", "--format", "json"))
     out.append(("all tables", seconds, rss))
