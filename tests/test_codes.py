@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.base.arms import _run_starts
-from analysis.stats.codes import changes, in_rows, sorted_codes
+from analysis.stats.codes import changes, in_rows, one_object, sorted_codes
 
 
 def test_equal_text_in_distinct_objects_gets_one_code_and_missing_comes_last() -> None:
@@ -91,3 +91,28 @@ def test_in_rows_is_isin_asked_once_per_run() -> None:
                 assert got.tolist() == column.isin(wanted).tolist(), (trial, dtype, wanted)
     mixed = pd.Series(np.array(["a", "b"] * 20, dtype=object))  # no runs: isin itself
     assert in_rows(mixed, ["a"]).tolist() == [True, False] * 20
+
+
+def test_one_element_on_every_row_is_never_a_change() -> None:
+    """A column read through a stride-0 view (a decision frame's column holding one value
+    on every episode) has no change, as the same object on every row has none; numbers
+    through such a view compare as numbers (a NaN is unequal to itself there)."""
+    text = np.broadcast_to(np.array(["run"], dtype=object), 6)
+    assert text.strides == (0,)
+    assert changes(text).tolist() == [False] * 5
+    assert changes(np.broadcast_to(np.int64(3), 4)).tolist() == [False] * 3
+    nan = np.broadcast_to(np.float64("nan"), 3)
+    assert changes(nan).tolist() == np.asarray(nan[1:] != nan[:-1]).tolist() == [True] * 2
+    assert sorted_codes(pd.Series(text, copy=False))[0].tolist() == [0] * 6
+
+
+def test_one_object_means_the_very_same_object_on_every_row() -> None:
+    x1, x2 = "".join(["x", "y"]), "".join(["x", "y"])
+    assert one_object(np.array([x1, x1, x1], dtype=object))
+    assert one_object(np.array([None, None], dtype=object))
+    assert not one_object(np.array([x1, x1, x2], dtype=object))  # equal text, two objects
+    assert not one_object(np.array([3, 3.0], dtype=object))
+    assert not one_object(np.array([], dtype=object))
+    assert one_object(np.array([x1, x2, x1, x2], dtype=object)[::2])  # not contiguous
+    assert not one_object(np.array([x1, x2, x2, x2], dtype=object)[::2])
+    assert one_object(np.broadcast_to(np.array([x2], dtype=object), 5))

@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.base.arms import GROUP_KEYS, ArmKey, Grouping
+from analysis.stats.codes import one_object
 from core.decisions import COLUMNS, STEP_FIELDS, episode_decisions
 from core.store.packs import run_positions
 
@@ -244,8 +245,29 @@ def decisions_with_episodes(ints: pd.DataFrame, episodes: pd.DataFrame,
 
 def _taken(column: pd.Series, pos: np.ndarray) -> pd.Series:
     """An episode column at the given positions: the episode column's dtype, its very
-    objects (strings are shared, not copied per decision), a fresh RangeIndex."""
-    return pd.Series(column.array.take(pos), dtype=column.dtype, copy=False)
+    objects (strings are shared, not copied per decision), a fresh RangeIndex.
+
+    A column holding one value on every episode (a study's one run, dataset, question
+    set, replicate, often its budget and seed) is that value's object read through a
+    read-only view with stride 0 instead of a copy per decision (7 MB of fresh pages
+    per column at 886,000 decisions): the same values and dtype."""
+    values = column.array
+    backing = getattr(values, "_ndarray", None)  # numpy-backed (object, str, int64)
+    if isinstance(backing, np.ndarray) and len(pos) and _one_value(backing):
+        return pd.Series(values._from_backing_data(np.broadcast_to(backing[:1], len(pos))),
+                         dtype=column.dtype, copy=False)
+    return pd.Series(values.take(pos), dtype=column.dtype, copy=False)
+
+
+def _one_value(values: np.ndarray) -> bool:
+    """Whether a 1-d array holds one value on every row: the very same object on every
+    row of an object array (`analysis.stats.codes.one_object`: equal text in distinct
+    objects is not one value here); equal integers, booleans or floats (a NaN is never
+    equal) on every row of any other dtype."""
+    if values.dtype == object:
+        return one_object(values)
+    return bool(values.ndim == 1 and len(values) and values.dtype.kind in "biuf"
+                and (values == values[0]).all())
 
 
 def judgment_columns(judgments: str) -> tuple[str, str, str]:

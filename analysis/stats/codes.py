@@ -76,15 +76,41 @@ def changes(values: np.ndarray) -> np.ndarray:
     n = len(values)
     if n < 2:
         return np.zeros(0, dtype=bool)
+    if values.ndim == 1 and values.strides == (0,):  # one element on every row
+        return np.zeros(n - 1, dtype=bool) if values.dtype == object else \
+            np.asarray(values[1:] != values[:-1], dtype=bool)
     if values.dtype != object or values.ndim != 1 or not values.flags.c_contiguous:
         return np.asarray(values[1:] != values[:-1], dtype=bool)
-    # the object pointers themselves, read in place (numpy gives no view of an object
-    # array as integers); `values` outlives the view, used only here
-    pointers = np.ctypeslib.as_array((ctypes.c_size_t * n).from_address(values.ctypes.data))
-    at = np.flatnonzero(pointers[1:] != pointers[:-1])
+    at = np.flatnonzero(np.diff(_pointers(values)) != 0)
     out = np.zeros(n - 1, dtype=bool)
     out[at] = np.asarray(values[at + 1] != values[at], dtype=bool)
     return out
+
+
+def one_object(values: np.ndarray) -> bool:
+    """Whether every row of a 1-d object array holds the very same object (pointers
+    compared, never values: equal text in distinct objects, or 3 and 3.0, is not one
+    object); False for an empty array or another dtype.
+
+    Args:
+        values: a 1-D array.
+    """
+    if values.dtype != object or values.ndim != 1 or not len(values):
+        return False
+    if values.strides == (0,):
+        return True
+    if not values.flags.c_contiguous:
+        return all(v is values[0] for v in values)
+    pointers = _pointers(values)
+    return bool((pointers == pointers[0]).all())
+
+
+def _pointers(values: np.ndarray) -> np.ndarray:
+    """The object pointers of a contiguous 1-d object array, read in place (numpy gives no
+    view of an object array as integers); `values` must outlive the view, used only by the
+    caller."""
+    n = len(values)
+    return np.ctypeslib.as_array((ctypes.c_size_t * n).from_address(values.ctypes.data))
 
 
 def run_starts(array: np.ndarray) -> np.ndarray | None:
