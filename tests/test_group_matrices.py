@@ -4,6 +4,7 @@ the answer actions against the per-group functions they replace."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -14,6 +15,7 @@ from analysis.measures.cost import answer_actions, cost_table, group_answer_acti
 from analysis.measures.decisions import arm_groups
 from analysis.measures.success import (
     QuestionMatrix,
+    _Means,
     group_question_matrices,
     paired_success,
     paired_table,
@@ -52,6 +54,27 @@ def test_resample_means_equal_regime_means_bit_for_bit() -> None:
         for scope in ("mean6", "all"):
             assert np.array_equal(resample_means(m, w, scope), regime_means(m, w, scope),
                                   equal_nan=True)
+
+
+@pytest.mark.parametrize("regimes", [7, 6, 4, 0])
+def test_means_formed_once_equal_resample_means_bit_for_bit(regimes: int) -> None:
+    """`_Means` (a group's bootstrap statistic with its weight-free parts formed once)
+    gives `resample_means` to the last digit: every regime present or not, the six mean6
+    regimes with another, alone or fewer, either scope, the point estimate's row of ones
+    and resamples."""
+    ep = random_episodes(seed=4)
+    m = question_matrix(ep, ep["correct"] - 0.05 * ep["tool_calls"])
+    assert m.regimes[6:] == ("plausible",) and m.present.all()  # after the six mean6 ones
+    m = replace(m, regimes=m.regimes[:regimes], value=m.value[:, :regimes] / 3,
+                present=m.present[:, :regimes])
+    holes = replace(m, present=m.present & (np.arange(m.value.size).reshape(m.value.shape)
+                                            % 7 != 0))
+    for x in (m, holes):
+        for w in [np.ones((1, len(x.questions))),
+                  *resample_weights(len(x.questions), 600, 3)]:
+            for scope in ("mean6", "all"):
+                assert np.array_equal(_Means(x, scope)(w), resample_means(x, w, scope),
+                                      equal_nan=True)
 
 
 def test_summarize_columns_equal_summarize_per_column() -> None:

@@ -221,6 +221,32 @@ def resample_means(m: QuestionMatrix, weights: np.ndarray, scope: str = MEAN6_LA
     return _regime_means(m, weights, scope, np.array(float(len(m.questions))))
 
 
+class _Means:
+    """`resample_means` of one matrix with what does not depend on the weights formed
+    once (a group's bootstrap calls it for every batch of resamples): the same
+    operations on the same arrays, so the same numbers to the last digit."""
+
+    def __init__(self, m: QuestionMatrix, scope: str = MEAN6_LABEL) -> None:
+        self.m, self.scope = m, scope
+        self.full = bool(m.present.all())
+        self.product = m.value * m.present
+        self.den = np.array(float(len(m.questions)))
+        self.cols: list[int] | slice | None = slice(None) if m.regimes else None  # "all"
+        if scope == MEAN6_LABEL:
+            cols = [m.regimes.index(r) for r in MEAN6 if r in m.regimes]
+            self.cols = cols if len(cols) == len(MEAN6) else None
+
+    def __call__(self, weights: np.ndarray) -> np.ndarray:
+        if not self.full or not len(self.m.questions):
+            return resample_means(self.m, weights, self.scope)
+        # safe_ratio's division where the denominator (the number of questions) is > 0
+        per = np.divide(weights @ self.product, self.den)
+        out = np.empty((len(per), per.shape[1] + 1))
+        out[:, :-1] = per
+        out[:, -1] = per[:, self.cols].mean(axis=1) if self.cols is not None else np.nan
+        return out
+
+
 def _regime_means(m: QuestionMatrix, weights: np.ndarray, scope: str, den: np.ndarray
                   ) -> np.ndarray:
     """`regime_means` given each regime's weight total `den` (broadcast to the means)."""
@@ -254,7 +280,7 @@ def success_by_regime(episodes: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 
 def _regime_intervals(m: QuestionMatrix, n_boot: int, seed: int
                       ) -> tuple[tuple[str, Interval], ...]:
     """`success_by_regime` from the arm's question matrix."""
-    res = bootstrap_intervals(lambda w: resample_means(m, w), len(m.questions), n_boot, seed)
+    res = bootstrap_intervals(_Means(m), len(m.questions), n_boot, seed)
     return tuple(zip((*m.regimes, MEAN6_LABEL), res))
 
 
@@ -347,10 +373,12 @@ def paired_matrices(pairs: Sequence[tuple[QuestionMatrix, QuestionMatrix, object
         members = [same[0] for same in alike.values()]
         mas = [restrict(pairs[i][0], common, regimes) for i in members]
 
-        def stat(w: np.ndarray, mb: QuestionMatrix = mb,
-                 mas: list[QuestionMatrix] = mas) -> np.ndarray:
-            ref = resample_means(mb, w)
-            return np.column_stack([resample_means(ma, w) - ref for ma in mas])
+        ref_means, arm_means = _Means(mb), [_Means(ma) for ma in mas]
+
+        def stat(w: np.ndarray, ref_means: _Means = ref_means,
+                 arm_means: list[_Means] = arm_means) -> np.ndarray:
+            ref = ref_means(w)
+            return np.column_stack([means(w) - ref for means in arm_means])
 
         columns = _tie_columns(regimes)
         ties = np.concatenate([paired_tolerance(ma.value, ma.present, mb.value, mb.present,
