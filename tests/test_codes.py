@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.base.arms import _run_starts
-from analysis.stats.codes import changes, in_rows, one_object, sorted_codes
+from analysis.stats.codes import changes, in_rows, one_text, sorted_codes
 
 
 def test_equal_text_in_distinct_objects_gets_one_code_and_missing_comes_last() -> None:
@@ -30,20 +30,16 @@ def test_runs_start_where_a_value_changes() -> None:
 
 
 def test_changes_are_the_elementwise_comparison_of_neighbours() -> None:
-    """`changes` compares pointers first, then values where the objects differ: the
-    comparison numpy makes, on equal text in distinct objects, None, NaN and numbers;
-    only the very same object twice is never a change (the same NaN object included)."""
+    """`changes` is the comparison numpy makes, on equal text in distinct objects, None,
+    NaN (unequal to itself) and numbers; a zero-stride column has none."""
     nan = float("nan")
     x1, x2 = "".join(["x", "y"]), "".join(["x", "y"])
     rng = np.random.default_rng(0)
     pool = [x1, x2, "z", None, 3, 3.0, float("nan")]
     values = np.array([pool[i] for i in rng.integers(0, len(pool), 500)], dtype=object)
-    want = values[1:] != values[:-1]
-    same = np.array([a is b for a, b in zip(values[1:], values[:-1])])
-    want[same] = False
-    assert changes(values).tolist() == want.tolist()
+    assert changes(values).tolist() == (values[1:] != values[:-1]).tolist()
     assert changes(np.array([nan, nan, x1, x2, "z"], dtype=object)).tolist() == [
-        False, True, False, True]
+        True, True, False, True]
     assert changes(np.array([1, 1, 2])).tolist() == [False, True]
     assert changes(np.array([nan, nan])).tolist() == [True]  # float NaNs: numpy's rule
     assert changes(np.array([], dtype=object)).tolist() == []
@@ -106,13 +102,22 @@ def test_one_element_on_every_row_is_never_a_change() -> None:
     assert sorted_codes(pd.Series(text, copy=False))[0].tolist() == [0] * 6
 
 
-def test_one_object_means_the_very_same_object_on_every_row() -> None:
+def test_one_text_means_equal_text_or_none_on_every_row() -> None:
+    """Any row of a column of one text can stand for all of them: equal text in distinct
+    objects is one text; numbers never are (3, 3.0 and True are equal but print apart)."""
     x1, x2 = "".join(["x", "y"]), "".join(["x", "y"])
-    assert one_object(np.array([x1, x1, x1], dtype=object))
-    assert one_object(np.array([None, None], dtype=object))
-    assert not one_object(np.array([x1, x1, x2], dtype=object))  # equal text, two objects
-    assert not one_object(np.array([3, 3.0], dtype=object))
-    assert not one_object(np.array([], dtype=object))
-    assert one_object(np.array([x1, x2, x1, x2], dtype=object)[::2])  # not contiguous
-    assert not one_object(np.array([x1, x2, x2, x2], dtype=object)[::2])
-    assert one_object(np.broadcast_to(np.array([x2], dtype=object), 5))
+    assert one_text(np.array([x1, x1, x1], dtype=object))
+    assert one_text(np.array([x1, x1, x2], dtype=object))  # equal text, two objects
+    assert one_text(np.array([None, None], dtype=object))
+    assert not one_text(np.array([x1, x1, "xz"], dtype=object))
+    assert not one_text(np.array([x1, "q", x1], dtype=object))  # the ends agree
+    assert not one_text(np.array([None, None, x1], dtype=object))
+    assert not one_text(np.array([x1, None, x1, x1], dtype=object))
+    assert not one_text(np.array([3, 3], dtype=object))
+    assert not one_text(np.array([3, 3.0], dtype=object))
+    assert not one_text(np.array([float("nan")] * 2, dtype=object))
+    assert not one_text(np.array([], dtype=object))
+    assert not one_text(np.array(["a", "a"]))  # numpy text: not an object column
+    assert one_text(np.array([x1, "q", x2, "q"], dtype=object)[::2])  # not contiguous
+    assert not one_text(np.array([x1, x2, "q", x2], dtype=object)[::2])
+    assert one_text(np.broadcast_to(np.array([x2], dtype=object), 5))

@@ -1,5 +1,5 @@
-"""The decision frame's episode columns: each decision carries its episode's values, the
-very objects; a column holding one value on every episode is that object read through a
+"""The decision frame's episode columns: each decision carries its episode's values; a
+column holding one value on every episode is its first row's value read through a
 stride-0 view, never a copy per decision, with the values and dtype a copy would have."""
 
 from __future__ import annotations
@@ -41,11 +41,10 @@ def test_columns_of_one_value_are_views_with_the_copied_values() -> None:
         want = ep[c].to_numpy()[rows]
         assert got[c].dtype == ep[c].dtype, c
         assert got[c].tolist() == want.tolist(), c
-        if ep[c].dtype != np.int64:  # the very objects of the episode column
-            assert all(a is b for a, b in zip(got[c].to_numpy(), want)), c
+        assert [type(v) for v in got[c].to_numpy()] == [type(v) for v in want], c
     viewed = {c for c in columns if got[c].to_numpy().strides == (0,)}
-    # arm holds equal text in distinct objects: copied, so each row keeps its own object
-    assert viewed == {"run", "seed", "amendment"}
+    # arm holds equal text in distinct objects: one text, so viewed too
+    assert viewed == {"run", "seed", "amendment", "arm"}
 
 
 def test_no_decision_gives_empty_columns() -> None:

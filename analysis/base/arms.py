@@ -149,8 +149,7 @@ def _families(frame: pd.DataFrame, split: bool) -> pd.Series:
 
 def _run_starts(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
     """The first row of each run of rows holding equal values in `columns` (a NaN starts
-    a run of its own unless the row before holds the very same object: runs are only
-    ever cut too often, never joined wrongly).
+    a run of its own: runs are only ever cut too often, never joined wrongly).
 
     Args:
         frame: the rows.

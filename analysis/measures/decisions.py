@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.base.arms import GROUP_KEYS, ArmKey, Grouping
-from analysis.stats.codes import one_object
+from analysis.stats.codes import one_text
 from core.decisions import COLUMNS, STEP_FIELDS, episode_decisions
 from core.store.packs import run_positions
 
@@ -244,11 +244,11 @@ def decisions_with_episodes(ints: pd.DataFrame, episodes: pd.DataFrame,
 
 
 def _taken(column: pd.Series, pos: np.ndarray) -> pd.Series:
-    """An episode column at the given positions: the episode column's dtype, its very
-    objects (strings are shared, not copied per decision), a fresh RangeIndex.
+    """An episode column at the given positions: the episode column's dtype and values
+    (strings are shared, not copied per decision), a fresh RangeIndex.
 
     A column holding one value on every episode (a study's one run, dataset, question
-    set, replicate, often its budget and seed) is that value's object read through a
+    set, replicate, often its budget and seed) is its first row's value read through a
     read-only view with stride 0 instead of a copy per decision (7 MB of fresh pages
     per column at 886,000 decisions): the same values and dtype."""
     values = column.array
@@ -260,12 +260,11 @@ def _taken(column: pd.Series, pos: np.ndarray) -> pd.Series:
 
 
 def _one_value(values: np.ndarray) -> bool:
-    """Whether a 1-d array holds one value on every row: the very same object on every
-    row of an object array (`analysis.stats.codes.one_object`: equal text in distinct
-    objects is not one value here); equal integers, booleans or floats (a NaN is never
-    equal) on every row of any other dtype."""
+    """Whether a 1-d array holds one value on every row: the same text (or None) on every
+    row of an object array (`analysis.stats.codes.one_text`); equal integers, booleans or
+    floats (a NaN is never equal) on every row of any other dtype."""
     if values.dtype == object:
-        return one_object(values)
+        return one_text(values)
     return bool(values.ndim == 1 and len(values) and values.dtype.kind in "biuf"
                 and (values == values[0]).all())
 

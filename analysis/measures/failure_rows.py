@@ -91,9 +91,8 @@ def _group_codes(decisions: pd.DataFrame, grouping: Grouping
     A decision repeats its episode's grouping columns, so a run is typically one
     episode: grouping a fifth of the rows gives the same groups and keys (a key reads
     only the distinct values within its group), spread back over the runs. A boundary
-    is wherever a column's value changes (`analysis.stats.codes.changes`: compared by
-    pointer first; a NaN starts a run of its own unless the row before holds the same
-    object, which only splits a run and changes nothing).
+    is wherever a column's value changes (`analysis.stats.codes.changes`; a NaN starts a
+    run of its own, which only splits a run and changes nothing).
     """
     n = len(decisions)
     start = np.zeros(n, dtype=bool)
