@@ -13,8 +13,9 @@ from analysis.replay.policies import policies, policy_table, stopping_paid
 from tests.oracles.replay import best_policy
 
 
-def _fixture(n: int = 10, judgments: tuple[str, ...] = ("USELESS", "USELESS", "USEFUL", "USEFUL",
-                                     "USEFUL", "USEFUL"), right_from: int = 3,
+def _fixture(n: int = 10, judgments: tuple[str, ...] = ("USELESS", "USELESS", "USEFUL",
+                                                        "USEFUL", "USEFUL", "USEFUL",
+                                                        "USEFUL"), right_from: int = 3,
              agent_correct: int = 1) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """n episodes, budget 8, 7 decision points; the answer-now branch is right from the
     `right_from`-th observation on; the agent searches to the budget (7 calls)."""
