@@ -18,8 +18,8 @@ from core.amendment_template import (
     read_tests,
     scope_template,
     strip_notes,
-    tests_template,
 )
+from core.amendment_template import tests_template as template_of_tests  # not test*: collected
 from core.conditions import ARMS
 from core.registered_tests import (
     CHOICES,
@@ -40,7 +40,7 @@ def _kind_line(text: str, kind: str) -> str:
 
 @pytest.mark.parametrize("kind", list(KINDS))
 def test_the_tests_template_lists_every_field_and_value_of_each_kind(kind: str) -> None:
-    text = tests_template()
+    text = template_of_tests()
     line = _kind_line(text, kind)
     head = next(line for line in text.splitlines() if line.startswith("// Every test:"))
     for field in kind_fields(kind):
@@ -55,17 +55,17 @@ def test_the_tests_template_lists_every_field_and_value_of_each_kind(kind: str) 
 
 
 def test_the_templates_read_back_as_empty_and_name_arms_and_scope_keys() -> None:
-    assert read_tests(tests_template()) == []
+    assert read_tests(template_of_tests()) == []
     scope = scope_template(models=["sim-own5", "sim-never"], question_sets=["demo"])
     assert read_scope(scope) == {}
     for key in SCOPE_KEYS + OPTIONAL_SCOPE_KEYS:
         assert f"//   {key}: " in scope
     assert "sim-never" in scope and "demo" in scope
-    assert all(arm in scope and arm in tests_template() for arm in ARMS)
+    assert all(arm in scope and arm in template_of_tests() for arm in ARMS)
     assert read_scope(scope_template(SCOPE)) == SCOPE
     tests = [{"id": "H1", "kind": "paired_diff", "metric": "mean6", "a": "enforced_rule",
               "b": "none"}]
-    assert read_tests(tests_template(tests), SCOPE) == tests
+    assert read_tests(template_of_tests(tests), SCOPE) == tests
 
 
 def test_notes_become_empty_lines() -> None:
