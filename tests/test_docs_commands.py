@@ -281,6 +281,10 @@ def test_every_skip_is_still_on_a_page() -> None:
     assert sorted(set(EXPECT) - run) == []
 
 
+# a page runs all of its commands in one test: docs/figures.md draws every figure in three
+# formats, a report and a study (38 s alone on two quiet cores, 230 s inside the whole
+# suite at load 8-14), past the suite's 300 s per test on a busier machine
+@pytest.mark.timeout(900)
 @pytest.mark.parametrize("page", PAGES, ids=[p.relative_to(ROOT).as_posix() for p in PAGES])
 def test_every_command_of_the_page_runs(page: Path, demo_db: Path, tmp_path: Path,
                                         capsys: pytest.CaptureFixture[str],
