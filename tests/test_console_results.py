@@ -72,6 +72,12 @@ async def _settle(pilot: Pilot[None]) -> None:
     await pilot.pause()
 
 
+async def _select(pilot: Pilot[None], selection: str) -> None:
+    """Type a selection after `:` as a researcher would, key by key, and let it apply."""
+    await pilot.press("colon", *selection, "enter")
+    await _settle(pilot)
+
+
 def _text(screen: DOMNode, selector: str) -> str:
     return str(screen.query_one(selector).render())
 
@@ -288,11 +294,7 @@ async def test_export_equals_lab_results_delta_csv(lab_db: Path) -> None:
     app = _app(lab_db)
     async with app.run_test(size=(80, 24), notifications=True) as pilot:
         await _settle(pilot)
-        await pilot.press("colon")
-        for ch in "models=sim-own5":
-            await pilot.press(ch)
-        await pilot.press("enter")
-        await _settle(pilot)
+        await _select(pilot, "models=sim-own5")
         await pilot.press("right_square_bracket")
         await _settle(pilot)
         await pilot.press("e")
@@ -404,11 +406,7 @@ async def test_bad_selection_is_one_error_line(lab_db: Path) -> None:
     app = _app(lab_db)
     async with app.run_test(size=(80, 24)) as pilot:
         await _settle(pilot)
-        await pilot.press("colon")
-        for ch in "models=gpt-9":
-            await pilot.press(ch)
-        await pilot.press("enter")
-        await _settle(pilot)
+        await _select(pilot, "models=gpt-9")
         status = _text(app.screen, "#results-status")
         assert "no episodes of model 'gpt-9'" in status or "gpt-9" in status
         assert "\n" not in status.strip()
@@ -445,11 +443,7 @@ async def test_episodes_outside_the_selection_leave_its_numbers_current(lab_db: 
     app = _app(lab_db)
     async with app.run_test(size=(80, 24)) as pilot:
         await _settle(pilot)
-        await pilot.press("colon")
-        for ch in "models=sim-never":
-            await pilot.press(ch)
-        await pilot.press("enter")
-        await _settle(pilot)
+        await _select(pilot, "models=sim-never")
         screen = app.screen
         before = _text(screen, "#results-text")
         assert "sim-never" in before and "sim-own5" not in before

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import math
 import threading
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -24,6 +23,7 @@ from analysis.measures.hazard import hazard_table, index_table, integration_inde
 from analysis.stats.bootstrap import bootstrap_intervals, resample_weights, safe_ratio, summarize
 from analysis.stats.lpm_batch import CodedSample, fit_samples, start_fits
 from analysis.stats.lpm_boot import _certainly_full_rank, coefficient_intervals, lstsq_weighted
+from tests.helpers.gates import held_until
 from tests.helpers.synthetic import synthetic_hazard
 from tests.oracles.measures import group_samples, hazard_curve, hazard_sample
 from tests.oracles.stats import fit_both, question_crossproducts
@@ -262,14 +262,9 @@ def test_fits_started_run_while_their_caller_works_on(monkeypatch: pytest.Monkey
     coded = [s for s, _ in coded_samples(dec, failure_rows(dec, Grouping()), "side_channel")]
     monkeypatch.setattr(lpm_batch, "worker_threads", lambda: 1)
     want = fit_samples(coded, "side_channel", 80, 1)
-    go, real = threading.Event(), lpm_batch._fit_both
-
-    def held(*args: Any) -> Any:
-        if not go.wait(60):  # only a broken start_fits leaves it unset
-            raise AssertionError("start_fits waited for its fits before returning")
-        return real(*args)
-
-    monkeypatch.setattr(lpm_batch, "_fit_both", held)
+    go = threading.Event()
+    monkeypatch.setattr(lpm_batch, "_fit_both",
+                        held_until(go, lpm_batch._fit_both, "start_fits"))
     monkeypatch.setattr(lpm_batch, "worker_threads", lambda: 2)
     fits = start_fits(coded, "side_channel", 80, 1)
     go.set()  # reached only once start_fits has returned

@@ -8,7 +8,6 @@ import asyncio
 import math
 import threading
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -41,6 +40,7 @@ from core.store.judgment_packs import counts_sql
 from core.store.selection import Selection
 from jobs.kinds.episodes import run_questions
 from tests.helpers.builders import store_sim_grid
+from tests.helpers.gates import held_until
 from tests.oracles.measures import judgment_rates
 
 GRID = (("sim-own5", "none"), ("sim-stated-own3", "stated_judgment_rule:k=3"),
@@ -272,14 +272,9 @@ def test_counts_started_are_made_while_the_table_goes_on(db: Database,
     grouping = Grouping((), frames.errored_episodes)
     want = judgments_table(frame_counts(frames), frames.decisions, frames.episode_keys,
                            grouping)
-    go, real = threading.Event(), judgments.judgment_counts
-
-    def held(*args: Any) -> Any:
-        if not go.wait(60):  # only a broken start_frame_counts leaves it unset
-            raise AssertionError("start_frame_counts waited for its counts")
-        return real(*args)
-
-    monkeypatch.setattr(judgments, "judgment_counts", held)
+    go = threading.Event()
+    monkeypatch.setattr(judgments, "judgment_counts",
+                        held_until(go, judgments.judgment_counts, "start_frame_counts"))
     counting = start_frame_counts(frames, 2)
     go.set()  # reached only once start_frame_counts has returned
     got = judgments_table(counting, frames.decisions, frames.episode_keys, grouping)

@@ -7,6 +7,7 @@ import dataclasses
 import pytest
 
 from core.parser import ACTION_NAMES, ParsedAction, parse_action, parse_decision
+from tests.oracles.parser import clean_every_time
 
 PA = ParsedAction
 
@@ -248,30 +249,6 @@ def test_a_decision_turn_is_read_as_the_harness_reads_it(reply: str, decision: s
     assert parse_decision(reply) == decision
 
 
-def _clean_every_time(value: str) -> str:
-    """`_clean`'s wrapper loop as it ran before it was skipped for values that begin
-    with no wrapper or quote (the test's reference)."""
-    from core.parser import _QUOTE_PAIRS, _WRAPPERS
-
-    value = value.strip()
-    changed = True
-    while changed and value:
-        changed = False
-        for opener, closer in _WRAPPERS:
-            if (len(value) >= len(opener) + len(closer) and value.startswith(opener)
-                    and value.endswith(closer)):
-                value = value[len(opener):len(value) - len(closer)].strip()
-                changed = True
-                break
-        if not changed and len(value) > 2 and value[-1] in ".,;":
-            for opener, closer in _QUOTE_PAIRS:
-                if value[0] == opener and value[-2] == closer:
-                    value = value[:-1]
-                    changed = True
-                    break
-    return value
-
-
 def test_clean_strips_what_it_stripped_when_it_tried_every_wrapper() -> None:
     from itertools import product
 
@@ -281,7 +258,7 @@ def test_clean_strips_what_it_stripped_when_it_tried_every_wrapper() -> None:
     words = ["First for Women", "", " a ", "{\"query\": \"x\"}", "**", "*"]
     for (o1, c1), (o2, c2), word, end in product(pairs, pairs, words, ["", ".", ",", ";"]):
         value = f" {o1}{o2}{word}{c2}{c1}{end} "
-        expected = _clean_every_time(value)
+        expected = clean_every_time(value)
         if expected.endswith("**"):
             expected = expected[:-2].rstrip()
         if expected.startswith("**"):

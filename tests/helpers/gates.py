@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import threading
+from collections.abc import Callable
 from typing import Any
 
 from tests.servers import OpenAIApp
@@ -30,3 +32,17 @@ class FillGate(OpenAIApp):
         except TimeoutError:
             pass  # the cap was never reached: `peak` tells the test
         return await super()._answer(body, fault)
+
+
+def held_until(go: threading.Event, real: Callable[..., Any], what: str
+               ) -> Callable[..., Any]:
+    """`real`, made to wait for `go` first: a function that starts work on threads and
+    returns (`start_fits`, `start_frame_counts`) is shown to return before that work runs
+    when the test sets `go` only after the call has returned. Unset after 60 s (only a
+    starter that waited for its work leaves it so), it fails saying `what` waited."""
+    def held(*args: Any) -> Any:
+        if not go.wait(60):
+            raise AssertionError(f"{what} waited for its work before returning")
+        return real(*args)
+
+    return held
