@@ -88,6 +88,20 @@ async def test_leaving_sets_at_once_fifty_times_under_a_slow_loop(lab_db: Path,
     assert not (logs.log_dir(lab_db) / logs.ERROR_LOG).exists()
 
 
+@pytest.mark.asyncio
+@pytest.mark.parametrize("key", list("234567"))
+async def test_a_screen_opened_by_the_last_key_closes_cleanly(lab_db: Path, key: str) -> None:
+    """The console closes right after the key that opened a screen: the footer, asking
+    the screen for its keys once more, must not find it without its views (the
+    Trajectories screen raised NoMatches there)."""
+    app = console_app(lab_db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press(key)
+        await pilot.pause()
+    assert app.errors == []
+    assert not (logs.log_dir(lab_db) / logs.ERROR_LOG).exists()
+
+
 @pytest.fixture
 def toasts(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Every notice the console shows (kept: a loaded machine may outlast its timeout)."""

@@ -208,7 +208,11 @@ class TrajectoriesScreen(LabScreen):
         return bool(table.query_text) if table is not None else bool(self._step_query)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Offer only the keys that do something in the current view."""
+        """Offer only the keys that do something in the current view (any key while
+        the screen has no views: the footer asks before compose, and after the console
+        began to close when the key that opened the screen was the last one)."""
+        if not self.query("#traj-views"):
+            return True
         view = self.view
         if action in ("filter", "more", "open", "sort"):
             return view == LIST
