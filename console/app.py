@@ -40,7 +40,7 @@ from textual.widget import AwaitMount
 from textual.widgets import Input, SelectionList, TextArea
 from textual.worker import WorkerFailed, WorkerState
 
-from console import contain, logs, warmup
+from console import contain, logs, stylesheet, warmup
 from console.inert_filter import InertLines
 from console.messages import DbChanged, Notice, ReadOnly
 from console.screens import SCREENS, LazyScreen, ScreenInfo, screen_mode
@@ -143,6 +143,7 @@ class LabApp(App[None]):
 
     def __init__(self, config: ConsoleConfig) -> None:
         super().__init__()
+        stylesheet.install(self)  # a screen's first show no longer parses all CSS again
         self.config = config
         self._version = DataVersion(config.db_path)
         self.changes = 0

@@ -1,0 +1,70 @@
+"""The console's stylesheet: a re-parse reuses the parses it already made.
+
+Textual re-parses the whole stylesheet whenever a source is added after the app started
+(a screen's `.tcss` on its first show, the warm-up's `preload_css`) or the theme's
+variables change. Its `Stylesheet.reparse` does that in a new `Stylesheet`, whose parse
+cache starts empty, so every first show of a screen parsed every source again: with the
+console's ~45 sources, a third of an app start and a screen's first visit went to
+parsing CSS that had not changed (892 parses of 45 sources after the seven screens).
+
+A parse depends only on the source's text, where it was read from, its flags and the
+variables. So the new stylesheet may start with this one's cache, and setting the same
+variables again (Textual does it, then re-parses, whenever a mode's screen is first
+shown) keeps it; new variables (another theme) empty it, as in Textual.
+"""
+
+from __future__ import annotations
+
+from textual.app import App
+from textual.cache import LRUCache
+from textual.css.model import RuleSet
+from textual.css.stylesheet import Stylesheet
+
+PARSES = 1024
+"""Parses kept: every source of the console with each tie-breaker it is read with
+(Textual keeps 64, fewer than the console's sources and tie-breakers)."""
+
+
+class ReusingStylesheet(Stylesheet):
+    """A `Stylesheet` whose `reparse` keeps its parse cache."""
+
+    def __init__(self, *, variables: dict[str, str] | None = None) -> None:
+        super().__init__(variables=variables)
+        self._parse_cache: LRUCache[tuple[object, ...], list[RuleSet]] = LRUCache(PARSES)
+
+    def set_variables(self, variables: dict[str, str]) -> None:
+        """Set the CSS variables; the parses made with the same ones are kept."""
+        if variables == self._variables:
+            self._invalid_css = set()  # as Textual's: invalid CSS is parsed again
+            return
+        super().set_variables(variables)
+
+    def reparse(self) -> None:
+        """Re-parse every source, as Textual's `reparse` does (in a new stylesheet, so
+        that an error leaves this one as it was), with this one's parses reused.
+
+        Raises:
+            StylesheetError: if the CSS could not be read.
+            StylesheetParseError: if the CSS is invalid.
+        """
+        fresh = ReusingStylesheet(variables=self._variables)
+        fresh._parse_cache = self._parse_cache
+        for read_from, (css, is_defaults, tie_breaker, scope) in self.source.items():
+            fresh.add_source(css, read_from=read_from, is_default_css=is_defaults,
+                             tie_breaker=tie_breaker, scope=scope)
+        try:
+            fresh.parse()
+        except Exception:
+            self._invalid_css.update(fresh._invalid_css)  # not parsed again (as Textual)
+            raise
+        self._rules = fresh.rules
+        self._rules_map = None
+        self.source = fresh.source
+        self._require_parse = False
+
+
+def install(app: App[None]) -> None:
+    """Give `app` a `ReusingStylesheet` (call in its `__init__`, before any source is
+    added: Textual adds them when the app starts running)."""
+    assert not app.stylesheet.source, "install before the app reads its CSS"
+    app.stylesheet = ReusingStylesheet(variables=app.stylesheet._variables)
