@@ -7,7 +7,6 @@ Thin commands: they read options, call `analysis`, and print. Registered on the
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -22,6 +21,7 @@ from console.cli.output import echo
 from core import store
 from core.bounds import MAX_RESAMPLES, MAX_SEEDS, Bounds
 from core.errors import ConfigError, LabError, StoreError
+from core.json_text import dumps_rows
 from core.regimes import DELTA_FAILURE, DELTA_REGIMES
 from core.store import prereg as prereg_rows
 from core.store.selection import Selection, check_selection, selection_from
@@ -142,8 +142,7 @@ def _study_frames(db: Database, selection: Selection, path: Path) -> None:
 def _rows_out(dicts: list[dict[str, object]], fmt: str) -> str:
     from analysis.tables.csv_files import results_csv
 
-    return json.dumps(dicts, ensure_ascii=False, indent=1) if fmt == "json" else \
-        results_csv(dicts)
+    return dumps_rows(dicts) if fmt == "json" else results_csv(dicts)
 
 
 @click.command("results")
