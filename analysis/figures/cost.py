@@ -27,7 +27,7 @@ from analysis.figures.base import (
 from analysis.figures.identity import row_look
 from analysis.figures.marks import coincident_offsets, cut_interval
 from analysis.figures.study import RowDict, StudyRows
-from analysis.figures.style import Style, new_figure
+from analysis.figures.style import Style, legend_right, new_figure
 
 CALLS = "tool calls"
 SUCCESS = "success"
@@ -40,6 +40,11 @@ def _pairs(rows: list[RowDict]) -> list[tuple[RowDict, RowDict]]:
     calls = {group_key(r): r for r in rows if r["measure"] == CALLS}
     return [(calls[group_key(r)], r) for r in rows
             if r["measure"] == SUCCESS and group_key(r) in calls]
+
+
+INSIDE = 12
+"""A one-panel-wide figure's legend with more entries than this goes to the right of its
+axes, not inside them: it would cover the points it names."""
 
 
 def cost_success(study: StudyRows, style: Style) -> Drawn | Skipped:
@@ -75,7 +80,10 @@ def cost_success(study: StudyRows, style: Style) -> Drawn | Skipped:
         ax.set_title(model, loc="left")
         ax.set_xlabel("tool calls per episode")
         ax.margins(x=0.15)
-        ax.legend(loc="best", frameon=False, fontsize="x-small")
+        if cols == 1 and len(ax.get_legend_handles_labels()[0]) > INSIDE:
+            legend_right(ax, style, fontsize="x-small")  # it would cover the points
+        else:
+            ax.legend(loc="best", frameon=False, fontsize="x-small")
     for ax in axes[len(models):]:
         ax.set_visible(False)
     for row_start in range(0, len(axes), cols):

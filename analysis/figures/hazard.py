@@ -22,7 +22,7 @@ from analysis.figures.base import (
 from analysis.figures.identity import row_look
 from analysis.figures.marks import dodge
 from analysis.figures.study import StudyRows
-from analysis.figures.style import Style, new_figure
+from analysis.figures.style import Style, legend_right, new_figure
 
 SPREAD = 0.3
 """How far apart, in run lengths, the points of a panel's series at one j are dodged."""
@@ -58,7 +58,7 @@ def hazard_by_run(study: StudyRows, style: Style) -> Drawn | Skipped:
         ax.set_ylim(-0.02, 1.02)
         ax.set_ylabel("P(answer)")
         ax.set_title(model, loc="left")
-        ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False)
+        legend_right(ax, style)
     axes[-1].set_xlabel("j: consecutive failed observations just seen")
     return Drawn(fig, rows, "hazard of answering by useless-run length, 95% bands")
 

@@ -117,7 +117,46 @@ def legend_beside(ax: Axes, style: Style, **kw: Any) -> None:
                                            * 0.85 * 1.4 / 72))
         ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.02), frameon=False, **kw)
     else:
-        ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False, **kw)
+        legend_right(ax, style, **kw)
+
+
+LEGEND_COLUMNS = 3
+"""At most this many columns in a legend to the right of its axes."""
+
+
+def legend_right(ax: Axes, style: Style, **kw: Any) -> None:
+    """The axes' legend to its right, centred on it, in one column while it fits.
+
+    A legend taller than its row of panels ran off the figure: its rows were cut off
+    and matplotlib could not lay the axes' labels out ("Tight layout not applied"), as
+    on a study of many arms × regimes × budgets × runs in one panel. Such a legend takes
+    as many columns as it needs (up to `LEGEND_COLUMNS`) and the figure grows, up to the
+    style's maximum height, until each row of panels is as tall as its legend."""
+    legend = ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False, **kw)
+    fig = ax.figure
+    if not isinstance(fig, Figure):
+        return
+    spec = ax.get_subplotspec()
+    rows = spec.get_gridspec().nrows if spec is not None else 1
+    width, height = fig.get_size_inches()
+    room = TITLE_ROOM * style.font_size / 72  # above the axes (a title) and below them
+    # its box as laid out before a draw, which came out a row short of the drawn legend
+    # (40 entries: 6.02 in measured, the last row cut off), hence the 10 % more
+    tall = legend.get_window_extent().height / fig.dpi * 1.1
+    if rows * (tall + room) <= height:
+        return
+    columns = 1
+    while columns < LEGEND_COLUMNS and rows * (tall / columns + room) > style.max_height:
+        columns += 1
+    fig.set_size_inches(width, min(style.max_height, rows * (tall / columns + room)))
+    if columns > 1:
+        ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False, ncols=columns,
+                  **kw)
+
+
+TITLE_ROOM = 5.0
+"""Room a panel needs besides its legend's height, in base font sizes: its title above,
+a margin below (`legend_right`)."""
 
 
 def legible(fig: Figure, style: Style) -> None:
