@@ -169,12 +169,25 @@ def legible(fig: Figure, style: Style) -> None:
             text.set_fontsize(style.min_font)
 
 
+def tight(fig: Figure, rect: tuple[float, float, float, float] = (0.0, 0.0, 1.0, 1.0)
+          ) -> None:
+    """`fig.tight_layout(rect=rect)`, once.
+
+    matplotlib leaves a placeholder layout engine on the figure after `tight_layout`, and
+    `savefig` lays out again (a whole draw with rendering off) before each format it writes
+    while any engine is set; the layout is already done, so the engine is removed and each
+    format is drawn once, to the same bytes.
+    """
+    fig.tight_layout(rect=rect)
+    fig.set_layout_engine(None)
+
+
 def with_caption(fig: Figure, caption: str, style: Style) -> None:
     """Lay `fig` out with `caption` wrapped to its width along the bottom."""
     import textwrap
 
     if not caption:
-        fig.tight_layout()
+        tight(fig)
         return
     size = max(style.min_font, style.font_size * 0.8)
     chars = max(30, int(style.width * 72 / (size * 0.6)))
@@ -182,7 +195,7 @@ def with_caption(fig: Figure, caption: str, style: Style) -> None:
     lines = text.count("\n") + 1
     height = fig.get_size_inches()[1]
     bottom = min(0.5, (lines * size * 1.25 + 4) / 72 / height)
-    fig.tight_layout(rect=(0.0, bottom, 1.0, 1.0))
+    tight(fig, rect=(0.0, bottom, 1.0, 1.0))
     fig.text(0.01, 0.005, text, ha="left", va="bottom", fontsize=size, color=NEUTRAL)
 
 
@@ -229,7 +242,7 @@ def svg_text(fig: Figure) -> str:
     buf = io.StringIO()
     try:
         plain_figure(fig)
-        fig.tight_layout()
+        tight(fig)
         fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": CREATOR})
     finally:
         plt.close(fig)
