@@ -74,8 +74,8 @@ def slow_footer(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.asyncio
-async def test_leaving_sets_at_once_round_after_round_under_a_slow_loop(lab_db: Path,
-                                                                  slow_footer: None) -> None:
+async def test_leaving_sets_at_once_round_after_round_under_a_slow_loop(
+        lab_db: Path, slow_footer: None) -> None:
     app = console_app(lab_db)
     async with app.run_test(size=(40, 12)) as pilot:
         await pilot.press("3")
