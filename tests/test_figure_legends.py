@@ -26,7 +26,7 @@ def one_model_study() -> StudyRows:
                             for t, rows in study_table_rows().items()})
 
 
-def _inside(fig: Figure) -> list[str]:
+def _outside(fig: Figure) -> list[str]:
     """The legend entries drawn (in part) outside the figure, at a screen's resolution
     (at 70 dpi a legend's rows take more room than its laid-out box says)."""
     fig.set_dpi(70)
@@ -52,7 +52,7 @@ def test_a_crowded_legend_stays_on_the_figure_and_the_layout_applies(
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # "Tight layout not applied" fails the test
             fig.tight_layout()
-        assert _inside(fig) == []
+        assert _outside(fig) == []
         assert fig.get_size_inches()[1] > style.panel_height  # it grew for its legend
 
 
@@ -81,4 +81,4 @@ def test_a_legend_too_tall_for_the_page_takes_columns() -> None:
         columns = [ax.get_legend()._ncols for ax in axes]
         assert columns[0] > 1 and columns == sorted(columns)
         assert fig.get_size_inches()[1] <= style.max_height
-        assert _inside(fig) == []
+        assert _outside(fig) == []

@@ -123,6 +123,10 @@ def legend_beside(ax: Axes, style: Style, **kw: Any) -> None:
 LEGEND_COLUMNS = 3
 """At most this many columns in a legend to the right of its axes."""
 
+TITLE_ROOM = 5.0
+"""Room a panel needs besides its legend's height, in base font sizes: its title above,
+a margin below (`legend_right`)."""
+
 
 def legend_right(ax: Axes, style: Style, **kw: Any) -> None:
     """The axes' legend to its right, centred on it, in one column while it fits.
@@ -132,7 +136,8 @@ def legend_right(ax: Axes, style: Style, **kw: Any) -> None:
     on a study of many arms × regimes × budgets × runs in one panel. Such a legend takes
     as many columns as it needs (up to `LEGEND_COLUMNS`) and the figure grows, up to the
     style's maximum height, until each row of panels is as tall as its legend."""
-    legend = ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False, **kw)
+    right = {"loc": "center left", "bbox_to_anchor": (1.0, 0.5), "frameon": False, **kw}
+    legend = ax.legend(**right)
     fig = ax.figure
     if not isinstance(fig, Figure):
         return
@@ -150,13 +155,7 @@ def legend_right(ax: Axes, style: Style, **kw: Any) -> None:
         columns += 1
     fig.set_size_inches(width, min(style.max_height, rows * (tall / columns + room)))
     if columns > 1:
-        ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False, ncols=columns,
-                  **kw)
-
-
-TITLE_ROOM = 5.0
-"""Room a panel needs besides its legend's height, in base font sizes: its title above,
-a margin below (`legend_right`)."""
+        ax.legend(ncols=columns, **right)
 
 
 def legible(fig: Figure, style: Style) -> None:
