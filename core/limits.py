@@ -99,6 +99,7 @@ def too_long(questions: Iterable[Question], system_prompt: str, max_context: int
             out.append(TooLong(q.id, tokens, max_context, max_tokens, thinking_budget))
     return out
 
+
 INT64_MAX = 2**63 - 1
 """The largest integer SQLite stores: seeds, replicates, priorities and job ids above it
 are refused with one line."""

@@ -58,6 +58,7 @@ def regime_family(name: str) -> str:
     """
     return MAIN_FAMILY if name in MEAN6 else name
 
+
 KINDS = ("clean", "persistent", "recover_after", "late_onset_from", "plausible", "answerless")
 DEFAULT_LATE_ONSET = 3
 MAX_RECOVER_AFTER = 5

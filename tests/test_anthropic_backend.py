@@ -74,6 +74,7 @@ def test_breakpoint_on_newest_stable_block_and_fork_prefix_matches(app: Anthropi
     assert judge1["max_tokens"] == 8 and judge1["tool_choice"] == {"type": "none"}
     assert act1["tool_choice"]["type"] == "auto"
     # the fork is block-for-block the acting prefix plus one block
+
     def strip(b: dict[str, Any]) -> list[dict[str, Any]]:
         return [{k: v for k, v in blk.items() if k != "cache_control"}
                 for t in b["messages"] for blk in t["content"]]

@@ -179,7 +179,6 @@ def test_pooling_sets_lists_what_the_row_covers() -> None:
         Grouping(pool=("arms",))
 
 
-
 def test_groups_and_codes_split_like_a_sorted_groupby() -> None:
     """`Grouping.groups` and `Grouping.codes` give pandas' sorted groupby split: same
     order, same rows and index labels; equal strings held by different objects are

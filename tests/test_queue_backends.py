@@ -43,6 +43,7 @@ def test_real_backends_run_grids_through_the_queue(tmp_path: Path, monkeypatch: 
     with LoopbackServer(OpenAIApp()) as oa, LoopbackServer(AnthropicApp()) as an:
         config = tmp_path / "lab.toml"
         config.write_text(REGISTRY.format(openai=oa.url, anthropic=an.url))
+
         def cli(*args: str) -> str:  # in-process; the worker below is a real subprocess
             code, out, err = lab(capsys, "--db", db, "--config", config, *args)
             assert code == 0, err

@@ -132,7 +132,6 @@ def parse_condition_of(spec: str | None, name: str) -> Condition:
     return condition_from_spec(spec) if isinstance(spec, str) and spec else parse_condition(name)
 
 
-
 def needs_judgment_calls(condition: Condition) -> bool:
     """Whether the condition itself needs the side-channel judgment call after each
     observation (its rule acts on it, or decide writes it into the history)."""

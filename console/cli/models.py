@@ -33,19 +33,11 @@ from core.store.servers import mark_stopped, record_server
 
 
 @click.command("models")
-
-
 @click.option("--check-api", is_flag=True, help="Also check the Anthropic API (uses the key).")
-
-
 @click.option("--timeout", "timeout_s",
               type=number(Bounds(ge=0.1, le=MAX_TIMEOUT_S, unit="seconds")), default=2.0,
               show_default=True, help="Seconds per check.")
-
-
 @click.pass_context
-
-
 def models(ctx: click.Context, check_api: bool, timeout_s: float) -> None:
     """List the registry (built-in sims and lab.toml) and check each endpoint.
 
@@ -70,63 +62,35 @@ GPUS = Bounds(ge=1, le=MAX_GPUS, integer=True)
 
 
 @click.command("serve")
-
-
 @click.argument("model")
-
-
 @click.option("--dry-run", is_flag=True,
               help="Print the vllm command of each server (with its environment) and exit.")
-
-
 @click.option("--port", type=number(PORT_BOUNDS), default=None,
               help="Port of the first server; replica i listens on PORT + i (default: the "
                    "port of the model's first endpoint, else 8000).")
-
-
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
-
-
 @click.option("--tensor-parallel-size", "tensor", type=number(GPUS), default=None,
               help="GPUs one server splits each layer over (default: lab.toml's "
                    "tensor_parallel_size).")
-
-
 @click.option("--pipeline-parallel-size", "pipeline", type=number(GPUS), default=None,
               help="Pipeline stages of one server, e.g. one per box with --ray-address "
                    "(default: lab.toml's pipeline_parallel_size).")
-
-
 @click.option("--data-parallel-size", "data", type=number(GPUS), default=None,
               help="Data-parallel ranks of one server, behind its one endpoint (default: "
                    "lab.toml's data_parallel_size).")
-
-
 @click.option("--ray-address", default=None, metavar="ADDR",
               help="Span a Ray cluster already started at ADDR (vLLM's Ray executor; "
                    "default: lab.toml's ray_address).")
-
-
 @click.option("--replicas", type=number(GPUS), default=None,
               help="Servers of the model on this box, one endpoint each on consecutive "
                    "ports, each on its own GPUs (CUDA_VISIBLE_DEVICES; default: lab.toml's "
                    "replicas, else 1).")
-
-
 @click.option("--wait", "wait_s", type=number(Bounds(ge=1, le=MAX_TIMEOUT_S, unit="seconds")),
               default=900, show_default=True,
               help="Seconds to wait for /health.")
-
-
 @click.option("--detach", is_flag=True, help="Leave vllm running and return once healthy.")
-
-
 @click.option("--executable", default="vllm", show_default=True, help="The vllm program.")
-
-
 @click.pass_context
-
-
 def serve(ctx: click.Context, model: str, dry_run: bool, port: int | None, host: str,
           tensor: int | None, pipeline: int | None, data: int | None, ray_address: str | None,
           replicas: int | None, wait_s: float, detach: bool, executable: str) -> None:
@@ -225,6 +189,7 @@ def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
             proc.wait(30)
         except subprocess.TimeoutExpired:
             proc.kill()
+
 
 COMMANDS = (models, serve)
 """The commands to register on the `lab` group."""

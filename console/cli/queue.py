@@ -70,55 +70,27 @@ def settings_for(ctx: click.Context, **kw: object) -> WorkerSettings:
 
 
 @click.command("enqueue")
-
-
 @click.option("--models", required=True,
               help="Comma-separated model names (a name given twice is queued once).")
-
-
 @click.option("--conditions", required=True,
               help="Comma-separated conditions with knobs, e.g. none,enforced_rule:k=7,judge=true.")
-
-
 @click.option("--regimes", required=True,
               help="Comma-separated regimes; mean6 stands for the six of the paper's mean ("
                    + ", ".join(MEAN6) + ").")
-
-
 @click.option("--set", "question_set", required=True, help="Question set name.")
-
-
 @click.option("--budget", "--budgets", "budget", type=IntList(1, MAX_BUDGET, "8,16"), default="8",
               show_default=True, help=f"Budget(s), comma-separated, each 1 to {MAX_BUDGET}, "
                                       f"e.g. --budgets 8,16.")
-
-
 @click.option("--seeds", type=IntList(), default="0", show_default=True,
               help="Seeds, comma-separated.")
-
-
 @click.option("--replicate", type=bounded(), default=0, show_default=True)
-
-
 @click.option("--run", "run_name", default="default", show_default=True, help="Run name.")
-
-
 @click.option("--amendment", default=None, help="Governing pre-registration amendment.")
-
-
 @click.option("--priority", type=bounded(None), default=0, show_default=True)
-
-
 @click.option("--dry-run", is_flag=True,
               help="Only print what would be queued (every check of a real enqueue runs).")
-
-
 @click.option("--json", "as_json", is_flag=True, help="Print the counts as JSON.")
-
-
 @click.pass_context
-
-
 def enqueue_cmd(ctx: click.Context, models: str, conditions: str, regimes: str,
                 question_set: str, budget: tuple[int, ...], seeds: tuple[int, ...],
                 replicate: int, run_name: str,
@@ -168,47 +140,29 @@ def enqueue_cmd(ctx: click.Context, models: str, conditions: str, regimes: str,
 
 
 @click.command("worker")
-
-
 @click.option("--workers", type=bounded(1, MAX_WORKERS), default=1, show_default=True,
               help="Huey workers (threads or processes).")
-
-
 @click.option("--concurrency", type=number(cls=WorkerSettings, key="concurrency"),
               default=None,
               help="At most this many episodes of a model at once in this worker "
                    "[default: the model's concurrency].")
-
-
 @click.option("--type", "worker_type", type=click.Choice(["thread", "process"]),
               default="thread", show_default=True)
-
-
 @click.option("--until-idle", is_flag=True, help="Exit when no queued or running job is left.")
-
-
 @click.option("--lease", type=number(cls=WorkerSettings, key="lease_s", gt=None, ge=1),
               default=60.0, show_default=True,
               help="Job lease in seconds (a dead worker's jobs are retaken after it).")
-
-
 @click.option("--grace", type=number(cls=WorkerSettings, key="grace_s"), default=5.0,
               show_default=True,
               metavar="SECONDS",
               help="On SIGINT/SIGTERM, how long model calls in flight may still answer; then "
                    "they are cut (episodes stored errored: interrupted) and the worker exits "
                    "within SECONDS + 3 s.")
-
-
 @click.option("--log-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also append the worker's log (start, re-queued jobs, warnings, stop), "
                    "time-stamped, to this file; the console's workers log to "
                    "<lab.db>.logs/worker-N.log.")
-
-
 @click.pass_context
-
-
 def worker_cmd(ctx: click.Context, workers: int, concurrency: int | None, worker_type: str,
                until_idle: bool, lease: float, grace: float, log_file: Path | None) -> None:
     """Run jobs from the queue. SIGINT/SIGTERM stop in bounded time (jobs are released).
@@ -261,14 +215,8 @@ def _bar(done: int, total: int, width: int = 24) -> str:
 
 
 @click.command("status")
-
-
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-
-
 @click.pass_context
-
-
 def status_cmd(ctx: click.Context, as_json: bool) -> None:
     """Progress per run and grid: episodes stored/errored/running, rate and ETA; a grid of
     `lab replay`/`lab repair` jobs counts its probes (stored/expected/errored, ETA).
@@ -390,16 +338,10 @@ def _control_command(action: str) -> click.Command:
 
 @click.command("retry")
 @_target_options("retry")
-
-
 @click.option("--errored", "errored_only", is_flag=True,
               help="Only the errored episodes, probes and trace states (leave "
                    "failed/cancelled jobs as they are).")
-
-
 @click.pass_context
-
-
 def retry_cmd(ctx: click.Context, run_name: str | None, grid: int | None, job: int | None,
               errored_only: bool) -> None:
     """Queue again failed/cancelled jobs and errored episodes (and errored probes of
@@ -427,25 +369,16 @@ def retry_cmd(ctx: click.Context, run_name: str | None, grid: int | None, job: i
                + ("" if errored_only else f", {len(result.reopened)} failed/cancelled job(s) "
                                           f"re-opened"))
 
+
 CONTROL_COMMANDS = (*(_control_command(a) for a in ("cancel", "pause", "resume")), retry_cmd)
 
 
 @click.command("tail")
-
-
 @click.argument("episode", type=bounded(1), required=False)
-
-
 @click.option("--follow", "-f", is_flag=True, help="Keep following newer live episodes.")
-
-
 @click.option("--timeout", type=number(Bounds(gt=0, le=MAX_TIMEOUT_S, unit="seconds")),
               default=None, help="Give up after this many seconds.")
-
-
 @click.pass_context
-
-
 def tail_cmd(ctx: click.Context, episode: int | None, follow: bool,
              timeout: float | None) -> None:
     """Print the steps of a running episode as they are committed.
@@ -539,6 +472,7 @@ def _print_finished(db: Database, episode_id: int, header: bool = True, after_t:
     result = EpisodeResult(question_id=row["question_id"], **fields)
     echo("\n".join(imported_summary(result) if imported else
                           summary_lines(result, row["gold"])))
+
 
 COMMANDS = (enqueue_cmd, worker_cmd, status_cmd, tail_cmd, *CONTROL_COMMANDS)
 """The commands to register on the `lab` group."""

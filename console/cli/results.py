@@ -146,44 +146,24 @@ def _rows_out(dicts: list[dict[str, object]], fmt: str) -> str:
 
 
 @click.command("results")
-
-
 @click.argument("table", required=False, default="all",
                 type=TableChoice(extra=("all",)))
 @selection_options
-
-
 @click.option("--repaired", is_flag=True, help="Use repaired answers (`lab repair`) where stored.")
-
-
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
-
-
 @click.option("--resamples", type=bounded(0, MAX_RESAMPLES), default=2000, show_default=True,
               help="Question-level bootstrap resamples (the hazard model uses at most 1,000).")
-
-
 @click.option("--seed", type=bounded(), default=0, show_default=True, help="Bootstrap seed.")
-
-
 @trace_options
-
-
 @click.option("--against", default=None, metavar="NAME[/SPLIT]|run:OTHER",
               help="replication: the reference: an imported reference set (each run against "
                    "its split of the run's name, or /SPLIT) or run:OTHER (default: the first "
                    "reference set imported).")
-
-
 @click.option("--delta-regimes", type=click.Choice(DELTA_REGIMES), default=DELTA_FAILURE,
               show_default=True,
               help="delta: what the main family's Δ pools: its five failure regimes (as the "
                    "main paper) or all six mean6 regimes, clean included.")
-
-
 @click.pass_context
-
-
 def results(ctx: click.Context, table: str, runs: tuple[str, ...], sets: tuple[str, ...],
             seeds: str | None, models: str | None, conditions: str | None,
             regimes: str | None, pool: str | None, repaired: bool, fmt: str, resamples: int,
@@ -292,31 +272,17 @@ def _print_trace(table: Table, fmt: str) -> None:
 
 
 @click.command("validate-measures")
-
-
 @click.option("--set", "set_name", default=None,
               help="Question set to run (default: the bundled demo questions).")
-
-
 @click.option("--seeds", type=bounded(1, MAX_SEEDS), default=3, show_default=True,
               help="Simulations per question (seeds 0 … N−1).")
-
-
 @click.option("--paper-scale", is_flag=True,
               help="Table 7's scale: 300 questions × 10 seeds, the eleven Table 7 sims only, "
                    "each measure compared with the paper's Table 7 (±0.05); about 8 "
                    "minutes on two cores the first time (165,000 episodes, 0.5 GB).")
-
-
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
-
-
 @click.option("--resamples", type=bounded(0, MAX_RESAMPLES), default=2000, show_default=True)
-
-
 @click.pass_context
-
-
 def validate_measures_cmd(ctx: click.Context, set_name: str | None, seeds: int,
                           paper_scale: bool, fmt: str, resamples: int) -> None:
     """Check that the stopping measures separate simulated policies (docs/results.md).
@@ -400,18 +366,10 @@ def validate_measures_cmd(ctx: click.Context, set_name: str | None, seeds: int,
 
 
 @click.command("export")
-
-
 @click.argument("directory", type=click.Path(path_type=Path))
 @selection_options
-
-
 @click.option("--resamples", type=bounded(0, MAX_RESAMPLES), default=2000, show_default=True)
-
-
 @click.pass_context
-
-
 def export_cmd(ctx: click.Context, directory: Path, runs: tuple[str, ...],
                sets: tuple[str, ...], seeds: str | None, models: str | None,
                conditions: str | None, regimes: str | None, pool: str | None,
@@ -449,6 +407,7 @@ def export_cmd(ctx: click.Context, directory: Path, runs: tuple[str, ...],
     paths = export(db, directory, selection, resamples, min(resamples, 1000),
                    episodes=episodes)
     echo(f"wrote {len(paths)} files to {directory}: " + ", ".join(p.name for p in paths))
+
 
 COMMANDS = (results, validate_measures_cmd, export_cmd)
 """The commands to register on the `lab` group."""

@@ -25,7 +25,6 @@ class EpisodeFailed(LabError):
     """`lab try`: the episode ran but ended in an error (exit 1 after printing it)."""
 
 
-
 @click.command("try")
 @click.option("--model", required=True, help="Model name (built-in sim-* or from lab.toml).")
 @click.option("--condition", required=True,

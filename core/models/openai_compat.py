@@ -100,6 +100,7 @@ class Completion:
     finish: str = FINISH_STOP
     from_reasoning_field: bool = False
 
+
 def _openai_sdk() -> Any:
     """The openai package, needed only by a model whose transport is "sdk".
 

@@ -194,8 +194,6 @@ def schema_version(db: Database) -> int:
     return int(db.conn.execute("PRAGMA user_version").fetchone()[0])
 
 
-
-
 CORRUPT_MARKS = ("malformed", "corrupt", "not a database")
 """What SQLite says when a file's pages are damaged (SQLITE_CORRUPT, SQLITE_NOTADB)."""
 RECOVERY = ("restore it from your last backup with `lab restore BACKUP` (the damaged file "

@@ -80,6 +80,8 @@ def layout_text() -> str:
     """What identifies the packs' layout (`core.store.layouts` fingerprints it): the
     packing query, from the current EPISODE_WORDS, and the cost word's place."""
     return f"{pack_sql()}\ncost word {2 + len(EPISODE_WORDS)} float64 little-endian"
+
+
 WORD_AT = {i: 2 + i for i in range(1, len(EPISODE_WORDS))}
 """Where a pack holds EPISODE_WORDS word i (0: id, 1: cell_id, 2: error flag)."""
 COST_AT = 2 + len(EPISODE_WORDS)

@@ -204,6 +204,7 @@ def _turns_reversed(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
         k += 1
     return out
 
+
 def episode_spans(db: Database, parts: int) -> list[tuple[int, int] | None]:
     """Up to `parts` consecutive ranges of episode ids covering every stored episode, of
     about equal width (for `step_rows` in pieces written side by side; ids are dense, so

@@ -212,7 +212,6 @@ def probe_counts(db: Database) -> dict[str, int]:
         "SELECT kind, count(*) FROM probes WHERE error IS NULL GROUP BY kind").fetchall())
 
 
-
 def episode_points(db: Database, episode_ids: Sequence[int]
                    ) -> dict[int, list[tuple[int, int]]]:
     """Decision points of each episode with the input tokens its history had, from SQL.

@@ -80,8 +80,6 @@ def next_replicate(db: Database, run_id: int) -> int:
     return 0 if row[0] is None else int(row[0]) + 1
 
 
-
-
 def run_names(db: Database) -> list[str]:
     """Every run's name, in order of creation."""
     return [str(r[0]) for r in db.conn.execute("SELECT name FROM runs ORDER BY id")]

@@ -498,7 +498,6 @@ def request_from(command: str, run: str, at: str, models: tuple[str, ...] = (),
                          priority, refresh)
 
 
-
 class ReplayKind:
     """Probes of recorded trajectories (`jobs.kind` "replay")."""
 

@@ -18,6 +18,8 @@ def plan_counts(db: Database) -> dict[tuple[str, str], int]:
     """Stored plans per (dataset, similarity)."""
     return {(d, s): n for d, s, n in db.conn.execute(
         "SELECT dataset, similarity, count(*) FROM evidence_plans GROUP BY dataset, similarity")}
+
+
 def episode_probes(db: Database, episode_id: int) -> list[dict[str, Any]]:
     """Every probe of one episode (the Trajectories screen shows them at their step)."""
     cur = db.conn.execute(

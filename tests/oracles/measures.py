@@ -195,6 +195,8 @@ def hazard_model(dec: pd.DataFrame, judgments: str = "side_channel",
     """
     return fit_hazard(hazard_sample(dec, judgments, regimes), judgments, fixed_effects, n_boot,
                       seed)
+
+
 def group_samples(decisions: pd.DataFrame, fr: FailureRows, judgments: str
                   ) -> list[tuple[pd.DataFrame, bytes]]:
     """`hazard_sample` of every group at once, from one

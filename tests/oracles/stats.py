@@ -120,6 +120,8 @@ def _fit(sample: pd.DataFrame, x: pd.DataFrame, judgments: str, fixed_effects: b
     g, h, cols = _crossproducts(sample, x, fixed_effects)
     beta_i, gamma_i = coefficient_intervals(g, h, cols, (beta, gamma), n_boot, seed)
     return HazardFit(beta_i, gamma_i, fixed_effects, judgments, n, share)
+
+
 def fit_statsmodels(sample: pd.DataFrame, fixed_effects: bool = False,
                     dummies: bool = False) -> tuple[float, float]:
     """Point estimates (β, γ) of statsmodels OLS on the full sample (`ols_params`).

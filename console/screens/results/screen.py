@@ -61,6 +61,8 @@ if TYPE_CHECKING:
 
 N_BOOT, HAZARD_BOOT, SEED = 2000, 1000, 0
 """The CLI's defaults (`lab results`), also `ConsoleConfig`'s: the same numbers."""
+
+
 @dataclass(frozen=True)
 class Computed:
     """What one view shows, computed in a worker."""
@@ -84,6 +86,7 @@ class Computed:
 def text_width(screen_width: int) -> int:
     """Columns a table may take on the text view (its padding and scrollbar apart)."""
     return max(screen_width - 4, 40)
+
 
 PER_MODEL_CHARTS = ("hazard", "answering")
 """Views with a chart per model above their tables."""
