@@ -22,6 +22,7 @@ from core.probes import decision_points, run_probe, view_at
 from core.regimes import FAILURE_REGIMES, ForeignPool, parse_regime
 from core.runner import CellSpec
 from core.store.probes import probed, recorded_episode, write_probes
+from core.store.trajectories import question_lookup
 from jobs.kinds.episodes import run_questions
 
 
@@ -49,8 +50,9 @@ async def _answer_now(db: Database, episode_ids: Sequence[int]) -> None:
     done = probed(db, list(episode_ids), "answer_now")
     specs = builtin_models()
     records = []
+    question_of = question_lookup(db)
     for eid in episode_ids:
-        ep = recorded_episode(db, eid)
+        ep = recorded_episode(db, eid, question_of)
         client = make_client(specs[ep.model])
         for t in decision_points(ep):
             if (eid, t) not in done:

@@ -6,9 +6,11 @@ import csv
 import json
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
+from sqlite_utils import Database
 
 from console.cli import cli
 
@@ -184,3 +186,31 @@ def test_an_arm_without_judgments_gets_delta_after_judgment_replay(db_path: Path
     after = load_frames(db).decisions
     assert after["own_run"].tolist() == after["n_obs"].tolist() == [1, 2, 3, 4, 5, 6]
     assert sum(r.n for r in compute(load_frames(db), ("delta",), 10).tables[0].rows) > n_before
+
+
+def test_the_answer_now_pass_of_a_validation_reads_each_question_once(
+        sim_run: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """validate-measures' answer-now pass rebuilds what each episode saw from its stored
+    question; its episodes share one lookup, so a question is read once, not once per
+    episode (here each question has four episodes: two models, two regimes)."""
+    import asyncio
+    from collections import Counter
+
+    from core import store
+    from core.store import questions
+    from jobs.validate import _answer_now
+
+    reads: Counter[str] = Counter()
+    load = questions.load_questions
+
+    def counted(db: Database, dataset: str | None = None, ids: Any = None) -> Any:
+        reads.update(ids or ())
+        return load(db, dataset, ids)
+
+    monkeypatch.setattr(questions, "load_questions", counted)
+    db = store.connect(sim_run)
+    episodes = [eid for (eid,) in db.conn.execute("SELECT id FROM episodes")]
+    assert len(episodes) == 24
+    asyncio.run(_answer_now(db, episodes))
+    assert db.conn.execute("SELECT count(*) FROM probes").fetchone()[0] > 0
+    assert len(reads) == 6 and max(reads.values()) == 1, reads.most_common(3)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sqlite_utils import Database
@@ -22,10 +22,12 @@ from core.store.episodes import COMPLETE, episode_steps
 from core.store.events import log_event
 from core.store.model_results import upsert_sql, write_results
 from core.store.selection import Selection, where_clause, with_filters
-from core.store.trajectories import _questions, observation_text
+from core.store.trajectories import observation_text, question_lookup
 
 if TYPE_CHECKING:  # pandas loads on first use, not on import
     import pandas as pd
+
+    from core.data import Question
 
 PROBE_COLUMNS = ("episode_id", "t", "kind", "model", "source", "judgment", "answer", "em",
                  "f1", "correct", "placeholder", "confidence", "p_continue", "p_answer_now",
@@ -111,8 +113,16 @@ def run_cells(db: Database, run: str, models: Sequence[str] = ()) -> list[dict[s
     return cells
 
 
-def recorded_episode(db: Database, episode_id: int) -> RecordedEpisode:
+def recorded_episode(db: Database, episode_id: int,
+                     question_of: Callable[[str], Question | None] | None = None
+                     ) -> RecordedEpisode:
     """A stored episode with its cell's arm, regime and budget and its observation texts.
+
+    Args:
+        db: an open lab.db.
+        episode_id: the episode.
+        question_of: the stored questions by id (`question_lookup`), shared by the calls
+            of one job so each question is read once; None reads them for this episode.
 
     Raises:
         StoreError: no complete episode with this id.
@@ -125,7 +135,7 @@ def recorded_episode(db: Database, episode_id: int) -> RecordedEpisode:
         raise StoreError(f"no complete episode {episode_id} in lab.db")
     qid, model, spec, regime, budget, seed, answer, action, placeholder, model_spec = row
     prompt_format = str(json.loads(model_spec).get("prompt_format", "react"))
-    question_of = _questions(db)
+    question_of = question_of or question_lookup(db)
     question = question_of(qid)
     if question is None:
         raise StoreError(f"episode {episode_id}: question '{qid}' is not in lab.db")

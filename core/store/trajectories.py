@@ -381,7 +381,12 @@ def episode_probe_rows(db: Database, episode_id: int) -> tuple[dict[str, Any], .
     return tuple(dict(zip(cols, r)) for r in cur.fetchall())
 
 
-def _questions(db: Database) -> Callable[[str], Question | None]:
+def question_lookup(db: Database) -> Callable[[str], Question | None]:
+    """A lookup of stored questions by id (None when not stored), each read once.
+
+    A stored question never changes (`insert_questions` refuses different content for
+    an id it holds), so one lookup may serve every episode of a job or a replay.
+    """
     from core.store.questions import load_questions
 
     cache: dict[str, Question | None] = {}
@@ -458,7 +463,7 @@ def episode_detail(db: Database, episode_id: int) -> EpisodeDetail:
      refused, tok_in, tok_out) = row
     (cell,) = _cells(db, " WHERE c.id = ?", (cid,))
     steps = tuple(episode_steps(db, eid))
-    question_of = _questions(db)
+    question_of = question_lookup(db)
     q = question_of(qid)
     imported = episode_imported(db, eid)
     shown = [((NO_TEXT if s.obs_index is not None else None), "") if imported else

@@ -55,6 +55,7 @@ from core.runner import CallGate, GatedSession
 from core.store import jobs as ledger
 from core.store import probes as rows
 from core.store.imports import NO_TEXT, imported_runs
+from core.store.trajectories import question_lookup
 from jobs.kinds.base import Errored, JobContext
 from jobs.pump import FLUSH_S, Pending, Work, close_all, pump
 
@@ -352,8 +353,9 @@ def _todo(db: Database, job: Mapping[str, Any]) -> tuple[list[tuple[RecordedEpis
     skip = rows.probed(db, eids, kind) | _recorded(db, kind, bool(params.get("refresh")), eids)
     judged = rows.judgments(db, eids) if at.mode not in ("every", "t") else {}
     todo: list[tuple[RecordedEpisode, int]] = []
+    question_of = question_lookup(db)
     for eid in eids:
-        ep = rows.recorded_episode(db, eid)
+        ep = rows.recorded_episode(db, eid, question_of)
         if kind == "repair":
             points = [ep.answer_action] if ep.placeholder and ep.answer_action else []
         else:
