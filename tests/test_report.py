@@ -263,3 +263,61 @@ def test_the_header_lists_trace_runs_probes_and_states(report: tuple[Path, str],
 
     assert "<code>seed2</code>" in runs_html(contents) and "2 trace states" in runs_html(
         contents)
+
+
+def test_a_report_on_the_same_rows_draws_no_figure_again(
+        tmp_path: Path, tmp_path_factory: pytest.TempPathFactory,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`lab report` again on unchanged rows (here with another title) serves every figure
+    from the results cache: nothing is drawn, and the figures are the same SVG text. Rows
+    that differ (another selection) are drawn again."""
+    import re
+
+    from analysis.report import figure_cache
+
+    db = copy_db(registered_study(tmp_path_factory), tmp_path / "lab.db")
+    drawn: list[int] = []
+    render = figure_cache.render_svgs
+
+    def counted(*args: object, **kwargs: object) -> object:
+        drawn.append(1)
+        return render(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(figure_cache, "render_svgs", counted)
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1800000000")
+
+    def page(name: str, *args: str) -> str:
+        code, _, err = lab(db, "report", str(tmp_path / name), "--resamples",
+                           str(RESAMPLES), *args)
+        assert code == 0, err
+        return (tmp_path / name).read_text(encoding="utf-8")
+
+    def figures(html: str) -> list[str]:
+        return re.findall(r"<svg .*?</svg>", html, re.S)
+
+    first = page("a.html")
+    again = page("b.html", "--title", "Budget study, second look")
+    assert len(drawn) == 1
+    assert len(figures(first)) >= 8 and figures(again) == figures(first)
+    assert "Budget study, second look" in again
+    page("c.html", "--models", "sim-own5")
+    assert len(drawn) == 2
+
+
+def test_the_figures_key_changes_with_any_content_of_the_rows() -> None:
+    """The report's figures are kept by `content_hash`: equal content gives one key,
+    however it was built, and a changed value, row, table note or field another."""
+    from dataclasses import replace
+
+    from analysis.base.rows import Table
+    from analysis.report.figure_cache import content_hash
+
+    def study(value: float = 0.5, note: str = "n") -> StudyRows:
+        rows = {"success": [{"model": "m", "arm": "none", "estimate": value}]}
+        return replace(_study(rows), tables=(Table("success", "Success", (), (note,)),))
+
+    assert content_hash(study()) == content_hash(study())
+    keys = {content_hash(s) for s in (study(), study(0.25), study(note="other"),
+                                      replace(study(), n_episodes=7),
+                                      replace(study(), amendments=[{"id": "A1"}]))}
+    assert len(keys) == 5

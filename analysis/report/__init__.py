@@ -6,7 +6,8 @@ sorts tables and zooms figures). Read top-down: the title (the governing amendme
 `--title`), when and by which lab it was generated, every run in lab.db (episodes,
 probes, trace states; governed or exploratory), a summary box (verdict counts, each
 registered test's one-line result, the headline contrasts), the contents, the
-outcomes, the figures (`analysis.figures`, numbered, at column width), every results
+outcomes, the figures (`analysis.figures`, numbered, at column width; drawn once per
+rows and style, `analysis.report.figure_cache`), every results
 table as the terminal prints it with its exact rows (those of `lab results --format
 json`, exact values in each numeric cell's data-v) collapsed under it, then where the
 numbers come from, errored records and the pre-registration in full. Every exploratory
@@ -24,13 +25,14 @@ from pathlib import Path
 
 from sqlite_utils import Database
 
-from analysis.figures import render_svgs
 from analysis.figures.study import StudyRows, git_commit
 from analysis.figures.style import STYLES
 from analysis.report import sections, summary
 from analysis.report.assets import CSS, SORT_JS
+from analysis.report.figure_cache import report_svgs
 from analysis.report.tables import numeric_css, table_html
 from core.atomic_write import write_text_atomic
+from core.store.connection import db_file
 from core.store.selection import Selection
 
 
@@ -65,7 +67,7 @@ def build_report(db: Database, study: StudyRows, db_name: str = "lab.db",
     frozen = [str(a["id"]) for a in amendments if a["state"] == "frozen"]
     outcomes = amendment_outcomes(db, frozen, study.resamples) if frozen else []
     deviations = {str(a["id"]): prereg_rows.deviations(db, str(a["id"])) for a in amendments}
-    rendered = render_svgs(study, STYLES[style])
+    rendered = report_svgs(db_file(db), study, STYLES[style])
     numbers = sections.figure_number(rendered)
     name = summary.report_title(study, title)
     when = generated or summary.generated_at()
