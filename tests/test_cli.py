@@ -188,6 +188,35 @@ def test_queue_commands_load_neither_pandas_nor_numpy(db_path: Path) -> None:
     assert out.stdout.strip().splitlines()[-1] == "[0, 0, 0, 0] []", out.stdout + out.stderr
 
 
+def test_lab_db_connections_run_no_sqlite_utils_plugin(db_path: Path) -> None:
+    """An installed sqlite-utils plugin adds its SQL functions to every connection
+    sqlite_utils prepares; lab's connections to lab.db, read-write and read-only, are not
+    given to it (nor is each process's first connection a scan of every package's entry
+    points). The same plugin still prepares an ordinary sqlite_utils connection."""
+    import sqlite_utils
+    from sqlite_utils.plugins import pm
+
+    from core.store.base import open_read_only
+
+    prepared: list[object] = []
+
+    class Plugin:
+        @sqlite_utils.hookimpl
+        def prepare_connection(self, conn: object) -> None:
+            prepared.append(conn)
+
+    plugin = Plugin()
+    pm.register(plugin)
+    try:
+        store.connect(db_path).conn.close()
+        open_read_only(db_path).conn.close()
+        assert prepared == []
+        sqlite_utils.Database(memory=True)
+        assert len(prepared) == 1
+    finally:
+        pm.unregister(plugin)
+
+
 def test_sqlite_utils_without_numpy_refuses_to_type_a_column_from_a_numpy_value() -> None:
     """The cost of hiding numpy from sqlite_utils: a table it would create from a numpy
     value now raises instead of being made; lab declares its tables' types, so none of

@@ -116,7 +116,7 @@ def study_rows(db: Database, selection: Selection, resamples: int, seed: int = 0
                           min(resamples, 1000), seed)
             return res.tables, res.runs, res.errored, res.pooled
         own = os.getpid() != parent
-        reader = Database(sqlite3.connect(path)) if own else db
+        reader = Database(sqlite3.connect(path), execute_plugins=False) if own else db
         try:
             return tuple(t for name in on_branches
                          for t in results_for(reader, selection, name, spec, frames).tables

@@ -248,7 +248,7 @@ def _episode_files(db: Database, directory: Path, selection: Selection, version:
             return [write_frame(table_frame(table, version), directory / f"{table.name}.csv")
                     for table in compute(frames, None, n_boot, hazard_boot, seed).tables]
         own = path and os.getpid() != parent
-        reader = Database(sqlite3.connect(path)) if own else db
+        reader = Database(sqlite3.connect(path), execute_plugins=False) if own else db
         try:
             if i == 1:
                 return [write_rows_atomic(episode_rows(reader, selection, version, EXPLORATORY,

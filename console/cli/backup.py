@@ -27,7 +27,7 @@ def _live_workers(db_path: Path) -> list[str]:
         try:
             from sqlite_utils import Database
 
-            rows = workers(Database(conn), WORKER_LEASE_S)
+            rows = workers(Database(conn, execute_plugins=False), WORKER_LEASE_S)
         finally:
             conn.close()
     except sqlite3.Error:

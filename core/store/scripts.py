@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator
+from typing import Any
 
 from sqlite_utils import Database
 
@@ -35,7 +36,18 @@ def statements(sql: str) -> Iterator[str]:
 
 class LabDatabase(Database):
     """sqlite_utils' Database, with `executescript` splitting by `statements` inside a
-    transaction (lab sets no tracer, so none is called); outside one it is unchanged."""
+    transaction (lab sets no tracer, so none is called); outside one it is unchanged.
+
+    Opened without sqlite-utils' plugins (`execute_plugins=False` unless asked): an
+    installed sqlite-utils plugin adds its SQL functions to every connection it is
+    given, and lab.db's connections run lab's SQL only; and loading them scanned the
+    entry points of every installed package at each process's first connection
+    (about 18 ms of every `lab` command's start).
+    """
+
+    def __init__(self, conn: sqlite3.Connection, **options: Any) -> None:
+        options.setdefault("execute_plugins", False)
+        super().__init__(conn, **options)
 
     def executescript(self, sql: str) -> sqlite3.Cursor:
         """Run each statement of `sql`; inside an open transaction without committing it."""
