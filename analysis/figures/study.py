@@ -23,6 +23,7 @@ from analysis.base.rows import Table
 from analysis.tables.provenance import row_provenance
 from core.canonical import canonical_hash
 from core.store import prereg as prereg_rows
+from core.store.scripts import LabDatabase
 from core.store.selection import Selection
 
 if TYPE_CHECKING:
@@ -116,7 +117,7 @@ def study_rows(db: Database, selection: Selection, resamples: int, seed: int = 0
                           min(resamples, 1000), seed)
             return res.tables, res.runs, res.errored, res.pooled
         own = os.getpid() != parent
-        reader = Database(sqlite3.connect(path), execute_plugins=False) if own else db
+        reader = LabDatabase(sqlite3.connect(path)) if own else db
         try:
             return tuple(t for name in on_branches
                          for t in results_for(reader, selection, name, spec, frames).tables

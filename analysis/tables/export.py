@@ -48,6 +48,7 @@ from analysis.tables.csv_files import (
 from analysis.tables.registry import PROBES, REPLICATION, TRACES, table_def, table_names
 from core.errors import ConfigError
 from core.store.export_rows import episode_rows, episode_spans, step_rows
+from core.store.scripts import LabDatabase
 from core.store.selection import Selection
 from core.store.traces import EXPORT_COLUMNS as TRACE_STATE_COLUMNS
 from core.store.traces import count_traces, export_rows
@@ -248,7 +249,7 @@ def _episode_files(db: Database, directory: Path, selection: Selection, version:
             return [write_frame(table_frame(table, version), directory / f"{table.name}.csv")
                     for table in compute(frames, None, n_boot, hazard_boot, seed).tables]
         own = path and os.getpid() != parent
-        reader = Database(sqlite3.connect(path), execute_plugins=False) if own else db
+        reader = LabDatabase(sqlite3.connect(path)) if own else db
         try:
             if i == 1:
                 return [write_rows_atomic(episode_rows(reader, selection, version, EXPLORATORY,

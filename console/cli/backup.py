@@ -25,9 +25,9 @@ def _live_workers(db_path: Path) -> list[str]:
     try:
         conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=5)
         try:
-            from sqlite_utils import Database
+            from core.store.scripts import LabDatabase
 
-            rows = workers(Database(conn, execute_plugins=False), WORKER_LEASE_S)
+            rows = workers(LabDatabase(conn), WORKER_LEASE_S)
         finally:
             conn.close()
     except sqlite3.Error:
