@@ -40,6 +40,7 @@ import httpx
 
 from core.errors import ModelError
 from core.models.retry import RetryPolicy
+from core.models.tls import tls_context
 
 LOG = logging.getLogger("lab.models")
 
@@ -490,7 +491,7 @@ async def http_alive(url: str, headers: Mapping[str, str] | None = None,
                      timeout_s: float = PROBE_TIMEOUT_S) -> bool:
     """Whether a GET of `url` gets any answer below 500 (the server is there and serving)."""
     try:
-        async with httpx.AsyncClient(timeout=timeout_s) as client:
+        async with httpx.AsyncClient(timeout=timeout_s, verify=tls_context()) as client:
             resp = await client.get(url, headers=dict(headers or {}))
     except httpx.HTTPError:
         return False

@@ -62,6 +62,7 @@ from core.models.reasoning import estimate_reasoning_tokens, split_reasoning
 from core.models.request_json import MessageJSON
 from core.models.retry import LOG, StatusFailure, call_with_retries, reading_reply
 from core.models.specs import OpenAISpec
+from core.models.tls import tls_context
 from core.models.transport import Response, StreamPool
 from core.redaction import any_registered, redact, remember
 
@@ -178,13 +179,13 @@ class Endpoint:
                     default_query=dict(self.address.query_params) or None,
                     default_headers={"authorization": self.headers["authorization"]},
                     timeout=httpx.Timeout(self.timeout_s, connect=self.connect_s),
-                    http_client=httpx.AsyncClient(limits=_LIMITS))
+                    http_client=httpx.AsyncClient(limits=_LIMITS, verify=tls_context()))
             elif self.plain and self.transport == "stream":
                 self._conns = StreamPool(self.host, self.port, authority=self.authority)
             else:
                 self._conns = httpx.AsyncClient(
                     timeout=httpx.Timeout(self.timeout_s, connect=self.connect_s),
-                    headers=self.headers, limits=_LIMITS)
+                    headers=self.headers, limits=_LIMITS, verify=tls_context())
             self._loop = loop
         return self._conns
 

@@ -11,6 +11,7 @@ import os
 import httpx
 
 from core.models.endpoint_url import parse_endpoint
+from core.models.tls import tls_context
 
 ANTHROPIC_KEY_ENV = "ANTHROPIC_API_KEY"
 """The environment variable holding the Anthropic API key (never read from lab.toml)."""
@@ -31,8 +32,8 @@ def check_endpoint(endpoint: str, model: str, timeout_s: float) -> str:
     address = parse_endpoint(endpoint)
     auth = {"authorization": address.basic_auth} if address.basic_auth else {}
     try:
-        with httpx.Client(timeout=timeout_s, headers=auth,
-                          params=address.query) as http:
+        with httpx.Client(timeout=timeout_s, headers=auth, params=address.query,
+                          verify=tls_context()) as http:
             r = http.get(address.base.rstrip("/") + "/models")
             if r.status_code != 200:
                 return f"unreachable (GET /models: HTTP {r.status_code})"
