@@ -301,46 +301,55 @@ def test_every_command_of_the_page_runs(page: Path, demo_db: Path, tmp_path: Pat
             if failure:
                 failures.append(failure)
     assert not failures, "\n\n".join(failures)
+    if page == FIGURES_PAGE:
+        _figures_page_pictures(tmp_path / "figs")
 
 
 FIGURES_PAGE = ROOT / "docs" / "figures.md"
 DOCS_FIGURES = ROOT / "docs" / "figures"
-IMAGE = re.compile(r"!\[[^\]]+\]\(figures/demo_([a-z0-9_]+)\.png\)")
+SHOWN = re.compile(r"!\[[^\]]+\]\(figures/(demo|study)_([a-z0-9_]+)\.png\)")
 REDRAW = "LAB_REDRAW_DOCS_FIGURES"
 """Set to 1 to write the demo's figures over docs/figures/ (then commit them)."""
+COLUMN_PX = 990
+"""One column (3.3 in) at 300 dpi: the width of every picture the page shows."""
 
 
-def test_docs_figures_show_every_figure_the_demo_draws(demo_db: Path, tmp_path: Path,
-                                                       capsys: pytest.CaptureFixture[str],
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    """docs/figures.md shows each figure `lab figures --style column` draws on the demo,
-    as the PNG this test draws (docs/figures/demo_NAME.png, one column wide), each
-    under the command that makes it; LAB_REDRAW_DOCS_FIGURES=1 writes them anew."""
-    from matplotlib.image import imread
-
-    copy_db(demo_db, tmp_path / "lab.db")
-    monkeypatch.chdir(tmp_path)
-    code, out, err = _run(["--db", "lab.db", "figures", "figs", "--style", "column",
-                           "--format", "png"], capsys)
-    assert code == 0, err
-    drawn = sorted(p.stem for p in (tmp_path / "figs").glob("*.png"))
-    assert len(drawn) >= 7, drawn
-    if os.environ.get(REDRAW) == "1":
-        for name in drawn:
-            shutil.copy(tmp_path / "figs" / f"{name}.png", DOCS_FIGURES / f"demo_{name}.png")
+def _figures_page_pictures(figs: Path) -> None:
+    """After docs/figures.md's commands ran: the page's first command drew every figure
+    the demo feeds at the page's width, and its `--style column` commands drew them
+    again, one column wide, into the same folder. So each figure drawn there must end one
+    column wide (a figure no column command redraws is one the page does not show under
+    its command), each is shown on the page (as drawn from the demo, or from the study
+    of tests/test_docs_figures_study.py), and each `demo_NAME.png` picture is the PNG
+    drawn here, under a `lab figures … --table` command of its table. With
+    LAB_REDRAW_DOCS_FIGURES=1 the pictures are written anew."""
     page = FIGURES_PAGE.read_text(encoding="utf-8")
-    shown = IMAGE.findall(page)
-    assert sorted(shown) == drawn, "docs/figures.md must show each figure the demo draws"
-    for name in drawn:
+    shown = dict((name, source) for source, name in SHOWN.findall(page))
+    drawn = {p.stem: _png_width(p) for p in sorted(figs.glob("*.png"))}
+    demo = sorted(name for name, source in shown.items() if source == "demo")
+    assert not set(drawn) - set(shown), (
+        f"docs/figures.md must show each figure its commands draw: {set(drawn) - set(shown)}")
+    assert len(demo) >= 7 and set(demo) <= set(drawn), (demo, sorted(drawn))
+    wide = {name: px for name, px in drawn.items() if px != COLUMN_PX}
+    assert not wide, f"no `--style column` command on docs/figures.md draws {wide}"
+    for name in demo:
         committed = DOCS_FIGURES / f"demo_{name}.png"
+        if os.environ.get(REDRAW) == "1":
+            shutil.copy(figs / f"{name}.png", committed)
         assert committed.exists(), f"{committed} missing: run this test with {REDRAW}=1"
-        fresh = imread(tmp_path / "figs" / f"{name}.png").shape
-        assert imread(committed).shape[1] == fresh[1] == 990, name  # 3.3 in at 300 dpi
+        assert _png_width(committed) == COLUMN_PX, name
         at = page.index(f"(figures/demo_{name}.png)")
         before = page[:at]
         assert f"--table {_table_of(name)}" in before[before.rfind("```sh"):], (
             f"docs/figures.md: no `lab figures … --table {_table_of(name)}` command above "
             f"the {name} figure")
+
+
+def _png_width(path: Path) -> int:
+    """A PNG's width in pixels (its IHDR chunk, the first after the signature)."""
+    head = path.read_bytes()[:24]
+    assert head[:8] == b"\x89PNG\r\n\x1a\n" and head[12:16] == b"IHDR", path
+    return int.from_bytes(head[16:20], "big")
 
 
 def _table_of(figure: str) -> str:
