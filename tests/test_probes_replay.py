@@ -214,3 +214,46 @@ def test_the_answer_now_pass_of_a_validation_reads_each_question_once(
     asyncio.run(_answer_now(db, episodes))
     assert db.conn.execute("SELECT count(*) FROM probes").fetchone()[0] > 0
     assert len(reads) == 6 and max(reads.values()) == 1, reads.most_common(3)
+
+
+def test_probe_tables_are_kept_until_a_probe_or_a_parameter_changes(
+        sim_run: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A probe table computed once is read back from the results cache for the same
+    data and parameters (the same rows); another seed, another gate, a stored probe or
+    a deleted one computes it again."""
+    import analysis.replay.probe_tables as tables
+
+    assert lab(sim_run, "replay", "answer-now", "--run", "pilot").exit_code == 0
+    assert lab(sim_run, "worker", "--until-idle").exit_code == 0
+    computed: list[str] = []
+    for name in ("policies_results", "controllers_results"):
+        real = getattr(tables, name)
+
+        def counted(inp: Any, real: Any = real, name: str = name) -> Any:
+            computed.append(name.split("_")[0])
+            return real(inp)
+
+        monkeypatch.setattr(tables, name, counted)
+
+    def rows(table: str, *args: str) -> list[dict[str, Any]]:
+        r = lab(sim_run, "results", table, "--format", "json", "--resamples", "20", *args)
+        assert r.exit_code == 0, r.output
+        return json.loads(r.stdout)
+
+    first = {t: rows(t) for t in ("policies", "controllers")}
+    assert computed == ["policies", "controllers"] and all(first.values())
+    assert {t: rows(t) for t in ("policies", "controllers")} == first
+    assert computed == ["policies", "controllers"]  # both read back
+    rows("policies", "--seed", "1")
+    rows("controllers", "--tau-hi", "0.8")
+    assert computed[2:] == ["policies", "controllers"]
+    r = lab(sim_run, "replay", "beliefs", "--run", "pilot", "--at", "t=2")
+    assert r.exit_code == 0, r.output
+    assert lab(sim_run, "worker", "--until-idle").exit_code == 0
+    assert rows("policies") == first["policies"] and computed[4:] == ["policies"]
+    conn = sqlite3.connect(sim_run)
+    with conn:
+        conn.execute("DELETE FROM probes WHERE kind = 'belief'")
+    conn.close()
+    rows("policies")
+    assert computed[5:] == ["policies"]

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     import pandas as pd
     from sqlite_utils import Database
 
+    from analysis.base.arms import Grouping
     from analysis.base.rows import Table
     from analysis.measures.frames import Frames
     from analysis.replay.gate import Gate
@@ -132,13 +133,10 @@ def results_for(db: Database, selection: Selection, name: str,
         frames, repaired = repaired_frames(db, frames)
     if family == PROBES:
         from analysis.base.arms import Grouping
-        from analysis.replay.probe_tables import ProbeInput
 
         grouping = Grouping(frames.selection.pool, frames.errored_episodes,
                             frames.apart_episodes)
-        table = table_def(name).function()(ProbeInput(
-            db, frames, grouping, spec.n_boot, spec.seed, spec.gate, spec.fit_depths,
-            spec.split_seed))
+        table = _probe_table(db, frames, grouping, name, spec)
         res = Results((table,), (), (), (), frames.errored, frames.runs, grouping.pooled)
     else:
         from analysis.tables.compute import compute
@@ -146,6 +144,34 @@ def results_for(db: Database, selection: Selection, name: str,
         res = compute(frames, None if name == ALL else (name,), spec.n_boot,
                       spec.hazard_boot, spec.seed, delta_regimes=spec.delta_regimes)
     return replace(res, repaired=repaired)
+
+
+def _probe_table(db: Database, frames: Frames, grouping: Grouping, name: str,
+                 spec: ResultsSpec) -> Table:
+    """Probe table `name`, read from the results cache when it was computed on the same
+    data with the same parameters (`analysis.base.cache`: a stored probe, like an
+    episode, changes the selection's fingerprint), else computed and kept there."""
+    from dataclasses import asdict
+
+    from analysis.base.cache import ResultsCache
+    from analysis.base.rows import Table
+    from analysis.replay.probe_tables import ProbeInput
+
+    source = frames.source  # None: frames with repaired answers, never cached
+    cache = ResultsCache(source.path) if source is not None else None
+    key = "" if source is None or cache is None else cache.key(source, name, {
+        "n_boot": spec.n_boot, "seed": spec.seed,
+        "gate": asdict(spec.gate) if spec.gate is not None else None,
+        "fit_depths": spec.fit_depths, "split_seed": spec.split_seed})
+    kept = cache.get(key) if cache is not None else None
+    if isinstance(kept, Table):
+        return kept
+    table: Table = table_def(name).function()(ProbeInput(
+        db, frames, grouping, spec.n_boot, spec.seed, spec.gate, spec.fit_depths,
+        spec.split_seed))
+    if cache is not None:
+        cache.put(key, table)
+    return table
 
 
 def _trace_results(db: Database, selection: Selection, name: str, spec: ResultsSpec
