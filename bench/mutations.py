@@ -197,8 +197,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "options-not-in-cache-key",
         "the results cache serves Δ computed under one --delta-regimes for the other",
-        "analysis/tables/compute.py",
-        "{**spec, **{o: options[o] for o in table_def(n).options}}",
+        "analysis/base/cache.py",
+        "{**spec, **{o: chosen[o] for o in options}}",
         "spec",
         ("tests/test_replication.py::test_delta_is_on_the_five_failure_regimes_as_published",)),
     Mutation(

@@ -26,6 +26,7 @@ import functools
 import hashlib
 import json
 import pickle
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,10 @@ from core.atomic_write import atomic_path
 KEEP = 256
 """Cache files kept per lab.db (the oldest are removed beyond this)."""
 SUFFIX = ".results"
+REFERENCE = "none"
+"""The arm the paired table compares every other arm with by default (the unaided one).
+Part of an episode table's key (`ResultsCache.table_key`), so it is defined here, where
+`lab results` reads it before pandas is imported."""
 
 
 @functools.lru_cache(maxsize=1)
@@ -75,6 +80,29 @@ class ResultsCache:
                    "state": asdict(source.fingerprint), "table": name, "spec": spec}
         text = json.dumps(payload, sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()
+
+    def table_key(self, source: FrameSource, name: str, options: Sequence[str], n_boot: int,
+                  hazard_boot: int, seed: int, lam: float, reference: str,
+                  delta_regimes: str) -> str:
+        """The key of episode table `name` (`key` with the tables' spec): what
+        `analysis.tables.compute.compute` looks up, and `lab results` asks for before the
+        tables' code is imported.
+
+        Args:
+            source: the selection's source.
+            name: an episode table.
+            options: the `ResultsSpec` options the table reads besides the rest
+                (`analysis.tables.registry.TableDef.options`).
+            n_boot, hazard_boot, seed, lam, reference, delta_regimes: the spec.
+        """
+        spec: dict[str, Any] = {"n_boot": n_boot, "hazard_boot": hazard_boot, "seed": seed,
+                                "lam": lam, "reference": reference}
+        chosen = {"delta_regimes": delta_regimes}
+        return self.key(source, name, {**spec, **{o: chosen[o] for o in options}})
+
+    def has(self, key: str) -> bool:
+        """Whether a value is kept under `key` (it may still turn out unreadable)."""
+        return (self.directory / f"{key}.pkl").exists()
 
     def shared_key(self, name: str, spec: dict[str, Any]) -> str:
         """The file stem of values that hold for any selection and data state (the

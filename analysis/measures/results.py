@@ -22,9 +22,6 @@ if TYPE_CHECKING:
     from analysis.base.cache import ResultsCache
     from analysis.measures.frames import Frames
 
-REFERENCE = "none"
-"""The arm the paired table compares every other arm with by default (the unaided one)."""
-
 
 @dataclass(frozen=True)
 class Results:

@@ -15,8 +15,9 @@ import numpy as np
 import pandas as pd
 
 from analysis.base.arms import ArmKey, Grouping
+from analysis.base.cache import REFERENCE
 from analysis.base.rows import Row, Table, interval_row, with_holm
-from analysis.measures.results import REFERENCE, TableInput, TablePart
+from analysis.measures.results import TableInput, TablePart
 from analysis.stats.bootstrap import N_BOOT, Interval, bootstrap_intervals, noninferior, safe_ratio
 from analysis.stats.codes import sorted_codes
 from analysis.stats.ties import paired_tolerance

@@ -18,10 +18,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from analysis.base.arms import ArmKey, Grouping
-from analysis.base.cache import ResultsCache
+from analysis.base.cache import REFERENCE, ResultsCache
 from analysis.base.rows import Table
 from analysis.measures.frames import Frames
-from analysis.measures.results import REFERENCE, Results, TableInput, TablePart, apart_totals
+from analysis.measures.results import Results, TableInput, TablePart, apart_totals
 from analysis.stats.blas import single_thread
 from analysis.stats.bootstrap import N_BOOT
 from analysis.stats.lpm import HAZARD_BOOT
@@ -72,15 +72,12 @@ def compute(frames: Frames, names: Sequence[str] | None = None, n_boot: int = N_
     single_thread()
     grouping = Grouping(frames.selection.pool, frames.errored_episodes, frames.apart_episodes)
     cache = ResultsCache(frames.source.path) if frames.source is not None else None
-    spec = {"n_boot": n_boot, "hazard_boot": hazard_boot, "seed": seed, "lam": lam,
-            "reference": reference}
     tables: list[Table] = []
     curves: tuple[tuple[ArmKey, tuple[float, ...]], ...] = ()
     actions: tuple[tuple[ArmKey, tuple[tuple[int, int], ...]], ...] = ()
     counts: tuple[int, ...] = ()
-    options = {"delta_regimes": delta_regimes}
-    keys = {n: cache.key(frames.source, n,
-                         {**spec, **{o: options[o] for o in table_def(n).options}})
+    keys = {n: cache.table_key(frames.source, n, table_def(n).options, n_boot, hazard_boot,
+                               seed, lam, reference, delta_regimes)
             if cache and frames.source else "" for n in names}
     parts = {n: cache.get(keys[n]) if cache else None for n in names}
     pending = [n for n in names if parts[n] is None]

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from analysis.measures.frames import Frames
     from analysis.tables.results import ResultsSpec
     from core.store.early_reads import EarlyReads
+    from core.store.selection import Fingerprint
 
 FORMATS = ("table", "csv", "json")
 NO_REPAIRED = ("note: no repaired answers stored yet (answer repair, `lab repair`, is not run in "
@@ -88,6 +89,11 @@ def trace_options(command: Callable[..., None]) -> Callable[..., None]:
     return command
 
 
+def hazard_resamples(resamples: int) -> int:
+    """The resamples the hazard model takes of `resamples`: at most 1,000."""
+    return min(resamples, 1000)
+
+
 def results_spec(resamples: int, seed: int, tau_lo: float, tau_hi: float,
                  max_retrievals: int, fit_depths: str, split_seed: int, judge: bool,
                  repaired: bool = False, against: str | None = None,
@@ -98,7 +104,7 @@ def results_spec(resamples: int, seed: int, tau_lo: float, tau_hi: float,
     from analysis.replay.gate import Gate
     from analysis.tables.results import ResultsSpec
 
-    return ResultsSpec(resamples, min(resamples, 1000), seed,
+    return ResultsSpec(resamples, hazard_resamples(resamples), seed,
                        Gate(tau_lo, tau_hi, max_retrievals), fit_depths, split_seed, judge,
                        repaired, against=against, delta_regimes=delta_regimes)
 
@@ -198,7 +204,8 @@ def results(ctx: click.Context, table: str, runs: tuple[str, ...], sets: tuple[s
     """
     db = open_db(ctx, create=False)
     selection = selection_from(runs, sets, seeds, models, conditions, regimes, pool)
-    early = _early_reads(db, selection, table)  # before pandas and the tables' code load
+    early = _early_reads(db, selection, table, resamples, seed, delta_regimes)  # before
+    # pandas and the tables' code load
     if early is not None:
         ctx.call_on_close(early.close)
 
@@ -237,13 +244,19 @@ def results(ctx: click.Context, table: str, runs: tuple[str, ...], sets: tuple[s
                           for d in t.dicts()], fmt))
 
 
-def _early_reads(db: Database, selection: Selection, table: str) -> EarlyReads | None:
+def _early_reads(db: Database, selection: Selection, table: str, resamples: int, seed: int,
+                 delta_regimes: str) -> EarlyReads | None:
     """Start reading what episode table `table` (or "all") reads first, the episodes' key
     packs and, for a table of decisions, the decision packs, in a thread, so SQLite reads
     them on another core while pandas and the tables' code are imported
-    (`core.store.early_reads`); None for a filtered selection (it reads its own, narrower
-    rows) or a table of another family."""
+    (`core.store.early_reads`); nothing is read when every table asked is in the results
+    cache for the data the thread finds (`kept`: the key `compute` looks up, with the
+    spec `results_spec` makes of the options). None for a filtered selection (it reads
+    its own, narrower rows) or a table of another family."""
+    from analysis.base.cache import REFERENCE, ResultsCache
+    from analysis.base.source import FrameSource
     from analysis.tables.registry import EPISODES, table_def, table_names
+    from core.conditions import LAMBDA
     from core.store.connection import db_file
     from core.store.early_reads import EarlyReads
 
@@ -253,8 +266,16 @@ def _early_reads(db: Database, selection: Selection, table: str) -> EarlyReads |
     path = db_file(db)
     if not path:
         return None
+    cache = ResultsCache(path)
+
+    def kept(fp: Fingerprint) -> bool:
+        source = FrameSource(path, selection, fp)
+        return all(cache.has(cache.table_key(source, n, table_def(n).options, resamples,
+                                             hazard_resamples(resamples), seed, LAMBDA,
+                                             REFERENCE, delta_regimes)) for n in names)
+
     reads = [table_def(n).reads for n in names]
-    return EarlyReads(path, any(r.decisions and not r.two_source_only for r in reads))
+    return EarlyReads(path, any(r.decisions and not r.two_source_only for r in reads), kept)
 
 
 def _print_trace(table: Table, fmt: str) -> None:

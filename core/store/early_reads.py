@@ -18,6 +18,7 @@ from __future__ import annotations
 import atexit
 import os
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
@@ -36,14 +37,20 @@ class EarlyReads:
         path: the lab.db file read (resolved).
     """
 
-    def __init__(self, path: str | Path, decisions: bool) -> None:
+    def __init__(self, path: str | Path, decisions: bool,
+                 kept: Callable[[Fingerprint], bool] | None = None) -> None:
         """Start reading.
 
         Args:
             path: the lab.db file (already opened and migrated by the caller).
             decisions: read the decision packs too (the table asked reads decisions).
+            kept: asked in the thread with the fingerprint it read, before any pack:
+                True when what the reader will compute is already kept (in the results
+                cache), so nothing is read (a cached table at 198,000 episodes read
+                0.3 s of SQLite and 48 MB of packs it never used).
         """
         self.path = os.path.realpath(path)
+        self._kept = kept
         self._fingerprint: Future[Fingerprint | None] = Future()
         self._keys: Future[KeyPackText | None] | None = Future()
         self._packs: Future[PackSpan | None] | None = Future() if decisions else None
@@ -69,6 +76,8 @@ class EarlyReads:
                 db.conn.execute("BEGIN")  # one snapshot for the fingerprint and the reads
                 fp = fingerprint(db, Selection())
                 _hand_over(pending, fp)
+                if self._kept is not None and self._kept(fp):
+                    self._stop.set()  # nothing to read: the reader reads no frame
                 _hand_over(pending, None if self._stop.is_set()
                            else key_pack_text(db, fp.max_id))
                 if pending:
