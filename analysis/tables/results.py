@@ -154,23 +154,27 @@ def _probe_table(db: Database, frames: Frames, grouping: Grouping, name: str,
     from dataclasses import asdict
 
     from analysis.base.cache import ResultsCache
-    from analysis.base.rows import Table
     from analysis.replay.probe_tables import ProbeInput
 
-    source = frames.source  # None: frames with repaired answers, never cached
-    cache = ResultsCache(source.path) if source is not None else None
-    key = "" if source is None or cache is None else cache.key(source, name, {
+    def computed() -> Table:
+        table: Table = table_def(name).function()(ProbeInput(
+            db, frames, grouping, spec.n_boot, spec.seed, spec.gate, spec.fit_depths,
+            spec.split_seed))
+        return table
+
+    source = frames.source
+    if source is None:  # frames with repaired answers: never kept
+        return computed()
+    cache = ResultsCache(source.path)
+    key = cache.key(source, name, {
         "n_boot": spec.n_boot, "seed": spec.seed,
         "gate": asdict(spec.gate) if spec.gate is not None else None,
         "fit_depths": spec.fit_depths, "split_seed": spec.split_seed})
-    kept = cache.get(key) if cache is not None else None
-    if isinstance(kept, Table):
+    kept: Table | None = cache.get(key)
+    if kept is not None:
         return kept
-    table: Table = table_def(name).function()(ProbeInput(
-        db, frames, grouping, spec.n_boot, spec.seed, spec.gate, spec.fit_depths,
-        spec.split_seed))
-    if cache is not None:
-        cache.put(key, table)
+    table = computed()
+    cache.put(key, table)
     return table
 
 
