@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import io
+import sqlite3
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import cast
@@ -34,6 +35,8 @@ from console.screens.trajectories import TrajectoriesScreen
 from core import store
 from core.errors import ConfigError
 from core.models.registry import load_registry
+from core.probes import ProbeRecord
+from core.store.probes import write_probes
 from core.store.selection import Selection
 from jobs.control import enqueue_grid
 from jobs.grid import GridRequest
@@ -428,14 +431,35 @@ async def test_new_episodes_mark_numbers_stale(lab_db: Path) -> None:
                                                regimes=("clean",), question_set="traj6",
                                                run="traj"), load_registry(None))
         run_worker(settings, until_idle=True)
+        added = _episodes_of(lab_db, "sim-clock4")
         screen.post_message(DbChanged())
         await _settle(pilot)
-        assert "new episodes since computed: r recomputes" in _text(screen, "#results-prov")
+        assert f"⟳ {added} new episodes since computed: r recomputes" in _text(
+            screen, "#results-prov")
         assert _text(screen, "#results-text") == before
         await pilot.press("r")
         await _settle(pilot)
         assert "sim-clock4" in _text(screen, "#results-text")
-        assert "new episodes" not in _text(screen, "#results-prov")
+        assert "⟳" not in _text(screen, "#results-prov")
+        # a stored probe is no new episode, but the probe tables move with it: said as such
+        episode = db.conn.execute("SELECT max(id) FROM episodes").fetchone()[0]
+        write_probes(db, [ProbeRecord(episode, 1, "answer_now", "sim-clock4")])
+        db.conn.close()
+        screen.post_message(DbChanged())
+        await _settle(pilot)
+        assert "⟳ lab.db changed since computed: r recomputes" in _text(screen, "#results-prov")
+        assert "new episode" not in _text(screen, "#results-prov")
+
+
+def _episodes_of(path: Path, model: str, seed: int | None = None) -> int:
+    """How many episodes of `model` (and `seed`) lab.db holds."""
+    conn = sqlite3.connect(path)
+    try:
+        return int(conn.execute(
+            "SELECT count(*) FROM episodes e JOIN cells c ON c.id = e.cell_id "
+            "WHERE c.model = ? AND (? IS NULL OR c.seed = ?)", (model, seed, seed)).fetchone()[0])
+    finally:
+        conn.close()
 
 
 @pytest.mark.asyncio
@@ -463,7 +487,9 @@ async def test_episodes_outside_the_selection_leave_its_numbers_current(lab_db: 
         db.conn.close()
         screen.post_message(DbChanged())
         await _settle(pilot)
-        assert "new episodes since computed: r recomputes" in _text(screen, "#results-prov")
+        added = _episodes_of(lab_db, "sim-never", seed=7)
+        assert f"⟳ {added} new episodes since computed: r recomputes" in _text(
+            screen, "#results-prov")
         assert _text(screen, "#results-text") == before
 
 

@@ -184,7 +184,9 @@ class ResultsScreen(LabScreen):
 
     @dataclass
     class Stale(Message):
-        """lab.db has episodes the numbers on show do not include."""
+        """lab.db changed since the numbers on show were computed (`stale_note`)."""
+
+        note: str
 
     @dataclass
     class Exported(Message):
@@ -212,7 +214,9 @@ class ResultsScreen(LabScreen):
         self._variant = 0
         self._drill: CellDecisions | None = None
         self._provenance = ""
-        self._stale = False
+        self._stale = ""
+        """What changed in lab.db since the numbers on show were computed ("": nothing
+        seen)."""
         self._generation = 0
         self.repaired = False
         """Whether stored answer repairs (`lab repair`) replace the raw answers."""
@@ -451,6 +455,7 @@ class ResultsScreen(LabScreen):
 
     @work(thread=True, exclusive=True, group="results-stale")
     def _check_stale(self, seen: Fingerprint | None) -> None:
+        from console.screens.results.stale import stale_note
         from core.store.selection import fingerprint
 
         db = self._connect()
@@ -459,7 +464,7 @@ class ResultsScreen(LabScreen):
         finally:
             db.conn.close()
         if seen is not None and now != seen:
-            self.post_message(self.Stale())
+            self.post_message(self.Stale(stale_note(seen, now)))
 
     @work(thread=True, exclusive=True, group="results-compute")
     def _compute(self, view: str, width: int, height: int, generation: int,
@@ -835,7 +840,7 @@ class ResultsScreen(LabScreen):
     def _show_provenance(self) -> None:
         line = Text(inert(self._provenance))
         if self._stale:
-            line.append("  ⟳ new episodes since computed: r recomputes", style="bold")
+            line.append(f"  ⟳ {self._stale}: r recomputes", style="bold")
         self.query_one("#results-prov", Static).update(line)
 
     def on_results_screen_frames_loaded(self, message: FramesLoaded) -> None:
@@ -848,7 +853,7 @@ class ResultsScreen(LabScreen):
         if message.generation != self._generation:
             return
         if message.fingerprint != self._fingerprint and self._stale:
-            self._stale = False
+            self._stale = ""
             self._show_provenance()
         self._fingerprint = message.fingerprint
         self._computed[message.computed.view] = message.computed
@@ -872,8 +877,8 @@ class ResultsScreen(LabScreen):
             self._show_charts(message.charts)
 
     def on_results_screen_stale(self, message: Stale) -> None:
-        """Say that lab.db has new episodes since these numbers were computed."""
-        self._stale = True
+        """Say what changed in lab.db since these numbers were computed."""
+        self._stale = message.note
         self._show_provenance()
 
     def on_results_screen_drilled(self, message: Drilled) -> None:
