@@ -201,3 +201,23 @@ async def test_footer_dims_and_lights_a_key_in_place_and_rebuilds_for_another_ke
         await pilot.pause()
         await pilot.pause()
         assert "x" not in keys() and keys()["y"] is not before["y"]
+
+
+@pytest.mark.asyncio
+async def test_a_footer_being_removed_plans_no_keys_while_still_attached() -> None:
+    """`footer.remove()` marks the footer as being removed at once, while it is still
+    attached to a live screen: a rebuild asked for before then (bindings changed) must
+    not plan keys for it. A footer already removed has no screen."""
+    from textual.widgets._footer import FooterKey
+
+    app = _Toggled()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        footer = app.query_one(LabFooter)
+        assert footer._live_screen() is app.screen and footer.query(FooterKey)
+        removal = footer.remove()
+        assert footer.is_attached and app.screen.is_attached  # the window this is about
+        assert footer._live_screen() is None and footer._plan() == ()
+        await footer.recompose()  # a rebuild that was asked for: nothing happens
+        await removal
+        assert not footer.is_attached and footer._live_screen() is None
