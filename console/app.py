@@ -72,7 +72,7 @@ class ConsoleConfig:
         n_boot: question-level resamples of Results' intervals (`lab results
             --resamples`'s default, so the screen shows the same numbers).
         hazard_boot: cluster resamples of Results' hazard model (`lab results` uses
-            min(resamples, 1000)).
+            `analysis.base.cache.hazard_resamples` of its resamples).
         seed: the bootstrap seed of Results (`lab results --seed`).
         outcome_resamples: resamples of the registered tests' outcomes on
             Pre-registration (`lab prereg outcomes --resamples`).

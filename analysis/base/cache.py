@@ -43,6 +43,12 @@ Part of an episode table's key (`ResultsCache.table_key`), so it is defined here
 `lab results` reads it before pandas is imported."""
 
 
+def hazard_resamples(resamples: int) -> int:
+    """The resamples the hazard model takes when the tables take `resamples`: at most
+    1,000 (part of an episode table's key too, so defined beside `REFERENCE`)."""
+    return min(resamples, 1000)
+
+
 @functools.lru_cache(maxsize=1)
 def code_hash() -> str:
     """sha256 of the analysis code and the decision and regime definitions (a change drops

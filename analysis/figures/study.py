@@ -3,7 +3,7 @@ prints for the same selection, resamples and seed (each table's `Table.dicts()` 
 version and provenance fields of `row_provenance`), with the study's provenance.
 
 `lab results` computes the tables with ``compute(frames, names, resamples,
-min(resamples, 1000), seed)`` and the probe tables with `results_for`; `study_rows`
+hazard_resamples(resamples), seed)`` and the probe tables with `results_for`; `study_rows`
 does the same, so a figure's sidecar rows equal the table's JSON rows (tests/test_figures.py).
 """
 
@@ -92,6 +92,7 @@ def study_rows(db: Database, selection: Selection, resamples: int, seed: int = 0
     Returns:
         The StudyRows.
     """
+    from analysis.base.cache import hazard_resamples
     from analysis.base.parallel import each
     from analysis.measures.frames import db_file, load_frames
     from analysis.tables.compute import compute
@@ -100,7 +101,7 @@ def study_rows(db: Database, selection: Selection, resamples: int, seed: int = 0
     from core.store.probes import probe_counts
 
     spec = replace(spec or ResultsSpec(), n_boot=resamples,
-                   hazard_boot=min(resamples, 1000), seed=seed)
+                   hazard_boot=hazard_resamples(resamples), seed=seed)
     episode_tables, probes = table_names(EPISODES), table_names(PROBES)
     wanted = set(names) if names is not None else {*episode_tables, *probes, "trace_sweeps"}
     frames = load_frames(db, selection)
@@ -114,7 +115,7 @@ def study_rows(db: Database, selection: Selection, resamples: int, seed: int = 0
         process reads lab.db through a connection of its own."""
         if i == 0:
             res = compute(frames, [n for n in episode_tables if n in wanted], resamples,
-                          min(resamples, 1000), seed)
+                          hazard_resamples(resamples), seed)
             return res.tables, res.runs, res.errored, res.pooled
         own = os.getpid() != parent
         reader = LabDatabase(sqlite3.connect(path)) if own else db

@@ -8,6 +8,7 @@ from dataclasses import asdict
 from html import escape
 from typing import Any
 
+from analysis.base.cache import hazard_resamples
 from analysis.figures import Rendered
 from analysis.figures.study import StudyRows
 from analysis.report.summary import EXPLORATORY_BADGE, is_exploratory
@@ -66,7 +67,7 @@ def covers(study: StudyRows, version: str, commit: str, db_name: str) -> str:
         ("question sets", escape(", ".join(_distinct(study, "question_set")) or "(none named)")),
         ("seeds", escape(", ".join(_distinct(study, "seeds")))),
         ("bootstrap", f"{study.resamples:,} question-level resamples (hazard model: "
-                      f"{min(study.resamples, 1000):,}), seed {study.seed}"),
+                      f"{hazard_resamples(study.resamples):,}), seed {study.seed}"),
     ]
     return (facts(pairs) + "<h3>Runs</h3><ul>" + "".join(runs) + "</ul>")
 

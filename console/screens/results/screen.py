@@ -39,6 +39,7 @@ from analysis.tables.registry import EPISODES, TRACES, TableDef, views
 from console.messages import DbChanged
 from console.screens.base import LabScreen
 from console.screens.results.selection import parse_selection
+from console.screens.results.stale import stale_note
 from console.screens.results.table_cursor import Layout
 from console.screens.results.widgets import DrillTable, GridTable, TableScroll
 from console.widgets.footer import LabFooter
@@ -455,7 +456,6 @@ class ResultsScreen(LabScreen):
 
     @work(thread=True, exclusive=True, group="results-stale")
     def _check_stale(self, seen: Fingerprint | None) -> None:
-        from console.screens.results.stale import stale_note
         from core.store.selection import fingerprint
 
         db = self._connect()
