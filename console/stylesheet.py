@@ -1,4 +1,4 @@
-"""The console's stylesheet: a re-parse reuses the parses it already made.
+"""The console's stylesheet: parses are made once per process and theme, and reused.
 
 Textual re-parses the whole stylesheet whenever a source is added after the app started
 (a screen's `.tcss` on its first show, the warm-up's `preload_css`) or the theme's
@@ -10,7 +10,10 @@ parses of the console's ~45 sources after the seven screens, 61 with this styles
 A parse depends only on the source's text, where it was read from, its flags and the
 variables. So the new stylesheet may start with this one's cache, and setting the same
 variables again (Textual does it, then re-parses, whenever a mode's screen is first
-shown) keeps it; new variables (another theme) empty it, as in Textual.
+shown) keeps it. For the same reason the parses are the process's, one cache per set of
+variables, not each app's: an app started after another in one process (the console's
+tests start hundreds) reads the parses the first made, and another theme reads the
+parses made with its own variables.
 """
 
 from __future__ import annotations
@@ -25,19 +28,39 @@ PARSES = 1024
 after the seven screens; Textual keeps 64, which a few more screens would pass)."""
 
 
+Parses = LRUCache[tuple[object, ...], list[RuleSet]]
+"""Rule sets by Textual's parse key (the CSS, where it was read from, its flags)."""
+
+_PARSES: LRUCache[tuple[tuple[str, str], ...], Parses] = LRUCache(8)
+"""This process's parses, one cache per set of CSS variables (a theme)."""
+
+
+def parses_for(variables: dict[str, str]) -> Parses:
+    """The process's parse cache for CSS read with `variables`."""
+    key = tuple(sorted(variables.items()))
+    cache = _PARSES.get(key)
+    if cache is None:
+        cache = LRUCache(PARSES)
+        _PARSES.set(key, cache)
+    return cache
+
+
 class ReusingStylesheet(Stylesheet):
-    """A `Stylesheet` whose `reparse` keeps its parse cache."""
+    """A `Stylesheet` whose parses are kept by a `reparse` and shared by every
+    `ReusingStylesheet` of the process with the same variables."""
 
     def __init__(self, *, variables: dict[str, str] | None = None) -> None:
         super().__init__(variables=variables)
-        self._parse_cache: LRUCache[tuple[object, ...], list[RuleSet]] = LRUCache(PARSES)
+        self._parse_cache: Parses = parses_for(self._variables)
 
     def set_variables(self, variables: dict[str, str]) -> None:
         """Set the CSS variables; the parses made with the same ones are kept."""
         if variables == self._variables:
             self._invalid_css = set()  # as Textual's: invalid CSS is parsed again
             return
+        self._parse_cache = LRUCache(1)  # Textual empties the cache it finds: not a shared one
         super().set_variables(variables)
+        self._parse_cache = parses_for(variables)
 
     def reparse(self) -> None:
         """Re-parse every source, as Textual's `reparse` does (in a new stylesheet, so
@@ -48,7 +71,6 @@ class ReusingStylesheet(Stylesheet):
             StylesheetParseError: if the CSS is invalid.
         """
         fresh = ReusingStylesheet(variables=self._variables)
-        fresh._parse_cache = self._parse_cache
         for read_from, (css, is_defaults, tie_breaker, scope) in self.source.items():
             fresh.add_source(css, read_from=read_from, is_default_css=is_defaults,
                              tie_breaker=tie_breaker, scope=scope)

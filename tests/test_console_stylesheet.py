@@ -99,6 +99,23 @@ async def test_a_new_theme_parses_again_and_shows_its_colours() -> None:
         assert shown.rgb == Color.parse(primary.primary).rgb
 
 
+@pytest.mark.asyncio
+async def test_an_app_started_after_another_in_the_process_parses_nothing_again(
+        parses: Counter[object]) -> None:
+    """The parses are the process's (per set of variables), not each app's: a second app
+    reads the first one's, and shows the same colours."""
+    shown = []
+    for _ in range(2):
+        app = Themed()
+        async with app.run_test() as pilot:
+            await pilot.pause()
+            shown.append(app.screen.styles.background)
+        if len(shown) == 1:
+            first = sum(parses.values())
+    assert sum(parses.values()) == first
+    assert shown[0] == shown[1]
+
+
 def test_reparse_keeps_the_rules_and_an_error_leaves_them() -> None:
     """As Textual's: the same rules after a re-parse; invalid CSS raises and the
     stylesheet keeps the rules it had."""
