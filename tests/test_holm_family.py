@@ -7,7 +7,6 @@ import math
 
 import pandas as pd
 import pytest
-from statsmodels.stats.multitest import multipletests
 
 from analysis.base.rows import holm_family, with_holm
 from analysis.measures.success import paired_table
@@ -17,6 +16,10 @@ from tests.helpers.synthetic import random_episodes
 def test_paired_table_adjusts_across_models_within_each_family(monkeypatch: pytest.MonkeyPatch
                                                               ) -> None:
     import gc
+
+    # imported here, not by the module: statsmodels pulls in scipy.stats (about 0.8 s), and
+    # every xdist worker imports every test module when it collects the suite
+    from statsmodels.stats.multitest import multipletests
 
     # statsmodels' holm branch ends with gc.collect(): no number changes, but each call
     # costs up to 0.7 s in a test process's large heap
