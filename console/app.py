@@ -40,7 +40,7 @@ from textual.widget import AwaitMount
 from textual.widgets import Input, SelectionList, TextArea
 from textual.worker import WorkerFailed, WorkerState
 
-from console import contain, logs, stylesheet, warmup
+from console import contain, logs, style_colors, stylesheet, warmup
 from console.inert_filter import InertLines
 from console.messages import DbChanged, Notice, ReadOnly
 from console.screens import SCREENS, LazyScreen, ScreenInfo, screen_mode
@@ -162,6 +162,7 @@ class LabApp(App[None]):
         self.local_workers = LocalWorkers(config.db_path, config.config_path, self.log_dir)
         """The `lab worker` processes started from the console (`console.workers`)."""
         contain.install(lambda app: isinstance(app, LabApp))
+        style_colors.install()  # no widget's style cache outlives it
         for info in SCREENS:
             self.add_mode(info.mode, self._mode_factory(info.factory))
 
