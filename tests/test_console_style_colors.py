@@ -39,7 +39,7 @@ def _style_caches() -> int:
 @pytest.mark.asyncio
 async def test_no_style_cache_outlives_its_app() -> None:
     """Three apps one after another leave as many style caches as one: the last app's
-    (the test's context still names it as the active app), none of the first two."""
+    (something still refers to the app after its run), none of the first two."""
     style_colors.install()  # as every console does when it starts
     before = _style_caches()
     after = []
