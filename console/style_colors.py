@@ -37,5 +37,4 @@ def install() -> None:
         return by_colours(base_background, background)
 
     get_inner_outer.lab_by_colours = True  # type: ignore[attr-defined]
-    get_inner_outer.cache_info = by_colours.cache_info  # type: ignore[attr-defined]
     StylesCache.get_inner_outer = get_inner_outer  # type: ignore[method-assign,assignment]

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import click
 from sqlite_utils import Database
 
+from analysis.base.cache import hazard_resamples
 from analysis.tables.provenance import provenance_lines, row_provenance
 from console.cli.options import TableChoice, bounded, number, open_db
 from console.cli.output import echo
@@ -96,7 +97,6 @@ def results_spec(resamples: int, seed: int, tau_lo: float, tau_hi: float,
     """How `lab results` (and `lab figures`, `lab report`) compute the tables from their
     options: the hazard model takes at most 1,000 of the resamples; Δ pools the main
     family's five failure regimes unless `delta_regimes` is "mean6"."""
-    from analysis.base.cache import hazard_resamples
     from analysis.replay.gate import Gate
     from analysis.tables.results import ResultsSpec
 
@@ -249,7 +249,7 @@ def _early_reads(db: Database, selection: Selection, table: str, resamples: int,
     cache for the data the thread finds (`kept`: the key `compute` looks up, with the
     spec `results_spec` makes of the options). None for a filtered selection (it reads
     its own, narrower rows) or a table of another family."""
-    from analysis.base.cache import REFERENCE, ResultsCache, hazard_resamples
+    from analysis.base.cache import REFERENCE, ResultsCache
     from analysis.base.source import FrameSource
     from analysis.tables.registry import EPISODES, table_def, table_names
     from core.conditions import LAMBDA
@@ -421,8 +421,6 @@ def export_cmd(ctx: click.Context, directory: Path, runs: tuple[str, ...],
         episodes = False  # trace states only: no episode files or tables
         if store.count(db, "episodes"):
             echo(f"note: {exc}; writing the trace states' files only", err=True)
-    from analysis.base.cache import hazard_resamples
-
     paths = export(db, directory, selection, resamples, hazard_resamples(resamples),
                    episodes=episodes)
     echo(f"wrote {len(paths)} files to {directory}: " + ", ".join(p.name for p in paths))
