@@ -96,16 +96,13 @@ is imported by the first chart drawn (Hazard, Answering), 1.0 s of CPU at load 1
 def results_once() -> None:
     """What Results' first computation pays once per process, beyond imports: setting
     the BLAS libraries to one thread (threadpoolctl lists every loaded library, 25–70
-    ms), the analysis code's hash and lab's version that key the results cache (every
-    analysis module read and hashed, 20–40 ms; the package metadata parsed, ~8 ms); each
-    is kept for the process."""
+    ms) and the analysis code's hash that keys the results cache (every analysis module
+    read and hashed, 20–40 ms); each is kept for the process."""
     from analysis.base.cache import code_hash
     from analysis.stats.blas import single_thread
-    from core.version import project_version
 
     single_thread()
     code_hash()
-    project_version()
 
 
 def import_screens(factories: Iterable[LazyScreen], between: Callable[[], object]
