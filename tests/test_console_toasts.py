@@ -13,6 +13,7 @@ from textual.pilot import Pilot
 from textual.widgets import Input
 from textual.widgets._toast import Toast
 
+from console.toast_place import RACK, TOP
 from console.widgets.sets_forms import SetForm
 from core import prereg, store
 from tests.helpers.console import build, console_app, copy_db, settle
@@ -89,3 +90,33 @@ async def test_toasts_leave_the_editors_title_uncovered(lab_db: Path) -> None:
         await settle(pilot)
         field = app.screen.query_one("#editor-title", Input)
         assert_uncovered(field, await toast_regions(app, pilot, field))
+
+
+@pytest.mark.asyncio
+async def test_moving_the_toasts_restyles_the_rack_not_the_screen(lab_db: Path) -> None:
+    """Focus going back and forth between a field in the upper half and one in the lower
+    moves the rack each time, and restyles the rack, not the screen (whose restyle is
+    every widget of the form: 531 nodes restyled in these four moves with the class on the
+    screen, 189 with it on the rack)."""
+    app = console_app(lab_db, first_screen="enqueue")
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        await settle(pilot)
+        rack = app.screen.get_child_by_id(RACK)
+        real = app.stylesheet.apply
+        restyled: list[object] = []
+
+        def apply(node: object, *args: object, **kwargs: object) -> None:
+            restyled.append(node)
+            real(node, *args, **kwargs)  # type: ignore[arg-type]
+
+        app.stylesheet.apply = apply  # type: ignore[method-assign]
+        tops = []
+        for field_id in ("enq-models", "enq-knobs", "enq-models", "enq-knobs"):
+            app.screen.query_one(f"#{field_id}").focus()
+            await pilot.pause()
+            await pilot.pause()
+            tops.append(rack.has_class(TOP))
+        app.stylesheet.apply = real  # type: ignore[method-assign]
+        assert tops == [False, True, False, True]
+        assert rack in restyled
+        assert app.screen not in restyled, f"{len(restyled)} nodes restyled"
