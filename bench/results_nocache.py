@@ -175,9 +175,9 @@ def one_round(db_path: Path, first_view: str | None, views: list[str] | None,
             json.dumps([first_view, views, str(profile) if profile else None])]
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["PYTHONPATH"] = str(ROOT)
-    from console.cli import small_pages
+    from console.cli.environment import set_defaults
 
-    small_pages(env)  # as `lab` starts the console
+    set_defaults(env)  # as `lab` starts the console
     out = subprocess.run(args, check=True, stdout=subprocess.PIPE, text=True, env=env).stdout
     shutil.rmtree(f"{db_path}{SUFFIX}", ignore_errors=True)
     return [tuple(v) for v in json.loads(out.strip().splitlines()[-1])]

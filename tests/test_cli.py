@@ -228,19 +228,25 @@ def test_sqlite_utils_without_numpy_refuses_to_type_a_column_from_a_numpy_value(
     assert out.returncode != 0 and "KeyError" in out.stderr, out.stderr
 
 
-@pytest.mark.parametrize("asked, want", [(None, "False"), ("1", "True")])
-def test_lab_asks_numpy_for_ordinary_pages_unless_told(asked: str | None, want: str) -> None:
-    """`lab` sets numpy's huge-page switch off before numpy is imported (huge pages made
-    a paper-scale table spend 0.3 s more system time, docs/performance.md); a value the
-    environment already holds is kept."""
+@pytest.mark.parametrize("asked, want", [(None, "False 1"), ("1", "True 2")])
+def test_lab_sets_numpys_pages_and_blas_threads_unless_told(asked: str | None, want: str
+                                                            ) -> None:
+    """`lab` sets numpy's huge-page switch off and OpenBLAS to one thread before numpy is
+    imported (huge pages made a paper-scale table spend 0.3 s more system time; OpenBLAS's
+    idle threads spun on the core lab.db is read on, docs/performance.md); values the
+    environment already holds are kept."""
     import os
 
-    env = {k: v for k, v in os.environ.items() if k != "NUMPY_MADVISE_HUGEPAGE"}
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("NUMPY_MADVISE_HUGEPAGE", "OPENBLAS_NUM_THREADS")}
     if asked is not None:
         env["NUMPY_MADVISE_HUGEPAGE"] = asked
+        env["OPENBLAS_NUM_THREADS"] = "2"
     code = ("from console.cli import main; main(['--help']); import numpy; "
+            "from threadpoolctl import threadpool_info; "
             "core = getattr(numpy, '_core', None) or numpy.core; "
-            "print(core.multiarray._get_madvise_hugepage())")
+            "blas = [i['num_threads'] for i in threadpool_info() if i['user_api'] == 'blas']; "
+            "print(core.multiarray._get_madvise_hugepage(), *blas)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                          cwd=Path(__file__).resolve().parents[1])
     assert out.stdout.strip().splitlines()[-1] == want, out.stdout + out.stderr

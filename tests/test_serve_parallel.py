@@ -1,6 +1,6 @@
 """`lab serve` over vLLM's parallelism, against a stand-in `vllm` first on PATH.
 
-The stand-in records the arguments and the GPU and Ray variables it was started with,
+The stand-in records the arguments and the GPU, Ray and numpy variables it was started with,
 then serves /health, /v1/models and chat completions (tests.servers.fake_vllm), so the
 replicas a `lab serve --replicas 2` starts can serve one model's grid together: each
 must see calls (counted on the servers' side).
@@ -20,6 +20,7 @@ import httpx
 import pytest
 from click.testing import CliRunner, Result
 
+from console.cli.environment import set_defaults
 from console.cli.models import serve
 from core import store
 from core.errors import ConfigError
@@ -36,8 +37,8 @@ STAND_IN = """#!{python}
 import json, os, sys
 args = sys.argv[1:]
 port = args[args.index("--port") + 1]
-record = {{"argv": args, "CUDA_VISIBLE_DEVICES": os.environ.get("CUDA_VISIBLE_DEVICES"),
-          "RAY_ADDRESS": os.environ.get("RAY_ADDRESS")}}
+record = {{"argv": args, **{{name: os.environ.get(name) for name in (
+    "CUDA_VISIBLE_DEVICES", "RAY_ADDRESS", "NUMPY_MADVISE_HUGEPAGE", "OPENBLAS_NUM_THREADS")}}}}
 with open(os.path.join({records!r}, port + ".json"), "w") as f:
     json.dump(record, f)
 sys.path.insert(0, {root!r})
@@ -173,7 +174,15 @@ def test_refusals_are_one_line(tmp_path: Path, db_path: Path, monkeypatch: pytes
 
 @pytest.mark.timeout(300)
 def test_ray_address_reaches_the_stand_in_as_vllm_reads_it(tmp_path: Path, db_path: Path,
-                                                           stand_in: Path) -> None:
+                                                           stand_in: Path,
+                                                           monkeypatch: pytest.MonkeyPatch
+                                                           ) -> None:
+    """Also: the server gets the environment as the user gave it, not the numpy and BLAS
+    settings `lab` puts into its own (a value the user set passes)."""
+    monkeypatch.delenv("NUMPY_MADVISE_HUGEPAGE", raising=False)
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "4")
+    set_defaults()
+    assert os.environ["NUMPY_MADVISE_HUGEPAGE"] == "0"
     port = free_ports(1)
     cfg = registry(tmp_path / "lab.toml", port, 'ray_address = "10.0.0.1:6379"\n')
     out = invoke(["qwen-par", "--detach", "--wait", "120", "--tensor-parallel-size", "8",
@@ -184,6 +193,7 @@ def test_ray_address_reaches_the_stand_in_as_vllm_reads_it(tmp_path: Path, db_pa
         rec = recorded(stand_in, port)
         argv = rec["argv"]
         assert rec["RAY_ADDRESS"] == "10.0.0.1:6379" and rec["CUDA_VISIBLE_DEVICES"] is None
+        assert rec["NUMPY_MADVISE_HUGEPAGE"] is None and rec["OPENBLAS_NUM_THREADS"] == "4"
         assert flag(argv, "--tensor-parallel-size") == "8"
         assert flag(argv, "--pipeline-parallel-size") == "2"
         assert flag(argv, "--distributed-executor-backend") == "ray"

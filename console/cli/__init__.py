@@ -7,13 +7,12 @@ console's imports.
 
 from __future__ import annotations
 
-import os
 import sys
-from collections.abc import MutableMapping
 from pathlib import Path
 
 import click
 
+from console.cli.environment import set_defaults
 from console.cli.options import CONFIG_HELP, DB_HELP, LabGroup, check_config, config_explicit
 from console.cli.output import echo, error_line
 from core.errors import LabError
@@ -65,23 +64,9 @@ def cli(ctx: click.Context, db: Path, config: Path) -> None:
         open_from_group(ctx)
 
 
-def small_pages(environ: MutableMapping[str, str] = os.environ) -> None:
-    """Ask numpy for ordinary pages for its large arrays (``NUMPY_MADVISE_HUGEPAGE=0``,
-    numpy's own switch, read when numpy is imported), unless the environment already says.
-
-    numpy asks Linux for huge pages for every array of 4 MB or more; where the kernel
-    compacts memory to find them on the spot (transparent huge pages' ``defrag`` set to
-    ``madvise``, a common default), each such array costs system time when first written.
-    A `lab results` table at 198,000 episodes allocates hundreds of them: 0.7 s of system
-    time, 0.45 s with ordinary pages, the same memory and the same numbers
-    (docs/performance.md).
-    """
-    environ.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")
-
-
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the CLI; any bad input ends with one line on stderr, exit ≠ 0."""
-    small_pages()
+    set_defaults()
     try:
         # without standalone mode click returns ctx.exit()'s code instead of raising it
         code = cli.main(args=argv, prog_name="lab", standalone_mode=False)

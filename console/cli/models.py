@@ -11,6 +11,7 @@ from pathlib import Path
 
 import click
 
+from console.cli.environment import as_given
 from console.cli.options import number, open_db
 from console.cli.output import echo
 from core.bounds import MAX_TIMEOUT_S, Bounds
@@ -174,7 +175,7 @@ def _start(plan: list[Launch], folder: Path, model: str, detach: bool
         log = folder / f"serve-{model}-{launch.port}.log"
         with log.open("ab") as out:
             proc = subprocess.Popen(launch.command, stdout=out, stderr=subprocess.STDOUT,
-                                    env={**os.environ, **launch.env}, start_new_session=detach)
+                                    env={**as_given(), **launch.env}, start_new_session=detach)
         started.append((launch, proc, log))
     return started
 
