@@ -8,12 +8,21 @@ from pathlib import Path
 
 import pytest
 
+from console.cli.environment import set_defaults
+
 # Bytecode caches are written even where PYTHONDONTWRITEBYTECODE is set (a container's
 # usual default): without them each xdist worker rewrote the asserts of every test module
 # and compiled lab's modules from source again on every run (collecting the suite: 12.8 s
 # of CPU per worker, 5.0 s with the caches), and each `lab` subprocess compiled what it
 # imports. The caches go to the gitignored __pycache__ folders; subprocesses only read them.
 sys.dont_write_bytecode = False
+
+# The suite runs with the environment `lab` gives itself before numpy is imported
+# (console/cli/environment.py: OpenBLAS on one thread, numpy without huge pages), set
+# here in pytest's first process, so its xdist workers and every process a test starts
+# inherit it: OpenBLAS's idle threads spun about 0.1 s of a core in each process that
+# imported numpy.
+set_defaults()
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
