@@ -3,7 +3,8 @@ as it was given, for the servers `lab serve` starts.
 
 Both settings are read once, when numpy (and the BLAS library it loads) is imported, so
 they must be in the environment before that; a value the environment already holds is
-kept (docs/performance.md, "Paper scale"):
+kept (docs/performance.md: "Toward a second per table" for the pages, "OpenBLAS's idle
+threads" for the threads):
 
 - ``NUMPY_MADVISE_HUGEPAGE=0``: numpy asks Linux for huge pages for every array of 4 MB
   or more; where the kernel compacts memory to find them on the spot (transparent huge
@@ -13,7 +14,8 @@ kept (docs/performance.md, "Paper scale"):
 - ``OPENBLAS_NUM_THREADS=1``: OpenBLAS starts a thread per further core when it is
   loaded, and those threads spin for a while: about 0.1 s of a second core's time in
   each `lab` process that imports numpy, on the core that `lab results` reads lab.db
-  with meanwhile. Analysis runs BLAS on one thread anyway (`analysis.stats.blas`).
+  with meanwhile. Analysis runs BLAS on one thread anyway (`analysis.stats.blas`), so
+  no number changes.
 """
 
 from __future__ import annotations
