@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 from textual.app import App, ComposeResult
 from textual.binding import Binding
+from textual.css.query import DOMQuery
+from textual.widget import Widget
 from textual.widgets import DataTable, Input, SelectionList, Static
 
 from console.screens import SCREENS
@@ -74,13 +76,27 @@ async def test_a_checklist_shows_its_cursor_when_focused(lab_db: Path) -> None:
 
 
 @pytest.mark.asyncio
-async def test_footer_at_80_columns_keeps_each_screens_essential_keys(lab_db: Path) -> None:
+async def test_footer_at_80_columns_keeps_each_screens_essential_keys(
+        lab_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """… and the footer's plan, asked at every change of focus and bindings, matches no
+    query against the whole screen: each key's `check_action` finds its widgets by id
+    (a query's truth value visits every node: 0.6 ms a key on Trajectories)."""
+    walks: list[DOMQuery[Widget]] = []
+    nodes = DOMQuery.nodes.fget  # type: ignore[attr-defined]
+
+    def counted(query: DOMQuery[Widget]) -> list[Widget]:
+        walks.append(query)
+        return nodes(query)
+
+    monkeypatch.setattr(DOMQuery, "nodes", property(counted))
     app = console_app(lab_db)
     async with app.run_test(size=(80, 24)) as pilot:
         for i, info in enumerate(SCREENS, start=1):
             await pilot.press(str(i))
             await settle(pilot)
             await pilot.pause()
+            walks.clear()
+            assert app.screen.active_bindings and not walks, (info.mode, walks)
             footer = app.screen.query_one(LabFooter)
             text = footer.text()
             for key in [*ESSENTIAL[info.mode], "? Help", "q Quit", "^p palette"]:

@@ -211,8 +211,8 @@ class TrajectoriesScreen(LabScreen):
         """Offer only the keys that do something in the current view (any key while
         the screen has no views: the footer asks before compose, and after the console
         began to close when the key that opened the screen was the last one)."""
-        if not self.query("#traj-views"):
-            return True
+        if self.query_one_optional("#traj-views") is None:
+            return True  # a query's truth value would match every node of the screen
         view = self.view
         if action in ("filter", "more", "open", "sort"):
             return view == LIST
