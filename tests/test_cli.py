@@ -256,6 +256,44 @@ def test_lab_sets_numpys_pages_and_blas_threads_unless_told(asked: str | None, w
     assert last == want, out.stdout + out.stderr
 
 
+def test_a_table_command_of_its_own_process_freezes_what_it_loaded_and_closes_lab_db(
+        trajectories_db: Path, tmp_path: Path) -> None:
+    """`lab results` run as a program leaves what it imported out of the collector's
+    scans (the interpreter's exit scanned it all: 0.08 s of a paper-scale table,
+    docs/performance.md), and lab.db's connections are still all closed at exit: no
+    ``-wal`` or ``-shm`` is left beside it, so a copy of lab.db alone holds everything."""
+    from tests.helpers.console import copy_db
+
+    path = copy_db(trajectories_db, tmp_path / "lab.db")
+    code = ("import gc, sys; from console.cli import main; code = main(); "
+            "print('frozen', gc.get_freeze_count(), file=sys.stderr); sys.exit(code)")
+    out = subprocess.run([sys.executable, "-c", code, "--db", str(path), "results", "success",
+                          "--format", "json", "--resamples", "10"], capture_output=True,
+                         text=True, timeout=300, cwd=Path(__file__).resolve().parents[1])
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout), out.stdout[:500]
+    frozen = int(out.stderr.rsplit("frozen ", 1)[1])
+    assert frozen > 20_000, out.stderr  # pandas, numpy and analysis (about 58,000)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("lab.db")) == [
+        "lab.db", "lab.db.results"]
+
+
+def test_a_table_command_run_in_a_callers_process_leaves_its_collector_alone(
+        trajectories_db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`main(args)` runs in a process that is not lab's (the tests run hundreds of
+    commands in one): nothing it holds is frozen out of collection."""
+    import gc
+
+    from tests.helpers.console import copy_db
+
+    path = copy_db(trajectories_db, tmp_path / "lab.db")
+    before = gc.get_freeze_count()
+    code = main(["--db", str(path), "results", "success", "--format", "json",
+                 "--resamples", "10"])
+    assert code == 0, capsys.readouterr().err
+    assert gc.get_freeze_count() == before
+
+
 def test_try_on_a_stated_arm_prints_the_streak_the_next_thought_states(db_path: Path) -> None:
     """The stated judgment of an observation is read from the next step's thought, after
     the observation's step was emitted: `lab try` prints that step once it is known."""

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import click
 
+from console.cli.collector import OWNS_PROCESS
 from console.cli.environment import set_defaults
 from console.cli.options import CONFIG_HELP, DB_HELP, LabGroup, check_config, config_explicit
 from console.cli.output import echo, error_line
@@ -65,11 +66,17 @@ def cli(ctx: click.Context, db: Path, config: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point: run the CLI; any bad input ends with one line on stderr, exit ≠ 0."""
+    """Entry point: run the CLI; any bad input ends with one line on stderr, exit ≠ 0.
+
+    Args:
+        argv: the arguments; None reads the process's own command line, and the command
+            then owns the process (`console.cli.collector`).
+    """
     set_defaults()
     try:
         # without standalone mode click returns ctx.exit()'s code instead of raising it
-        code = cli.main(args=argv, prog_name="lab", standalone_mode=False)
+        code = cli.main(args=argv, prog_name="lab", standalone_mode=False,
+                        obj={OWNS_PROCESS: argv is None})
         return code if isinstance(code, int) else 0
     except click.exceptions.Exit as exc:
         return int(exc.exit_code or 0)

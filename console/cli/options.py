@@ -168,11 +168,14 @@ def open_db(ctx: click.Context, create: bool = True) -> Database:
             nothing and says so.
 
     Returns:
-        The open database.
+        The open database, closed when the command ends (not left to the collector:
+        `console.cli.collector`).
     """
     from core import store  # here: `lab --help` and the group need no SQLite or pandas
 
-    return store.connect(ctx.obj["db"], create=create)
+    db = store.connect(ctx.obj["db"], create=create)
+    ctx.call_on_close(db.close)
+    return db
 
 
 def _set_global(ctx: click.Context, param: click.Parameter, value: Any) -> None:

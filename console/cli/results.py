@@ -17,6 +17,7 @@ from sqlite_utils import Database
 
 from analysis.base.cache import hazard_resamples
 from analysis.tables.provenance import provenance_lines, row_provenance
+from console.cli.collector import freeze_loaded
 from console.cli.options import TableChoice, bounded, number, open_db
 from console.cli.output import echo
 from core import store
@@ -209,6 +210,7 @@ def results(ctx: click.Context, table: str, runs: tuple[str, ...], sets: tuple[s
     from analysis.tables.results import family_of, results_for
     from analysis.tables.text import render_results
 
+    freeze_loaded(ctx)  # pandas and the tables' code: out of the exit's collections
     spec = results_spec(resamples, seed, tau_lo, tau_hi, max_retrievals, fit_depths,
                         split_seed, judge, repaired, against, delta_regimes)
     if against is not None and family_of(table) != REPLICATION:
@@ -407,6 +409,7 @@ def export_cmd(ctx: click.Context, directory: Path, runs: tuple[str, ...],
     from analysis.tables.export import export, has_traces
 
     db = open_db(ctx, create=False)
+    freeze_loaded(ctx)  # pandas and the tables' code: out of the exit's collections
     selection = selection_from(runs, sets, seeds, models, conditions, regimes, pool)
     traces = has_traces(db, selection)
     episodes = True
