@@ -60,8 +60,26 @@ class DataVersion:
         return conn
 
     def close(self) -> None:
-        """Close the connection (idempotent)."""
+        """Close the connection (idempotent), then fold lab.db's write-ahead log into it.
+
+        SQLite copies the log into lab.db and removes it when the last connection
+        closes, unless that connection is read-only: this one usually outlives every
+        other (the console's reads close theirs at once), so the commits that workers
+        made while the console watched stayed in ``lab.db-wal``, and a copy of lab.db
+        alone missed them. A short writable connection checkpoints what no reader still
+        needs and, if it closes last, removes the log; it never waits for a lock, and on
+        a read-only lab.db it does nothing."""
         with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+            if self._conn is None:
+                return
+            self._conn.close()
+            self._conn = None
+            try:
+                conn = sqlite3.connect(f"file:{quote(str(self._path.resolve()))}?mode=rw",
+                                       uri=True, timeout=0)
+                try:
+                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+                finally:
+                    conn.close()
+            except sqlite3.Error:
+                pass  # read-only, or locked by a writer: it folds the log in itself

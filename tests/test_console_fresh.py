@@ -9,6 +9,7 @@ is set to an hour so that only the calls made here move anything.
 from __future__ import annotations
 
 import re
+import sqlite3
 from pathlib import Path
 from typing import Any, cast
 
@@ -109,6 +110,28 @@ async def test_another_process_enqueues_then_switching_shows_it_without_r(lab_db
         assert "nothing queued yet" not in _jobs_hint(app)
         runs = app.screen.query_one("Tree", Tree).root.children
         assert any("run fixture" in str(n.label) for n in runs)
+
+
+@pytest.mark.asyncio
+async def test_what_others_committed_while_the_console_watched_is_in_lab_db_after_it_quits(
+        lab_db: Path) -> None:
+    """The console's poll holds a read-only connection that closes last, and SQLite
+    leaves the write-ahead log beside lab.db when the last connection to close is
+    read-only: a copy of lab.db alone missed every commit made while the console was
+    open. Quitting folds the log into lab.db and removes it."""
+    wal = lab_db.with_name("lab.db-wal")
+    app = console_app(lab_db, poll_s=NO_POLL)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        _enqueue_elsewhere(lab_db)
+        await _poll(pilot)
+        assert wal.exists() and wal.stat().st_size > 0  # the commit is in the log
+    assert not wal.exists() or wal.stat().st_size == 0
+    alone = sqlite3.connect(f"file:{lab_db}?immutable=1", uri=True)  # ignores any log
+    try:
+        assert alone.execute("SELECT count(*) FROM jobs").fetchone()[0] == 16
+    finally:
+        alone.close()
 
 
 @pytest.mark.asyncio
