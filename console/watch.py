@@ -47,8 +47,12 @@ class DataVersion:
             self._last = version
             return changed
 
+    def _uri(self, mode: str) -> str:
+        """lab.db's URI opened in `mode` ("ro" or "rw")."""
+        return f"file:{quote(str(self._path.resolve()))}?mode={mode}"
+
     def _open(self) -> sqlite3.Connection:
-        uri = f"file:{quote(str(self._path.resolve()))}?mode=ro"
+        uri = self._uri("ro")
         conn = sqlite3.connect(uri, uri=True, check_same_thread=False, timeout=5)
         try:
             conn.execute("PRAGMA data_version").fetchone()
@@ -75,8 +79,7 @@ class DataVersion:
             self._conn.close()
             self._conn = None
             try:
-                conn = sqlite3.connect(f"file:{quote(str(self._path.resolve()))}?mode=rw",
-                                       uri=True, timeout=0)
+                conn = sqlite3.connect(self._uri("rw"), uri=True, timeout=0)
                 try:
                     conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
                 finally:
