@@ -90,3 +90,29 @@ def install(app: App[None]) -> None:
     added: Textual adds them when the app starts running)."""
     assert not app.stylesheet.source, "install before the app reads its CSS"
     app.stylesheet = ReusingStylesheet(variables=app.stylesheet._variables)
+
+
+class StyledUnder:
+    """What a screen's styles depend on outside the screen, when they were last applied:
+    the stylesheet and its rules (a new list whenever a source is added or the CSS is
+    parsed again), Textual's count of CSS invalidations (a theme change), and the app's
+    pseudo-classes and classes (`App:blur`, `:dark`, `-theme-…`), which every node's
+    selectors may name through the app.
+
+    Textual restyles every widget of a screen each time the screen is shown again, for
+    whatever changed while another screen was shown; when none of these changed, the
+    restyle gives each widget the styles it has (a digit key's screen switch spent about
+    half of its CPU in it). Objects are compared by identity and held, so an object
+    freed and another made at its address cannot pass for it.
+    """
+
+    def __init__(self, app: App[object]) -> None:
+        sheet = app.stylesheet
+        self._objects = (sheet, sheet.rules)
+        self._values = (app._css_update_count, frozenset(app.get_pseudo_classes()),
+                        frozenset(app.classes))
+
+    def same(self, other: StyledUnder | None) -> bool:
+        """Whether `other` was taken under the same stylesheet, rules and app state."""
+        return other is not None and self._values == other._values and all(
+            a is b for a, b in zip(self._objects, other._objects, strict=True))

@@ -145,3 +145,100 @@ def test_install_refuses_an_app_that_read_its_css() -> None:
     app.stylesheet.add_source("Static { color: red; }", read_from=("a.tcss", ""))
     with pytest.raises(AssertionError):
         install(app)
+
+
+def _applied(screen: object) -> list[tuple[object, dict[str, object], dict[str, object]]]:
+    """Each node of `screen` with the rules the stylesheet gave it and its component
+    classes' rules, in DOM order."""
+    return [(node, dict(node.styles.base._rules),
+             {name: dict(styles.base._rules)
+              for name, styles in sorted(node._component_styles.items())})
+            for node in screen.walk_children(with_self=True)]  # type: ignore[attr-defined]
+
+
+async def _show(pilot: object, mode: str) -> None:
+    """Show a screen as its digit key does, without a key (a key gives the app focus)."""
+    await pilot.app.run_action(f"show('{mode}')")  # type: ignore[attr-defined]
+    await settle(pilot)  # type: ignore[arg-type]
+
+
+def _restyled_as_a_restyle_would(app: App[None]) -> list[str]:
+    """Check that the screen's widgets have the styles a full restyle gives them; the
+    dashboard's panel titles' text styles."""
+    shown = _applied(app.screen)
+    titles = [str(node.styles.text_style) for node in app.screen.query(".panel-title")]
+    app.stylesheet.update(app.screen, animate=False)
+    assert _applied(app.screen) == shown
+    return titles
+
+
+@pytest.mark.asyncio
+async def test_a_screen_first_shown_is_restyled_once_and_has_its_styles(lab_db: Path) -> None:
+    """Textual tells a mode's screen twice that it is shown on its first show; the second
+    restyle, with nothing changed since the first, is skipped, and the screen has the
+    styles a full restyle gives it."""
+    app = console_app(lab_db)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await _show(pilot, "jobs")
+        _restyled_as_a_restyle_would(app)
+        assert app.errors == []
+
+
+@pytest.mark.asyncio
+async def test_a_screen_shown_again_is_restyled_when_and_only_when_it_can_have_changed(
+        lab_db: Path) -> None:
+    """A screen shown again is restyled only when something its styles depend on outside
+    it changed while another screen was shown (`StyledUnder`): shown again unchanged, it
+    is not restyled whole (Textual's handler restyled every widget of it each time, about
+    half of a digit key's CPU); after CSS read meanwhile, an app class, the app losing
+    focus or a theme, it shows the change, and after each it has the styles a full
+    restyle gives it."""
+    from textual.screen import Screen
+
+    app = console_app(lab_db)
+    whole: list[str] = []
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        # rules on the dashboard's panel titles that only their change makes apply
+        for css in ("App.-lab-test #dash .panel-title { text-style: strike; }",
+                    "App:blur #dash .panel-title { text-style: reverse; }"):
+            app.stylesheet.add_source(css, read_from=("test", css))
+        app.stylesheet.reparse()
+        app.stylesheet.update(app)
+        for key in (*SCREEN_KEYS, "4", "1"):  # every screen's CSS read, shown again
+            await pilot.press(key)
+            await settle(pilot)
+        update_styles = app.update_styles
+
+        def counted(node: object, animate: bool = True) -> None:
+            if isinstance(node, Screen):
+                whole.append(type(node).__name__)
+            update_styles(node, animate=animate)  # type: ignore[arg-type]
+
+        app.update_styles = counted  # type: ignore[method-assign]
+        shown = []
+        for change in ("nothing", "css added", "app class", "app blur", "theme"):
+            await _show(pilot, "jobs")
+            if change == "css added":  # as Textual reads a screen's CSS on its first show
+                app.stylesheet.add_source("#dash .panel-title { text-style: italic; }",
+                                          read_from=("test", change))
+                app.stylesheet.reparse()
+                app.stylesheet.update(app)
+            elif change == "app class":
+                app.add_class("-lab-test")
+            elif change == "app blur":
+                app.app_focus = False
+            elif change == "theme":
+                app.theme = "textual-light" if app.current_theme.dark else "textual-dark"
+            await settle(pilot)
+            await _show(pilot, "dashboard")
+            if change == "nothing":
+                assert whole == [], whole
+            shown.append(_restyled_as_a_restyle_would(app))
+        assert app.errors == []
+    nothing, css_added, app_class, app_blur, _theme = shown
+    assert nothing and not any("italic" in t or "strike" in t for t in nothing), nothing
+    assert all("italic" in t for t in css_added), css_added
+    assert all("strike" in t for t in app_class), app_class
+    assert all("reverse" in t for t in app_blur), app_blur

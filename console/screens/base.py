@@ -35,6 +35,7 @@ from textual.screen import Screen
 
 from console.messages import DbChanged, Notice, ReadOnly, Wrote
 from console.selection import copy_selected
+from console.stylesheet import StyledUnder
 from console.widgets.footer import LabFooter
 from console.widgets.tab_marks import mark_tabs_in
 from core import store
@@ -85,6 +86,8 @@ class LabScreen(Screen[None]):
     premounted = False
     """Mounted by the warm-up before it was shown (`LabApp._premount`): it reads lab.db
     when first shown, not when mounted."""
+    _styled_under: StyledUnder | None = None
+    """The state this screen's styles were last applied under by a restyle on showing."""
     read_at: float | None = None
     """When this screen last started reading lab.db (the injected clock's seconds)."""
 
@@ -234,6 +237,15 @@ class LabScreen(Screen[None]):
                 event.refresh_styles = False
             self.first_show()
             return
+        if event.refresh_styles:
+            # Screen's handler, after this one, restyles every widget: not needed when
+            # nothing the styles depend on outside this screen changed since they were
+            # last applied here (console/stylesheet.py, `StyledUnder`)
+            now = StyledUnder(self.app)
+            if now.same(self._styled_under):
+                event.refresh_styles = False
+            else:
+                self._styled_under = now
         if self._read_changes is not None and self._read_changes != self.lab_app.changes:
             self.post_message(DbChanged())
 
