@@ -49,6 +49,13 @@ RESAMPLES = "100"
 name none: the numbers do not matter here, only that the command runs (the default
 2,000 would take minutes over all pages)."""
 FAST = ("results", "export", "figures", "report")
+FIGURE_FORMAT = "png"
+"""`--format` added to the `lab figures` commands that name none: drawing every figure as
+SVG and PDF as well was 5-7 s of docs/figures.md's 37-44 s of CPU and 3 s of README's.
+Those formats are checked where they are the subject: tests/test_figures.py writes every
+figure with the default formats, all three, and tests/test_figures_parallel.py compares
+SVG and PDF bytes. Here the command runs, and its PNGs are the pictures the page shows
+(`_figures_page_pictures`)."""
 
 SKIP = {
     # the quick start: a fresh virtual environment and an install cannot run inside the
@@ -215,6 +222,8 @@ def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str,
 
     if argv and argv[0] in FAST and "--resamples" not in argv:
         argv = [*argv, "--resamples", RESAMPLES]
+    if argv and argv[0] == "figures" and "--format" not in argv:
+        argv = [*argv, "--format", FIGURE_FORMAT]
     handlers = _signal_handlers()
     try:
         code = main(argv)

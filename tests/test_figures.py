@@ -31,8 +31,8 @@ FIGURE_TABLES = {"success_by_regime": ("success", None),
 def figures(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
     db = study_db(tmp_path_factory)
     out = tmp_path_factory.mktemp("figures")
-    code, stdout, stderr = lab(db, "figures", str(out), "--resamples", str(RESAMPLES),
-                               "--format", "svg,pdf,png")
+    # no --format: the default writes all three (tests/test_docs_commands.py draws PNG only)
+    code, stdout, stderr = lab(db, "figures", str(out), "--resamples", str(RESAMPLES))
     assert code == 0, stderr
     assert "wrote 12 figures" in stdout
     return db, out, stderr
@@ -103,8 +103,8 @@ def test_sidecar_provenance_names_runs_hashes_and_version(figures: tuple[Path, P
     assert prov["condition_hashes"] and all(len(h) == 64 for h in prov["condition_hashes"])
     assert len(prov["rows_sha256"]) == 64 and prov["resamples"] == RESAMPLES
     assert prov["git_commit"]  # a commit, or "unknown" outside a checkout
-    assert side["files"] == ["success_by_regime.svg", "success_by_regime.pdf",
-                             "success_by_regime.png"]
+    assert side["files"] == ["success_by_regime.png", "success_by_regime.svg",
+                             "success_by_regime.pdf"]  # the default formats, in their order
 
 
 def test_same_data_gives_the_same_svg_and_pdf_bytes(figures: tuple[Path, Path, str], tmp_path: Path
