@@ -323,3 +323,25 @@ def test_the_figures_key_changes_with_any_content_of_the_rows() -> None:
                                       replace(study(), n_episodes=7),
                                       replace(study(), amendments=[{"id": "A1"}]))}
     assert len(keys) == 5
+
+
+def test_a_figures_caption_says_which_lab_figures_draws_its_rows() -> None:
+    """A report's figure draws every row of the report's selection, where `lab figures`
+    by default draws the declared ones (confirmatory runs, the primary budget, the main
+    family): its caption says which options draw the same rows, and on a study with a
+    confirmatory and an exploratory run, two budgets and two regime families they do."""
+    from analysis.figures import FIGURES, Rendered
+    from analysis.figures.select import ALL, Declared, declare
+    from analysis.report.sections import figures
+    from tests.helpers.figure_rows import synthetic_study
+
+    study = synthetic_study()
+    named, _ = declare(study, Declared(all_budgets=True, family=ALL, runs_named=True))
+    assert named.rows == study.rows
+    default, _ = declare(study, Declared())
+    assert sum(map(len, default.rows.values())) < sum(map(len, study.rows.values()))
+    svg = '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 1 1"></svg>'
+    caption = figures([Rendered(FIGURES[0], svg, [{}], "a note")])
+    assert "every run, budget and regime family of this report" in caption
+    assert "<code>--run</code> for each run and <code>--budgets all --family all</code>" \
+        in caption

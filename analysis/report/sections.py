@@ -166,6 +166,14 @@ def figure_number(rendered: list[Rendered]) -> dict[str, int]:
     return {name: i + 1 for i, name in enumerate(drawn)}
 
 
+FIGURE_ROWS = ("every run, budget and regime family of this report; <code>lab figures</code> "
+               "draws the same rows, with a sidecar .json of them, given <code>--run</code> "
+               "for each run and <code>--budgets all --family all</code>.")
+"""What a report figure's caption says of its rows: the report draws every row of its
+selection, where `lab figures` by default draws the declared ones (confirmatory runs,
+the primary budget, the main family; `analysis.figures.select`)."""
+
+
 def figures(rendered: list[Rendered]) -> str:
     """Every figure inline as SVG at column width (a click zooms it to the window's
     width), numbered, with its caption and the exploratory badge when a row it draws
@@ -184,8 +192,7 @@ def figures(rendered: list[Rendered]) -> str:
                    + f"<figcaption>{badge}<strong>Figure {numbers[r.figure.name]}. "
                    f"{escape(r.figure.title)}.</strong> "
                    f"{escape(r.note)} ({len(r.rows)} rows of table "
-                   f"{escape(', '.join(r.figure.tables))}; <code>lab figures</code> writes "
-                   "them with a sidecar .json of these rows.)</figcaption></figure>")
+                   f"{escape(', '.join(r.figure.tables))}: {FIGURE_ROWS})</figcaption></figure>")
     if skipped:
         out.append("<p>Not drawn, for lack of rows in this selection:</p><ul>"
                    + "".join(skipped) + "</ul>")
