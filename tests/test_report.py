@@ -325,23 +325,91 @@ def test_the_figures_key_changes_with_any_content_of_the_rows() -> None:
     assert len(keys) == 5
 
 
-def test_a_figures_caption_says_which_lab_figures_draws_its_rows() -> None:
+def _figures_params(options: list[str]) -> dict:
+    """What `lab figures DIR OPTIONS` is called with: its own parser's values."""
+    from console.cli.figures import figures_cmd
+
+    return figures_cmd.make_context("figures", ["DIR", *options]).params
+
+
+def test_the_figures_command_of_a_report_draws_every_row_of_its_selection() -> None:
     """A report's figure draws every row of the report's selection, where `lab figures`
     by default draws the declared ones (confirmatory runs, the primary budget, the main
-    family): its caption says which options draw the same rows, and on a study with a
-    confirmatory and an exploratory run, two budgets and two regime families they do."""
-    from analysis.figures import FIGURES, Rendered
-    from analysis.figures.select import ALL, Declared, declare
-    from analysis.report.sections import figures
+    family). The options the report names, read by `lab figures`' own parser, declare
+    every row of a study with a confirmatory and an exploratory run, two budgets and two
+    regime families, and give back the report's filters, pooling, resamples, seed and
+    gate: on the synthetic study, and with every filter and a changed gate and split."""
+    from dataclasses import replace
+
+    from analysis.figures.select import Declared, declare
+    from analysis.replay.gate import Gate
+    from analysis.report.sections import figures_options
+    from analysis.tables.results import ResultsSpec
+    from console.cli.figures import expand_regimes, parse_budgets
+    from console.cli.results import results_spec
+    from core.store.selection import Selection, selection_from
     from tests.helpers.figure_rows import synthetic_study
 
-    study = synthetic_study()
-    named, _ = declare(study, Declared(all_budgets=True, family=ALL, runs_named=True))
-    assert named.rows == study.rows
-    default, _ = declare(study, Declared())
-    assert sum(map(len, default.rows.values())) < sum(map(len, study.rows.values()))
-    svg = '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 1 1"></svg>'
-    caption = figures([Rendered(FIGURES[0], svg, [{}], "a note")])
-    assert "every run, budget and regime family of this report" in caption
-    assert "<code>--run</code> for each run and <code>--budgets all --family all</code>" \
-        in caption
+    plain = synthetic_study()
+    default, _ = declare(plain, Declared())
+    assert sum(map(len, default.rows.values())) < sum(map(len, plain.rows.values()))
+    filtered = synthetic_study(
+        selection=Selection(sets=("d8", "d 9"), seeds=(0, 3), models=("sim-own5", "sim-never"),
+                            conditions=("none", "enforced_rule:k=7,judge=true"),
+                            regimes=("clean", "persistent"), pool=("seeds",)),
+        resamples=120, seed=4,
+        spec=ResultsSpec(gate=Gate(0.25, 0.8, 3), fit_depths="all", split_seed=2, judge=True))
+    for study in (plain, filtered):
+        p = _figures_params(figures_options(study))
+        chosen, every_budget = parse_budgets(p["budgets"])
+        declared = Declared(chosen, every_budget, p["family"], bool(p["runs"]))
+        assert declare(study, declared)[0].rows == study.rows
+        assert selection_from(p["runs"], p["sets"], p["seeds"], p["models"], p["conditions"],
+                              expand_regimes(p["regimes"]), p["pool"]) == \
+            replace(study.selection, runs=study.runs)
+        assert (p["resamples"], p["seed"]) == (study.resamples, study.seed)
+        spec = results_spec(p["resamples"], p["seed"], p["tau_lo"], p["tau_hi"],
+                            p["max_retrievals"], p["fit_depths"], p["split_seed"], p["judge"])
+        assert spec.trace_settings() == (study.spec or ResultsSpec()).trace_settings()
+
+
+def test_the_reports_figures_command_draws_the_reports_rows(
+        report: tuple[Path, str], tmp_path: Path) -> None:
+    """The `lab figures` command the report's Figures section names, run as written (its
+    success figures only, as SVG), writes sidecars whose rows are those the report's
+    figures drew, as many as each caption counts."""
+    import html as html_text
+    import re
+    import shlex
+
+    import matplotlib.pyplot as plt
+    from sqlite_utils import Database
+
+    from analysis.figures import figures_for
+    from analysis.figures.base import Skipped
+    from analysis.figures.study import study_rows
+    from analysis.figures.style import STYLES, styled
+    from core.store.selection import Selection
+
+    db, page = report
+    shown = re.findall(r'<code class="command">(.*?)</code>', page)
+    assert len(shown) == 1
+    words = shlex.split(html_text.unescape(shown[0]))
+    assert words[:3] == ["lab", "figures", "DIR"] and "--resamples" in words
+    out = tmp_path / "figs"
+    code, _, err = lab(db, "figures", str(out), *words[3:], "--table", "success",
+                       "--format", "svg")
+    assert code == 0, err
+    study = study_rows(Database(db), Selection(), RESAMPLES, 0)
+    drawn = 0
+    for fig in figures_for(("success",)):
+        with styled(STYLES["paper"]):
+            built = fig.build(study, STYLES["paper"])
+        if isinstance(built, Skipped):
+            continue
+        plt.close(built.figure)
+        side = json.loads((out / f"{fig.name}.json").read_text(encoding="utf-8"))
+        assert side["rows"] == built.rows
+        assert f"{len(built.rows)} rows of table success)" in page
+        drawn += 1
+    assert drawn >= 1

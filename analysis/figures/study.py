@@ -49,6 +49,9 @@ class StudyRows:
         resamples: question-level bootstrap resamples.
         seed: bootstrap seed.
         amendments: the governing amendments' frozen records (id, frozen_at, hashes).
+        spec: how the tables were computed (the controllers' and trace tables' gate, fit
+            depths, split seed and labels besides `resamples` and `seed`); None: the
+            defaults.
     """
 
     tables: tuple[Table, ...]
@@ -62,6 +65,7 @@ class StudyRows:
     resamples: int
     seed: int
     amendments: list[dict[str, Any]] = field(default_factory=list)
+    spec: ResultsSpec | None = None
 
     def table_rows(self, name: str) -> list[RowDict]:
         """The JSON rows of table `name` ([] when it was not computed or is empty)."""
@@ -146,7 +150,7 @@ def study_rows(db: Database, selection: Selection, resamples: int, seed: int = 0
         amendments.append({k: record.get(k) for k in ("id", "title", "state", "frozen_at",
                                                        "content_sha256", "prev_sha256")})
     return StudyRows(tuple(tables), rows, provenance, runs, errored, pooled,
-                     frames.n_episodes, selection, resamples, seed, amendments)
+                     frames.n_episodes, selection, resamples, seed, amendments, spec)
 
 
 def _trace_tables(db: Database, selection: Selection, spec: ResultsSpec

@@ -103,7 +103,8 @@ def build_report(db: Database, study: StudyRows, db_name: str = "lab.db",
         sections.outcomes(outcomes, amendments), "</section>",
         '<section id="figures"><h2>Figures</h2>',
         '<p class="note">Click a figure to zoom it to the window\'s width; click again '
-        "to return.</p>", sections.figures(rendered), "</section>",
+        "to return.</p>", sections.figures_lead(study), sections.figures(rendered),
+        "</section>",
         '<section id="tables"><h2>Results tables</h2>',
         '<p class="note">Each table as <code>lab results</code> prints it: estimates with 95% '
         "question-bootstrap intervals; n.a. or –: undefined. Under each, collapsed, every "

@@ -59,11 +59,14 @@ def content_hash(study: StudyRows) -> str:
     written as its repr): equal for equal content however it was built (computed, or
     read back from the results cache).
 
-    Every field is taken as it is, except the tables, whose rows are `rows` already
-    (`Table.dicts()`): of each, its name, title, notes, layout and formats and its
-    number of rows (a deep copy of every row object cost seconds on a large study).
+    Every field is taken as it is, except the spec (how the tables were computed: no
+    figure reads it, and what it changes is in the rows) and the tables, whose rows are
+    `rows` already (`Table.dicts()`): of each, its name, title, notes, layout and formats
+    and its number of rows (a deep copy of every row object cost seconds on a large
+    study).
     """
-    content: dict[str, Any] = {f.name: getattr(study, f.name) for f in fields(study)}
+    content: dict[str, Any] = {f.name: getattr(study, f.name) for f in fields(study)
+                               if f.name != "spec"}  # its effect is in the rows
     content["selection"] = asdict(study.selection)
     content["tables"] = [[t.name, t.title, t.notes, t.layout, t.ci_columns, t.formats,
                           t.headers, t.pooled, len(t.rows)] for t in study.tables]

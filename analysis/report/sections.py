@@ -166,12 +166,53 @@ def figure_number(rendered: list[Rendered]) -> dict[str, int]:
     return {name: i + 1 for i, name in enumerate(drawn)}
 
 
-FIGURE_ROWS = ("every run, budget and regime family of this report; <code>lab figures</code> "
-               "draws the same rows, with a sidecar .json of them, given <code>--run</code> "
-               "for each run and <code>--budgets all --family all</code>.")
-"""What a report figure's caption says of its rows: the report draws every row of its
-selection, where `lab figures` by default draws the declared ones (confirmatory runs,
-the primary budget, the main family; `analysis.figures.select`)."""
+def figures_options(study: StudyRows) -> list[str]:
+    """The `lab figures` options that draw the rows of the report's figures.
+
+    The report draws every row of its selection, where `lab figures` by default draws
+    the declared ones (confirmatory runs, the primary budget, the main family;
+    `analysis.figures.select`): every run named, every budget and every family draw them
+    all. Then the report's own filters and pooling, its resamples and seed, and the
+    gate, fit, split and labels the controllers' and trace tables were computed with
+    where they are not the defaults.
+    """
+    from analysis.replay.gate import Gate
+    from analysis.tables.results import ResultsSpec
+
+    sel = study.selection
+    spec = study.spec or ResultsSpec()
+    gate, default_gate = spec.gate or Gate(), Gate()
+    options = [o for run in study.runs for o in ("--run", run)]
+    options += [o for name in sel.sets for o in ("--set", name)]
+    for flag, values in (("--seeds", sel.seeds), ("--models", sel.models),
+                         ("--conditions", sel.conditions), ("--regimes", sel.regimes),
+                         ("--pool", sel.pool)):
+        if values:
+            options += [flag, ",".join(map(str, values))]
+    options += ["--budgets", "all", "--family", "all", "--resamples", str(study.resamples),
+                "--seed", str(study.seed)]
+    for flag, value, default in (
+            ("--tau-lo", gate.tau_lo, default_gate.tau_lo),
+            ("--tau-hi", gate.tau_hi, default_gate.tau_hi),
+            ("--max-retrievals", gate.max_retrievals, default_gate.max_retrievals),
+            ("--fit-depths", spec.fit_depths, ResultsSpec.fit_depths),
+            ("--split-seed", spec.split_seed, ResultsSpec.split_seed)):
+        if value != default:
+            options += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
+    return options + (["--judge"] if spec.judge else [])
+
+
+def figures_lead(study: StudyRows) -> str:
+    """What the figures draw, and the `lab figures` command that draws the same rows."""
+    import shlex
+
+    command = shlex.join(["lab", "figures", "DIR", *figures_options(study)])
+    return ('<p class="note">Each figure draws every row of this report\'s selection: '
+            "every run, budget and regime family (a figure drawing a row of an exploratory "
+            "run is badged). By default <code>lab figures</code> draws only the declared "
+            "ones (the confirmatory runs at the primary budget in the main family); "
+            f'<code class="command">{escape(command)}</code> draws the same rows as these, '
+            "each figure with a sidecar .json of them.</p>")
 
 
 def figures(rendered: list[Rendered]) -> str:
@@ -192,7 +233,7 @@ def figures(rendered: list[Rendered]) -> str:
                    + f"<figcaption>{badge}<strong>Figure {numbers[r.figure.name]}. "
                    f"{escape(r.figure.title)}.</strong> "
                    f"{escape(r.note)} ({len(r.rows)} rows of table "
-                   f"{escape(', '.join(r.figure.tables))}: {FIGURE_ROWS})</figcaption></figure>")
+                   f"{escape(', '.join(r.figure.tables))})</figcaption></figure>")
     if skipped:
         out.append("<p>Not drawn, for lack of rows in this selection:</p><ul>"
                    + "".join(skipped) + "</ul>")
