@@ -297,3 +297,13 @@ def test_another_amendments_runs_are_not_counted(governed: Database, db_path: Pa
     (a2,) = evaluate(rows.amendment(db, "A2"), frames, n_boot=100)
     assert (a1.runs, a1.n_episodes) == (("gov",), 240)
     assert (a2.runs, a2.n_episodes) == (("gov2",), 240)
+
+
+def test_a_model_with_no_episodes_is_named_without_an_empty_dataset_and_set() -> None:
+    """A test covering several units names each unit's dataset and set; a model the test
+    names but no episode of has neither, and is named alone (it read "sim-x (/)")."""
+    from analysis.prereg.outcome_data import Unit
+
+    assert Unit("sim-own5", "fever", "fv").text(True) == "sim-own5 (fever/fv)"
+    assert Unit("sim-own5", "fever", "fv").text(False) == "sim-own5"
+    assert Unit("sim-hazard-own", "", "").text(True) == "sim-hazard-own"

@@ -38,8 +38,11 @@ class Unit:
     question_set: str
 
     def text(self, several: bool) -> str:
-        """The model, plus dataset/set when the test covers more than one."""
-        return f"{self.model} ({self.dataset}/{self.question_set})" if several else self.model
+        """The model, plus dataset/set when the test covers more than one and the unit has
+        them (a model the test names but no episode of has neither)."""
+        if several and (self.dataset or self.question_set):
+            return f"{self.model} ({self.dataset}/{self.question_set})"
+        return self.model
 
 
 def _specs(ep: pd.DataFrame) -> pd.Series:
