@@ -91,6 +91,24 @@ def test_results_repaired_falls_back_to_raw_and_says_so(grid_db: Path) -> None:
     json.loads(r.stdout)  # stdout stays valid JSON
 
 
+def test_regimes_mean6_stands_for_its_six_regimes_as_in_lab_enqueue(grid_db: Path) -> None:
+    """`--regimes mean6` selects the six regimes of the paper's mean in `lab results` (and
+    every command taking its filters), as `lab enqueue --regimes mean6` runs them: the
+    same rows as naming the six; `mean6,persistent` names persistent once."""
+    from core.store.selection import selection_from
+
+    def rows(regimes: str) -> list[dict]:
+        r = invoke(results, ["success", "--regimes", regimes, "--resamples", "20", "--format",
+                             "json"], grid_db)
+        assert r.exit_code == 0, r.output
+        return json.loads(r.stdout)
+
+    assert rows("mean6") == rows(",".join(MEAN6))
+    assert selection_from((), (), None, None, None, "mean6,persistent", None).regimes == MEAN6
+    persistent = [r for r in rows("persistent") if r["table"] == "success"]
+    assert persistent and {r["regimes"] for r in persistent} == {"persistent"}
+
+
 @pytest.mark.parametrize("args, message", [
     (["--run", "nope"], "no run named 'nope'"),
     (["--models", "sim-x"], "no episodes of model 'sim-x'"),

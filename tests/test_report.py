@@ -345,7 +345,7 @@ def test_the_figures_command_of_a_report_draws_every_row_of_its_selection() -> N
     from analysis.replay.gate import Gate
     from analysis.report.sections import figures_options
     from analysis.tables.results import ResultsSpec
-    from console.cli.figures import expand_regimes, parse_budgets
+    from console.cli.figures import parse_budgets
     from console.cli.results import results_spec
     from core.store.selection import Selection, selection_from
     from tests.helpers.figure_rows import synthetic_study
@@ -365,7 +365,7 @@ def test_the_figures_command_of_a_report_draws_every_row_of_its_selection() -> N
         declared = Declared(chosen, every_budget, p["family"], bool(p["runs"]))
         assert declare(study, declared)[0].rows == study.rows
         assert selection_from(p["runs"], p["sets"], p["seeds"], p["models"], p["conditions"],
-                              expand_regimes(p["regimes"]), p["pool"]) == \
+                              p["regimes"], p["pool"]) == \
             replace(study.selection, runs=study.runs)
         assert (p["resamples"], p["seed"]) == (study.resamples, study.seed)
         spec = results_spec(p["resamples"], p["seed"], p["tau_lo"], p["tau_hi"],

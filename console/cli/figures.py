@@ -41,17 +41,6 @@ def parse_budgets(text: str) -> tuple[tuple[int, ...], bool]:
     return budgets, False
 
 
-def expand_regimes(text: str | None) -> str | None:
-    """--regimes as `lab enqueue` reads it: mean6 stands for the six regimes of the
-    paper's mean."""
-    from core.regimes import MEAN6
-
-    if text is None:
-        return None
-    names = [n.strip() for n in text.split(",") if n.strip()]
-    return ",".join(r for n in names for r in (MEAN6 if n == "mean6" else (n,)))
-
-
 def parse_formats(text: str) -> tuple[str, ...]:
     """"png,svg" -> ("png", "svg"); one line naming a format that is not offered."""
     formats = tuple(dict.fromkeys(f.strip().lower() for f in text.split(",") if f.strip()))
@@ -102,7 +91,7 @@ def figures_cmd(ctx: click.Context, directory: Path, runs: tuple[str, ...],
     results TABLE --format json` with the same filters, --resamples and --seed) and
     their provenance (runs, amendments and hashes, lab version, git commit). A figure
     whose rows the selection lacks is skipped with one line saying why. Filters and
-    --pool as for `lab results` (--regimes mean6 stands for its six regimes).
+    --pool as for `lab results`.
 
     By default a figure draws the confirmatory runs (those an amendment governs; the
     exploratory ones when there are none) at the primary budget in the main regime
@@ -124,8 +113,7 @@ def figures_cmd(ctx: click.Context, directory: Path, runs: tuple[str, ...],
     chosen, every_budget = parse_budgets(budgets) if budgets else ((), False)
     declared = Declared(chosen, every_budget, (family or "").strip(), bool(runs))
     db = open_db(ctx, create=False)
-    selection = selection_from(runs, sets, seeds, models, conditions,
-                               expand_regimes(regimes), pool)
+    selection = selection_from(runs, sets, seeds, models, conditions, regimes, pool)
     _study_frames(db, selection, ctx.obj["db"])
     directory = export_folder(directory)
     spec = results_spec(resamples, seed, tau_lo, tau_hi, max_retrievals, fit_depths,

@@ -52,7 +52,9 @@ def selection_options(command: Callable[..., None]) -> Callable[..., None]:
         click.option("--conditions", default=None,
                      help="Comma-separated arm labels (enforced_rule:k=7) or bare names "
                           "(every arm of that condition)."),
-        click.option("--regimes", default=None, help="Comma-separated regime names."),
+        click.option("--regimes", default=None,
+                     help="Comma-separated regime names; mean6 stands for the six of the "
+                          "paper's mean, as in `lab enqueue`."),
         click.option("--pool", default=None,
                      help="Merge rows across runs,seeds,replicates,sets (comma-separated); "
                           "default: every one splits."),

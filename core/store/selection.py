@@ -260,6 +260,15 @@ def _conditions(text: str | None) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _regimes(text: str | None) -> tuple[str, ...]:
+    """Regime names, as `lab enqueue` reads them: mean6 stands for the six regimes of the
+    paper's mean (each name once, in the order given)."""
+    from core.regimes import MEAN6
+
+    names = _names(text, "--regimes", "persistent,clean")
+    return tuple(dict.fromkeys(r for n in names for r in (MEAN6 if n == "mean6" else (n,))))
+
+
 def _seeds(text: str | None) -> tuple[int, ...]:
     try:
         seeds = tuple(int(s) for s in _names(text, "--seeds", "0,1"))
@@ -282,5 +291,5 @@ def selection_from(runs: tuple[str, ...], sets: tuple[str, ...], seeds: str | No
     set_names = tuple(n for s in sets for n in _names(s, "--set", "dev100"))
     return Selection(tuple(runs), set_names, _seeds(seeds),
                      _names(models, "--models", "sim-own5,sim-clock6"),
-                     _conditions(conditions), _names(regimes, "--regimes", "persistent,clean"),
+                     _conditions(conditions), _regimes(regimes),
                      _names(pool, "--pool", "seeds,runs"))
