@@ -116,6 +116,32 @@ def test_judgment_rates_count_released_judgments(hand_db: Path, capsys: pytest.C
     assert rows["answered after 5 own useless"]["detail"] == "0/1"
 
 
+def test_cost_shows_no_tokens_dollars_or_tpc_for_calls_made_elsewhere(
+        hand_db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Released episodes carry no tokens or dollars: the cost table leaves those and TPC
+    empty (TPC from zero tokens would be 500·calls/correct, a number that means something
+    else), while the calls and success counted from the actions stay."""
+    rows = [r for r in _results(capsys, hand_db, "cost") if r["table"] == "cost"]
+    by_measure: dict[str, list[Any]] = {}
+    for r in rows:
+        by_measure.setdefault(r["measure"], []).append(r["estimate"])
+    for measure in ("input tokens", "output tokens", "cache read tokens",
+                    "cache write tokens", "dollars", "TPC"):
+        assert by_measure[measure] and set(by_measure[measure]) == {None}, measure
+    assert all(v is not None and v > 0 for v in by_measure["tool calls"])
+
+
+def test_the_dashboards_spend_leaves_imported_episodes_out_and_says_so(hand_db: Path) -> None:
+    """The Dashboard's spend counts what was spent here: imported episodes (no tokens, no
+    dollars) are no row of zeros but a count in the title."""
+    from console.screens.dashboard import spend_title
+    from core.store import monitor
+
+    spent = monitor.spend_counted(store.connect(hand_db))
+    assert spent.rows == [] and spent.made_elsewhere == 6
+    assert "6 imported (no tokens: run elsewhere) are not spend" in spend_title(spent)
+
+
 def test_episodes_carry_no_text_and_keep_their_actions(hand_db: Path) -> None:
     db = store.connect(hand_db)
     row = db.conn.execute(

@@ -95,6 +95,8 @@ class StoppingCost:
         cache_write_tokens: mean prompt tokens written to a prompt cache per episode.
         dollars: total cost in USD.
         tpc: tokens per correct answer (+∞ with no correct answer).
+            The tokens, dollars and TPC are NaN where an episode counted no token (its
+            calls were made elsewhere: imported episodes).
         scope: "mean6" or "all regimes" (what success and utility average over).
         lam: λ used.
     """
@@ -386,6 +388,9 @@ def _stopping_costs(frame: pd.DataFrame, bounds: np.ndarray,
     floats = {c: frame[c].to_numpy().astype(float) for c in ("tool_calls", "own", "measure")}
     caches = {c: frame[c].to_numpy() for c in ("cache_read_tokens", "cache_write_tokens")
               if c in frame}
+    # an episode with no token counted made its calls elsewhere: the paper's released
+    # episodes (imported) carry no tokens or dollars, and their zeros are not a cost
+    unrecorded = (cols["input_tokens"] + cols["output_tokens"]) == 0
     out = []
     for g, ((success, utility, utility_all), scope) in enumerate(zip(intervals, scopes)):
         part = slice(int(bounds[g]), int(bounds[g + 1]))
@@ -393,23 +398,28 @@ def _stopping_costs(frame: pd.DataFrame, bounds: np.ndarray,
         actions = action_all[part][answered].astype(float)
         final = final_all[part][answered]
         n = part.stop - part.start
+        counted = bool(n) and not unrecorded[part].any()
 
         def mean(values: np.ndarray, part: slice = part, n: int = n) -> float:
             return _column_mean(values[part]) if n else math.nan
 
-        def cache(column: str, part: slice = part, n: int = n) -> float:
+        def spent(values: np.ndarray, part: slice = part, counted: bool = counted) -> float:
+            return _column_mean(values[part]) if counted else math.nan
+
+        def cache(column: str, part: slice = part, counted: bool = counted) -> float:
             return (_column_mean(caches[column][part]) if column in caches else 0.0
-                    ) if n else math.nan
+                    ) if counted else math.nan
 
         out.append(StoppingCost(
             n, len(actions), float(np.median(actions)) if len(actions) else math.nan,
             float(final.mean()) if len(final) else math.nan,
             mean(floats["tool_calls"]), mean(floats["own"]), mean(floats["measure"]),
-            success, utility, utility_all, mean(cols["input_tokens"]),
-            mean(cols["output_tokens"]), cache("cache_read_tokens"),
-            cache("cache_write_tokens"), float(_column_sum(cols["cost_usd"][part])),
+            success, utility, utility_all, spent(cols["input_tokens"]),
+            spent(cols["output_tokens"]), cache("cache_read_tokens"),
+            cache("cache_write_tokens"),
+            float(_column_sum(cols["cost_usd"][part])) if counted else math.nan,
             _tpc(*(cols[c][part] for c in ("tin", "tout", "tool_calls", "correct")))
-            if n else math.nan,
+            if counted else math.nan,
             "mean6" if scope == MEAN6_LABEL else "all regimes", lam))
     return out
 
@@ -566,8 +576,10 @@ def cost_table(episodes: pd.DataFrame, lam: float = LAMBDA, n_boot: int = N_BOOT
              "ran); tokens are means per episode (cache reads and writes are part of tok.in); "
              "dollars are totals; TPC = Σ(output + "
              "0.25·input + 500·tool calls)/Σ correct, without the tokens of judgments that "
-             "only measure; inf when no episode is correct (over-searching §3.2), empty "
-             "only without episodes."),)
+             "only measure; inf when no episode is correct (over-searching §3.2). Tokens, "
+             "dollars and TPC are empty without episodes, and where an episode counted no "
+             "token: it made its calls elsewhere (the paper's released episodes, imported, "
+             "carry no tokens or dollars)."),)
     return Table("cost", "Stopping and cost", tuple(rows), notes, "wide", ("utility",),
                  (("answered", "d"), ("median action", ".1f"), ("final share", ".2f"),
                   ("tool calls", ".2f"), ("own calls", ".2f"), ("measurement calls", ".2f"),

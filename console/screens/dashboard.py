@@ -103,6 +103,9 @@ def spend_title(spent: monitor.SpendCounted) -> str:
     title += ")"
     if spent.errored_without_calls:
         title += f"; {spent.errored_without_calls:,} errored without a call are not spend"
+    if spent.made_elsewhere:
+        title += (f"; {spent.made_elsewhere:,} imported (no tokens: run elsewhere) are not "
+                  "spend")
     return title
 
 

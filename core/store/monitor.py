@@ -485,28 +485,33 @@ class SpendCounted:
             used tokens or dollars (a refused connection costs nothing and is not spend).
         errored_with_calls: errored episodes counted in `rows` (their tokens are spent).
         errored_without_calls: errored episodes left out (no call answered).
+        made_elsewhere: complete episodes left out because they counted no token or
+            dollar: their calls were made elsewhere (the paper's released episodes,
+            imported, carry none).
     """
 
     rows: list[Spend]
     errored_with_calls: int
     errored_without_calls: int
+    made_elsewhere: int = 0
 
 
 def spend_counted(db: Database) -> SpendCounted:
-    """Tokens and dollars per model of complete episodes and of errored episodes that
-    made calls; errored ones without a call are only counted (see `SpendCounted`)."""
+    """Tokens and dollars per model of the episodes, complete or errored, that made calls
+    here; the others are only counted (see `SpendCounted`)."""
     rows = db.conn.execute(
         "SELECT c.model, count(*), sum(e.input_tokens), sum(e.output_tokens), "
         "sum(e.cache_read_tokens), sum(e.cache_write_tokens), sum(e.cost_usd) "
-        f"FROM episodes e JOIN cells c ON c.id = e.cell_id WHERE e.error IS NULL OR "
-        f"{_MADE_CALLS} GROUP BY c.model ORDER BY c.model")
+        f"FROM episodes e JOIN cells c ON c.id = e.cell_id WHERE {_MADE_CALLS} "
+        "GROUP BY c.model ORDER BY c.model")
     spent = [Spend(str(m), int(n), int(i or 0), int(o or 0), int(cr or 0), int(cw or 0),
                    float(d or 0.0)) for m, n, i, o, cr, cw, d in rows]
-    with_calls, without = db.conn.execute(
-        f"SELECT count(CASE WHEN {_MADE_CALLS} THEN 1 END), "
-        f"count(CASE WHEN NOT {_MADE_CALLS} THEN 1 END) FROM episodes e "
-        "WHERE e.error IS NOT NULL").fetchone()
-    return SpendCounted(spent, int(with_calls or 0), int(without or 0))
+    with_calls, without, elsewhere = db.conn.execute(
+        f"SELECT count(CASE WHEN e.error IS NOT NULL AND {_MADE_CALLS} THEN 1 END), "
+        f"count(CASE WHEN e.error IS NOT NULL AND NOT {_MADE_CALLS} THEN 1 END), "
+        f"count(CASE WHEN e.error IS NULL AND NOT {_MADE_CALLS} THEN 1 END) "
+        "FROM episodes e").fetchone()
+    return SpendCounted(spent, int(with_calls or 0), int(without or 0), int(elsewhere or 0))
 
 
 def collapse_stopped(rows: list[WorkerRow], older_than_s: float = 3600.0
