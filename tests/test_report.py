@@ -5,6 +5,7 @@ the pre-registration's outcomes, freeze times, hashes and deviations, and proven
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -161,6 +162,28 @@ def test_the_summary_box_holds_verdicts_and_headline_contrasts(report: tuple[Pat
     r = design[0]
     assert (f"{r['model']} · {r['arm']} · B{r['budget']}: {r['estimate']:+.2f} "
             f"[{r['ci_low']:+.2f}, {r['ci_high']:+.2f}]") in box
+
+
+def test_headline_contrasts_name_what_tells_them_apart() -> None:
+    """Headline lines of the same model, arm and budget from different runs (or datasets,
+    sets, seeds, replicates) each name theirs; what all lines share is not repeated."""
+    from analysis.report.summary import summary_html
+
+    def design(run: str, dataset: str = "fever", estimate: float = 0.1) -> dict:
+        return {"table": "delta", "measure": "design", "model": "sim-clock6",
+                "arm": "enforced_rule", "budget": 8, "dataset": dataset, "question_set": "fv",
+                "runs": run, "seeds": "0", "replicates": "0", "regimes": "pers.+late3",
+                "estimate": estimate, "ci_low": 0.0, "ci_high": 0.2, "amendment": "A1"}
+
+    def lines(rows: list[dict]) -> list[str]:
+        box = summary_html(_study({"delta": rows}), [], lambda v: "")
+        return re.findall(r"<li>(.*?): ", box)
+
+    assert lines([design("fc"), design("fd")]) == [
+        "sim-clock6 · enforced_rule · B8 · run fc", "sim-clock6 · enforced_rule · B8 · run fd"]
+    assert lines([design("fc"), design("fc", "hotpotqa")]) == [
+        "sim-clock6 · enforced_rule · B8 · fever", "sim-clock6 · enforced_rule · B8 · hotpotqa"]
+    assert lines([design("fc")]) == ["sim-clock6 · enforced_rule · B8"]
 
 
 def _paper_rows(html: str, name: str) -> list[list[str]]:

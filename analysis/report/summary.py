@@ -83,6 +83,20 @@ def _interval(row: RowDict) -> str:
     return f"{num(row['estimate'])} [{num(row['ci_low'])}, {num(row['ci_high'])}]"
 
 
+APART = (("dataset", "{}"), ("question_set", "set {}"), ("runs", "run {}"),
+         ("seeds", "seed {}"), ("replicates", "rep {}"), ("regimes", "{}"))
+"""Row fields that tell headline contrasts apart beside model, arm and budget, and how a
+line names each: only the fields whose values differ among the lines are named."""
+
+
+def apart(rows: list[RowDict]) -> list[str]:
+    """Each row's `APART` fields that differ among `rows`, as a " · "-joined text ("" for a
+    row when none differ)."""
+    varying = [(f, text) for f, text in APART if len({str(r.get(f) or "") for r in rows}) > 1]
+    return [" · ".join(text.format(r[f]) for f, text in varying if r.get(f) not in (None, ""))
+            for r in rows]
+
+
 def headline_rows(study: StudyRows) -> list[RowDict]:
     """The headline contrasts: the Δ table's design contrast (persistent minus late onset)
     of every model and arm."""
@@ -116,10 +130,12 @@ def summary_html(study: StudyRows, outcomes: list[Any], verdict_class: Any) -> s
     if heads:
         out.append("<p><strong>Headline contrasts</strong> (Δ design: persistent − late "
                    "onset, 95% question-bootstrap interval):</p><ul class=\"headlines\">")
-        for r in heads[:HEADLINES]:
+        for r, where in zip(heads[:HEADLINES], apart(heads)):
             badge = f" {EXPLORATORY_BADGE}" if is_exploratory(r) else ""
+            where = f" · {escape(where)}" if where else ""
             out.append(f"<li>{escape(str(r['model']))} · {escape(str(r['arm']))} · "
-                       f"B{escape(str(r['budget']))}: {escape(_interval(r))}{badge}</li>")
+                       f"B{escape(str(r['budget']))}{where}: {escape(_interval(r))}{badge}"
+                       "</li>")
         out.append("</ul>")
         if len(heads) > HEADLINES:
             out.append(f'<p class="note">{len(heads) - HEADLINES} more in '
