@@ -20,7 +20,10 @@ How a record becomes steps (one step per action, t = k + 1):
   skipped there);
 - ``obs_failed`` is the regime's design label of search and lookup results (counted
   over them only), None for an invalid turn;
-- ``judgment`` is ``judgments[k]``; ``streak`` the useless run after it;
+- ``judgment`` is ``judgments[k]``; ``streak`` the useless run after it; in the arms
+  that asked for the judgment in the run (decide, enforced_rule, combo) each judgment
+  given, UNPARSED included, was a judgment call ("one judgment call after each
+  observation"), counted in ``extra_calls``, the condition's own calls;
 - the episode answered when its last action is ``finish``; it is correct when
   ``success``; it ended on ``finish``, on the ``budget``, or before it without an
   answer (recorded as ``format_failure``: the release does not say why).
@@ -304,6 +307,7 @@ def episode_result(episode: ReleasedEpisode, budget: int, started_at: str) -> Ep
         question_id=episode.question_id, answered=answered,
         answer_action=len(episode.actions) if answered else None, correct=episode.success,
         em=False, f1=0.0, tool_calls=sum(a in TOOLS for a in episode.actions),
+        extra_calls=sum(step.judgment_source == "side_channel" for step in steps),
         format_failures=sum(a == INVALID for a in episode.actions), end_reason=end,
         server=IMPORTED_SOURCE, started_at=started_at, finished_at=started_at, steps=steps)
 

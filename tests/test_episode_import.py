@@ -131,6 +131,24 @@ def test_cost_shows_no_tokens_dollars_or_tpc_for_calls_made_elsewhere(
     assert all(v is not None and v > 0 for v in by_measure["tool calls"])
 
 
+def test_judgments_asked_in_the_run_are_the_conditions_own_calls(
+        tmp_path: Path, db_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An arm that asked for its judgments in the run (enforced_rule) made one judgment
+    call for each judgment given, UNPARSED too: the cost table's own calls, charged in
+    utility (all calls). The unaided arm's judgments were replayed by the authors on the
+    recorded trajectories: no call of the run."""
+    unaided = [{**r, "condition": "unaided", "split": "s2"} for r in HAND]
+    _import(capsys, db_path, write_released(tmp_path / "m1.jsonl", HAND))
+    _import(capsys, db_path, write_released(tmp_path / "m1u.jsonl", unaided))
+    rows = _results(capsys, db_path, "cost")
+    calls = {(r["arm"], r["measure"]): r["estimate"] for r in rows if r["table"] == "cost"
+             and r["measure"] in ("own calls", "measurement calls")}
+    # HAND's six records give 4 + 5 + 6 + 3 + 1 + 1 judgments
+    assert calls == {("enforced_rule", "own calls"): pytest.approx(20 / 6),
+                     ("enforced_rule", "measurement calls"): 0.0,
+                     ("none", "own calls"): 0.0, ("none", "measurement calls"): 0.0}
+
+
 def test_the_dashboards_spend_leaves_imported_episodes_out_and_says_so(hand_db: Path) -> None:
     """The Dashboard's spend counts what was spent here: imported episodes (no tokens, no
     dollars) are no row of zeros but a count in the title."""
