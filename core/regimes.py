@@ -43,6 +43,12 @@ or all six mean6 regimes, clean included (lab's definition before it followed th
 paper). Other families pool their own regime either way."""
 
 
+def expand_mean6(names: Sequence[str]) -> tuple[str, ...]:
+    """Regime names with ``mean6`` standing for its six regimes (`MEAN6`), as the
+    commands read ``--regimes``; the other names as given, in order."""
+    return tuple(r for name in names for r in (MEAN6 if name == "mean6" else (name,)))
+
+
 def regime_family(name: str) -> str:
     """The family a regime belongs to; measures never pool regimes of different families.
 

@@ -23,7 +23,7 @@ from core.bounds import MAX_BUDGET, MAX_TIMEOUT_S, MAX_WORKERS, Bounds
 from core.end_reasons import apart_text
 from core.errors import ConfigError
 from core.models.registry import load_registry
-from core.regimes import MEAN6
+from core.regimes import MEAN6, expand_mean6
 from core.store import jobs as ledger
 from core.store import monitor
 from core.store.base import check_writable
@@ -60,7 +60,7 @@ def split_conditions(text: str) -> tuple[str, ...]:
 def split_regimes(text: str) -> tuple[str, ...]:
     """Regime names from a comma list, ``mean6`` expanded to `core.regimes.MEAN6` (a
     name given twice is left to the grid, which queues it once with a note)."""
-    return tuple(r for name in _split(text) for r in (MEAN6 if name == "mean6" else (name,)))
+    return expand_mean6(_split(text))
 
 
 def settings_for(ctx: click.Context, **kw: object) -> WorkerSettings:

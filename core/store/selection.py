@@ -263,10 +263,9 @@ def _conditions(text: str | None) -> tuple[str, ...]:
 def _regimes(text: str | None) -> tuple[str, ...]:
     """Regime names, as `lab enqueue` reads them: mean6 stands for the six regimes of the
     paper's mean (each name once, in the order given)."""
-    from core.regimes import MEAN6
+    from core.regimes import expand_mean6
 
-    names = _names(text, "--regimes", "persistent,clean")
-    return tuple(dict.fromkeys(r for n in names for r in (MEAN6 if n == "mean6" else (n,))))
+    return tuple(dict.fromkeys(expand_mean6(_names(text, "--regimes", "persistent,clean"))))
 
 
 def _seeds(text: str | None) -> tuple[int, ...]:
