@@ -20,6 +20,7 @@ from matplotlib.lines import Line2D
 from analysis.figures import FIGURES
 from analysis.figures.base import Drawn
 from analysis.figures.style import STYLES, styled
+from core.store.selection import Selection
 from tests.helpers.figure_rows import synthetic_study
 
 
@@ -148,6 +149,50 @@ def test_a_study_of_exploratory_runs_only_is_drawn_and_said_so() -> None:
     only = {t: [r for r in rs if r["runs"] == "pilot"] for t, rs in study_table_rows().items()}
     study, chosen = declare(synthetic_study(only), Declared())
     assert chosen.exploratory and study.rows["success"]
+
+
+@pytest.mark.parametrize("kw", [{}, {"budgets": (16,)}, {"all_budgets": True},
+                                {"runs_named": True}, {"runs_named": True, "all_budgets": True},
+                                {"family": "plausible"}])
+def test_a_figure_drawn_alone_draws_the_rows_it_draws_among_all(kw: dict[str, Any]) -> None:
+    """`lab figures --table T` and the Results screen's `F` compute only what their
+    figures read and the table the selection is chosen from (`tables_for`): each figure
+    then draws the rows it draws when every table is computed, even for a table whose own
+    rows would choose another run and budget."""
+    from analysis.figures import tables_for
+    from analysis.figures.select import Declared, declare
+    from tests.helpers.figure_rows import lone_table_study
+
+    whole, _ = declare(lone_table_study(), Declared(**kw))
+    for fig in FIGURES:
+        alone, _ = declare(lone_table_study(tables_for([fig])), Declared(**kw))
+        for table in fig.tables:
+            assert alone.rows.get(table, []) == whole.rows.get(table, []), (fig.name, table)
+    # the leaving rows are drawn only when their run is named at their budget
+    assert bool(whole.rows["leaving"]) == (kw == {"runs_named": True, "all_budgets": True})
+
+
+def test_the_results_screens_figures_are_chosen_as_lab_figures_chooses(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`F` on the hazard view computes the hazard table and the table the selection is
+    chosen from: its figures draw the confirmatory run's rows at the primary budget, none
+    here, as `lab figures` would."""
+    import analysis.figures.view as view
+    from tests.helpers.figure_rows import lone_table_study
+
+    asked = []
+
+    def study_rows(db: Any, selection: Any, resamples: int, seed: int = 0,
+                   names: tuple[str, ...] | None = None) -> Any:
+        asked.append(names)
+        return lone_table_study(names, lone="hazard")
+
+    monkeypatch.setattr(view, "study_rows", study_rows)
+    written = view.write_view_figures(cast(Any, None), Selection(), "hazard",
+                                      tmp_path / "f", 30, formats=("svg",))
+    assert asked == [("hazard", "success")]
+    assert not written.paths
+    assert [name for name, _ in written.skipped] == ["hazard_by_run", "hazard_slopes"]
 
 
 @pytest.mark.parametrize("name", ["success_by_regime", "hazard_by_run"])

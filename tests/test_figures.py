@@ -136,6 +136,31 @@ def test_a_figure_the_selection_cannot_feed_is_skipped_with_one_line(
     assert (tmp_path / "f" / "success_by_regime.svg").exists()
 
 
+def test_one_tables_figures_are_chosen_as_among_every_table(
+        figures: tuple[Path, Path, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--table leaving` computes the leaving table and the table the selection is chosen
+    from, not every table: the study's confirmatory runs have no leaving rows, so the
+    figure is skipped, where the leaving table alone would have chosen its other run."""
+    import analysis.figures.study as study
+    from tests.helpers.figure_rows import lone_table_study
+
+    db, _, _ = figures
+    asked = []
+
+    def study_rows(*args: object, names: tuple[str, ...] | None = None, **kw: object) -> object:
+        asked.append(names)
+        return lone_table_study(names)
+
+    monkeypatch.setattr(study, "study_rows", study_rows)
+    code, _, stderr = lab(db, "figures", str(tmp_path / "f"), "--format", "svg", "--table",
+                          "leaving")
+    assert code == 0, stderr
+    assert asked == [("leaving", "success")]
+    # drawn among every table it is skipped too (tests/test_figure_checks.py)
+    assert stderr.startswith("skipped leaving: ")
+
+
 def test_bad_format_is_one_line(figures: tuple[Path, Path, str], tmp_path: Path) -> None:
     db, _, _ = figures
     code, _, stderr = lab(db, "figures", str(tmp_path / "g"), "--format", "png,gif")

@@ -36,7 +36,7 @@ from analysis.figures import (
 )
 from analysis.figures.base import Drawn, FigureDef, Skipped
 from analysis.figures.caption import provenance
-from analysis.figures.select import DEFAULT, Declared, declare
+from analysis.figures.select import CHOSEN_FROM, DEFAULT, Declared, declare
 from analysis.figures.study import StudyRows, provenance_record
 from analysis.figures.style import STYLES, Style, save, styled, svg_text
 
@@ -64,6 +64,12 @@ class Written:
 def figures_for(tables: Sequence[str]) -> tuple[FigureDef, ...]:
     """The figures that read any of `tables` (all of them when `tables` is empty)."""
     return tuple(f for f in FIGURES if not tables or set(f.tables) & set(tables))
+
+
+def tables_for(figures: Sequence[FigureDef]) -> tuple[str, ...]:
+    """The results tables to compute for drawing `figures`: those they read and the
+    table the declared selection is chosen from (`select.CHOSEN_FROM`)."""
+    return tuple(dict.fromkeys([*(t for f in figures for t in f.tables), *CHOSEN_FROM]))
 
 
 def sidecar(fig: FigureDef, drawn: Drawn, study: StudyRows, files: Sequence[str]) -> str:

@@ -20,6 +20,12 @@ from core.regimes import MAIN_FAMILY
 EXPLORATORY = "exploratory"
 """A row's amendment field when no amendment governs its runs."""
 ALL = "all"
+CHOSEN_FROM = ("success",)
+"""The table computed beside a figure's own to choose the declared selection from: the
+success table has a row for each cell of the selection's finished episodes (model, arm,
+regime, budget, run), so the budgets, family and runs chosen for one figure are those
+chosen when every table is computed (the other episode tables and the tables on probes
+hold rows of the same cells; the trace tables choose nothing)."""
 COMPARES_BUDGETS = frozenset({"budgets"})
 """Tables whose rows compare budgets (a row's budget is the smaller one): never filtered
 by budget."""

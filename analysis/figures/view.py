@@ -9,7 +9,7 @@ from pathlib import Path
 
 from sqlite_utils import Database
 
-from analysis.figures import FIGURES, Written, write_figures
+from analysis.figures import FIGURES, Written, tables_for, write_figures
 from analysis.figures.study import study_rows
 from analysis.figures.style import STYLES
 from core.store.selection import Selection
@@ -37,6 +37,5 @@ def write_view_figures(db: Database, selection: Selection, view: str, directory:
     figures = [f for f in FIGURES if view in f.views]
     if not figures:
         return Written((), ())
-    tables = tuple(dict.fromkeys(t for f in figures for t in f.tables))
-    study = study_rows(db, selection, resamples, seed, names=tables)
+    study = study_rows(db, selection, resamples, seed, names=tables_for(figures))
     return write_figures(study, directory, formats, STYLES[style], figures)

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import click
 
-from analysis.tables.registry import EPISODES, table_def
 from console.cli.options import TableChoice, bounded, open_db
 from console.cli.output import echo
 from console.cli.results import (
@@ -103,7 +102,7 @@ def figures_cmd(ctx: click.Context, directory: Path, runs: tuple[str, ...],
       lab figures figs/
       lab figures figs/ --run main --models qwen3-8b --format pdf --style talk
     """
-    from analysis.figures import figures_for, write_figures
+    from analysis.figures import figures_for, tables_for, write_figures
     from analysis.figures.select import Declared
     from analysis.figures.study import study_rows
     from analysis.figures.style import STYLES
@@ -118,14 +117,15 @@ def figures_cmd(ctx: click.Context, directory: Path, runs: tuple[str, ...],
     directory = export_folder(directory)
     spec = results_spec(resamples, seed, tau_lo, tau_hi, max_retrievals, fit_depths,
                         split_seed, judge)
-    study = study_rows(db, selection, resamples, seed, probe_tables=not tables or any(
-        table_def(t).family != EPISODES for t in tables), spec=spec)
+    figures = figures_for(tables)
+    # with --table only what its figures read (every table when none is named)
+    study = study_rows(db, selection, resamples, seed,
+                       names=tables_for(figures) if tables else None, spec=spec)
     for table in tables:
         if not figures_for((table,)):
             echo(f"no figure draws the {table} table; `lab results {table}` prints it",
                        err=True)
-    written = write_figures(study, directory, formats, STYLES[style], figures_for(tables),
-                            declared)
+    written = write_figures(study, directory, formats, STYLES[style], figures, declared)
     for name, reason in written.skipped:
         echo(f"skipped {name}: {reason}", err=True)
     drawn = sum(1 for p in written.paths if p.suffix == ".json")

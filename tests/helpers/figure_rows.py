@@ -124,3 +124,14 @@ def synthetic_study(rows: dict[str, list[RowDict]] | None = None,
                         "content_sha256": "a" * 64, "prev_sha256": None}]}
     values.update(fields)
     return StudyRows(**values)
+
+
+def lone_table_study(names: tuple[str, ...] | None = None, lone: str = "leaving"
+                     ) -> StudyRows:
+    """The synthetic study whose `lone` table's rows come only from the exploratory run
+    and only at the larger budget: on its own rows that table would choose that run and
+    budget, where the study's confirmatory runs and primary budget have none. Only the
+    tables `names` when given (as `study_rows(names=…)` computes them)."""
+    rows = study_table_rows()
+    rows[lone] = [r | {"budget": 16} for r in rows[lone] if r["runs"] == "pilot"]
+    return synthetic_study({t: r for t, r in rows.items() if names is None or t in names})
