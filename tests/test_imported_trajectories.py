@@ -66,6 +66,9 @@ def test_the_detail_and_its_rendering_carry_no_made_up_text(imported_db: Path) -
     assert NO_TEXT in head and "answered at action 6" in head and "None" not in head
     body = str(render.step_body(d.steps[0], d.observations[0], d.titles[0], len(d.steps)))
     assert "action: search\n" in body and f"✗ failed · {NO_TEXT}" in body
+    # the released files count no tokens: none shown, not zeros
+    for text in (head, body):
+        assert "tokens – (none recorded)" in text and "0 in" not in text
     assert "None" not in body
     matched = traj.matched_episodes(db, eid)
     assert [m.arm for m in matched] == ["enforced_rule", "none"]

@@ -140,7 +140,7 @@ def episode_head(d: EpisodeDetail, width: int = 80) -> Text:
     out.append("\n")
     calls = units(f"{d.tool_calls} tool, {d.extra_calls} judgment/extra",
                   f"{d.forced_turns} forced", f"{d.refused_calls} refused",
-                  f"tokens {d.input_tokens} in / {d.output_tokens} out")
+                  tokens_text(d.input_tokens, d.output_tokens))
     out.append_text(hang(Text(f"calls: {calls}", style="dim"), w))
     out.plain = out.plain.replace(KEEP, " ")  # wrapped now: plain spaces on screen
     return out
@@ -171,6 +171,15 @@ def latency_text(ms: float | None) -> str:
     """A step's model time: `812 ms`, or `– (no time recorded)` for a step that has none
     (imported episodes and built-in sims store 0)."""
     return f"{ms:.0f} ms" if ms is not None and ms > 0 else "– (no time recorded)"
+
+
+def tokens_text(n_in: int | None, n_out: int | None) -> str:
+    """A call's or an episode's tokens: `tokens 812 in / 40 out`, or `tokens – (none
+    recorded)` where none were counted (imported episodes: the released files carry none;
+    every call made here, a sim's included, counts its prompt)."""
+    if not n_in and not n_out:
+        return "tokens – (none recorded)"
+    return f"tokens {n_in} in / {n_out} out"
 
 
 def _num(value: object, places: int = 2) -> str:
@@ -264,7 +273,7 @@ def step_body(step: Step, text: str | None, title: str, total: int,
     out.append("  ·  ".join(parts) + "\n")
     for probe in probes:
         out.append(probe_line(probe) + "\n", style="cyan")
-    out.append(f"tokens {step.input_tokens} in / {step.output_tokens} out · "
+    out.append(f"{tokens_text(step.input_tokens, step.output_tokens)} · "
                f"{latency_text(step.latency_ms)}", style="dim")
     if legend:
         out.append("\n" + LEGEND, style="dim")
@@ -307,4 +316,4 @@ def codes_text(act_column: str) -> str:
             f"{rec[0]}…{rec[1]} = recover_after_1…5 (the first 1…5 observations fail, then "
             f"real ones), {late} = late_onset_from_3 (observations 3 on fail); "
             f"{MATCHED_KEY}; signs: {LEGEND}; a step's time – : none recorded (imported "
-            "episodes, built-in sims).")
+            "episodes, built-in sims); tokens – : none recorded (imported episodes).")
