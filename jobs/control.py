@@ -132,6 +132,9 @@ class GridStatus:
     since the epoch): what `at` recounts, so rate and ETA move without another read."""
     left: int = 0
     """Units still to store at the read (errored ones count only while queued again)."""
+    rerun: int = 0
+    """Errored episodes a queued or paused job of the grid runs again when it starts (a
+    stopped worker's interrupted ones, those `lab retry` queued): not in `errored`."""
 
     @property
     def active(self) -> bool:
@@ -177,9 +180,11 @@ def rate_and_eta(recent: tuple[float, ...], left: int, active: bool, stale: bool
 def status(db: Database, now: float | None = None) -> list[GridStatus]:
     """Per grid: episodes expected/stored/errored/running, job states, rate and ETA.
 
-    stored: pairs with a complete episode; errored: pairs whose episodes all errored
-    (with `retry`, the command that re-runs them). A replay grid counts its probes
-    instead (unit "probes"): stored, errored and the rate and ETA of its probes.
+    stored: pairs with a complete episode; errored: pairs whose episodes all errored,
+    and rerun those of them a queued or paused job runs again (with `retry`, the command
+    that re-runs the errored pairs no job holds, while there are some). A replay grid
+    counts its probes instead (unit "probes"): stored, errored and the rate and ETA of
+    its probes.
     """
     now = time.time() if now is None else now
     out = []
@@ -193,7 +198,8 @@ def status(db: Database, now: float | None = None) -> list[GridStatus]:
         rate, eta = rate_and_eta(recent, left, active, bool(g["stale"]), now)
         out.append(GridStatus(g["grid"], g["run"], g["cells"], g["expected"], g["stored"],
                               g["errored"], g["running"], g["jobs"], rate, eta,
-                              f"lab retry --grid {g['grid']} --errored" if g["errored"]
+                              f"lab retry --grid {g['grid']} --errored" if g["retryable"]
                               else None, g["stale"], g["unit"], g["kind"],
-                              g.get("truncated", 0), g.get("refused", 0), recent, left))
+                              g.get("truncated", 0), g.get("refused", 0), recent, left,
+                              g["rerun"]))
     return out

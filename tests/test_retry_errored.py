@@ -15,6 +15,7 @@ from sqlite_utils import Database
 
 import prompts
 from console.cli import main
+from console.screens.jobs import grid_label
 from core import prereg, store
 from core.data import ids_hash
 from core.demo_set import ensure_demo_set
@@ -123,6 +124,22 @@ def test_outage_for_the_first_half_then_retry_errored_completes_every_pair(
     cells = lab.conn.execute("SELECT count(DISTINCT cell_id) FROM episodes WHERE error IS NOT "
                              "NULL").fetchone()[0]
     assert f"{g.errored} errored episode(s) in {cells} new job(s)" in capsys.readouterr().out
+    # queued again, they are no longer errored work waiting for a retry
+    (queued,) = status(lab)
+    assert (queued.errored, queued.rerun, queued.retry, queued.left) == (0, g.errored, None,
+                                                                         g.errored)
+    assert cli(db_path, config, "status") == 0
+    out = capsys.readouterr().out
+    assert f"0 errored, {g.errored} queued to run again after an error" in out
+    assert "retry errored" not in out
+    assert f"↻ {g.errored} to run again" in grid_label(queued).plain
+    assert retry(lab, settings, "run", "r", errored_only=True).jobs == []
+    # while a job runs them they are errored still, and a retry has nothing to queue
+    held = [r["id"] for r in lab.query("SELECT id FROM jobs WHERE state = 'queued'")]
+    ledger.transition(lab, held, ("queued",), "running")
+    (running,) = status(lab)
+    assert (running.errored, running.rerun, running.retry) == (g.errored, 0, None)
+    ledger.transition(lab, held, ("running",), "queued")
     run_worker(settings, until_idle=True)
 
     after = census(lab)

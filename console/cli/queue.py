@@ -264,7 +264,8 @@ def status_cmd(ctx: click.Context, as_json: bool) -> None:
                    f"{g.rate:.1f}/s, ETA {eta}")
         running = f"{g.running} running; " if g.unit == "episodes" else ""
         apart = apart_text({"truncated": g.truncated, "refused": g.refused})
-        echo(f"    {g.errored} errored, {running}{apart + ', ' if apart else ''}"
+        rerun = f"{g.rerun} queued to run again after an error, " if g.rerun else ""
+        echo(f"    {g.errored} errored, {rerun}{running}{apart + ', ' if apart else ''}"
                    f"jobs: {jobs or '-'}")
         if g.retry:
             echo(f"    retry errored: {g.retry}")

@@ -112,16 +112,18 @@ def _append_apart(text: Text, truncated: int, refused: int, before: str, after: 
 
 
 def grid_label(g: GridStatus, last_error: str | None = None) -> Text:
-    """One grid: bar, stored/expected (a replay grid: its probes), errored, running, rate,
-    ETA (none while nothing is queued or running but some jobs are paused; `done with
-    errors` when it finished with errored units or failed jobs), job states and its newest
-    error line."""
+    """One grid: bar, stored/expected (a replay grid: its probes), errored, errored ones
+    queued to run again, running, rate, ETA (none while nothing is queued or running but
+    some jobs are paused; `done with errors` when it finished with errored units or
+    failed jobs), job states and its newest error line."""
     jobs = " ".join(f"{k} {v}" for k, v in g.jobs.items() if v) or "no jobs"
     probes = g.unit == "probes"
     what = f" {g.kind} probes" if probes and g.kind else (" probes" if probes else "")
     text = Text(f"grid {g.grid}  {bar(g.stored, g.expected)} {g.stored}/{g.expected}{what}  ")
     if g.errored:
         text.append(f"✗ {g.errored} errored  ", style="bold red")
+    if g.rerun:
+        text.append(f"↻ {g.rerun} to run again  ", style="yellow")
     _append_apart(text, g.truncated, g.refused, "", "  ")
     paused = g.jobs.get("paused") and not g.active
     eta = ("done with errors" if g.done_with_errors else "paused, no ETA" if paused
@@ -228,6 +230,8 @@ def grid_detail(g: GridStatus, last_error: str | None = None) -> Text:
         text.append(f" · ✗ {g.errored} errored", style="bold red")
         if g.retry:
             text.append(f" ({g.retry})")
+    if g.rerun:
+        text.append(f" · ↻ {g.rerun} errored, queued to run again", style="yellow")
     _append_apart(text, g.truncated, g.refused, " · ", "")
     if last_error and g.errored:
         text.append(f"\nlast error: {last_error}", style="red")

@@ -24,7 +24,7 @@ from sqlite_utils import Database
 from core.conditions import arm_label
 from core.end_reasons import APART, apart_counts
 from core.store.episodes import COMPLETE
-from core.store.jobs import errored_questions
+from core.store.jobs import ACTIVE, errored_questions
 from core.store.monitor import last_line, live_counts
 from core.store.probes import replay_progress
 from core.store.traces import DEPTHS, trace_progress
@@ -40,7 +40,10 @@ def grid_progress(db: Database, now: float | None = None) -> list[dict[str, Any]
     states.
 
     "stored" counts pairs with a complete episode; "errored" pairs whose episodes
-    all errored (what `lab retry --errored` would re-run); "stale" running jobs
+    all errored, but for those a queued or paused job holds ("rerun": that job runs them
+    again when it starts, as after a worker stopped mid-job); "retryable" the errored
+    pairs no queued, running or paused job holds (what `lab retry --errored` re-runs);
+    "stale" running jobs
     whose heartbeat is older than STALE_AFTER_S at `now`. "unit" is "episodes", or
     "probes" for a grid of `lab replay`/`lab repair` jobs: its expected, stored,
     errored and finished count the probes its jobs ask (`core.store.probes.
@@ -71,10 +74,13 @@ def grid_progress(db: Database, now: float | None = None) -> list[dict[str, Any]
                 ended[(cell_id, qid)] = why
             errored.update((cell_id, q) for q in errored_questions(db, cell_id))
         done = [complete[p] for p in pairs if p in complete]
+        failed = errored & pairs
+        waiting = _held(jobs, WAITING) & failed
         g.update(
             apart_counts(ended[p] for p in pairs if p in ended),
             cells=len(cells), expected=len(pairs), stored=len(done),
-            errored=len(errored & pairs), finished=sorted(done),
+            errored=len(failed - waiting), rerun=len(waiting),
+            retryable=len(failed - _held(jobs, ACTIVE)), finished=sorted(done),
             jobs={s: sum(j["state"] == s for j in jobs) for s in
                   ("queued", "running", "paused", "done", "failed", "cancelled")},
             stale=sum(j["state"] == "running" and now - (j["heartbeat_at"] or 0) > STALE_AFTER_S
@@ -85,15 +91,28 @@ def grid_progress(db: Database, now: float | None = None) -> list[dict[str, Any]
         if replay:  # a replay grid's work is its probes, not the episodes they read
             probes = replay_progress(db, replay)
             g.update(expected=probes["expected"], stored=probes["stored"],
-                     errored=probes["errored"], finished=probes["finished"], running=0,
+                     errored=probes["errored"], rerun=0, retryable=probes["errored"],
+                     finished=probes["finished"], running=0,
                      unit="probes", truncated=0, refused=0, kind=probes["kind"])
         traces = [j for j in jobs if j["kind"] == "traces"]
         if traces:  # a trace grid's work is its answer states, not episodes
             states = trace_progress(db, traces)
             g.update(expected=states["expected"], stored=states["stored"],
-                     errored=states["errored"], finished=states["finished"], running=0,
+                     errored=states["errored"], rerun=0, retryable=states["errored"],
+                     finished=states["finished"], running=0,
                      unit="states", truncated=0, refused=0, kind=states["kind"])
     return grids
+
+
+WAITING = ("queued", "paused")
+"""Job states whose job has not started (or was released by a stopping worker): when it
+starts it runs each of its questions without a complete episode, errored ones again."""
+
+
+def _held(jobs: list[dict[str, Any]], states: tuple[str, ...]) -> set[tuple[int, str]]:
+    """The (cell, question) pairs of the jobs in `states`."""
+    return {(j["cell_id"], q) for j in jobs if j["state"] in states
+            for q in json.loads(j["question_ids"])}
 
 
 @dataclass(frozen=True)
