@@ -73,7 +73,7 @@ async def test_hints_name_the_consoles_keys_not_cli_options(built: Path, tmp_pat
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
         queue = str(app.screen.query_one("#queue-text", Static).render())
-        assert "1 errored (excluded from analysis; E on Jobs (4) retries them)" in queue
+        assert "1 errored (excluded from analysis; E on Jobs (4) retries 1)" in queue
         await pilot.press("5")
         await settle(pilot)
         live = str(app.screen.query_one("#live-head", Static).render())
@@ -83,3 +83,34 @@ async def test_hints_name_the_consoles_keys_not_cli_options(built: Path, tmp_pat
             app.screen.query_one("#results-status", Static).render()), "the Results status")
         status = str(app.screen.query_one("#results-status", Static).render())
         assert "⚠ 1 errored episode left out (E on Jobs (4) retries them)" in status
+
+
+def test_the_dashboard_offers_a_retry_only_for_what_a_retry_would_queue(built: Path,
+                                                                        tmp_path: Path) -> None:
+    """An errored record stays in lab.db after its question is queued again or answered;
+    the Dashboard's retry hint counts only the errored pairs `E` on Jobs would queue."""
+    from console.screens.dashboard import read_dashboard
+    from core.store import jobs as ledger
+
+    db_path = copy_to(built, tmp_path)
+    db = store.connect(db_path)
+    cell_id, question = db.conn.execute(
+        "SELECT cell_id, question_id FROM episodes WHERE id = 1").fetchone()
+    with db.conn:  # the pair's episode errored, then its errored record stays beside a new one
+        db.conn.execute("UPDATE episodes SET error = 'boom' WHERE id = 1")
+
+    def hint() -> tuple[int, int]:
+        data = read_dashboard(db_path, 60.0, 0.0)
+        return data.queue.errored, data.retryable
+
+    assert hint() == (1, 1)
+    (job,) = ledger.insert_jobs(db, 1, cell_id, [question])
+    assert hint() == (1, 0)  # a queued job runs it again
+    ledger.transition(db, [job], ("queued",), "cancelled")
+    assert hint() == (1, 1)
+    cols = ", ".join(r[1] for r in db.conn.execute("PRAGMA table_info(episodes)") if r[1] != "id")
+    with db.conn:  # answered since: the errored record kept, id 1 the complete episode
+        db.conn.execute(f"INSERT INTO episodes ({cols}) SELECT {cols} FROM episodes WHERE id = 1")
+        db.conn.execute("UPDATE episodes SET error = NULL WHERE id = 1")
+    assert hint() == (1, 0)
+    db.conn.close()

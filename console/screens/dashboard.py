@@ -31,6 +31,7 @@ from core import store
 from core.end_reasons import apart_text
 from core.errors import LabError
 from core.inert import inert
+from core.store import jobs as ledger
 from core.store import monitor
 from core.store.endpoints import EndpointDown, endpoints_down
 
@@ -59,6 +60,9 @@ class DashboardData:
     """Stopped workers silent for over an hour, shown as one line (`collapse_stopped`)."""
     down: tuple[EndpointDown, ...] = ()
     """Endpoints a live worker sees down (its model's episodes wait for them)."""
+    retryable: int = 0
+    """Errored pairs a retry would queue again (`core.store.jobs.retryable_pairs`): not
+    those completed since, nor those a queued or running job holds."""
 
 
 @dataclass(frozen=True)
@@ -80,7 +84,8 @@ def read_dashboard(db_path: Path, lease_s: float, now: float) -> DashboardData:
         return DashboardData(queue, queue.rate, workers, monitor.servers(db),
                              monitor.recent_events(db, limit=EVENTS),
                              tuple(monitor.errored_by_reason(db)), stopped_old,
-                             tuple(endpoints_down(db, now=now, stale_s=lease_s)))
+                             tuple(endpoints_down(db, now=now, stale_s=lease_s)),
+                             ledger.retryable_pairs(db) if queue.errored else 0)
     finally:
         db.conn.close()
 
@@ -334,8 +339,8 @@ class DashboardScreen(WorkerKeys, LabScreen):
         text.append("episodes  ", style="bold")
         text.append(f"{q.episodes:,} stored · ")
         text.append(f"{q.errored:,} errored", style="bold red" if q.errored else "")
-        text.append(" (excluded from analysis; E on Jobs (4) retries them)" if q.errored
-                    else " (excluded from analysis)")
+        text.append(f" (excluded from analysis; E on Jobs (4) retries {data.retryable:,})"
+                    if data.retryable else " (excluded from analysis)")
         apart = apart_text({"truncated": q.truncated, "refused": q.refused})
         if apart:  # complete episodes without an answer, neither errors nor format failures
             text.append(f" · {apart}", style="yellow")
