@@ -100,13 +100,9 @@ def errored_questions(db: Database, cell_id: int) -> dict[str, str]:
 def retryable_pairs(db: Database) -> int:
     """Errored (cell, question) pairs with no complete episode that no queued, running or
     paused job holds: what `lab retry --errored` (the Jobs screen's `E`) queues again."""
-    pairs = set(db.conn.execute(
-        f"SELECT DISTINCT e.cell_id, e.question_id FROM episodes e WHERE e.error IS NOT NULL "
-        f"AND NOT EXISTS (SELECT 1 FROM episodes c WHERE c.cell_id = e.cell_id AND "
-        f"c.question_id = e.question_id AND c.{COMPLETE})").fetchall())
-    for cell_id in {c for c, _ in pairs}:
-        pairs -= {(cell_id, q) for q in pending_questions(db, cell_id)}
-    return len(pairs)
+    cells = [c for (c,) in db.conn.execute(
+        "SELECT DISTINCT cell_id FROM episodes WHERE error IS NOT NULL")]
+    return sum(len(errored_questions(db, c).keys() - pending_questions(db, c)) for c in cells)
 
 
 def pending_questions(db: Database, cell_id: int) -> set[str]:
