@@ -4,6 +4,7 @@ cut by a long lab.db path, and counts agree with their nouns (`1 amendment`)."""
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -82,7 +83,42 @@ async def test_hints_name_the_consoles_keys_not_cli_options(built: Path, tmp_pat
         await pause_until(pilot, lambda: "errored" in str(
             app.screen.query_one("#results-status", Static).render()), "the Results status")
         status = str(app.screen.query_one("#results-status", Static).render())
-        assert "⚠ 1 errored episode left out (E on Jobs (4) retries them)" in status
+        assert "⚠ 1 errored episode left out (E on Jobs (4) retries 1)" in status
+
+
+@pytest.mark.asyncio
+async def test_results_says_which_errored_episodes_a_job_will_run_again(built: Path,
+                                                                      tmp_path: Path) -> None:
+    """Under Results' tables, an errored episode a queued job holds is "queued to run
+    again", not offered to `E` (which would queue nothing); the line follows the job as
+    another process queues, starts and cancels it, with no key pressed."""
+    from core.store import jobs as ledger
+
+    db_path = copy_to(built, tmp_path)
+    db = store.connect(db_path)
+    cell_id, question = db.conn.execute(
+        "SELECT cell_id, question_id FROM episodes WHERE id = 1").fetchone()
+    with db.conn:
+        db.conn.execute("UPDATE episodes SET error = 'interrupted' WHERE id = 1")
+    (job,) = ledger.insert_jobs(db, 1, cell_id, [question])
+    app = console_app(db_path, first_screen="results")
+
+    def status() -> str:
+        return str(app.screen.query_one("#results-status", Static).render())
+
+    def says(text: str) -> Callable[[], bool]:
+        return lambda: text in status()
+
+    async with app.run_test(size=(120, 24)) as pilot:
+        await pause_until(pilot, lambda: "errored" in status(), "the Results status")
+        assert "⚠ 1 errored episode left out (1 queued to run again)" in status()
+        for state, said in (("running", "(1 running again)"),
+                            ("cancelled", "(E on Jobs (4) retries 1)")):
+            with db.conn:  # another process moves the job on
+                db.conn.execute("UPDATE jobs SET state = ? WHERE id = ?", (state, job))
+            await pause_until(pilot, says(said), f"the job {state}")
+        assert "⚠ 1 errored episode left out" in status()
+    db.conn.close()
 
 
 def test_the_dashboard_offers_a_retry_only_for_what_a_retry_would_queue(built: Path,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from sqlite_utils import Database
@@ -22,6 +22,9 @@ from core.store.episodes import COMPLETE
 from core.store.events import log_event as log_event  # callers log as ledger.log_event
 
 ACTIVE = ("queued", "running", "paused")
+WAITING = ("queued", "paused")
+"""Job states whose job has not started (or was released by a stopping worker): when it
+starts it runs each of its questions without a complete episode, errored ones again."""
 TARGETS = ("run", "grid", "job")
 
 
@@ -103,6 +106,26 @@ def retryable_pairs(db: Database) -> int:
     cells = [c for (c,) in db.conn.execute(
         "SELECT DISTINCT cell_id FROM episodes WHERE error IS NOT NULL")]
     return sum(len(errored_questions(db, c).keys() - pending_questions(db, c)) for c in cells)
+
+
+def held_pairs(db: Database, cells: Iterable[int],
+               states: tuple[str, ...] = ACTIVE) -> set[tuple[int, str]]:
+    """The (cell, question) pairs of these cells held by jobs in `states`.
+
+    Args:
+        cells: the cells asked about.
+        states: job states (default: queued, running or paused).
+    """
+    cells = sorted(set(cells))
+    if not cells:
+        return set()
+    out: set[tuple[int, str]] = set()
+    for cell, ids in db.conn.execute(
+            f"SELECT cell_id, question_ids FROM jobs WHERE state IN "
+            f"({', '.join('?' * len(states))}) AND cell_id IN ({', '.join('?' * len(cells))})",
+            (*states, *cells)):
+        out.update((cell, q) for q in json.loads(ids))
+    return out
 
 
 def pending_questions(db: Database, cell_id: int) -> set[str]:

@@ -24,7 +24,7 @@ from sqlite_utils import Database
 from core.conditions import arm_label
 from core.end_reasons import APART, apart_counts
 from core.store.episodes import COMPLETE
-from core.store.jobs import ACTIVE, errored_questions
+from core.store.jobs import ACTIVE, WAITING, errored_questions
 from core.store.monitor import last_line, live_counts
 from core.store.probes import replay_progress
 from core.store.traces import DEPTHS, trace_progress
@@ -102,11 +102,6 @@ def grid_progress(db: Database, now: float | None = None) -> list[dict[str, Any]
                      finished=states["finished"], running=0,
                      unit="states", truncated=0, refused=0, kind=states["kind"])
     return grids
-
-
-WAITING = ("queued", "paused")
-"""Job states whose job has not started (or was released by a stopping worker): when it
-starts it runs each of its questions without a complete episode, errored ones again."""
 
 
 def _held(jobs: list[dict[str, Any]], states: tuple[str, ...]) -> set[tuple[int, str]]:

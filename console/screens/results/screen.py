@@ -38,6 +38,7 @@ from textual.widgets import ContentSwitcher, DataTable, Header, Input, Static, T
 from analysis.tables.registry import EPISODES, TRACES, TableDef, views
 from console.messages import DbChanged
 from console.screens.base import LabScreen
+from console.screens.results.errored import ErroredLeftOut
 from console.screens.results.selection import parse_selection
 from console.screens.results.stale import stale_note
 from console.screens.results.table_cursor import Layout
@@ -50,9 +51,9 @@ from core.errors import ConfigError, LabError
 from core.inert import inert
 from core.store import trajectories as traj
 from core.store.selection import Fingerprint, Selection
-from core.wording import plural
 
 if TYPE_CHECKING:
+    import pandas as pd
     from sqlite_utils import Database
 
     from analysis.measures.drilldown import CellDecisions
@@ -175,6 +176,8 @@ class ResultsScreen(LabScreen):
 
         frames: Frames
         generation: int
+        errored: ErroredLeftOut
+        """Its errored episodes by the jobs that hold them, read with it."""
 
     @dataclass
     class Drilled(Message):
@@ -188,6 +191,13 @@ class ResultsScreen(LabScreen):
         """lab.db changed since the numbers on show were computed (`stale_note`)."""
 
         note: str
+
+    @dataclass
+    class ErroredRead(Message):
+        """The jobs holding the errored episodes' questions were read again."""
+
+        errored: ErroredLeftOut
+        generation: int
 
     @dataclass
     class Exported(Message):
@@ -207,6 +217,8 @@ class ResultsScreen(LabScreen):
         self.selection_text = ""
         self.view = "success"
         self._frames: Frames | None = None
+        self._errored = ErroredLeftOut(0)
+        """What will become of the frames' errored episodes (`errored.errored_left_out`)."""
         self._fingerprint: Fingerprint | None = None
         """The state of lab.db the numbers on show were computed from (the selection's
         episodes and lab.db's change counter): another state marks them stale."""
@@ -429,7 +441,9 @@ class ResultsScreen(LabScreen):
         header keeps the time the numbers were read, and the line says they are stale."""
         message.stop()
         message.prevent_default()
-        self._check_stale(self._fingerprint)
+        frames = self._frames
+        self._check_stale(self._fingerprint, frames.errored_episodes
+                          if frames is not None and frames.errored else None, self._generation)
 
     def _connect(self) -> Database:
         return store.connect(self.lab.db_path, read_only_fallback=True)
@@ -455,14 +469,22 @@ class ResultsScreen(LabScreen):
         self.post_message(self.Provenance(text))
 
     @work(thread=True, exclusive=True, group="results-stale")
-    def _check_stale(self, seen: Fingerprint | None) -> None:
+    def _check_stale(self, seen: Fingerprint | None, errored: pd.DataFrame | None,
+                     generation: int) -> None:
+        """Whether the selection's episodes changed since `seen`, and (a job may have been
+        queued, cancelled or taken since) what will become of the `errored` episodes the
+        numbers on show leave out."""
+        from console.screens.results.errored import errored_left_out
         from core.store.selection import fingerprint
 
         db = self._connect()
         try:
             now = fingerprint(db, self.selection)
+            held = errored_left_out(db, errored) if errored is not None else None
         finally:
             db.conn.close()
+        if held is not None:
+            self.post_message(self.ErroredRead(held, generation))
         if seen is not None and now != seen:
             self.post_message(self.Stale(stale_note(seen, now)))
 
@@ -475,6 +497,7 @@ class ResultsScreen(LabScreen):
         views already computed, whose results a view of the same table reuses)."""
         from analysis.measures.frames import load_frames
         from analysis.tables.results import ResultsSpec, results_for
+        from console.screens.results.errored import errored_left_out
         from console.screens.results.table_cursor import layout
         from console.screens.results.views import display_tables, view_tables
         from core.store.selection import check_selection, fingerprint
@@ -499,7 +522,8 @@ class ResultsScreen(LabScreen):
             if generation != self._generation:
                 return
             if frames is not None and table.family != TRACES:
-                self.post_message(self.FramesLoaded(frames, generation))
+                self.post_message(self.FramesLoaded(
+                    frames, generation, errored_left_out(db, frames.errored_episodes)))
             shared = next((c for c in computed_views if c.results.table(table.name)), None) \
                 if table.family == EPISODES and not self.repaired else None
             results = shared.results if shared else results_for(
@@ -735,8 +759,7 @@ class ResultsScreen(LabScreen):
             self._show_view()
 
     def _status(self, computed: Computed) -> None:
-        frames = self._frames
-        errored = frames.errored if frames else 0
+        errored = self._errored.note() if self._frames else ""
         sel = self.selection_text or "everything, nothing pooled"
         same = (self.lab.n_boot, self.lab.seed) == (N_BOOT, SEED)
         line = Text(f"{sel} · {self.lab.n_boot} resamples, seed {self.lab.seed}"
@@ -744,9 +767,7 @@ class ResultsScreen(LabScreen):
         if self.repaired:
             line.append("  · repaired answers (R: raw)", style="bold cyan")
         if errored:
-            line.append(f"  ⚠ {plural(errored, 'errored episode')} left out (E on Jobs (4) "
-                        f"retries them)",
-                        style="bold yellow")
+            line.append(f"  {errored}", style="bold yellow")
         self.query_one("#results-status", Static).update(line)
 
     def _show_grid(self, computed: Computed) -> None:
@@ -846,7 +867,7 @@ class ResultsScreen(LabScreen):
     def on_results_screen_frames_loaded(self, message: FramesLoaded) -> None:
         """Keep the frames for the next view, drill-downs and export."""
         if message.generation == self._generation:
-            self._frames = message.frames
+            self._frames, self._errored = message.frames, message.errored
 
     def on_results_screen_ready(self, message: Ready) -> None:
         """Show a computed view (if it is still the one asked for)."""
@@ -875,6 +896,14 @@ class ResultsScreen(LabScreen):
                                                more_charts=False)
         if message.view == self.view and self._body() == "results-text-view":
             self._show_charts(message.charts)
+
+    def on_results_screen_errored_read(self, message: ErroredRead) -> None:
+        """Say again what will become of the errored episodes left out, if that changed."""
+        if message.generation != self._generation or message.errored == self._errored:
+            return
+        self._errored = message.errored
+        if self.view in self._computed:
+            self._status(self._computed[self.view])
 
     def on_results_screen_stale(self, message: Stale) -> None:
         """Say what changed in lab.db since these numbers were computed."""
