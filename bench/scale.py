@@ -259,6 +259,19 @@ def run_measured(args: list[str]) -> tuple[float, float, str]:
     return seconds, usage.ru_maxrss / 1024, b"".join(chunks).decode()
 
 
+def yardstick(rounds: int = 5) -> float:
+    """Print (and return) the host's speed as a fresh process importing pandas, which
+    every table's command does first: the same commands took 0.2 s of it on a quick day
+    and 0.6-0.8 s on a slow one of the same 2-core machine, and the tables' times move
+    with it, so a figure is read beside the yardstick measured in the same run."""
+    seconds = sorted(run_measured([sys.executable, "-c", "import pandas"])[0]
+                     for _ in range(rounds))
+    median = statistics.median(seconds)
+    print(f"yardstick: a fresh `python -c 'import pandas'` {median:.2f} s "
+          f"({seconds[0]:.2f}–{seconds[-1]:.2f}, {rounds} runs)", flush=True)
+    return median
+
+
 def _lab(path: Path, *args: str) -> list[str]:
     return [sys.executable, "-c", "from console.cli import main; main()", "--db", str(path),
             *args]
@@ -330,6 +343,7 @@ def main() -> None:
     subprocess.run(compileall, check=True)  # the module cache an installed lab has
     print(f"load: {os.getloadavg()[0]:.1f} {os.getloadavg()[1]:.1f} {os.getloadavg()[2]:.1f} "
           f"on {os.cpu_count()} cores", flush=True)
+    yardstick()
     results: dict[int, list[tuple[str, float, float, float, float]]] = {}
     for path in paths.values():
         n = sqlite3.connect(path).execute("SELECT count(*) FROM episodes").fetchone()[0]
@@ -342,6 +356,7 @@ def main() -> None:
                                max(seconds)))
             print(f"{n:>8,} episodes  {what:<28} {statistics.median(seconds):6.2f} s "
                   f"({min(seconds):.2f}–{max(seconds):.2f})  {rss:6.0f} MB", flush=True)
+    yardstick()
     if args.json:
         args.json.write_text(json.dumps({str(k): v for k, v in results.items()}, indent=1))
 
