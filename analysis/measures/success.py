@@ -446,9 +446,10 @@ def _success_table(arms: tuple[list[ArmKey], list[QuestionMatrix]], n_boot: int,
         for regime, iv in done[key]:
             rows.append(interval_row(arm, "success", iv, regime,
                                      regimes=_covers(regime, arm.regimes)))
-    notes = (("Share of questions answered correctly (F1 ≥ threshold), raw; mean6 = equal-weight "
-             "mean of clean, persistent, recover_after_1–3, late_onset_from_3 (– if one is "
-             "missing); 95% question bootstrap."),)
+    notes = (("Share of questions answered correctly (HotpotQA: token F1 ≥ the threshold; FEVER: "
+              "the exact label), raw; mean6 = equal-weight mean of clean, persistent, "
+              "recover_after_1–3, late_onset_from_3 (– if one is missing); 95% question "
+              "bootstrap."),)
     return Table("success", "Success per regime and mean6", tuple(rows), notes, "wide",
                  (MEAN6_LABEL,), pooled=grouping.pooled)
 
