@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from core.end_reasons import end_text
 from core.episode import EpisodeResult, Step
+from core.scoring import score_note
 from core.store.imports import NO_TEXT
 
 TitleOf = Callable[[str], str]
@@ -118,15 +119,17 @@ def reasoning_line(step: Step, width: int = REASONING_WIDTH) -> str:
     return f"  reasoning{tokens}: {_clip(step.reasoning, width)}"
 
 
-def summary_lines(result: EpisodeResult, gold: str) -> list[str]:
-    """The episode's outcome: answer, F1, correctness and counts."""
+def summary_lines(result: EpisodeResult, gold: str, task: str = "hotpotqa") -> list[str]:
+    """The episode's outcome: answer, its score (`core.scoring.score_note`: HotpotQA's F1;
+    none for a FEVER verdict), correctness and counts."""
     if result.error:
         return [f"══ ERROR: {result.error}"]
     if result.answered:
         verdict = "correct" if result.correct else "incorrect"
         flag = "  (placeholder answer)" if result.placeholder else ""
+        score = score_note(result.f1, task)
         head = (f"══ answer: {result.answer!r} at action {result.answer_action}   gold: {gold!r}"
-                f"   F1 {result.f1:.2f}   {verdict}{flag}")
+                f"   {score + '   ' if score else ''}{verdict}{flag}")
     else:
         head = f"══ unanswered ({end_text(result.end_reason)})   gold: {gold!r}   incorrect"
     counts = (f"   tool calls {result.tool_calls}, judgment calls {result.extra_calls}, "

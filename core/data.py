@@ -26,6 +26,13 @@ CLAIM_TYPE = "claim"
 """The `type` of a FEVER claim (HotpotQA's types are "bridge" and "comparison")."""
 NEI_LABEL = "NOT ENOUGH INFO"
 
+
+def task_for_type(qtype: str) -> str:
+    """The task of a stored question by its type (the questions table's ``type``):
+    "fever" for a claim, else "hotpotqa"."""
+    return TASK_FEVER if qtype == CLAIM_TYPE else TASK_HOTPOTQA
+
+
 _JSON_TYPES = ((bool, "boolean"), (int, "number"), (float, "number"), (str, "string"),
                (list, "array"), (dict, "object"), (type(None), "null"))
 
@@ -77,7 +84,7 @@ class Question:
     @property
     def task(self) -> str:
         """The task kind: "fever" for a claim (type "claim"), else "hotpotqa"."""
-        return TASK_FEVER if self.type == CLAIM_TYPE else TASK_HOTPOTQA
+        return task_for_type(self.type)
 
     @property
     def gold_titles(self) -> frozenset[str]:

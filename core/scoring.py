@@ -206,6 +206,13 @@ def score_label(pred: str | None, gold: str) -> Score:
                  placeholder=is_placeholder(pred))
 
 
+def score_note(f1: float, task: str) -> str:
+    """How an answer's score reads beside it: HotpotQA's token F1 ("F1 0.67"); nothing for
+    FEVER, whose verdict is right or wrong by its exact label (the correct/wrong beside it
+    says which; the stored F1 of a verdict is only 1.0 or 0.0)."""
+    return "" if task == "fever" else f"F1 {f1:.2f}"
+
+
 def score_for_task(pred: str | None, gold: str, task: str,
                    threshold: float = DEFAULT_THRESHOLD) -> Score:
     """Score a final answer the way its task is scored.

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from core.conditions import ARMS, Condition, parse_condition
 from core.data import TASK_FEVER, Question
 from core.demo_data import demo_questions
 from core.demo_fever import DEMO_FEVER_DATASET, demo_fever_questions
+from core.episode import EpisodeResult
 from core.errors import DataError
 from core.fever import N_OTHER_PAGES, balanced_sample, load_fever, page_title
 from core.kb import strip_supporting_facts
@@ -276,6 +278,48 @@ def test_results_keep_datasets_apart(db_path: Path, capsys: pytest.CaptureFixtur
     rows = json.loads(capsys.readouterr().out)
     by_dataset = {(r["dataset"], r["question_set"]) for r in rows}
     assert by_dataset == {("demo", "hp6"), (DEMO_FEVER_DATASET, "fv6")}
+
+
+def test_a_verdict_is_shown_right_or_wrong_with_no_f1(db_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """A FEVER verdict is scored by its exact label (its stored F1 is only 1.0 or 0.0), so
+    where an episode's answer is shown (Trajectories, Live's outcome, `lab tail`, `lab
+    try`) a verdict reads right or wrong with no "F1"; a HotpotQA answer keeps its F1."""
+    from console.render import summary_lines
+    from console.screens.live import outcome_text
+    from console.widgets.traj_render import episode_head
+    from core.store import jobs as ledger
+    from core.store.trajectories import episode_detail
+
+    asyncio.run(_two_datasets(db_path))
+    db = store.connect(db_path)
+    shown = {}
+    for dataset in ("demo", DEMO_FEVER_DATASET):
+        (episode_id,) = db.conn.execute(
+            "SELECT e.id FROM episodes e JOIN questions q ON q.id = e.question_id "
+            "WHERE q.dataset = ? AND e.answer IS NOT NULL ORDER BY e.id LIMIT 1",
+            (dataset,)).fetchone()
+        detail = episode_detail(db, episode_id)
+        row = ledger.episode_row(db, episode_id)
+        assert row is not None
+        capsys.readouterr()
+        assert main(["--db", str(db_path), "tail", str(episode_id)]) == 0
+        tail = capsys.readouterr().out.splitlines()[-2]
+        shown[dataset] = (detail.task, episode_head(detail, 120).plain,
+                          outcome_text(row).plain, tail)
+    task, head, live, tail = shown[DEMO_FEVER_DATASET]
+    assert task == "fever"
+    for text in (head, live, tail):
+        assert "F1" not in text, text
+        assert re.search(r"gold:? '(SUPPORTS|REFUTES)'", text), text
+    task, head, live, tail = shown["demo"]
+    assert task == "hotpotqa"
+    for text in (head, live, tail):
+        assert "F1 " in text, text
+    verdict = EpisodeResult(question_id="c", answered=True, answer="SUPPORTS", answer_action=3,
+                            correct=False, f1=0.0)
+    assert "F1" not in summary_lines(verdict, "REFUTES", TASK_FEVER)[0]
+    assert "F1 0.00" in summary_lines(verdict, "REFUTES")[0]
 
 
 DEV_FORMAT = Path(__file__).parent / "data" / "fever"

@@ -20,6 +20,7 @@ from console.cli.output import echo
 from console.render import imported_summary, step_lines, summary_lines
 from core import store
 from core.bounds import MAX_BUDGET, MAX_TIMEOUT_S, MAX_WORKERS, Bounds
+from core.data import task_for_type
 from core.end_reasons import apart_text
 from core.errors import ConfigError
 from core.models.registry import load_registry
@@ -472,7 +473,8 @@ def _print_finished(db: Database, episode_id: int, header: bool = True, after_t:
                                   "output_tokens", "reasoning_tokens", "end_reason", "error")}
     result = EpisodeResult(question_id=row["question_id"], **fields)
     echo("\n".join(imported_summary(result) if imported else
-                          summary_lines(result, row["gold"])))
+                          summary_lines(result, row["gold"],
+                                        task_for_type(row["question_type"] or ""))))
 
 
 COMMANDS = (enqueue_cmd, worker_cmd, status_cmd, tail_cmd, *CONTROL_COMMANDS)

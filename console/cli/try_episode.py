@@ -76,7 +76,7 @@ def try_(ctx: click.Context, model: str, condition: str, regime: str, question: 
     setup = setup_for(cell, q, ForeignPool(pool_questions), client)
     result = asyncio.run(run_one(setup, client, on_step=lambda s: echo(
         "\n".join(step_lines(s, title_of)))))
-    echo("\n".join(summary_lines(result, q.answer)))
+    echo("\n".join(summary_lines(result, q.answer, q.task)))
     if result.error:
         raise EpisodeFailed(f"the episode ended in an error: {result.error}")
 

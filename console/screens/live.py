@@ -34,10 +34,12 @@ from console.widgets.footer import LabFooter
 from console.widgets.hanging import Hanging
 from console.widgets.measured_table import MeasuredTable
 from core import store
+from core.data import task_for_type
 from core.end_reasons import end_text
 from core.episode import Step
 from core.errors import LabError
 from core.inert import inert, inert_fields
+from core.scoring import score_note
 from core.store import jobs as ledger
 from core.store import monitor
 
@@ -224,8 +226,9 @@ def outcome_parts(row: dict) -> list[Part]:
         return [(0, Text(f"══ {row['end_reason']}", style="bold"))]
     if row["answered"]:
         verdict = "✓ correct" if row["correct"] else "✗ incorrect"
+        score = score_note(row["f1"], task_for_type(row.get("question_type") or ""))
         head = (f"══ answered {row['answer']!r} at action {row['answer_action']} · gold "
-                f"{row.get('gold')!r} · F1 {row['f1']:.2f} · {verdict}")
+                f"{row.get('gold')!r} · {score + ' · ' if score else ''}{verdict}")
     else:
         head = (f"══ unanswered ({end_text(row['end_reason'])}) · gold {row.get('gold')!r} · "
                 "✗ incorrect")

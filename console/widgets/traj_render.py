@@ -20,6 +20,7 @@ from console.widgets.hanging import hang
 from core.end_reasons import end_text
 from core.episode import Step
 from core.regimes import short_regime
+from core.scoring import score_note
 from core.store.imports import NO_TEXT
 from core.store.trajectories import EpisodeDetail
 
@@ -128,8 +129,9 @@ def episode_head(d: EpisodeDetail, width: int = 80) -> Text:
         tail = (f"· {NO_TEXT} (actions, judgments and success only)"
                 + (f" · answered at action {r.answer_action}" if r.answer_action else ""))
     elif d.answer is not None:
-        tail = (f"· {clip(repr(d.answer), HEAD_VALUE)} at action {r.answer_action}, "
-                f"F1 {d.f1:.2f} · gold {clip(repr(d.gold), HEAD_VALUE)}")
+        score = score_note(d.f1, d.task)
+        tail = (f"· {clip(repr(d.answer), HEAD_VALUE)} at action {r.answer_action}"
+                f"{', ' + score if score else ''} · gold {clip(repr(d.gold), HEAD_VALUE)}")
     else:
         tail = (f"· no answer ({end_text(d.end_reason)}) · gold "
                 f"{clip(repr(d.gold), HEAD_VALUE)}")

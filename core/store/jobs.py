@@ -363,8 +363,10 @@ def finished_episode(db: Database, cell_id: int, question_id: str) -> int | None
 
 
 def episode_row(db: Database, episode_id: int) -> dict[str, Any] | None:
-    """An episode with its cell's model/condition/regime and the gold answer."""
-    rows = _rows(db, "SELECT e.*, c.model, c.condition, c.regime, q.answer AS gold "
+    """An episode with its cell's model/condition/regime, the gold answer and its
+    question's type (``question_type``: `core.data.task_for_type` reads its task)."""
+    rows = _rows(db, "SELECT e.*, c.model, c.condition, c.regime, q.answer AS gold, "
+                     "q.type AS question_type "
                      "FROM episodes e JOIN cells c ON c.id = e.cell_id "
                      "LEFT JOIN questions q ON q.id = e.question_id WHERE e.id = ?",
                  (episode_id,))

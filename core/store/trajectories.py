@@ -21,7 +21,7 @@ from typing import Any
 from sqlite_utils import Database
 
 from core.conditions import arm_label
-from core.data import Question
+from core.data import TASK_HOTPOTQA, Question
 from core.episode import Step
 from core.errors import ConfigError, StoreError
 from core.kb import paragraph_observation, resolve_ref, strip_supporting_facts
@@ -347,6 +347,7 @@ class EpisodeDetail:
             p_answer_now, prefer, parse_ok, error; shown at the step t they follow.
         imported: the episode was imported from a released file: it has no text, and
             each observation reads `core.store.imports.NO_TEXT`.
+        task: the question's task ("hotpotqa" or "fever": how its answer was scored).
     """
 
     row: EpisodeRow
@@ -367,6 +368,7 @@ class EpisodeDetail:
     titles: tuple[str, ...]
     probes: tuple[dict[str, Any], ...] = ()
     imported: bool = False
+    task: str = TASK_HOTPOTQA
 
 
 def episode_probe_rows(db: Database, episode_id: int) -> tuple[dict[str, Any], ...]:
@@ -475,7 +477,8 @@ def episode_detail(db: Database, episode_id: int) -> EpisodeDetail:
                          q.answer if q else "", answer, float(f1), end_reason, error, calls,
                          extra, forced, refused, tok_in, tok_out, steps,
                          tuple(t for t, _ in shown), tuple(t for _, t in shown),
-                         episode_probe_rows(db, eid), imported)
+                         episode_probe_rows(db, eid), imported,
+                         q.task if q else TASK_HOTPOTQA)
 
 
 def matched_episodes(db: Database, episode_id: int) -> list[EpisodeRow]:
