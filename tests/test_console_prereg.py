@@ -429,7 +429,7 @@ async def test_verify_ok_then_a_changed_prompt_shows_its_diff(lab_db: Path,
         await pilot.press("v")
         await settle(pilot)
         pins = text_of(pilot.app.screen, "#prereg-pins")
-        assert "verify: ok: 1 frozen amendments" in pins
+        assert "verify: ok: 1 frozen amendment, chain and pins intact" in pins
         assert "every pin matches" in pins
         system = own_prompts / "system.txt"
         old_first = system.read_text(encoding="utf-8").splitlines()[0]
@@ -438,7 +438,7 @@ async def test_verify_ok_then_a_changed_prompt_shows_its_diff(lab_db: Path,
         await pilot.press("v")
         await settle(pilot)
         pins = text_of(pilot.app.screen, "#prereg-pins")
-        assert "verify: 1 problems" in pins and "prompts/system.txt changed" in pins
+        assert "verify: 1 problem\n" in pins and "prompts/system.txt changed" in pins
         assert "CHANGED since A1 was frozen" in pins
         assert "+A changed first line." in pins and f" {old_first}" in pins
         assert "a deviation is logged" in pins

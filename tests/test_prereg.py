@@ -233,6 +233,9 @@ def test_cli_new_show_freeze_deviation(db: Database, db_path: Path, tmp_path: Pa
     assert capsys.readouterr().out.strip() == "A1"
     assert main([*base, "prereg", "deviation", "A1", "early"]) != 0  # drafts have no deviations
     assert main([*base, "prereg", "freeze", "A1", "--yes"]) == 0
+    capsys.readouterr()
+    assert main([*base, "prereg", "verify"]) == 0
+    assert capsys.readouterr().out == "ok: 1 frozen amendment, chain and pins intact\n"
     assert main([*base, "prereg", "deviation", "A1", "ran late"]) == 0
     assert main([*base, "prereg", "show", "A1"]) == 0
     out = capsys.readouterr().out

@@ -252,7 +252,7 @@ def verify(ctx: click.Context) -> None:
             echo(f"{p.amendment}: {p.what}", err=True)
         ctx.exit(1)
     frozen = sum(r["state"] == "frozen" for r in rows.amendments(db))
-    echo(f"ok: {frozen} frozen amendments, chain and pins intact")
+    echo(f"ok: {plural(frozen, 'frozen amendment')}, chain and pins intact")
 
 
 @prereg_group.command("deviation")

@@ -419,10 +419,11 @@ class PreregScreen(LabScreen):
             self._error(str(exc))
             return
         if problems:
-            text = Text(f"✗ verify: {len(problems)} problems\n", style="bold red")
+            text = Text(f"✗ verify: {plural(len(problems), 'problem')}\n", style="bold red")
             text.append("".join(f"  {p.amendment}: {p.what}\n" for p in problems))
         else:
-            text = Text(f"✓ verify: ok: {frozen} frozen amendments, chain and pins intact\n",
+            text = Text(f"✓ verify: ok: {plural(frozen, 'frozen amendment')}, chain and pins "
+                        "intact\n",
                         style="bold")
         self.post_message(self.Verified(text, len(problems)))
 
