@@ -28,7 +28,7 @@ def test_figure_6_sidecar_rows_are_the_beliefs_tables_json_rows(study: Path, tmp
     code, out, err = lab(study, "figures", str(tmp_path), "--table", "beliefs", "--resamples",
                          str(RESAMPLES), "--format", "png", "--style", "column")
     assert code == 0, err
-    assert "wrote 1 figures" in out
+    assert "wrote 1 figure (" in out
     side = json.loads((tmp_path / "beliefs.json").read_text(encoding="utf-8"))
     drawn = {m for panel in PANELS for m in panel[:2]}
     want = [r for r in results_json(study, "beliefs") if r["regimes"] == "persistent"

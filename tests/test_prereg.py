@@ -237,6 +237,9 @@ def test_cli_new_show_freeze_deviation(db: Database, db_path: Path, tmp_path: Pa
     assert main([*base, "prereg", "verify"]) == 0
     assert capsys.readouterr().out == "ok: 1 frozen amendment, chain and pins intact\n"
     assert main([*base, "prereg", "deviation", "A1", "ran late"]) == 0
+    capsys.readouterr()
+    assert main([*base, "prereg", "show"]) == 0
+    assert f"{len(TESTS)} tests, 1 deviation  Rule" in capsys.readouterr().out
     assert main([*base, "prereg", "show", "A1"]) == 0
     out = capsys.readouterr().out
     assert all(s in out for s in ("frozen", "deviation 1", "ran late", "The rule helps"))

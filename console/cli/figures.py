@@ -22,6 +22,7 @@ from console.cli.results import (
 from core.bounds import MAX_RESAMPLES
 from core.errors import ConfigError
 from core.store.selection import selection_from
+from core.wording import plural
 
 FIGURE_FORMATS = ("png", "svg", "pdf")
 
@@ -129,7 +130,7 @@ def figures_cmd(ctx: click.Context, directory: Path, runs: tuple[str, ...],
     for name, reason in written.skipped:
         echo(f"skipped {name}: {reason}", err=True)
     drawn = sum(1 for p in written.paths if p.suffix == ".json")
-    echo(f"wrote {drawn} figures ({', '.join(formats)} + .json) to {directory}")
+    echo(f"wrote {plural(drawn, 'figure')} ({', '.join(formats)} + .json) to {directory}")
 
 
 COMMANDS = (figures_cmd,)

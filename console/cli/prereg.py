@@ -180,8 +180,8 @@ def show(ctx: click.Context, amendment_id: str | None) -> None:
         for r in entries:
             digest = (r["content_sha256"] or "")[:12] or "-"
             ndev = len(rows.deviations(db, r["id"]))
-            echo(f"{r['id']:<4} {r['state']:<7} {digest:<12} {len(r['tests'])} tests"
-                       f"{f', {ndev} deviations' if ndev else ''}  {r['title']}")
+            echo(f"{r['id']:<4} {r['state']:<7} {digest:<12} {plural(len(r['tests']), 'test')}"
+                       f"{', ' + plural(ndev, 'deviation') if ndev else ''}  {r['title']}")
         return
     r = rows.amendment(db, amendment_id)
     echo(f"{r['id']}: {r['title']}  [{r['state']}]")
@@ -232,8 +232,9 @@ def freeze(ctx: click.Context, amendment_id: str, yes: bool) -> None:
     existed = frozen["data_existed"]
     echo(f"{amendment_id} frozen at {frozen['frozen_at']}, sha256 "
                f"{frozen['content_sha256'][:16]}…"
-               + (f"; data existed at freeze: {sum(d['episodes'] for d in existed)} episodes "
-                  f"in {len(existed)} cells" if existed else ""))
+               + (f"; data existed at freeze: "
+                  f"{plural(sum(d['episodes'] for d in existed), 'episode')} "
+                  f"in {plural(len(existed), 'cell')}" if existed else ""))
 
 
 @prereg_group.command("verify")

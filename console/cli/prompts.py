@@ -18,6 +18,7 @@ from core import prompt_packs as packs
 from core.bounds import MAX_BUDGET
 from core.errors import ConfigError
 from core.store import prompt_packs as pack_rows
+from core.wording import plural
 
 
 @click.group("prompts")
@@ -78,7 +79,7 @@ def export(ctx: click.Context, folder: Path, force: bool) -> None:
       lab prompts export my-pack/
     """
     written = packs.export_folder(open_db(ctx), folder, force)
-    echo(f"wrote {len(written)} pieces to {folder}")
+    echo(f"wrote {plural(len(written), 'piece')} to {folder}")
 
 
 @prompts_group.command("import")

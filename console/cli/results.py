@@ -27,6 +27,7 @@ from core.json_text import dumps_rows
 from core.regimes import DELTA_FAILURE, DELTA_REGIMES
 from core.store import prereg as prereg_rows
 from core.store.selection import Selection, check_selection, selection_from
+from core.wording import plural
 
 if TYPE_CHECKING:
     from analysis.base.rows import Table
@@ -428,7 +429,7 @@ def export_cmd(ctx: click.Context, directory: Path, runs: tuple[str, ...],
             echo(f"note: {exc}; writing the trace states' files only", err=True)
     paths = export(db, directory, selection, resamples, hazard_resamples(resamples),
                    episodes=episodes)
-    echo(f"wrote {len(paths)} files to {directory}: " + ", ".join(p.name for p in paths))
+    echo(f"wrote {plural(len(paths), 'file')} to {directory}: " + ", ".join(p.name for p in paths))
 
 
 COMMANDS = (results, validate_measures_cmd, export_cmd)

@@ -15,6 +15,8 @@ from typing import Any
 
 from rich.text import Text
 
+from core.wording import plural
+
 STATE_MARK: Mapping[str, str] = MappingProxyType({"frozen": "■ frozen", "draft": "✎ draft"})
 VERDICT_STYLE: Mapping[str, tuple[str, str]] = MappingProxyType({
     "pass": ("✓ pass", "bold green"),
@@ -50,7 +52,7 @@ def existed_line(existed: Sequence[Mapping[str, Any]] | None) -> str:
         return "no episodes in its scope existed"
     episodes = sum(int(d["episodes"]) for d in existed)
     runs = sorted({str(d["run"]) for d in existed})
-    return (f"YES: {episodes} episodes in {len(existed)} cells already existed "
+    return (f"YES: {plural(episodes, 'episode')} in {plural(len(existed), 'cell')} already existed "
             f"(runs {', '.join(runs)})")
 
 

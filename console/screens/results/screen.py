@@ -51,6 +51,7 @@ from core.errors import ConfigError, LabError
 from core.inert import inert
 from core.store import trajectories as traj
 from core.store.selection import Fingerprint, Selection
+from core.wording import plural
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -458,7 +459,7 @@ class ResultsScreen(LabScreen):
             lines = []
             for p in prereg_rows.run_provenance(db, list(runs)):
                 state = p["amendment"] or "EXPLORATORY"
-                devs = f" ({len(p['deviations'])} deviations)" if p["deviations"] else ""
+                devs = f" ({plural(len(p['deviations']), 'deviation')})" if p["deviations"] else ""
                 lines.append(f"{p['run']}: {state}{devs}")
         except LabError as exc:
             self.post_message(self.Failed(str(exc)))
