@@ -68,7 +68,7 @@ async def test_follow_a_slow_sim_while_a_worker_runs_it(tmp_path: Path) -> None:
     app = console_app(db_path, config_path=settings.config_path, first_screen="live")
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        assert "no running episode yet" in str(app.screen.query_one("#live-head", Static)
+        assert "no episode running now" in str(app.screen.query_one("#live-head", Static)
                                                  .render())
         worker = _worker(db_path, settings)
         screen = cast(LiveScreen, app.screen)

@@ -373,7 +373,7 @@ class LiveScreen(LabScreen):
         mode = "FOLLOWING newest (f: stay here)" if self.follow else "PINNED (f: follow newest)"
         text = Text()
         if self.episode is None:
-            text.append("no running episode yet · ", style="bold")
+            text.append("no episode running now · ", style="bold")
             text.append("episodes appear here as workers run them (w on the Dashboard "
                         "starts one) · " + mode)
         else:
