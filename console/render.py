@@ -5,6 +5,7 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Callable
 
+from core.data import TASK_HOTPOTQA
 from core.end_reasons import end_text
 from core.episode import EpisodeResult, Step
 from core.scoring import score_note
@@ -119,7 +120,7 @@ def reasoning_line(step: Step, width: int = REASONING_WIDTH) -> str:
     return f"  reasoning{tokens}: {_clip(step.reasoning, width)}"
 
 
-def summary_lines(result: EpisodeResult, gold: str, task: str = "hotpotqa") -> list[str]:
+def summary_lines(result: EpisodeResult, gold: str, task: str = TASK_HOTPOTQA) -> list[str]:
     """The episode's outcome: answer, its score (`core.scoring.score_note`: HotpotQA's F1;
     none for a FEVER verdict), correctness and counts."""
     if result.error:

@@ -17,6 +17,8 @@ import string
 from collections import Counter
 from dataclasses import dataclass
 
+from core.data import TASK_FEVER
+
 DEFAULT_THRESHOLD: float = 0.6
 """F1 at or above which a HotpotQA answer counts as correct."""
 
@@ -210,7 +212,7 @@ def score_note(f1: float, task: str) -> str:
     """How an answer's score reads beside it: HotpotQA's token F1 ("F1 0.67"); nothing for
     FEVER, whose verdict is right or wrong by its exact label (the correct/wrong beside it
     says which; the stored F1 of a verdict is only 1.0 or 0.0)."""
-    return "" if task == "fever" else f"F1 {f1:.2f}"
+    return "" if task == TASK_FEVER else f"F1 {f1:.2f}"
 
 
 def score_for_task(pred: str | None, gold: str, task: str,

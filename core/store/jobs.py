@@ -108,34 +108,24 @@ def retryable_pairs(db: Database) -> int:
     return sum(len(errored_questions(db, c).keys() - pending_questions(db, c)) for c in cells)
 
 
-def held_pairs(db: Database, cells: Iterable[int],
-               states: tuple[str, ...] = ACTIVE) -> set[tuple[int, str]]:
-    """The (cell, question) pairs of these cells held by jobs in `states`.
-
-    Args:
-        cells: the cells asked about.
-        states: job states (default: queued, running or paused).
-    """
+def held_pairs(db: Database, cells: Iterable[int]) -> dict[str, set[tuple[int, str]]]:
+    """The (cell, question) pairs of these cells held by queued, running or paused jobs,
+    by the holding job's state (a state no job of the cells is in is absent)."""
     cells = sorted(set(cells))
+    out: dict[str, set[tuple[int, str]]] = {}
     if not cells:
-        return set()
-    out: set[tuple[int, str]] = set()
-    for cell, ids in db.conn.execute(
-            f"SELECT cell_id, question_ids FROM jobs WHERE state IN "
-            f"({', '.join('?' * len(states))}) AND cell_id IN ({', '.join('?' * len(cells))})",
-            (*states, *cells)):
-        out.update((cell, q) for q in json.loads(ids))
+        return out
+    for cell, state, ids in db.conn.execute(
+            f"SELECT cell_id, state, question_ids FROM jobs WHERE state IN "
+            f"({', '.join('?' * len(ACTIVE))}) AND cell_id IN ({', '.join('?' * len(cells))})",
+            (*ACTIVE, *cells)):
+        out.setdefault(state, set()).update((cell, q) for q in json.loads(ids))
     return out
 
 
 def pending_questions(db: Database, cell_id: int) -> set[str]:
     """Question ids of the cell held by queued, running or paused jobs."""
-    out: set[str] = set()
-    for (ids,) in db.conn.execute(
-            f"SELECT question_ids FROM jobs WHERE cell_id = ? AND state IN "
-            f"({', '.join('?' * len(ACTIVE))})", (cell_id, *ACTIVE)):
-        out.update(json.loads(ids))
-    return out
+    return {q for pairs in held_pairs(db, [cell_id]).values() for _, q in pairs}
 
 
 JOB_SIZE = 50

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from core.store.jobs import ACTIVE, WAITING, held_pairs
+from core.store.jobs import WAITING, held_pairs
 from core.wording import plural
 
 if TYPE_CHECKING:
@@ -58,6 +58,8 @@ def errored_left_out(db: Database, errored: pd.DataFrame) -> ErroredLeftOut:
         return ErroredLeftOut(len(errored), retryable=len(errored))
     pairs = list(zip(errored["cell_id"].astype(int), errored["question_id"].astype(str)))
     cells = {c for c, _ in pairs}
-    waiting, active = held_pairs(db, cells, WAITING), held_pairs(db, cells, ACTIVE)
+    held = held_pairs(db, cells)
+    waiting = set().union(*(held.get(s, set()) for s in WAITING))
+    active = set().union(*held.values())
     return ErroredLeftOut(len(pairs), queued_again=sum(p in waiting for p in pairs),
                           retryable=sum(p not in active for p in pairs))
