@@ -19,6 +19,7 @@ from core.store import jobs as ledger
 from tests.helpers.console import build, console_app, copy_db, freeze_times, settle
 from tests.helpers.notices import said
 from tests.helpers.snapshots import SnapCompare
+from tests.helpers.waiting import pause_until
 
 RUN_DIALOGS = {
     "P": "Pause run fixture (1 grid)?\n"
@@ -161,8 +162,15 @@ async def test_pause_resume_cancel_retry_behind_confirmation(lab_db: Path) -> No
             await pilot.press("y")
             await settle(pilot)
             assert _states(lab_db) == expected, key
-        labels = _labels(app)
-        assert "[queued 16]" in labels[1]  # the tree shows the new states
+            # the next key acts on what the tree shows: wait until it shows the new states
+            # (on a loaded machine the re-read can land after the workers settle)
+            (state, n), = expected.items()
+            shown = f"[{state} {n}]"
+
+            def tree_shows(shown: str = shown) -> bool:
+                return shown in _labels(app)[1]
+
+            await pause_until(pilot, tree_shows, f"the tree to show {shown} after {key}")
 
 
 @pytest.mark.asyncio

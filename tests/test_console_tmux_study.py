@@ -73,9 +73,19 @@ def test_a_study_from_an_empty_lab_db_in_the_console(tmp_path: Path) -> None:
         tmux.keys("console", "Escape")
         tmux.wait("pre  4 q, demo")  # back on Enqueue, the new set picked
 
-        # the grid: the last model (zz-slow), the first arm (none), the second regime
-        tmux.keys("console", "Tab", "Tab", "End", "Space", "Tab", "Space", "Tab", "Tab",
-                  "Down", "Space")
+        # the grid: the last model (zz-slow), the first arm (none), the second regime,
+        # each ticked from the top of the form (Escape) and checked on screen before the
+        # next: a key typed while the screen is still settling lands elsewhere
+        for tabs, move, item in ((2, ["End"], "zz-slow"), (3, ["Home"], "none"),
+                                 (5, ["Home", "Down"], "persistent")):
+            def tick(tabs: int = tabs, move: list[str] = move) -> None:
+                tmux.keys("console", "Escape")
+                time.sleep(0.5)  # an Escape followed at once by a key reads as alt+key
+                for key in ["Tab"] * tabs + move + ["Space"]:
+                    tmux.keys("console", key)
+                    time.sleep(0.2)
+
+            retry(tmux, tick, f"▐X▌ {item}", f"could not tick {item} on Enqueue", timeout=10)
         grid = tmux.wait("can be queued")
         assert "EXPLORATORY" in grid
         tmux.keys("console", "Escape")
