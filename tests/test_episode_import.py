@@ -354,3 +354,22 @@ def test_the_released_cell_gives_the_published_delta(tmp_path: Path, db_path: Pa
                if r["table"] == "success" and r["scope"] in CELL_SUCCESS}
     assert {k: round(r["estimate"] * r["n"]) for k, r in success.items()} == CELL_SUCCESS
     assert {r["n"] for r in success.values()} == {300}
+
+
+def test_a_table_says_imported_episodes_belong_to_no_question_set(
+        hand_db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Beside a run on a question set, the imported run's `set` cell reads "–", not blank."""
+    for args in (("demo-set",),
+                 ("enqueue", "--models", "sim-never", "--conditions", "enforced_rule",
+                  "--regimes", "clean", "--set", "demo", "--run", "s2"),
+                 ("worker", "--until-idle")):
+        code, _, err = lab(capsys, "--db", hand_db, *args)
+        assert code == 0, err
+    code, out, err = lab(capsys, "--db", hand_db, "results", "success", "--resamples", "50")
+    assert code == 0, err
+    header = next(line for line in out.splitlines() if line.startswith("model "))
+    cells = {line.split()[0]: line.split()
+             for line in out.splitlines() if line.startswith(("m1 ", "sim-never "))}
+    assert "set" in header.split(), header
+    column = header.split().index("set")
+    assert cells["m1"][column] == "–" and cells["sim-never"][column] == "demo", out

@@ -253,9 +253,12 @@ def _columns(rows: Sequence[Row], by_scope: bool) -> tuple[list[tuple[str, str]]
 
 
 def _arm_cells(r: Row, varying: Sequence[tuple[str, str]]) -> list[str]:
+    """Model, arm and the varying dimensions' values; "–" where a row has none (imported
+    released episodes belong to no question set)."""
     cells = [r.model, r.label]
     for attr, _ in varying:
-        cells.append(regimes_text(r.regimes) if attr == "regimes" else str(getattr(r, attr)))
+        cells.append(regimes_text(r.regimes) if attr == "regimes"
+                     else str(getattr(r, attr)) or DASH)
     return cells
 
 
