@@ -17,7 +17,7 @@ import string
 from collections import Counter
 from dataclasses import dataclass
 
-from core.data import TASK_FEVER
+from core.data import TASK_FEVER, TASK_HOTPOTQA
 
 DEFAULT_THRESHOLD: float = 0.6
 """F1 at or above which a HotpotQA answer counts as correct."""
@@ -232,8 +232,8 @@ def score_for_task(pred: str | None, gold: str, task: str,
     Raises:
         ValueError: an unknown task.
     """
-    if task == "fever":
+    if task == TASK_FEVER:
         return score_label(pred, gold)
-    if task == "hotpotqa":
+    if task == TASK_HOTPOTQA:
         return score_answer(pred, gold, threshold)
-    raise ValueError(f"unknown task {task!r}; tasks: hotpotqa, fever")
+    raise ValueError(f"unknown task {task!r}; tasks: {TASK_HOTPOTQA}, {TASK_FEVER}")
