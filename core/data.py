@@ -144,6 +144,8 @@ def question_from_record(record: Any, dataset: str) -> Question:
     """
     if not isinstance(record, dict):
         raise DataError(f"must be a JSON object, got {_json_type(record)}")
+    if kind := other_kind(record, "hotpotqa"):
+        raise DataError(kind)
     qid = _check_id(record)
     question = _check_text(record, "question")
     answer = _check_text(record, "answer")
@@ -166,6 +168,32 @@ def question_from_record(record: Any, dataset: str) -> Question:
     return Question(id=qid, dataset=dataset, question=question, answer=answer, type=qtype,
                     level=level, paragraphs=paragraphs, supporting_facts=facts,
                     aliases=aliases, supporting_paragraphs=tuple(marked))
+
+
+RECORD_KINDS = {
+    "hotpotqa": (("context", "supporting_facts"), "a HotpotQA question (context, "
+                 "supporting_facts)", "lab data import hotpotqa FILE"),
+    "musique": (("paragraphs", "question"), "a MuSiQue question (paragraphs)",
+                "lab data import musique FILE"),
+    "fever": (("claim", "label"), "a FEVER claim (claim, label)",
+              "FEVER is imported from its folder, lab data import fever DIR"),
+    "episodes": (("question_id", "actions"), "a released episode (question_id, actions)",
+                 "lab data import episodes FILE"),
+}
+"""Each import's kind of record: (fields only it has, what it is, the command that reads
+it), so a file given to the wrong import says which kind it is."""
+
+
+def other_kind(record: Any, expected: str) -> str:
+    """The error for a record of another kind than `expected` (a key of RECORD_KINDS): what
+    it is and the command that imports it; "" if it is not recognisably another kind."""
+    if not isinstance(record, dict):
+        return ""
+    for kind, (fields, what, command) in RECORD_KINDS.items():
+        if kind != expected and all(f in record for f in fields) and not all(
+                f in record for f in RECORD_KINDS[expected][0]):
+            return f"{what}, not {RECORD_KINDS[expected][1].split(' (')[0]}: {command}"
+    return ""
 
 
 def _check_aliases(value: Any) -> tuple[str, ...]:
@@ -427,6 +455,8 @@ def _musique_question(record: Any, dataset: str) -> Question:
     """One MuSiQue record as a Question (errors name the field only)."""
     if not isinstance(record, dict):
         raise DataError(f"must be a JSON object, got {_json_type(record)}")
+    if kind := other_kind(record, "musique"):
+        raise DataError(kind)
     qid = _non_empty(_require(record, "id"), "id")
     question = _check_text(record, "question")
     answer = _check_text(record, "answer")

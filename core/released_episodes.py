@@ -44,6 +44,7 @@ from typing import Any
 
 from core import json_text
 from core.conditions import ARMS
+from core.data import other_kind
 from core.end_reasons import END_BUDGET, END_FINISH, END_FORMAT_FAILURE
 from core.episode import EpisodeResult, Step
 from core.errors import ConfigError, DataError
@@ -167,10 +168,13 @@ def _text(record: Mapping[str, Any], field: str, at: _Line, given: str | None) -
 def _episode(record: Any, at: _Line, line: int, flags: Mapping[str, str | None],
              budget: int) -> ReleasedEpisode:
     if not isinstance(record, dict):
-        raise at.error("record", f"must be a JSON object, got {type(record).__name__}")
+        first = record[0] if isinstance(record, list) and record else None
+        kind = other_kind(first, "episodes")
+        raise at.error("record", f"must be a JSON object, got {type(record).__name__}"
+                       + (f" (its first item is {kind})" if kind else ""))
     for field in _FIELDS:
         if field not in record:
-            raise at.error(field, "missing")
+            raise at.error(field, other_kind(record, "episodes") or "missing")
     qid = record["question_id"]
     if not isinstance(qid, str) or not qid.strip():
         raise at.error("question_id", f"must be a non-empty string, got {qid!r}")

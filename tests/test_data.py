@@ -561,3 +561,41 @@ def test_dev_distractor_format_loads_exactly() -> None:
     assert questions[2].supporting_facts[-1] == ("The Salt Ledger", 2)
     assert questions == load_hotpotqa(DEV_FORMAT, dataset="hotpotqa")  # the default name
     assert {q.dataset for q in load_hotpotqa(DEV_FORMAT, dataset="dev")} == {"dev"}
+
+
+WRONG_KIND = {
+    "hotpotqa": lambda: _official_records()[0],
+    "musique": lambda: {"id": "2hop__1_2", "question": "Who?", "answer": "Ada",
+                        "paragraphs": [{"idx": 0, "title": "A", "paragraph_text": "Ada.",
+                                        "is_supporting": True}]},
+    "fever": lambda: {"id": 97, "claim": "Ada is a violinist.", "label": "SUPPORTS",
+                      "evidence_pages": ["Ada"]},
+    "episodes": lambda: {"question_id": "q1", "regime": "persistent", "actions": ["search"],
+                         "judgments": ["USELESS"], "success": False},
+}
+"""One record of each kind of import's file (what each import is given by mistake)."""
+
+
+@pytest.mark.parametrize(("given", "to"), [(g, t) for g in WRONG_KIND
+                                           for t in ("hotpotqa", "musique", "episodes")
+                                           if g != t])
+def test_a_file_of_another_kind_says_which_kind_and_its_command(
+        given: str, to: str, tmp_path: Path, db_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A FEVER claims file, a MuSiQue file, a released-episodes file or a HotpotQA file given
+    to another import is refused in one line naming what it is and the command that reads
+    it; nothing is stored. (HotpotQA's official file is one JSON list: given to `episodes`,
+    which reads JSON Lines, its first item is named.)"""
+    from tests.helpers.cli import dump_hash, lab, one_error
+
+    record = WRONG_KIND[given]()
+    path = tmp_path / ("given.json" if given == "hotpotqa" else "given.jsonl")
+    path.write_text(json.dumps([record]) if given == "hotpotqa" else json.dumps(record) + "\n",
+                    encoding="utf-8")
+    assert lab(capsys, "--db", db_path, "init")[0] == 0
+    before = dump_hash(db_path)
+    code, _, err = lab(capsys, "--db", db_path, "data", "import", to, path)
+    command = "lab data import fever DIR" if given == "fever" else f"lab data import {given}"
+    one_error(code, err, str(path), command,
+              "not a released episode" if to == "episodes" else "not a ")
+    assert dump_hash(db_path) == before
