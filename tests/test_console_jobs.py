@@ -315,3 +315,45 @@ def test_a_trace_job_reads_as_trace_collection() -> None:
     episodes = JobRow(8, "queued", "sim-own5", Condition(name="none").to_json(),
                       "recover_after_2", 0, 8, 30, 0, 0, 0, None)
     assert "sim-own5 · none · rec2" in job_label(episodes).plain
+
+
+@pytest.mark.asyncio
+async def test_a_read_overtaken_by_a_newer_one_is_not_shown(
+        lab_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A read that a newer one replaced (an exclusive worker cancelled: its thread still
+    ends) must not show its older states over the newer read's."""
+    import threading
+
+    from console.screens import jobs as jobs_screen
+
+    real = jobs_screen.read_jobs
+    entered, release = threading.Event(), threading.Event()
+    hold = {"armed": False}
+
+    def read_jobs(*args: object, **kwargs: object) -> object:
+        data = real(*args, **kwargs)  # type: ignore[arg-type]
+        if hold["armed"]:
+            hold["armed"] = False
+            entered.set()
+            release.wait(60)  # the older read ends only after the newer one is shown
+        return data
+
+    monkeypatch.setattr(jobs_screen, "read_jobs", read_jobs)
+    app = console_app(lab_db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _open(pilot)
+        assert "[queued 16]" in _labels(app)[1]
+        hold["armed"] = True
+        await pilot.press("r")  # the older read: 16 queued, held
+        await pause_until(pilot, entered.is_set, "the older read")
+        conn = sqlite3.connect(lab_db)
+        conn.execute("UPDATE jobs SET state = 'paused'")
+        conn.commit()
+        conn.close()
+        await pilot.press("r")  # the newer read: 16 paused
+        await pause_until(pilot, lambda: "[paused 16]" in _labels(app)[1], "the newer read")
+        release.set()
+        await settle(pilot)
+        await pilot.pause(0.2)
+        await settle(pilot)
+        assert "[paused 16]" in _labels(app)[1], _labels(app)[1]

@@ -31,7 +31,9 @@ from textual import events
 from textual.actions import SkipAction
 from textual.binding import Binding
 from textual.geometry import Size
+from textual.message import Message
 from textual.screen import Screen
+from textual.worker import get_current_worker
 
 from console.messages import DbChanged, Notice, ReadOnly, Wrote
 from console.selection import copy_selected
@@ -73,7 +75,8 @@ class LabScreen(Screen[None]):
 
     Subclasses implement `reload()`, which must start a thread worker
     (`@work(thread=True, exclusive=True)`) that reads through core/jobs/analysis and
-    posts its result as a message, handled on the app's thread. `reload()` runs (via
+    posts its result as a message with `post_read` (dropped when a newer read replaced
+    it), handled on the app's thread. `reload()` runs (via
     `refresh_data`) on mount, on `DbChanged` while the screen is shown, when the screen
     is shown again after lab.db changed, and on `r`. Writes go through `_write_db`.
     """
@@ -100,6 +103,21 @@ class LabScreen(Screen[None]):
     def lab_app(self) -> LabApp:
         """The app, typed."""
         return self.app  # type: ignore[return-value]
+
+    def post_read(self, message: Message) -> bool:
+        """Post what a read worker (`@work(thread=True, exclusive=True)`) read, unless a
+        newer run of the same worker replaced it: cancelling a thread worker does not stop
+        its thread, and its older read, ending last, would be shown over the newer one's.
+
+        Not for a read that consumes a change counter (Live's poll): dropping its result
+        would lose the change for good.
+
+        Returns:
+            Whether the message was posted.
+        """
+        if get_current_worker().is_cancelled:
+            return False
+        return self.post_message(message)
 
     @contextlib.contextmanager
     def _db(self) -> Iterator[Database]:

@@ -289,12 +289,12 @@ class DashboardScreen(WorkerKeys, LabScreen):
 
     @work(thread=True, exclusive=True, group="dashboard")
     def _load(self) -> None:
-        self.post_message(self.Read(read_dashboard(self.lab.db_path, self.lab.lease_s,
+        self.post_read(self.Read(read_dashboard(self.lab.db_path, self.lab.lease_s,
                                                    self.lab.clock())))
 
     @work(thread=True, exclusive=True, group="dashboard-spend")
     def _load_spend(self) -> None:
-        self.post_message(self.SpendRead(read_spend(self.lab.db_path)))
+        self.post_read(self.SpendRead(read_spend(self.lab.db_path)))
 
     @work(thread=True, exclusive=True, group="dashboard-health")
     def _check(self, check: bool) -> None:
@@ -303,7 +303,7 @@ class DashboardScreen(WorkerKeys, LabScreen):
         except LabError as exc:  # lab.toml mid-edit or broken: say so, keep the list shown
             self.post_message(Notice(f"endpoints not listed again: {exc}", severity="warning"))
             return
-        self.post_message(self.Checked(endpoints))
+        self.post_read(self.Checked(endpoints))
 
     def on_dashboard_screen_read(self, message: Read) -> None:
         """Show the queue, workers, servers and events."""

@@ -167,7 +167,7 @@ class EnqueueScreen(LabScreen):
         except LabError as exc:
             self.post_message(Notice(str(exc), severity="error"))
             return
-        self.post_message(self.ChoicesRead(choices))
+        self.post_read(self.ChoicesRead(choices))
 
     def on_enqueue_screen_choices_read(self, message: ChoicesRead) -> None:
         """Fill the form's lists, keeping what the person picked."""

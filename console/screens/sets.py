@@ -139,7 +139,7 @@ class SetsScreen(LabScreen):
         except LabError as exc:
             self.post_message(Notice(str(exc), severity="error"))
             return
-        self.post_message(self.Read(datasets, sets))
+        self.post_read(self.Read(datasets, sets))
 
     def on_sets_screen_read(self, message: Read) -> None:
         """Fill both tables, keeping each cursor on its row."""
@@ -214,7 +214,7 @@ class SetsScreen(LabScreen):
         except LabError as exc:
             self.post_message(self.Refused(str(exc), request))
             return
-        self.post_message(self.Drawn(draft))
+        self.post_read(self.Drawn(draft))
 
     def on_sets_screen_refused(self, message: Refused) -> None:
         """One toast for the error, and the form again with what was typed."""

@@ -242,7 +242,7 @@ class PreregScreen(LabScreen):
             kept = {r["id"]: text for r in entries if r["state"] == "draft"
                     and (text := rows.kept_draft_text(db, r["id"])) is not None}
             sets = [s["name"] for s in store.question_sets(db)]
-        self.post_message(self.Loaded(entries, devs, kept, (models, sets)))
+        self.post_read(self.Loaded(entries, devs, kept, (models, sets)))
 
     def on_prereg_screen_loaded(self, message: Loaded) -> None:
         """Show the amendments (and open the editor on a draft just created)."""
@@ -341,7 +341,7 @@ class PreregScreen(LabScreen):
                                              bool(rows.deviations(db, amendment_id)))
         except LabError as exc:
             text = Text(f"✗ {exc}\n")
-        self.post_message(self.PinsRead(amendment_id, text))
+        self.post_read(self.PinsRead(amendment_id, text))
 
     @staticmethod
     def _pins_report(row: dict[str, Any], changes: list[str], diffs: dict[str, str],
@@ -396,7 +396,7 @@ class PreregScreen(LabScreen):
                     + ("" if row["state"] == "frozen" else
                        " (DRAFT: not frozen, these verdicts govern nothing)")
                     + f" · {n_boot} resamples\n\n", style="bold")
-        self.post_message(self.OutcomesRead(amendment_id, head + outcome_text(results)))
+        self.post_read(self.OutcomesRead(amendment_id, head + outcome_text(results)))
 
     def on_prereg_screen_outcomes_read(self, message: OutcomesRead) -> None:
         """Show the outcomes (if that amendment is still the one selected)."""

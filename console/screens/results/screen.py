@@ -467,7 +467,7 @@ class ResultsScreen(LabScreen):
         finally:
             db.conn.close()
         text = "runs " + ("; ".join(lines) if lines else "– (no runs in lab.db yet)")
-        self.post_message(self.Provenance(text))
+        self.post_read(self.Provenance(text))
 
     @work(thread=True, exclusive=True, group="results-stale")
     def _check_stale(self, seen: Fingerprint | None, errored: pd.DataFrame | None,
