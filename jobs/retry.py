@@ -32,6 +32,7 @@ from core.store import jobs as ledger
 from core.store import traces as trace_rows
 from core.store.prereg import add_deviation
 from core.store.traces import TRACE_CONDITION
+from core.wording import plural
 from jobs.kinds import KINDS, job_kind
 from jobs.kinds.traces import trace_cell_columns
 from jobs.queue import put_on_queue
@@ -206,8 +207,9 @@ def retry(db: Database, settings: WorkerSettings, target: str, value: str | int,
                 if changed[1] is not None:
                     deviations.append(changed[1])
         result = RetryResult(tuple(reopened), tuple(kinds), tuple(notes), tuple(deviations))
-        ledger.log_event(db, "retry", f"{target} {value}: {len(reopened)} failed/cancelled jobs "
-                         f"re-opened, " + ", ".join(k.text for k in kinds)
+        ledger.log_event(db, "retry", f"{target} {value}: "
+                         f"{plural(len(reopened), 'failed/cancelled job')} re-opened, "
+                         + ", ".join(k.text for k in kinds)
                          + (" (--errored)" if errored_only else ""))
     if result.jobs:
         put_on_queue(settings, ((job_id, (ledger.job(db, job_id) or {}).get("priority", 0))

@@ -124,6 +124,9 @@ def test_collect_stores_four_states_per_question_and_is_idempotent(
     code, out, err = lab(capsys, "--db", db, "--config", config, "traces", "collect", "--set",
                          "d6", "--models", "loop")
     assert code == 0 and "queued 1 job to ask 24 states" in out, err
+    events = [r[0] for r in store.connect(db).conn.execute(
+        "SELECT detail FROM events WHERE kind = 'traces'")]
+    assert events == ["grid 1 run traces-d6: 1 trace job, 24 calls"], events  # the Dashboard's
     code, out, _ = lab(capsys, "--db", db, "--config", config, "status")
     assert "0/24 trace states" in out
     assert lab(capsys, "--db", db, "--config", config, "worker", "--until-idle")[0] == 0

@@ -89,7 +89,8 @@ def collect(ctx: click.Context, question_set: str, models: str, run_name: str | 
     else:
         plan, grid_id, jobs = enqueue_request(
             db, settings_for(ctx), "traces", request, registry, priority, "traces",
-            lambda plan, n: f"run {request.run_name}: {n} trace jobs, {plan.calls} calls")
+            lambda plan, n: (f"run {request.run_name}: {plural(n, 'trace job')}, "
+                             f"{plural(plan.calls, 'call')}"))
     if as_json:
         echo(json.dumps(plan.summary() | {"grid": grid_id, "jobs": len(jobs),
                                                 "dry_run": dry_run}, indent=2))
