@@ -135,9 +135,9 @@ def summary_lines(result: EpisodeResult, gold: str, task: str = TASK_HOTPOTQA) -
         head = f"══ unanswered ({end_text(result.end_reason)})   gold: {gold!r}   incorrect"
     counts = (f"   tool calls {result.tool_calls}, judgment calls {result.extra_calls}, "
               f"forced turns {result.forced_turns}, refused {result.refused_calls}, "
-              f"format failures {result.format_failures}, tokens {result.input_tokens} in / "
-              f"{result.output_tokens} out"
-              + (f" ({result.reasoning_tokens} reasoning)" if result.reasoning_tokens else ""))
+              f"format failures {result.format_failures}, tokens {result.input_tokens:,} in / "
+              f"{result.output_tokens:,} out"
+              + (f" ({result.reasoning_tokens:,} reasoning)" if result.reasoning_tokens else ""))
     return [head, counts]
 
 

@@ -89,7 +89,7 @@ async def test_the_episode_head_is_never_cut_at_80_columns(lab_db: Path) -> None
         hung = " " * len("✓ correct ")
         assert head[5].startswith(hung) and head[5][len(hung)] != " ", head
         assert items[3].startswith("calls: ") and items[3].endswith(
-            "tokens 1654 in / 105 out"), head
+            "tokens 1,654 in / 105 out"), head
 
 
 @pytest.mark.asyncio

@@ -176,12 +176,12 @@ def latency_text(ms: float | None) -> str:
 
 
 def tokens_text(n_in: int | None, n_out: int | None) -> str:
-    """A call's or an episode's tokens: `tokens 812 in / 40 out`, or `tokens – (none
+    """A call's or an episode's tokens: `tokens 5,017 in / 40 out`, or `tokens – (none
     recorded)` where none were counted (imported episodes: the released files carry none;
     every call made here, a sim's included, counts its prompt)."""
     if not n_in and not n_out:
         return "tokens – (none recorded)"
-    return f"tokens {n_in} in / {n_out} out"
+    return f"tokens {n_in or 0:,} in / {n_out or 0:,} out"
 
 
 def _num(value: object, places: int = 2) -> str:
