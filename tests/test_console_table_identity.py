@@ -130,7 +130,8 @@ async def test_console_at_80x24_every_block_tells_its_rows_apart(two_runs: Path,
                 grid = screen.query_one("#results-grid", DataTable)
                 labels = [str(grid.get_row_at(i)[0]) for i in range(grid.row_count)]
                 assert len(labels) == len(RUNS) * len(SEEDS) == len(set(labels)), labels
-                assert all(len(label) <= 26 for label in labels)
+                # every arm's column in view beside the labels: nothing to scroll to
+                assert grid.virtual_size.width <= grid.size.width, labels
                 assert sorted(label[-1] for label in labels) == sorted(
                     str(s) for s in SEEDS for _ in RUNS)
                 continue
@@ -139,3 +140,39 @@ async def test_console_at_80x24_every_block_tells_its_rows_apart(two_runs: Path,
             for title in titles:
                 seen[title] = assert_rows_identified(text, title)
     assert all(n >= 2 for n in seen.values()), seen  # each was split into blocks
+
+
+@pytest.mark.asyncio
+async def test_the_delta_grids_labels_take_the_width_the_arms_leave(two_runs: Path,
+                                                                      tmp_path: Path) -> None:
+    """On a wide terminal the Δ grid's row labels are shown whole; narrowed to 56 columns
+    they are elided again (to the 26 columns they keep at least, still told apart), and
+    widened back they are whole."""
+    db = tmp_path / "lab.db"
+    copy_db(two_runs, db)
+    app = make_app(db, ConsoleConfig(db_path=db, first_screen="results", clock=lambda: FIXED_TS,
+                                     export_dir=tmp_path / "exports", n_boot=100,
+                                     hazard_boot=100, warm_up=False))
+
+    def labels() -> list[str]:
+        grid = app.screen.query_one("#results-grid", DataTable)
+        return [str(grid.get_row_at(i)[0]) for i in range(grid.row_count)]
+
+    async with app.run_test(size=(160, 30)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, ResultsScreen)
+        while screen.view != "delta":
+            await pilot.press("right_square_bracket")
+            await settle(pilot)
+        wide = labels()
+        assert wide and not any("…" in label for label in wide), wide
+        assert {label.split(" · ")[-1] for label in wide} == {str(s) for s in SEEDS}, wide
+        await pilot.resize_terminal(56, 24)
+        await settle(pilot)
+        narrow = labels()
+        assert all("…" in label and len(label) <= 26 for label in narrow), narrow
+        assert len(set(narrow)) == len(narrow), narrow
+        await pilot.resize_terminal(160, 30)
+        await settle(pilot)
+        assert labels() == wide

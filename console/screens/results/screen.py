@@ -12,8 +12,9 @@ hazard model 1,000, seed 0), so the screen shows what `lab results` prints for t
 same selection. Tables fit the screen's width: a wide one is split into blocks that
 each repeat the key columns that tell its rows apart (model, arm, run, seed …; a row
 number keying the first block when they leave no room), so none scrolls out of sight;
-the Δ grid keeps its short row labels pinned (elided in the middle, so the seed at
-their end stays; the full cover is in the line under it). On the Δ grid,
+the Δ grid keeps its row labels pinned, as wide as the arms' columns leave (at least 26
+columns; a longer label is elided in the middle, so the seed at its end stays; the full
+cover is in the line under it). On the Δ grid,
 Enter lists the cell's decisions in groups (a) and (b); Enter on one opens that
 trajectory at that action on the Trajectories screen. When new episodes arrive the
 numbers stay as they are, marked stale, until `r` recomputes them.
@@ -755,9 +756,11 @@ class ResultsScreen(LabScreen):
         return computed
 
     def on_resize(self, event: events.Resize) -> None:
-        """Fit the table shown to the new width."""
+        """Fit the table shown to the new width (the Δ grid: its row labels)."""
         if self.view in self._computed and self._body() == "results-text-view":
             self._show_view()
+        elif self.view in self._computed and self._body() == "results-delta":
+            self._show_grid(self._computed[self.view])
 
     def _status(self, computed: Computed) -> None:
         errored = self._errored.note() if self._frames else ""
@@ -782,7 +785,7 @@ class ResultsScreen(LabScreen):
             self.query_one("#results-text", TextLines).update(computed.text)
             return
         measure, scope = options[self._variant % len(options)]
-        grid = delta_grid(table, measure, scope)
+        grid = delta_grid(table, measure, scope, self.size.width)
         self._grid = grid
         widget = self.query_one("#results-grid", DataTable)
         row, col = widget.cursor_row, widget.cursor_column

@@ -71,9 +71,20 @@ _GROUP_FIELDS = ("model", "budget", "dataset", "question_set", "runs", "seeds", 
 
 
 LABEL_WIDTH = 26
-"""The widest a Δ grid's row label is (the model first): the arms stay in view at 80
-columns, and the full cover is in the line under the grid. A longer label is elided in
-the middle of its longest parts, so the model's start and the seed at its end stay."""
+"""The widest a Δ grid's row label is at 80 columns (the model first): the arms stay in
+view, and the full cover is in the line under the grid. A longer label is elided in the
+middle of its longest parts, so the model's start and the seed at its end stay. A wider
+screen gives the labels what the arms' columns leave (`label_width`)."""
+CELL_WIDTH = 6
+"""A grid cell's widest text: a signed estimate and its mark ("+0.36*")."""
+
+
+def label_width(screen_width: int, arms: Sequence[str]) -> int:
+    """The widest a row label may be on a screen `screen_width` columns wide: what the
+    arms' columns (each its header or a cell, padded by one on each side) leave, less the
+    label column's padding and a scrollbar; never under `LABEL_WIDTH`."""
+    used = sum(max(len(arm), CELL_WIDTH) + 2 for arm in arms) + 2 + 2
+    return max(LABEL_WIDTH, screen_width - used)
 
 
 @dataclass(frozen=True)
@@ -106,13 +117,14 @@ def variants(table: Table) -> tuple[tuple[str, str], ...]:
     return tuple(dict.fromkeys((r.measure, r.scope) for r in table.rows))
 
 
-def delta_grid(table: Table, measure: str, scope: str) -> Grid:
+def delta_grid(table: Table, measure: str, scope: str, screen_width: int = 80) -> Grid:
     """Arrange one Δ variant as lines × arms.
 
     Args:
         table: the Δ table.
         measure: "delta" or "design".
         scope: the variant's scope.
+        screen_width: the columns the grid has; its row labels take what the arms leave.
 
     Returns:
         The Grid.
@@ -126,23 +138,24 @@ def delta_grid(table: Table, measure: str, scope: str) -> Grid:
     names = [f for i, f in enumerate(_GROUP_FIELDS) if i in varying and f != "model"]
 
     def value(f: str, k: tuple[object, ...]) -> str:
-        v = k[_GROUP_FIELDS.index(f)]
-        return regimes_text(str(v)) if f == "regimes" else str(v)
+        v = str(k[_GROUP_FIELDS.index(f)])  # "" for none (imported episodes have no set)
+        return regimes_text(v) if f == "regimes" else v or DASH
 
     def cover(k: tuple[object, ...]) -> str:
-        extra = [f"{f.rstrip('s') if f != 'regimes' else 'regimes'} {k[_GROUP_FIELDS.index(f)]}"
-                 for f in names]
+        extra = [f"{f.rstrip('s') if f != 'regimes' else 'regimes'} "
+                 f"{k[_GROUP_FIELDS.index(f)] or DASH}" for f in names]
         return " · ".join([str(k[0]), *extra])
 
     def parts(k: tuple[object, ...]) -> list[str]:
         return [str(k[0]), *(value(f, k) for f in names)]
 
-    covers = list(dict.fromkeys(cover(k) for k in keys))
-    labels = {cover(k): fit_parts(parts(k), LABEL_WIDTH) for k in keys}
-    if len(set(labels.values())) < len(labels):  # elided alike: number the lines
-        labels = {c: fit_parts([f"{n}.", *parts(k)], LABEL_WIDTH) for n, (c, k) in
-                  enumerate(dict(zip(map(cover, keys), keys)).items(), 1)}
     arms = sorted(dict.fromkeys(arm_of(r) for r in rows), key=lambda a: (a != "none", a))
+    width = label_width(screen_width, arms)
+    covers = list(dict.fromkeys(cover(k) for k in keys))
+    labels = {cover(k): fit_parts(parts(k), width) for k in keys}
+    if len(set(labels.values())) < len(labels):  # elided alike: number the lines
+        labels = {c: fit_parts([f"{n}.", *parts(k)], width) for n, (c, k) in
+                  enumerate(dict(zip(map(cover, keys), keys)).items(), 1)}
     cells = tuple((covers.index(cover(k)), arms.index(arm_of(r)), r) for k, r in zip(keys, rows))
     return Grid(tuple(labels[c] for c in covers), tuple(arms), cells, measure, scope,
                 tuple(covers))
