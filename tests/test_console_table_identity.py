@@ -176,3 +176,20 @@ async def test_the_delta_grids_labels_take_the_width_the_arms_leave(two_runs: Pa
         await pilot.resize_terminal(160, 30)
         await settle(pilot)
         assert labels() == wide
+
+
+def test_a_grid_line_of_no_question_set_says_so(two_runs: Path) -> None:
+    """Imported released episodes belong to no question set: their grid line and its cover
+    read "–" there, not an empty part."""
+    from dataclasses import replace
+
+    from console.screens.results.views import delta_grid, variants
+
+    (table,) = compute(load_frames(store.connect(two_runs)), ("delta",), n_boot=50).tables
+    runs = sorted({r.runs for r in table.rows})
+    rows = tuple(replace(r, question_set="") if r.runs == runs[0] else r for r in table.rows)
+    grid = delta_grid(replace(table, rows=rows), *variants(table)[0], screen_width=160)
+    covers = [c for c in grid.covers if f"run {runs[0]}" in c]
+    assert covers and all("question_set – ·" in c for c in covers), grid.covers
+    assert all(" – " in line for line, c in zip(grid.lines, grid.covers) if c in covers)
+    assert not any("·  ·" in line for line in grid.lines), grid.lines
