@@ -250,6 +250,16 @@ def test_newest_live_is_followed(tmp_path: Path, built: Path) -> None:
     assert reads.newest_live(db) is not None
 
 
+async def _live_showing_steps(pilot: Pilot[None]) -> LiveScreen:
+    """Open Live (5) on the `built` lab.db and wait until its episode's three steps show."""
+    await pilot.press("5")
+    screen = pilot.app.screen
+    assert isinstance(screen, LiveScreen)
+    await pause_until(pilot, lambda: getattr(screen, "seen_t", 0) >= 3,
+                      "the live episode's steps")
+    return screen
+
+
 @pytest.mark.asyncio
 async def test_only_the_app_thread_changes_the_screen(built: Path, tmp_path: Path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
@@ -270,11 +280,7 @@ async def test_only_the_app_thread_changes_the_screen(built: Path, tmp_path: Pat
     monkeypatch.setattr(LiveScreen, "__setattr__", recording)
     app = console_app(tmp_path / "lab.db")
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.press("5")
-        screen = app.screen
-        assert isinstance(screen, LiveScreen)
-        await pause_until(pilot, lambda: getattr(screen, "seen_t", 0) >= 3,
-                          "the live episode's steps")
+        screen = await _live_showing_steps(pilot)
         await pilot.press("o")
         await settle(pilot)
         await pilot.press("enter")  # pick it: follow goes off, the worker reads the pick
@@ -289,7 +295,32 @@ async def test_only_the_app_thread_changes_the_screen(built: Path, tmp_path: Pat
         await pause_until(pilot, lambda: screen.seen_t == seen + 1, "the new step")
         other = Episode(live + 1, None, "q-other", "other", "", None)
         screen.post_message(LiveScreen.Polled(Update(steps=[(replace(last, t=99), "")]),
-                                              other, False))
+                                              other, False, asked=10**6))
         await settle(pilot)
         assert screen.seen_t == seen + 1  # read for another episode: not shown
     assert not off_thread, off_thread
+
+
+@pytest.mark.asyncio
+async def test_a_poll_older_than_one_shown_is_dropped(built: Path, tmp_path: Path) -> None:
+    """Polls run in exclusive thread workers, and a cancelled poll's thread still runs to
+    its end: a poll asked before one already shown (it read an older snapshot) must not
+    switch the screen back to the episode that was newest then; a newer one does."""
+    from console.screens.live import Episode, LiveScreen, Update
+
+    copy_db(built, tmp_path / "lab.db")
+    app = console_app(tmp_path / "lab.db")
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await _live_showing_steps(pilot)
+        shown = screen.episode
+        assert shown is not None and screen.follow
+        older = Episode(shown.live_id + 1, None, "q-older", "older", "", None)
+        screen.post_message(LiveScreen.Polled(Update(older, switched=True), None, False,
+                                              asked=1))
+        await settle(pilot)
+        assert screen.episode == shown  # older than the polls shown since: dropped
+        newer = Episode(shown.live_id + 2, None, "q-newer", "newer", "", None)
+        screen.post_message(LiveScreen.Polled(Update(newer, switched=True), None, False,
+                                              asked=10**6))
+        await settle(pilot)
+        assert screen.episode == newer

@@ -258,6 +258,13 @@ class LiveScreen(LabScreen):
     ]
     FOOTER_KEYS = ("toggle_follow", "pick", "filter")
     """The footer's keys, most essential first (LabFooter keeps these and ? q)."""
+    _asked = 0
+    """Polls asked for so far (each poll's number)."""
+    _applied = 0
+    """The number of the newest poll applied: a newer poll read a later snapshot, so an
+    older one whose thread ends after it (an exclusive worker's cancelled thread still
+    runs to its end) is dropped. Not `post_read`: a poll consumes the change counter, so a
+    cancelled one whose newer poll found nothing changed must still be shown."""
 
     @dataclass
     class Polled(Message):
@@ -266,6 +273,8 @@ class LiveScreen(LabScreen):
         update: Update
         shown: Episode | None
         picked: bool
+        asked: int = 0
+        """The poll's number: one older than a poll already applied is stale."""
 
     @dataclass
     class Listed(Message):
@@ -321,11 +330,13 @@ class LiveScreen(LabScreen):
             check: only when lab.db changed since the last check.
             pick: a live episode the user chose (follow is off then).
         """
-        self._read(check, self.episode, self.seen_t, self.finished, self.follow, pick)
+        self._asked += 1
+        self._read(check, self.episode, self.seen_t, self.finished, self.follow, pick,
+                   self._asked)
 
     @work(thread=True, exclusive=True, group="live")
     def _read(self, check: bool, episode: Episode | None, seen_t: int, finished: bool,
-              follow: bool, pick: int | None) -> None:
+              follow: bool, pick: int | None, asked: int) -> None:
         if check and not self._version.changed():  # DataVersion: a lock, its own connection
             return
         db = store.connect(self.lab.db_path, read_only_fallback=True)
@@ -335,16 +346,19 @@ class LiveScreen(LabScreen):
             db.conn.execute("COMMIT")
         finally:
             db.conn.close()
-        self.post_message(self.Polled(update, episode, pick is not None))
+        self.post_message(self.Polled(update, episode, pick is not None, asked))
 
     def on_live_screen_polled(self, message: Polled) -> None:
         """Show a poll's new steps and outcome, unless the screen moved on since it was
         asked: steps of an episode no longer shown, or a follow's switch after a pick."""
         update = message.update
+        if message.asked < self._applied:
+            return  # an older poll's thread ended after a newer poll was shown
         if update.switched and not message.picked and not self.follow:
             return  # followed to the newest while the user picked one
         if not update.switched and message.shown != self.episode:
             return  # read for the episode shown before
+        self._applied = message.asked
         self._apply(update)
 
     def _apply(self, update: Update) -> None:
