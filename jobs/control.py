@@ -148,6 +148,16 @@ class GridStatus:
         return (not self.active and not self.jobs.get("paused")
                 and bool(self.errored or self.jobs.get("failed")))
 
+    @property
+    def when(self) -> str:
+        """When it will be done, in words (`lab status`, the console's Jobs): "complete",
+        "ETA 4m", "ETA -" (unknown), "done with errors" or "paused, no ETA"."""
+        if self.done_with_errors:
+            return "done with errors"
+        if self.jobs.get("paused") and not self.active:
+            return "paused, no ETA"
+        return eta_text(self.eta_s)
+
     def at(self, now: float) -> GridStatus:
         """This grid's rate and ETA at `now`, from what the read saw (no read of lab.db)."""
         rate, eta = rate_and_eta(self.recent, self.left, self.active, bool(self.stale), now)
@@ -156,6 +166,20 @@ class GridStatus:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (without the timestamps `at` recounts)."""
         return {k: v for k, v in self.__dict__.items() if k != "recent"}
+
+
+def eta_text(seconds: float | None) -> str:
+    """ETA in s / m / h; "complete" when nothing is left; "ETA -" when unknown (nothing
+    finished lately)."""
+    if seconds == 0:
+        return "complete"
+    if seconds is None:
+        return "ETA -"
+    if seconds < 120:
+        return f"ETA {seconds:.0f}s"
+    if seconds < 7200:
+        return f"ETA {seconds / 60:.0f}m"
+    return f"ETA {seconds / 3600:.1f}h"
 
 
 def rate_and_eta(recent: tuple[float, ...], left: int, active: bool, stale: bool,

@@ -258,11 +258,10 @@ def status_cmd(ctx: click.Context, as_json: bool) -> None:
         jobs = " ".join(f"{k} {v}" for k, v in g.jobs.items() if v)
         if g.stale:
             jobs += f" ({g.stale} stale (worker lost?))"
-        eta = "-" if g.eta_s is None else f"{g.eta_s:.0f}s"
         bar = f"{_bar(g.stored, g.expected, 16)} " if tty else ""
         unit = "episodes" if g.unit == "episodes" else f"{g.kind} {g.unit}"
         echo(f"grid {g.grid:<3} {g.run:<12} {bar}{g.stored}/{g.expected} {unit}, "
-                   f"{g.rate:.1f}/s, ETA {eta}")
+                   f"{g.rate:.1f}/s, {g.when}")
         running = f"{g.running} running; " if g.unit == "episodes" else ""
         apart = apart_text({"truncated": g.truncated, "refused": g.refused})
         rerun = f"{g.rerun} queued to run again after an error, " if g.rerun else ""

@@ -42,7 +42,7 @@ from core.errors import LabError
 from core.regimes import short_regime
 from core.store import monitor, progress
 from core.store.endpoints import EndpointDown, endpoints_down
-from jobs.control import GridStatus, control, status
+from jobs.control import GridStatus, control, eta_text, status
 from jobs.retry import retry
 from jobs.settings import WorkerSettings
 
@@ -55,19 +55,6 @@ def bar(done: int, total: int, width: int = BAR) -> str:
     """A text progress bar (readable without colour)."""
     filled = int(width * done / total) if total else width
     return "█" * filled + "░" * (width - filled)
-
-
-def eta_text(seconds: float | None) -> str:
-    """ETA in s / m / h; "-" when unknown (nothing finished lately)."""
-    if seconds == 0:
-        return "complete"
-    if seconds is None:
-        return "ETA -"
-    if seconds < 120:
-        return f"ETA {seconds:.0f}s"
-    if seconds < 7200:
-        return f"ETA {seconds / 60:.0f}m"
-    return f"ETA {seconds / 3600:.1f}h"
 
 
 @dataclass(frozen=True)
@@ -125,10 +112,8 @@ def grid_label(g: GridStatus, last_error: str | None = None) -> Text:
     if g.rerun:
         text.append(f"↻ {g.rerun} to run again  ", style="yellow")
     _append_apart(text, g.truncated, g.refused, "", "  ")
-    paused = g.jobs.get("paused") and not g.active
-    eta = ("done with errors" if g.done_with_errors else "paused, no ETA" if paused
-           else eta_text(g.eta_s))
-    text.append(("" if probes else f"{g.running} running  ") + f"{g.rate:.1f}/s  {eta}  [{jobs}]")
+    text.append(("" if probes else f"{g.running} running  ")
+                + f"{g.rate:.1f}/s  {g.when}  [{jobs}]")
     if last_error and g.errored:
         text.append(f"  last error: {last_error}", style="red")  # Tree shows one line
     return text
