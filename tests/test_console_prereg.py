@@ -33,6 +33,7 @@ import prompts
 from console.screens.prereg import PreregScreen
 from console.screens.prereg.modals import FreezeConfirm, TitlePrompt
 from console.widgets.confirm import Choose, Confirm
+from console.widgets.hanging import HangingStatic
 from core import store
 from core.store import prereg as rows
 from tests.helpers.console import (
@@ -67,8 +68,9 @@ def own_prompts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def text_of(screen: DOMNode, selector: str) -> str:
-    """The plain text a Static shows."""
-    return str(screen.query_one(selector, Static).render())
+    """The plain text a Static shows (a HangingStatic's: its lines unwrapped)."""
+    widget = screen.query_one(selector, Static)
+    return widget.text.plain if isinstance(widget, HangingStatic) else str(widget.render())
 
 
 @pytest.mark.asyncio
@@ -477,6 +479,7 @@ async def test_each_part_of_a_multi_part_test_has_its_own_line(lab_db: Path) -> 
         await pilot.press("o")
         await settle(pilot)
         text = text_of(pilot.app.screen, "#prereg-outcomes")
+        shown = str(pilot.app.screen.query_one("#prereg-outcomes", Static).render()).splitlines()
     lines = text.splitlines()
     h2 = lines[next(i for i, line in enumerate(lines) if line.startswith("H2")):]
     parts = [line.strip() for line in h2[1:3]]
@@ -485,6 +488,10 @@ async def test_each_part_of_a_multi_part_test_has_its_own_line(lab_db: Path) -> 
     assert h2[3].strip().endswith("parts pass") and h2[3].strip()[0].isdigit(), text
     h1 = lines[next(i for i, line in enumerate(lines) if line.startswith("H1")):]
     assert "sim-never" in h1[1] and "episodes from" in h1[2], text
+    # on screen at 80 columns the long lines wrap under their text, not at the left edge
+    assert len(shown) > len(lines), shown
+    assert all(not line or line[:2] in ("H1", "H2", "A1") or line.startswith(" " * 7)
+               for line in shown), shown
 
 
 def test_parts_text_names_dataset_and_set_when_a_test_covers_several() -> None:
@@ -512,3 +519,17 @@ def test_parts_text_names_dataset_and_set_when_a_test_covers_several() -> None:
         "       ✗ m1 (hotpotqa/fresh300) persistent -0.050 [-0.150, +0.050]",
         "       – m2 (hotpotqa/test300) persistent: n.a. (no episodes)",
         "       1 of 3 parts pass"]
+
+
+def test_pins_name_the_hash_once_per_section() -> None:
+    """A pin line is its name and the sha256's first 12 hex digits; the section's title
+    says sha256 once, so a line fits beside the amendment list at 100 columns."""
+    from console.screens.prereg.render import pins_text
+
+    text = pins_text({"prompts": {"prompts/fever_forced_observation.txt": "ab" * 32,
+                                  "prompts/decide.txt": "cd" * 32},
+                      "models": {}}).plain
+    assert text.splitlines()[:3] == ["prompt files (2), sha256",
+                                     "  prompts/fever_forced_observation.txt  abababababab",
+                                     "  prompts/decide.txt                    cdcdcdcdcdcd"]
+    assert "model specs (0)\n  none" in text and text.count("sha256") == 1

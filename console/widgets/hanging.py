@@ -14,6 +14,7 @@ from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.measure import Measurement
 from rich.text import Text
+from textual.widgets import Static
 
 LABEL = re.compile(r" *[A-Za-z][A-Za-z ]{0,24}: ")
 """A line's label (`thought: `, `judgment: `, `Q demo-006: ` is handled by the caller)."""
@@ -97,3 +98,33 @@ class Hanging:
         """As wide as the widest line, at most the width given."""
         widest = max((cell_len(line) for line in self.text.plain.split("\n")), default=0)
         return Measurement(min(MIN_TEXT + 2, widest), min(widest, options.max_width))
+
+
+class HangingStatic(Static):
+    """A Static whose text hangs its wrapped lines (`hang`) at the widget's width, and is
+    wrapped again when that width changes (a resize, its tab shown the first time)."""
+
+    UNWRAPPED = 10_000
+    """The width text is wrapped at before the widget has one (not laid out yet)."""
+
+    def __init__(self, indent: int | None = None, **kwargs: object) -> None:
+        super().__init__("", markup=False, **kwargs)  # type: ignore[arg-type]
+        self.indent = indent
+        self.text = Text()
+        """The text shown, its lines unwrapped."""
+        self._wrapped_at = -1
+
+    def show(self, text: Text) -> None:
+        """Show `text`, wrapped at the widget's width now."""
+        self.text = text
+        self._wrap()
+
+    def _wrap(self) -> None:
+        width = self.content_size.width
+        self._wrapped_at = width
+        self.update(hang(self.text, width or self.UNWRAPPED, self.indent))
+
+    def on_resize(self) -> None:
+        """Wrap the text again when the widget's width changed."""
+        if self.content_size.width != self._wrapped_at and self.text.plain:
+            self._wrap()

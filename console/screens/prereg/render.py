@@ -94,19 +94,20 @@ def amendment_markdown(row: Mapping[str, Any],
 
 
 def pins_text(pins: Mapping[str, Mapping[str, str]]) -> Text:
-    """What a freeze pins, one item a line with its sha256 (the freeze confirmation)."""
+    """What a freeze pins, one item a line with its sha256's first 12 hex digits (the
+    section's title says so once, so a line fits beside the amendment list)."""
     out = Text()
     titles = (("prompts", "prompt files"), ("question_sets", "question sets"),
               ("conditions", "condition specs"), ("regimes", "regime specs"),
               ("models", "model specs"))
     for key, title in titles:
         items = pins.get(key) or {}
-        out.append(f"{title} ({len(items)})\n", style="bold")
+        out.append(f"{title} ({len(items)}){', sha256' if items else ''}\n", style="bold")
         if not items:
             out.append("  none\n")
         width = max((len(name) for name in items), default=0)
         for name, digest in items.items():
-            out.append(f"  {name:<{width}}  sha256 {short_hash(digest)}\n")
+            out.append(f"  {name:<{width}}  {short_hash(digest)}\n")
     return out
 
 

@@ -49,6 +49,7 @@ from console.screens.prereg.render import (
 )
 from console.widgets.confirm import Choose, Confirm
 from console.widgets.footer import LabFooter
+from console.widgets.hanging import HangingStatic
 from core import prereg
 from core.errors import LabError
 from core.inert import inert
@@ -57,6 +58,8 @@ from core.store import prereg as rows
 from core.wording import plural
 
 TABS = ("tab-doc", "tab-outcomes", "tab-devs", "tab-pins")
+OUTCOMES_INDENT = 7
+"""Where a registered test's lines start their text (after the test id's column)."""
 
 
 class PreregScreen(LabScreen):
@@ -200,7 +203,7 @@ class PreregScreen(LabScreen):
                             yield Markdown(id="prereg-doc", open_links=False)
                     with TabPane("Outcomes", id="tab-outcomes"):
                         with VerticalScroll():
-                            yield Static("", id="prereg-outcomes", markup=False)
+                            yield HangingStatic(OUTCOMES_INDENT, id="prereg-outcomes")
                     with TabPane("Deviations", id="tab-devs"):
                         with VerticalScroll():
                             yield Static("", id="prereg-devs", markup=False)
@@ -221,7 +224,7 @@ class PreregScreen(LabScreen):
     def reload(self) -> None:
         """Reload the amendments; outcomes shown are marked stale (o recomputes)."""
         if self._outcomes_for is not None:
-            self.query_one("#prereg-outcomes", Static).update(
+            self._show_outcomes(
                 Text("lab.db changed since these were computed: o recomputes\n\n", style="bold")
                 + self._outcomes_text)
         self._load()
@@ -376,8 +379,7 @@ class PreregScreen(LabScreen):
         if self._selected is None:
             return
         self._outcomes_for = None
-        self.query_one("#prereg-outcomes", Static).update(
-            f"evaluating the registered tests of {self._selected}…")
+        self._show_outcomes(Text(f"evaluating the registered tests of {self._selected}…"))
         self._compute_outcomes(self._selected, self.lab.outcome_resamples)
 
     @work(thread=True, exclusive=True, group="prereg-outcomes")
@@ -402,7 +404,12 @@ class PreregScreen(LabScreen):
         """Show the outcomes (if that amendment is still the one selected)."""
         if message.amendment_id == self._selected:
             self._outcomes_for, self._outcomes_text = message.amendment_id, message.text
-            self.query_one("#prereg-outcomes", Static).update(message.text)
+            self._show_outcomes(message.text)
+
+    def _show_outcomes(self, text: Text) -> None:
+        """Show `text` on the Outcomes tab, each wrapped line continuing under the
+        verdict's text (column 7), not at the left edge."""
+        self.query_one("#prereg-outcomes", HangingStatic).show(text)
 
     def action_verify(self) -> None:
         """Recompute the whole document's hash chain and pins (in a worker)."""
