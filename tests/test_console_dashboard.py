@@ -216,3 +216,18 @@ def test_snapshot(snap_compare: SnapCompare, lab_db: Path, size: tuple[int, int]
         await settle(pilot)
 
     assert snap_compare(console_app(lab_db), terminal_size=size, run_before=loaded)
+
+
+@pytest.mark.asyncio
+async def test_workers_all_stopped_long_ago_read_as_a_count_not_more(lab_db: Path) -> None:
+    """Stopped over an hour ago, every worker folds into one line: "N workers" when no
+    other row is above it ("N more" reads as more than the rows shown)."""
+    conn = sqlite3.connect(lab_db)
+    with conn:
+        conn.execute("UPDATE workers SET state = 'stopped', heartbeat_at = ?", (FIXED_TS - 7200,))
+    conn.close()
+    app = console_app(lab_db)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one("#workers", DataTable)
+        assert [str(c) for c in table.get_row_at(0)][:1] == ["1 worker"]

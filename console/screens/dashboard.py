@@ -34,6 +34,7 @@ from core.inert import inert
 from core.store import jobs as ledger
 from core.store import monitor
 from core.store.endpoints import EndpointDown, endpoints_down
+from core.wording import plural
 
 CHECK_TIMEOUT_S = 2.0
 TICK_S = 1.0
@@ -372,9 +373,10 @@ class DashboardScreen(WorkerKeys, LabScreen):
             state = Text(STATE_MARK.get(w.state, w.state),
                          style="bold red" if w.state == "lost" else "")
             workers.add_row(w.id, state, _ago(w.age_s), str(w.jobs))
-        if data.stopped_old:
-            workers.add_row(f"{data.stopped_old} more", STATE_MARK["stopped"], "over 1h ago",
-                            "0")
+        if data.stopped_old:  # "3 more" below the rows, "3 workers" when they are all
+            workers.add_row(f"{data.stopped_old} more" if data.workers
+                            else plural(data.stopped_old, "worker"),
+                            STATE_MARK["stopped"], "over 1h ago", "0")
         if not data.workers and not data.stopped_old:
             workers.add_row("no worker has run yet", "-", "-", "-")
 
