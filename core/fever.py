@@ -32,7 +32,15 @@ from typing import Any
 
 from core import json_text
 from core.canonical import keyed_rng
-from core.data import CLAIM_TYPE, NEI_LABEL, Paragraph, Question, read_data_text, sample_ids
+from core.data import (
+    CLAIM_TYPE,
+    NEI_LABEL,
+    Paragraph,
+    Question,
+    other_kind,
+    read_data_text,
+    sample_ids,
+)
 from core.errors import DataError
 
 CLAIMS_FILE = "claims.jsonl"
@@ -245,6 +253,8 @@ def _claim(record: Any, pages: Mapping[str, Mapping[str, Any]], titles: dict[str
     """
     if not isinstance(record, dict):
         raise DataError("must be a JSON object")
+    if kind := other_kind(record, "fever"):
+        raise DataError(kind)
     cid = record.get("id")
     if isinstance(cid, bool) or not isinstance(cid, (int, str)) or not str(cid).strip():
         raise DataError("id must be a number or a non-empty string")

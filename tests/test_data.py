@@ -577,7 +577,7 @@ WRONG_KIND = {
 
 
 @pytest.mark.parametrize(("given", "to"), [(g, t) for g in WRONG_KIND
-                                           for t in ("hotpotqa", "musique", "episodes")
+                                           for t in ("hotpotqa", "musique", "episodes", "fever")
                                            if g != t])
 def test_a_file_of_another_kind_says_which_kind_and_its_command(
         given: str, to: str, tmp_path: Path, db_path: Path,
@@ -585,16 +585,21 @@ def test_a_file_of_another_kind_says_which_kind_and_its_command(
     """A FEVER claims file, a MuSiQue file, a released-episodes file or a HotpotQA file given
     to another import is refused in one line naming what it is and the command that reads
     it; nothing is stored. (HotpotQA's official file is one JSON list: given to `episodes`,
-    which reads JSON Lines, its first item is named.)"""
+    which reads JSON Lines, its first item is named. FEVER is a folder: the record is
+    its claims.jsonl.)"""
     from tests.helpers.cli import dump_hash, lab, one_error
 
     record = WRONG_KIND[given]()
     path = tmp_path / ("given.json" if given == "hotpotqa" else "given.jsonl")
-    path.write_text(json.dumps([record]) if given == "hotpotqa" else json.dumps(record) + "\n",
-                    encoding="utf-8")
+    if to == "fever":  # FEVER is a folder: the record as its claims.jsonl
+        path = tmp_path / "claims.jsonl"
+        (tmp_path / "pages.json").write_text("{}", encoding="utf-8")
+    path.write_text(json.dumps([record]) if given == "hotpotqa" and to != "fever"
+                    else json.dumps(record) + "\n", encoding="utf-8")
     assert lab(capsys, "--db", db_path, "init")[0] == 0
     before = dump_hash(db_path)
-    code, _, err = lab(capsys, "--db", db_path, "data", "import", to, path)
+    code, _, err = lab(capsys, "--db", db_path, "data", "import", to,
+                       tmp_path if to == "fever" else path)
     command = "lab data import fever DIR" if given == "fever" else f"lab data import {given}"
     one_error(code, err, str(path), command,
               "not a released episode" if to == "episodes" else "not a ")
