@@ -315,8 +315,9 @@ async def test_a_poll_older_than_one_shown_is_dropped(built: Path, tmp_path: Pat
         shown = screen.episode
         assert shown is not None and screen.follow
         older = Episode(shown.live_id + 1, None, "q-older", "older", "", None)
+        # asked before the first poll (they count from 1; at least one is shown by now)
         screen.post_message(LiveScreen.Polled(Update(older, switched=True), None, False,
-                                              asked=1))
+                                              asked=0))
         await settle(pilot)
         assert screen.episode == shown  # older than the polls shown since: dropped
         newer = Episode(shown.live_id + 2, None, "q-newer", "newer", "", None)
