@@ -13,7 +13,7 @@ import random
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from core import json_text
 from core.errors import DataError
@@ -170,18 +170,31 @@ def question_from_record(record: Any, dataset: str) -> Question:
                     aliases=aliases, supporting_paragraphs=tuple(marked))
 
 
+class RecordKind(NamedTuple):
+    """One import's kind of record, as a file given to another import names it."""
+
+    fields: tuple[str, ...]
+    """Fields only records of this kind have (all of them)."""
+    noun: str
+    """What one is, e.g. "a FEVER claim"."""
+    marks: str
+    """The fields the error names, e.g. "claim, label"."""
+    command: str
+    """The command that imports it."""
+
+
 RECORD_KINDS = {
-    "hotpotqa": (("context", "supporting_facts"), "a HotpotQA question (context, "
-                 "supporting_facts)", "lab data import hotpotqa FILE"),
-    "musique": (("paragraphs", "question"), "a MuSiQue question (paragraphs)",
-                "lab data import musique FILE"),
-    "fever": (("claim", "label"), "a FEVER claim (claim, label)",
-              "FEVER is imported from its folder, lab data import fever DIR"),
-    "episodes": (("question_id", "actions"), "a released episode (question_id, actions)",
-                 "lab data import episodes FILE"),
+    "hotpotqa": RecordKind(("context", "supporting_facts"), "a HotpotQA question",
+                           "context, supporting_facts", "lab data import hotpotqa FILE"),
+    "musique": RecordKind(("paragraphs", "question"), "a MuSiQue question", "paragraphs",
+                          "lab data import musique FILE"),
+    "fever": RecordKind(("claim", "label"), "a FEVER claim", "claim, label",
+                        "FEVER is imported from its folder, lab data import fever DIR"),
+    "episodes": RecordKind(("question_id", "actions"), "a released episode",
+                           "question_id, actions", "lab data import episodes FILE"),
 }
-"""Each import's kind of record: (fields only it has, what it is, the command that reads
-it), so a file given to the wrong import says which kind it is."""
+"""Each import's kind of record, so a file given to the wrong import says which kind it
+is and the command that reads it."""
 
 
 def other_kind(record: Any, expected: str) -> str:
@@ -189,6 +202,13 @@ def other_kind(record: Any, expected: str) -> str:
     it is and the command that imports it; "" if it is not recognisably another kind."""
     if not isinstance(record, dict):
         return ""
+    mine = RECORD_KINDS[expected]
+    if all(f in record for f in mine.fields):
+        return ""
+    for kind, other in RECORD_KINDS.items():
+        if kind != expected and all(f in record for f in other.fields):
+            return f"{other.noun} ({other.marks}), not {mine.noun}: {other.command}"
+    return ""
     for kind, (fields, what, command) in RECORD_KINDS.items():
         if kind != expected and all(f in record for f in fields) and not all(
                 f in record for f in RECORD_KINDS[expected][0]):

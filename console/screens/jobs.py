@@ -326,7 +326,7 @@ class JobsScreen(WorkerKeys, LabScreen):
     @work(thread=True, exclusive=True, group="jobs")
     def _load(self, expanded: set[int] | None) -> None:
         self.post_read(self.Loaded(read_jobs(self.lab.db_path, expanded, self.lab.clock(),
-                                                self.lab.lease_s)))
+                                             self.lab.lease_s)))
 
     def on_jobs_screen_loaded(self, message: Loaded) -> None:
         """Show what was read."""
