@@ -29,6 +29,7 @@ from core.demo_data import demo_questions
 from core.models.registry import builtin_models, make_client
 from core.regimes import ForeignPool, parse_regime
 from core.runner import CellSpec
+from core.store.export_rows import csv_line, step_lines
 from core.store.selection import Selection, where_clause
 from jobs.kinds.episodes import run_questions
 from tests.oracles.export import nullable_ints
@@ -174,6 +175,45 @@ def test_the_csvs_hold_the_awkward_values(odd_db: Any, tmp_path: Path) -> None:
     assert steps.count(os.linesep) > steps.count(THOUGHT) and "stated_judgment_rule:k=3" in steps
 
 
+def _plain_step_lines(db: Any) -> list[str]:
+    """steps.csv's lines by their definition: each row's values read as they are stored,
+    through the stdlib csv writer in lab's dialect."""
+    cells = {r[0]: (r[1], r[3], arm_label(r[6]), r[4], r[7])
+             for r in db.conn.execute(_CELLS)}
+    rows = db.conn.execute(_STEPS + " ORDER BY s.episode_id, s.t, s.discarded DESC")
+    return [csv_line((r[0], *cells[r[1]], *r[2:])) for r in rows]
+
+
+def test_values_sqlite_would_print_otherwise_are_written_as_the_csv_writer_writes_them(
+        tmp_path: Path) -> None:
+    """steps.csv's lines are formatted by SQLite (`core.store.export_rows.step_lines`);
+    a value SQLite's text would give differently is written by the csv writer: a NUL
+    in a text (printf stops there), a REAL, a text or a blob in an INTEGER column, a
+    blob in a TEXT one, a sum of tokens past 64 bits. A lone carriage return is not
+    quoted (the writer does not quote it when lines end in a newline), a newline is."""
+    db = store.connect(tmp_path / "lab.db")
+    store.insert_questions(db, demo_questions())
+    asyncio.run(_grid(db))
+    sql = db.conn.execute
+    ids = [r[0] for r in sql("SELECT DISTINCT episode_id FROM steps ORDER BY 1")]
+    odd = (("reasoning", "before\x00after, \"quoted\""), ("reasoning_tokens", 1 / 3),
+           ("streak", "x,y"), ("input_tokens", b"\x00,"), ("action", b"bytes"),
+           ("output_tokens", 2 ** 62), ("stated_judgment", "carriage\rreturn"),
+           ("judgment_source", "new\nline"))
+    with db.conn:
+        for (column, value), episode in zip(odd, ids[1::2]):
+            sql(f"UPDATE steps SET {column} = ? WHERE episode_id = ? AND t = 1",
+                (value, episode))
+        sql("UPDATE steps SET input_tokens = ? WHERE episode_id = ? AND t = 1",
+            (2 ** 62, ids[11]))  # with output_tokens 2**62 below: their sum passes 64 bits
+    lines = [line for batch in step_lines(db) for line in batch]
+    want = _plain_step_lines(db)
+    assert lines == want
+    assert sum(line.count("\x00") for line in lines) == 1
+    assert any(",carriage\rreturn," in line for line in lines)
+    assert any('"new\nline"' in line for line in lines)
+
+
 def test_export_writes_the_streamed_csvs_and_nothing_half_written(odd_db: Any, tmp_path: Path,
                                                                   monkeypatch: pytest.MonkeyPatch
                                                                  ) -> None:
@@ -186,10 +226,10 @@ def test_export_writes_the_streamed_csvs_and_nothing_half_written(odd_db: Any, t
     assert paths[0].read_bytes() == want[0] and paths[1].read_bytes() == want[1]
 
     def broken(db: Any, selection: Selection) -> Any:
-        yield ("half", "a", "row")
+        yield ["half,a,row"]
         raise RuntimeError("disk gone")
 
-    monkeypatch.setattr(ex, "step_rows", broken)
+    monkeypatch.setattr(ex, "step_lines", broken)
     with pytest.raises(RuntimeError, match="disk gone"):
         write_rows_csvs(odd_db, out, Selection(), "0")
     assert (out / "steps.csv").read_bytes() == want[1]  # the earlier file, untouched

@@ -74,6 +74,21 @@ def write_rows_atomic(rows: Iterable[Sequence[Any]], columns: Sequence[str] | No
     return path
 
 
+def write_lines_atomic(batches: Iterable[Sequence[str]], columns: Sequence[str] | None,
+                       path: Path) -> Path:
+    """Write CSV lines already formatted in `write_rows_atomic`'s dialect (batches of
+    lines without their line ends, `core.store.export_rows.step_lines`) under a
+    temporary name, then rename. `columns` None writes no header."""
+    with atomic_path(path) as tmp, tmp.open("w", encoding="utf-8", newline="") as fh:
+        if columns is not None:
+            csv.writer(fh, lineterminator=os.linesep).writerow(columns)
+        for lines in batches:
+            if lines:
+                fh.write(os.linesep.join(lines))
+                fh.write(os.linesep)
+    return path
+
+
 def write_frame(frame: pd.DataFrame, path: Path) -> Path:
     """Write a frame as CSV under a temporary name, then rename (no half-written file)."""
     with atomic_path(path) as tmp:

@@ -3,9 +3,10 @@ replication table where a reference set is imported); where trace states are sto
 (`lab traces collect`, docs/traces.md), traces.csv and one CSV per
 second-seed table, with or without episodes.
 
-episodes.csv and steps.csv are streamed row by row from one SQLite cursor
-(`core.store.export_rows`) through the stdlib csv writer, so an export's memory does not
-grow with the database; the results tables come from `compute` (and its cache).
+episodes.csv and steps.csv are streamed batch by batch from one SQLite cursor
+(`core.store.export_rows`): episodes.csv through the stdlib csv writer, steps.csv as
+lines SQLite formats in that writer's dialect; so an export's memory does not grow with
+the database; the results tables come from `compute` (and its cache).
 
 UTF-8 with a header row; booleans as 0/1; missing values as empty cells. Each file is
 written to a temporary name and renamed, so a failed export leaves no half-written
@@ -43,11 +44,12 @@ from analysis.tables.csv_files import (
     join_parts,
     table_frame,
     write_frame,
+    write_lines_atomic,
     write_rows_atomic,
 )
 from analysis.tables.registry import PROBES, REPLICATION, TRACES, table_def, table_names
 from core.errors import ConfigError
-from core.store.export_rows import episode_rows, episode_spans, step_rows
+from core.store.export_rows import episode_rows, episode_spans, step_lines
 from core.store.scripts import LabDatabase
 from core.store.selection import Selection
 from core.store.traces import EXPORT_COLUMNS as TRACE_STATE_COLUMNS
@@ -99,7 +101,8 @@ def write_rows_csvs(db: Database, directory: Path, selection: Selection | None =
     version = version or project_version()
     return (write_rows_atomic(episode_rows(db, selection, version, EXPLORATORY, own_calls_column),
                         EPISODE_COLUMNS, directory / "episodes.csv"),
-            write_rows_atomic(step_rows(db, selection), STEP_COLUMNS, directory / "steps.csv"))
+            write_lines_atomic(step_lines(db, selection), STEP_COLUMNS,
+                               directory / "steps.csv"))
 
 
 def export_folder(directory: Path) -> Path:
@@ -256,8 +259,8 @@ def _episode_files(db: Database, directory: Path, selection: Selection, version:
                                                        own_calls_column),
                                           EPISODE_COLUMNS, directory / "episodes.csv")]
             k = i - 2
-            return [write_rows_atomic(step_rows(reader, selection, spans[k]),
-                                      STEP_COLUMNS if k == 0 else None, parts[k])]
+            return [write_lines_atomic(step_lines(reader, selection, spans[k]),
+                                       STEP_COLUMNS if k == 0 else None, parts[k])]
         finally:
             if own:
                 reader.conn.close()

@@ -5,9 +5,11 @@ model, arm label, condition, hash, regime, budget, set, seed, replicate) come fr
 small dict keyed by cell id, built once per cell. Rows are fetched in batches, so
 memory does not grow with the database.
 
-Values come out as Python objects the stdlib ``csv`` writer formats exactly as pandas'
-``to_csv`` formatted the old frames: NULL as an empty cell, ints as ints (booleans
-0/1), REAL columns through ``repr`` (pandas' shortest round-trip float text).
+Episode values come out as Python objects the stdlib ``csv`` writer formats exactly as
+pandas' ``to_csv`` formatted the old frames: NULL as an empty cell, ints as ints
+(booleans 0/1), REAL columns through ``repr`` (pandas' shortest round-trip float text).
+Steps, five times as many rows and no REAL column, come out as lines SQLite formats
+with the same rules (`step_lines`).
 
 Each episode row also splits its extra calls into the calls its condition needs
 (``own_calls``) and the ones that only measure (``measurement_calls``); which stored
@@ -19,7 +21,11 @@ the refused turns need (docs/export.md, "Formulas you can recompute").
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import csv
+import io
+import os
+from collections.abc import Callable, Iterator, Sequence
+from functools import cache
 from typing import Any
 
 from sqlite_utils import Database
@@ -56,16 +62,25 @@ OwnCallColumn = Callable[[str | None, str], str | None]
 """(condition spec JSON, condition name) → the column of OWN_CALL_SOURCES holding the
 calls that condition itself needs, or None (``analysis.measures.cost.own_call_column``)."""
 
-_STEPS_SQL = """
-SELECT s.episode_id, e.cell_id, e.question_id, s.t, s.action, s.obs_index, s.obs_failed,
-       s.obs_source, s.judgment, s.judgment_source, s.stated_judgment, s.streak, s.forced,
-       s.refused, s.discarded, s.input_tokens, s.output_tokens, s.reasoning,
-       s.reasoning_tokens
+_STEP_VALUES = ("e.question_id", "s.t", "s.action", "s.obs_index", "s.obs_failed",
+                "s.obs_source", "s.judgment", "s.judgment_source", "s.stated_judgment",
+                "s.streak", "s.forced", "s.refused", "s.discarded", "s.input_tokens",
+                "s.output_tokens", "s.reasoning", "s.reasoning_tokens")
+"""A step's own columns in steps.csv order after the cell's (as stored: a judgment
+replayed later, `lab replay`, is in probes, not here)."""
+_STEP_TEXTS = frozenset({"e.question_id", "s.action", "s.obs_source", "s.judgment",
+                         "s.judgment_source", "s.stated_judgment", "s.reasoning"})
+"""The TEXT ones of `_STEP_VALUES`; the others are INTEGER (obs_index and obs_failed
+may be NULL)."""
+_STEPS_FROM = """
 FROM steps s JOIN episodes e ON e.id = s.episode_id JOIN cells c ON c.id = e.cell_id
 JOIN runs r ON r.id = c.run_id
 """
-"""The step's own columns, as stored: a judgment replayed later (`lab replay`) is in
-probes, not here."""
+_STEPS_SQL = "SELECT s.episode_id, e.cell_id, " + ", ".join(_STEP_VALUES) + _STEPS_FROM
+_STEPS_ORDER = " ORDER BY s.episode_id, s.t, s.discarded"
+"""In the steps' key order, which SQLite reads without sorting (a sort by discarded
+descending cost a fifth of the rows' CPU at 1 M steps); `_discarded_first` puts each
+turn's discarded row before its re-ask, as steps.csv has them."""
 
 BATCH = 20_000
 """Rows fetched from the cursor at a time."""
@@ -143,10 +158,17 @@ def episode_rows(db: Database, selection: Selection | None, version: str,
                    version)
 
 
-def step_rows(db: Database, selection: Selection | None = None,
-              episodes: tuple[int, int] | None = None) -> Iterator[tuple[Any, ...]]:
-    """The selection's steps as steps.csv rows, by episode and t (a turn the
-    stated-judgment rule discarded before its re-ask).
+def step_lines(db: Database, selection: Selection | None = None,
+               episodes: tuple[int, int] | None = None) -> Iterator[list[str]]:
+    """The selection's steps as steps.csv lines, by episode and t (a turn the
+    stated-judgment rule discarded before its re-ask), batch by batch.
+
+    SQLite writes each line's step columns (`_step_line_sql`): at a million steps,
+    fetching them as Python values and formatting them with the csv module took twice
+    as long. A line is byte for byte the row the stdlib writer (`csv_line`'s dialect)
+    writes; a row SQLite's text would not match, a value not of its column's declared
+    type or a text holding NUL (which SQLite's printf ends at), is read as values and
+    written by that writer.
 
     Args:
         db: an open lab.db.
@@ -155,19 +177,78 @@ def step_rows(db: Database, selection: Selection | None = None,
             (`episode_spans`; default: every episode).
 
     Yields:
-        Tuples in `analysis.tables.export.STEP_COLUMNS` order.
+        Lists of lines (no line ending), in `analysis.tables.export.STEP_COLUMNS` order.
     """
     span = ([] if episodes is None
             else [f"s.episode_id BETWEEN {int(episodes[0])} AND {int(episodes[1])}"])
     where, args = where_clause(db, selection or Selection(), *span)
-    keys = {cid: (c[0], c[2], c[3], c[4], c[6]) for cid, c in _cells(db, "").items()}
-    # in the steps' key order, which SQLite reads without sorting (a sort by discarded
-    # descending cost a fifth of the rows' CPU at 1 M steps); `_discarded_first` puts
-    # each turn's discarded row before its re-ask, as steps.csv has them
-    sql = _STEPS_SQL + where + " ORDER BY s.episode_id, s.t, s.discarded"
-    for rows in _discarded_first(_batches(db, sql, args)):
-        for r in rows:
-            yield (r[0], *keys[r[1]], *r[2:])
+    cells = {cid: (c[0], c[2], c[3], c[4], c[6]) for cid, c in _cells(db, "").items()}
+    heads = {cid: csv_line(c) for cid, c in cells.items()}
+    line, params = _step_line_sql()
+    sql = ("SELECT s.episode_id, e.cell_id, s.discarded, s.t, " + line + _STEPS_FROM + where
+           + _STEPS_ORDER)
+    for rows in _discarded_first(_batches(db, sql, [*params, *args])):
+        yield [f"{eid},{heads[cid]},{line}" if line is not None
+               else csv_line(_step_row(db, eid, t, discarded, cells))
+               for eid, cid, discarded, t, line in rows]
+
+
+def _step_row(db: Database, episode: int, t: int, discarded: int,
+              cells: dict[int, tuple[Any, ...]]) -> tuple[Any, ...]:
+    """One step's steps.csv row as values (`step_lines`' rows SQLite does not write)."""
+    r = db.conn.execute(_STEPS_SQL + " WHERE s.episode_id = ? AND s.t = ? AND s.discarded = ?",
+                        (episode, t, discarded)).fetchone()
+    return (r[0], *cells[r[1]], *r[2:])
+
+
+def csv_line(values: Sequence[Any]) -> str:
+    """`values` as the stdlib csv writer writes a row in lab's dialect (minimal quoting,
+    `os.linesep` line ends; `analysis.tables.csv_files.write_rows_atomic`), without the
+    line end."""
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator=os.linesep).writerow(values)
+    return buf.getvalue()[:-len(os.linesep)]
+
+
+@cache
+def _step_line_sql() -> tuple[str, tuple[str, ...]]:
+    """SQL for a step's columns after the cell's as one steps.csv line (`step_lines`),
+    and its parameters, to go before the query's own.
+
+    A text is quoted, its quotes doubled, when it holds a character the writer quotes
+    for (asked of the writer itself, `_quoted_characters`); NULL is an empty cell. The
+    line is NULL where SQLite's text of a value could differ from the writer's: an
+    INTEGER column holding a REAL (SQLite prints 15 digits, Python the shortest round
+    trip), a text or a blob, or a sum of them past 64 bits; a TEXT column holding a blob
+    or a NUL (printf's %s ends there). A check per column cost a third more than the
+    line: the sums and maxima below check them all in a few calls (any REAL makes the
+    sum REAL; a text or blob is above every number, a blob above every text)."""
+    special = _quoted_characters()
+    params: list[str] = []
+    cells = []
+    for column in _STEP_VALUES:
+        if column in _STEP_TEXTS:
+            holds = " OR ".join(f"instr({column}, ?)" for _ in special)
+            params += special
+            cells.append(f"CASE WHEN {holds} THEN '\"' || replace({column}, '\"', '\"\"') "
+                         f"|| '\"' ELSE {column} END")
+        else:
+            cells.append(column)
+    ints = [f"coalesce({c}, 0)" for c in _STEP_VALUES if c not in _STEP_TEXTS]
+    texts = [f"coalesce({c}, '')" for c in _STEP_VALUES if c in _STEP_TEXTS]
+    odd = [f"typeof({' + '.join(ints)}) != 'integer'",
+           f"typeof(max({', '.join(ints)})) != 'integer'",
+           f"typeof(max({', '.join(texts)})) != 'text'",
+           *(f"instr({c}, ?)" for c in _STEP_VALUES if c in _STEP_TEXTS)]
+    line = f"printf('{','.join(['%s'] * len(cells))}', {', '.join(cells)})"
+    return (f"CASE WHEN {' OR '.join(odd)} THEN NULL ELSE {line} END",
+            ("\0",) * len(texts) + tuple(params))
+
+
+def _quoted_characters() -> tuple[str, ...]:
+    """The characters that make `csv_line`'s writer quote a field (a delimiter, a quote,
+    the line end's characters; which ones depends on the dialect and Python's version)."""
+    return tuple(c for c in ',"\r\n' if csv_line([f"a{c}b", ""]).startswith('"'))
 
 
 def _discarded_first(batches: Iterator[list[tuple[Any, ...]]]
