@@ -209,11 +209,6 @@ def other_kind(record: Any, expected: str) -> str:
         if kind != expected and all(f in record for f in other.fields):
             return f"{other.noun} ({other.marks}), not {mine.noun}: {other.command}"
     return ""
-    for kind, (fields, what, command) in RECORD_KINDS.items():
-        if kind != expected and all(f in record for f in fields) and not all(
-                f in record for f in RECORD_KINDS[expected][0]):
-            return f"{what}, not {RECORD_KINDS[expected][1].split(' (')[0]}: {command}"
-    return ""
 
 
 def _check_aliases(value: Any) -> tuple[str, ...]:
