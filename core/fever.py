@@ -178,6 +178,10 @@ def load_fever(directory: Path, dataset: str = "fever", include_nei: bool = Fals
     if not directory.is_dir():
         raise DataError(f"{directory}: not a directory (expected a folder holding "
                         f"{CLAIMS_FILE} and {PAGES_FILE})")
+    missing = [name for name in (CLAIMS_FILE, PAGES_FILE) if not (directory / name).exists()]
+    if missing:
+        raise DataError(f"{directory}: no {' and no '.join(missing)} (a FEVER folder holds "
+                        f"{CLAIMS_FILE} and {PAGES_FILE}); {_holds(directory)}")
     pages = _read_pages(directory / PAGES_FILE)
     claims_path = directory / CLAIMS_FILE
     records = _read_jsonl(claims_path)
@@ -203,6 +207,17 @@ def load_fever(directory: Path, dataset: str = "fever", include_nei: bool = Fals
             claims.append(claim)
     questions = claim_questions(claims, sentences, dataset)
     return FeverImport(tuple(questions), skipped_nei, skipped_text)
+
+
+def _holds(directory: Path, shown: int = 4) -> str:
+    """What `directory` holds, for the error of a folder that is not a FEVER one: its
+    first names (inert: `core.inert` is applied where the error is printed) and how
+    many more."""
+    names = sorted(p.name for p in directory.iterdir())
+    if not names:
+        return "it is empty"
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return f"it holds {', '.join(names[:shown])}{more}"
 
 
 def _read_pages(path: Path) -> dict[str, dict[str, Any]]:

@@ -108,7 +108,18 @@ def test_import_needs_both_files(tmp_path: Path, db_path: Path, capsys: pytest.C
     folder = small_fever(tmp_path / "fever")
     (folder / "pages.json").unlink()
     assert main(["--db", str(db_path), "data", "import", "fever", str(folder)]) == 1
-    assert "pages.json: file not found" in capsys.readouterr().err
+    assert capsys.readouterr().err == (
+        f"error: {folder}: no pages.json (a FEVER folder holds claims.jsonl and pages.json); "
+        "it holds claims.jsonl\n")
+    # the folder of another dataset's file: what it holds, so the wrong folder shows
+    other = tmp_path / "hotpot"
+    other.mkdir()
+    for name in ("dev.json", "train.json", "notes.txt", "a.json", "b.json"):
+        (other / name).write_text("[]")
+    assert main(["--db", str(db_path), "data", "import", "fever", str(other)]) == 1
+    assert capsys.readouterr().err.endswith(
+        "no claims.jsonl and no pages.json (a FEVER folder holds claims.jsonl and pages.json); "
+        "it holds a.json, b.json, dev.json, notes.txt and 1 more\n")
     assert main(["--db", str(db_path), "data", "import", "hotpotqa", str(folder)]) == 1
     assert "is a directory" in capsys.readouterr().err
 
