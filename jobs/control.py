@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from types import MappingProxyType
@@ -166,6 +166,24 @@ class GridStatus:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (without the timestamps `at` recounts)."""
         return {k: v for k, v in self.__dict__.items() if k != "recent"}
+
+
+def run_when(grids: Sequence[GridStatus]) -> str:
+    """When a run (its grids together) will be done, in words, as `GridStatus.when`
+    says it of one grid: its ETA only while one of them is queued or running, at their
+    summed rate (none while one is stale); else "done with errors" when one finished
+    so, "paused, no ETA" when one is paused, "complete" when every unit is stored."""
+    if any(g.active for g in grids):
+        rate = sum(g.rate for g in grids)
+        left = sum(g.left for g in grids if g.active)
+        eta = left / rate if rate > 0 and left > 0 else None
+        return eta_text(None if any(g.stale for g in grids) else eta)
+    if any(g.done_with_errors for g in grids):
+        return "done with errors"
+    if any(g.jobs.get("paused") for g in grids):
+        return "paused, no ETA"
+    stored, expected = sum(g.stored for g in grids), sum(g.expected for g in grids)
+    return eta_text(0.0 if stored >= expected else None)
 
 
 def eta_text(seconds: float | None) -> str:

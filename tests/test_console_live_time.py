@@ -162,3 +162,22 @@ def test_a_finished_run_with_errors_says_so_and_has_no_eta() -> None:
     assert running.eta_s == pytest.approx(60 / (30 / 29))
     assert "ETA" in run_label("pilot", [running]).plain
     assert running.at(FIXED_TS + 100).eta_s is None  # nothing stored lately: no honest ETA
+
+
+def test_a_runs_when_reads_its_grids_together() -> None:
+    """`jobs.control.run_when`: a run's ETA is its active grids' units left at all its
+    grids' summed rate; a finished grid beside a paused one leaves the run paused; a
+    stale grid leaves no honest ETA; two finished grids are complete."""
+    from dataclasses import replace
+
+    from jobs.control import run_when
+
+    recent = tuple(FIXED_TS - i for i in range(30))
+    running = _grid({"done": 3, "running": 1}, 0, recent, 60, FIXED_TS)
+    finished = _grid({"done": 4}, 0, recent, 0, FIXED_TS)
+    paused = _grid({"done": 2, "paused": 2}, 0, recent, 40, FIXED_TS)
+    rate = 2 * 30 / 29  # both grids stored 30 units in the last 29 s
+    assert run_when([running, finished]) == f"ETA {60 / rate:.0f}s"
+    assert run_when([finished, paused]) == "paused, no ETA"
+    assert run_when([running, replace(finished, stale=1)]) == "ETA -"
+    assert run_when([finished, finished]) == "complete"

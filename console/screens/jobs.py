@@ -42,7 +42,7 @@ from core.errors import LabError
 from core.regimes import short_regime
 from core.store import monitor, progress
 from core.store.endpoints import EndpointDown, endpoints_down
-from jobs.control import GridStatus, control, eta_text, status
+from jobs.control import GridStatus, control, run_when, status
 from jobs.retry import retry
 from jobs.settings import WorkerSettings
 
@@ -120,31 +120,20 @@ def grid_label(g: GridStatus, last_error: str | None = None) -> Text:
 
 
 def run_label(name: str, grids: list[GridStatus]) -> Text:
-    """One run: the sums over its grids; its ETA only while one of them is queued or
-    running (a finished run with errors says so, its ETA never grows)."""
+    """One run: the sums over its grids and when they will be done (`run_when`: its ETA
+    only while one of them is queued or running; a finished run with errors says so,
+    its ETA never grows)."""
     stored = sum(g.stored for g in grids)
     expected = sum(g.expected for g in grids)
     errored = sum(g.errored for g in grids)
     rate = sum(g.rate for g in grids)
-    left = sum(g.left for g in grids if g.active)
-    if any(g.active for g in grids):
-        eta: float | None = left / rate if rate > 0 and left > 0 else None
-        if any(g.stale for g in grids):
-            eta = None
-        when = eta_text(eta)
-    elif any(g.done_with_errors for g in grids):
-        when = "done with errors"
-    elif any(g.jobs.get("paused") for g in grids):
-        when = "paused, no ETA"
-    else:
-        when = eta_text(0.0 if stored >= expected else None)
     text = Text(f"run {name}  ", style="bold")
     text.append(f"{bar(stored, expected)} {stored}/{expected}  ")
     if errored:
         text.append(f"✗ {errored} errored  ", style="bold red")
     _append_apart(text, sum(g.truncated for g in grids), sum(g.refused for g in grids),
                   "", "  ")
-    text.append(f"{len(grids)} grid(s)  {rate:.1f}/s  {when}")
+    text.append(f"{len(grids)} grid(s)  {rate:.1f}/s  {run_when(grids)}")
     return text
 
 
