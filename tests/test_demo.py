@@ -17,7 +17,7 @@ def test_demo_from_nothing_then_reuse(tmp_path: Path) -> None:
     config.write_text("")  # only the built-in sims
     first = run_lab(db, config, "demo", timeout=300)
     assert first.returncode == 0, first.stderr[-2000:]
-    assert "7200 new episodes" in first.stdout
+    assert "7,200 new episodes" in first.stdout
     assert "mean6" in first.stdout and "sim-own5" in first.stdout
     out = first.stdout
     assert "do not read prompts" in out  # says what the sims do
@@ -84,7 +84,7 @@ def test_a_resumed_demo_says_what_is_stored_and_what_remains(tmp_path: Path,
     monkeypatch.setattr(demo_cmd, "run_worker", first_jobs)
     demo_cmd.run_demo(db_path, config)
     out = " ".join(capsys.readouterr().out.split())  # a line wraps at 100 columns
-    assert "7200 new episodes in 240 jobs; running the 7,200 that remain" in out
+    assert "7,200 new episodes in 240 jobs; running the 7,200 that remain" in out
     stored = store.count(store.connect(db_path), "episodes")
     assert 0 < stored < 7200
     monkeypatch.setattr(demo_cmd, "run_worker", lambda settings, **_kw: None)
