@@ -210,13 +210,13 @@ async def test_policies_controllers_charts_and_the_repaired_toggle(lab_db: Path)
         await pilot.press("R")
         await _settle(pilot)
         assert screen.repaired and "repaired answers" in _text(screen, "#results-status")
-        assert "replace the raw ones of 1 episodes" in _text(screen, "#results-text")
+        assert "replace the raw ones of 1 episode;" in _text(screen, "#results-text")
         for _ in range(len(TRACE_VIEWS) + 2):  # the trace views, replication, success
             await pilot.press("right_square_bracket")
             await _settle(pilot)
         assert screen.view == "success"
         repaired = _text(screen, "#results-text")
-        assert "replace the raw ones of 1 episodes" in repaired and repaired != raw_success
+        assert "replace the raw ones of 1 episode;" in repaired and repaired != raw_success
         await pilot.press("R")
         await _settle(pilot)
         assert not screen.repaired and _text(screen, "#results-text") == raw_success

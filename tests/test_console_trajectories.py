@@ -147,7 +147,7 @@ async def test_filter_open_and_step(lab_db: Path) -> None:
         await _settle(pilot)
         rows = screen._rows
         assert rows and all(r.model == "sim-own5" and r.outcome == "wrong" for r in rows)
-        assert f"{len(rows)} of {len(rows)} episodes" in str(
+        assert f"{len(rows):,} of {len(rows):,} episodes" in str(
             screen.query_one("#traj-status").render())
         await pilot.press("j", "enter")
         await _settle(pilot)

@@ -14,3 +14,12 @@ def test_counts_are_singular_at_one_and_grouped_in_thousands() -> None:
     # "3,549 stored" probes
     assert plural(3549, "call") == "3,549 calls"
     assert plural(1_083_809, "step") == "1,083,809 steps"
+
+
+def test_the_repaired_note_counts_its_episodes() -> None:
+    """The Results screen's line over repaired answers read 'the raw ones of 1 episodes'."""
+    from console.screens.results.screen import _repaired_note
+
+    assert "replace the raw ones of 1 episode;" in _repaired_note(1)
+    assert "replace the raw ones of 1,234 episodes;" in _repaired_note(1234)
+    assert _repaired_note(None) == ""

@@ -273,7 +273,7 @@ def sets_create(ctx: click.Context, name: str, dataset: str, n: int, seed: int,
         load_demo_questions(db)
     draft = draw_set(db, name, dataset, n, seed, exclude, held_out)
     save_set(db, draft)
-    echo(f"created {draft.kind} set '{name}': {len(draft.ids)} questions from "
+    echo(f"created {draft.kind} set '{name}': {len(draft.ids):,} questions from "
                f"{dataset}{draft.balance()}, sha256 {draft.sha256[:12]}")
 
 
@@ -301,7 +301,7 @@ def sets_import(ctx: click.Context, file: Path, dataset: str, name: str | None,
       lab sets import ids.txt --dataset hotpotqa --name pilot20
     """
     draft, linked = import_set(open_db(ctx), file, dataset, name, held_out)
-    echo(f"imported {draft.kind} set '{draft.name}': {len(draft.ids)} questions from "
+    echo(f"imported {draft.kind} set '{draft.name}': {len(draft.ids):,} questions from "
                f"{dataset}, sha256 {draft.sha256[:12]}"
                + (f"; linked {plural(linked, 'imported cell')}" if linked else ""))
 
@@ -339,7 +339,7 @@ def sets_show(ctx: click.Context, name: str, ids: bool) -> None:
     """
     s = store.question_set(open_db(ctx, create=False), name)
     kind = "held-out" if s["held_out"] else "dev"
-    echo(f"{s['name']}: {s['n']} questions from {s['dataset']} ({kind}), seed {s['seed']}, "
+    echo(f"{s['name']}: {s['n']:,} questions from {s['dataset']} ({kind}), seed {s['seed']}, "
                f"exclude {', '.join(s['exclude']) or '-'}, sha256 {s['sha256']}")
     if s["manifest"]:
         echo("imported from " + ", ".join(f"{k} {v}" if not isinstance(v, dict) else

@@ -258,7 +258,7 @@ def demo(ctx: click.Context, workers: int, no_console: bool) -> None:
     if not amendment or unfinished:
         raise DemoInterrupted(
             f"the demo stopped before its grid finished ({unfinished} of "
-            f"{sum(g.expected for g in grids)} episodes not run; interrupted?): its tables "
+            f"{sum(g.expected for g in grids):,} episodes not run; interrupted?): its tables "
             f"would be partial, so none are shown; run `lab --db {ctx.obj['db']} demo` again "
             f"to finish it")
     finish_demo(Path(ctx.obj["db"]), Path(ctx.obj["config"]), amendment, no_console)

@@ -190,7 +190,7 @@ def show(ctx: click.Context, amendment_id: str | None) -> None:
                    f"\nprevious {r['prev_sha256']}")
         existed = r["data_existed"] or []
         echo("data existed at freeze: " + (
-            "; ".join(f"run {d['run']} cell {d['cell']} ({d['episodes']} episodes)"
+            "; ".join(f"run {d['run']} cell {d['cell']} ({d['episodes']:,} episodes)"
                       for d in existed) if existed else "no"))
     if r["body"]:
         echo("\n" + r["body"].rstrip())
@@ -287,7 +287,7 @@ def outcome_lines(outcomes: list) -> list[str]:
     for o in outcomes:
         lines.append(f"{o.amendment:<4} {o.id:<6} {o.verdict:<7} {o.prediction}")
         lines.append(f"{'':<11} {o.numbers}")
-        lines.append(f"{'':<11} read {o.n_episodes} episodes of {_runs_text(o.runs)} "
+        lines.append(f"{'':<11} read {o.n_episodes:,} episodes of {_runs_text(o.runs)} "
                      f"({o.freeze_text()})")
     return lines
 

@@ -121,7 +121,7 @@ def enqueue_cmd(ctx: click.Context, models: str, conditions: str, regimes: str,
         echo(f"note: {note}", err=True)
     if not dry_run:
         if summary["grid"] is None and not as_json:
-            echo(f"nothing to queue: all {summary['already_stored_or_queued']} episodes "
+            echo(f"nothing to queue: all {summary['already_stored_or_queued']:,} episodes "
                        f"of {plural(summary['cells'], 'cell')} are already stored or queued")
             return
     if as_json:
@@ -131,7 +131,7 @@ def enqueue_cmd(ctx: click.Context, models: str, conditions: str, regimes: str,
     echo(f"{head} {plural(summary['cells'], 'cell')}, "
                f"{plural(summary['new_episodes'], 'episode')} in "
                f"{plural(summary['jobs'], 'job')} (≤ {summary['max_model_calls']} model calls"
-               + (f", {summary['sim_episodes']} episodes simulated" if summary["sim_episodes"]
+               + (f", {summary['sim_episodes']:,} episodes simulated" if summary["sim_episodes"]
                   else "") + f"); {summary['already_stored_or_queued']} already stored or queued")
     for model, est in summary["estimate"].items():
         echo(f"  {model}: ≤ {est['calls']:,} calls, ≈ {est['input_tokens']:,.0f} input "

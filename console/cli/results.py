@@ -232,8 +232,9 @@ def results(ctx: click.Context, table: str, runs: tuple[str, ...], sets: tuple[s
             raise ConfigError(why)
     note = ""
     if res.repaired is not None:
-        note = (f"note: repaired answers (lab repair) replace the raw ones of {res.repaired} "
-                f"episodes; raw results are primary" if res.repaired else NO_REPAIRED)
+        note = (f"note: repaired answers (lab repair) replace the raw ones of "
+                f"{plural(res.repaired, 'episode')}; raw results are primary" if res.repaired
+                else NO_REPAIRED)
         echo(note, err=True)
     provenance = prereg_rows.run_provenance(db, frames.runs)
     if fmt == "table":

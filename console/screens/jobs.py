@@ -435,7 +435,7 @@ class JobsScreen(WorkerKeys, LabScreen):
                 self.notify("no jobs shown here: enter opens a grid's jobs", severity="warning")
                 return
             text = tsv([list(JOB_HEADER), *rows])
-            said = f"{len(rows)} jobs of {kind} {value} (+ header)"
+            said = f"{len(rows):,} jobs of {kind} {value} (+ header)"
         self.app.copy_to_clipboard(text)
         self.notify(f"copied {said} to the clipboard", title="copy", timeout=4, markup=False)
 

@@ -440,7 +440,7 @@ class TrajectoriesScreen(LabScreen):
         if what == "table":
             head = render.episode_head(d, 10**4).plain
             steps = "\n\n".join(self._step_text(i).plain for i in range(len(d.steps)))
-            return f"{head}\n\n{steps}", f"episode {d.row.id} ({len(d.steps)} steps)"
+            return f"{head}\n\n{steps}", f"episode {d.row.id} ({len(d.steps):,} steps)"
         return (f"episode {d.row.id}\n{self._step_text(self._step).plain}",
                 f"step {self._step + 1} of {len(d.steps)} of episode {d.row.id}")
 
@@ -541,7 +541,7 @@ class TrajectoriesScreen(LabScreen):
         sort = self.query_one(f"#{LIST}", OpenTable).sort_by
         by = (f" · by {LIST_COLUMNS[sort.column].label} {sort.mark()} (those loaded)"
               if sort is not None else "")
-        self._list_status = (f"{len(rows)} of {self._total} episodes · filter: {what}{by} · "
+        self._list_status = (f"{len(rows):,} of {self._total:,} episodes · filter: {what}{by} · "
                              f": filters{more}")
         if self._back_to is None or self.view == LIST:
             self._status(self._list_status)

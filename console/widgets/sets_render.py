@@ -30,7 +30,7 @@ def set_confirm(draft: SetDraft) -> tuple[str, str, str]:
 
 def created_text(draft: SetDraft) -> str:
     """The message after a set was stored (`lab sets create`'s line)."""
-    return (f"created {draft.kind} set '{draft.name}': {len(draft.ids)} questions from "
+    return (f"created {draft.kind} set '{draft.name}': {len(draft.ids):,} questions from "
             f"{draft.dataset}{draft.balance()}, sha256 {draft.sha256[:12]}")
 
 

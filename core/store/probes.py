@@ -373,7 +373,7 @@ def record_batch(db: Database, job_id: int, batch_id: str, state: str, probes: i
         state: "submitted" or "stored".
         probes: probes sent (submitted) or stored from its results (stored).
     """
-    log_event(db, "replay_batch", f"job {job_id}: batch {batch_id} {state} ({probes} probes)")
+    log_event(db, "replay_batch", f"job {job_id}: batch {batch_id} {state} ({probes:,} probes)")
 
 
 def open_batches(db: Database, job_id: int) -> list[str]:

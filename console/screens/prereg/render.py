@@ -135,7 +135,7 @@ def outcome_text(outcomes: Sequence[Any]) -> Text:
         elif o.numbers:
             out.append(f"       {o.numbers}\n")
         runs = ", ".join(o.runs) if o.runs else "no runs"
-        out.append(f"       {o.n_episodes} episodes from {runs} ({after})\n\n")
+        out.append(f"       {o.n_episodes:,} episodes from {runs} ({after})\n\n")
     return out
 
 

@@ -705,7 +705,7 @@ class PreregScreen(LabScreen):
         self.post_message(self.Frozen(
             f"{amendment_id} frozen at {frozen['frozen_at'][:19]} UTC, sha256 "
             f"{frozen['content_sha256'][:16]}…" + (
-                f"; data existed at freeze: {sum(d['episodes'] for d in existed)} episodes"
+                f"; data existed at freeze: {sum(d['episodes'] for d in existed):,} episodes"
                 if existed else "")))
 
     def on_prereg_screen_frozen(self, message: Frozen) -> None:

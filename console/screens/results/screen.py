@@ -114,7 +114,8 @@ def _repaired_note(repaired: int | None) -> str:
     """The line above the tables when repaired answers were asked for ("" otherwise)."""
     if repaired is None:
         return ""
-    return (f"repaired answers (lab repair) replace the raw ones of {repaired} episodes; "
+    return (f"repaired answers (lab repair) replace the raw ones of "
+            f"{plural(repaired, 'episode')}; "
             f"raw results are primary (R: back to raw)" if repaired else
             "no repaired answers stored (lab repair --run R); raw answers shown")
 
