@@ -181,3 +181,12 @@ def test_a_runs_when_reads_its_grids_together() -> None:
     assert run_when([finished, paused]) == "paused, no ETA"
     assert run_when([running, replace(finished, stale=1)]) == "ETA -"
     assert run_when([finished, finished]) == "complete"
+
+
+def test_a_grid_and_its_run_count_in_thousands_as_the_other_screens_do() -> None:
+    """The Jobs tree read '7200/7200' where Trajectories read '200 of 7,200 episodes'."""
+    from dataclasses import replace
+
+    big = replace(_grid({"done": 240}, 0, (), 0, FIXED_TS), expected=7200, stored=7200)
+    assert "7,200/7,200" in grid_label(big).plain
+    assert "7,200/7,200" in run_label("demo", [big]).plain

@@ -260,7 +260,7 @@ def status_cmd(ctx: click.Context, as_json: bool) -> None:
             jobs += f" ({g.stale} stale (worker lost?))"
         bar = f"{_bar(g.stored, g.expected, 16)} " if tty else ""
         unit = "episodes" if g.unit == "episodes" else f"{g.kind} {g.unit}"
-        echo(f"grid {g.grid:<3} {g.run:<12} {bar}{g.stored}/{g.expected} {unit}, "
+        echo(f"grid {g.grid:<3} {g.run:<12} {bar}{g.stored:,}/{g.expected:,} {unit}, "
                    f"{g.rate:.1f}/s, {g.when}")
         running = f"{g.running} running; " if g.unit == "episodes" else ""
         apart = apart_text({"truncated": g.truncated, "refused": g.refused})

@@ -106,7 +106,7 @@ def grid_label(g: GridStatus, last_error: str | None = None) -> Text:
     jobs = " ".join(f"{k} {v}" for k, v in g.jobs.items() if v) or "no jobs"
     probes = g.unit == "probes"
     what = f" {g.kind} probes" if probes and g.kind else (" probes" if probes else "")
-    text = Text(f"grid {g.grid}  {bar(g.stored, g.expected)} {g.stored}/{g.expected}{what}  ")
+    text = Text(f"grid {g.grid}  {bar(g.stored, g.expected)} {g.stored:,}/{g.expected:,}{what}  ")
     if g.errored:
         text.append(f"✗ {g.errored} errored  ", style="bold red")
     if g.rerun:
@@ -128,7 +128,7 @@ def run_label(name: str, grids: list[GridStatus]) -> Text:
     errored = sum(g.errored for g in grids)
     rate = sum(g.rate for g in grids)
     text = Text(f"run {name}  ", style="bold")
-    text.append(f"{bar(stored, expected)} {stored}/{expected}  ")
+    text.append(f"{bar(stored, expected)} {stored:,}/{expected:,}  ")
     if errored:
         text.append(f"✗ {errored} errored  ", style="bold red")
     _append_apart(text, sum(g.truncated for g in grids), sum(g.refused for g in grids),
@@ -198,7 +198,7 @@ def grid_detail(g: GridStatus, last_error: str | None = None) -> Text:
     """The highlighted grid in full under the tree: progress, job states, last error."""
     jobs = ", ".join(f"{v} {k}" for k, v in g.jobs.items() if v) or "no jobs"
     unit = f"{g.kind} probes" if g.unit == "probes" and g.kind else g.unit
-    text = Text(f"grid {g.grid} of run {g.run} · {g.cells} cell(s) · {g.stored}/{g.expected} "
+    text = Text(f"grid {g.grid} of run {g.run} · {g.cells} cell(s) · {g.stored:,}/{g.expected:,} "
                 f"{unit} stored · jobs: {jobs}", style="bold")
     if g.errored:
         text.append(f" · ✗ {g.errored} errored", style="bold red")
