@@ -10,6 +10,7 @@ import click
 
 from console.cli.options import bounded, number, open_db
 from console.cli.output import echo
+from console.widgets.sets_render import created_text
 from core import store
 from core.bounds import Bounds
 from core.data_import import read_data_file, store_data_file
@@ -273,8 +274,7 @@ def sets_create(ctx: click.Context, name: str, dataset: str, n: int, seed: int,
         load_demo_questions(db)
     draft = draw_set(db, name, dataset, n, seed, exclude, held_out)
     save_set(db, draft)
-    echo(f"created {draft.kind} set '{name}': {len(draft.ids):,} questions from "
-               f"{dataset}{draft.balance()}, sha256 {draft.sha256[:12]}")
+    echo(created_text(draft))  # the console's Sets screen says the same line
 
 
 @sets.command("import")
