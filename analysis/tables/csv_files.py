@@ -20,6 +20,7 @@ import pandas as pd
 from analysis.base.rows import ENDED_FIELDS, ROW_FIELDS, Table
 from analysis.tables.provenance import EXTRA_FIELDS
 from core.atomic_write import atomic_path, move_aside
+from core.store.export_rows import csv_line
 from core.version import project_version
 
 TABLE_COLUMNS = (*ROW_FIELDS, *ENDED_FIELDS, "version")
@@ -81,7 +82,7 @@ def write_lines_atomic(batches: Iterable[Sequence[str]], columns: Sequence[str] 
     temporary name, then rename. `columns` None writes no header."""
     with atomic_path(path) as tmp, tmp.open("w", encoding="utf-8", newline="") as fh:
         if columns is not None:
-            csv.writer(fh, lineterminator=os.linesep).writerow(columns)
+            fh.write(csv_line(columns) + os.linesep)
         for lines in batches:
             if lines:
                 fh.write(os.linesep.join(lines))

@@ -184,9 +184,9 @@ def step_lines(db: Database, selection: Selection | None = None,
     where, args = where_clause(db, selection or Selection(), *span)
     cells = {cid: (c[0], c[2], c[3], c[4], c[6]) for cid, c in _cells(db, "").items()}
     heads = {cid: csv_line(c) for cid, c in cells.items()}
-    line, params = _step_line_sql()
-    sql = ("SELECT s.episode_id, e.cell_id, s.discarded, s.t, " + line + _STEPS_FROM + where
-           + _STEPS_ORDER)
+    line_sql, params = _step_line_sql()
+    sql = ("SELECT s.episode_id, e.cell_id, s.discarded, s.t, " + line_sql + _STEPS_FROM
+           + where + _STEPS_ORDER)
     for rows in _discarded_first(_batches(db, sql, [*params, *args])):
         yield [f"{eid},{heads[cid]},{line}" if line is not None
                else csv_line(_step_row(db, eid, t, discarded, cells))
