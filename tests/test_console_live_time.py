@@ -22,7 +22,7 @@ from textual.widgets import DataTable, Static, Tree
 import console.screens.dashboard as dashboard
 import console.screens.jobs as jobs_screen
 from console.app import LabApp
-from console.screens.jobs import grid_label, run_label
+from console.screens.jobs import grid_detail, grid_label, run_label
 from jobs.control import GridStatus, rate_and_eta
 from tests.helpers.console import FIXED_TS, build, console_app, copy_db, freeze_times, settle
 from tests.helpers.waiting import pause_until
@@ -190,3 +190,43 @@ def test_a_grid_and_its_run_count_in_thousands_as_the_other_screens_do() -> None
     big = replace(_grid({"done": 240}, 0, (), 0, FIXED_TS), expected=7200, stored=7200)
     assert "7,200/7,200" in grid_label(big).plain
     assert "7,200/7,200" in run_label("demo", [big]).plain
+
+
+def _big_grid() -> GridStatus:
+    """A grid of a study's size: every count it shows past a thousand."""
+    from dataclasses import replace
+
+    return replace(_grid({"queued": 1200, "running": 1100, "done": 3300}, 1234, (), 2000,
+                         FIXED_TS), expected=198000, stored=150000, running=1500, rerun=2345,
+                   stale=1001)
+
+
+def test_every_count_of_a_grid_groups_thousands_on_the_jobs_screen() -> None:
+    """Errored, to run again, running and the job states, in the tree and the detail."""
+    g = _big_grid()
+    label = grid_label(g).plain
+    for part in ("150,000/198,000", "✗ 1,234 errored", "↻ 2,345 to run again",
+                 "1,500 running", "queued 1,200 running 1,100 done 3,300"):
+        assert part in label, (part, label)
+    assert "✗ 1,234 errored" in run_label("study", [g]).plain
+    detail = grid_detail(g).plain
+    for part in ("1,200 queued, 1,100 running, 3,300 done", "✗ 1,234 errored",
+                 "↻ 2,345 errored, queued"):
+        assert part in detail, (part, detail)
+
+
+def test_lab_status_groups_thousands_in_every_count(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    import console.cli.queue as queue_cli
+    from console.cli import main
+
+    path = tmp_path / "lab.db"
+    assert main(["--db", str(path), "init"]) == 0
+    monkeypatch.setattr(queue_cli, "status", lambda db: [_big_grid()])
+    capsys.readouterr()
+    assert main(["--db", str(path), "status"]) == 0
+    out = capsys.readouterr().out
+    for part in ("150,000/198,000 episodes", "1,234 errored, 2,345 queued to run again",
+                 "1,500 running", "queued 1,200 running 1,100 done 3,300 (1,001 stale"):
+        assert part in out, (part, out)

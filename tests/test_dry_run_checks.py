@@ -91,3 +91,21 @@ def test_the_dry_run_says_what_the_real_enqueue_does(db: Path, capsys: pytest.Ca
     code, real, err = lab(capsys, "--db", db, *BASE, "--run", "p", "--budgets", "8,64")
     assert code == 0, err
     assert real.startswith("grid 2: queued 2 cells, 6 episodes in 2 jobs")
+
+
+def test_the_dry_run_counts_calls_and_stored_episodes_in_thousands(
+        db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """'≤ 100800 model calls; 6720 already stored or queued' read ungrouped beside the
+    line's grouped episodes."""
+    assert lab(capsys, "--db", db, "sets", "create", "big", "--dataset", "demo", "--n", "40",
+               "--seed", "1")[0] == 0
+    grid = ("enqueue", "--models", "sim-own5,sim-own3", "--conditions", "none,permit",
+            "--regimes", "mean6", "--set", "big", "--seeds", "1,2,3,4,5,6,7", "--run", "big")
+    code, dry, err = lab(capsys, "--db", db, *grid, "--dry-run")
+    assert code == 0, err
+    assert "6,720 episodes in 168 jobs (≤ 100,800 model calls" in dry, dry
+    assert lab(capsys, "--db", db, *grid)[0] == 0
+    code, again, err = lab(capsys, "--db", db, *grid[:4], "none,permit,budget", *grid[5:],
+                           "--dry-run")
+    assert code == 0, err
+    assert again.rstrip().endswith("; 6,720 already stored or queued"), again

@@ -130,9 +130,9 @@ def enqueue_cmd(ctx: click.Context, models: str, conditions: str, regimes: str,
     head = "would queue" if dry_run else f"grid {summary['grid']}: queued"
     echo(f"{head} {plural(summary['cells'], 'cell')}, "
                f"{plural(summary['new_episodes'], 'episode')} in "
-               f"{plural(summary['jobs'], 'job')} (≤ {summary['max_model_calls']} model calls"
+               f"{plural(summary['jobs'], 'job')} (≤ {summary['max_model_calls']:,} model calls"
                + (f", {summary['sim_episodes']:,} episodes simulated" if summary["sim_episodes"]
-                  else "") + f"); {summary['already_stored_or_queued']} already stored or queued")
+                  else "") + f"); {summary['already_stored_or_queued']:,} already stored or queued")
     for model, est in summary["estimate"].items():
         echo(f"  {model}: ≤ {est['calls']:,} calls, ≈ {est['input_tokens']:,.0f} input "
                    f"tokens ({est['cache_read_tokens']:,.0f} cache reads, "
@@ -255,17 +255,17 @@ def status_cmd(ctx: click.Context, as_json: bool) -> None:
         return
     tty = sys.stdout.isatty()
     for g in grids:
-        jobs = " ".join(f"{k} {v}" for k, v in g.jobs.items() if v)
+        jobs = " ".join(f"{k} {v:,}" for k, v in g.jobs.items() if v)
         if g.stale:
-            jobs += f" ({g.stale} stale (worker lost?))"
+            jobs += f" ({g.stale:,} stale (worker lost?))"
         bar = f"{_bar(g.stored, g.expected, 16)} " if tty else ""
         unit = "episodes" if g.unit == "episodes" else f"{g.kind} {g.unit}"
         echo(f"grid {g.grid:<3} {g.run:<12} {bar}{g.stored:,}/{g.expected:,} {unit}, "
                    f"{g.rate:.1f}/s, {g.when}")
-        running = f"{g.running} running; " if g.unit == "episodes" else ""
+        running = f"{g.running:,} running; " if g.unit == "episodes" else ""
         apart = apart_text({"truncated": g.truncated, "refused": g.refused})
-        rerun = f"{g.rerun} queued to run again after an error, " if g.rerun else ""
-        echo(f"    {g.errored} errored, {rerun}{running}{apart + ', ' if apart else ''}"
+        rerun = f"{g.rerun:,} queued to run again after an error, " if g.rerun else ""
+        echo(f"    {g.errored:,} errored, {rerun}{running}{apart + ', ' if apart else ''}"
                    f"jobs: {jobs or '-'}")
         if g.retry:
             echo(f"    retry errored: {g.retry}")

@@ -103,16 +103,16 @@ def grid_label(g: GridStatus, last_error: str | None = None) -> Text:
     queued to run again, running, rate, ETA (none while nothing is queued or running but
     some jobs are paused; `done with errors` when it finished with errored units or
     failed jobs), job states and its newest error line."""
-    jobs = " ".join(f"{k} {v}" for k, v in g.jobs.items() if v) or "no jobs"
+    jobs = " ".join(f"{k} {v:,}" for k, v in g.jobs.items() if v) or "no jobs"
     probes = g.unit == "probes"
     what = f" {g.kind} probes" if probes and g.kind else (" probes" if probes else "")
     text = Text(f"grid {g.grid}  {bar(g.stored, g.expected)} {g.stored:,}/{g.expected:,}{what}  ")
     if g.errored:
-        text.append(f"✗ {g.errored} errored  ", style="bold red")
+        text.append(f"✗ {g.errored:,} errored  ", style="bold red")
     if g.rerun:
-        text.append(f"↻ {g.rerun} to run again  ", style="yellow")
+        text.append(f"↻ {g.rerun:,} to run again  ", style="yellow")
     _append_apart(text, g.truncated, g.refused, "", "  ")
-    text.append(("" if probes else f"{g.running} running  ")
+    text.append(("" if probes else f"{g.running:,} running  ")
                 + f"{g.rate:.1f}/s  {g.when}  [{jobs}]")
     if last_error and g.errored:
         text.append(f"  last error: {last_error}", style="red")  # Tree shows one line
@@ -130,10 +130,10 @@ def run_label(name: str, grids: list[GridStatus]) -> Text:
     text = Text(f"run {name}  ", style="bold")
     text.append(f"{bar(stored, expected)} {stored:,}/{expected:,}  ")
     if errored:
-        text.append(f"✗ {errored} errored  ", style="bold red")
+        text.append(f"✗ {errored:,} errored  ", style="bold red")
     _append_apart(text, sum(g.truncated for g in grids), sum(g.refused for g in grids),
                   "", "  ")
-    text.append(f"{len(grids)} grid(s)  {rate:.1f}/s  {run_when(grids)}")
+    text.append(f"{len(grids):,} grid(s)  {rate:.1f}/s  {run_when(grids)}")
     return text
 
 
@@ -196,16 +196,16 @@ def job_detail(j: progress.JobRow, errors: monitor.JobErrors | None = None) -> T
 
 def grid_detail(g: GridStatus, last_error: str | None = None) -> Text:
     """The highlighted grid in full under the tree: progress, job states, last error."""
-    jobs = ", ".join(f"{v} {k}" for k, v in g.jobs.items() if v) or "no jobs"
+    jobs = ", ".join(f"{v:,} {k}" for k, v in g.jobs.items() if v) or "no jobs"
     unit = f"{g.kind} probes" if g.unit == "probes" and g.kind else g.unit
     text = Text(f"grid {g.grid} of run {g.run} · {g.cells} cell(s) · {g.stored:,}/{g.expected:,} "
                 f"{unit} stored · jobs: {jobs}", style="bold")
     if g.errored:
-        text.append(f" · ✗ {g.errored} errored", style="bold red")
+        text.append(f" · ✗ {g.errored:,} errored", style="bold red")
         if g.retry:
             text.append(f" ({g.retry})")
     if g.rerun:
-        text.append(f" · ↻ {g.rerun} errored, queued to run again", style="yellow")
+        text.append(f" · ↻ {g.rerun:,} errored, queued to run again", style="yellow")
     _append_apart(text, g.truncated, g.refused, " · ", "")
     if last_error and g.errored:
         text.append(f"\nlast error: {last_error}", style="red")

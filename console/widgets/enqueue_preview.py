@@ -124,7 +124,7 @@ def request_text(request: Mapping[str, Any]) -> Text:
 def nothing_text(summary: Mapping[str, Any]) -> Text:
     """A grid whose every episode is already stored or queued."""
     cells = summary["cells"]
-    which = "this cell" if cells == 1 else f"these {cells} cells"
+    which = "this cell" if cells == 1 else f"these {_count(cells)} cells"
     return Text(f"– nothing to queue: all {_count(summary['already_stored_or_queued'])} "
                 f"episodes of {which} are already stored or queued\n", style="bold")
 
