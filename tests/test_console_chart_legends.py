@@ -89,10 +89,29 @@ def test_the_legend_wraps_on_whole_entries() -> None:
 
 def test_the_inside_legend_is_unchanged_for_files() -> None:
     """`lab results` keeps plotext's box (its text output is unchanged)."""
-    series = [(label, [0, 1, 2], [0.1, 0.5, 0.9]) for label in LABELS]
+    series = [(label, [0, 1, 2], [0.1 * k, 0.5, 0.9]) for k, label in enumerate(LABELS)]
     inside = line_chart(series, "t", "j")
     assert "enforced_rule:k=2" in "".join(plot_cells(inside))
     below = line_chart(series, "t", "j", legend="below")
     assert not any(re.search(r"[a-z]", c) for c in plot_cells(below))
     assert legend_lines(below) == ["● enforced_rule:k=2   ■ none"]
     assert len(below.splitlines()) == len(inside.splitlines())
+
+
+@pytest.mark.parametrize("legend", ["below", "inside"])
+def test_a_curve_that_hides_another_exactly_is_keyed_once_under_both_labels(legend: str
+                                                                           ) -> None:
+    """Two arms reaching the same points drew two curves, the second over the first, and
+    the legend keyed both: the hidden one's marker was nowhere in the plot."""
+    series = [("sim-never", [0, 1, 2], [0.1, 0.5, float("nan")]),
+              ("sim-own3", [0, 1, 2], [0.3, 0.2, 0.1]),
+              ("sim-own5", [0, 1, 2, 3], [0.1, 0.5, float("nan"), None]),
+              ("sim-clock4", [0, 1, 2], [0.9, 0.8, 0.7])]
+    chart = line_chart(series, "t", "j", legend=legend)  # type: ignore[arg-type]
+    cells = "".join(plot_cells(chart))
+    if legend == "below":
+        assert legend_lines(chart) == [
+            "● sim-never = sim-own5   ■ sim-own3   ◆ sim-clock4"], chart
+        assert "▲" not in cells and {"●", "■", "◆"} <= set(cells), chart
+    else:
+        assert "sim-never = sim-own5" in cells and cells.count("sim-own5") == 1, chart

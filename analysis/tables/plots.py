@@ -55,28 +55,20 @@ def line_chart(series: Sequence[Series], title: str, xlabel: str, ylabel: str = 
 
     fig = plotext.figure
     fig.clear()
-    drawn, xs_all = 0, set[float]()
-    keyed: list[tuple[str, str]] = []
+    xs_all = set[float]()
+    drawn = _distinct_curves(series)
+    keyed = [(MARKERS[i % len(MARKERS)], label) for i, label, _ in drawn]
     below = legend == "below"
     if below:
-        labels = [(MARKERS[i % len(MARKERS)], label) for i, (label, _, ys) in enumerate(series)
-                  if any(y is not None and not math.isnan(y) for y in ys)]
-        legend_lines = len(legend_text(labels, width))
-        height = max(height - legend_lines, 6)
+        height = max(height - len(legend_text(keyed, width)), 6)
     try:
         fig.plot_size(width, height)
-        for i, (label, xs, ys) in enumerate(series):
-            pts = [(x, y) for x, y in zip(xs, ys) if y is not None and not math.isnan(y)]
-            if not pts:
-                continue
-            marker = MARKERS[i % len(MARKERS)]
+        for (marker, label), (_, _, pts) in zip(keyed, drawn):
             sig = fig.signal([p[0] for p in pts], [p[1] for p in pts], marker=marker)
             if not below:
                 sig.label(label)
             sig.lines()
             fig.draw(sig)
-            keyed.append((marker, label))
-            drawn += 1
             xs_all.update(p[0] for p in pts)
         if not drawn:
             return f"{title}: nothing to plot"
@@ -95,6 +87,26 @@ def line_chart(series: Sequence[Series], title: str, xlabel: str, ylabel: str = 
     styles = {} if colorless else marker_styles(chart)
     lines = legend_text(keyed, width, styles)
     return chart.rstrip("\n") + "\n" + "\n".join(lines) + "\n"
+
+
+def _distinct_curves(series: Sequence[Series]
+                     ) -> list[tuple[int, str, list[tuple[float, float]]]]:
+    """(index, label, points) of each curve to draw: a series' non-NaN points, series
+    without any left out, and a series whose points equal an earlier one's drawn once
+    under both labels ("a = b"), since the later curve would hide the earlier one
+    exactly and the legend would key a curve no one can see."""
+    drawn: list[tuple[int, str, list[tuple[float, float]]]] = []
+    for i, (label, xs, ys) in enumerate(series):
+        pts = [(x, y) for x, y in zip(xs, ys) if y is not None and not math.isnan(y)]
+        if not pts:
+            continue
+        same = next((k for k, (_, _, seen) in enumerate(drawn) if seen == pts), None)
+        if same is None:
+            drawn.append((i, label, pts))
+        else:
+            first, shown, seen = drawn[same]
+            drawn[same] = (first, f"{shown} = {label}", seen)
+    return drawn
 
 
 def legend_text(keyed: Sequence[tuple[str, str]], width: int,
