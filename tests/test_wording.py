@@ -23,3 +23,18 @@ def test_the_repaired_note_counts_its_episodes() -> None:
     assert "replace the raw ones of 1 episode;" in _repaired_note(1)
     assert "replace the raw ones of 1,234 episodes;" in _repaired_note(1234)
     assert _repaired_note(None) == ""
+
+
+def test_an_import_names_the_file_and_counts_what_was_already_there() -> None:
+    """The Sets screen's toast and `lab data import`'s line are one message: the screen
+    names the path it read, the command the file as typed."""
+    from pathlib import Path
+
+    from console.widgets.sets_render import imported_text
+    from core.data_import import DataFile
+
+    data = DataFile("fever", Path("/data/fever"), "fever", ())
+    assert imported_text(data, 0, 1234) == \
+        "imported 0 claims from /data/fever into dataset 'fever' (1,234 already present)"
+    assert imported_text(data, 1, 0, "fever/") == \
+        "imported 1 claim from fever/ into dataset 'fever'"

@@ -10,7 +10,7 @@ import click
 
 from console.cli.options import bounded, number, open_db
 from console.cli.output import echo
-from console.widgets.sets_render import created_text
+from console.widgets.sets_render import created_text, imported_text
 from core import store
 from core.bounds import Bounds
 from core.data_import import read_data_file, store_data_file
@@ -147,8 +147,7 @@ def data_import(ctx: click.Context, kind: str, files: tuple[Path, ...], dataset:
         skipped += f"; skipped {plural(read.skipped_unanswerable, 'unanswerable record')}"
     db = open_db(ctx)
     new, same = store_data_file(db, read)
-    echo(f"imported {plural(new, read.noun)} from {file} into dataset '{read.dataset}'"
-               + (f" ({same} already present)" if same else "") + skipped)
+    echo(imported_text(read, new, same, file) + skipped)
     big = oversized(read.questions, warn_kb)
     if big:
         shown = ", ".join(f"{qid} ({n / 1024:,.0f} KB)" for qid, n in big[:3])

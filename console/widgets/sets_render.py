@@ -63,7 +63,16 @@ def import_confirm(data: DataFile, already: int, big: Sequence[tuple[str, int]]
             "\n".join(lines), f"store {plural(new, f'new {noun}')}")
 
 
-def imported_text(data: DataFile, new: int, same: int) -> str:
-    """The message after an import (`lab data import`'s line)."""
-    return (f"imported {plural(new, data.noun)} from {data.path} into dataset "
-            f"'{data.dataset}'" + (f" ({same} already present)" if same else ""))
+def imported_text(data: DataFile, new: int, same: int, shown: object = None) -> str:
+    """The message after an import: the Sets screen's toast, and `lab data import`'s
+    line before what it skipped.
+
+    Args:
+        data: the file stored.
+        new: its questions newly stored.
+        same: its questions the dataset held already.
+        shown: the file as the message names it (default: the path read; the command
+            names it as typed).
+    """
+    return (f"imported {plural(new, data.noun)} from {data.path if shown is None else shown} "
+            f"into dataset '{data.dataset}'" + (f" ({same:,} already present)" if same else ""))
