@@ -15,6 +15,7 @@ from core.errors import LabError
 from core.models.registry import ModelSpec
 from core.store import jobs as ledger
 from core.store import progress
+from core.store.monitor import window_rate
 from core.wording import plural
 from jobs.grid import GridPlan, GridRequest
 from jobs.kinds import job_kind
@@ -203,15 +204,15 @@ def eta_text(seconds: float | None) -> str:
 def rate_and_eta(recent: tuple[float, ...], left: int, active: bool, stale: bool,
                  now: float) -> tuple[float, float | None]:
     """Units per second since the first of `recent` within `RATE_WINDOW_S` of `now` (at
-    least one second), and the seconds until `left` are stored at that rate.
+    least one second; `core.store.monitor.window_rate`, the Dashboard's rate too), and
+    the seconds until `left` are stored at that rate.
 
     The ETA is 0.0 when nothing is left, None when it cannot be told: nothing stored
     lately, a lost worker's jobs waiting for their lease (`stale`), or nothing queued or
     running (a finished grid with errors, a paused one), so a finished grid's ETA never
     grows as its rate decays.
     """
-    window = [ts for ts in recent if now - ts <= RATE_WINDOW_S]
-    rate = len(window) / max(now - min(window), 1.0) if window else 0.0
+    rate, _ = window_rate(recent, now, RATE_WINDOW_S)
     if left == 0:
         return rate, 0.0
     if not active or stale or rate <= 0:

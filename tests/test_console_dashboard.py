@@ -49,8 +49,9 @@ def test_monitor_reads(lab_db: Path) -> None:
     q = monitor.queue_counts(db)
     assert q.jobs["done"] == 16 and q.jobs["queued"] == 0 and q.episodes == 480
     assert q.errored == 0
-    # every fixture episode finished at FIXED_TS: 480 in the last minute, none a minute later
-    assert monitor.queue_counts(db, now=FIXED_TS + 30).rate == pytest.approx(480 / 60)
+    # every fixture episode finished at FIXED_TS: 480 over the 30 s since, none a minute
+    # later (`window_rate`: from the first episode of the minute, as the Jobs tree counts)
+    assert monitor.queue_counts(db, now=FIXED_TS + 30).rate == pytest.approx(480 / 30)
     assert monitor.queue_counts(db, now=FIXED_TS + 61).rate == 0
     assert [s.model for s in monitor.spend(db)] == ["sim-never", "sim-own5"]
     assert sum(s.episodes for s in monitor.spend(db)) == 480
@@ -231,3 +232,14 @@ async def test_workers_all_stopped_long_ago_read_as_a_count_not_more(lab_db: Pat
         await settle(pilot)
         table = app.screen.query_one("#workers", DataTable)
         assert [str(c) for c in table.get_row_at(0)][:1] == ["1 worker"]
+
+
+def test_a_rate_counts_from_the_first_unit_of_its_window() -> None:
+    """A grid 10 s into a minute read a sixth of its pace on the Dashboard (480 over 60 s)
+    and its pace on Jobs (480 over 10 s); both now read `window_rate`."""
+    now = 1_000.0
+    assert monitor.window_rate([now - 10] * 240 + [now] * 240, now, 60) == (48.0, 10.0)
+    assert monitor.window_rate([now - 70, now - 30, now], now, 60) == (2 / 30, 30.0)
+    assert monitor.window_rate([now], now, 60) == (1.0, 1.0)  # at least one second
+    assert monitor.window_rate([now - 61], now, 60) == (0.0, 60.0)
+    assert monitor.window_rate([], now, 60) == (0.0, 60.0)

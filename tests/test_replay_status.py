@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+import time
 from pathlib import Path
 
 import pytest
@@ -101,5 +102,13 @@ def test_errored_probes_are_counted_and_retried(replayed: tuple[Path, int, int],
     assert (g.stored, g.errored, g.retry) == (calls, 0, None)
     counts = monitor.queue_counts(conn)
     assert (counts.probes, counts.probes_errored) == (calls, 0)
+    # the Dashboard's rates are the Jobs tree's (`monitor.window_rate`), read at one clock
+    now = time.time()
+    grids, counts = status(conn, now=now), monitor.queue_counts(conn, now=now)
+    replay = next(g for g in grids if g.grid == grid)
+    episodes = [g for g in grids if g.unit == "episodes"]
+    assert len(episodes) == 1 and replay.rate > 0 and episodes[0].rate > 0
+    assert counts.probe_rate == pytest.approx(replay.rate)
+    assert counts.rate == pytest.approx(episodes[0].rate)
     n = conn.conn.execute("SELECT count(*) FROM probes").fetchone()[0]
     assert n == calls  # asked again in place: nothing stored twice

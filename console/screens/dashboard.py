@@ -348,7 +348,8 @@ class DashboardScreen(WorkerKeys, LabScreen):
             text.append(" (complete, counted as not answering)")
         text.append("\n")
         text.append("rate      ", style="bold")
-        text.append(f"{q.rate_at(now):,.1f} episodes/s over the last {q.window_s:.0f} s")
+        rate, covered = q.rate_at(now)
+        text.append(f"{rate:,.1f} episodes/s over the last {covered:.0f} s")
         if q.probes or q.probes_errored:
             text.append("\nprobes    ", style="bold")
             text.append(f"{q.probes:,} stored, ")

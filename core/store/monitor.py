@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -24,12 +24,37 @@ JOB_STATES = ("queued", "running", "paused", "done", "failed", "cancelled")
 EVENT_KINDS = ("freeze", "enqueue", "failed", "retry", "cancel", "pause", "resume")
 
 
+def window_rate(stamps: Iterable[float], now: float, window_s: float) -> tuple[float, float]:
+    """Units per second over the `window_s` before `now`, counted from the first unit
+    stored in that window (at least one second), and the seconds that covers.
+
+    The Dashboard, the Jobs tree, `lab status` and the ETAs all read this one rate, so
+    the same units read the same number on every screen. Counted from the first unit in
+    the window rather than over the whole window, a grid that began 10 s ago reads its
+    own pace, not a sixth of it.
+
+    Args:
+        stamps: when each unit was stored (seconds since the epoch).
+        now: the clock.
+        window_s: how far back units count.
+
+    Returns:
+        (rate, seconds covered): (0.0, window_s) when none was stored in the window.
+    """
+    window = [ts for ts in stamps if now - ts <= window_s]
+    if not window:
+        return 0.0, window_s
+    span = max(now - min(window), 1.0)
+    return len(window) / span, min(span, window_s)
+
+
 @dataclass(frozen=True)
 class QueueCounts:
     """Jobs per state, and finished episodes stored with an error (excluded from analysis).
 
     Attributes:
-        rate: episodes stored per second over the last `window_s` (see `queue_counts`).
+        rate: episodes stored per second over the last `window_s`, at the read's clock
+            (`window_rate`).
     """
 
     jobs: dict[str, int]
@@ -41,7 +66,8 @@ class QueueCounts:
     probes_errored: int = 0
     """Probes stored with an error (`lab retry --errored` asks them again)."""
     probe_rate: float = 0.0
-    """Probes stored per second over the last `window_s`."""
+    """Probes stored per second over the last `window_s`, at the read's clock
+    (`window_rate`)."""
     truncated: int = 0
     """Complete episodes that ended with a generation cut at max_tokens
     (`core.end_reasons`: not errors, not format failures; counted as not answering)."""
@@ -52,10 +78,11 @@ class QueueCounts:
     the epoch): what `rate_at` counts, so the rate can fall without another read."""
     window_s: float = 60.0
 
-    def rate_at(self, now: float) -> float:
-        """Episodes stored per second over the `window_s` before `now`, from the episodes
-        this read saw (the read's `rate` at the read's clock; lower as time passes)."""
-        return sum(1 for ts in self.recent if ts >= now - self.window_s) / self.window_s
+    def rate_at(self, now: float) -> tuple[float, float]:
+        """(episodes stored per second, seconds that covers) over the `window_s` before
+        `now` (`window_rate`), from the episodes this read saw: the read's `rate` at the
+        read's clock, falling as time passes without another read."""
+        return window_rate(self.recent, now, self.window_s)
 
 
 @dataclass(frozen=True)
@@ -140,14 +167,16 @@ def queue_counts(db: Database, window_s: float = 60.0, now: float | None = None)
         "SELECT count(*), count(error), count(CASE WHEN finished_at >= ? THEN 1 END), "
         f"{apart_sql()}, group_concat(CASE WHEN finished_at >= ? THEN finished_at END, ' ') "
         "FROM episodes", (since, since)).fetchone()
-    probes, probes_errored, probes_recent = db.conn.execute(
+    probes, probes_errored, probes_recent, probes_first = db.conn.execute(
         "SELECT count(*) - count(error), count(error), count(CASE WHEN created_at >= ? AND "
-        "error IS NULL THEN 1 END) FROM probes", (_iso(now - window_s),)).fetchone()
+        "error IS NULL THEN 1 END), min(CASE WHEN created_at >= ? AND error IS NULL THEN "
+        "created_at END) FROM probes", (since, since)).fetchone()
     stamps = tuple(datetime.fromisoformat(f).timestamp() for f in (finished or "").split())
-    return QueueCounts(jobs, int(total), int(errored or 0), int(recent or 0) / window_s,
-                       int(probes or 0), int(probes_errored or 0),
-                       int(probes_recent or 0) / window_s, int(truncated or 0),
-                       int(refused or 0), stamps, window_s)
+    first = datetime.fromisoformat(probes_first).timestamp() if probes_first else now
+    probe_rate = int(probes_recent or 0) / max(now - first, 1.0)  # as `window_rate`
+    return QueueCounts(jobs, int(total), int(errored or 0), window_rate(stamps, now, window_s)[0],
+                       int(probes or 0), int(probes_errored or 0), probe_rate,
+                       int(truncated or 0), int(refused or 0), stamps, window_s)
 
 
 def pid_alive(pid: int) -> bool:
