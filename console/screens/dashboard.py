@@ -51,7 +51,6 @@ class DashboardData:
     """One read of everything the dashboard shows."""
 
     queue: monitor.QueueCounts
-    rate: float
     workers: list[monitor.WorkerRow]
     servers: list[dict]
     events: list[monitor.Event]
@@ -82,7 +81,7 @@ def read_dashboard(db_path: Path, lease_s: float, now: float) -> DashboardData:
     try:
         queue = monitor.queue_counts(db, now=now)
         workers, stopped_old = monitor.collapse_stopped(monitor.workers(db, lease_s, now=now))
-        return DashboardData(queue, queue.rate, workers, monitor.servers(db),
+        return DashboardData(queue, workers, monitor.servers(db),
                              monitor.recent_events(db, limit=EVENTS),
                              tuple(monitor.errored_by_reason(db)), stopped_old,
                              tuple(endpoints_down(db, now=now, stale_s=lease_s)),
