@@ -187,6 +187,19 @@ def run_when(grids: Sequence[GridStatus]) -> str:
     return eta_text(0.0 if stored >= expected else None)
 
 
+def rate_text(rate: float, active: bool) -> str:
+    """A grid's (or run's) rate as its line shows it, "12.5/s"; "" for one that nothing
+    is queued or running for and that stored nothing lately, whose "0.0/s" beside
+    "complete" or "paused" said nothing.
+
+    Args:
+        rate: units per second (`rate_and_eta`).
+        active: a job of it is queued or running.
+    """
+    shown = f"{rate:.1f}/s"
+    return shown if active or shown != "0.0/s" else ""
+
+
 def eta_text(seconds: float | None) -> str:
     """ETA in s / m / h; "complete" when nothing is left; "ETA -" when unknown (nothing
     finished lately)."""

@@ -139,7 +139,7 @@ async def test_jobs_rates_fall_without_a_read(lab_db: Path, reads: list[float]) 
         read = len(reads)
         now[0] = FIXED_TS + 30  # 240 left in the window, over 30 s
         await pause_until(pilot, lambda: "8.0/s" in label(), "the run's rate at +30 s")
-        now[0] = FIXED_TS + 61
+        now[0] = FIXED_TS + 61  # the killed worker's job still says running: 0.0/s
         await pause_until(pilot, lambda: "0.0/s" in label(), "the run's rate at +61 s")
         assert len(reads) == read
 
@@ -234,3 +234,41 @@ def test_lab_status_groups_thousands_in_every_count(tmp_path: Path,
     for part in ("150,000/198,000 episodes", "1,234 errored, 2,345 queued to run again",
                  "1,500 running", "queued 1,200 running 1,100 done 3,300 (1,001 stale"):
         assert part in out, (part, out)
+
+
+def test_a_rate_is_shown_while_its_grid_runs_or_stored_lately() -> None:
+    """'0.0/s  complete' (and '0.0/s  paused, no ETA') said nothing: a grid nothing is
+    queued or running for shows its rate only while it stored something in the last
+    minute; a running grid shows 0.0/s, which says its workers store nothing."""
+    from jobs.control import rate_text
+
+    recent = tuple(FIXED_TS - i for i in range(30))
+    finished = _grid({"done": 4}, 0, recent, 0, FIXED_TS)
+    assert "/s" in grid_label(finished).plain  # stored lately: its pace
+    later = finished.at(FIXED_TS + 61)
+    assert "/s" not in grid_label(later).plain and "/s" not in run_label("p", [later]).plain
+    paused = _grid({"done": 2, "paused": 2}, 0, recent, 40, FIXED_TS).at(FIXED_TS + 61)
+    assert "/s" not in grid_label(paused).plain
+    stuck = _grid({"done": 3, "running": 1}, 0, recent, 60, FIXED_TS).at(FIXED_TS + 61)
+    assert "0.0/s" in grid_label(stuck).plain and "0.0/s" in run_label("p", [stuck]).plain
+    assert (rate_text(0.04, False), rate_text(0.05, False), rate_text(0.0, True)) == \
+        ("", "0.1/s", "0.0/s")
+
+
+def test_lab_status_shows_no_rate_for_a_grid_done_a_minute_ago(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import console.cli.queue as queue_cli
+    from console.cli import main
+
+    recent = tuple(FIXED_TS - i for i in range(30))
+    done = _grid({"done": 4}, 0, recent, 0, FIXED_TS)
+    path = tmp_path / "lab.db"
+    assert main(["--db", str(path), "init"]) == 0
+    for grid, shown in ((done, "100/100 episodes, 1.0/s, complete"),
+                        (done.at(FIXED_TS + 61), "100/100 episodes, complete")):
+        monkeypatch.setattr(queue_cli, "status", lambda db, g=grid: [g])
+        capsys.readouterr()
+        assert main(["--db", str(path), "status"]) == 0
+        out = capsys.readouterr().out
+        assert shown in out, out

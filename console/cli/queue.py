@@ -32,7 +32,7 @@ from core.store.endpoints import endpoints_down
 from core.store.imports import NO_TEXT, episode_imported
 from core.store.questions import title_resolver
 from core.wording import plural
-from jobs.control import control, enqueue_grid, status
+from jobs.control import control, enqueue_grid, rate_text, status
 from jobs.grid import GridRequest, plan
 from jobs.retry import retry
 from jobs.settings import WorkerSettings
@@ -260,8 +260,9 @@ def status_cmd(ctx: click.Context, as_json: bool) -> None:
             jobs += f" ({g.stale:,} stale (worker lost?))"
         bar = f"{_bar(g.stored, g.expected, 16)} " if tty else ""
         unit = "episodes" if g.unit == "episodes" else f"{g.kind} {g.unit}"
+        rate = rate_text(g.rate, g.active)
         echo(f"grid {g.grid:<3} {g.run:<12} {bar}{g.stored:,}/{g.expected:,} {unit}, "
-                   f"{g.rate:.1f}/s, {g.when}")
+                   + (f"{rate}, " if rate else "") + g.when)
         running = f"{g.running:,} running; " if g.unit == "episodes" else ""
         apart = apart_text({"truncated": g.truncated, "refused": g.refused})
         rerun = f"{g.rerun:,} queued to run again after an error, " if g.rerun else ""

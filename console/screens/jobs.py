@@ -42,7 +42,7 @@ from core.errors import LabError
 from core.regimes import short_regime
 from core.store import monitor, progress
 from core.store.endpoints import EndpointDown, endpoints_down
-from jobs.control import GridStatus, control, run_when, status
+from jobs.control import GridStatus, control, rate_text, run_when, status
 from jobs.retry import retry
 from jobs.settings import WorkerSettings
 
@@ -100,7 +100,8 @@ def _append_apart(text: Text, truncated: int, refused: int, before: str, after: 
 
 def grid_label(g: GridStatus, last_error: str | None = None) -> Text:
     """One grid: bar, stored/expected (a replay grid: its probes), errored, errored ones
-    queued to run again, running, rate, ETA (none while nothing is queued or running but
+    queued to run again, running, rate (`rate_text`: none once nothing runs and nothing
+    was stored in the last minute), ETA (none while nothing is queued or running but
     some jobs are paused; `done with errors` when it finished with errored units or
     failed jobs), job states and its newest error line."""
     jobs = " ".join(f"{k} {v:,}" for k, v in g.jobs.items() if v) or "no jobs"
@@ -112,8 +113,9 @@ def grid_label(g: GridStatus, last_error: str | None = None) -> Text:
     if g.rerun:
         text.append(f"↻ {g.rerun:,} to run again  ", style="yellow")
     _append_apart(text, g.truncated, g.refused, "", "  ")
+    rate = rate_text(g.rate, g.active)
     text.append(("" if probes else f"{g.running:,} running  ")
-                + f"{g.rate:.1f}/s  {g.when}  [{jobs}]")
+                + (f"{rate}  " if rate else "") + f"{g.when}  [{jobs}]")
     if last_error and g.errored:
         text.append(f"  last error: {last_error}", style="red")  # Tree shows one line
     return text
@@ -133,7 +135,8 @@ def run_label(name: str, grids: list[GridStatus]) -> Text:
         text.append(f"✗ {errored:,} errored  ", style="bold red")
     _append_apart(text, sum(g.truncated for g in grids), sum(g.refused for g in grids),
                   "", "  ")
-    text.append(f"{len(grids):,} grid(s)  {rate:.1f}/s  {run_when(grids)}")
+    shown = rate_text(rate, any(g.active for g in grids))
+    text.append(f"{len(grids):,} grid(s)  " + (f"{shown}  " if shown else "") + run_when(grids))
     return text
 
 
