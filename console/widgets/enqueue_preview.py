@@ -15,6 +15,7 @@ from rich.text import Text
 
 from core.errors import ConfigError
 from core.inert import inert
+from core.wording import plural
 from jobs.grid import GridRequest
 
 
@@ -67,10 +68,6 @@ def _count(n: float) -> str:
 
 def _ints(values: Sequence[int]) -> str:
     return ",".join(map(str, values))
-
-
-def _counted(n: int, noun: str) -> str:
-    return f"{_count(n)} {noun}{'' if n == 1 else 's'}"
 
 
 def preview_text(summary: Mapping[str, Any]) -> Text:
@@ -153,8 +150,8 @@ def confirm_text(summary: Mapping[str, Any]) -> tuple[str, str, str]:
     tokens = sum(e["input_tokens"] + e["output_tokens"] for e in estimate.values())
     dollars = sum(e["dollars"] for e in estimate.values())
     episodes = summary["new_episodes"]
-    lines = [f"Episodes: {_count(episodes)} new in {_counted(summary['jobs'], 'job')}, "
-             f"{_counted(summary['cells'], 'cell')} "
+    lines = [f"Episodes: {_count(episodes)} new in {plural(summary['jobs'], 'job')}, "
+             f"{plural(summary['cells'], 'cell')} "
              f"({_count(summary['already_stored_or_queued'])} already stored/queued)",
              f"Calls:    ≤ {_count(summary['max_model_calls'])}"
              + (f" ({_count(summary['sim_episodes'])} episodes simulated, free)"
@@ -164,9 +161,9 @@ def confirm_text(summary: Mapping[str, Any]) -> tuple[str, str, str]:
     lines += [f"  {inert(model, keep='')}: ≤ {_count(est['calls'])} calls, ≈ "
               f"{_count(est['input_tokens'] + est['output_tokens'])} tokens, ≈ "
               f"${est['dollars']:,.2f}" for model, est in estimate.items()]
-    lines.append(f"Grid:     {_counted(len(request['models']), 'model')} × "
-                 f"{_counted(len(request['conditions']), 'arm')} × "
-                 f"{_counted(len(request['regimes']), 'regime')}, set "
+    lines.append(f"Grid:     {plural(len(request['models']), 'model')} × "
+                 f"{plural(len(request['conditions']), 'arm')} × "
+                 f"{plural(len(request['regimes']), 'regime')}, set "
                  f"{inert(request['question_set'], keep='')}, budget {_ints(request['budgets'])}, "
                  f"seed {_ints(request['seeds'])}")
     yes = f"queue {_count(episodes)} episodes" + (f" (≈ ${dollars:,.2f})" if estimate else "")

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from core.store.progress import JobRow
+from core.wording import plural
 from jobs.control import GridStatus
 
 
@@ -24,10 +25,6 @@ class ActPrompt:
     detail: str
     yes: str
     empty: bool = False
-
-
-def _n(count: int, noun: str) -> str:
-    return f"{count:,} {noun}{'' if count == 1 else 's'}"
 
 
 def _states(counts: Counter[str], states: Sequence[str]) -> str:
@@ -58,7 +55,7 @@ def act_prompt(action: str, kind: str, value: int | str, grids: Sequence[GridSta
         unit = job.unit.capitalize()  # "Probes" for a replay/repair job
     else:
         if kind == "run":
-            target = f"run {value} ({_n(len(grids), 'grid')})"
+            target = f"run {value} ({plural(len(grids), 'grid')})"
         else:
             target = f"grid {value}" + (f" of run {grids[0].run}" if grids else "")
         states = Counter()
@@ -74,12 +71,12 @@ def act_prompt(action: str, kind: str, value: int | str, grids: Sequence[GridSta
         detail = (f"Jobs paused: {moving:,} ({_states(states, ('queued', 'running'))}; running "
                   f"ones stop at their next heartbeat)\n"
                   f"{not_stored}; they wait until u resumes them")
-        return ActPrompt(f"Pause {target}?", detail, f"pause {_n(moving, 'job')}", moving == 0)
+        return ActPrompt(f"Pause {target}?", detail, f"pause {plural(moving, 'job')}", moving == 0)
     if action == "resume":
         moving = states["paused"]
         detail = (f"Jobs queued again: {moving:,} (paused)\n"
                   f"{not_stored}")
-        return ActPrompt(f"Resume {target}?", detail, f"resume {_n(moving, 'job')}",
+        return ActPrompt(f"Resume {target}?", detail, f"resume {plural(moving, 'job')}",
                          moving == 0)
     if action == "cancel":
         moving = states["queued"] + states["running"] + states["paused"]
@@ -87,7 +84,7 @@ def act_prompt(action: str, kind: str, value: int | str, grids: Sequence[GridSta
                   f"({_states(states, ('queued', 'running', 'paused'))}; running ones stop at "
                   f"their next heartbeat, stored episodes stay)\n"
                   f"{not_stored}; they will not run (t retries them later)")
-        return ActPrompt(f"Cancel {target}?", detail, f"cancel {_n(moving, 'job')}",
+        return ActPrompt(f"Cancel {target}?", detail, f"cancel {plural(moving, 'job')}",
                          moving == 0)
     if action == "retry":
         moving = states["failed"] + states["cancelled"]
@@ -95,12 +92,12 @@ def act_prompt(action: str, kind: str, value: int | str, grids: Sequence[GridSta
                   f"Errored episodes re-run as new jobs: {errored:,}\n"
                   f"{not_stored}")
         return ActPrompt(f"Retry {target}?", detail,
-                         f"retry {_n(moving, 'job')} + {_n(errored, 'errored episode')}",
+                         f"retry {plural(moving, 'job')} + {plural(errored, 'errored episode')}",
                          moving == 0 and errored == 0)
     detail = (f"Errored episodes re-run as new jobs: {errored:,}\n"
               f"Failed and cancelled jobs stay as they are (t retries those)")
     return ActPrompt(f"Re-run the errored episodes of {target}?", detail,
-                     f"re-run {_n(errored, 'episode')}", errored == 0)
+                     f"re-run {plural(errored, 'episode')}", errored == 0)
 
 
 def nothing_text(action: str, prompt: ActPrompt) -> str:

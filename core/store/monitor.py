@@ -42,10 +42,15 @@ def window_rate(stamps: Iterable[float], now: float, window_s: float) -> tuple[f
         (rate, seconds covered): (0.0, window_s) when none was stored in the window.
     """
     window = [ts for ts in stamps if now - ts <= window_s]
-    if not window:
+    return _pace(len(window), min(window, default=now), now, window_s)
+
+
+def _pace(count: int, first: float, now: float, window_s: float) -> tuple[float, float]:
+    """`window_rate` of `count` units in the window, the first stored at `first`."""
+    if not count:
         return 0.0, window_s
-    span = max(now - min(window), 1.0)
-    return len(window) / span, min(span, window_s)
+    span = max(now - first, 1.0)
+    return count / span, min(span, window_s)
 
 
 @dataclass(frozen=True)
@@ -173,7 +178,7 @@ def queue_counts(db: Database, window_s: float = 60.0, now: float | None = None)
         "created_at END) FROM probes", (since, since)).fetchone()
     stamps = tuple(datetime.fromisoformat(f).timestamp() for f in (finished or "").split())
     first = datetime.fromisoformat(probes_first).timestamp() if probes_first else now
-    probe_rate = int(probes_recent or 0) / max(now - first, 1.0)  # as `window_rate`
+    probe_rate, _ = _pace(int(probes_recent or 0), first, now, window_s)
     return QueueCounts(jobs, int(total), int(errored or 0), window_rate(stamps, now, window_s)[0],
                        int(probes or 0), int(probes_errored or 0), probe_rate,
                        int(truncated or 0), int(refused or 0), stamps, window_s)
