@@ -170,6 +170,56 @@ def test_points_on_top_of_one_another_are_dodged() -> None:
         plt.close(apart.figure)
 
 
+def _controller_rows(groups: dict[tuple[str, str], tuple[float, float]]) -> list[RowDict]:
+    """Controllers rows: per (model, arm), coverage and committed accuracy, the same on
+    raw and isotonic confidence, and ECE at t=1..3 equal to the coverage."""
+    rows = []
+    for (model, arm), (coverage, accuracy) in groups.items():
+        base = {"model": model, "arm": arm, "budget": 8, "dataset": "demo",
+                "question_set": "demo", "runs": "main", "seeds": "0", "replicates": "0",
+                "regimes": "clean"}
+        for kind in ("raw", "isotonic"):
+            rows += [base | {"scope": kind, "measure": "coverage", "estimate": coverage},
+                     base | {"scope": kind, "measure": "committed_accuracy",
+                             "estimate": accuracy}]
+            rows += [base | {"scope": f"{kind}, t={t}", "measure": "ece", "estimate": coverage}
+                     for t in (1, 2, 3)]
+    return rows
+
+
+def _marker_xs(ax: Any, marker: str) -> list[float]:
+    return sorted(float(x) for line in ax.get_lines() if line.get_marker() == marker
+                  for x in line.get_xdata())
+
+
+def test_controllers_figures_give_each_model_its_panel_and_keep_equal_groups_apart() -> None:
+    """An arm looks the same in every model, so the controllers' figures draw a panel per
+    model; in a panel, groups whose operating points (or ECEs) are equal are pulled apart
+    sideways, and groups apart stay where their numbers put them."""
+    groups = {("m1", "none"): (0.5, 0.8), ("m1", "budget"): (0.5, 0.8),
+              ("m1", "enforced_rule"): (0.9, 0.6), ("m2", "none"): (0.5, 0.8)}
+    rows = {"controllers": _controller_rows(groups)}
+    out = build("risk_coverage", rows)
+    try:
+        axes = [ax for ax in out.figure.axes if ax.get_lines()]
+        assert [ax.get_title(loc="left") for ax in axes] == ["m1", "m2"]
+        for marker in ("o", "s"):  # raw circles, isotonic squares
+            xs = _marker_xs(axes[0], marker)
+            assert len(xs) == 3 and xs[0] < xs[1] < 0.55 and xs[0] > 0.45, xs
+            assert xs[2] == pytest.approx(0.9), xs  # a point apart is not moved
+            assert _marker_xs(axes[1], marker) == [pytest.approx(0.5)]  # alone in its panel
+    finally:
+        plt.close(out.figure)
+    ece = build("ece_by_depth", rows)
+    try:
+        axes = [ax for ax in ece.figure.axes if ax.get_lines()]
+        assert [ax.get_title(loc="left") for ax in axes] == ["m1", "m2"]
+        firsts = sorted(float(cast(Any, line.get_xdata())[0]) for line in axes[0].get_lines())
+        assert len(set(firsts)) == 3, firsts  # three groups at t=1, each at its own x
+    finally:
+        plt.close(ece.figure)
+
+
 def test_every_arm_point_of_success_against_calls_is_in_its_arms_look() -> None:
     out = build("cost_success", default_rows())
     try:

@@ -130,8 +130,8 @@ def cut_interval(ax: Axes, position: float, low: float, high: float,
     return cut
 
 
-def coincident_offsets(points: Sequence[tuple[float, float]], share: float = 0.04
-                       ) -> list[float]:
+def coincident_offsets(points: Sequence[tuple[float, float]], share: float = 0.04,
+                       spans: tuple[float, float] | None = None) -> list[float]:
     """Sideways offsets that pull apart points drawn (nearly) on top of one another in a
     scatter: points within `share` of the panel's x and y spans of each other form a
     cluster, spread evenly over `share` of the x span per point, in order; a lone point
@@ -141,6 +141,8 @@ def coincident_offsets(points: Sequence[tuple[float, float]], share: float = 0.0
         points: the (x, y) of each point of one panel (NaN for one not drawn).
         share: the nearness that counts as overlapping, and the spacing, as a share of
             the spans.
+        spans: the panel's (x, y) spans where its axes are fixed (default: the points'
+            own, for axes that follow the data).
 
     Returns:
         An x offset per point, in data units.
@@ -149,8 +151,8 @@ def coincident_offsets(points: Sequence[tuple[float, float]], share: float = 0.0
     if not drawn:
         return [0.0] * len(points)
     xs, ys = [p[0] for p in drawn], [p[1] for p in drawn]
-    x_span = max(xs) - min(xs) or max(1.0, abs(xs[0]))
-    y_span = max(ys) - min(ys) or 1.0
+    x_span, y_span = spans or (max(xs) - min(xs) or max(1.0, abs(xs[0])),
+                               max(ys) - min(ys) or 1.0)
     clusters: list[list[int]] = []
     for i, (x, y) in enumerate(points):
         if not (math.isfinite(x) and math.isfinite(y)):

@@ -2,11 +2,12 @@
 trajectory replay, Figures 3–5 of that paper; the lab paper's Table 17):
 
 - risk–coverage operating points of the confidence-gated controller on raw and on
-  isotonic-calibrated confidence (risk = 1 − accuracy of committed answers), an arrow
-  from raw to isotonic per group (table "controllers");
+  isotonic-calibrated confidence (risk = 1 − accuracy of committed answers), one panel
+  per model, a line from raw to isotonic per group (table "controllers"); an arm's look
+  is the same in every model, so models share no panel;
 - calibration by depth: ECE (10 equal-width bins) by observations seen t, raw against
-  isotonic (table "controllers"). The tables hold ECE, not the binned confidences, so
-  this stands in for a reliability diagram;
+  isotonic, one panel per model (table "controllers"). The tables hold ECE, not the
+  binned confidences, so this stands in for a reliability diagram;
 - the regret heat map of Table 17: each model × arm's utility distance from the best
   simple stopping policy chosen on the unaided runs, per λ (table "policies").
 
@@ -24,6 +25,7 @@ from analysis.figures.base import (
     Drawn,
     FigureDef,
     Skipped,
+    by_model,
     group_key,
     labeller,
     ordered,
@@ -31,78 +33,102 @@ from analysis.figures.base import (
     value,
 )
 from analysis.figures.identity import row_look
-from analysis.figures.study import StudyRows
-from analysis.figures.style import NEUTRAL, Style, legend_beside, new_figure
+from analysis.figures.marks import coincident_offsets, dodge
+from analysis.figures.study import RowDict, StudyRows
+from analysis.figures.style import NEUTRAL, Style, legend_right, new_figure
 
 KINDS = ("raw", "isotonic")
 
 
 def risk_coverage(study: StudyRows, style: Style) -> Drawn | Skipped:
-    """Operating points (coverage, risk) per group, raw → isotonic."""
+    """Operating points (coverage, risk) per model (panel) and group, raw → isotonic;
+    points of two groups that would hide one another are pulled apart sideways
+    (`coincident_offsets`)."""
     rows = [r for r in pick(study, "controllers", ("coverage", "committed_accuracy"))
             if r["scope"] in KINDS]
     if not rows:
         return Skipped("no controllers rows (no answer-now branches with a stated confidence; "
                        "run `lab replay answer-now --run R`)")
-    label = labeller(rows)
-    fig, (ax,) = new_figure(style, height=style.panel_height * 1.6)
-    for key in ordered(group_key(r) for r in rows):
-        st = row_look(next(r for r in rows if group_key(r) == key))
-        points = []
-        for kind in KINDS:
-            cov = next((r for r in rows if group_key(r) == key and r["scope"] == kind
-                        and r["measure"] == "coverage"), None)
-            acc = next((r for r in rows if group_key(r) == key and r["scope"] == kind
-                        and r["measure"] == "committed_accuracy"), None)
-            if cov and acc:
-                points.append((value(cov["estimate"]), 1.0 - value(acc["estimate"])))
-        if not points:
-            continue
-        ax.plot([p[0] for p in points], [p[1] for p in points], color=st["color"],
-                linestyle=st["linestyle"], linewidth=0.8)
-        first = next(r for r in rows if group_key(r) == key)
-        ax.plot(*points[0], marker="o", color=st["color"], linestyle="none",
-                label=label(first))
-        if len(points) > 1:
-            ax.plot(*points[1], marker="s", color=st["color"], linestyle="none",
-                    markerfacecolor="white")
-    ax.set_xlim(-0.03, 1.03)
-    ax.set_ylim(-0.03, 1.03)
-    ax.set_xlabel("coverage (share of episodes committed)")
-    ax.set_ylabel("risk (1 − committed accuracy)")
-    legend_beside(ax, style)
+    models = by_model(rows)
+    fig, axes = new_figure(style, rows=len(models), sharex=True,
+                           height=style.panel_height * 1.3 * len(models))
+    for ax, (model, model_rows) in zip(axes, models):
+        label = labeller(model_rows, with_model=False)
+        groups = [(first, points) for first, points in
+                  (_operating_points([r for r in model_rows if group_key(r) == key])
+                   for key in ordered(group_key(r) for r in model_rows)) if points]
+        shift = {kind: coincident_offsets([g.get(kind, (np.nan, np.nan)) for _, g in groups],
+                                          spans=(1.0, 1.0)) for kind in KINDS}
+        for i, (first, points) in enumerate(groups):
+            st = row_look(first)
+            drawn = {kind: (x + shift[kind][i], y) for kind, (x, y) in points.items()}
+            ax.plot([p[0] for p in drawn.values()], [p[1] for p in drawn.values()],
+                    color=st["color"], linestyle=st["linestyle"], linewidth=0.8)
+            for n, (kind, point) in enumerate(drawn.items()):
+                # the isotonic square is hollow: a raw circle under it shows through
+                ax.plot(*point, marker="o" if kind == "raw" else "s", color=st["color"],
+                        linestyle="none",
+                        markerfacecolor=st["color"] if kind == "raw" else "none",
+                        label=label(first) if n == 0 else None)
+        ax.set_xlim(-0.03, 1.03)
+        ax.set_ylim(-0.03, 1.03)
+        ax.set_ylabel("risk (1 − committed accuracy)")
+        ax.set_title(model, loc="left")
+        legend_right(ax, style)
+    axes[-1].set_xlabel("coverage (share of episodes committed)")
     return Drawn(fig, rows, "controller operating points, raw (circles) and isotonic "
-                            "(squares) confidence")
+                            "(squares) confidence; points that would hide one another are "
+                            "pulled apart sideways")
+
+
+def _operating_points(rows: list[RowDict]) -> tuple[RowDict, dict[str, tuple[float, float]]]:
+    """One group's first row and its (coverage, risk) by kind of confidence it has."""
+    points = {}
+    for kind in KINDS:
+        cov = next((r for r in rows if r["scope"] == kind and r["measure"] == "coverage"), None)
+        acc = next((r for r in rows if r["scope"] == kind
+                    and r["measure"] == "committed_accuracy"), None)
+        if cov and acc:
+            points[kind] = (value(cov["estimate"]), 1.0 - value(acc["estimate"]))
+    return rows[0], points
 
 
 _DEPTH = re.compile(r"(raw|isotonic), t=(\d+)$")
+SPREAD = 0.3
+"""How far apart sideways, in depths, the groups' points at one depth are drawn."""
 
 
 def ece_by_depth(study: StudyRows, style: Style) -> Drawn | Skipped:
-    """ECE by depth t, raw (solid) against isotonic (dashed), one line pair per group."""
+    """ECE by depth t per model (panel), raw (solid) against isotonic (dashed), one line
+    pair per group; the groups' points at one t are dodged sideways so equal ECEs stay
+    visible."""
     rows = [r for r in pick(study, "controllers", ("ece",)) if _DEPTH.match(str(r["scope"]))]
     if not rows:
         return Skipped("no ECE-by-depth rows (no answer-now branches with a stated "
                        "confidence; run `lab replay answer-now --run R`)")
-    label = labeller(rows)
-    fig, (ax,) = new_figure(style, height=style.panel_height * 1.4)
-    for key in ordered(group_key(r) for r in rows):
-        st = row_look(next(r for r in rows if group_key(r) == key))
-        for kind, line, face in (("raw", "-", st["color"]), ("isotonic", "--", "white")):
-            part = [(int(m.group(2)), value(r["estimate"])) for r in rows
-                    if group_key(r) == key and (m := _DEPTH.match(str(r["scope"])))
-                    and m.group(1) == kind]
-            if not part:
-                continue
-            part.sort()
-            first = next(r for r in rows if group_key(r) == key)
-            ax.plot([p[0] for p in part], [p[1] for p in part], color=st["color"],
-                    linestyle=line, marker=st["marker"], markerfacecolor=face,
-                    label=f"{label(first)} ({kind})")
-    ax.set_xlabel("t: observations seen")
-    ax.set_ylabel("ECE (10 bins)")
-    ax.set_ylim(bottom=0)
-    legend_beside(ax, style)
+    models = by_model(rows)
+    fig, axes = new_figure(style, rows=len(models), sharex=True,
+                           height=style.panel_height * 1.4 * len(models))
+    for ax, (model, model_rows) in zip(axes, models):
+        label = labeller(model_rows, with_model=False)
+        keys = ordered(group_key(r) for r in model_rows)
+        for i, key in enumerate(keys):
+            mine = [r for r in model_rows if group_key(r) == key]
+            st = row_look(mine[0])
+            for kind, line, face in (("raw", "-", st["color"]), ("isotonic", "--", "white")):
+                part = sorted((int(m.group(2)), value(r["estimate"])) for r in mine
+                              if (m := _DEPTH.match(str(r["scope"]))) and m.group(1) == kind)
+                if not part:
+                    continue
+                ax.plot([t + dodge(i, len(keys), SPREAD) for t, _ in part],
+                        [e for _, e in part], color=st["color"], linestyle=line,
+                        marker=st["marker"], markerfacecolor=face,
+                        label=f"{label(mine[0])} ({kind})")
+        ax.set_ylabel("ECE (10 bins)")
+        ax.set_ylim(bottom=0)
+        ax.set_title(model, loc="left")
+        legend_right(ax, style)
+    axes[-1].set_xlabel("t: observations seen")
     return Drawn(fig, rows, "calibration error by depth, raw (solid) and isotonic (dashed)")
 
 
