@@ -3,7 +3,8 @@ now are worth, against what they were worth, by the number of failed results so 
 one regime (the held-out persistent one by default).
 
 Three panels, one line per model (× arm, when several are drawn), the model's own report
-solid with filled markers and its reference dashed with open ones:
+solid with filled markers and its reference dashed with open ones; the series' points
+at one k are dodged sideways, so equal series stay visible:
 
 - left: self-reported p_continue against the ideal observer E[V_c | k];
 - middle: self-reported p_answer_now against the realized success of the answer-now
@@ -18,6 +19,7 @@ from matplotlib.lines import Line2D
 
 from analysis.figures.base import Drawn, FigureDef, Skipped, labeller, ordered, pick, value
 from analysis.figures.identity import arm_look
+from analysis.figures.marks import dodge
 from analysis.figures.study import RowDict, StudyRows
 from analysis.figures.style import NEUTRAL, Style, narrow, new_figure, series_style
 
@@ -28,6 +30,8 @@ PANELS = (("p_continue", "ideal_continue", "continuing"),
 TITLES = ("continue vs ideal observer", "answer now vs branch", "prefers vs answers")
 HELD_OUT = "persistent"
 """The regime the paper's figure shows."""
+SPREAD = 0.3
+"""How far apart sideways, in k, the series' points at one k are drawn."""
 
 
 def _k(row: RowDict) -> int:
@@ -62,15 +66,16 @@ def beliefs_figure(study: StudyRows, style: Style) -> Drawn | Skipped:
                            height=style.panel_height * (1.3 if wide else 3.0), sharex=True)
     ks = sorted({_k(r) for r in rows})
     for ax, (own, reference, ylabel) in zip(axes, PANELS):
-        for key in keys:
+        for i, key in enumerate(keys):
             series = [r for r in rows if label(r) == key]
+            shift = dodge(i, len(keys), SPREAD)  # equal series stay visible side by side
             look = series_style(models.index(str(series[0]["model"])))
             marker = arm_look(str(series[0]["arm"])).marker if several_arms else look["marker"]
             for measure, line, face in ((own, "-", look["color"]), (reference, "--", "white")):
                 points = sorted((_k(r), value(r["estimate"])) for r in series
                                 if r["measure"] == measure)
                 if points:
-                    ax.plot([p[0] for p in points], [p[1] for p in points],
+                    ax.plot([p[0] + shift for p in points], [p[1] for p in points],
                             color=look["color"], linestyle=line, marker=marker,
                             markerfacecolor=face, markeredgecolor=look["color"])
         ax.set_ylim(-0.03, 1.03)
