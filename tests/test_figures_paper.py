@@ -220,6 +220,37 @@ def test_controllers_figures_give_each_model_its_panel_and_keep_equal_groups_apa
         plt.close(ece.figure)
 
 
+def test_trace_risk_coverage_labels_baselines_at_one_point_once_and_keys_undefined() -> None:
+    """Baselines on one operating point get one label naming each ("A = B"), not labels
+    printed over one another; a gated controller that commits nothing (no risk at any τ)
+    is keyed "(n.a.)" instead of as a curve the panel does not show."""
+    def row(arm: str, scope: str, measure: str, estimate: float | None) -> RowDict:
+        return {"model": "m", "arm": arm, "scope": scope, "dataset": "hotpotqa",
+                "measure": measure, "estimate": estimate}
+
+    sweeps = [row("Parametric only", "baseline", "coverage", 1.0),
+              row("Parametric only", "baseline", "CA", 0.0),
+              row("Fixed RAG@1", "baseline", "coverage", 1.0),
+              row("Fixed RAG@1", "baseline", "CA", 0.0),
+              row("Fixed RAG@2", "baseline", "coverage", 1.0),
+              row("Fixed RAG@2", "baseline", "CA", 0.5)]
+    for tau, coverage in (("0.5", 0.5), ("0.9", 1.0)):
+        sweeps += [row("Raw-Gated", f"τ_hi={tau}", "coverage", coverage),
+                   row("Raw-Gated", f"τ_hi={tau}", "CA", 0.75),
+                   row("Calibrated-Gated", f"τ_hi={tau}", "coverage", 0.0),
+                   row("Calibrated-Gated", f"τ_hi={tau}", "CA", None)]
+    out = build("trace_risk_coverage", {"trace_sweeps": sweeps})
+    try:
+        (ax,) = out.figure.axes
+        labels = sorted(text.get_text() for text in ax.texts)
+        assert labels == ["Fixed RAG@2", "Parametric only = Fixed RAG@1"], labels
+        assert all(text.get_horizontalalignment() == "right" for text in ax.texts)
+        assert sorted(ax.get_legend_handles_labels()[1]) == [
+            "Calibrated-Gated (n.a.)", "Raw-Gated"]
+    finally:
+        plt.close(out.figure)
+
+
 def test_every_arm_point_of_success_against_calls_is_in_its_arms_look() -> None:
     out = build("cost_success", default_rows())
     try:

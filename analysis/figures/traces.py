@@ -3,7 +3,8 @@ table "trace_sweeps", on states stored by `lab traces collect`):
 
 - risk–coverage: each model's raw- and calibrated-gated controller at every τ_hi of the
   sweep (selective risk = 1 − CA against coverage), the confidence-blind baselines as
-  squares (Figure 3);
+  squares, those at one point under one label ("A = B"); a controller with no point
+  defined (it commits nothing, so it has no risk) is keyed "(n.a.)" (Figure 3);
 - OA–cost: the same controllers as the retrieval budget goes from 0 to 3, overall
   accuracy against mean retrievals, baselines as squares (Figure 4);
 - reliability: the depth-zero bins, mean confidence against accuracy, raw against
@@ -14,6 +15,7 @@ table "trace_sweeps", on states stored by `lab traces collect`):
 
 from __future__ import annotations
 
+import math
 import re
 
 from analysis.figures.base import Drawn, FigureDef, Skipped, by_model, ordered, pick, value
@@ -39,6 +41,12 @@ def _points(rows: list[RowDict], x: str, y: str, flip_y: bool = False
     return out
 
 
+def _drawable(point: tuple[float, float]) -> bool:
+    """Whether both coordinates are numbers (a controller that commits nothing has no
+    selective risk)."""
+    return math.isfinite(point[0]) and math.isfinite(point[1])
+
+
 def _sweep(study: StudyRows, style: Style, scope_prefix: str, x: str, y: str, flip: bool,
            xlabel: str, ylabel: str, note: str) -> Drawn | Skipped:
     rows = [r for r in pick(study, "trace_sweeps", (x, y))
@@ -59,14 +67,21 @@ def _sweep(study: StudyRows, style: Style, scope_prefix: str, x: str, y: str, fl
                         and k[1] != "baseline"]
                 line.sort()
                 ax.plot([p[0] for p in line], [p[1] for p in line], **look,
-                        label=system + (f" · {dataset}" if len(datasets) > 1 else ""),
+                        label=system + (f" · {dataset}" if len(datasets) > 1 else "")
+                        + ("" if any(map(_drawable, line)) else " (n.a.)"),
                         alpha=1.0 if d_i == 0 else 0.6)
+        at: dict[tuple[float, float], list[str]] = {}  # baselines at one point: one label
         for k, p in points.items():
-            if k[1] == "baseline":
-                ax.plot(*p, marker="s", color=NEUTRAL, linestyle="none",
-                        markerfacecolor="white")
-                ax.annotate(k[0], p, textcoords="offset points", xytext=(3, 3),
-                            fontsize="x-small", color=NEUTRAL)
+            if k[1] == "baseline" and _drawable(p):
+                at.setdefault(p, []).append(str(k[0]))
+        xs = [q[0] for q in points.values() if _drawable(q)]
+        middle = (min(xs) + max(xs)) / 2 if xs else 0.0
+        for p, names in at.items():
+            ax.plot(*p, marker="s", color=NEUTRAL, linestyle="none", markerfacecolor="white")
+            right = p[0] > middle  # its label to the left, so it stays over the plot
+            ax.annotate(" = ".join(names), p, textcoords="offset points",
+                        xytext=(-3 if right else 3, 3), ha="right" if right else "left",
+                        fontsize="x-small", color=NEUTRAL)
         ax.set_title(model, loc="left")
         ax.set_xlabel(xlabel)
         ax.legend(frameon=False, fontsize="x-small")
