@@ -81,3 +81,16 @@ def test_every_text_of_a_figure_and_its_metadata_is_plain(tmp_path: Path) -> Non
     text = svg_text(fig)
     ET.fromstring(text)
     assert "or[2Jacle" in text and "\x1b" not in text
+
+
+def test_a_line_break_in_a_figure_text_stays_and_each_line_is_plain(tmp_path: Path) -> None:
+    """A forest cell's title is two lines (model, then measure · scope): the line break
+    stays (matplotlib draws each line as a text of its own) while each line loses its
+    control characters; it was flattened to one line that ran past the figure's edge."""
+    fig, ax = plt.subplots()
+    ax.set_title(f"mo{CONTROL}del\nmeasure · scope", loc="left")
+    (path,) = save(fig, tmp_path / "f", ("svg",), STYLES["column"])
+    assert ax.get_title(loc="left") == "model\nmeasure · scope"
+    svg = path.read_bytes()
+    ET.fromstring(svg)
+    _no_controls(svg)

@@ -4,6 +4,8 @@ arm, with the no-effect line at 0 (the paper's Figure 3 with its intervals, tabl
 
 from __future__ import annotations
 
+from textwrap import fill
+
 import matplotlib.pyplot as plt
 
 from analysis.figures.base import (
@@ -26,13 +28,19 @@ ROW_INCHES = 0.16
 """Height of one forest row at an 8-point base font."""
 
 
+def _chars(inches: float, points: float) -> int:
+    """About how many characters of a `points`-point font fit in `inches`."""
+    return max(12, int(inches * 72 / (points * 0.6)))
+
+
 def forest(rows: list[RowDict], style: Style, panel_of: str = "scope",
            xlabel: str = "contrast (95% CI)") -> plt.Figure:
     """A grid of forests: one cell per (measure · `panel_of` value) × model, the models
-    side by side (wrapped to fit the width, so a long forest is split by model rather
-    than drawn a page tall), one line per arm group on rows shared by every cell, the
-    estimate with its interval in the arm's look and a dashed no-effect line at 0;
-    undefined estimates say "n.a." at 0. The x axis holds every estimate and no
+    side by side (wrapped to fit the width), one line per arm group on rows shared by
+    every cell, the estimate with its interval in the arm's look and a dashed no-effect
+    line at 0; undefined estimates say "n.a." at 0. Each cell is as tall as its rows
+    need, even where that makes the figure taller than a page (many models in one
+    column), and its title wraps to its width. The x axis holds every estimate and no
     interval reaches further than the estimates' spread beyond them: a longer one is
     cut at the axis and marked with an arrowhead."""
     panels = ordered((r["measure"], r[panel_of]) for r in rows)
@@ -42,8 +50,17 @@ def forest(rows: list[RowDict], style: Style, panel_of: str = "scope",
     cols = max(1, min(len(models), int(style.width // 2.2)))
     cells = [(panel, model) for panel in panels for model in models]
     grid_rows = sum(-(-len(models) // cols) for _ in panels)
-    cell_height = (ROW_INCHES * len(names) + 0.45) * style.font_size / 8.0
-    height = min(style.max_height, grid_rows * cell_height + 0.5)
+    # a cell's title wraps to the cell's width, so neighbours' titles never run together,
+    # and the cell is as tall as its rows and its title's lines need, even past a page:
+    # squeezed to one, a column-wide forest of five models drew cells of no height,
+    # their labels and titles over one another
+    labels_in = max(map(len, names)) * 0.6 * style.font_size / 72
+    title_chars = _chars((style.width - labels_in) / cols, style.font_size * 0.83)
+    titles = {(panel, model): fill(str(model), title_chars) + "\n" +
+              fill(f"{panel[0]} · {panel[1]}", title_chars) for panel, model in cells}
+    lines = max(t.count("\n") + 1 for t in titles.values())
+    cell_height = (ROW_INCHES * len(names) + 0.21 + 0.12 * lines) * style.font_size / 8.0
+    height = grid_rows * cell_height + 0.5
     fig, axes = plt.subplots(grid_rows, cols, figsize=(style.width, height), sharex=True,
                              sharey=True, squeeze=False)
     flat = [ax for line in axes for ax in line]
@@ -74,7 +91,7 @@ def forest(rows: list[RowDict], style: Style, panel_of: str = "scope",
             if bar:
                 cut_interval(ax, at, est - bar[0], est + bar[1], limits, look["color"])
         ax.axvline(0.0, color=NEUTRAL, linestyle="--", linewidth=0.8)
-        ax.set_title(f"{model}\n{panel[0]} · {panel[1]}", loc="left", fontsize="small")
+        ax.set_title(titles[(panel, model)], loc="left", fontsize="small")
         ax.grid(axis="y", visible=False)
     flat[0].set_xlim(*limits)
     for slot, ax in enumerate(flat):
@@ -82,8 +99,8 @@ def forest(rows: list[RowDict], style: Style, panel_of: str = "scope",
             ax.set_visible(False)
     flat[0].set_yticks(range(len(names)), names[::-1])
     flat[0].set_ylim(-0.7, len(names) - 0.3)
-    for slot in slots[-len(models):]:
-        flat[slot].set_xlabel(xlabel if slot == slots[-len(models)] else "")
+    bottom = [slot for slot in slots if slot // cols == slots[-1] // cols]  # last grid row
+    flat[bottom[0]].set_xlabel(fill(xlabel, _chars(style.width - labels_in, style.font_size)))
     return fig
 
 

@@ -57,13 +57,15 @@ def _wrap(axis: Axis) -> None:
 
 def plain_figure(fig: Figure) -> None:
     """Take control characters out of every text of `fig` (titles, labels, legends,
-    annotations, the caption) and out of its tick labels when they are drawn."""
+    annotations, the caption) and out of its tick labels when they are drawn. Line
+    breaks stay (matplotlib draws each line as a text of its own): a forest cell's title
+    and a Δ grid cell's second run are two lines."""
     for ax in fig.axes:
         for axis in (ax.xaxis, ax.yaxis):
             _wrap(axis)
     for text in fig.findobj(Text):
         shown = text.get_text()
-        if shown != (clean := plain(shown)):
+        if shown != (clean := "\n".join(map(plain, shown.split("\n")))):
             text.set_text(clean)
 
 
