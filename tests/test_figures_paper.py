@@ -170,7 +170,8 @@ def test_points_on_top_of_one_another_are_dodged() -> None:
         plt.close(apart.figure)
 
 
-def _controller_rows(groups: dict[tuple[str, str], tuple[float, float]]) -> list[RowDict]:
+def _controller_rows(groups: dict[tuple[str, str], tuple[float, float | None]]
+                     ) -> list[RowDict]:
     """Controllers rows: per (model, arm), coverage and committed accuracy, the same on
     raw and isotonic confidence, and ECE at t=1..3 equal to the coverage."""
     rows = []
@@ -188,16 +189,20 @@ def _controller_rows(groups: dict[tuple[str, str], tuple[float, float]]) -> list
 
 
 def _marker_xs(ax: Any, marker: str) -> list[float]:
+    """The x of each point drawn with `marker` (a point with no y is not drawn)."""
     return sorted(float(x) for line in ax.get_lines() if line.get_marker() == marker
-                  for x in line.get_xdata())
+                  for x, y in zip(line.get_xdata(), line.get_ydata()) if y == y)
 
 
 def test_controllers_figures_give_each_model_its_panel_and_keep_equal_groups_apart() -> None:
     """An arm looks the same in every model, so the controllers' figures draw a panel per
     model; in a panel, groups whose operating points (or ECEs) are equal are pulled apart
-    sideways, and groups apart stay where their numbers put them."""
-    groups = {("m1", "none"): (0.5, 0.8), ("m1", "budget"): (0.5, 0.8),
-              ("m1", "enforced_rule"): (0.9, 0.6), ("m2", "none"): (0.5, 0.8)}
+    sideways, and groups apart stay where their numbers put them; a group that commits
+    nothing has no point, and its legend entry says n.a."""
+    groups: dict[tuple[str, str], tuple[float, float | None]] = {
+        ("m1", "none"): (0.5, 0.8), ("m1", "budget"): (0.5, 0.8),
+        ("m1", "enforced_rule"): (0.9, 0.6), ("m2", "none"): (0.5, 0.8),
+        ("m2", "budget"): (0.0, None)}  # commits nothing: no risk
     rows = {"controllers": _controller_rows(groups)}
     out = build("risk_coverage", rows)
     try:
@@ -208,6 +213,7 @@ def test_controllers_figures_give_each_model_its_panel_and_keep_equal_groups_apa
             assert len(xs) == 3 and xs[0] < xs[1] < 0.55 and xs[0] > 0.45, xs
             assert xs[2] == pytest.approx(0.9), xs  # a point apart is not moved
             assert _marker_xs(axes[1], marker) == [pytest.approx(0.5)]  # alone in its panel
+        assert axes[1].get_legend_handles_labels()[1] == ["none", "budget (n.a.)"]
     finally:
         plt.close(out.figure)
     ece = build("ece_by_depth", rows)

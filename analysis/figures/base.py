@@ -78,6 +78,12 @@ def defined(row: RowDict) -> bool:
     return math.isfinite(value(row["estimate"]))
 
 
+def drawable(point: tuple[float, float]) -> bool:
+    """Whether both coordinates of a point are numbers (a controller that commits
+    nothing has no risk: its point is not drawn, and its legend entry says n.a.)."""
+    return math.isfinite(point[0]) and math.isfinite(point[1])
+
+
 def error_bar(row: RowDict) -> tuple[float, float] | None:
     """(below, above) distances of the row's 95% interval, or None when it has none."""
     est, low, high = value(row["estimate"]), value(row["ci_low"]), value(row["ci_high"])

@@ -26,6 +26,7 @@ from analysis.figures.base import (
     FigureDef,
     Skipped,
     by_model,
+    drawable,
     group_key,
     labeller,
     ordered,
@@ -43,7 +44,7 @@ KINDS = ("raw", "isotonic")
 def risk_coverage(study: StudyRows, style: Style) -> Drawn | Skipped:
     """Operating points (coverage, risk) per model (panel) and group, raw → isotonic;
     points of two groups that would hide one another are pulled apart sideways
-    (`coincident_offsets`)."""
+    (`coincident_offsets`); a group that commits nothing (no risk) is keyed "(n.a.)"."""
     rows = [r for r in pick(study, "controllers", ("coverage", "committed_accuracy"))
             if r["scope"] in KINDS]
     if not rows:
@@ -64,12 +65,13 @@ def risk_coverage(study: StudyRows, style: Style) -> Drawn | Skipped:
             drawn = {kind: (x + shift[kind][i], y) for kind, (x, y) in points.items()}
             ax.plot([p[0] for p in drawn.values()], [p[1] for p in drawn.values()],
                     color=st["color"], linestyle=st["linestyle"], linewidth=0.8)
+            key = label(first) + ("" if any(map(drawable, drawn.values())) else " (n.a.)")
             for n, (kind, point) in enumerate(drawn.items()):
                 # the isotonic square is hollow: a raw circle under it shows through
                 ax.plot(*point, marker="o" if kind == "raw" else "s", color=st["color"],
                         linestyle="none",
                         markerfacecolor=st["color"] if kind == "raw" else "none",
-                        label=label(first) if n == 0 else None)
+                        label=key if n == 0 else None)
         ax.set_xlim(-0.03, 1.03)
         ax.set_ylim(-0.03, 1.03)
         ax.set_ylabel("risk (1 − committed accuracy)")

@@ -15,10 +15,18 @@ table "trace_sweeps", on states stored by `lab traces collect`):
 
 from __future__ import annotations
 
-import math
 import re
 
-from analysis.figures.base import Drawn, FigureDef, Skipped, by_model, ordered, pick, value
+from analysis.figures.base import (
+    Drawn,
+    FigureDef,
+    Skipped,
+    by_model,
+    drawable,
+    ordered,
+    pick,
+    value,
+)
 from analysis.figures.identity import arm_look
 from analysis.figures.study import RowDict, StudyRows
 from analysis.figures.style import NEUTRAL, Style, new_figure
@@ -39,12 +47,6 @@ def _points(rows: list[RowDict], x: str, y: str, flip_y: bool = False
             v = value(r["estimate"])
             out[key] = (xs[key], 1.0 - v if flip_y else v)
     return out
-
-
-def _drawable(point: tuple[float, float]) -> bool:
-    """Whether both coordinates are numbers (a controller that commits nothing has no
-    selective risk)."""
-    return math.isfinite(point[0]) and math.isfinite(point[1])
 
 
 def _sweep(study: StudyRows, style: Style, scope_prefix: str, x: str, y: str, flip: bool,
@@ -68,13 +70,13 @@ def _sweep(study: StudyRows, style: Style, scope_prefix: str, x: str, y: str, fl
                 line.sort()
                 ax.plot([p[0] for p in line], [p[1] for p in line], **look,
                         label=system + (f" · {dataset}" if len(datasets) > 1 else "")
-                        + ("" if any(map(_drawable, line)) else " (n.a.)"),
+                        + ("" if any(map(drawable, line)) else " (n.a.)"),
                         alpha=1.0 if d_i == 0 else 0.6)
         at: dict[tuple[float, float], list[str]] = {}  # baselines at one point: one label
         for k, p in points.items():
-            if k[1] == "baseline" and _drawable(p):
+            if k[1] == "baseline" and drawable(p):
                 at.setdefault(p, []).append(str(k[0]))
-        xs = [q[0] for q in points.values() if _drawable(q)]
+        xs = [q[0] for q in points.values() if drawable(q)]
         middle = (min(xs) + max(xs)) / 2 if xs else 0.0
         for p, names in at.items():
             ax.plot(*p, marker="s", color=NEUTRAL, linestyle="none", markerfacecolor="white")
