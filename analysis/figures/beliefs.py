@@ -19,7 +19,7 @@ from matplotlib.lines import Line2D
 
 from analysis.figures.base import Drawn, FigureDef, Skipped, labeller, ordered, pick, value
 from analysis.figures.identity import arm_look
-from analysis.figures.marks import dodge
+from analysis.figures.marks import SERIES_SPREAD, dodge
 from analysis.figures.study import RowDict, StudyRows
 from analysis.figures.style import NEUTRAL, Style, narrow, new_figure, series_style
 
@@ -30,8 +30,6 @@ PANELS = (("p_continue", "ideal_continue", "continuing"),
 TITLES = ("continue vs ideal observer", "answer now vs branch", "prefers vs answers")
 HELD_OUT = "persistent"
 """The regime the paper's figure shows."""
-SPREAD = 0.3
-"""How far apart sideways, in k, the series' points at one k are drawn."""
 
 
 def _k(row: RowDict) -> int:
@@ -68,7 +66,7 @@ def beliefs_figure(study: StudyRows, style: Style) -> Drawn | Skipped:
     for ax, (own, reference, ylabel) in zip(axes, PANELS):
         for i, key in enumerate(keys):
             series = [r for r in rows if label(r) == key]
-            shift = dodge(i, len(keys), SPREAD)  # equal series stay visible side by side
+            shift = dodge(i, len(keys), SERIES_SPREAD)  # equal series stay visible side by side
             look = series_style(models.index(str(series[0]["model"])))
             marker = arm_look(str(series[0]["arm"])).marker if several_arms else look["marker"]
             for measure, line, face in ((own, "-", look["color"]), (reference, "--", "white")):

@@ -22,15 +22,10 @@ from analysis.figures.base import (
 from analysis.figures.identity import row_look
 from analysis.figures.marks import bounded_limits, cut_interval, interval_rows
 from analysis.figures.study import RowDict, StudyRows
-from analysis.figures.style import NEUTRAL, Style
+from analysis.figures.style import NEUTRAL, Style, chars_across
 
 ROW_INCHES = 0.16
 """Height of one forest row at an 8-point base font."""
-
-
-def _chars(inches: float, points: float) -> int:
-    """About how many characters of a `points`-point font fit in `inches`."""
-    return max(12, int(inches * 72 / (points * 0.6)))
 
 
 def forest(rows: list[RowDict], style: Style, panel_of: str = "scope",
@@ -55,7 +50,7 @@ def forest(rows: list[RowDict], style: Style, panel_of: str = "scope",
     # squeezed to one, a column-wide forest of five models drew cells of no height,
     # their labels and titles over one another
     labels_in = max(map(len, names)) * 0.6 * style.font_size / 72
-    title_chars = _chars((style.width - labels_in) / cols, style.font_size * 0.83)
+    title_chars = chars_across((style.width - labels_in) / cols, style.font_size * 0.83)
     titles = {(panel, model): fill(str(model), title_chars) + "\n" +
               fill(f"{panel[0]} · {panel[1]}", title_chars) for panel, model in cells}
     lines = max(t.count("\n") + 1 for t in titles.values())
@@ -100,7 +95,7 @@ def forest(rows: list[RowDict], style: Style, panel_of: str = "scope",
     flat[0].set_yticks(range(len(names)), names[::-1])
     flat[0].set_ylim(-0.7, len(names) - 0.3)
     bottom = [slot for slot in slots if slot // cols == slots[-1] // cols]  # last grid row
-    flat[bottom[0]].set_xlabel(fill(xlabel, _chars(style.width - labels_in, style.font_size)))
+    flat[bottom[0]].set_xlabel(fill(xlabel, chars_across(style.width - labels_in, style.font_size)))
     return fig
 
 

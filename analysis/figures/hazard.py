@@ -20,12 +20,9 @@ from analysis.figures.base import (
     value,
 )
 from analysis.figures.identity import row_look
-from analysis.figures.marks import dodge
+from analysis.figures.marks import SERIES_SPREAD, dodge
 from analysis.figures.study import StudyRows
 from analysis.figures.style import Style, legend_right, new_figure
-
-SPREAD = 0.3
-"""How far apart, in run lengths, the points of a panel's series at one j are dodged."""
 
 
 def _j(scope: str) -> int:
@@ -49,7 +46,7 @@ def hazard_by_run(study: StudyRows, style: Style) -> Drawn | Skipped:
             series = sorted((r for r in model_rows if group_key(r) == key),
                             key=lambda r: _j(r["scope"]))
             look = row_look(series[0], primary)
-            js = [_j(r["scope"]) + dodge(i, len(keys), SPREAD) for r in series]
+            js = [_j(r["scope"]) + dodge(i, len(keys), SERIES_SPREAD) for r in series]
             ax.plot(js, [value(r["estimate"]) for r in series], label=label(series[0]),
                     **look)
             ax.fill_between(js, [value(r["ci_low"]) for r in series],

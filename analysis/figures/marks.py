@@ -16,6 +16,9 @@ CUT_GID = "cut-interval"
 """The gid of each arrowhead marking a cut interval (tests look them up by it)."""
 DODGE = 0.5
 """How much of the distance between two positions the dodged series share."""
+SERIES_SPREAD = 0.3
+"""How far apart sideways, in steps of a count (a run length j or k, a depth t), the
+series' points at one step are drawn (`dodge(i, n, SERIES_SPREAD)`)."""
 
 
 def dodge(index: int, count: int, span: float = DODGE) -> float:

@@ -34,7 +34,7 @@ from analysis.figures.base import (
     value,
 )
 from analysis.figures.identity import row_look
-from analysis.figures.marks import coincident_offsets, dodge
+from analysis.figures.marks import SERIES_SPREAD, coincident_offsets, dodge
 from analysis.figures.study import RowDict, StudyRows
 from analysis.figures.style import NEUTRAL, Style, legend_right, new_figure
 
@@ -96,8 +96,6 @@ def _operating_points(rows: list[RowDict]) -> tuple[RowDict, dict[str, tuple[flo
 
 
 _DEPTH = re.compile(r"(raw|isotonic), t=(\d+)$")
-SPREAD = 0.3
-"""How far apart sideways, in depths, the groups' points at one depth are drawn."""
 
 
 def ece_by_depth(study: StudyRows, style: Style) -> Drawn | Skipped:
@@ -122,7 +120,7 @@ def ece_by_depth(study: StudyRows, style: Style) -> Drawn | Skipped:
                               if (m := _DEPTH.match(str(r["scope"]))) and m.group(1) == kind)
                 if not part:
                     continue
-                ax.plot([t + dodge(i, len(keys), SPREAD) for t, _ in part],
+                ax.plot([t + dodge(i, len(keys), SERIES_SPREAD) for t, _ in part],
                         [e for _, e in part], color=st["color"], linestyle=line,
                         marker=st["marker"], markerfacecolor=face,
                         label=f"{label(mine[0])} ({kind})")

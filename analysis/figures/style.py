@@ -181,6 +181,12 @@ def tight(fig: Figure, rect: tuple[float, float, float, float] = (0.0, 0.0, 1.0,
     fig.set_layout_engine(None)
 
 
+def chars_across(inches: float, points: float, least: int = 12) -> int:
+    """About how many characters of a `points`-point font fit in `inches` (at least
+    `least`)."""
+    return max(least, int(inches * 72 / (points * 0.6)))
+
+
 def with_caption(fig: Figure, caption: str, style: Style) -> None:
     """Lay `fig` out with `caption` wrapped to its width along the bottom."""
     import textwrap
@@ -189,7 +195,7 @@ def with_caption(fig: Figure, caption: str, style: Style) -> None:
         tight(fig)
         return
     size = max(style.min_font, style.font_size * 0.8)
-    chars = max(30, int(style.width * 72 / (size * 0.6)))
+    chars = chars_across(style.width, size, least=30)
     text = textwrap.fill(caption, chars)
     lines = text.count("\n") + 1
     height = fig.get_size_inches()[1]
