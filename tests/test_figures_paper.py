@@ -15,6 +15,7 @@ import matplotlib.pyplot as plt
 import pytest
 from matplotlib.colors import to_hex
 from matplotlib.patches import Rectangle
+from matplotlib.text import Annotation
 
 from analysis.figures import FIGURES
 from analysis.figures.base import Drawn
@@ -397,5 +398,46 @@ def test_a_caption_gives_each_unit_its_own_range() -> None:
         assert "n = 93 judgments, 2–30 questions" in caption or \
             "n = 2–30 questions, 93 judgments" in caption, caption
         assert "2–93" not in caption
+    finally:
+        plt.close(out.figure)
+
+
+def test_a_bar_of_zero_says_0_and_an_undefined_one_n_a() -> None:
+    """A share of 0 draws a bar of no height, which would read as a bar that is missing:
+    it is labelled "0" at its place, an undefined one "n.a.", and a bar that shows its
+    height is labelled neither way (Figure 1, right, and Figure 4)."""
+    from tests.helpers.figure_rows import MODELS
+
+    rows = default_rows()
+    answered = [r for r in rows["judgments"] if r["measure"] == "answered after 5 own useless"]
+    zero, undefined = answered[0]["model"], answered[1]["model"]
+    judged = [r | ({"estimate": 0.0, "ci_low": 0.0, "ci_high": 0.0}
+                   if r["model"] == zero and r in answered else
+                   {"estimate": None, "ci_low": None, "ci_high": None}
+                   if r["model"] == undefined and r in answered else {})
+              for r in rows["judgments"]]
+    out = build("judged_but_not_acted", rows | {"judgments": judged})
+    try:
+        (ax,) = out.figure.axes
+        ticks = [t.get_text() for t in ax.get_xticklabels()]
+        marks = {t.get_text(): t.xy[0] for t in ax.texts if isinstance(t, Annotation)}
+        assert set(marks) == {"0", "n.a."}, marks
+        width = 0.38  # the answered bar is the right one of each pair
+        assert marks["0"] == pytest.approx(ticks.index(zero) + width / 2), (marks, ticks)
+        assert marks["n.a."] == pytest.approx(ticks.index(undefined) + width / 2)
+        assert len(ticks) == len(MODELS)
+    finally:
+        plt.close(out.figure)
+
+    budgets = _budget_rows()
+    first = budgets["budgets"][0]
+    fixed = [r | {"estimate": 0.0, "ci_low": 0.0, "ci_high": 0.0} if r is first else r
+             for r in budgets["budgets"]]
+    out = build("answer_action_by_budget", budgets | {"budgets": fixed})
+    try:
+        labelled = [t for ax in out.figure.axes for t in ax.texts
+                    if isinstance(t, Annotation) and t.get_text() == "0"]
+        assert len(labelled) == 1, [t.get_text() for ax in out.figure.axes for t in ax.texts]
+        assert labelled[0].xy[1] == 0.0
     finally:
         plt.close(out.figure)

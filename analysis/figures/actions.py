@@ -22,6 +22,7 @@ from analysis.figures.base import (
     ordered,
     pick,
     value,
+    zero_mark,
 )
 from analysis.figures.identity import arm_look
 from analysis.figures.marks import label_room, tick_rotation
@@ -77,6 +78,8 @@ def answer_action_by_budget(study: StudyRows, style: Style) -> Drawn | Skipped:
                             capsize=2, linewidth=0.8)
             if y != y:
                 na_mark(ax, x, 0.5)
+            elif y == 0:
+                zero_mark(ax, x)
         names = [label(first[g]) for g in groups]
         ax.set_xticks(range(len(groups)), names, rotation=tick_rotation(
             names, 0.85 * style.width / cols / max(1, len(groups)), style.font_size))

@@ -158,6 +158,13 @@ def na_mark(ax: Axes, x: float, y: float, **kw: Any) -> None:
                 color="#555555", **kw)
 
 
+def zero_mark(ax: Axes, x: float) -> None:
+    """Label a bar of height 0 at x "0", just above the axis: a bar of no height draws
+    nothing, and would read as a bar that is missing (not run, or undefined: "n.a.")."""
+    ax.annotate("0", (x, 0.0), xytext=(0, 2), textcoords="offset points", ha="center",
+                va="bottom", fontsize="x-small", color="#555555")
+
+
 def pick(study: StudyRows, table: str, measures: Sequence[str] | None = None
          ) -> list[RowDict]:
     """The JSON rows of `table` (only `measures`, when given), in table order."""

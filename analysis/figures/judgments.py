@@ -18,6 +18,7 @@ from analysis.figures.base import (
     ordered,
     pick,
     value,
+    zero_mark,
 )
 from analysis.figures.marks import label_room, tick_rotation
 from analysis.figures.study import RowDict, StudyRows
@@ -69,6 +70,8 @@ def judged_but_not_acted(study: StudyRows, style: Style) -> Drawn | Skipped:
                             capsize=2, linewidth=0.8)
             if not math.isfinite(y):
                 na_mark(ax, x, 0.08)
+            elif y == 0:
+                zero_mark(ax, x)
     ax.set_xticks(range(len(groups)), groups, rotation=turn)
     ax.set_ylim(0, 1.3)
     ax.set_yticks([0, 0.25, 0.5, 0.75, 1.0])
