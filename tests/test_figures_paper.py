@@ -441,3 +441,53 @@ def test_a_bar_of_zero_says_0_and_an_undefined_one_n_a() -> None:
         assert labelled[0].xy[1] == 0.0
     finally:
         plt.close(out.figure)
+
+
+@pytest.mark.parametrize("name", ("success_by_regime", "hazard_by_run"))
+def test_stacked_panels_in_one_column_share_one_legend_above_them(name: str) -> None:
+    """At `--style column` a legend beside each stacked panel took half the width from
+    every panel: when every panel keys the same entries, one legend above the first
+    panel's title keys them all, inside the figure, and the panels span the column. A
+    panel keying other entries keeps its own legend beside it; at `--style page` each
+    panel keeps its legend beside it."""
+    from analysis.figures.style import with_caption
+
+    def laid_out(rows: dict[str, list[RowDict]], style: str) -> Drawn:
+        out = build(name, rows, style)
+        with styled(STYLES[style]):
+            with_caption(out.figure, "caption", STYLES[style])
+        out.figure.canvas.draw()
+        return out
+
+    out = laid_out(default_rows(), "column")
+    try:
+        fig = out.figure
+        keyed = [ax for ax in fig.axes if ax.get_legend() is not None]
+        assert len(keyed) == 1, len(keyed)
+        first = fig.axes[0]
+        shown = first.get_legend()
+        assert shown is not None
+        legend = shown.get_window_extent()
+        title = first.title.get_window_extent()
+        whole = fig.bbox
+        assert legend.y0 >= title.y1 and legend.y1 <= whole.y1 + 1, (legend, title)
+        assert legend.x0 >= whole.x0 - 1 and legend.x1 <= whole.x1 + 1, (legend, whole)
+        assert all(ax.get_position().width > 0.7 for ax in fig.axes), \
+            [ax.get_position().width for ax in fig.axes]
+        shared = [ax.get_window_extent().height for ax in fig.axes]
+    finally:
+        plt.close(out.figure)
+
+    rows = default_rows()
+    table = "success" if name == "success_by_regime" else "hazard"
+    last = rows[table][-1]["model"]
+    fewer = [r for r in rows[table] if not (r["model"] == last and r["arm"] == "none")]
+    for style, rows_drawn in (("column", rows | {table: fewer}), ("page", rows)):
+        out = laid_out(rows_drawn, style)
+        try:
+            assert all(ax.get_legend() is not None for ax in out.figure.axes), style
+            if style == "column":  # the legend above took no height from the panels
+                beside = [ax.get_window_extent().height for ax in out.figure.axes]
+                assert min(shared) >= 0.98 * min(beside), (shared, beside)
+        finally:
+            plt.close(out.figure)

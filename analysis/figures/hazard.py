@@ -22,7 +22,7 @@ from analysis.figures.base import (
 from analysis.figures.identity import row_look
 from analysis.figures.marks import SERIES_SPREAD, dodge
 from analysis.figures.study import StudyRows
-from analysis.figures.style import Style, legend_right, new_figure
+from analysis.figures.style import Style, legends, new_figure
 
 
 def _j(scope: str) -> int:
@@ -55,7 +55,7 @@ def hazard_by_run(study: StudyRows, style: Style) -> Drawn | Skipped:
         ax.set_ylim(-0.02, 1.02)
         ax.set_ylabel("P(answer)")
         ax.set_title(model, loc="left")
-        legend_right(ax, style)
+    legends(axes, style)
     axes[-1].set_xlabel("j: consecutive failed observations just seen")
     return Drawn(fig, rows, "hazard of answering by useless-run length, 95% bands")
 

@@ -36,7 +36,7 @@ from analysis.figures.base import (
 from analysis.figures.identity import row_look
 from analysis.figures.marks import SERIES_SPREAD, coincident_offsets, dodge
 from analysis.figures.study import RowDict, StudyRows
-from analysis.figures.style import NEUTRAL, Style, legend_right, new_figure
+from analysis.figures.style import NEUTRAL, Style, legends, new_figure
 
 KINDS = ("raw", "isotonic")
 
@@ -76,7 +76,7 @@ def risk_coverage(study: StudyRows, style: Style) -> Drawn | Skipped:
         ax.set_ylim(-0.03, 1.03)
         ax.set_ylabel("risk (1 − committed accuracy)")
         ax.set_title(model, loc="left")
-        legend_right(ax, style)
+    legends(axes, style)
     axes[-1].set_xlabel("coverage (share of episodes committed)")
     return Drawn(fig, rows, "controller operating points, raw (circles) and isotonic "
                             "(squares) confidence; points that would hide one another are "
@@ -127,7 +127,7 @@ def ece_by_depth(study: StudyRows, style: Style) -> Drawn | Skipped:
         ax.set_ylabel("ECE (10 bins)")
         ax.set_ylim(bottom=0)
         ax.set_title(model, loc="left")
-        legend_right(ax, style)
+    legends(axes, style)
     axes[-1].set_xlabel("t: observations seen")
     return Drawn(fig, rows, "calibration error by depth, raw (solid) and isotonic (dashed)")
 

@@ -97,8 +97,9 @@ def new_figure(style: Style, rows: int = 1, cols: int = 1, height: float | None 
 
 
 NARROW = 5.0
-"""A style narrower than this (in inches; `column`) stacks panels and puts legends above
-the axes instead of beside them, where they would take the plot's width."""
+"""A style narrower than this (in inches; `column`) stacks panels and keys them in one
+legend above them where it can (`legends`), not beside each, where it takes the plot's
+width."""
 
 
 def narrow(style: Style) -> bool:
@@ -106,18 +107,52 @@ def narrow(style: Style) -> bool:
     return style.width < NARROW
 
 
-def legend_beside(ax: Axes, style: Style, **kw: Any) -> None:
-    """The axes' legend to its right on a wide style, above it on a narrow one."""
-    if narrow(style):  # the figure grows by the legend's lines, so the plot keeps its height
-        entries = len(kw.get("handles") or ax.get_legend_handles_labels()[0])
-        fig = ax.figure
-        if isinstance(fig, Figure) and entries:
-            width, height = fig.get_size_inches()
-            fig.set_size_inches(width, min(style.max_height, height + entries * style.font_size
-                                           * 0.85 * 1.4 / 72))
-        ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.02), frameon=False, **kw)
-    else:
+def legends(axes: list[Axes], style: Style, **kw: Any) -> None:
+    """The legends of stacked panels: each panel's to its right, but on a narrow style,
+    where such a legend took half the column's width from every panel (seven regimes ×
+    four arms squeezed into 1.2 in), one legend above the first panel's title when every
+    panel keys the same entries, so each panel keeps the whole width."""
+    keyed = [ax for ax in axes if ax.get_visible() and ax.get_legend_handles_labels()[1]]
+    labels = [ax.get_legend_handles_labels()[1] for ax in keyed]
+    if narrow(style) and keyed and all(entry == labels[0] for entry in labels):
+        legend_above(keyed[0], style, **kw)
+        return
+    for ax in keyed:
         legend_right(ax, style, **kw)
+
+
+def legend_above(ax: Axes, style: Style, **kw: Any) -> None:
+    """The axes' legend above its title, in as many columns as the figure's width takes;
+    the figure grows by the legend's height (up to the style's maximum), so the panels
+    keep theirs."""
+    from matplotlib.transforms import ScaledTranslation
+
+    fig = ax.figure
+    if not isinstance(fig, Figure):
+        return
+    title = float(ax.title.get_fontsize()) * 1.3 + float(plt.rcParams["axes.titlepad"])
+    above = ax.transAxes + ScaledTranslation(0, title / 72, fig.dpi_scale_trans)
+    place = {"loc": "lower left", "bbox_to_anchor": (0.0, 1.0), "bbox_transform": above,
+             "frameon": False, "borderaxespad": 0.2, **kw}
+    entries = len(ax.get_legend_handles_labels()[1])
+    width, height = fig.get_size_inches()
+    # the legend starts at the axes' left edge, right of the y label and tick labels,
+    # which stay as wide when the layout widens the axes to the figure's right edge
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    tight_box = ax.get_tightbbox(renderer)
+    labels = 0.0 if tight_box is None else \
+        (ax.get_window_extent(renderer).x0 - tight_box.x0) / fig.dpi
+    room = width - labels - 0.1
+    legend = None
+    for columns in range(entries, 0, -1):
+        legend = ax.legend(ncols=columns, **place)
+        if legend.get_window_extent().width / fig.dpi <= room or columns == 1:
+            break
+    if legend is not None:
+        # its box as laid out before a draw, with the pad under it; 10 % more, as in
+        # `legend_right`, for the drawn legend's rows
+        tall = legend.get_window_extent().height / fig.dpi * 1.1 + 0.2 * style.font_size / 72
+        fig.set_size_inches(width, min(style.max_height, height + tall))
 
 
 LEGEND_COLUMNS = 3

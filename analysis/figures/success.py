@@ -20,7 +20,7 @@ from analysis.figures.base import (
 from analysis.figures.identity import row_look
 from analysis.figures.marks import dodge, tick_rotation
 from analysis.figures.study import StudyRows
-from analysis.figures.style import Style, legend_right, new_figure
+from analysis.figures.style import Style, legends, new_figure
 
 
 def success_by_regime(study: StudyRows, style: Style) -> Drawn | Skipped:
@@ -51,7 +51,7 @@ def success_by_regime(study: StudyRows, style: Style) -> Drawn | Skipped:
         ax.set_ylim(-0.05, 1.05)
         ax.set_ylabel("success")
         ax.set_title(model, loc="left")
-        legend_right(ax, style)
+    legends(axes, style)
     axes[-1].set_xticks(range(len(scopes)), scopes, rotation=tick_rotation(
         scopes, 0.75 * style.width / max(1, len(scopes)), style.font_size))
     return Drawn(fig, rows, "success per regime, 95% question-bootstrap intervals")
