@@ -443,7 +443,7 @@ def test_a_bar_of_zero_says_0_and_an_undefined_one_n_a() -> None:
         plt.close(out.figure)
 
 
-@pytest.mark.parametrize("name", ("success_by_regime", "hazard_by_run"))
+@pytest.mark.parametrize("name", ("success_by_regime", "hazard_by_run", "cost_success"))
 def test_stacked_panels_in_one_column_share_one_legend_above_them(name: str) -> None:
     """At `--style column` a legend beside each stacked panel took half the width from
     every panel: when every panel keys the same entries, one legend above the first
@@ -479,7 +479,7 @@ def test_stacked_panels_in_one_column_share_one_legend_above_them(name: str) -> 
         plt.close(out.figure)
 
     rows = default_rows()
-    table = "success" if name == "success_by_regime" else "hazard"
+    table = {"success_by_regime": "success", "hazard_by_run": "hazard"}.get(name, "cost")
     last = rows[table][-1]["model"]
     fewer = [r for r in rows[table] if not (r["model"] == last and r["arm"] == "none")]
     for style, rows_drawn in (("column", rows | {table: fewer}), ("page", rows)):

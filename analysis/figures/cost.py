@@ -27,7 +27,14 @@ from analysis.figures.base import (
 from analysis.figures.identity import row_look
 from analysis.figures.marks import coincident_offsets, cut_interval
 from analysis.figures.study import RowDict, StudyRows
-from analysis.figures.style import Style, legend_right, new_figure
+from analysis.figures.style import (
+    Style,
+    legend_above,
+    legend_right,
+    narrow,
+    new_figure,
+    one_key,
+)
 
 CALLS = "tool calls"
 SUCCESS = "success"
@@ -80,12 +87,17 @@ def cost_success(study: StudyRows, style: Style) -> Drawn | Skipped:
         ax.set_title(model, loc="left")
         ax.set_xlabel("tool calls per episode")
         ax.margins(x=0.15)
-        if cols == 1 and len(ax.get_legend_handles_labels()[0]) > INSIDE:
-            legend_right(ax, style, fontsize="x-small")  # it would cover the points
-        else:
-            ax.legend(loc="best", frameon=False, fontsize="x-small")
     for ax in axes[len(models):]:
         ax.set_visible(False)
+    first = one_key(axes)
+    if narrow(style) and first is not None:  # one legend above the stacked panels
+        legend_above(first, style, fontsize="x-small")
+    else:
+        for ax in axes[:len(models)]:
+            if cols == 1 and len(ax.get_legend_handles_labels()[0]) > INSIDE:
+                legend_right(ax, style, fontsize="x-small")  # it would cover the points
+            else:
+                ax.legend(loc="best", frameon=False, fontsize="x-small")
     for row_start in range(0, len(axes), cols):
         axes[row_start].set_ylabel("success (95% CI)")
     return Drawn(fig, rows, "success against mean tool calls per episode, 95% "

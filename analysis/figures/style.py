@@ -112,13 +112,23 @@ def legends(axes: list[Axes], style: Style, **kw: Any) -> None:
     where such a legend took half the column's width from every panel (seven regimes ×
     four arms squeezed into 1.2 in), one legend above the first panel's title when every
     panel keys the same entries, so each panel keeps the whole width."""
+    first = one_key(axes)
+    if narrow(style) and first is not None:
+        legend_above(first, style, **kw)
+        return
+    for ax in axes:
+        if ax.get_visible() and ax.get_legend_handles_labels()[1]:
+            legend_right(ax, style, **kw)
+
+
+def one_key(axes: list[Axes]) -> Axes | None:
+    """The first panel that keys entries when every shown panel keys the same ones (one
+    legend can then key them all); None otherwise."""
     keyed = [ax for ax in axes if ax.get_visible() and ax.get_legend_handles_labels()[1]]
     labels = [ax.get_legend_handles_labels()[1] for ax in keyed]
-    if narrow(style) and keyed and all(entry == labels[0] for entry in labels):
-        legend_above(keyed[0], style, **kw)
-        return
-    for ax in keyed:
-        legend_right(ax, style, **kw)
+    if keyed and all(entry == labels[0] for entry in labels):
+        return keyed[0]
+    return None
 
 
 def legend_above(ax: Axes, style: Style, **kw: Any) -> None:
