@@ -14,7 +14,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from analysis.figures.study import RowDict, StudyRows
-from analysis.figures.style import Style
+from analysis.figures.style import NEUTRAL, Style
 from core.regimes import regime_family
 
 
@@ -155,14 +155,14 @@ def by_model(rows: Sequence[RowDict]) -> list[tuple[str, list[RowDict]]]:
 def na_mark(ax: Axes, x: float, y: float, **kw: Any) -> None:
     """Mark an undefined estimate at (x, y) in axes data coordinates: "n.a."."""
     ax.annotate("n.a.", (x, y), ha="center", va="center", fontsize="x-small",
-                color="#555555", **kw)
+                color=NEUTRAL, **kw)
 
 
 def zero_mark(ax: Axes, x: float) -> None:
     """Label a bar of height 0 at x "0", just above the axis: a bar of no height draws
     nothing, and would read as a bar that is missing (not run, or undefined: "n.a.")."""
     ax.annotate("0", (x, 0.0), xytext=(0, 2), textcoords="offset points", ha="center",
-                va="bottom", fontsize="x-small", color="#555555")
+                va="bottom", fontsize="x-small", color=NEUTRAL)
 
 
 def pick(study: StudyRows, table: str, measures: Sequence[str] | None = None

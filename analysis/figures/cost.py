@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import math
 
+from matplotlib.axes import Axes
+
 from analysis.figures.base import (
     Drawn,
     FigureDef,
@@ -27,14 +29,7 @@ from analysis.figures.base import (
 from analysis.figures.identity import row_look
 from analysis.figures.marks import coincident_offsets, cut_interval
 from analysis.figures.study import RowDict, StudyRows
-from analysis.figures.style import (
-    Style,
-    legend_above,
-    legend_right,
-    narrow,
-    new_figure,
-    one_key,
-)
+from analysis.figures.style import Style, legend_right, legends, new_figure
 
 CALLS = "tool calls"
 SUCCESS = "success"
@@ -89,15 +84,14 @@ def cost_success(study: StudyRows, style: Style) -> Drawn | Skipped:
         ax.margins(x=0.15)
     for ax in axes[len(models):]:
         ax.set_visible(False)
-    first = one_key(axes)
-    if narrow(style) and first is not None:  # one legend above the stacked panels
-        legend_above(first, style, fontsize="x-small")
-    else:
-        for ax in axes[:len(models)]:
-            if cols == 1 and len(ax.get_legend_handles_labels()[0]) > INSIDE:
-                legend_right(ax, style, fontsize="x-small")  # it would cover the points
-            else:
-                ax.legend(loc="best", frameon=False, fontsize="x-small")
+
+    def own(ax: Axes) -> None:  # a panel's own legend: inside it, unless it would cover points
+        if cols == 1 and len(ax.get_legend_handles_labels()[0]) > INSIDE:
+            legend_right(ax, style, fontsize="x-small")
+        else:
+            ax.legend(loc="best", frameon=False, fontsize="x-small")
+
+    legends(axes, style, own, fontsize="x-small")
     for row_start in range(0, len(axes), cols):
         axes[row_start].set_ylabel("success (95% CI)")
     return Drawn(fig, rows, "success against mean tool calls per episode, 95% "

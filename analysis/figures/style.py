@@ -6,7 +6,7 @@ byte-deterministic SVG/PDF (fixed ``svg.hashsalt``, no dates in the metadata).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,18 +107,23 @@ def narrow(style: Style) -> bool:
     return style.width < NARROW
 
 
-def legends(axes: list[Axes], style: Style, **kw: Any) -> None:
-    """The legends of stacked panels: each panel's to its right, but on a narrow style,
-    where such a legend took half the column's width from every panel (seven regimes ×
-    four arms squeezed into 1.2 in), one legend above the first panel's title when every
-    panel keys the same entries, so each panel keeps the whole width."""
+def legends(axes: list[Axes], style: Style,
+            each: Callable[[Axes], None] | None = None, **kw: Any) -> None:
+    """The legends of stacked panels: each panel's own (`each`; by default to its right),
+    but on a narrow style, where such a legend took half the column's width from every
+    panel (seven regimes × four arms squeezed into 1.2 in), one legend above the first
+    panel's title when every panel keys the same entries, so each panel keeps the whole
+    width."""
     first = one_key(axes)
     if narrow(style) and first is not None:
         legend_above(first, style, **kw)
         return
     for ax in axes:
         if ax.get_visible() and ax.get_legend_handles_labels()[1]:
-            legend_right(ax, style, **kw)
+            if each is None:
+                legend_right(ax, style, **kw)
+            else:
+                each(ax)
 
 
 def one_key(axes: list[Axes]) -> Axes | None:
