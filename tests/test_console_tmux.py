@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.tmux import SETS_READ, Tmux, cli, registry
+from tests.helpers.tmux import SETS_READ, Tmux, cli, fill_new_set, registry
 
 REGISTRY = registry(latency_ms=150)
 """A slow sim: Live shows its steps arriving while the worker runs."""
@@ -118,22 +118,7 @@ def test_console_end_to_end_in_tmux(tmp_path: Path) -> None:
             "--seed", "1", "--exclude", "a-tiny")
         tmux.keys("console", "3")
         tmux.wait("b-cli ")  # the Sets view re-read when shown again
-        for _ in range(3):  # name c-con, n 3, seed 4; typed again if a key went astray
-            tmux.keys("console", "c")
-            tmux.wait("New question set")
-            for keys in (["-l", "c-con"], ["Tab"], ["Tab"], ["-l", "3"], ["Tab"], ["-l", "4"]):
-                tmux.keys("console", *keys)
-                time.sleep(0.3)
-            try:
-                form = tmux.wait("seed     4 ", timeout=15)
-            except AssertionError:
-                form = ""
-            if "name     c-con " in form and "n        3 " in form:
-                break
-            tmux.keys("console", "Escape")  # cancel the form
-            tmux.wait_gone("New question set")
-        else:
-            raise AssertionError("could not fill the new-set form:\n" + tmux.screen())
+        fill_new_set(tmux, "c-con", 3, 4)
         tmux.keys("console", "Enter")
         tmux.wait("Create dev question set c-con from dataset demo?")
         tmux.keys("console", "y")

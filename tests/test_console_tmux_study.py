@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.tmux import SETS_READ, Tmux, registry, retry
+from tests.helpers.tmux import SETS_READ, Tmux, fill_new_set, registry, retry
 from tests.helpers.waiting import PATIENCE_S
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
@@ -51,21 +51,7 @@ def test_a_study_from_an_empty_lab_db_in_the_console(tmp_path: Path) -> None:
 
         retry(tmux, open_sets, SETS_READ, "s did not open the Sets view")  # `c` works now
 
-        def fill_set() -> None:
-            if "New question set" in tmux.screen():
-                tmux.keys("console", "Escape")
-                tmux.wait_gone("New question set")
-            tmux.keys("console", "c")
-            try:
-                tmux.wait("New question set", timeout=10)
-            except AssertionError:
-                return  # the key came too early: the caller types it again
-            for keys in (["-l", "pre"], ["Tab"], ["Tab"], ["-l", "4"], ["Tab"], ["-l", "0"]):
-                tmux.keys("console", *keys)
-                time.sleep(0.3)
-
-        form = retry(tmux, fill_set, "seed     0 ", "could not fill the new-set form")
-        assert "name     pre " in form and "n        4 " in form, form
+        fill_new_set(tmux, "pre", 4, 0)
         tmux.keys("console", "Enter")
         tmux.wait("Create dev question set pre from dataset demo?")
         tmux.keys("console", "y")

@@ -58,11 +58,14 @@ class Tmux:
     def screen(self, window: str = "console") -> str:
         return self.run("capture-pane", "-p", "-t", f"e2e:{window}")
 
-    def wait(self, text: str, window: str = "console", timeout: float = PATIENCE_S) -> str:
+    def wait(self, text: str | tuple[str, ...], window: str = "console",
+             timeout: float = PATIENCE_S) -> str:
+        """The screen once `text` shows on it (every one of them, given several)."""
+        texts = (text,) if isinstance(text, str) else text
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             screen = self.screen(window)
-            if text in screen:
+            if all(t in screen for t in texts):
                 return screen
             time.sleep(0.1)
         raise AssertionError(f"{text!r} never appeared in {window}:\n{self.screen(window)}")
@@ -85,9 +88,11 @@ def cli(tmux: Tmux, cwd: Path, *args: str) -> None:
                    check=True, capture_output=True, timeout=PATIENCE_S * 2)
 
 
-def retry(tmux: Tmux, attempt: Callable[[], object], check: str, what: str, tries: int = 3,
-          timeout: float = 20) -> str:
-    """Run `attempt()` until `check` shows on the console (a key lost to a busy console)."""
+def retry(tmux: Tmux, attempt: Callable[[], object], check: str | tuple[str, ...], what: str,
+          tries: int = 3, timeout: float = 20) -> str:
+    """Run `attempt()` until `check` shows on the console (every one of them, given several):
+    a key lost to a busy console, or one that reached the field it was leaving (a key typed
+    right after Tab can land before the focus moves)."""
     for _ in range(tries):
         attempt()
         try:
@@ -100,3 +105,25 @@ def retry(tmux: Tmux, attempt: Callable[[], object], check: str, what: str, trie
 SETS_READ = "enter on a dataset: a set from it"
 """The Sets view's status line once it has read its datasets: `c` works from then on
 (before, it says there is no dataset to draw from)."""
+
+
+def fill_new_set(tmux: Tmux, name: str, n: int, seed: int) -> None:
+    """Open the Sets view's new-set form (c) and type its name, n and seed, until all
+    three show in their rows: a form left half-typed is cancelled and typed again."""
+
+    def fill() -> None:
+        if "New question set" in tmux.screen():
+            tmux.keys("console", "Escape")
+            tmux.wait_gone("New question set")
+        tmux.keys("console", "c")
+        try:
+            tmux.wait("New question set", timeout=10)
+        except AssertionError:
+            return  # the key came too early: typed again on the next try
+        for keys in (["-l", name], ["Tab"], ["Tab"], ["-l", str(n)], ["Tab"],
+                     ["-l", str(seed)]):
+            tmux.keys("console", *keys)
+            time.sleep(0.3)
+
+    retry(tmux, fill, (f"name     {name} ", f"n        {n} ", f"seed     {seed} "),
+          "could not fill the new-set form")
