@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import functools
 import gc
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +18,8 @@ from textual.style import Style
 from textual.widgets import DataTable, Static
 
 from console import style_colors
+from tests.helpers.queue import ROOT
+from tests.helpers.waiting import PATIENCE_S
 
 
 class Lines(App[None]):
@@ -36,10 +41,9 @@ def _style_caches() -> int:
     return sum(1 for o in gc.get_objects() if type(o) is StylesCache)
 
 
-@pytest.mark.asyncio
-async def test_no_style_cache_outlives_its_app() -> None:
-    """Three apps one after another leave as many style caches as one: the last app's
-    (something still refers to the app after its run), none of the first two."""
+async def _caches_after_three_apps() -> tuple[int, list[int]]:
+    """Style caches alive before any app, and after each of three apps one after another
+    (each app's widgets have theirs while it runs)."""
     style_colors.install()  # as every console does when it starts
     before = _style_caches()
     after = []
@@ -47,10 +51,25 @@ async def test_no_style_cache_outlives_its_app() -> None:
         app = Lines()
         async with app.run_test(size=(60, 20)) as pilot:
             await pilot.pause()
-            assert _style_caches() > before  # the app's widgets have theirs
+            assert _style_caches() > before
         del app, pilot
         after.append(_style_caches())
-    assert after[0] == after[1] == after[2], after
+    return before, after
+
+
+def test_no_style_cache_outlives_its_app() -> None:
+    """Three apps one after another leave as many style caches as one: the last app's
+    (something still refers to the app after its run), none of the first two. Counted in
+    a process of its own: a scan of a test worker's whole heap takes seconds a count."""
+    script = ("import asyncio\n"
+              "from tests.test_console_style_colors import _caches_after_three_apps\n"
+              "import json\n"
+              "print(json.dumps(asyncio.run(_caches_after_three_apps())))\n")
+    out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,
+                         text=True, timeout=PATIENCE_S)
+    assert out.returncode == 0, out.stderr
+    before, after = json.loads(out.stdout)
+    assert after[0] == after[1] == after[2], (before, after)
 
 
 def test_the_pair_is_textuals_and_installing_twice_changes_nothing() -> None:
