@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.tmux import SETS_READ, Tmux, cli, fill_new_set, registry
+from tests.helpers.tmux import Tmux, cli, fill_new_set, open_sets, registry
 
 REGISTRY = registry(latency_ms=150)
 """A slow sim: Live shows its steps arriving while the worker runs."""
@@ -101,17 +101,7 @@ def test_console_end_to_end_in_tmux(tmp_path: Path) -> None:
         # is switched back to; one made here is picked on Enqueue.
         tmux.keys("console", "3")
         tmux.wait("lab · 3 Enqueue")
-        for _ in range(3):  # out of any field first (escape), then s
-            tmux.keys("console", "Escape")
-            time.sleep(0.5)
-            tmux.keys("console", "s")
-            try:
-                tmux.wait(SETS_READ, timeout=15)
-                break
-            except AssertionError:
-                continue
-        else:
-            raise AssertionError("s did not open the Sets view:\n" + tmux.screen())
+        open_sets(tmux)
         tmux.keys("console", "1")
         tmux.wait("lab · 1 Dashboard")
         cli(tmux, tmp_path, "sets", "create", "b-cli", "--dataset", "demo", "--n", "2",

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.tmux import SETS_READ, Tmux, fill_new_set, registry, retry
+from tests.helpers.tmux import Tmux, fill_new_set, open_sets, registry, retry
 from tests.helpers.waiting import PATIENCE_S
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
@@ -44,12 +44,7 @@ def test_a_study_from_an_empty_lab_db_in_the_console(tmp_path: Path) -> None:
         tmux.keys("console", "3")
         tmux.wait("lab · 3 Enqueue")
 
-        def open_sets() -> None:
-            tmux.keys("console", "Escape")
-            time.sleep(0.5)  # an Escape followed at once by a key reads as alt+key
-            tmux.keys("console", "s")
-
-        retry(tmux, open_sets, SETS_READ, "s did not open the Sets view")  # `c` works now
+        open_sets(tmux)  # `c` works now
 
         fill_new_set(tmux, "pre", 4, 0)
         tmux.keys("console", "Enter")

@@ -107,6 +107,18 @@ SETS_READ = "enter on a dataset: a set from it"
 (before, it says there is no dataset to draw from)."""
 
 
+def open_sets(tmux: Tmux) -> None:
+    """From Enqueue, open the Sets view (out of any field first, then s) and wait until it
+    has read its datasets (`SETS_READ`), typed again if the key was lost."""
+
+    def attempt() -> None:
+        tmux.keys("console", "Escape")
+        time.sleep(0.5)  # an Escape followed at once by a key reads as alt+key
+        tmux.keys("console", "s")
+
+    retry(tmux, attempt, SETS_READ, "s did not open the Sets view")
+
+
 def fill_new_set(tmux: Tmux, name: str, n: int, seed: int) -> None:
     """Open the Sets view's new-set form (c) and type its name, n and seed, until all
     three show in their rows: a form left half-typed is cancelled and typed again."""
