@@ -20,7 +20,7 @@ from jobs.control import control
 from jobs.settings import WorkerSettings
 from tests.helpers.console import FIXED_TS, build, console_app, freeze_times, settle
 from tests.helpers.snapshots import SnapCompare
-from tests.helpers.waiting import PATIENCE_S
+from tests.helpers.waiting import PATIENCE_S, pause_until
 
 
 @pytest.fixture(scope="session")
@@ -127,6 +127,37 @@ async def test_dashboard_reloads_when_workers_commit(lab_db: Path) -> None:
         while not await cancel_shown():
             assert time.monotonic() < deadline, "the cancel never reached the Dashboard"
             await pilot.pause(0.05)
+
+
+@pytest.mark.asyncio
+async def test_dashboard_counts_only_the_episodes_stored_since_its_last_read(
+        lab_db: Path) -> None:
+    """Episodes stored while the Dashboard is shown reach its queue and spend panels,
+    read by its tallies: after the first read, each read counts the new episodes only
+    (`core.store.tally`), so a second's read costs the same on any lab.db."""
+    from core.episode import EpisodeResult
+
+    app = console_app(lab_db, poll_s=0.05)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        db = store.connect(lab_db)
+        cell = db.conn.execute("SELECT min(id) FROM cells").fetchone()[0]
+        store.write_episodes(db, [(cell, EpisodeResult(
+            f"new-{i}", input_tokens=10, cost_usd=0.25, end_reason="finish",
+            started_at="2026-01-01T00:00:00", finished_at="2026-01-01T00:00:01"), None)
+            for i in range(4)])
+
+        def shown() -> bool:
+            text = str(screen.query_one("#queue-text", Static).render())
+            episodes = sum(int(r[2].replace(",", ""))
+                           for r in _cells(screen.query_one("#spend", DataTable)))
+            return "484 stored" in text and episodes == 484
+
+        await pause_until(pilot, shown, "the four new episodes on the Dashboard")
+        queue, spend = screen._queue_tally, screen._spend_tally  # type: ignore[attr-defined]
+        assert (queue.rows, spend.rows) == (484, 484)
+        assert (queue.full_reads, spend.full_reads) == (1, 1)
 
 
 LONG_MODEL = "org-with-a-long-name/a-model-with-an-even-longer-name-v2"

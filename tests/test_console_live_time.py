@@ -64,9 +64,10 @@ def reads(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     seen: list[float] = []
     read_dashboard, read_jobs = dashboard.read_dashboard, jobs_screen.read_jobs
 
-    def counted_dashboard(db_path: Path, lease_s: float, now: float) -> object:
+    def counted_dashboard(db_path: Path, lease_s: float, now: float,
+                          tally: object = None) -> object:
         seen.append(now)
-        return read_dashboard(db_path, lease_s, now)
+        return read_dashboard(db_path, lease_s, now, tally)  # type: ignore[arg-type]
 
     def counted_jobs(db_path: Path, expanded: set[int] | None, now: float,
                      lease_s: float = 60.0) -> object:

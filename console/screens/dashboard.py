@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from types import MappingProxyType
+from typing import Any
 
 from rich.text import Text
 from textual import events, work
@@ -34,6 +35,7 @@ from core.inert import inert
 from core.store import jobs as ledger
 from core.store import monitor
 from core.store.endpoints import EndpointDown, endpoints_down
+from core.store.tally import QueueTally, SpendTally
 from core.wording import plural
 
 CHECK_TIMEOUT_S = 2.0
@@ -75,11 +77,13 @@ class Endpoint:
     health: str
 
 
-def read_dashboard(db_path: Path, lease_s: float, now: float) -> DashboardData:
-    """Read the dashboard's data but spend on a connection of its own (call from a worker)."""
+def read_dashboard(db_path: Path, lease_s: float, now: float,
+                   tally: QueueTally | None = None) -> DashboardData:
+    """Read the dashboard's data but spend on a connection of its own (call from a
+    worker); `tally` keeps the episodes' counts between reads (`core.store.tally`)."""
     db = store.connect(db_path, read_only_fallback=True)
     try:
-        queue = monitor.queue_counts(db, now=now)
+        queue = monitor.queue_counts(db, now=now, tally=tally)
         workers, stopped_old = monitor.collapse_stopped(monitor.workers(db, lease_s, now=now))
         return DashboardData(queue, workers, monitor.servers(db),
                              monitor.recent_events(db, limit=EVENTS),
@@ -90,12 +94,13 @@ def read_dashboard(db_path: Path, lease_s: float, now: float) -> DashboardData:
         db.conn.close()
 
 
-def read_spend(db_path: Path) -> monitor.SpendCounted:
-    """Spend per model, errored episodes only where they made calls: one scan of every
-    episode, so read apart (call from a worker)."""
+def read_spend(db_path: Path, tally: SpendTally | None = None) -> monitor.SpendCounted:
+    """Spend per model, errored episodes only where they made calls: a count of every
+    episode, so read apart (call from a worker); `tally` keeps it between reads, each
+    read counting only the episodes stored since (`core.store.tally`)."""
     db = store.connect(db_path, read_only_fallback=True)
     try:
-        return monitor.spend_counted(db)
+        return monitor.spend_counted(db, tally)
     finally:
         db.conn.close()
 
@@ -172,6 +177,12 @@ class DashboardScreen(WorkerKeys, LabScreen):
     _events: tuple[monitor.Event, ...] = ()
     _detail_width = 0
     _data: DashboardData | None = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # the counts over every episode, kept between the reads of each second
+        self._queue_tally = QueueTally()
+        self._spend_tally = SpendTally()
     BINDINGS = [Binding("r", "reload", "Reload"),
                 Binding("h", "check_endpoints", "Check endpoints"),
                 Binding("W", "report", "Write report", show=False),
@@ -290,11 +301,11 @@ class DashboardScreen(WorkerKeys, LabScreen):
     @work(thread=True, exclusive=True, group="dashboard")
     def _load(self) -> None:
         self.post_read(self.Read(read_dashboard(self.lab.db_path, self.lab.lease_s,
-                                                   self.lab.clock())))
+                                                   self.lab.clock(), self._queue_tally)))
 
     @work(thread=True, exclusive=True, group="dashboard-spend")
     def _load_spend(self) -> None:
-        self.post_read(self.SpendRead(read_spend(self.lab.db_path)))
+        self.post_read(self.SpendRead(read_spend(self.lab.db_path, self._spend_tally)))
 
     @work(thread=True, exclusive=True, group="dashboard-health")
     def _check(self, check: bool) -> None:

@@ -3,7 +3,8 @@
 Every function takes an injectable `now` (seconds since the epoch) so that tests and
 snapshots can freeze the clock, and those that judge whether a worker still lives an
 injectable `alive` (pid → bool) and `host`. Reads only; cheap on a 100,000-episode lab.db
-(aggregates over indexed or small tables, one scan of `episodes` for spend).
+(aggregates over indexed or small tables); the Dashboard's counts over every episode,
+read again every second, are kept between reads (`core.store.tally`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 
 from sqlite_utils import Database
 
-from core.end_reasons import apart_sql
+from core.store.tally import QueueTally, SpendTally
 
 JOB_STATES = ("queued", "running", "paused", "done", "failed", "cancelled")
 EVENT_KINDS = ("freeze", "enqueue", "failed", "retry", "cancel", "pause", "resume")
@@ -159,24 +160,28 @@ def last_line(text: str | None) -> str:
     return lines[-1][:200] if lines else "(no error recorded)"
 
 
-def queue_counts(db: Database, window_s: float = 60.0, now: float | None = None) -> QueueCounts:
+def queue_counts(db: Database, window_s: float = 60.0, now: float | None = None,
+                 tally: QueueTally | None = None) -> QueueCounts:
     """Jobs per state (every state present, zeros included), episode counts and the
     episodes/s over the last `window_s` seconds, and the complete episodes that ended
-    truncated or refused (`core.end_reasons.APART`), in one scan of `episodes`; the same
-    for probes (complete, errored, per second) in one scan of `probes`."""
+    truncated or refused (`core.end_reasons.APART`); the same for probes (complete,
+    errored, per second) in one scan of `probes`.
+
+    Args:
+        tally: the episodes counted by earlier reads (`core.store.tally`), which this
+            read brings up to date by counting only the episodes stored since; none:
+            every episode is counted.
+    """
     now = time.time() if now is None else now
     jobs = dict.fromkeys(JOB_STATES, 0)
     jobs.update(db.conn.execute("SELECT state, count(*) FROM jobs GROUP BY state").fetchall())
     since = _iso(now - window_s)
-    total, errored, recent, truncated, refused, finished = db.conn.execute(
-        "SELECT count(*), count(error), count(CASE WHEN finished_at >= ? THEN 1 END), "
-        f"{apart_sql()}, group_concat(CASE WHEN finished_at >= ? THEN finished_at END, ' ') "
-        "FROM episodes", (since, since)).fetchone()
+    total, errored, truncated, refused, finished = (tally or QueueTally()).read(db, since)
     probes, probes_errored, probes_recent, probes_first = db.conn.execute(
         "SELECT count(*) - count(error), count(error), count(CASE WHEN created_at >= ? AND "
         "error IS NULL THEN 1 END), min(CASE WHEN created_at >= ? AND error IS NULL THEN "
         "created_at END) FROM probes", (since, since)).fetchone()
-    stamps = tuple(datetime.fromisoformat(f).timestamp() for f in (finished or "").split())
+    stamps = tuple(datetime.fromisoformat(f).timestamp() for f in finished)
     first = datetime.fromisoformat(probes_first).timestamp() if probes_first else now
     probe_rate, _ = _pace(int(probes_recent or 0), first, now, window_s)
     return QueueCounts(jobs, int(total), int(errored or 0), window_rate(stamps, now, window_s)[0],
@@ -406,8 +411,6 @@ _NOT_REPLAY = "coalesce(j.kind, '') NOT IN ('replay', 'traces')"
 (`core.store.progress.job_rows`)."""
 _STILL_ERRORED = ("e.error IS NOT NULL AND NOT EXISTS (SELECT 1 FROM episodes c WHERE "
                   "c.cell_id = e.cell_id AND c.question_id = e.question_id AND c.error IS NULL)")
-_MADE_CALLS = ("(e.input_tokens + e.output_tokens + e.cache_read_tokens + "
-               "e.cache_write_tokens > 0 OR e.cost_usd > 0)")
 
 
 @dataclass(frozen=True)
@@ -530,22 +533,18 @@ class SpendCounted:
     made_elsewhere: int = 0
 
 
-def spend_counted(db: Database) -> SpendCounted:
+def spend_counted(db: Database, tally: SpendTally | None = None) -> SpendCounted:
     """Tokens and dollars per model of the episodes, complete or errored, that made calls
-    here; the others are only counted (see `SpendCounted`)."""
-    rows = db.conn.execute(
-        "SELECT c.model, count(*), sum(e.input_tokens), sum(e.output_tokens), "
-        "sum(e.cache_read_tokens), sum(e.cache_write_tokens), sum(e.cost_usd) "
-        f"FROM episodes e JOIN cells c ON c.id = e.cell_id WHERE {_MADE_CALLS} "
-        "GROUP BY c.model ORDER BY c.model")
-    spent = [Spend(str(m), int(n), int(i or 0), int(o or 0), int(cr or 0), int(cw or 0),
-                   float(d or 0.0)) for m, n, i, o, cr, cw, d in rows]
-    with_calls, without, elsewhere = db.conn.execute(
-        f"SELECT count(CASE WHEN e.error IS NOT NULL AND {_MADE_CALLS} THEN 1 END), "
-        f"count(CASE WHEN e.error IS NOT NULL AND NOT {_MADE_CALLS} THEN 1 END), "
-        f"count(CASE WHEN e.error IS NULL AND NOT {_MADE_CALLS} THEN 1 END) "
-        "FROM episodes e").fetchone()
-    return SpendCounted(spent, int(with_calls or 0), int(without or 0), int(elsewhere or 0))
+    here; the others are only counted (see `SpendCounted`).
+
+    Args:
+        tally: the spend counted by earlier reads (`core.store.tally`), brought up to
+            date by counting only the episodes stored since; none: every episode is
+            counted.
+    """
+    rows, with_calls, without, elsewhere = (tally or SpendTally()).read(db)
+    spent = [Spend(m, n, i, o, cr, cw, d) for m, n, i, o, cr, cw, d in rows]
+    return SpendCounted(spent, with_calls, without, elsewhere)
 
 
 def collapse_stopped(rows: list[WorkerRow], older_than_s: float = 3600.0
