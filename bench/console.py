@@ -23,11 +23,13 @@ throughput with the console open.
    each step: time on screen − time first seen committed. Target ≤ 0.5 s.
 3. Throughput: a sim grid through the real queue (one `lab worker`-equivalent consumer in
    this process) with and without a console process open on the same lab.db (headless,
-   Dashboard, 1 s refresh), three alternating pairs; median ratio of episodes/s.
-   Target ≥ 0.9.
+   Dashboard, 1 s refresh), three alternating pairs; median ratio of episodes/s, and the
+   share of a core the console took during each run. Target ≥ 0.9. On an empty lab.db
+   by default; `--throughput-db PATH` runs them on copies of PATH (the Dashboard counts
+   every episode stored there each second).
 
 Usage: python bench/console.py [--episodes 200000] [--db LAB_DB] [--skip first,live,throughput]
-[--eager]
+[--eager] [--throughput-db LAB_DB]
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ import asyncio
 import importlib.metadata
 import json
 import os
+import shutil
 import sqlite3
 import statistics
 import subprocess
@@ -268,9 +271,22 @@ async def live_latency(tmp: Path, seconds: float = 12.0) -> list[float]:
     return [shown[k] - seen[k] for k in shown if k in seen]
 
 
-def throughput(tmp: Path, name: str, console: bool) -> float:
-    """Episodes/s of a sim grid through the queue, with or without a console process open."""
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a running process (Linux /proc)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def throughput(tmp: Path, name: str, console: bool, base: Path | None = None
+               ) -> tuple[float, float | None]:
+    """Episodes/s of a sim grid through the queue, with or without a console process open
+    on the Dashboard, and the share of a core that console took meanwhile (None without
+    one). `base`: a copy of this lab.db receives the grid (its episodes are what the
+    Dashboard counts), else an empty one."""
     db_path = tmp / f"{name}.db"
+    if base is not None:
+        shutil.copy(base, db_path)
     db = store.connect(db_path)
     ensure_demo_set(db)
     settings = WorkerSettings(db_path=db_path)
@@ -283,18 +299,25 @@ def throughput(tmp: Path, name: str, console: bool) -> float:
         proc = subprocess.Popen([sys.executable, __file__, "--serve-console", str(db_path)],
                                 env=dict(os.environ, PYTHONPATH=str(ROOT)),
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(3.0)  # let it start and draw
+        time.sleep(6.0)  # let it start, draw and read lab.db once
+    console_cpu = None
     try:
+        before = _cpu_s(proc.pid) if proc is not None else 0.0
         start = time.perf_counter()
         run_worker(settings, workers=2, until_idle=True)
         seconds = time.perf_counter() - start
+        if proc is not None:
+            console_cpu = (_cpu_s(proc.pid) - before) / seconds
     finally:
         if proc is not None:
             proc.terminate()
             proc.wait(timeout=30)
-    assert store.count(db, "episodes") == plan.episodes
+    stored = db.conn.execute("SELECT count(*) FROM episodes e JOIN cells c ON c.id = e.cell_id "
+                             "JOIN runs r ON r.id = c.run_id WHERE r.name = 'tp'").fetchone()[0]
+    assert stored == plan.episodes
     db.conn.close()
-    return plan.episodes / seconds
+    db_path.unlink()
+    return plan.episodes / seconds, console_cpu
 
 
 def serve_console(db_path: str) -> None:
@@ -315,6 +338,9 @@ def main() -> None:
     parser.add_argument("--eager", action="store_true",
                         help="press the digits as soon as the first frame is shown, without "
                              "waiting for the warm-up")
+    parser.add_argument("--throughput-db", type=Path, default=None,
+                        help="run the throughput pairs on copies of this lab.db (e.g. the "
+                             "198,000-episode study) instead of empty ones")
     parser.add_argument("--serve-console", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--one-round", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -362,13 +388,18 @@ def main() -> None:
                   f"(target ≤ 0.5 s)")
         if "throughput" not in skip:
             # alternate the two so that a busy moment of the machine hits both alike
-            pairs = [(throughput(Path(tmp), f"plain{i}", False),
-                      throughput(Path(tmp), f"console{i}", True)) for i in range(3)]
+            base = args.throughput_db
+            measured = [(throughput(Path(tmp), f"plain{i}", False, base),
+                         throughput(Path(tmp), f"console{i}", True, base)) for i in range(3)]
+            pairs = [(a, c) for (a, _), (c, _) in measured]
+            shares = [share or 0.0 for _, (_, share) in measured]
             ratios = [c / a for a, c in pairs]
-            print("sim throughput, alone vs with the console open: "
-                  + ", ".join(f"{a:.0f} vs {c:.0f}" for a, c in pairs)
+            where = "empty lab.db" if base is None else f"copies of {base.name}"
+            print(f"sim throughput on {where}, alone vs with the console open on the "
+                  "Dashboard: " + ", ".join(f"{a:.0f} vs {c:.0f}" for a, c in pairs)
                   + f" episodes/s; ratio median {statistics.median(ratios):.2f} "
-                  f"(per pair {', '.join(f'{r:.2f}' for r in ratios)}; target ≥ 0.9)")
+                  f"(per pair {', '.join(f'{r:.2f}' for r in ratios)}; target ≥ 0.9); the "
+                  f"console took {', '.join(f'{x:.2f}' for x in shares)} of a core")
 
 
 if __name__ == "__main__":
