@@ -23,8 +23,8 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import time
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, ClassVar
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 from sqlite_utils import Database
 from textual import events
@@ -33,9 +33,11 @@ from textual.binding import Binding
 from textual.geometry import Size
 from textual.message import Message
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.worker import get_current_worker
 
 from console.messages import DbChanged, Notice, ReadOnly, Wrote
+from console.pacing import Pacer
 from console.selection import copy_selected
 from console.stylesheet import StyledUnder
 from console.widgets.footer import LabFooter
@@ -47,6 +49,8 @@ from core.store.base import access_error
 if TYPE_CHECKING:
     from console.app import ConsoleConfig, LabApp
 
+
+T = TypeVar("T")
 
 HEADER_ICON = 8
 """Columns Textual's header gives its icon, left of the title."""
@@ -93,6 +97,11 @@ class LabScreen(Screen[None]):
     """The state this screen's styles were last applied under by a restyle on showing."""
     read_at: float | None = None
     """When this screen last started reading lab.db (the injected clock's seconds)."""
+    pacer: Pacer | None = None
+    """Set by a screen whose reads grow with lab.db (`console.pacing`): after a change it
+    reads again no sooner than its pacer allows; `r` and its own keys read at once."""
+    _paced: Timer | None = None
+    """The read put off by the pacer, pending."""
 
     @property
     def lab(self) -> ConsoleConfig:
@@ -184,8 +193,31 @@ class LabScreen(Screen[None]):
 
     def refresh_data(self) -> None:
         """Re-read now and remember that this screen has seen every change so far."""
+        if self._paced is not None:
+            self._paced.stop()
+            self._paced = None
         self._stamp()
         self.reload()
+
+    def timed_read(self, read: Callable[[], T]) -> T:
+        """Run one piece of this screen's read (in its worker), timed by its pacer if it
+        has one (`console.pacing`)."""
+        return self.pacer.timed(read) if self.pacer is not None else read()
+
+    def _paced_refresh(self) -> None:
+        """The read the pacer put off, once it allows (a screen no longer shown reads
+        when shown again)."""
+        self._paced = None
+        if self.is_current:
+            self._read_when_paced()
+
+    def _read_when_paced(self) -> None:
+        """Re-read now if this screen's pacer allows (or it has none), else once it does."""
+        wait = self.pacer.wait_s() if self.pacer is not None else 0.0
+        if wait <= 0:
+            self.refresh_data()
+        elif self._paced is None:
+            self._paced = self.set_timer(wait, self._paced_refresh)
 
     def screen_name(self) -> str:
         """`4 Jobs`: this screen's digit key and title (its module is its mode)."""
@@ -268,9 +300,10 @@ class LabScreen(Screen[None]):
             self.post_message(DbChanged())
 
     def on_db_changed(self, message: DbChanged) -> None:
-        """Reload when lab.db changed (another process, or this console elsewhere)."""
+        """Reload when lab.db changed (another process, or this console elsewhere); a
+        paced screen, when its pacer allows (`console.pacing`), else once it does."""
         message.stop()
-        self.refresh_data()
+        self._read_when_paced()
 
     def action_reload(self) -> None:
         """Reload now."""

@@ -24,6 +24,7 @@ from textual.message import Message
 from textual.widgets import DataTable, Header, Static
 
 from console.messages import Notice
+from console.pacing import Pacer
 from console.screens.base import LabScreen
 from console.widgets.footer import LabFooter
 from console.widgets.measured_table import MeasuredTable
@@ -180,9 +181,11 @@ class DashboardScreen(WorkerKeys, LabScreen):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        # the counts over every episode, kept between the reads of each second
+        # the counts over every episode, kept between the reads of each second; the
+        # probes' are counted anew each read, so it is paced too
         self._queue_tally = QueueTally()
         self._spend_tally = SpendTally()
+        self.pacer = Pacer()
     BINDINGS = [Binding("r", "reload", "Reload"),
                 Binding("h", "check_endpoints", "Check endpoints"),
                 Binding("W", "report", "Write report", show=False),
@@ -300,12 +303,14 @@ class DashboardScreen(WorkerKeys, LabScreen):
 
     @work(thread=True, exclusive=True, group="dashboard")
     def _load(self) -> None:
-        self.post_read(self.Read(read_dashboard(self.lab.db_path, self.lab.lease_s,
-                                                   self.lab.clock(), self._queue_tally)))
+        now = self.lab.clock()
+        self.post_read(self.Read(self.timed_read(lambda: read_dashboard(
+            self.lab.db_path, self.lab.lease_s, now, self._queue_tally))))
 
     @work(thread=True, exclusive=True, group="dashboard-spend")
     def _load_spend(self) -> None:
-        self.post_read(self.SpendRead(read_spend(self.lab.db_path, self._spend_tally)))
+        self.post_read(self.SpendRead(self.timed_read(
+            lambda: read_spend(self.lab.db_path, self._spend_tally))))
 
     @work(thread=True, exclusive=True, group="dashboard-health")
     def _check(self, check: bool) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
+from typing import Any
 
 from rich.text import Text
 from textual import work
@@ -22,6 +23,7 @@ from textual.widgets import Header, Input, Static, Tree
 from textual.widgets.tree import TreeNode
 
 from console.messages import Notice
+from console.pacing import Pacer
 from console.screens.base import LabScreen
 from console.widgets.confirm import Confirm
 from console.widgets.footer import LabFooter
@@ -244,6 +246,10 @@ class JobsScreen(WorkerKeys, LabScreen):
                    "act('retry_errored')", "filter")
     """The footer's keys, most essential first (LabFooter keeps these and ? q)."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.pacer = Pacer()  # every grid's pairs are counted on each read
+
     @dataclass
     class Loaded(Message):
         """Grid statuses (and the expanded grids' jobs) were read."""
@@ -317,8 +323,9 @@ class JobsScreen(WorkerKeys, LabScreen):
 
     @work(thread=True, exclusive=True, group="jobs")
     def _load(self, expanded: set[int] | None) -> None:
-        self.post_read(self.Loaded(read_jobs(self.lab.db_path, expanded, self.lab.clock(),
-                                             self.lab.lease_s)))
+        now = self.lab.clock()
+        self.post_read(self.Loaded(self.timed_read(
+            lambda: read_jobs(self.lab.db_path, expanded, now, self.lab.lease_s))))
 
     def on_jobs_screen_loaded(self, message: Loaded) -> None:
         """Show what was read."""
