@@ -25,11 +25,12 @@ throughput with the console open.
    this process) with and without a console process open on the same lab.db (headless,
    Dashboard, 1 s refresh), three alternating pairs; median ratio of episodes/s, and the
    share of a core the console took during each run. Target ≥ 0.9. On an empty lab.db
-   by default; `--throughput-db PATH` runs them on copies of PATH (the Dashboard counts
-   every episode stored there each second).
+   by default; `--throughput-db PATH` runs them on copies of PATH (what the screen
+   counts: every episode for the Dashboard, every grid's pairs for Jobs), and
+   `--throughput-screen NAME` shows another screen than the Dashboard.
 
 Usage: python bench/console.py [--episodes 200000] [--db LAB_DB] [--skip first,live,throughput]
-[--eager] [--throughput-db LAB_DB]
+[--eager] [--throughput-db LAB_DB] [--throughput-screen jobs]
 """
 
 from __future__ import annotations
@@ -278,12 +279,12 @@ def _cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def throughput(tmp: Path, name: str, console: bool, base: Path | None = None
-               ) -> tuple[float, float | None]:
+def throughput(tmp: Path, name: str, console: bool, base: Path | None = None,
+               screen: str = "dashboard") -> tuple[float, float | None]:
     """Episodes/s of a sim grid through the queue, with or without a console process open
-    on the Dashboard, and the share of a core that console took meanwhile (None without
-    one). `base`: a copy of this lab.db receives the grid (its episodes are what the
-    Dashboard counts), else an empty one."""
+    on `screen`, and the share of a core that console took meanwhile (None without one).
+    `base`: a copy of this lab.db receives the grid (its episodes and grids are what the
+    screen counts), else an empty one."""
     db_path = tmp / f"{name}.db"
     if base is not None:
         shutil.copy(base, db_path)
@@ -296,7 +297,8 @@ def throughput(tmp: Path, name: str, console: bool, base: Path | None = None
     plan, _, _ = enqueue_grid(db, settings, grid, load_registry(None))
     proc = None
     if console:
-        proc = subprocess.Popen([sys.executable, __file__, "--serve-console", str(db_path)],
+        proc = subprocess.Popen([sys.executable, __file__, "--serve-console", str(db_path),
+                                 "--throughput-screen", screen],
                                 env=dict(os.environ, PYTHONPATH=str(ROOT)),
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(6.0)  # let it start, draw and read lab.db once
@@ -320,10 +322,10 @@ def throughput(tmp: Path, name: str, console: bool, base: Path | None = None
     return plan.episodes / seconds, console_cpu
 
 
-def serve_console(db_path: str) -> None:
-    """Run the console headless on the Dashboard until terminated (the throughput run)."""
-    make_app(db_path, ConsoleConfig(db_path=Path(db_path), check_endpoints=False)).run(
-        headless=True, size=(80, 24))
+def serve_console(db_path: str, screen: str) -> None:
+    """Run the console headless on `screen` until terminated (the throughput run)."""
+    make_app(db_path, ConsoleConfig(db_path=Path(db_path), check_endpoints=False,
+                                    first_screen=screen)).run(headless=True, size=(80, 24))
 
 
 def main() -> None:
@@ -341,11 +343,14 @@ def main() -> None:
     parser.add_argument("--throughput-db", type=Path, default=None,
                         help="run the throughput pairs on copies of this lab.db (e.g. the "
                              "198,000-episode study) instead of empty ones")
+    parser.add_argument("--throughput-screen", default="dashboard",
+                        help="the screen the console shows during the throughput runs "
+                             "(dashboard, jobs, live, trajectories, …)")
     parser.add_argument("--serve-console", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--one-round", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_console:
-        serve_console(args.serve_console)
+        serve_console(args.serve_console, args.throughput_screen)
         return
     if args.one_round:
         print(json.dumps(asdict(asyncio.run(first_visits(Path(args.one_round), args.eager)))))
@@ -389,14 +394,16 @@ def main() -> None:
         if "throughput" not in skip:
             # alternate the two so that a busy moment of the machine hits both alike
             base = args.throughput_db
+            screen = args.throughput_screen
             measured = [(throughput(Path(tmp), f"plain{i}", False, base),
-                         throughput(Path(tmp), f"console{i}", True, base)) for i in range(3)]
+                         throughput(Path(tmp), f"console{i}", True, base, screen))
+                        for i in range(3)]
             pairs = [(a, c) for (a, _), (c, _) in measured]
             shares = [share or 0.0 for _, (_, share) in measured]
             ratios = [c / a for a, c in pairs]
             where = "empty lab.db" if base is None else f"copies of {base.name}"
-            print(f"sim throughput on {where}, alone vs with the console open on the "
-                  "Dashboard: " + ", ".join(f"{a:.0f} vs {c:.0f}" for a, c in pairs)
+            print(f"sim throughput on {where}, alone vs with the console open on "
+                  f"{screen}: " + ", ".join(f"{a:.0f} vs {c:.0f}" for a, c in pairs)
                   + f" episodes/s; ratio median {statistics.median(ratios):.2f} "
                   f"(per pair {', '.join(f'{r:.2f}' for r in ratios)}; target ≥ 0.9); the "
                   f"console took {', '.join(f'{x:.2f}' for x in shares)} of a core")
