@@ -23,7 +23,10 @@ from textual.widgets import DataTable, Static, Tree
 import console.screens.dashboard as dashboard
 import console.screens.jobs as jobs_screen
 from console.app import LabApp
-from console.screens.jobs import grid_detail, grid_label, run_label
+from console.pacing import Pacer
+from console.screens.jobs import JobsScreen, grid_detail, grid_label, run_label
+from core import store
+from core.store import jobs as ledger
 from jobs.control import GridStatus, rate_and_eta
 from tests.helpers.console import FIXED_TS, build, console_app, copy_db, freeze_times, settle
 from tests.helpers.waiting import pause_until
@@ -143,6 +146,34 @@ async def test_jobs_rates_fall_without_a_read(lab_db: Path, reads: list[float]) 
         now[0] = FIXED_TS + 61  # the killed worker's job still says running: 0.0/s
         await pause_until(pilot, lambda: "0.0/s" in label(), "the run's rate at +61 s")
         assert len(reads) == read
+
+
+@pytest.mark.asyncio
+async def test_jobs_rates_stand_while_a_read_is_put_off(lab_db: Path, reads: list[float]
+                                                        ) -> None:
+    """A change seen while the Jobs view's pacer puts its read off (`console.pacing`):
+    episodes are being stored, only not read yet, so the rate stands as of the last
+    read instead of falling with the clock; once read, it moves with the clock again."""
+    now = [FIXED_TS]
+    app = console_app(lab_db, clock=lambda: now[0], poll_s=0.05)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await pilot.press("4")
+        await _first_poll(pilot, reads)
+        screen = cast(JobsScreen, app.screen)
+        tree = screen.query_one(Tree)
+        label = lambda: str(tree.root.children[0].label)  # noqa: E731 - the run's line
+        assert "12.0/s" in label()
+        screen.pacer = Pacer(clock=lambda: 0.0, began=0.0, took=10.0)  # next read in 100 s
+        seen = app.changes
+        ledger.register_worker(store.connect(lab_db), "elsewhere:7")
+        await pause_until(pilot, lambda: screen._paced is not None, "the read put off")
+        assert app.changes > seen
+        now[0] = FIXED_TS + 30
+        screen._tick()
+        assert "12.0/s" in label()
+        screen.pacer = None
+        await pilot.press("r")  # read: the rate moves with the clock from this read on
+        await pause_until(pilot, lambda: "8.0/s" in label(), "the run's rate at +30 s")
 
 
 def _grid(jobs: dict[str, int], errored: int, recent: tuple[float, ...], left: int,

@@ -299,12 +299,16 @@ class JobsScreen(WorkerKeys, LabScreen):
 
     def _tick(self) -> None:
         """Every second: the runs' and grids' rates and ETAs at the clock's now, from the
-        last read (`GridStatus.at`), so they fall when nothing is stored without a read."""
+        last read (`GridStatus.at`), so they fall when nothing is stored without a read.
+        While a re-read after a change is put off (`console.pacing`), episodes are being
+        stored and not yet read: they stand as of the last read (the header's time)."""
         data = self._jobs_data
         self._show_warnings(data)
         if not any(g.active for g in data.grids):
             return
         now = self.lab.clock()
+        if self._paced is not None and self.read_at is not None:
+            now = min(now, self.read_at)
         runs: dict[str, list[GridStatus]] = {}
         for g in (g.at(now) for g in data.grids):
             runs.setdefault(g.run, []).append(g)
