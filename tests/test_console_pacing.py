@@ -15,6 +15,7 @@ from textual.pilot import Pilot
 
 from console.app import LabApp
 from console.pacing import Pacer
+from console.screens import base
 from console.screens import jobs as jobs_screen
 from console.screens.jobs import JobsScreen
 from core import store
@@ -83,7 +84,7 @@ def slow_jobs(monkeypatch: pytest.MonkeyPatch) -> tuple[Clock, list[float]]:
         return read_jobs(*args)  # type: ignore[arg-type]
 
     monkeypatch.setattr(jobs_screen, "read_jobs", slow)
-    monkeypatch.setattr(jobs_screen, "Pacer", lambda: Pacer(clock=clock))
+    monkeypatch.setattr(base, "Pacer", lambda: Pacer(clock=clock))
     return clock, reads
 
 

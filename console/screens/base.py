@@ -24,7 +24,7 @@ import contextlib
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from sqlite_utils import Database
 from textual import events
@@ -97,11 +97,16 @@ class LabScreen(Screen[None]):
     """The state this screen's styles were last applied under by a restyle on showing."""
     read_at: float | None = None
     """When this screen last started reading lab.db (the injected clock's seconds)."""
-    pacer: Pacer | None = None
-    """Set by a screen whose reads grow with lab.db (`console.pacing`): after a change it
-    reads again no sooner than its pacer allows; `r` and its own keys read at once."""
+    PACED: ClassVar[bool] = False
+    """Whether this screen's reads grow with lab.db: then it has a `pacer`
+    (`console.pacing`), and after a change it reads again no sooner than the pacer
+    allows; `r` and its own keys read at once."""
     _paced: Timer | None = None
     """The read put off by the pacer, pending."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.pacer: Pacer | None = Pacer() if self.PACED else None
 
     @property
     def lab(self) -> ConsoleConfig:

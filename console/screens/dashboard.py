@@ -24,7 +24,6 @@ from textual.message import Message
 from textual.widgets import DataTable, Header, Static
 
 from console.messages import Notice
-from console.pacing import Pacer
 from console.screens.base import LabScreen
 from console.widgets.footer import LabFooter
 from console.widgets.measured_table import MeasuredTable
@@ -178,19 +177,18 @@ class DashboardScreen(WorkerKeys, LabScreen):
     _events: tuple[monitor.Event, ...] = ()
     _detail_width = 0
     _data: DashboardData | None = None
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        # the counts over every episode, kept between the reads of each second; the
-        # probes' are counted anew each read, so it is paced too
-        self._queue_tally = QueueTally()
-        self._spend_tally = SpendTally()
-        self.pacer = Pacer()
+    PACED = True  # the probes are counted anew on each read
     BINDINGS = [Binding("r", "reload", "Reload"),
                 Binding("h", "check_endpoints", "Check endpoints"),
                 Binding("W", "report", "Write report", show=False),
                 *WorkerKeys.WORKER_BINDINGS]
     WRITE_ACTIONS = WorkerKeys.WORKER_WRITES
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # the counts over every episode, kept between the reads of each second
+        self._queue_tally = QueueTally()
+        self._spend_tally = SpendTally()
 
     @dataclass
     class Read(Message):

@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
 
 from rich.text import Text
 from textual import work
@@ -23,7 +22,6 @@ from textual.widgets import Header, Input, Static, Tree
 from textual.widgets.tree import TreeNode
 
 from console.messages import Notice
-from console.pacing import Pacer
 from console.screens.base import LabScreen
 from console.widgets.confirm import Confirm
 from console.widgets.footer import LabFooter
@@ -224,6 +222,7 @@ class JobsScreen(WorkerKeys, LabScreen):
     WRITE_ACTIONS = frozenset({"act"}) | WorkerKeys.WORKER_WRITES
     _filter_text = ""
     """The `/` filter (empty: none); while set, every grid's jobs are read and searched."""
+    PACED = True  # every pair of every grid is counted on each read
     BINDINGS = [
         Binding("r", "reload", "Reload"),
         Binding("P", "act('pause')", "Pause", key_display="P"),
@@ -245,10 +244,6 @@ class JobsScreen(WorkerKeys, LabScreen):
     FOOTER_KEYS = ("act('pause')", "act('resume')", "act('cancel')", "act('retry')",
                    "act('retry_errored')", "filter")
     """The footer's keys, most essential first (LabFooter keeps these and ? q)."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.pacer = Pacer()  # every grid's pairs are counted on each read
 
     @dataclass
     class Loaded(Message):
