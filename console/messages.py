@@ -15,7 +15,16 @@ from textual.notifications import SeverityLevel
 
 
 class DbChanged(Message):
-    """Another connection committed to lab.db since the last check."""
+    """Another connection committed to lab.db since the last check.
+
+    Attributes:
+        shown_again: the change is news to a screen shown again (it read before the
+            change, then another screen was shown): it reads at once, paced or not.
+    """
+
+    def __init__(self, shown_again: bool = False) -> None:
+        super().__init__()
+        self.shown_again = shown_again
 
 
 @dataclass

@@ -168,3 +168,22 @@ async def test_a_read_put_off_happens_once_the_pacer_allows(
         clock.added += delay
         timers[-1][1]()
         await pause_until(pilot, lambda: len(reads) == n + 1, "the read put off")
+
+
+@pytest.mark.asyncio
+async def test_a_paced_screen_shown_again_after_a_change_reads_at_once(
+        built: Path, slow_jobs: tuple[Clock, list[float]]) -> None:
+    """Shown again after another process wrote, the Jobs view reads at once, however
+    recent its last 2 s read: being shown again is the researcher's own act, as a key."""
+    clock, reads = slow_jobs
+    app = console_app(built, first_screen="jobs", poll_s=0.05)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = cast(JobsScreen, app.screen)
+        n = await _quiet(pilot, reads)
+        screen.pacer = Pacer(clock=clock, began=clock(), took=100.0)  # next in 1,000 s
+        await pilot.press("1")
+        await pause_until(pilot, lambda: app.screen is not screen, "the Dashboard")
+        await _change(pilot, store.connect(built))
+        assert len(reads) == n and screen.pacer.wait_s() > 0
+        await pilot.press("4")
+        await pause_until(pilot, lambda: len(reads) == n + 1, "the read on showing again")

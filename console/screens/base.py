@@ -302,13 +302,17 @@ class LabScreen(Screen[None]):
             else:
                 self._styled_under = now
         if self._read_changes is not None and self._read_changes != self.lab_app.changes:
-            self.post_message(DbChanged())
+            self.post_message(DbChanged(shown_again=True))
 
     def on_db_changed(self, message: DbChanged) -> None:
         """Reload when lab.db changed (another process, or this console elsewhere); a
-        paced screen, when its pacer allows (`console.pacing`), else once it does."""
+        paced screen, when its pacer allows (`console.pacing`), else once it does,
+        unless it is being shown again: then at once, as for a key."""
         message.stop()
-        self._read_when_paced()
+        if message.shown_again:
+            self.refresh_data()
+        else:
+            self._read_when_paced()
 
     def action_reload(self) -> None:
         """Reload now."""
