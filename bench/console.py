@@ -58,6 +58,7 @@ if TYPE_CHECKING:
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.concurrency import _process_cpu  # noqa: E402
 from console.app import ConsoleConfig, make_app  # noqa: E402
 from core import store  # noqa: E402
 from core.demo_set import ensure_demo_set  # noqa: E402
@@ -272,13 +273,6 @@ async def live_latency(tmp: Path, seconds: float = 12.0) -> list[float]:
     return [shown[k] - seen[k] for k in shown if k in seen]
 
 
-def _cpu_s(pid: int) -> float:
-    """User + system CPU seconds of a running process (Linux /proc)."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def throughput(tmp: Path, name: str, console: bool, base: Path | None = None,
                screen: str = "dashboard") -> tuple[float, float | None]:
     """Episodes/s of a sim grid through the queue, with or without a console process open
@@ -304,12 +298,13 @@ def throughput(tmp: Path, name: str, console: bool, base: Path | None = None,
         time.sleep(6.0)  # let it start, draw and read lab.db once
     console_cpu = None
     try:
-        before = _cpu_s(proc.pid) if proc is not None else 0.0
+        before = _process_cpu([proc.pid]) if proc is not None else None
         start = time.perf_counter()
         run_worker(settings, workers=2, until_idle=True)
         seconds = time.perf_counter() - start
-        if proc is not None:
-            console_cpu = (_cpu_s(proc.pid) - before) / seconds
+        after = _process_cpu([proc.pid]) if proc is not None else None
+        if before is not None and after is not None:
+            console_cpu = (after - before) / seconds
     finally:
         if proc is not None:
             proc.terminate()
