@@ -244,7 +244,9 @@ def status(db: Database, now: float | None = None) -> list[GridStatus]:
     """
     now = time.time() if now is None else now
     out = []
-    for g in progress.grid_progress(db, now):
+    # the finish times from a second before the window's start on, as lab.db's text
+    # compares; each is then tested here as a time
+    for g in progress.grid_progress(db, now, since=now - RATE_WINDOW_S - 1.0):
         recent = tuple(ts for ts in (datetime.fromisoformat(f).timestamp()
                                      for f in g["finished"]) if now - ts <= RATE_WINDOW_S)
         active = any(g["jobs"][s] for s in ("queued", "running"))

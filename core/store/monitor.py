@@ -150,7 +150,9 @@ class Event:
     detail: str
 
 
-def _iso(ts: float) -> str:
+def iso_time(ts: float) -> str:
+    """Seconds since the epoch as lab stores a time: UTC ISO text with microseconds
+    (`core.episode.utc_now`), which compares as text in time order."""
     return datetime.fromtimestamp(ts, UTC).isoformat(timespec="microseconds")
 
 
@@ -175,7 +177,7 @@ def queue_counts(db: Database, window_s: float = 60.0, now: float | None = None,
     now = time.time() if now is None else now
     jobs = dict.fromkeys(JOB_STATES, 0)
     jobs.update(db.conn.execute("SELECT state, count(*) FROM jobs GROUP BY state").fetchall())
-    since = _iso(now - window_s)
+    since = iso_time(now - window_s)
     total, errored, truncated, refused, finished = (tally or QueueTally()).read(db, since)
     probes, probes_errored, probes_recent, probes_first = db.conn.execute(
         "SELECT count(*) - count(error), count(error), count(CASE WHEN created_at >= ? AND "
@@ -431,20 +433,33 @@ class JobErrors:
 
 def job_errors(db: Database, grid_id: int) -> dict[int, JobErrors]:
     """Per episode job of the grid (replay and trace jobs left out): complete and errored
-    questions and the newest error line (see `JobErrors`)."""
-    rows = db.conn.execute(
-        "SELECT j.id, "
-        "(SELECT count(*) FROM json_each(j.question_ids) q WHERE EXISTS (SELECT 1 FROM "
-        " episodes c WHERE c.cell_id = j.cell_id AND c.question_id = q.value AND "
-        " c.error IS NULL)), "
-        "(SELECT count(DISTINCT e.question_id) FROM json_each(j.question_ids) q JOIN episodes e "
-        f" ON e.cell_id = j.cell_id AND e.question_id = q.value WHERE {_STILL_ERRORED}), "
-        "(SELECT e.error FROM json_each(j.question_ids) q JOIN episodes e "
-        f" ON e.cell_id = j.cell_id AND e.question_id = q.value WHERE {_STILL_ERRORED} "
-        "  ORDER BY e.id DESC LIMIT 1) "
-        f"FROM jobs j WHERE j.grid_id = ? AND {_NOT_REPLAY} ORDER BY j.id", (grid_id,))
-    return {int(i): JobErrors(int(c), int(e), last_line(err) if err else None)
-            for i, c, e, err in rows}
+    questions and the newest error line (see `JobErrors`).
+
+    Two reads: the complete episodes, a pass over the grid's questions that looks each up
+    in the index of complete episodes; and the errors, which start from the errored
+    records still standing (few) and find the grid's jobs that hold them."""
+    complete = db.conn.execute(
+        "SELECT j.id, count(c.id) FROM jobs j LEFT JOIN json_each(j.question_ids) q "
+        "LEFT JOIN episodes c ON c.cell_id = j.cell_id AND c.question_id = q.value AND "
+        f"c.error IS NULL WHERE j.grid_id = ? AND {_NOT_REPLAY} GROUP BY j.id ORDER BY j.id",
+        (grid_id,)).fetchall()
+    errored = {int(i): (int(n), int(last)) for i, n, last in db.conn.execute(
+        # materialized, so SQLite starts from the errored records, not every job's episodes
+        "WITH still AS MATERIALIZED (SELECT e.id, e.cell_id, e.question_id FROM episodes e "
+        f"WHERE {_STILL_ERRORED}) SELECT j.id, count(DISTINCT s.question_id), max(s.id) "
+        "FROM still s JOIN jobs j ON j.cell_id = s.cell_id WHERE j.grid_id = ? AND "
+        f"{_NOT_REPLAY} AND EXISTS (SELECT 1 FROM json_each(j.question_ids) q "
+        "WHERE q.value = s.question_id) GROUP BY j.id", (grid_id,))}
+    ids = sorted({last for _, last in errored.values()})
+    text = dict(db.conn.execute(f"SELECT id, error FROM episodes WHERE id IN "
+                                f"({', '.join('?' * len(ids))})", ids).fetchall()
+                ) if ids else {}
+    out = {}
+    for i, c in complete:
+        n, last = errored.get(int(i), (0, None))
+        err = text.get(last) if last is not None else None
+        out[int(i)] = JobErrors(int(c), n, last_line(err) if err else None)
+    return out
 
 
 def grid_last_errors(db: Database) -> dict[int, str]:

@@ -22,10 +22,10 @@ from typing import Any
 from sqlite_utils import Database
 
 from core.conditions import arm_label
-from core.end_reasons import APART, apart_counts
+from core.end_reasons import APART, APART_FIELDS, apart_sql
 from core.store.episodes import COMPLETE
-from core.store.jobs import ACTIVE, WAITING, errored_questions
-from core.store.monitor import last_line, live_counts
+from core.store.jobs import ACTIVE, WAITING
+from core.store.monitor import iso_time, last_line, live_counts
 from core.store.probes import replay_progress
 from core.store.traces import DEPTHS, trace_progress
 
@@ -35,7 +35,26 @@ probably lost (workers renew every job about once a second, so this is two misse
 heartbeats and some slack for a busy machine)."""
 
 
-def grid_progress(db: Database, now: float | None = None) -> list[dict[str, Any]]:
+_PAIRS = ("WITH pairs AS (SELECT DISTINCT j.cell_id AS cell_id, q.value AS qid "
+          "FROM jobs j, json_each(j.question_ids) q WHERE j.grid_id = ?) ")
+"""The grid's (cell, question) pairs, each once (two jobs may hold one pair)."""
+
+_PAIR_COUNTS = (
+    _PAIRS + "SELECT count(*), count(e.id), " + apart_sql("e.end_reason", "e.error") + ", "
+    "json_group_array(e.finished_at) FILTER (WHERE e.finished_at >= ?), "
+    "json_group_array(json_array(p.cell_id, p.qid)) FILTER (WHERE e.id IS NULL AND EXISTS "
+    "(SELECT 1 FROM episodes x WHERE x.cell_id = p.cell_id AND x.question_id = p.qid "
+    "AND x.error IS NOT NULL)) "
+    f"FROM pairs p LEFT JOIN episodes e ON e.cell_id = p.cell_id AND e.question_id = p.qid "
+    f"AND e.{COMPLETE}")
+"""Over a grid's pairs, in one pass that looks each pair up in the index of complete
+episodes: the stored pairs, their APART counts, the finish times at or after a bound
+(ISO text, compared as stored), and the pairs without a complete episode that have an
+errored one, as a JSON array of [cell, question]."""
+
+
+def grid_progress(db: Database, now: float | None = None,
+                  since: float | None = None) -> list[dict[str, Any]]:
     """Per grid: run, expected/stored/errored pairs (probes for a replay grid) and job
     states.
 
@@ -54,46 +73,30 @@ def grid_progress(db: Database, now: float | None = None) -> list[dict[str, Any]
     "truncated" and "refused" count the stored pairs whose complete episode ended with
     a truncated generation or a refusal (`core.end_reasons.APART`: complete, not
     errored; 0 for a probes or states grid).
+
+    "finished" lists the stored pairs' finish times (ISO text, sorted). With `since`
+    (seconds since the epoch) an episode grid lists only those stored as at or after
+    it, compared as the text lab stores (UTC, as `core.episode.utc_now` writes it, the
+    Dashboard's window too): a caller that wants a rate window passes a little less than
+    its start and tests each time itself. The pairs are counted in SQLite, so a read
+    costs a pass over the grid's pairs in C, not Python sets of them (a Jobs view of a
+    paper-scale grid reads again every few seconds).
     """
     now = time.time() if now is None else now
+    bound = "" if since is None else iso_time(since)
     grids = list(db.query("SELECT g.id AS grid, r.name AS run, g.created_at FROM grids g "
                           "JOIN runs r ON r.id = g.run_id ORDER BY g.id"))
     for g in grids:
         jobs = list(db.query("SELECT cell_id, question_ids, state, heartbeat_at, kind, "
-                             "params FROM jobs WHERE grid_id = ?", (g["grid"],)))
-        pairs = {(j["cell_id"], q) for j in jobs for q in json.loads(j["question_ids"])}
-        cells = sorted({c for c, _ in pairs})
-        complete: dict[tuple[int, str], str] = {}
-        ended: dict[tuple[int, str], str] = {}
-        errored: set[tuple[int, str]] = set()
-        for cell_id in cells:
-            for qid, fin, why in db.conn.execute(
-                    f"SELECT question_id, finished_at, end_reason FROM episodes "
-                    f"WHERE cell_id = ? AND {COMPLETE}", (cell_id,)):
-                complete[(cell_id, qid)] = fin
-                ended[(cell_id, qid)] = why
-            errored.update((cell_id, q) for q in errored_questions(db, cell_id))
-        done = [complete[p] for p in pairs if p in complete]
-        failed = errored & pairs
-        waiting = _held(jobs, WAITING) & failed
-        g.update(
-            apart_counts(ended[p] for p in pairs if p in ended),
-            cells=len(cells), expected=len(pairs), stored=len(done),
-            errored=len(failed - waiting), rerun=len(waiting),
-            retryable=len(failed - _held(jobs, ACTIVE)), finished=sorted(done),
-            jobs={s: sum(j["state"] == s for j in jobs) for s in
-                  ("queued", "running", "paused", "done", "failed", "cancelled")},
-            stale=sum(j["state"] == "running" and now - (j["heartbeat_at"] or 0) > STALE_AFTER_S
-                      for j in jobs),
-            # a dead or stopped worker's leftover live rows are not running (`live_rows`)
-            running=live_counts(db, cells, now=now)["running"], unit="episodes", kind=None)
+                             "params, json_array_length(question_ids) AS n FROM jobs "
+                             "WHERE grid_id = ?", (g["grid"],)))
+        cells = sorted({j["cell_id"] for j in jobs if j["n"]})
+        g.update(cells=len(cells),
+                 jobs={s: sum(j["state"] == s for j in jobs) for s in
+                       ("queued", "running", "paused", "done", "failed", "cancelled")},
+                 stale=sum(j["state"] == "running"
+                           and now - (j["heartbeat_at"] or 0) > STALE_AFTER_S for j in jobs))
         replay = [j for j in jobs if j["kind"] == "replay"]
-        if replay:  # a replay grid's work is its probes, not the episodes they read
-            probes = replay_progress(db, replay)
-            g.update(expected=probes["expected"], stored=probes["stored"],
-                     errored=probes["errored"], rerun=0, retryable=probes["errored"],
-                     finished=probes["finished"], running=0,
-                     unit="probes", truncated=0, refused=0, kind=probes["kind"])
         traces = [j for j in jobs if j["kind"] == "traces"]
         if traces:  # a trace grid's work is its answer states, not episodes
             states = trace_progress(db, traces)
@@ -101,7 +104,36 @@ def grid_progress(db: Database, now: float | None = None) -> list[dict[str, Any]
                      errored=states["errored"], rerun=0, retryable=states["errored"],
                      finished=states["finished"], running=0,
                      unit="states", truncated=0, refused=0, kind=states["kind"])
+        elif replay:  # a replay grid's work is its probes, not the episodes they read
+            probes = replay_progress(db, replay)
+            g.update(expected=probes["expected"], stored=probes["stored"],
+                     errored=probes["errored"], rerun=0, retryable=probes["errored"],
+                     finished=probes["finished"], running=0,
+                     unit="probes", truncated=0, refused=0, kind=probes["kind"])
+        else:
+            g.update(_episode_counts(db, g["grid"], jobs, bound),
+                     # a dead or stopped worker's leftover live rows are not running
+                     running=live_counts(db, cells, now=now)["running"],
+                     unit="episodes", kind=None)
     return grids
+
+
+def _episode_counts(db: Database, grid: int, jobs: list[dict[str, Any]],
+                    bound: str) -> dict[str, Any]:
+    """An episode grid's expected, stored, errored, rerun, retryable, APART and finished
+    counts (`grid_progress`), its pairs counted by `_PAIR_COUNTS`."""
+    expected, stored, *apart, finished, failed_json = db.conn.execute(
+        _PAIR_COUNTS, (grid, bound)).fetchone()
+    failed = {(c, q) for c, q in json.loads(failed_json)}
+    if failed:  # which of them a job still holds (few pairs: only their cells' jobs)
+        holding = [j for j in jobs if j["cell_id"] in {c for c, _ in failed}]
+        waiting = _held(holding, WAITING) & failed
+        retryable = len(failed - _held(holding, ACTIVE))
+    else:
+        waiting, retryable = set(), 0
+    return dict(zip((APART_FIELDS[r] for r in APART), apart, strict=True),
+                expected=expected, stored=stored, errored=len(failed - waiting),
+                rerun=len(waiting), retryable=retryable, finished=sorted(json.loads(finished)))
 
 
 def _held(jobs: list[dict[str, Any]], states: tuple[str, ...]) -> set[tuple[int, str]]:
@@ -166,17 +198,13 @@ def job_rows(db: Database, grid_id: int) -> list[JobRow]:
     replay job: how many of its probes are stored or errored, unit "probes")."""
     rows = db.conn.execute(
         "SELECT j.id, j.state, c.model, c.condition_spec, c.regime, c.seed, c.budget, "
-        "json_array_length(j.question_ids), "
-        "(SELECT count(*) FROM json_each(j.question_ids) q JOIN episodes e "
-        " ON e.cell_id = j.cell_id AND e.question_id = q.value), "
-        "(SELECT count(*) FROM json_each(j.question_ids) q JOIN episodes e "
-        " ON e.cell_id = j.cell_id AND e.question_id = q.value WHERE e.error IS NOT NULL), "
-        + "".join("(SELECT count(*) FROM json_each(j.question_ids) q JOIN episodes e ON "
-                  "e.cell_id = j.cell_id AND e.question_id = q.value WHERE e.error IS NULL "
-                  f"AND e.end_reason = '{reason}'), " for reason in APART) +
+        "json_array_length(j.question_ids), count(e.id), count(e.error), "
+        + apart_sql("e.end_reason", "e.error") + ", "
         "j.attempts, j.last_error, j.kind, j.params, j.cell_id, j.question_ids "
-        "FROM jobs j JOIN cells c ON c.id = j.cell_id WHERE j.grid_id = ? ORDER BY j.id",
-        (grid_id,)).fetchall()
+        "FROM jobs j JOIN cells c ON c.id = j.cell_id "
+        "LEFT JOIN json_each(j.question_ids) q "
+        "LEFT JOIN episodes e ON e.cell_id = j.cell_id AND e.question_id = q.value "
+        "WHERE j.grid_id = ? GROUP BY j.id ORDER BY j.id", (grid_id,)).fetchall()
     out = []
     for i, st, m, cs, r, sd, b, n, s, e, cut, no, a, err, kind, params, cell_id, qids in rows:
         unit, probe_kind = "episodes", None
