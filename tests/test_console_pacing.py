@@ -17,10 +17,11 @@ from console.app import LabApp
 from console.pacing import Pacer
 from console.screens import base
 from console.screens import jobs as jobs_screen
+from console.screens.base import read_stamp
 from console.screens.jobs import JobsScreen
 from core import store
 from core.store import jobs as ledger
-from tests.helpers.console import build, console_app, settle
+from tests.helpers.console import FIXED_TS, build, console_app, settle
 from tests.helpers.waiting import pause_until
 
 
@@ -187,3 +188,27 @@ async def test_a_paced_screen_shown_again_after_a_change_reads_at_once(
         assert len(reads) == n and screen.pacer.wait_s() > 0
         await pilot.press("4")
         await pause_until(pilot, lambda: len(reads) == n + 1, "the read on showing again")
+
+
+@pytest.mark.asyncio
+async def test_a_key_that_reads_moves_the_headers_time_and_takes_the_put_off_read(
+        built: Path, slow_jobs: tuple[Clock, list[float]]) -> None:
+    """Opening a grid reads every grid again: the header's `read` time moves to it, and
+    the read a change had put off is done by it (not read again later)."""
+    _, reads = slow_jobs
+    now = [FIXED_TS]  # the console's clock, which stamps each read
+    app = console_app(built, first_screen="jobs", poll_s=0.05, clock=lambda: now[0])
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = cast(JobsScreen, app.screen)
+        n = await _quiet(pilot, reads)
+        await _change(pilot, store.connect(built))
+        assert len(reads) == n and screen._paced is not None
+        assert screen.read_at == FIXED_TS
+        now[0] = FIXED_TS + 3_723.0  # 1 h 2 min 3 s later
+        node = next(nd for key, nd in screen._tree_keys.items() if key[0] == "grid")
+        node.expand()
+        await pause_until(pilot, lambda: len(reads) == n + 1, "the read opening the grid asks")
+        assert screen._paced is None and screen._read_changes == app.changes
+        assert screen.read_at == now[0]
+        shown = str(screen.sub_title)
+        assert read_stamp(now[0]) in shown and read_stamp(FIXED_TS) not in shown

@@ -18,6 +18,7 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable, Input
 
 from console.app import ConsoleConfig, LabApp, make_app
+from console.screens.base import read_stamp
 from console.screens.results import ResultsScreen
 from console.screens.trajectories import TrajectoriesScreen
 from core import store
@@ -40,11 +41,12 @@ def lab_db(trajectories_db: Path, tmp_path: Path) -> Path:
     return target
 
 
-def _app(db: Path) -> LabApp:
-    """The console on `db`, named relative to the test's directory (the header shows it)."""
+def _app(db: Path, clock: Callable[[], float] = lambda: FIXED_TS) -> LabApp:
+    """The console on `db`, named relative to the test's directory (the header shows it),
+    its clock (the header's read time) frozen at FIXED_TS unless given."""
     rel = Path(db.name) if db.parent == Path.cwd() else db
     return make_app(rel, ConsoleConfig(warm_up=False, db_path=rel, first_screen="trajectories",
-                                       clock=lambda: FIXED_TS))  # the header's read time
+                                       clock=clock))
 
 
 async def _settle(pilot: Pilot[None]) -> None:
@@ -180,6 +182,24 @@ async def test_bad_filter_is_one_error_line(lab_db: Path) -> None:
         assert any("unknown key 'colour'" in str(n.message) and n.severity == "error"
                    for n in said(app))
         assert len(cast(TrajectoriesScreen, app.screen)._rows) == 72
+
+
+@pytest.mark.asyncio
+async def test_a_filter_reads_the_list_again_and_says_when(lab_db: Path) -> None:
+    """The list a filter reads is as of that read: the header's `read` time moves."""
+    now = [FIXED_TS]
+    app = _app(lab_db, clock=lambda: now[0])
+    async with app.run_test(size=(100, 24)) as pilot:
+        await _settle(pilot)
+        screen = cast(TrajectoriesScreen, app.screen)
+        assert read_stamp(FIXED_TS) in str(screen.sub_title)
+        now[0] = FIXED_TS + 3_723.0
+        await pilot.press("colon")
+        screen.query_one("#traj-filter", Input).value = "model=sim-never"
+        await pilot.press("enter")
+        await _settle(pilot)
+        assert len(screen._rows) < 72 and screen.read_at == now[0]
+        assert read_stamp(now[0]) in str(screen.sub_title)
 
 
 @pytest.mark.asyncio

@@ -484,7 +484,7 @@ class JobsScreen(WorkerKeys, LabScreen):
         key = event.node.data
         if key and key[0] == "grid" and key[1] not in self._open_grids:
             self._open_grids.add(int(key[1]))
-            self.reload()
+            self.refresh_data()  # reads every grid again too: the header's time moves
 
     def on_tree_node_collapsed(self, event: Tree.NodeCollapsed) -> None:
         """Stop reading a closed grid's jobs."""
@@ -550,7 +550,7 @@ class JobsScreen(WorkerKeys, LabScreen):
     def on_jobs_screen_controlled(self, message: Controlled) -> None:
         """Say what moved and re-read."""
         self.notify(message.text)
-        self.reload()
+        self.refresh_data()
 
     def action_cursor(self, direction: str) -> None:
         """vi keys: j / k move the cursor."""
@@ -575,7 +575,7 @@ class JobsScreen(WorkerKeys, LabScreen):
         if not self._filter_text:
             event.input.add_class("hidden")
         self._rebuild()
-        self.reload()  # a filter reads every grid's jobs, opened or not
+        self.refresh_data()  # a filter reads every grid's jobs, opened or not
 
     def _rebuild(self) -> None:
         self.query_one(Tree).focus()
@@ -590,4 +590,4 @@ class JobsScreen(WorkerKeys, LabScreen):
         box.add_class("hidden")
         self._filter_text = ""
         self._rebuild()
-        self.reload()
+        self.refresh_data()

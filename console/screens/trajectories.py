@@ -248,7 +248,7 @@ class TrajectoriesScreen(LabScreen):
             return
         event.input.remove_class("shown")
         self._show(LIST)
-        self.reload()
+        self.refresh_data()  # a read of what is shown now: the header's time moves
 
     def drilled_in(self) -> bool:
         """An episode or its matched arms is open: q goes back to the list."""
