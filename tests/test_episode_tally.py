@@ -26,6 +26,7 @@ from core.store import monitor
 from core.store.tally import QueueTally, SpendTally
 from jobs.grid import GridRequest
 from tests.helpers.console import build
+from tests.helpers.reads import vm_steps
 
 GRID = GridRequest(models=("sim-never", "sim-own5"), conditions=("none",),
                    regimes=("clean",), question_set="demo", run="tally")
@@ -159,22 +160,6 @@ def test_a_read_that_fails_half_way_leaves_no_sum_counted_twice(db: Database) ->
     assert spend.full_reads == 2
 
 
-def _steps(db: Database, read: object) -> int:
-    """SQLite virtual-machine steps (in hundreds) that `read()` made on `db`."""
-    steps = [0]
-
-    def count() -> int:
-        steps[0] += 1
-        return 0
-
-    db.conn.set_progress_handler(count, 100)
-    try:
-        read()  # type: ignore[operator]
-    finally:
-        db.conn.set_progress_handler(None, 100)
-    return steps[0]
-
-
 def test_a_read_costs_the_new_episodes_not_the_table(db: Database) -> None:
     """After 1,200 episodes, reading 12 more costs a small part of counting all 1,212."""
     for k in range(100):
@@ -186,10 +171,10 @@ def test_a_read_costs_the_new_episodes_not_the_table(db: Database) -> None:
         monitor.queue_counts(db, now=now, tally=q)
         monitor.spend_counted(db, s)
 
-    first = _steps(db, lambda: read_both(queue, spend))
+    first = vm_steps(db, lambda: read_both(queue, spend))
     _batch(db, 100, now)
-    fresh = _steps(db, lambda: read_both(QueueTally(), SpendTally()))
-    after = _steps(db, lambda: read_both(queue, spend))
+    fresh = vm_steps(db, lambda: read_both(QueueTally(), SpendTally()))
+    after = vm_steps(db, lambda: read_both(queue, spend))
     assert fresh >= first > 0
     assert after * 20 < fresh, (after, fresh)
     _same(db, queue, spend, now)

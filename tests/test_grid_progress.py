@@ -17,16 +17,13 @@ import pytest
 from sqlite_utils import Database
 
 from core import store
-from core.data import ids_hash
-from core.demo_set import ensure_demo_set
 from core.end_reasons import END_REFUSAL, END_TRUNCATED
 from core.episode import EpisodeResult
 from core.store import jobs as ledger
 from core.store import monitor, progress
 from core.store.monitor import iso_time
 from jobs.control import RATE_WINDOW_S, status
-from jobs.grid import GridRequest
-from tests.helpers.console import build
+from tests.helpers.console import build_small
 
 N = 6
 """Questions in the grid's set: two cells (clean, persistent) of N pairs each."""
@@ -37,13 +34,7 @@ NOW = 1_800_000_000.0
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("progress") / "lab.db"
-    db = store.connect(path)
-    ensure_demo_set(db)
-    ids = store.question_set(db, "demo")["ids"][:N]
-    store.save_question_set(db, "six", "demo", ids, 0, [], False, ids_hash(ids))
-    db.conn.close()
-    build(path, GridRequest(models=("sim-never",), conditions=("none",),
-                            regimes=("clean", "persistent"), question_set="six", run="p"))
+    ids = build_small(path, N, ("clean", "persistent"), "p")
     db = store.connect(path)
     _arrange(db, ids)
     db.conn.close()
@@ -157,7 +148,7 @@ def test_each_job_counts_its_own_records(lab: Path) -> None:
         ("persistent", "done", 2): (2, 0, 0, 0),
     }
     errors = monitor.job_errors(db, 1)
-    q = store.question_set(db, "six")["ids"]
+    q = store.question_set(db, "small")["ids"]
     got_errors = {k: dataclasses.astuple(errors[r.id]) for k, r in rows.items()}
     assert got_errors == {  # pairs, not records; the newest error's last line
         ("clean", "done", N): (N - 3, 3, f"model error: {q[3]} error"),

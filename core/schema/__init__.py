@@ -44,6 +44,7 @@ from core.schema import (
     m0020_reference_values,
     m0021_draft_texts,
     m0022_apart_episodes_index,
+    m0023_probe_count_indexes,
 )
 
 STEPS = (m0001_initial, m0002_servers, m0003_errored_episodes_and_prompt_sets,
@@ -53,13 +54,13 @@ STEPS = (m0001_initial, m0002_servers, m0003_errored_episodes_and_prompt_sets,
          m0013_derived_layouts, m0014_traces, m0015_trace_copies,
          m0016_prompt_packs, m0017_endpoint_health, m0018_decision_replies,
          m0019_imported_episodes, m0020_reference_values, m0021_draft_texts,
-         m0022_apart_episodes_index)
+         m0022_apart_episodes_index, m0023_probe_count_indexes)
 """The migration modules, in the order they run."""
 
 MIGRATIONS = Migrations("lab")
 for _step in STEPS:
     MIGRATIONS(name=_step.NAME)(_step.migrate)
 
-SCHEMA_VERSION = 22
+SCHEMA_VERSION = 23
 """Number of migrations above (bump it with each one; a test checks the count); equals
 `PRAGMA user_version` of an up-to-date lab.db."""

@@ -49,6 +49,20 @@ def build(db_path: Path, request: GridRequest = SMALL_GRID, run: bool = True) ->
     return db_path
 
 
+def build_small(db_path: Path, n: int, regimes: tuple[str, ...], run: str) -> list[str]:
+    """A lab.db whose set "small" holds the first `n` demo questions, run through the
+    real pipeline as one sim-never grid (condition none) over `regimes`; its question ids.
+    """
+    db = store.connect(db_path)
+    ensure_demo_set(db)
+    ids = store.question_set(db, "demo")["ids"][:n]
+    store.save_question_set(db, "small", "demo", ids, 0, [], False, ids_hash(ids))
+    db.conn.close()
+    build(db_path, GridRequest(models=("sim-never",), conditions=("none",), regimes=regimes,
+                               question_set="small", run=run))
+    return list(ids)
+
+
 def freeze_times(db_path: Path) -> None:
     """Rewrite every timestamp to FIXED_ISO / FIXED_TS (deterministic snapshots)."""
     conn = sqlite3.connect(db_path)

@@ -3,6 +3,7 @@ its own queries)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from sqlite_utils import Database
@@ -30,3 +31,18 @@ def episode_probes(db: Database, episode_id: int) -> list[dict[str, Any]]:
     return [dict(zip(cols, r)) for r in cur.fetchall()]
 
 
+def vm_steps(db: Database, read: Callable[[], object]) -> int:
+    """SQLite virtual-machine steps (in hundreds) that `read()` made on `db`: what a read
+    costs, counted by SQLite rather than timed."""
+    steps = [0]
+
+    def count() -> int:
+        steps[0] += 1
+        return 0
+
+    db.conn.set_progress_handler(count, 100)
+    try:
+        read()
+    finally:
+        db.conn.set_progress_handler(None, 100)
+    return steps[0]
