@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from sqlite_utils import Database
 
+from console.screens.jobs import read_jobs
 from core import store
 from core.end_reasons import END_REFUSAL, END_TRUNCATED
 from core.episode import EpisodeResult
@@ -147,9 +148,12 @@ def test_each_job_counts_its_own_records(lab: Path) -> None:
         ("persistent", "running", 1): (2, 2, 0, 0),
         ("persistent", "done", 2): (2, 0, 0, 0),
     }
-    errors = monitor.job_errors(db, 1)
     q = store.question_set(db, "small")["ids"]
+    errors = monitor.job_errors(db, 1)
     got_errors = {k: dataclasses.astuple(errors[r.id]) for k, r in rows.items()}
+    # the Jobs view counts a job's complete questions from its rows instead: the same
+    shown = read_jobs(lab, {1}, NOW).job_errors
+    assert {k: dataclasses.astuple(shown[r.id]) for k, r in rows.items()} == got_errors
     assert got_errors == {  # pairs, not records; the newest error's last line
         ("clean", "done", N): (N - 3, 3, f"model error: {q[3]} error"),
         ("persistent", "done", N): (N - 2, 1, f"model error: {q[4]} {END_REFUSAL}"),

@@ -82,8 +82,11 @@ def read_jobs(db_path: Path, expanded: set[int] | None, now: float,
         grids = status(db, now=now)
         if expanded is None:
             expanded = {g.grid for g in grids}
-        errors = {j: e for g in expanded for j, e in monitor.job_errors(db, g).items()}
-        return JobsData(grids, {g: progress.job_rows(db, g) for g in expanded}, errors,
+        jobs = {g: progress.job_rows(db, g) for g in expanded}
+        errors = {j: e for g in expanded for j, e in monitor.job_errors(
+            db, g, {r.id: r.stored - r.errored for r in jobs[g] if r.unit == "episodes"}
+        ).items()}
+        return JobsData(grids, jobs, errors,
                         monitor.grid_last_errors(db), endpoints_down(db, now=now),
                         monitor.workers(db, lease_s, now=now))
     finally:

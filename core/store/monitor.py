@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import socket
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -440,18 +440,26 @@ class JobErrors:
     last_error: str | None
 
 
-def job_errors(db: Database, grid_id: int) -> dict[int, JobErrors]:
+def job_errors(db: Database, grid_id: int,
+               complete: Mapping[int, int] | None = None) -> dict[int, JobErrors]:
     """Per episode job of the grid (replay and trace jobs left out): complete and errored
     questions and the newest error line (see `JobErrors`).
 
     Two reads: the complete episodes, a pass over the grid's questions that looks each up
     in the index of complete episodes; and the errors, which start from the errored
-    records still standing (few) and find the grid's jobs that hold them."""
-    complete = db.conn.execute(
-        "SELECT j.id, count(c.id) FROM jobs j LEFT JOIN json_each(j.question_ids) q "
-        "LEFT JOIN episodes c ON c.cell_id = j.cell_id AND c.question_id = q.value AND "
-        f"c.error IS NULL WHERE j.grid_id = ? AND {_NOT_REPLAY} GROUP BY j.id ORDER BY j.id",
-        (grid_id,)).fetchall()
+    records still standing (few) and find the grid's jobs that hold them.
+
+    Args:
+        complete: each episode job's complete questions when the caller counted them
+            already (`core.store.progress.job_rows`: a job's stored records less its
+            errored ones), which saves the first read's pass over the grid.
+    """
+    if complete is None:
+        complete = dict(db.conn.execute(
+            "SELECT j.id, count(c.id) FROM jobs j LEFT JOIN json_each(j.question_ids) q "
+            "LEFT JOIN episodes c ON c.cell_id = j.cell_id AND c.question_id = q.value AND "
+            f"c.error IS NULL WHERE j.grid_id = ? AND {_NOT_REPLAY} GROUP BY j.id",
+            (grid_id,)).fetchall())
     errored = {int(i): (int(n), int(last)) for i, n, last in db.conn.execute(
         # materialized, so SQLite starts from the errored records, not every job's episodes
         "WITH still AS MATERIALIZED (SELECT e.id, e.cell_id, e.question_id FROM episodes e "
@@ -464,7 +472,7 @@ def job_errors(db: Database, grid_id: int) -> dict[int, JobErrors]:
                                 f"({', '.join('?' * len(ids))})", ids).fetchall()
                 ) if ids else {}
     out = {}
-    for i, c in complete:
+    for i, c in sorted(complete.items()):
         n, last = errored.get(int(i), (0, None))
         err = text.get(last) if last is not None else None
         out[int(i)] = JobErrors(int(c), n, last_line(err) if err else None)
