@@ -45,7 +45,7 @@ _PAIR_COUNTS = (
     "json_group_array(json_array(p.cell_id, p.qid)) FILTER (WHERE e.id IS NULL AND EXISTS "
     "(SELECT 1 FROM episodes x WHERE x.cell_id = p.cell_id AND x.question_id = p.qid "
     "AND x.error IS NOT NULL)) "
-    f"FROM pairs p LEFT JOIN episodes e ON e.cell_id = p.cell_id AND e.question_id = p.qid "
+    "FROM pairs p LEFT JOIN episodes e ON e.cell_id = p.cell_id AND e.question_id = p.qid "
     f"AND e.{COMPLETE}")
 """Over a grid's pairs, in one pass that looks each pair up in the index of complete
 episodes: the stored pairs, their APART counts, the finish times at or after a bound
@@ -75,12 +75,12 @@ def grid_progress(db: Database, now: float | None = None,
     errored; 0 for a probes or states grid).
 
     "finished" lists the stored pairs' finish times (ISO text, sorted). With `since`
-    (seconds since the epoch) an episode grid lists only those stored as at or after
-    it, compared as the text lab stores (UTC, as `core.episode.utc_now` writes it, the
-    Dashboard's window too): a caller that wants a rate window passes a little less than
-    its start and tests each time itself. The pairs are counted in SQLite, so a read
-    costs a pass over the grid's pairs in C, not Python sets of them (a Jobs view of a
-    paper-scale grid reads again every few seconds).
+    (seconds since the epoch) an episode grid lists only the times at or after it,
+    compared as the text lab stores (UTC, as `core.episode.utc_now` writes it; the
+    Dashboard's window compares so too): a caller that wants a rate window passes a
+    little less than its start and tests each time itself. The pairs are counted in
+    SQLite, so a read costs a pass over the grid's pairs in C, not Python sets of them
+    (a Jobs view of a paper-scale grid reads again every few seconds).
     """
     now = time.time() if now is None else now
     bound = "" if since is None else iso_time(since)
@@ -126,7 +126,8 @@ def _episode_counts(db: Database, grid: int, jobs: list[dict[str, Any]],
         _PAIR_COUNTS, (grid, bound)).fetchone()
     failed = {(c, q) for c, q in json.loads(failed_json)}
     if failed:  # which of them a job still holds (few pairs: only their cells' jobs)
-        holding = [j for j in jobs if j["cell_id"] in {c for c, _ in failed}]
+        failed_cells = {c for c, _ in failed}
+        holding = [j for j in jobs if j["cell_id"] in failed_cells]
         waiting = _held(holding, WAITING) & failed
         retryable = len(failed - _held(holding, ACTIVE))
     else:
