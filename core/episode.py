@@ -13,6 +13,12 @@ def utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds")
 
 
+def iso_time(ts: float) -> str:
+    """Seconds since the epoch as lab stores a time (`utc_now`'s form), which compares
+    as text in time order."""
+    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="microseconds")
+
+
 @dataclass
 class Step:
     """One agent turn (action t, 1-based) and what followed it.

@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from sqlite_utils import Database
 
 from core import store
-from core.episode import EpisodeResult
+from core.episode import EpisodeResult, iso_time
 from core.models.base import END_REFUSAL, END_TRUNCATED
 from core.store import monitor
 from core.store.tally import QueueTally, SpendTally
@@ -34,10 +33,6 @@ ENDS = {2: "error", 3: "error", 4: END_TRUNCATED, 5: END_REFUSAL}
 """A batch's kind of episode (0–5) -> how it ended (else it answered)."""
 T0 = 1_800_000_000.0
 """The clock of the first batch (seconds since the epoch)."""
-
-
-def _iso(ts: float) -> str:
-    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="microseconds")
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +65,7 @@ def _batch(db: Database, k: int, at: float, n: int = 12) -> None:
             cache_read_tokens=i if kind == 1 else 0, cost_usd=(i + k) / 1024 if tokens else 0.0,
             error="model error: refused" if kind in (2, 3) else None,
             end_reason=ENDS.get(kind, "finish"),
-            started_at=_iso(at - 40 * i - 1), finished_at=_iso(at - 40 * i)), None))
+            started_at=iso_time(at - 40 * i - 1), finished_at=iso_time(at - 40 * i)), None))
     store.write_episodes(db, items)
 
 

@@ -19,10 +19,9 @@ from sqlite_utils import Database
 from console.screens.jobs import read_jobs
 from core import store
 from core.end_reasons import END_REFUSAL, END_TRUNCATED
-from core.episode import EpisodeResult
+from core.episode import EpisodeResult, iso_time
 from core.store import jobs as ledger
 from core.store import monitor, progress
-from core.store.monitor import iso_time
 from jobs.control import RATE_WINDOW_S, status
 from tests.helpers.console import build_small
 

@@ -10,9 +10,9 @@ import pytest
 from sqlite_utils import Database
 
 from core import store
+from core.episode import iso_time
 from core.probes import ProbeRecord
 from core.store import monitor
-from core.store.monitor import iso_time
 from core.store.probes import write_probes
 from tests.helpers.console import build_small
 from tests.helpers.reads import vm_steps

@@ -14,11 +14,12 @@ import socket
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from sqlite_utils import Database
 
+from core.episode import iso_time
 from core.store.tally import QueueTally, SpendTally
 
 JOB_STATES = ("queued", "running", "paused", "done", "failed", "cancelled")
@@ -148,12 +149,6 @@ class Event:
     at: str
     kind: str
     detail: str
-
-
-def iso_time(ts: float) -> str:
-    """Seconds since the epoch as lab stores a time: UTC ISO text with microseconds
-    (`core.episode.utc_now`), which compares as text in time order."""
-    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="microseconds")
 
 
 def last_line(text: str | None) -> str:

@@ -23,9 +23,10 @@ from sqlite_utils import Database
 
 from core.conditions import arm_label
 from core.end_reasons import APART, APART_FIELDS, apart_sql
+from core.episode import iso_time
 from core.store.episodes import COMPLETE
 from core.store.jobs import ACTIVE, WAITING
-from core.store.monitor import iso_time, last_line, live_counts
+from core.store.monitor import last_line, live_counts
 from core.store.probes import replay_progress
 from core.store.traces import DEPTHS, trace_progress
 
