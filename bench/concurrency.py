@@ -129,6 +129,25 @@ def _process_cpu(pids: Sequence[int]) -> float | None:
     return total
 
 
+def _tree_cpu(pid: int) -> float | None:
+    """CPU-seconds process `pid` and its live descendants used so far (a `--type process`
+    worker's Huey processes are its children); None elsewhere or once `pid` is gone."""
+    total = _process_cpu([pid])
+    if total is None:
+        return None
+    todo = [pid]
+    while todo:
+        parent = todo.pop()
+        for task in Path(f"/proc/{parent}/task").glob("*/children"):
+            try:
+                children = [int(c) for c in task.read_text().split()]
+            except OSError:
+                continue
+            todo += children
+            total += sum(_process_cpu([c]) or 0.0 for c in children)
+    return total
+
+
 @dataclasses.dataclass(frozen=True)
 class Sample:
     """What the bench reads every 0.2 s while the worker runs."""
@@ -198,7 +217,7 @@ def _stats(client: httpx.Client, urls: Sequence[str], reset: bool = False
 
 
 def through_worker(tmp: Path, urls: Sequence[str], concurrency: int, workers: int,
-                   episodes: int, transport: str) -> Figure:
+                   episodes: int, transport: str, worker_type: str = "thread") -> Figure:
     """Queue `episodes` episodes and run them with a `lab worker` subprocess."""
     db_path, config = tmp / "lab.db", tmp / "lab.toml"
     for f in tmp.glob("lab*"):
@@ -219,14 +238,15 @@ def through_worker(tmp: Path, urls: Sequence[str], concurrency: int, workers: in
     server_pids = [SERVER_PIDS[u] for u in urls]
     proc = subprocess.Popen([sys.executable, "-m", "console.cli", "--db", str(db_path),
                              "--config", str(config), "worker", "--workers", str(workers),
-                             "--until-idle"], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                             "--type", worker_type, "--until-idle"], cwd=ROOT,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)},
                             stderr=subprocess.DEVNULL)
     samples: list[Sample] = []
     while proc.poll() is None:
         calls, active, _ = _stats(client, urls)
         running = reader.execute("SELECT count(*) FROM live_episodes").fetchone()[0]
         samples.append(Sample(time.perf_counter(), calls - calls0, running, active,
-                              _process_cpu([proc.pid]), _process_cpu(server_pids),
+                              _tree_cpu(proc.pid), _process_cpu(server_pids),
                               _machine_idle()))
         time.sleep(0.2)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -315,6 +335,9 @@ def main() -> None:
     parser.add_argument("--only", choices=["1", "2"], default=None, help="run one part")
     parser.add_argument("--cases", default="1x1,8x1,32x1,128x1,32x2,128x2",
                         help="part 1: CONCURRENCYxWORKERS, comma-separated")
+    parser.add_argument("--type", choices=["thread", "process"], default="thread",
+                        help="part 1: the worker's --type (process: one engine per Huey "
+                             "worker, each its own event loop and core)")
     parser.add_argument("--endpoints", type=int, default=1,
                         help="part 1: N servers at once, each serving ≤ concurrency ÷ N calls")
     parser.add_argument("--in-process", action="store_true",
@@ -335,8 +358,11 @@ def main() -> None:
                 with ExitStack() as servers:
                     urls = [servers.enter_context(loopback_server(
                         args.delay, math.ceil(c / n) if n > 1 else None)) for _ in range(n)]
-                    f = through_worker(work, urls, c, w, c * args.waves, args.transport)
-                print(_line(f"concurrency {c:>3}, --workers {w}", f, c / args.delay, c),
+                    f = through_worker(work, urls, c, w, c * args.waves, args.transport,
+                                       args.type)
+                print(_line(f"concurrency {c:>3}, --workers {w}"
+                            + (" --type process" if args.type == "process" else ""),
+                            f, c / args.delay, c),
                       flush=True)
             if args.in_process:
                 url = stack.enter_context(loopback_server(args.delay, None))
