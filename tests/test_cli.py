@@ -231,21 +231,26 @@ def test_sqlite_utils_without_numpy_refuses_to_type_a_column_from_a_numpy_value(
 @pytest.mark.parametrize("asked, want", [(None, "False 1"), ("1", "True 2")])
 def test_lab_sets_numpys_pages_and_blas_threads_unless_told(asked: str | None, want: str
                                                             ) -> None:
-    """`lab` sets numpy's huge-page switch off and OpenBLAS to one thread before numpy is
-    imported (huge pages made a paper-scale table spend 0.3 s more system time; OpenBLAS's
-    idle threads spun on the core lab.db is read on, docs/performance.md); values the
-    environment already holds are kept."""
+    """`lab` sets numpy's huge-page switch off, OpenBLAS to one thread and, on an x86-64
+    CPU with AVX2, to its Haswell kernels before numpy is imported (huge pages made a
+    paper-scale table spend 0.3 s more system time; OpenBLAS's idle threads spun on the
+    core lab.db is read on, docs/performance.md; its AVX-512 kernels changed the hazard
+    model's 16th digit); values the environment already holds are kept."""
     import os
 
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("NUMPY_MADVISE_HUGEPAGE", "OPENBLAS_NUM_THREADS")}
+    from console.cli.environment import BLAS_KERNEL, blas_kernel
+
+    names = ("NUMPY_MADVISE_HUGEPAGE", "OPENBLAS_NUM_THREADS", "OPENBLAS_CORETYPE")
+    env = {k: v for k, v in os.environ.items() if k not in names}
+    kernel = blas_kernel()
     if asked is not None:
         env["NUMPY_MADVISE_HUGEPAGE"] = asked
         env["OPENBLAS_NUM_THREADS"] = "2"
+        env["OPENBLAS_CORETYPE"] = kernel = "Sandybridge"  # any x86-64 CPU runs it
     code = ("from console.cli import main; main(['--help']); import numpy; "
             "from threadpoolctl import threadpool_info; "
             "core = getattr(numpy, '_core', None) or numpy.core; "
-            "blas = [i['num_threads'] for i in threadpool_info() "
+            "blas = [f\"{i['num_threads']} {i.get('architecture')}\" for i in threadpool_info() "
             "        if i['internal_api'] == 'openblas'] or ['none']; "
             "print(core.multiarray._get_madvise_hugepage(), *blas)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
@@ -253,7 +258,24 @@ def test_lab_sets_numpys_pages_and_blas_threads_unless_told(asked: str | None, w
     last = out.stdout.strip().splitlines()[-1]
     if last.endswith(" none"):
         pytest.skip("this numpy does not use OpenBLAS")
-    assert last == want, out.stdout + out.stderr
+    hugepage, threads, architecture = last.split()
+    assert f"{hugepage} {threads}" == want, out.stdout + out.stderr
+    if kernel is None:
+        pytest.skip("not an x86-64 CPU with AVX2: OpenBLAS keeps its own kernels")
+    assert architecture == kernel and (asked or kernel == BLAS_KERNEL), out.stdout
+
+
+def test_blas_kernel_is_pinned_only_where_the_cpu_runs_it() -> None:
+    """Haswell's kernels need AVX2 and FMA: an older x86-64 CPU and another architecture
+    keep OpenBLAS's own choice (a kernel the CPU lacks would stop lab with SIGILL)."""
+    from console.cli.environment import blas_kernel
+
+    assert blas_kernel("x86_64", frozenset({"sse2", "avx", "avx2", "fma"})) == "Haswell"
+    assert blas_kernel("AMD64", frozenset({"avx2", "fma", "avx512f"})) == "Haswell"
+    assert blas_kernel("x86_64", frozenset({"sse2", "avx"})) is None
+    assert blas_kernel("x86_64", frozenset({"avx2"})) is None
+    assert blas_kernel("aarch64", frozenset({"avx2", "fma"})) is None
+    assert blas_kernel("x86_64", frozenset()) is None
 
 
 def test_a_table_command_of_its_own_process_freezes_what_it_loaded_and_closes_lab_db(

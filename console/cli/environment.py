@@ -1,7 +1,7 @@
 """What `lab` sets in its own environment before numpy is imported, and the environment
 as it was given, for the servers `lab serve` starts.
 
-Both settings are read once, when numpy (and the BLAS library it loads) is imported, so
+The settings are read once, when numpy (and the BLAS library it loads) is imported, so
 they must be in the environment before that; a value the environment already holds is
 kept (docs/performance.md: "Toward a second per table" for the pages, "OpenBLAS's idle
 threads" for the threads):
@@ -16,14 +16,51 @@ threads" for the threads):
   each `lab` process that imports numpy, on the core that `lab results` reads lab.db
   with meanwhile. Analysis runs BLAS on one thread anyway (`analysis.stats.blas`), so
   no number changes.
+- ``OPENBLAS_CORETYPE=Haswell`` on an x86-64 CPU with AVX2 and FMA: OpenBLAS picks its
+  kernels by the CPU it finds, and its AVX-512 kernels (SkylakeX, Cooperlake) sum in
+  another order than its AVX2 ones (Haswell, Zen), so the hazard model's coefficients
+  differed in the 16th digit between an AVX-512 machine and any other. One kernel on
+  every such CPU makes a lab.db's tables byte-identical wherever they are computed
+  (`tests/test_results_golden.py`); the products are small, so the speed is the same.
+  A CPU without AVX2 and another architecture keep OpenBLAS's own choice.
 """
 
 from __future__ import annotations
 
 import os
+import platform
 from collections.abc import MutableMapping
+from pathlib import Path
 
-DEFAULTS = {"NUMPY_MADVISE_HUGEPAGE": "0", "OPENBLAS_NUM_THREADS": "1"}
+BLAS_KERNEL = "Haswell"
+"""The OpenBLAS kernels lab's numbers are computed with on x86-64 (AVX2 and FMA)."""
+
+
+def _cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> frozenset[str]:
+    """The first processor's feature flags (Linux); empty where they cannot be read."""
+    try:
+        with cpuinfo.open(encoding="ascii", errors="replace") as lines:
+            for line in lines:
+                if line.startswith("flags"):
+                    return frozenset(line.partition(":")[2].split())
+    except OSError:
+        pass
+    return frozenset()
+
+
+def blas_kernel(machine: str | None = None, flags: frozenset[str] | None = None
+                ) -> str | None:
+    """`BLAS_KERNEL` where the CPU runs it (x86-64 with AVX2 and FMA), else None."""
+    machine = platform.machine() if machine is None else machine
+    if machine.lower() not in ("x86_64", "amd64"):
+        return None
+    flags = _cpu_flags() if flags is None else flags
+    return BLAS_KERNEL if {"avx2", "fma"} <= flags else None
+
+
+_KERNEL = blas_kernel()
+DEFAULTS = {"NUMPY_MADVISE_HUGEPAGE": "0", "OPENBLAS_NUM_THREADS": "1",
+            **({"OPENBLAS_CORETYPE": _KERNEL} if _KERNEL else {})}
 """Variable -> the value `lab` gives it when the environment holds none."""
 
 _SET_HERE: set[str] = set()
