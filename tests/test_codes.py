@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.base.arms import _run_starts
-from analysis.stats.codes import changes, in_rows, one_text, sorted_codes
+from analysis.stats.codes import changes, codes, column_changes, in_rows, one_text, sorted_codes
 
 
 def test_equal_text_in_distinct_objects_gets_one_code_and_missing_comes_last() -> None:
@@ -121,3 +121,30 @@ def test_one_text_means_equal_text_or_none_on_every_row() -> None:
     assert one_text(np.array([x1, "q", x2, "q"], dtype=object)[::2])  # not contiguous
     assert not one_text(np.array([x1, x2, "q", x2], dtype=object)[::2])
     assert one_text(np.broadcast_to(np.array([x2], dtype=object), 5))
+
+
+def test_categorical_columns_code_as_their_text() -> None:
+    """A categorical column (a decision frame's text, `decisions_with_episodes`) gives the
+    codes and distinct values of its text as an object column: over the categories its
+    rows hold (some categories unused, a missing value last), from `sorted_codes` and
+    `codes`; its runs cut wherever the text changes and at every missing value; `in_rows`
+    is ``isin`` of its text."""
+    rng = np.random.default_rng(4)
+    pool = np.array(["b", "a", "d", "c", np.nan], dtype=object)
+    for trial in range(40):
+        values = pool[np.repeat(rng.integers(0, 5 - trial % 2, 30), rng.integers(1, 4, 30))]
+        text = pd.Series(values, dtype=object)
+        categories = ["a", "b", "c", "d", "e"]  # "e" never used; some others neither
+        coded = pd.Series(pd.Categorical(values, categories=categories))
+        got, want = sorted_codes(coded), sorted_codes(text)
+        assert got[0].tolist() == want[0].tolist(), trial
+        assert got[1][:-1].tolist() == want[1][:-1].tolist()
+        assert (pd.isna(got[1][-1]) and pd.isna(want[1][-1])) or got[1][-1] == want[1][-1]
+        got, want = codes(coded), codes(text)
+        assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
+        assert column_changes(coded).tolist() == changes(values).tolist()
+        for wanted in (["a"], ["b", "d"], ["e"], []):
+            assert in_rows(coded, wanted).tolist() == text.isin(wanted).tolist()
+        unsorted = pd.Series(pd.Categorical(values, categories=["d", "b", "e", "a", "c"]))
+        got = sorted_codes(unsorted)  # its codes are not in the text's order: from values
+        assert got[0].tolist() == sorted_codes(text)[0].tolist()

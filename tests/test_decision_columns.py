@@ -1,6 +1,8 @@
 """The decision frame's episode columns: each decision carries its episode's values; a
 column holding one value on every episode is its first row's value read through a
-stride-0 view, never a copy per decision, with the values and dtype a copy would have."""
+stride-0 view, never a copy per decision, with the values and dtype a copy would have;
+a text column holding more than one value (and no missing one) is a categorical: each
+decision's code, the episode column's sorted distinct values as categories."""
 
 from __future__ import annotations
 
@@ -39,12 +41,28 @@ def test_columns_of_one_value_are_views_with_the_copied_values() -> None:
     rows = np.searchsorted(ep["episode_id"].to_numpy(), kept)
     for c in columns:
         want = ep[c].to_numpy()[rows]
-        assert got[c].dtype == ep[c].dtype, c
+        if c == "regime":  # text of two values: codes
+            assert isinstance(got[c].dtype, pd.CategoricalDtype), c
+            assert got[c].cat.categories.tolist() == ["clean", "persistent"]
+        else:
+            assert got[c].dtype == ep[c].dtype, c
         assert got[c].tolist() == want.tolist(), c
         assert [type(v) for v in got[c].to_numpy()] == [type(v) for v in want], c
     viewed = {c for c in columns if got[c].to_numpy().strides == (0,)}
     # arm holds equal text in distinct objects: one text, so viewed too
     assert viewed == {"run", "seed", "amendment", "arm"}
+
+
+def test_text_with_a_missing_value_is_copied_not_coded() -> None:
+    """A text column with None or NaN among several values keeps its dtype and its very
+    missing values (a categorical would turn None into NaN)."""
+    ep = episodes().assign(
+        amendment=pd.Series(["a1", None, "a2", "a1"], dtype=object),
+        regime=pd.Series(["clean", np.nan, "clean", "persistent"], dtype="str"))
+    got = decisions_with_episodes(decision_ints([1, 2, 2, 3, 5]), ep, ("amendment", "regime"))
+    assert got["amendment"].dtype == object and got["regime"].dtype == "str"
+    assert got["amendment"].tolist() == ["a1", None, None, "a2", "a1"]
+    assert got["regime"].isna().tolist() == [False, True, True, False, False]
 
 
 def test_no_decision_gives_empty_columns() -> None:

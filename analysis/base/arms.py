@@ -25,7 +25,7 @@ from types import MappingProxyType
 import numpy as np
 import pandas as pd
 
-from analysis.stats.codes import changes, first_rows, sorted_codes
+from analysis.stats.codes import column_changes, first_rows, sorted_codes
 from core.pack_labels import split_pack
 from core.regimes import MEAN6, regime_family
 
@@ -161,7 +161,7 @@ def _run_starts(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
     n = len(frame)
     change = np.zeros(max(n - 1, 0), dtype=bool)
     for column in columns:
-        change |= changes(frame[column].to_numpy())
+        change |= column_changes(frame[column])
     return np.flatnonzero(np.concatenate(([n > 0], change)))
 
 

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.base.arms import GROUP_KEYS, ArmKey, Grouping
-from analysis.stats.codes import one_text
+from analysis.stats.codes import one_text, sorted_codes
 from core.decisions import COLUMNS, STEP_FIELDS, episode_decisions
 from core.store.packs import run_positions
 
@@ -235,27 +235,38 @@ def decisions_with_episodes(ints: pd.DataFrame, episodes: pd.DataFrame,
     data[REPLAYED] = (ints[REPLAYED].to_numpy(dtype=bool) if REPLAYED in ints
                       else np.zeros(len(ints), dtype=bool))
     for c in columns:
-        data[c] = _taken(episodes[c], pos)
+        data[c] = episode_column(episodes[c], pos)
     data["final"] = ints["final"].to_numpy().astype(bool, copy=False)
     for c in after:
-        data[c] = _taken(episodes[c], pos)
+        data[c] = episode_column(episodes[c], pos)
     # no copy into consolidated blocks: each column keeps the array built above
     return pd.DataFrame(data, copy=False)
 
 
-def _taken(column: pd.Series, pos: np.ndarray) -> pd.Series:
-    """An episode column at the given positions: the episode column's dtype and values
-    (strings are shared, not copied per decision), a fresh RangeIndex.
+def episode_column(column: pd.Series, pos: np.ndarray) -> pd.Series:
+    """An episode column at the given positions, with a fresh RangeIndex: the episode
+    column's values, in its dtype or as a categorical of them.
 
     A column holding one value on every episode (a study's one run, dataset, question
     set, replicate, often its budget and seed) is its first row's value read through a
     read-only view with stride 0 instead of a copy per decision (7 MB of fresh pages
-    per column at 886,000 decisions): the same values and dtype."""
+    per column at 886,000 decisions): the same values and dtype. A text column holding
+    several values and no missing one (the model, condition, arm, condition hash, regime
+    and question id) is a categorical: each row's code among the column's distinct
+    values, sorted (a few integers' bytes a decision, not a pointer to a string; the
+    tables' groups, runs and question codes are read from the codes,
+    `analysis.stats.codes`). A text column with a missing value keeps its dtype (a
+    categorical would turn None into NaN); numbers are taken as they are."""
     values = column.array
     backing = getattr(values, "_ndarray", None)  # numpy-backed (object, str, int64)
     if isinstance(backing, np.ndarray) and len(pos) and _one_value(backing):
         return pd.Series(values._from_backing_data(np.broadcast_to(backing[:1], len(pos))),
                          dtype=column.dtype, copy=False)
+    if isinstance(backing, np.ndarray) and backing.dtype == object and len(pos):
+        codes, uniques = sorted_codes(column)  # by runs: a cell's episodes hold one value
+        if not pd.isna(uniques[-1]):  # no missing value (None would come back as NaN)
+            return pd.Series(pd.Categorical.from_codes(codes[pos], categories=uniques),
+                             copy=False)
     return pd.Series(values.take(pos), dtype=column.dtype, copy=False)
 
 

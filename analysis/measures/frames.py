@@ -31,6 +31,7 @@ from analysis.measures.decisions import (
     clean_episodes,
     decision_table,
     decisions_with_episodes,
+    episode_column,
     errored_episodes,
     replayed_mask,
 )
@@ -352,9 +353,11 @@ def frames_from(episodes: pd.DataFrame, steps: pd.DataFrame,
     runs = tuple(sorted(str(r) for r in episodes["run"].unique())) if len(episodes) else ()
     decisions = decision_table(clean, steps)
     extra = [c for c in DECISION_KEYS if c not in decisions]
-    if extra:
-        decisions = decisions.merge(clean[["episode_id", *extra]], on="episode_id",
-                                    how="left", validate="many_to_one")
+    if extra:  # each decision's episode's columns, as `decisions_with_episodes` puts them
+        at = pd.Index(clean["episode_id"]).get_indexer(decisions["episode_id"])
+        if (at < 0).any():  # cannot happen (decisions of the clean episodes only)
+            raise ValueError("a decision of an episode the frame does not hold")
+        decisions = decisions.assign(**{c: episode_column(clean[c], at) for c in extra})
     return Frames(clean, steps, decisions, errored, runs, errored_episodes(episodes),
                   selection or Selection(), apart_episodes=apart_episodes(clean))
 
