@@ -107,14 +107,12 @@ def _group_codes(decisions: pd.DataFrame, grouping: Grouping
     return keys, codes[np.cumsum(start) - 1]
 
 
-def _question_codes(questions: pd.Series | np.ndarray, group: np.ndarray, n_groups: int
+def _question_codes(questions: pd.Series, group: np.ndarray, n_groups: int
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Each row's question code within its group (the group's ids sorted, as
     `analysis.stats.codes.codes`), the questions per group, and each group's first
-    question in a concatenation of all groups' questions (`questions`: the rows' ids, a
-    categorical Series coded from its codes)."""
-    q, uniq = codes(questions if isinstance(questions, pd.Series)
-                    else pd.Series(questions, dtype=object))
+    question in a concatenation of all groups' questions."""
+    q, uniq = codes(questions)
     width = max(len(uniq), 1)
     key = group * width + q
     present = np.bincount(key, minlength=n_groups * width) > 0  # np.unique, without a sort
@@ -200,9 +198,7 @@ def cluster_counts(decisions: pd.DataFrame, fr: FailureRows, keep: np.ndarray,
         (per group an array (questions, n_strata · v), the kept rows' groups).
     """
     group = fr.group[keep]
-    column = decisions["question_id"]
-    q = (column.iloc[fr.rows[keep]] if isinstance(column.dtype, pd.CategoricalDtype)
-         else pd.Series(column.to_numpy()[fr.rows[keep]], dtype=object))
+    q = decisions["question_id"].iloc[fr.rows[keep]]  # a categorical keeps its codes
     local, n_q, first = _question_codes(q, group, len(fr.keys))
     cell = (first[group] + local) * n_strata + stratum
     total = _group_sums(cell, values, int(n_q.sum()) * n_strata)
@@ -231,12 +227,7 @@ def coded_samples(decisions: pd.DataFrame, fr: FailureRows, judgments: str
         return decisions[name].to_numpy()[rows]
 
     def text_rank(name: str) -> np.ndarray:
-        col = decisions[name]
-        if isinstance(col.dtype, pd.CategoricalDtype):
-            found, values = codes(col.iloc[rows])
-        else:
-            array = column(name)
-            found, values = codes(pd.Series(array, dtype=array.dtype))
+        found, values = codes(decisions[name].iloc[rows])  # a categorical by its codes
         labels = [str(v) for v in values]
         rank = np.empty(len(labels), dtype=np.int64)
         rank[sorted(range(len(labels)), key=labels.__getitem__)] = np.arange(len(labels))
